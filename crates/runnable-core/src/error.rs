@@ -1,0 +1,302 @@
+//! The error type shared by every runnable.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Result alias used throughout weft.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while running a runnable.
+///
+/// Variants carry enough context to act on (which variable is missing, which tool failed); large payloads
+/// are boxed so that `Result` stays small.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A prompt was formatted with missing variables.
+    #[error(
+        "input to {template} is missing variables {missing:?}; expected: {expected:?}; received: {received:?} \
+         (to keep a literal brace in the template, escape it as {{{{ or }}}})"
+    )]
+    MissingVariables {
+        /// Name of the template type.
+        template: &'static str,
+        /// Variables that were not supplied.
+        missing: Vec<String>,
+        /// Every variable the template expects.
+        expected: Vec<String>,
+        /// The variables that were supplied.
+        received: Vec<String>,
+    },
+    /// A value of the wrong shape was given to a prompt, parser or runnable.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// A template string could not be parsed.
+    #[error("invalid template: {0}")]
+    InvalidTemplate(String),
+    /// An output parser rejected a model's output.
+    #[error(transparent)]
+    OutputParser(Box<OutputParserError>),
+    /// A tool was called with arguments that break its JSON schema.
+    #[error("error invoking tool '{tool}' with arguments {args}: {}", .errors.join("; "))]
+    ToolArguments {
+        /// The tool's name.
+        tool: String,
+        /// The arguments as received.
+        args: Box<serde_json::Value>,
+        /// One line per schema violation, as `path: message`.
+        errors: Vec<String>,
+    },
+    /// A tool failed while running.
+    #[error("tool '{tool}' failed: {message}")]
+    Tool {
+        /// The tool's name.
+        tool: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A chat model or another provider failed.
+    #[error(transparent)]
+    Model(Arc<ModelError>),
+    /// A required key is missing from `config.configurable`.
+    #[error("missing keys {missing:?} in config.configurable; expected keys are {expected:?}")]
+    MissingConfigKeys {
+        /// The keys that are missing.
+        missing: Vec<String>,
+        /// Every key the runnable expects.
+        expected: Vec<String>,
+    },
+    /// A stream ended without producing any chunk where at least one was needed.
+    #[error("{0} produced an empty stream")]
+    EmptyStream(String),
+    /// A run did not finish in time.
+    #[error("{what} timed out after {after:?}")]
+    Timeout {
+        /// What timed out.
+        what: String,
+        /// The limit that was exceeded.
+        after: Duration,
+    },
+    /// A value could not be converted to or from JSON.
+    #[error("serialization failed: {0}")]
+    Serialization(String),
+    /// Control flow travelling through runnables (an interrupt, a command for a parent graph).
+    ///
+    /// It is never retried and never handled by fallbacks.
+    #[error("{0}")]
+    ControlFlow(ControlFlow),
+    /// An error raised by user code.
+    #[error("{0}")]
+    Custom(Arc<dyn std::error::Error + Send + Sync + 'static>),
+}
+
+impl Error {
+    /// Wraps any error raised by user code.
+    pub fn custom<E>(err: E) -> Self
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        Self::Custom(Arc::new(err))
+    }
+
+    /// An error with just a message, for user code that has no error type of its own.
+    pub fn msg(message: impl Into<String>) -> Self {
+        Self::Custom(Arc::new(MessageError(message.into())))
+    }
+
+    /// Whether this error is control flow rather than a failure.
+    pub fn is_control_flow(&self) -> bool {
+        matches!(self, Self::ControlFlow(_))
+    }
+
+    /// The output-parser error inside, if this is one.
+    pub fn as_output_parser(&self) -> Option<&OutputParserError> {
+        match self {
+            Self::OutputParser(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The model error inside, if this is one.
+    pub fn as_model(&self) -> Option<&ModelError> {
+        match self {
+            Self::Model(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The user error inside, downcast to `E`, if this is one of that type.
+    pub fn downcast_custom<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        match self {
+            Self::Custom(e) => e.downcast_ref::<E>(),
+            _ => None,
+        }
+    }
+}
+
+impl From<serde_json::Error> for Error {
+    fn from(err: serde_json::Error) -> Self {
+        Self::Serialization(err.to_string())
+    }
+}
+
+impl From<OutputParserError> for Error {
+    fn from(err: OutputParserError) -> Self {
+        Self::OutputParser(Box::new(err))
+    }
+}
+
+impl From<ModelError> for Error {
+    fn from(err: ModelError) -> Self {
+        Self::Model(Arc::new(err))
+    }
+}
+
+impl From<ControlFlow> for Error {
+    fn from(flow: ControlFlow) -> Self {
+        Self::ControlFlow(flow)
+    }
+}
+
+#[derive(Debug)]
+struct MessageError(String);
+
+impl fmt::Display for MessageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for MessageError {}
+
+/// An output parser could not make sense of a model's output.
+///
+/// `observation` and `send_to_llm` let an agent loop send a correction back to the model.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{error}")]
+pub struct OutputParserError {
+    /// What went wrong.
+    pub error: String,
+    /// The text to show the model as the observation, when the error is sent back to it.
+    pub observation: Option<String>,
+    /// The raw model output that failed to parse.
+    pub llm_output: Option<String>,
+    /// Whether an agent should send `observation` back to the model.
+    pub send_to_llm: bool,
+}
+
+impl OutputParserError {
+    /// A parse error with only a message.
+    pub fn new(error: impl Into<String>) -> Self {
+        Self { error: error.into(), observation: None, llm_output: None, send_to_llm: false }
+    }
+
+    /// Sets the raw model output.
+    pub fn with_llm_output(mut self, output: impl Into<String>) -> Self {
+        self.llm_output = Some(output.into());
+        self
+    }
+
+    /// Marks the error to be sent back to the model with this observation.
+    pub fn send_to_llm(mut self, observation: impl Into<String>) -> Self {
+        self.observation = Some(observation.into());
+        self.send_to_llm = true;
+        self
+    }
+}
+
+/// What kind of provider failure happened, for callers that decide whether to retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ModelErrorKind {
+    /// The provider rejected the request because of rate limits (HTTP 429).
+    RateLimited,
+    /// The provider failed (HTTP 5xx).
+    Server,
+    /// The request was malformed (HTTP 400 and friends).
+    InvalidRequest,
+    /// The credentials were refused (HTTP 401/403).
+    Authentication,
+    /// The request timed out.
+    Timeout,
+    /// The connection failed or was cut.
+    Connection,
+    /// The response could not be understood (bad JSON, a cut stream).
+    InvalidResponse,
+    /// Anything else, including scripted failures of fake models.
+    Other,
+}
+
+/// A failure of a chat model, embeddings or another provider.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{provider} error: {message}{}", .status.map(|s| format!(" (status {s})")).unwrap_or_default())]
+pub struct ModelError {
+    /// Which provider failed (`openai`, `fake`, ...).
+    pub provider: String,
+    /// What kind of failure this is.
+    pub kind: ModelErrorKind,
+    /// The HTTP status, when there was one.
+    pub status: Option<u16>,
+    /// How long the provider asked callers to wait before retrying.
+    pub retry_after: Option<Duration>,
+    /// The provider's message.
+    pub message: String,
+}
+
+impl ModelError {
+    /// A provider error of the given kind.
+    pub fn new(provider: impl Into<String>, kind: ModelErrorKind, message: impl Into<String>) -> Self {
+        Self { provider: provider.into(), kind, status: None, retry_after: None, message: message.into() }
+    }
+
+    /// Whether the provider asked us to slow down.
+    pub fn is_rate_limited(&self) -> bool {
+        self.kind == ModelErrorKind::RateLimited
+    }
+
+    /// Whether the failure is worth retrying (rate limits, server errors, timeouts, connection failures).
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self.kind,
+            ModelErrorKind::RateLimited
+                | ModelErrorKind::Server
+                | ModelErrorKind::Timeout
+                | ModelErrorKind::Connection
+        )
+    }
+}
+
+/// A control-flow signal (for example a graph interrupt) carried through runnables as an error.
+///
+/// The payload is opaque here; the crate that raised it downcasts it back.
+#[derive(Clone)]
+pub struct ControlFlow {
+    description: String,
+    payload: Arc<dyn Any + Send + Sync>,
+}
+
+impl ControlFlow {
+    /// Wraps a payload with a human-readable description.
+    pub fn new<T: Any + Send + Sync>(description: impl Into<String>, payload: T) -> Self {
+        Self { description: description.into(), payload: Arc::new(payload) }
+    }
+
+    /// The payload, if it is a `T`.
+    pub fn downcast_ref<T: Any>(&self) -> Option<&T> {
+        self.payload.downcast_ref::<T>()
+    }
+}
+
+impl fmt::Debug for ControlFlow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ControlFlow").field("description", &self.description).finish_non_exhaustive()
+    }
+}
+
+impl fmt::Display for ControlFlow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.description)
+    }
+}

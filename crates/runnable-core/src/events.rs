@@ -1,0 +1,552 @@
+//! Run events: what `stream_events` yields, the sink that receives them, and the run scopes that emit them.
+//!
+//! Every weft runnable traces itself: its `invoke`, `stream` and `transform` open a [`RunScope`], which emits
+//! `on_<kind>_start`, `on_<kind>_stream` and `on_<kind>_end` events to the config's [`EventSink`] (when
+//! there is one) and opens a `tracing` span (named `weft.run`, at debug level, so nothing is printed by
+//! default). A runnable written outside weft gets the same by calling [`trace_invoke`] or [`trace_stream`].
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use futures::stream::BoxStream;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::config::RunnableConfig;
+use crate::error::{Error, Result};
+
+/// What kind of component a run belongs to; it names the event (`on_chat_model_stream`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RunKind {
+    /// A chain: sequences, lambdas, parallel maps, graphs and their nodes.
+    Chain,
+    /// A prompt template.
+    Prompt,
+    /// A chat model.
+    ChatModel,
+    /// A completion (text-in, text-out) model.
+    Llm,
+    /// An output parser.
+    Parser,
+    /// A tool.
+    Tool,
+    /// A retriever.
+    Retriever,
+}
+
+impl RunKind {
+    /// The kind as it appears in event names (`chat_model`, `parser`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Chain => "chain",
+            RunKind::Prompt => "prompt",
+            RunKind::ChatModel => "chat_model",
+            RunKind::Llm => "llm",
+            RunKind::Parser => "parser",
+            RunKind::Tool => "tool",
+            RunKind::Retriever => "retriever",
+        }
+    }
+}
+
+/// Which moment of a run an event reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventPhase {
+    /// The run started.
+    Start,
+    /// The run produced a chunk of output.
+    Stream,
+    /// The run finished.
+    End,
+    /// The run failed (reported for tools as `on_tool_error`; other kinds end with an `error` field).
+    Error,
+    /// A custom event dispatched by user code.
+    Custom,
+}
+
+/// The payload of an event.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct EventData {
+    /// The run's input (start and end events), absent when the input was streamed in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
+    /// One chunk of output (stream events) or the payload of a custom event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<Value>,
+    /// The run's whole output (end events).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// The error, when the run failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One event of a run: its start, a chunk it streamed, its end, or a custom event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StreamEvent {
+    /// The event name, e.g. `on_chain_start`, `on_chat_model_stream`, `on_custom_event`.
+    pub event: String,
+    /// The run's name (or the custom event's name).
+    pub name: String,
+    /// The run's id.
+    pub run_id: Uuid,
+    /// Ids of the enclosing runs, root first.
+    pub parent_ids: Vec<Uuid>,
+    /// The run's tags.
+    pub tags: Vec<String>,
+    /// The run's metadata.
+    pub metadata: Map<String, Value>,
+    /// The payload.
+    pub data: EventData,
+    /// The kind of the run (`None` for custom events).
+    #[serde(skip)]
+    pub kind: Option<RunKind>,
+    /// The moment of the run this event reports.
+    #[serde(skip)]
+    pub phase: EventPhase,
+}
+
+type Handler = dyn Fn(StreamEvent) + Send + Sync;
+
+/// Receives the events of every run made under a config. Cheap to clone.
+#[derive(Clone)]
+pub struct EventSink {
+    handler: Arc<Handler>,
+}
+
+impl fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EventSink").finish_non_exhaustive()
+    }
+}
+
+impl EventSink {
+    /// A sink that calls `handler` for every event.
+    pub fn new(handler: impl Fn(StreamEvent) + Send + Sync + 'static) -> Self {
+        Self { handler: Arc::new(handler) }
+    }
+
+    /// A sink that sends every event into a channel, and the receiving end.
+    pub fn channel() -> (Self, tokio::sync::mpsc::UnboundedReceiver<StreamEvent>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (
+            Self::new(move |event| {
+                // The receiver may be gone when the consumer stopped listening; events are then dropped.
+                let _ = tx.send(event);
+            }),
+            rx,
+        )
+    }
+
+    /// A sink that delivers every event to both `self` and `other`.
+    pub fn and(self, other: EventSink) -> Self {
+        Self::new(move |event: StreamEvent| {
+            (self.handler)(event.clone());
+            (other.handler)(event);
+        })
+    }
+
+    /// Delivers one event.
+    pub fn emit(&self, event: StreamEvent) {
+        (self.handler)(event);
+    }
+}
+
+/// Records every event, for tests and debugging.
+#[derive(Debug, Clone, Default)]
+pub struct EventRecorder {
+    events: Arc<Mutex<Vec<StreamEvent>>>,
+}
+
+impl EventRecorder {
+    /// An empty recorder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A sink that records into this recorder.
+    pub fn sink(&self) -> EventSink {
+        let events = Arc::clone(&self.events);
+        EventSink::new(move |event| {
+            if let Ok(mut events) = events.lock() {
+                events.push(event);
+            }
+        })
+    }
+
+    /// Every event recorded so far.
+    pub fn events(&self) -> Vec<StreamEvent> {
+        self.events.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+
+    /// `(event, name)` of every event recorded so far, handy in assertions.
+    pub fn names(&self) -> Vec<(String, String)> {
+        self.events().into_iter().map(|e| (e.event, e.name)).collect()
+    }
+}
+
+/// Which events `stream_events` keeps: by run name, kind and tag, with include and exclude lists.
+///
+/// An event is kept when it matches any include list (or no include list is set) and matches no exclude
+/// list.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    /// Keep runs with these names.
+    pub include_names: Vec<String>,
+    /// Keep runs of these kinds (`chain`, `chat_model`, `parser`, ...).
+    pub include_types: Vec<String>,
+    /// Keep runs with any of these tags.
+    pub include_tags: Vec<String>,
+    /// Drop runs with these names.
+    pub exclude_names: Vec<String>,
+    /// Drop runs of these kinds.
+    pub exclude_types: Vec<String>,
+    /// Drop runs with any of these tags.
+    pub exclude_tags: Vec<String>,
+}
+
+impl EventFilter {
+    /// Whether `event` passes the filter.
+    pub fn matches(&self, event: &StreamEvent) -> bool {
+        let kind = event.kind.map_or("custom", RunKind::as_str);
+        let has_tag = |tags: &[String]| event.tags.iter().any(|t| tags.contains(t));
+        let included =
+            (self.include_names.is_empty() && self.include_types.is_empty() && self.include_tags.is_empty())
+                || self.include_names.contains(&event.name)
+                || self.include_types.iter().any(|t| t == kind)
+                || has_tag(&self.include_tags);
+        let excluded = self.exclude_names.contains(&event.name)
+            || self.exclude_types.iter().any(|t| t == kind)
+            || has_tag(&self.exclude_tags);
+        included && !excluded
+    }
+}
+
+/// Converts a value to JSON for an event; a value that cannot be converted is shown as an error string.
+pub fn to_event_value<T: Serialize + ?Sized>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or_else(|e| Value::String(format!("<unserializable: {e}>")))
+}
+
+/// One run in progress: emits its events and hands its children a config that names it as their parent.
+#[derive(Debug)]
+pub struct RunScope {
+    run_id: Uuid,
+    name: String,
+    kind: RunKind,
+    tags: Vec<String>,
+    metadata: Map<String, Value>,
+    parent_ids: Arc<[Uuid]>,
+    sink: Option<EventSink>,
+    child_config: RunnableConfig,
+    span: tracing::Span,
+}
+
+impl RunScope {
+    /// Starts a run named `config.run_name` or else `name`, and emits its start event with `input` (pass
+    /// `None` when the input is streamed in).
+    pub fn start(config: &RunnableConfig, name: &str, kind: RunKind, input: Option<Value>) -> Self {
+        let run_id = config.run_id.unwrap_or_else(Uuid::now_v7);
+        let name = config.run_name.clone().unwrap_or_else(|| name.to_owned());
+        let parent = config.parent_ids.last().copied();
+        let span = tracing::debug_span!(
+            "weft.run",
+            name = %name,
+            kind = kind.as_str(),
+            run_id = %run_id,
+            parent_run_id = parent.map(|p| p.to_string()),
+        );
+        let mut child_config = config.child(None);
+        let mut ids = Vec::with_capacity(config.parent_ids.len() + 1);
+        ids.extend_from_slice(&config.parent_ids);
+        ids.push(run_id);
+        child_config.parent_ids = Arc::from(ids);
+        let scope = Self {
+            run_id,
+            name,
+            kind,
+            tags: config.tags.clone(),
+            metadata: config.metadata.clone(),
+            parent_ids: Arc::clone(&config.parent_ids),
+            sink: config.callbacks.clone(),
+            child_config,
+            span,
+        };
+        scope.emit(EventPhase::Start, EventData { input, ..EventData::default() });
+        scope
+    }
+
+    /// Whether anybody listens to this run's events (when not, building event payloads can be skipped).
+    pub fn is_observed(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> Uuid {
+        self.run_id
+    }
+
+    /// The run's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The config to give to child runs.
+    pub fn child_config(&self) -> &RunnableConfig {
+        &self.child_config
+    }
+
+    /// The run's tracing span.
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// Emits a stream event carrying `chunk`.
+    pub fn on_stream<T: Serialize + ?Sized>(&self, chunk: &T) {
+        if self.sink.is_some() {
+            self.emit(
+                EventPhase::Stream,
+                EventData { chunk: Some(to_event_value(chunk)), ..EventData::default() },
+            );
+        }
+    }
+
+    /// Ends the run successfully.
+    pub fn end<T: Serialize + ?Sized>(&self, input: Option<Value>, output: &T) {
+        if self.sink.is_some() {
+            self.emit(
+                EventPhase::End,
+                EventData { input, output: Some(to_event_value(output)), ..EventData::default() },
+            );
+        }
+    }
+
+    /// Ends the run with an error (tools report `on_tool_error`, other kinds an end event with `error`).
+    pub fn fail(&self, input: Option<Value>, error: &Error) {
+        if self.sink.is_some() {
+            let phase = if self.kind == RunKind::Tool { EventPhase::Error } else { EventPhase::End };
+            self.emit(phase, EventData { input, error: Some(error.to_string()), ..EventData::default() });
+        }
+    }
+
+    fn emit(&self, phase: EventPhase, data: EventData) {
+        let Some(sink) = &self.sink else { return };
+        let suffix = match phase {
+            EventPhase::Start => "start",
+            EventPhase::Stream => "stream",
+            EventPhase::End => "end",
+            EventPhase::Error => "error",
+            EventPhase::Custom => "custom",
+        };
+        sink.emit(StreamEvent {
+            event: format!("on_{}_{}", self.kind.as_str(), suffix),
+            name: self.name.clone(),
+            run_id: self.run_id,
+            parent_ids: self.parent_ids.to_vec(),
+            tags: self.tags.clone(),
+            metadata: self.metadata.clone(),
+            data,
+            kind: Some(self.kind),
+            phase,
+        });
+    }
+}
+
+/// Sends an `on_custom_event` with `name` and `data` to whoever listens to runs under `config`.
+pub fn dispatch_custom_event<T: Serialize + ?Sized>(config: &RunnableConfig, name: &str, data: &T) {
+    let Some(sink) = &config.callbacks else { return };
+    sink.emit(StreamEvent {
+        event: "on_custom_event".to_owned(),
+        name: name.to_owned(),
+        run_id: config.parent_ids.last().copied().unwrap_or_else(Uuid::now_v7),
+        parent_ids: config.parent_ids.to_vec(),
+        tags: config.tags.clone(),
+        metadata: config.metadata.clone(),
+        data: EventData { chunk: Some(to_event_value(data)), ..EventData::default() },
+        kind: None,
+        phase: EventPhase::Custom,
+    });
+}
+
+/// Runs `body` as a traced run: start event, then end (or error) event, inside a tracing span.
+///
+/// `body` receives the input back and the config for its children. The input is converted to JSON only
+/// when somebody listens.
+pub async fn trace_invoke<I, O, F, Fut>(
+    name: &str,
+    kind: RunKind,
+    input: I,
+    config: &RunnableConfig,
+    body: F,
+) -> Result<O>
+where
+    I: Serialize,
+    O: Serialize,
+    F: FnOnce(I, RunnableConfig) -> Fut,
+    Fut: Future<Output = Result<O>>,
+{
+    use tracing::Instrument as _;
+    let observed = config.callbacks.is_some();
+    let input_value = observed.then(|| to_event_value(&input));
+    let scope = RunScope::start(config, name, kind, input_value.clone());
+    let span = scope.span.clone();
+    let result = body(input, scope.child_config.clone()).instrument(span).await;
+    match &result {
+        Ok(output) => scope.end(input_value, output),
+        Err(err) => scope.fail(input_value, err),
+    }
+    result
+}
+
+/// Wraps a stream as a traced run: the start event on first poll, a stream event per chunk, and the end
+/// event with the chunks merged by `merge` once the stream is exhausted.
+///
+/// `input` is `None` when the input arrives as a stream; `make` receives the config for children.
+pub fn trace_stream<'a, O, M>(
+    name: &str,
+    kind: RunKind,
+    input: Option<Value>,
+    config: &RunnableConfig,
+    make: impl FnOnce(RunnableConfig) -> BoxStream<'a, Result<O>> + Send + 'a,
+    merge: M,
+) -> BoxStream<'a, Result<O>>
+where
+    O: Serialize + Clone + Send + 'a,
+    M: Fn(O, O) -> Result<O> + Send + 'a,
+{
+    let name = name.to_owned();
+    let config = config.clone();
+    let state = TraceState::Pending { name, kind, input, config, make: Box::new(make) };
+    Box::pin(TracedStream { state, merge, acc: None })
+}
+
+type MakeStream<'a, O> = Box<dyn FnOnce(RunnableConfig) -> BoxStream<'a, Result<O>> + Send + 'a>;
+
+enum TraceState<'a, O> {
+    Pending {
+        name: String,
+        kind: RunKind,
+        input: Option<Value>,
+        config: RunnableConfig,
+        make: MakeStream<'a, O>,
+    },
+    Running {
+        scope: RunScope,
+        input: Option<Value>,
+        inner: BoxStream<'a, Result<O>>,
+    },
+    Done,
+}
+
+struct TracedStream<'a, O, M> {
+    state: TraceState<'a, O>,
+    merge: M,
+    acc: Option<O>,
+}
+
+impl<O, M> Unpin for TracedStream<'_, O, M> {}
+
+impl<'a, O, M> Stream for TracedStream<'a, O, M>
+where
+    O: Serialize + Clone + Send + 'a,
+    M: Fn(O, O) -> Result<O> + Send + 'a,
+{
+    type Item = Result<O>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if let TraceState::Pending { .. } = &this.state {
+            let TraceState::Pending { name, kind, input, config, make } =
+                std::mem::replace(&mut this.state, TraceState::Done)
+            else {
+                return Poll::Ready(None);
+            };
+            let scope = RunScope::start(&config, &name, kind, input.clone());
+            let inner = {
+                let _entered = scope.span.enter();
+                make(scope.child_config.clone())
+            };
+            this.state = TraceState::Running { scope, input, inner };
+        }
+        let TraceState::Running { scope, input, inner } = &mut this.state else {
+            return Poll::Ready(None);
+        };
+        let polled = {
+            let _entered = scope.span.enter();
+            inner.as_mut().poll_next(cx)
+        };
+        match polled {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Some(Ok(chunk))) => {
+                scope.on_stream(&chunk);
+                if scope.is_observed() {
+                    let merged = match this.acc.take() {
+                        None => Ok(chunk.clone()),
+                        Some(acc) => (this.merge)(acc, chunk.clone()),
+                    };
+                    match merged {
+                        Ok(m) => this.acc = Some(m),
+                        Err(err) => {
+                            scope.fail(input.take(), &err);
+                            this.state = TraceState::Done;
+                            return Poll::Ready(Some(Err(err)));
+                        }
+                    }
+                }
+                Poll::Ready(Some(Ok(chunk)))
+            }
+            Poll::Ready(Some(Err(err))) => {
+                scope.fail(input.take(), &err);
+                this.state = TraceState::Done;
+                Poll::Ready(Some(Err(err)))
+            }
+            Poll::Ready(None) => {
+                match this.acc.take() {
+                    Some(output) => scope.end(input.take(), &output),
+                    None => scope.end(input.take(), &Value::Null),
+                }
+                this.state = TraceState::Done;
+                Poll::Ready(None)
+            }
+        }
+    }
+}
+
+/// Wraps a stream transformation as a traced run whose input arrives as a stream: the run starts once
+/// the first input chunk has arrived (as in LangChain, so a parser's start event follows the model's
+/// first token), then behaves like [`trace_stream`] with no input recorded.
+pub fn trace_transform<'a, I, O, M>(
+    name: &str,
+    kind: RunKind,
+    input: crate::runnable::ChunkStream<'a, I>,
+    config: &RunnableConfig,
+    body: impl FnOnce(crate::runnable::ChunkStream<'a, I>, RunnableConfig) -> BoxStream<'a, Result<O>> + Send + 'a,
+    merge: M,
+) -> BoxStream<'a, Result<O>>
+where
+    I: Send + 'a,
+    O: Serialize + Clone + Send + 'a,
+    M: Fn(O, O) -> Result<O> + Send + 'a,
+{
+    use futures::StreamExt as _;
+    let name = name.to_owned();
+    let config = config.clone();
+    futures::stream::once(async move {
+        let (mut chunks, merge_input) = input.into_parts();
+        let first = chunks.next().await;
+        let rest: BoxStream<'a, Result<I>> = match first {
+            Some(first) => futures::stream::once(async move { first }).chain(chunks).boxed(),
+            None => futures::stream::empty().boxed(),
+        };
+        let input = crate::runnable::ChunkStream::new(rest, merge_input);
+        trace_stream(&name, kind, None, &config, move |child| body(input, child), merge)
+    })
+    .flatten()
+    .boxed()
+}

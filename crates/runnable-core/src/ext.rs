@@ -1,0 +1,142 @@
+//! `RunnableExt`: composition methods available on every runnable.
+
+use futures::stream::{BoxStream, StreamExt as _};
+
+use crate::config::RunnableConfig;
+use crate::error::Result;
+use crate::events::{EventFilter, EventSink, StreamEvent};
+use crate::runnable::{BoxRunnable, RunValue, Runnable};
+use crate::sequence::Sequence;
+use crate::with_config::WithConfig;
+
+/// Composition methods for every [`Runnable`]; blanket-implemented.
+pub trait RunnableExt<I: RunValue, O: RunValue>: Runnable<I, O> + Sized {
+    /// Feeds this runnable's output into `next` (the `|` operator does the same on weft's own types).
+    fn pipe<B, P>(self, next: B) -> Sequence<Self, B, O>
+    where
+        B: Runnable<O, P>,
+        P: RunValue,
+    {
+        Sequence::new(self, next)
+    }
+
+    /// Erases the type, for storing runnables of different types together.
+    fn boxed(self) -> BoxRunnable<I, O>
+    where
+        Self: 'static,
+    {
+        BoxRunnable::new(self)
+    }
+
+    /// Binds a config that is merged under the caller's config on every call (the caller's keys win).
+    fn with_config(self, config: RunnableConfig) -> WithConfig<Self> {
+        WithConfig::new(self, config)
+    }
+
+    /// Streams every run event (start, chunk, end) of this runnable and everything it calls.
+    fn stream_events<'a>(&'a self, input: I, config: &RunnableConfig) -> BoxStream<'a, Result<StreamEvent>> {
+        self.stream_events_filtered(input, config, EventFilter::default())
+    }
+
+    /// Like [`stream_events`](RunnableExt::stream_events), keeping only the events that pass `filter`.
+    ///
+    /// The run's own error, if any, comes last as an `Err` item.
+    fn stream_events_filtered<'a>(
+        &'a self,
+        input: I,
+        config: &RunnableConfig,
+        filter: EventFilter,
+    ) -> BoxStream<'a, Result<StreamEvent>> {
+        let (sink, receiver) = EventSink::channel();
+        let sink = match &config.callbacks {
+            Some(existing) => existing.clone().and(sink),
+            None => sink,
+        };
+        let config = config.clone().with_callbacks(sink);
+        let run = async move {
+            let mut chunks = self.stream(input, &config);
+            let mut failure = None;
+            while let Some(chunk) = chunks.next().await {
+                if let Err(err) = chunk {
+                    failure = Some(err);
+                    break;
+                }
+            }
+            drop(chunks);
+            drop(config);
+            failure
+        };
+        event_stream(run, receiver, filter)
+    }
+}
+
+impl<I: RunValue, O: RunValue, R: Runnable<I, O>> RunnableExt<I, O> for R {}
+
+/// Polls `run` and the event receiver together, yielding events as they come and the run's error last.
+fn event_stream<'a>(
+    run: impl Future<Output = Option<crate::Error>> + Send + 'a,
+    receiver: tokio::sync::mpsc::UnboundedReceiver<StreamEvent>,
+    filter: EventFilter,
+) -> BoxStream<'a, Result<StreamEvent>> {
+    enum Item {
+        Event(StreamEvent),
+        Done(Option<crate::Error>),
+    }
+    let events = tokio_stream_from(receiver).map(Item::Event);
+    let done = futures::stream::once(Box::pin(run)).map(Item::Done);
+    // Events keep flowing while the run is in progress; once it is done, the remaining buffered events
+    // drain (the sink's senders are gone, so the receiver ends) and the error, if any, comes last.
+    let merged = futures::stream::select(events, done);
+    futures::stream::unfold((merged, filter, None), |(mut merged, filter, mut failure)| async move {
+        loop {
+            match merged.next().await {
+                Some(Item::Event(event)) => {
+                    if filter.matches(&event) {
+                        return Some((Ok(event), (merged, filter, failure)));
+                    }
+                }
+                Some(Item::Done(err)) => failure = err,
+                None => return failure.take().map(|err| (Err(err), (merged, filter, None))),
+            }
+        }
+    })
+    .boxed()
+}
+
+fn tokio_stream_from(
+    mut receiver: tokio::sync::mpsc::UnboundedReceiver<StreamEvent>,
+) -> impl futures::Stream<Item = StreamEvent> + Send {
+    futures::stream::poll_fn(move |cx| receiver.poll_recv(cx))
+}
+
+/// Names the one output type of a runnable type, so that `|` can work out the middle type of the
+/// sequence it builds. [`impl_pipe_operator!`](crate::impl_pipe_operator) implements it.
+pub trait FixedOutput {
+    /// The output type.
+    type Output;
+}
+
+/// Implements the `|` operator (`a | b` = `a.pipe(b)`) and [`FixedOutput`] for a runnable type whose
+/// output type is fixed.
+///
+/// ```ignore
+/// weft_runnable_core::impl_pipe_operator!(MyModel => weft_runnable_core::AiMessage);
+/// weft_runnable_core::impl_pipe_operator!([T: Clone] MyParser<T> => T);
+/// ```
+#[macro_export]
+macro_rules! impl_pipe_operator {
+    ([$($gen:tt)*] $ty:ty => $out:ty) => {
+        impl<$($gen)*> $crate::FixedOutput for $ty {
+            type Output = $out;
+        }
+        impl<__R, $($gen)*> ::std::ops::BitOr<__R> for $ty {
+            type Output = $crate::Sequence<$ty, __R, $out>;
+            fn bitor(self, next: __R) -> Self::Output {
+                $crate::Sequence::new(self, next)
+            }
+        }
+    };
+    ($ty:ty => $out:ty) => {
+        $crate::impl_pipe_operator!([] $ty => $out);
+    };
+}

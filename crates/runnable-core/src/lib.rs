@@ -1,0 +1,43 @@
+//! # weft-runnable-core
+//!
+//! The one protocol every weft component speaks. A [`Runnable`] turns an input into an output and can be
+//! invoked, batched, streamed and observed as a stream of run events; runnables compose with
+//! [`RunnableExt`] (`pipe`, `with_retry`, `with_fallbacks`, `with_config`, ...) and, on weft's own types,
+//! with the `|` operator.
+//!
+//! ```
+//! use weft_runnable_core::{Runnable, RunnableConfig, RunnableExt, RunnableLambda};
+//! # tokio_test::block_on(async {
+//! let chain = RunnableLambda::new(|x: i64| x + 1) | RunnableLambda::new(|x: i64| x * 10);
+//! let config = RunnableConfig::default();
+//! assert_eq!(chain.invoke(1, &config).await.unwrap(), 20);
+//! assert_eq!(chain.batch(vec![1, 2, 3], &config).await.unwrap(), vec![20, 30, 40]);
+//! # });
+//! ```
+
+pub mod config;
+pub mod error;
+pub mod events;
+pub mod ext;
+pub mod lambda;
+pub mod messages;
+pub mod runnable;
+pub mod sequence;
+pub mod with_config;
+
+pub use config::{DEFAULT_RECURSION_LIMIT, Extensions, RunnableConfig};
+pub use error::{ControlFlow, Error, ModelError, ModelErrorKind, OutputParserError, Result};
+pub use events::{
+    EventData, EventFilter, EventPhase, EventRecorder, EventSink, RunKind, RunScope, StreamEvent,
+    dispatch_custom_event, trace_invoke, trace_stream, trace_transform,
+};
+pub use ext::{FixedOutput, RunnableExt};
+pub use lambda::{RunnableGenerator, RunnableLambda};
+pub use messages::{
+    AiMessage, AiMessageChunk, Content, HumanMessage, InvalidToolCall, Message, PromptValue,
+    REMOVE_ALL_MESSAGES, RemoveMessage, SystemMessage, ToolCall, ToolCallChunk, ToolMessage, ToolStatus,
+    UsageMetadata,
+};
+pub use runnable::{BoxRunnable, ChunkStream, Merge, RunValue, Runnable, seq_step_tag};
+pub use sequence::Sequence;
+pub use with_config::WithConfig;
