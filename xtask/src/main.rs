@@ -19,7 +19,8 @@ usage: cargo xtask TASK
 
 tasks:
   ci [STAGE...]  run every check CI runs, in order, stopping at the first failure;
-                 stages: services (only when CI is set), fmt, clippy, test, doc, examples
+                 stages: services, fmt, clippy, test, doc, examples (services starts
+                 PostgreSQL and Redis when CI is set, else only checks them)
   services       make sure PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) are up
   help           print this text";
 

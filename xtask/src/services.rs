@@ -62,8 +62,12 @@ pub(crate) fn is_ci() -> bool {
 
 /// Makes sure every backend is reachable, starting the ones that are not.
 pub(crate) fn ensure(policy: Policy) -> Result<(), String> {
+    ensure_all(&SERVICES, policy, START_GRACE)
+}
+
+fn ensure_all(services: &[Service], policy: Policy, grace: Duration) -> Result<(), String> {
     let mut missing = Vec::new();
-    for service in &SERVICES {
+    for service in services {
         if reachable(service.addr) {
             println!("{}: reachable at {}", service.name, service.addr);
             continue;
@@ -73,7 +77,7 @@ pub(crate) fn ensure(policy: Policy) -> Result<(), String> {
         if let Err(err) = &started {
             println!("{}: {err}", service.name);
         }
-        if started.is_ok() && wait_until_reachable(service.addr, START_GRACE) {
+        if started.is_ok() && wait_until_reachable(service.addr, grace) {
             println!("{}: reachable at {}", service.name, service.addr);
         } else {
             missing.push(format!("{} at {} (start command: {})", service.name, service.addr, service.start));
@@ -146,6 +150,26 @@ mod tests {
         assert!(reachable(&addr));
         drop(listener);
         assert!(!reachable(&addr));
+    }
+
+    #[test]
+    fn a_reachable_backend_is_not_started_again() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr: &'static str = listener.local_addr().unwrap().to_string().leak();
+        // The start command would fail if it ran.
+        let services = [Service { name: "up", addr, start: "exit 1" }];
+        assert_eq!(ensure_all(&services, Policy::Required, Duration::ZERO), Ok(()));
+    }
+
+    #[test]
+    fn a_backend_that_does_not_come_up_fails_in_ci_naming_it() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr: &'static str = listener.local_addr().unwrap().to_string().leak();
+        drop(listener);
+        let services = [Service { name: "Down", addr, start: "true" }];
+        let err = ensure_all(&services, Policy::Required, Duration::from_millis(100)).unwrap_err();
+        assert!(err.contains(&format!("Down at {addr}")), "{err}");
+        assert_eq!(ensure_all(&services, Policy::Optional, Duration::from_millis(100)), Ok(()));
     }
 
     #[test]
