@@ -1,6 +1,22 @@
 //! # weft-graph
 //!
-//! The Pregel engine lands here: `StateGraph` (build, then compile), channels and reducers, the superstep
-//! loop, interrupts, and the `Checkpointer` and `Store` traits with in-memory implementations.
-//!
-//! Nothing is exported yet. Until it is, compose with the runnables of `weft-runnable-core`.
+//! The Pregel engine of weft, in progress: state channels and their write semantics ([`State`]), control
+//! values ([`Send`], [`Command`], [`Interrupt`]) and the checkpoint model ([`checkpoint`]). The builder and
+//! the superstep loop are being added.
+
+pub mod branch;
+pub mod checkpoint;
+pub mod error;
+pub mod node;
+pub mod retry;
+pub mod runtime;
+pub mod state;
+pub mod types;
+
+pub use branch::{Branch, IntoRoutes, PathMap, Route};
+pub use error::{GraphError, GraphResult};
+pub use node::{IntoNode, IntoNodeOutput, NodeOutput};
+pub use retry::RetryPolicy;
+pub use runtime::{ExecutionInfo, GraphInterrupt, Runtime};
+pub use state::{ChannelKind, ChannelSet, ChannelSpec, State, UpdateError};
+pub use types::{Command, CommandGraph, END, Goto, Interrupt, Payload, Resume, START, Send};

@@ -1,0 +1,352 @@
+//! `StateGraph`: the builder. Add nodes and edges, then `compile()`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use crate::branch::{Branch, IntoRoutes, PathMap};
+use crate::compiled::{CompileConfig, CompiledGraph};
+use crate::error::{GraphError, GraphResult};
+use crate::node::{IntoNode, NodeFn};
+use crate::pregel::spec::{GraphSpec, JoinSpec, NodeSpec};
+use crate::state::State;
+use crate::types::{END, START};
+
+/// Per-node options.
+#[derive(Debug, Clone, Default)]
+pub struct NodeConfig {
+    /// Run the node only once nothing else is pending (LangGraph's `defer=True`).
+    pub defer: bool,
+    /// Retry the node on failure.
+    pub retry: Option<crate::retry::RetryPolicy>,
+    /// Metadata attached to the node's runs and stream chunks.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+}
+
+impl NodeConfig {
+    /// Default options.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Defers the node.
+    pub fn defer(mut self) -> Self {
+        self.defer = true;
+        self
+    }
+
+    /// Sets a retry policy.
+    pub fn retry(mut self, policy: crate::retry::RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+}
+
+pub(crate) struct NodeEntry<S: State> {
+    pub(crate) name: String,
+    pub(crate) func: Arc<dyn NodeFn<S>>,
+    pub(crate) config: NodeConfig,
+}
+
+/// Builds a graph over the state `S`: nodes, edges, conditional edges, waiting edges.
+///
+/// Mistakes (an unknown node, a reserved name, ...) are reported by [`compile`](StateGraph::compile), each
+/// as a [`GraphError`] naming the culprit.
+pub struct StateGraph<S: State> {
+    initial: S,
+    nodes: Vec<NodeEntry<S>>,
+    edges: Vec<(String, String)>,
+    waiting_edges: Vec<(Vec<String>, String)>,
+    branches: Vec<(String, Branch<S>)>,
+    errors: Vec<GraphError>,
+}
+
+impl<S: State> std::fmt::Debug for StateGraph<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateGraph")
+            .field("nodes", &self.nodes.iter().map(|n| &n.name).collect::<Vec<_>>())
+            .field("edges", &self.edges)
+            .field("waiting_edges", &self.waiting_edges)
+            .field("branches", &self.branches)
+            .finish()
+    }
+}
+
+impl<S: State + Default> Default for StateGraph<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<S: State + Default> StateGraph<S> {
+    /// A graph whose state starts from `S::default()`.
+    pub fn new() -> Self {
+        Self::with_initial(S::default())
+    }
+}
+
+impl<S: State> StateGraph<S> {
+    /// A graph whose state starts from `initial` (for states that carry their own schema, like
+    /// [`JsonState`](crate::JsonState)).
+    pub fn with_initial(initial: S) -> Self {
+        Self {
+            initial,
+            nodes: Vec::new(),
+            edges: Vec::new(),
+            waiting_edges: Vec::new(),
+            branches: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// Adds a node: a sync or async function of the state (or of a `Send` payload type), optionally also
+    /// taking the [`Runtime`](crate::Runtime).
+    pub fn add_node<M>(&mut self, name: impl Into<String>, node: impl IntoNode<S, M>) -> &mut Self {
+        self.add_node_with(name, node, NodeConfig::default())
+    }
+
+    /// Adds a node with options (defer, retry policy, metadata).
+    pub fn add_node_with<M>(
+        &mut self,
+        name: impl Into<String>,
+        node: impl IntoNode<S, M>,
+        config: NodeConfig,
+    ) -> &mut Self {
+        let name = name.into();
+        if name == START || name == END {
+            self.errors.push(GraphError::ReservedNodeName(name));
+            return self;
+        }
+        if let Some(ch) = name.chars().find(|c| *c == '|' || *c == ':') {
+            self.errors.push(GraphError::ReservedCharacter { node: name, ch });
+            return self;
+        }
+        if self.nodes.iter().any(|n| n.name == name) {
+            self.errors.push(GraphError::DuplicateNode(name));
+            return self;
+        }
+        self.nodes.push(NodeEntry { name, func: node.into_node(), config });
+        self
+    }
+
+    /// Adds an edge: after `from` runs, `to` runs in the next superstep.
+    pub fn add_edge(&mut self, from: impl Into<String>, to: impl Into<String>) -> &mut Self {
+        let (from, to) = (from.into(), to.into());
+        if from == END {
+            self.errors.push(GraphError::EndAsSource);
+        } else if to == START {
+            self.errors.push(GraphError::StartAsTarget);
+        } else {
+            self.edges.push((from, to));
+        }
+        self
+    }
+
+    /// Adds a waiting edge: `to` runs once after every node of `from` has run (since `to` last ran).
+    pub fn add_waiting_edge<I, T>(&mut self, from: I, to: impl Into<String>) -> &mut Self
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<String>,
+    {
+        let from: Vec<String> = from.into_iter().map(Into::into).collect();
+        let to = to.into();
+        if from.len() == 1 {
+            let single = from.into_iter().next().unwrap_or_default();
+            return self.add_edge(single, to);
+        }
+        if from.iter().any(|f| f == END) {
+            self.errors.push(GraphError::EndAsSource);
+        } else if to == START {
+            self.errors.push(GraphError::StartAsTarget);
+        } else {
+            self.waiting_edges.push((from, to));
+        }
+        self
+    }
+
+    /// Adds a conditional edge: after `source` runs, `router` (seeing the state with `source`'s own writes
+    /// applied) picks the next nodes, `END`, or `Send`s; `path_map` maps its answers to node names.
+    pub fn add_conditional_edges<R: IntoRoutes>(
+        &mut self,
+        source: impl Into<String>,
+        router: impl Fn(&S) -> R + std::marker::Send + Sync + 'static,
+        path_map: impl Into<PathMap>,
+    ) -> &mut Self {
+        let source = source.into();
+        let name = format!("branch_{}", self.branches.iter().filter(|(s, _)| *s == source).count());
+        self.add_branch(source, Branch::new(name, router, path_map.into()))
+    }
+
+    /// Adds a named conditional edge (names must be unique per source node).
+    pub fn add_branch(&mut self, source: impl Into<String>, branch: Branch<S>) -> &mut Self {
+        let source = source.into();
+        if source == END {
+            self.errors.push(GraphError::EndAsSource);
+        } else if self.branches.iter().any(|(s, b)| *s == source && b.name == branch.name) {
+            self.errors.push(GraphError::DuplicateBranch { node: source, branch: branch.name });
+        } else {
+            self.branches.push((source, branch));
+        }
+        self
+    }
+
+    /// Conditional entry: a router from `START`.
+    pub fn set_conditional_entry_point<R: IntoRoutes>(
+        &mut self,
+        router: impl Fn(&S) -> R + std::marker::Send + Sync + 'static,
+        path_map: impl Into<PathMap>,
+    ) -> &mut Self {
+        self.add_conditional_edges(START, router, path_map)
+    }
+
+    /// Entry point: an edge from `START`.
+    pub fn set_entry_point(&mut self, node: impl Into<String>) -> &mut Self {
+        self.add_edge(START, node)
+    }
+
+    /// Finish point: an edge to `END`.
+    pub fn set_finish_point(&mut self, node: impl Into<String>) -> &mut Self {
+        self.add_edge(node, END)
+    }
+
+    /// Adds nodes and chains them with edges in the given order.
+    pub fn add_sequence<M, N>(&mut self, nodes: Vec<(&str, N)>) -> &mut Self
+    where
+        N: IntoNode<S, M>,
+    {
+        if nodes.is_empty() {
+            self.errors.push(GraphError::EmptySequence);
+            return self;
+        }
+        let mut previous: Option<String> = None;
+        for (name, node) in nodes {
+            self.add_node(name, node);
+            if let Some(prev) = previous {
+                self.add_edge(prev, name);
+            }
+            previous = Some(name.to_owned());
+        }
+        self
+    }
+
+    /// Names of the nodes added so far.
+    pub fn node_names(&self) -> Vec<&str> {
+        self.nodes.iter().map(|n| n.name.as_str()).collect()
+    }
+
+    /// Validates the graph and compiles it with default settings (no checkpointer).
+    pub fn compile(&self) -> GraphResult<CompiledGraph<S>> {
+        self.compile_with(CompileConfig::default())
+    }
+
+    /// Validates the graph and compiles it with a checkpointer, breakpoints, a name, ...
+    pub fn compile_with(&self, config: CompileConfig) -> GraphResult<CompiledGraph<S>> {
+        if let Some(err) = self.errors.first() {
+            return Err(err.clone());
+        }
+        let mut names: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
+        names.sort_unstable();
+        let index_of = |name: &str| names.binary_search(&name).ok();
+        let known: HashSet<&str> = names.iter().copied().collect();
+
+        // Validation, in LangGraph's order.
+        for (from, _) in &self.edges {
+            if from != START && !known.contains(from.as_str()) {
+                return Err(GraphError::UnknownEdgeSource(from.clone()));
+            }
+        }
+        for (sources, _) in &self.waiting_edges {
+            for s in sources {
+                if s != START && !known.contains(s.as_str()) {
+                    return Err(GraphError::UnknownWaitingSource(s.clone()));
+                }
+            }
+        }
+        for (source, _) in &self.branches {
+            if source != START && !known.contains(source.as_str()) {
+                return Err(GraphError::UnknownEdgeSource(source.clone()));
+            }
+        }
+        let has_entry = self.edges.iter().any(|(f, _)| f == START)
+            || self.branches.iter().any(|(s, _)| s == START)
+            || self.waiting_edges.iter().any(|(f, _)| f.iter().any(|s| s == START));
+        if !has_entry {
+            return Err(GraphError::NoEntryPoint);
+        }
+        for (source, branch) in &self.branches {
+            for (_, target) in branch.path_map.targets() {
+                if target != END && !known.contains(target.as_str()) {
+                    return Err(GraphError::UnknownBranchTarget {
+                        source_node: source.clone(),
+                        branch: branch.name.clone(),
+                        target,
+                    });
+                }
+            }
+        }
+        for (_, to) in self.edges.iter().chain(self.waiting_edges.iter().map(|(f, t)| (&f[0], t))) {
+            if to != END && !known.contains(to.as_str()) {
+                return Err(GraphError::UnknownEdgeTarget(to.clone()));
+            }
+        }
+        for name in config.interrupt_before.iter().chain(config.interrupt_after.iter()) {
+            if name != "*" && !known.contains(name.as_str()) {
+                return Err(GraphError::UnknownInterruptNode(name.clone()));
+            }
+        }
+
+        // Build the run-time spec: nodes sorted by name, edges as index lists.
+        let mut nodes: Vec<NodeSpec<S>> = names
+            .iter()
+            .filter_map(|name| self.nodes.iter().find(|n| n.name == *name))
+            .map(|n| NodeSpec {
+                name: n.name.clone(),
+                func: Arc::clone(&n.func),
+                config: n.config.clone(),
+                edges: Vec::new(),
+                ends: false,
+                branches: Vec::new(),
+                joins: Vec::new(),
+            })
+            .collect();
+        let mut start = NodeSpec::<S>::start();
+        for (from, to) in &self.edges {
+            let spec = if from == START { &mut start } else { index_of(from).map(|i| &mut nodes[i]).ok_or_else(|| GraphError::UnknownEdgeSource(from.clone()))? };
+            match index_of(to) {
+                Some(t) => {
+                    if !spec.edges.contains(&t) {
+                        spec.edges.push(t);
+                    }
+                }
+                None => spec.ends = true,
+            }
+        }
+        for (source, branch) in &self.branches {
+            let spec = if source == START { &mut start } else { index_of(source).map(|i| &mut nodes[i]).ok_or_else(|| GraphError::UnknownEdgeSource(source.clone()))? };
+            spec.branches.push(branch.clone());
+        }
+        let mut joins = Vec::new();
+        for (sources, target) in &self.waiting_edges {
+            let target_index = index_of(target);
+            let mut source_indexes = Vec::new();
+            for s in sources {
+                let idx = if s == START { None } else { index_of(s) };
+                source_indexes.push(idx);
+            }
+            let join_index = joins.len();
+            joins.push(JoinSpec {
+                name: format!("join:{}:{}", sources.join("+"), target),
+                sources: source_indexes.clone(),
+                target: target_index,
+            });
+            for idx in source_indexes {
+                match idx {
+                    Some(i) => nodes[i].joins.push(join_index),
+                    None => start.joins.push(join_index),
+                }
+            }
+        }
+        let node_names: BTreeMap<String, usize> = nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
+        let spec = GraphSpec { initial: self.initial.clone(), nodes, node_names, start, joins };
+        Ok(CompiledGraph::new(spec, config))
+    }
+}

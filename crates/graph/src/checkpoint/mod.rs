@@ -1,0 +1,234 @@
+//! Checkpoints: what a saver stores after every superstep, and the `Checkpointer` trait.
+//!
+//! Checkpoints are JSON at this boundary: the engine converts its typed state to JSON channel values when
+//! it saves, and back when it loads. A checkpoint passed to [`Checkpointer::put`] carries the values of the
+//! channels whose version changed since the previous checkpoint only (`new_versions`); the saver keeps
+//! older values by `(channel, version)` and returns whole checkpoints from
+//! [`get_tuple`](Checkpointer::get_tuple) and [`list`](Checkpointer::list).
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Format version of [`Checkpoint`].
+pub const CHECKPOINT_VERSION: u32 = 1;
+
+/// Write channels with a fixed meaning (never applied to state).
+pub mod special {
+    /// A task failed: the value is the error text.
+    pub const ERROR: &str = "__error__";
+    /// A task was interrupted: the value is the list of interrupts.
+    pub const INTERRUPT: &str = "__interrupt__";
+    /// Resume values a task has consumed, in order.
+    pub const RESUME: &str = "__resume__";
+    /// A task finished without writing anything.
+    pub const NO_WRITES: &str = "__no_writes__";
+    /// A task scheduled by `Send`.
+    pub const TASKS: &str = "__pregel_tasks";
+    /// The graph input.
+    pub const START: &str = "__start__";
+    /// The id of the task whose writes are made by the graph itself (input commands, resume values).
+    pub const NULL_TASK_ID: &str = "00000000-0000-0000-0000-000000000000";
+
+    /// The fixed index a saver stores a special write at (LangGraph's numbering), or `None` for a
+    /// regular write (stored at its position in the batch).
+    pub fn fixed_index(channel: &str) -> Option<i64> {
+        match channel {
+            ERROR => Some(-1),
+            INTERRUPT => Some(-3),
+            RESUME => Some(-4),
+            _ => None,
+        }
+    }
+}
+
+/// Addresses a thread, a namespace in it and optionally one checkpoint.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CheckpointConfig {
+    /// The thread.
+    pub thread_id: String,
+    /// The namespace: `""` for the root graph, `node:<task id>` (joined by `|`) for subgraphs.
+    #[serde(default)]
+    pub checkpoint_ns: String,
+    /// A checkpoint id; `None` means the latest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_id: Option<String>,
+}
+
+impl CheckpointConfig {
+    /// The latest checkpoint of a thread's root namespace.
+    pub fn thread(thread_id: impl Into<String>) -> Self {
+        Self { thread_id: thread_id.into(), ..Self::default() }
+    }
+
+    /// The same address, pointing at `checkpoint_id`.
+    pub fn at(&self, checkpoint_id: impl Into<String>) -> Self {
+        Self { checkpoint_id: Some(checkpoint_id.into()), ..self.clone() }
+    }
+}
+
+/// A channel's version: a counter and a random tag that keeps versions of diverging forks apart. Renders
+/// as LangGraph's `"{counter:032}.{tag:016}"` strings, which sort by counter.
+pub type ChannelVersion = String;
+
+/// Channel name to version.
+pub type ChannelVersions = BTreeMap<String, ChannelVersion>;
+
+/// The state of a run between two supersteps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// Format version.
+    pub v: u32,
+    /// Time-sortable id (UUID v7).
+    pub id: String,
+    /// When it was made (RFC 3339, UTC).
+    pub ts: String,
+    /// Channel values (only non-empty channels; see the module docs for which are present in `put`).
+    pub channel_values: Map<String, Value>,
+    /// The version of every channel that has one.
+    pub channel_versions: ChannelVersions,
+    /// For each node, the versions of its trigger channels it has seen.
+    pub versions_seen: BTreeMap<String, ChannelVersions>,
+    /// Channels updated in the step that produced this checkpoint, sorted.
+    #[serde(default)]
+    pub updated_channels: Vec<String>,
+}
+
+/// Where a checkpoint came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckpointSource {
+    /// New input.
+    Input,
+    /// A superstep.
+    Loop,
+    /// `update_state`.
+    Update,
+    /// A copy of an older checkpoint (time travel).
+    Fork,
+}
+
+/// Metadata saved with a checkpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointMetadata {
+    /// Where it came from.
+    pub source: CheckpointSource,
+    /// The superstep (-1 for the input checkpoint).
+    pub step: i64,
+    /// Parent namespace to checkpoint id (subgraphs); empty at the root.
+    #[serde(default)]
+    pub parents: BTreeMap<String, String>,
+    /// The caller's metadata (scalar values of the config's metadata and configurable).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One saved write of a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingWrite {
+    /// The task that made it.
+    pub task_id: String,
+    /// The channel written.
+    pub channel: String,
+    /// The value.
+    pub value: Value,
+}
+
+/// A checkpoint with its config, metadata, parent and pending writes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointTuple {
+    /// The checkpoint's address (with its id).
+    pub config: CheckpointConfig,
+    /// The checkpoint.
+    pub checkpoint: Checkpoint,
+    /// Its metadata.
+    pub metadata: CheckpointMetadata,
+    /// The checkpoint it was made from.
+    pub parent_config: Option<CheckpointConfig>,
+    /// Writes of tasks planned from this checkpoint, ordered by task path, task id, index.
+    pub pending_writes: Vec<PendingWrite>,
+}
+
+/// Filters of [`Checkpointer::list`].
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions {
+    /// Keep checkpoints whose metadata has these top-level key/value pairs.
+    pub filter: Map<String, Value>,
+    /// Keep checkpoints older than this one.
+    pub before: Option<String>,
+    /// At most this many.
+    pub limit: Option<usize>,
+}
+
+/// Why a saver failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CheckpointError {
+    /// The backend failed (connection, I/O, SQL).
+    #[error("backend error: {0}")]
+    Backend(String),
+    /// A stored value could not be read back.
+    #[error("corrupt checkpoint data in thread '{thread_id}' checkpoint '{checkpoint_id}': {message}")]
+    Corrupt {
+        /// The thread.
+        thread_id: String,
+        /// The checkpoint.
+        checkpoint_id: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A value could not be serialized.
+    #[error("cannot serialize channel '{channel}' of thread '{thread_id}': {message}")]
+    Serialize {
+        /// The thread.
+        thread_id: String,
+        /// The channel.
+        channel: String,
+        /// What went wrong, with the path inside the value.
+        message: String,
+    },
+    /// The request was invalid (an unknown checkpoint to copy from, a bad id).
+    #[error("invalid request: {0}")]
+    Invalid(String),
+}
+
+/// Stores checkpoints and pending writes; durable implementations live in `weft-integrations`.
+#[async_trait]
+pub trait Checkpointer: std::fmt::Debug + Send + Sync {
+    /// The checkpoint at `config` (by id, or the latest of the thread and namespace), with its pending
+    /// writes.
+    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError>;
+
+    /// Checkpoints newest first: of one thread (and namespace, when `config` has one set) or of all
+    /// threads when `config` is `None`.
+    async fn list(
+        &self,
+        config: Option<&CheckpointConfig>,
+        options: ListOptions,
+    ) -> Result<Vec<CheckpointTuple>, CheckpointError>;
+
+    /// Saves a checkpoint made from `config`'s checkpoint (its parent). `checkpoint.channel_values` holds
+    /// the values of the channels in `new_versions` only. Returns the new checkpoint's address.
+    async fn put(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Result<CheckpointConfig, CheckpointError>;
+
+    /// Saves writes of task `task_id` against the checkpoint at `config`. Regular writes are inserted if
+    /// absent; special writes (`special::fixed_index` is `Some`) replace earlier ones.
+    async fn put_writes(
+        &self,
+        config: &CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<(), CheckpointError>;
+
+    /// Deletes everything of a thread.
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError>;
+}

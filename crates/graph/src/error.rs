@@ -1,0 +1,166 @@
+//! Errors of building and running graphs.
+
+use weft_runnable_core::Error;
+
+use crate::state::UpdateError;
+
+/// Result alias of the graph crate.
+pub type GraphResult<T> = std::result::Result<T, GraphError>;
+
+/// Why a graph could not be built or run.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum GraphError {
+    /// No edge leaves `START`.
+    #[error("graph must have an entrypoint: add at least one edge from START to another node")]
+    NoEntryPoint,
+    /// An edge starts at a node that was never added.
+    #[error("found edge starting at unknown node '{0}'")]
+    UnknownEdgeSource(String),
+    /// An edge ends at a node that was never added.
+    #[error("found edge ending at unknown node '{0}'")]
+    UnknownEdgeTarget(String),
+    /// A waiting edge names a source node that was never added.
+    #[error("need to add_node '{0}' first")]
+    UnknownWaitingSource(String),
+    /// A conditional edge's path map names a node that was never added.
+    #[error("at '{source_node}' node, '{branch}' branch found unknown target '{target}'")]
+    UnknownBranchTarget {
+        /// The node the branch leaves.
+        source_node: String,
+        /// The branch's name.
+        branch: String,
+        /// The unknown target.
+        target: String,
+    },
+    /// `interrupt_before`/`interrupt_after` names an unknown node.
+    #[error("interrupt node '{0}' not found")]
+    UnknownInterruptNode(String),
+    /// A node name is used twice.
+    #[error("node '{0}' already present")]
+    DuplicateNode(String),
+    /// A node uses a reserved name.
+    #[error("node '{0}' is reserved")]
+    ReservedNodeName(String),
+    /// A node name contains a reserved character.
+    #[error("'{ch}' is a reserved character and is not allowed in node names (node '{node}')")]
+    ReservedCharacter {
+        /// The node.
+        node: String,
+        /// The character.
+        ch: char,
+    },
+    /// `END` used as an edge source.
+    #[error("END cannot be a start node")]
+    EndAsSource,
+    /// `START` used as an edge target.
+    #[error("START cannot be an end node")]
+    StartAsTarget,
+    /// A branch of the same name already leaves the node.
+    #[error("branch with name '{branch}' already exists for node '{node}'")]
+    DuplicateBranch {
+        /// The node.
+        node: String,
+        /// The branch name.
+        branch: String,
+    },
+    /// `add_sequence` was given no node.
+    #[error("sequence requires at least one node")]
+    EmptySequence,
+    /// A write broke a channel's rules.
+    #[error("{error} (step {step}){}", node_suffix(.nodes))]
+    InvalidUpdate {
+        /// What was broken.
+        error: UpdateError,
+        /// The step.
+        step: i64,
+        /// The nodes whose writes were being applied.
+        nodes: Vec<String>,
+    },
+    /// The run took more supersteps than the recursion limit allows.
+    #[error(
+        "recursion limit of {limit} reached without hitting a stop condition; you can increase the limit by \
+         setting the `recursion_limit` config key"
+    )]
+    RecursionLimit {
+        /// The limit.
+        limit: u32,
+    },
+    /// The recursion limit is below 1.
+    #[error("recursion_limit must be at least 1")]
+    InvalidRecursionLimit,
+    /// A node failed.
+    #[error("node '{node}' failed at step {step}: {source}")]
+    Node {
+        /// The node.
+        node: String,
+        /// The step.
+        step: i64,
+        /// The node's error.
+        source: Error,
+    },
+    /// A router or a command sent a packet to `END`.
+    #[error("cannot send a packet to the END node")]
+    SendToEnd,
+    /// A router returned nothing usable.
+    #[error("branch of node '{0}' did not return a valid destination")]
+    InvalidDestination(String),
+    /// A router, a command or a `Send` named a node that does not exist.
+    #[error("node '{source_node}' routed to unknown node '{target}'")]
+    UnknownDestination {
+        /// The node that routed.
+        source_node: String,
+        /// The unknown target.
+        target: String,
+    },
+    /// `invoke(None)` on a thread with nothing to resume.
+    #[error("received no input for __start__")]
+    EmptyInput,
+    /// An empty `Command` as input.
+    #[error("received empty Command input")]
+    EmptyCommand,
+    /// `Command::resume` without a checkpointer.
+    #[error("cannot use Command(resume=...) without checkpointer")]
+    ResumeWithoutCheckpointer,
+    /// One resume value while several interrupts are pending.
+    #[error(
+        "when there are multiple pending interrupts, you must specify the interrupt id when resuming \
+         (pending: {})",
+        .0.join(", ")
+    )]
+    AmbiguousResume(Vec<String>),
+    /// A command for the parent graph at the root graph.
+    #[error("there is no parent graph")]
+    NoParentGraph,
+    /// A checkpointer is set but the config has no thread id.
+    #[error(
+        "checkpointer requires one or more of the following 'configurable' keys: thread_id, checkpoint_ns, \
+         checkpoint_id"
+    )]
+    MissingThreadId,
+    /// The checkpointer failed.
+    #[error("checkpointer error: {0}")]
+    Checkpoint(String),
+    /// `update_state` named a node that does not exist.
+    #[error("node {0} does not exist")]
+    UpdateUnknownNode(String),
+    /// `update_state` could not infer which node the update is from.
+    #[error("ambiguous update, specify as_node")]
+    AmbiguousUpdate,
+    /// A run value could not be converted.
+    #[error("serialization failed: {0}")]
+    Serialization(String),
+}
+
+fn node_suffix(nodes: &[String]) -> String {
+    if nodes.is_empty() { String::new() } else { format!(" while applying writes of {}", nodes.join(", ")) }
+}
+
+impl From<GraphError> for Error {
+    fn from(err: GraphError) -> Self {
+        match err {
+            GraphError::Node { source, .. } if source.is_control_flow() => source,
+            other => Error::custom(other),
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! Nodes: functions and runnables that turn the state (or a `Send` payload) into updates and commands.
+
+use std::any::Any;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use weft_runnable_core::{Error, Result};
+
+use crate::runtime::Runtime;
+use crate::state::State;
+use crate::types::{Command, Payload};
+
+/// What a node produced, normalised.
+#[derive(Debug, Clone)]
+pub enum NodeOutput<S: State> {
+    /// Nothing to write.
+    Empty,
+    /// A partial update.
+    Update(S::Update),
+    /// An update-and-route command.
+    Command(Command<S>),
+    /// Several outputs, applied in order.
+    Many(Vec<NodeOutput<S>>),
+}
+
+/// Values a node may return: its state's update type (implemented by `#[derive(State)]`), a
+/// [`Command`], `()`, `Option`, `Vec` and `Result` of those.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from a node of a graph over `{S}`",
+    note = "a node returns the state's update type, a `Command`, `()`, or an `Option`, `Vec` or `Result` of those"
+)]
+pub trait IntoNodeOutput<S: State> {
+    /// Converts into a node output.
+    fn into_node_output(self) -> Result<NodeOutput<S>>;
+}
+
+impl<S: State> IntoNodeOutput<S> for NodeOutput<S> {
+    fn into_node_output(self) -> Result<NodeOutput<S>> {
+        Ok(self)
+    }
+}
+
+impl<S: State> IntoNodeOutput<S> for () {
+    fn into_node_output(self) -> Result<NodeOutput<S>> {
+        Ok(NodeOutput::Empty)
+    }
+}
+
+impl<S: State> IntoNodeOutput<S> for Command<S> {
+    fn into_node_output(self) -> Result<NodeOutput<S>> {
+        Ok(NodeOutput::Command(self))
+    }
+}
+
+impl<S: State, T: IntoNodeOutput<S>> IntoNodeOutput<S> for Option<T> {
+    fn into_node_output(self) -> Result<NodeOutput<S>> {
+        match self {
+            Some(v) => v.into_node_output(),
+            None => Ok(NodeOutput::Empty),
+        }
+    }
+}
+
+impl<S: State, T: IntoNodeOutput<S>> IntoNodeOutput<S> for Vec<T> {
+    fn into_node_output(self) -> Result<NodeOutput<S>> {
+        Ok(NodeOutput::Many(self.into_iter().map(T::into_node_output).collect::<Result<_>>()?))
+    }
+}
+
+impl<S: State, T: IntoNodeOutput<S>, E: Into<Error>> IntoNodeOutput<S> for std::result::Result<T, E> {
+    fn into_node_output(self) -> Result<NodeOutput<S>> {
+        self.map_err(Into::into)?.into_node_output()
+    }
+}
+
+/// The input of one task: the state for tasks triggered by edges, a payload for `Send` tasks.
+#[derive(Debug, Clone)]
+pub enum NodeInput<S> {
+    /// The state as of the start of the step.
+    State(S),
+    /// A `Send` payload.
+    Payload(Payload),
+}
+
+/// A node as the engine calls it.
+pub trait NodeFn<S: State>: std::marker::Send + Sync {
+    /// Runs the node.
+    fn call<'a>(&'a self, input: NodeInput<S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>>;
+
+    /// Turns a JSON payload (a `Send` restored from a checkpoint) into this node's input.
+    fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload>;
+}
+
+/// Input types a node can take: the state itself, or any payload type that `Send`s carry.
+pub trait NodeInputType<S: State>: Clone + std::marker::Send + Sync + 'static {
+    /// Extracts the input from what the engine hands the task.
+    fn from_input(input: NodeInput<S>, node: &str) -> Result<Self>;
+}
+
+impl<S, T> NodeInputType<S> for T
+where
+    S: State,
+    T: Clone + std::marker::Send + Sync + 'static,
+{
+    fn from_input(input: NodeInput<S>, node: &str) -> Result<Self> {
+        match input {
+            NodeInput::State(state) => {
+                let boxed: Box<dyn Any> = Box::new(state);
+                boxed.downcast::<T>().map(|b| *b).map_err(|_| {
+                    Error::InvalidInput(format!(
+                        "node '{node}' takes {} and can only be reached by Send, not by an edge",
+                        std::any::type_name::<T>()
+                    ))
+                })
+            }
+            NodeInput::Payload(payload) => payload.downcast_ref::<T>().cloned().ok_or_else(|| {
+                Error::InvalidInput(format!(
+                    "node '{node}' takes {} but a Send carried {}",
+                    std::any::type_name::<T>(),
+                    payload.type_name()
+                ))
+            }),
+        }
+    }
+}
+
+/// Marker types that keep the [`IntoNode`] implementations apart.
+pub mod marker {
+    /// A sync function of the input.
+    #[derive(Debug)]
+    pub struct Sync<T, R>(std::marker::PhantomData<fn(T) -> R>);
+    /// A sync function of the input and the runtime.
+    #[derive(Debug)]
+    pub struct SyncRt<T, R>(std::marker::PhantomData<fn(T) -> R>);
+    /// An async function of the input.
+    #[derive(Debug)]
+    pub struct Async<T, R>(std::marker::PhantomData<fn(T) -> R>);
+    /// An async function of the input and the runtime.
+    #[derive(Debug)]
+    pub struct AsyncRt<T, R>(std::marker::PhantomData<fn(T) -> R>);
+    /// A ready-made node.
+    #[derive(Debug)]
+    pub struct Boxed;
+}
+
+/// Things `add_node` accepts: sync or async functions of `(input)` or `(input, Runtime)` returning a node
+/// output, where the input is the state or a `Send` payload type.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be used as a node of a graph over `{S}`",
+    label = "not a node",
+    note = "a node is a sync or async fn of `(S)` or `(S, Runtime)` (or of a Send payload type instead of `S`) returning the state's update type, a `Command`, `()`, or an `Option`/`Vec`/`Result` of those"
+)]
+pub trait IntoNode<S: State, M> {
+    /// Converts into a node.
+    fn into_node(self) -> Arc<dyn NodeFn<S>>;
+}
+
+struct FnNode<F, T> {
+    f: F,
+    _t: std::marker::PhantomData<fn(T)>,
+}
+
+fn payload_from<T: DeserializeOwned + Serialize + std::marker::Send + Sync + 'static>(
+    value: serde_json::Value,
+) -> Result<Payload> {
+    Ok(Payload::new(serde_json::from_value::<T>(value)?))
+}
+
+impl<S, T, R, F> NodeFn<S> for FnNode<F, marker::Sync<T, R>>
+where
+    S: State,
+    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    R: IntoNodeOutput<S> + 'static,
+    F: Fn(T) -> R + std::marker::Send + Sync + 'static,
+{
+    fn call<'a>(&'a self, input: NodeInput<S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
+        let out = T::from_input(input, runtime.node()).and_then(|input| (self.f)(input).into_node_output());
+        futures::future::ready(out).boxed()
+    }
+
+    fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
+        payload_from::<T>(value)
+    }
+}
+
+impl<S, T, R, F> IntoNode<S, marker::Sync<T, R>> for F
+where
+    S: State,
+    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    R: IntoNodeOutput<S> + 'static,
+    F: Fn(T) -> R + std::marker::Send + Sync + 'static,
+{
+    fn into_node(self) -> Arc<dyn NodeFn<S>> {
+        Arc::new(FnNode { f: self, _t: std::marker::PhantomData::<fn(marker::Sync<T, R>)> })
+    }
+}
+
+impl<S, T, R, F> NodeFn<S> for FnNode<F, marker::SyncRt<T, R>>
+where
+    S: State,
+    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    R: IntoNodeOutput<S> + 'static,
+    F: Fn(T, &Runtime) -> R + std::marker::Send + Sync + 'static,
+{
+    fn call<'a>(&'a self, input: NodeInput<S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
+        let out = T::from_input(input, runtime.node())
+            .and_then(|input| (self.f)(input, &runtime).into_node_output());
+        futures::future::ready(out).boxed()
+    }
+
+    fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
+        payload_from::<T>(value)
+    }
+}
+
+impl<S, T, R, F> IntoNode<S, marker::SyncRt<T, R>> for F
+where
+    S: State,
+    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    R: IntoNodeOutput<S> + 'static,
+    F: Fn(T, &Runtime) -> R + std::marker::Send + Sync + 'static,
+{
+    fn into_node(self) -> Arc<dyn NodeFn<S>> {
+        Arc::new(FnNode { f: self, _t: std::marker::PhantomData::<fn(marker::SyncRt<T, R>)> })
+    }
+}
+
+impl<S, T, R, F, Fut> NodeFn<S> for FnNode<F, marker::Async<T, R>>
+where
+    S: State,
+    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    R: IntoNodeOutput<S> + 'static,
+    F: Fn(T) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = R> + std::marker::Send + 'static,
+{
+    fn call<'a>(&'a self, input: NodeInput<S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
+        match T::from_input(input, runtime.node()) {
+            Ok(input) => (self.f)(input).map(IntoNodeOutput::into_node_output).boxed(),
+            Err(e) => futures::future::ready(Err(e)).boxed(),
+        }
+    }
+
+    fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
+        payload_from::<T>(value)
+    }
+}
+
+impl<S, T, R, F, Fut> IntoNode<S, marker::Async<T, R>> for F
+where
+    S: State,
+    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    R: IntoNodeOutput<S> + 'static,
+    F: Fn(T) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = R> + std::marker::Send + 'static,
+{
+    fn into_node(self) -> Arc<dyn NodeFn<S>> {
+        Arc::new(FnNode { f: self, _t: std::marker::PhantomData::<fn(marker::Async<T, R>)> })
+    }
+}
+
+impl<S, T, R, F, Fut> NodeFn<S> for FnNode<F, marker::AsyncRt<T, R>>
+where
+    S: State,
+    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    R: IntoNodeOutput<S> + 'static,
+    F: Fn(T, Runtime) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = R> + std::marker::Send + 'static,
+{
+    fn call<'a>(&'a self, input: NodeInput<S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
+        let node = runtime.node().to_owned();
+        match T::from_input(input, &node) {
+            Ok(input) => (self.f)(input, runtime).map(IntoNodeOutput::into_node_output).boxed(),
+            Err(e) => futures::future::ready(Err(e)).boxed(),
+        }
+    }
+
+    fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
+        payload_from::<T>(value)
+    }
+}
+
+impl<S, T, R, F, Fut> IntoNode<S, marker::AsyncRt<T, R>> for F
+where
+    S: State,
+    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    R: IntoNodeOutput<S> + 'static,
+    F: Fn(T, Runtime) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = R> + std::marker::Send + 'static,
+{
+    fn into_node(self) -> Arc<dyn NodeFn<S>> {
+        Arc::new(FnNode { f: self, _t: std::marker::PhantomData::<fn(marker::AsyncRt<T, R>)> })
+    }
+}
+
+impl<S: State> IntoNode<S, marker::Boxed> for Arc<dyn NodeFn<S>> {
+    fn into_node(self) -> Arc<dyn NodeFn<S>> {
+        self
+    }
+}

@@ -1,0 +1,122 @@
+//! Node retry policies.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use weft_runnable_core::Error;
+
+type RetryOn = Arc<dyn Fn(&Error) -> bool + Send + Sync>;
+
+/// How a failing node is retried: exponential backoff with optional jitter, up to `max_attempts` runs in
+/// all (the first included). The writes of a failed attempt are discarded.
+#[derive(Clone)]
+pub struct RetryPolicy {
+    /// Wait before the first retry.
+    pub initial_interval: Duration,
+    /// Multiplier of the wait after each retry.
+    pub backoff_factor: f64,
+    /// The longest wait.
+    pub max_interval: Duration,
+    /// Runs in all, the first included.
+    pub max_attempts: u32,
+    /// Adds up to one second of random wait.
+    pub jitter: bool,
+    retry_on: RetryOn,
+}
+
+impl std::fmt::Debug for RetryPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RetryPolicy")
+            .field("initial_interval", &self.initial_interval)
+            .field("backoff_factor", &self.backoff_factor)
+            .field("max_interval", &self.max_interval)
+            .field("max_attempts", &self.max_attempts)
+            .field("jitter", &self.jitter)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            initial_interval: Duration::from_millis(500),
+            backoff_factor: 2.0,
+            max_interval: Duration::from_secs(128),
+            max_attempts: 3,
+            jitter: true,
+            retry_on: Arc::new(default_retry_on),
+        }
+    }
+}
+
+/// LangGraph's default: retry provider failures that are transient, timeouts and user errors; never
+/// retry control flow, invalid input or parse errors.
+pub fn default_retry_on(err: &Error) -> bool {
+    match err {
+        Error::ControlFlow(_) => false,
+        Error::Model(m) => m.is_transient(),
+        Error::Timeout { .. } | Error::Custom(_) | Error::Tool { .. } => true,
+        _ => false,
+    }
+}
+
+impl RetryPolicy {
+    /// The default policy (0.5 s, ×2, at most 128 s, 3 attempts, jitter).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the number of runs in all.
+    pub fn max_attempts(mut self, n: u32) -> Self {
+        self.max_attempts = n.max(1);
+        self
+    }
+
+    /// Sets the first wait.
+    pub fn initial_interval(mut self, d: Duration) -> Self {
+        self.initial_interval = d;
+        self
+    }
+
+    /// Sets the backoff factor.
+    pub fn backoff_factor(mut self, f: f64) -> Self {
+        self.backoff_factor = f;
+        self
+    }
+
+    /// Sets the longest wait.
+    pub fn max_interval(mut self, d: Duration) -> Self {
+        self.max_interval = d;
+        self
+    }
+
+    /// Turns jitter on or off.
+    pub fn jitter(mut self, on: bool) -> Self {
+        self.jitter = on;
+        self
+    }
+
+    /// Sets which errors are retried (control flow never is).
+    pub fn retry_on(mut self, f: impl Fn(&Error) -> bool + Send + Sync + 'static) -> Self {
+        self.retry_on = Arc::new(f);
+        self
+    }
+
+    /// Whether `err` should be retried.
+    pub fn should_retry(&self, err: &Error) -> bool {
+        !err.is_control_flow() && (self.retry_on)(err)
+    }
+
+    /// The wait before retry number `retry` (1-based), without jitter.
+    pub fn interval(&self, retry: u32) -> Duration {
+        let factor = self.backoff_factor.powi(retry.saturating_sub(1) as i32);
+        let secs = (self.initial_interval.as_secs_f64() * factor).min(self.max_interval.as_secs_f64());
+        Duration::from_secs_f64(secs.max(0.0))
+    }
+
+    /// The wait before retry number `retry`, with jitter when enabled.
+    pub fn delay(&self, retry: u32) -> Duration {
+        let base = self.interval(retry);
+        if self.jitter { base + Duration::from_secs_f64(rand::random::<f64>()) } else { base }
+    }
+}

@@ -1,0 +1,173 @@
+//! `Runtime`: what a node can reach besides its input: the config, run information, interrupts, the stream
+//! writer, the user context.
+
+use std::any::Any;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use weft_runnable_core::{ControlFlow, Error, Result, RunnableConfig};
+
+use crate::types::Interrupt;
+
+/// Where the node runs: thread, checkpoint, namespace, task, attempt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecutionInfo {
+    /// The thread, when the graph has a checkpointer.
+    pub thread_id: Option<String>,
+    /// The checkpoint the task was planned from.
+    pub checkpoint_id: Option<String>,
+    /// The checkpoint namespace (`""` at the root).
+    pub checkpoint_ns: String,
+    /// The task's id.
+    pub task_id: String,
+    /// The attempt (1-based).
+    pub attempt: u32,
+    /// The superstep.
+    pub step: i64,
+}
+
+/// The signal a node raises to pause the graph; carried as [`Error::ControlFlow`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GraphInterrupt(pub Vec<Interrupt>);
+
+/// Interrupt bookkeeping of one task.
+#[derive(Debug, Default)]
+pub(crate) struct Scratchpad {
+    /// How many `interrupt` calls the current execution made.
+    pub(crate) counter: usize,
+    /// Resume values already given to this task, in order.
+    pub(crate) resume: Vec<Value>,
+    /// Whether `resume` grew during this execution (so it must be saved).
+    pub(crate) resume_changed: bool,
+    /// The namespace used to derive interrupt ids.
+    pub(crate) task_ns: String,
+}
+
+/// The custom stream writer of a node.
+pub(crate) type CustomWriter = Arc<dyn Fn(Value) + Send + Sync>;
+
+pub(crate) struct RuntimeInner {
+    pub(crate) node: String,
+    pub(crate) config: RunnableConfig,
+    pub(crate) info: ExecutionInfo,
+    pub(crate) stop: i64,
+    pub(crate) scratchpad: Mutex<Scratchpad>,
+    pub(crate) writer: Option<CustomWriter>,
+    pub(crate) null_resume: Arc<Mutex<Option<Value>>>,
+    pub(crate) context: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+/// Handed to nodes that ask for it: `|state: S, rt: &Runtime|` (sync) or `|state: S, rt: Runtime|` (async).
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<RuntimeInner>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("node", &self.inner.node).field("info", &self.inner.info).finish()
+    }
+}
+
+impl Runtime {
+    /// The node's name.
+    pub fn node(&self) -> &str {
+        &self.inner.node
+    }
+
+    /// The config of this task's run (pass it to runnables called inside the node so their events and
+    /// tokens are attributed to it).
+    pub fn config(&self) -> &RunnableConfig {
+        &self.inner.config
+    }
+
+    /// Thread, checkpoint, namespace, task id, attempt, step.
+    pub fn execution_info(&self) -> &ExecutionInfo {
+        &self.inner.info
+    }
+
+    /// Supersteps left before the recursion limit (LangGraph's `RemainingSteps`).
+    pub fn remaining_steps(&self) -> i64 {
+        self.inner.stop - self.inner.info.step
+    }
+
+    /// Whether this is the last step the recursion limit allows (LangGraph's `IsLastStep`).
+    pub fn is_last_step(&self) -> bool {
+        self.inner.info.step == self.inner.stop - 1
+    }
+
+    /// The context passed to the run, if it is a `C`.
+    pub fn context<C: Any>(&self) -> Option<&C> {
+        self.inner.context.as_ref()?.downcast_ref::<C>()
+    }
+
+    /// Sends `value` to the `custom` stream mode (nothing happens when nobody streams it).
+    pub fn write<T: Serialize>(&self, value: &T) {
+        if let Some(writer) = &self.inner.writer {
+            writer(
+                serde_json::to_value(value)
+                    .unwrap_or_else(|e| Value::String(format!("<unserializable: {e}>"))),
+            );
+        }
+    }
+
+    /// Pauses the graph with `value` shown to the caller, or returns the resume value when the run is
+    /// being resumed. On resume the node runs again from the top and its k-th `interrupt` returns the k-th
+    /// resume value, so code before an interrupt must be safe to repeat.
+    ///
+    /// Use with `?`: the error it returns is the pause signal, which the engine catches.
+    pub fn interrupt<T: DeserializeOwned>(&self, value: impl Serialize) -> Result<T> {
+        let resume = self.next_resume()?;
+        match resume {
+            Some(v) => serde_json::from_value(v).map_err(|e| {
+                Error::InvalidInput(format!(
+                    "resume value for node '{}' has the wrong shape: {e}",
+                    self.node()
+                ))
+            }),
+            None => {
+                let value = serde_json::to_value(value)?;
+                let id = self.current_interrupt_id();
+                let interrupt = Interrupt { value, id };
+                Err(Error::ControlFlow(ControlFlow::new(
+                    format!("graph interrupted in node '{}'", self.node()),
+                    GraphInterrupt(vec![interrupt]),
+                )))
+            }
+        }
+    }
+
+    fn next_resume(&self) -> Result<Option<Value>> {
+        let mut pad = self.inner.scratchpad.lock().map_err(|_| Error::msg("interrupt state poisoned"))?;
+        let k = pad.counter;
+        pad.counter += 1;
+        if let Some(v) = pad.resume.get(k) {
+            return Ok(Some(v.clone()));
+        }
+        let taken = self.inner.null_resume.lock().map_err(|_| Error::msg("interrupt state poisoned"))?.take();
+        if let Some(v) = taken {
+            pad.resume.push(v.clone());
+            pad.resume_changed = true;
+            return Ok(Some(v));
+        }
+        // Not answered: undo the count so the id below names this interrupt.
+        pad.counter -= 1;
+        Ok(None)
+    }
+
+    fn current_interrupt_id(&self) -> String {
+        let pad = self.inner.scratchpad.lock().map(|p| (p.task_ns.clone(), p.resume.len()));
+        match pad {
+            Ok((ns, answered)) => interrupt_id(&ns, answered),
+            Err(_) => interrupt_id(&self.inner.info.task_id, 0),
+        }
+    }
+}
+
+/// The stable id of the interrupt of a task namespace after `answered` resumes.
+pub(crate) fn interrupt_id(task_ns: &str, answered: usize) -> String {
+    let key = if answered == 0 { task_ns.to_owned() } else { format!("{task_ns}|{answered}") };
+    uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, key.as_bytes()).simple().to_string()
+}

@@ -1,0 +1,152 @@
+//! State: the channels a graph's nodes read and write, and how writes are folded into them.
+//!
+//! A state type implements [`State`]: it names its channels (one per field), says which channels a partial
+//! update writes, and folds the updates of one superstep into itself, channel by channel, with each
+//! channel's semantics (overwrite, reducer, ephemeral, topic, untracked). `#[derive(State)]` writes all of
+//! that for a struct.
+
+mod channel_set;
+
+pub use channel_set::ChannelSet;
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+/// How a channel treats the writes of one superstep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChannelKind {
+    /// The last value wins; two writes in one step are an error naming the key (LangGraph's `LastValue`).
+    LastValue,
+    /// Writes are folded into the value by a reducer, in deterministic task order
+    /// (LangGraph's `BinaryOperatorAggregate`).
+    Reducer,
+    /// The value lives for one step: cleared at the end of a step in which it was not written.
+    Ephemeral,
+    /// A list of everything written; with `accumulate: false` it is cleared at the end of a step in which it
+    /// was not written.
+    Topic {
+        /// Whether values accumulate across steps.
+        accumulate: bool,
+    },
+    /// Like `LastValue` but never checkpointed.
+    Untracked,
+}
+
+impl ChannelKind {
+    /// Whether the channel's value is saved in checkpoints.
+    pub fn is_tracked(self) -> bool {
+        !matches!(self, ChannelKind::Untracked)
+    }
+}
+
+/// A channel of a state: its name and kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelSpec {
+    /// The channel's name (the field name).
+    pub name: Cow<'static, str>,
+    /// How it folds writes.
+    pub kind: ChannelKind,
+}
+
+impl ChannelSpec {
+    /// A channel spec.
+    pub const fn new(name: &'static str, kind: ChannelKind) -> Self {
+        Self { name: Cow::Borrowed(name), kind }
+    }
+}
+
+/// A write that broke a channel's rules.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UpdateError {
+    /// A `LastValue` channel received several values in one step.
+    #[error(
+        "at key '{key}': can receive only one value per step; use a reducer to handle multiple values{}",
+        writers_suffix(.writers)
+    )]
+    ConcurrentUpdate {
+        /// The channel.
+        key: String,
+        /// The nodes that wrote it, when known.
+        writers: Vec<String>,
+    },
+    /// Two `Overwrite` values for one channel in one step.
+    #[error("at key '{key}': can receive only one overwrite value per super-step")]
+    ConcurrentOverwrite {
+        /// The channel.
+        key: String,
+    },
+    /// A reducer rejected a write (for example a remove marker with an unknown id).
+    #[error("at key '{key}': {message}")]
+    Reducer {
+        /// The channel.
+        key: String,
+        /// What the reducer said.
+        message: String,
+    },
+    /// A value could not be converted to or from its JSON form.
+    #[error("at key '{key}': {message}")]
+    Serialization {
+        /// The channel.
+        key: String,
+        /// What went wrong, with the path inside the value when known.
+        message: String,
+    },
+    /// A write named a channel the state does not have.
+    #[error("unknown channel '{key}'")]
+    UnknownChannel {
+        /// The channel name.
+        key: String,
+    },
+}
+
+fn writers_suffix(writers: &[String]) -> String {
+    if writers.is_empty() { String::new() } else { format!(" (written by {})", writers.join(", ")) }
+}
+
+/// The state of a graph: typed channels with per-channel write semantics.
+///
+/// Implemented by `#[derive(State)]` for structs (one channel per field) and by
+/// [`JsonState`](crate::JsonState) for states whose channels are declared at run time. Nodes receive a
+/// clone of the state, so big fields should be cheap to clone (weft's [`Messages`](crate::Messages) is a
+/// shared, copy-on-write list).
+pub trait State: Clone + Send + Sync + 'static {
+    /// The partial update nodes return: one optional value per channel.
+    type Update: Clone + Send + Sync + Default + 'static;
+
+    /// The channels, in declaration order. Channel indexes used below refer to this slice.
+    fn channels(&self) -> Cow<'_, [ChannelSpec]>;
+
+    /// Adds to `out` the channels that `update` writes.
+    fn written(&self, update: &Self::Update, out: &mut ChannelSet);
+
+    /// Folds the updates of one step into the state, in the order given, with each channel's semantics.
+    /// Returns the channels whose value changed.
+    fn apply(&mut self, updates: Vec<Self::Update>) -> Result<ChannelSet, UpdateError>;
+
+    /// Ends a step: clears ephemeral channels and non-accumulating topics that `written` does not contain.
+    /// Returns the channels that changed.
+    fn end_step(&mut self, written: &ChannelSet) -> ChannelSet {
+        let _ = written;
+        ChannelSet::new()
+    }
+
+    /// The JSON value of a channel, for checkpoints and streams; `None` when the channel is empty.
+    fn channel_to_json(&self, index: usize) -> Result<Option<Value>, UpdateError>;
+
+    /// Sets a channel from its JSON value (restoring a checkpoint); `Null` empties it.
+    fn channel_from_json(&mut self, index: usize, value: Value) -> Result<(), UpdateError>;
+
+    /// The writes of an update as `(channel index, JSON value)` pairs, for pending writes and streams.
+    fn update_to_json(&self, update: &Self::Update) -> Result<Vec<(usize, Value)>, UpdateError>;
+
+    /// Builds an update from JSON writes (replaying saved pending writes, `update_state`, JSON input).
+    fn update_from_json(&self, writes: Vec<(usize, Value)>) -> Result<Self::Update, UpdateError>;
+
+    /// The index of the channel named `name`.
+    fn channel_index(&self, name: &str) -> Option<usize> {
+        self.channels().iter().position(|c| c.name == name)
+    }
+}
