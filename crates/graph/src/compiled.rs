@@ -1,0 +1,303 @@
+//! `CompiledGraph`: a validated graph, ready to invoke, stream and inspect.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::StreamExt as _;
+use futures::stream::BoxStream;
+use weft_runnable_core::{Error, Result, RunKind, Runnable, RunnableConfig};
+
+use crate::checkpoint::Checkpointer;
+use crate::error::{GraphError, GraphResult};
+use crate::pregel::spec::GraphSpec;
+use crate::retry::RetryPolicy;
+use crate::state::State;
+use crate::stream::{StreamMode, StreamPart};
+use crate::types::{Command, Interrupt};
+
+/// The default recursion limit of graphs (LangGraph 1.x uses 10,007; plain runnables keep 25).
+pub const DEFAULT_GRAPH_RECURSION_LIMIT: u32 = 10_000;
+
+/// When checkpoints are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// Each checkpoint is saved before the next superstep starts.
+    Sync,
+    /// Checkpoints are saved in the background, in order, overlapping the next superstep; the run does not
+    /// return before every save is done (LangGraph's default).
+    #[default]
+    Async,
+    /// Only the final checkpoint (or the one at an interrupt or error) is saved.
+    Exit,
+}
+
+/// Settings of `compile_with`.
+#[derive(Debug, Clone, Default)]
+pub struct CompileConfig {
+    /// Saves checkpoints; needed for interrupts to be resumed and for threads.
+    pub checkpointer: Option<Arc<dyn Checkpointer>>,
+    /// Pause before these nodes run (`"*"` = every node).
+    pub interrupt_before: Vec<String>,
+    /// Pause after these nodes run (`"*"` = every node).
+    pub interrupt_after: Vec<String>,
+    /// The graph's name in events (default `LangGraph`).
+    pub name: Option<String>,
+    /// Retry policy of nodes that have none of their own.
+    pub retry: Option<RetryPolicy>,
+}
+
+impl CompileConfig {
+    /// Default settings.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the checkpointer.
+    pub fn checkpointer(mut self, checkpointer: Arc<dyn Checkpointer>) -> Self {
+        self.checkpointer = Some(checkpointer);
+        self
+    }
+
+    /// Pauses before these nodes.
+    pub fn interrupt_before<I: IntoIterator<Item = T>, T: Into<String>>(mut self, nodes: I) -> Self {
+        self.interrupt_before = nodes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Pauses after these nodes.
+    pub fn interrupt_after<I: IntoIterator<Item = T>, T: Into<String>>(mut self, nodes: I) -> Self {
+        self.interrupt_after = nodes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the graph's name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets the default node retry policy.
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+}
+
+/// What a run starts from.
+#[derive(Debug, Clone)]
+pub enum GraphInput<S: State> {
+    /// New input: updates written into the state by the START step.
+    Update(Vec<S::Update>),
+    /// A command: resume interrupts, update state, go to nodes.
+    Command(Command<S>),
+    /// Continue the thread from its latest (or the addressed) checkpoint (LangGraph's `invoke(None)`).
+    Resume,
+}
+
+/// Values a run can start from: the state's update type and the state itself (implemented by
+/// `#[derive(State)]`), a [`Command`], a [`GraphInput`].
+pub trait IntoGraphInput<S: State> {
+    /// Converts into a graph input.
+    fn into_graph_input(self) -> GraphInput<S>;
+}
+
+impl<S: State> IntoGraphInput<S> for GraphInput<S> {
+    fn into_graph_input(self) -> GraphInput<S> {
+        self
+    }
+}
+
+impl<S: State> IntoGraphInput<S> for Command<S> {
+    fn into_graph_input(self) -> GraphInput<S> {
+        GraphInput::Command(self)
+    }
+}
+
+/// The result of a run: the final state and the interrupts it paused on (empty when it finished).
+#[derive(Debug, Clone)]
+pub struct GraphOutput<S> {
+    /// The state.
+    pub value: S,
+    /// Pending interrupts.
+    pub interrupts: Vec<Interrupt>,
+}
+
+impl<S> GraphOutput<S> {
+    /// The state, dropping the interrupts.
+    pub fn into_value(self) -> S {
+        self.value
+    }
+
+    /// Whether the run paused.
+    pub fn is_interrupted(&self) -> bool {
+        !self.interrupts.is_empty()
+    }
+}
+
+impl<S: serde::Serialize> serde::Serialize for GraphOutput<S> {
+    fn serialize<Z: serde::Serializer>(&self, serializer: Z) -> std::result::Result<Z::Ok, Z::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut s = serializer.serialize_struct("GraphOutput", 2)?;
+        s.serialize_field("value", &self.value)?;
+        s.serialize_field("interrupts", &self.interrupts)?;
+        s.end()
+    }
+}
+
+/// Per-run options beyond the config.
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    /// When checkpoints are written.
+    pub durability: Durability,
+    /// A value nodes read with [`Runtime::context`](crate::Runtime::context).
+    pub context: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions").field("durability", &self.durability).finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct Inner<S: State> {
+    pub(crate) spec: GraphSpec<S>,
+    pub(crate) config: CompileConfig,
+    pub(crate) channel_names: Vec<String>,
+    pub(crate) interrupt_before: Vec<bool>,
+    pub(crate) interrupt_after: Vec<bool>,
+    pub(crate) name: String,
+}
+
+/// A compiled graph. Cheap to clone; runs concurrently on many threads.
+pub struct CompiledGraph<S: State> {
+    pub(crate) inner: Arc<Inner<S>>,
+}
+
+impl<S: State> Clone for CompiledGraph<S> {
+    fn clone(&self) -> Self {
+        Self { inner: Arc::clone(&self.inner) }
+    }
+}
+
+impl<S: State> std::fmt::Debug for CompiledGraph<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledGraph")
+            .field("name", &self.inner.name)
+            .field("nodes", &self.inner.spec.nodes.iter().map(|n| &n.name).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl<S: State> CompiledGraph<S> {
+    pub(crate) fn new(spec: GraphSpec<S>, config: CompileConfig) -> Self {
+        let flags = |names: &[String]| -> Vec<bool> {
+            spec.nodes.iter().map(|n| names.iter().any(|x| x == "*" || *x == n.name)).collect()
+        };
+        let interrupt_before = flags(&config.interrupt_before);
+        let interrupt_after = flags(&config.interrupt_after);
+        let channel_names = spec.channel_names();
+        let name = config.name.clone().unwrap_or_else(|| "LangGraph".to_owned());
+        Self { inner: Arc::new(Inner { spec, config, channel_names, interrupt_before, interrupt_after, name }) }
+    }
+
+    /// The graph's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The checkpointer, if any.
+    pub fn checkpointer(&self) -> Option<&Arc<dyn Checkpointer>> {
+        self.inner.config.checkpointer.as_ref()
+    }
+
+    /// Runs to the end (or to an interrupt) and returns the final state.
+    pub async fn invoke(
+        &self,
+        input: impl IntoGraphInput<S>,
+        config: &RunnableConfig,
+    ) -> GraphResult<GraphOutput<S>> {
+        self.invoke_with(input, config, RunOptions::default()).await
+    }
+
+    /// Like [`invoke`](CompiledGraph::invoke), with run options (durability, context).
+    pub async fn invoke_with(
+        &self,
+        input: impl IntoGraphInput<S>,
+        config: &RunnableConfig,
+        options: RunOptions,
+    ) -> GraphResult<GraphOutput<S>> {
+        crate::pregel::run::run(&self.inner, input.into_graph_input(), config, &options, None).await
+    }
+
+    /// Streams the run in the given modes (LangGraph's default for `stream` is `updates`).
+    pub fn stream(
+        &self,
+        input: impl IntoGraphInput<S>,
+        config: &RunnableConfig,
+        modes: &[StreamMode],
+    ) -> BoxStream<'static, GraphResult<StreamPart<S>>> {
+        self.stream_with(input, config, modes, RunOptions::default())
+    }
+
+    /// Like [`stream`](CompiledGraph::stream), with run options.
+    pub fn stream_with(
+        &self,
+        input: impl IntoGraphInput<S>,
+        config: &RunnableConfig,
+        modes: &[StreamMode],
+        options: RunOptions,
+    ) -> BoxStream<'static, GraphResult<StreamPart<S>>> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let sink = crate::pregel::run::Sink { tx, modes: crate::stream::Modes::from_slice(modes) };
+        let inner = Arc::clone(&self.inner);
+        let input = input.into_graph_input();
+        let config = config.clone();
+        let run = async move {
+            let result = crate::pregel::run::run(&inner, input, &config, &options, Some(&sink)).await;
+            match result {
+                Ok(_) => None,
+                Err(e) => Some(e),
+            }
+        };
+        crate::pregel::run::drive(run, rx)
+    }
+}
+
+/// A compiled graph is a runnable from its input to its output (final state and interrupts).
+#[async_trait]
+impl<S> Runnable<GraphInput<S>, GraphOutput<S>> for CompiledGraph<S>
+where
+    S: State,
+    S::Update: std::fmt::Debug,
+{
+    fn name(&self) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Borrowed(&self.inner.name)
+    }
+
+    fn kind(&self) -> RunKind {
+        RunKind::Chain
+    }
+
+    async fn invoke(&self, input: GraphInput<S>, config: &RunnableConfig) -> Result<GraphOutput<S>> {
+        CompiledGraph::invoke(self, input, config).await.map_err(Error::from)
+    }
+
+    fn stream<'a>(&'a self, input: GraphInput<S>, config: &RunnableConfig) -> BoxStream<'a, Result<GraphOutput<S>>> {
+        let graph = self.clone();
+        let config = config.clone();
+        futures::stream::once(async move { CompiledGraph::invoke(&graph, input, &config).await.map_err(Error::from) })
+            .boxed()
+    }
+}
+
+impl<S: State> std::fmt::Debug for Inner<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inner").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// Checks that `err` is the graph error it claims to be, for callers holding a core error.
+pub fn as_graph_error(err: &Error) -> Option<&GraphError> {
+    err.downcast_custom::<GraphError>()
+}

@@ -1,0 +1,927 @@
+//! The run loop.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt as _;
+use futures::stream::{BoxStream, FuturesUnordered};
+use serde_json::{Map, Value, json};
+use weft_runnable_core::{Error, EventSink, RunKind, RunScope, RunnableConfig, StreamEvent};
+
+use crate::checkpoint::{CheckpointConfig, CheckpointMetadata, CheckpointSource, special};
+use crate::compiled::{DEFAULT_GRAPH_RECURSION_LIMIT, GraphInput, GraphOutput, Inner, RunOptions};
+use crate::error::{GraphError, GraphResult};
+use crate::node::NodeInput;
+use crate::pregel::channels::Channels;
+use crate::pregel::saver::RunSaver;
+use crate::pregel::task::{
+    Task, TaskKind, TaskOutcome, TaskWrites, flatten_output, push_goto, state_json, task_id, writes_from_json,
+    writes_to_json,
+};
+use crate::runtime::{ExecutionInfo, GraphInterrupt, Runtime, RuntimeInner, Scratchpad, interrupt_id};
+use crate::state::{ChannelSet, State};
+use crate::stream::{Modes, StreamData, StreamMode, StreamPart};
+use crate::types::{Interrupt, Resume};
+
+/// Where a streaming run sends its chunks.
+pub(crate) struct Sink<S: State> {
+    pub(crate) tx: tokio::sync::mpsc::UnboundedSender<GraphResult<StreamPart<S>>>,
+    pub(crate) modes: Modes,
+}
+
+impl<S: State> Sink<S> {
+    fn send(&self, data: StreamData<S>) {
+        // A consumer that dropped the stream no longer wants chunks; the run still completes.
+        let _ = self.tx.send(Ok(StreamPart { ns: Vec::new(), data }));
+    }
+}
+
+/// Polls the run and its chunk receiver together, yielding chunks as they come and the run's error last.
+pub(crate) fn drive<S: State>(
+    run: impl Future<Output = Option<GraphError>> + Send + 'static,
+    rx: tokio::sync::mpsc::UnboundedReceiver<GraphResult<StreamPart<S>>>,
+) -> BoxStream<'static, GraphResult<StreamPart<S>>> {
+    enum Item<S: State> {
+        Part(Box<GraphResult<StreamPart<S>>>),
+        Done(Option<GraphError>),
+    }
+    let mut rx = rx;
+    let parts = futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).map(|p| Item::Part(Box::new(p)));
+    let done = futures::stream::once(Box::pin(run)).map(Item::Done);
+    let merged = futures::stream::select(parts, done);
+    futures::stream::unfold((merged, None::<GraphError>), |(mut merged, mut failure)| async move {
+        loop {
+            match merged.next().await {
+                Some(Item::Part(p)) => return Some((*p, (merged, failure))),
+                Some(Item::Done(err)) => failure = err,
+                None => return failure.take().map(|e| (Err(e), (merged, None))),
+            }
+        }
+    })
+    .boxed()
+}
+
+/// Writes saved for the tasks of the step being resumed.
+#[derive(Default)]
+struct SavedWrites {
+    by_task: HashMap<String, Vec<(String, Value)>>,
+}
+
+impl SavedWrites {
+    fn finished(&self, task: &str) -> Option<&Vec<(String, Value)>> {
+        let writes = self.by_task.get(task)?;
+        let failed = writes.iter().any(|(c, _)| c == special::ERROR || c == special::INTERRUPT);
+        (!failed && !writes.is_empty()).then_some(writes)
+    }
+
+    fn resume_values(&self, task: &str) -> Vec<Value> {
+        self.by_task
+            .get(task)
+            .and_then(|w| w.iter().rev().find(|(c, _)| c == special::RESUME))
+            .and_then(|(_, v)| v.as_array().cloned())
+            .unwrap_or_default()
+    }
+
+    fn interrupts(&self) -> Vec<Interrupt> {
+        let mut out = Vec::new();
+        for writes in self.by_task.values() {
+            for (c, v) in writes {
+                if c == special::INTERRUPT {
+                    if let Ok(list) = serde_json::from_value::<Vec<Interrupt>>(v.clone()) {
+                        out.extend(list);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+struct Ctx<'a, S: State> {
+    inner: &'a Inner<S>,
+    config: RunnableConfig,
+    sink: Option<&'a Sink<S>>,
+    saver: Option<RunSaver>,
+    options: &'a RunOptions,
+    null_resume: Arc<Mutex<Option<Value>>>,
+    resume_by_id: Map<String, Value>,
+    ns: String,
+    thread_id: Option<String>,
+    scope: Option<RunScope>,
+}
+
+/// Runs a graph from `input` to the end or to an interrupt.
+pub(crate) async fn run<S: State>(
+    inner: &Inner<S>,
+    input: GraphInput<S>,
+    config: &RunnableConfig,
+    options: &RunOptions,
+    sink: Option<&Sink<S>>,
+) -> GraphResult<GraphOutput<S>> {
+    let limit = config.recursion_limit_or(DEFAULT_GRAPH_RECURSION_LIMIT);
+    if limit < 1 {
+        return Err(GraphError::InvalidRecursionLimit);
+    }
+    let scope = config.callbacks.as_ref().map(|_| {
+        let input_json = match &input {
+            GraphInput::Update(_) => json!("<input>"),
+            GraphInput::Command(_) => json!("<command>"),
+            GraphInput::Resume => Value::Null,
+        };
+        RunScope::start(config, &inner.name, RunKind::Chain, Some(input_json))
+    });
+    let run_config = scope.as_ref().map_or_else(|| config.clone(), |s| s.child_config().clone());
+    let mut ctx = Ctx {
+        inner,
+        config: run_config,
+        sink,
+        saver: None,
+        options,
+        null_resume: Arc::new(Mutex::new(None)),
+        resume_by_id: Map::new(),
+        ns: config.configurable_str("checkpoint_ns").unwrap_or_default().to_owned(),
+        thread_id: config.configurable_str("thread_id").map(str::to_owned),
+        scope,
+    };
+    let result = run_inner(&mut ctx, input, limit).await;
+    let result = match ctx.saver.as_mut() {
+        Some(saver) => match saver.finish().await {
+            Ok(()) => result,
+            Err(e) => result.and(Err(e)),
+        },
+        None => result,
+    };
+    if let Some(scope) = &ctx.scope {
+        match &result {
+            Ok(out) => scope.end(None, &state_json(&out.value)),
+            Err(e) => scope.fail(None, &Error::from(e.clone())),
+        }
+    }
+    result
+}
+
+async fn run_inner<S: State>(ctx: &mut Ctx<'_, S>, input: GraphInput<S>, limit: u32) -> GraphResult<GraphOutput<S>> {
+    let inner = ctx.inner;
+    let spec = &inner.spec;
+    let names = &inner.channel_names;
+
+    // Load the thread.
+    let mut saved = SavedWrites::default();
+    let mut loaded_step: Option<i64> = None;
+    let mut ch = Channels::new(spec);
+    let mut replay = false;
+    if let Some(cp) = &inner.config.checkpointer {
+        let thread_id = ctx.thread_id.clone().ok_or(GraphError::MissingThreadId)?;
+        let checkpoint_id = ctx.config.configurable_str("checkpoint_id").map(str::to_owned);
+        replay = checkpoint_id.is_some();
+        let address = CheckpointConfig { thread_id: thread_id.clone(), checkpoint_ns: ctx.ns.clone(), checkpoint_id };
+        let mut saver = RunSaver::new(
+            Arc::clone(cp),
+            CheckpointConfig { thread_id, checkpoint_ns: ctx.ns.clone(), checkpoint_id: None },
+            ctx.options.durability,
+        );
+        let tuple = cp.get_tuple(&address).await.map_err(|e| GraphError::Checkpoint(e.to_string()))?;
+        if let Some(tuple) = tuple {
+            ch = Channels::from_checkpoint(spec, names, &tuple.checkpoint)?;
+            loaded_step = Some(tuple.metadata.step);
+            saver.current = Some(tuple.checkpoint.id.clone());
+            if !replay {
+                for w in tuple.pending_writes {
+                    saved.by_task.entry(w.task_id).or_default().push((w.channel, w.value));
+                }
+            }
+        } else if replay {
+            return Err(GraphError::Checkpoint(format!("checkpoint '{}' not found", address.checkpoint_id.unwrap_or_default())));
+        }
+        ctx.saver = Some(saver);
+    }
+
+    // Apply the input.
+    let mut step: i64;
+    let mut dirty = ChannelSet::new();
+    match input {
+        GraphInput::Resume => {
+            let Some(s) = loaded_step else { return Err(GraphError::EmptyInput) };
+            step = s + 1;
+            ch.interrupt_seen = (0..ch.versions.len()).filter(|&i| ch.versions[i] > 0).map(|i| (i, ch.versions[i])).collect();
+            if replay {
+                // Time travel: fork the addressed checkpoint, then re-run what follows it.
+                let all = (0..names.len()).collect::<ChannelSet>();
+                save_checkpoint(ctx, &ch, CheckpointSource::Fork, step, Some(&all), &ChannelSet::new()).await?;
+                step += 1;
+            }
+        }
+        GraphInput::Command(cmd) => {
+            if cmd.is_empty() {
+                return Err(GraphError::EmptyCommand);
+            }
+            if let Some(resume) = cmd.resume.clone() {
+                if ctx.saver.is_none() {
+                    return Err(GraphError::ResumeWithoutCheckpointer);
+                }
+                match resume {
+                    Resume::Value(v) => {
+                        let pending = saved.interrupts();
+                        if pending.len() > 1 {
+                            return Err(GraphError::AmbiguousResume(pending.into_iter().map(|i| i.id).collect()));
+                        }
+                        if let Ok(mut slot) = ctx.null_resume.lock() {
+                            *slot = Some(v);
+                        }
+                    }
+                    Resume::ById(map) => ctx.resume_by_id = map,
+                }
+            }
+            let Some(s) = loaded_step else {
+                if cmd.resume.is_some() {
+                    return Err(GraphError::EmptyInput);
+                }
+                return Err(GraphError::EmptyInput);
+            };
+            step = s + 1;
+            ch.interrupt_seen = (0..ch.versions.len()).filter(|&i| ch.versions[i] > 0).map(|i| (i, ch.versions[i])).collect();
+            if !cmd.update.is_empty() || !cmd.goto.is_empty() {
+                let mut writes = TaskWrites::default();
+                writes.updates = cmd.update;
+                for g in cmd.goto {
+                    push_goto(spec, special::START, g, &mut writes)?;
+                }
+                let mut changed = ChannelSet::new();
+                apply_new_writes(&mut ch, spec, std::slice::from_mut(&mut writes), &mut changed, step)?;
+                ch.bump(&changed);
+                dirty.union_with(&changed);
+            }
+        }
+        GraphInput::Update(updates) => {
+            // Fresh input discards the unfinished step of the previous run.
+            let mut changed = ChannelSet::new();
+            let base = loaded_step.map_or(-1, |s| s + 1);
+            let discarded = plan(&ch, spec, base, "", &ctx.ns);
+            consume(&mut ch, spec, &discarded, &mut changed);
+            ch.start = Some(updates);
+            changed.insert(ch.layout.start());
+            ch.bump(&changed);
+            step = base;
+            saved = SavedWrites::default();
+            dirty.union_with(&changed);
+            save_checkpoint(ctx, &ch, CheckpointSource::Input, step, Some(&dirty), &changed).await?;
+            dirty = ChannelSet::new();
+            step += 1;
+        }
+    }
+    let stop = step - 1 + i64::from(limit) + 1;
+
+    loop {
+        if step > stop {
+            return Err(GraphError::RecursionLimit { limit });
+        }
+        let current_id = ctx.saver.as_ref().and_then(|s| s.current.clone()).unwrap_or_default();
+        let tasks = plan(&ch, spec, step, &current_id, &ctx.ns);
+        if tasks.is_empty() {
+            break;
+        }
+
+        // Static breakpoints before nodes.
+        if tasks.iter().any(|t| t.node().is_some_and(|n| ctx.inner.interrupt_before[n])) && changed_since_interrupt(&ch) {
+            ch.interrupt_seen = current_versions(&ch);
+            if !dirty.is_empty() {
+                save_checkpoint(ctx, &ch, CheckpointSource::Loop, step - 1, Some(&dirty), &ChannelSet::new()).await?;
+            }
+            if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
+                sink.send(StreamData::Interrupt(Vec::new()));
+            }
+            return Ok(GraphOutput { value: ch.state, interrupts: Vec::new() });
+        }
+
+        let outcome = run_step(ctx, &ch, &tasks, &saved, step, stop).await?;
+        let mut results = match outcome {
+            StepOutcome::Done(results) => results,
+            StepOutcome::Interrupted(interrupts) => {
+                if let Some(saver) = ctx.saver.as_mut() {
+                    if saver.durability == crate::compiled::Durability::Exit && !dirty.is_empty() {
+                        // `exit` mode saves only now: the state the interrupted step started from.
+                    }
+                }
+                if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
+                    sink.send(StreamData::Interrupt(interrupts.clone()));
+                }
+                return Ok(GraphOutput { value: ch.state, interrupts });
+            }
+        };
+
+        // Apply the step's writes in task order.
+        let mut changed = ChannelSet::new();
+        consume(&mut ch, spec, &tasks, &mut changed);
+        let single = tasks.len() == 1;
+        let route_after = single && results[0].1.is_none();
+        let mut writes: Vec<TaskWrites<S>> = results.iter_mut().map(|(w, _)| std::mem::take(w)).collect();
+        if route_after {
+            // One task: its routers see exactly the state after its own writes, which is the applied state.
+            let updates: Vec<S::Update> = std::mem::take(&mut writes[0].updates);
+            let applied = ch.state.apply(updates.clone()).map_err(|error| invalid(error, step, &tasks))?;
+            changed.union_with(&shift_state(&applied));
+            writes[0].updates = updates;
+            let node = tasks[0].node().map_or(&spec.start, |n| &spec.nodes[n]);
+            route(spec, node, &ch.state, &mut writes[0])?;
+            apply_control_writes(&mut ch, spec, &writes, &mut changed, &tasks);
+            persist_single(ctx, &tasks[0], &ch.state, &writes[0], &saved).await?;
+            emit_update(ctx, &tasks[0], &writes[0], saved.finished(&tasks[0].id).is_some());
+        } else {
+            apply_new_writes_with_tasks(&mut ch, spec, &mut writes, &mut changed, step, &tasks)?;
+        }
+        let ended = ch.state.end_step(&written_channels(&ch.state, &writes));
+        changed.union_with(&ended);
+        ch.bump(&changed);
+        for (t, task) in tasks.iter().enumerate() {
+            let slot = task.node().unwrap_or(ch.layout.n_nodes);
+            for trigger in triggers_of(&ch, spec, task) {
+                ch.seen[slot].insert(trigger, ch.versions[trigger]);
+            }
+            let _ = t;
+        }
+        dirty.union_with(&changed);
+        saved = SavedWrites::default();
+
+        let durable = ctx.saver.as_ref().is_some_and(|s| s.durability != crate::compiled::Durability::Exit);
+        if durable {
+            save_checkpoint(ctx, &ch, CheckpointSource::Loop, step, Some(&dirty), &changed).await?;
+            dirty = ChannelSet::new();
+        }
+        if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Values)) {
+            if (0..ch.layout.n_state).any(|i| changed.contains(i)) {
+                sink.send(StreamData::Values(ch.state.clone()));
+            }
+        }
+
+        // Static breakpoints after nodes.
+        if tasks.iter().any(|t| t.node().is_some_and(|n| ctx.inner.interrupt_after[n])) && changed_since_interrupt(&ch) {
+            ch.interrupt_seen = current_versions(&ch);
+            if !durable {
+                save_checkpoint(ctx, &ch, CheckpointSource::Loop, step, Some(&dirty), &changed).await?;
+            }
+            if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
+                sink.send(StreamData::Interrupt(Vec::new()));
+            }
+            return Ok(GraphOutput { value: ch.state, interrupts: Vec::new() });
+        }
+        step += 1;
+    }
+
+    if !dirty.is_empty() && ctx.saver.is_some() {
+        save_checkpoint(ctx, &ch, CheckpointSource::Loop, step - 1, Some(&dirty), &ChannelSet::new()).await?;
+    }
+    Ok(GraphOutput { value: ch.state, interrupts: Vec::new() })
+}
+
+fn invalid<S: State>(error: crate::state::UpdateError, step: i64, tasks: &[Task<S>]) -> GraphError {
+    GraphError::InvalidUpdate { error, step, nodes: tasks.iter().map(|t| t.name.clone()).collect() }
+}
+
+fn current_versions<S: State>(ch: &Channels<S>) -> BTreeMap<usize, u64> {
+    (0..ch.versions.len()).filter(|&i| ch.versions[i] > 0).map(|i| (i, ch.versions[i])).collect()
+}
+
+fn changed_since_interrupt<S: State>(ch: &Channels<S>) -> bool {
+    (0..ch.versions.len()).any(|i| ch.versions[i] > ch.interrupt_seen.get(&i).copied().unwrap_or(0))
+}
+
+/// State-channel indexes are the first of the layout, so a state `ChannelSet` is already in layout terms.
+fn shift_state(set: &ChannelSet) -> ChannelSet {
+    set.clone()
+}
+
+fn written_channels<S: State>(state: &S, writes: &[TaskWrites<S>]) -> ChannelSet {
+    let mut set = ChannelSet::new();
+    for w in writes {
+        for u in &w.updates {
+            state.written(u, &mut set);
+        }
+    }
+    set
+}
+
+/// The trigger channels a task consumed.
+fn triggers_of<S: State>(ch: &Channels<S>, spec: &crate::pregel::spec::GraphSpec<S>, task: &Task<S>) -> Vec<usize> {
+    match task.kind {
+        TaskKind::Start => vec![ch.layout.start()],
+        TaskKind::Pull(n) => {
+            let mut t = vec![ch.layout.branch(n)];
+            t.extend(spec.joins.iter().enumerate().filter(|(_, j)| j.target == Some(n)).map(|(i, _)| ch.layout.join(i)));
+            t
+        }
+        TaskKind::Push { .. } => vec![ch.layout.tasks()],
+    }
+}
+
+/// The tasks of the next superstep: `Send`s first (in send order), then triggered nodes (by name); the
+/// START task when input is waiting. Deferred nodes run only when nothing else would.
+fn plan<S: State>(
+    ch: &Channels<S>,
+    spec: &crate::pregel::spec::GraphSpec<S>,
+    step: i64,
+    checkpoint_id: &str,
+    ns: &str,
+) -> Vec<Task<S>> {
+    let mut tasks = Vec::new();
+    if let Some(updates) = &ch.start {
+        let _ = updates;
+        tasks.push(Task {
+            id: task_id(checkpoint_id, ns, step, special::START, "start"),
+            kind: TaskKind::Start,
+            name: special::START.to_owned(),
+            path: format!("~__pregel_pull, {}", special::START),
+            input: None,
+        });
+    }
+    for (index, send) in ch.sends.iter().enumerate() {
+        let Some(&node) = spec.node_names.get(&send.node) else { continue };
+        tasks.push(Task {
+            id: task_id(checkpoint_id, ns, step, &send.node, &format!("push:{index}")),
+            kind: TaskKind::Push { index, node },
+            name: send.node.clone(),
+            path: format!("~__pregel_push, {index:010}, False"),
+            input: Some(NodeInput::Payload(send.payload.clone())),
+        });
+    }
+    let mut pulls = Vec::new();
+    let mut deferred = Vec::new();
+    for (n, node) in spec.nodes.iter().enumerate() {
+        let by_join = spec.joins.iter().enumerate().any(|(j, js)| js.target == Some(n) && ch.join_complete(j));
+        if ch.triggered[n] || by_join {
+            if node.config.defer { deferred.push(n) } else { pulls.push(n) }
+        }
+    }
+    if pulls.is_empty() && tasks.is_empty() {
+        pulls = deferred;
+    }
+    for n in pulls {
+        let name = &spec.nodes[n].name;
+        tasks.push(Task {
+            id: task_id(checkpoint_id, ns, step, name, "pull"),
+            kind: TaskKind::Pull(n),
+            name: name.clone(),
+            path: format!("~__pregel_pull, {name}"),
+            input: Some(NodeInput::State(ch.state.clone())),
+        });
+    }
+    // Deterministic apply order: START, pulls by name, then pushes by index.
+    tasks.sort_by_key(|t| match t.kind {
+        TaskKind::Start => (0, 0),
+        TaskKind::Pull(n) => (1, n),
+        TaskKind::Push { index, .. } => (2, index),
+    });
+    tasks
+}
+
+/// Consumes the triggers of the tasks that ran.
+fn consume<S: State>(ch: &mut Channels<S>, spec: &crate::pregel::spec::GraphSpec<S>, tasks: &[Task<S>], changed: &mut ChannelSet) {
+    let mut had_push = false;
+    for task in tasks {
+        match task.kind {
+            TaskKind::Start => {
+                if ch.start.take().is_some() {
+                    changed.insert(ch.layout.start());
+                }
+            }
+            TaskKind::Pull(n) => {
+                if std::mem::replace(&mut ch.triggered[n], false) {
+                    changed.insert(ch.layout.branch(n));
+                }
+                for (j, join) in spec.joins.iter().enumerate() {
+                    if join.target == Some(n) && ch.join_complete(j) {
+                        ch.joins[j].iter_mut().for_each(|s| *s = false);
+                        changed.insert(ch.layout.join(j));
+                    }
+                }
+            }
+            TaskKind::Push { .. } => had_push = true,
+        }
+    }
+    if had_push && !ch.sends.is_empty() {
+        ch.sends.clear();
+        changed.insert(ch.layout.tasks());
+    }
+}
+
+fn apply_new_writes<S: State>(
+    ch: &mut Channels<S>,
+    spec: &crate::pregel::spec::GraphSpec<S>,
+    writes: &mut [TaskWrites<S>],
+    changed: &mut ChannelSet,
+    step: i64,
+) -> GraphResult<()> {
+    apply_new_writes_with_tasks::<S>(ch, spec, writes, changed, step, &[])
+}
+
+fn apply_new_writes_with_tasks<S: State>(
+    ch: &mut Channels<S>,
+    spec: &crate::pregel::spec::GraphSpec<S>,
+    writes: &mut [TaskWrites<S>],
+    changed: &mut ChannelSet,
+    step: i64,
+    tasks: &[Task<S>],
+) -> GraphResult<()> {
+    let updates: Vec<S::Update> = writes.iter_mut().flat_map(|w| std::mem::take(&mut w.updates)).collect();
+    if !updates.is_empty() {
+        let applied = ch.state.apply(updates).map_err(|error| invalid(error, step, tasks))?;
+        changed.union_with(&applied);
+    }
+    apply_control_writes(ch, spec, writes, changed, tasks);
+    Ok(())
+}
+
+fn apply_control_writes<S: State>(
+    ch: &mut Channels<S>,
+    spec: &crate::pregel::spec::GraphSpec<S>,
+    writes: &[TaskWrites<S>],
+    changed: &mut ChannelSet,
+    tasks: &[Task<S>],
+) {
+    for (i, w) in writes.iter().enumerate() {
+        for &g in &w.goto {
+            ch.triggered[g] = true;
+            changed.insert(ch.layout.branch(g));
+        }
+        let source = tasks.get(i).and_then(Task::node);
+        for &j in &w.joins {
+            if let Some(pos) = spec.joins[j].sources.iter().position(|s| *s == source) {
+                ch.joins[j][pos] = true;
+                changed.insert(ch.layout.join(j));
+            }
+        }
+        if !w.sends.is_empty() {
+            ch.sends.extend(w.sends.iter().cloned());
+            changed.insert(ch.layout.tasks());
+        }
+    }
+}
+
+/// Adds the static edges, barrier writes and conditional routes of `node` to a task's writes.
+fn route<S: State>(
+    spec: &crate::pregel::spec::GraphSpec<S>,
+    node: &crate::pregel::spec::NodeSpec<S>,
+    view: &S,
+    writes: &mut TaskWrites<S>,
+) -> GraphResult<()> {
+    writes.goto.extend(node.edges.iter().copied());
+    writes.joins.extend(node.joins.iter().copied());
+    for branch in &node.branches {
+        let routes = branch
+            .route(view)
+            .map_err(|source| GraphError::Node { node: node.name.clone(), step: -1, source })?;
+        for r in routes {
+            match r {
+                crate::branch::Route::End => {}
+                crate::branch::Route::Node(name) => push_goto(spec, &node.name, crate::types::Goto::Node(name), writes)?,
+                crate::branch::Route::Send(s) => push_goto(spec, &node.name, crate::types::Goto::Send(s), writes)?,
+            }
+        }
+    }
+    Ok(())
+}
+
+enum StepOutcome<S: State> {
+    /// Writes per task in task order; the flag says whether routes are still to be computed.
+    Done(Vec<(TaskWrites<S>, Option<()>)>),
+    Interrupted(Vec<Interrupt>),
+}
+
+async fn run_step<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    ch: &Channels<S>,
+    tasks: &[Task<S>],
+    saved: &SavedWrites,
+    step: i64,
+    stop: i64,
+) -> GraphResult<StepOutcome<S>> {
+    let spec = &ctx.inner.spec;
+    let single = tasks.len() == 1;
+    let mut results: Vec<Option<(TaskWrites<S>, Option<()>)>> = (0..tasks.len()).map(|_| None).collect();
+    let mut interrupts = Vec::new();
+    let mut first_error: Option<GraphError> = None;
+
+    // Reuse writes saved before a crash or an interrupt.
+    let mut to_run = Vec::new();
+    for (i, task) in tasks.iter().enumerate() {
+        if let Some(w) = saved.finished(&task.id) {
+            let writes = writes_from_json(spec, &ch.state, w)?;
+            emit_update(ctx, task, &writes, true);
+            results[i] = Some((writes, Some(())));
+        } else {
+            to_run.push(i);
+        }
+    }
+
+    let limit = ctx.config.max_concurrency.unwrap_or(usize::MAX).max(1);
+    let mut running = FuturesUnordered::new();
+    let mut queue = to_run.into_iter();
+    let route_inline = !single;
+    loop {
+        while running.len() < limit {
+            let Some(i) = queue.next() else { break };
+            let task = &tasks[i];
+            let runtime = make_runtime(ctx, task, saved, step, stop);
+            running.push(execute(ctx, ch, task, runtime, route_inline).map(move |r| (i, r)));
+        }
+        let Some((i, result)) = running.next().await else { break };
+        let task = &tasks[i];
+        match result {
+            Ok((TaskOutcome::Done(writes), resumed)) => {
+                if route_inline {
+                    let json = writes_to_json(spec, &ch.state, &writes)?;
+                    let path = task.path.clone();
+                    let mut json = json;
+                    if let Some(r) = resumed {
+                        json.push((special::RESUME.to_owned(), Value::Array(r)));
+                    }
+                    if let Some(saver) = ctx.saver.as_mut() {
+                        saver.put_writes(&task.id, &path, json).await?;
+                    }
+                    emit_update(ctx, task, &writes, false);
+                    results[i] = Some((writes, Some(())));
+                } else {
+                    results[i] = Some((writes, None));
+                }
+            }
+            Ok((TaskOutcome::Interrupted(list), resumed)) => {
+                let mut json = vec![(special::INTERRUPT.to_owned(), serde_json::to_value(&list).unwrap_or(Value::Null))];
+                if let Some(r) = resumed {
+                    json.push((special::RESUME.to_owned(), Value::Array(r)));
+                }
+                if let Some(saver) = ctx.saver.as_mut() {
+                    saver.put_writes_now(&task.id, &task.path, json).await?;
+                }
+                interrupts.extend(list);
+            }
+            Err(err) => {
+                if let Some(saver) = ctx.saver.as_mut() {
+                    saver
+                        .put_writes_now(&task.id, &task.path, vec![(special::ERROR.to_owned(), Value::String(err.to_string()))])
+                        .await?;
+                }
+                first_error = Some(err);
+                break;
+            }
+        }
+    }
+    drop(running);
+    if let Some(err) = first_error {
+        return Err(err);
+    }
+    if !interrupts.is_empty() {
+        // Tasks not yet saved (single-task steps save after routing) are saved now so a resume reuses them.
+        for (i, r) in results.iter().enumerate() {
+            if let Some((writes, None)) = r {
+                let json = writes_to_json(spec, &ch.state, writes)?;
+                if let Some(saver) = ctx.saver.as_mut() {
+                    saver.put_writes_now(&tasks[i].id, &tasks[i].path, json).await?;
+                }
+            }
+        }
+        return Ok(StepOutcome::Interrupted(interrupts));
+    }
+    Ok(StepOutcome::Done(results.into_iter().map(|r| r.unwrap_or_else(|| (TaskWrites::default(), Some(())))).collect()))
+}
+
+/// Saves the writes of a single-task step (made after its routes were computed).
+async fn persist_single<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    task: &Task<S>,
+    state: &S,
+    writes: &TaskWrites<S>,
+    saved: &SavedWrites,
+) -> GraphResult<()> {
+    if saved.finished(&task.id).is_some() {
+        return Ok(());
+    }
+    let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
+    let json = writes_to_json(&ctx.inner.spec, state, writes)?;
+    saver.put_writes(&task.id, &task.path, json).await
+}
+
+fn emit_update<S: State>(ctx: &Ctx<'_, S>, task: &Task<S>, writes: &TaskWrites<S>, cached: bool) {
+    if task.kind == TaskKind::Start {
+        return;
+    }
+    if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
+        sink.send(StreamData::Updates { node: task.name.clone(), updates: writes.updates.clone(), cached });
+    }
+}
+
+fn make_runtime<S: State>(ctx: &Ctx<'_, S>, task: &Task<S>, saved: &SavedWrites, step: i64, stop: i64) -> Runtime {
+    let mut config = ctx.config.child(Some(format!("graph:step:{step}")));
+    config.metadata.insert("langgraph_step".to_owned(), json!(step));
+    config.metadata.insert("langgraph_node".to_owned(), json!(task.name));
+    config.metadata.insert("langgraph_path".to_owned(), json!(task.path));
+    config.metadata.insert("langgraph_checkpoint_ns".to_owned(), json!(format!("{}:{}", task.name, task.id)));
+    if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages)) {
+        let tx = sink.tx.clone();
+        let messages = EventSink::new(move |event: StreamEvent| {
+            if event.event != "on_chat_model_stream" {
+                return;
+            }
+            let Some(chunk) = event.data.chunk.and_then(|c| serde_json::from_value(c).ok()) else { return };
+            let _ = tx.send(Ok(StreamPart { ns: Vec::new(), data: StreamData::Message { chunk, metadata: event.metadata } }));
+        });
+        config.callbacks = Some(match config.callbacks.take() {
+            Some(existing) => existing.and(messages),
+            None => messages,
+        });
+    }
+    let writer = ctx.sink.filter(|s| s.modes.has(StreamMode::Custom)).map(|sink| {
+        let tx = sink.tx.clone();
+        let node = task.name.clone();
+        Arc::new(move |value: Value| {
+            let _ = tx.send(Ok(StreamPart { ns: Vec::new(), data: StreamData::Custom { node: node.clone(), value } }));
+        }) as crate::runtime::CustomWriter
+    });
+    let task_ns = format!("{}:{}", task.name, task.id);
+    let mut resume = saved.resume_values(&task.id);
+    let mut resume_changed = false;
+    if !ctx.resume_by_id.is_empty() {
+        let next = interrupt_id(&task_ns, resume.len());
+        if let Some(v) = ctx.resume_by_id.get(&next) {
+            resume.push(v.clone());
+            resume_changed = true;
+        }
+    }
+    Runtime {
+        inner: Arc::new(RuntimeInner {
+            node: task.name.clone(),
+            config,
+            info: ExecutionInfo {
+                thread_id: ctx.thread_id.clone(),
+                checkpoint_id: ctx.saver.as_ref().and_then(|s| s.current.clone()),
+                checkpoint_ns: ctx.ns.clone(),
+                task_id: task.id.clone(),
+                attempt: 1,
+                step,
+            },
+            stop,
+            scratchpad: Mutex::new(Scratchpad { counter: 0, resume, resume_changed, task_ns }),
+            writer,
+            null_resume: Arc::clone(&ctx.null_resume),
+            context: ctx.options.context.clone(),
+        }),
+    }
+}
+
+/// Runs one task with its retry policy; returns its writes (routes included unless `route_later`) and the
+/// resume values to save when they changed.
+async fn execute<'a, S: State>(
+    ctx: &Ctx<'a, S>,
+    ch: &Channels<S>,
+    task: &Task<S>,
+    runtime: Runtime,
+    route_inline: bool,
+) -> GraphResult<(TaskOutcome<S>, Option<Vec<Value>>)> {
+    let spec = &ctx.inner.spec;
+    let Some(n) = task.node() else {
+        // START: the input becomes the state update; its edges are its routes.
+        let mut writes = TaskWrites { updates: ch.start.clone().unwrap_or_default(), ..TaskWrites::default() };
+        if route_inline {
+            let mut view = ch.state.clone();
+            view.apply(writes.updates.clone()).map_err(|error| GraphError::InvalidUpdate { error, step: runtime.execution_info().step, nodes: vec![task.name.clone()] })?;
+            route(spec, &spec.start, &view, &mut writes)?;
+        }
+        return Ok((TaskOutcome::Done(writes), None));
+    };
+    let node = &spec.nodes[n];
+    let Some(func) = &node.func else { return Ok((TaskOutcome::Done(TaskWrites::default()), None)) };
+    let policy = node.config.retry.as_ref().or(ctx.inner.config.retry.as_ref());
+    let step = runtime.execution_info().step;
+    let mut attempt = 1u32;
+    let output = loop {
+        let rt = if attempt == 1 { runtime.clone() } else { with_attempt(&runtime, attempt) };
+        let input = task.input.clone().unwrap_or_else(|| NodeInput::State(ch.state.clone()));
+        let scope = rt.config().callbacks.as_ref().map(|_| {
+            let input_json = match &input {
+                NodeInput::State(s) => state_json(s),
+                NodeInput::Payload(p) => p.to_json().unwrap_or(Value::Null),
+            };
+            RunScope::start(rt.config(), &node.name, RunKind::Chain, Some(input_json))
+        });
+        let rt = match &scope {
+            Some(s) => with_config(&rt, s.child_config().clone()),
+            None => rt,
+        };
+        let result = func.call(input, rt.clone()).await;
+        if let Some(scope) = &scope {
+            match &result {
+                Ok(_) => scope.end(None, &Value::Null),
+                Err(e) => scope.fail(None, e),
+            }
+        }
+        match result {
+            Ok(out) => break out,
+            Err(err) => {
+                if let Some(GraphInterrupt(list)) = control_interrupt(&err) {
+                    let resumed = resume_to_save(&rt);
+                    return Ok((TaskOutcome::Interrupted(list), resumed));
+                }
+                match policy {
+                    Some(p) if attempt < p.max_attempts && p.should_retry(&err) => {
+                        tokio::time::sleep(p.delay(attempt)).await;
+                        attempt += 1;
+                    }
+                    _ => return Err(GraphError::Node { node: node.name.clone(), step, source: err }),
+                }
+            }
+        }
+    };
+    let mut writes = TaskWrites::default();
+    flatten_output(spec, &node.name, output, &mut writes)?;
+    if route_inline {
+        let view = if node.branches.is_empty() {
+            None
+        } else {
+            let mut view = ch.state.clone();
+            view.apply(writes.updates.clone()).map_err(|error| GraphError::InvalidUpdate { error, step, nodes: vec![node.name.clone()] })?;
+            Some(view)
+        };
+        route(spec, node, view.as_ref().unwrap_or(&ch.state), &mut writes).map_err(|e| with_step(e, step))?;
+    }
+    Ok((TaskOutcome::Done(writes), resume_to_save(&runtime)))
+}
+
+fn with_step(err: GraphError, step: i64) -> GraphError {
+    match err {
+        GraphError::Node { node, source, .. } => GraphError::Node { node, step, source },
+        other => other,
+    }
+}
+
+fn control_interrupt(err: &Error) -> Option<GraphInterrupt> {
+    match err {
+        Error::ControlFlow(flow) => flow.downcast_ref::<GraphInterrupt>().cloned(),
+        _ => None,
+    }
+}
+
+fn resume_to_save(rt: &Runtime) -> Option<Vec<Value>> {
+    let pad = rt.inner.scratchpad.lock().ok()?;
+    pad.resume_changed.then(|| pad.resume.clone())
+}
+
+fn with_attempt(rt: &Runtime, attempt: u32) -> Runtime {
+    let mut info = rt.inner.info.clone();
+    info.attempt = attempt;
+    rebuild(rt, info, rt.inner.config.clone())
+}
+
+fn with_config(rt: &Runtime, config: RunnableConfig) -> Runtime {
+    rebuild(rt, rt.inner.info.clone(), config)
+}
+
+fn rebuild(rt: &Runtime, info: ExecutionInfo, config: RunnableConfig) -> Runtime {
+    let pad = rt.inner.scratchpad.lock().map(|p| Scratchpad {
+        counter: 0,
+        resume: p.resume.clone(),
+        resume_changed: p.resume_changed,
+        task_ns: p.task_ns.clone(),
+    });
+    Runtime {
+        inner: Arc::new(RuntimeInner {
+            node: rt.inner.node.clone(),
+            config,
+            info,
+            stop: rt.inner.stop,
+            scratchpad: Mutex::new(pad.unwrap_or_default()),
+            writer: rt.inner.writer.clone(),
+            null_resume: Arc::clone(&rt.inner.null_resume),
+            context: rt.inner.context.clone(),
+        }),
+    }
+}
+
+async fn save_checkpoint<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    ch: &Channels<S>,
+    source: CheckpointSource,
+    step: i64,
+    values_of: Option<&ChannelSet>,
+    updated: &ChannelSet,
+) -> GraphResult<()> {
+    let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
+    let spec = &ctx.inner.spec;
+    let id = uuid::Uuid::now_v7().to_string();
+    let (checkpoint, new_versions) = ch.to_checkpoint(spec, &ctx.inner.channel_names, id, values_of, updated)?;
+    let mut extra = Map::new();
+    for (k, v) in ctx.config.metadata.iter().chain(ctx.config.configurable.iter()) {
+        let scalar = matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_));
+        let reserved = matches!(k.as_str(), "thread_id" | "checkpoint_id" | "checkpoint_ns" | "checkpoint_map")
+            || k.starts_with("langgraph_")
+            || k.starts_with("__");
+        if scalar && !reserved {
+            extra.insert(k.clone(), v.clone());
+        }
+    }
+    let metadata = CheckpointMetadata { source, step, parents: BTreeMap::new(), extra };
+    let values = if ctx.sink.is_some_and(|s| s.modes.checkpoints()) { Some(state_json(&ch.state)) } else { None };
+    let address = saver.put(checkpoint, metadata, new_versions).await?;
+    if let (Some(sink), Some(values)) = (ctx.sink, values) {
+        let next = plan(ch, spec, step + 1, "", &ctx.ns).iter().map(|t| t.name.clone()).collect();
+        sink.send(StreamData::Checkpoint { config: address, step, values, next });
+    }
+    Ok(())
+}

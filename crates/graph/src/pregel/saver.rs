@@ -1,0 +1,108 @@
+//! Checkpoint saving for one run: addresses, durability, and the background queue of `async` mode.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use crate::checkpoint::{Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, Checkpointer, ChannelVersions};
+use crate::compiled::Durability;
+use crate::error::{GraphError, GraphResult};
+
+type SaveOp = BoxFuture<'static, Result<(), CheckpointError>>;
+
+/// Saves of one run, in order. In `async` mode they run on a background task; `finish` waits for them.
+pub(crate) struct RunSaver {
+    pub(crate) checkpointer: Arc<dyn Checkpointer>,
+    pub(crate) thread: CheckpointConfig,
+    /// The checkpoint new tasks are planned from (parent of the next put).
+    pub(crate) current: Option<String>,
+    pub(crate) durability: Durability,
+    queue: Option<(tokio::sync::mpsc::UnboundedSender<SaveOp>, tokio::task::JoinHandle<Result<(), CheckpointError>>)>,
+}
+
+impl RunSaver {
+    pub(crate) fn new(checkpointer: Arc<dyn Checkpointer>, thread: CheckpointConfig, durability: Durability) -> Self {
+        let durability = match durability {
+            Durability::Async if tokio::runtime::Handle::try_current().is_err() => Durability::Sync,
+            d => d,
+        };
+        Self { checkpointer, thread, current: None, durability, queue: None }
+    }
+
+    /// The address of the checkpoint tasks are currently planned from.
+    pub(crate) fn current_config(&self) -> CheckpointConfig {
+        CheckpointConfig { checkpoint_id: self.current.clone(), ..self.thread.clone() }
+    }
+
+    async fn submit(&mut self, op: SaveOp) -> GraphResult<()> {
+        if self.durability != Durability::Async {
+            return op.await.map_err(checkpoint_error);
+        }
+        if self.queue.is_none() {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<SaveOp>();
+            let handle = tokio::spawn(async move {
+                while let Some(op) = rx.recv().await {
+                    op.await?;
+                }
+                Ok(())
+            });
+            self.queue = Some((tx, handle));
+        }
+        if let Some((tx, _)) = &self.queue {
+            if tx.send(op).is_err() {
+                // The writer stopped after a failed save; its error comes out of `finish`.
+                return self.finish().await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Saves a checkpoint made from the current one and makes it current.
+    pub(crate) async fn put(
+        &mut self,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> GraphResult<CheckpointConfig> {
+        let parent = self.current_config();
+        let id = checkpoint.id.clone();
+        let saver = Arc::clone(&self.checkpointer);
+        self.current = Some(id.clone());
+        self.submit(Box::pin(async move { saver.put(&parent, checkpoint, metadata, new_versions).await.map(|_| ()) }))
+            .await?;
+        Ok(CheckpointConfig { checkpoint_id: Some(id), ..self.thread.clone() })
+    }
+
+    /// Saves a task's writes against the current checkpoint.
+    pub(crate) async fn put_writes(&mut self, task_id: &str, task_path: &str, writes: Vec<(String, Value)>) -> GraphResult<()> {
+        if self.durability == Durability::Exit || writes.is_empty() {
+            return Ok(());
+        }
+        self.put_writes_now(task_id, task_path, writes).await
+    }
+
+    /// Saves writes whatever the durability (used at the end of `exit` runs).
+    pub(crate) async fn put_writes_now(&mut self, task_id: &str, task_path: &str, writes: Vec<(String, Value)>) -> GraphResult<()> {
+        let config = self.current_config();
+        let saver = Arc::clone(&self.checkpointer);
+        let (task_id, task_path) = (task_id.to_owned(), task_path.to_owned());
+        self.submit(Box::pin(async move { saver.put_writes(&config, writes, &task_id, &task_path).await })).await
+    }
+
+    /// Waits for every queued save.
+    pub(crate) async fn finish(&mut self) -> GraphResult<()> {
+        if let Some((tx, handle)) = self.queue.take() {
+            drop(tx);
+            match handle.await {
+                Ok(result) => result.map_err(checkpoint_error)?,
+                Err(join) => return Err(GraphError::Checkpoint(format!("checkpoint writer stopped: {join}"))),
+            }
+        }
+        Ok(())
+    }
+}
+
+fn checkpoint_error(e: CheckpointError) -> GraphError {
+    GraphError::Checkpoint(e.to_string())
+}

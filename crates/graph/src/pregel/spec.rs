@@ -1,0 +1,96 @@
+//! The compiled form of a graph: nodes sorted by name, edges as index lists, channel layout.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::branch::Branch;
+use crate::builder::NodeConfig;
+use crate::node::NodeFn;
+use crate::state::State;
+use crate::types::START;
+
+pub(crate) struct NodeSpec<S: State> {
+    pub(crate) name: String,
+    pub(crate) func: Option<Arc<dyn NodeFn<S>>>,
+    pub(crate) config: NodeConfig,
+    /// Targets of plain edges.
+    pub(crate) edges: Vec<usize>,
+    /// Whether a plain edge goes to END (drawing only).
+    pub(crate) ends: bool,
+    pub(crate) branches: Vec<Branch<S>>,
+    /// Waiting edges this node is a source of.
+    pub(crate) joins: Vec<usize>,
+}
+
+impl<S: State> NodeSpec<S> {
+    pub(crate) fn start() -> Self {
+        Self {
+            name: START.to_owned(),
+            func: None,
+            config: NodeConfig::default(),
+            edges: Vec::new(),
+            ends: false,
+            branches: Vec::new(),
+            joins: Vec::new(),
+        }
+    }
+}
+
+pub(crate) struct JoinSpec {
+    pub(crate) name: String,
+    /// Source nodes (`None` = START).
+    pub(crate) sources: Vec<Option<usize>>,
+    /// The target (`None` = END).
+    pub(crate) target: Option<usize>,
+}
+
+pub(crate) struct GraphSpec<S: State> {
+    pub(crate) initial: S,
+    pub(crate) nodes: Vec<NodeSpec<S>>,
+    pub(crate) node_names: BTreeMap<String, usize>,
+    pub(crate) start: NodeSpec<S>,
+    pub(crate) joins: Vec<JoinSpec>,
+}
+
+/// Where each channel sits in the flat version table: state channels, `__start__`, one `branch:to:<node>`
+/// per node, one per waiting edge, `__pregel_tasks`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Layout {
+    pub(crate) n_state: usize,
+    pub(crate) n_nodes: usize,
+    pub(crate) n_joins: usize,
+}
+
+impl Layout {
+    pub(crate) fn start(&self) -> usize {
+        self.n_state
+    }
+    pub(crate) fn branch(&self, node: usize) -> usize {
+        self.n_state + 1 + node
+    }
+    pub(crate) fn join(&self, join: usize) -> usize {
+        self.n_state + 1 + self.n_nodes + join
+    }
+    pub(crate) fn tasks(&self) -> usize {
+        self.n_state + 1 + self.n_nodes + self.n_joins
+    }
+    pub(crate) fn len(&self) -> usize {
+        self.tasks() + 1
+    }
+}
+
+impl<S: State> GraphSpec<S> {
+    pub(crate) fn layout(&self) -> Layout {
+        Layout { n_state: self.initial.channels().len(), n_nodes: self.nodes.len(), n_joins: self.joins.len() }
+    }
+
+    /// The checkpoint name of every channel, in layout order.
+    pub(crate) fn channel_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.initial.channels().iter().map(|c| c.name.to_string()).collect();
+        names.push(crate::checkpoint::special::START.to_owned());
+        names.extend(self.nodes.iter().map(|n| format!("branch:to:{}", n.name)));
+        names.extend(self.joins.iter().map(|j| j.name.clone()));
+        names.push(crate::checkpoint::special::TASKS.to_owned());
+        names
+    }
+}

@@ -1,0 +1,208 @@
+//! Tasks of a superstep and their writes.
+
+use serde_json::{Map, Value};
+
+use crate::checkpoint::special;
+use crate::error::{GraphError, GraphResult};
+use crate::node::{NodeInput, NodeOutput};
+use crate::pregel::channels::{send_from_json, send_to_json};
+use crate::pregel::spec::GraphSpec;
+use crate::state::State;
+use crate::types::{CommandGraph, Goto, Interrupt, Send};
+
+/// What triggered a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskKind {
+    /// The hidden START task that writes the input into the state.
+    Start,
+    /// A node triggered by an edge.
+    Pull(usize),
+    /// A node triggered by the `index`-th `Send` of the previous step.
+    Push { index: usize, node: usize },
+}
+
+pub(crate) struct Task<S: State> {
+    pub(crate) id: String,
+    pub(crate) kind: TaskKind,
+    pub(crate) name: String,
+    pub(crate) path: String,
+    pub(crate) input: Option<NodeInput<S>>,
+}
+
+impl<S: State> Task<S> {
+    /// The node index (`None` for START).
+    pub(crate) fn node(&self) -> Option<usize> {
+        match self.kind {
+            TaskKind::Start => None,
+            TaskKind::Pull(n) | TaskKind::Push { node: n, .. } => Some(n),
+        }
+    }
+}
+
+/// The writes a finished task made, typed.
+pub(crate) struct TaskWrites<S: State> {
+    pub(crate) updates: Vec<S::Update>,
+    pub(crate) goto: Vec<usize>,
+    pub(crate) sends: Vec<Send>,
+    pub(crate) joins: Vec<usize>,
+}
+
+impl<S: State> Default for TaskWrites<S> {
+    fn default() -> Self {
+        Self { updates: Vec::new(), goto: Vec::new(), sends: Vec::new(), joins: Vec::new() }
+    }
+}
+
+impl<S: State> Clone for TaskWrites<S> {
+    fn clone(&self) -> Self {
+        Self {
+            updates: self.updates.clone(),
+            goto: self.goto.clone(),
+            sends: self.sends.clone(),
+            joins: self.joins.clone(),
+        }
+    }
+}
+
+/// How a task ended.
+pub(crate) enum TaskOutcome<S: State> {
+    Done(TaskWrites<S>),
+    Interrupted(Vec<Interrupt>),
+}
+
+/// Deterministic task id: the same checkpoint, namespace, step and node give the same id in any process.
+pub(crate) fn task_id(checkpoint_id: &str, ns: &str, step: i64, name: &str, extra: &str) -> String {
+    let namespace = uuid::Uuid::parse_str(checkpoint_id).unwrap_or(uuid::Uuid::NAMESPACE_OID);
+    let key = format!("{ns}\u{0}{step}\u{0}{name}\u{0}{extra}");
+    uuid::Uuid::new_v5(&namespace, key.as_bytes()).to_string()
+}
+
+/// Splits a node output into state updates and destinations; `Command(graph: Parent)` is an error at
+/// the root.
+pub(crate) fn flatten_output<S: State>(
+    spec: &GraphSpec<S>,
+    node: &str,
+    output: NodeOutput<S>,
+    writes: &mut TaskWrites<S>,
+) -> GraphResult<()> {
+    match output {
+        NodeOutput::Empty => Ok(()),
+        NodeOutput::Update(u) => {
+            writes.updates.push(u);
+            Ok(())
+        }
+        NodeOutput::Command(cmd) => {
+            if cmd.graph == CommandGraph::Parent {
+                return Err(GraphError::NoParentGraph);
+            }
+            writes.updates.extend(cmd.update);
+            for goto in cmd.goto {
+                push_goto(spec, node, goto, writes)?;
+            }
+            Ok(())
+        }
+        NodeOutput::Many(items) => {
+            for item in items {
+                flatten_output(spec, node, item, writes)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+pub(crate) fn push_goto<S: State>(
+    spec: &GraphSpec<S>,
+    source: &str,
+    goto: Goto,
+    writes: &mut TaskWrites<S>,
+) -> GraphResult<()> {
+    match goto {
+        Goto::Node(name) if name == crate::types::END => Ok(()),
+        Goto::Node(name) => match spec.node_names.get(&name) {
+            Some(&i) => {
+                writes.goto.push(i);
+                Ok(())
+            }
+            None => Err(GraphError::UnknownDestination { source_node: source.to_owned(), target: name }),
+        },
+        Goto::Send(send) => {
+            if send.node == crate::types::END {
+                return Err(GraphError::SendToEnd);
+            }
+            if !spec.node_names.contains_key(&send.node) {
+                return Err(GraphError::UnknownDestination { source_node: source.to_owned(), target: send.node });
+            }
+            writes.sends.push(send);
+            Ok(())
+        }
+    }
+}
+
+/// The writes as `(channel, value)` pairs, as saved in pending writes.
+pub(crate) fn writes_to_json<S: State>(
+    spec: &GraphSpec<S>,
+    state: &S,
+    writes: &TaskWrites<S>,
+) -> GraphResult<Vec<(String, Value)>> {
+    let names = state.channels();
+    let mut out = Vec::new();
+    for u in &writes.updates {
+        for (i, v) in state.update_to_json(u).map_err(|error| GraphError::InvalidUpdate { error, step: -1, nodes: Vec::new() })? {
+            out.push((names[i].name.to_string(), v));
+        }
+    }
+    for &g in &writes.goto {
+        out.push((format!("branch:to:{}", spec.nodes[g].name), Value::Null));
+    }
+    for s in &writes.sends {
+        out.push((special::TASKS.to_owned(), send_to_json(s)?));
+    }
+    for &j in &writes.joins {
+        out.push((spec.joins[j].name.clone(), Value::Null));
+    }
+    if out.is_empty() {
+        out.push((special::NO_WRITES.to_owned(), Value::Null));
+    }
+    Ok(out)
+}
+
+/// Rebuilds typed writes from saved pending writes (special channels skipped).
+pub(crate) fn writes_from_json<S: State>(
+    spec: &GraphSpec<S>,
+    state: &S,
+    saved: &[(String, Value)],
+) -> GraphResult<TaskWrites<S>> {
+    let mut writes = TaskWrites::default();
+    let corrupt = |m: String| GraphError::Checkpoint(format!("cannot replay a saved write: {m}"));
+    for (channel, value) in saved {
+        if let Some(node) = channel.strip_prefix("branch:to:") {
+            let &i = spec.node_names.get(node).ok_or_else(|| corrupt(format!("unknown node '{node}'")))?;
+            writes.goto.push(i);
+        } else if channel == special::TASKS {
+            writes.sends.push(send_from_json(spec, value).map_err(corrupt)?);
+        } else if channel.starts_with("join:") {
+            let j = spec.joins.iter().position(|j| &j.name == channel).ok_or_else(|| corrupt(format!("unknown barrier '{channel}'")))?;
+            writes.joins.push(j);
+        } else if channel.starts_with("__") {
+            continue;
+        } else {
+            let i = state.channel_index(channel).ok_or_else(|| corrupt(format!("unknown channel '{channel}'")))?;
+            let update = state
+                .update_from_json(vec![(i, value.clone())])
+                .map_err(|error| GraphError::InvalidUpdate { error, step: -1, nodes: Vec::new() })?;
+            writes.updates.push(update);
+        }
+    }
+    Ok(writes)
+}
+
+/// A state as a JSON object of its non-empty tracked channels (for events and snapshots).
+pub(crate) fn state_json<S: State>(state: &S) -> Value {
+    let mut map = Map::new();
+    for (i, spec) in state.channels().iter().enumerate() {
+        if let Ok(Some(v)) = state.channel_to_json(i) {
+            map.insert(spec.name.to_string(), v);
+        }
+    }
+    Value::Object(map)
+}
