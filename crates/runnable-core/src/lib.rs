@@ -19,8 +19,11 @@ pub mod config;
 pub mod error;
 pub mod events;
 pub mod ext;
+pub mod history;
 pub mod lambda;
+mod message_like;
 pub mod messages;
+pub mod prompts;
 pub mod runnable;
 pub mod sequence;
 pub mod with_config;
@@ -32,12 +35,17 @@ pub use events::{
     dispatch_custom_event, trace_invoke, trace_stream, trace_transform,
 };
 pub use ext::{FixedOutput, RunnableExt};
+pub use history::{
+    ChatMessageHistory, InMemoryChatMessageHistory, InMemoryHistoryStore, RunnableWithMessageHistory,
+    ToHistoryMessages,
+};
 pub use lambda::{RunnableGenerator, RunnableLambda};
 pub use messages::{
     AiMessage, AiMessageChunk, Content, HumanMessage, InvalidToolCall, Message, PromptValue,
     REMOVE_ALL_MESSAGES, RemoveMessage, SystemMessage, ToolCall, ToolCallChunk, ToolMessage, ToolStatus,
     UsageMetadata,
 };
+pub use prompts::{ChatPromptPart, ChatPromptTemplate, MessagesPlaceholder, PromptTemplate};
 pub use runnable::{BoxRunnable, ChunkStream, Merge, RunValue, Runnable, seq_step_tag};
 pub use sequence::Sequence;
 pub use with_config::WithConfig;
