@@ -21,6 +21,7 @@ pub mod events;
 pub mod ext;
 pub mod lambda;
 pub mod messages;
+pub mod partial_json;
 pub mod runnable;
 pub mod sequence;
 pub mod with_config;
@@ -38,6 +39,7 @@ pub use messages::{
     REMOVE_ALL_MESSAGES, RemoveMessage, SystemMessage, ToolCall, ToolCallChunk, ToolMessage, ToolStatus,
     UsageMetadata,
 };
+pub use partial_json::{parse_json_markdown, parse_partial_json};
 pub use runnable::{BoxRunnable, ChunkStream, Merge, RunValue, Runnable, seq_step_tag};
 pub use sequence::Sequence;
 pub use with_config::WithConfig;

@@ -3,6 +3,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+mod json_merge;
+mod merge;
+
 /// The id of a [`RemoveMessage`] that removes every message before it (LangChain's `REMOVE_ALL_MESSAGES`).
 pub const REMOVE_ALL_MESSAGES: &str = "__remove_all__";
 
@@ -148,6 +151,18 @@ pub struct ToolCallChunk {
     pub index: Option<u32>,
 }
 
+impl ToolCallChunk {
+    /// A fragment of the tool call at `index`.
+    pub fn new(name: Option<&str>, args: Option<&str>, id: Option<&str>, index: Option<u32>) -> Self {
+        Self {
+            name: name.map(str::to_owned),
+            args: args.map(str::to_owned),
+            id: id.map(str::to_owned),
+            index,
+        }
+    }
+}
+
 /// Token counts of a model call.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UsageMetadata {
@@ -163,6 +178,18 @@ pub struct UsageMetadata {
     /// Breakdown of output tokens (e.g. `reasoning`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_token_details: Option<Map<String, Value>>,
+}
+
+impl UsageMetadata {
+    /// Counts of prompt and generated tokens; the total is their sum.
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+            total_tokens: input_tokens.saturating_add(output_tokens),
+            ..Default::default()
+        }
+    }
 }
 
 /// A message from the model, whole or (while streaming) a chunk of one.
@@ -325,13 +352,13 @@ impl Message {
 
     /// Sets the message id.
     pub fn set_id(&mut self, id: impl Into<String>) {
-        let id = Some(id.into());
+        let id = id.into();
         match self {
-            Message::System(m) => m.id = id,
-            Message::Human(m) => m.id = id,
-            Message::Ai(m) => m.id = id,
-            Message::Tool(m) => m.id = id,
-            Message::Remove(m) => m.id = id.unwrap_or_default(),
+            Message::System(m) => m.id = Some(id),
+            Message::Human(m) => m.id = Some(id),
+            Message::Ai(m) => m.id = Some(id),
+            Message::Tool(m) => m.id = Some(id),
+            Message::Remove(m) => m.id = id,
         }
     }
 

@@ -69,6 +69,9 @@ impl Merge for serde_json::Value {
     }
 }
 
+/// The function a [`ChunkStream`] merges two chunks with.
+pub type MergeFn<'a, T> = Box<dyn Fn(T, T) -> Result<T> + Send + Sync + 'a>;
+
 /// A stream of input chunks together with the way to fold them into one value.
 ///
 /// A step of a sequence receives its predecessor's output this way: a step that can work chunk by chunk
@@ -76,7 +79,7 @@ impl Merge for serde_json::Value {
 /// them with [`ChunkStream::collect`] and runs once.
 pub struct ChunkStream<'a, T> {
     chunks: BoxStream<'a, Result<T>>,
-    merge: Box<dyn Fn(T, T) -> Result<T> + Send + Sync + 'a>,
+    merge: MergeFn<'a, T>,
 }
 
 impl<T> fmt::Debug for ChunkStream<'_, T> {
@@ -122,7 +125,7 @@ impl<'a, T: Send + 'a> ChunkStream<'a, T> {
     }
 
     /// Splits into the raw chunk stream and the merge function.
-    pub fn into_parts(self) -> (BoxStream<'a, Result<T>>, Box<dyn Fn(T, T) -> Result<T> + Send + Sync + 'a>) {
+    pub fn into_parts(self) -> (BoxStream<'a, Result<T>>, MergeFn<'a, T>) {
         (self.chunks, self.merge)
     }
 }
