@@ -3,8 +3,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+mod coerce;
 mod json_merge;
 mod merge;
+
+pub use coerce::convert_to_messages;
 
 /// The id of a [`RemoveMessage`] that removes every message before it (LangChain's `REMOVE_ALL_MESSAGES`).
 pub const REMOVE_ALL_MESSAGES: &str = "__remove_all__";
@@ -106,19 +109,25 @@ pub struct HumanMessage {
 
 /// A request from the model to call a tool.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename = "tool_call")]
 pub struct ToolCall {
     /// The tool's name.
     pub name: String,
     /// The arguments, a JSON object.
-    #[serde(default)]
+    #[serde(default = "empty_object")]
     pub args: Value,
     /// The call's id, echoed back in the tool message.
     #[serde(default)]
     pub id: Option<String>,
 }
 
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
 /// A tool call whose arguments could not be parsed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename = "invalid_tool_call")]
 pub struct InvalidToolCall {
     /// The tool's name, if known.
     #[serde(default)]
@@ -136,6 +145,7 @@ pub struct InvalidToolCall {
 
 /// A fragment of a tool call as streamed by a model; fragments with the same `index` merge.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename = "tool_call_chunk")]
 pub struct ToolCallChunk {
     /// The tool's name (usually only in the first fragment).
     #[serde(default)]
@@ -278,7 +288,13 @@ pub struct RemoveMessage {
 }
 
 /// Any chat message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Serialises in LangChain's flat form, `{"type": "ai", "content": ..., "tool_calls": [...], ...}`.
+/// Deserialises that form, LangChain's `message_to_dict` form `{"type": "ai", "data": {...}}`, its
+/// serialised-constructor form `{"lc": 1, "id": [..., "AIMessage"], "kwargs": {...}}`, chunk type names
+/// (`AIMessageChunk`, ...) and OpenAI-style role dicts; [`Message::from_like`] also accepts `[role,
+/// content]` pairs and bare strings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type")]
 pub enum Message {
     /// Instructions for the model.
