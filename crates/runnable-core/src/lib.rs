@@ -21,6 +21,7 @@ pub mod events;
 pub mod ext;
 pub mod lambda;
 pub mod messages;
+pub mod parsers;
 pub mod partial_json;
 pub mod runnable;
 pub mod sequence;
@@ -39,6 +40,7 @@ pub use messages::{
     REMOVE_ALL_MESSAGES, RemoveMessage, SystemMessage, ToolCall, ToolCallChunk, ToolMessage, ToolStatus,
     UsageMetadata, convert_to_messages,
 };
+pub use parsers::{AsText, JsonOutputParser, StrOutputParser, TypedOutputParser};
 pub use partial_json::{parse_json_markdown, parse_partial_json};
 pub use runnable::{BoxRunnable, ChunkStream, Merge, RunValue, Runnable, seq_step_tag};
 pub use sequence::Sequence;
