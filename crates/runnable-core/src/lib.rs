@@ -21,8 +21,9 @@ pub mod events;
 pub mod ext;
 pub mod history;
 pub mod lambda;
-mod message_like;
 pub mod messages;
+pub mod parsers;
+pub mod partial_json;
 pub mod prompts;
 pub mod runnable;
 pub mod sequence;
@@ -43,8 +44,10 @@ pub use lambda::{RunnableGenerator, RunnableLambda};
 pub use messages::{
     AiMessage, AiMessageChunk, Content, HumanMessage, InvalidToolCall, Message, PromptValue,
     REMOVE_ALL_MESSAGES, RemoveMessage, SystemMessage, ToolCall, ToolCallChunk, ToolMessage, ToolStatus,
-    UsageMetadata,
+    UsageMetadata, convert_to_messages,
 };
+pub use parsers::{AsText, JsonOutputParser, StrOutputParser, TypedOutputParser};
+pub use partial_json::{parse_json_markdown, parse_partial_json};
 pub use prompts::{ChatPromptPart, ChatPromptTemplate, MessagesPlaceholder, PromptTemplate};
 pub use runnable::{BoxRunnable, ChunkStream, Merge, RunValue, Runnable, seq_step_tag};
 pub use sequence::Sequence;

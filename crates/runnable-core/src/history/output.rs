@@ -3,7 +3,6 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::message_like::message_from_like;
 use crate::messages::{AiMessage, Message};
 use crate::prompts::fstring::json_excerpt;
 
@@ -63,8 +62,8 @@ impl ToHistoryMessages for Value {
         };
         match value {
             Value::String(text) => Ok(vec![Message::ai(text.as_str())]),
-            Value::Array(items) => items.iter().cloned().map(message_from_like).collect(),
-            Value::Object(_) => Ok(vec![message_from_like(value.clone())?]),
+            Value::Array(items) => items.iter().cloned().map(Message::from_like).collect(),
+            Value::Object(_) => Ok(vec![Message::from_like(value.clone())?]),
             other => Err(Error::InvalidInput(format!(
                 "output should be a message, a list of messages or a string to go into the history, got {}",
                 json_excerpt(other)

@@ -12,7 +12,6 @@ use crate::error::{Error, Result};
 use crate::events::{RunKind, to_event_value, trace_invoke, trace_stream};
 use crate::history::output::is_message_object;
 use crate::history::{ChatMessageHistory, ToHistoryMessages};
-use crate::message_like::message_from_like;
 use crate::messages::Message;
 use crate::prompts::fstring::json_excerpt;
 use crate::runnable::{BoxRunnable, RunValue, Runnable};
@@ -183,8 +182,8 @@ impl<O: RunValue + ToHistoryMessages> RunnableWithMessageHistory<O> {
             (other, _) => other,
         };
         match value {
-            Value::Array(items) => items.iter().cloned().map(message_from_like).collect(),
-            other => Ok(vec![message_from_like(other.clone())?]),
+            Value::Array(items) => items.iter().cloned().map(Message::from_like).collect(),
+            other => Ok(vec![Message::from_like(other.clone())?]),
         }
     }
 }

@@ -3,7 +3,6 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::message_like::message_from_like;
 use crate::messages::Message;
 use crate::prompts::fstring::json_excerpt;
 
@@ -73,7 +72,7 @@ impl MessagesPlaceholder {
             .iter()
             .skip(skip)
             .map(|item| {
-                message_from_like(item.clone()).map_err(|err| match err {
+                Message::from_like(item.clone()).map_err(|err| match err {
                     Error::InvalidInput(why) => {
                         Error::InvalidInput(format!("variable {}: {why}", self.variable_name))
                     }
