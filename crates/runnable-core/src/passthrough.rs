@@ -19,6 +19,7 @@ use crate::runnable::{ChunkStream, Merge, RunValue, Runnable};
 /// Returns its input unchanged. Streamed input passes through chunk by chunk, so a passthrough keeps a
 /// sequence streaming.
 ///
+/// It passes any value that knows how to merge its chunks ([`Merge`]: strings, lists, JSON, messages).
 /// Typical use: a branch of a [`RunnableParallel`] that forwards the original input next to computed
 /// values. [`RunnablePassthrough::assign`] and [`RunnablePassthrough::pick`] build the dict-shaped helpers.
 ///
