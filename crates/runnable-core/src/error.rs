@@ -91,6 +91,9 @@ pub enum Error {
     /// An error raised by user code.
     #[error("{0}")]
     Custom(Arc<dyn std::error::Error + Send + Sync + 'static>),
+    /// A value in the config (for example a `configurable` key) is not one the runnable accepts.
+    #[error("invalid config: {0}")]
+    InvalidConfig(String),
 }
 
 impl Error {
