@@ -283,7 +283,7 @@ impl<S: State> StateGraph<S> {
                 }
             }
         }
-        for (_, to) in self.edges.iter().chain(self.waiting_edges.iter().map(|(f, t)| (&f[0], t))) {
+        for to in self.edges.iter().map(|(_, t)| t).chain(self.waiting_edges.iter().map(|(_, t)| t)) {
             if to != END && !known.contains(to.as_str()) {
                 return Err(GraphError::UnknownEdgeTarget(to.clone()));
             }
@@ -300,7 +300,7 @@ impl<S: State> StateGraph<S> {
             .filter_map(|name| self.nodes.iter().find(|n| n.name == *name))
             .map(|n| NodeSpec {
                 name: n.name.clone(),
-                func: Arc::clone(&n.func),
+                func: Some(Arc::clone(&n.func)),
                 config: n.config.clone(),
                 edges: Vec::new(),
                 ends: false,
@@ -310,7 +310,13 @@ impl<S: State> StateGraph<S> {
             .collect();
         let mut start = NodeSpec::<S>::start();
         for (from, to) in &self.edges {
-            let spec = if from == START { &mut start } else { index_of(from).map(|i| &mut nodes[i]).ok_or_else(|| GraphError::UnknownEdgeSource(from.clone()))? };
+            let spec = if from == START {
+                &mut start
+            } else {
+                index_of(from)
+                    .map(|i| &mut nodes[i])
+                    .ok_or_else(|| GraphError::UnknownEdgeSource(from.clone()))?
+            };
             match index_of(to) {
                 Some(t) => {
                     if !spec.edges.contains(&t) {
@@ -321,7 +327,13 @@ impl<S: State> StateGraph<S> {
             }
         }
         for (source, branch) in &self.branches {
-            let spec = if source == START { &mut start } else { index_of(source).map(|i| &mut nodes[i]).ok_or_else(|| GraphError::UnknownEdgeSource(source.clone()))? };
+            let spec = if source == START {
+                &mut start
+            } else {
+                index_of(source)
+                    .map(|i| &mut nodes[i])
+                    .ok_or_else(|| GraphError::UnknownEdgeSource(source.clone()))?
+            };
             spec.branches.push(branch.clone());
         }
         let mut joins = Vec::new();
@@ -345,7 +357,8 @@ impl<S: State> StateGraph<S> {
                 }
             }
         }
-        let node_names: BTreeMap<String, usize> = nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
+        let node_names: BTreeMap<String, usize> =
+            nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
         let spec = GraphSpec { initial: self.initial.clone(), nodes, node_names, start, joins };
         Ok(CompiledGraph::new(spec, config))
     }

@@ -198,7 +198,9 @@ impl<S: State> CompiledGraph<S> {
         let interrupt_after = flags(&config.interrupt_after);
         let channel_names = spec.channel_names();
         let name = config.name.clone().unwrap_or_else(|| "LangGraph".to_owned());
-        Self { inner: Arc::new(Inner { spec, config, channel_names, interrupt_before, interrupt_after, name }) }
+        Self {
+            inner: Arc::new(Inner { spec, config, channel_names, interrupt_before, interrupt_after, name }),
+        }
     }
 
     /// The graph's name.
@@ -283,11 +285,17 @@ where
         CompiledGraph::invoke(self, input, config).await.map_err(Error::from)
     }
 
-    fn stream<'a>(&'a self, input: GraphInput<S>, config: &RunnableConfig) -> BoxStream<'a, Result<GraphOutput<S>>> {
+    fn stream<'a>(
+        &'a self,
+        input: GraphInput<S>,
+        config: &RunnableConfig,
+    ) -> BoxStream<'a, Result<GraphOutput<S>>> {
         let graph = self.clone();
         let config = config.clone();
-        futures::stream::once(async move { CompiledGraph::invoke(&graph, input, &config).await.map_err(Error::from) })
-            .boxed()
+        futures::stream::once(async move {
+            CompiledGraph::invoke(&graph, input, &config).await.map_err(Error::from)
+        })
+        .boxed()
     }
 }
 

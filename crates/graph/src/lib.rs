@@ -5,18 +5,28 @@
 //! the superstep loop are being added.
 
 pub mod branch;
+pub mod builder;
 pub mod checkpoint;
+pub mod compiled;
 pub mod error;
 pub mod node;
+mod pregel;
 pub mod retry;
 pub mod runtime;
 pub mod state;
+pub mod stream;
 pub mod types;
 
 pub use branch::{Branch, IntoRoutes, PathMap, Route};
+pub use builder::{NodeConfig, StateGraph};
+pub use compiled::{
+    CompileConfig, CompiledGraph, DEFAULT_GRAPH_RECURSION_LIMIT, Durability, GraphInput, GraphOutput,
+    IntoGraphInput, RunOptions,
+};
 pub use error::{GraphError, GraphResult};
 pub use node::{IntoNode, IntoNodeOutput, NodeOutput};
 pub use retry::RetryPolicy;
 pub use runtime::{ExecutionInfo, GraphInterrupt, Runtime};
 pub use state::{ChannelKind, ChannelSet, ChannelSpec, State, UpdateError};
+pub use stream::{StreamData, StreamMode, StreamPart};
 pub use types::{Command, CommandGraph, END, Goto, Interrupt, Payload, Resume, START, Send};

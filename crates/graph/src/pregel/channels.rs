@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::checkpoint::{Checkpoint, ChannelVersions, special};
+use crate::checkpoint::{ChannelVersions, Checkpoint, special};
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::spec::{GraphSpec, Layout};
 use crate::state::{ChannelSet, State};
@@ -156,8 +156,13 @@ impl<S: State> Channels<S> {
             if seen.is_empty() {
                 continue;
             }
-            let key = if node == self.layout.n_nodes { special::START.to_owned() } else { spec.nodes[node].name.clone() };
-            versions_seen.insert(key, seen.iter().map(|(ch, v)| (names[*ch].clone(), format!("{v:032}"))).collect());
+            let key = if node == self.layout.n_nodes {
+                special::START.to_owned()
+            } else {
+                spec.nodes[node].name.clone()
+            };
+            versions_seen
+                .insert(key, seen.iter().map(|(ch, v)| (names[*ch].clone(), format!("{v:032}"))).collect());
         }
         if !self.interrupt_seen.is_empty() {
             versions_seen.insert(
@@ -178,12 +183,17 @@ impl<S: State> Channels<S> {
     }
 
     /// Restores channels from a whole checkpoint.
-    pub(crate) fn from_checkpoint(spec: &GraphSpec<S>, names: &[String], cp: &Checkpoint) -> GraphResult<Self> {
+    pub(crate) fn from_checkpoint(
+        spec: &GraphSpec<S>,
+        names: &[String],
+        cp: &Checkpoint,
+    ) -> GraphResult<Self> {
         let mut ch = Self::new(spec);
         let index: BTreeMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
         for (name, version) in &cp.channel_versions {
             if let Some(&i) = index.get(name.as_str()) {
-                let (n, tag) = parse_version(version).ok_or_else(|| corrupt(cp, format!("bad version '{version}' of '{name}'")))?;
+                let (n, tag) = parse_version(version)
+                    .ok_or_else(|| corrupt(cp, format!("bad version '{version}' of '{name}'")))?;
                 ch.versions[i] = n;
                 ch.tags[i] = tag;
             }
@@ -194,15 +204,22 @@ impl<S: State> Channels<S> {
             if i < layout.n_state {
                 ch.state.channel_from_json(i, value.clone()).map_err(invalid(-1))?;
             } else if i == layout.start() {
-                let Value::Object(map) = value else { return Err(corrupt(cp, "input is not an object".to_owned())) };
+                let Value::Object(map) = value else {
+                    return Err(corrupt(cp, "input is not an object".to_owned()));
+                };
                 let mut writes = Vec::new();
                 for (k, v) in map {
-                    let c = ch.state.channel_index(k).ok_or_else(|| corrupt(cp, format!("unknown channel '{k}' in input")))?;
+                    let c = ch
+                        .state
+                        .channel_index(k)
+                        .ok_or_else(|| corrupt(cp, format!("unknown channel '{k}' in input")))?;
                     writes.push((c, v.clone()));
                 }
                 ch.start = Some(vec![ch.state.update_from_json(writes).map_err(invalid(-1))?]);
             } else if i == layout.tasks() {
-                let Value::Array(items) = value else { return Err(corrupt(cp, "sends are not a list".to_owned())) };
+                let Value::Array(items) = value else {
+                    return Err(corrupt(cp, "sends are not a list".to_owned()));
+                };
                 for item in items {
                     ch.sends.push(send_from_json(spec, item).map_err(|e| corrupt(cp, e))?);
                 }
@@ -210,10 +227,14 @@ impl<S: State> Channels<S> {
                 ch.triggered[i - layout.branch(0)] = true;
             } else {
                 let join = i - layout.join(0);
-                let Value::Array(seen) = value else { return Err(corrupt(cp, format!("barrier '{name}' is not a list"))) };
+                let Value::Array(seen) = value else {
+                    return Err(corrupt(cp, format!("barrier '{name}' is not a list")));
+                };
                 for s in seen {
                     let s = s.as_str().unwrap_or_default();
-                    if let Some(pos) = spec.joins[join].sources.iter().position(|src| source_name(spec, *src) == s) {
+                    if let Some(pos) =
+                        spec.joins[join].sources.iter().position(|src| source_name(spec, *src) == s)
+                    {
                         ch.joins[join][pos] = true;
                     }
                 }
@@ -251,7 +272,10 @@ pub(crate) fn source_name<S: State>(spec: &GraphSpec<S>, source: Option<usize>) 
 }
 
 pub(crate) fn send_to_json(send: &Send) -> GraphResult<Value> {
-    let arg = send.payload.to_json().map_err(|e| GraphError::Serialization(format!("send to '{}': {e}", send.node)))?;
+    let arg = send
+        .payload
+        .to_json()
+        .map_err(|e| GraphError::Serialization(format!("send to '{}': {e}", send.node)))?;
     Ok(json!({"node": send.node, "arg": arg}))
 }
 

@@ -3,8 +3,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use futures::StreamExt as _;
 use futures::stream::{BoxStream, FuturesUnordered};
+use futures::{FutureExt as _, StreamExt as _};
 use serde_json::{Map, Value, json};
 use weft_runnable_core::{Error, EventSink, RunKind, RunScope, RunnableConfig, StreamEvent};
 
@@ -15,8 +15,8 @@ use crate::node::NodeInput;
 use crate::pregel::channels::Channels;
 use crate::pregel::saver::RunSaver;
 use crate::pregel::task::{
-    Task, TaskKind, TaskOutcome, TaskWrites, flatten_output, push_goto, state_json, task_id, writes_from_json,
-    writes_to_json,
+    Task, TaskKind, TaskOutcome, TaskWrites, flatten_output, push_goto, state_json, task_id,
+    writes_from_json, writes_to_json,
 };
 use crate::runtime::{ExecutionInfo, GraphInterrupt, Runtime, RuntimeInner, Scratchpad, interrupt_id};
 use crate::state::{ChannelSet, State};
@@ -160,7 +160,11 @@ pub(crate) async fn run<S: State>(
     result
 }
 
-async fn run_inner<S: State>(ctx: &mut Ctx<'_, S>, input: GraphInput<S>, limit: u32) -> GraphResult<GraphOutput<S>> {
+async fn run_inner<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    input: GraphInput<S>,
+    limit: u32,
+) -> GraphResult<GraphOutput<S>> {
     let inner = ctx.inner;
     let spec = &inner.spec;
     let names = &inner.channel_names;
@@ -174,7 +178,8 @@ async fn run_inner<S: State>(ctx: &mut Ctx<'_, S>, input: GraphInput<S>, limit: 
         let thread_id = ctx.thread_id.clone().ok_or(GraphError::MissingThreadId)?;
         let checkpoint_id = ctx.config.configurable_str("checkpoint_id").map(str::to_owned);
         replay = checkpoint_id.is_some();
-        let address = CheckpointConfig { thread_id: thread_id.clone(), checkpoint_ns: ctx.ns.clone(), checkpoint_id };
+        let address =
+            CheckpointConfig { thread_id: thread_id.clone(), checkpoint_ns: ctx.ns.clone(), checkpoint_id };
         let mut saver = RunSaver::new(
             Arc::clone(cp),
             CheckpointConfig { thread_id, checkpoint_ns: ctx.ns.clone(), checkpoint_id: None },
@@ -191,7 +196,10 @@ async fn run_inner<S: State>(ctx: &mut Ctx<'_, S>, input: GraphInput<S>, limit: 
                 }
             }
         } else if replay {
-            return Err(GraphError::Checkpoint(format!("checkpoint '{}' not found", address.checkpoint_id.unwrap_or_default())));
+            return Err(GraphError::Checkpoint(format!(
+                "checkpoint '{}' not found",
+                address.checkpoint_id.unwrap_or_default()
+            )));
         }
         ctx.saver = Some(saver);
     }
@@ -203,11 +211,13 @@ async fn run_inner<S: State>(ctx: &mut Ctx<'_, S>, input: GraphInput<S>, limit: 
         GraphInput::Resume => {
             let Some(s) = loaded_step else { return Err(GraphError::EmptyInput) };
             step = s + 1;
-            ch.interrupt_seen = (0..ch.versions.len()).filter(|&i| ch.versions[i] > 0).map(|i| (i, ch.versions[i])).collect();
+            ch.interrupt_seen =
+                (0..ch.versions.len()).filter(|&i| ch.versions[i] > 0).map(|i| (i, ch.versions[i])).collect();
             if replay {
                 // Time travel: fork the addressed checkpoint, then re-run what follows it.
                 let all = (0..names.len()).collect::<ChannelSet>();
-                save_checkpoint(ctx, &ch, CheckpointSource::Fork, step, Some(&all), &ChannelSet::new()).await?;
+                save_checkpoint(ctx, &ch, CheckpointSource::Fork, step, Some(&all), &ChannelSet::new())
+                    .await?;
                 step += 1;
             }
         }
@@ -223,7 +233,9 @@ async fn run_inner<S: State>(ctx: &mut Ctx<'_, S>, input: GraphInput<S>, limit: 
                     Resume::Value(v) => {
                         let pending = saved.interrupts();
                         if pending.len() > 1 {
-                            return Err(GraphError::AmbiguousResume(pending.into_iter().map(|i| i.id).collect()));
+                            return Err(GraphError::AmbiguousResume(
+                                pending.into_iter().map(|i| i.id).collect(),
+                            ));
                         }
                         if let Ok(mut slot) = ctx.null_resume.lock() {
                             *slot = Some(v);
@@ -239,7 +251,8 @@ async fn run_inner<S: State>(ctx: &mut Ctx<'_, S>, input: GraphInput<S>, limit: 
                 return Err(GraphError::EmptyInput);
             };
             step = s + 1;
-            ch.interrupt_seen = (0..ch.versions.len()).filter(|&i| ch.versions[i] > 0).map(|i| (i, ch.versions[i])).collect();
+            ch.interrupt_seen =
+                (0..ch.versions.len()).filter(|&i| ch.versions[i] > 0).map(|i| (i, ch.versions[i])).collect();
             if !cmd.update.is_empty() || !cmd.goto.is_empty() {
                 let mut writes = TaskWrites::default();
                 writes.updates = cmd.update;
@@ -282,10 +295,13 @@ async fn run_inner<S: State>(ctx: &mut Ctx<'_, S>, input: GraphInput<S>, limit: 
         }
 
         // Static breakpoints before nodes.
-        if tasks.iter().any(|t| t.node().is_some_and(|n| ctx.inner.interrupt_before[n])) && changed_since_interrupt(&ch) {
+        if tasks.iter().any(|t| t.node().is_some_and(|n| ctx.inner.interrupt_before[n]))
+            && changed_since_interrupt(&ch)
+        {
             ch.interrupt_seen = current_versions(&ch);
             if !dirty.is_empty() {
-                save_checkpoint(ctx, &ch, CheckpointSource::Loop, step - 1, Some(&dirty), &ChannelSet::new()).await?;
+                save_checkpoint(ctx, &ch, CheckpointSource::Loop, step - 1, Some(&dirty), &ChannelSet::new())
+                    .await?;
             }
             if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
                 sink.send(StreamData::Interrupt(Vec::new()));
@@ -354,7 +370,9 @@ async fn run_inner<S: State>(ctx: &mut Ctx<'_, S>, input: GraphInput<S>, limit: 
         }
 
         // Static breakpoints after nodes.
-        if tasks.iter().any(|t| t.node().is_some_and(|n| ctx.inner.interrupt_after[n])) && changed_since_interrupt(&ch) {
+        if tasks.iter().any(|t| t.node().is_some_and(|n| ctx.inner.interrupt_after[n]))
+            && changed_since_interrupt(&ch)
+        {
             ch.interrupt_seen = current_versions(&ch);
             if !durable {
                 save_checkpoint(ctx, &ch, CheckpointSource::Loop, step, Some(&dirty), &changed).await?;
@@ -401,12 +419,22 @@ fn written_channels<S: State>(state: &S, writes: &[TaskWrites<S>]) -> ChannelSet
 }
 
 /// The trigger channels a task consumed.
-fn triggers_of<S: State>(ch: &Channels<S>, spec: &crate::pregel::spec::GraphSpec<S>, task: &Task<S>) -> Vec<usize> {
+fn triggers_of<S: State>(
+    ch: &Channels<S>,
+    spec: &crate::pregel::spec::GraphSpec<S>,
+    task: &Task<S>,
+) -> Vec<usize> {
     match task.kind {
         TaskKind::Start => vec![ch.layout.start()],
         TaskKind::Pull(n) => {
             let mut t = vec![ch.layout.branch(n)];
-            t.extend(spec.joins.iter().enumerate().filter(|(_, j)| j.target == Some(n)).map(|(i, _)| ch.layout.join(i)));
+            t.extend(
+                spec.joins
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, j)| j.target == Some(n))
+                    .map(|(i, _)| ch.layout.join(i)),
+            );
             t
         }
         TaskKind::Push { .. } => vec![ch.layout.tasks()],
@@ -446,7 +474,8 @@ fn plan<S: State>(
     let mut pulls = Vec::new();
     let mut deferred = Vec::new();
     for (n, node) in spec.nodes.iter().enumerate() {
-        let by_join = spec.joins.iter().enumerate().any(|(j, js)| js.target == Some(n) && ch.join_complete(j));
+        let by_join =
+            spec.joins.iter().enumerate().any(|(j, js)| js.target == Some(n) && ch.join_complete(j));
         if ch.triggered[n] || by_join {
             if node.config.defer { deferred.push(n) } else { pulls.push(n) }
         }
@@ -474,7 +503,12 @@ fn plan<S: State>(
 }
 
 /// Consumes the triggers of the tasks that ran.
-fn consume<S: State>(ch: &mut Channels<S>, spec: &crate::pregel::spec::GraphSpec<S>, tasks: &[Task<S>], changed: &mut ChannelSet) {
+fn consume<S: State>(
+    ch: &mut Channels<S>,
+    spec: &crate::pregel::spec::GraphSpec<S>,
+    tasks: &[Task<S>],
+    changed: &mut ChannelSet,
+) {
     let mut had_push = false;
     for task in tasks {
         match task.kind {
@@ -566,14 +600,20 @@ fn route<S: State>(
     writes.goto.extend(node.edges.iter().copied());
     writes.joins.extend(node.joins.iter().copied());
     for branch in &node.branches {
-        let routes = branch
-            .route(view)
-            .map_err(|source| GraphError::Node { node: node.name.clone(), step: -1, source })?;
+        let routes = branch.route(view).map_err(|source| GraphError::Node {
+            node: node.name.clone(),
+            step: -1,
+            source,
+        })?;
         for r in routes {
             match r {
                 crate::branch::Route::End => {}
-                crate::branch::Route::Node(name) => push_goto(spec, &node.name, crate::types::Goto::Node(name), writes)?,
-                crate::branch::Route::Send(s) => push_goto(spec, &node.name, crate::types::Goto::Send(s), writes)?,
+                crate::branch::Route::Node(name) => {
+                    push_goto(spec, &node.name, crate::types::Goto::Node(name), writes)?
+                }
+                crate::branch::Route::Send(s) => {
+                    push_goto(spec, &node.name, crate::types::Goto::Send(s), writes)?
+                }
             }
         }
     }
@@ -613,6 +653,7 @@ async fn run_step<S: State>(
     }
 
     let limit = ctx.config.max_concurrency.unwrap_or(usize::MAX).max(1);
+    let inner = ctx.inner;
     let mut running = FuturesUnordered::new();
     let mut queue = to_run.into_iter();
     let route_inline = !single;
@@ -621,7 +662,7 @@ async fn run_step<S: State>(
             let Some(i) = queue.next() else { break };
             let task = &tasks[i];
             let runtime = make_runtime(ctx, task, saved, step, stop);
-            running.push(execute(ctx, ch, task, runtime, route_inline).map(move |r| (i, r)));
+            running.push(execute(inner, ch, task, runtime, route_inline).map(move |r| (i, r)));
         }
         let Some((i, result)) = running.next().await else { break };
         let task = &tasks[i];
@@ -644,7 +685,8 @@ async fn run_step<S: State>(
                 }
             }
             Ok((TaskOutcome::Interrupted(list), resumed)) => {
-                let mut json = vec![(special::INTERRUPT.to_owned(), serde_json::to_value(&list).unwrap_or(Value::Null))];
+                let mut json =
+                    vec![(special::INTERRUPT.to_owned(), serde_json::to_value(&list).unwrap_or(Value::Null))];
                 if let Some(r) = resumed {
                     json.push((special::RESUME.to_owned(), Value::Array(r)));
                 }
@@ -656,7 +698,11 @@ async fn run_step<S: State>(
             Err(err) => {
                 if let Some(saver) = ctx.saver.as_mut() {
                     saver
-                        .put_writes_now(&task.id, &task.path, vec![(special::ERROR.to_owned(), Value::String(err.to_string()))])
+                        .put_writes_now(
+                            &task.id,
+                            &task.path,
+                            vec![(special::ERROR.to_owned(), Value::String(err.to_string()))],
+                        )
                         .await?;
                 }
                 first_error = Some(err);
@@ -680,7 +726,9 @@ async fn run_step<S: State>(
         }
         return Ok(StepOutcome::Interrupted(interrupts));
     }
-    Ok(StepOutcome::Done(results.into_iter().map(|r| r.unwrap_or_else(|| (TaskWrites::default(), Some(())))).collect()))
+    Ok(StepOutcome::Done(
+        results.into_iter().map(|r| r.unwrap_or_else(|| (TaskWrites::default(), Some(())))).collect(),
+    ))
 }
 
 /// Saves the writes of a single-task step (made after its routes were computed).
@@ -708,7 +756,13 @@ fn emit_update<S: State>(ctx: &Ctx<'_, S>, task: &Task<S>, writes: &TaskWrites<S
     }
 }
 
-fn make_runtime<S: State>(ctx: &Ctx<'_, S>, task: &Task<S>, saved: &SavedWrites, step: i64, stop: i64) -> Runtime {
+fn make_runtime<S: State>(
+    ctx: &Ctx<'_, S>,
+    task: &Task<S>,
+    saved: &SavedWrites,
+    step: i64,
+    stop: i64,
+) -> Runtime {
     let mut config = ctx.config.child(Some(format!("graph:step:{step}")));
     config.metadata.insert("langgraph_step".to_owned(), json!(step));
     config.metadata.insert("langgraph_node".to_owned(), json!(task.name));
@@ -721,7 +775,10 @@ fn make_runtime<S: State>(ctx: &Ctx<'_, S>, task: &Task<S>, saved: &SavedWrites,
                 return;
             }
             let Some(chunk) = event.data.chunk.and_then(|c| serde_json::from_value(c).ok()) else { return };
-            let _ = tx.send(Ok(StreamPart { ns: Vec::new(), data: StreamData::Message { chunk, metadata: event.metadata } }));
+            let _ = tx.send(Ok(StreamPart {
+                ns: Vec::new(),
+                data: StreamData::Message { chunk, metadata: event.metadata },
+            }));
         });
         config.callbacks = Some(match config.callbacks.take() {
             Some(existing) => existing.and(messages),
@@ -732,7 +789,10 @@ fn make_runtime<S: State>(ctx: &Ctx<'_, S>, task: &Task<S>, saved: &SavedWrites,
         let tx = sink.tx.clone();
         let node = task.name.clone();
         Arc::new(move |value: Value| {
-            let _ = tx.send(Ok(StreamPart { ns: Vec::new(), data: StreamData::Custom { node: node.clone(), value } }));
+            let _ = tx.send(Ok(StreamPart {
+                ns: Vec::new(),
+                data: StreamData::Custom { node: node.clone(), value },
+            }));
         }) as crate::runtime::CustomWriter
     });
     let task_ns = format!("{}:{}", task.name, task.id);
@@ -768,27 +828,32 @@ fn make_runtime<S: State>(ctx: &Ctx<'_, S>, task: &Task<S>, saved: &SavedWrites,
 
 /// Runs one task with its retry policy; returns its writes (routes included unless `route_later`) and the
 /// resume values to save when they changed.
-async fn execute<'a, S: State>(
-    ctx: &Ctx<'a, S>,
+async fn execute<S: State>(
+    inner: &Inner<S>,
     ch: &Channels<S>,
     task: &Task<S>,
     runtime: Runtime,
     route_inline: bool,
 ) -> GraphResult<(TaskOutcome<S>, Option<Vec<Value>>)> {
-    let spec = &ctx.inner.spec;
+    let spec = &inner.spec;
     let Some(n) = task.node() else {
         // START: the input becomes the state update; its edges are its routes.
-        let mut writes = TaskWrites { updates: ch.start.clone().unwrap_or_default(), ..TaskWrites::default() };
+        let mut writes =
+            TaskWrites { updates: ch.start.clone().unwrap_or_default(), ..TaskWrites::default() };
         if route_inline {
             let mut view = ch.state.clone();
-            view.apply(writes.updates.clone()).map_err(|error| GraphError::InvalidUpdate { error, step: runtime.execution_info().step, nodes: vec![task.name.clone()] })?;
+            view.apply(writes.updates.clone()).map_err(|error| GraphError::InvalidUpdate {
+                error,
+                step: runtime.execution_info().step,
+                nodes: vec![task.name.clone()],
+            })?;
             route(spec, &spec.start, &view, &mut writes)?;
         }
         return Ok((TaskOutcome::Done(writes), None));
     };
     let node = &spec.nodes[n];
     let Some(func) = &node.func else { return Ok((TaskOutcome::Done(TaskWrites::default()), None)) };
-    let policy = node.config.retry.as_ref().or(ctx.inner.config.retry.as_ref());
+    let policy = node.config.retry.as_ref().or(inner.config.retry.as_ref());
     let step = runtime.execution_info().step;
     let mut attempt = 1u32;
     let output = loop {
@@ -836,7 +901,11 @@ async fn execute<'a, S: State>(
             None
         } else {
             let mut view = ch.state.clone();
-            view.apply(writes.updates.clone()).map_err(|error| GraphError::InvalidUpdate { error, step, nodes: vec![node.name.clone()] })?;
+            view.apply(writes.updates.clone()).map_err(|error| GraphError::InvalidUpdate {
+                error,
+                step,
+                nodes: vec![node.name.clone()],
+            })?;
             Some(view)
         };
         route(spec, node, view.as_ref().unwrap_or(&ch.state), &mut writes).map_err(|e| with_step(e, step))?;
@@ -905,19 +974,22 @@ async fn save_checkpoint<S: State>(
     let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
     let spec = &ctx.inner.spec;
     let id = uuid::Uuid::now_v7().to_string();
-    let (checkpoint, new_versions) = ch.to_checkpoint(spec, &ctx.inner.channel_names, id, values_of, updated)?;
+    let (checkpoint, new_versions) =
+        ch.to_checkpoint(spec, &ctx.inner.channel_names, id, values_of, updated)?;
     let mut extra = Map::new();
     for (k, v) in ctx.config.metadata.iter().chain(ctx.config.configurable.iter()) {
         let scalar = matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_));
-        let reserved = matches!(k.as_str(), "thread_id" | "checkpoint_id" | "checkpoint_ns" | "checkpoint_map")
-            || k.starts_with("langgraph_")
-            || k.starts_with("__");
+        let reserved =
+            matches!(k.as_str(), "thread_id" | "checkpoint_id" | "checkpoint_ns" | "checkpoint_map")
+                || k.starts_with("langgraph_")
+                || k.starts_with("__");
         if scalar && !reserved {
             extra.insert(k.clone(), v.clone());
         }
     }
     let metadata = CheckpointMetadata { source, step, parents: BTreeMap::new(), extra };
-    let values = if ctx.sink.is_some_and(|s| s.modes.checkpoints()) { Some(state_json(&ch.state)) } else { None };
+    let values =
+        if ctx.sink.is_some_and(|s| s.modes.checkpoints()) { Some(state_json(&ch.state)) } else { None };
     let address = saver.put(checkpoint, metadata, new_versions).await?;
     if let (Some(sink), Some(values)) = (ctx.sink, values) {
         let next = plan(ch, spec, step + 1, "", &ctx.ns).iter().map(|t| t.name.clone()).collect();

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::checkpoint::{Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, Checkpointer, ChannelVersions};
+use crate::checkpoint::{
+    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, Checkpointer,
+};
 use crate::compiled::Durability;
 use crate::error::{GraphError, GraphResult};
 
@@ -18,11 +20,18 @@ pub(crate) struct RunSaver {
     /// The checkpoint new tasks are planned from (parent of the next put).
     pub(crate) current: Option<String>,
     pub(crate) durability: Durability,
-    queue: Option<(tokio::sync::mpsc::UnboundedSender<SaveOp>, tokio::task::JoinHandle<Result<(), CheckpointError>>)>,
+    queue: Option<(
+        tokio::sync::mpsc::UnboundedSender<SaveOp>,
+        tokio::task::JoinHandle<Result<(), CheckpointError>>,
+    )>,
 }
 
 impl RunSaver {
-    pub(crate) fn new(checkpointer: Arc<dyn Checkpointer>, thread: CheckpointConfig, durability: Durability) -> Self {
+    pub(crate) fn new(
+        checkpointer: Arc<dyn Checkpointer>,
+        thread: CheckpointConfig,
+        durability: Durability,
+    ) -> Self {
         let durability = match durability {
             Durability::Async if tokio::runtime::Handle::try_current().is_err() => Durability::Sync,
             d => d,
@@ -69,13 +78,20 @@ impl RunSaver {
         let id = checkpoint.id.clone();
         let saver = Arc::clone(&self.checkpointer);
         self.current = Some(id.clone());
-        self.submit(Box::pin(async move { saver.put(&parent, checkpoint, metadata, new_versions).await.map(|_| ()) }))
-            .await?;
+        self.submit(Box::pin(async move {
+            saver.put(&parent, checkpoint, metadata, new_versions).await.map(|_| ())
+        }))
+        .await?;
         Ok(CheckpointConfig { checkpoint_id: Some(id), ..self.thread.clone() })
     }
 
     /// Saves a task's writes against the current checkpoint.
-    pub(crate) async fn put_writes(&mut self, task_id: &str, task_path: &str, writes: Vec<(String, Value)>) -> GraphResult<()> {
+    pub(crate) async fn put_writes(
+        &mut self,
+        task_id: &str,
+        task_path: &str,
+        writes: Vec<(String, Value)>,
+    ) -> GraphResult<()> {
         if self.durability == Durability::Exit || writes.is_empty() {
             return Ok(());
         }
@@ -83,11 +99,17 @@ impl RunSaver {
     }
 
     /// Saves writes whatever the durability (used at the end of `exit` runs).
-    pub(crate) async fn put_writes_now(&mut self, task_id: &str, task_path: &str, writes: Vec<(String, Value)>) -> GraphResult<()> {
+    pub(crate) async fn put_writes_now(
+        &mut self,
+        task_id: &str,
+        task_path: &str,
+        writes: Vec<(String, Value)>,
+    ) -> GraphResult<()> {
         let config = self.current_config();
         let saver = Arc::clone(&self.checkpointer);
         let (task_id, task_path) = (task_id.to_owned(), task_path.to_owned());
-        self.submit(Box::pin(async move { saver.put_writes(&config, writes, &task_id, &task_path).await })).await
+        self.submit(Box::pin(async move { saver.put_writes(&config, writes, &task_id, &task_path).await }))
+            .await
     }
 
     /// Waits for every queued save.
@@ -96,7 +118,9 @@ impl RunSaver {
             drop(tx);
             match handle.await {
                 Ok(result) => result.map_err(checkpoint_error)?,
-                Err(join) => return Err(GraphError::Checkpoint(format!("checkpoint writer stopped: {join}"))),
+                Err(join) => {
+                    return Err(GraphError::Checkpoint(format!("checkpoint writer stopped: {join}")));
+                }
             }
         }
         Ok(())

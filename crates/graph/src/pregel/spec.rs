@@ -81,7 +81,11 @@ impl Layout {
 
 impl<S: State> GraphSpec<S> {
     pub(crate) fn layout(&self) -> Layout {
-        Layout { n_state: self.initial.channels().len(), n_nodes: self.nodes.len(), n_joins: self.joins.len() }
+        Layout {
+            n_state: self.initial.channels().len(),
+            n_nodes: self.nodes.len(),
+            n_joins: self.joins.len(),
+        }
     }
 
     /// The checkpoint name of every channel, in layout order.

@@ -130,7 +130,10 @@ pub(crate) fn push_goto<S: State>(
                 return Err(GraphError::SendToEnd);
             }
             if !spec.node_names.contains_key(&send.node) {
-                return Err(GraphError::UnknownDestination { source_node: source.to_owned(), target: send.node });
+                return Err(GraphError::UnknownDestination {
+                    source_node: source.to_owned(),
+                    target: send.node,
+                });
             }
             writes.sends.push(send);
             Ok(())
@@ -147,7 +150,11 @@ pub(crate) fn writes_to_json<S: State>(
     let names = state.channels();
     let mut out = Vec::new();
     for u in &writes.updates {
-        for (i, v) in state.update_to_json(u).map_err(|error| GraphError::InvalidUpdate { error, step: -1, nodes: Vec::new() })? {
+        for (i, v) in state.update_to_json(u).map_err(|error| GraphError::InvalidUpdate {
+            error,
+            step: -1,
+            nodes: Vec::new(),
+        })? {
             out.push((names[i].name.to_string(), v));
         }
     }
@@ -181,12 +188,18 @@ pub(crate) fn writes_from_json<S: State>(
         } else if channel == special::TASKS {
             writes.sends.push(send_from_json(spec, value).map_err(corrupt)?);
         } else if channel.starts_with("join:") {
-            let j = spec.joins.iter().position(|j| &j.name == channel).ok_or_else(|| corrupt(format!("unknown barrier '{channel}'")))?;
+            let j = spec
+                .joins
+                .iter()
+                .position(|j| &j.name == channel)
+                .ok_or_else(|| corrupt(format!("unknown barrier '{channel}'")))?;
             writes.joins.push(j);
         } else if channel.starts_with("__") {
             continue;
         } else {
-            let i = state.channel_index(channel).ok_or_else(|| corrupt(format!("unknown channel '{channel}'")))?;
+            let i = state
+                .channel_index(channel)
+                .ok_or_else(|| corrupt(format!("unknown channel '{channel}'")))?;
             let update = state
                 .update_from_json(vec![(i, value.clone())])
                 .map_err(|error| GraphError::InvalidUpdate { error, step: -1, nodes: Vec::new() })?;

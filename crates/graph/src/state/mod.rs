@@ -112,9 +112,9 @@ fn writers_suffix(writers: &[String]) -> String {
 /// [`JsonState`](crate::JsonState) for states whose channels are declared at run time. Nodes receive a
 /// clone of the state, so big fields should be cheap to clone (weft's [`Messages`](crate::Messages) is a
 /// shared, copy-on-write list).
-pub trait State: Clone + Send + Sync + 'static {
+pub trait State: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// The partial update nodes return: one optional value per channel.
-    type Update: Clone + Send + Sync + Default + 'static;
+    type Update: Clone + std::fmt::Debug + Send + Sync + Default + 'static;
 
     /// The channels, in declaration order. Channel indexes used below refer to this slice.
     fn channels(&self) -> Cow<'_, [ChannelSpec]>;
