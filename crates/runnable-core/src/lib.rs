@@ -23,7 +23,17 @@ pub mod lambda;
 pub mod messages;
 pub mod runnable;
 pub mod sequence;
+pub mod tools;
 pub mod with_config;
+
+#[doc(hidden)]
+pub mod __private {
+    //! Re-exports used by weft's macros. Not a public API.
+    pub use async_trait::async_trait;
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+}
 
 pub use config::{DEFAULT_RECURSION_LIMIT, Extensions, RunnableConfig};
 pub use error::{ControlFlow, Error, ModelError, ModelErrorKind, OutputParserError, Result};
@@ -40,4 +50,9 @@ pub use messages::{
 };
 pub use runnable::{BoxRunnable, ChunkStream, Merge, RunValue, Runnable, seq_step_tag};
 pub use sequence::Sequence;
+pub use tools::{
+    CommandPayload, InjectedArg, Injection, SharedTool, StructuredTool, Tool, ToolCallOutput, ToolContext,
+    ToolErrorPolicy, ToolExt, ToolOutput, ToolSpec, WithErrorPolicy, invoke_tool, validate_args,
+};
+pub use weft_macros::tool;
 pub use with_config::WithConfig;
