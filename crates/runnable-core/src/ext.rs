@@ -79,10 +79,10 @@ fn event_stream<'a>(
     filter: EventFilter,
 ) -> BoxStream<'a, Result<StreamEvent>> {
     enum Item {
-        Event(StreamEvent),
+        Event(Box<StreamEvent>),
         Done(Option<crate::Error>),
     }
-    let events = tokio_stream_from(receiver).map(Item::Event);
+    let events = tokio_stream_from(receiver).map(|e| Item::Event(Box::new(e)));
     let done = futures::stream::once(Box::pin(run)).map(Item::Done);
     // Events keep flowing while the run is in progress; once it is done, the remaining buffered events
     // drain (the sink's senders are gone, so the receiver ends) and the error, if any, comes last.
@@ -92,7 +92,7 @@ fn event_stream<'a>(
             match merged.next().await {
                 Some(Item::Event(event)) => {
                     if filter.matches(&event) {
-                        return Some((Ok(event), (merged, filter, failure)));
+                        return Some((Ok(*event), (merged, filter, failure)));
                     }
                 }
                 Some(Item::Done(err)) => failure = err,

@@ -325,13 +325,13 @@ impl Message {
 
     /// Sets the message id.
     pub fn set_id(&mut self, id: impl Into<String>) {
-        let id = Some(id.into());
+        let id: String = id.into();
         match self {
-            Message::System(m) => m.id = id,
-            Message::Human(m) => m.id = id,
-            Message::Ai(m) => m.id = id,
-            Message::Tool(m) => m.id = id,
-            Message::Remove(m) => m.id = id.unwrap_or_default(),
+            Message::System(m) => m.id = Some(id),
+            Message::Human(m) => m.id = Some(id),
+            Message::Ai(m) => m.id = Some(id),
+            Message::Tool(m) => m.id = Some(id),
+            Message::Remove(m) => m.id = id,
         }
     }
 

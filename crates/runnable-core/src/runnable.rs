@@ -76,8 +76,11 @@ impl Merge for serde_json::Value {
 /// them with [`ChunkStream::collect`] and runs once.
 pub struct ChunkStream<'a, T> {
     chunks: BoxStream<'a, Result<T>>,
-    merge: Box<dyn Fn(T, T) -> Result<T> + Send + Sync + 'a>,
+    merge: MergeFn<'a, T>,
 }
+
+/// A boxed function merging two chunks.
+pub type MergeFn<'a, T> = Box<dyn Fn(T, T) -> Result<T> + Send + Sync + 'a>;
 
 impl<T> fmt::Debug for ChunkStream<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -122,7 +125,7 @@ impl<'a, T: Send + 'a> ChunkStream<'a, T> {
     }
 
     /// Splits into the raw chunk stream and the merge function.
-    pub fn into_parts(self) -> (BoxStream<'a, Result<T>>, Box<dyn Fn(T, T) -> Result<T> + Send + Sync + 'a>) {
+    pub fn into_parts(self) -> (BoxStream<'a, Result<T>>, MergeFn<'a, T>) {
         (self.chunks, self.merge)
     }
 }

@@ -1,0 +1,209 @@
+//! `cargo xtask ci`: every check CI runs, in order, stopping at the first failure.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::exec::{self, Tally, format_duration};
+use crate::services;
+
+/// How long one example may run before it counts as hung.
+const EXAMPLE_LIMIT: Duration = Duration::from_secs(300);
+
+/// One stage of the run.
+struct Stage {
+    name: &'static str,
+    run: fn(&mut Tally) -> Result<(), String>,
+}
+
+/// Every stage, in the order they run.
+const STAGES: [Stage; 6] = [
+    Stage { name: "services", run: services_stage },
+    Stage { name: "fmt", run: fmt },
+    Stage { name: "clippy", run: clippy },
+    Stage { name: "test", run: test },
+    Stage { name: "doc", run: doc },
+    Stage { name: "examples", run: examples },
+];
+
+/// Runs the stages named in `args` (all when empty), in their fixed order.
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let stages = select(args)?;
+    let mut tally = Tally::default();
+    let mut report: Vec<(&str, Duration, bool)> = Vec::new();
+    let mut failure = None;
+    for (index, stage) in stages.iter().enumerate() {
+        println!("\n==> ci [{}/{}] {}", index + 1, stages.len(), stage.name);
+        let started = Instant::now();
+        let outcome = (stage.run)(&mut tally);
+        let took = started.elapsed();
+        report.push((stage.name, took, outcome.is_ok()));
+        match outcome {
+            Ok(()) => println!("<== {} passed in {}", stage.name, format_duration(took)),
+            Err(err) => {
+                println!("<== {} FAILED after {}", stage.name, format_duration(took));
+                failure = Some(format!("ci stopped at stage `{}`: {err}", stage.name));
+                break;
+            }
+        }
+    }
+    println!("\nci stages:");
+    for (name, took, ok) in &report {
+        println!("  {name:<10} {:>10}  {}", format_duration(*took), if *ok { "ok" } else { "FAILED" });
+    }
+    let total: Duration = report.iter().map(|(_, took, _)| *took).sum();
+    println!("  {:<10} {:>10}", "total", format_duration(total));
+    if stages.iter().any(|stage| matches!(stage.name, "test" | "doc")) {
+        println!("tests: {} passed, {} failed, {} skipped", tally.passed, tally.failed, tally.skipped);
+    }
+    failure.map_or(Ok(()), Err)
+}
+
+/// The stages named in `args`, in their fixed order; all of them when `args` is empty.
+fn select(args: &[String]) -> Result<Vec<&'static Stage>, String> {
+    if let Some(unknown) = args.iter().find(|arg| !STAGES.iter().any(|stage| stage.name == arg.as_str())) {
+        let names: Vec<&str> = STAGES.iter().map(|stage| stage.name).collect();
+        return Err(format!("unknown ci stage `{unknown}` (stages: {})", names.join(", ")));
+    }
+    Ok(STAGES.iter().filter(|stage| args.is_empty() || args.iter().any(|arg| arg == stage.name)).collect())
+}
+
+/// In CI the backends must be up (started if need be); elsewhere an unreachable one is only a warning.
+fn services_stage(_: &mut Tally) -> Result<(), String> {
+    if services::is_ci() {
+        println!("CI is set: PostgreSQL and Redis must be reachable");
+        services::ensure(services::Policy::Required)
+    } else {
+        println!("CI is not set: checking the backends without starting them");
+        services::warn_if_unreachable();
+        Ok(())
+    }
+}
+
+fn fmt(_: &mut Tally) -> Result<(), String> {
+    exec::run(&mut exec::cargo(&["fmt", "--all", "--", "--check"]))
+}
+
+fn clippy(_: &mut Tally) -> Result<(), String> {
+    exec::run(&mut exec::cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--all-features",
+        "--",
+        "-D",
+        "warnings",
+    ]))
+}
+
+/// Unit and integration tests of every crate: nextest when installed, else cargo test. Doc tests are the
+/// next stage (nextest cannot run them), so the cargo test fallback leaves them out too.
+fn test(tally: &mut Tally) -> Result<(), String> {
+    let has_nextest =
+        exec::cargo(&["nextest", "--version"]).output().is_ok_and(|output| output.status.success());
+    let mut command = if has_nextest {
+        exec::cargo(&["nextest", "run", "--workspace", "--all-features"])
+    } else {
+        println!("cargo-nextest is not installed: running the tests with cargo test");
+        exec::cargo(&["test", "--workspace", "--all-features", "--lib", "--bins", "--tests"])
+    };
+    exec::run_counting(&mut command, tally)
+}
+
+fn doc(tally: &mut Tally) -> Result<(), String> {
+    exec::run_counting(&mut exec::cargo(&["test", "--workspace", "--all-features", "--doc"]), tally)
+}
+
+/// Builds every example of the `examples/` package, then runs each one; an example fails the stage by
+/// exiting with a failure status (they check their own results).
+fn examples(_: &mut Tally) -> Result<(), String> {
+    let names = discover_examples(&exec::root().join("examples").join("examples"))?;
+    println!("examples: {}", names.join(", "));
+    exec::run(&mut exec::cargo(&["build", "--all-features", "--examples"]))?;
+    for name in &names {
+        let mut command: Command = exec::cargo(&["run", "--all-features", "--example", name]);
+        exec::run_with_limit(&mut command, Some(EXAMPLE_LIMIT))?;
+    }
+    Ok(())
+}
+
+/// The examples cargo finds in `dir`: `NAME.rs` and `NAME/main.rs`, sorted by name.
+fn discover_examples(dir: &Path) -> Result<Vec<String>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|err| format!("cannot list {}: {err}", dir.display()))?;
+    let mut names = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|err| format!("cannot list {}: {err}", dir.display()))?.path();
+        let name = if path.is_dir() && path.join("main.rs").is_file() {
+            path.file_name()
+        } else if path.is_file() && path.extension().is_some_and(|ext| ext == "rs") {
+            path.file_stem()
+        } else {
+            None
+        };
+        if let Some(name) = name {
+            names.push(name.to_string_lossy().into_owned());
+        }
+    }
+    names.sort();
+    if names.is_empty() {
+        return Err(format!("no examples found in {}", dir.display()));
+    }
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(stages: &[&Stage]) -> Vec<&'static str> {
+        stages.iter().map(|stage| stage.name).collect()
+    }
+
+    #[test]
+    fn no_arguments_select_every_stage_in_order() {
+        assert_eq!(
+            names(&select(&[]).unwrap()),
+            vec!["services", "fmt", "clippy", "test", "doc", "examples"]
+        );
+    }
+
+    #[test]
+    fn named_stages_run_in_the_fixed_order() {
+        let args = vec!["doc".to_owned(), "fmt".to_owned()];
+        assert_eq!(names(&select(&args).unwrap()), vec!["fmt", "doc"]);
+    }
+
+    #[test]
+    fn an_unknown_stage_is_an_error_naming_it() {
+        let err = select(&["lint".to_owned()]).err().unwrap();
+        assert!(err.starts_with("unknown ci stage `lint`"), "{err}");
+    }
+
+    #[test]
+    fn examples_are_files_and_folders_with_a_main() {
+        let dir = std::env::temp_dir().join(format!("xtask-examples-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("lcel")).unwrap();
+        std::fs::create_dir_all(dir.join("not_an_example")).unwrap();
+        std::fs::write(dir.join("lcel").join("main.rs"), "fn main() {}").unwrap();
+        std::fs::write(dir.join("quickstart.rs"), "fn main() {}").unwrap();
+        std::fs::write(dir.join("notes.md"), "").unwrap();
+        let found = discover_examples(&dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(found.unwrap(), vec!["lcel", "quickstart"]);
+    }
+
+    #[test]
+    fn no_examples_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("xtask-no-examples-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let found = discover_examples(&dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(found.unwrap_err().starts_with("no examples found in"));
+    }
+
+    #[test]
+    fn the_repository_has_a_quickstart_example() {
+        let found = discover_examples(&exec::root().join("examples").join("examples")).unwrap();
+        assert!(found.iter().any(|name| name == "quickstart"), "{found:?}");
+    }
+}
