@@ -21,6 +21,7 @@ pub mod events;
 pub mod ext;
 pub mod lambda;
 pub mod messages;
+pub mod partial_json;
 pub mod runnable;
 pub mod sequence;
 pub mod tools;
@@ -46,8 +47,9 @@ pub use lambda::{RunnableGenerator, RunnableLambda};
 pub use messages::{
     AiMessage, AiMessageChunk, Content, HumanMessage, InvalidToolCall, Message, PromptValue,
     REMOVE_ALL_MESSAGES, RemoveMessage, SystemMessage, ToolCall, ToolCallChunk, ToolMessage, ToolStatus,
-    UsageMetadata,
+    UsageMetadata, convert_to_messages,
 };
+pub use partial_json::{parse_json_markdown, parse_partial_json};
 pub use runnable::{BoxRunnable, ChunkStream, Merge, RunValue, Runnable, seq_step_tag};
 pub use sequence::Sequence;
 pub use tools::{
