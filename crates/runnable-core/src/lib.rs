@@ -15,10 +15,13 @@
 //! # });
 //! ```
 
+pub mod chat_model;
 pub mod config;
+pub mod embeddings;
 pub mod error;
 pub mod events;
 pub mod ext;
+pub mod fakes;
 pub mod lambda;
 pub mod messages;
 pub mod partial_json;
@@ -31,12 +34,18 @@ pub mod with_config;
 pub mod __private {
     //! Re-exports used by weft's macros. Not a public API.
     pub use async_trait::async_trait;
+    pub use futures::stream::BoxStream;
     pub use schemars;
     pub use serde;
     pub use serde_json;
 }
 
+pub use chat_model::{
+    BoundChatModel, CallOptions, ChatModel, ChatModelExt, ParsedWithRaw, StructuredOutput,
+    StructuredOutputMethod, StructuredOutputParser, StructuredOutputWithRaw, ToolChoice,
+};
 pub use config::{DEFAULT_RECURSION_LIMIT, Extensions, RunnableConfig};
+pub use embeddings::Embeddings;
 pub use error::{ControlFlow, Error, ModelError, ModelErrorKind, OutputParserError, Result};
 pub use events::{
     EventData, EventFilter, EventPhase, EventRecorder, EventSink, RunKind, RunScope, StreamEvent,

@@ -69,9 +69,6 @@ impl Merge for serde_json::Value {
     }
 }
 
-/// The function a [`ChunkStream`] merges two chunks with.
-pub type MergeFn<'a, T> = Box<dyn Fn(T, T) -> Result<T> + Send + Sync + 'a>;
-
 /// A stream of input chunks together with the way to fold them into one value.
 ///
 /// A step of a sequence receives its predecessor's output this way: a step that can work chunk by chunk

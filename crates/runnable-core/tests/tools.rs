@@ -5,8 +5,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use weft_runnable_core::{
-    CommandPayload, Error, EventRecorder, InjectedArg, Runnable, RunnableConfig, StructuredTool, Tool,
-    ToolCall, ToolCallOutput, ToolContext, ToolErrorPolicy, ToolExt, ToolOutput, ToolSpec, ToolStatus,
+    CommandPayload, Error, EventRecorder, InjectedArg, Runnable, RunnableConfig, SharedTool, StructuredTool,
+    Tool, ToolCall, ToolCallOutput, ToolContext, ToolErrorPolicy, ToolExt, ToolOutput, ToolSpec, ToolStatus,
     invoke_tool, validate_args,
 };
 
@@ -241,8 +241,9 @@ fn tool_spec_converts_to_openai_format() {
 
 #[test]
 fn tools_of_different_types_share_one_list() {
-    let tools = vec![register().shared(), boom().with_error_policy(ToolErrorPolicy::Message).shared()];
-    let names: Vec<_> = tools.iter().map(|t| t.name().to_owned()).collect();
+    let tools: Vec<SharedTool> =
+        vec![register().shared(), boom().with_error_policy(ToolErrorPolicy::Message).shared()];
+    let names: Vec<_> = tools.iter().map(|t| t.name().into_owned()).collect();
     assert_eq!(names, vec!["register", "boom"]);
     let specs: Vec<ToolSpec> = tools.iter().map(ToolSpec::from).collect();
     assert_eq!(specs[1].name, "boom");

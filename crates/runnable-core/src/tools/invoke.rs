@@ -12,6 +12,7 @@ use crate::messages::{Content, ToolCall, ToolMessage, ToolStatus};
 
 /// The result of a tool call: a message for the model, or a command for the graph.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant, reason = "messages are the common case; boxing them buys nothing")]
 pub enum ToolCallOutput {
     /// The tool's result as a tool message.
     Message(ToolMessage),
