@@ -18,7 +18,8 @@ mod tool;
 ///   any `Serialize` value (strings become text, other values JSON) and `E` is weft's `Error`, any
 ///   `std::error::Error`, or anything `Display`;
 /// - `return_direct` marks the tool as ending an agent's loop;
-/// - `crate = path` names the path of `weft_runnable_core` when it is re-exported under another name.
+/// - `crate = path` names the path of `weft_runnable_core`; by default it is `::weft_runnable_core`, or
+///   `::weft::core` when the calling crate depends on the `weft` facade and not on the core crate.
 ///
 /// The original function stays callable as `<name>::run(...)`.
 ///

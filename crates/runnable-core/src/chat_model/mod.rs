@@ -5,6 +5,22 @@
 //! `Runnable<PromptValue, AiMessage>` of kind `ChatModel` with the `|` operator, so that
 //! `prompt | model | parser` works. [`ChatModelExt`] adds `bind_tools`, `with_options` and
 //! `with_structured_output` to every chat model.
+//!
+//! ```
+//! use serde_json::json;
+//! use weft_runnable_core::fakes::{FakeChatModel, FakeReply};
+//! use weft_runnable_core::{ChatModelExt, PromptValue, Runnable, RunnableConfig, RunnableLambda, ToolSpec};
+//!
+//! # tokio_test::block_on(async {
+//! let model = FakeChatModel::new([FakeReply::tool_call("lookup", json!({"q": "rust"}), "c1")]);
+//! let lookup = ToolSpec::new("lookup", "Looks things up.", json!({"type": "object"}));
+//! let chain = RunnableLambda::new(|q: String| PromptValue::from(q))
+//!     | model.clone().bind_tools([lookup], None)
+//!     | RunnableLambda::new(|reply: weft_runnable_core::AiMessage| reply.tool_calls[0].name.clone());
+//! assert_eq!(chain.invoke("what is rust?".to_owned(), &RunnableConfig::default()).await.unwrap(), "lookup");
+//! assert_eq!(model.calls()[0].options.tools[0].name, "lookup");
+//! # });
+//! ```
 
 pub mod bound;
 pub mod options;

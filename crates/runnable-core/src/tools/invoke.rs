@@ -34,8 +34,9 @@ impl Serialize for ToolCallOutput {
 /// In order: the arguments are checked against the tool's model-facing schema (a violation is an
 /// [`Error::ToolArguments`] listing every `path: message`, never handled by the error policy); injected
 /// arguments are filled from `ctx`; the tool runs with `ctx` (its config replaced by the child config of
-/// the tool's run); an error of the tool body goes through the tool's [`ToolErrorPolicy`]
-/// (super::ToolErrorPolicy), a handled error becoming a tool message with status `error`; a result
+/// the tool's run); an error of the tool body goes through the tool's
+/// [`ToolErrorPolicy`](super::ToolErrorPolicy), a handled error becoming a tool message with status
+/// `error`; a result
 /// becomes a tool message (text as is, JSON as its text, the artifact kept) or a command.
 ///
 /// The tool call id in the message is `call.id`, or else the id in `ctx`.

@@ -10,6 +10,37 @@
 //!
 //! `Tool::name` and `Runnable::name` return the same string; when both traits are in scope, call it as
 //! `Tool::name(&tool)`.
+//!
+//! ```
+//! use serde_json::json;
+//! use weft_runnable_core::{Error, Runnable, RunnableConfig, Tool, ToolCall, tool};
+//!
+//! /// Divides two numbers.
+//! #[tool]
+//! fn divide(
+//!     /// The dividend.
+//!     a: f64,
+//!     /// The divisor, not zero.
+//!     b: f64,
+//! ) -> Result<f64, Error> {
+//!     if b == 0.0 { Err(Error::msg("division by zero")) } else { Ok(a / b) }
+//! }
+//!
+//! assert_eq!(Tool::name(&divide), "divide");
+//! assert_eq!(divide.description(), "Divides two numbers.");
+//! assert_eq!(divide.args_schema()["required"], json!(["a", "b"]));
+//! assert_eq!(divide::run(1.0, 4.0).unwrap(), 0.25);
+//! # tokio_test::block_on(async {
+//! let call = ToolCall { name: "divide".into(), args: json!({"a": 1, "b": 4}), id: Some("c1".into()) };
+//! let message = divide.invoke(call, &RunnableConfig::default()).await.unwrap();
+//! assert_eq!((message.content.text().as_str(), message.tool_call_id.as_str()), ("0.25", "c1"));
+//!
+//! let bad = ToolCall { name: "divide".into(), args: json!({"a": "one"}), id: None };
+//! let err = divide.invoke(bad, &RunnableConfig::default()).await.unwrap_err();
+//! let Error::ToolArguments { errors, .. } = err else { panic!("expected an argument error") };
+//! assert_eq!(errors, ["b: missing required field", "a: expected number, got string \"one\""]);
+//! # });
+//! ```
 
 pub mod context;
 pub mod invoke;
