@@ -78,9 +78,6 @@ fn event_stream<'a>(
     receiver: tokio::sync::mpsc::UnboundedReceiver<StreamEvent>,
     filter: EventFilter,
 ) -> BoxStream<'a, Result<StreamEvent>> {
-    // Short-lived values moved straight out of the stream: boxing the large variant would only add an
-    // allocation per event.
-    #[allow(clippy::large_enum_variant)]
     enum Item {
         Event(Box<StreamEvent>),
         Done(Option<crate::Error>),

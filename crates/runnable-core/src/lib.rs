@@ -22,9 +22,12 @@ pub mod error;
 pub mod events;
 pub mod ext;
 pub mod fakes;
+pub mod history;
 pub mod lambda;
 pub mod messages;
+pub mod parsers;
 pub mod partial_json;
+pub mod prompts;
 pub mod runnable;
 pub mod sequence;
 pub mod tools;
@@ -52,13 +55,19 @@ pub use events::{
     dispatch_custom_event, trace_invoke, trace_stream, trace_transform,
 };
 pub use ext::{FixedOutput, RunnableExt};
+pub use history::{
+    ChatMessageHistory, InMemoryChatMessageHistory, InMemoryHistoryStore, RunnableWithMessageHistory,
+    ToHistoryMessages,
+};
 pub use lambda::{RunnableGenerator, RunnableLambda};
 pub use messages::{
     AiMessage, AiMessageChunk, Content, HumanMessage, InvalidToolCall, Message, PromptValue,
     REMOVE_ALL_MESSAGES, RemoveMessage, SystemMessage, ToolCall, ToolCallChunk, ToolMessage, ToolStatus,
     UsageMetadata, convert_to_messages,
 };
+pub use parsers::{AsText, JsonOutputParser, StrOutputParser, TypedOutputParser};
 pub use partial_json::{parse_json_markdown, parse_partial_json};
+pub use prompts::{ChatPromptPart, ChatPromptTemplate, MessagesPlaceholder, PromptTemplate};
 pub use runnable::{BoxRunnable, ChunkStream, Merge, RunValue, Runnable, seq_step_tag};
 pub use sequence::Sequence;
 pub use tools::{

@@ -211,3 +211,12 @@ fn bad_message_likes_are_errors_naming_the_value() {
     let err = Message::from_like(json!([1, "hi"])).unwrap_err().to_string();
     assert!(err.contains("[1,\"hi\"]"), "{err}");
 }
+
+#[test]
+fn prompt_values_hold_langchain_shaped_messages() {
+    let value: weft_runnable_core::PromptValue = serde_json::from_value(
+        json!([{"type": "human", "data": {"content": "x"}}, {"role": "assistant", "content": "y"}]),
+    )
+    .unwrap();
+    assert_eq!(value, vec![Message::human("x"), Message::ai("y")].into());
+}
