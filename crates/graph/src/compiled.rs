@@ -257,10 +257,7 @@ impl<S: State> CompiledGraph<S> {
         let config = config.clone();
         let run = async move {
             let result = crate::pregel::run::run(&inner, input, &config, &options, Some(&sink)).await;
-            match result {
-                Ok(_) => None,
-                Err(e) => Some(e),
-            }
+            result.err()
         };
         crate::pregel::run::drive(run, rx)
     }

@@ -14,6 +14,7 @@ mod pregel;
 pub mod retry;
 pub mod runtime;
 pub mod state;
+pub mod state_api;
 pub mod stream;
 pub mod types;
 
@@ -28,5 +29,6 @@ pub use node::{IntoNode, IntoNodeOutput, NodeOutput};
 pub use retry::RetryPolicy;
 pub use runtime::{ExecutionInfo, GraphInterrupt, Runtime};
 pub use state::{ChannelKind, ChannelSet, ChannelSpec, State, UpdateError};
+pub use state_api::{PregelTask, StateSnapshot};
 pub use stream::{StreamData, StreamMode, StreamPart};
 pub use types::{Command, CommandGraph, END, Goto, Interrupt, Payload, Resume, START, Send};

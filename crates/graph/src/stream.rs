@@ -56,7 +56,7 @@ pub enum StreamData<S: State> {
     /// `messages`: a token (message chunk) of a chat model and the metadata of the node that called it.
     Message {
         /// The chunk.
-        chunk: AiMessage,
+        chunk: Box<AiMessage>,
         /// `langgraph_node`, `langgraph_step`, ... plus the config's metadata.
         metadata: Map<String, Value>,
     },

@@ -1,9 +1,9 @@
 //! Supersteps, edges, routers, Send, Command, recursion limit, streaming.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common_state;
+mod common;
 
-use common_state::{Counter, CounterUpdate};
+use common::{Counter, CounterUpdate};
 use futures::StreamExt as _;
 use weft_graph::{Command, END, GraphError, START, Send, StateGraph, StreamData, StreamMode};
 use weft_runnable_core::RunnableConfig;

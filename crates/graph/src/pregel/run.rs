@@ -254,8 +254,7 @@ async fn run_inner<S: State>(
             ch.interrupt_seen =
                 (0..ch.versions.len()).filter(|&i| ch.versions[i] > 0).map(|i| (i, ch.versions[i])).collect();
             if !cmd.update.is_empty() || !cmd.goto.is_empty() {
-                let mut writes = TaskWrites::default();
-                writes.updates = cmd.update;
+                let mut writes = TaskWrites { updates: cmd.update, ..TaskWrites::default() };
                 for g in cmd.goto {
                     push_goto(spec, special::START, g, &mut writes)?;
                 }
@@ -269,8 +268,8 @@ async fn run_inner<S: State>(
             // Fresh input discards the unfinished step of the previous run.
             let mut changed = ChannelSet::new();
             let base = loaded_step.map_or(-1, |s| s + 1);
-            let discarded = plan(&ch, spec, base, "", &ctx.ns);
-            consume(&mut ch, spec, &discarded, &mut changed);
+            let discarded = plan_tasks(&ch, spec, base, "", &ctx.ns);
+            consume_tasks(&mut ch, spec, &discarded, &mut changed);
             ch.start = Some(updates);
             changed.insert(ch.layout.start());
             ch.bump(&changed);
@@ -289,7 +288,7 @@ async fn run_inner<S: State>(
             return Err(GraphError::RecursionLimit { limit });
         }
         let current_id = ctx.saver.as_ref().and_then(|s| s.current.clone()).unwrap_or_default();
-        let tasks = plan(&ch, spec, step, &current_id, &ctx.ns);
+        let tasks = plan_tasks(&ch, spec, step, &current_id, &ctx.ns);
         if tasks.is_empty() {
             break;
         }
@@ -327,7 +326,7 @@ async fn run_inner<S: State>(
 
         // Apply the step's writes in task order.
         let mut changed = ChannelSet::new();
-        consume(&mut ch, spec, &tasks, &mut changed);
+        consume_tasks(&mut ch, spec, &tasks, &mut changed);
         let single = tasks.len() == 1;
         let route_after = single && results[0].1.is_none();
         let mut writes: Vec<TaskWrites<S>> = results.iter_mut().map(|(w, _)| std::mem::take(w)).collect();
@@ -443,7 +442,7 @@ fn triggers_of<S: State>(
 
 /// The tasks of the next superstep: `Send`s first (in send order), then triggered nodes (by name); the
 /// START task when input is waiting. Deferred nodes run only when nothing else would.
-fn plan<S: State>(
+pub(crate) fn plan_tasks<S: State>(
     ch: &Channels<S>,
     spec: &crate::pregel::spec::GraphSpec<S>,
     step: i64,
@@ -503,7 +502,7 @@ fn plan<S: State>(
 }
 
 /// Consumes the triggers of the tasks that ran.
-fn consume<S: State>(
+pub(crate) fn consume_tasks<S: State>(
     ch: &mut Channels<S>,
     spec: &crate::pregel::spec::GraphSpec<S>,
     tasks: &[Task<S>],
@@ -564,6 +563,30 @@ fn apply_new_writes_with_tasks<S: State>(
     Ok(())
 }
 
+/// Applies the control writes (triggers, barriers, sends) of one task whose node is `source`.
+pub(crate) fn apply_control<S: State>(
+    ch: &mut Channels<S>,
+    spec: &crate::pregel::spec::GraphSpec<S>,
+    writes: &TaskWrites<S>,
+    source: Option<usize>,
+    changed: &mut ChannelSet,
+) {
+    for &g in &writes.goto {
+        ch.triggered[g] = true;
+        changed.insert(ch.layout.branch(g));
+    }
+    for &j in &writes.joins {
+        if let Some(pos) = spec.joins[j].sources.iter().position(|s| *s == source) {
+            ch.joins[j][pos] = true;
+            changed.insert(ch.layout.join(j));
+        }
+    }
+    if !writes.sends.is_empty() {
+        ch.sends.extend(writes.sends.iter().cloned());
+        changed.insert(ch.layout.tasks());
+    }
+}
+
 fn apply_control_writes<S: State>(
     ch: &mut Channels<S>,
     spec: &crate::pregel::spec::GraphSpec<S>,
@@ -572,21 +595,7 @@ fn apply_control_writes<S: State>(
     tasks: &[Task<S>],
 ) {
     for (i, w) in writes.iter().enumerate() {
-        for &g in &w.goto {
-            ch.triggered[g] = true;
-            changed.insert(ch.layout.branch(g));
-        }
-        let source = tasks.get(i).and_then(Task::node);
-        for &j in &w.joins {
-            if let Some(pos) = spec.joins[j].sources.iter().position(|s| *s == source) {
-                ch.joins[j][pos] = true;
-                changed.insert(ch.layout.join(j));
-            }
-        }
-        if !w.sends.is_empty() {
-            ch.sends.extend(w.sends.iter().cloned());
-            changed.insert(ch.layout.tasks());
-        }
+        apply_control(ch, spec, w, tasks.get(i).and_then(Task::node), changed);
     }
 }
 
@@ -662,10 +671,42 @@ async fn run_step<S: State>(
             let Some(i) = queue.next() else { break };
             let task = &tasks[i];
             let runtime = make_runtime(ctx, task, saved, step, stop);
+            if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks()) {
+                if task.kind != TaskKind::Start {
+                    let input = match &task.input {
+                        Some(NodeInput::State(st)) => state_json(st),
+                        Some(NodeInput::Payload(p)) => p.to_json().unwrap_or(Value::Null),
+                        None => Value::Null,
+                    };
+                    sink.send(StreamData::TaskStart {
+                        id: task.id.clone(),
+                        name: task.name.clone(),
+                        input,
+                        step,
+                    });
+                }
+            }
             running.push(execute(inner, ch, task, runtime, route_inline).map(move |r| (i, r)));
         }
         let Some((i, result)) = running.next().await else { break };
         let task = &tasks[i];
+        if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks() && task.kind != TaskKind::Start) {
+            let (error, result_json, interrupts) = match &result {
+                Ok((TaskOutcome::Done(w), _)) => {
+                    (None, writes_to_json(spec, &ch.state, w).unwrap_or_default(), Vec::new())
+                }
+                Ok((TaskOutcome::Interrupted(list), _)) => (None, Vec::new(), list.clone()),
+                Err(e) => (Some(e.to_string()), Vec::new(), Vec::new()),
+            };
+            sink.send(StreamData::TaskResult {
+                id: task.id.clone(),
+                name: task.name.clone(),
+                error,
+                result: result_json,
+                interrupts,
+                step,
+            });
+        }
         match result {
             Ok((TaskOutcome::Done(writes), resumed)) => {
                 if route_inline {
@@ -777,7 +818,7 @@ fn make_runtime<S: State>(
             let Some(chunk) = event.data.chunk.and_then(|c| serde_json::from_value(c).ok()) else { return };
             let _ = tx.send(Ok(StreamPart {
                 ns: Vec::new(),
-                data: StreamData::Message { chunk, metadata: event.metadata },
+                data: StreamData::Message { chunk: Box::new(chunk), metadata: event.metadata },
             }));
         });
         config.callbacks = Some(match config.callbacks.take() {
@@ -992,7 +1033,7 @@ async fn save_checkpoint<S: State>(
         if ctx.sink.is_some_and(|s| s.modes.checkpoints()) { Some(state_json(&ch.state)) } else { None };
     let address = saver.put(checkpoint, metadata, new_versions).await?;
     if let (Some(sink), Some(values)) = (ctx.sink, values) {
-        let next = plan(ch, spec, step + 1, "", &ctx.ns).iter().map(|t| t.name.clone()).collect();
+        let next = plan_tasks(ch, spec, step + 1, "", &ctx.ns).iter().map(|t| t.name.clone()).collect();
         sink.send(StreamData::Checkpoint { config: address, step, values, next });
     }
     Ok(())

@@ -12,6 +12,8 @@ use crate::compiled::Durability;
 use crate::error::{GraphError, GraphResult};
 
 type SaveOp = BoxFuture<'static, Result<(), CheckpointError>>;
+type SaveQueue =
+    (tokio::sync::mpsc::UnboundedSender<SaveOp>, tokio::task::JoinHandle<Result<(), CheckpointError>>);
 
 /// Saves of one run, in order. In `async` mode they run on a background task; `finish` waits for them.
 pub(crate) struct RunSaver {
@@ -20,10 +22,7 @@ pub(crate) struct RunSaver {
     /// The checkpoint new tasks are planned from (parent of the next put).
     pub(crate) current: Option<String>,
     pub(crate) durability: Durability,
-    queue: Option<(
-        tokio::sync::mpsc::UnboundedSender<SaveOp>,
-        tokio::task::JoinHandle<Result<(), CheckpointError>>,
-    )>,
+    queue: Option<SaveQueue>,
 }
 
 impl RunSaver {

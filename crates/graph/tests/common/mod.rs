@@ -1,5 +1,5 @@
 //! A hand-written `State` for engine tests (independent of the derive macro).
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, missing_docs, clippy::unwrap_used)]
 
 use std::borrow::Cow;
 

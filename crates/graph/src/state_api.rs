@@ -1,0 +1,357 @@
+//! Reading and writing a thread's state: `get_state`, `get_state_history`, `update_state`.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{Map, Value};
+use weft_runnable_core::RunnableConfig;
+
+use crate::checkpoint::{
+    CheckpointConfig, CheckpointMetadata, CheckpointSource, CheckpointTuple, ListOptions, special,
+};
+use crate::compiled::CompiledGraph;
+use crate::error::{GraphError, GraphResult};
+use crate::pregel::channels::Channels;
+use crate::pregel::task::{Task, TaskWrites, push_goto, writes_from_json};
+use crate::state::{ChannelSet, State};
+use crate::types::{END, Interrupt, START};
+
+/// A task planned from a checkpoint, with what it did if it already ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PregelTask {
+    /// The task id.
+    pub id: String,
+    /// The node.
+    pub name: String,
+    /// Its path (`~__pregel_pull, <node>` or `~__pregel_push, <index>, False`).
+    pub path: String,
+    /// The error text, if it failed.
+    pub error: Option<String>,
+    /// Interrupts it raised and that are not answered yet.
+    pub interrupts: Vec<Interrupt>,
+    /// Its saved writes, as `(channel, value)`, if it finished.
+    pub result: Option<Vec<(String, Value)>>,
+}
+
+/// A thread's state at one checkpoint.
+#[derive(Debug, Clone)]
+pub struct StateSnapshot<S> {
+    /// The state values.
+    pub values: S,
+    /// The nodes that run next.
+    pub next: Vec<String>,
+    /// The checkpoint's address (`None` for a thread with no checkpoint).
+    pub config: Option<CheckpointConfig>,
+    /// The checkpoint's metadata.
+    pub metadata: Option<CheckpointMetadata>,
+    /// When it was made.
+    pub created_at: Option<String>,
+    /// The checkpoint it was made from.
+    pub parent_config: Option<CheckpointConfig>,
+    /// The tasks planned from it.
+    pub tasks: Vec<PregelTask>,
+    /// Unanswered interrupts.
+    pub interrupts: Vec<Interrupt>,
+}
+
+fn thread_of(config: &RunnableConfig) -> GraphResult<CheckpointConfig> {
+    let thread_id = config.configurable_str("thread_id").ok_or(GraphError::MissingThreadId)?;
+    Ok(CheckpointConfig {
+        thread_id: thread_id.to_owned(),
+        checkpoint_ns: config.configurable_str("checkpoint_ns").unwrap_or_default().to_owned(),
+        checkpoint_id: config.configurable_str("checkpoint_id").map(str::to_owned),
+    })
+}
+
+fn cp_err(e: crate::checkpoint::CheckpointError) -> GraphError {
+    GraphError::Checkpoint(e.to_string())
+}
+
+impl<S: State> CompiledGraph<S> {
+    fn saver(&self) -> GraphResult<&std::sync::Arc<dyn crate::checkpoint::Checkpointer>> {
+        self.inner
+            .config
+            .checkpointer
+            .as_ref()
+            .ok_or_else(|| GraphError::Checkpoint("no checkpointer set".to_owned()))
+    }
+
+    /// The thread's state: the latest checkpoint with the writes of tasks that already finished in the
+    /// pending step applied (live view), or, when the config names a `checkpoint_id`, the state as saved at
+    /// that checkpoint (record view).
+    pub async fn get_state(&self, config: &RunnableConfig) -> GraphResult<StateSnapshot<S>> {
+        let address = thread_of(config)?;
+        let live = address.checkpoint_id.is_none();
+        let tuple = self.saver()?.get_tuple(&address).await.map_err(cp_err)?;
+        match tuple {
+            None => Ok(StateSnapshot {
+                values: self.inner.spec.initial.clone(),
+                next: Vec::new(),
+                config: None,
+                metadata: None,
+                created_at: None,
+                parent_config: None,
+                tasks: Vec::new(),
+                interrupts: Vec::new(),
+            }),
+            Some(t) => self.snapshot(t, live),
+        }
+    }
+
+    /// Every checkpoint of the thread, newest first, as record-view snapshots.
+    pub async fn get_state_history(
+        &self,
+        config: &RunnableConfig,
+        options: ListOptions,
+    ) -> GraphResult<Vec<StateSnapshot<S>>> {
+        let mut address = thread_of(config)?;
+        address.checkpoint_id = None;
+        let tuples = self.saver()?.list(Some(&address), options).await.map_err(cp_err)?;
+        tuples.into_iter().map(|t| self.snapshot(t, false)).collect()
+    }
+
+    fn snapshot(&self, tuple: CheckpointTuple, live: bool) -> GraphResult<StateSnapshot<S>> {
+        let spec = &self.inner.spec;
+        let mut ch = Channels::from_checkpoint(spec, &self.inner.channel_names, &tuple.checkpoint)?;
+        let mut by_task: HashMap<String, Vec<(String, Value)>> = HashMap::new();
+        for w in &tuple.pending_writes {
+            by_task.entry(w.task_id.clone()).or_default().push((w.channel.clone(), w.value.clone()));
+        }
+        let step = tuple.metadata.step + 1;
+        let planned = crate::pregel::run::plan_tasks(
+            &ch,
+            spec,
+            step,
+            &tuple.checkpoint.id,
+            &tuple.config.checkpoint_ns,
+        );
+        let mut tasks = Vec::new();
+        let mut interrupts = Vec::new();
+        let mut finished: Vec<TaskWrites<S>> = Vec::new();
+        let mut next = Vec::new();
+        for task in &planned {
+            let writes = by_task.get(&task.id);
+            let error =
+                writes.and_then(|w| w.iter().find(|(c, _)| c == special::ERROR)).map(|(_, v)| match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                });
+            let answered = writes.is_some_and(|w| w.iter().any(|(c, _)| c == special::RESUME));
+            let task_interrupts: Vec<Interrupt> = writes
+                .into_iter()
+                .flatten()
+                .filter(|(c, _)| c == special::INTERRUPT)
+                .filter_map(|(_, v)| serde_json::from_value::<Vec<Interrupt>>(v.clone()).ok())
+                .flatten()
+                .collect();
+            let done = writes.is_some_and(|w| {
+                !w.is_empty() && !w.iter().any(|(c, _)| c == special::ERROR || c == special::INTERRUPT)
+            });
+            let result = done.then(|| {
+                writes.map(|w| {
+                    w.iter().filter(|(c, _)| !c.starts_with("__") || c == special::TASKS).cloned().collect()
+                })
+            });
+            if done {
+                if let Some(w) = writes {
+                    finished.push(writes_from_json(spec, &ch.state, w)?);
+                }
+            } else {
+                next.push(task.name.clone());
+            }
+            if !answered || !task_interrupts.is_empty() {
+                interrupts.extend(task_interrupts.iter().cloned());
+            }
+            tasks.push(PregelTask {
+                id: task.id.clone(),
+                name: task.name.clone(),
+                path: task.path.clone(),
+                error,
+                interrupts: task_interrupts,
+                result: result.flatten(),
+            });
+        }
+        if !live {
+            next = planned.iter().map(|t| t.name.clone()).collect();
+        } else if !finished.is_empty() {
+            let updates: Vec<S::Update> = finished.into_iter().flat_map(|w| w.updates).collect();
+            ch.state.apply(updates).map_err(|error| GraphError::InvalidUpdate {
+                error,
+                step,
+                nodes: Vec::new(),
+            })?;
+        }
+        Ok(StateSnapshot {
+            values: ch.state,
+            next,
+            config: Some(tuple.config),
+            created_at: Some(tuple.checkpoint.ts.clone()),
+            metadata: Some(tuple.metadata),
+            parent_config: tuple.parent_config,
+            tasks,
+            interrupts,
+        })
+    }
+
+    /// Writes `updates` to the thread as if node `as_node` had returned them: the node's edges and routers
+    /// run too, so the next nodes are the ones `as_node` leads to. Saves an `update` checkpoint (on top of
+    /// the addressed checkpoint, which makes a branch when it is an old one) and returns its address.
+    ///
+    /// `as_node`: `None` infers the node that wrote last (an error when ambiguous); `END` clears pending
+    /// tasks; `"__input__"` treats the update as new input; `"__copy__"` forks the checkpoint unchanged.
+    pub async fn update_state(
+        &self,
+        config: &RunnableConfig,
+        updates: Vec<S::Update>,
+        as_node: Option<&str>,
+    ) -> GraphResult<CheckpointConfig> {
+        let saver = std::sync::Arc::clone(self.saver()?);
+        let address = thread_of(config)?;
+        let spec = &self.inner.spec;
+        let names = &self.inner.channel_names;
+        let tuple = saver.get_tuple(&address).await.map_err(cp_err)?;
+        let (mut ch, step, parent) = match &tuple {
+            Some(t) => (
+                Channels::from_checkpoint(spec, names, &t.checkpoint)?,
+                t.metadata.step,
+                Some(t.checkpoint.id.clone()),
+            ),
+            None => (Channels::new(spec), -1, None),
+        };
+        let as_node = match as_node {
+            Some(n) => n.to_owned(),
+            None => self.infer_as_node(&ch, tuple.is_some())?,
+        };
+        let mut changed = ChannelSet::new();
+        let source =
+            match as_node.as_str() {
+                "__copy__" => {
+                    let all = (0..names.len()).collect::<ChannelSet>();
+                    return self
+                        .put_update(
+                            &saver,
+                            &address,
+                            parent,
+                            &ch,
+                            CheckpointSource::Fork,
+                            step + 1,
+                            &all,
+                            &ChannelSet::new(),
+                        )
+                        .await;
+                }
+                "__input__" => {
+                    ch.start = Some(updates);
+                    changed.insert(ch.layout.start());
+                    CheckpointSource::Input
+                }
+                END => {
+                    let planned = crate::pregel::run::plan_tasks(
+                        &ch,
+                        spec,
+                        step + 1,
+                        parent.as_deref().unwrap_or(""),
+                        &address.checkpoint_ns,
+                    );
+                    crate::pregel::run::consume_tasks(&mut ch, spec, &planned, &mut changed);
+                    CheckpointSource::Update
+                }
+                name => {
+                    let node_spec = if name == START {
+                        &spec.start
+                    } else {
+                        let &n = spec
+                            .node_names
+                            .get(name)
+                            .ok_or_else(|| GraphError::UpdateUnknownNode(name.to_owned()))?;
+                        &spec.nodes[n]
+                    };
+                    let planned = crate::pregel::run::plan_tasks(
+                        &ch,
+                        spec,
+                        step + 1,
+                        parent.as_deref().unwrap_or(""),
+                        &address.checkpoint_ns,
+                    );
+                    let mine: Vec<Task<S>> = planned.into_iter().filter(|t| t.name == name).collect();
+                    crate::pregel::run::consume_tasks(&mut ch, spec, &mine, &mut changed);
+                    let applied = ch.state.apply(updates.clone()).map_err(|error| {
+                        GraphError::InvalidUpdate { error, step: step + 1, nodes: vec![name.to_owned()] }
+                    })?;
+                    changed.union_with(&applied);
+                    let mut writes = TaskWrites::<S> { updates, ..TaskWrites::default() };
+                    writes.goto.extend(node_spec.edges.iter().copied());
+                    writes.joins.extend(node_spec.joins.iter().copied());
+                    for branch in &node_spec.branches {
+                        let routes = branch.route(&ch.state).map_err(|source| GraphError::Node {
+                            node: name.to_owned(),
+                            step: step + 1,
+                            source,
+                        })?;
+                        for r in routes {
+                            match r {
+                                crate::branch::Route::End => {}
+                                crate::branch::Route::Node(n) => {
+                                    push_goto(spec, name, crate::types::Goto::Node(n), &mut writes)?
+                                }
+                                crate::branch::Route::Send(s) => {
+                                    push_goto(spec, name, crate::types::Goto::Send(s), &mut writes)?
+                                }
+                            }
+                        }
+                    }
+                    let source_index = if name == START { None } else { spec.node_names.get(name).copied() };
+                    crate::pregel::run::apply_control(&mut ch, spec, &writes, source_index, &mut changed);
+                    if let Some(n) = source_index {
+                        let seen_version = ch.max_version() + 1;
+                        ch.seen[n].insert(ch.layout.branch(n), seen_version);
+                    }
+                    CheckpointSource::Update
+                }
+            };
+        ch.bump(&changed);
+        self.put_update(&saver, &address, parent, &ch, source, step + 1, &changed, &changed).await
+    }
+
+    fn infer_as_node(&self, ch: &Channels<S>, has_checkpoint: bool) -> GraphResult<String> {
+        if !has_checkpoint {
+            return Ok(START.to_owned());
+        }
+        let mut best: Option<(u64, Vec<usize>)> = None;
+        for (n, seen) in ch.seen.iter().enumerate().take(ch.layout.n_nodes) {
+            let Some(&v) = seen.values().max() else { continue };
+            match &mut best {
+                Some((bv, nodes)) if v == *bv => nodes.push(n),
+                Some((bv, _)) if v < *bv => {}
+                _ => best = Some((v, vec![n])),
+            }
+        }
+        match best {
+            None => Ok(START.to_owned()),
+            Some((_, nodes)) if nodes.len() == 1 => Ok(self.inner.spec.nodes[nodes[0]].name.clone()),
+            Some(_) => Err(GraphError::AmbiguousUpdate),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn put_update(
+        &self,
+        saver: &std::sync::Arc<dyn crate::checkpoint::Checkpointer>,
+        address: &CheckpointConfig,
+        parent: Option<String>,
+        ch: &Channels<S>,
+        source: CheckpointSource,
+        step: i64,
+        values_of: &ChannelSet,
+        updated: &ChannelSet,
+    ) -> GraphResult<CheckpointConfig> {
+        let spec = &self.inner.spec;
+        let id = uuid::Uuid::now_v7().to_string();
+        // A checkpoint stores values only for the channels whose version changed; a fork of an old
+        // checkpoint stores all of them (they are new versions for this branch of history).
+        let (checkpoint, new_versions) =
+            ch.to_checkpoint(spec, &self.inner.channel_names, id, Some(values_of), updated)?;
+        let metadata = CheckpointMetadata { source, step, parents: BTreeMap::new(), extra: Map::new() };
+        let parent_config = CheckpointConfig { checkpoint_id: parent, ..address.clone() };
+        saver.put(&parent_config, checkpoint, metadata, new_versions).await.map_err(cp_err)
+    }
+}
