@@ -306,3 +306,38 @@ impl<S: State> std::fmt::Debug for Inner<S> {
 pub fn as_graph_error(err: &Error) -> Option<&GraphError> {
     err.downcast_custom::<GraphError>()
 }
+
+impl<S> serde::Serialize for GraphInput<S>
+where
+    S: State,
+    S::Update: serde::Serialize,
+{
+    fn serialize<Z: serde::Serializer>(&self, serializer: Z) -> std::result::Result<Z::Ok, Z::Error> {
+        use serde::ser::SerializeMap as _;
+        match self {
+            GraphInput::Update(updates) if updates.len() == 1 => updates[0].serialize(serializer),
+            GraphInput::Update(updates) => updates.serialize(serializer),
+            GraphInput::Resume => serializer.serialize_none(),
+            GraphInput::Command(cmd) => {
+                let mut map = serializer.serialize_map(None)?;
+                map.serialize_entry("update", &cmd.update)?;
+                let goto: Vec<&str> = cmd
+                    .goto
+                    .iter()
+                    .map(|g| match g {
+                        crate::types::Goto::Node(n) => n.as_str(),
+                        crate::types::Goto::Send(s) => s.node(),
+                    })
+                    .collect();
+                map.serialize_entry("goto", &goto)?;
+                let resume = match &cmd.resume {
+                    None => serde_json::Value::Null,
+                    Some(crate::types::Resume::Value(v)) => v.clone(),
+                    Some(crate::types::Resume::ById(m)) => serde_json::Value::Object(m.clone()),
+                };
+                map.serialize_entry("resume", &resume)?;
+                map.end()
+            }
+        }
+    }
+}

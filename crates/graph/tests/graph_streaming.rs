@@ -1,0 +1,122 @@
+//! Messages, custom and tasks stream modes; node runs in `stream_events`.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+mod common;
+
+use common::{Counter, CounterUpdate};
+use futures::StreamExt as _;
+use weft_graph::{CompiledGraph, Runtime, START, StateGraph, StreamData, StreamMode};
+use weft_runnable_core::fakes::FakeChatModel;
+use weft_runnable_core::{PromptValue, Runnable, RunnableConfig, RunnableExt};
+
+fn chat_graph(model: FakeChatModel) -> CompiledGraph<Counter> {
+    let mut g = StateGraph::<Counter>::new();
+    g.add_node("agent", move |_: Counter, rt: Runtime| {
+        let model = model.clone();
+        async move {
+            let reply = model.invoke(PromptValue::from("hi"), rt.config()).await?;
+            Ok::<_, weft_runnable_core::Error>(CounterUpdate::log(&reply.text()))
+        }
+    });
+    g.add_edge(START, "agent");
+    g.compile().unwrap()
+}
+
+#[tokio::test]
+async fn messages_mode_streams_model_tokens_with_node_metadata() {
+    let app = chat_graph(FakeChatModel::new(["hello there friend"]));
+    let parts: Vec<_> = app
+        .stream(CounterUpdate::default(), &RunnableConfig::default(), &[StreamMode::Messages])
+        .collect()
+        .await;
+    let mut tokens = String::new();
+    for p in parts {
+        match p.unwrap().data {
+            StreamData::Message { chunk, metadata } => {
+                assert_eq!(metadata.get("langgraph_node").and_then(|v| v.as_str()), Some("agent"));
+                assert_eq!(metadata.get("langgraph_step").and_then(|v| v.as_i64()), Some(1));
+                tokens.push_str(&chunk.text());
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(tokens, "hello there friend");
+}
+
+#[tokio::test]
+async fn without_messages_mode_the_model_is_not_streamed() {
+    let app = chat_graph(FakeChatModel::new(["hello there"]));
+    let parts: Vec<_> = app
+        .stream(CounterUpdate::default(), &RunnableConfig::default(), &[StreamMode::Updates])
+        .collect()
+        .await;
+    assert_eq!(parts.len(), 1);
+    assert!(matches!(parts[0].as_ref().unwrap().data, StreamData::Updates { .. }));
+}
+
+#[tokio::test]
+async fn custom_mode_carries_values_written_by_nodes() {
+    let mut g = StateGraph::<Counter>::new();
+    g.add_node("a", |_: Counter, rt: &Runtime| {
+        rt.write(&serde_json::json!({"progress": 50}));
+        CounterUpdate::count(1)
+    });
+    g.add_edge(START, "a");
+    let app = g.compile().unwrap();
+    let parts: Vec<_> = app
+        .stream(
+            CounterUpdate::default(),
+            &RunnableConfig::default(),
+            &[StreamMode::Custom, StreamMode::Updates],
+        )
+        .map(|p| p.unwrap().data)
+        .collect()
+        .await;
+    assert!(
+        matches!(&parts[0], StreamData::Custom { node, value } if node == "a" && value["progress"] == 50)
+    );
+    assert!(matches!(&parts[1], StreamData::Updates { node, .. } if node == "a"));
+}
+
+#[tokio::test]
+async fn tasks_mode_reports_start_and_result() {
+    let mut g = StateGraph::<Counter>::new();
+    g.add_node("a", |s: Counter| CounterUpdate::count(s.count + 1));
+    g.add_edge(START, "a");
+    let app = g.compile().unwrap();
+    let parts: Vec<_> = app
+        .stream(CounterUpdate::count(1), &RunnableConfig::default(), &[StreamMode::Tasks])
+        .map(|p| p.unwrap().data)
+        .collect()
+        .await;
+    assert_eq!(parts.len(), 2);
+    let StreamData::TaskStart { id: start_id, name, input, step } = &parts[0] else {
+        panic!("{:?}", parts[0])
+    };
+    assert_eq!((name.as_str(), *step), ("a", 1));
+    assert_eq!(input["count"], 1);
+    let StreamData::TaskResult { id, error, result, .. } = &parts[1] else { panic!("{:?}", parts[1]) };
+    assert_eq!(id, start_id);
+    assert!(error.is_none());
+    assert_eq!(result, &vec![("count".to_owned(), serde_json::json!(2))]);
+}
+
+#[tokio::test]
+async fn stream_events_shows_the_graph_and_its_nodes_as_chains() {
+    let app = chat_graph(FakeChatModel::new(["a b"]));
+    let input = weft_graph::GraphInput::Update(vec![CounterUpdate::default()]);
+    let events: Vec<(String, String)> = app
+        .stream_events(input, &RunnableConfig::default())
+        .map(|e| {
+            let e = e.unwrap();
+            (e.event, e.name)
+        })
+        .collect()
+        .await;
+    let starts: Vec<_> = events.iter().filter(|(e, _)| e.ends_with("_start")).cloned().collect();
+    assert_eq!(starts[0], ("on_chain_start".to_owned(), "LangGraph".to_owned()));
+    assert_eq!(starts[1], ("on_chain_start".to_owned(), "agent".to_owned()));
+    assert_eq!(starts[2].0, "on_chat_model_start");
+    assert!(events.iter().filter(|(e, _)| e == "on_chat_model_stream").count() >= 2);
+    assert_eq!(events.last().unwrap(), &("on_chain_end".to_owned(), "LangGraph".to_owned()));
+}
