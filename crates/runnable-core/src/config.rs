@@ -29,8 +29,9 @@ pub struct RunnableConfig {
     pub run_id: Option<Uuid>,
     /// The most sub-calls a batch or a parallel step runs at once; unbounded when absent.
     pub max_concurrency: Option<usize>,
-    /// The most steps a recursive runnable may take.
-    pub recursion_limit: u32,
+    /// The most steps a recursive runnable may take; `None` means the runnable's own default
+    /// ([`DEFAULT_RECURSION_LIMIT`] for plain runnables, a much higher one for graphs).
+    pub recursion_limit: Option<u32>,
     /// User configuration: `session_id`, `thread_id`, configurable fields and alternatives, ...
     pub configurable: Map<String, Value>,
     /// Where run events go; `None` means nobody listens and no event is built.
@@ -49,7 +50,7 @@ impl Default for RunnableConfig {
             run_name: None,
             run_id: None,
             max_concurrency: None,
-            recursion_limit: DEFAULT_RECURSION_LIMIT,
+            recursion_limit: None,
             configurable: Map::new(),
             callbacks: None,
             extensions: Extensions::default(),
@@ -108,7 +109,7 @@ impl RunnableConfig {
 
     /// Sets the recursion limit.
     pub fn with_recursion_limit(mut self, limit: u32) -> Self {
-        self.recursion_limit = limit;
+        self.recursion_limit = Some(limit);
         self
     }
 
@@ -122,6 +123,11 @@ impl RunnableConfig {
     pub fn with_callbacks(mut self, sink: EventSink) -> Self {
         self.callbacks = Some(sink);
         self
+    }
+
+    /// The recursion limit, or `default` when none is set.
+    pub fn recursion_limit_or(&self, default: u32) -> u32 {
+        self.recursion_limit.unwrap_or(default)
     }
 
     /// Ids of the enclosing runs, root first.
@@ -153,7 +159,7 @@ impl RunnableConfig {
         if other.max_concurrency.is_some() {
             merged.max_concurrency = other.max_concurrency;
         }
-        if other.recursion_limit != DEFAULT_RECURSION_LIMIT {
+        if other.recursion_limit.is_some() {
             merged.recursion_limit = other.recursion_limit;
         }
         if other.callbacks.is_some() {

@@ -17,8 +17,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// A prompt was formatted with missing variables.
     #[error(
-        "input to {template} is missing variables {missing:?}; expected: {expected:?}; received: {received:?} \
-         (to keep a literal brace in the template, escape it as {{{{ or }}}})"
+        "input to {template} is missing variables {missing:?}; expected: {expected:?}; received: {received:?}; \
+         if {{{first}}} is meant as literal text, escape its braces: {{{{{first}}}}}",
+        first = .missing.first().map_or("", String::as_str)
     )]
     MissingVariables {
         /// Name of the template type.
@@ -90,6 +91,9 @@ pub enum Error {
     /// An error raised by user code.
     #[error("{0}")]
     Custom(Arc<dyn std::error::Error + Send + Sync + 'static>),
+    /// A value in the config (for example a `configurable` key) is not one the runnable accepts.
+    #[error("invalid config: {0}")]
+    InvalidConfig(String),
 }
 
 impl Error {

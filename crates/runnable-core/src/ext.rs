@@ -1,10 +1,18 @@
 //! `RunnableExt`: composition methods available on every runnable.
 
 use futures::stream::{BoxStream, StreamExt as _};
+use serde_json::{Map, Value};
 
+use crate::assign::RunnableAssign;
+use crate::binding::RunnableBinding;
 use crate::config::RunnableConfig;
+use crate::configurable::{ConfigurableAlternatives, ConfigurableField};
 use crate::error::Result;
 use crate::events::{EventFilter, EventSink, StreamEvent};
+use crate::fallbacks::WithFallbacks;
+use crate::parallel::RunnableParallel;
+use crate::pick::{PickKeys, RunnablePick};
+use crate::retry::{ExponentialBackoff, Retry, RetryPolicy};
 use crate::runnable::{BoxRunnable, RunValue, Runnable};
 use crate::sequence::Sequence;
 use crate::with_config::WithConfig;
@@ -31,6 +39,63 @@ pub trait RunnableExt<I: RunValue, O: RunValue>: Runnable<I, O> + Sized {
     /// Binds a config that is merged under the caller's config on every call (the caller's keys win).
     fn with_config(self, config: RunnableConfig) -> WithConfig<Self> {
         WithConfig::new(self, config)
+    }
+
+    /// Retries failed calls with the default policy: up to 3 attempts, exponential backoff from 1 s with
+    /// up to 1 s of jitter, every error retried except control flow (see [`ExponentialBackoff`]).
+    fn with_retry(self) -> Retry<Self, ExponentialBackoff> {
+        Retry::new(self, ExponentialBackoff::default())
+    }
+
+    /// Retries failed calls as `policy` decides (control flow is never retried).
+    fn with_retry_policy<P: RetryPolicy>(self, policy: P) -> Retry<Self, P> {
+        Retry::new(self, policy)
+    }
+
+    /// Tries `fallbacks` in order when this runnable fails (see [`WithFallbacks`]); box them
+    /// ([`boxed`](RunnableExt::boxed)) when they are of different types.
+    fn with_fallbacks<F>(self, fallbacks: impl IntoIterator<Item = F>) -> WithFallbacks<Self, F>
+    where
+        F: Runnable<I, O>,
+    {
+        WithFallbacks::new(self, fallbacks)
+    }
+
+    /// Binds call options (`stop`, `tools`, ...) that this runnable reads with
+    /// [`BoundKwargs::from_config`](crate::BoundKwargs::from_config).
+    fn bind(self, kwargs: Map<String, Value>) -> RunnableBinding<Self> {
+        RunnableBinding::new(self, kwargs)
+    }
+
+    /// Adds to this runnable's output (a JSON object) the keys computed by `mapper` from it.
+    fn assign(self, mapper: RunnableParallel<Value>) -> Sequence<Self, RunnableAssign, Value>
+    where
+        Self: Runnable<I, Value>,
+    {
+        Sequence::new(self, RunnableAssign::new(mapper))
+    }
+
+    /// Keeps one key of this runnable's output (a JSON object), or a sub-object of several keys (see
+    /// [`RunnablePick`]).
+    fn pick(self, keys: impl Into<PickKeys>) -> Sequence<Self, RunnablePick, Value>
+    where
+        Self: Runnable<I, Value>,
+    {
+        Sequence::new(self, RunnablePick::new(keys))
+    }
+
+    /// Makes this runnable the default, known as `default_key`, of alternatives chosen per call by
+    /// `config.configurable[which.id]`; add the others with
+    /// [`with_alternative`](ConfigurableAlternatives::with_alternative).
+    fn configurable_alternatives(
+        self,
+        which: ConfigurableField,
+        default_key: impl Into<String>,
+    ) -> ConfigurableAlternatives<I, O>
+    where
+        Self: 'static,
+    {
+        ConfigurableAlternatives::new(which, default_key, self)
     }
 
     /// Streams every run event (start, chunk, end) of this runnable and everything it calls.

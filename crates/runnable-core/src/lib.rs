@@ -15,29 +15,83 @@
 //! # });
 //! ```
 
+pub mod assign;
+pub mod binding;
+pub mod branch;
+pub mod chat_model;
 pub mod config;
+pub mod configurable;
+pub mod embeddings;
 pub mod error;
 pub mod events;
 pub mod ext;
+pub mod fakes;
+pub mod fallbacks;
+pub mod history;
+mod json;
 pub mod lambda;
 pub mod messages;
+pub mod parallel;
+pub mod parsers;
+pub mod partial_json;
+pub mod passthrough;
+pub mod pick;
+pub mod prompts;
+pub mod retry;
 pub mod runnable;
 pub mod sequence;
+pub mod tools;
 pub mod with_config;
 
+pub use assign::RunnableAssign;
+pub use binding::{BoundKwargs, RunnableBinding};
+pub use branch::{RunnableBranch, RunnableBranchBuilder};
 pub use config::{DEFAULT_RECURSION_LIMIT, Extensions, RunnableConfig};
+pub use configurable::{Configurable, ConfigurableAlternatives, ConfigurableField};
+#[doc(hidden)]
+pub mod __private {
+    //! Re-exports used by weft's macros. Not a public API.
+    pub use async_trait::async_trait;
+    pub use futures::stream::BoxStream;
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+}
+
+pub use chat_model::{
+    BoundChatModel, CallOptions, ChatModel, ChatModelExt, ParsedWithRaw, StructuredOutput,
+    StructuredOutputMethod, StructuredOutputParser, StructuredOutputWithRaw, ToolChoice,
+};
+pub use embeddings::Embeddings;
 pub use error::{ControlFlow, Error, ModelError, ModelErrorKind, OutputParserError, Result};
 pub use events::{
     EventData, EventFilter, EventPhase, EventRecorder, EventSink, RunKind, RunScope, StreamEvent,
     dispatch_custom_event, trace_invoke, trace_stream, trace_transform,
 };
 pub use ext::{FixedOutput, RunnableExt};
+pub use fallbacks::WithFallbacks;
+pub use history::{
+    ChatMessageHistory, InMemoryChatMessageHistory, InMemoryHistoryStore, RunnableWithMessageHistory,
+    ToHistoryMessages,
+};
 pub use lambda::{RunnableGenerator, RunnableLambda};
 pub use messages::{
     AiMessage, AiMessageChunk, Content, HumanMessage, InvalidToolCall, Message, PromptValue,
     REMOVE_ALL_MESSAGES, RemoveMessage, SystemMessage, ToolCall, ToolCallChunk, ToolMessage, ToolStatus,
-    UsageMetadata,
+    UsageMetadata, convert_to_messages,
 };
+pub use parallel::RunnableParallel;
+pub use parsers::{AsText, JsonOutputParser, StrOutputParser, TypedOutputParser};
+pub use partial_json::{parse_json_markdown, parse_partial_json};
+pub use passthrough::RunnablePassthrough;
+pub use pick::{PickKeys, RunnablePick};
+pub use prompts::{ChatPromptPart, ChatPromptTemplate, MessagesPlaceholder, PromptTemplate};
+pub use retry::{ExponentialBackoff, Retry, RetryPolicy};
 pub use runnable::{BoxRunnable, ChunkStream, Merge, RunValue, Runnable, seq_step_tag};
 pub use sequence::Sequence;
+pub use tools::{
+    CommandPayload, InjectedArg, Injection, SharedTool, StructuredTool, Tool, ToolCallOutput, ToolContext,
+    ToolErrorPolicy, ToolExt, ToolOutput, ToolSpec, WithErrorPolicy, invoke_tool, validate_args,
+};
+pub use weft_macros::tool;
 pub use with_config::WithConfig;

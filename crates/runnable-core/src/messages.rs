@@ -3,6 +3,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+mod coerce;
+mod json_merge;
+mod merge;
+
+pub use coerce::convert_to_messages;
+
 /// The id of a [`RemoveMessage`] that removes every message before it (LangChain's `REMOVE_ALL_MESSAGES`).
 pub const REMOVE_ALL_MESSAGES: &str = "__remove_all__";
 
@@ -103,19 +109,25 @@ pub struct HumanMessage {
 
 /// A request from the model to call a tool.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename = "tool_call")]
 pub struct ToolCall {
     /// The tool's name.
     pub name: String,
     /// The arguments, a JSON object.
-    #[serde(default)]
+    #[serde(default = "empty_object")]
     pub args: Value,
     /// The call's id, echoed back in the tool message.
     #[serde(default)]
     pub id: Option<String>,
 }
 
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
 /// A tool call whose arguments could not be parsed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename = "invalid_tool_call")]
 pub struct InvalidToolCall {
     /// The tool's name, if known.
     #[serde(default)]
@@ -133,6 +145,7 @@ pub struct InvalidToolCall {
 
 /// A fragment of a tool call as streamed by a model; fragments with the same `index` merge.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename = "tool_call_chunk")]
 pub struct ToolCallChunk {
     /// The tool's name (usually only in the first fragment).
     #[serde(default)]
@@ -146,6 +159,18 @@ pub struct ToolCallChunk {
     /// Which tool call of the message this fragment belongs to.
     #[serde(default)]
     pub index: Option<u32>,
+}
+
+impl ToolCallChunk {
+    /// A fragment of the tool call at `index`.
+    pub fn new(name: Option<&str>, args: Option<&str>, id: Option<&str>, index: Option<u32>) -> Self {
+        Self {
+            name: name.map(str::to_owned),
+            args: args.map(str::to_owned),
+            id: id.map(str::to_owned),
+            index,
+        }
+    }
 }
 
 /// Token counts of a model call.
@@ -163,6 +188,18 @@ pub struct UsageMetadata {
     /// Breakdown of output tokens (e.g. `reasoning`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_token_details: Option<Map<String, Value>>,
+}
+
+impl UsageMetadata {
+    /// Counts of prompt and generated tokens; the total is their sum.
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+            total_tokens: input_tokens.saturating_add(output_tokens),
+            ..Default::default()
+        }
+    }
 }
 
 /// A message from the model, whole or (while streaming) a chunk of one.
@@ -251,7 +288,13 @@ pub struct RemoveMessage {
 }
 
 /// Any chat message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Serialises in LangChain's flat form, `{"type": "ai", "content": ..., "tool_calls": [...], ...}`.
+/// Deserialises that form, LangChain's `message_to_dict` form `{"type": "ai", "data": {...}}`, its
+/// serialised-constructor form `{"lc": 1, "id": [..., "AIMessage"], "kwargs": {...}}`, chunk type names
+/// (`AIMessageChunk`, ...) and OpenAI-style role dicts; [`Message::from_like`] also accepts `[role,
+/// content]` pairs and bare strings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type")]
 pub enum Message {
     /// Instructions for the model.

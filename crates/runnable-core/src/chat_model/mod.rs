@@ -1,0 +1,159 @@
+//! Chat models: the [`ChatModel`] trait, per-call options, tool binding and structured output.
+//!
+//! A provider implements [`ChatModel`] (`generate`, and `stream_chunks` when it streams) and calls
+//! [`impl_chat_model_runnable!`](crate::impl_chat_model_runnable) once, which makes its type a traced
+//! `Runnable<PromptValue, AiMessage>` of kind `ChatModel` with the `|` operator, so that
+//! `prompt | model | parser` works. [`ChatModelExt`] adds `bind_tools`, `with_options` and
+//! `with_structured_output` to every chat model.
+//!
+//! ```
+//! use serde_json::json;
+//! use weft_runnable_core::fakes::{FakeChatModel, FakeReply};
+//! use weft_runnable_core::{ChatModelExt, PromptValue, Runnable, RunnableConfig, RunnableLambda, ToolSpec};
+//!
+//! # tokio_test::block_on(async {
+//! let model = FakeChatModel::new([FakeReply::tool_call("lookup", json!({"q": "rust"}), "c1")]);
+//! let lookup = ToolSpec::new("lookup", "Looks things up.", json!({"type": "object"}));
+//! let chain = RunnableLambda::new(|q: String| PromptValue::from(q))
+//!     | model.clone().bind_tools([lookup], None)
+//!     | RunnableLambda::new(|reply: weft_runnable_core::AiMessage| reply.tool_calls[0].name.clone());
+//! assert_eq!(chain.invoke("what is rust?".to_owned(), &RunnableConfig::default()).await.unwrap(), "lookup");
+//! assert_eq!(model.calls()[0].options.tools[0].name, "lookup");
+//! # });
+//! ```
+
+pub mod bound;
+pub mod options;
+pub mod run;
+pub mod structured;
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::stream::{self, BoxStream, StreamExt as _};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+use crate::config::RunnableConfig;
+use crate::error::Result;
+use crate::messages::{AiMessage, Message};
+use crate::runnable::{RunValue, short_type_name};
+use crate::tools::ToolSpec;
+
+pub use bound::BoundChatModel;
+pub use options::{CallOptions, ToolChoice};
+pub use run::{invoke_chat_model, stream_chat_model};
+pub use structured::{
+    ParsedWithRaw, StructuredOutput, StructuredOutputMethod, StructuredOutputParser, StructuredOutputWithRaw,
+};
+
+/// A model that answers a list of chat messages with an AI message.
+///
+/// Only [`generate`](ChatModel::generate) is required. A model that streams overrides
+/// [`stream_chunks`](ChatModel::stream_chunks); the default yields the whole reply as one chunk.
+#[async_trait]
+pub trait ChatModel: Send + Sync {
+    /// The name of this model's runs in events (`ChatOpenAI`, `FakeChatModel`, ...).
+    fn type_name(&self) -> Cow<'_, str> {
+        Cow::Borrowed(short_type_name::<Self>())
+    }
+
+    /// The model's name at its provider (`gpt-4o-mini`), reported as `ls_model_name`.
+    fn model_name(&self) -> &str;
+
+    /// The provider's name (`openai`), reported as `ls_provider`.
+    fn provider(&self) -> &str;
+
+    /// Answers `messages` with one AI message.
+    async fn generate(
+        &self,
+        messages: Vec<Message>,
+        options: &CallOptions,
+        config: &RunnableConfig,
+    ) -> Result<AiMessage>;
+
+    /// Answers `messages` as a stream of AI message chunks, which merge into the whole reply.
+    ///
+    /// The returned stream must not borrow `options` or `config` (clone what it needs).
+    fn stream_chunks<'a>(
+        &'a self,
+        messages: Vec<Message>,
+        options: &CallOptions,
+        config: &RunnableConfig,
+    ) -> BoxStream<'a, Result<AiMessage>> {
+        let options = options.clone();
+        let config = config.clone();
+        stream::once(async move { self.generate(messages, &options, &config).await }).boxed()
+    }
+}
+
+#[async_trait]
+impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
+    fn type_name(&self) -> Cow<'_, str> {
+        (**self).type_name()
+    }
+
+    fn model_name(&self) -> &str {
+        (**self).model_name()
+    }
+
+    fn provider(&self) -> &str {
+        (**self).provider()
+    }
+
+    async fn generate(
+        &self,
+        messages: Vec<Message>,
+        options: &CallOptions,
+        config: &RunnableConfig,
+    ) -> Result<AiMessage> {
+        (**self).generate(messages, options, config).await
+    }
+
+    fn stream_chunks<'a>(
+        &'a self,
+        messages: Vec<Message>,
+        options: &CallOptions,
+        config: &RunnableConfig,
+    ) -> BoxStream<'a, Result<AiMessage>> {
+        (**self).stream_chunks(messages, options, config)
+    }
+}
+
+crate::impl_chat_model_runnable!(@runnable [] dyn ChatModel);
+
+/// Methods available on every [`ChatModel`]; blanket-implemented.
+pub trait ChatModelExt: ChatModel + Sized {
+    /// Binds tools (and optionally a tool choice) to the model: every call sends their specs.
+    ///
+    /// Takes anything that converts to a [`ToolSpec`]: `&tool` for any [`Tool`](crate::Tool), a
+    /// [`SharedTool`](crate::SharedTool) reference, or a spec made from a raw JSON schema.
+    fn bind_tools<T: Into<ToolSpec>>(
+        self,
+        tools: impl IntoIterator<Item = T>,
+        tool_choice: Option<ToolChoice>,
+    ) -> BoundChatModel<Self> {
+        let options = CallOptions {
+            tools: tools.into_iter().map(Into::into).collect(),
+            tool_choice,
+            ..CallOptions::default()
+        };
+        BoundChatModel::new(self, options)
+    }
+
+    /// Binds call options to the model (stop sequences, provider settings, ...).
+    fn with_options(self, options: CallOptions) -> BoundChatModel<Self> {
+        BoundChatModel::new(self, options)
+    }
+
+    /// A runnable that asks the model for a `T` and returns it parsed (see [`StructuredOutputMethod`]).
+    fn with_structured_output<T>(self, method: StructuredOutputMethod) -> StructuredOutput<Self, T>
+    where
+        T: DeserializeOwned + JsonSchema + RunValue,
+    {
+        StructuredOutput::new(self, method)
+    }
+}
+
+impl<M: ChatModel> ChatModelExt for M {}

@@ -1,0 +1,171 @@
+//! Chat models as runnables: traced `invoke` and `stream`, and the macro that wires them to a model type.
+
+use futures::stream::{BoxStream, StreamExt as _};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{CallOptions, ChatModel};
+use crate::config::RunnableConfig;
+use crate::error::Result;
+use crate::events::{RunKind, to_event_value, trace_invoke, trace_stream};
+use crate::messages::{AiMessage, Message, PromptValue};
+use crate::runnable::{ChunkStream, Merge};
+
+/// The start-event input of a chat model run, `{"messages": [[...]]}` as in LangChain.
+#[derive(Serialize)]
+struct ChatModelInput<T> {
+    messages: [T; 1],
+}
+
+/// Runs `model` on `input` as a traced chat model run and returns the whole reply.
+///
+/// When somebody listens to events (`config.callbacks` is set), the model is streamed so that an
+/// `on_chat_model_stream` event fires per chunk (this is how tokens reach `stream_events` from inside
+/// chains and graphs), and the merged, finished message is returned. Otherwise
+/// [`generate`](ChatModel::generate) is called. Options come from [`CallOptions::from_config`]; a reply
+/// without an id gets `lc_run--<run id>`.
+pub async fn invoke_chat_model<M: ChatModel + ?Sized>(
+    model: &M,
+    input: PromptValue,
+    config: &RunnableConfig,
+) -> Result<AiMessage> {
+    let options = CallOptions::from_config(config)?;
+    let messages = input.into_messages();
+    let name = model.type_name();
+    if config.callbacks.is_some() {
+        let config = with_model_metadata(model, config, &options);
+        let chunks = traced_stream(model, messages, options, &config);
+        return ChunkStream::mergeable(chunks).collect(&name).await.map(AiMessage::finish);
+    }
+    let input = ChatModelInput { messages: [messages] };
+    trace_invoke(&name, RunKind::ChatModel, input, config, |input, child| async move {
+        let [messages] = input.messages;
+        let message = model.generate(messages, &options, &child).await?;
+        Ok(with_run_id(message, run_id_of(&child).as_deref()))
+    })
+    .await
+}
+
+/// Streams `model`'s reply to `input` as a traced chat model run: one `on_chat_model_stream` event per
+/// chunk, and the merged chunks in the end event.
+pub fn stream_chat_model<'a, M: ChatModel + ?Sized>(
+    model: &'a M,
+    input: PromptValue,
+    config: &RunnableConfig,
+) -> BoxStream<'a, Result<AiMessage>> {
+    let options = match CallOptions::from_config(config) {
+        Ok(options) => options,
+        Err(err) => return futures::stream::once(async move { Err(err) }).boxed(),
+    };
+    let config = with_model_metadata(model, config, &options);
+    traced_stream(model, input.into_messages(), options, &config)
+}
+
+fn traced_stream<'a, M: ChatModel + ?Sized>(
+    model: &'a M,
+    messages: Vec<Message>,
+    options: CallOptions,
+    config: &RunnableConfig,
+) -> BoxStream<'a, Result<AiMessage>> {
+    let input = config.callbacks.is_some().then(|| to_event_value(&ChatModelInput { messages: [&messages] }));
+    trace_stream(
+        &model.type_name(),
+        RunKind::ChatModel,
+        input,
+        config,
+        move |child| {
+            let run_id = run_id_of(&child);
+            model
+                .stream_chunks(messages, &options, &child)
+                .map(move |chunk| chunk.map(|c| with_run_id(c, run_id.as_deref())))
+                .boxed()
+        },
+        AiMessage::merge,
+    )
+}
+
+/// The config of a chat model run, with LangSmith's `ls_*` metadata when somebody listens.
+fn with_model_metadata<M: ChatModel + ?Sized>(
+    model: &M,
+    config: &RunnableConfig,
+    options: &CallOptions,
+) -> RunnableConfig {
+    let mut config = config.clone();
+    if config.callbacks.is_some() {
+        let metadata = &mut config.metadata;
+        metadata.insert("ls_provider".to_owned(), Value::String(model.provider().to_owned()));
+        metadata.insert("ls_model_name".to_owned(), Value::String(model.model_name().to_owned()));
+        metadata.insert("ls_model_type".to_owned(), Value::String("chat".to_owned()));
+        if let Some(stop) = &options.stop {
+            metadata.insert("ls_stop".to_owned(), to_event_value(stop));
+        }
+    }
+    config
+}
+
+/// The id given to replies without one: `lc_run--<run id>` of the chat model run.
+fn run_id_of(child: &RunnableConfig) -> Option<String> {
+    child.parent_ids().last().map(|id| format!("lc_run--{id}"))
+}
+
+fn with_run_id(mut message: AiMessage, run_id: Option<&str>) -> AiMessage {
+    if message.id.is_none() {
+        message.id = run_id.map(str::to_owned);
+    }
+    message
+}
+
+/// Makes a [`ChatModel`] type a `Runnable<PromptValue, AiMessage>` of kind `ChatModel` (named by
+/// [`ChatModel::type_name`], invoked with [`invoke_chat_model`], streamed with [`stream_chat_model`],
+/// chunks merged as AI message chunks) and gives it the `|` operator.
+///
+/// ```ignore
+/// weft_runnable_core::impl_chat_model_runnable!(ChatOpenAI);
+/// weft_runnable_core::impl_chat_model_runnable!([M: ChatModel] MyWrapper<M>);
+/// ```
+#[macro_export]
+macro_rules! impl_chat_model_runnable {
+    (@runnable [$($gen:tt)*] $ty:ty) => {
+        #[$crate::__private::async_trait]
+        impl<$($gen)*> $crate::Runnable<$crate::PromptValue, $crate::AiMessage> for $ty {
+            fn name(&self) -> ::std::borrow::Cow<'_, str> {
+                $crate::ChatModel::type_name(self)
+            }
+
+            fn kind(&self) -> $crate::RunKind {
+                $crate::RunKind::ChatModel
+            }
+
+            async fn invoke(
+                &self,
+                input: $crate::PromptValue,
+                config: &$crate::RunnableConfig,
+            ) -> $crate::Result<$crate::AiMessage> {
+                $crate::chat_model::invoke_chat_model(self, input, config).await
+            }
+
+            fn stream<'a>(
+                &'a self,
+                input: $crate::PromptValue,
+                config: &$crate::RunnableConfig,
+            ) -> $crate::__private::BoxStream<'a, $crate::Result<$crate::AiMessage>> {
+                $crate::chat_model::stream_chat_model(self, input, config)
+            }
+
+            fn merge_chunks(
+                &self,
+                acc: $crate::AiMessage,
+                next: $crate::AiMessage,
+            ) -> $crate::Result<$crate::AiMessage> {
+                $crate::Merge::merge(acc, next)
+            }
+        }
+    };
+    ([$($gen:tt)*] $ty:ty) => {
+        $crate::impl_chat_model_runnable!(@runnable [$($gen)*] $ty);
+        $crate::impl_pipe_operator!([$($gen)*] $ty => $crate::AiMessage);
+    };
+    ($ty:ty) => {
+        $crate::impl_chat_model_runnable!([] $ty);
+    };
+}

@@ -1,0 +1,188 @@
+//! `FakeChatModel`: a chat model that answers from a script.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream::{self, BoxStream, StreamExt as _};
+
+use super::script::{FakeReply, Script, TokenSplit};
+use crate::chat_model::{CallOptions, ChatModel};
+use crate::config::RunnableConfig;
+use crate::error::Result;
+use crate::messages::{AiMessage, Content, Message, ToolCallChunk};
+
+/// What a [`FakeChatModel`] was asked: the messages and the call options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakeCall {
+    /// The messages of the call.
+    pub messages: Vec<Message>,
+    /// The options of the call (tools, tool choice, stop sequences, ...).
+    pub options: CallOptions,
+}
+
+/// A chat model that answers each call with the next scripted reply, and records every call.
+///
+/// Replies are texts, messages (with tool calls, usage, ...) or errors, which fail that call; a call
+/// after the last reply fails with an error saying the script ran out. Streaming splits a reply's
+/// text into chunks by [`TokenSplit`] (words by default); the last chunk carries the tool calls (as
+/// tool-call chunks), usage and metadata. Clones share the script and the record, so a test can keep
+/// one clone to inspect [`calls`](Self::calls) after handing another to a chain.
+///
+/// ```
+/// use weft_runnable_core::fakes::FakeChatModel;
+/// use weft_runnable_core::{PromptValue, Runnable, RunnableConfig};
+/// # tokio_test::block_on(async {
+/// let model = FakeChatModel::new(["Hello there"]);
+/// let reply = model.invoke(PromptValue::from("hi"), &RunnableConfig::default()).await.unwrap();
+/// assert_eq!(reply.text(), "Hello there");
+/// assert_eq!(model.calls()[0].messages[0].text(), "hi");
+/// # });
+/// ```
+#[derive(Debug, Clone)]
+pub struct FakeChatModel {
+    script: Arc<Script<FakeCall>>,
+    split: TokenSplit,
+    delay: Option<Duration>,
+    model_name: String,
+}
+
+impl FakeChatModel {
+    /// A model answering with `replies`, in order.
+    pub fn new<R: Into<FakeReply>>(replies: impl IntoIterator<Item = R>) -> Self {
+        Self {
+            script: Arc::new(Script::new("FakeChatModel", replies.into_iter().map(Into::into))),
+            split: TokenSplit::default(),
+            delay: None,
+            model_name: "fake-chat-model".to_owned(),
+        }
+    }
+
+    /// Sets how streamed replies are split into chunks.
+    pub fn with_split(mut self, split: TokenSplit) -> Self {
+        self.split = split;
+        self
+    }
+
+    /// Waits this long before each reply (use `tokio::time::pause` in tests).
+    pub fn with_delay(mut self, delay: Duration) -> Self {
+        self.delay = Some(delay);
+        self
+    }
+
+    /// Sets the model name reported as `ls_model_name`.
+    pub fn with_model_name(mut self, name: impl Into<String>) -> Self {
+        self.model_name = name.into();
+        self
+    }
+
+    /// Adds a reply at the end of the script.
+    pub fn push_reply(&self, reply: impl Into<FakeReply>) {
+        self.script.push(reply.into());
+    }
+
+    /// Every call received so far, in order.
+    pub fn calls(&self) -> Vec<FakeCall> {
+        self.script.calls()
+    }
+
+    /// How many scripted replies are left.
+    pub fn remaining(&self) -> usize {
+        self.script.remaining()
+    }
+
+    async fn reply(&self, messages: Vec<Message>, options: &CallOptions) -> Result<AiMessage> {
+        if let Some(delay) = self.delay {
+            tokio::time::sleep(delay).await;
+        }
+        self.script.next(FakeCall { messages, options: options.clone() })
+    }
+}
+
+/// Splits a reply into streamed chunks that merge back into it.
+fn chunks_of(message: AiMessage, split: TokenSplit) -> Vec<AiMessage> {
+    let AiMessage {
+        content,
+        id,
+        name,
+        tool_calls,
+        invalid_tool_calls,
+        tool_call_chunks: _,
+        usage_metadata,
+        additional_kwargs,
+        response_metadata,
+        chunk_position: _,
+    } = message;
+    let pieces: Vec<Content> = match content {
+        Content::Text(text) => split.split(&text).into_iter().map(Content::Text).collect(),
+        blocks => vec![blocks],
+    };
+    let mut chunks: Vec<AiMessage> = pieces
+        .into_iter()
+        .map(|content| AiMessage { content, id: id.clone(), ..AiMessage::default() })
+        .collect();
+    if chunks.is_empty() {
+        chunks.push(AiMessage { id: id.clone(), ..AiMessage::default() });
+    }
+    let valid =
+        tool_calls.iter().map(|call| (Some(call.name.clone()), Some(call.args.to_string()), call.id.clone()));
+    let invalid = invalid_tool_calls.into_iter().map(|call| (call.name, call.args, call.id));
+    let fragments: Vec<ToolCallChunk> = valid
+        .chain(invalid)
+        .enumerate()
+        .map(|(index, (name, args, id))| ToolCallChunk { name, args, id, index: u32::try_from(index).ok() })
+        .collect();
+    let last_index = chunks.len() - 1;
+    let last = std::mem::take(&mut chunks[last_index]);
+    chunks[last_index] = AiMessage {
+        name,
+        usage_metadata,
+        additional_kwargs,
+        response_metadata,
+        chunk_position: Some("last".to_owned()),
+        ..last
+    }
+    .with_tool_call_chunks(fragments);
+    chunks
+}
+
+#[async_trait]
+impl ChatModel for FakeChatModel {
+    fn model_name(&self) -> &str {
+        &self.model_name
+    }
+
+    fn provider(&self) -> &str {
+        "fake"
+    }
+
+    async fn generate(
+        &self,
+        messages: Vec<Message>,
+        options: &CallOptions,
+        _config: &RunnableConfig,
+    ) -> Result<AiMessage> {
+        self.reply(messages, options).await
+    }
+
+    fn stream_chunks<'a>(
+        &'a self,
+        messages: Vec<Message>,
+        options: &CallOptions,
+        _config: &RunnableConfig,
+    ) -> BoxStream<'a, Result<AiMessage>> {
+        let options = options.clone();
+        let split = self.split;
+        stream::once(async move { self.reply(messages, &options).await })
+            .flat_map(move |reply| {
+                let items: Vec<Result<AiMessage>> = match reply {
+                    Ok(message) => chunks_of(message, split).into_iter().map(Ok).collect(),
+                    Err(err) => vec![Err(err)],
+                };
+                stream::iter(items)
+            })
+            .boxed()
+    }
+}
+
+crate::impl_chat_model_runnable!(FakeChatModel);

@@ -1,0 +1,181 @@
+//! The script of a fake model: its replies, how it splits them into tokens, and what it was asked.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use serde_json::Value;
+
+use crate::error::{Error, ModelError, ModelErrorKind, Result};
+use crate::messages::{AiMessage, ToolCall};
+
+/// One scripted reply of a fake model: a message, or a failure on cue.
+#[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant, reason = "messages are the common case; boxing them buys nothing")]
+pub enum FakeReply {
+    /// The model answers with this message.
+    Message(AiMessage),
+    /// The call fails with this error (for example a rate-limited [`ModelError`]).
+    Error(Error),
+}
+
+impl FakeReply {
+    /// A text reply.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Message(AiMessage::new(text.into()))
+    }
+
+    /// A reply with no text that calls the given tools.
+    pub fn tool_calls(calls: impl IntoIterator<Item = ToolCall>) -> Self {
+        Self::Message(AiMessage { tool_calls: calls.into_iter().collect(), ..AiMessage::default() })
+    }
+
+    /// A reply with no text that calls one tool.
+    pub fn tool_call(name: impl Into<String>, args: Value, id: impl Into<String>) -> Self {
+        Self::tool_calls([ToolCall { name: name.into(), args, id: Some(id.into()) }])
+    }
+
+    /// A failure.
+    pub fn error(err: impl Into<Error>) -> Self {
+        Self::Error(err.into())
+    }
+
+    /// A rate-limit failure of the `fake` provider.
+    pub fn rate_limited() -> Self {
+        Self::Error(ModelError::new("fake", ModelErrorKind::RateLimited, "rate limit reached").into())
+    }
+}
+
+impl From<&str> for FakeReply {
+    fn from(text: &str) -> Self {
+        Self::text(text)
+    }
+}
+
+impl From<String> for FakeReply {
+    fn from(text: String) -> Self {
+        Self::text(text)
+    }
+}
+
+impl From<AiMessage> for FakeReply {
+    fn from(message: AiMessage) -> Self {
+        Self::Message(message)
+    }
+}
+
+impl From<Error> for FakeReply {
+    fn from(err: Error) -> Self {
+        Self::Error(err)
+    }
+}
+
+impl From<ModelError> for FakeReply {
+    fn from(err: ModelError) -> Self {
+        Self::Error(err.into())
+    }
+}
+
+/// How a fake model splits a reply's text into streamed chunks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TokenSplit {
+    /// One chunk per word, each word carrying the whitespace before it: `"Hello big world"` streams as
+    /// `"Hello"`, `" big"`, `" world"`.
+    #[default]
+    Words,
+    /// One chunk per character.
+    Chars,
+    /// The whole text in one chunk.
+    Whole,
+}
+
+impl TokenSplit {
+    /// Splits `text`; the pieces concatenate back to `text`. An empty text gives no piece.
+    pub fn split(self, text: &str) -> Vec<String> {
+        match self {
+            Self::Whole if text.is_empty() => Vec::new(),
+            Self::Whole => vec![text.to_owned()],
+            Self::Chars => text.chars().map(String::from).collect(),
+            Self::Words => {
+                let mut pieces: Vec<String> = Vec::new();
+                let mut current = String::new();
+                let mut in_word = false;
+                for c in text.chars() {
+                    if c.is_whitespace() && in_word {
+                        pieces.push(std::mem::take(&mut current));
+                        in_word = false;
+                    } else if !c.is_whitespace() {
+                        in_word = true;
+                    }
+                    current.push(c);
+                }
+                if !current.is_empty() {
+                    pieces.push(current);
+                }
+                pieces
+            }
+        }
+    }
+}
+
+/// The replies left and the requests received, shared by the clones of a fake model.
+#[derive(Debug)]
+pub(crate) struct Script<C> {
+    replies: Mutex<VecDeque<FakeReply>>,
+    calls: Mutex<Vec<C>>,
+    scripted: AtomicUsize,
+    owner: &'static str,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl<C: Clone> Script<C> {
+    pub(crate) fn new(owner: &'static str, replies: impl IntoIterator<Item = FakeReply>) -> Self {
+        let replies: VecDeque<FakeReply> = replies.into_iter().collect();
+        let scripted = replies.len();
+        Self {
+            replies: Mutex::new(replies),
+            calls: Mutex::new(Vec::new()),
+            scripted: AtomicUsize::new(scripted),
+            owner,
+        }
+    }
+
+    /// Records `call` and takes the next reply; running out of replies is an error.
+    pub(crate) fn next(&self, call: C) -> Result<AiMessage> {
+        let number = {
+            let mut calls = lock(&self.calls);
+            calls.push(call);
+            calls.len()
+        };
+        match lock(&self.replies).pop_front() {
+            Some(FakeReply::Message(message)) => Ok(message),
+            Some(FakeReply::Error(err)) => Err(err),
+            None => Err(ModelError::new(
+                "fake",
+                ModelErrorKind::Other,
+                format!(
+                    "{} has no scripted reply left for call {number} (it was given {})",
+                    self.owner,
+                    self.scripted.load(Ordering::Relaxed)
+                ),
+            )
+            .into()),
+        }
+    }
+
+    pub(crate) fn push(&self, reply: FakeReply) {
+        lock(&self.replies).push_back(reply);
+        self.scripted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn calls(&self) -> Vec<C> {
+        lock(&self.calls).clone()
+    }
+
+    pub(crate) fn remaining(&self) -> usize {
+        lock(&self.replies).len()
+    }
+}
