@@ -5,12 +5,25 @@
 //! channels whose version changed since the previous checkpoint only (`new_versions`); the saver keeps
 //! older values by `(channel, version)` and returns whole checkpoints from
 //! [`get_tuple`](Checkpointer::get_tuple) and [`list`](Checkpointer::list).
+//!
+//! [`InMemorySaver`] is the reference implementation; [`conformance`] holds the cases every saver must
+//! pass; [`RetentionPolicy`] says which old checkpoints a running thread drops; [`get_next_version`] makes
+//! channel versions.
 
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+pub mod conformance;
+mod memory;
+mod retention;
+mod version;
+
+pub use memory::InMemorySaver;
+pub use retention::{RetentionPolicy, checkpoint_time};
+pub use version::{get_next_version, try_next_version, version_counter};
 
 /// Format version of [`Checkpoint`].
 pub const CHECKPOINT_VERSION: u32 = 1;
@@ -154,7 +167,8 @@ pub struct CheckpointTuple {
 /// Filters of [`Checkpointer::list`].
 #[derive(Debug, Clone, Default)]
 pub struct ListOptions {
-    /// Keep checkpoints whose metadata has these top-level key/value pairs.
+    /// Keep checkpoints whose metadata, as JSON (`source`, `step`, `parents` and the caller's keys, all at
+    /// the top level), has these key/value pairs.
     pub filter: Map<String, Value>,
     /// Keep checkpoints older than this one.
     pub before: Option<String>,
@@ -201,8 +215,10 @@ pub trait Checkpointer: std::fmt::Debug + Send + Sync {
     /// writes.
     async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError>;
 
-    /// Checkpoints newest first: of one thread (and namespace, when `config` has one set) or of all
-    /// threads when `config` is `None`.
+    /// Checkpoints newest first (by id): of one thread and namespace (`config.checkpoint_ns`, `""` being
+    /// the root graph; only the checkpoint `config.checkpoint_id` when it is set), or of every thread and
+    /// namespace when `config` is `None`. `options` filter on metadata, keep ids below `before` and cap
+    /// the count, in that order.
     async fn list(
         &self,
         config: Option<&CheckpointConfig>,
@@ -229,6 +245,28 @@ pub trait Checkpointer: std::fmt::Debug + Send + Sync {
         task_path: &str,
     ) -> Result<(), CheckpointError>;
 
-    /// Deletes everything of a thread.
+    /// Deletes everything of a thread (all namespaces, checkpoints, writes and values). Deleting a thread
+    /// that has nothing is not an error.
     async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError>;
+
+    /// Copies every checkpoint (same ids, metadata, parents), pending write (with its task path and index)
+    /// and stored value of thread `src`, in every namespace, to thread `dst`. Later changes to either
+    /// thread do not show in the other. A `src` without checkpoints, or a `dst` that already has some, is
+    /// [`CheckpointError::Invalid`] naming the thread.
+    async fn copy_thread(&self, src: &str, dst: &str) -> Result<(), CheckpointError>;
+
+    /// Keeps the newest `keep_latest` checkpoints of each namespace of a thread, with their pending
+    /// writes and the channel values they reference; everything else of the thread is dropped (`0`
+    /// drops every checkpoint). A kept checkpoint's `parent_config` may then name a dropped checkpoint.
+    /// Pruning a thread that has nothing is not an error.
+    async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError>;
+
+    /// The ids of the checkpoints of `config`'s thread and namespace, newest first (`config`'s
+    /// checkpoint id is ignored). The default reads whole checkpoints through [`list`](Self::list);
+    /// savers override it with a query that reads ids only.
+    async fn list_ids(&self, config: &CheckpointConfig) -> Result<Vec<String>, CheckpointError> {
+        let config = CheckpointConfig { checkpoint_id: None, ..config.clone() };
+        let tuples = self.list(Some(&config), ListOptions::default()).await?;
+        Ok(tuples.into_iter().map(|t| t.checkpoint.id).collect())
+    }
 }
