@@ -4,9 +4,13 @@
 //! values ([`Send`], [`Command`], [`Interrupt`]) and the checkpoint model ([`checkpoint`]). The builder and
 //! the superstep loop are being added.
 
+extern crate self as weft_graph;
+
 pub mod branch;
 pub mod checkpoint;
 pub mod error;
+pub mod json_state;
+pub mod messages;
 pub mod node;
 pub mod retry;
 pub mod runtime;
@@ -15,8 +19,11 @@ pub mod types;
 
 pub use branch::{Branch, IntoRoutes, PathMap, Route};
 pub use error::{GraphError, GraphResult};
+pub use json_state::{JsonChannel, JsonState, JsonStateBuilder, JsonUpdate};
+pub use messages::{Messages, MessagesState, MessagesStateUpdate, add_messages};
 pub use node::{IntoNode, IntoNodeOutput, NodeOutput};
 pub use retry::RetryPolicy;
 pub use runtime::{ExecutionInfo, GraphInterrupt, Runtime};
-pub use state::{ChannelKind, ChannelSet, ChannelSpec, State, UpdateError};
+pub use state::{ChannelKind, ChannelSet, ChannelSpec, Overwrite, State, UpdateError, append};
 pub use types::{Command, CommandGraph, END, Goto, Interrupt, Payload, Resume, START, Send};
+pub use weft_macros::State;
