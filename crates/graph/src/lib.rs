@@ -4,11 +4,15 @@
 //! values ([`Send`], [`Command`], [`Interrupt`]) and the checkpoint model ([`checkpoint`]). The builder and
 //! the superstep loop are being added.
 
+extern crate self as weft_graph;
+
 pub mod branch;
 pub mod builder;
 pub mod checkpoint;
 pub mod compiled;
 pub mod error;
+pub mod json_state;
+pub mod messages;
 pub mod node;
 mod pregel;
 pub mod retry;
@@ -25,10 +29,13 @@ pub use compiled::{
     IntoGraphInput, RunOptions,
 };
 pub use error::{GraphError, GraphResult};
+pub use json_state::{JsonChannel, JsonState, JsonStateBuilder, JsonUpdate};
+pub use messages::{Messages, MessagesState, MessagesStateUpdate, add_messages};
 pub use node::{IntoNode, IntoNodeOutput, NodeOutput};
 pub use retry::RetryPolicy;
 pub use runtime::{ExecutionInfo, GraphInterrupt, Runtime};
-pub use state::{ChannelKind, ChannelSet, ChannelSpec, State, UpdateError};
+pub use state::{ChannelKind, ChannelSet, ChannelSpec, Overwrite, State, UpdateError, append};
 pub use state_api::{PregelTask, StateSnapshot};
 pub use stream::{StreamData, StreamMode, StreamPart};
 pub use types::{Command, CommandGraph, END, Goto, Interrupt, Payload, Resume, START, Send};
+pub use weft_macros::State;

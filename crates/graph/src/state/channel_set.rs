@@ -27,6 +27,18 @@ impl ChannelSet {
         }
     }
 
+    /// Removes `index`.
+    pub fn remove(&mut self, index: usize) {
+        if index < 128 {
+            self.low &= !(1u128 << index);
+        } else {
+            let i = index - 128;
+            if let Some(word) = self.high.get_mut(i / 64) {
+                *word &= !(1u64 << (i % 64));
+            }
+        }
+    }
+
     /// Whether `index` is in the set.
     pub fn contains(&self, index: usize) -> bool {
         if index < 128 {

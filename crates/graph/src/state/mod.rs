@@ -6,8 +6,12 @@
 //! that for a struct.
 
 mod channel_set;
+#[doc(hidden)]
+pub mod derive_support;
+mod reduce;
 
 pub use channel_set::ChannelSet;
+pub use reduce::{OVERWRITE_KEY, Overwrite, ReducerOutput, append};
 
 use std::borrow::Cow;
 
@@ -121,6 +125,14 @@ pub trait State: Clone + std::fmt::Debug + Send + Sync + 'static {
 
     /// Adds to `out` the channels that `update` writes.
     fn written(&self, update: &Self::Update, out: &mut ChannelSet);
+
+    /// Prepares an update when a node (or the caller) produces it, before it is saved as a pending write,
+    /// streamed or applied. `add_messages` channels give their id-less messages fresh ids here, so a write
+    /// replayed from a checkpoint keeps the ids it was first given (LangGraph 1.x assigns ids at write time).
+    /// The default does nothing; [`apply`](State::apply) still assigns ids to any message that lacks one.
+    fn prepare_update(&self, update: &mut Self::Update) {
+        let _ = update;
+    }
 
     /// Folds the updates of one step into the state, in the order given, with each channel's semantics.
     /// Returns the channels whose value changed.
