@@ -276,8 +276,10 @@ async fn run_inner<S: State>(
             step = base;
             saved = SavedWrites::default();
             dirty.union_with(&changed);
-            save_checkpoint(ctx, &ch, CheckpointSource::Input, step, Some(&dirty), &changed).await?;
-            dirty = ChannelSet::new();
+            if durable(ctx) {
+                save_checkpoint(ctx, &ch, CheckpointSource::Input, step, Some(&dirty), &changed).await?;
+                dirty = ChannelSet::new();
+            }
             step += 1;
         }
     }
@@ -308,15 +310,17 @@ async fn run_inner<S: State>(
             return Ok(GraphOutput { value: ch.state, interrupts: Vec::new() });
         }
 
-        let outcome = run_step(ctx, &ch, &tasks, &saved, step, stop).await?;
+        let outcome = match run_step(ctx, &ch, &tasks, &saved, step, stop).await {
+            Ok(outcome) => outcome,
+            Err(err) => {
+                save_on_exit(ctx, &ch, step, &dirty).await?;
+                return Err(err);
+            }
+        };
         let mut results = match outcome {
             StepOutcome::Done(results) => results,
             StepOutcome::Interrupted(interrupts) => {
-                if let Some(saver) = ctx.saver.as_mut() {
-                    if saver.durability == crate::compiled::Durability::Exit && !dirty.is_empty() {
-                        // `exit` mode saves only now: the state the interrupted step started from.
-                    }
-                }
+                save_on_exit(ctx, &ch, step, &dirty).await?;
                 if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
                     sink.send(StreamData::Interrupt(interrupts.clone()));
                 }
@@ -356,8 +360,11 @@ async fn run_inner<S: State>(
         }
         dirty.union_with(&changed);
         saved = SavedWrites::default();
+        if let Some(saver) = ctx.saver.as_mut() {
+            saver.clear_deferred();
+        }
 
-        let durable = ctx.saver.as_ref().is_some_and(|s| s.durability != crate::compiled::Durability::Exit);
+        let durable = durable(ctx);
         if durable {
             save_checkpoint(ctx, &ch, CheckpointSource::Loop, step, Some(&dirty), &changed).await?;
             dirty = ChannelSet::new();
@@ -388,6 +395,31 @@ async fn run_inner<S: State>(
         save_checkpoint(ctx, &ch, CheckpointSource::Loop, step - 1, Some(&dirty), &ChannelSet::new()).await?;
     }
     Ok(GraphOutput { value: ch.state, interrupts: Vec::new() })
+}
+
+/// Whether checkpoints are saved as the run goes (a checkpointer in `sync` or `async` mode).
+fn durable<S: State>(ctx: &Ctx<'_, S>) -> bool {
+    ctx.saver.as_ref().is_some_and(|s| s.durability != crate::compiled::Durability::Exit)
+}
+
+/// In `exit` mode, a run that stops on an error or an interrupt saves the checkpoint its last step started
+/// from, then the writes of that step's tasks.
+async fn save_on_exit<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    ch: &Channels<S>,
+    step: i64,
+    dirty: &ChannelSet,
+) -> GraphResult<()> {
+    if ctx.saver.is_none() || durable(ctx) {
+        return Ok(());
+    }
+    if !dirty.is_empty() {
+        save_checkpoint(ctx, ch, CheckpointSource::Loop, step - 1, Some(dirty), &ChannelSet::new()).await?;
+    }
+    match ctx.saver.as_mut() {
+        Some(saver) => saver.flush_deferred().await,
+        None => Ok(()),
+    }
 }
 
 fn invalid<S: State>(error: crate::state::UpdateError, step: i64, tasks: &[Task<S>]) -> GraphError {

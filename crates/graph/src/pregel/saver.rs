@@ -23,6 +23,8 @@ pub(crate) struct RunSaver {
     pub(crate) current: Option<String>,
     pub(crate) durability: Durability,
     queue: Option<SaveQueue>,
+    /// Writes held back in `exit` mode until the checkpoint they belong to is saved.
+    deferred: Vec<(String, String, Vec<(String, Value)>)>,
 }
 
 impl RunSaver {
@@ -35,7 +37,7 @@ impl RunSaver {
             Durability::Async if tokio::runtime::Handle::try_current().is_err() => Durability::Sync,
             d => d,
         };
-        Self { checkpointer, thread, current: None, durability, queue: None }
+        Self { checkpointer, thread, current: None, durability, queue: None, deferred: Vec::new() }
     }
 
     /// The address of the checkpoint tasks are currently planned from.
@@ -84,21 +86,48 @@ impl RunSaver {
         Ok(CheckpointConfig { checkpoint_id: Some(id), ..self.thread.clone() })
     }
 
-    /// Saves a task's writes against the current checkpoint.
+    /// Saves a finished task's writes against the current checkpoint (held back in `exit` mode).
     pub(crate) async fn put_writes(
         &mut self,
         task_id: &str,
         task_path: &str,
         writes: Vec<(String, Value)>,
     ) -> GraphResult<()> {
-        if self.durability == Durability::Exit || writes.is_empty() {
+        if writes.is_empty() {
             return Ok(());
         }
         self.put_writes_now(task_id, task_path, writes).await
     }
 
-    /// Saves writes whatever the durability (used at the end of `exit` runs).
+    /// Forgets writes held back in `exit` mode once their step has been applied.
+    pub(crate) fn clear_deferred(&mut self) {
+        self.deferred.clear();
+    }
+
+    /// Saves the writes of an interrupted or failed task; in `exit` mode they wait for the checkpoint
+    /// saved when the run stops ([`flush_deferred`](RunSaver::flush_deferred)).
     pub(crate) async fn put_writes_now(
+        &mut self,
+        task_id: &str,
+        task_path: &str,
+        writes: Vec<(String, Value)>,
+    ) -> GraphResult<()> {
+        if self.durability == Durability::Exit {
+            self.deferred.push((task_id.to_owned(), task_path.to_owned(), writes));
+            return Ok(());
+        }
+        self.submit_writes(task_id, task_path, writes).await
+    }
+
+    /// Saves the writes held back in `exit` mode against the current checkpoint.
+    pub(crate) async fn flush_deferred(&mut self) -> GraphResult<()> {
+        for (task_id, path, writes) in std::mem::take(&mut self.deferred) {
+            self.submit_writes(&task_id, &path, writes).await?;
+        }
+        Ok(())
+    }
+
+    async fn submit_writes(
         &mut self,
         task_id: &str,
         task_path: &str,
