@@ -11,6 +11,8 @@ use crate::checkpoint::{
 use crate::compiled::Durability;
 use crate::error::{GraphError, GraphResult};
 
+/// Writes of one task held back: task id, task path, writes.
+type DeferredWrites = (String, String, Vec<(String, Value)>);
 type SaveOp = BoxFuture<'static, Result<(), CheckpointError>>;
 type SaveQueue =
     (tokio::sync::mpsc::UnboundedSender<SaveOp>, tokio::task::JoinHandle<Result<(), CheckpointError>>);
@@ -24,7 +26,7 @@ pub(crate) struct RunSaver {
     pub(crate) durability: Durability,
     queue: Option<SaveQueue>,
     /// Writes held back in `exit` mode until the checkpoint they belong to is saved.
-    deferred: Vec<(String, String, Vec<(String, Value)>)>,
+    deferred: Vec<DeferredWrites>,
 }
 
 impl RunSaver {
