@@ -20,6 +20,7 @@ pub mod runtime;
 pub mod state;
 pub mod state_api;
 pub mod stream;
+pub mod subgraph;
 pub mod types;
 
 pub use branch::{Branch, IntoRoutes, PathMap, Route};

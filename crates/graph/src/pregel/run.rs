@@ -21,6 +21,7 @@ use crate::pregel::task::{
 use crate::runtime::{ExecutionInfo, GraphInterrupt, Runtime, RuntimeInner, Scratchpad, interrupt_id};
 use crate::state::{ChannelSet, State};
 use crate::stream::{Modes, StreamData, StreamMode, StreamPart};
+use crate::subgraph::{ParentCommand, ParentRun, parent_command, raise_parent_command};
 use crate::types::{Interrupt, Resume};
 
 /// Where a streaming run sends its chunks.
@@ -108,6 +109,10 @@ struct Ctx<'a, S: State> {
     ns: String,
     thread_id: Option<String>,
     scope: Option<RunScope>,
+    /// Set when this run is a subgraph of another run.
+    parent: Option<ParentRun>,
+    /// Whether the run continues a paused or failed step (its subgraphs then resume too).
+    resuming: bool,
 }
 
 /// Runs a graph from `input` to the end or to an interrupt.
@@ -131,17 +136,30 @@ pub(crate) async fn run<S: State>(
         RunScope::start(config, &inner.name, RunKind::Chain, Some(input_json))
     });
     let run_config = scope.as_ref().map_or_else(|| config.clone(), |s| s.child_config().clone());
+    let parent = config.extensions.get::<ParentRun>().cloned();
+    let resuming = match &input {
+        GraphInput::Resume => true,
+        GraphInput::Command(cmd) => cmd.resume.is_some(),
+        GraphInput::Update(_) => parent.as_ref().is_some_and(|p| p.resuming),
+    };
     let mut ctx = Ctx {
         inner,
         config: run_config,
         sink,
         saver: None,
         options,
-        null_resume: Arc::new(Mutex::new(None)),
-        resume_by_id: Map::new(),
-        ns: config.configurable_str("checkpoint_ns").unwrap_or_default().to_owned(),
+        null_resume: parent
+            .as_ref()
+            .map_or_else(|| Arc::new(Mutex::new(None)), |p| Arc::clone(&p.null_resume)),
+        resume_by_id: parent.as_ref().map(|p| p.resume_by_id.clone()).unwrap_or_default(),
+        ns: match &parent {
+            Some(p) => p.ns.clone(),
+            None => config.configurable_str("checkpoint_ns").unwrap_or_default().to_owned(),
+        },
         thread_id: config.configurable_str("thread_id").map(str::to_owned),
         scope,
+        parent,
+        resuming,
     };
     let result = run_inner(&mut ctx, input, limit).await;
     let result = match ctx.saver.as_mut() {
@@ -174,9 +192,17 @@ async fn run_inner<S: State>(
     let mut loaded_step: Option<i64> = None;
     let mut ch = Channels::new(spec);
     let mut replay = false;
-    if let Some(cp) = &inner.config.checkpointer {
+    let checkpointer = inner
+        .config
+        .checkpointer
+        .clone()
+        .or_else(|| ctx.parent.as_ref().and_then(|p| p.checkpointer.clone()));
+    if let Some(cp) = &checkpointer {
         let thread_id = ctx.thread_id.clone().ok_or(GraphError::MissingThreadId)?;
-        let checkpoint_id = ctx.config.configurable_str("checkpoint_id").map(str::to_owned);
+        let checkpoint_id = match ctx.parent {
+            Some(_) => None,
+            None => ctx.config.configurable_str("checkpoint_id").map(str::to_owned),
+        };
         replay = checkpoint_id.is_some();
         let address =
             CheckpointConfig { thread_id: thread_id.clone(), checkpoint_ns: ctx.ns.clone(), checkpoint_id };
@@ -203,6 +229,18 @@ async fn run_inner<S: State>(
         }
         ctx.saver = Some(saver);
     }
+
+    // A subgraph whose parent is resuming continues its own pending step instead of starting over.
+    let input = match input {
+        GraphInput::Update(_) if ctx.parent.is_some() && ctx.resuming && loaded_step.is_some() => {
+            if plan_tasks(&ch, spec, 0, "", &ctx.ns).is_empty() {
+                input
+            } else {
+                GraphInput::Resume
+            }
+        }
+        other => other,
+    };
 
     // Apply the input.
     let mut step: i64;
@@ -695,6 +733,7 @@ async fn run_step<S: State>(
 
     let limit = ctx.config.max_concurrency.unwrap_or(usize::MAX).max(1);
     let inner = ctx.inner;
+    let is_subgraph = ctx.parent.is_some();
     let mut running = FuturesUnordered::new();
     let mut queue = to_run.into_iter();
     let route_inline = !single;
@@ -718,7 +757,7 @@ async fn run_step<S: State>(
                     });
                 }
             }
-            running.push(execute(inner, ch, task, runtime, route_inline).map(move |r| (i, r)));
+            running.push(execute(inner, ch, task, runtime, route_inline, is_subgraph).map(move |r| (i, r)));
         }
         let Some((i, result)) = running.next().await else { break };
         let task = &tasks[i];
@@ -869,6 +908,13 @@ fn make_runtime<S: State>(
         }) as crate::runtime::CustomWriter
     });
     let task_ns = format!("{}:{}", task.name, task.id);
+    config.extensions.insert(ParentRun {
+        checkpointer: ctx.saver.as_ref().map(|s| Arc::clone(&s.checkpointer)),
+        ns: if ctx.ns.is_empty() { task_ns.clone() } else { format!("{}|{task_ns}", ctx.ns) },
+        resuming: ctx.resuming,
+        null_resume: Arc::clone(&ctx.null_resume),
+        resume_by_id: ctx.resume_by_id.clone(),
+    });
     let mut resume = saved.resume_values(&task.id);
     let mut resume_changed = false;
     if !ctx.resume_by_id.is_empty() {
@@ -907,6 +953,7 @@ async fn execute<S: State>(
     task: &Task<S>,
     runtime: Runtime,
     route_inline: bool,
+    is_subgraph: bool,
 ) -> GraphResult<(TaskOutcome<S>, Option<Vec<Value>>)> {
     let spec = &inner.spec;
     let Some(n) = task.node() else {
@@ -953,6 +1000,15 @@ async fn execute<S: State>(
         match result {
             Ok(out) => break out,
             Err(err) => {
+                if let Some(cmd) = parent_command(&err) {
+                    // A subgraph sent this command to us: it is this node's output.
+                    let cmd = cmd.decode(spec).map_err(|source| GraphError::Node {
+                        node: node.name.clone(),
+                        step,
+                        source,
+                    })?;
+                    break crate::node::NodeOutput::Command(cmd);
+                }
                 if let Some(GraphInterrupt(list)) = control_interrupt(&err) {
                     let resumed = resume_to_save(&rt);
                     return Ok((TaskOutcome::Interrupted(list), resumed));
@@ -968,6 +1024,11 @@ async fn execute<S: State>(
         }
     };
     let mut writes = TaskWrites::default();
+    let output = lift_parent_commands(&ch.state, output, is_subgraph).map_err(|source| GraphError::Node {
+        node: node.name.clone(),
+        step,
+        source,
+    })?;
     flatten_output(spec, &node.name, output, &mut writes)?;
     if route_inline {
         let view = if node.branches.is_empty() {
@@ -984,6 +1045,27 @@ async fn execute<S: State>(
         route(spec, node, view.as_ref().unwrap_or(&ch.state), &mut writes).map_err(|e| with_step(e, step))?;
     }
     Ok((TaskOutcome::Done(writes), resume_to_save(&runtime)))
+}
+
+/// In a subgraph, a `Command` for the parent graph stops the node and travels up as control flow.
+fn lift_parent_commands<S: State>(
+    state: &S,
+    output: crate::node::NodeOutput<S>,
+    is_subgraph: bool,
+) -> weft_runnable_core::Result<crate::node::NodeOutput<S>> {
+    use crate::node::NodeOutput;
+    match output {
+        NodeOutput::Command(cmd) if is_subgraph && cmd.graph == crate::types::CommandGraph::Parent => {
+            Err(raise_parent_command(ParentCommand::encode(state, cmd)?))
+        }
+        NodeOutput::Many(items) => Ok(NodeOutput::Many(
+            items
+                .into_iter()
+                .map(|o| lift_parent_commands(state, o, is_subgraph))
+                .collect::<Result<_, _>>()?,
+        )),
+        other => Ok(other),
+    }
 }
 
 fn with_step(err: GraphError, step: i64) -> GraphError {

@@ -1,0 +1,177 @@
+//! Subgraphs: a compiled graph used as a node, or invoked inside a node.
+//!
+//! A subgraph run finds a [`ParentRun`] in its config's extensions (put there by the parent for each task).
+//! It inherits the parent's checkpointer when it has none of its own, saves its checkpoints under the
+//! namespace `<node>:<task id>` (nested with `|`), shares the parent's resume values, and resumes from its
+//! own checkpoint when the parent is resuming, so the subgraph's finished nodes are not re-run.
+
+use std::sync::{Arc, Mutex};
+
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+use weft_runnable_core::{ControlFlow, Error, Result};
+
+use crate::checkpoint::Checkpointer;
+use crate::compiled::{CompiledGraph, GraphInput};
+use crate::node::{IntoNode, NodeFn, NodeInput, NodeOutput};
+use crate::runtime::{GraphInterrupt, Runtime};
+use crate::state::State;
+use crate::types::{Command, Goto, Payload};
+
+/// What a parent run hands the subgraph runs started by one of its tasks.
+#[derive(Clone)]
+pub(crate) struct ParentRun {
+    pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
+    /// The checkpoint namespace of the subgraph run.
+    pub(crate) ns: String,
+    pub(crate) resuming: bool,
+    pub(crate) null_resume: Arc<Mutex<Option<Value>>>,
+    pub(crate) resume_by_id: Map<String, Value>,
+}
+
+/// A command for the parent graph, travelling up as control flow; the parent applies it as the output of
+/// the node that ran the subgraph.
+#[derive(Debug, Clone)]
+pub(crate) struct ParentCommand {
+    /// State writes by channel name.
+    pub(crate) writes: Vec<(String, Value)>,
+    /// Destinations: node names, or `Send`s as `(node, payload JSON)`.
+    pub(crate) goto: Vec<(String, Option<Value>)>,
+}
+
+impl ParentCommand {
+    /// Encodes a command of a subgraph of state `C`.
+    pub(crate) fn encode<C: State>(state: &C, cmd: Command<C>) -> Result<Self> {
+        let names = state.channels();
+        let mut writes = Vec::new();
+        for u in &cmd.update {
+            for (i, v) in state.update_to_json(u).map_err(|e| Error::Serialization(e.to_string()))? {
+                writes.push((names[i].name.to_string(), v));
+            }
+        }
+        let mut goto = Vec::new();
+        for g in cmd.goto {
+            match g {
+                Goto::Node(n) => goto.push((n, None)),
+                Goto::Send(s) => {
+                    let arg = s.payload.to_json().map_err(Error::Serialization)?;
+                    goto.push((s.node, Some(arg)));
+                }
+            }
+        }
+        Ok(Self { writes, goto })
+    }
+
+    /// Decodes it as a command of the parent graph of state `S`.
+    pub(crate) fn decode<S: State>(self, spec: &crate::pregel::spec::GraphSpec<S>) -> Result<Command<S>> {
+        let state = &spec.initial;
+        let mut cmd = Command::new();
+        let mut writes = Vec::new();
+        for (name, value) in self.writes {
+            let i = state.channel_index(&name).ok_or_else(|| {
+                Error::InvalidInput(format!(
+                    "a command for the parent graph writes '{name}', which the parent state lacks"
+                ))
+            })?;
+            writes.push((i, value));
+        }
+        if !writes.is_empty() {
+            for w in writes {
+                cmd.update
+                    .push(state.update_from_json(vec![w]).map_err(|e| Error::Serialization(e.to_string()))?);
+            }
+        }
+        for (node, arg) in self.goto {
+            match arg {
+                None => cmd.goto.push(Goto::Node(node)),
+                Some(arg) => {
+                    let &i = spec.node_names.get(&node).ok_or_else(|| {
+                        Error::InvalidInput(format!(
+                            "a command for the parent graph sends to unknown node '{node}'"
+                        ))
+                    })?;
+                    let func = spec.nodes[i]
+                        .func
+                        .as_ref()
+                        .ok_or_else(|| Error::InvalidInput(format!("node '{node}' has no function")))?;
+                    let payload: Payload = func.payload_from_json(arg)?;
+                    cmd.goto.push(Goto::Send(crate::types::Send { node, payload }));
+                }
+            }
+        }
+        Ok(cmd)
+    }
+}
+
+/// The parent command inside an error, if it carries one.
+pub(crate) fn parent_command(err: &Error) -> Option<ParentCommand> {
+    match err {
+        Error::ControlFlow(flow) => flow.downcast_ref::<ParentCommand>().cloned(),
+        _ => None,
+    }
+}
+
+/// Turns a parent command into control flow.
+pub(crate) fn raise_parent_command(cmd: ParentCommand) -> Error {
+    Error::ControlFlow(ControlFlow::new("command for the parent graph", cmd))
+}
+
+/// Marker of the [`IntoNode`] implementation for compiled graphs.
+#[derive(Debug)]
+pub struct SubgraphMarker<C>(std::marker::PhantomData<fn(C)>);
+
+struct SubgraphNode<C: State> {
+    graph: CompiledGraph<C>,
+}
+
+/// Maps the shared channels of `from` (by name) into an update of `to`'s state type.
+fn map_state<A: State, B: State>(from: &A, to: &B) -> Result<B::Update> {
+    let mut writes = Vec::new();
+    for (i, spec) in from.channels().iter().enumerate() {
+        if let Some(j) = to.channel_index(&spec.name) {
+            if let Some(v) = from.channel_to_json(i).map_err(|e| Error::Serialization(e.to_string()))? {
+                writes.push((j, v));
+            }
+        }
+    }
+    to.update_from_json(writes).map_err(|e| Error::Serialization(e.to_string()))
+}
+
+impl<S: State, C: State> NodeFn<S> for SubgraphNode<C> {
+    fn call<'a>(&'a self, input: NodeInput<S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
+        async move {
+            let NodeInput::State(parent_state) = input else {
+                return Err(Error::InvalidInput(format!(
+                    "subgraph node '{}' takes the graph state and cannot be the target of a Send",
+                    runtime.node()
+                )));
+            };
+            let child_initial = &self.graph.inner.spec.initial;
+            let update = map_state(&parent_state, child_initial)?;
+            let out = self
+                .graph
+                .invoke(GraphInput::Update(vec![update]), runtime.config())
+                .await
+                .map_err(Error::from)?;
+            if !out.interrupts.is_empty() {
+                return Err(Error::ControlFlow(ControlFlow::new(
+                    format!("subgraph '{}' interrupted", runtime.node()),
+                    GraphInterrupt(out.interrupts),
+                )));
+            }
+            Ok(NodeOutput::Update(map_state(&out.value, &parent_state)?))
+        }
+        .boxed()
+    }
+
+    fn payload_from_json(&self, _value: Value) -> Result<Payload> {
+        Err(Error::InvalidInput("a subgraph node cannot be the target of a Send".to_owned()))
+    }
+}
+
+impl<S: State, C: State> IntoNode<S, SubgraphMarker<C>> for CompiledGraph<C> {
+    fn into_node(self) -> Arc<dyn NodeFn<S>> {
+        Arc::new(SubgraphNode { graph: self })
+    }
+}
