@@ -781,14 +781,12 @@ async fn run_step<S: State>(
         match result {
             Ok((TaskOutcome::Done(writes), resumed)) => {
                 if route_inline {
-                    let json = writes_to_json(spec, &ch.state, &writes)?;
-                    let path = task.path.clone();
-                    let mut json = json;
-                    if let Some(r) = resumed {
-                        json.push((special::RESUME.to_owned(), Value::Array(r)));
-                    }
                     if let Some(saver) = ctx.saver.as_mut() {
-                        saver.put_writes(&task.id, &path, json).await?;
+                        let mut json = writes_to_json(spec, &ch.state, &writes)?;
+                        if let Some(r) = resumed {
+                            json.push((special::RESUME.to_owned(), Value::Array(r)));
+                        }
+                        saver.put_writes(&task.id, &task.path, json).await?;
                     }
                     emit_update(ctx, task, &writes, false);
                     results[i] = Some((writes, Some(())));
@@ -827,15 +825,8 @@ async fn run_step<S: State>(
         return Err(err);
     }
     if !interrupts.is_empty() {
-        // Tasks not yet saved (single-task steps save after routing) are saved now so a resume reuses them.
-        for (i, r) in results.iter().enumerate() {
-            if let Some((writes, None)) = r {
-                let json = writes_to_json(spec, &ch.state, writes)?;
-                if let Some(saver) = ctx.saver.as_mut() {
-                    saver.put_writes_now(&tasks[i].id, &tasks[i].path, json).await?;
-                }
-            }
-        }
+        // Finished siblings were saved as they finished (a single-task step cannot be both finished and
+        // interrupted), so a resume reuses them.
         return Ok(StepOutcome::Interrupted(interrupts));
     }
     Ok(StepOutcome::Done(
