@@ -559,7 +559,9 @@ pub(crate) fn plan_tasks<S: State>(
             kind: TaskKind::Pull(n),
             name: name.clone(),
             path: format!("~__pregel_pull, {name}"),
-            input: Some(NodeInput::State(ch.state.clone())),
+            // Built when the task runs, so no copy of the state outlives the step (the state is then
+            // updated in place instead of copied).
+            input: None,
         });
     }
     // Deterministic apply order: START, pulls by name, then pushes by index.
@@ -747,7 +749,7 @@ async fn run_step<S: State>(
                     let input = match &task.input {
                         Some(NodeInput::State(st)) => state_json(st),
                         Some(NodeInput::Payload(p)) => p.to_json().unwrap_or(Value::Null),
-                        None => Value::Null,
+                        None => state_json(&ch.state),
                     };
                     sink.send(StreamData::TaskStart {
                         id: task.id.clone(),
