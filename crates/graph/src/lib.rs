@@ -1,8 +1,33 @@
 //! # weft-graph
 //!
-//! The Pregel engine of weft, in progress: state channels and their write semantics ([`State`]), control
-//! values ([`Send`], [`Command`], [`Interrupt`]) and the checkpoint model ([`checkpoint`]). The builder and
-//! the superstep loop are being added.
+//! The Pregel engine of weft: a [`StateGraph`] of nodes over a typed [`State`], compiled into a
+//! [`CompiledGraph`] that runs in supersteps (nodes of a step run concurrently and see the state as of the
+//! start of the step; their writes are applied together, in a deterministic order, through each channel's
+//! reducer), with conditional edges, cycles, [`Send`] fan-out, [`Command`]s, interrupts and resumes,
+//! checkpoints ([`checkpoint`]: the [`Checkpointer`] trait, [`InMemorySaver`], a conformance suite for
+//! backends), time travel, subgraphs and long-term memory ([`store`]).
+//!
+//! ```
+//! use serde::{Deserialize, Serialize};
+//! use weft_graph::{END, START, State, StateGraph};
+//! # tokio_test::block_on(async {
+//! #[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+//! struct Counter {
+//!     count: i64,
+//!     #[state(append)]
+//!     log: Vec<String>,
+//! }
+//!
+//! let mut graph = StateGraph::<Counter>::new();
+//! graph.add_node("inc", |s: Counter| Counter::update().count(s.count + 1).log(vec![format!("at {}", s.count)]));
+//! graph.add_edge(START, "inc");
+//! graph.add_conditional_edges("inc", |s: &Counter| if s.count < 3 { "inc" } else { END }, None);
+//! let app = graph.compile().unwrap();
+//! let out = app.invoke(Counter::update().count(0), &Default::default()).await.unwrap();
+//! assert_eq!(out.value.count, 3);
+//! assert_eq!(out.value.log, vec!["at 0", "at 1", "at 2"]);
+//! # });
+//! ```
 
 extern crate self as weft_graph;
 
@@ -19,12 +44,17 @@ pub mod retry;
 pub mod runtime;
 pub mod state;
 pub mod state_api;
+pub mod store;
 pub mod stream;
 pub mod subgraph;
 pub mod types;
 
 pub use branch::{Branch, IntoRoutes, PathMap, Route};
 pub use builder::{NodeConfig, StateGraph};
+pub use checkpoint::{
+    Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointSource, CheckpointTuple,
+    Checkpointer, InMemorySaver, ListOptions, PendingWrite, RetentionPolicy, get_next_version,
+};
 pub use compiled::{
     CompileConfig, CompiledGraph, DEFAULT_GRAPH_RECURSION_LIMIT, Durability, GraphInput, GraphOutput,
     IntoGraphInput, RunOptions,
@@ -37,6 +67,7 @@ pub use retry::RetryPolicy;
 pub use runtime::{ExecutionInfo, GraphInterrupt, Runtime};
 pub use state::{ChannelKind, ChannelSet, ChannelSpec, Overwrite, State, UpdateError, append};
 pub use state_api::{PregelTask, StateSnapshot};
+pub use store::{InMemoryStore, IndexConfig, Item, SearchItem, Store, StoreError};
 pub use stream::{StreamData, StreamMode, StreamPart};
 pub use types::{Command, CommandGraph, END, Goto, Interrupt, Payload, Resume, START, Send};
 pub use weft_macros::State;

@@ -1,0 +1,35 @@
+//! Why a store operation failed.
+
+/// Why a store operation failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A namespace breaks LangGraph's rules (empty, an empty label, a label with a period or NUL, the
+    /// reserved root label `"langgraph"`).
+    #[error("invalid namespace {namespace:?}: {reason}")]
+    InvalidNamespace {
+        /// The namespace.
+        namespace: Vec<String>,
+        /// Which rule it breaks.
+        reason: String,
+    },
+    /// A value that is not a JSON object.
+    #[error("invalid value for key '{key}' in namespace {namespace:?}: {reason}")]
+    InvalidValue {
+        /// The namespace.
+        namespace: Vec<String>,
+        /// The key.
+        key: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A search filter with an unknown operator.
+    #[error("invalid filter: {0}")]
+    InvalidFilter(String),
+    /// The embedding model failed or returned vectors of the wrong number or size.
+    #[error("embedding failed for {0}")]
+    Embedding(String),
+    /// The backend failed (connection, I/O, SQL).
+    #[error("store backend error: {0}")]
+    Backend(String),
+}
