@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::{JsonChannel, JsonState, JsonUpdate, Slot, ops};
-use crate::messages::{Messages, add_messages, convert_json_to_messages};
+use crate::messages::{Messages, add_messages, convert_json_to_messages, reason};
 use crate::state::derive_support::{concurrent_overwrite, concurrent_update, split_overwrite, unknown_index};
 use crate::state::{ChannelSet, ChannelSpec, State, UpdateError};
 
@@ -23,10 +23,8 @@ impl JsonState {
     }
 
     fn messages_of(&self, index: usize, value: Value) -> Result<Vec<crate::messages::Message>, UpdateError> {
-        convert_json_to_messages(value).map_err(|e| UpdateError::Serialization {
-            key: self.name(index).to_owned(),
-            message: e.to_string(),
-        })
+        convert_json_to_messages(value)
+            .map_err(|e| UpdateError::Serialization { key: self.name(index).to_owned(), message: reason(e) })
     }
 
     /// Folds one write into channel `index`. `first` says whether it is the step's first write there.

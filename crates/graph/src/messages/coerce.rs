@@ -81,7 +81,8 @@ pub fn convert_json_to_messages(value: Value) -> Result<Vec<Message>> {
     }
 }
 
-fn reason(err: Error) -> String {
+/// The text of a coercion error, without the error kind's prefix.
+pub(crate) fn reason(err: Error) -> String {
     match err {
         Error::InvalidInput(message) => message,
         other => other.to_string(),

@@ -92,7 +92,7 @@ impl Messages {
     /// replayed write keeps its ids. The reducer calls it too, for writes that did not pass the hook.
     pub fn assign_ids(messages: &mut [Message]) {
         for message in messages.iter_mut().filter(|m| m.id().is_none()) {
-            message.set_id(uuid::Uuid::new_v4().to_string());
+            message.set_id(new_id());
         }
     }
 
@@ -108,7 +108,7 @@ impl Messages {
         }
         let (list, index) = self.parts_mut();
         for (i, message) in list.iter_mut().enumerate().filter(|(_, m)| m.id().is_none()) {
-            let id = uuid::Uuid::new_v4().to_string();
+            let id = new_id();
             index.insert(id.clone(), i);
             message.set_id(id);
         }
@@ -121,6 +121,11 @@ impl Messages {
         self.index = Arc::new(index);
         self.missing_ids = missing;
     }
+}
+
+/// A fresh UUID v4 string, from the thread-local generator (no system call per id).
+fn new_id() -> String {
+    uuid::Builder::from_random_bytes(rand::random()).into_uuid().hyphenated().to_string()
 }
 
 fn build_index(list: &[Message]) -> (HashMap<String, usize>, usize) {

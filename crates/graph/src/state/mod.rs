@@ -135,7 +135,11 @@ pub trait State: Clone + std::fmt::Debug + Send + Sync + 'static {
     }
 
     /// Folds the updates of one step into the state, in the order given, with each channel's semantics.
-    /// Returns the channels whose value changed.
+    /// Returns the channels whose value changed (a write counts as a change).
+    ///
+    /// Breaches of the one-value-per-step and one-overwrite-per-step rules are found before anything is
+    /// applied; a reducer that fails part-way may leave earlier writes of the step applied, so a caller
+    /// that gets an error discards the state (the step is not committed).
     fn apply(&mut self, updates: Vec<Self::Update>) -> Result<ChannelSet, UpdateError>;
 
     /// Ends a step: clears ephemeral channels and non-accumulating topics that `written` does not contain.
@@ -155,6 +159,9 @@ pub trait State: Clone + std::fmt::Debug + Send + Sync + 'static {
     fn update_to_json(&self, update: &Self::Update) -> Result<Vec<(usize, Value)>, UpdateError>;
 
     /// Builds an update from JSON writes (replaying saved pending writes, `update_state`, JSON input).
+    ///
+    /// A derived state's update holds one value per channel: a channel written twice in `writes` is an
+    /// error, so replaying several writes to one channel takes one update per write.
     fn update_from_json(&self, writes: Vec<(usize, Value)>) -> Result<Self::Update, UpdateError>;
 
     /// The index of the channel named `name`.

@@ -66,6 +66,13 @@ impl StateField {
                 } else if meta.path.is_ident("append") {
                     Kind::Append
                 } else if meta.path.is_ident("add_messages") {
+                    if !last_segment_is(&field.ty, "Messages") {
+                        return Err(syn::Error::new_spanned(
+                            &field.ty,
+                            "`#[state(add_messages)]` needs a field of type `Messages` (weft_graph's shared message \
+                             list; writes to it are `Vec<Message>`)",
+                        ));
+                    }
                     Kind::AddMessages
                 } else if meta.path.is_ident("ephemeral") {
                     Kind::Ephemeral(option_inner(&field.ty).ok_or_else(|| {
@@ -126,6 +133,11 @@ pub(crate) fn crate_path(attrs: &[Attribute]) -> syn::Result<Path> {
         })?;
     }
     Ok(krate)
+}
+
+/// Whether the last segment of the path type `ty` is `name`.
+fn last_segment_is(ty: &Type, name: &str) -> bool {
+    matches!(ty, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == name))
 }
 
 /// `U` when `ty` is written `Option<U>` (or `std::option::Option<U>`).

@@ -1,0 +1,7 @@
+#[derive(weft_graph::State, Clone)]
+enum Mode {
+    A,
+    B,
+}
+
+fn main() {}
