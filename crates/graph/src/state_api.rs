@@ -217,6 +217,10 @@ impl<S: State> CompiledGraph<S> {
             ),
             None => (Channels::new(spec), -1, None),
         };
+        let mut updates = updates;
+        for u in &mut updates {
+            ch.state.prepare_update(u);
+        }
         let as_node = match as_node {
             Some(n) => n.to_owned(),
             None => self.infer_as_node(&ch, tuple.is_some())?,

@@ -293,6 +293,9 @@ async fn run_inner<S: State>(
                 (0..ch.versions.len()).filter(|&i| ch.versions[i] > 0).map(|i| (i, ch.versions[i])).collect();
             if !cmd.update.is_empty() || !cmd.goto.is_empty() {
                 let mut writes = TaskWrites { updates: cmd.update, ..TaskWrites::default() };
+                for u in &mut writes.updates {
+                    ch.state.prepare_update(u);
+                }
                 for g in cmd.goto {
                     push_goto(spec, special::START, g, &mut writes)?;
                 }
@@ -302,7 +305,10 @@ async fn run_inner<S: State>(
                 dirty.union_with(&changed);
             }
         }
-        GraphInput::Update(updates) => {
+        GraphInput::Update(mut updates) => {
+            for u in &mut updates {
+                ch.state.prepare_update(u);
+            }
             // Fresh input discards the unfinished step of the previous run.
             let mut changed = ChannelSet::new();
             let base = loaded_step.map_or(-1, |s| s + 1);
@@ -1023,6 +1029,9 @@ async fn execute<S: State>(
         source,
     })?;
     flatten_output(spec, &node.name, output, &mut writes)?;
+    for u in &mut writes.updates {
+        ch.state.prepare_update(u);
+    }
     if route_inline {
         let view = if node.branches.is_empty() {
             None

@@ -155,7 +155,10 @@ pub(crate) fn writes_to_json<S: State>(
             step: -1,
             nodes: Vec::new(),
         })? {
-            out.push((names[i].name.to_string(), v));
+            // Untracked channels are never saved (LangGraph's `UntrackedValue`).
+            if names[i].kind.is_tracked() {
+                out.push((names[i].name.to_string(), v));
+            }
         }
     }
     for &g in &writes.goto {
