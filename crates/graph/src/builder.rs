@@ -20,6 +20,8 @@ pub struct NodeConfig {
     pub retry: Option<crate::retry::RetryPolicy>,
     /// Metadata attached to the node's runs and stream chunks.
     pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// Cache the node's writes by input (needs a cache in the compile config).
+    pub cache: Option<crate::cache::CachePolicy>,
 }
 
 impl NodeConfig {
@@ -31,6 +33,12 @@ impl NodeConfig {
     /// Defers the node.
     pub fn defer(mut self) -> Self {
         self.defer = true;
+        self
+    }
+
+    /// Caches the node's writes by input.
+    pub fn cache(mut self, policy: crate::cache::CachePolicy) -> Self {
+        self.cache = Some(policy);
         self
     }
 

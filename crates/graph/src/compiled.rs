@@ -45,6 +45,8 @@ pub struct CompileConfig {
     pub name: Option<String>,
     /// Retry policy of nodes that have none of their own.
     pub retry: Option<RetryPolicy>,
+    /// Where nodes with a cache policy keep their writes.
+    pub cache: Option<Arc<dyn crate::cache::NodeCache>>,
 }
 
 impl CompileConfig {
@@ -74,6 +76,12 @@ impl CompileConfig {
     /// Sets the graph's name.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
+        self
+    }
+
+    /// Sets the node cache.
+    pub fn cache(mut self, cache: Arc<dyn crate::cache::NodeCache>) -> Self {
+        self.cache = Some(cache);
         self
     }
 
@@ -206,6 +214,13 @@ impl<S: State> CompiledGraph<S> {
     /// The graph's name.
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// Drops the cached writes of these nodes (all nodes when `None`).
+    pub async fn clear_cache(&self, nodes: Option<&[String]>) {
+        if let Some(cache) = &self.inner.config.cache {
+            cache.clear(nodes).await;
+        }
     }
 
     /// The checkpointer, if any.

@@ -33,6 +33,7 @@ extern crate self as weft_graph;
 
 pub mod branch;
 pub mod builder;
+pub mod cache;
 pub mod checkpoint;
 pub mod compiled;
 pub mod error;
@@ -51,6 +52,7 @@ pub mod types;
 
 pub use branch::{Branch, IntoRoutes, PathMap, Route};
 pub use builder::{NodeConfig, StateGraph};
+pub use cache::{CachePolicy, InMemoryCache, NodeCache};
 pub use checkpoint::{
     Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointSource, CheckpointTuple,
     Checkpointer, InMemorySaver, ListOptions, PendingWrite, RetentionPolicy, get_next_version,

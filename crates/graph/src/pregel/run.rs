@@ -388,7 +388,12 @@ async fn run_inner<S: State>(
             route(spec, node, &ch.state, &mut writes[0])?;
             apply_control_writes(&mut ch, spec, &writes, &mut changed, &tasks);
             persist_single(ctx, &tasks[0], &ch.state, &writes[0], &saved).await?;
-            emit_update(ctx, &tasks[0], &writes[0], saved.finished(&tasks[0].id).is_some());
+            emit_update(
+                ctx,
+                &tasks[0],
+                &writes[0],
+                writes[0].cached || saved.finished(&tasks[0].id).is_some(),
+            );
         } else {
             apply_new_writes_with_tasks(&mut ch, spec, &mut writes, &mut changed, step, &tasks)?;
         }
@@ -796,7 +801,7 @@ async fn run_step<S: State>(
                         }
                         saver.put_writes(&task.id, &task.path, json).await?;
                     }
-                    emit_update(ctx, task, &writes, false);
+                    emit_update(ctx, task, &writes, writes.cached);
                     results[i] = Some((writes, Some(())));
                 } else {
                     results[i] = Some((writes, None));
@@ -974,6 +979,24 @@ async fn execute<S: State>(
     let Some(func) = &node.func else { return Ok((TaskOutcome::Done(TaskWrites::default()), None)) };
     let policy = node.config.retry.as_ref().or(inner.config.retry.as_ref());
     let step = runtime.execution_info().step;
+    let cache_key = match (&node.config.cache, &inner.config.cache) {
+        (Some(cp), Some(_)) => {
+            let input = match &task.input {
+                Some(NodeInput::Payload(p)) => p.to_json().unwrap_or(Value::Null),
+                Some(NodeInput::State(s)) => state_json(s),
+                None => state_json(&ch.state),
+            };
+            Some(cp.key_of(&input))
+        }
+        _ => None,
+    };
+    if let (Some(key), Some(cache)) = (&cache_key, &inner.config.cache) {
+        if let Some(saved) = cache.get(&node.name, key).await {
+            let mut writes = writes_from_json(spec, &ch.state, &saved)?;
+            writes.cached = true;
+            return Ok((TaskOutcome::Done(writes), None));
+        }
+    }
     let mut attempt = 1u32;
     let output = loop {
         let rt = if attempt == 1 { runtime.clone() } else { with_attempt(&runtime, attempt) };
@@ -1045,6 +1068,10 @@ async fn execute<S: State>(
             Some(view)
         };
         route(spec, node, view.as_ref().unwrap_or(&ch.state), &mut writes).map_err(|e| with_step(e, step))?;
+    }
+    if let (Some(key), Some(cache)) = (&cache_key, &inner.config.cache) {
+        let json = writes_to_json(spec, &ch.state, &writes)?;
+        cache.set(&node.name, key, json, node.config.cache.as_ref().and_then(|c| c.ttl)).await;
     }
     Ok((TaskOutcome::Done(writes), resume_to_save(&runtime)))
 }

@@ -45,11 +45,13 @@ pub(crate) struct TaskWrites<S: State> {
     pub(crate) goto: Vec<usize>,
     pub(crate) sends: Vec<Send>,
     pub(crate) joins: Vec<usize>,
+    /// Whether the writes came from the node cache instead of a run.
+    pub(crate) cached: bool,
 }
 
 impl<S: State> Default for TaskWrites<S> {
     fn default() -> Self {
-        Self { updates: Vec::new(), goto: Vec::new(), sends: Vec::new(), joins: Vec::new() }
+        Self { updates: Vec::new(), goto: Vec::new(), sends: Vec::new(), joins: Vec::new(), cached: false }
     }
 }
 
@@ -60,6 +62,7 @@ impl<S: State> Clone for TaskWrites<S> {
             goto: self.goto.clone(),
             sends: self.sends.clone(),
             joins: self.joins.clone(),
+            cached: self.cached,
         }
     }
 }
