@@ -10,8 +10,8 @@ pub use weft_runnable_core::*;
 /// run events and the `#[tool]` attribute. It leaves out names that would shadow the standard prelude:
 /// write `weft::Result`. The test fakes live in [`weft::fakes`](crate::fakes).
 ///
-/// A tool is both a [`Tool`] and a [`Runnable`], and both traits have a
-/// `name` method: write `Tool::name(&tool)`.
+/// A tool is both a [`Tool`] and a [`Runnable`], and both traits have a `name` method: write
+/// `Tool::name(&tool)`.
 pub mod prelude {
     pub use weft_runnable_core::{
         AiMessage, BoxRunnable, CallOptions, ChatModel, ChatModelExt, ChatPromptTemplate, Error, EventFilter,
