@@ -1,142 +1,89 @@
-//! Quickstart: a small chain invoked, batched, streamed and observed as run events.
+//! Quickstart: a chain whose model calls a tool, survives a rate limit and falls back when it breaks.
 //!
-//! Until the chat-model pieces land, the chain is made of plain functions: `normalize` tidies the text,
-//! `tokens` splits it into word chunks the way a model streams tokens, and `capitalize` transforms each
-//! chunk as it arrives. Every result is checked; a wrong one ends the program with a non-zero status.
+//! `prompt | model | parser` on weft's scripted fake chat model, so no API key or server is needed. The
+//! model has the `add` tool bound, is retried when rate limited and falls back to a backup model on any
+//! other failure. The first call asks for the tool, the program runs it, the second call answers. Every
+//! result is checked: a wrong one panics and the exit status is non-zero.
 //!
 //! Run it from the repository root: `cargo run --example quickstart`.
 
-use std::fmt::Debug;
-use std::process::ExitCode;
+use std::time::Duration;
 
-use futures::StreamExt as _;
-use futures::stream::BoxStream;
+use serde_json::json;
+use weft::fakes::{FakeChatModel, FakeReply};
 use weft::prelude::*;
+use weft::{ModelError, ModelErrorKind};
 
-/// A chain of three steps, named "quickstart" in its run events.
-fn chain() -> impl Runnable<String, String> {
-    let normalize = RunnableLambda::new(|text: String| text.split_whitespace().collect::<Vec<_>>().join(" "))
-        .named("normalize");
-    // Splits each incoming chunk into words, keeping the spaces, so that the chunks concatenate back.
-    let tokens = RunnableGenerator::new(|input: BoxStream<'_, Result<String>>, _config| {
-        input
-            .flat_map(|chunk| {
-                let words: Vec<Result<String>> = match chunk {
-                    Ok(text) => text.split_inclusive(' ').map(|word| Ok(word.to_owned())).collect(),
-                    Err(err) => vec![Err(err)],
-                };
-                futures::stream::iter(words)
-            })
-            .boxed()
-    })
-    .named("tokens");
-    // Capitalizes every chunk as it passes, without waiting for the whole text.
-    let capitalize = RunnableGenerator::new(|input: BoxStream<'_, Result<String>>, _config| {
-        input.map(|chunk| chunk.map(|word| capitalize(&word))).boxed()
-    })
-    .named("capitalize");
-    (normalize | tokens | capitalize).with_config(RunnableConfig::default().with_run_name("quickstart"))
-}
-
-/// Upper-cases the first letter of every word in `text`. A chunk starts a word: `tokens` splits after
-/// spaces. (On `invoke` each step gets its whole input as one chunk; on `stream`, word after word.)
-fn capitalize(text: &str) -> String {
-    let mut after_space = true;
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if after_space {
-            out.extend(c.to_uppercase());
-        } else {
-            out.push(c);
-        }
-        after_space = c.is_whitespace();
-    }
-    out
-}
-
-/// Compares what the chain gave with what it should give.
-fn check<T: PartialEq + Debug>(what: &str, got: &T, want: &T) -> std::result::Result<(), String> {
-    if got == want {
-        println!("  ok: {what}");
-        Ok(())
-    } else {
-        Err(format!("{what}: got {got:?}, expected {want:?}"))
-    }
-}
-
-async fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let chain = chain();
-    let config = RunnableConfig::default();
-
-    println!("invoke:");
-    let title = chain.invoke("  hello   weft world ".to_owned(), &config).await?;
-    println!("  {title:?}");
-    check("invoke gives the capitalized text", &title, &"Hello Weft World".to_owned())?;
-
-    println!("batch (3 inputs, at most 2 at a time):");
-    let inputs =
-        vec!["rust is fast".to_owned(), "graphs are durable".to_owned(), "  types  help ".to_owned()];
-    let titles = chain.batch(inputs, &config.clone().with_max_concurrency(2)).await?;
-    println!("  {titles:?}");
-    let want = vec!["Rust Is Fast".to_owned(), "Graphs Are Durable".to_owned(), "Types Help".to_owned()];
-    check("batch keeps the input order", &titles, &want)?;
-
-    println!("stream:");
-    let mut chunks = Vec::new();
-    let mut stream = chain.stream("one chunk per word".to_owned(), &config);
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk?;
-        println!("  chunk {chunk:?}");
-        chunks.push(chunk);
-    }
-    drop(stream);
-    check(
-        "stream yields one chunk per word",
-        &chunks,
-        &vec!["One ".to_owned(), "Chunk ".to_owned(), "Per ".to_owned(), "Word".to_owned()],
-    )?;
-
-    println!("stream_events:");
-    let mut events = Vec::new();
-    let mut stream = chain.stream_events("hi there".to_owned(), &config);
-    while let Some(event) = stream.next().await {
-        let event = event?;
-        let chunk = event.data.chunk.as_ref().map(ToString::to_string).unwrap_or_default();
-        println!("  {:<16} {:<11} {chunk}", event.event, event.name);
-        events.push(event);
-    }
-    drop(stream);
-    let first = events.first().map(|e| (e.event.as_str(), e.name.as_str()));
-    let last = events.last().map(|e| (e.event.as_str(), e.name.as_str()));
-    check("the chain's start comes first", &first, &Some(("on_chain_start", "quickstart")))?;
-    check("the chain's end comes last", &last, &Some(("on_chain_end", "quickstart")))?;
-    for step in ["normalize", "tokens", "capitalize"] {
-        let phases: Vec<&str> = events
-            .iter()
-            .filter(|e| e.name == step && !e.event.ends_with("_stream"))
-            .map(|e| e.event.as_str())
-            .collect();
-        check(&format!("{step} starts and ends once"), &phases, &vec!["on_chain_start", "on_chain_end"])?;
-    }
-    let streamed: String = events
-        .iter()
-        .filter(|e| e.name == "quickstart" && e.event == "on_chain_stream")
-        .filter_map(|e| e.data.chunk.as_ref().and_then(|chunk| chunk.as_str()))
-        .collect();
-    check("the chain's stream events carry its output", &streamed, &"Hi There".to_owned())?;
-    Ok(())
+/// Adds two integers.
+#[tool]
+fn add(
+    /// The first number.
+    a: i64,
+    /// The second number.
+    b: i64,
+) -> i64 {
+    a + b
 }
 
 #[tokio::main]
-async fn main() -> ExitCode {
-    match run().await {
-        Ok(()) => {
-            println!("quickstart: all checks passed");
-            ExitCode::SUCCESS
-        }
-        Err(err) => {
-            eprintln!("quickstart failed: {err}");
-            ExitCode::FAILURE
-        }
-    }
+async fn main() -> weft::Result<()> {
+    // The prompt: instructions, the question, then the tool calls made so far (none at first).
+    let prompt = ChatPromptTemplate::from_messages([
+        ("system", "You are a calculator. Use the tools you are given."),
+        ("human", "{question}"),
+        ("placeholder", "{scratchpad}"),
+    ])?;
+
+    // The main model, scripted: rate limited once, then a call to `add`, then a server failure.
+    let primary = FakeChatModel::new([
+        FakeReply::rate_limited(),
+        FakeReply::tool_call("add", json!({"a": 2, "b": 3}), "call-1"),
+        FakeReply::error(ModelError::new("fake", ModelErrorKind::Server, "overloaded")),
+    ]);
+    // The backup model answers when the main one fails.
+    let backup = FakeChatModel::new(["2 + 3 = 5"]);
+
+    // Rate limits are retried after 10 ms, 20 ms, ...; any other failure goes to the backup, which has
+    // the same tool bound.
+    let on_rate_limit = ExponentialBackoff::new()
+        .with_initial_delay(Duration::from_millis(10))
+        .without_jitter()
+        .retry_if(|err| err.as_model().is_some_and(ModelError::is_rate_limited));
+    let model = primary
+        .clone()
+        .bind_tools([&add], None)
+        .with_retry_policy(on_rate_limit)
+        .with_fallbacks([backup.clone().bind_tools([&add], None)]);
+    let chain = prompt | model;
+    let config = RunnableConfig::default();
+
+    // Round 1: the model (on its second attempt) asks for the tool.
+    let question = "What is 2 + 3?";
+    let request = chain.invoke(json!({ "question": question }), &config).await?;
+    let call = request.tool_calls.first().cloned().ok_or_else(|| Error::msg("the model called no tool"))?;
+    println!("the model calls {}({})", call.name, call.args);
+    assert_eq!((call.name.as_str(), &call.args), ("add", &json!({"a": 2, "b": 3})));
+    assert_eq!(primary.calls().len(), 2, "one rate-limited attempt, one retry");
+    assert_eq!(primary.calls()[1].options.tools[0].name, "add", "the tool's spec went with the call");
+
+    // Run the tool: the model's arguments are checked against the tool's schema before the call.
+    let result = add.invoke(call, &config).await?;
+    println!("the tool returns {}", result.content.text());
+    assert_eq!((result.content.text().as_str(), result.tool_call_id.as_str()), ("5", "call-1"));
+
+    // Round 2: the tool call and its result go back to the model, whose answer the parser turns into
+    // text. The main model fails with a server error, so the backup answers.
+    let scratchpad = json!([Message::from(request), Message::from(result)]);
+    let answer_chain = chain | StrOutputParser;
+    let answer =
+        answer_chain.invoke(json!({ "question": question, "scratchpad": scratchpad }), &config).await?;
+    println!("the answer: {answer}");
+    assert_eq!(answer, "2 + 3 = 5");
+    assert_eq!(primary.calls().len(), 3, "a server failure is not retried");
+    let seen = &backup.calls()[0].messages;
+    let kinds: Vec<&str> = seen.iter().map(Message::type_name).collect();
+    assert_eq!(kinds, ["system", "human", "ai", "tool"], "the backup saw the whole exchange");
+
+    println!("quickstart: all checks passed");
+    Ok(())
 }

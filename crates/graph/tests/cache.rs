@@ -1,4 +1,5 @@
 //! Node cache: same input reuses the writes and marks the update as cached.
+#![allow(clippy::panic)]
 #![allow(clippy::unwrap_used, missing_docs)]
 
 mod common;

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::config::RunnableConfig;
 use crate::error::{Error, Result};
-use crate::events::{RunKind, to_event_value, trace_invoke, trace_stream, trace_transform};
+use crate::events::{RunKind, event_input, trace_invoke, trace_stream, trace_transform};
 use crate::json::describe;
 use crate::parallel::RunnableParallel;
 use crate::runnable::{ChunkStream, Runnable};
@@ -157,7 +157,7 @@ impl Runnable<Value, Value> for RunnableAssign {
     }
 
     fn stream<'a>(&'a self, input: Value, config: &RunnableConfig) -> BoxStream<'a, Result<Value>> {
-        let input_value = config.callbacks.is_some().then(|| to_event_value(&input));
+        let input_value = event_input(config, &input);
         trace_stream(
             &self.name(),
             RunKind::Chain,

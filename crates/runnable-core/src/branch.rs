@@ -8,8 +8,8 @@ use futures::stream::{self, BoxStream, StreamExt as _};
 
 use crate::config::RunnableConfig;
 use crate::error::Result;
-use crate::events::{RunKind, to_event_value, trace_invoke, trace_stream};
-use crate::runnable::{BoxRunnable, RunValue, Runnable};
+use crate::events::{RunKind, event_input, trace_invoke, trace_stream};
+use crate::runnable::{BoxRunnable, RunValue, Runnable, error_stream};
 
 /// Routes its input to the first branch whose condition returns `true`, or to the default when none
 /// does (LangChain's `RunnableBranch`).
@@ -121,7 +121,7 @@ impl<I: RunValue, O: RunValue> Runnable<I, O> for RunnableBranch<I, O> {
     }
 
     fn stream<'a>(&'a self, input: I, config: &RunnableConfig) -> BoxStream<'a, Result<O>> {
-        let input_value = config.callbacks.is_some().then(|| to_event_value(&input));
+        let input_value = event_input(config, &input);
         trace_stream(
             &self.name(),
             RunKind::Chain,
@@ -131,7 +131,7 @@ impl<I: RunValue, O: RunValue> Runnable<I, O> for RunnableBranch<I, O> {
                 stream::once(async move {
                     match self.choose(&input, &child).await {
                         Ok((runnable, tag)) => runnable.stream(input, &child.child(Some(tag))),
-                        Err(err) => stream::once(async move { Err(err) }).boxed(),
+                        Err(err) => error_stream(err),
                     }
                 })
                 .flatten()

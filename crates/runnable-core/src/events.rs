@@ -234,6 +234,13 @@ pub fn to_event_value<T: Serialize + ?Sized>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or_else(|e| Value::String(format!("<unserializable: {e}>")))
 }
 
+/// The input a run reports in its start event: `input` as JSON when somebody listens (`config` has an
+/// event sink), else `None`, so that unobserved runs never pay for serialization. Pass it to
+/// [`trace_stream`].
+pub fn event_input<T: Serialize + ?Sized>(config: &RunnableConfig, input: &T) -> Option<Value> {
+    config.callbacks.is_some().then(|| to_event_value(input))
+}
+
 /// One run in progress: emits its events and hands its children a config that names it as their parent.
 #[derive(Debug)]
 pub struct RunScope {
@@ -392,8 +399,7 @@ where
     Fut: Future<Output = Result<O>>,
 {
     use tracing::Instrument as _;
-    let observed = config.callbacks.is_some();
-    let input_value = observed.then(|| to_event_value(&input));
+    let input_value = event_input(config, &input);
     let scope = RunScope::start(config, name, kind, input_value.clone());
     let span = scope.span.clone();
     let result = body(input, scope.child_config.clone()).instrument(span).await;
@@ -407,7 +413,8 @@ where
 /// Wraps a stream as a traced run: the start event on first poll, a stream event per chunk, and the end
 /// event with the chunks merged by `merge` once the stream is exhausted.
 ///
-/// `input` is `None` when the input arrives as a stream; `make` receives the config for children.
+/// `input` is `None` when the input arrives as a stream, else [`event_input`] of it; `make` receives the
+/// config for children.
 pub fn trace_stream<'a, O, M>(
     name: &str,
     kind: RunKind,

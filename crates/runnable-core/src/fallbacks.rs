@@ -10,9 +10,9 @@ use serde_json::Value;
 
 use crate::config::RunnableConfig;
 use crate::error::{Error, Result};
-use crate::events::{RunKind, to_event_value, trace_invoke, trace_stream};
+use crate::events::{RunKind, event_input, trace_invoke, trace_stream};
 use crate::json::{as_object_mut, describe_typed};
-use crate::runnable::{RunValue, Runnable};
+use crate::runnable::{RunValue, Runnable, error_stream};
 
 type Predicate = Arc<dyn Fn(&Error) -> bool + Send + Sync>;
 
@@ -144,7 +144,7 @@ where
     }
 
     fn stream<'a>(&'a self, input: I, config: &RunnableConfig) -> BoxStream<'a, Result<O>> {
-        let input_value = config.callbacks.is_some().then(|| to_event_value(&input));
+        let input_value = event_input(config, &input);
         trace_stream(
             NAME,
             RunKind::Chain,
@@ -199,8 +199,4 @@ async fn started<'a, O: Send + 'a>(mut chunks: BoxStream<'a, Result<O>>) -> Star
         Some(Err(error)) => Started::Failed(error),
         None => Started::Chunks(stream::empty().boxed()),
     }
-}
-
-fn error_stream<'a, O: Send + 'a>(error: Error) -> BoxStream<'a, Result<O>> {
-    stream::once(async move { Err(error) }).boxed()
 }

@@ -10,7 +10,7 @@ use futures::stream::{BoxStream, StreamExt as _};
 
 use crate::config::RunnableConfig;
 use crate::error::Result;
-use crate::events::{RunKind, to_event_value, trace_invoke, trace_stream, trace_transform};
+use crate::events::{RunKind, event_input, trace_invoke, trace_stream, trace_transform};
 use crate::runnable::{BoxRunnable, ChunkStream, Merge, RunValue, Runnable};
 
 type LambdaFn<I, O> = dyn Fn(I, RunnableConfig) -> BoxFuture<'static, Result<O>> + Send + Sync;
@@ -164,7 +164,7 @@ impl<I: RunValue, O: RunValue + Merge> Runnable<I, O> for RunnableGenerator<I, O
     }
 
     fn stream<'a>(&'a self, input: I, config: &RunnableConfig) -> BoxStream<'a, Result<O>> {
-        let input_value = config.callbacks.is_some().then(|| to_event_value(&input));
+        let input_value = event_input(config, &input);
         trace_stream(
             &self.name,
             RunKind::Chain,

@@ -95,3 +95,8 @@ pub use tools::{
 };
 pub use weft_macros::tool;
 pub use with_config::WithConfig;
+
+/// The crate's README, whose example is tested as a doc test so that it cannot fall out of date.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

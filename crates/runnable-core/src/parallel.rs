@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::config::RunnableConfig;
 use crate::error::Result;
-use crate::events::{RunKind, to_event_value, trace_invoke, trace_stream};
+use crate::events::{RunKind, event_input, trace_invoke, trace_stream};
 use crate::json::{from_value, into_value, single_entry};
 use crate::runnable::{BoxRunnable, ChunkStream, Merge, RunValue, Runnable};
 
@@ -152,7 +152,7 @@ impl<I: RunValue> Runnable<I, Value> for RunnableParallel<I> {
     }
 
     fn stream<'a>(&'a self, input: I, config: &RunnableConfig) -> BoxStream<'a, Result<Value>> {
-        let input_value = config.callbacks.is_some().then(|| to_event_value(&input));
+        let input_value = event_input(config, &input);
         trace_stream(
             &self.name(),
             RunKind::Chain,

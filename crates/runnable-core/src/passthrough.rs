@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::assign::RunnableAssign;
 use crate::config::RunnableConfig;
 use crate::error::Result;
-use crate::events::{RunKind, to_event_value, trace_invoke, trace_stream, trace_transform};
+use crate::events::{RunKind, event_input, trace_invoke, trace_stream, trace_transform};
 use crate::parallel::RunnableParallel;
 use crate::pick::{PickKeys, RunnablePick};
 use crate::runnable::{ChunkStream, Merge, RunValue, Runnable};
@@ -91,7 +91,7 @@ impl<T: RunValue + Merge> Runnable<T, T> for RunnablePassthrough<T> {
     }
 
     fn stream<'a>(&'a self, input: T, config: &RunnableConfig) -> BoxStream<'a, Result<T>> {
-        let input_value = config.callbacks.is_some().then(|| to_event_value(&input));
+        let input_value = event_input(config, &input);
         trace_stream(
             NAME,
             RunKind::Chain,

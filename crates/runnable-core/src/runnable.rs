@@ -189,7 +189,7 @@ where
         stream::once(async move {
             match input.collect(&self.name()).await {
                 Ok(value) => self.stream(value, &config),
-                Err(err) => stream::once(async move { Err(err) }).boxed(),
+                Err(err) => error_stream(err),
             }
         })
         .flatten()
@@ -231,6 +231,11 @@ where
     ) -> BoxStream<'a, Result<O>> {
         self.transform(input, &config.child(Some(seq_step_tag(first))))
     }
+}
+
+/// A stream of one item: `error`. For a runnable that fails before it can start streaming.
+pub(crate) fn error_stream<'a, O: Send + 'a>(error: Error) -> BoxStream<'a, Result<O>> {
+    stream::once(async move { Err(error) }).boxed()
 }
 
 /// The tag of step `n` (1-based) of a sequence.

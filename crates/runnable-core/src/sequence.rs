@@ -9,7 +9,7 @@ use futures::stream::BoxStream;
 
 use crate::config::RunnableConfig;
 use crate::error::Result;
-use crate::events::{RunKind, to_event_value, trace_invoke, trace_stream, trace_transform};
+use crate::events::{RunKind, event_input, trace_invoke, trace_stream, trace_transform};
 use crate::runnable::{ChunkStream, RunValue, Runnable};
 
 /// Two runnables in a row; longer chains nest but run, stream and trace as one flat sequence whose steps
@@ -93,7 +93,7 @@ where
     }
 
     fn stream<'a>(&'a self, input: I, config: &RunnableConfig) -> BoxStream<'a, Result<O>> {
-        let input_value = config.callbacks.is_some().then(|| to_event_value(&input));
+        let input_value = event_input(config, &input);
         trace_stream(
             &self.name(),
             RunKind::Chain,

@@ -122,6 +122,19 @@ async fn fake_chat_model_delay_holds_each_reply() {
     assert_eq!(start.elapsed(), std::time::Duration::from_secs(5));
 }
 
+#[tokio::test(start_paused = true)]
+async fn fake_chat_model_with_delay_takes_its_reply_when_called_then_waits() {
+    let model = FakeChatModel::new(["A", "B"]).with_delay(std::time::Duration::from_secs(1));
+    let config = RunnableConfig::default();
+    let mut first = Box::pin(model.invoke(ask("a"), &config));
+    assert!(futures::poll!(&mut first).is_pending());
+    // The reply is bound to the call before the delay, so a later call cannot overtake it.
+    assert_eq!(model.remaining(), 1);
+    let second = model.invoke(ask("b"), &config);
+    let (first, second) = futures::join!(first, second);
+    assert_eq!((first.unwrap().text(), second.unwrap().text()), ("A".to_owned(), "B".to_owned()));
+}
+
 #[tokio::test]
 async fn fake_list_llm_cuts_replies_at_stop_sequences() {
     let llm = FakeListLlm::new(["Thought: add\nAction: add\nObservation: 3", "plain answer"])

@@ -7,9 +7,9 @@ use serde_json::Value;
 use super::{CallOptions, ChatModel};
 use crate::config::RunnableConfig;
 use crate::error::Result;
-use crate::events::{RunKind, to_event_value, trace_invoke, trace_stream};
+use crate::events::{RunKind, event_input, to_event_value, trace_invoke, trace_stream};
 use crate::messages::{AiMessage, Message, PromptValue};
-use crate::runnable::{ChunkStream, Merge};
+use crate::runnable::{ChunkStream, Merge, error_stream};
 
 /// The start-event input of a chat model run, `{"messages": [[...]]}` as in LangChain.
 #[derive(Serialize)]
@@ -55,7 +55,7 @@ pub fn stream_chat_model<'a, M: ChatModel + ?Sized>(
 ) -> BoxStream<'a, Result<AiMessage>> {
     let options = match CallOptions::from_config(config) {
         Ok(options) => options,
-        Err(err) => return futures::stream::once(async move { Err(err) }).boxed(),
+        Err(err) => return error_stream(err),
     };
     let config = with_model_metadata(model, config, &options);
     traced_stream(model, input.into_messages(), options, &config)
@@ -67,7 +67,7 @@ fn traced_stream<'a, M: ChatModel + ?Sized>(
     options: CallOptions,
     config: &RunnableConfig,
 ) -> BoxStream<'a, Result<AiMessage>> {
-    let input = config.callbacks.is_some().then(|| to_event_value(&ChatModelInput { messages: [&messages] }));
+    let input = event_input(config, &ChatModelInput { messages: [&messages] });
     trace_stream(
         &model.type_name(),
         RunKind::ChatModel,

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use async_trait::async_trait;
-use futures::stream::{self, BoxStream, StreamExt as _};
+use futures::stream::BoxStream;
 use serde_json::Value;
 
 use super::fields::ConfigurableField;
@@ -12,7 +12,7 @@ use crate::config::RunnableConfig;
 use crate::error::{Error, Result};
 use crate::events::RunKind;
 use crate::json::describe;
-use crate::runnable::{BoxRunnable, ChunkStream, RunValue, Runnable};
+use crate::runnable::{BoxRunnable, ChunkStream, RunValue, Runnable, error_stream};
 
 /// Runs the alternative named by `config.configurable[which.id]`, or the default when the key is absent
 /// (LangChain's `configurable_alternatives`). Built by
@@ -157,7 +157,7 @@ impl<I: RunValue, O: RunValue> Runnable<I, O> for ConfigurableAlternatives<I, O>
     fn stream<'a>(&'a self, input: I, config: &RunnableConfig) -> BoxStream<'a, Result<O>> {
         match self.choose(config) {
             Ok(runnable) => runnable.stream(input, config),
-            Err(err) => stream::once(async move { Err(err) }).boxed(),
+            Err(err) => error_stream(err),
         }
     }
 
@@ -168,7 +168,7 @@ impl<I: RunValue, O: RunValue> Runnable<I, O> for ConfigurableAlternatives<I, O>
     ) -> BoxStream<'a, Result<O>> {
         match self.choose(config) {
             Ok(runnable) => runnable.transform(input, config),
-            Err(err) => stream::once(async move { Err(err) }).boxed(),
+            Err(err) => error_stream(err),
         }
     }
 

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use super::owned_stream::stream_owned;
 use crate::config::RunnableConfig;
 use crate::error::Result;
-use crate::runnable::{ChunkStream, RunValue, Runnable};
+use crate::runnable::{ChunkStream, RunValue, Runnable, error_stream};
 
 /// A setting of a runnable that a caller may override per call through `config.configurable[id]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,7 +145,7 @@ where
     fn stream<'a>(&'a self, input: I, config: &RunnableConfig) -> BoxStream<'a, Result<O>> {
         let runnable = match self.build(config) {
             Ok(runnable) => runnable,
-            Err(err) => return stream::once(async move { Err(err) }).boxed(),
+            Err(err) => return error_stream(err),
         };
         let config = config.clone();
         stream_owned(runnable, move |runnable| runnable.stream(input, &config))
@@ -158,7 +158,7 @@ where
     ) -> BoxStream<'a, Result<O>> {
         let runnable = match self.build(config) {
             Ok(runnable) => runnable,
-            Err(err) => return stream::once(async move { Err(err) }).boxed(),
+            Err(err) => return error_stream(err),
         };
         let config = config.clone();
         stream_owned((runnable, Some(input)), move |(runnable, input)| match input.take() {

@@ -64,7 +64,9 @@ impl FakeChatModel {
         self
     }
 
-    /// Waits this long before each reply (use `tokio::time::pause` in tests).
+    /// Waits this long before each reply (use `tokio::time::pause` in tests). A call takes its reply
+    /// from the script when it is made, before waiting, so concurrent calls get the replies in the order
+    /// they were made.
     pub fn with_delay(mut self, delay: Duration) -> Self {
         self.delay = Some(delay);
         self
@@ -92,10 +94,11 @@ impl FakeChatModel {
     }
 
     async fn reply(&self, messages: Vec<Message>, options: &CallOptions) -> Result<AiMessage> {
+        let reply = self.script.next(FakeCall { messages, options: options.clone() });
         if let Some(delay) = self.delay {
             tokio::time::sleep(delay).await;
         }
-        self.script.next(FakeCall { messages, options: options.clone() })
+        reply
     }
 }
 

@@ -11,7 +11,7 @@ use super::script::{FakeReply, Script, TokenSplit};
 use crate::chat_model::CallOptions;
 use crate::config::RunnableConfig;
 use crate::error::Result;
-use crate::events::{RunKind, to_event_value, trace_stream};
+use crate::events::{RunKind, event_input, trace_stream};
 use crate::messages::PromptValue;
 use crate::runnable::{ChunkStream, Merge, Runnable};
 
@@ -100,13 +100,12 @@ impl Runnable<PromptValue, String> for FakeListLlm {
 
     fn stream<'a>(&'a self, input: PromptValue, config: &RunnableConfig) -> BoxStream<'a, Result<String>> {
         let prompt = input.to_text();
-        let event_input =
-            config.callbacks.is_some().then(|| to_event_value(&LlmInput { prompts: [&prompt] }));
+        let input_value = event_input(config, &LlmInput { prompts: [&prompt] });
         let split = self.split;
         trace_stream(
             "FakeListLlm",
             RunKind::Llm,
-            event_input,
+            input_value,
             config,
             move |child| {
                 let pieces = match self.complete(prompt, &child) {

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::config::RunnableConfig;
 use crate::error::{Error, Result};
-use crate::events::{RunKind, to_event_value, trace_invoke, trace_stream};
+use crate::events::{RunKind, event_input, trace_invoke, trace_stream};
 use crate::history::output::is_message_object;
 use crate::history::{ChatMessageHistory, ToHistoryMessages};
 use crate::messages::Message;
@@ -226,7 +226,7 @@ impl<O: RunValue + ToHistoryMessages> Runnable<Value, O> for RunnableWithMessage
     /// Streams the wrapped runnable's chunks; the turn is saved once the stream has ended, with the
     /// chunks merged by the wrapped runnable's `merge_chunks`.
     fn stream<'a>(&'a self, input: Value, config: &RunnableConfig) -> BoxStream<'a, Result<O>> {
-        let input_value = config.callbacks.is_some().then(|| to_event_value(&input));
+        let input_value = event_input(config, &input);
         let name = self.name().into_owned();
         let merge = |acc, next| self.runnable.merge_chunks(acc, next);
         trace_stream(
