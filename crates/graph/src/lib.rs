@@ -8,6 +8,7 @@ pub mod branch;
 pub mod builder;
 pub mod checkpoint;
 pub mod compiled;
+pub mod draw;
 pub mod error;
 pub mod node;
 mod pregel;
@@ -23,6 +24,7 @@ pub use compiled::{
     CompileConfig, CompiledGraph, DEFAULT_GRAPH_RECURSION_LIMIT, Durability, GraphInput, GraphOutput,
     IntoGraphInput, RunOptions,
 };
+pub use draw::{CurveStyle, DrawEdge, DrawNode, DrawableGraph, MermaidOptions, NodeStyles};
 pub use error::{GraphError, GraphResult};
 pub use node::{IntoNode, IntoNodeOutput, NodeOutput};
 pub use retry::RetryPolicy;
