@@ -367,7 +367,9 @@ impl<S: State> StateGraph<S> {
         }
         let node_names: BTreeMap<String, usize> =
             nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
-        let spec = GraphSpec { initial: self.initial.clone(), nodes, node_names, start, joins };
+        let insertion_order = self.nodes.iter().filter_map(|n| index_of(&n.name)).collect();
+        let spec =
+            GraphSpec { initial: self.initial.clone(), nodes, node_names, start, joins, insertion_order };
         Ok(CompiledGraph::new(spec, config))
     }
 }
