@@ -2,9 +2,9 @@
 //! graphs (LangGraph 1.2 `get_graph().draw_mermaid(...)`).
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common_state;
+mod common;
 
-use common_state::{Counter, CounterUpdate};
+use common::{Counter, CounterUpdate};
 use serde_json::json;
 use weft_graph::{CompileConfig, CurveStyle, END, MermaidOptions, NodeConfig, START, StateGraph};
 

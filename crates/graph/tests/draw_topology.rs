@@ -2,9 +2,9 @@
 //! (LangGraph 1.2 `get_graph().draw_mermaid(with_styles=False)`; several are its test snapshots).
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common_state;
+mod common;
 
-use common_state::{Counter, CounterUpdate};
+use common::{Counter, CounterUpdate};
 use weft_graph::{DrawEdge, END, MermaidOptions, NodeConfig, START, StateGraph};
 
 fn noop(_: Counter) -> CounterUpdate {
