@@ -1,7 +1,7 @@
 //! Stream modes and the chunks a graph run yields.
 
 use serde_json::{Map, Value};
-use weft_runnable_core::AiMessage;
+use weft_runnable_core::Message;
 
 use crate::checkpoint::CheckpointConfig;
 use crate::state::State;
@@ -53,10 +53,11 @@ pub enum StreamData<S: State> {
     },
     /// `updates`: the run paused; empty for a static breakpoint.
     Interrupt(Vec<Interrupt>),
-    /// `messages`: a token (message chunk) of a chat model and the metadata of the node that called it.
+    /// `messages`: a token of a chat model called inside a node (an AI message chunk), or a whole message a
+    /// node wrote that was not streamed token by token (de-duplicated by id), with the node's metadata.
     Message {
-        /// The chunk.
-        chunk: Box<AiMessage>,
+        /// The chunk or message.
+        chunk: Box<Message>,
         /// `langgraph_node`, `langgraph_step`, ... plus the config's metadata.
         metadata: Map<String, Value>,
     },

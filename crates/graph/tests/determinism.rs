@@ -7,7 +7,8 @@ use std::time::Duration;
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 use weft_graph::{
-    CompileConfig, CompiledGraph, Durability, InMemorySaver, ListOptions, RunOptions, START, Send, State, StateGraph,
+    CompileConfig, CompiledGraph, Durability, InMemorySaver, ListOptions, RunOptions, START, Send, State,
+    StateGraph,
 };
 use weft_runnable_core::RunnableConfig;
 
@@ -41,7 +42,11 @@ fn graph(delays: [u64; 3], job_delays: Vec<u64>) -> CompiledGraph<Trace> {
     g.add_conditional_edges(
         "a",
         move |_: &Trace| {
-            job_delays.iter().enumerate().map(|(n, d)| Send::new("work", Job { n: n as i64, delay_ms: *d })).collect::<Vec<_>>()
+            job_delays
+                .iter()
+                .enumerate()
+                .map(|(n, d)| Send::new("work", Job { n: n as i64, delay_ms: *d }))
+                .collect::<Vec<_>>()
         },
         None,
     );
@@ -50,8 +55,11 @@ fn graph(delays: [u64; 3], job_delays: Vec<u64>) -> CompiledGraph<Trace> {
     g.compile_with(CompileConfig::new().checkpointer(Arc::new(InMemorySaver::new()))).unwrap()
 }
 
-/// The final state and, per checkpoint, (step, log, next nodes).
-fn run(delays: [u64; 3], job_delays: Vec<u64>) -> (Trace, Vec<(i64, Vec<String>, Vec<String>)>) {
+/// Per checkpoint: step, log, next nodes.
+type History = Vec<(i64, Vec<String>, Vec<String>)>;
+
+/// The final state and the checkpoints.
+fn run(delays: [u64; 3], job_delays: Vec<u64>) -> (Trace, History) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     rt.block_on(async move {
         let app = graph(delays, job_delays);
@@ -59,10 +67,7 @@ fn run(delays: [u64; 3], job_delays: Vec<u64>) -> (Trace, Vec<(i64, Vec<String>,
         let options = RunOptions { durability: Durability::Sync, ..RunOptions::default() };
         let out = app.invoke_with(TraceUpdate::new(), &config, options).await.unwrap();
         let history = app.get_state_history(&config, ListOptions::default()).await.unwrap();
-        let history = history
-            .into_iter()
-            .map(|s| (s.metadata.unwrap().step, s.values.log, s.next))
-            .collect();
+        let history = history.into_iter().map(|s| (s.metadata.unwrap().step, s.values.log, s.next)).collect();
         (out.value, history)
     })
 }
