@@ -22,20 +22,52 @@ use crate::pregel::task::{
 };
 use crate::runtime::{ExecutionInfo, GraphInterrupt, Runtime, RuntimeInner, Scratchpad, interrupt_id};
 use crate::state::{ChannelSet, State};
-use crate::stream::{Modes, StreamData, StreamMode, StreamPart};
+use crate::stream::{ErasedData, Forward, Modes, StreamData, StreamMode, StreamPart};
 use crate::subgraph::{ParentCommand, ParentRun, parent_command, raise_parent_command};
 use crate::types::{Interrupt, Resume};
 
-/// Where a streaming run sends its chunks.
+type SendPart<S> = Arc<dyn Fn(StreamPart<S>) + std::marker::Send + Sync>;
+
+/// Where a streaming run sends its chunks: the caller's channel, or (for a subgraph) the parent's stream.
 pub(crate) struct Sink<S: State> {
-    pub(crate) tx: tokio::sync::mpsc::UnboundedSender<GraphResult<StreamPart<S>>>,
+    send: SendPart<S>,
     pub(crate) modes: Modes,
+    /// Whether subgraphs stream into this run's stream too.
+    pub(crate) subgraphs: bool,
 }
 
 impl<S: State> Sink<S> {
-    fn send(&self, data: StreamData<S>) {
+    /// A sink feeding the caller's channel.
+    pub(crate) fn root(
+        tx: tokio::sync::mpsc::UnboundedSender<GraphResult<StreamPart<S>>>,
+        modes: Modes,
+        subgraphs: bool,
+    ) -> Self {
         // A consumer that dropped the stream no longer wants chunks; the run still completes.
-        let _ = self.tx.send(Ok(StreamPart { ns: Vec::new(), data }));
+        let send: SendPart<S> = Arc::new(move |part| {
+            let _ = tx.send(Ok(part));
+        });
+        Self { send, modes, subgraphs }
+    }
+
+    /// A sink of a subgraph run, forwarding its chunks (state erased) to the parent's stream.
+    fn forwarding(forward: Forward, modes: Modes, state: S) -> Self {
+        let send: SendPart<S> =
+            Arc::new(move |part: StreamPart<S>| forward(part.ns, ErasedData::erase(part.data, &state)));
+        Self { send, modes, subgraphs: true }
+    }
+
+    fn send(&self, data: StreamData<S>) {
+        (self.send)(StreamPart { ns: Vec::new(), data });
+    }
+
+    /// What the subgraphs of one task forward through, naming that task's namespace segment.
+    fn forward_for(&self, segment: String) -> Forward {
+        let send = Arc::clone(&self.send);
+        Arc::new(move |mut ns: Vec<String>, data: ErasedData| {
+            ns.insert(0, segment.clone());
+            send(StreamPart { ns, data: data.typed::<S>() });
+        })
     }
 }
 
@@ -144,6 +176,11 @@ pub(crate) async fn run<S: State>(
         GraphInput::Command(cmd) => cmd.resume.is_some(),
         GraphInput::Update(_) => parent.as_ref().is_some_and(|p| p.resuming),
     };
+    let child_sink = match (sink, parent.as_ref().and_then(|p| p.stream.clone())) {
+        (None, Some((forward, modes))) => Some(Sink::forwarding(forward, modes, inner.spec.initial.clone())),
+        _ => None,
+    };
+    let sink = sink.or(child_sink.as_ref());
     let mut ctx = Ctx {
         inner,
         config: run_config,
@@ -962,11 +999,17 @@ fn make_runtime<S: State>(
     }
     let mut streamed = None;
     if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages)) {
-        let tx = sink.tx.clone();
+        let send = Arc::clone(&sink.send);
         let seen: StreamedIds = Arc::new(Mutex::new(HashSet::new()));
         streamed = Some(Arc::clone(&seen));
+        let own_ns = format!("{}:{}", task.name, task.id);
         let messages = EventSink::new(move |event: StreamEvent| {
             if event.event != "on_chat_model_stream" {
+                return;
+            }
+            // Tokens of models inside subgraphs belong to the subgraph's own tasks.
+            if event.metadata.get("langgraph_checkpoint_ns").and_then(Value::as_str) != Some(own_ns.as_str())
+            {
                 return;
             }
             let Some(chunk) = event.data.chunk.and_then(|c| serde_json::from_value::<AiMessage>(c).ok())
@@ -976,10 +1019,10 @@ fn make_runtime<S: State>(
             if let (Some(id), Ok(mut seen)) = (chunk.id.clone(), seen.lock()) {
                 seen.insert(id);
             }
-            let _ = tx.send(Ok(StreamPart {
+            send(StreamPart {
                 ns: Vec::new(),
                 data: StreamData::Message { chunk: Box::new(Message::Ai(chunk)), metadata: event.metadata },
-            }));
+            });
         });
         config.callbacks = Some(match config.callbacks.take() {
             Some(existing) => existing.and(messages),
@@ -987,17 +1030,15 @@ fn make_runtime<S: State>(
         });
     }
     let writer = ctx.sink.filter(|s| s.modes.has(StreamMode::Custom)).map(|sink| {
-        let tx = sink.tx.clone();
+        let send = Arc::clone(&sink.send);
         let node = task.name.clone();
         Arc::new(move |value: Value| {
-            let _ = tx.send(Ok(StreamPart {
-                ns: Vec::new(),
-                data: StreamData::Custom { node: node.clone(), value },
-            }));
+            send(StreamPart { ns: Vec::new(), data: StreamData::Custom { node: node.clone(), value } });
         }) as crate::runtime::CustomWriter
     });
     let task_ns = format!("{}:{}", task.name, task.id);
     config.extensions.insert(ParentRun {
+        stream: ctx.sink.filter(|s| s.subgraphs).map(|s| (s.forward_for(task_ns.clone()), s.modes)),
         checkpointer: ctx.saver.as_ref().map(|s| Arc::clone(&s.checkpointer)),
         ns: if ctx.ns.is_empty() { task_ns.clone() } else { format!("{}|{task_ns}", ctx.ns) },
         resuming: ctx.resuming,
