@@ -48,9 +48,15 @@ pub(crate) struct Scratchpad {
 /// The custom stream writer of a node.
 pub(crate) type CustomWriter = Arc<dyn Fn(Value) + Send + Sync>;
 
+/// Builds a task's config the first time a node asks for it (most nodes never do).
+pub(crate) type ConfigBuilder = Box<dyn FnOnce() -> RunnableConfig + Send>;
+
 pub(crate) struct RuntimeInner {
     pub(crate) node: String,
-    pub(crate) config: RunnableConfig,
+    pub(crate) config: std::sync::OnceLock<RunnableConfig>,
+    pub(crate) config_builder: Mutex<Option<ConfigBuilder>>,
+    /// Whether somebody listens to run events (then the node's run is traced).
+    pub(crate) observed: bool,
     pub(crate) info: ExecutionInfo,
     pub(crate) stop: i64,
     pub(crate) scratchpad: Mutex<Scratchpad>,
@@ -80,7 +86,10 @@ impl Runtime {
     /// The config of this task's run (pass it to runnables called inside the node so their events and
     /// tokens are attributed to it).
     pub fn config(&self) -> &RunnableConfig {
-        &self.inner.config
+        self.inner.config.get_or_init(|| {
+            let builder = self.inner.config_builder.lock().ok().and_then(|mut b| b.take());
+            builder.map(|build| build()).unwrap_or_default()
+        })
     }
 
     /// Thread, checkpoint, namespace, task id, attempt, step.

@@ -135,6 +135,8 @@ impl SavedWrites {
 struct Ctx<'a, S: State> {
     inner: &'a Inner<S>,
     config: RunnableConfig,
+    /// The run's config, shared by the tasks' lazily built configs.
+    base_config: Arc<RunnableConfig>,
     sink: Option<&'a Sink<S>>,
     saver: Option<RunSaver>,
     options: &'a RunOptions,
@@ -183,6 +185,7 @@ pub(crate) async fn run<S: State>(
     let sink = sink.or(child_sink.as_ref());
     let mut ctx = Ctx {
         inner,
+        base_config: Arc::new(run_config.clone()),
         config: run_config,
         sink,
         saver: None,
@@ -993,57 +996,45 @@ fn make_runtime<S: State>(
     step: i64,
     stop: i64,
 ) -> (Runtime, Option<StreamedIds>) {
-    let mut config = ctx.config.child(Some(format!("graph:step:{step}")));
-    for (k, v) in task_metadata(task, step) {
-        config.metadata.insert(k, v);
-    }
-    let mut streamed = None;
-    if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages)) {
-        let send = Arc::clone(&sink.send);
-        let seen: StreamedIds = Arc::new(Mutex::new(HashSet::new()));
-        streamed = Some(Arc::clone(&seen));
-        let own_ns = format!("{}:{}", task.name, task.id);
-        let messages = EventSink::new(move |event: StreamEvent| {
-            if event.event != "on_chat_model_stream" {
-                return;
+    let task_ns = format!("{}:{}", task.name, task.id);
+    let messages_sink = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages));
+    let streamed: Option<StreamedIds> = messages_sink.map(|_| Arc::new(Mutex::new(HashSet::new())));
+    let observed = ctx.config.callbacks.is_some() || messages_sink.is_some();
+
+    // Everything the task's config needs, captured cheaply; the config itself is built on first use.
+    let builder: crate::runtime::ConfigBuilder = {
+        let base = Arc::clone(&ctx.base_config);
+        let metadata = task_metadata(task, step);
+        let messages = messages_sink.zip(streamed.clone()).map(|(sink, seen)| (Arc::clone(&sink.send), seen));
+        let stream = ctx.sink.filter(|s| s.subgraphs).map(|s| (s.forward_for(task_ns.clone()), s.modes));
+        let parent = ParentRun {
+            stream,
+            checkpointer: ctx.saver.as_ref().map(|s| Arc::clone(&s.checkpointer)),
+            ns: if ctx.ns.is_empty() { task_ns.clone() } else { format!("{}|{task_ns}", ctx.ns) },
+            resuming: ctx.resuming,
+            null_resume: Arc::clone(&ctx.null_resume),
+            resume_by_id: ctx.resume_by_id.clone(),
+        };
+        let own_ns = task_ns.clone();
+        Box::new(move || {
+            let mut config = base.child(Some(format!("graph:step:{step}")));
+            config.metadata.extend(metadata);
+            if let Some((send, seen)) = messages {
+                config.callbacks = Some(match config.callbacks.take() {
+                    Some(existing) => existing.and(messages_sink_for(send, seen, own_ns)),
+                    None => messages_sink_for(send, seen, own_ns),
+                });
             }
-            // Tokens of models inside subgraphs belong to the subgraph's own tasks.
-            if event.metadata.get("langgraph_checkpoint_ns").and_then(Value::as_str) != Some(own_ns.as_str())
-            {
-                return;
-            }
-            let Some(chunk) = event.data.chunk.and_then(|c| serde_json::from_value::<AiMessage>(c).ok())
-            else {
-                return;
-            };
-            if let (Some(id), Ok(mut seen)) = (chunk.id.clone(), seen.lock()) {
-                seen.insert(id);
-            }
-            send(StreamPart {
-                ns: Vec::new(),
-                data: StreamData::Message { chunk: Box::new(Message::Ai(chunk)), metadata: event.metadata },
-            });
-        });
-        config.callbacks = Some(match config.callbacks.take() {
-            Some(existing) => existing.and(messages),
-            None => messages,
-        });
-    }
+            config.extensions.insert(parent);
+            config
+        })
+    };
     let writer = ctx.sink.filter(|s| s.modes.has(StreamMode::Custom)).map(|sink| {
         let send = Arc::clone(&sink.send);
         let node = task.name.clone();
         Arc::new(move |value: Value| {
             send(StreamPart { ns: Vec::new(), data: StreamData::Custom { node: node.clone(), value } });
         }) as crate::runtime::CustomWriter
-    });
-    let task_ns = format!("{}:{}", task.name, task.id);
-    config.extensions.insert(ParentRun {
-        stream: ctx.sink.filter(|s| s.subgraphs).map(|s| (s.forward_for(task_ns.clone()), s.modes)),
-        checkpointer: ctx.saver.as_ref().map(|s| Arc::clone(&s.checkpointer)),
-        ns: if ctx.ns.is_empty() { task_ns.clone() } else { format!("{}|{task_ns}", ctx.ns) },
-        resuming: ctx.resuming,
-        null_resume: Arc::clone(&ctx.null_resume),
-        resume_by_id: ctx.resume_by_id.clone(),
     });
     let mut resume = saved.resume_values(&task.id);
     let mut resume_changed = false;
@@ -1057,7 +1048,9 @@ fn make_runtime<S: State>(
     let runtime = Runtime {
         inner: Arc::new(RuntimeInner {
             node: task.name.clone(),
-            config,
+            config: std::sync::OnceLock::new(),
+            config_builder: Mutex::new(Some(builder)),
+            observed,
             info: ExecutionInfo {
                 thread_id: ctx.thread_id.clone(),
                 checkpoint_id: ctx.saver.as_ref().and_then(|s| s.current.clone()),
@@ -1074,6 +1067,29 @@ fn make_runtime<S: State>(
         }),
     };
     (runtime, streamed)
+}
+
+/// The event sink that turns a task's chat-model tokens into `messages` chunks.
+fn messages_sink_for<S: State>(send: SendPart<S>, seen: StreamedIds, own_ns: String) -> EventSink {
+    EventSink::new(move |event: StreamEvent| {
+        if event.event != "on_chat_model_stream" {
+            return;
+        }
+        // Tokens of models inside subgraphs belong to the subgraph's own tasks.
+        if event.metadata.get("langgraph_checkpoint_ns").and_then(Value::as_str) != Some(own_ns.as_str()) {
+            return;
+        }
+        let Some(chunk) = event.data.chunk.and_then(|c| serde_json::from_value::<AiMessage>(c).ok()) else {
+            return;
+        };
+        if let (Some(id), Ok(mut seen)) = (chunk.id.clone(), seen.lock()) {
+            seen.insert(id);
+        }
+        send(StreamPart {
+            ns: Vec::new(),
+            data: StreamData::Message { chunk: Box::new(Message::Ai(chunk)), metadata: event.metadata },
+        });
+    })
 }
 
 /// Runs one task with its retry policy; returns its writes (routes included unless `route_later`) and the
@@ -1128,7 +1144,7 @@ async fn execute<S: State>(
     let output = loop {
         let rt = if attempt == 1 { runtime.clone() } else { with_attempt(&runtime, attempt) };
         let input = task.input.clone().unwrap_or_else(|| NodeInput::State(ch.state.clone()));
-        let scope = rt.config().callbacks.as_ref().map(|_| {
+        let scope = (rt.inner.observed && rt.config().callbacks.is_some()).then(|| {
             let input_json = match &input {
                 NodeInput::State(s) => state_json(s),
                 NodeInput::Payload(p) => p.to_json().unwrap_or(Value::Null),
@@ -1246,7 +1262,7 @@ fn resume_to_save(rt: &Runtime) -> Option<Vec<Value>> {
 fn with_attempt(rt: &Runtime, attempt: u32) -> Runtime {
     let mut info = rt.inner.info.clone();
     info.attempt = attempt;
-    rebuild(rt, info, rt.inner.config.clone())
+    rebuild(rt, info, rt.config().clone())
 }
 
 fn with_config(rt: &Runtime, config: RunnableConfig) -> Runtime {
@@ -1263,7 +1279,9 @@ fn rebuild(rt: &Runtime, info: ExecutionInfo, config: RunnableConfig) -> Runtime
     Runtime {
         inner: Arc::new(RuntimeInner {
             node: rt.inner.node.clone(),
-            config,
+            config: std::sync::OnceLock::from(config),
+            config_builder: Mutex::new(None),
+            observed: rt.inner.observed,
             info,
             stop: rt.inner.stop,
             scratchpad: Mutex::new(pad.unwrap_or_default()),
