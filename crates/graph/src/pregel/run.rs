@@ -725,7 +725,7 @@ fn apply_control_writes<S: State>(
 }
 
 /// Adds the static edges, barrier writes and conditional routes of `node` to a task's writes.
-fn route<S: State>(
+pub(crate) fn route<S: State>(
     spec: &crate::pregel::spec::GraphSpec<S>,
     node: &crate::pregel::spec::NodeSpec<S>,
     view: &S,
