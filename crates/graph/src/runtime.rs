@@ -63,6 +63,7 @@ pub(crate) struct RuntimeInner {
     pub(crate) writer: Option<CustomWriter>,
     pub(crate) null_resume: Arc<Mutex<Option<Value>>>,
     pub(crate) context: Option<Arc<dyn Any + Send + Sync>>,
+    pub(crate) store: Option<Arc<dyn crate::store::Store>>,
 }
 
 /// Handed to nodes that ask for it: `|state: S, rt: &Runtime|` (sync) or `|state: S, rt: Runtime|` (async).
@@ -110,6 +111,11 @@ impl Runtime {
     /// The context passed to the run, if it is a `C`.
     pub fn context<C: Any>(&self) -> Option<&C> {
         self.inner.context.as_ref()?.downcast_ref::<C>()
+    }
+
+    /// The graph's long-term memory store, if one was compiled in (a subgraph sees its parent's).
+    pub fn store(&self) -> Option<&Arc<dyn crate::store::Store>> {
+        self.inner.store.as_ref()
     }
 
     /// Sends `value` to the `custom` stream mode (nothing happens when nobody streams it).

@@ -149,6 +149,8 @@ struct Ctx<'a, S: State> {
     parent: Option<ParentRun>,
     /// Whether the run continues a paused or failed step (its subgraphs then resume too).
     resuming: bool,
+    /// The store nodes reach through their runtime.
+    store: Option<Arc<dyn crate::store::Store>>,
 }
 
 /// Runs a graph from `input` to the end or to an interrupt.
@@ -195,9 +197,13 @@ pub(crate) async fn run<S: State>(
             .map_or_else(|| Arc::new(Mutex::new(None)), |p| Arc::clone(&p.null_resume)),
         resume_by_id: parent.as_ref().map(|p| p.resume_by_id.clone()).unwrap_or_default(),
         ns: match &parent {
+            Some(p) if inner.config.subgraph_checkpoints == crate::compiled::SubgraphCheckpoints::PerNode => {
+                p.node_ns.clone()
+            }
             Some(p) => p.ns.clone(),
             None => config.configurable_str("checkpoint_ns").unwrap_or_default().to_owned(),
         },
+        store: inner.config.store.clone().or_else(|| parent.as_ref().and_then(|p| p.store.clone())),
         thread_id: config.configurable_str("thread_id").map(str::to_owned),
         scope,
         parent,
@@ -234,11 +240,11 @@ async fn run_inner<S: State>(
     let mut loaded_step: Option<i64> = None;
     let mut ch = Channels::new(spec);
     let mut replay = false;
-    let checkpointer = inner
-        .config
-        .checkpointer
-        .clone()
-        .or_else(|| ctx.parent.as_ref().and_then(|p| p.checkpointer.clone()));
+    let checkpointer = match (&ctx.parent, inner.config.subgraph_checkpoints) {
+        (Some(_), crate::compiled::SubgraphCheckpoints::Never) => None,
+        (Some(p), _) => inner.config.checkpointer.clone().or_else(|| p.checkpointer.clone()),
+        (None, _) => inner.config.checkpointer.clone(),
+    };
     if let Some(cp) = &checkpointer {
         let thread_id = ctx.thread_id.clone().ok_or(GraphError::MissingThreadId)?;
         let checkpoint_id = match ctx.parent {
@@ -1011,6 +1017,8 @@ fn make_runtime<S: State>(
             stream,
             checkpointer: ctx.saver.as_ref().map(|s| Arc::clone(&s.checkpointer)),
             ns: if ctx.ns.is_empty() { task_ns.clone() } else { format!("{}|{task_ns}", ctx.ns) },
+            node_ns: if ctx.ns.is_empty() { task.name.clone() } else { format!("{}|{}", ctx.ns, task.name) },
+            store: ctx.store.clone(),
             resuming: ctx.resuming,
             null_resume: Arc::clone(&ctx.null_resume),
             resume_by_id: ctx.resume_by_id.clone(),
@@ -1064,6 +1072,7 @@ fn make_runtime<S: State>(
             writer,
             null_resume: Arc::clone(&ctx.null_resume),
             context: ctx.options.context.clone(),
+            store: ctx.store.clone(),
         }),
     };
     (runtime, streamed)
@@ -1288,6 +1297,7 @@ fn rebuild(rt: &Runtime, info: ExecutionInfo, config: RunnableConfig) -> Runtime
             writer: rt.inner.writer.clone(),
             null_resume: Arc::clone(&rt.inner.null_resume),
             context: rt.inner.context.clone(),
+            store: rt.inner.store.clone(),
         }),
     }
 }
