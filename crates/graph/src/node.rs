@@ -93,6 +93,11 @@ pub trait NodeFn<S: State>: std::marker::Send + Sync {
 
     /// Turns a JSON payload (a `Send` restored from a checkpoint) into this node's input.
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload>;
+
+    /// The compiled graph this node runs, when it is a subgraph (used by `get_state` to show its state).
+    fn subgraph(&self) -> Option<&dyn crate::subgraph::SubgraphStateReader> {
+        None
+    }
 }
 
 /// Input types a node can take: the state itself, or any payload type that `Send`s carry.

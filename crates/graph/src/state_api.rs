@@ -30,6 +30,35 @@ pub struct PregelTask {
     pub interrupts: Vec<Interrupt>,
     /// Its saved writes, as `(channel, value)`, if it finished.
     pub result: Option<Vec<(String, Value)>>,
+    /// For a subgraph node: the subgraph's checkpoint address, or its whole state when asked for with
+    /// [`get_state_with_subgraphs`](CompiledGraph::get_state_with_subgraphs).
+    pub state: Option<TaskState>,
+}
+
+/// The state of a subgraph task.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskState {
+    /// Where the subgraph's checkpoints are.
+    Config(CheckpointConfig),
+    /// The subgraph's state (its state type differs from the parent's, so values are JSON).
+    Snapshot(Box<JsonSnapshot>),
+}
+
+/// A state snapshot with JSON values (a subgraph's, nested in its parent's).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonSnapshot {
+    /// The values, one key per non-empty channel.
+    pub values: Value,
+    /// The nodes that run next.
+    pub next: Vec<String>,
+    /// The checkpoint's address.
+    pub config: Option<CheckpointConfig>,
+    /// The checkpoint's metadata.
+    pub metadata: Option<CheckpointMetadata>,
+    /// The planned tasks.
+    pub tasks: Vec<PregelTask>,
+    /// Unanswered interrupts.
+    pub interrupts: Vec<Interrupt>,
 }
 
 /// One update of a bulk update: the writes and the node they are attributed to.
@@ -102,8 +131,78 @@ impl<S: State> CompiledGraph<S> {
                 tasks: Vec::new(),
                 interrupts: Vec::new(),
             }),
-            Some(t) => self.snapshot(t, live),
+            Some(t) => {
+                let mut snapshot = self.snapshot(t, live)?;
+                if let Some(address) = snapshot.config.clone() {
+                    self.nest_subgraphs(&address, &mut snapshot.tasks, false).await?;
+                }
+                Ok(snapshot)
+            }
         }
+    }
+
+    /// Like [`get_state`](CompiledGraph::get_state), with the state of each subgraph task nested in it
+    /// (recursively).
+    pub async fn get_state_with_subgraphs(&self, config: &RunnableConfig) -> GraphResult<StateSnapshot<S>> {
+        let mut snapshot = self.get_state(config).await?;
+        let Some(address) = snapshot.config.clone() else { return Ok(snapshot) };
+        self.nest_subgraphs(&address, &mut snapshot.tasks, true).await?;
+        Ok(snapshot)
+    }
+
+    async fn nest_subgraphs(
+        &self,
+        address: &CheckpointConfig,
+        tasks: &mut [PregelTask],
+        nested: bool,
+    ) -> GraphResult<()> {
+        let saver = self.inner.config.checkpointer.clone();
+        for task in tasks {
+            let Some(&n) = self.inner.spec.node_names.get(&task.name) else { continue };
+            let Some(reader) = self.inner.spec.nodes[n].func.as_ref().and_then(|f| f.subgraph()) else {
+                continue;
+            };
+            let segment = format!("{}:{}", task.name, task.id);
+            let prefix = |s: &str| {
+                if address.checkpoint_ns.is_empty() {
+                    s.to_owned()
+                } else {
+                    format!("{}|{s}", address.checkpoint_ns)
+                }
+            };
+            task.state = reader
+                .read_state(
+                    saver.clone(),
+                    address.thread_id.clone(),
+                    prefix(&segment),
+                    prefix(&task.name),
+                    nested,
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The live state at `address` as a JSON snapshot, subgraphs nested (`None` without a checkpoint).
+    pub(crate) async fn snapshot_json_at(
+        &self,
+        saver: &std::sync::Arc<dyn crate::checkpoint::Checkpointer>,
+        address: &CheckpointConfig,
+    ) -> GraphResult<Option<JsonSnapshot>> {
+        let Some(tuple) = saver.get_tuple(address).await.map_err(cp_err)? else { return Ok(None) };
+        let snapshot = self.snapshot(tuple, true)?;
+        let mut tasks = snapshot.tasks;
+        if let Some(addr) = &snapshot.config {
+            Box::pin(self.nest_subgraphs(addr, &mut tasks, true)).await?;
+        }
+        Ok(Some(JsonSnapshot {
+            values: crate::pregel::task::state_json(&snapshot.values),
+            next: snapshot.next,
+            config: snapshot.config,
+            metadata: snapshot.metadata,
+            tasks,
+            interrupts: snapshot.interrupts,
+        }))
     }
 
     /// Every checkpoint of the thread, newest first, as record-view snapshots.
@@ -177,6 +276,7 @@ impl<S: State> CompiledGraph<S> {
                 error,
                 interrupts: task_interrupts,
                 result: result.flatten(),
+                state: None,
             });
         }
         if !live {

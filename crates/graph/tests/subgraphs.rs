@@ -1,4 +1,5 @@
 //! Subgraphs: a compiled graph as a node, interrupts inside them, commands to the parent graph.
+#![allow(clippy::panic)]
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::sync::Arc;
@@ -83,7 +84,19 @@ async fn interrupt_inside_a_subgraph_resumes_inside_it() {
     let out = app.invoke(log("s"), &thread("t")).await.unwrap();
     assert_eq!(out.interrupts.len(), 1);
     assert_eq!(out.interrupts[0].value, serde_json::json!("name?"));
-    assert_eq!(app.get_state(&thread("t")).await.unwrap().next, vec!["sub"]);
+    let state = app.get_state(&thread("t")).await.unwrap();
+    assert_eq!(state.next, vec!["sub"]);
+    let sub_task = state.tasks.iter().find(|t| t.name == "sub").unwrap();
+    let Some(weft_graph::TaskState::Config(child)) = &sub_task.state else { panic!("{:?}", sub_task.state) };
+    assert_eq!(child.checkpoint_ns, format!("sub:{}", sub_task.id));
+    let nested = app.get_state_with_subgraphs(&thread("t")).await.unwrap();
+    let sub_task = nested.tasks.iter().find(|t| t.name == "sub").unwrap();
+    let Some(weft_graph::TaskState::Snapshot(child)) = &sub_task.state else {
+        panic!("{:?}", sub_task.state)
+    };
+    assert_eq!(child.next, vec!["ask"]);
+    assert_eq!(child.values["steps"], serde_json::json!(["prep"]));
+    assert_eq!(child.interrupts.len(), 1);
 
     let out = app.invoke(Command::<Doc>::resume("Ada"), &thread("t")).await.unwrap();
     assert!(out.interrupts.is_empty(), "{:?}", out.interrupts);
