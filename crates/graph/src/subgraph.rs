@@ -31,6 +31,8 @@ pub(crate) struct ParentRun {
     pub(crate) node_ns: String,
     /// The parent's store.
     pub(crate) store: Option<Arc<dyn crate::store::Store>>,
+    /// Namespace to checkpoint id of every enclosing run (saved as the subgraph checkpoints' `parents`).
+    pub(crate) parents: std::collections::BTreeMap<String, String>,
     pub(crate) resuming: bool,
     pub(crate) null_resume: Arc<Mutex<Option<Value>>>,
     pub(crate) resume_by_id: Map<String, Value>,

@@ -152,6 +152,19 @@ async fn subgraph_checkpoints_live_in_their_own_namespace() {
         all.iter().map(|t| t.config.checkpoint_ns.clone()).collect();
     assert_eq!(namespaces.len(), 2, "{namespaces:?}");
     assert!(namespaces.iter().any(|ns| ns.starts_with("sub:")), "{namespaces:?}");
+    // Subgraph checkpoints name the parent checkpoint their task was planned from.
+    let root_ids: std::collections::BTreeSet<String> = all
+        .iter()
+        .filter(|t| t.config.checkpoint_ns.is_empty())
+        .filter_map(|t| t.config.checkpoint_id.clone())
+        .collect();
+    for t in all.iter().filter(|t| t.config.checkpoint_ns.starts_with("sub:")) {
+        let parent = t.metadata.parents.get("").expect("a parent checkpoint");
+        assert!(root_ids.contains(parent), "{parent}");
+    }
+    for t in all.iter().filter(|t| t.config.checkpoint_ns.is_empty()) {
+        assert!(t.metadata.parents.is_empty());
+    }
 }
 
 mod streaming {

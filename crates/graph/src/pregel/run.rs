@@ -1019,6 +1019,13 @@ fn make_runtime<S: State>(
             ns: if ctx.ns.is_empty() { task_ns.clone() } else { format!("{}|{task_ns}", ctx.ns) },
             node_ns: if ctx.ns.is_empty() { task.name.clone() } else { format!("{}|{}", ctx.ns, task.name) },
             store: ctx.store.clone(),
+            parents: {
+                let mut parents = ctx.parent.as_ref().map(|p| p.parents.clone()).unwrap_or_default();
+                if let Some(current) = ctx.saver.as_ref().and_then(|s| s.current.clone()) {
+                    parents.insert(ctx.ns.clone(), current);
+                }
+                parents
+            },
             resuming: ctx.resuming,
             null_resume: Arc::clone(&ctx.null_resume),
             resume_by_id: ctx.resume_by_id.clone(),
@@ -1326,7 +1333,8 @@ async fn save_checkpoint<S: State>(
             extra.insert(k.clone(), v.clone());
         }
     }
-    let metadata = CheckpointMetadata { source, step, parents: BTreeMap::new(), extra };
+    let parents = ctx.parent.as_ref().map(|p| p.parents.clone()).unwrap_or_default();
+    let metadata = CheckpointMetadata { source, step, parents, extra };
     let values =
         if ctx.sink.is_some_and(|s| s.modes.checkpoints()) { Some(state_json(&ch.state)) } else { None };
     let address = saver.put(checkpoint, metadata, new_versions).await?;
