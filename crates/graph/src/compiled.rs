@@ -283,6 +283,41 @@ impl<S: State> CompiledGraph<S> {
         crate::pregel::run::run(&self.inner, input.into_graph_input(), config, &options, None).await
     }
 
+    /// Runs with a typed input and output (LangGraph's input and output schemas): `input`'s fields are
+    /// written to the channels of the same names (fields that are not channels are an error naming them),
+    /// and the output is read from the final state's channels of `O`'s field names.
+    pub async fn invoke_as<I, O>(&self, input: &I, config: &RunnableConfig) -> GraphResult<GraphOutput<O>>
+    where
+        I: serde::Serialize,
+        O: serde::de::DeserializeOwned,
+    {
+        let state = &self.inner.spec.initial;
+        let serde_json::Value::Object(fields) =
+            serde_json::to_value(input).map_err(|e| GraphError::Serialization(e.to_string()))?
+        else {
+            return Err(GraphError::Serialization("graph input must serialize to a JSON object".to_owned()));
+        };
+        let mut writes = Vec::new();
+        for (name, value) in fields {
+            let i = state.channel_index(&name).ok_or_else(|| {
+                GraphError::Serialization(format!(
+                    "input field '{name}' is not a channel of the graph's state"
+                ))
+            })?;
+            writes.push((i, value));
+        }
+        let update = state.update_from_json(writes).map_err(|error| GraphError::InvalidUpdate {
+            error,
+            step: -1,
+            nodes: Vec::new(),
+        })?;
+        let out = self.invoke(GraphInput::Update(vec![update]), config).await?;
+        let value = serde_json::from_value(crate::pregel::task::state_json(&out.value)).map_err(|e| {
+            GraphError::Serialization(format!("cannot read the output type from the state: {e}"))
+        })?;
+        Ok(GraphOutput { value, interrupts: out.interrupts })
+    }
+
     /// Streams the run in the given modes (LangGraph's default for `stream` is `updates`).
     pub fn stream(
         &self,

@@ -100,7 +100,8 @@ pub trait NodeFn<S: State>: std::marker::Send + Sync {
     }
 }
 
-/// Input types a node can take: the state itself, or any payload type that `Send`s carry.
+/// Input types a node can take: the state itself, a `Send` payload type, or a struct whose fields name
+/// state channels (the node then reads just those channels).
 pub trait NodeInputType<S: State>: Clone + std::marker::Send + Sync + 'static {
     /// Extracts the input from what the engine hands the task.
     fn from_input(input: NodeInput<S>, node: &str) -> Result<Self>;
@@ -109,18 +110,29 @@ pub trait NodeInputType<S: State>: Clone + std::marker::Send + Sync + 'static {
 impl<S, T> NodeInputType<S> for T
 where
     S: State,
-    T: Clone + std::marker::Send + Sync + 'static,
+    T: Clone + DeserializeOwned + std::marker::Send + Sync + 'static,
 {
     fn from_input(input: NodeInput<S>, node: &str) -> Result<Self> {
         match input {
             NodeInput::State(state) => {
                 let boxed: Box<dyn Any> = Box::new(state);
-                boxed.downcast::<T>().map(|b| *b).map_err(|_| {
-                    Error::InvalidInput(format!(
-                        "node '{node}' takes {} and can only be reached by Send, not by an edge",
-                        std::any::type_name::<T>()
-                    ))
-                })
+                match boxed.downcast::<T>() {
+                    Ok(state) => Ok(*state),
+                    // A node with its own input type reads the channels of that name from the state
+                    // (LangGraph's node input schema); fields it lacks are ignored.
+                    Err(boxed) => match boxed.downcast::<S>() {
+                        Ok(state) => serde_json::from_value(crate::pregel::task::state_json(&*state))
+                            .map_err(|e| {
+                                Error::InvalidInput(format!(
+                                    "node '{node}' takes {}, which cannot be read from the state: {e}",
+                                    std::any::type_name::<T>()
+                                ))
+                            }),
+                        Err(_) => {
+                            Err(Error::InvalidInput(format!("node '{node}' received an unexpected input")))
+                        }
+                    },
+                }
             }
             NodeInput::Payload(payload) => payload.downcast_ref::<T>().cloned().ok_or_else(|| {
                 Error::InvalidInput(format!(
