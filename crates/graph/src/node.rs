@@ -162,6 +162,9 @@ pub mod marker {
     /// A ready-made node.
     #[derive(Debug)]
     pub struct Boxed;
+    /// A runnable from the input to a node output.
+    #[derive(Debug)]
+    pub struct Runnable<T, R>(std::marker::PhantomData<fn(T) -> R>);
 }
 
 /// Things `add_node` accepts: sync or async functions of `(input)` or `(input, Runtime)` returning a node
@@ -316,5 +319,44 @@ where
 impl<S: State> IntoNode<S, marker::Boxed> for Arc<dyn NodeFn<S>> {
     fn into_node(self) -> Arc<dyn NodeFn<S>> {
         self
+    }
+}
+
+/// A runnable used as a node: invoked with the node's input and the task's config (so its events and
+/// model tokens belong to the node).
+struct RunnableNode<R, T, O> {
+    runnable: R,
+    _t: std::marker::PhantomData<fn(T) -> O>,
+}
+
+impl<S, T, O, R> NodeFn<S> for RunnableNode<R, T, O>
+where
+    S: State,
+    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    O: IntoNodeOutput<S> + std::marker::Send + 'static,
+    R: weft_runnable_core::Runnable<T, O> + 'static,
+{
+    fn call<'a>(&'a self, input: NodeInput<S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
+        async move {
+            let input = T::from_input(input, runtime.node())?;
+            self.runnable.invoke(input, runtime.config()).await?.into_node_output()
+        }
+        .boxed()
+    }
+
+    fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
+        payload_from::<T>(value)
+    }
+}
+
+/// Any runnable is a node once boxed: `graph.add_node("summarize", chain.boxed())`.
+impl<S, T, O> IntoNode<S, marker::Runnable<T, O>> for weft_runnable_core::BoxRunnable<T, O>
+where
+    S: State,
+    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    O: IntoNodeOutput<S> + std::marker::Send + 'static,
+{
+    fn into_node(self) -> Arc<dyn NodeFn<S>> {
+        Arc::new(RunnableNode { runnable: self, _t: std::marker::PhantomData::<fn(T) -> O> })
     }
 }

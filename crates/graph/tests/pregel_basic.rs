@@ -259,3 +259,14 @@ async fn async_nodes_run_concurrently_within_a_step() {
     assert_eq!(out.value.log, vec!["a", "b"]);
     assert!(started.elapsed() < std::time::Duration::from_millis(190), "took {:?}", started.elapsed());
 }
+
+#[tokio::test]
+async fn a_runnable_can_be_a_node() {
+    use weft_runnable_core::{RunnableExt as _, RunnableLambda};
+    let double = RunnableLambda::new(|s: Counter| CounterUpdate::count(s.count * 2)).named("double").boxed();
+    let mut g = StateGraph::<Counter>::new();
+    g.add_node("double", double);
+    g.add_edge(START, "double");
+    let out = g.compile().unwrap().invoke(CounterUpdate::count(21), &cfg()).await.unwrap();
+    assert_eq!(out.value.count, 42);
+}
