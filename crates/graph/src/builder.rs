@@ -161,7 +161,10 @@ impl<S: State> StateGraph<S> {
             let single = from.into_iter().next().unwrap_or_default();
             return self.add_edge(single, to);
         }
-        if from.iter().any(|f| f == END) {
+        if let Some(start) = from.iter().find(|f| *f == START) {
+            // LangGraph accepts START only on plain edges; a barrier on it would never complete again.
+            self.errors.push(GraphError::UnknownWaitingSource(start.clone()));
+        } else if from.iter().any(|f| f == END) {
             self.errors.push(GraphError::EndAsSource);
         } else if to == START {
             self.errors.push(GraphError::StartAsTarget);
@@ -367,7 +370,9 @@ impl<S: State> StateGraph<S> {
         }
         let node_names: BTreeMap<String, usize> =
             nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
-        let spec = GraphSpec { initial: self.initial.clone(), nodes, node_names, start, joins };
+        let insertion_order = self.nodes.iter().filter_map(|n| index_of(&n.name)).collect();
+        let spec =
+            GraphSpec { initial: self.initial.clone(), nodes, node_names, start, joins, insertion_order };
         Ok(CompiledGraph::new(spec, config))
     }
 }

@@ -36,6 +36,7 @@ pub mod builder;
 pub mod cache;
 pub mod checkpoint;
 pub mod compiled;
+pub mod draw;
 pub mod error;
 pub mod json_state;
 pub mod messages;
@@ -61,6 +62,7 @@ pub use compiled::{
     CompileConfig, CompiledGraph, DEFAULT_GRAPH_RECURSION_LIMIT, Durability, GraphInput, GraphOutput,
     IntoGraphInput, RunOptions,
 };
+pub use draw::{CurveStyle, DrawEdge, DrawNode, DrawableGraph, MermaidOptions, NodeStyles};
 pub use error::{GraphError, GraphResult};
 pub use json_state::{JsonChannel, JsonState, JsonStateBuilder, JsonUpdate};
 pub use messages::{Messages, MessagesState, MessagesStateUpdate, add_messages};

@@ -120,3 +120,13 @@ async fn recursion_limit_below_one_is_rejected() {
         .unwrap_err();
     assert_eq!(err.to_string(), "recursion_limit must be at least 1");
 }
+
+#[test]
+fn waiting_edge_from_start_is_rejected() {
+    let mut g = StateGraph::<Counter>::new();
+    g.add_node("a", noop);
+    g.add_node("b", noop);
+    g.add_edge(START, "a");
+    g.add_waiting_edge([START, "a"], "b");
+    assert_eq!(err_of(&g), "need to add_node '__start__' first");
+}

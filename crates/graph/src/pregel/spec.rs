@@ -50,6 +50,8 @@ pub(crate) struct GraphSpec<S: State> {
     pub(crate) node_names: BTreeMap<String, usize>,
     pub(crate) start: NodeSpec<S>,
     pub(crate) joins: Vec<JoinSpec>,
+    /// Indexes into `nodes` in the order the nodes were added (drawing lists them that way).
+    pub(crate) insertion_order: Vec<usize>,
 }
 
 /// Where each channel sits in the flat version table: state channels, `__start__`, one `branch:to:<node>`

@@ -1,0 +1,206 @@
+//! Drawing a compiled graph: [`CompiledGraph::get_graph`] finds its topology the way LangGraph's
+//! `get_graph()` does, and [`DrawableGraph::draw_mermaid`] renders it in LangGraph's Mermaid dialect.
+//!
+//! Which edges appear, and how:
+//! - plain edges are solid; the targets of a conditional edge come from its path map and are dotted,
+//!   labelled with the path-map key when it differs from the target;
+//! - a conditional edge without a path map declares no targets: like LangGraph for a router without a
+//!   `Literal` return annotation, nothing is drawn for it (what it leads to may still appear as a dotted
+//!   edge when nothing else explains why that node runs);
+//! - a waiting edge is a solid edge from each source;
+//! - plain edges to `END` are not drawn as such: a node that is a target but never a source gets a solid
+//!   edge to `END`; if there is none, no edge reaches `END` yet and the dry run of the graph stops on a
+//!   single node (a loop does, after LangGraph's 250 steps), that node gets a dotted edge to `END`;
+//! - edges are sorted by (source, target, conditional, label), self-loops last, as LangGraph prints them.
+//!
+//! Not covered: subgraphs drawn inline (LangGraph's `xray`), and targets declared by nodes that return a
+//! `Command` (LangGraph's `destinations=`). When a path map sends several keys to one node, the edge is
+//! labelled with the last key in key order, where LangGraph takes the last in insertion order.
+
+mod channel;
+mod mermaid;
+mod simulate;
+
+use std::collections::HashMap;
+
+use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::visit::EdgeRef as _;
+use serde_json::{Map, Value};
+
+pub use mermaid::{CurveStyle, MermaidOptions, NodeStyles};
+
+use crate::compiled::CompiledGraph;
+use crate::pregel::spec::{GraphSpec, NodeSpec};
+use crate::state::State;
+use crate::types::{END, START};
+
+/// A node of a [`DrawableGraph`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct DrawNode {
+    /// The node's name, also its id: `__start__`, `__end__`, or a node of the graph.
+    pub name: String,
+    /// Shown under the name: the node's metadata, plus `defer = True` for deferred nodes and `__interrupt`
+    /// (`before`, `after` or `before,after`) for nodes named in `interrupt_before` / `interrupt_after`.
+    pub metadata: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Clone)]
+struct EdgeData {
+    label: Option<String>,
+    conditional: bool,
+}
+
+/// An edge of a [`DrawableGraph`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DrawEdge<'a> {
+    /// The source node's name.
+    pub source: &'a str,
+    /// The target node's name.
+    pub target: &'a str,
+    /// The path-map key that leads there, when it differs from the target's name.
+    pub label: Option<&'a str>,
+    /// Whether the edge is conditional (drawn dotted).
+    pub conditional: bool,
+}
+
+/// The topology of a compiled graph: `__start__`, the nodes in the order they were added, `__end__` (when
+/// some edge reaches it), and the edges in LangGraph's order.
+#[derive(Debug, Clone)]
+pub struct DrawableGraph {
+    graph: DiGraph<DrawNode, EdgeData>,
+}
+
+impl DrawableGraph {
+    /// The nodes, in drawing order.
+    pub fn nodes(&self) -> impl Iterator<Item = &DrawNode> + '_ {
+        self.graph.node_weights()
+    }
+
+    /// The edges, in drawing order.
+    pub fn edges(&self) -> impl Iterator<Item = DrawEdge<'_>> + '_ {
+        self.graph.edge_references().map(|e| DrawEdge {
+            source: &self.graph[e.source()].name,
+            target: &self.graph[e.target()].name,
+            label: e.weight().label.as_deref(),
+            conditional: e.weight().conditional,
+        })
+    }
+
+    /// The node of that name.
+    pub fn node(&self, name: &str) -> Option<&DrawNode> {
+        self.graph.node_weights().find(|n| n.name == name)
+    }
+
+    /// The only node that is no edge's target, if there is exactly one (drawn as the first node).
+    pub fn first_node(&self) -> Option<&DrawNode> {
+        self.single(petgraph::Direction::Incoming)
+    }
+
+    /// The only node that is no edge's source, if there is exactly one (drawn as the last node).
+    pub fn last_node(&self) -> Option<&DrawNode> {
+        self.single(petgraph::Direction::Outgoing)
+    }
+
+    fn single(&self, direction: petgraph::Direction) -> Option<&DrawNode> {
+        let mut found =
+            self.graph.node_indices().filter(|i| self.graph.edges_directed(*i, direction).next().is_none());
+        match (found.next(), found.next()) {
+            (Some(i), None) => Some(&self.graph[i]),
+            _ => None,
+        }
+    }
+
+    /// Mermaid text in LangGraph's dialect, with styles and linear curves (LangGraph's defaults).
+    pub fn draw_mermaid(&self) -> String {
+        self.draw_mermaid_with(&MermaidOptions::default())
+    }
+
+    /// Mermaid text in LangGraph's dialect, with the given options.
+    pub fn draw_mermaid_with(&self, options: &MermaidOptions) -> String {
+        mermaid::render(self, options)
+    }
+}
+
+impl<S: State> CompiledGraph<S> {
+    /// The graph's topology for drawing (LangGraph's `get_graph()`): see [`DrawableGraph`].
+    pub fn get_graph(&self) -> DrawableGraph {
+        let inner = &self.inner;
+        let spec = &inner.spec;
+        let found = simulate::discover(&plan(spec));
+
+        let mut graph: DiGraph<DrawNode, EdgeData> = DiGraph::new();
+        let mut index: HashMap<String, NodeIndex> = HashMap::new();
+        index.insert(START.to_owned(), graph.add_node(DrawNode { name: START.to_owned(), metadata: None }));
+        for &n in &spec.insertion_order {
+            let node = &spec.nodes[n];
+            let mut metadata = node.config.metadata.clone();
+            if node.config.defer {
+                metadata.insert("defer".to_owned(), Value::Bool(true));
+            }
+            let before = inner.config.interrupt_before.contains(&node.name);
+            let after = inner.config.interrupt_after.contains(&node.name);
+            let interrupt = match (before, after) {
+                (true, true) => Some("before,after"),
+                (true, false) => Some("before"),
+                (false, true) => Some("after"),
+                (false, false) => None,
+            };
+            if let Some(when) = interrupt {
+                metadata.insert("__interrupt".to_owned(), Value::from(when));
+            }
+            let metadata = (!metadata.is_empty()).then_some(metadata);
+            index.insert(node.name.clone(), graph.add_node(DrawNode { name: node.name.clone(), metadata }));
+        }
+        for (source, target, label, conditional) in found {
+            if target == END && !index.contains_key(END) {
+                index.insert(
+                    END.to_owned(),
+                    graph.add_node(DrawNode { name: END.to_owned(), metadata: None }),
+                );
+            }
+            if let (Some(&s), Some(&t)) = (index.get(&source), index.get(&target)) {
+                graph.add_edge(s, t, EdgeData { label, conditional });
+            }
+        }
+        DrawableGraph { graph }
+    }
+}
+
+/// The dry-run view of a graph: process 0 is `START`, process `i + 1` is node `i`.
+fn plan<S: State>(spec: &GraphSpec<S>) -> simulate::Plan {
+    let proc = |node: &NodeSpec<S>| simulate::Proc {
+        name: node.name.clone(),
+        defer: node.config.defer,
+        edges: node.edges.iter().map(|t| t + 1).collect(),
+        joins: node.joins.clone(),
+        branches: node
+            .branches
+            .iter()
+            .filter_map(|b| b.path_map.0.as_ref())
+            .map(|map| {
+                map.iter()
+                    .filter_map(|(key, target)| {
+                        let target = if target == END {
+                            None
+                        } else {
+                            Some(spec.node_names.get(target).map(|i| i + 1)?)
+                        };
+                        Some((key.clone(), target))
+                    })
+                    .collect()
+            })
+            .collect(),
+    };
+    simulate::Plan {
+        procs: std::iter::once(&spec.start).chain(spec.nodes.iter()).map(proc).collect(),
+        joins: spec
+            .joins
+            .iter()
+            .map(|j| simulate::Join {
+                sources: j.sources.iter().map(|s| s.map_or(0, |i| i + 1)).collect(),
+                target: j.target.map(|t| t + 1),
+            })
+            .collect(),
+        insertion_order: spec.insertion_order.iter().map(|i| i + 1).collect(),
+    }
+}
