@@ -160,11 +160,16 @@ pub struct RunOptions {
     pub durability: Durability,
     /// A value nodes read with [`Runtime::context`](crate::Runtime::context).
     pub context: Option<Arc<dyn Any + Send + Sync>>,
+    /// Whether chunks of subgraphs are streamed too (each carrying the subgraph's namespace).
+    pub subgraphs: bool,
 }
 
 impl std::fmt::Debug for RunOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunOptions").field("durability", &self.durability).finish_non_exhaustive()
+        f.debug_struct("RunOptions")
+            .field("durability", &self.durability)
+            .field("subgraphs", &self.subgraphs)
+            .finish_non_exhaustive()
     }
 }
 
@@ -266,7 +271,8 @@ impl<S: State> CompiledGraph<S> {
         options: RunOptions,
     ) -> BoxStream<'static, GraphResult<StreamPart<S>>> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let sink = crate::pregel::run::Sink { tx, modes: crate::stream::Modes::from_slice(modes) };
+        let sink =
+            crate::pregel::run::Sink::root(tx, crate::stream::Modes::from_slice(modes), options.subgraphs);
         let inner = Arc::clone(&self.inner);
         let input = input.into_graph_input();
         let config = config.clone();

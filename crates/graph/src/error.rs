@@ -147,6 +147,9 @@ pub enum GraphError {
     /// `update_state` could not infer which node the update is from.
     #[error("ambiguous update, specify as_node")]
     AmbiguousUpdate,
+    /// A bulk update superstep with several updates left `as_node` out.
+    #[error("as_node is required when applying multiple updates")]
+    AsNodeRequired,
     /// A run value could not be converted.
     #[error("serialization failed: {0}")]
     Serialization(String),

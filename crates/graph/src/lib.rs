@@ -70,7 +70,7 @@ pub use node::{IntoNode, IntoNodeOutput, NodeOutput};
 pub use retry::RetryPolicy;
 pub use runtime::{ExecutionInfo, GraphInterrupt, Runtime};
 pub use state::{ChannelKind, ChannelSet, ChannelSpec, Overwrite, State, UpdateError, append};
-pub use state_api::{PregelTask, StateSnapshot};
+pub use state_api::{PregelTask, StateSnapshot, StateUpdate};
 pub use store::{InMemoryStore, IndexConfig, Item, SearchItem, Store, StoreError};
 pub use stream::{StreamData, StreamMode, StreamPart};
 pub use types::{Command, CommandGraph, END, Goto, Interrupt, Payload, Resume, START, Send};

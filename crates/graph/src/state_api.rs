@@ -32,6 +32,15 @@ pub struct PregelTask {
     pub result: Option<Vec<(String, Value)>>,
 }
 
+/// One update of a bulk update: the writes and the node they are attributed to.
+#[derive(Debug, Clone)]
+pub struct StateUpdate<S: State> {
+    /// The node the writes come from (`None` infers it; required when a superstep has several updates).
+    pub as_node: Option<String>,
+    /// The writes.
+    pub updates: Vec<S::Update>,
+}
+
 /// A thread's state at one checkpoint.
 #[derive(Debug, Clone)]
 pub struct StateSnapshot<S> {
@@ -204,36 +213,75 @@ impl<S: State> CompiledGraph<S> {
         updates: Vec<S::Update>,
         as_node: Option<&str>,
     ) -> GraphResult<CheckpointConfig> {
+        let update = StateUpdate { as_node: as_node.map(str::to_owned), updates };
+        self.bulk_update_state(config, vec![vec![update]]).await
+    }
+
+    /// Applies several supersteps of updates, one checkpoint each; within a superstep every update must
+    /// name its node. Replaying a thread's history this way rebuilds the same state.
+    pub async fn bulk_update_state(
+        &self,
+        config: &RunnableConfig,
+        supersteps: Vec<Vec<StateUpdate<S>>>,
+    ) -> GraphResult<CheckpointConfig> {
         let saver = std::sync::Arc::clone(self.saver()?);
-        let address = thread_of(config)?;
+        let mut address = thread_of(config)?;
+        let mut last = None;
+        for superstep in supersteps {
+            if superstep.len() > 1 && superstep.iter().any(|u| u.as_node.is_none()) {
+                return Err(GraphError::AsNodeRequired);
+            }
+            let saved = self.apply_superstep(&saver, &address, superstep).await?;
+            // The next superstep builds on the checkpoint just saved.
+            address.checkpoint_id = saved.checkpoint_id.clone();
+            last = Some(saved);
+        }
+        last.ok_or_else(|| GraphError::Checkpoint("bulk_update_state needs at least one update".to_owned()))
+    }
+
+    async fn apply_superstep(
+        &self,
+        saver: &std::sync::Arc<dyn crate::checkpoint::Checkpointer>,
+        address: &CheckpointConfig,
+        superstep: Vec<StateUpdate<S>>,
+    ) -> GraphResult<CheckpointConfig> {
         let spec = &self.inner.spec;
         let names = &self.inner.channel_names;
-        let tuple = saver.get_tuple(&address).await.map_err(cp_err)?;
+        let tuple = saver.get_tuple(address).await.map_err(cp_err)?;
         let (mut ch, step, parent) = match &tuple {
             Some(t) => (
                 Channels::from_checkpoint(spec, names, &t.checkpoint)?,
                 t.metadata.step,
                 Some(t.checkpoint.id.clone()),
             ),
-            None => (Channels::new(spec), -1, None),
+            // A fresh thread starts from the synthetic empty checkpoint at step -2, as a run does: its first
+            // checkpoint (input or update) is step -1.
+            None => (Channels::new(spec), -2, None),
         };
-        let mut updates = updates;
-        for u in &mut updates {
-            ch.state.prepare_update(u);
-        }
-        let as_node = match as_node {
-            Some(n) => n.to_owned(),
-            None => self.infer_as_node(&ch, tuple.is_some())?,
-        };
+        let planned = crate::pregel::run::plan_tasks(
+            &ch,
+            spec,
+            step + 1,
+            parent.as_deref().unwrap_or(""),
+            &address.checkpoint_ns,
+        );
         let mut changed = ChannelSet::new();
-        let source =
+        let mut source = CheckpointSource::Update;
+        for StateUpdate { as_node, mut updates } in superstep {
+            for u in &mut updates {
+                ch.state.prepare_update(u);
+            }
+            let as_node = match as_node {
+                Some(n) => n,
+                None => self.infer_as_node(&ch, tuple.is_some())?,
+            };
             match as_node.as_str() {
                 "__copy__" => {
                     let all = (0..names.len()).collect::<ChannelSet>();
                     return self
                         .put_update(
-                            &saver,
-                            &address,
+                            saver,
+                            address,
                             parent,
                             &ch,
                             CheckpointSource::Fork,
@@ -246,74 +294,73 @@ impl<S: State> CompiledGraph<S> {
                 "__input__" => {
                     ch.start = Some(updates);
                     changed.insert(ch.layout.start());
-                    CheckpointSource::Input
+                    source = CheckpointSource::Input;
                 }
-                END => {
-                    let planned = crate::pregel::run::plan_tasks(
-                        &ch,
-                        spec,
-                        step + 1,
-                        parent.as_deref().unwrap_or(""),
-                        &address.checkpoint_ns,
-                    );
-                    crate::pregel::run::consume_tasks(&mut ch, spec, &planned, &mut changed);
-                    CheckpointSource::Update
-                }
-                name => {
-                    let node_spec = if name == START {
-                        &spec.start
-                    } else {
-                        let &n = spec
-                            .node_names
-                            .get(name)
-                            .ok_or_else(|| GraphError::UpdateUnknownNode(name.to_owned()))?;
-                        &spec.nodes[n]
-                    };
-                    let planned = crate::pregel::run::plan_tasks(
-                        &ch,
-                        spec,
-                        step + 1,
-                        parent.as_deref().unwrap_or(""),
-                        &address.checkpoint_ns,
-                    );
-                    let mine: Vec<Task<S>> = planned.into_iter().filter(|t| t.name == name).collect();
-                    crate::pregel::run::consume_tasks(&mut ch, spec, &mine, &mut changed);
-                    let applied = ch.state.apply(updates.clone()).map_err(|error| {
-                        GraphError::InvalidUpdate { error, step: step + 1, nodes: vec![name.to_owned()] }
-                    })?;
-                    changed.union_with(&applied);
-                    let mut writes = TaskWrites::<S> { updates, ..TaskWrites::default() };
-                    writes.goto.extend(node_spec.edges.iter().copied());
-                    writes.joins.extend(node_spec.joins.iter().copied());
-                    for branch in &node_spec.branches {
-                        let routes = branch.route(&ch.state).map_err(|source| GraphError::Node {
-                            node: name.to_owned(),
-                            step: step + 1,
-                            source,
-                        })?;
-                        for r in routes {
-                            match r {
-                                crate::branch::Route::End => {}
-                                crate::branch::Route::Node(n) => {
-                                    push_goto(spec, name, crate::types::Goto::Node(n), &mut writes)?
-                                }
-                                crate::branch::Route::Send(s) => {
-                                    push_goto(spec, name, crate::types::Goto::Send(s), &mut writes)?
-                                }
-                            }
-                        }
-                    }
-                    let source_index = if name == START { None } else { spec.node_names.get(name).copied() };
-                    crate::pregel::run::apply_control(&mut ch, spec, &writes, source_index, &mut changed);
-                    if let Some(n) = source_index {
-                        let seen_version = ch.max_version() + 1;
-                        ch.seen[n].insert(ch.layout.branch(n), seen_version);
-                    }
-                    CheckpointSource::Update
-                }
-            };
+                END => crate::pregel::run::consume_tasks(&mut ch, spec, &planned, &mut changed),
+                name => self.apply_as_node(&mut ch, &planned, name, updates, step + 1, &mut changed)?,
+            }
+        }
         ch.bump(&changed);
-        self.put_update(&saver, &address, parent, &ch, source, step + 1, &changed, &changed).await
+        self.put_update(saver, address, parent, &ch, source, step + 1, &changed, &changed).await
+    }
+
+    /// Applies `updates` as the output of node `name` (its planned task consumed, its edges and routers
+    /// run).
+    fn apply_as_node(
+        &self,
+        ch: &mut Channels<S>,
+        planned: &[Task<S>],
+        name: &str,
+        updates: Vec<S::Update>,
+        step: i64,
+        changed: &mut ChannelSet,
+    ) -> GraphResult<()> {
+        let spec = &self.inner.spec;
+        let node_spec = if name == START {
+            &spec.start
+        } else {
+            let &n =
+                spec.node_names.get(name).ok_or_else(|| GraphError::UpdateUnknownNode(name.to_owned()))?;
+            &spec.nodes[n]
+        };
+        let mine: Vec<&Task<S>> = planned.iter().filter(|t| t.name == name).collect();
+        for task in mine {
+            crate::pregel::run::consume_tasks(ch, spec, std::slice::from_ref(task), changed);
+        }
+        let applied = ch.state.apply(updates.clone()).map_err(|error| GraphError::InvalidUpdate {
+            error,
+            step,
+            nodes: vec![name.to_owned()],
+        })?;
+        changed.union_with(&applied);
+        let mut writes = TaskWrites::<S> { updates, ..TaskWrites::default() };
+        writes.goto.extend(node_spec.edges.iter().copied());
+        writes.joins.extend(node_spec.joins.iter().copied());
+        for branch in &node_spec.branches {
+            let routes = branch.route(&ch.state).map_err(|source| GraphError::Node {
+                node: name.to_owned(),
+                step,
+                source,
+            })?;
+            for r in routes {
+                match r {
+                    crate::branch::Route::End => {}
+                    crate::branch::Route::Node(n) => {
+                        push_goto(spec, name, crate::types::Goto::Node(n), &mut writes)?
+                    }
+                    crate::branch::Route::Send(s) => {
+                        push_goto(spec, name, crate::types::Goto::Send(s), &mut writes)?
+                    }
+                }
+            }
+        }
+        let source_index = if name == START { None } else { spec.node_names.get(name).copied() };
+        crate::pregel::run::apply_control(ch, spec, &writes, source_index, changed);
+        if let Some(n) = source_index {
+            let seen_version = ch.max_version() + 1;
+            ch.seen[n].insert(ch.layout.branch(n), seen_version);
+        }
+        Ok(())
     }
 
     fn infer_as_node(&self, ch: &Channels<S>, has_checkpoint: bool) -> GraphResult<String> {

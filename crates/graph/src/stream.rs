@@ -1,7 +1,7 @@
 //! Stream modes and the chunks a graph run yields.
 
 use serde_json::{Map, Value};
-use weft_runnable_core::AiMessage;
+use weft_runnable_core::Message;
 
 use crate::checkpoint::CheckpointConfig;
 use crate::state::State;
@@ -53,10 +53,23 @@ pub enum StreamData<S: State> {
     },
     /// `updates`: the run paused; empty for a static breakpoint.
     Interrupt(Vec<Interrupt>),
-    /// `messages`: a token (message chunk) of a chat model and the metadata of the node that called it.
+    /// `values` of a subgraph (its state type differs from the parent's, so it comes as JSON); the chunk's
+    /// `ns` names the subgraph. Only when the run streams subgraphs.
+    SubgraphValues(Value),
+    /// `updates` of a subgraph node, as JSON; the chunk's `ns` names the subgraph.
+    SubgraphUpdates {
+        /// The subgraph's node.
+        node: String,
+        /// Its updates as JSON objects.
+        updates: Vec<Value>,
+        /// Whether the writes were reused.
+        cached: bool,
+    },
+    /// `messages`: a token of a chat model called inside a node (an AI message chunk), or a whole message a
+    /// node wrote that was not streamed token by token (de-duplicated by id), with the node's metadata.
     Message {
-        /// The chunk.
-        chunk: Box<AiMessage>,
+        /// The chunk or message.
+        chunk: Box<Message>,
         /// `langgraph_node`, `langgraph_step`, ... plus the config's metadata.
         metadata: Map<String, Value>,
     },
@@ -143,3 +156,104 @@ impl Modes {
         self.has(StreamMode::Checkpoints) || self.has(StreamMode::Debug)
     }
 }
+
+/// A stream chunk with the state type erased, passed from a subgraph run to its parent.
+#[derive(Debug, Clone)]
+pub(crate) enum ErasedData {
+    Values(Value),
+    Updates {
+        node: String,
+        updates: Vec<Value>,
+        cached: bool,
+    },
+    Interrupt(Vec<Interrupt>),
+    Message {
+        chunk: Box<Message>,
+        metadata: Map<String, Value>,
+    },
+    Custom {
+        node: String,
+        value: Value,
+    },
+    Checkpoint {
+        config: CheckpointConfig,
+        step: i64,
+        values: Value,
+        next: Vec<String>,
+    },
+    TaskStart {
+        id: String,
+        name: String,
+        input: Value,
+        step: i64,
+    },
+    TaskResult {
+        id: String,
+        name: String,
+        error: Option<String>,
+        result: Vec<(String, Value)>,
+        interrupts: Vec<Interrupt>,
+        step: i64,
+    },
+}
+
+impl ErasedData {
+    /// Erases the state type of a chunk of a graph over `C` (`state` names its channels).
+    pub(crate) fn erase<C: State>(data: StreamData<C>, state: &C) -> Self {
+        let names = state.channels();
+        let update_json = |u: &C::Update| -> Value {
+            let mut map = Map::new();
+            for (i, v) in state.update_to_json(u).unwrap_or_default() {
+                map.insert(names[i].name.to_string(), v);
+            }
+            Value::Object(map)
+        };
+        match data {
+            StreamData::Values(v) => ErasedData::Values(crate::pregel::task::state_json(&v)),
+            StreamData::Updates { node, updates, cached } => {
+                ErasedData::Updates { node, updates: updates.iter().map(update_json).collect(), cached }
+            }
+            StreamData::SubgraphValues(v) => ErasedData::Values(v),
+            StreamData::SubgraphUpdates { node, updates, cached } => {
+                ErasedData::Updates { node, updates, cached }
+            }
+            StreamData::Interrupt(i) => ErasedData::Interrupt(i),
+            StreamData::Message { chunk, metadata } => ErasedData::Message { chunk, metadata },
+            StreamData::Custom { node, value } => ErasedData::Custom { node, value },
+            StreamData::Checkpoint { config, step, values, next } => {
+                ErasedData::Checkpoint { config, step, values, next }
+            }
+            StreamData::TaskStart { id, name, input, step } => {
+                ErasedData::TaskStart { id, name, input, step }
+            }
+            StreamData::TaskResult { id, name, error, result, interrupts, step } => {
+                ErasedData::TaskResult { id, name, error, result, interrupts, step }
+            }
+        }
+    }
+
+    /// The chunk as one of a graph over `P` (state values and updates stay JSON).
+    pub(crate) fn typed<P: State>(self) -> StreamData<P> {
+        match self {
+            ErasedData::Values(v) => StreamData::SubgraphValues(v),
+            ErasedData::Updates { node, updates, cached } => {
+                StreamData::SubgraphUpdates { node, updates, cached }
+            }
+            ErasedData::Interrupt(i) => StreamData::Interrupt(i),
+            ErasedData::Message { chunk, metadata } => StreamData::Message { chunk, metadata },
+            ErasedData::Custom { node, value } => StreamData::Custom { node, value },
+            ErasedData::Checkpoint { config, step, values, next } => {
+                StreamData::Checkpoint { config, step, values, next }
+            }
+            ErasedData::TaskStart { id, name, input, step } => {
+                StreamData::TaskStart { id, name, input, step }
+            }
+            ErasedData::TaskResult { id, name, error, result, interrupts, step } => {
+                StreamData::TaskResult { id, name, error, result, interrupts, step }
+            }
+        }
+    }
+}
+
+/// Forwards erased chunks of a subgraph, with their namespace, to the parent run's stream.
+pub(crate) type Forward = std::sync::Arc<dyn Fn(Vec<String>, ErasedData) + Send + Sync>;

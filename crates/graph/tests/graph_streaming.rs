@@ -120,3 +120,48 @@ async fn stream_events_shows_the_graph_and_its_nodes_as_chains() {
     assert!(events.iter().filter(|(e, _)| e == "on_chat_model_stream").count() >= 2);
     assert_eq!(events.last().unwrap(), &("on_chain_end".to_owned(), "LangGraph".to_owned()));
 }
+
+#[derive(weft_graph::State, Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+struct Chat {
+    #[state(add_messages)]
+    messages: weft_graph::Messages,
+}
+
+#[tokio::test]
+async fn messages_mode_also_sends_written_messages_that_were_not_streamed_once() {
+    use weft_runnable_core::Message;
+    let model = FakeChatModel::new(["streamed reply"]);
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node("agent", move |s: Chat, rt: Runtime| {
+        let model = model.clone();
+        async move {
+            let reply = model.invoke(PromptValue::from(s.messages.to_vec()), rt.config()).await?;
+            Ok::<_, weft_runnable_core::Error>(Chat::update().messages(vec![Message::Ai(reply)]))
+        }
+    });
+    g.add_node("tool", |_: Chat| Chat::update().messages(vec![Message::tool("42", "call_1").with_id("t1")]));
+    g.add_node("again", |s: Chat| Chat::update().messages(vec![s.messages[1].clone()]));
+    g.add_edge(START, "agent");
+    g.add_edge("agent", "tool");
+    g.add_edge("tool", "again");
+    let app = g.compile().unwrap();
+    let input = Chat::update().messages(vec![Message::human("hi").with_id("h1")]);
+    let parts: Vec<(String, String)> = app
+        .stream(input, &RunnableConfig::default(), &[StreamMode::Messages])
+        .map(|p| match p.unwrap().data {
+            StreamData::Message { chunk, metadata } => {
+                (metadata["langgraph_node"].as_str().unwrap().to_owned(), chunk.text())
+            }
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect()
+        .await;
+    let agent_tokens: String = parts.iter().filter(|(n, _)| n == "agent").map(|(_, t)| t.as_str()).collect();
+    assert_eq!(agent_tokens, "streamed reply", "the model's message is not sent again whole");
+    let others: Vec<_> = parts.iter().filter(|(n, _)| n != "agent").collect();
+    assert_eq!(
+        others,
+        vec![&("tool".to_owned(), "42".to_owned())],
+        "re-written messages already in the state are not sent"
+    );
+}

@@ -280,3 +280,51 @@ async fn replaying_an_old_checkpoint_forks_and_reruns() {
             .any(|s| serde_json::to_value(s.metadata.as_ref().unwrap().source).unwrap() == json!("fork"))
     );
 }
+
+#[tokio::test]
+async fn bulk_update_replays_a_run_into_the_same_history() {
+    use weft_graph::StateUpdate;
+    let app = chain3(saver());
+    app.invoke(log("in"), &thread("t1")).await.unwrap();
+    let original = app.get_state_history(&thread("t1"), ListOptions::default()).await.unwrap();
+
+    let step = |node: &str, update: DocUpdate| {
+        vec![StateUpdate { as_node: Some(node.to_owned()), updates: vec![update] }]
+    };
+    app.bulk_update_state(
+        &thread("t2"),
+        vec![
+            step("__input__", log("in")),
+            step(START, log("in")),
+            step("a", log("a")),
+            step("b", log("b")),
+            step("c", log("c")),
+        ],
+    )
+    .await
+    .unwrap();
+    let replayed = app.get_state_history(&thread("t2"), ListOptions::default()).await.unwrap();
+    let shape = |h: &Vec<weft_graph::StateSnapshot<Doc>>| {
+        h.iter()
+            .map(|s| (s.metadata.as_ref().unwrap().step, s.values.log.clone(), s.next.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(shape(&replayed), shape(&original));
+}
+
+#[tokio::test]
+async fn bulk_superstep_with_several_updates_needs_as_node() {
+    use weft_graph::StateUpdate;
+    let app = chain3(saver());
+    let err = app
+        .bulk_update_state(
+            &thread("t"),
+            vec![vec![
+                StateUpdate { as_node: None, updates: vec![] },
+                StateUpdate { as_node: None, updates: vec![] },
+            ]],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_string(), "as_node is required when applying multiple updates");
+}

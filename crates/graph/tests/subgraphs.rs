@@ -140,3 +140,70 @@ async fn subgraph_checkpoints_live_in_their_own_namespace() {
     assert_eq!(namespaces.len(), 2, "{namespaces:?}");
     assert!(namespaces.iter().any(|ns| ns.starts_with("sub:")), "{namespaces:?}");
 }
+
+mod streaming {
+    use super::*;
+    use futures::StreamExt as _;
+    use weft_graph::{RunOptions, StreamData, StreamMode};
+    use weft_runnable_core::fakes::FakeChatModel;
+    use weft_runnable_core::{PromptValue, Runnable};
+
+    fn graph() -> weft_graph::CompiledGraph<Doc> {
+        let model = FakeChatModel::new(["deep thought"]);
+        let mut child = StateGraph::<Inner>::new();
+        child.add_node("think", move |_: Inner, rt: Runtime| {
+            let model = model.clone();
+            async move {
+                let reply = model.invoke(PromptValue::from("q"), rt.config()).await?;
+                Ok::<_, weft_runnable_core::Error>(InnerUpdate::new().answer(reply.text()))
+            }
+        });
+        child.add_edge(START, "think");
+        let mut parent = StateGraph::<Doc>::new();
+        parent.add_node("sub", child.compile().unwrap());
+        parent.add_edge(START, "sub");
+        parent.compile().unwrap()
+    }
+
+    async fn chunks(subgraphs: bool) -> Vec<(Vec<String>, String)> {
+        let options = RunOptions { subgraphs, ..RunOptions::default() };
+        graph()
+            .stream_with(
+                log("s"),
+                &RunnableConfig::default(),
+                &[StreamMode::Updates, StreamMode::Messages],
+                options,
+            )
+            .map(|p| {
+                let p = p.unwrap();
+                let what = match p.data {
+                    StreamData::Updates { node, .. } => format!("update {node}"),
+                    StreamData::SubgraphUpdates { node, updates, .. } => {
+                        format!("subupdate {node} {}", updates[0])
+                    }
+                    StreamData::Message { chunk, .. } => format!("token {}", chunk.text()),
+                    other => format!("{other:?}"),
+                };
+                (p.ns.iter().map(|s| s.split(':').next().unwrap_or_default().to_owned()).collect(), what)
+            })
+            .collect()
+            .await
+    }
+
+    #[tokio::test]
+    async fn without_subgraphs_only_the_parent_streams() {
+        assert_eq!(chunks(false).await, vec![(vec![], "update sub".to_owned())]);
+    }
+
+    #[tokio::test]
+    async fn with_subgraphs_chunks_carry_the_subgraph_namespace() {
+        let got = chunks(true).await;
+        let sub = vec!["sub".to_owned()];
+        assert!(got.contains(&(sub.clone(), "token deep".to_owned())), "{got:?}");
+        assert!(
+            got.contains(&(sub.clone(), "subupdate think {\"answer\":\"deep thought\"}".to_owned())),
+            "{got:?}"
+        );
+        assert_eq!(got.last().unwrap(), &(vec![], "update sub".to_owned()));
+    }
+}

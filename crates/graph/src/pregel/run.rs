@@ -1,12 +1,14 @@
 //! The run loop.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::stream::{BoxStream, FuturesUnordered};
 use futures::{FutureExt as _, StreamExt as _};
 use serde_json::{Map, Value, json};
-use weft_runnable_core::{Error, EventSink, RunKind, RunScope, RunnableConfig, StreamEvent};
+use weft_runnable_core::{
+    AiMessage, Error, EventSink, Message, RunKind, RunScope, RunnableConfig, StreamEvent,
+};
 
 use crate::checkpoint::{CheckpointConfig, CheckpointMetadata, CheckpointSource, special};
 use crate::compiled::{DEFAULT_GRAPH_RECURSION_LIMIT, GraphInput, GraphOutput, Inner, RunOptions};
@@ -20,20 +22,52 @@ use crate::pregel::task::{
 };
 use crate::runtime::{ExecutionInfo, GraphInterrupt, Runtime, RuntimeInner, Scratchpad, interrupt_id};
 use crate::state::{ChannelSet, State};
-use crate::stream::{Modes, StreamData, StreamMode, StreamPart};
+use crate::stream::{ErasedData, Forward, Modes, StreamData, StreamMode, StreamPart};
 use crate::subgraph::{ParentCommand, ParentRun, parent_command, raise_parent_command};
 use crate::types::{Interrupt, Resume};
 
-/// Where a streaming run sends its chunks.
+type SendPart<S> = Arc<dyn Fn(StreamPart<S>) + std::marker::Send + Sync>;
+
+/// Where a streaming run sends its chunks: the caller's channel, or (for a subgraph) the parent's stream.
 pub(crate) struct Sink<S: State> {
-    pub(crate) tx: tokio::sync::mpsc::UnboundedSender<GraphResult<StreamPart<S>>>,
+    send: SendPart<S>,
     pub(crate) modes: Modes,
+    /// Whether subgraphs stream into this run's stream too.
+    pub(crate) subgraphs: bool,
 }
 
 impl<S: State> Sink<S> {
-    fn send(&self, data: StreamData<S>) {
+    /// A sink feeding the caller's channel.
+    pub(crate) fn root(
+        tx: tokio::sync::mpsc::UnboundedSender<GraphResult<StreamPart<S>>>,
+        modes: Modes,
+        subgraphs: bool,
+    ) -> Self {
         // A consumer that dropped the stream no longer wants chunks; the run still completes.
-        let _ = self.tx.send(Ok(StreamPart { ns: Vec::new(), data }));
+        let send: SendPart<S> = Arc::new(move |part| {
+            let _ = tx.send(Ok(part));
+        });
+        Self { send, modes, subgraphs }
+    }
+
+    /// A sink of a subgraph run, forwarding its chunks (state erased) to the parent's stream.
+    fn forwarding(forward: Forward, modes: Modes, state: S) -> Self {
+        let send: SendPart<S> =
+            Arc::new(move |part: StreamPart<S>| forward(part.ns, ErasedData::erase(part.data, &state)));
+        Self { send, modes, subgraphs: true }
+    }
+
+    fn send(&self, data: StreamData<S>) {
+        (self.send)(StreamPart { ns: Vec::new(), data });
+    }
+
+    /// What the subgraphs of one task forward through, naming that task's namespace segment.
+    fn forward_for(&self, segment: String) -> Forward {
+        let send = Arc::clone(&self.send);
+        Arc::new(move |mut ns: Vec<String>, data: ErasedData| {
+            ns.insert(0, segment.clone());
+            send(StreamPart { ns, data: data.typed::<S>() });
+        })
     }
 }
 
@@ -142,6 +176,11 @@ pub(crate) async fn run<S: State>(
         GraphInput::Command(cmd) => cmd.resume.is_some(),
         GraphInput::Update(_) => parent.as_ref().is_some_and(|p| p.resuming),
     };
+    let child_sink = match (sink, parent.as_ref().and_then(|p| p.stream.clone())) {
+        (None, Some((forward, modes))) => Some(Sink::forwarding(forward, modes, inner.spec.initial.clone())),
+        _ => None,
+    };
+    let sink = sink.or(child_sink.as_ref());
     let mut ctx = Ctx {
         inner,
         config: run_config,
@@ -747,6 +786,7 @@ async fn run_step<S: State>(
     let limit = ctx.config.max_concurrency.unwrap_or(usize::MAX).max(1);
     let inner = ctx.inner;
     let is_subgraph = ctx.parent.is_some();
+    let mut streamed: Vec<Option<StreamedIds>> = vec![None; tasks.len()];
     let mut running = FuturesUnordered::new();
     let mut queue = to_run.into_iter();
     let route_inline = !single;
@@ -754,7 +794,8 @@ async fn run_step<S: State>(
         while running.len() < limit {
             let Some(i) = queue.next() else { break };
             let task = &tasks[i];
-            let runtime = make_runtime(ctx, task, saved, step, stop);
+            let (runtime, ids) = make_runtime(ctx, task, saved, step, stop);
+            streamed[i] = ids;
             if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks()) {
                 if task.kind != TaskKind::Start {
                     let input = match &task.input {
@@ -793,6 +834,7 @@ async fn run_step<S: State>(
         }
         match result {
             Ok((TaskOutcome::Done(writes), resumed)) => {
+                emit_whole_messages(ctx, &ch.state, task, &writes, streamed[i].as_ref(), step);
                 if route_inline {
                     if let Some(saver) = ctx.saver.as_mut() {
                         let mut json = writes_to_json(spec, &ch.state, &writes)?;
@@ -872,29 +914,115 @@ fn emit_update<S: State>(ctx: &Ctx<'_, S>, task: &Task<S>, writes: &TaskWrites<S
     }
 }
 
+/// Ids of the messages a task's chat models streamed token by token.
+type StreamedIds = Arc<Mutex<HashSet<String>>>;
+
+/// The `langgraph_*` metadata of a task's runs and stream chunks.
+fn task_metadata<S: State>(task: &Task<S>, step: i64) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("langgraph_step".to_owned(), json!(step));
+    m.insert("langgraph_node".to_owned(), json!(task.name));
+    m.insert("langgraph_path".to_owned(), json!(task.path));
+    m.insert("langgraph_checkpoint_ns".to_owned(), json!(format!("{}:{}", task.name, task.id)));
+    m
+}
+
+/// In `messages` mode, sends the messages a task wrote that were not streamed token by token and are not
+/// already in the state (LangGraph de-duplicates by id the same way).
+fn emit_whole_messages<S: State>(
+    ctx: &Ctx<'_, S>,
+    state: &S,
+    task: &Task<S>,
+    writes: &TaskWrites<S>,
+    streamed: Option<&StreamedIds>,
+    step: i64,
+) {
+    let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages)) else { return };
+    if task.kind == TaskKind::Start {
+        return;
+    }
+    for u in &writes.updates {
+        let Ok(values) = state.update_to_json(u) else { continue };
+        for (channel, value) in values {
+            let value = match value {
+                Value::Object(mut o) if o.contains_key("__overwrite__") => {
+                    o.remove("__overwrite__").unwrap_or(Value::Null)
+                }
+                v => v,
+            };
+            let items = match value {
+                Value::Array(items) => items,
+                v @ Value::Object(_) => vec![v],
+                _ => continue,
+            };
+            let mut existing: Option<HashSet<String>> = None;
+            for item in items {
+                let is_message =
+                    item.get("type").or_else(|| item.get("role")).is_some() && item.get("content").is_some();
+                if !is_message {
+                    continue;
+                }
+                let Ok(message) = Message::from_like(item) else { continue };
+                if let Some(id) = message.id() {
+                    if streamed.and_then(|s| s.lock().ok()).is_some_and(|s| s.contains(id)) {
+                        continue;
+                    }
+                    let present = existing.get_or_insert_with(|| message_ids(state, channel));
+                    if present.contains(id) {
+                        continue;
+                    }
+                }
+                let mut metadata = ctx.config.metadata.clone();
+                metadata.extend(task_metadata(task, step));
+                sink.send(StreamData::Message { chunk: Box::new(message), metadata });
+            }
+        }
+    }
+}
+
+/// Ids of the messages of a channel (empty when the channel holds no messages).
+fn message_ids<S: State>(state: &S, channel: usize) -> HashSet<String> {
+    let Ok(Some(Value::Array(items))) = state.channel_to_json(channel) else { return HashSet::new() };
+    items.iter().filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_owned)).collect()
+}
+
 fn make_runtime<S: State>(
     ctx: &Ctx<'_, S>,
     task: &Task<S>,
     saved: &SavedWrites,
     step: i64,
     stop: i64,
-) -> Runtime {
+) -> (Runtime, Option<StreamedIds>) {
     let mut config = ctx.config.child(Some(format!("graph:step:{step}")));
-    config.metadata.insert("langgraph_step".to_owned(), json!(step));
-    config.metadata.insert("langgraph_node".to_owned(), json!(task.name));
-    config.metadata.insert("langgraph_path".to_owned(), json!(task.path));
-    config.metadata.insert("langgraph_checkpoint_ns".to_owned(), json!(format!("{}:{}", task.name, task.id)));
+    for (k, v) in task_metadata(task, step) {
+        config.metadata.insert(k, v);
+    }
+    let mut streamed = None;
     if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages)) {
-        let tx = sink.tx.clone();
+        let send = Arc::clone(&sink.send);
+        let seen: StreamedIds = Arc::new(Mutex::new(HashSet::new()));
+        streamed = Some(Arc::clone(&seen));
+        let own_ns = format!("{}:{}", task.name, task.id);
         let messages = EventSink::new(move |event: StreamEvent| {
             if event.event != "on_chat_model_stream" {
                 return;
             }
-            let Some(chunk) = event.data.chunk.and_then(|c| serde_json::from_value(c).ok()) else { return };
-            let _ = tx.send(Ok(StreamPart {
+            // Tokens of models inside subgraphs belong to the subgraph's own tasks.
+            if event.metadata.get("langgraph_checkpoint_ns").and_then(Value::as_str) != Some(own_ns.as_str())
+            {
+                return;
+            }
+            let Some(chunk) = event.data.chunk.and_then(|c| serde_json::from_value::<AiMessage>(c).ok())
+            else {
+                return;
+            };
+            if let (Some(id), Ok(mut seen)) = (chunk.id.clone(), seen.lock()) {
+                seen.insert(id);
+            }
+            send(StreamPart {
                 ns: Vec::new(),
-                data: StreamData::Message { chunk: Box::new(chunk), metadata: event.metadata },
-            }));
+                data: StreamData::Message { chunk: Box::new(Message::Ai(chunk)), metadata: event.metadata },
+            });
         });
         config.callbacks = Some(match config.callbacks.take() {
             Some(existing) => existing.and(messages),
@@ -902,17 +1030,15 @@ fn make_runtime<S: State>(
         });
     }
     let writer = ctx.sink.filter(|s| s.modes.has(StreamMode::Custom)).map(|sink| {
-        let tx = sink.tx.clone();
+        let send = Arc::clone(&sink.send);
         let node = task.name.clone();
         Arc::new(move |value: Value| {
-            let _ = tx.send(Ok(StreamPart {
-                ns: Vec::new(),
-                data: StreamData::Custom { node: node.clone(), value },
-            }));
+            send(StreamPart { ns: Vec::new(), data: StreamData::Custom { node: node.clone(), value } });
         }) as crate::runtime::CustomWriter
     });
     let task_ns = format!("{}:{}", task.name, task.id);
     config.extensions.insert(ParentRun {
+        stream: ctx.sink.filter(|s| s.subgraphs).map(|s| (s.forward_for(task_ns.clone()), s.modes)),
         checkpointer: ctx.saver.as_ref().map(|s| Arc::clone(&s.checkpointer)),
         ns: if ctx.ns.is_empty() { task_ns.clone() } else { format!("{}|{task_ns}", ctx.ns) },
         resuming: ctx.resuming,
@@ -928,7 +1054,7 @@ fn make_runtime<S: State>(
             resume_changed = true;
         }
     }
-    Runtime {
+    let runtime = Runtime {
         inner: Arc::new(RuntimeInner {
             node: task.name.clone(),
             config,
@@ -946,7 +1072,8 @@ fn make_runtime<S: State>(
             null_resume: Arc::clone(&ctx.null_resume),
             context: ctx.options.context.clone(),
         }),
-    }
+    };
+    (runtime, streamed)
 }
 
 /// Runs one task with its retry policy; returns its writes (routes included unless `route_later`) and the
