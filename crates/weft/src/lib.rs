@@ -39,3 +39,9 @@ pub mod prelude {
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct RepositoryReadme;
+
+/// The graph guide (`docs/graph.md`), whose snippets must compile and run: they are tested as doc tests
+/// here.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/graph.md")]
+pub struct GraphGuide;
