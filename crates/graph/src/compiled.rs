@@ -47,6 +47,25 @@ pub struct CompileConfig {
     pub retry: Option<RetryPolicy>,
     /// Where nodes with a cache policy keep their writes.
     pub cache: Option<Arc<dyn crate::cache::NodeCache>>,
+    /// Long-term memory shared across threads, reachable from nodes through
+    /// [`Runtime::store`](crate::Runtime::store).
+    pub store: Option<Arc<dyn crate::store::Store>>,
+    /// When this graph runs as a subgraph: whether and where it keeps checkpoints.
+    pub subgraph_checkpoints: SubgraphCheckpoints,
+}
+
+/// How a graph used as a subgraph keeps checkpoints (LangGraph's `checkpointer=None/True/False`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SubgraphCheckpoints {
+    /// Use the parent's checkpointer in a namespace of its own per parent task: each run of the parent
+    /// node starts fresh, and interrupts inside resume there.
+    #[default]
+    Inherit,
+    /// Use the parent's checkpointer in one namespace per node: the subgraph's state accumulates across
+    /// runs of the parent node on a thread.
+    PerNode,
+    /// Keep no checkpoints (interrupts inside cannot be resumed).
+    Never,
 }
 
 impl CompileConfig {
@@ -82,6 +101,18 @@ impl CompileConfig {
     /// Sets the node cache.
     pub fn cache(mut self, cache: Arc<dyn crate::cache::NodeCache>) -> Self {
         self.cache = Some(cache);
+        self
+    }
+
+    /// Sets the store nodes reach through their runtime.
+    pub fn store(mut self, store: Arc<dyn crate::store::Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Sets how this graph keeps checkpoints when it runs as a subgraph.
+    pub fn subgraph_checkpoints(mut self, mode: SubgraphCheckpoints) -> Self {
+        self.subgraph_checkpoints = mode;
         self
     }
 

@@ -60,7 +60,7 @@ pub use checkpoint::{
 };
 pub use compiled::{
     CompileConfig, CompiledGraph, DEFAULT_GRAPH_RECURSION_LIMIT, Durability, GraphInput, GraphOutput,
-    IntoGraphInput, RunOptions,
+    IntoGraphInput, RunOptions, SubgraphCheckpoints,
 };
 pub use draw::{CurveStyle, DrawEdge, DrawNode, DrawableGraph, MermaidOptions, NodeStyles};
 pub use error::{GraphError, GraphResult};

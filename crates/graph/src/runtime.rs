@@ -48,15 +48,22 @@ pub(crate) struct Scratchpad {
 /// The custom stream writer of a node.
 pub(crate) type CustomWriter = Arc<dyn Fn(Value) + Send + Sync>;
 
+/// Builds a task's config the first time a node asks for it (most nodes never do).
+pub(crate) type ConfigBuilder = Box<dyn FnOnce() -> RunnableConfig + Send>;
+
 pub(crate) struct RuntimeInner {
     pub(crate) node: String,
-    pub(crate) config: RunnableConfig,
+    pub(crate) config: std::sync::OnceLock<RunnableConfig>,
+    pub(crate) config_builder: Mutex<Option<ConfigBuilder>>,
+    /// Whether somebody listens to run events (then the node's run is traced).
+    pub(crate) observed: bool,
     pub(crate) info: ExecutionInfo,
     pub(crate) stop: i64,
     pub(crate) scratchpad: Mutex<Scratchpad>,
     pub(crate) writer: Option<CustomWriter>,
     pub(crate) null_resume: Arc<Mutex<Option<Value>>>,
     pub(crate) context: Option<Arc<dyn Any + Send + Sync>>,
+    pub(crate) store: Option<Arc<dyn crate::store::Store>>,
 }
 
 /// Handed to nodes that ask for it: `|state: S, rt: &Runtime|` (sync) or `|state: S, rt: Runtime|` (async).
@@ -80,7 +87,10 @@ impl Runtime {
     /// The config of this task's run (pass it to runnables called inside the node so their events and
     /// tokens are attributed to it).
     pub fn config(&self) -> &RunnableConfig {
-        &self.inner.config
+        self.inner.config.get_or_init(|| {
+            let builder = self.inner.config_builder.lock().ok().and_then(|mut b| b.take());
+            builder.map(|build| build()).unwrap_or_default()
+        })
     }
 
     /// Thread, checkpoint, namespace, task id, attempt, step.
@@ -101,6 +111,11 @@ impl Runtime {
     /// The context passed to the run, if it is a `C`.
     pub fn context<C: Any>(&self) -> Option<&C> {
         self.inner.context.as_ref()?.downcast_ref::<C>()
+    }
+
+    /// The graph's long-term memory store, if one was compiled in (a subgraph sees its parent's).
+    pub fn store(&self) -> Option<&Arc<dyn crate::store::Store>> {
+        self.inner.store.as_ref()
     }
 
     /// Sends `value` to the `custom` stream mode (nothing happens when nobody streams it).

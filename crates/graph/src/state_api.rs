@@ -11,7 +11,7 @@ use crate::checkpoint::{
 use crate::compiled::CompiledGraph;
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::channels::Channels;
-use crate::pregel::task::{Task, TaskWrites, push_goto, writes_from_json};
+use crate::pregel::task::{Task, TaskWrites, writes_from_json};
 use crate::state::{ChannelSet, State};
 use crate::types::{END, Interrupt, START};
 
@@ -334,26 +334,10 @@ impl<S: State> CompiledGraph<S> {
         })?;
         changed.union_with(&applied);
         let mut writes = TaskWrites::<S> { updates, ..TaskWrites::default() };
-        writes.goto.extend(node_spec.edges.iter().copied());
-        writes.joins.extend(node_spec.joins.iter().copied());
-        for branch in &node_spec.branches {
-            let routes = branch.route(&ch.state).map_err(|source| GraphError::Node {
-                node: name.to_owned(),
-                step,
-                source,
-            })?;
-            for r in routes {
-                match r {
-                    crate::branch::Route::End => {}
-                    crate::branch::Route::Node(n) => {
-                        push_goto(spec, name, crate::types::Goto::Node(n), &mut writes)?
-                    }
-                    crate::branch::Route::Send(s) => {
-                        push_goto(spec, name, crate::types::Goto::Send(s), &mut writes)?
-                    }
-                }
-            }
-        }
+        crate::pregel::run::route(spec, node_spec, &ch.state, &mut writes).map_err(|err| match err {
+            GraphError::Node { node, source, .. } => GraphError::Node { node, step, source },
+            other => other,
+        })?;
         let source_index = if name == START { None } else { spec.node_names.get(name).copied() };
         crate::pregel::run::apply_control(ch, spec, &writes, source_index, changed);
         if let Some(n) = source_index {

@@ -27,6 +27,10 @@ pub(crate) struct ParentRun {
     pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
     /// The checkpoint namespace of the subgraph run.
     pub(crate) ns: String,
+    /// The namespace of a subgraph that keeps one namespace per node (`SubgraphCheckpoints::PerNode`).
+    pub(crate) node_ns: String,
+    /// The parent's store.
+    pub(crate) store: Option<Arc<dyn crate::store::Store>>,
     pub(crate) resuming: bool,
     pub(crate) null_resume: Arc<Mutex<Option<Value>>>,
     pub(crate) resume_by_id: Map<String, Value>,

@@ -207,3 +207,69 @@ mod streaming {
         assert_eq!(got.last().unwrap(), &(vec![], "update sub".to_owned()));
     }
 }
+
+mod checkpoint_modes {
+    use super::*;
+    use weft_graph::SubgraphCheckpoints;
+    use weft_graph::checkpoint::Checkpointer as _;
+
+    /// A parent whose subgraph counts its own runs in its state.
+    fn app(mode: SubgraphCheckpoints, saver: Arc<InMemorySaver>) -> weft_graph::CompiledGraph<Doc> {
+        let mut child = StateGraph::<Inner>::new();
+        child.add_node("count", |s: Inner| {
+            InnerUpdate::new().steps(vec!["run".into()]).answer(format!("{}", s.steps.len() + 1))
+        });
+        child.add_edge(START, "count");
+        let child = child.compile_with(CompileConfig::new().subgraph_checkpoints(mode)).unwrap();
+        let mut parent = StateGraph::<Doc>::new();
+        parent.add_node("sub", child);
+        parent.add_edge(START, "sub");
+        parent.compile_with(CompileConfig::new().checkpointer(saver)).unwrap()
+    }
+
+    async fn two_runs(mode: SubgraphCheckpoints) -> (Option<String>, usize) {
+        let saver = Arc::new(InMemorySaver::new());
+        let app = app(mode, Arc::clone(&saver));
+        app.invoke(log("1"), &thread("t")).await.unwrap();
+        let out = app.invoke(log("2"), &thread("t")).await.unwrap();
+        let all = saver.list(None, Default::default()).await.unwrap();
+        let namespaces: std::collections::BTreeSet<String> =
+            all.into_iter().map(|t| t.config.checkpoint_ns).collect();
+        (out.value.answer, namespaces.len())
+    }
+
+    #[tokio::test]
+    async fn inherited_subgraphs_start_fresh_for_each_parent_task() {
+        assert_eq!(two_runs(SubgraphCheckpoints::Inherit).await, (Some("1".to_owned()), 3));
+    }
+
+    #[tokio::test]
+    async fn per_node_subgraphs_accumulate_across_parent_runs() {
+        assert_eq!(two_runs(SubgraphCheckpoints::PerNode).await, (Some("2".to_owned()), 2));
+    }
+
+    #[tokio::test]
+    async fn subgraphs_without_checkpoints_save_nothing() {
+        assert_eq!(two_runs(SubgraphCheckpoints::Never).await, (Some("1".to_owned()), 1));
+    }
+}
+
+#[tokio::test]
+async fn nodes_reach_the_store_through_their_runtime() {
+    use weft_graph::{InMemoryStore, Store};
+    let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
+    let mut g = StateGraph::<Doc>::new();
+    g.add_node("remember", |_: Doc, rt: Runtime| async move {
+        let store = rt.store().cloned().ok_or_else(|| weft_runnable_core::Error::msg("no store"))?;
+        store
+            .put(&["users".to_owned(), "ada".to_owned()], "pref", serde_json::json!({"lang": "rust"}))
+            .await
+            .map_err(weft_runnable_core::Error::custom)?;
+        Ok::<_, weft_runnable_core::Error>(log("saved"))
+    });
+    g.add_edge(START, "remember");
+    let app = g.compile_with(CompileConfig::new().store(Arc::clone(&store))).unwrap();
+    app.invoke(log("s"), &RunnableConfig::default()).await.unwrap();
+    let item = store.get(&["users".to_owned(), "ada".to_owned()], "pref").await.unwrap().unwrap();
+    assert_eq!(item.value["lang"], "rust");
+}

@@ -135,6 +135,8 @@ impl SavedWrites {
 struct Ctx<'a, S: State> {
     inner: &'a Inner<S>,
     config: RunnableConfig,
+    /// The run's config, shared by the tasks' lazily built configs.
+    base_config: Arc<RunnableConfig>,
     sink: Option<&'a Sink<S>>,
     saver: Option<RunSaver>,
     options: &'a RunOptions,
@@ -147,6 +149,8 @@ struct Ctx<'a, S: State> {
     parent: Option<ParentRun>,
     /// Whether the run continues a paused or failed step (its subgraphs then resume too).
     resuming: bool,
+    /// The store nodes reach through their runtime.
+    store: Option<Arc<dyn crate::store::Store>>,
 }
 
 /// Runs a graph from `input` to the end or to an interrupt.
@@ -183,6 +187,7 @@ pub(crate) async fn run<S: State>(
     let sink = sink.or(child_sink.as_ref());
     let mut ctx = Ctx {
         inner,
+        base_config: Arc::new(run_config.clone()),
         config: run_config,
         sink,
         saver: None,
@@ -192,9 +197,13 @@ pub(crate) async fn run<S: State>(
             .map_or_else(|| Arc::new(Mutex::new(None)), |p| Arc::clone(&p.null_resume)),
         resume_by_id: parent.as_ref().map(|p| p.resume_by_id.clone()).unwrap_or_default(),
         ns: match &parent {
+            Some(p) if inner.config.subgraph_checkpoints == crate::compiled::SubgraphCheckpoints::PerNode => {
+                p.node_ns.clone()
+            }
             Some(p) => p.ns.clone(),
             None => config.configurable_str("checkpoint_ns").unwrap_or_default().to_owned(),
         },
+        store: inner.config.store.clone().or_else(|| parent.as_ref().and_then(|p| p.store.clone())),
         thread_id: config.configurable_str("thread_id").map(str::to_owned),
         scope,
         parent,
@@ -231,11 +240,11 @@ async fn run_inner<S: State>(
     let mut loaded_step: Option<i64> = None;
     let mut ch = Channels::new(spec);
     let mut replay = false;
-    let checkpointer = inner
-        .config
-        .checkpointer
-        .clone()
-        .or_else(|| ctx.parent.as_ref().and_then(|p| p.checkpointer.clone()));
+    let checkpointer = match (&ctx.parent, inner.config.subgraph_checkpoints) {
+        (Some(_), crate::compiled::SubgraphCheckpoints::Never) => None,
+        (Some(p), _) => inner.config.checkpointer.clone().or_else(|| p.checkpointer.clone()),
+        (None, _) => inner.config.checkpointer.clone(),
+    };
     if let Some(cp) = &checkpointer {
         let thread_id = ctx.thread_id.clone().ok_or(GraphError::MissingThreadId)?;
         let checkpoint_id = match ctx.parent {
@@ -722,7 +731,7 @@ fn apply_control_writes<S: State>(
 }
 
 /// Adds the static edges, barrier writes and conditional routes of `node` to a task's writes.
-fn route<S: State>(
+pub(crate) fn route<S: State>(
     spec: &crate::pregel::spec::GraphSpec<S>,
     node: &crate::pregel::spec::NodeSpec<S>,
     view: &S,
@@ -993,57 +1002,47 @@ fn make_runtime<S: State>(
     step: i64,
     stop: i64,
 ) -> (Runtime, Option<StreamedIds>) {
-    let mut config = ctx.config.child(Some(format!("graph:step:{step}")));
-    for (k, v) in task_metadata(task, step) {
-        config.metadata.insert(k, v);
-    }
-    let mut streamed = None;
-    if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages)) {
-        let send = Arc::clone(&sink.send);
-        let seen: StreamedIds = Arc::new(Mutex::new(HashSet::new()));
-        streamed = Some(Arc::clone(&seen));
-        let own_ns = format!("{}:{}", task.name, task.id);
-        let messages = EventSink::new(move |event: StreamEvent| {
-            if event.event != "on_chat_model_stream" {
-                return;
+    let task_ns = format!("{}:{}", task.name, task.id);
+    let messages_sink = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages));
+    let streamed: Option<StreamedIds> = messages_sink.map(|_| Arc::new(Mutex::new(HashSet::new())));
+    let observed = ctx.config.callbacks.is_some() || messages_sink.is_some();
+
+    // Everything the task's config needs, captured cheaply; the config itself is built on first use.
+    let builder: crate::runtime::ConfigBuilder = {
+        let base = Arc::clone(&ctx.base_config);
+        let metadata = task_metadata(task, step);
+        let messages = messages_sink.zip(streamed.clone()).map(|(sink, seen)| (Arc::clone(&sink.send), seen));
+        let stream = ctx.sink.filter(|s| s.subgraphs).map(|s| (s.forward_for(task_ns.clone()), s.modes));
+        let parent = ParentRun {
+            stream,
+            checkpointer: ctx.saver.as_ref().map(|s| Arc::clone(&s.checkpointer)),
+            ns: if ctx.ns.is_empty() { task_ns.clone() } else { format!("{}|{task_ns}", ctx.ns) },
+            node_ns: if ctx.ns.is_empty() { task.name.clone() } else { format!("{}|{}", ctx.ns, task.name) },
+            store: ctx.store.clone(),
+            resuming: ctx.resuming,
+            null_resume: Arc::clone(&ctx.null_resume),
+            resume_by_id: ctx.resume_by_id.clone(),
+        };
+        let own_ns = task_ns.clone();
+        Box::new(move || {
+            let mut config = base.child(Some(format!("graph:step:{step}")));
+            config.metadata.extend(metadata);
+            if let Some((send, seen)) = messages {
+                config.callbacks = Some(match config.callbacks.take() {
+                    Some(existing) => existing.and(messages_sink_for(send, seen, own_ns)),
+                    None => messages_sink_for(send, seen, own_ns),
+                });
             }
-            // Tokens of models inside subgraphs belong to the subgraph's own tasks.
-            if event.metadata.get("langgraph_checkpoint_ns").and_then(Value::as_str) != Some(own_ns.as_str())
-            {
-                return;
-            }
-            let Some(chunk) = event.data.chunk.and_then(|c| serde_json::from_value::<AiMessage>(c).ok())
-            else {
-                return;
-            };
-            if let (Some(id), Ok(mut seen)) = (chunk.id.clone(), seen.lock()) {
-                seen.insert(id);
-            }
-            send(StreamPart {
-                ns: Vec::new(),
-                data: StreamData::Message { chunk: Box::new(Message::Ai(chunk)), metadata: event.metadata },
-            });
-        });
-        config.callbacks = Some(match config.callbacks.take() {
-            Some(existing) => existing.and(messages),
-            None => messages,
-        });
-    }
+            config.extensions.insert(parent);
+            config
+        })
+    };
     let writer = ctx.sink.filter(|s| s.modes.has(StreamMode::Custom)).map(|sink| {
         let send = Arc::clone(&sink.send);
         let node = task.name.clone();
         Arc::new(move |value: Value| {
             send(StreamPart { ns: Vec::new(), data: StreamData::Custom { node: node.clone(), value } });
         }) as crate::runtime::CustomWriter
-    });
-    let task_ns = format!("{}:{}", task.name, task.id);
-    config.extensions.insert(ParentRun {
-        stream: ctx.sink.filter(|s| s.subgraphs).map(|s| (s.forward_for(task_ns.clone()), s.modes)),
-        checkpointer: ctx.saver.as_ref().map(|s| Arc::clone(&s.checkpointer)),
-        ns: if ctx.ns.is_empty() { task_ns.clone() } else { format!("{}|{task_ns}", ctx.ns) },
-        resuming: ctx.resuming,
-        null_resume: Arc::clone(&ctx.null_resume),
-        resume_by_id: ctx.resume_by_id.clone(),
     });
     let mut resume = saved.resume_values(&task.id);
     let mut resume_changed = false;
@@ -1057,7 +1056,9 @@ fn make_runtime<S: State>(
     let runtime = Runtime {
         inner: Arc::new(RuntimeInner {
             node: task.name.clone(),
-            config,
+            config: std::sync::OnceLock::new(),
+            config_builder: Mutex::new(Some(builder)),
+            observed,
             info: ExecutionInfo {
                 thread_id: ctx.thread_id.clone(),
                 checkpoint_id: ctx.saver.as_ref().and_then(|s| s.current.clone()),
@@ -1071,9 +1072,33 @@ fn make_runtime<S: State>(
             writer,
             null_resume: Arc::clone(&ctx.null_resume),
             context: ctx.options.context.clone(),
+            store: ctx.store.clone(),
         }),
     };
     (runtime, streamed)
+}
+
+/// The event sink that turns a task's chat-model tokens into `messages` chunks.
+fn messages_sink_for<S: State>(send: SendPart<S>, seen: StreamedIds, own_ns: String) -> EventSink {
+    EventSink::new(move |event: StreamEvent| {
+        if event.event != "on_chat_model_stream" {
+            return;
+        }
+        // Tokens of models inside subgraphs belong to the subgraph's own tasks.
+        if event.metadata.get("langgraph_checkpoint_ns").and_then(Value::as_str) != Some(own_ns.as_str()) {
+            return;
+        }
+        let Some(chunk) = event.data.chunk.and_then(|c| serde_json::from_value::<AiMessage>(c).ok()) else {
+            return;
+        };
+        if let (Some(id), Ok(mut seen)) = (chunk.id.clone(), seen.lock()) {
+            seen.insert(id);
+        }
+        send(StreamPart {
+            ns: Vec::new(),
+            data: StreamData::Message { chunk: Box::new(Message::Ai(chunk)), metadata: event.metadata },
+        });
+    })
 }
 
 /// Runs one task with its retry policy; returns its writes (routes included unless `route_later`) and the
@@ -1128,7 +1153,7 @@ async fn execute<S: State>(
     let output = loop {
         let rt = if attempt == 1 { runtime.clone() } else { with_attempt(&runtime, attempt) };
         let input = task.input.clone().unwrap_or_else(|| NodeInput::State(ch.state.clone()));
-        let scope = rt.config().callbacks.as_ref().map(|_| {
+        let scope = (rt.inner.observed && rt.config().callbacks.is_some()).then(|| {
             let input_json = match &input {
                 NodeInput::State(s) => state_json(s),
                 NodeInput::Payload(p) => p.to_json().unwrap_or(Value::Null),
@@ -1246,7 +1271,7 @@ fn resume_to_save(rt: &Runtime) -> Option<Vec<Value>> {
 fn with_attempt(rt: &Runtime, attempt: u32) -> Runtime {
     let mut info = rt.inner.info.clone();
     info.attempt = attempt;
-    rebuild(rt, info, rt.inner.config.clone())
+    rebuild(rt, info, rt.config().clone())
 }
 
 fn with_config(rt: &Runtime, config: RunnableConfig) -> Runtime {
@@ -1263,13 +1288,16 @@ fn rebuild(rt: &Runtime, info: ExecutionInfo, config: RunnableConfig) -> Runtime
     Runtime {
         inner: Arc::new(RuntimeInner {
             node: rt.inner.node.clone(),
-            config,
+            config: std::sync::OnceLock::from(config),
+            config_builder: Mutex::new(None),
+            observed: rt.inner.observed,
             info,
             stop: rt.inner.stop,
             scratchpad: Mutex::new(pad.unwrap_or_default()),
             writer: rt.inner.writer.clone(),
             null_resume: Arc::clone(&rt.inner.null_resume),
             context: rt.inner.context.clone(),
+            store: rt.inner.store.clone(),
         }),
     }
 }

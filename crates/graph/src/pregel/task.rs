@@ -73,11 +73,39 @@ pub(crate) enum TaskOutcome<S: State> {
     Interrupted(Vec<Interrupt>),
 }
 
-/// Deterministic task id: the same checkpoint, namespace, step and node give the same id in any process.
+/// Deterministic task id: the same checkpoint, namespace, step and node give the same id in any process
+/// and any build (a 128-bit FNV-1a hash, formatted as a UUID; stable by construction, unlike std's hasher).
 pub(crate) fn task_id(checkpoint_id: &str, ns: &str, step: i64, name: &str, extra: &str) -> String {
-    let namespace = uuid::Uuid::parse_str(checkpoint_id).unwrap_or(uuid::Uuid::NAMESPACE_OID);
-    let key = format!("{ns}\u{0}{step}\u{0}{name}\u{0}{extra}");
-    uuid::Uuid::new_v5(&namespace, key.as_bytes()).to_string()
+    let mut h = Fnv128::new();
+    for part in [
+        checkpoint_id.as_bytes(),
+        ns.as_bytes(),
+        step.to_string().as_bytes(),
+        name.as_bytes(),
+        extra.as_bytes(),
+    ] {
+        h.write(part);
+        h.write(&[0]);
+    }
+    uuid::Uuid::from_u128(h.0).to_string()
+}
+
+struct Fnv128(u128);
+
+impl Fnv128 {
+    const OFFSET: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
+
+    fn new() -> Self {
+        Self(Self::OFFSET)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u128::from(*b);
+            self.0 = self.0.wrapping_mul(Self::PRIME);
+        }
+    }
 }
 
 /// Splits a node output into state updates and destinations; `Command(graph: Parent)` is an error at
