@@ -1,18 +1,23 @@
-//! Quickstart: a chain whose model calls a tool, survives a rate limit and falls back when it breaks.
+//! Quickstart: an agent as a graph, with a human approval step before each tool call.
 //!
-//! `prompt | model | parser` on weft's scripted fake chat model, so no API key or server is needed. The
-//! model has the `add` tool bound, is retried when rate limited and falls back to a backup model on any
-//! other failure. The first call asks for the tool, the program runs it, the second call answers. Every
-//! result is checked: a wrong one panics and the exit status is non-zero.
+//! The graph is LangGraph's agent loop: `agent` calls a chat model with the `add` tool bound; when the
+//! reply asks for tools, `tools` runs them and hands the results back to `agent`; otherwise the run ends.
+//! The graph is compiled with a checkpointer and `interrupt_before(["tools"])`, so the run pauses before
+//! any tool runs; the program inspects the pause, approves, resumes, and prints the thread's history.
+//! The model is weft's scripted fake: no API key or server is needed. Every result is checked: a wrong
+//! one panics and the exit status is non-zero.
 //!
 //! Run it from the repository root: `cargo run --example quickstart`.
 
-use std::time::Duration;
+use std::sync::Arc;
 
+use futures::StreamExt as _;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use weft::fakes::{FakeChatModel, FakeReply};
+use weft::graph::{InMemorySaver, ListOptions};
 use weft::prelude::*;
-use weft::{ModelError, ModelErrorKind};
+use weft::{SharedTool, ToolCallOutput, ToolContext, invoke_tool};
 
 /// Adds two integers.
 #[tool]
@@ -25,64 +30,124 @@ fn add(
     a + b
 }
 
+/// The graph's state: one channel, the conversation, merged by message id (LangGraph's `add_messages`).
+#[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+struct Agent {
+    #[state(add_messages)]
+    messages: Messages,
+}
+
+/// The tool calls of the last message, if it is an AI message.
+fn pending_calls(state: &Agent) -> Vec<ToolCall> {
+    state.messages.last().and_then(Message::as_ai).map(|ai| ai.tool_calls.clone()).unwrap_or_default()
+}
+
 #[tokio::main]
 async fn main() -> weft::Result<()> {
-    // The prompt: instructions, the question, then the tool calls made so far (none at first).
-    let prompt = ChatPromptTemplate::from_messages([
-        ("system", "You are a calculator. Use the tools you are given."),
-        ("human", "{question}"),
-        ("placeholder", "{scratchpad}"),
-    ])?;
+    if std::env::var_os("OPENAI_API_KEY").is_some() {
+        println!("OPENAI_API_KEY is set, but weft has no OpenAI integration yet: using the scripted model");
+    }
+    // The model's script: first it explains and calls `add`, then it answers from the tool's result.
+    let call = ToolCall { name: "add".into(), args: json!({"a": 2, "b": 3}), id: Some("call-1".into()) };
+    let ask = AiMessage { tool_calls: vec![call], ..AiMessage::new("Let me add those.") };
+    let model = FakeChatModel::new([FakeReply::from(ask), "2 + 3 = 5".into()]).bind_tools([&add], None);
+    let tools: Vec<SharedTool> = vec![add.shared()];
 
-    // The main model, scripted: rate limited once, then a call to `add`, then a server failure.
-    let primary = FakeChatModel::new([
-        FakeReply::rate_limited(),
-        FakeReply::tool_call("add", json!({"a": 2, "b": 3}), "call-1"),
-        FakeReply::error(ModelError::new("fake", ModelErrorKind::Server, "overloaded")),
-    ]);
-    // The backup model answers when the main one fails.
-    let backup = FakeChatModel::new(["2 + 3 = 5"]);
+    let mut graph = StateGraph::<Agent>::new();
+    // `agent`: calls the model under the node's config, so `messages` mode streams its tokens.
+    graph.add_node("agent", move |state: Agent, rt: Runtime| {
+        let model = model.clone();
+        async move {
+            let reply = model.invoke(state.messages.to_vec().into(), rt.config()).await?;
+            Ok::<_, weft::Error>(Agent::update().messages(vec![reply.into()]))
+        }
+    });
+    // `tools`: runs each tool call of the last AI message and appends the tool messages.
+    graph.add_node("tools", move |state: Agent, rt: Runtime| {
+        let tools = tools.clone();
+        async move {
+            let mut results = Vec::new();
+            for call in pending_calls(&state) {
+                let tool = tools.iter().find(|t| t.name() == call.name);
+                let tool = tool.ok_or_else(|| Error::msg(format!("unknown tool '{}'", call.name)))?;
+                let output = invoke_tool(tool.as_ref(), call, ToolContext::new(rt.config().clone())).await?;
+                let ToolCallOutput::Message(message) = output else {
+                    return Err(Error::msg("this loop does not apply commands"));
+                };
+                results.push(message.into());
+            }
+            Ok(Agent::update().messages(results))
+        }
+    });
+    graph.add_edge(START, "agent");
+    graph.add_conditional_edges(
+        "agent",
+        |s: &Agent| if pending_calls(s).is_empty() { END } else { "tools" },
+        None,
+    );
+    graph.add_edge("tools", "agent");
 
-    // Rate limits are retried after 10 ms, 20 ms, ...; any other failure goes to the backup, which has
-    // the same tool bound.
-    let on_rate_limit = ExponentialBackoff::new()
-        .with_initial_delay(Duration::from_millis(10))
-        .without_jitter()
-        .retry_if(|err| err.as_model().is_some_and(ModelError::is_rate_limited));
-    let model = primary
-        .clone()
-        .bind_tools([&add], None)
-        .with_retry_policy(on_rate_limit)
-        .with_fallbacks([backup.clone().bind_tools([&add], None)]);
-    let chain = prompt | model;
-    let config = RunnableConfig::default();
+    // Checkpoints are kept in memory; the SQLite saver of weft-integrations plugs in here once it lands.
+    let saver = Arc::new(InMemorySaver::new());
+    let app = graph.compile_with(CompileConfig::new().checkpointer(saver).interrupt_before(["tools"]))?;
+    let thread = RunnableConfig::default().with_configurable("thread_id", "quickstart");
 
-    // Round 1: the model (on its second attempt) asks for the tool.
-    let question = "What is 2 + 3?";
-    let request = chain.invoke(json!({ "question": question }), &config).await?;
-    let call = request.tool_calls.first().cloned().ok_or_else(|| Error::msg("the model called no tool"))?;
-    println!("the model calls {}({})", call.name, call.args);
-    assert_eq!((call.name.as_str(), &call.args), ("add", &json!({"a": 2, "b": 3})));
-    assert_eq!(primary.calls().len(), 2, "one rate-limited attempt, one retry");
-    assert_eq!(primary.calls()[1].options.tools[0].name, "add", "the tool's spec went with the call");
+    // Run 1, streamed: node updates as each node finishes, model tokens as they come.
+    let input = Agent::update().messages(vec![Message::human("What is 2 + 3?")]);
+    let mut parts = app.stream(input, &thread, &[StreamMode::Updates, StreamMode::Messages]);
+    let mut tokens = Vec::new();
+    while let Some(part) = parts.next().await {
+        match part?.data {
+            StreamData::Message { chunk, metadata } => {
+                println!("  token from {}: {:?}", metadata["langgraph_node"], chunk.text());
+                tokens.push(chunk.text());
+            }
+            StreamData::Updates { node, updates, .. } => {
+                for message in updates.into_iter().flat_map(|u| u.messages.unwrap_or_default()) {
+                    let calls = message.as_ai().map_or(0, |ai| ai.tool_calls.len());
+                    println!(
+                        "step: {node} wrote {} {:?}, {calls} tool call(s)",
+                        message.type_name(),
+                        message.text()
+                    );
+                }
+            }
+            StreamData::Interrupt(_) => println!("step: paused (a breakpoint)"),
+            other => println!("step: {other:?}"),
+        }
+    }
+    assert_eq!(tokens.concat(), "Let me add those.", "the model's tokens were streamed");
 
-    // Run the tool: the model's arguments are checked against the tool's schema before the call.
-    let result = add.invoke(call, &config).await?;
-    println!("the tool returns {}", result.content.text());
-    assert_eq!((result.content.text().as_str(), result.tool_call_id.as_str()), ("5", "call-1"));
+    // The pause: the thread's checkpoint says `tools` runs next; a human approves the call.
+    let paused = app.get_state(&thread).await?;
+    assert_eq!(paused.next, ["tools"]);
+    let calls = pending_calls(&paused.values);
+    println!(
+        "paused before {:?}: the model asks for {}({}); approved",
+        paused.next, calls[0].name, calls[0].args
+    );
 
-    // Round 2: the tool call and its result go back to the model, whose answer the parser turns into
-    // text. The main model fails with a server error, so the backup answers.
-    let scratchpad = json!([Message::from(request), Message::from(result)]);
-    let answer_chain = chain | StrOutputParser;
-    let answer =
-        answer_chain.invoke(json!({ "question": question, "scratchpad": scratchpad }), &config).await?;
-    println!("the answer: {answer}");
+    // Run 2: resume the thread from its checkpoint (LangGraph's `invoke(None, config)`).
+    let done = app.invoke(GraphInput::Resume, &thread).await?;
+    let kinds: Vec<&str> = done.value.messages.iter().map(Message::type_name).collect();
+    assert_eq!(kinds, ["human", "ai", "tool", "ai"]);
+    assert_eq!(done.value.messages[2].text(), "5", "the tool ran on the approved call");
+    let answer = done.value.messages.last().map(Message::text).unwrap_or_default();
+    println!("final answer: {answer}");
     assert_eq!(answer, "2 + 3 = 5");
-    assert_eq!(primary.calls().len(), 3, "a server failure is not retried");
-    let seen = &backup.calls()[0].messages;
-    let kinds: Vec<&str> = seen.iter().map(Message::type_name).collect();
-    assert_eq!(kinds, ["system", "human", "ai", "tool"], "the backup saw the whole exchange");
+    assert!(!done.is_interrupted());
+
+    // The thread's history, newest first: one checkpoint per superstep, plus the input's.
+    println!("history (step, source, next):");
+    let history = app.get_state_history(&thread, ListOptions::default()).await?;
+    let mut steps = Vec::new();
+    for snapshot in &history {
+        let Some(meta) = &snapshot.metadata else { continue };
+        println!("  {:>2}  {:<6} {:?}", meta.step, json!(meta.source).as_str().unwrap_or("?"), snapshot.next);
+        steps.push(meta.step);
+    }
+    assert_eq!(steps, [3, 2, 1, 0, -1]);
+    assert_eq!(history[2].next, ["tools"], "the pause is in the history");
 
     println!("quickstart: all checks passed");
     Ok(())

@@ -8,9 +8,14 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 /// The repository root (the parent of this crate's folder).
+///
+/// Read from `CARGO_MANIFEST_DIR` as `cargo run` sets it for this run, not as it was when xtask was
+/// built: cargo does not rebuild xtask when the same sources sit in another checkout sharing the target
+/// directory, and the build-time path would then point at that other checkout.
 pub(crate) fn root() -> PathBuf {
-    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    manifest_dir.parent().map_or_else(|| manifest_dir.clone(), Path::to_path_buf)
 }
 
 /// `cargo ARGS`, run from the repository root with the cargo that started xtask.

@@ -217,3 +217,20 @@ fn messages_state_update_builder_and_json_form() {
         json!({"messages": [{"type": "ai", "content": "x", "id": "1", "tool_calls": [], "invalid_tool_calls": []}]})
     );
 }
+
+#[tokio::test]
+async fn messages_state_is_a_graph_state_its_nodes_take_by_value() {
+    let mut graph = weft_graph::StateGraph::<MessagesState>::new();
+    graph.add_node("echo", |s: MessagesState| {
+        MessagesState::update().messages(vec![Message::ai(format!("echo: {}", s.messages[0].text()))])
+    });
+    graph.add_edge(weft_graph::START, "echo");
+    let saver = std::sync::Arc::new(weft_graph::InMemorySaver::new());
+    let app = graph.compile_with(weft_graph::CompileConfig::new().checkpointer(saver)).unwrap();
+    let config = weft_runnable_core::RunnableConfig::default().with_configurable("thread_id", "t");
+    let out =
+        app.invoke(MessagesState::update().messages(vec![Message::human("hi")]), &config).await.unwrap();
+    assert_eq!(texts(&out.value.messages), ["hi", "echo: hi"]);
+    let saved = app.get_state(&config).await.unwrap();
+    assert_eq!(texts(&saved.values.messages), ["hi", "echo: hi"], "the checkpoint round-trips the list");
+}

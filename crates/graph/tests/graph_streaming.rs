@@ -1,4 +1,4 @@
-//! Messages, custom and tasks stream modes; node runs in `stream_events`.
+//! Messages, custom, tasks, checkpoints and debug stream modes; node runs in `stream_events`.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 mod common;
@@ -163,5 +163,78 @@ async fn messages_mode_also_sends_written_messages_that_were_not_streamed_once()
         others,
         vec![&("tool".to_owned(), "42".to_owned())],
         "re-written messages already in the state are not sent"
+    );
+}
+
+fn saved_chain() -> CompiledGraph<Counter> {
+    let mut g = StateGraph::<Counter>::new();
+    g.add_node("a", |s: Counter| CounterUpdate::count(s.count + 1));
+    g.add_node("b", |s: Counter| CounterUpdate::count(s.count * 10));
+    g.add_edge(START, "a");
+    g.add_edge("a", "b");
+    let saver = std::sync::Arc::new(weft_graph::InMemorySaver::new());
+    g.compile_with(weft_graph::CompileConfig::new().checkpointer(saver)).unwrap()
+}
+
+#[tokio::test]
+async fn checkpoints_mode_yields_each_saved_checkpoint_with_its_step_values_and_next() {
+    let app = saved_chain();
+    let thread = RunnableConfig::default().with_configurable("thread_id", "t");
+    let parts: Vec<_> = app
+        .stream(CounterUpdate::count(1), &thread, &[StreamMode::Checkpoints])
+        .map(|p| p.unwrap())
+        .collect()
+        .await;
+    let mut seen = Vec::new();
+    for part in &parts {
+        let StreamData::Checkpoint { config, step, values, next } = &part.data else { panic!("{part:?}") };
+        seen.push((*step, values["count"].clone(), next.clone(), config.checkpoint_id.clone().unwrap()));
+    }
+    let steps: Vec<(i64, serde_json::Value, Vec<String>)> =
+        seen.iter().map(|(s, v, n, _)| (*s, v.clone(), n.clone())).collect();
+    assert_eq!(
+        steps,
+        vec![
+            (-1, serde_json::json!(0), vec!["__start__".to_owned()]),
+            (0, serde_json::json!(1), vec!["a".to_owned()]),
+            (1, serde_json::json!(2), vec!["b".to_owned()]),
+            (2, serde_json::json!(20), vec![]),
+        ]
+    );
+    let history = app.get_state_history(&thread, Default::default()).await.unwrap();
+    let saved: Vec<String> =
+        history.iter().rev().map(|s| s.config.as_ref().unwrap().checkpoint_id.clone().unwrap()).collect();
+    let streamed: Vec<String> = seen.into_iter().map(|(_, _, _, id)| id).collect();
+    assert_eq!(streamed, saved, "each chunk addresses the checkpoint it announces");
+}
+
+#[tokio::test]
+async fn debug_mode_yields_checkpoints_and_task_starts_and_results() {
+    let app = saved_chain();
+    let thread = RunnableConfig::default().with_configurable("thread_id", "t");
+    // Sync durability: each checkpoint is saved (and announced) before the next step starts.
+    let options = weft_graph::RunOptions { durability: weft_graph::Durability::Sync, ..Default::default() };
+    let kinds: Vec<String> = app
+        .stream_with(CounterUpdate::count(1), &thread, &[StreamMode::Debug], options)
+        .map(|p| match p.unwrap().data {
+            StreamData::Checkpoint { step, .. } => format!("checkpoint {step}"),
+            StreamData::TaskStart { name, .. } => format!("start {name}"),
+            StreamData::TaskResult { name, .. } => format!("result {name}"),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect()
+        .await;
+    assert_eq!(
+        kinds,
+        [
+            "checkpoint -1",
+            "checkpoint 0",
+            "start a",
+            "result a",
+            "checkpoint 1",
+            "start b",
+            "result b",
+            "checkpoint 2"
+        ]
     );
 }

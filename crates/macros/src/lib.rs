@@ -2,6 +2,7 @@
 
 use proc_macro::TokenStream;
 
+mod krate;
 mod state;
 mod tool;
 
@@ -57,7 +58,9 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///   it was not written unless it accumulates;
 /// - `untracked`: a last-value channel that is never checkpointed.
 ///
-/// On the struct, `#[state(crate = path)]` names the `weft_graph` crate when it is re-exported elsewhere.
+/// On the struct, `#[state(crate = path)]` names the path of the `weft_graph` crate; by default it is
+/// `::weft_graph`, or `::weft::graph` when the calling crate depends on the `weft` facade and not on
+/// `weft-graph`.
 #[proc_macro_derive(State, attributes(state))]
 pub fn derive_state(item: TokenStream) -> TokenStream {
     match syn::parse::<syn::DeriveInput>(item) {

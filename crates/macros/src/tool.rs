@@ -13,32 +13,14 @@ struct Options {
     krate: syn::Path,
 }
 
-/// Whether a Cargo manifest declares a dependency named `name` (`name = ...`, `name.workspace = true`,
-/// `[dependencies.name]`). A plain text scan: enough to tell the facade from the core crate.
-fn declares_dependency(manifest: &str, name: &str) -> bool {
-    manifest.lines().map(str::trim).any(|line| {
-        let key = line.strip_prefix(name).is_some_and(|rest| rest.starts_with([' ', '=', '.']));
-        let table = line.starts_with('[') && line.ends_with(&format!(".{name}]"));
-        key || table
-    })
-}
-
 /// The path of `weft_runnable_core` as the calling crate sees it: itself, or through the `weft` facade
 /// (`::weft::core`) when the crate depends on the facade and not on the core.
 fn default_crate_path() -> syn::Path {
-    let core: syn::Path = syn::parse_quote!(::weft_runnable_core);
-    if std::env::var("CARGO_PKG_NAME").is_ok_and(|name| name == "weft-runnable-core") {
-        return core;
-    }
-    let manifest = std::env::var("CARGO_MANIFEST_DIR")
-        .ok()
-        .and_then(|dir| std::fs::read_to_string(std::path::Path::new(&dir).join("Cargo.toml")).ok());
-    match manifest {
-        Some(m) if !declares_dependency(&m, "weft-runnable-core") && declares_dependency(&m, "weft") => {
-            syn::parse_quote!(::weft::core)
-        }
-        _ => core,
-    }
+    crate::krate::default_path(
+        "weft-runnable-core",
+        syn::parse_quote!(::weft_runnable_core),
+        syn::parse_quote!(::weft::core),
+    )
 }
 
 fn parse_options(attr: TokenStream) -> syn::Result<Options> {
@@ -318,22 +300,4 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
             #krate::impl_tool_runnable!(#fn_name);
         };
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::declares_dependency;
-
-    #[test]
-    fn dependency_scan_recognises_the_forms_cargo_accepts() {
-        let manifest = "[package]\nname = \"app\"\n\n[dependencies]\nweft.workspace = true\nserde = \"1\"\n";
-        assert!(declares_dependency(manifest, "weft"));
-        assert!(!declares_dependency(manifest, "weft-runnable-core"));
-        assert!(declares_dependency(
-            "[dependencies]\nweft-runnable-core = { path = \"x\" }",
-            "weft-runnable-core"
-        ));
-        assert!(declares_dependency("[dev-dependencies.weft]\npath = \"..\"", "weft"));
-        assert!(!declares_dependency("[dependencies]\nweft-graph = \"0.1\"", "weft"));
-    }
 }

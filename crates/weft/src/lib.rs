@@ -3,16 +3,28 @@
 pub use weft_runnable_core as core;
 pub use weft_runnable_core::*;
 
+/// The graph engine: [`StateGraph`](graph::StateGraph), `#[derive(State)]`, checkpoints, interrupts,
+/// streaming, time travel (the `weft-graph` crate). The names most programs use are in the
+/// [`prelude`]; the rest (`InMemorySaver`, `ListOptions`, `Send`, ...) are reached as `weft::graph::...`.
+pub use weft_graph as graph;
+
 /// The traits and types most programs use: `use weft::prelude::*;`.
 ///
 /// It holds the traits (`Runnable`, `RunnableExt`, `ChatModel`, `ChatModelExt`, `Tool`, `ToolExt`), the
 /// building blocks of a chain (prompts, parsers, lambdas, parallel maps, passthrough, branches), messages,
-/// run events and the `#[tool]` attribute. It leaves out names that would shadow the standard prelude:
-/// write `weft::Result`. The test fakes live in [`weft::fakes`](crate::fakes).
+/// run events and the `#[tool]` attribute; and for graphs `StateGraph`, `START`, `END`, the `State` trait
+/// and its derive, `Command`, `Runtime`, `CompileConfig`, `GraphInput`, `StreamMode`, `StreamData`,
+/// `MessagesState` and `Messages`. It leaves out names that would shadow the standard prelude: write
+/// `weft::Result`, and `weft::graph::Send` for a graph's `Send` packet. The test fakes live in
+/// [`weft::fakes`](crate::fakes).
 ///
 /// A tool is both a [`Tool`] and a [`Runnable`], and both traits have a `name` method: write
 /// `Tool::name(&tool)`.
 pub mod prelude {
+    pub use weft_graph::{
+        Command, CompileConfig, END, GraphInput, Messages, MessagesState, Runtime, START, State, StateGraph,
+        StreamData, StreamMode,
+    };
     pub use weft_runnable_core::{
         AiMessage, BoxRunnable, CallOptions, ChatModel, ChatModelExt, ChatPromptTemplate, Error, EventFilter,
         ExponentialBackoff, HumanMessage, JsonOutputParser, Merge, Message, MessagesPlaceholder,
@@ -23,7 +35,13 @@ pub mod prelude {
     };
 }
 
-/// The repository's README, whose snippet must compile and run: it is tested as a doc test here.
+/// The repository's README, whose snippets must compile and run: they are tested as doc tests here.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct RepositoryReadme;
+
+/// The graph guide (`docs/graph.md`), whose snippets must compile and run: they are tested as doc tests
+/// here.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/graph.md")]
+pub struct GraphGuide;

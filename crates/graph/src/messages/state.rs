@@ -7,7 +7,7 @@ use crate::messages::Messages;
 /// `MessagesState::update().messages(vec![Message::ai("hi")])`.
 ///
 /// For more channels, declare your own struct with a `#[state(add_messages)] messages: Messages` field.
-#[derive(crate::State, Debug, Clone, Default, PartialEq)]
+#[derive(crate::State, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MessagesState {
     /// The conversation.
     #[state(add_messages)]

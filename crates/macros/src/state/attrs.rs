@@ -121,7 +121,11 @@ impl StateField {
 
 /// Reads the struct's `#[state(crate = path)]`.
 pub(crate) fn crate_path(attrs: &[Attribute]) -> syn::Result<Path> {
-    let mut krate: Path = syn::parse_quote!(::weft_graph);
+    let mut krate: Path = crate::krate::default_path(
+        "weft-graph",
+        syn::parse_quote!(::weft_graph),
+        syn::parse_quote!(::weft::graph),
+    );
     for attr in attrs.iter().filter(|a| a.path().is_ident("state")) {
         attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("crate") {

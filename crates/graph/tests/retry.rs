@@ -1,0 +1,111 @@
+//! Node retry policies: attempts, backoff waits, which errors, the compile-time default.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use common::{Counter, CounterUpdate};
+use weft_graph::{
+    CompileConfig, CompiledGraph, GraphError, NodeConfig, RetryPolicy, Runtime, START, StateGraph,
+};
+use weft_runnable_core::{Error, RunnableConfig};
+
+/// A graph of one node, `flaky`, that fails on its first `failures` runs (recording the attempt number
+/// the runtime reports on each run).
+fn flaky_graph(
+    failures: u32,
+    node_policy: Option<RetryPolicy>,
+    default_policy: Option<RetryPolicy>,
+    attempts: Arc<std::sync::Mutex<Vec<u32>>>,
+) -> CompiledGraph<Counter> {
+    let runs = AtomicU32::new(0);
+    let mut g = StateGraph::<Counter>::new();
+    let node = move |_: Counter, rt: &Runtime| -> weft_runnable_core::Result<CounterUpdate> {
+        attempts.lock().unwrap().push(rt.execution_info().attempt);
+        if runs.fetch_add(1, Ordering::SeqCst) < failures {
+            Err(Error::msg("flaky"))
+        } else {
+            Ok(CounterUpdate::log("done"))
+        }
+    };
+    let config = node_policy.map_or_else(NodeConfig::new, |p| NodeConfig::new().retry(p));
+    g.add_node_with("flaky", node, config);
+    g.add_edge(START, "flaky");
+    let mut compile = CompileConfig::new();
+    if let Some(p) = default_policy {
+        compile = compile.retry(p);
+    }
+    g.compile_with(compile).unwrap()
+}
+
+fn quick(max_attempts: u32) -> RetryPolicy {
+    RetryPolicy::new()
+        .max_attempts(max_attempts)
+        .initial_interval(Duration::from_millis(100))
+        .backoff_factor(2.0)
+        .jitter(false)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_node_is_retried_with_exponential_backoff_until_it_succeeds() {
+    let attempts = Arc::default();
+    let app = flaky_graph(2, Some(quick(3)), None, Arc::clone(&attempts));
+    let started = tokio::time::Instant::now();
+    let out = app.invoke(CounterUpdate::default(), &RunnableConfig::default()).await.unwrap();
+    assert_eq!(out.value.log, vec!["done"]);
+    assert_eq!(*attempts.lock().unwrap(), vec![1, 2, 3], "the runtime reports each attempt");
+    assert_eq!(started.elapsed(), Duration::from_millis(100 + 200), "waits of 100 ms, then 200 ms");
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_stops_after_max_attempts_counting_the_first() {
+    let attempts = Arc::default();
+    let app = flaky_graph(5, Some(quick(2)), None, Arc::clone(&attempts));
+    let err = app.invoke(CounterUpdate::default(), &RunnableConfig::default()).await.unwrap_err();
+    assert!(matches!(&err, GraphError::Node { node, .. } if node == "flaky"), "{err}");
+    assert_eq!(err.to_string(), "node 'flaky' failed at step 1: flaky");
+    assert_eq!(attempts.lock().unwrap().len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn errors_the_policy_does_not_choose_are_not_retried() {
+    let attempts = Arc::default();
+    let policy = quick(5).retry_on(|err| err.to_string().contains("overloaded"));
+    let app = flaky_graph(1, Some(policy), None, Arc::clone(&attempts));
+    app.invoke(CounterUpdate::default(), &RunnableConfig::default()).await.unwrap_err();
+    assert_eq!(attempts.lock().unwrap().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_compile_retry_policy_covers_nodes_without_their_own() {
+    let attempts = Arc::default();
+    let app = flaky_graph(1, None, Some(quick(2)), Arc::clone(&attempts));
+    let out = app.invoke(CounterUpdate::default(), &RunnableConfig::default()).await.unwrap();
+    assert_eq!(out.value.log, vec!["done"]);
+    assert_eq!(attempts.lock().unwrap().len(), 2);
+
+    let attempts = Arc::default();
+    let app = flaky_graph(1, Some(quick(1)), Some(quick(3)), Arc::clone(&attempts));
+    app.invoke(CounterUpdate::default(), &RunnableConfig::default()).await.unwrap_err();
+    assert_eq!(attempts.lock().unwrap().len(), 1, "the node's own policy wins");
+}
+
+#[tokio::test]
+async fn without_a_policy_a_failure_is_not_retried() {
+    let attempts = Arc::default();
+    let app = flaky_graph(1, None, None, Arc::clone(&attempts));
+    app.invoke(CounterUpdate::default(), &RunnableConfig::default()).await.unwrap_err();
+    assert_eq!(attempts.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn backoff_intervals_grow_by_the_factor_up_to_the_maximum() {
+    let policy = quick(10).max_interval(Duration::from_millis(300));
+    let waits: Vec<u128> = (1..=4).map(|retry| policy.interval(retry).as_millis()).collect();
+    assert_eq!(waits, [100, 200, 300, 300]);
+    let jittered = quick(10).jitter(true).delay(1);
+    assert!(jittered >= Duration::from_millis(100) && jittered < Duration::from_millis(1100), "{jittered:?}");
+}
