@@ -328,3 +328,38 @@ async fn bulk_superstep_with_several_updates_needs_as_node() {
         .unwrap_err();
     assert_eq!(err.to_string(), "as_node is required when applying multiple updates");
 }
+
+#[tokio::test]
+async fn resuming_a_thread_with_nothing_saved_is_an_error() {
+    let err = chain3(saver()).invoke(GraphInput::Resume, &thread("empty")).await.unwrap_err();
+    assert_eq!(err.to_string(), "received no input for __start__");
+}
+
+#[tokio::test]
+async fn an_empty_command_is_an_error() {
+    let err = chain3(saver()).invoke(Command::<Doc>::new(), &thread("t")).await.unwrap_err();
+    assert_eq!(err.to_string(), "received empty Command input");
+}
+
+#[tokio::test]
+async fn update_state_without_as_node_after_parallel_writers_is_ambiguous() {
+    let mut g = StateGraph::<Doc>::new();
+    g.add_node("p", |_: Doc| log("p"));
+    g.add_node("q", |_: Doc| log("q"));
+    g.add_edge(START, "p");
+    g.add_edge(START, "q");
+    let app = g.compile_with(CompileConfig::new().checkpointer(saver())).unwrap();
+    app.invoke(log("s"), &thread("t")).await.unwrap();
+    let err = app.update_state(&thread("t"), vec![log("x")], None).await.unwrap_err();
+    assert_eq!(err.to_string(), "ambiguous update, specify as_node");
+}
+
+#[tokio::test]
+async fn a_router_sending_back_to_start_is_an_error_naming_the_node() {
+    let mut g = StateGraph::<Doc>::new();
+    g.add_node("a", |_: Doc| log("a"));
+    g.add_edge(START, "a");
+    g.add_conditional_edges("a", |_: &Doc| START, None);
+    let err = g.compile().unwrap().invoke(log("s"), &RunnableConfig::default()).await.unwrap_err();
+    assert_eq!(err.to_string(), "branch of node 'a' did not return a valid destination");
+}

@@ -149,6 +149,9 @@ pub(crate) fn push_goto<S: State>(
 ) -> GraphResult<()> {
     match goto {
         Goto::Node(name) if name == crate::types::END => Ok(()),
+        Goto::Node(name) if name == crate::types::START => {
+            Err(GraphError::InvalidDestination(source.to_owned()))
+        }
         Goto::Node(name) => match spec.node_names.get(&name) {
             Some(&i) => {
                 writes.goto.push(i);
