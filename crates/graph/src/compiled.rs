@@ -13,7 +13,7 @@ use crate::error::{GraphError, GraphResult};
 use crate::pregel::spec::GraphSpec;
 use crate::retry::RetryPolicy;
 use crate::state::State;
-use crate::stream::{StreamMode, StreamPart};
+use crate::stream::{StreamData, StreamMode, StreamPart};
 use crate::types::{Command, Interrupt};
 
 /// The default recursion limit of graphs (LangGraph 1.x uses 10,007; plain runnables keep 25).
@@ -374,12 +374,32 @@ where
         input: GraphInput<S>,
         config: &RunnableConfig,
     ) -> BoxStream<'a, Result<GraphOutput<S>>> {
-        let graph = self.clone();
-        let config = config.clone();
-        futures::stream::once(async move {
-            CompiledGraph::invoke(&graph, input, &config).await.map_err(Error::from)
-        })
-        .boxed()
+        // One chunk per superstep that changed the state (LangGraph's `values` mode); when the run pauses,
+        // the last chunk carries the pending interrupts.
+        let mut last: Option<S> = None;
+        CompiledGraph::stream(self, input, config, &[StreamMode::Values, StreamMode::Updates])
+            .filter_map(move |part| {
+                let item = match part {
+                    Err(e) => Some(Err(Error::from(e))),
+                    Ok(StreamPart { data: StreamData::Values(state), .. }) => {
+                        last = Some(state.clone());
+                        Some(Ok(GraphOutput { value: state, interrupts: Vec::new() }))
+                    }
+                    Ok(StreamPart { data: StreamData::Interrupt(interrupts), .. })
+                        if !interrupts.is_empty() =>
+                    {
+                        last.clone().map(|value| Ok(GraphOutput { value, interrupts }))
+                    }
+                    Ok(_) => None,
+                };
+                futures::future::ready(item)
+            })
+            .boxed()
+    }
+
+    fn merge_chunks(&self, _acc: GraphOutput<S>, next: GraphOutput<S>) -> Result<GraphOutput<S>> {
+        // Each chunk is the whole state after a step: the latest one is the merged output.
+        Ok(next)
     }
 }
 

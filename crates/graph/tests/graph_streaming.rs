@@ -238,3 +238,18 @@ async fn debug_mode_yields_checkpoints_and_task_starts_and_results() {
         ]
     );
 }
+
+#[tokio::test]
+async fn as_a_runnable_a_graph_streams_its_state_after_each_step() {
+    let mut g = StateGraph::<Counter>::new();
+    g.add_node("inc", |s: Counter| CounterUpdate::count(s.count + 1));
+    g.add_edge(START, "inc");
+    g.add_conditional_edges("inc", |s: &Counter| if s.count < 3 { "inc" } else { weft_graph::END }, None);
+    let app = g.compile().unwrap();
+    let input = weft_graph::GraphInput::Update(vec![CounterUpdate::count(0)]);
+    let counts: Vec<i64> = Runnable::stream(&app, input, &RunnableConfig::default())
+        .map(|c| c.unwrap().value.count)
+        .collect()
+        .await;
+    assert_eq!(counts, vec![0, 1, 2, 3]);
+}
