@@ -60,7 +60,7 @@ pub(crate) async fn saver_with(
     let options = options(RedisSaverOptions::new(URL).prefix(prefix.clone()));
     let saver =
         RedisSaver::connect_with(options).await.map_err(|e| format!("{test}: connect failed: {e}"))?;
-    Ok(Some(TestSaver { saver, prefix }))
+    Ok(Some(TestSaver { saver, _cleanup: Cleanup(prefix.clone()), prefix }))
 }
 
 /// A saver on a fresh prefix with default options, or `None` when the test is skipped.
@@ -109,6 +109,7 @@ fn glob_escape(s: &str) -> String {
 pub(crate) struct TestSaver {
     pub(crate) saver: RedisSaver,
     pub(crate) prefix: String,
+    _cleanup: Cleanup,
 }
 
 impl Deref for TestSaver {
@@ -118,11 +119,15 @@ impl Deref for TestSaver {
     }
 }
 
-impl Drop for TestSaver {
+/// Deletes every key under its prefix when dropped (even when the test panics).
+#[derive(Debug)]
+pub(crate) struct Cleanup(pub(crate) String);
+
+impl Drop for Cleanup {
     fn drop(&mut self) {
         let Ok(client) = redis::Client::open(URL) else { return };
         let Ok(mut conn) = client.get_connection() else { return };
-        let pattern = format!("{}:*", glob_escape(&self.prefix));
+        let pattern = format!("{}:*", glob_escape(&self.0));
         let keys: Vec<String> = redis::cmd("KEYS").arg(pattern).query(&mut conn).unwrap_or_default();
         for chunk in keys.chunks(500) {
             let _: Result<(), _> = redis::cmd("UNLINK").arg(chunk).query(&mut conn);
