@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use redis_common::{ADDR, Cleanup, fresh_prefix, raw, reachable_or_skip};
+use redis_common::{Cleanup, fresh_prefix, raw, reachable_or_skip};
 use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
@@ -35,13 +35,15 @@ impl Proxy {
         let up = Arc::new(AtomicBool::new(true));
         let links: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
         let (up2, links2) = (up.clone(), links.clone());
+        let upstream = Arc::new(redis_common::addr());
         let accept = tokio::spawn(async move {
             while let Ok((mut client, _)) = listener.accept().await {
                 if !up2.load(Ordering::SeqCst) {
                     continue; // dropped: the client sees the connection closed
                 }
+                let upstream = upstream.clone();
                 let link = tokio::spawn(async move {
-                    if let Ok(mut server) = TcpStream::connect(ADDR).await {
+                    if let Ok(mut server) = TcpStream::connect(upstream.as_str()).await {
                         let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
                     }
                 });
@@ -103,7 +105,7 @@ impl AclUser {
 
 impl Drop for AclUser {
     fn drop(&mut self) {
-        if let Ok(mut conn) = redis::Client::open(redis_common::URL).and_then(|c| c.get_connection()) {
+        if let Ok(mut conn) = redis::Client::open(redis_common::url()).and_then(|c| c.get_connection()) {
             let _: Result<i64, _> = redis::cmd("ACL").arg("DELUSER").arg(&self.name).query(&mut conn);
         }
     }
@@ -172,7 +174,12 @@ async fn the_password_never_shows_in_debug_errors_or_logs() -> TestResult {
     let err = saver.get_tuple(&thread).await.unwrap_err();
     assert!(matches!(err, CheckpointError::Backend(_)), "{err:?}");
     assert!(!err.to_string().contains(&user.password), "{err}");
-    let wrong = RedisSaverOptions::new(format!("redis://{}:wrong-{}@{ADDR}/", user.name, user.password));
+    let wrong = RedisSaverOptions::new(format!(
+        "redis://{}:wrong-{}@{}/",
+        user.name,
+        user.password,
+        redis_common::addr()
+    ));
     let err = RedisSaver::connect_with(wrong).await.unwrap_err();
     assert!(!err.to_string().contains(&user.password), "{err}");
     let closed = RedisSaverOptions::new(user.url("127.0.0.1:1")).retries(1, Duration::from_millis(10));

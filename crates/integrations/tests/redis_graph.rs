@@ -105,7 +105,7 @@ async fn a_second_saver_on_the_same_prefix_continues_a_thread() -> TestResult {
     let first = saver_or_skip!("graph-resume");
     app(Arc::new(first.saver.clone())).invoke(input("t", 0), &thread("t")).await.unwrap();
     let second =
-        RedisSaver::connect_with(RedisSaverOptions::new(redis_common::URL).prefix(first.prefix.clone()))
+        RedisSaver::connect_with(RedisSaverOptions::new(redis_common::url()).prefix(first.prefix.clone()))
             .await
             .unwrap();
     let out = app(Arc::new(second)).invoke(input("t", 1), &thread("t")).await.unwrap();

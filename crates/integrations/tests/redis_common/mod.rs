@@ -2,8 +2,10 @@
 //! that deletes its keys when dropped.
 #![allow(dead_code)]
 
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::ops::Deref;
+use std::sync::Once;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -14,10 +16,15 @@ use weft_graph::checkpoint::{
 };
 use weft_integrations::redis::{RedisSaver, RedisSaverOptions};
 
-/// The server the tests use.
-pub(crate) const ADDR: &str = "127.0.0.1:6379";
+/// The server the tests use: `WEFT_TEST_REDIS_ADDR` (host:port), by default the local one.
+pub(crate) fn addr() -> String {
+    std::env::var("WEFT_TEST_REDIS_ADDR").unwrap_or_else(|_| "127.0.0.1:6379".to_owned())
+}
+
 /// Its URL.
-pub(crate) const URL: &str = "redis://127.0.0.1:6379";
+pub(crate) fn url() -> String {
+    format!("redis://{}", addr())
+}
 
 /// Whether `CI` is set (as `cargo xtask ci` reads it).
 pub(crate) fn is_ci() -> bool {
@@ -27,19 +34,28 @@ pub(crate) fn is_ci() -> bool {
 /// The one rule for a test whose Redis cannot be reached: with `CI` set it fails (`Err`), elsewhere it
 /// is skipped (`Ok(None)`) with a loud message. `Ok(Some(..))` when the server answers.
 pub(crate) fn reachable_or_skip(test: &str) -> Result<Option<()>, String> {
-    let addr: SocketAddr = ADDR.parse().map_err(|e| format!("bad address {ADDR}: {e}"))?;
+    let addr = addr();
+    let addr: SocketAddr = addr.parse().map_err(|e| format!("bad redis address {addr}: {e}"))?;
     if TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok() {
         return Ok(Some(()));
     }
     if is_ci() {
         return Err(format!(
-            "{test}: Redis at {ADDR} is unreachable and CI is set (`cargo xtask services` starts it)"
+            "{test}: Redis at {addr} is unreachable and CI is set (`cargo xtask services` starts it)"
         ));
     }
-    let rule = "!".repeat(78);
-    eprintln!(
-        "{rule}\nSKIPPED {test}: Redis at {ADDR} is unreachable (`cargo xtask services` starts it).\nIn CI (CI set) this is a failure.\n{rule}"
-    );
+    // Written to stderr directly: the test harness captures `eprintln!` of passing tests.
+    static BANNER: Once = Once::new();
+    let mut err = std::io::stderr().lock();
+    BANNER.call_once(|| {
+        let rule = "!".repeat(78);
+        let _ = writeln!(
+            err,
+            "{rule}\nWARNING: Redis at {addr} is unreachable; the tests that need it are SKIPPED \
+             (`cargo xtask services` starts it).\nIn CI (CI set) this is a failure.\n{rule}"
+        );
+    });
+    let _ = writeln!(err, "SKIPPED {test}: Redis at {addr} is unreachable");
     Ok(None)
 }
 
@@ -57,7 +73,7 @@ pub(crate) async fn saver_with(
         return Ok(None);
     }
     let prefix = fresh_prefix(test);
-    let options = options(RedisSaverOptions::new(URL).prefix(prefix.clone()));
+    let options = options(RedisSaverOptions::new(url()).prefix(prefix.clone()));
     let saver =
         RedisSaver::connect_with(options).await.map_err(|e| format!("{test}: connect failed: {e}"))?;
     Ok(Some(TestSaver { saver, _cleanup: Cleanup(prefix.clone()), prefix }))
@@ -85,7 +101,7 @@ macro_rules! saver_or_skip {
 
 /// A plain async connection for looking at (or damaging) the saver's keys.
 pub(crate) async fn raw() -> redis::aio::MultiplexedConnection {
-    let client = redis::Client::open(URL).unwrap();
+    let client = redis::Client::open(url()).unwrap();
     client.get_multiplexed_async_connection().await.unwrap()
 }
 
@@ -125,7 +141,7 @@ pub(crate) struct Cleanup(pub(crate) String);
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        let Ok(client) = redis::Client::open(URL) else { return };
+        let Ok(client) = redis::Client::open(url()) else { return };
         let Ok(mut conn) = client.get_connection() else { return };
         let pattern = format!("{}:*", glob_escape(&self.0));
         let keys: Vec<String> = redis::cmd("KEYS").arg(pattern).query(&mut conn).unwrap_or_default();
