@@ -1,7 +1,8 @@
 //! What the saver stores, as self-describing JSON with a format version, and how it is read back.
 //!
 //! - A channel value: `{"format": 1, "value": ...}`, or `{"format": 1, "empty": true}` for a channel that
-//!   had no value at that version (`null` is a value).
+//!   had no value at that version (`null` is a value), or `{"format": 1, "base": version, "append": [...]}`
+//!   for a list that extends the list stored at `base` (see `delta.rs`).
 //! - A pending write: `{"format": 1, "task_id", "idx", "channel", "task_path", "value"}`.
 //! - A checkpoint hash: field `format` (`"1"`), `checkpoint` (the checkpoint without its values),
 //!   `metadata` (JSON object) and, when it has one, `parent` (the parent checkpoint's id).
@@ -18,25 +19,103 @@ pub(crate) const FORMAT: u32 = 1;
 /// `FORMAT` as stored in a checkpoint hash.
 pub(crate) const FORMAT_FIELD: &str = "1";
 
-/// A channel value (or its absence) as stored.
+/// A channel value (or its absence) as stored whole.
 pub(crate) fn encode_value(value: Option<&Value>) -> Result<Vec<u8>, String> {
-    let envelope = match value {
-        Some(value) => serde_json::json!({"format": FORMAT, "value": value}),
-        None => serde_json::json!({"format": FORMAT, "empty": true}),
+    #[derive(Serialize)]
+    struct Whole<'a> {
+        format: u32,
+        value: &'a Value,
+    }
+    #[derive(Serialize)]
+    struct Empty {
+        format: u32,
+        empty: bool,
+    }
+    let bytes = match value {
+        Some(value) => serde_json::to_vec(&Whole { format: FORMAT, value }),
+        None => serde_json::to_vec(&Empty { format: FORMAT, empty: true }),
     };
-    serde_json::to_vec(&envelope).map_err(|e| e.to_string())
+    bytes.map_err(|e| e.to_string())
 }
 
-/// A stored channel value: `Some(value)`, or `None` when the channel was empty.
-pub(crate) fn decode_value(bytes: &[u8]) -> Result<Option<Value>, String> {
+/// A whole list.
+pub(crate) fn encode_list(items: &[Value]) -> Result<Vec<u8>, String> {
+    #[derive(Serialize)]
+    struct Whole<'a> {
+        format: u32,
+        value: &'a [Value],
+    }
+    serde_json::to_vec(&Whole { format: FORMAT, value: items }).map_err(|e| e.to_string())
+}
+
+/// The elements appended to the list at version `base` of the same channel.
+pub(crate) fn encode_append(base: &str, items: &[Value]) -> Result<Vec<u8>, String> {
+    #[derive(Serialize)]
+    struct Append<'a> {
+        format: u32,
+        base: &'a str,
+        append: &'a [Value],
+    }
+    serde_json::to_vec(&Append { format: FORMAT, base, append: items }).map_err(|e| e.to_string())
+}
+
+/// A stored channel value as read.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Stored {
+    /// A whole value.
+    Value(Value),
+    /// The channel had no value.
+    Empty,
+    /// Elements appended to the list at the base version.
+    Append(Vec<Value>),
+}
+
+/// A stored channel value, whole, empty or appended.
+pub(crate) fn decode_stored(bytes: &[u8]) -> Result<Stored, String> {
     let mut envelope = envelope(bytes)?;
     if let Some(value) = envelope.remove("value") {
-        return Ok(Some(value));
+        return Ok(Stored::Value(value));
     }
-    match envelope.get("empty") {
-        Some(Value::Bool(true)) => Ok(None),
-        _ => Err("stored value has neither 'value' nor 'empty'".to_owned()),
+    match (envelope.remove("append"), envelope.get("empty")) {
+        (Some(Value::Array(items)), _) => Ok(Stored::Append(items)),
+        (Some(_), _) => Err("'append' is not a list".to_owned()),
+        (None, Some(Value::Bool(true))) => Ok(Stored::Empty),
+        (None, _) => Err("stored value has neither 'value', 'append' nor 'empty'".to_owned()),
     }
+}
+
+/// A channel's value from its chain of stored versions: `chain[0]` is the version asked for, each next
+/// one the base of the one before (`None` where nothing is stored). `Ok(None)`: the channel was empty.
+pub(crate) fn decode_chain(chain: &[Option<Vec<u8>>]) -> Result<Option<Value>, String> {
+    let mut appended: Vec<Vec<Value>> = Vec::new();
+    for (depth, bytes) in chain.iter().enumerate() {
+        let Some(bytes) = bytes else {
+            return Err(if depth == 0 {
+                "no value stored".to_owned()
+            } else {
+                format!("the base of an appended value is missing ({depth} versions back)")
+            });
+        };
+        let stored = decode_stored(bytes).map_err(|e| match depth {
+            0 => e,
+            _ => format!("base {depth} versions back: {e}"),
+        })?;
+        match stored {
+            Stored::Append(items) => appended.push(items),
+            Stored::Empty if appended.is_empty() => return Ok(None),
+            Stored::Value(value) if appended.is_empty() => return Ok(Some(value)),
+            Stored::Value(Value::Array(mut items)) => {
+                for more in appended.into_iter().rev() {
+                    items.extend(more);
+                }
+                return Ok(Some(Value::Array(items)));
+            }
+            Stored::Value(_) | Stored::Empty => {
+                return Err(format!("the base {depth} versions back of an appended value is not a list"));
+            }
+        }
+    }
+    Err("appended value without a whole base".to_owned())
 }
 
 /// A pending write as stored.
@@ -152,24 +231,45 @@ mod tests {
 
     use super::*;
 
+    fn one(bytes: Vec<u8>) -> Result<Option<Value>, String> {
+        decode_chain(&[Some(bytes)])
+    }
+
     #[test]
     fn values_round_trip_and_null_differs_from_empty() {
         for value in [json!(null), json!(0), json!("s"), json!([1, {"a": null}])] {
-            assert_eq!(decode_value(&encode_value(Some(&value)).unwrap()).unwrap(), Some(value));
+            assert_eq!(one(encode_value(Some(&value)).unwrap()).unwrap(), Some(value));
         }
-        assert_eq!(decode_value(&encode_value(None).unwrap()).unwrap(), None);
+        assert_eq!(one(encode_value(None).unwrap()).unwrap(), None);
+    }
+
+    #[test]
+    fn appended_values_rebuild_the_whole_list() {
+        let base = encode_value(Some(&json!([1, 2]))).unwrap();
+        let mid = encode_append("v1", &[json!(3)]).unwrap();
+        let top = encode_append("v2", &[json!(4), json!(5)]).unwrap();
+        let chain = [Some(top), Some(mid), Some(base)];
+        assert_eq!(decode_chain(&chain).unwrap(), Some(json!([1, 2, 3, 4, 5])));
+        let err = decode_chain(&chain[..2]).unwrap_err();
+        assert!(err.contains("without a whole base"), "{err}");
+        let err = decode_chain(&[chain[0].clone(), None]).unwrap_err();
+        assert!(err.contains("base of an appended value is missing"), "{err}");
+        let not_list = encode_value(Some(&json!({"a": 1}))).unwrap();
+        let err = decode_chain(&[chain[0].clone(), Some(not_list)]).unwrap_err();
+        assert!(err.contains("not a list"), "{err}");
     }
 
     #[test]
     fn unknown_format_truncation_and_garbage_are_errors() {
-        let err = decode_value(br#"{"format": 2, "value": 1}"#).unwrap_err();
+        let err = one(br#"{"format": 2, "value": 1}"#.to_vec()).unwrap_err();
         assert!(err.contains("unknown format version 2"), "{err}");
         let full = encode_value(Some(&json!({"long": "x".repeat(50)}))).unwrap();
-        let err = decode_value(&full[..full.len() / 2]).unwrap_err();
+        let err = one(full[..full.len() / 2].to_vec()).unwrap_err();
         assert!(err.contains("unreadable JSON"), "{err}");
-        assert!(decode_value(b"[1]").unwrap_err().contains("not a JSON object"));
-        assert!(decode_value(br#"{"value": 1}"#).unwrap_err().contains("no format version"));
-        assert!(decode_value(br#"{"format": 1}"#).unwrap_err().contains("neither"));
+        assert!(one(b"[1]".to_vec()).unwrap_err().contains("not a JSON object"));
+        assert!(one(br#"{"value": 1}"#.to_vec()).unwrap_err().contains("no format version"));
+        assert!(one(br#"{"format": 1}"#.to_vec()).unwrap_err().contains("neither"));
+        assert!(decode_chain(&[None]).unwrap_err().contains("no value stored"));
     }
 
     #[test]

@@ -82,6 +82,11 @@ impl NsSuffix {
         format!("{}blobs", self.head)
     }
 
+    /// Hash of the base of each appended value: field `channel:version` to the base's field.
+    pub(crate) fn bases(&self) -> String {
+        format!("{}bases", self.head)
+    }
+
     /// Hash of one checkpoint: `format`, `checkpoint`, `metadata`, `parent`.
     pub(crate) fn checkpoint(&self, id: &str) -> String {
         format!("{}c:{}", self.head, escape(id))

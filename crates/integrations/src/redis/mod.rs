@@ -15,12 +15,16 @@
 //! | `P:t:T:n:N:ids`      | sorted set | checkpoint ids, score 0: ordered by id, so by time (UUID v7) |
 //! | `P:t:T:n:N:c:ID`     | hash       | `format`, `checkpoint` (without values), `metadata`, `parent` |
 //! | `P:t:T:n:N:blobs`    | hash       | `channel:version` to the value, stored once per version      |
+//! | `P:t:T:n:N:bases`    | hash       | `channel:version` of an appended value to its base's field   |
 //! | `P:t:T:n:N:w:ID`     | hash       | `task_id:idx` to a pending write of checkpoint `ID`          |
 //!
 //! `put` stores only the values of the channels in `new_versions` (`HSETNX`: a version is written once),
 //! so an unchanged channel is never stored again; reads rebuild every value from the versions a
-//! checkpoint lists. A `put` or a `put_writes` is one `MULTI`/`EXEC` transaction. Regular writes are
-//! inserted if absent (`HSETNX`), special ones (error, interrupt, resume) replace (`HSET`).
+//! checkpoint lists. A list that extends the channel's previous list (a message list) is stored as the
+//! appended elements and the version they extend, with a whole copy every 64 versions
+//! ([`RedisSaverOptions::deltas`]), so a thread of 1,000 messages does not store 1,000 copies of its
+//! list. A `put` is one server-side script and a `put_writes` one `MULTI`/`EXEC` transaction. Regular
+//! writes are inserted if absent (`HSETNX`), special ones (error, interrupt, resume) replace (`HSET`).
 //!
 //! # Values
 //! JSON with a format version (see `codec.rs`: `{"format": 1, "value": ...}`). A value that cannot be
@@ -50,6 +54,7 @@
 
 mod codec;
 mod conn;
+mod delta;
 mod keys;
 mod options;
 mod read;

@@ -17,11 +17,14 @@ pub struct RedisSaverOptions {
     pub(crate) retry_delay: Duration,
     pub(crate) response_timeout: Duration,
     pub(crate) connection_timeout: Duration,
+    pub(crate) snapshot_every: usize,
+    pub(crate) delta_cache_entries: usize,
 }
 
 impl RedisSaverOptions {
     /// Options for the server at `url`, with the defaults: prefix `"weft"`, no TTL, 3 retries of transient
-    /// errors starting 50 ms apart, 5 s response timeout, 2 s connection timeout.
+    /// errors starting 50 ms apart, 5 s response timeout, 2 s connection timeout, growing lists stored as
+    /// appended elements with a whole copy every 64 versions.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
@@ -32,6 +35,8 @@ impl RedisSaverOptions {
             retry_delay: Duration::from_millis(50),
             response_timeout: Duration::from_secs(5),
             connection_timeout: Duration::from_secs(2),
+            snapshot_every: 64,
+            delta_cache_entries: 1024,
         }
     }
 
@@ -70,6 +75,17 @@ impl RedisSaverOptions {
         self
     }
 
+    /// How growing lists (message lists) are stored: a list that extends the one stored at the channel's
+    /// previous version is stored as the appended elements, with a whole copy every `snapshot_every`
+    /// versions (so a read follows at most that many); the last list of up to `cache_entries` channels is
+    /// kept in memory to compare with. `snapshot_every` of 0 or 1 stores every version whole. Reading any
+    /// checkpoint rebuilds the exact value.
+    pub fn deltas(mut self, snapshot_every: usize, cache_entries: usize) -> Self {
+        self.snapshot_every = snapshot_every;
+        self.delta_cache_entries = cache_entries;
+        self
+    }
+
     /// The URL with its password replaced by `***`.
     pub fn redacted_url(&self) -> String {
         redact_url(&self.url)
@@ -87,6 +103,8 @@ impl fmt::Debug for RedisSaverOptions {
             .field("retry_delay", &self.retry_delay)
             .field("response_timeout", &self.response_timeout)
             .field("connection_timeout", &self.connection_timeout)
+            .field("snapshot_every", &self.snapshot_every)
+            .field("delta_cache_entries", &self.delta_cache_entries)
             .finish()
     }
 }

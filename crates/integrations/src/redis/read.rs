@@ -7,7 +7,7 @@ use redis::FromRedisValue;
 use serde_json::{Map, Value};
 use weft_graph::checkpoint::{CheckpointConfig, CheckpointError, CheckpointTuple, ListOptions, PendingWrite};
 
-use super::codec::{RECORD_FIELDS, Record, StoredWrite, corrupt, decode_record, decode_value, decode_write};
+use super::codec::{RECORD_FIELDS, Record, StoredWrite, corrupt, decode_chain, decode_record, decode_write};
 use super::keys::{NAMESPACES, NsSuffix, blob_field};
 use super::saver::RedisSaver;
 
@@ -20,6 +20,25 @@ if redis.call('EXISTS', KEYS[2]) == 0 then
   return redis.call('SREM', KEYS[1], ARGV[1])
 end
 return 0
+";
+
+/// Each field's chain of stored versions: the value, then its base, its base's base... up to a whole
+/// one (`false` where nothing is stored). KEYS: values, bases. ARGV: fields.
+const RESOLVE: &str = r"
+local out = {}
+for i = 1, #ARGV do
+  local chain = {}
+  local field = ARGV[i]
+  for _ = 1, 100000 do
+    chain[#chain + 1] = redis.call('HGET', KEYS[1], field)
+    field = redis.call('HGET', KEYS[2], field)
+    if not field then
+      break
+    end
+  end
+  out[i] = chain
+end
+return out
 ";
 
 /// One checkpoint's address.
@@ -217,7 +236,12 @@ impl RedisSaver {
             let versions = &record.checkpoint.channel_versions;
             if !versions.is_empty() {
                 let fields: Vec<String> = versions.iter().map(|(c, v)| blob_field(c, v)).collect();
-                pipe.cmd("HMGET").arg(thread.full(&ns.blobs())).arg(fields);
+                pipe.cmd("EVAL")
+                    .arg(RESOLVE)
+                    .arg(2)
+                    .arg(thread.full(&ns.blobs()))
+                    .arg(thread.full(&ns.bases()));
+                pipe.arg(fields);
             }
             pipe.cmd("HGETALL").arg(thread.full(&ns.writes(&a.id)));
         }
@@ -226,14 +250,9 @@ impl RedisSaver {
         for (a, record) in found {
             let mut checkpoint = record.checkpoint;
             if !checkpoint.channel_versions.is_empty() {
-                let values: Vec<Option<Vec<u8>>> = parse(replies.next(), &a)?;
-                for ((channel, version), bytes) in checkpoint.channel_versions.iter().zip(values) {
-                    let Some(bytes) = bytes else {
-                        let message =
-                            format!("no value stored for channel '{channel}' at version '{version}'");
-                        return Err(corrupt(&a.thread_id, &a.id, message));
-                    };
-                    let value = decode_value(&bytes).map_err(|e| {
+                let chains: Vec<Vec<Option<Vec<u8>>>> = parse(replies.next(), &a)?;
+                for ((channel, version), chain) in checkpoint.channel_versions.iter().zip(chains) {
+                    let value = decode_chain(&chain).map_err(|e| {
                         corrupt(
                             &a.thread_id,
                             &a.id,

@@ -2,6 +2,7 @@
 //! `read.rs`, `write.rs` and `thread_ops.rs`).
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -12,6 +13,7 @@ use weft_graph::checkpoint::{
 };
 
 use super::conn::Conn;
+use super::delta::{DeltaConfig, DeltaPlanner};
 use super::keys::Keys;
 use super::options::RedisSaverOptions;
 
@@ -25,6 +27,7 @@ pub struct RedisSaver {
     pub(crate) keys: Keys,
     pub(crate) ttl: Option<Duration>,
     pub(crate) refresh_on_read: bool,
+    pub(crate) deltas: Arc<DeltaPlanner>,
     options: RedisSaverOptions,
 }
 
@@ -51,6 +54,10 @@ impl RedisSaver {
             keys: Keys::new(&options.prefix),
             ttl: options.ttl,
             refresh_on_read: options.refresh_on_read,
+            deltas: Arc::new(DeltaPlanner::new(DeltaConfig {
+                snapshot_every: options.snapshot_every,
+                cache_entries: options.delta_cache_entries,
+            })),
             options,
         })
     }

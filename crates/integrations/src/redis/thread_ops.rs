@@ -2,7 +2,7 @@
 //!
 //! The scripts walk a thread's registry on the server, so each runs atomically in one round trip.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use weft_graph::checkpoint::{Checkpoint, CheckpointError};
 
@@ -56,7 +56,30 @@ end
 return redis.call('SREM', KEYS[2], ARGV[3])
 ";
 
+/// Sums the memory of every key of a thread. KEYS: registry. ARGV: base.
+const MEMORY: &str = r"
+local total = redis.call('MEMORY', 'USAGE', KEYS[1], 'SAMPLES', 0) or 0
+local members = redis.call('SMEMBERS', KEYS[1])
+for i = 1, #members do
+  total = total + (redis.call('MEMORY', 'USAGE', ARGV[1] .. members[i], 'SAMPLES', 0) or 0)
+end
+return total
+";
+
 impl RedisSaver {
+    /// The bytes of server memory a thread takes (every key of it, as `MEMORY USAGE` counts them).
+    pub async fn stored_bytes(&self, thread_id: &str) -> Result<u64, CheckpointError> {
+        let thread = self.keys.thread(thread_id);
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(MEMORY).arg(1).arg(thread.registry()).arg(thread.base());
+        self.conn
+            .run("stored_bytes", |mut c| {
+                let cmd = &cmd;
+                async move { cmd.query_async::<u64>(&mut c).await }
+            })
+            .await
+    }
+
     /// Adds the TTL refresh of `thread` to a pipeline, when a TTL is set.
     pub(crate) fn add_refresh(&self, pipe: &mut redis::Pipeline, thread: &ThreadKeys) {
         if let Some(ms) = self.ttl_ms() {
@@ -80,6 +103,7 @@ impl RedisSaver {
     }
 
     pub(crate) async fn remove_thread(&self, thread_id: &str) -> Result<(), CheckpointError> {
+        self.deltas.forget_thread(thread_id);
         let thread = self.keys.thread(thread_id);
         let mut cmd = redis::cmd("EVAL");
         cmd.arg(DELETE)
@@ -119,6 +143,7 @@ impl RedisSaver {
     }
 
     pub(crate) async fn prune_thread(&self, thread_id: &str, keep: usize) -> Result<(), CheckpointError> {
+        self.deltas.forget_thread(thread_id);
         let thread = self.keys.thread(thread_id);
         for ns in self.namespaces(&thread).await? {
             let suffix = NsSuffix::new(&ns);
@@ -163,15 +188,40 @@ impl RedisSaver {
             let checkpoint: Checkpoint = serde_json::from_slice(bytes.as_deref()?).ok()?;
             Some(checkpoint.channel_versions.iter().map(|(c, v)| blob_field(c, v)).collect())
         };
+        let bases: HashMap<String, String> = self
+            .query::<Vec<HashMap<String, String>>>(
+                redis::pipe().cmd("HGETALL").arg(thread.full(&ns.bases())),
+                "prune",
+            )
+            .await?
+            .pop()
+            .unwrap_or_default();
+        // A value is needed by the checkpoints that list its version and by every appended value over it.
+        let with_bases = |fields: HashSet<String>| -> HashSet<String> {
+            let mut all = HashSet::new();
+            for mut field in fields {
+                while all.insert(field.clone()) {
+                    match bases.get(&field) {
+                        Some(base) => field = base.clone(),
+                        None => break,
+                    }
+                }
+            }
+            all
+        };
         let (old, new) = raw.split_at(dropped.len());
-        let mut stale: BTreeSet<String> = old.iter().filter_map(versions).flatten().collect();
+        let mut stale: BTreeSet<String> =
+            with_bases(old.iter().filter_map(versions).flatten().collect()).into_iter().collect();
+        let mut needed = HashSet::new();
         for fields in new.iter().map(versions) {
             match fields {
-                Some(fields) => stale.retain(|f| !fields.contains(f)),
+                Some(fields) => needed.extend(fields),
                 // A kept checkpoint that cannot be read may use any value: keep them all.
                 None => stale.clear(),
             }
         }
+        let needed = with_bases(needed);
+        stale.retain(|f| !needed.contains(f));
         let mut pipe = redis::pipe();
         pipe.atomic();
         pipe.cmd("ZREM").arg(thread.full(&ns.ids())).arg(dropped).ignore();
@@ -184,6 +234,7 @@ impl RedisSaver {
         }
         for chunk in stale.into_iter().collect::<Vec<_>>().chunks(256) {
             pipe.cmd("HDEL").arg(thread.full(&ns.blobs())).arg(chunk).ignore();
+            pipe.cmd("HDEL").arg(thread.full(&ns.bases())).arg(chunk).ignore();
         }
         self.query::<()>(&pipe, "prune").await
     }

@@ -1,14 +1,85 @@
-//! `put` and `put_writes`: each one `MULTI`/`EXEC` transaction, so a checkpoint (or a batch of writes)
-//! is stored whole or not at all.
+//! `put` (one server-side script) and `put_writes` (one `MULTI`/`EXEC` transaction): a checkpoint, or a
+//! batch of writes, is stored whole or not at all.
 
 use serde_json::Value;
 use weft_graph::checkpoint::{
     ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, special,
 };
 
-use super::codec::{FORMAT_FIELD, StoredWrite, encode_record, encode_value, encode_write};
+use super::codec::{StoredWrite, encode_append, encode_list, encode_record, encode_value, encode_write};
+use super::delta::{DeltaPlanner, ListPlan};
 use super::keys::{NAMESPACES, NsSuffix, ThreadKeys, blob_field, write_field};
 use super::saver::RedisSaver;
+
+/// Stores a checkpoint atomically. KEYS: thread index, registry, namespace set, values, bases,
+/// checkpoint hash, ids. ARGV: thread id, namespace, checkpoint id, checkpoint JSON, metadata JSON,
+/// parent id, has parent (`1`/`0`), ttl ms (`""`: none), thread base, the suffixes of ids, values, bases
+/// and checkpoint hash, the count of values, then per value its field, bytes and base field (`""`:
+/// whole). When a base is missing nothing is written and the fields whose base is missing are returned.
+const PUT: &str = r"
+local n = tonumber(ARGV[14])
+local missing = {}
+for i = 0, n - 1 do
+  local base = ARGV[17 + 3 * i]
+  if base ~= '' and redis.call('HEXISTS', KEYS[4], base) == 0 then
+    missing[#missing + 1] = ARGV[15 + 3 * i]
+  end
+end
+if #missing > 0 then
+  return missing
+end
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('SADD', KEYS[2], 'ns', ARGV[10], ARGV[11], ARGV[12], ARGV[13])
+redis.call('SADD', KEYS[3], ARGV[2])
+for i = 0, n - 1 do
+  local field, base = ARGV[15 + 3 * i], ARGV[17 + 3 * i]
+  if redis.call('HSETNX', KEYS[4], field, ARGV[16 + 3 * i]) == 1 and base ~= '' then
+    redis.call('HSET', KEYS[5], field, base)
+  end
+end
+redis.call('DEL', KEYS[6])
+redis.call('HSET', KEYS[6], 'format', '1', 'checkpoint', ARGV[4], 'metadata', ARGV[5])
+if ARGV[7] == '1' then
+  redis.call('HSET', KEYS[6], 'parent', ARGV[6])
+end
+redis.call('ZADD', KEYS[7], 0, ARGV[3])
+if ARGV[8] ~= '' then
+  local members = redis.call('SMEMBERS', KEYS[2])
+  for i = 1, #members do
+    redis.call('PEXPIRE', ARGV[9] .. members[i], ARGV[8])
+  end
+  redis.call('PEXPIRE', KEYS[2], ARGV[8])
+end
+return missing
+";
+
+/// How many times a put is tried again with whole values after finding a base gone.
+const WHOLE_RETRIES: usize = 2;
+
+/// One channel value of a put.
+struct Planned {
+    channel: String,
+    version: String,
+    /// A list (maybe stored as appended elements).
+    list: Option<ListPlan>,
+    /// Anything else (`None`: the channel is empty).
+    other: Option<Value>,
+}
+
+impl Planned {
+    /// Its field, bytes and base field (empty: stored whole).
+    fn encode(&self) -> Result<(String, Vec<u8>, String), String> {
+        let field = blob_field(&self.channel, &self.version);
+        match &self.list {
+            Some(ListPlan { items, base: Some((base, from)), .. }) => {
+                let bytes = encode_append(base, items.get(*from..).unwrap_or_default())?;
+                Ok((field, bytes, blob_field(&self.channel, base)))
+            }
+            Some(list) => Ok((field, encode_list(&list.items)?, String::new())),
+            None => Ok((field, encode_value(self.other.as_ref())?, String::new())),
+        }
+    }
+}
 
 impl RedisSaver {
     pub(crate) async fn write_checkpoint(
@@ -18,59 +89,80 @@ impl RedisSaver {
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> Result<CheckpointConfig, CheckpointError> {
-        let thread_id = &config.thread_id;
+        let (thread_id, ns_name) = (&config.thread_id, &config.checkpoint_ns);
         if checkpoint.id.is_empty() {
             return Err(CheckpointError::Invalid(format!(
                 "checkpoint for thread '{thread_id}' has an empty id"
             )));
         }
-        let values = std::mem::take(&mut checkpoint.channel_values);
-        let mut blobs = Vec::with_capacity(new_versions.len());
-        for (channel, version) in &new_versions {
-            let bytes = encode_value(values.get(channel)).map_err(|message| CheckpointError::Serialize {
-                thread_id: thread_id.clone(),
-                channel: channel.clone(),
-                message,
-            })?;
-            blobs.push((blob_field(channel, version), bytes));
-        }
+        let mut values = std::mem::take(&mut checkpoint.channel_values);
+        let mut planned: Vec<Planned> = new_versions
+            .into_iter()
+            .map(|(channel, version)| match values.remove(&channel) {
+                Some(Value::Array(items)) => {
+                    let list = self.deltas.plan(thread_id, ns_name, &channel, &version, items);
+                    Planned { channel, version, list: Some(list), other: None }
+                }
+                other => Planned { channel, version, list: None, other },
+            })
+            .collect();
         let (record, meta) = encode_record(&checkpoint, &metadata).map_err(|message| {
             CheckpointError::Invalid(format!(
                 "cannot serialize checkpoint '{}' of thread '{thread_id}': {message}",
                 checkpoint.id
             ))
         })?;
-
         let thread = self.keys.thread(thread_id);
-        let ns = NsSuffix::new(&config.checkpoint_ns);
-        let (ids, values_key, record_key) = (ns.ids(), ns.blobs(), ns.checkpoint(&checkpoint.id));
-        let mut pipe =
-            self.thread_pipe(&thread, thread_id, &config.checkpoint_ns, &[&ids, &values_key, &record_key]);
-        let values_key = thread.full(&values_key);
-        for (field, bytes) in &blobs {
-            pipe.cmd("HSETNX").arg(&values_key).arg(field).arg(bytes).ignore();
+        let ns = NsSuffix::new(ns_name);
+        let suffixes = [ns.ids(), ns.blobs(), ns.bases(), ns.checkpoint(&checkpoint.id)];
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(PUT).arg(7).arg(self.keys.threads()).arg(thread.registry()).arg(thread.full(NAMESPACES));
+        cmd.arg(thread.full(&suffixes[1])).arg(thread.full(&suffixes[2])).arg(thread.full(&suffixes[3]));
+        cmd.arg(thread.full(&suffixes[0]));
+        cmd.arg(thread_id).arg(ns_name).arg(&checkpoint.id).arg(record).arg(meta);
+        let parent = config.checkpoint_id.as_deref();
+        cmd.arg(parent.unwrap_or_default()).arg(if parent.is_some() { "1" } else { "0" });
+        cmd.arg(self.ttl_ms().map(|ms| ms.to_string()).unwrap_or_default()).arg(thread.base());
+        cmd.arg(&suffixes[..]).arg(planned.len());
+        for attempt in 0..=WHOLE_RETRIES {
+            let mut call = cmd.clone();
+            for value in &planned {
+                let (field, bytes, base) = value.encode().map_err(|message| CheckpointError::Serialize {
+                    thread_id: thread_id.clone(),
+                    channel: value.channel.clone(),
+                    message,
+                })?;
+                call.arg(field).arg(bytes).arg(base);
+            }
+            let missing: Vec<String> = self
+                .conn
+                .run("put", |mut c| {
+                    let call = &call;
+                    async move { call.query_async(&mut c).await }
+                })
+                .await?;
+            if missing.is_empty() {
+                let lists =
+                    planned.iter().filter_map(|p| p.list.as_ref().map(|l| (&p.channel, &p.version, l)));
+                self.deltas.commit(thread_id, ns_name, lists);
+                return Ok(CheckpointConfig {
+                    thread_id: thread_id.clone(),
+                    checkpoint_ns: ns_name.clone(),
+                    checkpoint_id: Some(checkpoint.id),
+                });
+            }
+            tracing::debug!(thread_id, attempt, "bases of appended values are gone; storing them whole");
+            for value in &mut planned {
+                let field = blob_field(&value.channel, &value.version);
+                if let Some(list) = value.list.as_mut().filter(|_| missing.contains(&field)) {
+                    DeltaPlanner::whole(list);
+                }
+            }
         }
-        let record_key = thread.full(&record_key);
-        pipe.cmd("DEL").arg(&record_key).ignore();
-        let hset = pipe.cmd("HSET").arg(&record_key);
-        hset.arg("format").arg(FORMAT_FIELD).arg("checkpoint").arg(record).arg("metadata").arg(meta);
-        if let Some(parent) = &config.checkpoint_id {
-            hset.arg("parent").arg(parent);
-        }
-        hset.ignore();
-        pipe.cmd("ZADD").arg(thread.full(&ids)).arg(0).arg(&checkpoint.id).ignore();
-        self.add_refresh(&mut pipe, &thread);
-        self.conn
-            .run("put", |mut c| {
-                let pipe = &pipe;
-                async move { pipe.query_async::<()>(&mut c).await }
-            })
-            .await?;
-        Ok(CheckpointConfig {
-            thread_id: thread_id.clone(),
-            checkpoint_ns: config.checkpoint_ns.clone(),
-            checkpoint_id: Some(checkpoint.id),
-        })
+        Err(CheckpointError::Backend(format!(
+            "put of checkpoint '{}' in thread '{thread_id}' kept finding the bases of appended values gone",
+            checkpoint.id
+        )))
     }
 
     pub(crate) async fn write_pending(
