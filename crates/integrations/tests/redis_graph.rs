@@ -5,10 +5,12 @@
 
 mod redis_common;
 
+use std::io::Write;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use weft_graph::checkpoint::{Checkpointer, ListOptions};
+use weft_graph::messages::{Message, Messages};
 use weft_graph::{CompileConfig, CompiledGraph, END, START, State, StateGraph};
 use weft_integrations::redis::{RedisSaver, RedisSaverOptions};
 use weft_runnable_core::RunnableConfig;
@@ -20,6 +22,12 @@ struct Trail {
     owner: String,
     #[state(append)]
     log: Vec<String>,
+}
+
+#[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+struct Chat {
+    #[state(add_messages)]
+    messages: Messages,
 }
 
 fn step(name: &'static str) -> impl Fn(Trail) -> TrailUpdate + Send + Sync + 'static {
@@ -110,5 +118,38 @@ async fn a_second_saver_on_the_same_prefix_continues_a_thread() -> TestResult {
             .unwrap();
     let out = app(Arc::new(second)).invoke(input("t", 1), &thread("t")).await.unwrap();
     assert_eq!(out.value.log, expected_log("t", 2));
+    Ok(())
+}
+
+/// The `messages1000` workload (../shared/bench/WORKLOADS.md): one node appends a message per step until
+/// there are 1,000, every checkpoint saved.
+async fn messages1000(saver: &redis_common::TestSaver) -> u64 {
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node("talk", |s: Chat| {
+        Chat::update().messages(vec![Message::ai(format!("m{}", s.messages.len()))])
+    });
+    g.add_edge(START, "talk");
+    g.add_conditional_edges("talk", |s: &Chat| if s.messages.len() < 1000 { "talk" } else { END }, None);
+    let app = g.compile_with(CompileConfig::new().checkpointer(Arc::new(saver.saver.clone()))).unwrap();
+    let config = thread("messages1000").with_recursion_limit(2000);
+    let out = app.invoke(Chat::update().messages(vec![]), &config).await.unwrap();
+    assert_eq!(out.value.messages.len(), 1000);
+    assert_eq!(out.value.messages[999].text(), "m999");
+    let state = app.get_state(&config).await.unwrap();
+    assert_eq!(state.values.messages.len(), 1000, "the latest checkpoint reads back whole");
+    saver.stored_bytes("messages1000").await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages1000_stores_a_fraction_of_the_whole_copies() -> TestResult {
+    let appended = saver_or_skip!("messages1000");
+    let whole = redis_common::saver_with("messages1000-whole", |o| o.deltas(0, 0)).await?.unwrap();
+    let (small, big) = (messages1000(&appended).await, messages1000(&whole).await);
+    // Written past the harness's capture, for the record.
+    let _ = writeln!(
+        std::io::stderr(),
+        "messages1000 on Redis: {small} bytes with appended lists, {big} bytes with every version whole"
+    );
+    assert!(small * 10 < big, "appended lists store a fraction: {small} against {big}");
     Ok(())
 }
