@@ -16,7 +16,7 @@ use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use weft_graph::checkpoint::{CheckpointConfig, CheckpointError, Checkpointer};
-use weft_integrations::redis::{RedisSaver, RedisSaverOptions};
+use weft_integrations::redis::{RedisOptions, RedisSaver};
 
 type TestResult = Result<(), String>;
 
@@ -160,7 +160,7 @@ async fn the_password_never_shows_in_debug_errors_or_logs() -> TestResult {
     let proxy = Proxy::start().await;
     let prefix = fresh_prefix("password");
     let _cleanup = Cleanup(prefix.clone());
-    let options = RedisSaverOptions::new(user.url(&proxy.addr.to_string()))
+    let options = RedisOptions::new(user.url(&proxy.addr.to_string()))
         .prefix(prefix.clone())
         .retries(2, Duration::from_millis(10));
     let saver = RedisSaver::connect_with(options).await.unwrap();
@@ -174,15 +174,11 @@ async fn the_password_never_shows_in_debug_errors_or_logs() -> TestResult {
     let err = saver.get_tuple(&thread).await.unwrap_err();
     assert!(matches!(err, CheckpointError::Backend(_)), "{err:?}");
     assert!(!err.to_string().contains(&user.password), "{err}");
-    let wrong = RedisSaverOptions::new(format!(
-        "redis://{}:wrong-{}@{}/",
-        user.name,
-        user.password,
-        redis_common::addr()
-    ));
+    let wrong =
+        RedisOptions::new(format!("redis://{}:wrong-{}@{}/", user.name, user.password, redis_common::addr()));
     let err = RedisSaver::connect_with(wrong).await.unwrap_err();
     assert!(!err.to_string().contains(&user.password), "{err}");
-    let closed = RedisSaverOptions::new(user.url("127.0.0.1:1")).retries(1, Duration::from_millis(10));
+    let closed = RedisOptions::new(user.url("127.0.0.1:1")).retries(1, Duration::from_millis(10));
     let err = RedisSaver::connect_with(closed).await.unwrap_err();
     assert!(err.to_string().contains("cannot connect"), "{err}");
     assert!(!err.to_string().contains(&user.password), "{err}");
@@ -200,7 +196,7 @@ async fn a_dropped_connection_is_replaced_and_the_command_retried() -> TestResul
     let proxy = Proxy::start().await;
     let prefix = fresh_prefix("reconnect");
     let _cleanup = Cleanup(prefix.clone());
-    let options = RedisSaverOptions::new(format!("redis://{}", proxy.addr))
+    let options = RedisOptions::new(format!("redis://{}", proxy.addr))
         .prefix(prefix.clone())
         .retries(8, Duration::from_millis(20));
     let saver = RedisSaver::connect_with(options).await.unwrap();
@@ -224,9 +220,9 @@ async fn a_dropped_connection_is_replaced_and_the_command_retried() -> TestResul
 
 #[tokio::test]
 async fn bad_options_are_rejected_before_connecting() -> TestResult {
-    let err = RedisSaver::connect_with(RedisSaverOptions::new("redis://127.0.0.1:1").prefix("")).await;
+    let err = RedisSaver::connect_with(RedisOptions::new("redis://127.0.0.1:1").prefix("")).await;
     assert!(err.unwrap_err().to_string().contains("prefix must not be empty"));
-    let err = RedisSaver::connect_with(RedisSaverOptions::new("not a url at all")).await.unwrap_err();
+    let err = RedisSaver::connect_with(RedisOptions::new("not a url at all")).await.unwrap_err();
     assert!(err.to_string().contains("invalid redis url"), "{err}");
     Ok(())
 }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use weft_graph::checkpoint::{Checkpointer, ListOptions};
 use weft_graph::messages::{Message, Messages};
 use weft_graph::{CompileConfig, CompiledGraph, END, START, State, StateGraph};
-use weft_integrations::redis::{RedisSaver, RedisSaverOptions};
+use weft_integrations::redis::{RedisOptions, RedisSaver};
 use weft_runnable_core::RunnableConfig;
 
 type TestResult = Result<(), String>;
@@ -113,7 +113,7 @@ async fn a_second_saver_on_the_same_prefix_continues_a_thread() -> TestResult {
     let first = saver_or_skip!("graph-resume");
     app(Arc::new(first.saver.clone())).invoke(input("t", 0), &thread("t")).await.unwrap();
     let second =
-        RedisSaver::connect_with(RedisSaverOptions::new(redis_common::url()).prefix(first.prefix.clone()))
+        RedisSaver::connect_with(RedisOptions::new(redis_common::url()).prefix(first.prefix.clone()))
             .await
             .unwrap();
     let out = app(Arc::new(second)).invoke(input("t", 1), &thread("t")).await.unwrap();

@@ -8,7 +8,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{ErrorKind, IntoConnectionInfo, RedisError, RetryMethod};
 use weft_graph::checkpoint::CheckpointError;
 
-use super::options::RedisSaverOptions;
+use super::options::RedisOptions;
 
 /// The oldest server version with every command the saver uses (`COPY`, `ZRANGE ... BYLEX REV`).
 const MIN_VERSION: (u32, u32) = (6, 2);
@@ -31,7 +31,7 @@ impl std::fmt::Debug for Conn {
 
 impl Conn {
     /// Connects as `options` say and checks the server's version.
-    pub(crate) async fn connect(options: &RedisSaverOptions) -> Result<Self, CheckpointError> {
+    pub(crate) async fn connect(options: &RedisOptions) -> Result<Self, CheckpointError> {
         let url = options.redacted_url();
         let info = options
             .url

@@ -1,4 +1,4 @@
-//! Checkpoints on plain Redis (feature `redis`): [`RedisSaver`].
+//! Checkpoints and long-term memory on plain Redis (feature `redis`): [`RedisSaver`] and [`RedisStore`].
 //!
 //! LangGraph's Redis saver needs Redis Stack (RediSearch and RedisJSON) and fails on plain Redis; this one
 //! uses only core data structures and commands of Redis 6.2 or newer (Valkey too), on a standalone server
@@ -22,7 +22,7 @@
 //! so an unchanged channel is never stored again; reads rebuild every value from the versions a
 //! checkpoint lists. A list that extends the channel's previous list (a message list) is stored as the
 //! appended elements and the version they extend, with a whole copy every 64 versions
-//! ([`RedisSaverOptions::deltas`]), so a thread of 1,000 messages does not store 1,000 copies of its
+//! ([`RedisOptions::deltas`]), so a thread of 1,000 messages does not store 1,000 copies of its
 //! list. A `put` is one server-side script and a `put_writes` one `MULTI`/`EXEC` transaction. Regular
 //! writes are inserted if absent (`HSETNX`), special ones (error, interrupt, resume) replace (`HSET`).
 //!
@@ -33,8 +33,8 @@
 //! checkpoint and channel; nothing is ever read as a default.
 //!
 //! # TTL
-//! With [`RedisSaverOptions::ttl`], every key of a thread gets the TTL on every write (in the same
-//! transaction) and, unless [`refresh_on_read`](RedisSaverOptions::refresh_on_read) is off, on every
+//! With [`RedisOptions::ttl`], every key of a thread gets the TTL on every write (in the same
+//! transaction) and, unless [`refresh_on_read`](RedisOptions::refresh_on_read) is off, on every
 //! read: a thread expires whole, `ttl` after it was last used. A refresh touches every key of the thread
 //! (about two per checkpoint), so pair long threads with a retention policy.
 //!
@@ -45,9 +45,9 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use weft_integrations::redis::{RedisSaver, RedisSaverOptions};
+//! use weft_integrations::redis::{RedisSaver, RedisOptions};
 //! # async fn run() -> Result<(), weft_graph::checkpoint::CheckpointError> {
-//! let options = RedisSaverOptions::new("redis://127.0.0.1:6379").prefix("myapp").ttl(Duration::from_secs(86_400));
+//! let options = RedisOptions::new("redis://127.0.0.1:6379").prefix("myapp").ttl(Duration::from_secs(86_400));
 //! let saver = RedisSaver::connect_with(options).await?;
 //! # let _ = saver; Ok(()) }
 //! ```
@@ -59,8 +59,11 @@ mod keys;
 mod options;
 mod read;
 mod saver;
+mod store;
+mod store_search;
 mod thread_ops;
 mod write;
 
-pub use options::RedisSaverOptions;
+pub use options::RedisOptions;
 pub use saver::RedisSaver;
+pub use store::RedisStore;

@@ -1,14 +1,16 @@
-//! `RedisSaverOptions`: where Redis is, the key prefix, the TTL and the retry policy.
+//! `RedisOptions`: where Redis is, the key prefix, the retry policy, and the saver's TTL and list storage.
 
 use std::fmt;
 use std::time::Duration;
 
-/// How a [`RedisSaver`](super::RedisSaver) connects and keeps its keys.
+/// How a [`RedisSaver`](super::RedisSaver) or a [`RedisStore`](super::RedisStore) connects and keeps its
+/// keys. The URL, prefix, retries and timeouts apply to both; the TTL and [`deltas`](Self::deltas) are the
+/// saver's (a store's TTLs are set per item, see [`RedisStore::with_ttl`](super::RedisStore::with_ttl)).
 ///
 /// The URL is `redis://[user[:password]@]host[:port][/db]` (or `rediss://`, `redis+unix://`); its
 /// password never shows in `Debug` output, errors or logs.
 #[derive(Clone)]
-pub struct RedisSaverOptions {
+pub struct RedisOptions {
     pub(crate) url: String,
     pub(crate) prefix: String,
     pub(crate) ttl: Option<Duration>,
@@ -21,7 +23,7 @@ pub struct RedisSaverOptions {
     pub(crate) delta_cache_entries: usize,
 }
 
-impl RedisSaverOptions {
+impl RedisOptions {
     /// Options for the server at `url`, with the defaults: prefix `"weft"`, no TTL, 3 retries of transient
     /// errors starting 50 ms apart, 5 s response timeout, 2 s connection timeout, growing lists stored as
     /// appended elements with a whole copy every 64 versions.
@@ -92,9 +94,9 @@ impl RedisSaverOptions {
     }
 }
 
-impl fmt::Debug for RedisSaverOptions {
+impl fmt::Debug for RedisOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedisSaverOptions")
+        f.debug_struct("RedisOptions")
             .field("url", &self.redacted_url())
             .field("prefix", &self.prefix)
             .field("ttl", &self.ttl)
@@ -167,7 +169,7 @@ mod tests {
 
     #[test]
     fn debug_output_hides_the_password() {
-        let options = RedisSaverOptions::new("redis://admin:hunter2@10.0.0.1:6379").prefix("app");
+        let options = RedisOptions::new("redis://admin:hunter2@10.0.0.1:6379").prefix("app");
         let text = format!("{options:?}");
         assert!(!text.contains("hunter2"), "{text}");
         assert!(text.contains("admin:***@10.0.0.1"), "{text}");

@@ -15,7 +15,7 @@ use weft_graph::checkpoint::{
 use super::conn::Conn;
 use super::delta::{DeltaConfig, DeltaPlanner};
 use super::keys::Keys;
-use super::options::RedisSaverOptions;
+use super::options::RedisOptions;
 
 /// A checkpointer on plain Redis (6.2 or newer, no modules), laid out as the [module docs](super) say.
 ///
@@ -28,18 +28,18 @@ pub struct RedisSaver {
     pub(crate) ttl: Option<Duration>,
     pub(crate) refresh_on_read: bool,
     pub(crate) deltas: Arc<DeltaPlanner>,
-    options: RedisSaverOptions,
+    options: RedisOptions,
 }
 
 impl RedisSaver {
     /// Connects to the server at `url` with the default options (prefix `"weft"`, no TTL).
     pub async fn connect(url: &str) -> Result<Self, CheckpointError> {
-        Self::connect_with(RedisSaverOptions::new(url)).await
+        Self::connect_with(RedisOptions::new(url)).await
     }
 
     /// Connects as `options` say. Fails when the server cannot be reached (after the retries), rejects
     /// the credentials, or is older than Redis 6.2.
-    pub async fn connect_with(options: RedisSaverOptions) -> Result<Self, CheckpointError> {
+    pub async fn connect_with(options: RedisOptions) -> Result<Self, CheckpointError> {
         if options.prefix.is_empty() {
             return Err(CheckpointError::Invalid("the redis key prefix must not be empty".to_owned()));
         }
@@ -63,7 +63,7 @@ impl RedisSaver {
     }
 
     /// The options the saver was made with.
-    pub fn options(&self) -> &RedisSaverOptions {
+    pub fn options(&self) -> &RedisOptions {
         &self.options
     }
 

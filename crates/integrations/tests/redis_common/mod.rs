@@ -14,7 +14,7 @@ use weft_graph::checkpoint::{
     ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple,
     Checkpointer, ListOptions,
 };
-use weft_integrations::redis::{RedisSaver, RedisSaverOptions};
+use weft_integrations::redis::{RedisOptions, RedisSaver};
 
 /// The server the tests use: `WEFT_TEST_REDIS_ADDR` (host:port), by default the local one.
 pub(crate) fn addr() -> String {
@@ -67,13 +67,13 @@ pub(crate) fn fresh_prefix(label: &str) -> String {
 /// A saver on a fresh prefix (`options` say the rest), or `None` when the test is skipped.
 pub(crate) async fn saver_with(
     test: &str,
-    options: impl FnOnce(RedisSaverOptions) -> RedisSaverOptions,
+    options: impl FnOnce(RedisOptions) -> RedisOptions,
 ) -> Result<Option<TestSaver>, String> {
     if reachable_or_skip(test)?.is_none() {
         return Ok(None);
     }
     let prefix = fresh_prefix(test);
-    let options = options(RedisSaverOptions::new(url()).prefix(prefix.clone()));
+    let options = options(RedisOptions::new(url()).prefix(prefix.clone()));
     let saver =
         RedisSaver::connect_with(options).await.map_err(|e| format!("{test}: connect failed: {e}"))?;
     Ok(Some(TestSaver { saver, _cleanup: Cleanup(prefix.clone()), prefix }))
