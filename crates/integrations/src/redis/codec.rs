@@ -48,15 +48,16 @@ pub(crate) fn encode_list(items: &[Value]) -> Result<Vec<u8>, String> {
     serde_json::to_vec(&Whole { format: FORMAT, value: items }).map_err(|e| e.to_string())
 }
 
-/// The elements appended to the list at version `base` of the same channel.
-pub(crate) fn encode_append(base: &str, items: &[Value]) -> Result<Vec<u8>, String> {
+/// The elements appended to the list of `base_len` elements at version `base` of the same channel.
+pub(crate) fn encode_append(base: &str, base_len: usize, items: &[Value]) -> Result<Vec<u8>, String> {
     #[derive(Serialize)]
     struct Append<'a> {
         format: u32,
         base: &'a str,
+        base_len: usize,
         append: &'a [Value],
     }
-    serde_json::to_vec(&Append { format: FORMAT, base, append: items }).map_err(|e| e.to_string())
+    serde_json::to_vec(&Append { format: FORMAT, base, base_len, append: items }).map_err(|e| e.to_string())
 }
 
 /// A stored channel value as read.
@@ -66,8 +67,8 @@ pub(crate) enum Stored {
     Value(Value),
     /// The channel had no value.
     Empty,
-    /// Elements appended to the list at the base version.
-    Append(Vec<Value>),
+    /// Elements appended to the list (of the given length) at the base version.
+    Append(usize, Vec<Value>),
 }
 
 /// A stored channel value, whole, empty or appended.
@@ -77,7 +78,12 @@ pub(crate) fn decode_stored(bytes: &[u8]) -> Result<Stored, String> {
         return Ok(Stored::Value(value));
     }
     match (envelope.remove("append"), envelope.get("empty")) {
-        (Some(Value::Array(items)), _) => Ok(Stored::Append(items)),
+        (Some(Value::Array(items)), _) => {
+            let base_len =
+                envelope.get("base_len").and_then(Value::as_u64).and_then(|n| usize::try_from(n).ok());
+            let base_len = base_len.ok_or_else(|| "appended value without 'base_len'".to_owned())?;
+            Ok(Stored::Append(base_len, items))
+        }
         (Some(_), _) => Err("'append' is not a list".to_owned()),
         (None, Some(Value::Bool(true))) => Ok(Stored::Empty),
         (None, _) => Err("stored value has neither 'value', 'append' nor 'empty'".to_owned()),
@@ -87,7 +93,7 @@ pub(crate) fn decode_stored(bytes: &[u8]) -> Result<Stored, String> {
 /// A channel's value from its chain of stored versions: `chain[0]` is the version asked for, each next
 /// one the base of the one before (`None` where nothing is stored). `Ok(None)`: the channel was empty.
 pub(crate) fn decode_chain(chain: &[Option<Vec<u8>>]) -> Result<Option<Value>, String> {
-    let mut appended: Vec<Vec<Value>> = Vec::new();
+    let mut appended: Vec<(usize, Vec<Value>)> = Vec::new();
     for (depth, bytes) in chain.iter().enumerate() {
         let Some(bytes) = bytes else {
             return Err(if depth == 0 {
@@ -101,11 +107,20 @@ pub(crate) fn decode_chain(chain: &[Option<Vec<u8>>]) -> Result<Option<Value>, S
             _ => format!("base {depth} versions back: {e}"),
         })?;
         match stored {
-            Stored::Append(items) => appended.push(items),
+            Stored::Append(base_len, items) => appended.push((base_len, items)),
             Stored::Empty if appended.is_empty() => return Ok(None),
             Stored::Value(value) if appended.is_empty() => return Ok(Some(value)),
             Stored::Value(Value::Array(mut items)) => {
-                for more in appended.into_iter().rev() {
+                // Each base must be as long as the list its appended value was made from: a base
+                // rewritten since (another thread under the same version) is an error, not a wrong list.
+                for (back, (base_len, more)) in appended.into_iter().enumerate().rev() {
+                    if items.len() != base_len {
+                        return Err(format!(
+                            "the base {} versions back has {} elements, the appended value was made on {base_len}",
+                            back + 1,
+                            items.len()
+                        ));
+                    }
                     items.extend(more);
                 }
                 return Ok(Some(Value::Array(items)));
@@ -246,14 +261,17 @@ mod tests {
     #[test]
     fn appended_values_rebuild_the_whole_list() {
         let base = encode_value(Some(&json!([1, 2]))).unwrap();
-        let mid = encode_append("v1", &[json!(3)]).unwrap();
-        let top = encode_append("v2", &[json!(4), json!(5)]).unwrap();
+        let mid = encode_append("v1", 2, &[json!(3)]).unwrap();
+        let top = encode_append("v2", 3, &[json!(4), json!(5)]).unwrap();
         let chain = [Some(top), Some(mid), Some(base)];
         assert_eq!(decode_chain(&chain).unwrap(), Some(json!([1, 2, 3, 4, 5])));
         let err = decode_chain(&chain[..2]).unwrap_err();
         assert!(err.contains("without a whole base"), "{err}");
         let err = decode_chain(&[chain[0].clone(), None]).unwrap_err();
         assert!(err.contains("base of an appended value is missing"), "{err}");
+        let short = encode_value(Some(&json!([1]))).unwrap();
+        let err = decode_chain(&[chain[0].clone(), chain[1].clone(), Some(short)]).unwrap_err();
+        assert!(err.contains("has 1 elements, the appended value was made on 2"), "{err}");
         let not_list = encode_value(Some(&json!({"a": 1}))).unwrap();
         let err = decode_chain(&[chain[0].clone(), Some(not_list)]).unwrap_err();
         assert!(err.contains("not a list"), "{err}");

@@ -72,7 +72,7 @@ impl Planned {
         let field = blob_field(&self.channel, &self.version);
         match &self.list {
             Some(ListPlan { items, base: Some((base, from)), .. }) => {
-                let bytes = encode_append(base, items.get(*from..).unwrap_or_default())?;
+                let bytes = encode_append(base, *from, items.get(*from..).unwrap_or_default())?;
                 Ok((field, bytes, blob_field(&self.channel, base)))
             }
             Some(list) => Ok((field, encode_list(&list.items)?, String::new())),
