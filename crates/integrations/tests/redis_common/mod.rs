@@ -2,6 +2,8 @@
 //! that deletes its keys when dropped.
 #![allow(dead_code)]
 
+pub(crate) mod checkpoints;
+
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::ops::Deref;
