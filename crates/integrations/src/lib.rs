@@ -1,7 +1,12 @@
 //! # weft-integrations
 //!
 //! Implementations of weft's traits for outside services, one cargo feature each: `openai` (chat model
-//! and embeddings), `sqlite` and `postgres` (checkpointer and store), `redis` (store and run queue).
+//! and embeddings), `sqlite` and `postgres` (checkpointer and store), `redis` (checkpointer and store).
 //!
-//! Nothing is implemented yet: the features exist so that dependents can name them, but enabling one adds
-//! no code and no dependency. Each feature brings its dependency when its integration lands.
+//! - [`redis`] (feature `redis`): [`RedisSaver`](redis::RedisSaver) and [`RedisStore`](redis::RedisStore),
+//!   checkpoints and long-term memory on plain Redis.
+//!
+//! The other features are declared so that dependents can name them, but add no code yet.
+
+#[cfg(feature = "redis")]
+pub mod redis;

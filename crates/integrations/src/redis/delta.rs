@@ -1,0 +1,198 @@
+//! Delta storage of growing lists: a message list that gains a few messages a step is stored as the
+//! appended elements plus the version they extend, with a whole copy every `snapshot_every` versions.
+//!
+//! Nothing declares a channel append-only: when a channel's new value is a list that starts with the
+//! whole list this saver last stored for that channel (same thread and namespace), only the new elements
+//! are stored; anything else (not a list, a changed head after a removal or replacement, a version this
+//! process has not seen) is stored whole. The last list of recently written channels is kept in memory
+//! (at most `cache_entries`); after a restart the first version written is whole. The base of each
+//! appended value is recorded in the namespace's `bases` hash, and the put script checks that it still
+//! exists (another process may have pruned it), storing the value whole when it does not.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+/// How growing lists are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DeltaConfig {
+    /// A whole value after this many appended ones in a row (`0` or `1`: every version whole).
+    pub(crate) snapshot_every: usize,
+    /// How many channels' last lists are remembered.
+    pub(crate) cache_entries: usize,
+}
+
+impl DeltaConfig {
+    fn enabled(self) -> bool {
+        self.snapshot_every > 1 && self.cache_entries > 0
+    }
+}
+
+type Key = (String, String, String);
+
+#[derive(Debug, Clone)]
+struct Entry {
+    version: String,
+    items: Arc<Vec<Value>>,
+    /// Appended values stored since the last whole one.
+    chain: usize,
+    used: u64,
+}
+
+/// How one list value is to be stored.
+#[derive(Debug, Clone)]
+pub(crate) struct ListPlan {
+    pub(crate) items: Arc<Vec<Value>>,
+    /// `Some((base version, appended from index))` for an appended value.
+    pub(crate) base: Option<(String, usize)>,
+    chain: usize,
+}
+
+/// Remembers the last stored list per (thread, namespace, channel).
+#[derive(Debug)]
+pub(crate) struct DeltaPlanner {
+    config: DeltaConfig,
+    cache: Mutex<Cache>,
+}
+
+#[derive(Debug, Default)]
+struct Cache {
+    entries: HashMap<Key, Entry>,
+    clock: u64,
+}
+
+impl DeltaPlanner {
+    pub(crate) fn new(config: DeltaConfig) -> Self {
+        Self { config, cache: Mutex::new(Cache::default()) }
+    }
+
+    /// How to store `items`, the list of `channel` at `version`.
+    pub(crate) fn plan(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        channel: &str,
+        version: &str,
+        items: Vec<Value>,
+    ) -> ListPlan {
+        let items = Arc::new(items);
+        if !self.config.enabled() {
+            return ListPlan { items, base: None, chain: 0 };
+        }
+        let key = (thread_id.to_owned(), ns.to_owned(), channel.to_owned());
+        let last = self.cache.lock().ok().and_then(|cache| cache.entries.get(&key).cloned());
+        match last {
+            Some(last)
+                if last.chain + 1 < self.config.snapshot_every
+                    && last.version != version
+                    && items.len() >= last.items.len()
+                    && items[..last.items.len()] == last.items[..] =>
+            {
+                let from = last.items.len();
+                ListPlan { items, base: Some((last.version, from)), chain: last.chain + 1 }
+            }
+            _ => ListPlan { items, base: None, chain: 0 },
+        }
+    }
+
+    /// Stores a plan as a whole value instead (its base is gone).
+    pub(crate) fn whole(plan: &mut ListPlan) {
+        plan.base = None;
+        plan.chain = 0;
+    }
+
+    /// Remembers the lists of a stored checkpoint.
+    pub(crate) fn commit<'a>(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        stored: impl IntoIterator<Item = (&'a String, &'a String, &'a ListPlan)>,
+    ) {
+        if !self.config.enabled() {
+            return;
+        }
+        let Ok(mut cache) = self.cache.lock() else { return };
+        for (channel, version, plan) in stored {
+            cache.clock += 1;
+            let entry = Entry {
+                version: version.clone(),
+                items: plan.items.clone(),
+                chain: plan.chain,
+                used: cache.clock,
+            };
+            cache.entries.insert((thread_id.to_owned(), ns.to_owned(), channel.clone()), entry);
+        }
+        while cache.entries.len() > self.config.cache_entries {
+            let oldest = cache.entries.iter().min_by_key(|(_, e)| e.used).map(|(k, _)| k.clone());
+            match oldest {
+                Some(key) => cache.entries.remove(&key),
+                None => break,
+            };
+        }
+    }
+
+    /// Forgets a thread's lists (it was pruned, deleted or replaced).
+    pub(crate) fn forget_thread(&self, thread_id: &str) {
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.entries.retain(|(thread, _, _), _| thread != thread_id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn planner(snapshot_every: usize, cache_entries: usize) -> DeltaPlanner {
+        DeltaPlanner::new(DeltaConfig { snapshot_every, cache_entries })
+    }
+
+    fn put(p: &DeltaPlanner, thread: &str, version: &str, items: Vec<Value>) -> Option<(String, usize)> {
+        let plan = p.plan(thread, "", "m", version, items);
+        let (channel, version) = ("m".to_owned(), version.to_owned());
+        p.commit(thread, "", [(&channel, &version, &plan)]);
+        plan.base
+    }
+
+    #[test]
+    fn growing_lists_are_appended_with_a_whole_copy_every_n_versions() {
+        let p = planner(3, 10);
+        assert_eq!(put(&p, "t", "1", vec![json!(1)]), None);
+        assert_eq!(put(&p, "t", "2", vec![json!(1), json!(2)]), Some(("1".into(), 1)));
+        assert_eq!(put(&p, "t", "3", vec![json!(1), json!(2), json!(3)]), Some(("2".into(), 2)));
+        assert_eq!(put(&p, "t", "4", vec![json!(1), json!(2), json!(3), json!(4)]), None);
+    }
+
+    #[test]
+    fn changed_heads_other_threads_and_forgotten_threads_are_whole() {
+        let p = planner(64, 10);
+        put(&p, "t", "1", vec![json!(1), json!(2)]);
+        assert_eq!(put(&p, "t", "2", vec![json!(9), json!(2), json!(3)]), None);
+        assert_eq!(put(&p, "u", "3", vec![json!(9), json!(2), json!(3), json!(4)]), None);
+        p.forget_thread("t");
+        assert_eq!(put(&p, "t", "4", vec![json!(9), json!(2), json!(3), json!(4)]), None);
+    }
+
+    #[test]
+    fn the_memory_keeps_the_most_recent_channels_only() {
+        let p = planner(64, 2);
+        for thread in ["a", "b", "c"] {
+            put(&p, thread, "1", vec![json!(1)]);
+        }
+        assert_eq!(p.cache.lock().unwrap().entries.len(), 2);
+        assert_eq!(put(&p, "a", "2", vec![json!(1), json!(2)]), None, "the oldest was forgotten");
+        assert!(put(&p, "c", "2", vec![json!(1), json!(2)]).is_some());
+    }
+
+    #[test]
+    fn disabled_planners_store_everything_whole() {
+        let p = planner(1, 10);
+        put(&p, "t", "1", vec![json!(1)]);
+        assert_eq!(put(&p, "t", "2", vec![json!(1), json!(2)]), None);
+    }
+}

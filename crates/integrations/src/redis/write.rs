@@ -1,0 +1,229 @@
+//! `put` (one server-side script) and `put_writes` (one `MULTI`/`EXEC` transaction): a checkpoint, or a
+//! batch of writes, is stored whole or not at all.
+
+use serde_json::Value;
+use weft_graph::checkpoint::{
+    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, special,
+};
+
+use super::codec::{StoredWrite, encode_append, encode_list, encode_record, encode_value, encode_write};
+use super::delta::{DeltaPlanner, ListPlan};
+use super::keys::{NAMESPACES, NsSuffix, ThreadKeys, blob_field, write_field};
+use super::saver::RedisSaver;
+
+/// Stores a checkpoint atomically. KEYS: thread index, registry, namespace set, values, bases,
+/// checkpoint hash, ids. ARGV: thread id, namespace, checkpoint id, checkpoint JSON, metadata JSON,
+/// parent id, has parent (`1`/`0`), ttl ms (`""`: none), thread base, the suffixes of ids, values, bases
+/// and checkpoint hash, the count of values, then per value its field, bytes and base field (`""`:
+/// whole). When a base is missing nothing is written and the fields whose base is missing are returned.
+const PUT: &str = r"
+local n = tonumber(ARGV[14])
+local missing = {}
+for i = 0, n - 1 do
+  local base = ARGV[17 + 3 * i]
+  if base ~= '' and redis.call('HEXISTS', KEYS[4], base) == 0 then
+    missing[#missing + 1] = ARGV[15 + 3 * i]
+  end
+end
+if #missing > 0 then
+  return missing
+end
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('SADD', KEYS[2], 'ns', ARGV[10], ARGV[11], ARGV[12], ARGV[13])
+redis.call('SADD', KEYS[3], ARGV[2])
+for i = 0, n - 1 do
+  local field, base = ARGV[15 + 3 * i], ARGV[17 + 3 * i]
+  if redis.call('HSETNX', KEYS[4], field, ARGV[16 + 3 * i]) == 1 and base ~= '' then
+    redis.call('HSET', KEYS[5], field, base)
+  end
+end
+redis.call('DEL', KEYS[6])
+redis.call('HSET', KEYS[6], 'format', '1', 'checkpoint', ARGV[4], 'metadata', ARGV[5])
+if ARGV[7] == '1' then
+  redis.call('HSET', KEYS[6], 'parent', ARGV[6])
+end
+redis.call('ZADD', KEYS[7], 0, ARGV[3])
+if ARGV[8] ~= '' then
+  local members = redis.call('SMEMBERS', KEYS[2])
+  for i = 1, #members do
+    redis.call('PEXPIRE', ARGV[9] .. members[i], ARGV[8])
+  end
+  redis.call('PEXPIRE', KEYS[2], ARGV[8])
+end
+return missing
+";
+
+/// How many times a put is tried again with whole values after finding a base gone.
+const WHOLE_RETRIES: usize = 2;
+
+/// One channel value of a put.
+struct Planned {
+    channel: String,
+    version: String,
+    /// A list (maybe stored as appended elements).
+    list: Option<ListPlan>,
+    /// Anything else (`None`: the channel is empty).
+    other: Option<Value>,
+}
+
+impl Planned {
+    /// Its field, bytes and base field (empty: stored whole).
+    fn encode(&self) -> Result<(String, Vec<u8>, String), String> {
+        let field = blob_field(&self.channel, &self.version);
+        match &self.list {
+            Some(ListPlan { items, base: Some((base, from)), .. }) => {
+                let bytes = encode_append(base, *from, items.get(*from..).unwrap_or_default())?;
+                Ok((field, bytes, blob_field(&self.channel, base)))
+            }
+            Some(list) => Ok((field, encode_list(&list.items)?, String::new())),
+            None => Ok((field, encode_value(self.other.as_ref())?, String::new())),
+        }
+    }
+}
+
+impl RedisSaver {
+    pub(crate) async fn write_checkpoint(
+        &self,
+        config: &CheckpointConfig,
+        mut checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        let (thread_id, ns_name) = (&config.thread_id, &config.checkpoint_ns);
+        if checkpoint.id.is_empty() {
+            return Err(CheckpointError::Invalid(format!(
+                "checkpoint for thread '{thread_id}' has an empty id"
+            )));
+        }
+        let mut values = std::mem::take(&mut checkpoint.channel_values);
+        let mut planned: Vec<Planned> = new_versions
+            .into_iter()
+            .map(|(channel, version)| match values.remove(&channel) {
+                Some(Value::Array(items)) => {
+                    let list = self.deltas.plan(thread_id, ns_name, &channel, &version, items);
+                    Planned { channel, version, list: Some(list), other: None }
+                }
+                other => Planned { channel, version, list: None, other },
+            })
+            .collect();
+        let (record, meta) = encode_record(&checkpoint, &metadata).map_err(|message| {
+            CheckpointError::Invalid(format!(
+                "cannot serialize checkpoint '{}' of thread '{thread_id}': {message}",
+                checkpoint.id
+            ))
+        })?;
+        let thread = self.keys.thread(thread_id);
+        let ns = NsSuffix::new(ns_name);
+        let suffixes = [ns.ids(), ns.blobs(), ns.bases(), ns.checkpoint(&checkpoint.id)];
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(PUT).arg(7).arg(self.keys.threads()).arg(thread.registry()).arg(thread.full(NAMESPACES));
+        cmd.arg(thread.full(&suffixes[1])).arg(thread.full(&suffixes[2])).arg(thread.full(&suffixes[3]));
+        cmd.arg(thread.full(&suffixes[0]));
+        cmd.arg(thread_id).arg(ns_name).arg(&checkpoint.id).arg(record).arg(meta);
+        let parent = config.checkpoint_id.as_deref();
+        cmd.arg(parent.unwrap_or_default()).arg(if parent.is_some() { "1" } else { "0" });
+        cmd.arg(self.ttl_ms().map(|ms| ms.to_string()).unwrap_or_default()).arg(thread.base());
+        cmd.arg(&suffixes[..]).arg(planned.len());
+        for attempt in 0..=WHOLE_RETRIES {
+            let mut call = cmd.clone();
+            for value in &planned {
+                let (field, bytes, base) = value.encode().map_err(|message| CheckpointError::Serialize {
+                    thread_id: thread_id.clone(),
+                    channel: value.channel.clone(),
+                    message,
+                })?;
+                call.arg(field).arg(bytes).arg(base);
+            }
+            let missing: Vec<String> = self
+                .conn
+                .run("put", |mut c| {
+                    let call = &call;
+                    async move { call.query_async(&mut c).await }
+                })
+                .await?;
+            if missing.is_empty() {
+                let lists =
+                    planned.iter().filter_map(|p| p.list.as_ref().map(|l| (&p.channel, &p.version, l)));
+                self.deltas.commit(thread_id, ns_name, lists);
+                return Ok(CheckpointConfig {
+                    thread_id: thread_id.clone(),
+                    checkpoint_ns: ns_name.clone(),
+                    checkpoint_id: Some(checkpoint.id),
+                });
+            }
+            tracing::debug!(thread_id, attempt, "bases of appended values are gone; storing them whole");
+            for value in &mut planned {
+                let field = blob_field(&value.channel, &value.version);
+                if let Some(list) = value.list.as_mut().filter(|_| missing.contains(&field)) {
+                    DeltaPlanner::whole(list);
+                }
+            }
+        }
+        Err(CheckpointError::Backend(format!(
+            "put of checkpoint '{}' in thread '{thread_id}' kept finding the bases of appended values gone",
+            checkpoint.id
+        )))
+    }
+
+    pub(crate) async fn write_pending(
+        &self,
+        config: &CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<(), CheckpointError> {
+        let thread_id = &config.thread_id;
+        let Some(checkpoint_id) = &config.checkpoint_id else {
+            return Err(CheckpointError::Invalid(format!(
+                "writes of task '{task_id}' in thread '{thread_id}' name no checkpoint id"
+            )));
+        };
+        let thread = self.keys.thread(thread_id);
+        let writes_suffix = NsSuffix::new(&config.checkpoint_ns).writes(checkpoint_id);
+        let mut pipe = self.thread_pipe(&thread, thread_id, &config.checkpoint_ns, &[&writes_suffix]);
+        let writes_key = thread.full(&writes_suffix);
+        for (position, (channel, value)) in writes.into_iter().enumerate() {
+            let fixed = special::fixed_index(&channel);
+            let idx = fixed.unwrap_or_else(|| i64::try_from(position).unwrap_or(i64::MAX));
+            let field = write_field(task_id, idx);
+            let write = StoredWrite {
+                task_id: task_id.to_owned(),
+                idx,
+                channel,
+                task_path: task_path.to_owned(),
+                value,
+            };
+            let bytes = encode_write(&write).map_err(|message| CheckpointError::Serialize {
+                thread_id: thread_id.clone(),
+                channel: write.channel.clone(),
+                message,
+            })?;
+            // Special writes replace earlier ones; regular writes are kept as first saved.
+            let command = if fixed.is_some() { "HSET" } else { "HSETNX" };
+            pipe.cmd(command).arg(&writes_key).arg(field).arg(bytes).ignore();
+        }
+        self.add_refresh(&mut pipe, &thread);
+        self.conn
+            .run("put_writes", |mut c| {
+                let pipe = &pipe;
+                async move { pipe.query_async::<()>(&mut c).await }
+            })
+            .await
+    }
+
+    /// A transaction that registers the thread, its namespace `ns` and the keys of `suffixes`.
+    fn thread_pipe(
+        &self,
+        thread: &ThreadKeys,
+        thread_id: &str,
+        ns: &str,
+        suffixes: &[&String],
+    ) -> redis::Pipeline {
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        pipe.cmd("SADD").arg(self.keys.threads()).arg(thread_id).ignore();
+        pipe.cmd("SADD").arg(thread.registry()).arg(NAMESPACES).arg(suffixes).ignore();
+        pipe.cmd("SADD").arg(thread.full(NAMESPACES)).arg(ns).ignore();
+        pipe
+    }
+}
