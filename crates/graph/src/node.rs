@@ -77,11 +77,12 @@ impl<S: State, T: IntoNodeOutput<S>, E: Into<Error>> IntoNodeOutput<S> for std::
     }
 }
 
-/// The input of one task: the state for tasks triggered by edges, a payload for `Send` tasks.
+/// The input of one task: the state for tasks triggered by edges (borrowed: nodes that read it by
+/// reference copy nothing), a payload for `Send` tasks.
 #[derive(Debug, Clone)]
-pub enum NodeInput<S> {
+pub enum NodeInput<'a, S> {
     /// The state as of the start of the step.
-    State(S),
+    State(&'a S),
     /// A `Send` payload.
     Payload(Payload),
 }
@@ -89,7 +90,7 @@ pub enum NodeInput<S> {
 /// A node as the engine calls it.
 pub trait NodeFn<S: State>: std::marker::Send + Sync {
     /// Runs the node.
-    fn call<'a>(&'a self, input: NodeInput<S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>>;
+    fn call<'a>(&'a self, input: NodeInput<'a, S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>>;
 
     /// Turns a JSON payload (a `Send` restored from a checkpoint) into this node's input.
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload>;
@@ -104,7 +105,7 @@ pub trait NodeFn<S: State>: std::marker::Send + Sync {
 /// state channels (the node then reads just those channels).
 pub trait NodeInputType<S: State>: Clone + std::marker::Send + Sync + 'static {
     /// Extracts the input from what the engine hands the task.
-    fn from_input(input: NodeInput<S>, node: &str) -> Result<Self>;
+    fn from_input(input: NodeInput<'_, S>, node: &str) -> Result<Self>;
 }
 
 impl<S, T> NodeInputType<S> for T
@@ -112,28 +113,19 @@ where
     S: State,
     T: Clone + DeserializeOwned + std::marker::Send + Sync + 'static,
 {
-    fn from_input(input: NodeInput<S>, node: &str) -> Result<Self> {
+    fn from_input(input: NodeInput<'_, S>, node: &str) -> Result<Self> {
         match input {
-            NodeInput::State(state) => {
-                let boxed: Box<dyn Any> = Box::new(state);
-                match boxed.downcast::<T>() {
-                    Ok(state) => Ok(*state),
-                    // A node with its own input type reads the channels of that name from the state
-                    // (LangGraph's node input schema); fields it lacks are ignored.
-                    Err(boxed) => match boxed.downcast::<S>() {
-                        Ok(state) => serde_json::from_value(crate::pregel::task::state_json(&*state))
-                            .map_err(|e| {
-                                Error::InvalidInput(format!(
-                                    "node '{node}' takes {}, which cannot be read from the state: {e}",
-                                    std::any::type_name::<T>()
-                                ))
-                            }),
-                        Err(_) => {
-                            Err(Error::InvalidInput(format!("node '{node}' received an unexpected input")))
-                        }
-                    },
-                }
-            }
+            NodeInput::State(state) => match (state as &dyn Any).downcast_ref::<T>() {
+                Some(state) => Ok(state.clone()),
+                // A node with its own input type reads the channels of that name from the state
+                // (LangGraph's node input schema); fields it lacks are ignored.
+                None => serde_json::from_value(crate::pregel::task::state_json(state)).map_err(|e| {
+                    Error::InvalidInput(format!(
+                        "node '{node}' takes {}, which cannot be read from the state: {e}",
+                        std::any::type_name::<T>()
+                    ))
+                }),
+            },
             NodeInput::Payload(payload) => payload.downcast_ref::<T>().cloned().ok_or_else(|| {
                 Error::InvalidInput(format!(
                     "node '{node}' takes {} but a Send carried {}",
@@ -162,6 +154,12 @@ pub mod marker {
     /// A ready-made node.
     #[derive(Debug)]
     pub struct Boxed;
+    /// A sync function of a reference to the state.
+    #[derive(Debug)]
+    pub struct SyncRef<R>(std::marker::PhantomData<fn() -> R>);
+    /// A sync function of a reference to the state and the runtime.
+    #[derive(Debug)]
+    pub struct SyncRefRt<R>(std::marker::PhantomData<fn() -> R>);
     /// A runnable from the input to a node output.
     #[derive(Debug)]
     pub struct Runnable<T, R>(std::marker::PhantomData<fn(T) -> R>);
@@ -197,7 +195,7 @@ where
     R: IntoNodeOutput<S> + 'static,
     F: Fn(T) -> R + std::marker::Send + Sync + 'static,
 {
-    fn call<'a>(&'a self, input: NodeInput<S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
+    fn call<'a>(&'a self, input: NodeInput<'a, S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
         let out = T::from_input(input, runtime.node()).and_then(|input| (self.f)(input).into_node_output());
         futures::future::ready(out).boxed()
     }
@@ -226,7 +224,7 @@ where
     R: IntoNodeOutput<S> + 'static,
     F: Fn(T, &Runtime) -> R + std::marker::Send + Sync + 'static,
 {
-    fn call<'a>(&'a self, input: NodeInput<S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
+    fn call<'a>(&'a self, input: NodeInput<'a, S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
         let out = T::from_input(input, runtime.node())
             .and_then(|input| (self.f)(input, &runtime).into_node_output());
         futures::future::ready(out).boxed()
@@ -257,7 +255,7 @@ where
     F: Fn(T) -> Fut + std::marker::Send + Sync + 'static,
     Fut: Future<Output = R> + std::marker::Send + 'static,
 {
-    fn call<'a>(&'a self, input: NodeInput<S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
+    fn call<'a>(&'a self, input: NodeInput<'a, S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
         match T::from_input(input, runtime.node()) {
             Ok(input) => (self.f)(input).map(IntoNodeOutput::into_node_output).boxed(),
             Err(e) => futures::future::ready(Err(e)).boxed(),
@@ -290,7 +288,7 @@ where
     F: Fn(T, Runtime) -> Fut + std::marker::Send + Sync + 'static,
     Fut: Future<Output = R> + std::marker::Send + 'static,
 {
-    fn call<'a>(&'a self, input: NodeInput<S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
+    fn call<'a>(&'a self, input: NodeInput<'a, S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
         let node = runtime.node().to_owned();
         match T::from_input(input, &node) {
             Ok(input) => (self.f)(input, runtime).map(IntoNodeOutput::into_node_output).boxed(),
@@ -336,7 +334,7 @@ where
     O: IntoNodeOutput<S> + std::marker::Send + 'static,
     R: weft_runnable_core::Runnable<T, O> + 'static,
 {
-    fn call<'a>(&'a self, input: NodeInput<S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
+    fn call<'a>(&'a self, input: NodeInput<'a, S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
         async move {
             let input = T::from_input(input, runtime.node())?;
             self.runnable.invoke(input, runtime.config()).await?.into_node_output()
@@ -358,5 +356,76 @@ where
 {
     fn into_node(self) -> Arc<dyn NodeFn<S>> {
         Arc::new(RunnableNode { runnable: self, _t: std::marker::PhantomData::<fn(T) -> O> })
+    }
+}
+
+fn state_ref<'a, S: State>(input: NodeInput<'a, S>, node: &str) -> Result<&'a S> {
+    match input {
+        NodeInput::State(state) => Ok(state),
+        NodeInput::Payload(p) => Err(Error::InvalidInput(format!(
+            "node '{node}' reads the state by reference and cannot be the target of a Send (it carried {})",
+            p.type_name()
+        ))),
+    }
+}
+
+impl<S, R, F> NodeFn<S> for FnNode<F, marker::SyncRef<R>>
+where
+    S: State,
+    R: IntoNodeOutput<S> + 'static,
+    F: Fn(&S) -> R + std::marker::Send + Sync + 'static,
+{
+    fn call<'a>(&'a self, input: NodeInput<'a, S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
+        let out = state_ref(input, runtime.node()).and_then(|state| (self.f)(state).into_node_output());
+        futures::future::ready(out).boxed()
+    }
+
+    fn payload_from_json(&self, _value: serde_json::Value) -> Result<Payload> {
+        Err(Error::InvalidInput(
+            "a node reading the state by reference cannot be the target of a Send".to_owned(),
+        ))
+    }
+}
+
+/// A sync node reading the state by reference: `|s: &MyState| ...` — nothing is copied.
+impl<S, R, F> IntoNode<S, marker::SyncRef<R>> for F
+where
+    S: State,
+    R: IntoNodeOutput<S> + 'static,
+    F: Fn(&S) -> R + std::marker::Send + Sync + 'static,
+{
+    fn into_node(self) -> Arc<dyn NodeFn<S>> {
+        Arc::new(FnNode { f: self, _t: std::marker::PhantomData::<fn(marker::SyncRef<R>)> })
+    }
+}
+
+impl<S, R, F> NodeFn<S> for FnNode<F, marker::SyncRefRt<R>>
+where
+    S: State,
+    R: IntoNodeOutput<S> + 'static,
+    F: Fn(&S, &Runtime) -> R + std::marker::Send + Sync + 'static,
+{
+    fn call<'a>(&'a self, input: NodeInput<'a, S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
+        let out =
+            state_ref(input, runtime.node()).and_then(|state| (self.f)(state, &runtime).into_node_output());
+        futures::future::ready(out).boxed()
+    }
+
+    fn payload_from_json(&self, _value: serde_json::Value) -> Result<Payload> {
+        Err(Error::InvalidInput(
+            "a node reading the state by reference cannot be the target of a Send".to_owned(),
+        ))
+    }
+}
+
+/// A sync node reading the state by reference, with the runtime.
+impl<S, R, F> IntoNode<S, marker::SyncRefRt<R>> for F
+where
+    S: State,
+    R: IntoNodeOutput<S> + 'static,
+    F: Fn(&S, &Runtime) -> R + std::marker::Send + Sync + 'static,
+{
+    fn into_node(self) -> Arc<dyn NodeFn<S>> {
+        Arc::new(FnNode { f: self, _t: std::marker::PhantomData::<fn(marker::SyncRefRt<R>)> })
     }
 }

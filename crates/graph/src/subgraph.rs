@@ -147,7 +147,7 @@ fn map_state<A: State, B: State>(from: &A, to: &B) -> Result<B::Update> {
 }
 
 impl<S: State, C: State> NodeFn<S> for SubgraphNode<C> {
-    fn call<'a>(&'a self, input: NodeInput<S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
+    fn call<'a>(&'a self, input: NodeInput<'a, S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
         async move {
             let NodeInput::State(parent_state) = input else {
                 return Err(Error::InvalidInput(format!(
@@ -156,7 +156,7 @@ impl<S: State, C: State> NodeFn<S> for SubgraphNode<C> {
                 )));
             };
             let child_initial = &self.graph.inner.spec.initial;
-            let update = map_state(&parent_state, child_initial)?;
+            let update = map_state(parent_state, child_initial)?;
             let out = self
                 .graph
                 .invoke(GraphInput::Update(vec![update]), runtime.config())
@@ -168,7 +168,7 @@ impl<S: State, C: State> NodeFn<S> for SubgraphNode<C> {
                     GraphInterrupt(out.interrupts),
                 )));
             }
-            Ok(NodeOutput::Update(map_state(&out.value, &parent_state)?))
+            Ok(NodeOutput::Update(map_state(&out.value, parent_state)?))
         }
         .boxed()
     }

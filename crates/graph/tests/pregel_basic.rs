@@ -270,3 +270,33 @@ async fn a_runnable_can_be_a_node() {
     let out = g.compile().unwrap().invoke(CounterUpdate::count(21), &cfg()).await.unwrap();
     assert_eq!(out.value.count, 42);
 }
+
+#[tokio::test]
+async fn sync_nodes_may_read_the_state_by_reference() {
+    let mut g = StateGraph::<Counter>::new();
+    g.add_node("a", |s: &Counter| CounterUpdate::count(s.count + s.log.len() as i64));
+    g.add_node("b", |s: &Counter, rt: &weft_graph::Runtime| {
+        CounterUpdate::log(&format!("{} at {}", s.count, rt.execution_info().step))
+    });
+    g.add_edge(START, "a");
+    g.add_edge("a", "b");
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(CounterUpdate { count: Some(1), log: Some(vec!["x".into()]) }, &cfg())
+        .await
+        .unwrap();
+    assert_eq!(out.value.count, 2);
+    assert_eq!(out.value.log, vec!["x", "2 at 2"]);
+}
+
+#[tokio::test]
+async fn a_node_reading_the_state_by_reference_cannot_take_a_send() {
+    let mut g = StateGraph::<Counter>::new();
+    g.add_node("split", |_: &Counter| ());
+    g.add_node("by_ref", |_: &Counter| CounterUpdate::log("x"));
+    g.add_edge(START, "split");
+    g.add_conditional_edges("split", |_: &Counter| Send::new("by_ref", Item { i: 1 }), None);
+    let err = g.compile().unwrap().invoke(CounterUpdate::default(), &cfg()).await.unwrap_err();
+    assert!(err.to_string().contains("by reference"), "{err}");
+}

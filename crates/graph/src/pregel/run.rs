@@ -587,6 +587,7 @@ pub(crate) fn plan_tasks<S: State>(
             name: special::START.to_owned(),
             path: format!("~__pregel_pull, {}", special::START),
             input: None,
+            _state: std::marker::PhantomData,
         });
     }
     for (index, send) in ch.sends.iter().enumerate() {
@@ -596,7 +597,8 @@ pub(crate) fn plan_tasks<S: State>(
             kind: TaskKind::Push { index, node },
             name: send.node.clone(),
             path: format!("~__pregel_push, {index:010}, False"),
-            input: Some(NodeInput::Payload(send.payload.clone())),
+            input: Some(send.payload.clone()),
+            _state: std::marker::PhantomData,
         });
     }
     let mut pulls = Vec::new();
@@ -621,6 +623,7 @@ pub(crate) fn plan_tasks<S: State>(
             // Built when the task runs, so no copy of the state outlives the step (the state is then
             // updated in place instead of copied).
             input: None,
+            _state: std::marker::PhantomData,
         });
     }
     // Deterministic apply order: START, pulls by name, then pushes by index.
@@ -808,8 +811,7 @@ async fn run_step<S: State>(
             if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks()) {
                 if task.kind != TaskKind::Start {
                     let input = match &task.input {
-                        Some(NodeInput::State(st)) => state_json(st),
-                        Some(NodeInput::Payload(p)) => p.to_json().unwrap_or(Value::Null),
+                        Some(p) => p.to_json().unwrap_or(Value::Null),
                         None => state_json(&ch.state),
                     };
                     sink.send(StreamData::TaskStart {
@@ -1141,8 +1143,7 @@ async fn execute<S: State>(
     let cache_key = match (&node.config.cache, &inner.config.cache) {
         (Some(cp), Some(_)) => {
             let input = match &task.input {
-                Some(NodeInput::Payload(p)) => p.to_json().unwrap_or(Value::Null),
-                Some(NodeInput::State(s)) => state_json(s),
+                Some(p) => p.to_json().unwrap_or(Value::Null),
                 None => state_json(&ch.state),
             };
             Some(cp.key_of(&input))
@@ -1159,10 +1160,13 @@ async fn execute<S: State>(
     let mut attempt = 1u32;
     let output = loop {
         let rt = if attempt == 1 { runtime.clone() } else { with_attempt(&runtime, attempt) };
-        let input = task.input.clone().unwrap_or_else(|| NodeInput::State(ch.state.clone()));
+        let input = match &task.input {
+            Some(payload) => NodeInput::Payload(payload.clone()),
+            None => NodeInput::State(&ch.state),
+        };
         let scope = (rt.inner.observed && rt.config().callbacks.is_some()).then(|| {
             let input_json = match &input {
-                NodeInput::State(s) => state_json(s),
+                NodeInput::State(s) => state_json(*s),
                 NodeInput::Payload(p) => p.to_json().unwrap_or(Value::Null),
             };
             RunScope::start(rt.config(), &node.name, RunKind::Chain, Some(input_json))

@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use crate::checkpoint::special;
 use crate::error::{GraphError, GraphResult};
-use crate::node::{NodeInput, NodeOutput};
+use crate::node::NodeOutput;
 use crate::pregel::channels::{send_from_json, send_to_json};
 use crate::pregel::spec::GraphSpec;
 use crate::state::State;
@@ -26,7 +26,9 @@ pub(crate) struct Task<S: State> {
     pub(crate) kind: TaskKind,
     pub(crate) name: String,
     pub(crate) path: String,
-    pub(crate) input: Option<NodeInput<S>>,
+    /// The payload of a `Send` task (pull tasks read the state when they run).
+    pub(crate) input: Option<crate::types::Payload>,
+    pub(crate) _state: std::marker::PhantomData<fn() -> S>,
 }
 
 impl<S: State> Task<S> {
