@@ -29,6 +29,8 @@ pub(crate) struct Channels<S: State> {
     /// Versions at the last static breakpoint.
     pub(crate) interrupt_seen: BTreeMap<usize, u64>,
     pub(crate) layout: Layout,
+    /// The highest version of any channel (versions only grow).
+    max: u64,
 }
 
 impl<S: State> Channels<S> {
@@ -45,11 +47,12 @@ impl<S: State> Channels<S> {
             seen: vec![BTreeMap::new(); layout.n_nodes + 1],
             interrupt_seen: BTreeMap::new(),
             layout,
+            max: 0,
         }
     }
 
     pub(crate) fn max_version(&self) -> u64 {
-        self.versions.iter().copied().max().unwrap_or(0)
+        self.max
     }
 
     /// Bumps every channel of `changed` to one new version (LangGraph: one version per step).
@@ -57,7 +60,8 @@ impl<S: State> Channels<S> {
         if changed.is_empty() {
             return;
         }
-        let next = self.max_version() + 1;
+        let next = self.max + 1;
+        self.max = next;
         let tag = rand::random::<u64>() >> 12;
         for i in changed.iter() {
             if let Some(v) = self.versions.get_mut(i) {
@@ -196,6 +200,7 @@ impl<S: State> Channels<S> {
                     .ok_or_else(|| corrupt(cp, format!("bad version '{version}' of '{name}'")))?;
                 ch.versions[i] = n;
                 ch.tags[i] = tag;
+                ch.max = ch.max.max(n);
             }
         }
         let layout = ch.layout;

@@ -799,6 +799,7 @@ async fn run_step<S: State>(
     let inner = ctx.inner;
     let is_subgraph = ctx.parent.is_some();
     let mut streamed: Vec<Option<StreamedIds>> = vec![None; tasks.len()];
+    // A lone task is awaited directly; several run concurrently, polled by this task.
     let mut running = FuturesUnordered::new();
     let mut queue = to_run.into_iter();
     let route_inline = !single;

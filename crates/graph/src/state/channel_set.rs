@@ -72,11 +72,29 @@ impl ChannelSet {
 
     /// The indexes, ascending.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        let low = (0..128).filter(move |i| self.low & (1u128 << i) != 0);
-        let high = self.high.iter().enumerate().flat_map(|(w, bits)| {
-            (0..64).filter(move |b| bits & (1u64 << b) != 0).map(move |b| 128 + w * 64 + b)
-        });
+        let low = Bits128(self.low);
+        let high = self
+            .high
+            .iter()
+            .enumerate()
+            .flat_map(|(w, bits)| Bits128(u128::from(*bits)).map(move |b| 128 + w * 64 + b));
         low.chain(high)
+    }
+}
+
+/// The set bits of a word, lowest first.
+struct Bits128(u128);
+
+impl Iterator for Bits128 {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        if self.0 == 0 {
+            return None;
+        }
+        let bit = self.0.trailing_zeros() as usize;
+        self.0 &= self.0 - 1;
+        Some(bit)
     }
 }
 
