@@ -66,7 +66,7 @@ impl Workload for MessageLoop {
         if self.saver.is_some() {
             line.insert("durability".into(), "async (default)".into());
         }
-        if let Some(saver) = self.saver.as_ref().map(|(saver, _)| saver.clone()) {
+        if let Some(saver) = self.saver.as_ref().map(|(saver, _)| saver.clone()).filter(|_| !opts.quick) {
             let (limit, config) = (self.limit, self.config());
             line.extend(census(saver, rt, move |checkpointer| async move {
                 let graph = graphs::message_loop(limit, None)
