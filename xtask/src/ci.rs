@@ -5,7 +5,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::exec::{self, Tally, format_duration};
-use crate::services;
+use crate::{bench, services};
 
 /// How long one example may run before it counts as hung.
 const EXAMPLE_LIMIT: Duration = Duration::from_secs(300);
@@ -17,13 +17,14 @@ struct Stage {
 }
 
 /// Every stage, in the order they run.
-const STAGES: [Stage; 6] = [
+const STAGES: [Stage; 7] = [
     Stage { name: "services", run: services_stage },
     Stage { name: "fmt", run: fmt },
     Stage { name: "clippy", run: clippy },
     Stage { name: "test", run: test },
     Stage { name: "doc", run: doc },
     Stage { name: "examples", run: examples },
+    Stage { name: "bench", run: bench_smoke },
 ];
 
 /// Runs the stages named in `args` (all when empty), in their fixed order.
@@ -57,6 +58,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         println!("tests: {} passed, {} failed, {} skipped", tally.passed, tally.failed, tally.skipped);
     }
     failure.map_or(Ok(()), Err)
+}
+
+/// Every benchmark workload once, with its correctness check (no figures: see `cargo xtask bench`).
+fn bench_smoke(_: &mut Tally) -> Result<(), String> {
+    bench::smoke()
 }
 
 /// The stages named in `args`, in their fixed order; all of them when `args` is empty.
@@ -163,7 +169,7 @@ mod tests {
     fn no_arguments_select_every_stage_in_order() {
         assert_eq!(
             names(&select(&[]).unwrap()),
-            vec!["services", "fmt", "clippy", "test", "doc", "examples"]
+            vec!["services", "fmt", "clippy", "test", "doc", "examples", "bench"]
         );
     }
 

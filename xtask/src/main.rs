@@ -1,13 +1,17 @@
 //! weft's task runner, started with `cargo xtask TASK` (an alias in `.cargo/config.toml`).
 //!
 //! - `cargo xtask ci [STAGE...]`: every check CI runs, in order (services when `CI` is set, fmt, clippy,
-//!   test, doc, examples), each with a header and its duration, stopping at the first failure. Naming
+//!   test, doc, examples, bench), each with a header and its duration, stopping at the first failure. Naming
 //!   stages runs only those.
+//! - `cargo xtask bench [--only NAME] [--quick] [--compare]`: builds the benchmarks in release mode and
+//!   runs each workload of `bench/langgraph/WORKLOADS.md` in its own process, one JSON line each;
+//!   `--compare` puts LangGraph's figures beside them.
 //! - `cargo xtask services`: makes sure PostgreSQL and Redis answer on their local ports, starting them if
 //!   not. With `CI` set a backend that stays unreachable is a failure; elsewhere a loud warning.
 //!
 //! Standard library only, so that it builds in a second on a fresh clone.
 
+mod bench;
 mod ci;
 mod exec;
 mod services;
@@ -19,8 +23,15 @@ usage: cargo xtask TASK
 
 tasks:
   ci [STAGE...]  run every check CI runs, in order, stopping at the first failure;
-                 stages: services, fmt, clippy, test, doc, examples (services starts
-                 PostgreSQL and Redis when CI is set, else only checks them)
+                 stages: services, fmt, clippy, test, doc, examples, bench (services
+                 starts PostgreSQL and Redis when CI is set, else only checks them; bench
+                 runs every benchmark workload once, checked, in the debug profile)
+  bench [--only NAME[,NAME]] [--quick] [--compare]
+                 build the benchmarks in release mode and run each workload in its own
+                 process (one JSON line each, saved under target/bench/); --quick: one
+                 checked op per workload; --compare: LangGraph's figures beside weft's
+                 (LangGraph run in a venv under target/bench/ when Python and the network
+                 allow, else the stored baseline) in a table
   services       make sure PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) are up
   help           print this text";
 
@@ -32,6 +43,7 @@ fn main() -> ExitCode {
     };
     let outcome = match task {
         "ci" => ci::run(rest),
+        "bench" => bench::run(rest),
         "services" if rest.is_empty() => services::ensure(services::Policy::from_env()),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");

@@ -1,0 +1,46 @@
+//! What the process knows about itself: peak RSS (from `/proc`), CPU time of all its threads, machine load.
+
+use std::time::Duration;
+
+/// Peak resident set size of this process (`VmHWM`), in MB, rounded to 0.1; `None` off Linux.
+pub(crate) fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(round(kib / 1024.0, 1))
+}
+
+/// CPU time used so far by all threads of this process (`CLOCK_PROCESS_CPUTIME_ID`), `None` off Unix.
+pub(crate) fn cpu_time() -> Option<Duration> {
+    #[cfg(unix)]
+    {
+        let now = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+        let secs = u64::try_from(now.tv_sec).ok()?;
+        let nanos = u32::try_from(now.tv_nsec).ok()?;
+        Some(Duration::new(secs, nanos))
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
+/// The 1-minute load average.
+pub(crate) fn loadavg_1m() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// `/proc/pressure/cpu` "some avg10": the share of the last 10 s in which some runnable task waited for a
+/// CPU, in percent.
+pub(crate) fn cpu_psi_avg10() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/pressure/cpu").ok()?;
+    let field = text.lines().next()?.split_whitespace().find(|f| f.starts_with("avg10="))?;
+    field.trim_start_matches("avg10=").parse().ok()
+}
+
+/// `value` rounded to `digits` decimals.
+pub(crate) fn round(value: f64, digits: i32) -> f64 {
+    let scale = 10f64.powi(digits);
+    (value * scale).round() / scale
+}

@@ -1,0 +1,76 @@
+//! Every workload of WORKLOADS.md, by name, in the order LangGraph's script runs them.
+
+mod basic;
+mod checkpoint;
+mod fanout;
+mod messages;
+mod react;
+mod startup;
+
+use crate::measure::{Info, Line, Options};
+
+/// A workload's name, whether it is supplementary, and how to run it (in this process).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Entry {
+    /// The name, as in `langgraph_bench.py`.
+    pub(crate) name: &'static str,
+    /// Not one of the workloads the issue sets targets for.
+    pub(crate) supplementary: bool,
+    /// Runs it and returns its output line.
+    pub(crate) run: fn(&Options) -> Result<Line, String>,
+}
+
+const fn required(name: &'static str, run: fn(&Options) -> Result<Line, String>) -> Entry {
+    Entry { name, supplementary: false, run }
+}
+
+const fn supplementary(name: &'static str, run: fn(&Options) -> Result<Line, String>) -> Entry {
+    Entry { name, supplementary: true, run }
+}
+
+/// Every workload: start-up, the required ones, then the supplementary ones.
+pub(crate) const ALL: &[Entry] = &[
+    required("startup", startup::startup),
+    required("chain100", basic::chain100),
+    required("loop1000", |o| basic::counting_loop(o, Info::steps("loop1000", 1000), 1000)),
+    required("fanout1000", fanout::fanout1000),
+    required("parallel_join", fanout::parallel_join),
+    required("messages1000", messages::messages1000),
+    required("loop1000_memory", checkpoint::loop1000_memory),
+    required("loop1000_sqlite", |_| checkpoint::not_built("loop1000_sqlite", "SQLite")),
+    required("loop1000_postgres", |_| checkpoint::not_built("loop1000_postgres", "PostgreSQL")),
+    required("react10", react::react10),
+    required("throughput_chain100_x100", basic::throughput_chain100_x100),
+    required("stream_updates_loop1000", basic::stream_updates_loop1000),
+    supplementary("loop_scale_100", |o| {
+        basic::counting_loop(o, Info::steps("loop_scale_100", 100).supplementary(), 100)
+    }),
+    supplementary("loop_scale_4000", |o| {
+        basic::counting_loop(o, Info::steps("loop_scale_4000", 4000).supplementary(), 4000)
+    }),
+    supplementary("messages_scale_250", |o| {
+        messages::messages_scale(o, Info::steps("messages_scale_250", 250).supplementary(), 250)
+    }),
+    supplementary("messages_scale_500", |o| {
+        messages::messages_scale(o, Info::steps("messages_scale_500", 500).supplementary(), 500)
+    }),
+    supplementary("messages_scale_2000", |o| {
+        messages::messages_scale(o, Info::steps("messages_scale_2000", 2000).supplementary(), 2000)
+    }),
+    supplementary("messages1000_memory", messages::messages1000_memory),
+    supplementary("loop1000_memory_dsync", checkpoint::loop1000_memory_dsync),
+    supplementary("loop1000_sqlite_dsync", |_| checkpoint::not_built("loop1000_sqlite_dsync", "SQLite")),
+    supplementary("loop1000_postgres_dsync", |_| {
+        checkpoint::not_built("loop1000_postgres_dsync", "PostgreSQL")
+    }),
+    supplementary("loop1000_sqlite_syncoff", |_| checkpoint::not_built("loop1000_sqlite_syncoff", "SQLite")),
+    supplementary("loop1000_postgres_asynccommit", |_| {
+        checkpoint::not_built("loop1000_postgres_asynccommit", "PostgreSQL")
+    }),
+    supplementary("chain100_async_single", basic::chain100_async_single),
+];
+
+/// The workload called `name`.
+pub(crate) fn find(name: &str) -> Option<&'static Entry> {
+    ALL.iter().find(|entry| entry.name == name)
+}
