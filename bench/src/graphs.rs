@@ -44,7 +44,7 @@ pub(crate) fn chain(n: usize, asynchronous: bool) -> StateGraph<CountState> {
                 CountState::update().count(s.count + 1)
             });
         } else {
-            graph.add_node(format!("n{i}"), |s: CountState| CountState::update().count(s.count + 1));
+            graph.add_node(format!("n{i}"), |s: &CountState| CountState::update().count(s.count + 1));
         }
     }
     graph.add_edge(START, "n0");
@@ -59,8 +59,8 @@ pub(crate) fn chain(n: usize, asynchronous: bool) -> StateGraph<CountState> {
 pub(crate) fn counting_loop(limit: i64, probe: Option<Probe>) -> StateGraph<CountState> {
     let mut graph = StateGraph::<CountState>::new();
     match probe {
-        None => graph.add_node("inc", |s: CountState| CountState::update().count(s.count + 1)),
-        Some(probe) => graph.add_node("inc", move |s: CountState| {
+        None => graph.add_node("inc", |s: &CountState| CountState::update().count(s.count + 1)),
+        Some(probe) => graph.add_node("inc", move |s: &CountState| {
             record(&probe);
             CountState::update().count(s.count + 1)
         }),
@@ -82,10 +82,10 @@ pub(crate) fn message_loop(limit: usize, probe: Option<Probe>) -> StateGraph<Cha
     }
     let mut graph = StateGraph::<ChatState>::new();
     match probe {
-        None => graph.add_node("talk", |s: ChatState| talk(&s)),
-        Some(probe) => graph.add_node("talk", move |s: ChatState| {
+        None => graph.add_node("talk", |s: &ChatState| talk(s)),
+        Some(probe) => graph.add_node("talk", move |s: &ChatState| {
             record(&probe);
-            talk(&s)
+            talk(s)
         }),
     };
     graph.add_edge(START, "talk");

@@ -68,9 +68,9 @@ pub(crate) fn fanout1000(opts: &Options) -> Result<Line, String> {
         |_| Ok(()),
         |()| {
             let mut graph = StateGraph::<FanState>::new();
-            graph.add_node("split", |_: FanState| ());
+            graph.add_node("split", |_: &FanState| ());
             graph.add_node("work", |item: WorkItem| FanState::update().results(vec![2 * item.i]));
-            graph.add_node("join", |s: FanState| FanState::update().total(s.results.iter().sum::<i64>()));
+            graph.add_node("join", |s: &FanState| FanState::update().total(s.results.iter().sum::<i64>()));
             graph.add_edge(START, "split");
             graph.add_conditional_edges(
                 "split",
@@ -137,15 +137,15 @@ pub(crate) fn parallel_join(opts: &Options) -> Result<Line, String> {
         |()| {
             let branches: Vec<String> = (0..10).map(|k| format!("b{k}")).collect();
             let mut graph = StateGraph::<JoinState>::new();
-            graph.add_node("fan", |_: JoinState| ());
+            graph.add_node("fan", |_: &JoinState| ());
             for name in &branches {
                 let own = name.clone();
-                graph.add_node(name.as_str(), move |_: JoinState| {
+                graph.add_node(name.as_str(), move |_: &JoinState| {
                     JoinState::update().names(vec![own.clone()])
                 });
                 graph.add_edge("fan", name.as_str());
             }
-            graph.add_node("join", |s: JoinState| JoinState::update().rounds(s.rounds + 1));
+            graph.add_node("join", |s: &JoinState| JoinState::update().rounds(s.rounds + 1));
             graph.add_waiting_edge(branches.iter().map(String::as_str), "join");
             graph.add_edge(START, "fan");
             graph.add_conditional_edges(
