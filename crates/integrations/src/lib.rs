@@ -1,7 +1,23 @@
 //! # weft-integrations
 //!
-//! Implementations of weft's traits for outside services, one cargo feature each: `openai` (chat model
-//! and embeddings), `sqlite` and `postgres` (checkpointer and store), `redis` (store and run queue).
+//! Implementations of weft's traits for outside services, one cargo feature each:
 //!
-//! Nothing is implemented yet: the features exist so that dependents can name them, but enabling one adds
-//! no code and no dependency. Each feature brings its dependency when its integration lands.
+//! - `sqlite` (on by default): [`sqlite::SqliteSaver`] and [`sqlite::SqliteStore`], the embedded
+//!   checkpointer and store.
+//! - `postgres`: [`postgres::PostgresSaver`] and [`postgres::PostgresStore`] on a connection pool.
+//! - `openai`, `redis`: declared, not implemented yet.
+//!
+//! Every saver passes weft's checkpointer conformance suite and every store its store conformance suite
+//! (`weft_graph::checkpoint::conformance`, `weft_graph::store::conformance`).
+
+#[cfg(feature = "_sql")]
+mod sql;
+
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+
+#[cfg(feature = "postgres")]
+pub mod postgres;
+
+#[cfg(feature = "_sql")]
+pub use sql::delta::DeltaStorage;

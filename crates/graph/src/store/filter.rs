@@ -29,6 +29,12 @@ pub fn validate_filter(filter: &Map<String, Value>) -> Result<(), StoreError> {
     filter.iter().try_for_each(|(k, v)| walk(k, v))
 }
 
+/// Whether an item's value matches a filter checked by [`validate_filter`], as every store applies it
+/// (for backends that filter outside their database).
+pub fn matches_filter(value: &Value, filter: &Map<String, Value>) -> bool {
+    matches(value, filter)
+}
+
 /// Whether an item's value matches a validated filter.
 pub(crate) fn matches(value: &Value, filter: &Map<String, Value>) -> bool {
     filter.iter().all(|(key, wanted)| compare(value.get(key), wanted))

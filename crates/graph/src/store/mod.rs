@@ -24,7 +24,7 @@ mod path;
 mod time;
 
 pub use error::StoreError;
-pub use filter::validate_filter;
+pub use filter::{matches_filter, validate_filter};
 pub use index::{IndexConfig, cosine_similarity};
 pub use memory::{InMemoryStore, TtlConfig};
 pub use namespace::{namespace, validate_namespace};
