@@ -126,6 +126,7 @@ impl CheckpointRow {
 
 impl Parsed {
     /// The checkpoint's id.
+    #[cfg(feature = "sqlite")]
     pub(crate) fn id(&self) -> &str {
         &self.checkpoint.id
     }
@@ -166,6 +167,7 @@ impl Parsed {
 }
 
 /// The (channel, version) pairs the checkpoints of one thread and namespace need.
+#[cfg(feature = "sqlite")]
 pub(crate) fn needed_versions<'a>(parsed: impl IntoIterator<Item = &'a Parsed>) -> ChannelVersionList {
     let mut pairs: Vec<(String, String)> = parsed
         .into_iter()
@@ -177,18 +179,13 @@ pub(crate) fn needed_versions<'a>(parsed: impl IntoIterator<Item = &'a Parsed>) 
 }
 
 /// Sorted, distinct (channel, version) pairs.
+#[cfg(feature = "sqlite")]
 #[derive(Debug, Default)]
 pub(crate) struct ChannelVersionList(pub(crate) Vec<(String, String)>);
 
+#[cfg(feature = "sqlite")]
 impl ChannelVersionList {
-    /// The channels, then the versions, as parallel lists (for array parameters).
-    #[cfg(feature = "postgres")]
-    pub(crate) fn columns(&self) -> (Vec<String>, Vec<String>) {
-        self.0.iter().cloned().unzip()
-    }
-
     /// The pairs as a JSON array of `[channel, version]` (for SQLite's `json_each`).
-    #[cfg(feature = "sqlite")]
     pub(crate) fn json(&self) -> String {
         Value::Array(self.0.iter().map(|(c, v)| Value::from(vec![c.clone(), v.clone()])).collect())
             .to_string()

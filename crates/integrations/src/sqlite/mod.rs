@@ -42,7 +42,8 @@ mod saver;
 mod schema;
 mod store;
 
-pub use saver::{SqliteSaver, StorageStats};
+pub use crate::sql::StorageStats;
+pub use saver::SqliteSaver;
 pub use store::SqliteStore;
 
 /// What a committed write survives (SQLite's `synchronous` setting); see the [module docs](self).

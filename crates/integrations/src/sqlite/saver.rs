@@ -11,6 +11,7 @@ use weft_graph::checkpoint::{
 };
 
 use super::{Db, DeltaStorage, SqliteOptions, SqlitePool, read, schema};
+use crate::sql::StorageStats;
 use crate::sql::codec;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
 use crate::sql::rows;
@@ -38,19 +39,6 @@ impl fmt::Debug for SqliteSaver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SqliteSaver").field("db", &self.db).finish_non_exhaustive()
     }
-}
-
-/// How much a saver stores (for benchmarks and capacity planning).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StorageStats {
-    /// Checkpoint rows.
-    pub checkpoints: u64,
-    /// Channel value rows (whole values and deltas).
-    pub blobs: u64,
-    /// Pending write rows.
-    pub writes: u64,
-    /// Bytes of stored data in those rows (checkpoint and metadata text, blobs, keys excluded).
-    pub data_bytes: u64,
 }
 
 pub(super) fn backend(e: sqlx::Error) -> CheckpointError {
@@ -292,11 +280,13 @@ impl Checkpointer for SqliteSaver {
         let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
         let has = |thread: &str| sqlx::query_scalar::<_, bool>(HAS_CHECKPOINTS).bind(thread.to_owned());
         if !has(src).fetch_one(&mut *tx).await.map_err(backend)? {
+            tx.rollback().await.map_err(backend)?;
             return Err(CheckpointError::Invalid(format!(
                 "cannot copy thread '{src}': it has no checkpoints"
             )));
         }
         if has(dst).fetch_one(&mut *tx).await.map_err(backend)? {
+            tx.rollback().await.map_err(backend)?;
             return Err(CheckpointError::Invalid(format!(
                 "cannot copy thread '{src}' to thread '{dst}': '{dst}' already has checkpoints"
             )));
@@ -312,7 +302,6 @@ impl Checkpointer for SqliteSaver {
     }
 
     async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError> {
-        self.delta.forget_thread(thread_id);
         let keep = i64::try_from(keep_latest).unwrap_or(i64::MAX);
         let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
         sqlx::query(PRUNE_CHECKPOINTS).bind(thread_id).bind(keep).execute(&mut *tx).await.map_err(backend)?;
