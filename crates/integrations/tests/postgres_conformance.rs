@@ -11,6 +11,18 @@ weft_graph::checkpointer_conformance_tests!(match common::saver().await {
     None => return Ok(()),
 });
 
+/// The suite again as behind a transaction-mode pooler: no server-side prepared statements.
+mod without_prepared_statements {
+    use super::common;
+
+    weft_graph::checkpointer_conformance_tests!(
+        match common::saver_with(|o| o.without_prepared_statements()).await {
+            Some(saver) => saver,
+            None => return Ok(()),
+        }
+    );
+}
+
 /// One test per store case, on a store from [`common::store`]. The list must name every case of the
 /// suite: `store_case_list_is_complete` checks it against the suite's own tables.
 macro_rules! store_cases {
