@@ -94,7 +94,7 @@ async fn open(backend: &Backend) -> Arc<dyn Checkpointer> {
         Backend::Postgres(schema) => {
             let options = weft_integrations::postgres::PostgresOptions::default().schema(schema.clone());
             Arc::new(
-                weft_integrations::postgres::PostgresSaver::connect_with(common::PG_URL, options)
+                weft_integrations::postgres::PostgresSaver::connect_with(&common::pg_url(), options)
                     .await
                     .unwrap(),
             )

@@ -127,7 +127,7 @@ mod postgres {
         assert!(small.data_bytes * 5 < big.data_bytes, "deltas {small:?} against whole copies {big:?}");
 
         let again = Arc::new(
-            weft_integrations::postgres::PostgresSaver::connect_with(common::PG_URL, schema.options())
+            weft_integrations::postgres::PostgresSaver::connect_with(&common::pg_url(), schema.options())
                 .await
                 .unwrap(),
         );

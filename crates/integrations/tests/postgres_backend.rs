@@ -134,12 +134,12 @@ async fn migrations_from_many_processes_at_once_run_once() {
         let options = schema.options();
         async move {
             if i % 2 == 0 {
-                PostgresSaver::connect_with(common::PG_URL, options)
+                PostgresSaver::connect_with(&common::pg_url(), options)
                     .await
                     .map(|_| ())
                     .map_err(|e| e.to_string())
             } else {
-                PostgresStore::connect_with(common::PG_URL, options)
+                PostgresStore::connect_with(&common::pg_url(), options)
                     .await
                     .map(|_| ())
                     .map_err(|e| e.to_string())
@@ -149,7 +149,7 @@ async fn migrations_from_many_processes_at_once_run_once() {
     for outcome in join_all(starts).await {
         outcome.unwrap();
     }
-    let saver = PostgresSaver::connect_with(common::PG_URL, schema.options()).await.unwrap();
+    let saver = PostgresSaver::connect_with(&common::pg_url(), schema.options()).await.unwrap();
     let steps: Vec<(String, i64)> =
         sqlx::query_as("SELECT component, version FROM weft_migrations ORDER BY component, version")
             .fetch_all(saver.pool())
@@ -161,8 +161,9 @@ async fn migrations_from_many_processes_at_once_run_once() {
 /// A saver on a one-connection pool that does not test connections before use, so a killed connection
 /// fails the next operation.
 async fn fragile_saver(schema: &common::TestSchema, retry: RetryPolicy) -> PostgresSaver {
-    let connect =
-        PgConnectOptions::from_str(common::PG_URL).unwrap().options([("search_path", schema.name.as_str())]);
+    let connect = PgConnectOptions::from_str(&common::pg_url())
+        .unwrap()
+        .options([("search_path", schema.name.as_str())]);
     let pool = PgPoolOptions::new()
         .max_connections(1)
         .test_before_acquire(false)
@@ -174,7 +175,7 @@ async fn fragile_saver(schema: &common::TestSchema, retry: RetryPolicy) -> Postg
 
 async fn kill_connections(saver: &PostgresSaver) {
     let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()").fetch_one(saver.pool()).await.unwrap();
-    let admin = sqlx::PgPool::connect(common::PG_URL).await.unwrap();
+    let admin = sqlx::PgPool::connect(&common::pg_url()).await.unwrap();
     let killed: bool =
         sqlx::query_scalar("SELECT pg_terminate_backend($1)").bind(pid).fetch_one(&admin).await.unwrap();
     assert!(killed);

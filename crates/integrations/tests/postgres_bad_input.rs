@@ -96,10 +96,10 @@ async fn namespace_labels_with_dots_are_refused_and_never_match() {
 #[tokio::test]
 async fn damaged_item_value_is_an_error_naming_the_key() {
     let Some(schema) = common::schema().await else { return };
-    let store = PostgresStore::connect_with(common::PG_URL, schema.options()).await.unwrap();
+    let store = PostgresStore::connect_with(&common::pg_url(), schema.options()).await.unwrap();
     let raw = Pool(
         sqlx::PgPool::connect_with(
-            common::PG_URL
+            common::pg_url()
                 .parse::<sqlx::postgres::PgConnectOptions>()
                 .unwrap()
                 .options([("search_path", schema.name.as_str())]),

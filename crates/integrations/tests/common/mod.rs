@@ -7,6 +7,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+use std::io::Write;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -21,8 +22,10 @@ use weft_graph::store::{
 };
 use weft_integrations::postgres::{PostgresOptions, PostgresSaver, PostgresStore};
 
-/// The test server.
-pub const PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+/// The test server (`WEFT_TEST_PG_URL` overrides it).
+pub fn pg_url() -> String {
+    std::env::var("WEFT_TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
 
 /// Whether this is a CI run (the rule of DEVELOPERS.md and `cargo xtask ci`).
 pub fn is_ci() -> bool {
@@ -40,11 +43,6 @@ impl TestSchema {
     pub fn options(&self) -> PostgresOptions {
         PostgresOptions::default().schema(self.name.clone())
     }
-
-    /// The server URL (the schema is given by [`options`](Self::options)).
-    pub fn url(&self) -> &'static str {
-        PG_URL
-    }
 }
 
 impl Drop for TestSchema {
@@ -54,7 +52,7 @@ impl Drop for TestSchema {
         let dropped = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
             runtime.block_on(async {
-                let mut conn = sqlx::PgConnection::connect(PG_URL).await.ok()?;
+                let mut conn = sqlx::PgConnection::connect(&pg_url()).await.ok()?;
                 // Never wait long: a connection left in a transaction would hold the drop forever.
                 let sql = format!("SET lock_timeout = '10s'; DROP SCHEMA IF EXISTS \"{name}\" CASCADE");
                 sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await.ok()
@@ -70,7 +68,7 @@ impl Drop for TestSchema {
 /// A fresh schema on the test server, or `None` (after a loud message) when the server cannot be reached
 /// outside CI. In CI an unreachable server fails the test.
 pub async fn schema() -> Option<TestSchema> {
-    let connect = tokio::time::timeout(Duration::from_secs(5), sqlx::PgConnection::connect(PG_URL)).await;
+    let connect = tokio::time::timeout(Duration::from_secs(5), sqlx::PgConnection::connect(&pg_url())).await;
     let mut conn = match connect {
         Ok(Ok(conn)) => conn,
         Ok(Err(e)) => return unreachable(&e.to_string()),
@@ -82,17 +80,29 @@ pub async fn schema() -> Option<TestSchema> {
     Some(TestSchema { name })
 }
 
+/// Where the test server is, without any password.
+fn server() -> String {
+    match pg_url().parse::<sqlx::postgres::PgConnectOptions>() {
+        Ok(o) => format!("{}:{}/{}", o.get_host(), o.get_port(), o.get_database().unwrap_or_default()),
+        Err(_) => "(WEFT_TEST_PG_URL does not parse)".to_owned(),
+    }
+}
+
 #[allow(clippy::panic)]
 fn unreachable<T>(why: &str) -> Option<T> {
     if is_ci() {
         panic!(
-            "PostgreSQL at 127.0.0.1:5432 is unreachable in CI ({why}); start it with `cargo xtask services`"
+            "PostgreSQL at {} is unreachable in CI ({why}); start it with `cargo xtask services`",
+            server()
         );
     }
     let rule = "!".repeat(78);
-    eprintln!(
-        "{rule}\nSKIPPED: PostgreSQL at 127.0.0.1:5432 is unreachable ({why}).\n\
-               This test did not run. `cargo xtask services` starts the server; in CI this is a failure.\n{rule}"
+    // Straight to stderr: the test harness captures `eprintln!` of passing tests, and a skip must show.
+    let _ = writeln!(
+        std::io::stderr(),
+        "{rule}\nSKIPPED: PostgreSQL at {} is unreachable ({why}).\n\
+         This test did not run. `cargo xtask services` starts the server; in CI this is a failure.\n{rule}",
+        server()
     );
     None
 }
@@ -112,7 +122,7 @@ pub async fn saver() -> Option<TestSaver> {
 /// A saver in a fresh schema with adjusted options (`None`: skipped).
 pub async fn saver_with(adjust: impl FnOnce(PostgresOptions) -> PostgresOptions) -> Option<TestSaver> {
     let schema = schema().await?;
-    let saver = PostgresSaver::connect_with(PG_URL, adjust(schema.options())).await.unwrap();
+    let saver = PostgresSaver::connect_with(&pg_url(), adjust(schema.options())).await.unwrap();
     Some(TestSaver { saver, schema })
 }
 
@@ -126,7 +136,7 @@ pub struct TestStore {
 /// A store in a fresh schema (`None`: skipped).
 pub async fn store(index: Option<IndexConfig>) -> Option<TestStore> {
     let schema = schema().await?;
-    let store = PostgresStore::connect_with(PG_URL, schema.options()).await.unwrap().with_index(index);
+    let store = PostgresStore::connect_with(&pg_url(), schema.options()).await.unwrap().with_index(index);
     Some(TestStore { store, schema })
 }
 
