@@ -175,3 +175,65 @@ async fn report_messages1000_bytes() {
         println!("postgres messages1000 ({label}): {stats:?}; run+check {took:?}");
     }
 }
+
+#[derive(State, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Count {
+    count: i64,
+}
+
+/// LangGraph's `loop1000` (one node, 1,000 supersteps) on each SQL backend: time and bytes. Run by hand
+/// like [`report_messages1000_bytes`].
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check: run by hand"]
+async fn report_loop1000() {
+    fn app(saver: Arc<dyn Checkpointer>) -> CompiledGraph<Count> {
+        let mut g = StateGraph::<Count>::new();
+        g.add_node("inc", |s: Count| Count::update().count(s.count + 1));
+        g.add_edge(START, "inc");
+        g.add_conditional_edges("inc", |s: &Count| if s.count < 1000 { "inc" } else { END }, None);
+        g.compile_with(CompileConfig::new().checkpointer(saver)).unwrap()
+    }
+    #[cfg(feature = "sqlite")]
+    for durability in [
+        weft_integrations::sqlite::SqliteDurability::Normal,
+        weft_integrations::sqlite::SqliteDurability::Full,
+    ] {
+        use weft_integrations::sqlite::{SqliteOptions, SqliteSaver};
+        let mut times = Vec::new();
+        let mut last = None;
+        for run in 0..5 {
+            let dir = std::env::temp_dir().join(format!("weft-loop-{}", uuid::Uuid::new_v4().simple()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let options = SqliteOptions { durability, ..SqliteOptions::default() };
+            let saver = Arc::new(SqliteSaver::open_with(dir.join("weft.db"), options).await.unwrap());
+            let graph = app(saver.clone());
+            let started = std::time::Instant::now();
+            let out = graph.invoke(Count::update().count(0), &thread(&format!("loop{run}"))).await.unwrap();
+            times.push(started.elapsed());
+            assert_eq!(out.value.count, 1000);
+            let files: u64 =
+                std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
+            last = Some((saver.storage_stats().await.unwrap(), files));
+        }
+        times.sort();
+        println!("sqlite loop1000 ({durability:?}): median {:?}; {:?}", times[2], last.unwrap());
+    }
+    #[cfg(feature = "postgres")]
+    {
+        let Some(saver) = common::saver().await else { return };
+        let (saver, _schema) = (Arc::new(saver.saver), saver.schema);
+        let graph = app(saver.clone());
+        let mut times = Vec::new();
+        for run in 0..5 {
+            let started = std::time::Instant::now();
+            graph.invoke(Count::update().count(0), &thread(&format!("loop{run}"))).await.unwrap();
+            times.push(started.elapsed());
+        }
+        times.sort();
+        println!(
+            "postgres loop1000: median {:?}; {:?} (5 runs)",
+            times[2],
+            saver.storage_stats().await.unwrap()
+        );
+    }
+}

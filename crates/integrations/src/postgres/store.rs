@@ -50,19 +50,21 @@ type Row = (String, String, String, i64, i64, Option<i64>);
 macro_rules! under_prefix {
     ($select:literal, $tail:literal) => {
         (
-            concat!($select, " WHERE (expires_at IS NULL OR expires_at > $1) ", $tail),
+            concat!($select, " WHERE (expires_at IS NULL OR expires_at > $1) ", $tail, " LIMIT $2"),
             concat!(
                 $select,
                 " WHERE (expires_at IS NULL OR expires_at > $1) AND ((prefix_key = md5($2)::uuid AND prefix = $2) \
                  OR (left(prefix, 256) >= left($3, 256) AND left(prefix, 256) <= left($4, 256) \
                  AND prefix >= $3 AND prefix < $4)) ",
-                $tail
+                $tail,
+                " LIMIT $5"
             ),
         )
     };
 }
 
-/// Live items (`$1` now), all or under a prefix (`$2` exact, `$3`-`$4` the range of children).
+/// Live items (`$1` now), all or under a prefix (`$2` exact, `$3`-`$4` the range of children), at most
+/// the last parameter's count (null: all).
 const SEARCH: (&str, &str) = under_prefix!(
     "SELECT prefix, key, value, created_at, updated_at, ttl_micros FROM store_items",
     "ORDER BY seq DESC"
@@ -171,12 +173,13 @@ impl PostgresStore {
         Ok(())
     }
 
-    /// Rows of `query` (a pair from [`under_prefix!`]) under `prefix`.
+    /// Rows of `query` (a pair from [`under_prefix!`]) under `prefix`, at most `limit` of them.
     async fn under<T>(
         &self,
         what: &str,
         query: (&'static str, &'static str),
         prefix: &[String],
+        limit: Option<i64>,
     ) -> Result<Vec<T>, StoreError>
     where
         T: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
@@ -194,7 +197,7 @@ impl PostgresStore {
                         .bind(&range.lower)
                         .bind(&range.upper)
                 };
-                q.persistent(pg.persistent).fetch_all(&pg.pool)
+                q.bind(limit).persistent(pg.persistent).fetch_all(&pg.pool)
             })
             .await
             .map_err(backend)
@@ -330,8 +333,11 @@ impl Store for PostgresStore {
             (Some(query), Some(index)) => Some(index.embed_query(query).await?),
             _ => None,
         };
-        let rows: Vec<Row> = self.under("search", SEARCH, namespace_prefix).await?;
         let wanted = options.offset.saturating_add(options.limit);
+        // Without a filter or a query, the newest `wanted` rows are the page's.
+        let limit =
+            (options.filter.is_empty() && query.is_none()).then(|| i64::try_from(wanted).ok()).flatten();
+        let rows: Vec<Row> = self.under("search", SEARCH, namespace_prefix, limit).await?;
         let mut found: Vec<(Item, bool)> = Vec::new();
         for row in rows {
             let has_ttl = row.5.is_some();
@@ -346,7 +352,7 @@ impl Store for PostgresStore {
         let mut vectors: HashMap<(String, String), Vec<Vec<f32>>> = HashMap::new();
         if query.is_some() {
             let rows: Vec<(String, String, Vec<u8>)> =
-                self.under("search vectors", VECTORS, namespace_prefix).await?;
+                self.under("search vectors", VECTORS, namespace_prefix, None).await?;
             for (prefix, key, bytes) in rows {
                 if let Some(vector) = store_rows::vector_from_bytes(&bytes) {
                     vectors.entry((prefix, key)).or_default().push(vector);
@@ -380,7 +386,7 @@ impl Store for PostgresStore {
         if unstorable(&head) {
             return Ok(Vec::new());
         }
-        let stored: Vec<(String,)> = self.under("list_namespaces", NAMESPACES, &head).await?;
+        let stored: Vec<(String,)> = self.under("list_namespaces", NAMESPACES, &head, None).await?;
         Ok(store_rows::list_namespaces(stored.into_iter().map(|(p,)| p).collect(), &options))
     }
 }
