@@ -25,10 +25,12 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 pub use crate::sql::delta::DeltaStorage;
 use crate::sql::migrate::{self, Migration};
 
+mod put;
 mod read;
 mod retry;
 mod saver;
 mod schema;
+mod statements;
 mod store;
 
 pub use crate::sql::StorageStats;

@@ -9,6 +9,8 @@ use weft_graph::checkpoint::{
     Checkpointer, ListOptions,
 };
 
+use super::put::{self, check_config, check_text};
+use super::statements::{COPY, DELETE, HAS_CHECKPOINTS, PRUNE, PUT_WRITES};
 use super::{Pg, PgPool, PostgresOptions, read, redact, schema};
 use crate::sql::StorageStats;
 use crate::sql::codec;
@@ -100,175 +102,13 @@ impl PostgresSaver {
             data_bytes: n(data_bytes),
         })
     }
-
-    /// One statement: the checkpoint, its whole values and its deltas, all written only when every delta's
-    /// base is there. Returns whether it was written.
-    async fn put_statement(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: &Checkpoint,
-        body: &str,
-        metadata: &str,
-        records: &[&BlobRecord],
-    ) -> Result<bool, CheckpointError> {
-        let (mut whole, mut delta) = (Columns::default(), Columns::default());
-        for record in records {
-            let columns = if record.base_version.is_some() { &mut delta } else { &mut whole };
-            columns.channels.push(record.channel.as_str());
-            columns.versions.push(record.version.as_str());
-            columns.bases.push(record.base_version.as_deref());
-            columns.blobs.push(record.blob.as_deref());
-        }
-        let (pg, whole, delta) = (&self.pg, &whole, &delta);
-        let written: i64 = pg
-            .retry
-            .run("put", move || {
-                sqlx::query_scalar(PUT)
-                    .bind(&config.thread_id)
-                    .bind(&config.checkpoint_ns)
-                    .bind(&checkpoint.id)
-                    .bind(config.checkpoint_id.as_deref())
-                    .bind(body)
-                    .bind(metadata)
-                    .bind(&whole.channels)
-                    .bind(&whole.versions)
-                    .bind(&whole.blobs)
-                    .bind(&delta.channels)
-                    .bind(&delta.versions)
-                    .bind(&delta.bases)
-                    .bind(&delta.blobs)
-                    .persistent(pg.persistent)
-                    .fetch_one(&pg.pool)
-            })
-            .await
-            .map_err(backend)?;
-        Ok(written > 0)
-    }
 }
-
-#[derive(Default)]
-struct Columns<'a> {
-    channels: Vec<&'a str>,
-    versions: Vec<&'a str>,
-    bases: Vec<Option<&'a str>>,
-    blobs: Vec<Option<&'a [u8]>>,
-}
-
-/// `$1` thread, `$2` namespace, `$3` id, `$4` parent, `$5` body, `$6` metadata; whole values `$7-$9`;
-/// deltas `$10-$13` (channel, version, base, blob).
-const PUT: &str = r#"
-WITH ok AS (
-    SELECT count(*) = cardinality($12::text[]) AS ok FROM checkpoint_blobs b
-    JOIN unnest($10::text[], $12::text[]) AS d(channel, base) ON b.channel = d.channel AND b.version = d.base
-    WHERE b.thread_key = md5($1)::uuid AND b.ns_key = md5($2)::uuid AND b.thread_id = $1 AND b.checkpoint_ns = $2
-),
-cp AS (
-    INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
-    SELECT $1, $2, $3, $4, $5::jsonb, $6::jsonb FROM ok WHERE ok.ok
-    ON CONFLICT (thread_key, ns_key, checkpoint_id) DO UPDATE SET
-        parent_checkpoint_id = excluded.parent_checkpoint_id, checkpoint = excluded.checkpoint,
-        metadata = excluded.metadata
-    WHERE checkpoints.thread_id = excluded.thread_id AND checkpoints.checkpoint_ns = excluded.checkpoint_ns
-    RETURNING 1
-),
-whole AS (
-    INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, blob)
-    SELECT $1, $2, t.channel, t.version, t.blob
-    FROM unnest($7::text[], $8::text[], $9::bytea[]) AS t(channel, version, blob), ok WHERE ok.ok
-    ON CONFLICT DO NOTHING
-),
-delta AS (
-    INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, base_version, blob)
-    SELECT $1, $2, d.channel, d.version, d.base, d.blob
-    FROM unnest($10::text[], $11::text[], $12::text[], $13::bytea[]) AS d(channel, version, base, blob), ok
-    WHERE ok.ok
-    ON CONFLICT DO NOTHING
-)
-SELECT count(*) FROM cp"#;
-
-const PUT_WRITES: &str = r#"
-INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, blob)
-SELECT $1, $2, $3, $4, $5, w.idx, w.channel, w.blob
-FROM unnest($6::bigint[], $7::text[], $8::bytea[]) AS w(idx, channel, blob)
-ON CONFLICT (thread_key, ns_key, checkpoint_id, task_id, idx) DO UPDATE SET
-    task_path = excluded.task_path, channel = excluded.channel, blob = excluded.blob
-WHERE excluded.idx < 0 AND checkpoint_writes.thread_id = excluded.thread_id
-    AND checkpoint_writes.checkpoint_ns = excluded.checkpoint_ns"#;
-
-const DELETE: &str = r#"
-WITH a AS (DELETE FROM checkpoints WHERE thread_key = md5($1)::uuid AND thread_id = $1),
-     b AS (DELETE FROM checkpoint_blobs WHERE thread_key = md5($1)::uuid AND thread_id = $1)
-DELETE FROM checkpoint_writes WHERE thread_key = md5($1)::uuid AND thread_id = $1"#;
-
-/// Keeps the newest `$2` checkpoints per namespace of thread `$1`, their writes and the blobs they need
-/// (delta bases included), in one statement.
-const PRUNE: &str = r#"
-WITH RECURSIVE ranked AS (
-    SELECT checkpoint_ns, checkpoint_id, checkpoint,
-        row_number() OVER (PARTITION BY checkpoint_ns ORDER BY checkpoint_id DESC) AS rn
-    FROM checkpoints WHERE thread_key = md5($1)::uuid AND thread_id = $1
-),
-dropped AS (
-    DELETE FROM checkpoints c USING ranked r
-    WHERE c.thread_key = md5($1)::uuid AND c.thread_id = $1 AND c.checkpoint_ns = r.checkpoint_ns
-        AND c.checkpoint_id = r.checkpoint_id AND r.rn > $2
-),
-writes AS (
-    DELETE FROM checkpoint_writes w WHERE w.thread_key = md5($1)::uuid AND w.thread_id = $1
-        AND NOT EXISTS (SELECT 1 FROM ranked r WHERE r.rn <= $2 AND r.checkpoint_ns = w.checkpoint_ns
-            AND r.checkpoint_id = w.checkpoint_id)
-),
-keep(ns, channel, version) AS (
-    SELECT r.checkpoint_ns, v.key COLLATE "C", v.value COLLATE "C" FROM ranked r, jsonb_each_text(
-        CASE WHEN jsonb_typeof(r.checkpoint -> 'channel_versions') = 'object'
-        THEN r.checkpoint -> 'channel_versions' ELSE '{}'::jsonb END) v
-    WHERE r.rn <= $2
-    UNION
-    SELECT b.checkpoint_ns, b.channel, b.base_version FROM keep k JOIN checkpoint_blobs b
-        ON b.thread_key = md5($1)::uuid AND b.thread_id = $1 AND b.checkpoint_ns = k.ns
-        AND b.channel = k.channel AND b.version = k.version
-    WHERE b.base_version IS NOT NULL
-)
-DELETE FROM checkpoint_blobs b WHERE b.thread_key = md5($1)::uuid AND b.thread_id = $1
-    AND NOT EXISTS (SELECT 1 FROM keep k WHERE k.ns = b.checkpoint_ns AND k.channel = b.channel
-        AND k.version = b.version)"#;
-
-const HAS_CHECKPOINTS: &str =
-    "SELECT EXISTS (SELECT 1 FROM checkpoints WHERE thread_key = md5($1)::uuid AND thread_id = $1)";
-const COPY: [&str; 3] = [
-    "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata) \
-     SELECT $2, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata FROM checkpoints \
-     WHERE thread_key = md5($1)::uuid AND thread_id = $1",
-    "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, base_version, blob) \
-     SELECT $2, checkpoint_ns, channel, version, base_version, blob FROM checkpoint_blobs \
-     WHERE thread_key = md5($1)::uuid AND thread_id = $1",
-    "INSERT INTO checkpoint_writes \
-     (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, blob) \
-     SELECT $2, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, blob FROM checkpoint_writes \
-     WHERE thread_key = md5($1)::uuid AND thread_id = $1",
-];
 
 /// What `copy_thread` found.
 enum Copy {
     Done,
     NoSource,
     TargetBusy,
-}
-
-/// PostgreSQL text cannot hold NUL characters: such ids are refused up front, named.
-fn check_text(what: &str, text: &str) -> Result<(), CheckpointError> {
-    if text.contains('\0') {
-        return Err(CheckpointError::Invalid(format!(
-            "{what} {text:?} contains a NUL character, which PostgreSQL text cannot store"
-        )));
-    }
-    Ok(())
-}
-
-fn check_config(config: &CheckpointConfig) -> Result<(), CheckpointError> {
-    check_text("thread id", &config.thread_id)?;
-    check_text("checkpoint namespace", &config.checkpoint_ns)?;
-    config.checkpoint_id.as_deref().map_or(Ok(()), |id| check_text("checkpoint id", id))
 }
 
 #[async_trait]
@@ -312,7 +152,7 @@ impl Checkpointer for PostgresSaver {
         let plan = self.delta.plan(&config.thread_id, &config.checkpoint_ns, values, new_versions);
         let records: Vec<&BlobRecord> = plan.records.iter().collect();
         let mut stored_whole = Vec::new();
-        if !self.put_statement(config, &checkpoint, &body, &metadata, &records).await? {
+        if !put::put_statement(&self.pg, config, &checkpoint, &body, &metadata, &records).await? {
             // A delta's base is gone (pruned or deleted meanwhile): store those values whole.
             let whole: Vec<BlobRecord> = plan
                 .records
@@ -326,7 +166,7 @@ impl Checkpointer for PostgresSaver {
                 })
                 .collect();
             let whole: Vec<&BlobRecord> = whole.iter().collect();
-            if !self.put_statement(config, &checkpoint, &body, &metadata, &whole).await? {
+            if !put::put_statement(&self.pg, config, &checkpoint, &body, &metadata, &whole).await? {
                 return Err(CheckpointError::Backend(format!(
                     "checkpoint '{}' of thread '{}' was not stored: another thread's row has its key",
                     checkpoint.id, config.thread_id

@@ -11,6 +11,7 @@ use weft_graph::store::{
     TtlConfig, validate_filter, validate_namespace,
 };
 
+use super::statements::{NAMESPACES, SEARCH, VECTORS};
 use super::{Pg, PgPool, PostgresOptions, redact, schema};
 use crate::sql::store_rows::{
     self, Candidate, ItemRow, duration_micros, keep_matching, micros, ns_text, prefix_range, rank, ttl_of,
@@ -46,61 +47,6 @@ fn backend(e: sqlx::Error) -> StoreError {
 }
 
 type Row = (String, String, String, i64, i64, Option<i64>);
-
-macro_rules! under_prefix {
-    ($select:literal, $tail:literal) => {
-        (
-            concat!($select, " WHERE (expires_at IS NULL OR expires_at > $1) ", $tail, " LIMIT $2"),
-            concat!(
-                $select,
-                " WHERE (expires_at IS NULL OR expires_at > $1) AND ((prefix_key = md5($2)::uuid AND prefix = $2) \
-                 OR (left(prefix, 256) >= left($3, 256) AND left(prefix, 256) <= left($4, 256) \
-                 AND prefix >= $3 AND prefix < $4)) ",
-                $tail,
-                " LIMIT $5"
-            ),
-        )
-    };
-}
-
-/// Live items (`$1` now), all or under a prefix (`$2` exact, `$3`-`$4` the range of children), at most
-/// the last parameter's count (null: all).
-const SEARCH: (&str, &str) = under_prefix!(
-    "SELECT prefix, key, value, created_at, updated_at, ttl_micros FROM store_items",
-    "ORDER BY seq DESC"
-);
-const NAMESPACES: (&str, &str) = under_prefix!("SELECT DISTINCT prefix FROM store_items", "");
-const VECTORS: (&str, &str) = under_prefix!(
-    "SELECT prefix, key, embedding FROM (SELECT i.prefix, i.key, i.prefix_key, i.expires_at, v.idx, \
-     v.embedding FROM store_vectors v JOIN store_items i ON i.prefix_key = v.prefix_key \
-     AND i.key_key = v.key_key) AS items",
-    "ORDER BY idx"
-);
-
-const PUT: &str = r#"
-WITH item AS (
-    INSERT INTO store_items (prefix, key, value, created_at, updated_at, expires_at, ttl_micros)
-    VALUES ($1, $2, $3, $4, $4, $5, $6)
-    ON CONFLICT (prefix_key, key_key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at,
-        seq = nextval('store_seq'), expires_at = excluded.expires_at, ttl_micros = excluded.ttl_micros,
-        created_at = CASE WHEN store_items.expires_at IS NOT NULL AND store_items.expires_at <= excluded.updated_at
-            THEN excluded.created_at ELSE store_items.created_at END
-    WHERE store_items.prefix = excluded.prefix AND store_items.key = excluded.key
-    RETURNING prefix_key, key_key
-),
-gone AS (
-    DELETE FROM store_vectors WHERE prefix_key = md5($1)::uuid AND key_key = md5($2)::uuid
-        AND idx >= cardinality($7::bigint[])
-)
-INSERT INTO store_vectors (prefix_key, key_key, idx, embedding)
-SELECT item.prefix_key, item.key_key, v.idx, v.embedding
-FROM item, unnest($7::bigint[], $8::bytea[]) AS v(idx, embedding)
-ON CONFLICT (prefix_key, key_key, idx) DO UPDATE SET embedding = excluded.embedding"#;
-
-const REFRESH: &str = "UPDATE store_items s SET expires_at = $3 + s.ttl_micros \
-    FROM unnest($1::text[], $2::text[]) AS k(prefix, key) \
-    WHERE s.prefix_key = md5(k.prefix)::uuid AND s.key_key = md5(k.key)::uuid AND s.prefix = k.prefix \
-    AND s.key = k.key AND s.ttl_micros IS NOT NULL";
 
 impl PostgresStore {
     /// Connects a pool to `url` with default options and creates or updates the store's tables.
@@ -161,7 +107,7 @@ impl PostgresStore {
         let (pg, prefixes, keys, now) = (&self.pg, &prefixes, &keys, micros(SystemTime::now()));
         pg.retry
             .run("refresh", move || {
-                sqlx::query(REFRESH)
+                sqlx::query(super::statements::REFRESH)
                     .bind(prefixes)
                     .bind(keys)
                     .bind(now)
@@ -281,7 +227,7 @@ impl Store for PostgresStore {
         let (pg, prefix, text, idxs, embeddings) = (&self.pg, &prefix, &text, &idxs, &embeddings);
         pg.retry
             .run("put", move || {
-                sqlx::query(PUT)
+                sqlx::query(super::statements::PUT_ITEM)
                     .bind(prefix)
                     .bind(key)
                     .bind(text)

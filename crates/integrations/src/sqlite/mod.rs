@@ -40,6 +40,7 @@ use crate::sql::migrate::{self, Migration};
 mod read;
 mod saver;
 mod schema;
+mod statements;
 mod store;
 
 pub use crate::sql::StorageStats;

@@ -10,6 +10,10 @@ use weft_graph::checkpoint::{
     Checkpointer, ListOptions,
 };
 
+use super::statements::{
+    COPY, DELETE, HAS_CHECKPOINTS, PRUNE_BLOBS, PRUNE_CHECKPOINTS, PRUNE_WRITES, PUT_BLOB, PUT_CHECKPOINT,
+    PUT_DELTA, PUT_WRITE,
+};
 use super::{Db, DeltaStorage, SqliteOptions, SqlitePool, read, schema};
 use crate::sql::StorageStats;
 use crate::sql::codec;
@@ -107,65 +111,6 @@ impl SqliteSaver {
         })
     }
 }
-
-const PUT_CHECKPOINT: &str = "INSERT INTO checkpoints \
-    (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
-    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET \
-    parent_checkpoint_id = excluded.parent_checkpoint_id, checkpoint = excluded.checkpoint, \
-    metadata = excluded.metadata";
-const PUT_BLOB: &str = "INSERT INTO checkpoint_blobs \
-    (thread_id, checkpoint_ns, channel, version, base_version, blob) VALUES (?1, ?2, ?3, ?4, NULL, ?5) \
-    ON CONFLICT DO NOTHING";
-/// A delta, stored only while its base is there.
-const PUT_DELTA: &str = "INSERT INTO checkpoint_blobs \
-    (thread_id, checkpoint_ns, channel, version, base_version, blob) SELECT ?1, ?2, ?3, ?4, ?5, ?6 \
-    WHERE EXISTS (SELECT 1 FROM checkpoint_blobs WHERE thread_id = ?1 AND checkpoint_ns = ?2 \
-    AND channel = ?3 AND version = ?5) ON CONFLICT DO NOTHING";
-const PUT_WRITE: &str = "INSERT INTO checkpoint_writes \
-    (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, blob) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
-    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET \
-    task_path = excluded.task_path, channel = excluded.channel, blob = excluded.blob WHERE excluded.idx < 0";
-
-const PRUNE_CHECKPOINTS: &str = "DELETE FROM checkpoints WHERE rowid IN (\
-    SELECT rowid FROM (SELECT rowid, row_number() OVER \
-    (PARTITION BY checkpoint_ns ORDER BY checkpoint_id DESC) AS rn FROM checkpoints WHERE thread_id = ?1) \
-    WHERE rn > ?2)";
-const PRUNE_WRITES: &str = "DELETE FROM checkpoint_writes WHERE thread_id = ?1 AND NOT EXISTS (\
-    SELECT 1 FROM checkpoints c WHERE c.thread_id = ?1 AND c.checkpoint_ns = checkpoint_writes.checkpoint_ns \
-    AND c.checkpoint_id = checkpoint_writes.checkpoint_id)";
-/// Drops blobs no kept checkpoint needs (directly or as the base of a delta it needs).
-const PRUNE_BLOBS: &str = "
-WITH RECURSIVE keep(ns, channel, version) AS (
-    SELECT c.checkpoint_ns, v.key, v.value FROM checkpoints c, json_each(c.checkpoint, '$.channel_versions') v
-    WHERE c.thread_id = ?1
-    UNION
-    SELECT b.checkpoint_ns, b.channel, b.base_version FROM keep JOIN checkpoint_blobs b
-        ON b.thread_id = ?1 AND b.checkpoint_ns = keep.ns AND b.channel = keep.channel AND b.version = keep.version
-    WHERE b.base_version IS NOT NULL
-)
-DELETE FROM checkpoint_blobs WHERE thread_id = ?1 AND NOT EXISTS (
-    SELECT 1 FROM keep WHERE keep.ns = checkpoint_blobs.checkpoint_ns AND keep.channel = checkpoint_blobs.channel
-    AND keep.version = checkpoint_blobs.version)";
-
-const DELETE: [&str; 3] = [
-    "DELETE FROM checkpoints WHERE thread_id = ?1",
-    "DELETE FROM checkpoint_blobs WHERE thread_id = ?1",
-    "DELETE FROM checkpoint_writes WHERE thread_id = ?1",
-];
-const COPY: [&str; 3] = [
-    "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata) \
-     SELECT ?2, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata FROM checkpoints \
-     WHERE thread_id = ?1",
-    "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, base_version, blob) \
-     SELECT ?2, checkpoint_ns, channel, version, base_version, blob FROM checkpoint_blobs WHERE thread_id = ?1",
-    "INSERT INTO checkpoint_writes \
-     (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, blob) \
-     SELECT ?2, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, blob FROM checkpoint_writes \
-     WHERE thread_id = ?1",
-];
-const HAS_CHECKPOINTS: &str = "SELECT EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = ?1)";
 
 #[async_trait]
 impl Checkpointer for SqliteSaver {

@@ -13,6 +13,7 @@ use weft_graph::store::{
     TtlConfig, validate_filter, validate_namespace,
 };
 
+use super::statements::{NAMESPACES, PUT_ITEM, REFRESH, SEARCH, VECTORS};
 use super::{Db, SqliteOptions, SqlitePool, schema};
 use crate::sql::store_rows::{
     self, Candidate, ItemRow, duration_micros, keep_matching, micros, ns_text, prefix_range, rank, ttl_of,
@@ -46,23 +47,6 @@ fn backend(e: sqlx::Error) -> StoreError {
 }
 
 type Row = (String, String, String, i64, i64, Option<i64>);
-
-const SEARCH: &str = "SELECT prefix, key, value, created_at, updated_at, ttl_micros FROM store_items \
-    WHERE (?1 OR prefix = ?2 OR (prefix >= ?3 AND prefix < ?4)) AND (expires_at IS NULL OR expires_at > ?5) \
-    ORDER BY seq DESC";
-const VECTORS: &str = "SELECT prefix, key, embedding FROM store_vectors \
-    WHERE (?1 OR prefix = ?2 OR (prefix >= ?3 AND prefix < ?4)) ORDER BY prefix, key, idx";
-const NAMESPACES: &str = "SELECT DISTINCT prefix FROM store_items \
-    WHERE (?1 OR prefix = ?2 OR (prefix >= ?3 AND prefix < ?4)) AND (expires_at IS NULL OR expires_at > ?5)";
-const PUT: &str = "INSERT INTO store_items \
-    (prefix, key, value, created_at, updated_at, seq, expires_at, ttl_micros) \
-    VALUES (?1, ?2, ?3, ?4, ?4, (SELECT coalesce(max(seq), 0) + 1 FROM store_items), ?5, ?6) \
-    ON CONFLICT (prefix, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at, \
-    seq = excluded.seq, expires_at = excluded.expires_at, ttl_micros = excluded.ttl_micros, \
-    created_at = CASE WHEN store_items.expires_at IS NOT NULL AND store_items.expires_at <= excluded.updated_at \
-    THEN excluded.created_at ELSE store_items.created_at END";
-const REFRESH: &str = "UPDATE store_items SET expires_at = ?3 + ttl_micros \
-    WHERE prefix = ?1 AND key = ?2 AND ttl_micros IS NOT NULL";
 
 impl SqliteStore {
     /// Opens (creating it if missing) the database file at `path` with default options.
@@ -196,7 +180,7 @@ impl Store for SqliteStore {
         let now = micros(SystemTime::now());
         let prefix = ns_text(namespace);
         let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
-        sqlx::query(PUT)
+        sqlx::query(PUT_ITEM)
             .bind(&prefix)
             .bind(key)
             .bind(value.to_string())
