@@ -1,12 +1,28 @@
 //! # weft-integrations
 //!
-//! Implementations of weft's traits for outside services, one cargo feature each: `openai` (chat model
-//! and embeddings), `sqlite` and `postgres` (checkpointer and store), `redis` (checkpointer and store).
+//! Implementations of weft's traits for outside services, one cargo feature each:
 //!
-//! - [`redis`] (feature `redis`): [`RedisSaver`](redis::RedisSaver) and [`RedisStore`](redis::RedisStore),
-//!   checkpoints and long-term memory on plain Redis.
+//! - `sqlite` (on by default): [`sqlite::SqliteSaver`] and [`sqlite::SqliteStore`], the embedded
+//!   checkpointer and store.
+//! - `postgres`: [`postgres::PostgresSaver`] and [`postgres::PostgresStore`] on a connection pool.
+//! - `redis`: [`redis::RedisSaver`] and [`redis::RedisStore`], checkpoints and long-term memory on plain
+//!   Redis (no modules).
+//! - `openai`: declared, not implemented yet.
 //!
-//! The other features are declared so that dependents can name them, but add no code yet.
+//! Every saver passes weft's checkpointer conformance suite and every store its store conformance suite
+//! (`weft_graph::checkpoint::conformance`, `weft_graph::store::conformance`).
+
+#[cfg(feature = "_sql")]
+mod sql;
+
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+
+#[cfg(feature = "postgres")]
+pub mod postgres;
 
 #[cfg(feature = "redis")]
 pub mod redis;
+
+#[cfg(feature = "_sql")]
+pub use sql::delta::DeltaStorage;

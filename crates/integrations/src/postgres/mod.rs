@@ -1,0 +1,260 @@
+//! PostgreSQL backends (feature `postgres`): [`PostgresSaver`] (checkpointer) and [`PostgresStore`]
+//! (long-term memory) on an sqlx connection pool.
+//!
+//! - **Layout**: `checkpoints`, `checkpoint_blobs` (each channel value once per thread, namespace,
+//!   channel and version; growing lists as deltas, see [`DeltaStorage`]), `checkpoint_writes`,
+//!   `store_items`, `store_vectors`; applied schema steps are recorded in `weft_migrations`. Rows are keyed
+//!   by the MD5 of the thread id and namespace (generated columns), so ids of any length fit in the
+//!   indexes (PostgreSQL's B-tree refuses keys over about 2.7 kB); the ids themselves are compared too.
+//! - **Migrations** run in one transaction under an advisory lock per schema, so several processes may
+//!   start at once.
+//! - **No lock in the saver**: every call takes a pooled connection; a `put` is one statement (the
+//!   checkpoint and its new values in one implicit transaction), a read is one statement too.
+//! - **Poolers**: with [`PostgresOptions::prepared_statements`] off, queries use unnamed statements only
+//!   (`persistent(false)`), which transaction-mode PgBouncer accepts.
+//! - **Transient failures** are retried ([`RetryPolicy`]).
+//! - **Secrets**: the password of a connection string never appears in `Debug` output, errors or logs.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+pub use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+pub use crate::sql::delta::DeltaStorage;
+use crate::sql::migrate::{self, Migration};
+
+mod put;
+mod read;
+mod retry;
+mod saver;
+mod schema;
+mod statements;
+mod store;
+
+pub use crate::sql::StorageStats;
+pub use retry::RetryPolicy;
+pub use saver::PostgresSaver;
+pub use store::PostgresStore;
+
+/// Settings of a PostgreSQL backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostgresOptions {
+    /// Pool size when weft makes the pool (default 10).
+    pub max_connections: u32,
+    /// How long a call waits for a pooled connection (default 10 s).
+    pub acquire_timeout: Duration,
+    /// Use named server-side prepared statements, cached per connection (default `true`). Turn off
+    /// behind a transaction-mode pooler (PgBouncer, Supavisor): every query then uses the unnamed
+    /// statement.
+    pub prepared_statements: bool,
+    /// The schema weft's tables live in (created if missing), set as the connections' `search_path`
+    /// when weft makes the pool (a startup parameter, which some poolers refuse: there, set the search
+    /// path on the server role instead). `None`: the server's default search path.
+    pub schema: Option<String>,
+    /// Retries of operations that fail for a passing reason.
+    pub retry: RetryPolicy,
+    /// How append-only channels are stored (savers only; default: deltas).
+    pub delta: DeltaStorage,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: 10,
+            acquire_timeout: Duration::from_secs(10),
+            prepared_statements: true,
+            schema: None,
+            retry: RetryPolicy::default(),
+            delta: DeltaStorage::default(),
+        }
+    }
+}
+
+impl PostgresOptions {
+    /// These options with tables in `schema`.
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = Some(schema.into());
+        self
+    }
+
+    /// These options without server-side prepared statements (for transaction-mode poolers).
+    pub fn without_prepared_statements(mut self) -> Self {
+        self.prepared_statements = false;
+        self
+    }
+}
+
+/// A pool and how to use it.
+#[derive(Clone)]
+pub(crate) struct Pg {
+    pub(crate) pool: PgPool,
+    pub(crate) persistent: bool,
+    pub(crate) retry: RetryPolicy,
+    /// Where it connects, without the password.
+    pub(crate) target: String,
+    pub(crate) schema: Option<String>,
+}
+
+impl fmt::Debug for Pg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Postgres")
+            .field("target", &self.target)
+            .field("schema", &self.schema)
+            .field("prepared_statements", &self.persistent)
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+/// `url` with any password (`scheme://user:password@host`, `password=...`) replaced by `***`.
+pub(crate) fn redact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(scheme) = rest.find("://") {
+        let (head, tail) = rest.split_at(scheme + 3);
+        out.push_str(head);
+        let end = tail.find(|c: char| c.is_whitespace() || c == '/' || c == '?').unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match (authority.rfind('@'), authority.find(':')) {
+            (Some(at), Some(colon)) if colon < at => {
+                out.push_str(&authority[..=colon]);
+                out.push_str("***");
+                out.push_str(&authority[at..]);
+            }
+            _ => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    redact_keywords(&out)
+}
+
+fn redact_keywords(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("password=") {
+        let (head, tail) = rest.split_at(at + "password=".len());
+        out.push_str(head);
+        out.push_str("***");
+        let end = tail.find(|c: char| c.is_whitespace() || c == '&').unwrap_or(tail.len());
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn describe(options: &PgConnectOptions) -> String {
+    let database = options.get_database().unwrap_or("(default)");
+    format!("postgres://{}@{}:{}/{database}", options.get_username(), options.get_host(), options.get_port())
+}
+
+/// Checks a schema name: letters, digits and `_`, not starting with a digit, at most 63 bytes.
+fn check_schema(schema: &str) -> Result<(), String> {
+    let ok = !schema.is_empty()
+        && schema.len() <= 63
+        && !schema.starts_with(|c: char| c.is_ascii_digit())
+        && schema.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok { Ok(()) } else { Err(format!("invalid schema name '{schema}' (use letters, digits and _)")) }
+}
+
+impl Pg {
+    /// Connects a new pool to `url`.
+    pub(crate) async fn connect(url: &str, options: &PostgresOptions) -> Result<Self, String> {
+        let mut connect = PgConnectOptions::from_str(url)
+            .map_err(|e| redact(&format!("invalid PostgreSQL connection string: {e}")))?;
+        if !options.prepared_statements {
+            connect = connect.statement_cache_capacity(0);
+        }
+        if let Some(schema) = &options.schema {
+            check_schema(schema)?;
+            connect = connect.options([("search_path", schema.as_str())]);
+        }
+        let target = describe(&connect);
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections.max(1))
+            .acquire_timeout(options.acquire_timeout)
+            .connect_with(connect)
+            .await
+            .map_err(|e| redact(&format!("cannot connect to {target}: {e}")))?;
+        Ok(Self {
+            pool,
+            persistent: options.prepared_statements,
+            retry: options.retry,
+            target,
+            schema: options.schema.clone(),
+        })
+    }
+
+    /// The caller's pool.
+    pub(crate) fn from_pool(pool: PgPool, options: &PostgresOptions) -> Self {
+        let target = describe(&pool.connect_options());
+        Self { pool, persistent: options.prepared_statements, retry: options.retry, target, schema: None }
+    }
+
+    /// Applies the missing steps of `component` in one transaction, under an advisory lock per schema
+    /// (so processes that start together migrate one after another).
+    pub(crate) async fn migrate(&self, component: &str, steps: &[Migration]) -> Result<(), String> {
+        let fail = |e: sqlx::Error| redact(&format!("PostgreSQL migration of {component} failed: {e}"));
+        let mut tx = self.pool.begin().await.map_err(fail)?;
+        let lock_name = self.schema.clone().unwrap_or_default();
+        sqlx::query(
+            "SELECT pg_advisory_xact_lock(hashtext('weft_migrations'), \
+             hashtext(coalesce(nullif($1, ''), current_schema(), '')))",
+        )
+        .bind(&lock_name)
+        .persistent(false)
+        .execute(&mut *tx)
+        .await
+        .map_err(fail)?;
+        if let Some(schema) = &self.schema {
+            check_schema(schema)?;
+            let create = format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\"");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(create)).execute(&mut *tx).await.map_err(fail)?;
+        }
+        sqlx::raw_sql(schema::MIGRATIONS_TABLE).execute(&mut *tx).await.map_err(fail)?;
+        let applied: Vec<i64> =
+            sqlx::query_scalar("SELECT version FROM weft_migrations WHERE component = $1")
+                .bind(component)
+                .persistent(false)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(fail)?;
+        for step in migrate::pending(component, steps, &applied)? {
+            sqlx::raw_sql(step.sql).execute(&mut *tx).await.map_err(fail)?;
+            sqlx::query("INSERT INTO weft_migrations (component, version, name) VALUES ($1, $2, $3)")
+                .bind(component)
+                .bind(step.version)
+                .bind(step.name)
+                .persistent(false)
+                .execute(&mut *tx)
+                .await
+                .map_err(fail)?;
+        }
+        tx.commit().await.map_err(fail)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted_from_urls_and_keywords() {
+        let text = "cannot connect to postgres://ann:s3cr%40t@db.example:5432/app?sslmode=require: refused";
+        let clean = redact(text);
+        assert!(!clean.contains("s3cr"), "{clean}");
+        assert!(clean.contains("postgres://ann:***@db.example:5432/app"), "{clean}");
+        let clean = redact("host=db password=hunter2 user=ann");
+        assert_eq!(clean, "host=db password=*** user=ann");
+        assert_eq!(redact("postgres://ann@db/app"), "postgres://ann@db/app");
+    }
+
+    #[test]
+    fn schema_names_are_checked() {
+        assert!(check_schema("weft_test_1").is_ok());
+        assert!(check_schema("bad\"; DROP").is_err());
+        assert!(check_schema("1abc").is_err());
+    }
+}

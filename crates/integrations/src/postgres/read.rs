@@ -1,0 +1,190 @@
+//! Reads of the PostgreSQL saver: one statement returns each checkpoint with the blobs it needs (delta
+//! bases included, through a recursive query) and its pending writes, so a read is one round trip and
+//! sees one snapshot.
+
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+use weft_graph::checkpoint::{CheckpointConfig, CheckpointError, CheckpointTuple, ListOptions};
+
+use super::Pg;
+use super::saver::backend;
+use crate::sql::rows::{self, BlobRow, CheckpointRow, Parsed, Values, WriteRow};
+
+macro_rules! select_tuples {
+    ($where:literal) => {
+        concat!(
+            r#"SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,
+    c.checkpoint::text, c.metadata::text, b.channels, b.versions, b.bases, b.blobs,
+    w.task_ids, w.task_paths, w.idxs, w.channels, w.blobs
+FROM checkpoints c
+LEFT JOIN LATERAL (
+    WITH RECURSIVE need(channel, version) AS (
+        SELECT v.key COLLATE "C", v.value COLLATE "C" FROM jsonb_each_text(
+            CASE WHEN jsonb_typeof(c.checkpoint -> 'channel_versions') = 'object'
+            THEN c.checkpoint -> 'channel_versions' ELSE '{}'::jsonb END) v
+        UNION
+        SELECT bl.channel, bl.base_version FROM need JOIN checkpoint_blobs bl
+            ON bl.thread_key = c.thread_key AND bl.ns_key = c.ns_key AND bl.thread_id = c.thread_id
+            AND bl.checkpoint_ns = c.checkpoint_ns AND bl.channel = need.channel AND bl.version = need.version
+        WHERE bl.base_version IS NOT NULL
+    )
+    SELECT array_agg(bl.channel) AS channels, array_agg(bl.version) AS versions,
+        array_agg(bl.base_version) AS bases, array_agg(bl.blob) AS blobs
+    FROM need JOIN checkpoint_blobs bl
+        ON bl.thread_key = c.thread_key AND bl.ns_key = c.ns_key AND bl.thread_id = c.thread_id
+        AND bl.checkpoint_ns = c.checkpoint_ns AND bl.channel = need.channel AND bl.version = need.version
+) b ON true
+LEFT JOIN LATERAL (
+    SELECT array_agg(cw.task_id) AS task_ids, array_agg(cw.task_path) AS task_paths,
+        array_agg(cw.idx) AS idxs, array_agg(cw.channel) AS channels, array_agg(cw.blob) AS blobs
+    FROM checkpoint_writes cw
+    WHERE cw.thread_key = c.thread_key AND cw.ns_key = c.ns_key AND cw.thread_id = c.thread_id
+        AND cw.checkpoint_ns = c.checkpoint_ns AND cw.checkpoint_id = c.checkpoint_id
+) w ON true
+"#,
+            $where
+        )
+    };
+}
+
+/// Checkpoints of one thread and namespace: `$3` an id (or null), `$4` before (or null), `$5` a metadata
+/// containment filter (or null), `$6` a limit (or null).
+const OF_THREAD: &str = select_tuples!(
+    "WHERE c.thread_key = md5($1)::uuid AND c.thread_id = $1 AND c.ns_key = md5($2)::uuid
+    AND c.checkpoint_ns = $2 AND ($3::text IS NULL OR c.checkpoint_id = $3)
+    AND ($4::text IS NULL OR c.checkpoint_id < $4) AND ($5::jsonb IS NULL OR c.metadata @> $5::jsonb)
+ORDER BY c.checkpoint_id DESC LIMIT $6"
+);
+
+/// Checkpoints of every thread: `$1` before, `$2` filter, `$3` limit (each may be null).
+const EVERY: &str = select_tuples!(
+    "WHERE ($1::text IS NULL OR c.checkpoint_id < $1) AND ($2::jsonb IS NULL OR c.metadata @> $2::jsonb)
+ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC LIMIT $3"
+);
+
+/// The checkpoint at `config` (by id or the latest), whole.
+pub(super) async fn get_tuple(
+    pg: &Pg,
+    config: &CheckpointConfig,
+) -> Result<Option<CheckpointTuple>, CheckpointError> {
+    let rows = pg
+        .retry
+        .run("get_tuple", move || {
+            sqlx::query(OF_THREAD)
+                .bind(&config.thread_id)
+                .bind(&config.checkpoint_ns)
+                .bind(config.checkpoint_id.as_deref())
+                .bind(None::<String>)
+                .bind(None::<String>)
+                .bind(Some(1_i64))
+                .persistent(pg.persistent)
+                .fetch_all(&pg.pool)
+        })
+        .await
+        .map_err(backend)?;
+    rows.into_iter().next().map(|row| decode(row)?.finish()).transpose()
+}
+
+/// `list`: the metadata filter runs in the database as containment, then exactly in weft (containment
+/// is looser for numbers, lists and maps; then the limit applies in weft too).
+pub(super) async fn list(
+    pg: &Pg,
+    config: Option<&CheckpointConfig>,
+    options: &ListOptions,
+) -> Result<Vec<CheckpointTuple>, CheckpointError> {
+    let limit = options.limit.unwrap_or(usize::MAX);
+    if limit == 0 {
+        return Ok(Vec::new());
+    }
+    let exact_in_sql =
+        options.filter.values().all(|v| matches!(v, Value::String(_) | Value::Bool(_) | Value::Null));
+    let sql_limit = exact_in_sql.then(|| i64::try_from(limit).ok()).flatten();
+    let filter = (!options.filter.is_empty()).then(|| Value::Object(options.filter.clone()).to_string());
+    let filter = filter.as_deref();
+    let before = options.before.as_deref();
+    let rows = pg
+        .retry
+        .run("list", move || {
+            let query = match config {
+                Some(c) => sqlx::query(OF_THREAD)
+                    .bind(&c.thread_id)
+                    .bind(&c.checkpoint_ns)
+                    .bind(c.checkpoint_id.as_deref())
+                    .bind(before)
+                    .bind(filter)
+                    .bind(sql_limit),
+                None => sqlx::query(EVERY).bind(before).bind(filter).bind(sql_limit),
+            };
+            query.persistent(pg.persistent).fetch_all(&pg.pool)
+        })
+        .await
+        .map_err(backend)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let found = decode(row)?;
+        if !rows::metadata_matches(&found.parsed.metadata_json, &options.filter) {
+            continue;
+        }
+        out.push(found.finish()?);
+        if out.len() >= limit {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// A checkpoint read with what it needs.
+struct Found {
+    parsed: Parsed,
+    blobs: Vec<BlobRow>,
+    writes: Vec<WriteRow>,
+}
+
+impl Found {
+    fn finish(self) -> Result<CheckpointTuple, CheckpointError> {
+        let blobs = rows::blob_map(self.blobs);
+        self.parsed.finish(&mut Values::new(&blobs), self.writes)
+    }
+}
+
+/// One row of [`select_tuples!`], its checkpoint parsed.
+fn decode(row: PgRow) -> Result<Found, CheckpointError> {
+    let get = |e: sqlx::Error| backend(e);
+    let checkpoint = CheckpointRow {
+        thread_id: row.try_get(0).map_err(get)?,
+        checkpoint_ns: row.try_get(1).map_err(get)?,
+        checkpoint_id: row.try_get(2).map_err(get)?,
+        parent_checkpoint_id: row.try_get(3).map_err(get)?,
+        checkpoint: row.try_get(4).map_err(get)?,
+        metadata: row.try_get(5).map_err(get)?,
+    };
+    let channels: Vec<String> = row.try_get::<Option<_>, _>(6).map_err(get)?.unwrap_or_default();
+    let versions: Vec<String> = row.try_get::<Option<_>, _>(7).map_err(get)?.unwrap_or_default();
+    let bases: Vec<Option<String>> = row.try_get::<Option<_>, _>(8).map_err(get)?.unwrap_or_default();
+    let blobs: Vec<Option<Vec<u8>>> = row.try_get::<Option<_>, _>(9).map_err(get)?.unwrap_or_default();
+    let blob_rows = channels
+        .into_iter()
+        .zip(versions)
+        .zip(bases.into_iter().zip(blobs))
+        .map(|((channel, version), (base_version, blob))| BlobRow { channel, version, base_version, blob })
+        .collect();
+    let task_ids: Vec<String> = row.try_get::<Option<_>, _>(10).map_err(get)?.unwrap_or_default();
+    let task_paths: Vec<String> = row.try_get::<Option<_>, _>(11).map_err(get)?.unwrap_or_default();
+    let idxs: Vec<i64> = row.try_get::<Option<_>, _>(12).map_err(get)?.unwrap_or_default();
+    let write_channels: Vec<String> = row.try_get::<Option<_>, _>(13).map_err(get)?.unwrap_or_default();
+    let write_blobs: Vec<Vec<u8>> = row.try_get::<Option<_>, _>(14).map_err(get)?.unwrap_or_default();
+    let writes = task_ids
+        .into_iter()
+        .zip(task_paths)
+        .zip(idxs.into_iter().zip(write_channels.into_iter().zip(write_blobs)))
+        .map(|((task_id, task_path), (idx, (channel, blob)))| WriteRow {
+            task_id,
+            task_path,
+            idx,
+            channel,
+            blob,
+        })
+        .collect();
+    Ok(Found { parsed: checkpoint.parse()?, blobs: blob_rows, writes })
+}

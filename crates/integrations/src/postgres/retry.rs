@@ -1,0 +1,129 @@
+//! Retries of operations that failed for a passing reason (a dropped connection, a server restarting, a
+//! serialization conflict).
+
+use std::future::Future;
+use std::time::{Duration, SystemTime};
+
+/// How a PostgreSQL backend retries an operation that failed for a passing reason: a connection that
+/// broke or could not be made (I/O errors, SQLSTATE class 08), a server shutting down or starting
+/// (57P01-57P03), too many connections (53300), a serialization failure or deadlock (40001, 40P01), or no
+/// pooled connection in time. Every operation of the backends is safe to run again; other errors are
+/// returned at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (default 3; `0` never retries).
+    pub retries: u32,
+    /// Wait before the first retry (default 50 ms); each retry waits twice as long as the one before,
+    /// plus up to half as much again at random.
+    pub first_delay: Duration,
+    /// Longest wait between attempts (default 2 s).
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self { retries: 3, first_delay: Duration::from_millis(50), max_delay: Duration::from_secs(2) }
+    }
+}
+
+impl RetryPolicy {
+    /// Never retries.
+    pub fn none() -> Self {
+        Self { retries: 0, ..Self::default() }
+    }
+
+    /// The wait before retry `n` (0-based).
+    pub(crate) fn delay(&self, n: u32) -> Duration {
+        let base = self.first_delay.saturating_mul(2_u32.saturating_pow(n)).min(self.max_delay);
+        let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+        let half = u64::try_from(base.as_millis() / 2).unwrap_or(0).max(1);
+        (base + Duration::from_millis(u64::from(nanos) % half)).min(self.max_delay)
+    }
+
+    /// Runs `op` until it succeeds, fails for good, or the retries are spent.
+    pub(crate) async fn run<T, F, Fut>(&self, what: &str, mut op: F) -> Result<T, sqlx::Error>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, sqlx::Error>>,
+    {
+        let mut attempt = 0;
+        loop {
+            match op().await {
+                Err(e) if attempt < self.retries && is_transient(&e) => {
+                    let wait = self.delay(attempt);
+                    tracing::warn!(operation = what, attempt = attempt + 1, ?wait, error = %e,
+                        "postgres operation failed for a passing reason; retrying");
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+                done => return done,
+            }
+        }
+    }
+}
+
+/// Whether an error is worth another attempt.
+pub(crate) fn is_transient(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::Protocol(_) => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+            code.starts_with("08")
+                || matches!(code.as_ref(), "57P01" | "57P02" | "57P03" | "53300" | "40001" | "40P01")
+        }),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+
+    fn io_error() -> sqlx::Error {
+        sqlx::Error::Io(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset"))
+    }
+
+    #[test]
+    fn delays_double_and_stay_under_the_cap() {
+        let policy = RetryPolicy::default();
+        assert!(policy.delay(0) >= Duration::from_millis(50) && policy.delay(0) < Duration::from_millis(76));
+        assert!(policy.delay(2) >= Duration::from_millis(200));
+        assert_eq!(policy.delay(20), Duration::from_secs(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn passing_failures_are_retried_until_success() {
+        let calls = AtomicU32::new(0);
+        let out = RetryPolicy::default()
+            .run("test", || async {
+                if calls.fetch_add(1, Ordering::SeqCst) < 2 { Err(io_error()) } else { Ok(7) }
+            })
+            .await;
+        assert_eq!(out.unwrap(), 7);
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_stop_when_spent_and_other_errors_are_not_retried() {
+        let calls = AtomicU32::new(0);
+        let policy = RetryPolicy { retries: 2, ..RetryPolicy::default() };
+        let out: Result<(), _> = policy
+            .run("test", || async {
+                calls.fetch_add(1, Ordering::SeqCst);
+                Err(io_error())
+            })
+            .await;
+        assert!(out.is_err());
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+        calls.store(0, Ordering::SeqCst);
+        let out: Result<(), _> = policy
+            .run("test", || async {
+                calls.fetch_add(1, Ordering::SeqCst);
+                Err(sqlx::Error::RowNotFound)
+            })
+            .await;
+        assert!(out.is_err());
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+}

@@ -1,0 +1,315 @@
+//! `PostgresSaver`: the checkpointer on PostgreSQL.
+
+use std::fmt;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use weft_graph::checkpoint::{
+    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple,
+    Checkpointer, ListOptions,
+};
+
+use super::put::{self, check_config, check_text};
+use super::statements::{COPY, DELETE, HAS_CHECKPOINTS, PRUNE, PUT_WRITES};
+use super::{Pg, PgPool, PostgresOptions, read, redact, schema};
+use crate::sql::StorageStats;
+use crate::sql::codec;
+use crate::sql::delta::{BlobRecord, DeltaPlanner};
+use crate::sql::rows;
+
+/// A checkpointer on PostgreSQL, sharing one connection pool among every thread (no lock of its own).
+/// See the [module docs](super) for the layout, pooler support, retries and the handling of secrets.
+///
+/// ```no_run
+/// use weft_integrations::postgres::{PostgresOptions, PostgresSaver};
+/// # async fn demo() -> Result<(), weft_graph::CheckpointError> {
+/// let saver = PostgresSaver::connect("postgres://app:secret@db.internal/app").await?;
+/// // Behind a transaction-mode pooler:
+/// let pooled = PostgresSaver::connect_with(
+///     "postgres://app:secret@pgbouncer.internal:6432/app",
+///     PostgresOptions::default().without_prepared_statements(),
+/// )
+/// .await?;
+/// # Ok(()) }
+/// ```
+pub struct PostgresSaver {
+    pg: Pg,
+    delta: DeltaPlanner,
+}
+
+impl fmt::Debug for PostgresSaver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresSaver").field("db", &self.pg).finish_non_exhaustive()
+    }
+}
+
+pub(super) fn backend(e: sqlx::Error) -> CheckpointError {
+    CheckpointError::Backend(redact(&format!("postgres: {e}")))
+}
+
+impl PostgresSaver {
+    /// Connects a pool to `url` with default options and creates or updates weft's tables.
+    pub async fn connect(url: &str) -> Result<Self, CheckpointError> {
+        Self::connect_with(url, PostgresOptions::default()).await
+    }
+
+    /// Connects a pool to `url` with `options` and creates or updates weft's tables.
+    pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Self, CheckpointError> {
+        let pg = Pg::connect(url, &options).await.map_err(CheckpointError::Backend)?;
+        Self::with_pg(pg, &options).await
+    }
+
+    /// A saver on the caller's pool (`options.max_connections`, `acquire_timeout` and `schema` are not
+    /// used: the pool has its own settings) after creating or updating weft's tables.
+    pub async fn from_pool(pool: PgPool, options: PostgresOptions) -> Result<Self, CheckpointError> {
+        Self::with_pg(Pg::from_pool(pool, &options), &options).await
+    }
+
+    async fn with_pg(pg: Pg, options: &PostgresOptions) -> Result<Self, CheckpointError> {
+        pg.migrate("checkpoint", schema::CHECKPOINT).await.map_err(CheckpointError::Backend)?;
+        Ok(Self { pg, delta: DeltaPlanner::new(options.delta) })
+    }
+
+    /// The pool (share it with a [`PostgresStore`](super::PostgresStore)).
+    pub fn pool(&self) -> &PgPool {
+        &self.pg.pool
+    }
+
+    /// Row counts and data bytes of every thread.
+    pub async fn storage_stats(&self) -> Result<StorageStats, CheckpointError> {
+        let pg = &self.pg;
+        let (checkpoints, blobs, writes, data_bytes): (i64, i64, i64, i64) = pg
+            .retry
+            .run("storage_stats", move || {
+                sqlx::query_as(
+                    "SELECT (SELECT count(*) FROM checkpoints), (SELECT count(*) FROM checkpoint_blobs), \
+                     (SELECT count(*) FROM checkpoint_writes), \
+                     ((SELECT coalesce(sum(octet_length(checkpoint::text) + octet_length(metadata::text)), 0) \
+                        FROM checkpoints) \
+                     + (SELECT coalesce(sum(octet_length(blob)), 0) FROM checkpoint_blobs) \
+                     + (SELECT coalesce(sum(octet_length(blob)), 0) FROM checkpoint_writes))::bigint",
+                )
+                .persistent(pg.persistent)
+                .fetch_one(&pg.pool)
+            })
+            .await
+            .map_err(backend)?;
+        let n = |v: i64| u64::try_from(v).unwrap_or(0);
+        Ok(StorageStats {
+            checkpoints: n(checkpoints),
+            blobs: n(blobs),
+            writes: n(writes),
+            data_bytes: n(data_bytes),
+        })
+    }
+}
+
+/// What `copy_thread` found.
+enum Copy {
+    Done,
+    NoSource,
+    TargetBusy,
+}
+
+#[async_trait]
+impl Checkpointer for PostgresSaver {
+    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
+        check_config(config)?;
+        read::get_tuple(&self.pg, config).await
+    }
+
+    async fn list(
+        &self,
+        config: Option<&CheckpointConfig>,
+        options: ListOptions,
+    ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
+        config.map_or(Ok(()), check_config)?;
+        read::list(&self.pg, config, &options).await
+    }
+
+    async fn put(
+        &self,
+        config: &CheckpointConfig,
+        mut checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        check_config(config)?;
+        check_text("checkpoint id", &checkpoint.id)?;
+        if checkpoint.id.is_empty() {
+            return Err(CheckpointError::Invalid(format!(
+                "checkpoint for thread '{}' has an empty id",
+                config.thread_id
+            )));
+        }
+        let metadata = Value::Object(rows::metadata_json(&metadata, config, &checkpoint.id)?).to_string();
+        let values = std::mem::take(&mut checkpoint.channel_values);
+        let body = codec::encode_checkpoint(&checkpoint).map_err(|message| CheckpointError::Serialize {
+            thread_id: config.thread_id.clone(),
+            channel: "(checkpoint)".into(),
+            message,
+        })?;
+        let plan = self.delta.plan(&config.thread_id, &config.checkpoint_ns, values, new_versions);
+        let records: Vec<&BlobRecord> = plan.records.iter().collect();
+        let mut stored_whole = Vec::new();
+        if !put::put_statement(&self.pg, config, &checkpoint, &body, &metadata, &records).await? {
+            // A delta's base is gone (pruned or deleted meanwhile): store those values whole.
+            let whole: Vec<BlobRecord> = plan
+                .records
+                .iter()
+                .map(|r| match r.base_version {
+                    Some(_) => {
+                        stored_whole.push(r.channel.clone());
+                        BlobRecord { base_version: None, blob: r.whole_blob(), whole: None, ..r.clone() }
+                    }
+                    None => r.clone(),
+                })
+                .collect();
+            let whole: Vec<&BlobRecord> = whole.iter().collect();
+            if !put::put_statement(&self.pg, config, &checkpoint, &body, &metadata, &whole).await? {
+                return Err(CheckpointError::Backend(format!(
+                    "checkpoint '{}' of thread '{}' was not stored: another thread's row has its key",
+                    checkpoint.id, config.thread_id
+                )));
+            }
+        }
+        self.delta.commit(plan, &stored_whole);
+        Ok(CheckpointConfig {
+            thread_id: config.thread_id.clone(),
+            checkpoint_ns: config.checkpoint_ns.clone(),
+            checkpoint_id: Some(checkpoint.id),
+        })
+    }
+
+    async fn put_writes(
+        &self,
+        config: &CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<(), CheckpointError> {
+        check_config(config)?;
+        let Some(checkpoint_id) = config.checkpoint_id.as_deref() else {
+            return Err(CheckpointError::Invalid(format!(
+                "writes of task '{task_id}' in thread '{}' name no checkpoint id",
+                config.thread_id
+            )));
+        };
+        check_text("task id", task_id)?;
+        let records = rows::write_records(writes);
+        let idxs: Vec<i64> = records.iter().map(|r| r.idx).collect();
+        let channels: Vec<&str> = records.iter().map(|r| r.channel.as_str()).collect();
+        let blobs: Vec<&[u8]> = records.iter().map(|r| r.blob.as_slice()).collect();
+        let (pg, idxs, channels, blobs) = (&self.pg, &idxs, &channels, &blobs);
+        pg.retry
+            .run("put_writes", move || {
+                sqlx::query(PUT_WRITES)
+                    .bind(&config.thread_id)
+                    .bind(&config.checkpoint_ns)
+                    .bind(checkpoint_id)
+                    .bind(task_id)
+                    .bind(task_path)
+                    .bind(idxs)
+                    .bind(channels)
+                    .bind(blobs)
+                    .persistent(pg.persistent)
+                    .execute(&pg.pool)
+            })
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError> {
+        check_text("thread id", thread_id)?;
+        self.delta.forget_thread(thread_id);
+        let pg = &self.pg;
+        pg.retry
+            .run("delete_thread", move || {
+                sqlx::query(DELETE).bind(thread_id).persistent(pg.persistent).execute(&pg.pool)
+            })
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn copy_thread(&self, src: &str, dst: &str) -> Result<(), CheckpointError> {
+        check_text("thread id", src)?;
+        check_text("thread id", dst)?;
+        let pg = &self.pg;
+        let outcome = pg
+            .retry
+            .run("copy_thread", move || async move {
+                let mut tx = pg.pool.begin().await?;
+                let has = |thread: &str| {
+                    sqlx::query_scalar::<_, bool>(HAS_CHECKPOINTS)
+                        .bind(thread.to_owned())
+                        .persistent(pg.persistent)
+                };
+                if !has(src).fetch_one(&mut *tx).await? {
+                    tx.rollback().await?;
+                    return Ok(Copy::NoSource);
+                }
+                if has(dst).fetch_one(&mut *tx).await? {
+                    tx.rollback().await?;
+                    return Ok(Copy::TargetBusy);
+                }
+                sqlx::query(DELETE).bind(dst).persistent(pg.persistent).execute(&mut *tx).await?;
+                for statement in COPY {
+                    sqlx::query(statement)
+                        .bind(src)
+                        .bind(dst)
+                        .persistent(pg.persistent)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(Copy::Done)
+            })
+            .await
+            .map_err(backend)?;
+        match outcome {
+            Copy::Done => {
+                self.delta.forget_thread(dst);
+                Ok(())
+            }
+            Copy::NoSource => {
+                Err(CheckpointError::Invalid(format!("cannot copy thread '{src}': it has no checkpoints")))
+            }
+            Copy::TargetBusy => Err(CheckpointError::Invalid(format!(
+                "cannot copy thread '{src}' to thread '{dst}': '{dst}' already has checkpoints"
+            ))),
+        }
+    }
+
+    async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError> {
+        check_text("thread id", thread_id)?;
+        let keep = i64::try_from(keep_latest).unwrap_or(i64::MAX);
+        let pg = &self.pg;
+        pg.retry
+            .run("prune", move || {
+                sqlx::query(PRUNE).bind(thread_id).bind(keep).persistent(pg.persistent).execute(&pg.pool)
+            })
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn list_ids(&self, config: &CheckpointConfig) -> Result<Vec<String>, CheckpointError> {
+        check_config(config)?;
+        let pg = &self.pg;
+        pg.retry
+            .run("list_ids", move || {
+                sqlx::query_scalar(
+                    "SELECT checkpoint_id FROM checkpoints WHERE thread_key = md5($1)::uuid AND thread_id = $1 \
+                     AND ns_key = md5($2)::uuid AND checkpoint_ns = $2 ORDER BY checkpoint_id DESC",
+                )
+                .bind(&config.thread_id)
+                .bind(&config.checkpoint_ns)
+                .persistent(pg.persistent)
+                .fetch_all(&pg.pool)
+            })
+            .await
+            .map_err(backend)
+    }
+}

@@ -1,0 +1,92 @@
+//! The PostgreSQL schema, as migration steps.
+//!
+//! Key columns use the "C" collation (byte order, as weft compares ids) and rows are keyed by the MD5 of
+//! their thread id and namespace (store items: of their namespace text and key), so ids of any length fit
+//! in a B-tree index. Store namespace ranges use an index on the first 256 characters of the namespace.
+
+use crate::sql::migrate::Migration;
+
+/// The table that records applied steps.
+pub(super) const MIGRATIONS_TABLE: &str = "
+CREATE TABLE IF NOT EXISTS weft_migrations (
+    component TEXT NOT NULL,
+    version BIGINT NOT NULL,
+    name TEXT NOT NULL,
+    applied_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    PRIMARY KEY (component, version)
+)";
+
+/// Steps of the checkpointer's tables.
+pub(super) const CHECKPOINT: &[Migration] = &[Migration {
+    version: 1,
+    name: "checkpoints, blobs per channel version (with delta bases), pending writes",
+    sql: r#"
+CREATE TABLE checkpoints (
+    thread_id TEXT COLLATE "C" NOT NULL,
+    checkpoint_ns TEXT COLLATE "C" NOT NULL DEFAULT '',
+    checkpoint_id TEXT COLLATE "C" NOT NULL,
+    thread_key UUID NOT NULL GENERATED ALWAYS AS (md5(thread_id)::uuid) STORED,
+    ns_key UUID NOT NULL GENERATED ALWAYS AS (md5(checkpoint_ns)::uuid) STORED,
+    parent_checkpoint_id TEXT COLLATE "C",
+    checkpoint JSONB NOT NULL,
+    metadata JSONB NOT NULL DEFAULT '{}',
+    PRIMARY KEY (thread_key, ns_key, checkpoint_id)
+);
+CREATE INDEX checkpoints_by_id ON checkpoints (checkpoint_id);
+CREATE TABLE checkpoint_blobs (
+    thread_id TEXT COLLATE "C" NOT NULL,
+    checkpoint_ns TEXT COLLATE "C" NOT NULL DEFAULT '',
+    thread_key UUID NOT NULL GENERATED ALWAYS AS (md5(thread_id)::uuid) STORED,
+    ns_key UUID NOT NULL GENERATED ALWAYS AS (md5(checkpoint_ns)::uuid) STORED,
+    channel TEXT COLLATE "C" NOT NULL,
+    version TEXT COLLATE "C" NOT NULL,
+    base_version TEXT COLLATE "C",
+    blob BYTEA,
+    PRIMARY KEY (thread_key, ns_key, channel, version)
+);
+CREATE TABLE checkpoint_writes (
+    thread_id TEXT COLLATE "C" NOT NULL,
+    checkpoint_ns TEXT COLLATE "C" NOT NULL DEFAULT '',
+    thread_key UUID NOT NULL GENERATED ALWAYS AS (md5(thread_id)::uuid) STORED,
+    ns_key UUID NOT NULL GENERATED ALWAYS AS (md5(checkpoint_ns)::uuid) STORED,
+    checkpoint_id TEXT COLLATE "C" NOT NULL,
+    task_id TEXT COLLATE "C" NOT NULL,
+    idx BIGINT NOT NULL,
+    task_path TEXT COLLATE "C" NOT NULL DEFAULT '',
+    channel TEXT COLLATE "C" NOT NULL,
+    blob BYTEA NOT NULL,
+    PRIMARY KEY (thread_key, ns_key, checkpoint_id, task_id, idx)
+);"#,
+}];
+
+/// Steps of the store's tables.
+pub(super) const STORE: &[Migration] = &[Migration {
+    version: 1,
+    name: "store items (namespace text, TTL, update order) and vectors",
+    sql: r#"
+CREATE SEQUENCE store_seq;
+CREATE TABLE store_items (
+    prefix TEXT COLLATE "C" NOT NULL,
+    key TEXT COLLATE "C" NOT NULL,
+    prefix_key UUID NOT NULL GENERATED ALWAYS AS (md5(prefix)::uuid) STORED,
+    key_key UUID NOT NULL GENERATED ALWAYS AS (md5(key)::uuid) STORED,
+    value TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    seq BIGINT NOT NULL DEFAULT nextval('store_seq'),
+    expires_at BIGINT,
+    ttl_micros BIGINT,
+    PRIMARY KEY (prefix_key, key_key)
+);
+CREATE INDEX store_items_by_prefix ON store_items (left(prefix, 256));
+CREATE INDEX store_items_by_seq ON store_items (seq);
+CREATE INDEX store_items_expiry ON store_items (expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE store_vectors (
+    prefix_key UUID NOT NULL,
+    key_key UUID NOT NULL,
+    idx BIGINT NOT NULL,
+    embedding BYTEA NOT NULL,
+    PRIMARY KEY (prefix_key, key_key, idx),
+    FOREIGN KEY (prefix_key, key_key) REFERENCES store_items (prefix_key, key_key) ON DELETE CASCADE
+);"#,
+}];

@@ -1,0 +1,263 @@
+//! Delta storage of append-only channels.
+//!
+//! A message list grows by a few messages a step; storing the whole list at every version makes a
+//! thread's storage grow with the square of its length. When a channel's new value is a list that starts
+//! with the whole value the saver last stored for that channel (same thread and namespace), the saver
+//! stores only the appended elements and the version they extend (`base_version`); every
+//! [`DeltaStorage::snapshot_every`] deltas it stores the whole list again, so reading a value never
+//! follows more than that many rows. Reading any checkpoint rebuilds the exact value.
+//!
+//! Nothing in the engine has to declare a channel append-only: the saver compares values. A value that
+//! is not a list, or a list whose head changed (`add_messages` replacing or removing a message), is
+//! stored whole. The last stored list of each recently written channel is kept in memory (bounded by
+//! [`DeltaStorage::cache_entries`]); after a restart the first version written is whole.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value};
+use weft_graph::checkpoint::ChannelVersions;
+
+use super::codec;
+
+/// How a SQL saver stores channels whose value only grows at the end (message lists).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeltaStorage {
+    /// Store appended elements only (default `true`); `false` stores every version whole.
+    pub enabled: bool,
+    /// A whole value after this many deltas in a row (default 64; `0` or `1` mean every version whole).
+    pub snapshot_every: usize,
+    /// How many channels' last values are remembered (default 1,024; each holds a reference to the
+    /// list the engine saved).
+    pub cache_entries: usize,
+}
+
+impl Default for DeltaStorage {
+    fn default() -> Self {
+        Self { enabled: true, snapshot_every: 64, cache_entries: 1024 }
+    }
+}
+
+impl DeltaStorage {
+    /// Every version stored whole.
+    pub fn off() -> Self {
+        Self { enabled: false, ..Self::default() }
+    }
+}
+
+/// One channel value to store.
+#[derive(Debug, Clone)]
+pub(crate) struct BlobRecord {
+    pub(crate) channel: String,
+    pub(crate) version: String,
+    /// With `Some`, `blob` holds the elements appended to the value at this version.
+    pub(crate) base_version: Option<String>,
+    /// `None`: the channel was empty.
+    pub(crate) blob: Option<Vec<u8>>,
+    /// For a delta: the whole value, stored instead when the base is gone.
+    pub(crate) whole: Option<Arc<Vec<Value>>>,
+}
+
+impl BlobRecord {
+    /// The whole value of a delta record, as a blob.
+    pub(crate) fn whole_blob(&self) -> Option<Vec<u8>> {
+        self.whole.as_ref().map(|items| codec::encode_full_list(items))
+    }
+}
+
+type Key = (String, String, String);
+
+#[derive(Debug, Clone)]
+struct Entry {
+    version: String,
+    items: Arc<Vec<Value>>,
+    /// Deltas stored since the last whole value.
+    chain: usize,
+    used: u64,
+}
+
+/// What a `put` stores, and how the memory of last values changes once it is committed.
+#[derive(Debug, Default)]
+pub(crate) struct Plan {
+    pub(crate) records: Vec<BlobRecord>,
+    updates: Vec<(Key, Entry)>,
+}
+
+/// Chooses between whole values and deltas, remembering the last stored list per channel.
+#[derive(Debug)]
+pub(crate) struct DeltaPlanner {
+    config: DeltaStorage,
+    cache: Mutex<Cache>,
+}
+
+#[derive(Debug, Default)]
+struct Cache {
+    entries: HashMap<Key, Entry>,
+    clock: u64,
+}
+
+impl DeltaPlanner {
+    /// A planner with `config`.
+    pub(crate) fn new(config: DeltaStorage) -> Self {
+        Self { config, cache: Mutex::new(Cache::default()) }
+    }
+
+    fn enabled(&self) -> bool {
+        self.config.enabled && self.config.snapshot_every > 1 && self.config.cache_entries > 0
+    }
+
+    /// The records for the channels in `new_versions` (values taken from `values`).
+    pub(crate) fn plan(
+        &self,
+        thread_id: &str,
+        checkpoint_ns: &str,
+        mut values: Map<String, Value>,
+        new_versions: ChannelVersions,
+    ) -> Plan {
+        let mut plan = Plan::default();
+        for (channel, version) in new_versions {
+            let value = values.remove(&channel);
+            let Some(Value::Array(items)) = value else {
+                let blob = value.as_ref().map(codec::encode_full);
+                plan.records.push(BlobRecord { channel, version, base_version: None, blob, whole: None });
+                continue;
+            };
+            if !self.enabled() {
+                let blob = Some(codec::encode_full(&Value::Array(items)));
+                plan.records.push(BlobRecord { channel, version, base_version: None, blob, whole: None });
+                continue;
+            }
+            let key = (thread_id.to_owned(), checkpoint_ns.to_owned(), channel.clone());
+            let last = self.cache.lock().ok().and_then(|c| c.entries.get(&key).cloned());
+            let items = Arc::new(items);
+            let extends = last.filter(|last| {
+                last.chain + 1 < self.config.snapshot_every
+                    && last.version != version
+                    && items.len() >= last.items.len()
+                    && items[..last.items.len()] == last.items[..]
+            });
+            let (record, chain) = match extends {
+                Some(last) => {
+                    let blob = codec::encode_append(&items[last.items.len()..]);
+                    let record = BlobRecord {
+                        channel,
+                        version: version.clone(),
+                        base_version: Some(last.version),
+                        blob: Some(blob),
+                        whole: Some(Arc::clone(&items)),
+                    };
+                    (record, last.chain + 1)
+                }
+                None => {
+                    let blob = Some(codec::encode_full_list(&items));
+                    (
+                        BlobRecord {
+                            channel,
+                            version: version.clone(),
+                            base_version: None,
+                            blob,
+                            whole: None,
+                        },
+                        0,
+                    )
+                }
+            };
+            plan.records.push(record);
+            plan.updates.push((key, Entry { version, items, chain, used: 0 }));
+        }
+        plan
+    }
+
+    /// Remembers the lists of a committed plan; `stored_whole` names delta records that were stored whole
+    /// instead (their base was gone).
+    pub(crate) fn commit(&self, plan: Plan, stored_whole: &[String]) {
+        if plan.updates.is_empty() {
+            return;
+        }
+        let Ok(mut cache) = self.cache.lock() else { return };
+        for (key, mut entry) in plan.updates {
+            if stored_whole.contains(&key.2) {
+                entry.chain = 0;
+            }
+            cache.clock += 1;
+            entry.used = cache.clock;
+            cache.entries.insert(key, entry);
+        }
+        let capacity = self.config.cache_entries;
+        if cache.entries.len() > capacity {
+            let mut ages: Vec<u64> = cache.entries.values().map(|e| e.used).collect();
+            ages.sort_unstable();
+            let cutoff = ages[ages.len() - capacity];
+            cache.entries.retain(|_, e| e.used >= cutoff);
+        }
+    }
+
+    /// Forgets the lists of a thread (it was pruned, deleted or replaced).
+    pub(crate) fn forget_thread(&self, thread_id: &str) {
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.entries.retain(|(thread, _, _), _| thread != thread_id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn versions(pairs: &[(&str, &str)]) -> ChannelVersions {
+        pairs.iter().map(|(c, v)| ((*c).to_owned(), (*v).to_owned())).collect()
+    }
+
+    fn values(pairs: &[(&str, Value)]) -> Map<String, Value> {
+        pairs.iter().map(|(c, v)| ((*c).to_owned(), v.clone())).collect()
+    }
+
+    fn put(p: &DeltaPlanner, version: &str, value: Value) -> BlobRecord {
+        let mut plan = p.plan("t", "", values(&[("m", value)]), versions(&[("m", version)]));
+        let record = plan.records.remove(0);
+        p.commit(plan, &[]);
+        record
+    }
+
+    #[test]
+    fn growing_lists_become_deltas_with_periodic_snapshots() {
+        let p = DeltaPlanner::new(DeltaStorage { snapshot_every: 3, ..DeltaStorage::default() });
+        assert_eq!(put(&p, "1", json!([1])).base_version, None);
+        let second = put(&p, "2", json!([1, 2]));
+        assert_eq!(second.base_version.as_deref(), Some("1"));
+        assert_eq!(
+            codec::decode(second.blob.as_deref().unwrap()),
+            Ok(codec::Decoded::Append(vec![json!(2)]))
+        );
+        assert_eq!(put(&p, "3", json!([1, 2, 3])).base_version.as_deref(), Some("2"));
+        assert_eq!(put(&p, "4", json!([1, 2, 3, 4])).base_version, None, "snapshot after 2 deltas");
+    }
+
+    #[test]
+    fn changed_heads_and_non_lists_are_stored_whole() {
+        let p = DeltaPlanner::new(DeltaStorage::default());
+        put(&p, "1", json!([1, 2]));
+        assert_eq!(put(&p, "2", json!([9, 2, 3])).base_version, None);
+        assert_eq!(put(&p, "3", json!({"not": "a list"})).base_version, None);
+    }
+
+    #[test]
+    fn forgetting_a_thread_restarts_with_a_whole_value() {
+        let p = DeltaPlanner::new(DeltaStorage::default());
+        put(&p, "1", json!([1]));
+        p.forget_thread("t");
+        assert_eq!(put(&p, "2", json!([1, 2])).base_version, None);
+    }
+
+    #[test]
+    fn the_cache_stays_within_its_bound() {
+        let p = DeltaPlanner::new(DeltaStorage { cache_entries: 2, ..DeltaStorage::default() });
+        for thread in ["a", "b", "c"] {
+            let plan = p.plan(thread, "", values(&[("m", json!([1]))]), versions(&[("m", "1")]));
+            p.commit(plan, &[]);
+        }
+        assert_eq!(p.cache.lock().unwrap().entries.len(), 2);
+    }
+}

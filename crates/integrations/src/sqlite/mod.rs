@@ -1,0 +1,189 @@
+//! SQLite backends (feature `sqlite`, on by default): [`SqliteSaver`] (checkpointer) and [`SqliteStore`]
+//! (long-term memory), embedded in the process through sqlx's bundled SQLite.
+//!
+//! # Durability
+//!
+//! A file database runs in WAL mode. [`SqliteDurability`] sets SQLite's `synchronous`:
+//!
+//! - [`Normal`](SqliteDurability::Normal) (the default): a commit is durable once it is in the WAL
+//!   file, so **a crash of the process loses nothing** that was committed; **a power loss or an
+//!   operating-system crash may lose the last commits** (never corrupting the database). Commits cost no
+//!   `fsync`, so a checkpoint per superstep is cheap.
+//! - [`Full`](SqliteDurability::Full): every commit waits for an `fsync` of the WAL, so committed
+//!   checkpoints **survive a power loss** too, at the cost of one `fsync` per commit (milliseconds on
+//!   many disks).
+//!
+//! # Concurrency
+//!
+//! SQLite has one writer at a time: a saver opened on a file writes through one connection (so the
+//! process's writers queue in order instead of retrying on `SQLITE_BUSY`) and reads through a small
+//! pool that WAL lets run beside the writer. Other processes may open the same file; their writes wait up
+//! to [`SqliteOptions::busy_timeout`].
+//!
+//! # Layout
+//!
+//! Tables `checkpoints` (one row per checkpoint, without channel values), `checkpoint_blobs` (each
+//! channel value once per thread, namespace, channel and version; append-only lists as deltas, see
+//! [`DeltaStorage`]), `checkpoint_writes` (pending writes), `store_items` and `store_vectors` (the
+//! store); applied schema steps are recorded in `weft_migrations`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+pub use crate::sql::delta::DeltaStorage;
+use crate::sql::migrate::{self, Migration};
+
+mod read;
+mod saver;
+mod schema;
+mod statements;
+mod store;
+
+pub use crate::sql::StorageStats;
+pub use saver::SqliteSaver;
+pub use store::SqliteStore;
+
+/// What a committed write survives (SQLite's `synchronous` setting); see the [module docs](self).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SqliteDurability {
+    /// `synchronous = NORMAL`: survives a crash of the process, not always a power loss (the last
+    /// commits may be lost, the database stays consistent). No `fsync` per commit.
+    #[default]
+    Normal,
+    /// `synchronous = FULL`: survives a power loss; one `fsync` per commit.
+    Full,
+}
+
+/// Settings of a SQLite database opened by weft.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqliteOptions {
+    /// What a commit survives (default [`SqliteDurability::Normal`]).
+    pub durability: SqliteDurability,
+    /// Connections for reads beside the one writer (default 4).
+    pub read_connections: u32,
+    /// How long a write waits for another process's write to finish (default 5 s).
+    pub busy_timeout: Duration,
+    /// How append-only channels are stored (savers only; default: deltas).
+    pub delta: DeltaStorage,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self {
+            durability: SqliteDurability::Normal,
+            read_connections: 4,
+            busy_timeout: Duration::from_secs(5),
+            delta: DeltaStorage::default(),
+        }
+    }
+}
+
+impl SqliteOptions {
+    /// These options with `durability`.
+    pub fn durability(mut self, durability: SqliteDurability) -> Self {
+        self.durability = durability;
+        self
+    }
+}
+
+/// The connections of one database: a writer and readers (the same pool for in-memory databases and
+/// pools given by the caller).
+#[derive(Clone)]
+pub(crate) struct Db {
+    pub(crate) writer: SqlitePool,
+    pub(crate) reader: SqlitePool,
+    /// The file, or `None` in memory or for a caller's pool.
+    pub(crate) path: Option<PathBuf>,
+    pub(crate) durability: Option<SqliteDurability>,
+}
+
+impl fmt::Debug for Db {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let place = match &self.path {
+            Some(path) => path.display().to_string(),
+            None => "(memory or caller's pool)".to_owned(),
+        };
+        f.debug_struct("SqliteDb").field("path", &place).field("durability", &self.durability).finish()
+    }
+}
+
+impl Db {
+    /// Opens (creating it if missing) the database file at `path`.
+    pub(crate) async fn open(path: &Path, options: &SqliteOptions) -> Result<Self, String> {
+        let synchronous = match options.durability {
+            SqliteDurability::Normal => SqliteSynchronous::Normal,
+            SqliteDurability::Full => SqliteSynchronous::Full,
+        };
+        let connect = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(synchronous)
+            .busy_timeout(options.busy_timeout)
+            .foreign_keys(true);
+        let fail = |e: sqlx::Error| format!("cannot open SQLite database '{}': {e}", path.display());
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(connect.clone())
+            .await
+            .map_err(fail)?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(options.read_connections.max(1))
+            .connect_with(connect)
+            .await
+            .map_err(fail)?;
+        Ok(Self { writer, reader, path: Some(path.to_owned()), durability: Some(options.durability) })
+    }
+
+    /// A private in-memory database (gone when the last clone of its pool is dropped).
+    pub(crate) async fn in_memory() -> Result<Self, String> {
+        let connect = SqliteConnectOptions::new().in_memory(true).foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(connect)
+            .await
+            .map_err(|e| format!("cannot open an in-memory SQLite database: {e}"))?;
+        Ok(Self::from_pool(pool))
+    }
+
+    /// The caller's pool, for reads and writes.
+    pub(crate) fn from_pool(pool: SqlitePool) -> Self {
+        Self { writer: pool.clone(), reader: pool, path: None, durability: None }
+    }
+
+    /// Applies the missing steps of `component` in one write transaction.
+    pub(crate) async fn migrate(&self, component: &str, steps: &[Migration]) -> Result<(), String> {
+        let fail = |e: sqlx::Error| format!("SQLite migration of {component} failed: {e}");
+        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(fail)?;
+        sqlx::raw_sql(schema::MIGRATIONS_TABLE).execute(&mut *tx).await.map_err(fail)?;
+        let applied: Vec<i64> =
+            sqlx::query_scalar("SELECT version FROM weft_migrations WHERE component = ?1")
+                .bind(component)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(fail)?;
+        for step in migrate::pending(component, steps, &applied)? {
+            sqlx::raw_sql(step.sql).execute(&mut *tx).await.map_err(fail)?;
+            sqlx::query(
+                "INSERT INTO weft_migrations (component, version, name, applied_at) \
+                 VALUES (?1, ?2, ?3, CAST(strftime('%s', 'now') AS INTEGER))",
+            )
+            .bind(component)
+            .bind(step.version)
+            .bind(step.name)
+            .execute(&mut *tx)
+            .await
+            .map_err(fail)?;
+        }
+        tx.commit().await.map_err(fail)
+    }
+}

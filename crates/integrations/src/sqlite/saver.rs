@@ -1,0 +1,318 @@
+//! `SqliteSaver`: the checkpointer on SQLite.
+
+use std::fmt;
+use std::path::Path;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use weft_graph::checkpoint::{
+    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple,
+    Checkpointer, ListOptions,
+};
+
+use super::statements::{
+    COPY, DELETE, HAS_CHECKPOINTS, PRUNE_BLOBS, PRUNE_CHECKPOINTS, PRUNE_WRITES, PUT_BLOB, PUT_CHECKPOINT,
+    PUT_DELTA, PUT_WRITE,
+};
+use super::{Db, DeltaStorage, SqliteOptions, SqlitePool, read, schema};
+use crate::sql::StorageStats;
+use crate::sql::codec;
+use crate::sql::delta::{BlobRecord, DeltaPlanner};
+use crate::sql::rows;
+
+/// A checkpointer on SQLite: a file (WAL, durability as [`SqliteOptions::durability`] says) or a private
+/// in-memory database. See the [module docs](super) for the layout and the durability trade-off.
+///
+/// ```
+/// use weft_integrations::sqlite::SqliteSaver;
+/// # tokio_test::block_on(async {
+/// let dir = std::env::temp_dir().join(format!("weft-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let saver = SqliteSaver::open(dir.join("weft.db")).await.unwrap();
+/// // Give it to a graph: `graph.compile_with(CompileConfig { checkpointer: Some(Arc::new(saver)), .. })`.
+/// # drop(saver);
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # });
+/// ```
+pub struct SqliteSaver {
+    db: Db,
+    delta: DeltaPlanner,
+}
+
+impl fmt::Debug for SqliteSaver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteSaver").field("db", &self.db).finish_non_exhaustive()
+    }
+}
+
+pub(super) fn backend(e: sqlx::Error) -> CheckpointError {
+    CheckpointError::Backend(format!("sqlite: {e}"))
+}
+
+impl SqliteSaver {
+    /// Opens (creating it if missing) the database file at `path` with default options: WAL,
+    /// [`SqliteDurability::Normal`](super::SqliteDurability::Normal), delta storage.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, CheckpointError> {
+        Self::open_with(path, SqliteOptions::default()).await
+    }
+
+    /// Opens (creating it if missing) the database file at `path` with `options`.
+    pub async fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, CheckpointError> {
+        let db = Db::open(path.as_ref(), &options).await.map_err(CheckpointError::Backend)?;
+        Self::with_db(db, options.delta).await
+    }
+
+    /// A private in-memory database: nothing survives the saver.
+    pub async fn in_memory() -> Result<Self, CheckpointError> {
+        let db = Db::in_memory().await.map_err(CheckpointError::Backend)?;
+        Self::with_db(db, DeltaStorage::default()).await
+    }
+
+    /// A saver on the caller's pool (its settings are kept; weft's tables are created if missing).
+    pub async fn from_pool(pool: SqlitePool) -> Result<Self, CheckpointError> {
+        Self::with_db(Db::from_pool(pool), DeltaStorage::default()).await
+    }
+
+    async fn with_db(db: Db, delta: DeltaStorage) -> Result<Self, CheckpointError> {
+        db.migrate("checkpoint", schema::CHECKPOINT).await.map_err(CheckpointError::Backend)?;
+        Ok(Self { db, delta: DeltaPlanner::new(delta) })
+    }
+
+    /// The same saver storing append-only channels as `delta` says.
+    pub fn with_delta_storage(mut self, delta: DeltaStorage) -> Self {
+        self.delta = DeltaPlanner::new(delta);
+        self
+    }
+
+    /// The pool writes go through (share it with a [`SqliteStore`](super::SqliteStore)).
+    pub fn pool(&self) -> &SqlitePool {
+        &self.db.writer
+    }
+
+    /// Row counts and data bytes of every thread.
+    pub async fn storage_stats(&self) -> Result<StorageStats, CheckpointError> {
+        let (checkpoints, blobs, writes, data_bytes): (i64, i64, i64, i64) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM checkpoints), (SELECT count(*) FROM checkpoint_blobs), \
+             (SELECT count(*) FROM checkpoint_writes), \
+             (SELECT coalesce(sum(length(CAST(checkpoint AS BLOB)) + length(CAST(metadata AS BLOB))), 0) \
+                FROM checkpoints) \
+             + (SELECT coalesce(sum(length(blob)), 0) FROM checkpoint_blobs) \
+             + (SELECT coalesce(sum(length(blob)), 0) FROM checkpoint_writes)",
+        )
+        .fetch_one(&self.db.reader)
+        .await
+        .map_err(backend)?;
+        let n = |v: i64| u64::try_from(v).unwrap_or(0);
+        Ok(StorageStats {
+            checkpoints: n(checkpoints),
+            blobs: n(blobs),
+            writes: n(writes),
+            data_bytes: n(data_bytes),
+        })
+    }
+}
+
+#[async_trait]
+impl Checkpointer for SqliteSaver {
+    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
+        let mut tx = self.db.reader.begin().await.map_err(backend)?;
+        let found = read::get_tuple(&mut tx, config).await?;
+        tx.commit().await.map_err(backend)?;
+        Ok(found)
+    }
+
+    async fn list(
+        &self,
+        config: Option<&CheckpointConfig>,
+        options: ListOptions,
+    ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
+        let mut tx = self.db.reader.begin().await.map_err(backend)?;
+        let found = read::list(&mut tx, config, &options).await?;
+        tx.commit().await.map_err(backend)?;
+        Ok(found)
+    }
+
+    async fn put(
+        &self,
+        config: &CheckpointConfig,
+        mut checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        if checkpoint.id.is_empty() {
+            return Err(CheckpointError::Invalid(format!(
+                "checkpoint for thread '{}' has an empty id",
+                config.thread_id
+            )));
+        }
+        let metadata = Value::Object(rows::metadata_json(&metadata, config, &checkpoint.id)?).to_string();
+        let values = std::mem::take(&mut checkpoint.channel_values);
+        let body = codec::encode_checkpoint(&checkpoint).map_err(|message| CheckpointError::Serialize {
+            thread_id: config.thread_id.clone(),
+            channel: "(checkpoint)".into(),
+            message,
+        })?;
+        let (thread, ns) = (&config.thread_id, &config.checkpoint_ns);
+        let plan = self.delta.plan(thread, ns, values, new_versions);
+        let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
+        sqlx::query(PUT_CHECKPOINT)
+            .bind(thread)
+            .bind(ns)
+            .bind(&checkpoint.id)
+            .bind(config.checkpoint_id.as_deref())
+            .bind(&body)
+            .bind(&metadata)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        let mut stored_whole = Vec::new();
+        for record in &plan.records {
+            if put_blob(&mut tx, thread, ns, record).await? {
+                stored_whole.push(record.channel.clone());
+            }
+        }
+        tx.commit().await.map_err(backend)?;
+        self.delta.commit(plan, &stored_whole);
+        Ok(CheckpointConfig {
+            thread_id: thread.clone(),
+            checkpoint_ns: ns.clone(),
+            checkpoint_id: Some(checkpoint.id),
+        })
+    }
+
+    async fn put_writes(
+        &self,
+        config: &CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<(), CheckpointError> {
+        let Some(checkpoint_id) = &config.checkpoint_id else {
+            return Err(CheckpointError::Invalid(format!(
+                "writes of task '{task_id}' in thread '{}' name no checkpoint id",
+                config.thread_id
+            )));
+        };
+        let records = rows::write_records(writes);
+        let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
+        for record in records {
+            sqlx::query(PUT_WRITE)
+                .bind(&config.thread_id)
+                .bind(&config.checkpoint_ns)
+                .bind(checkpoint_id)
+                .bind(task_id)
+                .bind(record.idx)
+                .bind(task_path)
+                .bind(record.channel)
+                .bind(record.blob)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+        }
+        tx.commit().await.map_err(backend)
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError> {
+        self.delta.forget_thread(thread_id);
+        let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
+        for statement in DELETE {
+            sqlx::query(statement).bind(thread_id).execute(&mut *tx).await.map_err(backend)?;
+        }
+        tx.commit().await.map_err(backend)
+    }
+
+    async fn copy_thread(&self, src: &str, dst: &str) -> Result<(), CheckpointError> {
+        let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
+        let has = |thread: &str| sqlx::query_scalar::<_, bool>(HAS_CHECKPOINTS).bind(thread.to_owned());
+        if !has(src).fetch_one(&mut *tx).await.map_err(backend)? {
+            tx.rollback().await.map_err(backend)?;
+            return Err(CheckpointError::Invalid(format!(
+                "cannot copy thread '{src}': it has no checkpoints"
+            )));
+        }
+        if has(dst).fetch_one(&mut *tx).await.map_err(backend)? {
+            tx.rollback().await.map_err(backend)?;
+            return Err(CheckpointError::Invalid(format!(
+                "cannot copy thread '{src}' to thread '{dst}': '{dst}' already has checkpoints"
+            )));
+        }
+        self.delta.forget_thread(dst);
+        for statement in DELETE {
+            sqlx::query(statement).bind(dst).execute(&mut *tx).await.map_err(backend)?;
+        }
+        for statement in COPY {
+            sqlx::query(statement).bind(src).bind(dst).execute(&mut *tx).await.map_err(backend)?;
+        }
+        tx.commit().await.map_err(backend)
+    }
+
+    async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError> {
+        let keep = i64::try_from(keep_latest).unwrap_or(i64::MAX);
+        let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
+        sqlx::query(PRUNE_CHECKPOINTS).bind(thread_id).bind(keep).execute(&mut *tx).await.map_err(backend)?;
+        for statement in [PRUNE_WRITES, PRUNE_BLOBS] {
+            sqlx::query(statement).bind(thread_id).execute(&mut *tx).await.map_err(backend)?;
+        }
+        tx.commit().await.map_err(backend)
+    }
+
+    async fn list_ids(&self, config: &CheckpointConfig) -> Result<Vec<String>, CheckpointError> {
+        sqlx::query_scalar(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2 \
+             ORDER BY checkpoint_id DESC",
+        )
+        .bind(&config.thread_id)
+        .bind(&config.checkpoint_ns)
+        .fetch_all(&self.db.reader)
+        .await
+        .map_err(backend)
+    }
+}
+
+/// Stores one channel value; `true` when a delta had to be stored whole (its base was gone).
+async fn put_blob(
+    conn: &mut sqlx::SqliteConnection,
+    thread: &str,
+    ns: &str,
+    record: &BlobRecord,
+) -> Result<bool, CheckpointError> {
+    if let Some(base) = &record.base_version {
+        let done = sqlx::query(PUT_DELTA)
+            .bind(thread)
+            .bind(ns)
+            .bind(&record.channel)
+            .bind(&record.version)
+            .bind(base)
+            .bind(record.blob.as_deref())
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+        if done.rows_affected() == 1 {
+            return Ok(false);
+        }
+        let whole = record.whole_blob();
+        insert_whole(conn, thread, ns, record, whole.as_deref()).await?;
+        return Ok(true);
+    }
+    insert_whole(conn, thread, ns, record, record.blob.as_deref()).await?;
+    Ok(false)
+}
+
+async fn insert_whole(
+    conn: &mut sqlx::SqliteConnection,
+    thread: &str,
+    ns: &str,
+    record: &BlobRecord,
+    blob: Option<&[u8]>,
+) -> Result<(), CheckpointError> {
+    sqlx::query(PUT_BLOB)
+        .bind(thread)
+        .bind(ns)
+        .bind(&record.channel)
+        .bind(&record.version)
+        .bind(blob)
+        .execute(conn)
+        .await
+        .map_err(backend)?;
+    Ok(())
+}

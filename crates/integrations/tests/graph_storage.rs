@@ -1,0 +1,240 @@
+#![allow(clippy::unwrap_used, missing_docs)]
+//! Real graphs on the SQL savers: a growing message list is stored as deltas (a fraction of the bytes
+//! of whole copies), every checkpoint reads back exactly, pruning keeps what the kept checkpoints need,
+//! and a new process continues a thread.
+
+#![cfg(any(feature = "sqlite", feature = "postgres"))]
+
+#[cfg(feature = "postgres")]
+mod common;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use weft_graph::checkpoint::{CheckpointConfig, Checkpointer, ListOptions};
+use weft_graph::messages::{Message, Messages};
+use weft_graph::{CompileConfig, CompiledGraph, END, START, State, StateGraph};
+use weft_integrations::DeltaStorage;
+use weft_runnable_core::RunnableConfig;
+
+/// LangGraph's messages state.
+#[derive(State, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Chat {
+    #[state(add_messages)]
+    messages: Messages,
+}
+
+/// `talk` appends one AI message per superstep until the list holds `n` messages.
+fn talk(saver: Arc<dyn Checkpointer>, n: usize) -> CompiledGraph<Chat> {
+    let mut graph = StateGraph::<Chat>::new();
+    graph.add_node("talk", |s: Chat| {
+        Chat::update().messages(vec![Message::ai(format!("m{}", s.messages.len()))])
+    });
+    graph.add_edge(START, "talk");
+    graph.add_conditional_edges(
+        "talk",
+        move |s: &Chat| if s.messages.len() < n { "talk" } else { END },
+        None,
+    );
+    graph.compile_with(CompileConfig::new().checkpointer(saver)).unwrap()
+}
+
+fn thread(id: &str) -> RunnableConfig {
+    RunnableConfig::default().with_configurable("thread_id", id).with_recursion_limit(5_000)
+}
+
+/// Runs the thread to `n` messages and checks that every checkpoint holds a prefix of the final list, no
+/// longer than the next checkpoint's.
+async fn run_and_check(saver: Arc<dyn Checkpointer>, thread_id: &str, n: usize) {
+    let app = talk(saver, n);
+    let input = Chat::update().messages(vec![Message::human("hi")]);
+    let out = app.invoke(input, &thread(thread_id)).await.unwrap();
+    assert_eq!(out.value.messages.len(), n);
+    let history = app.get_state_history(&thread(thread_id), ListOptions::default()).await.unwrap();
+    let last = history[0].values.messages.as_slice().to_vec();
+    assert_eq!(last.len(), n);
+    let mut previous = usize::MAX;
+    for snapshot in &history {
+        let messages = snapshot.values.messages.as_slice();
+        assert_eq!(messages, &last[..messages.len()], "every checkpoint reads back exactly");
+        assert!(messages.len() <= previous, "older checkpoints hold no more messages");
+        previous = messages.len();
+    }
+}
+
+#[cfg(feature = "sqlite")]
+mod sqlite {
+    use weft_integrations::sqlite::{SqliteOptions, SqliteSaver};
+
+    use super::*;
+
+    fn temp_db() -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("weft-graph-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("weft.db")
+    }
+
+    async fn open(path: &std::path::Path, delta: DeltaStorage) -> Arc<SqliteSaver> {
+        Arc::new(
+            SqliteSaver::open_with(path, SqliteOptions { delta, ..SqliteOptions::default() }).await.unwrap(),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_growing_message_list_is_stored_as_deltas_and_read_back_exactly() {
+        let path = temp_db();
+        let saver = open(&path, DeltaStorage::default()).await;
+        run_and_check(saver.clone(), "deltas", 150).await;
+        let whole = open(&temp_db(), DeltaStorage::off()).await;
+        run_and_check(whole.clone(), "whole", 150).await;
+        let (small, big) = (saver.storage_stats().await.unwrap(), whole.storage_stats().await.unwrap());
+        assert!(small.data_bytes * 5 < big.data_bytes, "deltas {small:?} against whole copies {big:?}");
+
+        // A new process (no memory of the last lists) continues the thread.
+        drop(saver);
+        let again = open(&path, DeltaStorage::default()).await;
+        run_and_check(again.clone(), "deltas", 200).await;
+
+        again.prune("deltas", 1).await.unwrap();
+        let latest = again.get_tuple(&CheckpointConfig::thread("deltas")).await.unwrap().unwrap();
+        let messages = latest.checkpoint.channel_values["messages"].as_array().unwrap().len();
+        assert_eq!(
+            messages, 200,
+            "the kept checkpoint still reads whole after pruning its delta bases' peers"
+        );
+        let stats = again.storage_stats().await.unwrap();
+        assert!(stats.blobs <= 70, "pruning drops what the kept checkpoint does not need: {stats:?}");
+    }
+}
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use weft_integrations::postgres::PostgresOptions;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_growing_message_list_is_stored_as_deltas_and_read_back_exactly() {
+        let Some(deltas) = common::saver().await else { return };
+        let Some(whole) = common::saver_with(|o| PostgresOptions { delta: DeltaStorage::off(), ..o }).await
+        else {
+            return;
+        };
+        let (saver, schema) = (Arc::new(deltas.saver), deltas.schema);
+        run_and_check(saver.clone(), "deltas", 150).await;
+        let whole_saver = Arc::new(whole.saver);
+        run_and_check(whole_saver.clone(), "whole", 150).await;
+        let (small, big) = (saver.storage_stats().await.unwrap(), whole_saver.storage_stats().await.unwrap());
+        assert!(small.data_bytes * 5 < big.data_bytes, "deltas {small:?} against whole copies {big:?}");
+
+        let again = Arc::new(
+            weft_integrations::postgres::PostgresSaver::connect_with(&common::pg_url(), schema.options())
+                .await
+                .unwrap(),
+        );
+        run_and_check(again.clone(), "deltas", 200).await;
+        again.prune("deltas", 1).await.unwrap();
+        let latest = again.get_tuple(&CheckpointConfig::thread("deltas")).await.unwrap().unwrap();
+        assert_eq!(latest.checkpoint.channel_values["messages"].as_array().unwrap().len(), 200);
+        let stats = again.storage_stats().await.unwrap();
+        assert!(stats.blobs <= 70, "pruning drops what the kept checkpoint does not need: {stats:?}");
+        drop(saver);
+    }
+}
+
+/// Bytes stored by LangGraph's `messages1000` workload (1,000 supersteps, one message each) on each SQL
+/// backend, with and without deltas. Run by hand: `cargo test -p weft-integrations --all-features --test
+/// graph_storage -- --ignored --nocapture`.
+#[tokio::test]
+#[ignore = "a measurement, not a check: run by hand"]
+async fn report_messages1000_bytes() {
+    #[cfg(feature = "sqlite")]
+    for (label, delta) in [("deltas", DeltaStorage::default()), ("whole copies", DeltaStorage::off())] {
+        use weft_integrations::sqlite::{SqliteOptions, SqliteSaver};
+        let dir = std::env::temp_dir().join(format!("weft-report-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("weft.db");
+        let saver = Arc::new(
+            SqliteSaver::open_with(&path, SqliteOptions { delta, ..SqliteOptions::default() }).await.unwrap(),
+        );
+        let started = std::time::Instant::now();
+        run_and_check(saver.clone(), "messages1000", 1000).await;
+        let took = started.elapsed();
+        let stats = saver.storage_stats().await.unwrap();
+        let files: u64 = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
+        println!("sqlite messages1000 ({label}): {stats:?}; db+wal files {files} bytes; run+check {took:?}");
+    }
+    #[cfg(feature = "postgres")]
+    for (label, delta) in [("deltas", DeltaStorage::default()), ("whole copies", DeltaStorage::off())] {
+        use weft_integrations::postgres::PostgresOptions;
+        let Some(saver) = common::saver_with(|o| PostgresOptions { delta, ..o }).await else { return };
+        let (saver, _schema) = (Arc::new(saver.saver), saver.schema);
+        let started = std::time::Instant::now();
+        run_and_check(saver.clone(), "messages1000", 1000).await;
+        let took = started.elapsed();
+        let stats = saver.storage_stats().await.unwrap();
+        println!("postgres messages1000 ({label}): {stats:?}; run+check {took:?}");
+    }
+}
+
+#[derive(State, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Count {
+    count: i64,
+}
+
+/// LangGraph's `loop1000` (one node, 1,000 supersteps) on each SQL backend: time and bytes. Run by hand
+/// like [`report_messages1000_bytes`].
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check: run by hand"]
+async fn report_loop1000() {
+    fn app(saver: Arc<dyn Checkpointer>) -> CompiledGraph<Count> {
+        let mut g = StateGraph::<Count>::new();
+        g.add_node("inc", |s: Count| Count::update().count(s.count + 1));
+        g.add_edge(START, "inc");
+        g.add_conditional_edges("inc", |s: &Count| if s.count < 1000 { "inc" } else { END }, None);
+        g.compile_with(CompileConfig::new().checkpointer(saver)).unwrap()
+    }
+    #[cfg(feature = "sqlite")]
+    for durability in [
+        weft_integrations::sqlite::SqliteDurability::Normal,
+        weft_integrations::sqlite::SqliteDurability::Full,
+    ] {
+        use weft_integrations::sqlite::{SqliteOptions, SqliteSaver};
+        let mut times = Vec::new();
+        let mut last = None;
+        for run in 0..5 {
+            let dir = std::env::temp_dir().join(format!("weft-loop-{}", uuid::Uuid::new_v4().simple()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let options = SqliteOptions { durability, ..SqliteOptions::default() };
+            let saver = Arc::new(SqliteSaver::open_with(dir.join("weft.db"), options).await.unwrap());
+            let graph = app(saver.clone());
+            let started = std::time::Instant::now();
+            let out = graph.invoke(Count::update().count(0), &thread(&format!("loop{run}"))).await.unwrap();
+            times.push(started.elapsed());
+            assert_eq!(out.value.count, 1000);
+            let files: u64 =
+                std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
+            last = Some((saver.storage_stats().await.unwrap(), files));
+        }
+        times.sort();
+        println!("sqlite loop1000 ({durability:?}): median {:?}; {:?}", times[2], last.unwrap());
+    }
+    #[cfg(feature = "postgres")]
+    {
+        let Some(saver) = common::saver().await else { return };
+        let (saver, _schema) = (Arc::new(saver.saver), saver.schema);
+        let graph = app(saver.clone());
+        let mut times = Vec::new();
+        for run in 0..5 {
+            let started = std::time::Instant::now();
+            graph.invoke(Count::update().count(0), &thread(&format!("loop{run}"))).await.unwrap();
+            times.push(started.elapsed());
+        }
+        times.sort();
+        println!(
+            "postgres loop1000: median {:?}; {:?} (5 runs)",
+            times[2],
+            saver.storage_stats().await.unwrap()
+        );
+    }
+}

@@ -1,0 +1,225 @@
+#![allow(clippy::unwrap_used, missing_docs)]
+//! PostgreSQL specifics: secrets kept out of `Debug`, errors and logs; pooler mode without prepared
+//! statements; migrations from many processes at once; retries after a dropped connection; 200 threads
+//! through one saver.
+
+#![cfg(feature = "postgres")]
+
+mod common;
+
+use std::io::Write;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+
+use futures::future::join_all;
+use serde_json::json;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use weft_graph::checkpoint::{
+    Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource, Checkpointer, ListOptions,
+};
+use weft_integrations::postgres::{PostgresOptions, PostgresSaver, PostgresStore, RetryPolicy};
+
+const SECRET: &str = "sup3r-s3cret-pw";
+
+fn metadata(step: i64) -> CheckpointMetadata {
+    CheckpointMetadata {
+        source: CheckpointSource::Loop,
+        step,
+        parents: Default::default(),
+        extra: Default::default(),
+    }
+}
+
+/// Puts `n` checkpoints on `thread` (channel `step` = i, each with a pending write naming the thread).
+async fn chain(saver: &dyn Checkpointer, thread: &str, n: u32) -> Vec<CheckpointConfig> {
+    let mut parent = CheckpointConfig::thread(thread);
+    let mut out = Vec::new();
+    for i in 0..n {
+        let version = format!("{:032}.{:016}", i + 1, 0.5);
+        let versions: std::collections::BTreeMap<String, String> = [("step".to_owned(), version)].into();
+        let cp = Checkpoint {
+            v: 1,
+            id: uuid::Uuid::now_v7().to_string(),
+            ts: "2025-01-01T00:00:00+00:00".into(),
+            channel_values: [("step".to_owned(), json!(i))].into_iter().collect(),
+            channel_versions: versions.clone(),
+            versions_seen: Default::default(),
+            updated_channels: vec!["step".into()],
+        };
+        parent = saver.put(&parent, cp, metadata(i64::from(i)), versions).await.unwrap();
+        saver.put_writes(&parent, vec![("owner".into(), json!(thread))], "t", "").await.unwrap();
+        out.push(parent.clone());
+    }
+    out
+}
+
+/// A `tracing` writer into a shared buffer.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn passwords_never_reach_debug_output_errors_or_logs() {
+    let Some(schema) = common::schema().await else { return };
+    let logs = Captured::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let url = format!("postgres://postgres:{SECRET}@127.0.0.1:5432/test");
+    let saver = PostgresSaver::connect_with(&url, schema.options()).await.unwrap();
+    chain(&saver, "secret-test", 2).await;
+    let debug = format!("{saver:?} {:#?}", saver);
+    assert!(!debug.contains(SECRET), "{debug}");
+    assert!(debug.contains("postgres@127.0.0.1:5432/test"), "Debug still says where it connects: {debug}");
+    let store = PostgresStore::connect_with(&url, schema.options()).await.unwrap();
+    assert!(!format!("{store:?}").contains(SECRET));
+
+    let closed = format!("postgres://postgres:{SECRET}@127.0.0.1:1/test");
+    let options = PostgresOptions { retry: RetryPolicy::none(), ..PostgresOptions::default() };
+    let err = PostgresSaver::connect_with(&closed, options).await.unwrap_err().to_string();
+    assert!(!err.contains(SECRET) && err.contains("127.0.0.1:1"), "{err}");
+    let err = PostgresSaver::connect(&format!("postgres://postgres:{SECRET}@127.0.0.1:notaport/test"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(!err.contains(SECRET), "{err}");
+
+    let logged = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    assert!(!logged.is_empty(), "the test captured the logs");
+    assert!(!logged.contains(SECRET), "{logged}");
+}
+
+async fn prepared_statement_count(saver: &PostgresSaver) -> i64 {
+    use sqlx::Row;
+    let row =
+        sqlx::raw_sql("SELECT count(*) FROM pg_prepared_statements").fetch_one(saver.pool()).await.unwrap();
+    row.get(0)
+}
+
+#[tokio::test]
+async fn pooler_mode_uses_no_named_prepared_statements() {
+    let single = |o: PostgresOptions| PostgresOptions { max_connections: 1, ..o };
+    let Some(pooled) = common::saver_with(|o| single(o).without_prepared_statements()).await else { return };
+    chain(&pooled.saver, "pooled", 3).await;
+    pooled.saver.list(None, ListOptions::default()).await.unwrap();
+    assert_eq!(prepared_statement_count(&pooled.saver).await, 0);
+
+    let Some(cached) = common::saver_with(single).await else { return };
+    chain(&cached.saver, "cached", 3).await;
+    assert!(prepared_statement_count(&cached.saver).await > 0, "the default mode does prepare statements");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrations_from_many_processes_at_once_run_once() {
+    let Some(existing) = common::schema().await else { return };
+    drop(existing);
+    // A schema that does not exist yet: every connection races to create it and its tables.
+    let schema = common::TestSchema { name: format!("weft_test_{}", uuid::Uuid::new_v4().simple()) };
+    let starts = (0..8).map(|i| {
+        let options = schema.options();
+        async move {
+            if i % 2 == 0 {
+                PostgresSaver::connect_with(&common::pg_url(), options)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            } else {
+                PostgresStore::connect_with(&common::pg_url(), options)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        }
+    });
+    for outcome in join_all(starts).await {
+        outcome.unwrap();
+    }
+    let saver = PostgresSaver::connect_with(&common::pg_url(), schema.options()).await.unwrap();
+    let steps: Vec<(String, i64)> =
+        sqlx::query_as("SELECT component, version FROM weft_migrations ORDER BY component, version")
+            .fetch_all(saver.pool())
+            .await
+            .unwrap();
+    assert_eq!(steps, vec![("checkpoint".to_owned(), 1), ("store".to_owned(), 1)]);
+}
+
+/// A saver on a one-connection pool that does not test connections before use, so a killed connection
+/// fails the next operation.
+async fn fragile_saver(schema: &common::TestSchema, retry: RetryPolicy) -> PostgresSaver {
+    let connect = PgConnectOptions::from_str(&common::pg_url())
+        .unwrap()
+        .options([("search_path", schema.name.as_str())]);
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .test_before_acquire(false)
+        .connect_with(connect)
+        .await
+        .unwrap();
+    PostgresSaver::from_pool(pool, PostgresOptions { retry, ..PostgresOptions::default() }).await.unwrap()
+}
+
+async fn kill_connections(saver: &PostgresSaver) {
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()").fetch_one(saver.pool()).await.unwrap();
+    let admin = sqlx::PgPool::connect(&common::pg_url()).await.unwrap();
+    let killed: bool =
+        sqlx::query_scalar("SELECT pg_terminate_backend($1)").bind(pid).fetch_one(&admin).await.unwrap();
+    assert!(killed);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+}
+
+#[tokio::test]
+async fn a_dropped_connection_is_retried() {
+    let Some(schema) = common::schema().await else { return };
+    let saver = fragile_saver(&schema, RetryPolicy::default()).await;
+    let saved = chain(&saver, "retry", 2).await;
+    kill_connections(&saver).await;
+    let got = saver.get_tuple(&saved[1]).await.unwrap().unwrap();
+    assert_eq!(got.checkpoint.channel_values.get("step"), Some(&json!(1)));
+    kill_connections(&saver).await;
+    chain(&saver, "retry-write", 1).await;
+
+    let brittle = fragile_saver(&schema, RetryPolicy::none()).await;
+    kill_connections(&brittle).await;
+    assert!(
+        brittle.get_tuple(&saved[1]).await.is_err(),
+        "without retries the dropped connection fails the call"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_threads_at_once_through_one_saver() {
+    let Some(saver) = common::saver().await else { return };
+    let threads: Vec<String> =
+        (0..200).map(|i| format!("many-{i}-{}", uuid::Uuid::new_v4().simple())).collect();
+    let runs = threads.iter().map(|thread| chain(&saver.saver, thread, 5));
+    let saved = join_all(runs).await;
+    for (thread, saved) in threads.iter().zip(saved) {
+        let listed = saver
+            .saver
+            .list(Some(&CheckpointConfig::thread(thread.as_str())), ListOptions::default())
+            .await
+            .unwrap();
+        let ids: Vec<_> = listed.iter().map(|t| t.config.clone()).collect();
+        let want: Vec<_> = saved.into_iter().rev().collect();
+        assert_eq!(ids, want, "thread {thread} has its whole history");
+        for tuple in &listed {
+            let owners: Vec<_> = tuple.pending_writes.iter().map(|w| w.value.clone()).collect();
+            assert_eq!(owners, vec![json!(thread)], "no thread sees another's writes");
+        }
+    }
+}
