@@ -2,8 +2,9 @@
 //!
 //! The graph is LangGraph's agent loop: `agent` calls a chat model with the `add` tool bound; when the
 //! reply asks for tools, `tools` runs them and hands the results back to `agent`; otherwise the run ends.
-//! The graph is compiled with a checkpointer and `interrupt_before(["tools"])`, so the run pauses before
-//! any tool runs; the program inspects the pause, approves, resumes, and prints the thread's history.
+//! The graph is compiled with a SQLite checkpointer (a file, WAL) and `interrupt_before(["tools"])`, so the
+//! run pauses before any tool runs; the program inspects the pause, approves, resumes, and prints the
+//! thread's history.
 //! The model is weft's scripted fake: no API key or server is needed. Every result is checked: a wrong
 //! one panics and the exit status is non-zero.
 //!
@@ -15,9 +16,10 @@ use futures::StreamExt as _;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use weft::fakes::{FakeChatModel, FakeReply};
-use weft::graph::{InMemorySaver, ListOptions};
+use weft::graph::ListOptions;
 use weft::prelude::*;
 use weft::{SharedTool, ToolCallOutput, ToolContext, invoke_tool};
+use weft_integrations::sqlite::SqliteSaver;
 
 /// Adds two integers.
 #[tool]
@@ -87,8 +89,14 @@ async fn main() -> weft::Result<()> {
     );
     graph.add_edge("tools", "agent");
 
-    // Checkpoints are kept in memory; the SQLite saver of weft-integrations plugs in here once it lands.
-    let saver = Arc::new(InMemorySaver::new());
+    // Checkpoints go to a SQLite file (WAL; survives a crash of this process). The program starts a fresh
+    // file each run so that its checks hold; a real app keeps it and resumes threads across restarts.
+    let db = std::env::temp_dir().join("weft-quickstart.db");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    let saver = Arc::new(SqliteSaver::open(&db).await.map_err(Error::custom)?);
+    println!("checkpoints are saved to {}", db.display());
     let app = graph.compile_with(CompileConfig::new().checkpointer(saver).interrupt_before(["tools"]))?;
     let thread = RunnableConfig::default().with_configurable("thread_id", "quickstart");
 
