@@ -52,6 +52,9 @@ pub struct CompileConfig {
     pub store: Option<Arc<dyn crate::store::Store>>,
     /// When this graph runs as a subgraph: whether and where it keeps checkpoints.
     pub subgraph_checkpoints: SubgraphCheckpoints,
+    /// Which checkpoints of a thread to keep; applied at the end of every run on the thread (the newest
+    /// checkpoint is always kept).
+    pub retention: Option<crate::checkpoint::RetentionPolicy>,
 }
 
 /// How a graph used as a subgraph keeps checkpoints (LangGraph's `checkpointer=None/True/False`).
@@ -113,6 +116,12 @@ impl CompileConfig {
     /// Sets how this graph keeps checkpoints when it runs as a subgraph.
     pub fn subgraph_checkpoints(mut self, mode: SubgraphCheckpoints) -> Self {
         self.subgraph_checkpoints = mode;
+        self
+    }
+
+    /// Keeps only the checkpoints `policy` allows, pruning at the end of every run on a thread.
+    pub fn retention(mut self, policy: crate::checkpoint::RetentionPolicy) -> Self {
+        self.retention = Some(policy);
         self
     }
 

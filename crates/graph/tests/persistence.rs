@@ -363,3 +363,26 @@ async fn a_router_sending_back_to_start_is_an_error_naming_the_node() {
     let err = g.compile().unwrap().invoke(log("s"), &RunnableConfig::default()).await.unwrap_err();
     assert_eq!(err.to_string(), "branch of node 'a' did not return a valid destination");
 }
+
+#[tokio::test]
+async fn a_retention_policy_keeps_only_the_newest_checkpoints() {
+    use weft_graph::RetentionPolicy;
+    let mut g = StateGraph::<Doc>::new();
+    g.add_node("a", |_: Doc| log("a"));
+    g.add_node("b", |_: Doc| log("b"));
+    g.add_edge(START, "a");
+    g.add_edge("a", "b");
+    let app = g
+        .compile_with(CompileConfig::new().checkpointer(saver()).retention(RetentionPolicy::keep_last(2)))
+        .unwrap();
+    app.invoke(log("1"), &thread("t")).await.unwrap();
+    let out = app.invoke(log("2"), &thread("t")).await.unwrap();
+    assert_eq!(
+        out.value.log,
+        vec!["1", "a", "b", "2", "a", "b"],
+        "the thread continues from its latest checkpoint"
+    );
+    let history = app.get_state_history(&thread("t"), ListOptions::default()).await.unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(history[0].values.log, out.value.log);
+}

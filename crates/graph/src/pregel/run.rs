@@ -217,6 +217,17 @@ pub(crate) async fn run<S: State>(
         },
         None => result,
     };
+    // Retention runs once the run's saves are done (root runs only: a subgraph's checkpoints go with its
+    // thread's).
+    let result = match (&result, &inner.config.retention, &ctx.saver, &ctx.parent) {
+        (Ok(_), Some(policy), Some(saver), None) => {
+            match policy.apply(saver.checkpointer.as_ref(), &saver.thread.thread_id).await {
+                Ok(()) => result,
+                Err(e) => Err(GraphError::Checkpoint(e.to_string())),
+            }
+        }
+        _ => result,
+    };
     if let Some(scope) = &ctx.scope {
         match &result {
             Ok(out) => scope.end(None, &state_json(&out.value)),
