@@ -386,3 +386,35 @@ async fn a_retention_policy_keeps_only_the_newest_checkpoints() {
     assert_eq!(history.len(), 2);
     assert_eq!(history[0].values.log, out.value.log);
 }
+
+#[tokio::test]
+async fn an_unserializable_value_names_thread_checkpoint_channel_and_path() {
+    /// A value whose JSON form fails inside a nested field.
+    #[derive(Debug, Clone, Default, PartialEq)]
+    struct Bad;
+    impl Serialize for Bad {
+        fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom("cannot encode Bad"))
+        }
+    }
+    impl<'de> Deserialize<'de> for Bad {
+        fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+            Ok(Bad)
+        }
+    }
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    struct Holder {
+        inner: Vec<Bad>,
+    }
+    #[derive(State, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    struct WithBad {
+        holder: Holder,
+    }
+    let mut g = StateGraph::<WithBad>::new();
+    g.add_node("a", |_: &WithBad| WithBadUpdate::new().holder(Holder { inner: vec![Bad] }));
+    g.add_edge(START, "a");
+    let app = g.compile_with(CompileConfig::new().checkpointer(saver())).unwrap();
+    let err = app.invoke(WithBadUpdate::new(), &thread("t-bad")).await.unwrap_err().to_string();
+    assert!(err.contains("'holder'") && err.contains("'t-bad'") && err.contains("checkpoint"), "{err}");
+    assert!(err.contains("inner"), "the path inside the value: {err}");
+}

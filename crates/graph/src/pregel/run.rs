@@ -446,7 +446,7 @@ async fn run_inner<S: State>(
             let node = tasks[0].node().map_or(&spec.start, |n| &spec.nodes[n]);
             route(spec, node, &ch.state, &mut writes[0])?;
             apply_control_writes(&mut ch, spec, &writes, &mut changed, &tasks);
-            persist_single(ctx, &tasks[0], &ch.state, &writes[0], &saved).await?;
+            persist_single(ctx, &tasks[0], &ch.state, &writes[0], &saved, step).await?;
             emit_update(
                 ctx,
                 &tasks[0],
@@ -503,6 +503,19 @@ async fn run_inner<S: State>(
         save_checkpoint(ctx, &ch, CheckpointSource::Loop, step - 1, Some(&dirty), &ChannelSet::new()).await?;
     }
     Ok(GraphOutput { value: ch.state, interrupts: Vec::new() })
+}
+
+/// A write that cannot be saved, named by thread, node, step and the channel and path inside the value.
+fn unsaveable(err: GraphError, thread: &str, node: &str, step: i64) -> GraphError {
+    match err {
+        GraphError::InvalidUpdate {
+            error: crate::state::UpdateError::Serialization { key, message },
+            ..
+        } => GraphError::Checkpoint(format!(
+            "cannot serialize channel '{key}' written by node '{node}' at step {step} of thread '{thread}' (pending write of the current checkpoint): {message}"
+        )),
+        other => other,
+    }
 }
 
 /// Whether checkpoints are saved as the run goes (a checkpointer in `sync` or `async` mode).
@@ -860,7 +873,9 @@ async fn run_step<S: State>(
                 emit_whole_messages(ctx, &ch.state, task, &writes, streamed[i].as_ref(), step);
                 if route_inline {
                     if let Some(saver) = ctx.saver.as_mut() {
-                        let mut json = writes_to_json(spec, &ch.state, &writes)?;
+                        let thread = saver.thread.thread_id.clone();
+                        let mut json = writes_to_json(spec, &ch.state, &writes)
+                            .map_err(|e| unsaveable(e, &thread, &task.name, step))?;
                         if let Some(r) = resumed {
                             json.push((special::RESUME.to_owned(), Value::Array(r)));
                         }
@@ -919,12 +934,14 @@ async fn persist_single<S: State>(
     state: &S,
     writes: &TaskWrites<S>,
     saved: &SavedWrites,
+    step: i64,
 ) -> GraphResult<()> {
     if saved.finished(&task.id).is_some() {
         return Ok(());
     }
     let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
-    let json = writes_to_json(&ctx.inner.spec, state, writes)?;
+    let json = writes_to_json(&ctx.inner.spec, state, writes)
+        .map_err(|e| unsaveable(e, &saver.thread.thread_id, &task.name, step))?;
     saver.put_writes(&task.id, &task.path, json).await
 }
 
@@ -1336,8 +1353,18 @@ async fn save_checkpoint<S: State>(
     let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
     let spec = &ctx.inner.spec;
     let id = uuid::Uuid::now_v7().to_string();
-    let (checkpoint, new_versions) =
-        ch.to_checkpoint(spec, &ctx.inner.channel_names, id, values_of, updated)?;
+    let thread = saver.thread.thread_id.clone();
+    let (checkpoint, new_versions) = ch
+        .to_checkpoint(spec, &ctx.inner.channel_names, id.clone(), values_of, updated)
+        .map_err(|e| match e {
+            // A value that cannot be saved names the thread, the checkpoint, the channel and the path.
+            GraphError::InvalidUpdate { error: crate::state::UpdateError::Serialization { key, message }, .. } => {
+                GraphError::Checkpoint(format!(
+                    "cannot serialize channel '{key}' of thread '{thread}' for checkpoint '{id}' (step {step}): {message}"
+                ))
+            }
+            other => other,
+        })?;
     let mut extra = Map::new();
     for (k, v) in ctx.config.metadata.iter().chain(ctx.config.configurable.iter()) {
         let scalar = matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_));

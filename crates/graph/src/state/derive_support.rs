@@ -52,10 +52,13 @@ pub fn deserialize_update<'de, U: DerivedUpdate, D: Deserializer<'de>>(
     U::from_json_writes(writes).map_err(D::Error::custom)
 }
 
-/// A value as JSON.
+/// A value as JSON; the error names the key and the path inside the value.
 pub fn to_json<T: Serialize + ?Sized>(key: &str, value: &T) -> Result<Value, UpdateError> {
-    serde_json::to_value(value)
-        .map_err(|e| UpdateError::Serialization { key: key.to_owned(), message: e.to_string() })
+    serde_path_to_error::serialize(value, serde_json::value::Serializer).map_err(|e| {
+        let path = e.path().to_string();
+        let message = if path == "." { e.inner().to_string() } else { format!("{} at '{path}'", e.inner()) };
+        UpdateError::Serialization { key: key.to_owned(), message }
+    })
 }
 
 /// A channel's value as JSON, `None` when it serializes to `null` (an empty channel).
