@@ -1,5 +1,5 @@
 //! The checkpointed loops: loop1000_memory (durability `async`, the default) and loop1000_memory_dsync
-//! (`sync`); the count of checkpointer calls per run; the hooks of the durable backends not built yet.
+//! (`sync`); the count of checkpointer calls per run (shared with the durable backends' workloads).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ use crate::measure::{Info, Line, Options, Threads, Workload, ensure, err, measur
 
 /// LangGraph's traffic for one checkpointed loop1000 (WORKLOADS.md): checkpoints saved, `put_writes`
 /// calls, writes in them.
-const LANGGRAPH_TRAFFIC: (usize, usize, usize) = (1002, 1001, 2001);
+pub(crate) const LANGGRAPH_TRAFFIC: (usize, usize, usize) = (1002, 1001, 2001);
 
 /// A fresh thread id per op, and the previous thread to delete.
 #[derive(Debug, Default)]
@@ -108,7 +108,7 @@ impl Checkpointer for Counting {
 
 /// Runs `run` once (untimed) with a counting wrapper around `saver` and reports the checkpointer traffic
 /// as LangGraph's census does: checkpoints saved, `put_writes` calls, writes.
-pub(crate) fn census<F, Fut>(saver: Arc<InMemorySaver>, rt: &Runtime, run: F) -> Result<Line, String>
+pub(crate) fn census<F, Fut>(saver: Arc<dyn Checkpointer>, rt: &Runtime, run: F) -> Result<Line, String>
 where
     F: FnOnce(Arc<dyn Checkpointer>) -> Fut,
     Fut: Future<Output = Result<(), String>>,
@@ -125,6 +125,29 @@ where
     line.insert("put_writes_calls_per_run".into(), json!(counting.put_writes.load(Ordering::Relaxed)));
     line.insert("pending_writes_per_run".into(), json!(counting.writes.load(Ordering::Relaxed)));
     Ok(line)
+}
+
+/// How a line names a durability mode.
+pub(crate) fn durability_name(durability: Durability) -> &'static str {
+    match durability {
+        Durability::Async => "async (default)",
+        Durability::Sync => "sync",
+        Durability::Exit => "exit",
+    }
+}
+
+/// Checks a census of loop1000 against LangGraph's traffic: the same persistence traffic is part of doing
+/// the same work, so a run that differs does not count.
+pub(crate) fn check_traffic(counted: &Line) -> Result<(), String> {
+    let traffic = (
+        counted["checkpoint_puts_per_run"].as_u64(),
+        counted["put_writes_calls_per_run"].as_u64(),
+        counted["pending_writes_per_run"].as_u64(),
+    );
+    let (puts, calls, writes) = LANGGRAPH_TRAFFIC;
+    ensure(traffic == (Some(puts as u64), Some(calls as u64), Some(writes as u64)), || {
+        format!("checkpointer traffic {traffic:?} differs from LangGraph's {LANGGRAPH_TRAFFIC:?}")
+    })
 }
 
 /// loop1000 on a fresh thread of an in-memory checkpointer.
@@ -156,12 +179,7 @@ impl Workload for CheckpointedLoop {
 
     fn extra(&mut self, rt: &Runtime, _: &Options) -> Result<Line, String> {
         let mut line = Line::new();
-        let durability = match self.durability {
-            Durability::Async => "async (default)",
-            Durability::Sync => "sync",
-            Durability::Exit => "exit",
-        };
-        line.insert("durability".into(), json!(durability));
+        line.insert("durability".into(), json!(durability_name(self.durability)));
         let config = self.prepare(rt)?;
         let options = RunOptions { durability: self.durability, ..RunOptions::default() };
         let counted = census(self.saver.clone(), rt, move |checkpointer| async move {
@@ -170,17 +188,7 @@ impl Workload for CheckpointedLoop {
                 .map_err(err)?;
             graph.invoke_with(CountState::update().count(0), &config, options).await.map(drop).map_err(err)
         })?;
-        let traffic = (
-            counted["checkpoint_puts_per_run"].as_u64(),
-            counted["put_writes_calls_per_run"].as_u64(),
-            counted["pending_writes_per_run"].as_u64(),
-        );
-        let (puts, calls, writes) = LANGGRAPH_TRAFFIC;
-        // The same persistence traffic as LangGraph is part of doing the same work: a run that differs
-        // does not count.
-        ensure(traffic == (Some(puts as u64), Some(calls as u64), Some(writes as u64)), || {
-            format!("checkpointer traffic {traffic:?} differs from LangGraph's {LANGGRAPH_TRAFFIC:?}")
-        })?;
+        check_traffic(&counted)?;
         line.extend(counted);
         Ok(line)
     }
@@ -211,12 +219,12 @@ pub(crate) fn loop1000_memory_dsync(opts: &Options) -> Result<Line, String> {
     checkpointed_loop(opts, Info::steps("loop1000_memory_dsync", 1000).supplementary(), Durability::Sync)
 }
 
-/// The line of a workload whose checkpointer backend does not exist yet: no figures, a note saying so.
-pub(crate) fn not_built(name: &str, backend: &str) -> Result<Line, String> {
-    eprintln!("[weft-bench] {name}: skipped: backend not built yet ({backend} checkpointer)");
+/// The line of a workload that cannot run here (no server): no figures, a note saying why.
+pub(crate) fn skipped(name: &str, why: &str) -> Line {
+    eprintln!("[weft-bench] {name}: skipped: {why}");
     let mut line = Line::new();
     line.insert("workload".into(), json!(name));
     line.insert("skipped".into(), json!(true));
-    line.insert("note".into(), json!(format!("skipped: backend not built yet ({backend} checkpointer)")));
-    Ok(line)
+    line.insert("note".into(), json!(format!("skipped: {why}")));
+    line
 }

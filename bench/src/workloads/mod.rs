@@ -1,7 +1,9 @@
 //! Every workload of WORKLOADS.md, by name, in the order LangGraph's script runs them.
 
+mod backends;
 mod basic;
 mod checkpoint;
+mod durable;
 mod fanout;
 mod messages;
 mod react;
@@ -37,8 +39,8 @@ pub(crate) const ALL: &[Entry] = &[
     required("parallel_join", fanout::parallel_join),
     required("messages1000", messages::messages1000),
     required("loop1000_memory", checkpoint::loop1000_memory),
-    required("loop1000_sqlite", |_| checkpoint::not_built("loop1000_sqlite", "SQLite")),
-    required("loop1000_postgres", |_| checkpoint::not_built("loop1000_postgres", "PostgreSQL")),
+    required("loop1000_sqlite", backends::loop1000_sqlite),
+    required("loop1000_postgres", backends::loop1000_postgres),
     required("react10", react::react10),
     required("throughput_chain100_x100", basic::throughput_chain100_x100),
     required("stream_updates_loop1000", basic::stream_updates_loop1000),
@@ -59,14 +61,13 @@ pub(crate) const ALL: &[Entry] = &[
     }),
     supplementary("messages1000_memory", messages::messages1000_memory),
     supplementary("loop1000_memory_dsync", checkpoint::loop1000_memory_dsync),
-    supplementary("loop1000_sqlite_dsync", |_| checkpoint::not_built("loop1000_sqlite_dsync", "SQLite")),
-    supplementary("loop1000_postgres_dsync", |_| {
-        checkpoint::not_built("loop1000_postgres_dsync", "PostgreSQL")
-    }),
-    supplementary("loop1000_sqlite_syncoff", |_| checkpoint::not_built("loop1000_sqlite_syncoff", "SQLite")),
-    supplementary("loop1000_postgres_asynccommit", |_| {
-        checkpoint::not_built("loop1000_postgres_asynccommit", "PostgreSQL")
-    }),
+    supplementary("messages1000_sqlite", backends::messages1000_sqlite),
+    supplementary("messages1000_postgres", backends::messages1000_postgres),
+    supplementary("loop1000_sqlite_full", backends::loop1000_sqlite_full),
+    supplementary("loop1000_sqlite_dsync", backends::loop1000_sqlite_dsync),
+    supplementary("loop1000_postgres_dsync", backends::loop1000_postgres_dsync),
+    supplementary("loop1000_sqlite_syncoff", backends::loop1000_sqlite_syncoff),
+    supplementary("loop1000_postgres_asynccommit", backends::loop1000_postgres_asynccommit),
     supplementary("chain100_async_single", basic::chain100_async_single),
 ];
 
