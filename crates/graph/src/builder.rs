@@ -317,6 +317,7 @@ impl<S: State> StateGraph<S> {
                 ends: false,
                 branches: Vec::new(),
                 joins: Vec::new(),
+                pull_path: Arc::from(format!("~__pregel_pull, {}", n.name)),
             })
             .collect();
         let mut start = NodeSpec::<S>::start();

@@ -272,7 +272,7 @@ impl<S: State> CompiledGraph<S> {
             tasks.push(PregelTask {
                 id: task.id.clone(),
                 name: task.name.clone(),
-                path: task.path.clone(),
+                path: task.path.to_string(),
                 error,
                 interrupts: task_interrupts,
                 result: result.flatten(),

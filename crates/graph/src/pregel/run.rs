@@ -609,7 +609,7 @@ pub(crate) fn plan_tasks<S: State>(
             id: task_id(checkpoint_id, ns, step, special::START, "start"),
             kind: TaskKind::Start,
             name: special::START.to_owned(),
-            path: format!("~__pregel_pull, {}", special::START),
+            path: std::sync::Arc::clone(&spec.start.pull_path),
             input: None,
             _state: std::marker::PhantomData,
         });
@@ -620,7 +620,7 @@ pub(crate) fn plan_tasks<S: State>(
             id: task_id(checkpoint_id, ns, step, &send.node, &format!("push:{index}")),
             kind: TaskKind::Push { index, node },
             name: send.node.clone(),
-            path: format!("~__pregel_push, {index:010}, False"),
+            path: format!("~__pregel_push, {index:010}, False").into(),
             input: Some(send.payload.clone()),
             _state: std::marker::PhantomData,
         });
@@ -643,7 +643,7 @@ pub(crate) fn plan_tasks<S: State>(
             id: task_id(checkpoint_id, ns, step, name, "pull"),
             kind: TaskKind::Pull(n),
             name: name.clone(),
-            path: format!("~__pregel_pull, {name}"),
+            path: std::sync::Arc::clone(&spec.nodes[n].pull_path),
             // Built when the task runs, so no copy of the state outlives the step (the state is then
             // updated in place instead of copied).
             input: None,
@@ -824,32 +824,29 @@ async fn run_step<S: State>(
     let is_subgraph = ctx.parent.is_some();
     let mut streamed: Vec<Option<StreamedIds>> = vec![None; tasks.len()];
     // A lone task is awaited directly; several run concurrently, polled by this task.
-    let mut running = FuturesUnordered::new();
-    let mut queue = to_run.into_iter();
+    let mut lone = if to_run.len() == 1 { to_run.first().copied() } else { None };
+    let mut running = if lone.is_none() { Some(FuturesUnordered::new()) } else { None };
+    let mut queue = if lone.is_none() { to_run } else { Vec::new() }.into_iter();
     let route_inline = !single;
     loop {
-        while running.len() < limit {
-            let Some(i) = queue.next() else { break };
-            let task = &tasks[i];
-            let (runtime, ids) = make_runtime(ctx, task, saved, step, stop);
-            streamed[i] = ids;
-            if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks()) {
-                if task.kind != TaskKind::Start {
-                    let input = match &task.input {
-                        Some(p) => p.to_json().unwrap_or(Value::Null),
-                        None => state_json(&ch.state),
-                    };
-                    sink.send(StreamData::TaskStart {
-                        id: task.id.clone(),
-                        name: task.name.clone(),
-                        input,
-                        step,
-                    });
-                }
+        if let Some(running) = running.as_mut() {
+            while running.len() < limit {
+                let Some(i) = queue.next() else { break };
+                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop, &mut streamed[i]);
+                let task = &tasks[i];
+                running
+                    .push(execute(inner, ch, task, runtime, route_inline, is_subgraph).map(move |r| (i, r)));
             }
-            running.push(execute(inner, ch, task, runtime, route_inline, is_subgraph).map(move |r| (i, r)));
         }
-        let Some((i, result)) = running.next().await else { break };
+        let next = match (lone.take(), running.as_mut()) {
+            (Some(i), _) => {
+                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop, &mut streamed[i]);
+                Some((i, execute(inner, ch, &tasks[i], runtime, route_inline, is_subgraph).await))
+            }
+            (None, Some(running)) => running.next().await,
+            (None, None) => None,
+        };
+        let Some((i, result)) = next else { break };
         let task = &tasks[i];
         if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks() && task.kind != TaskKind::Start) {
             let (error, result_json, interrupts) = match &result {
@@ -927,6 +924,31 @@ async fn run_step<S: State>(
     ))
 }
 
+/// Makes a task's runtime and reports its start in the `tasks` stream mode.
+#[allow(clippy::too_many_arguments)]
+fn start_task<S: State>(
+    ctx: &Ctx<'_, S>,
+    ch: &Channels<S>,
+    task: &Task<S>,
+    saved: &SavedWrites,
+    step: i64,
+    stop: i64,
+    streamed: &mut Option<StreamedIds>,
+) -> Runtime {
+    let (runtime, ids) = make_runtime(ctx, task, saved, step, stop);
+    *streamed = ids;
+    if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks()) {
+        if task.kind != TaskKind::Start {
+            let input = match &task.input {
+                Some(p) => p.to_json().unwrap_or(Value::Null),
+                None => state_json(&ch.state),
+            };
+            sink.send(StreamData::TaskStart { id: task.id.clone(), name: task.name.clone(), input, step });
+        }
+    }
+    runtime
+}
+
 /// Saves the writes of a single-task step (made after its routes were computed).
 async fn persist_single<S: State>(
     ctx: &mut Ctx<'_, S>,
@@ -962,7 +984,7 @@ fn task_metadata<S: State>(task: &Task<S>, step: i64) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("langgraph_step".to_owned(), json!(step));
     m.insert("langgraph_node".to_owned(), json!(task.name));
-    m.insert("langgraph_path".to_owned(), json!(task.path));
+    m.insert("langgraph_path".to_owned(), json!(&*task.path));
     m.insert("langgraph_checkpoint_ns".to_owned(), json!(format!("{}:{}", task.name, task.id)));
     m
 }

@@ -20,6 +20,8 @@ pub(crate) struct NodeSpec<S: State> {
     pub(crate) branches: Vec<Branch<S>>,
     /// Waiting edges this node is a source of.
     pub(crate) joins: Vec<usize>,
+    /// The task path of its pull tasks (`~__pregel_pull, <name>`), made once.
+    pub(crate) pull_path: Arc<str>,
 }
 
 impl<S: State> NodeSpec<S> {
@@ -32,6 +34,7 @@ impl<S: State> NodeSpec<S> {
             ends: false,
             branches: Vec::new(),
             joins: Vec::new(),
+            pull_path: Arc::from(format!("~__pregel_pull, {START}")),
         }
     }
 }

@@ -25,7 +25,7 @@ pub(crate) struct Task<S: State> {
     pub(crate) id: String,
     pub(crate) kind: TaskKind,
     pub(crate) name: String,
-    pub(crate) path: String,
+    pub(crate) path: std::sync::Arc<str>,
     /// The payload of a `Send` task (pull tasks read the state when they run).
     pub(crate) input: Option<crate::types::Payload>,
     pub(crate) _state: std::marker::PhantomData<fn() -> S>,
