@@ -9,9 +9,9 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::filter::{matches, validate_filter};
-use super::namespace::{matches_prefix, matches_suffix, validate_namespace};
+use super::namespace::{matches_prefix, matches_suffix};
 use super::{
-    IndexConfig, Item, ListNamespacesOptions, PutOptions, SearchItem, SearchOptions, Store, StoreError, Ttl,
+    IndexConfig, Item, ListNamespacesOptions, PutOptions, SearchItem, SearchOptions, Store, StoreError,
     cosine_similarity,
 };
 
@@ -148,26 +148,11 @@ impl Store for InMemoryStore {
         value: Value,
         options: PutOptions,
     ) -> Result<(), StoreError> {
-        validate_namespace(namespace)?;
-        if !value.is_object() {
-            return Err(StoreError::InvalidValue {
-                namespace: namespace.to_vec(),
-                key: key.to_owned(),
-                reason: format!("values must be JSON objects, got {value}"),
-            });
-        }
-        let vectors = match &self.index {
-            Some(index) => {
-                let texts = index.texts(&value, &options.index);
-                index.embed_documents(texts, &format!("item '{key}' in namespace {namespace:?}")).await?
-            }
-            None => Vec::new(),
-        };
-        let ttl = match options.ttl {
-            Ttl::Default => self.ttl.default_ttl,
-            Ttl::Never => None,
-            Ttl::After(ttl) => Some(ttl),
-        };
+        let prepared =
+            crate::store::prepare_put(namespace, key, &value, &options, self.index.as_ref(), &self.ttl)
+                .await?;
+        let vectors = prepared.vectors;
+        let ttl = prepared.ttl;
         let (now, wall) = (Instant::now(), SystemTime::now());
         let mut data = self.lock()?;
         data.seq += 1;

@@ -21,6 +21,7 @@ mod memory;
 mod namespace;
 mod options;
 mod path;
+mod put;
 mod time;
 
 pub use error::StoreError;
@@ -30,6 +31,7 @@ pub use memory::{InMemoryStore, TtlConfig};
 pub use namespace::{namespace, validate_namespace};
 pub use options::{IndexFields, ListNamespacesOptions, PutOptions, SearchOptions, Ttl};
 pub use path::texts_at_path;
+pub use put::{PreparedPut, prepare_put, resolve_ttl};
 
 /// A stored item.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,13 +8,13 @@ use async_trait::async_trait;
 use serde_json::Value;
 use weft_graph::store::{
     IndexConfig, Item, ListNamespacesOptions, PutOptions, SearchItem, SearchOptions, Store, StoreError,
-    TtlConfig, validate_filter, validate_namespace,
+    TtlConfig, validate_filter,
 };
 
 use super::statements::{NAMESPACES, SEARCH, VECTORS};
 use super::{Pg, PgPool, PostgresOptions, redact, schema};
 use crate::sql::store_rows::{
-    self, Candidate, ItemRow, duration_micros, keep_matching, micros, ns_text, prefix_range, rank, ttl_of,
+    self, Candidate, ItemRow, duration_micros, keep_matching, micros, ns_text, prefix_range, rank,
 };
 
 /// A store on PostgreSQL: items as JSON text under their namespace (labels joined by `.`), TTLs as expiry
@@ -203,8 +203,6 @@ impl Store for PostgresStore {
         value: Value,
         options: PutOptions,
     ) -> Result<(), StoreError> {
-        validate_namespace(namespace)?;
-        store_rows::check_object(namespace, key, &value)?;
         if key.contains('\0') {
             return Err(StoreError::InvalidValue {
                 namespace: namespace.to_vec(),
@@ -212,16 +210,13 @@ impl Store for PostgresStore {
                 reason: "the key contains a NUL character, which PostgreSQL text cannot store".into(),
             });
         }
-        let vectors = match &self.index {
-            Some(index) => {
-                let texts = index.texts(&value, &options.index);
-                index.embed_documents(texts, &format!("item '{key}' in namespace {namespace:?}")).await?
-            }
-            None => Vec::new(),
-        };
+        let prepared =
+            weft_graph::store::prepare_put(namespace, key, &value, &options, self.index.as_ref(), &self.ttl)
+                .await?;
+        let vectors = prepared.vectors;
         let idxs: Vec<i64> = (0..vectors.len()).map(|i| i64::try_from(i).unwrap_or(i64::MAX)).collect();
         let embeddings: Vec<Vec<u8>> = vectors.iter().map(|v| store_rows::vector_bytes(v)).collect();
-        let ttl = ttl_of(options.ttl, &self.ttl).map(duration_micros);
+        let ttl = prepared.ttl.map(duration_micros);
         let now = micros(SystemTime::now());
         let (prefix, text) = (ns_text(namespace), value.to_string());
         let (pg, prefix, text, idxs, embeddings) = (&self.pg, &prefix, &text, &idxs, &embeddings);

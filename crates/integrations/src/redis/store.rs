@@ -20,8 +20,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 use weft_graph::checkpoint::CheckpointError;
 use weft_graph::store::{
-    IndexConfig, Item, ListNamespacesOptions, PutOptions, SearchItem, SearchOptions, Store, StoreError, Ttl,
-    TtlConfig, validate_namespace,
+    IndexConfig, Item, ListNamespacesOptions, PutOptions, SearchItem, SearchOptions, Store, StoreError,
+    TtlConfig,
 };
 
 use super::conn::Conn;
@@ -168,26 +168,11 @@ impl Store for RedisStore {
         value: Value,
         options: PutOptions,
     ) -> Result<(), StoreError> {
-        validate_namespace(namespace)?;
-        if !value.is_object() {
-            return Err(StoreError::InvalidValue {
-                namespace: namespace.to_vec(),
-                key: key.to_owned(),
-                reason: format!("values must be JSON objects, got {value}"),
-            });
-        }
-        let vectors = match &self.index {
-            Some(index) => {
-                let texts = index.texts(&value, &options.index);
-                index.embed_documents(texts, &format!("item '{key}' in namespace {namespace:?}")).await?
-            }
-            None => Vec::new(),
-        };
-        let ttl = match options.ttl {
-            Ttl::Default => self.ttl.default_ttl,
-            Ttl::Never => None,
-            Ttl::After(ttl) => Some(ttl),
-        };
+        let prepared =
+            weft_graph::store::prepare_put(namespace, key, &value, &options, self.index.as_ref(), &self.ttl)
+                .await?;
+        let vectors = prepared.vectors;
+        let ttl = prepared.ttl;
         let value_json = to_json(&value)?;
         let vectors_json = if vectors.is_empty() { String::new() } else { to_json(&vectors)? };
         let namespace_json = to_json(namespace)?;

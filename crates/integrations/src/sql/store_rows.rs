@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value};
 use weft_graph::store::{
-    Item, ListNamespacesOptions, SearchItem, StoreError, Ttl, TtlConfig, cosine_similarity, matches_filter,
+    Item, ListNamespacesOptions, SearchItem, StoreError, cosine_similarity, matches_filter,
 };
 
 /// A namespace as stored.
@@ -71,27 +71,6 @@ pub(crate) fn from_micros(micros: i64) -> SystemTime {
 /// A duration in microseconds.
 pub(crate) fn duration_micros(d: Duration) -> i64 {
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
-}
-
-/// The TTL a put gives an item.
-pub(crate) fn ttl_of(ttl: Ttl, config: &TtlConfig) -> Option<Duration> {
-    match ttl {
-        Ttl::Default => config.default_ttl,
-        Ttl::Never => None,
-        Ttl::After(ttl) => Some(ttl),
-    }
-}
-
-/// The error for a value that is not a JSON object.
-pub(crate) fn check_object(namespace: &[String], key: &str, value: &Value) -> Result<(), StoreError> {
-    if value.is_object() {
-        return Ok(());
-    }
-    Err(StoreError::InvalidValue {
-        namespace: namespace.to_vec(),
-        key: key.to_owned(),
-        reason: format!("values must be JSON objects, got {value}"),
-    })
 }
 
 /// A row of `store_items`.

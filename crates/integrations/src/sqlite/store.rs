@@ -10,13 +10,13 @@ use futures::TryStreamExt;
 use serde_json::Value;
 use weft_graph::store::{
     IndexConfig, Item, ListNamespacesOptions, PutOptions, SearchItem, SearchOptions, Store, StoreError,
-    TtlConfig, validate_filter, validate_namespace,
+    TtlConfig, validate_filter,
 };
 
 use super::statements::{NAMESPACES, PUT_ITEM, REFRESH, SEARCH, VECTORS};
 use super::{Db, SqliteOptions, SqlitePool, schema};
 use crate::sql::store_rows::{
-    self, Candidate, ItemRow, duration_micros, keep_matching, micros, ns_text, prefix_range, rank, ttl_of,
+    self, Candidate, ItemRow, duration_micros, keep_matching, micros, ns_text, prefix_range, rank,
 };
 
 /// A store on SQLite: items as JSON text under their namespace (labels joined by `.`), TTLs as expiry
@@ -167,16 +167,11 @@ impl Store for SqliteStore {
         value: Value,
         options: PutOptions,
     ) -> Result<(), StoreError> {
-        validate_namespace(namespace)?;
-        store_rows::check_object(namespace, key, &value)?;
-        let vectors = match &self.index {
-            Some(index) => {
-                let texts = index.texts(&value, &options.index);
-                index.embed_documents(texts, &format!("item '{key}' in namespace {namespace:?}")).await?
-            }
-            None => Vec::new(),
-        };
-        let ttl = ttl_of(options.ttl, &self.ttl).map(duration_micros);
+        let prepared =
+            weft_graph::store::prepare_put(namespace, key, &value, &options, self.index.as_ref(), &self.ttl)
+                .await?;
+        let vectors = prepared.vectors;
+        let ttl = prepared.ttl.map(duration_micros);
         let now = micros(SystemTime::now());
         let prefix = ns_text(namespace);
         let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
