@@ -980,12 +980,12 @@ fn emit_update<S: State>(ctx: &Ctx<'_, S>, task: &Task<S>, writes: &TaskWrites<S
 type StreamedIds = Arc<Mutex<HashSet<String>>>;
 
 /// The `langgraph_*` metadata of a task's runs and stream chunks.
-fn task_metadata<S: State>(task: &Task<S>, step: i64) -> Map<String, Value> {
+fn task_metadata(name: &str, path: &str, task_ns: &str, step: i64) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("langgraph_step".to_owned(), json!(step));
-    m.insert("langgraph_node".to_owned(), json!(task.name));
-    m.insert("langgraph_path".to_owned(), json!(&*task.path));
-    m.insert("langgraph_checkpoint_ns".to_owned(), json!(format!("{}:{}", task.name, task.id)));
+    m.insert("langgraph_node".to_owned(), json!(name));
+    m.insert("langgraph_path".to_owned(), json!(path));
+    m.insert("langgraph_checkpoint_ns".to_owned(), json!(task_ns));
     m
 }
 
@@ -1035,7 +1035,12 @@ fn emit_whole_messages<S: State>(
                     }
                 }
                 let mut metadata = ctx.config.metadata.clone();
-                metadata.extend(task_metadata(task, step));
+                metadata.extend(task_metadata(
+                    &task.name,
+                    &task.path,
+                    &format!("{}:{}", task.name, task.id),
+                    step,
+                ));
                 sink.send(StreamData::Message { chunk: Box::new(message), metadata });
             }
         }
@@ -1062,38 +1067,46 @@ fn make_runtime<S: State>(
 
     // Everything the task's config needs, captured cheaply; the config itself is built on first use.
     let builder: crate::runtime::ConfigBuilder = {
+        // Only cheap handles are taken here; strings and maps are made if the node asks for its config.
         let base = Arc::clone(&ctx.base_config);
-        let metadata = task_metadata(task, step);
+        let (name, path, own_ns, run_ns) =
+            (task.name.clone(), Arc::clone(&task.path), task_ns.clone(), ctx.ns.clone());
         let messages = messages_sink.zip(streamed.clone()).map(|(sink, seen)| (Arc::clone(&sink.send), seen));
         let stream = ctx.sink.filter(|s| s.subgraphs).map(|s| (s.forward_for(task_ns.clone()), s.modes));
-        let parent = ParentRun {
-            stream,
-            checkpointer: ctx.saver.as_ref().map(|s| Arc::clone(&s.checkpointer)),
-            ns: if ctx.ns.is_empty() { task_ns.clone() } else { format!("{}|{task_ns}", ctx.ns) },
-            node_ns: if ctx.ns.is_empty() { task.name.clone() } else { format!("{}|{}", ctx.ns, task.name) },
-            store: ctx.store.clone(),
-            parents: {
-                let mut parents = ctx.parent.as_ref().map(|p| p.parents.clone()).unwrap_or_default();
-                if let Some(current) = ctx.saver.as_ref().and_then(|s| s.current.clone()) {
-                    parents.insert(ctx.ns.clone(), current);
-                }
-                parents
-            },
-            resuming: ctx.resuming,
-            null_resume: Arc::clone(&ctx.null_resume),
-            resume_by_id: ctx.resume_by_id.clone(),
-        };
-        let own_ns = task_ns.clone();
+        let checkpointer = ctx.saver.as_ref().map(|s| Arc::clone(&s.checkpointer));
+        let current = ctx.saver.as_ref().and_then(|s| s.current.clone());
+        let outer_parents = ctx.parent.as_ref().map(|p| p.parents.clone()).unwrap_or_default();
+        let (store, resuming, null_resume) = (ctx.store.clone(), ctx.resuming, Arc::clone(&ctx.null_resume));
+        let resume_by_id = ctx.resume_by_id.clone();
         Box::new(move || {
             let mut config = base.child(Some(format!("graph:step:{step}")));
-            config.metadata.extend(metadata);
+            config.metadata.extend(task_metadata(&name, &path, &own_ns, step));
+            let mut parents = outer_parents;
+            if let Some(current) = current {
+                parents.insert(run_ns.clone(), current);
+            }
+            let (ns, node_ns) = if run_ns.is_empty() {
+                (own_ns.clone(), name)
+            } else {
+                (format!("{run_ns}|{own_ns}"), format!("{run_ns}|{name}"))
+            };
             if let Some((send, seen)) = messages {
                 config.callbacks = Some(match config.callbacks.take() {
                     Some(existing) => existing.and(messages_sink_for(send, seen, own_ns)),
                     None => messages_sink_for(send, seen, own_ns),
                 });
             }
-            config.extensions.insert(parent);
+            config.extensions.insert(ParentRun {
+                stream,
+                checkpointer,
+                ns,
+                node_ns,
+                store,
+                parents,
+                resuming,
+                null_resume,
+                resume_by_id,
+            });
             config
         })
     };
