@@ -341,12 +341,8 @@ async fn run_inner<S: State>(
                     Resume::ById(map) => ctx.resume_by_id = map,
                 }
             }
-            let Some(s) = loaded_step else {
-                if cmd.resume.is_some() {
-                    return Err(GraphError::EmptyInput);
-                }
-                return Err(GraphError::EmptyInput);
-            };
+            // A command continues a thread: without a saved checkpoint there is nothing to continue.
+            let Some(s) = loaded_step else { return Err(GraphError::EmptyInput) };
             step = s + 1;
             ch.interrupt_seen =
                 (0..ch.versions.len()).filter(|&i| ch.versions[i] > 0).map(|i| (i, ch.versions[i])).collect();
@@ -441,7 +437,7 @@ async fn run_inner<S: State>(
             // One task: its routers see exactly the state after its own writes, which is the applied state.
             let updates: Vec<S::Update> = std::mem::take(&mut writes[0].updates);
             let applied = ch.state.apply(updates.clone()).map_err(|error| invalid(error, step, &tasks))?;
-            changed.union_with(&shift_state(&applied));
+            changed.union_with(&applied);
             writes[0].updates = updates;
             let node = tasks[0].node().map_or(&spec.start, |n| &spec.nodes[n]);
             route(spec, node, &ch.state, &mut writes[0])?;
@@ -459,12 +455,11 @@ async fn run_inner<S: State>(
         let ended = ch.state.end_step(&written_channels(&ch.state, &writes));
         changed.union_with(&ended);
         ch.bump(&changed);
-        for (t, task) in tasks.iter().enumerate() {
+        for task in &tasks {
             let slot = task.node().unwrap_or(ch.layout.n_nodes);
             for trigger in triggers_of(&ch, spec, task) {
                 ch.seen[slot].insert(trigger, ch.versions[trigger]);
             }
-            let _ = t;
         }
         dirty.union_with(&changed);
         saved = SavedWrites::default();
@@ -555,11 +550,6 @@ fn changed_since_interrupt<S: State>(ch: &Channels<S>) -> bool {
     (0..ch.versions.len()).any(|i| ch.versions[i] > ch.interrupt_seen.get(&i).copied().unwrap_or(0))
 }
 
-/// State-channel indexes are the first of the layout, so a state `ChannelSet` is already in layout terms.
-fn shift_state(set: &ChannelSet) -> ChannelSet {
-    set.clone()
-}
-
 fn written_channels<S: State>(state: &S, writes: &[TaskWrites<S>]) -> ChannelSet {
     let mut set = ChannelSet::new();
     for w in writes {
@@ -603,8 +593,7 @@ pub(crate) fn plan_tasks<S: State>(
     ns: &str,
 ) -> Vec<Task<S>> {
     let mut tasks = Vec::new();
-    if let Some(updates) = &ch.start {
-        let _ = updates;
+    if ch.start.is_some() {
         tasks.push(Task {
             id: task_id(checkpoint_id, ns, step, special::START, "start"),
             kind: TaskKind::Start,
