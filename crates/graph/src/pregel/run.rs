@@ -431,7 +431,7 @@ async fn run_inner<S: State>(
         let mut changed = ChannelSet::new();
         consume_tasks(&mut ch, spec, &tasks, &mut changed);
         let single = tasks.len() == 1;
-        let route_after = single && results[0].1.is_none();
+        let route_after = single && !results[0].1;
         let mut writes: Vec<TaskWrites<S>> = results.iter_mut().map(|(w, _)| std::mem::take(w)).collect();
         if route_after {
             // One task: its routers see exactly the state after its own writes, which is the applied state.
@@ -777,8 +777,8 @@ pub(crate) fn route<S: State>(
 }
 
 enum StepOutcome<S: State> {
-    /// Writes per task in task order; the flag says whether routes are still to be computed.
-    Done(Vec<(TaskWrites<S>, Option<()>)>),
+    /// Writes per task in task order; the flag says whether the routes are already in them.
+    Done(Vec<(TaskWrites<S>, bool)>),
     Interrupted(Vec<Interrupt>),
 }
 
@@ -792,7 +792,7 @@ async fn run_step<S: State>(
 ) -> GraphResult<StepOutcome<S>> {
     let spec = &ctx.inner.spec;
     let single = tasks.len() == 1;
-    let mut results: Vec<Option<(TaskWrites<S>, Option<()>)>> = (0..tasks.len()).map(|_| None).collect();
+    let mut results: Vec<Option<(TaskWrites<S>, bool)>> = (0..tasks.len()).map(|_| None).collect();
     let mut interrupts = Vec::new();
     let mut first_error: Option<GraphError> = None;
 
@@ -802,7 +802,7 @@ async fn run_step<S: State>(
         if let Some(w) = saved.finished(&task.id) {
             let writes = writes_from_json(spec, &ch.state, w)?;
             emit_update(ctx, task, &writes, true);
-            results[i] = Some((writes, Some(())));
+            results[i] = Some((writes, true));
         } else {
             to_run.push(i);
         }
@@ -868,9 +868,9 @@ async fn run_step<S: State>(
                         saver.put_writes(&task.id, &task.path, json).await?;
                     }
                     emit_update(ctx, task, &writes, writes.cached);
-                    results[i] = Some((writes, Some(())));
+                    results[i] = Some((writes, true));
                 } else {
-                    results[i] = Some((writes, None));
+                    results[i] = Some((writes, false));
                 }
             }
             Ok((TaskOutcome::Interrupted(list), resumed)) => {
@@ -909,7 +909,7 @@ async fn run_step<S: State>(
         return Ok(StepOutcome::Interrupted(interrupts));
     }
     Ok(StepOutcome::Done(
-        results.into_iter().map(|r| r.unwrap_or_else(|| (TaskWrites::default(), Some(())))).collect(),
+        results.into_iter().map(|r| r.unwrap_or_else(|| (TaskWrites::default(), true))).collect(),
     ))
 }
 
