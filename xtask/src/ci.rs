@@ -5,7 +5,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::exec::{self, Tally, format_duration};
-use crate::{bench, services};
+use crate::{bench, llm, services};
 
 /// How long one example may run before it counts as hung.
 const EXAMPLE_LIMIT: Duration = Duration::from_secs(300);
@@ -17,10 +17,11 @@ struct Stage {
 }
 
 /// Every stage, in the order they run.
-const STAGES: [Stage; 7] = [
+const STAGES: [Stage; 8] = [
     Stage { name: "services", run: services_stage },
     Stage { name: "fmt", run: fmt },
     Stage { name: "clippy", run: clippy },
+    Stage { name: "llm", run: llm_stage },
     Stage { name: "test", run: test },
     Stage { name: "doc", run: doc },
     Stage { name: "examples", run: examples },
@@ -86,6 +87,11 @@ fn services_stage(_: &mut Tally) -> Result<(), String> {
     }
 }
 
+/// llama-server and the test models in the cache (built or downloaded when missing), for the test stage.
+fn llm_stage(_: &mut Tally) -> Result<(), String> {
+    llm::ci_stage()
+}
+
 fn fmt(_: &mut Tally) -> Result<(), String> {
     exec::run(&mut exec::cargo(&["fmt", "--all", "--", "--check"]))
 }
@@ -103,7 +109,8 @@ fn clippy(_: &mut Tally) -> Result<(), String> {
 }
 
 /// Unit and integration tests of every crate: nextest when installed, else cargo test. Doc tests are the
-/// next stage (nextest cannot run them), so the cargo test fallback leaves them out too.
+/// next stage (nextest cannot run them), so the cargo test fallback leaves them out too. The real-model
+/// tests get the paths of the `llm` stage.
 fn test(tally: &mut Tally) -> Result<(), String> {
     let has_nextest =
         exec::cargo(&["nextest", "--version"]).output().is_ok_and(|output| output.status.success());
@@ -113,7 +120,7 @@ fn test(tally: &mut Tally) -> Result<(), String> {
         println!("cargo-nextest is not installed: running the tests with cargo test");
         exec::cargo(&["test", "--workspace", "--all-features", "--lib", "--bins", "--tests"])
     };
-    exec::run_counting(&mut command, tally)
+    exec::run_counting(llm::with_test_env(&mut command), tally)
 }
 
 fn doc(tally: &mut Tally) -> Result<(), String> {
@@ -169,7 +176,7 @@ mod tests {
     fn no_arguments_select_every_stage_in_order() {
         assert_eq!(
             names(&select(&[]).unwrap()),
-            vec!["services", "fmt", "clippy", "test", "doc", "examples", "bench"]
+            vec!["services", "fmt", "clippy", "llm", "test", "doc", "examples", "bench"]
         );
     }
 

