@@ -1,0 +1,279 @@
+//! `ChatOpenAI` against a real model: llama.cpp's llama-server with Qwen2.5-Coder-0.5B-Instruct (Q4_K_M)
+//! at temperature 0, started by this test binary on a free loopback port from the paths `cargo xtask ci`
+//! exports (`WEFT_LLAMA_SERVER_BIN`, `WEFT_LLAMA_MODEL`, `WEFT_LLAMA_TEMPLATE`; see docs/local-models.md).
+//!
+//! The assertions are about the protocol (shapes, ids, finish reasons, usage, errors), not about how
+//! clever a 0.5B model is. Without the paths the tests fail in CI and are skipped, loudly, elsewhere.
+#![cfg(feature = "openai")]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod llama_common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use weft_integrations::openai::{ChatOpenAI, OpenAIError};
+use weft_runnable_core::{
+    AiMessage, ChatModelExt, Merge as _, Message, PromptValue, Runnable, RunnableConfig, StructuredOutputMethod,
+    StructuredTool, Tool as _, ToolChoice, ToolStatus, tools::invoke_tool_message,
+};
+
+use llama_common::{Model, Server, server};
+
+/// The shared server and a chat model on it capped at `max_tokens`, or `None` when the test is skipped.
+fn qwen(test: &str, max_tokens: u32) -> Option<(&'static Server, ChatOpenAI)> {
+    let server = server(Model::Qwen, test)?;
+    Some((server, server.chat(Model::Qwen, max_tokens)))
+}
+
+fn prompt(system: &str, user: &str) -> PromptValue {
+    PromptValue::from(vec![Message::system(system), Message::human(user)])
+}
+
+/// Every chunk of a streamed answer and their merge.
+async fn stream_all<R>(model: &R, input: PromptValue) -> (Vec<AiMessage>, AiMessage)
+where
+    R: Runnable<PromptValue, AiMessage>,
+{
+    let mut stream = model.stream(input, &RunnableConfig::default());
+    let mut chunks = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        chunks.push(chunk.expect("a streamed chunk"));
+    }
+    assert!(!chunks.is_empty(), "the stream yielded nothing");
+    let whole = chunks.iter().cloned().reduce(|a, b| a.merge(b).unwrap()).unwrap().finish();
+    (chunks, whole)
+}
+
+fn finish_reason(message: &AiMessage) -> Option<&str> {
+    message.response_metadata.get("finish_reason").and_then(Value::as_str)
+}
+
+/// Usage is present and adds up.
+fn assert_usage(message: &AiMessage) {
+    let usage = message.usage_metadata.as_ref().unwrap_or_else(|| panic!("no usage in {message:?}"));
+    assert!(usage.input_tokens > 0 && usage.output_tokens > 0, "{usage:?}");
+    assert_eq!(usage.total_tokens, usage.input_tokens + usage.output_tokens, "{usage:?}");
+}
+
+fn weather_tool() -> StructuredTool {
+    StructuredTool::from_fn(
+        "get_weather",
+        "Gets the current weather in a city.",
+        json!({"type": "object", "properties": {"city": {"type": "string", "description": "The city name"}},
+               "required": ["city"]}),
+        |args: Value, _| async move { Ok(format!("18 degrees and sunny in {}", args["city"].as_str().unwrap_or("?"))) },
+    )
+}
+
+fn time_tool() -> StructuredTool {
+    StructuredTool::from_fn(
+        "get_time",
+        "Gets the current time in a time zone.",
+        json!({"type": "object", "properties": {"timezone": {"type": "string", "description": "An IANA time zone"}},
+               "required": ["timezone"]}),
+        |_: Value, _| async move { Ok("12:00".to_owned()) },
+    )
+}
+
+/// The answer is exactly one OpenAI-shaped call of `name` whose arguments hold the string `arg`: an id,
+/// parsed arguments, nothing invalid, finish reason `tool_calls`, and no fence or tag left in the text.
+fn assert_one_call(reply: &AiMessage, name: &str, arg: &str) -> String {
+    assert!(reply.invalid_tool_calls.is_empty(), "invalid tool calls: {reply:?}");
+    assert_eq!(reply.tool_calls.len(), 1, "{reply:?}");
+    let call = &reply.tool_calls[0];
+    assert_eq!(call.name, name, "{reply:?}");
+    let value = call.args.get(arg).and_then(Value::as_str).unwrap_or_else(|| panic!("no `{arg}` in {call:?}"));
+    assert!(!value.trim().is_empty(), "{call:?}");
+    assert!(call.id.as_deref().is_some_and(|id| !id.is_empty()), "no id: {call:?}");
+    assert_eq!(finish_reason(reply), Some("tool_calls"), "{reply:?}");
+    let text = reply.text();
+    assert!(!text.contains("```") && !text.contains("tool_call"), "markup left in the text: {text:?}");
+    value.to_owned()
+}
+
+#[tokio::test]
+async fn plain_chat_answers_with_usage_and_response_metadata() {
+    let Some((_, model)) = qwen("plain_chat_answers_with_usage_and_response_metadata", 24) else { return };
+    let reply = model
+        .invoke(prompt("You are terse.", "Say hello in one short sentence."), &RunnableConfig::default())
+        .await
+        .unwrap();
+    assert!(!reply.text().trim().is_empty(), "{reply:?}");
+    assert!(reply.tool_calls.is_empty() && reply.invalid_tool_calls.is_empty(), "{reply:?}");
+    assert!(matches!(finish_reason(&reply), Some("stop" | "length")), "{reply:?}");
+    assert!(reply.id.as_deref().is_some_and(|id| !id.is_empty()), "{reply:?}");
+    assert!(reply.response_metadata.get("model_name").and_then(Value::as_str).is_some(), "{reply:?}");
+    assert_usage(&reply);
+    assert!(reply.usage_metadata.as_ref().unwrap().output_tokens <= 24);
+}
+
+#[tokio::test]
+async fn streamed_chat_yields_tokens_then_the_usage_chunk() {
+    let Some((_, model)) = qwen("streamed_chat_yields_tokens_then_the_usage_chunk", 24) else { return };
+    let input = prompt("You are terse.", "Count from one to five in words.");
+    let (chunks, whole) = stream_all(&model, input.clone()).await;
+    let with_text = chunks.iter().filter(|chunk| !chunk.text().is_empty()).count();
+    assert!(with_text > 1, "the answer came in {with_text} text chunk(s): {chunks:?}");
+    assert_eq!(chunks.last().unwrap().chunk_position.as_deref(), Some("last"));
+    assert_eq!(chunks.iter().filter(|chunk| chunk.usage_metadata.is_some()).count(), 1, "{chunks:?}");
+    assert_usage(&whole);
+    assert!(matches!(finish_reason(&whole), Some("stop" | "length")), "{whole:?}");
+    assert_eq!(whole.text(), chunks.iter().map(AiMessage::text).collect::<String>());
+    // Greedy decoding: the whole answer is the streamed one.
+    let reply = model.invoke(input, &RunnableConfig::default()).await.unwrap();
+    assert_eq!(reply.text(), whole.text());
+    assert_eq!(reply.usage_metadata.as_ref().unwrap().output_tokens, whole.usage_metadata.unwrap().output_tokens);
+}
+
+#[tokio::test]
+async fn tool_choice_auto_gives_an_openai_tool_call_whole_and_streamed() {
+    let Some((_, model)) = qwen("tool_choice_auto_gives_an_openai_tool_call_whole_and_streamed", 64) else { return };
+    let bound = model.bind_tools([weather_tool().spec(), time_tool().spec()], Some(ToolChoice::Auto));
+    let input = prompt("You are a helpful assistant.", "What is the weather in Paris right now?");
+    let reply = bound.invoke(input.clone(), &RunnableConfig::default()).await.unwrap();
+    let city = assert_one_call(&reply, "get_weather", "city");
+    assert!(city.contains("Paris"), "{reply:?}");
+
+    let (chunks, whole) = stream_all(&bound, input).await;
+    assert!(chunks.iter().any(|chunk| !chunk.tool_call_chunks.is_empty()), "no tool-call chunks: {chunks:?}");
+    assert_eq!(assert_one_call(&whole, "get_weather", "city"), city);
+    assert_eq!(whole.tool_calls[0].args, reply.tool_calls[0].args);
+    assert_usage(&whole);
+}
+
+#[tokio::test]
+async fn tool_choice_required_forces_a_call_whole_and_streamed() {
+    let Some((_, model)) = qwen("tool_choice_required_forces_a_call_whole_and_streamed", 64) else { return };
+    let bound = model.bind_tools([weather_tool().spec()], Some(ToolChoice::Required));
+    // Nothing here asks for the weather: only the tool choice makes the model call the tool.
+    let input = prompt("You are a helpful assistant.", "Hello! I am planning a trip to Rome.");
+    let reply = bound.invoke(input.clone(), &RunnableConfig::default()).await.unwrap();
+    assert_one_call(&reply, "get_weather", "city");
+    let (_, whole) = stream_all(&bound, input).await;
+    assert_one_call(&whole, "get_weather", "city");
+    assert_eq!(whole.tool_calls[0].args, reply.tool_calls[0].args);
+}
+
+#[tokio::test]
+async fn a_named_tool_choice_calls_that_tool_whole_and_streamed() {
+    let Some((_, model)) = qwen("a_named_tool_choice_calls_that_tool_whole_and_streamed", 64) else { return };
+    // The question is about the weather, the choice names the other tool: the choice wins.
+    let bound = model
+        .bind_tools([weather_tool().spec(), time_tool().spec()], Some(ToolChoice::Tool("get_time".to_owned())));
+    let input = prompt("You are a helpful assistant.", "What is the weather in Tokyo?");
+    let reply = bound.invoke(input.clone(), &RunnableConfig::default()).await.unwrap();
+    assert_one_call(&reply, "get_time", "timezone");
+    let (_, whole) = stream_all(&bound, input).await;
+    assert_one_call(&whole, "get_time", "timezone");
+    assert_eq!(whole.tool_calls[0].args, reply.tool_calls[0].args);
+}
+
+/// A person mentioned in a text.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+struct Person {
+    /// The person's name.
+    name: String,
+    /// Their age in years.
+    age: u32,
+}
+
+#[tokio::test]
+async fn structured_output_follows_the_json_schema_and_the_function_call() {
+    let Some((_, model)) = qwen("structured_output_follows_the_json_schema_and_the_function_call", 64) else {
+        return;
+    };
+    let input = prompt("Extract the person from the text.", "Ada Lovelace died when she was 36 years old.");
+    for method in [StructuredOutputMethod::JsonSchema, StructuredOutputMethod::FunctionCalling] {
+        let person = model
+            .clone()
+            .with_structured_output::<Person>(method)
+            .invoke(input.clone(), &RunnableConfig::default())
+            .await
+            .unwrap_or_else(|err| panic!("{method:?}: {err}"));
+        assert!(!person.name.trim().is_empty(), "{method:?}: {person:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_prompt_longer_than_the_context_is_a_400_invalid_request() {
+    let Some((_, model)) = qwen("a_prompt_longer_than_the_context_is_a_400_invalid_request", 8) else { return };
+    // About 6000 tokens against a context of 4096.
+    let long = "alpha beta gamma delta ".repeat(1500);
+    let input = prompt("You are terse.", &long);
+    let err = model.invoke(input.clone(), &RunnableConfig::default()).await.unwrap_err();
+    let openai = OpenAIError::from_weft(&err).unwrap_or_else(|| panic!("not an OpenAI error: {err:?}"));
+    assert_eq!(openai.status(), Some(400), "{openai:?}");
+    assert!(openai.is_invalid_request(), "{openai:?}");
+    assert!(!openai.is_retryable(), "{openai:?}");
+    let api = openai.api_error().unwrap();
+    assert!(api.message.contains("context"), "{api:?}");
+    assert!(api.error_type.is_some(), "{api:?}");
+
+    let mut stream = model.stream(input, &RunnableConfig::default());
+    let first = stream.next().await.expect("an item");
+    let err = first.expect_err("a streamed request over the context fails");
+    assert_eq!(OpenAIError::from_weft(&err).and_then(OpenAIError::status), Some(400), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_react_loop_calls_the_tool_feeds_back_the_result_and_stops() {
+    let Some((_, model)) = qwen("a_react_loop_calls_the_tool_feeds_back_the_result_and_stops", 96) else { return };
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&calls);
+    let multiply = StructuredTool::from_fn(
+        "multiply",
+        "Multiplies two integers and returns the product.",
+        json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+               "required": ["a", "b"]}),
+        move |args: Value, _| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async move { Ok((args["a"].as_i64().unwrap_or(0) * args["b"].as_i64().unwrap_or(0)).to_string()) }
+        },
+    );
+    let bound = model.bind_tools([multiply.spec()], Some(ToolChoice::Auto));
+    let config = RunnableConfig::default();
+    let mut messages = vec![
+        Message::system("You are a calculator. Use the multiply tool, then state the result."),
+        Message::human("What is 17 times 23?"),
+    ];
+    const MAX_TURNS: usize = 4;
+    let mut turns = 0;
+    let final_reply = loop {
+        turns += 1;
+        assert!(turns <= MAX_TURNS, "no final answer after {MAX_TURNS} model turns: {messages:#?}");
+        let reply = bound.invoke(PromptValue::from(messages.clone()), &config).await.unwrap();
+        assert!(reply.invalid_tool_calls.is_empty(), "{reply:?}");
+        messages.push(Message::from(reply.clone()));
+        if reply.tool_calls.is_empty() {
+            break reply;
+        }
+        for call in &reply.tool_calls {
+            assert_eq!(call.name, "multiply", "{reply:?}");
+            let result = invoke_tool_message(&multiply, call.clone(), &config).await.unwrap();
+            assert_eq!(result.status, ToolStatus::Success);
+            assert_eq!(Some(result.tool_call_id.as_str()), call.id.as_deref());
+            messages.push(Message::from(result));
+        }
+    };
+    assert!(turns >= 2, "the model answered without calling the tool: {messages:#?}");
+    assert!(calls.load(Ordering::SeqCst) >= 1);
+    assert!(final_reply.tool_calls.is_empty());
+    assert!(!final_reply.text().trim().is_empty(), "{final_reply:?}");
+    assert_eq!(finish_reason(&final_reply), Some("stop"), "{final_reply:?}");
+    // The history sent back held the call and its result in OpenAI's order.
+    let kinds: Vec<&str> = messages
+        .iter()
+        .map(|m| match m {
+            Message::System(_) => "system",
+            Message::Human(_) => "human",
+            Message::Ai(_) => "ai",
+            Message::Tool(_) => "tool",
+            Message::Remove(_) => "remove",
+        })
+        .collect();
+    assert_eq!(&kinds[..4], ["system", "human", "ai", "tool"], "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"ai"));
+}
