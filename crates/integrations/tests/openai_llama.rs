@@ -16,8 +16,8 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 use weft_integrations::openai::{ChatOpenAI, OpenAIError};
 use weft_runnable_core::{
-    AiMessage, ChatModelExt, Merge as _, Message, PromptValue, Runnable, RunnableConfig, StructuredOutputMethod,
-    StructuredTool, Tool as _, ToolChoice, ToolStatus, tools::invoke_tool_message,
+    AiMessage, ChatModelExt, Merge as _, Message, PromptValue, Runnable, RunnableConfig,
+    StructuredOutputMethod, StructuredTool, Tool as _, ToolChoice, ToolStatus, tools::invoke_tool_message,
 };
 
 use llama_common::{Model, Server, server};
@@ -64,7 +64,9 @@ fn weather_tool() -> StructuredTool {
         "Gets the current weather in a city.",
         json!({"type": "object", "properties": {"city": {"type": "string", "description": "The city name"}},
                "required": ["city"]}),
-        |args: Value, _| async move { Ok(format!("18 degrees and sunny in {}", args["city"].as_str().unwrap_or("?"))) },
+        |args: Value, _| async move {
+            Ok(format!("18 degrees and sunny in {}", args["city"].as_str().unwrap_or("?")))
+        },
     )
 }
 
@@ -85,7 +87,8 @@ fn assert_one_call(reply: &AiMessage, name: &str, arg: &str) -> String {
     assert_eq!(reply.tool_calls.len(), 1, "{reply:?}");
     let call = &reply.tool_calls[0];
     assert_eq!(call.name, name, "{reply:?}");
-    let value = call.args.get(arg).and_then(Value::as_str).unwrap_or_else(|| panic!("no `{arg}` in {call:?}"));
+    let value =
+        call.args.get(arg).and_then(Value::as_str).unwrap_or_else(|| panic!("no `{arg}` in {call:?}"));
     assert!(!value.trim().is_empty(), "{call:?}");
     assert!(call.id.as_deref().is_some_and(|id| !id.is_empty()), "no id: {call:?}");
     assert_eq!(finish_reason(reply), Some("tool_calls"), "{reply:?}");
@@ -125,12 +128,17 @@ async fn streamed_chat_yields_tokens_then_the_usage_chunk() {
     // Greedy decoding: the whole answer is the streamed one.
     let reply = model.invoke(input, &RunnableConfig::default()).await.unwrap();
     assert_eq!(reply.text(), whole.text());
-    assert_eq!(reply.usage_metadata.as_ref().unwrap().output_tokens, whole.usage_metadata.unwrap().output_tokens);
+    assert_eq!(
+        reply.usage_metadata.as_ref().unwrap().output_tokens,
+        whole.usage_metadata.unwrap().output_tokens
+    );
 }
 
 #[tokio::test]
 async fn tool_choice_auto_gives_an_openai_tool_call_whole_and_streamed() {
-    let Some((_, model)) = qwen("tool_choice_auto_gives_an_openai_tool_call_whole_and_streamed", 64) else { return };
+    let Some((_, model)) = qwen("tool_choice_auto_gives_an_openai_tool_call_whole_and_streamed", 64) else {
+        return;
+    };
     let bound = model.bind_tools([weather_tool().spec(), time_tool().spec()], Some(ToolChoice::Auto));
     let input = prompt("You are a helpful assistant.", "What is the weather in Paris right now?");
     let reply = bound.invoke(input.clone(), &RunnableConfig::default()).await.unwrap();
@@ -161,8 +169,10 @@ async fn tool_choice_required_forces_a_call_whole_and_streamed() {
 async fn a_named_tool_choice_calls_that_tool_whole_and_streamed() {
     let Some((_, model)) = qwen("a_named_tool_choice_calls_that_tool_whole_and_streamed", 64) else { return };
     // The question is about the weather, the choice names the other tool: the choice wins.
-    let bound = model
-        .bind_tools([weather_tool().spec(), time_tool().spec()], Some(ToolChoice::Tool("get_time".to_owned())));
+    let bound = model.bind_tools(
+        [weather_tool().spec(), time_tool().spec()],
+        Some(ToolChoice::Tool("get_time".to_owned())),
+    );
     let input = prompt("You are a helpful assistant.", "What is the weather in Tokyo?");
     let reply = bound.invoke(input.clone(), &RunnableConfig::default()).await.unwrap();
     assert_one_call(&reply, "get_time", "timezone");
@@ -199,7 +209,9 @@ async fn structured_output_follows_the_json_schema_and_the_function_call() {
 
 #[tokio::test]
 async fn a_prompt_longer_than_the_context_is_a_400_invalid_request() {
-    let Some((_, model)) = qwen("a_prompt_longer_than_the_context_is_a_400_invalid_request", 8) else { return };
+    let Some((_, model)) = qwen("a_prompt_longer_than_the_context_is_a_400_invalid_request", 8) else {
+        return;
+    };
     // About 6000 tokens against a context of 4096.
     let long = "alpha beta gamma delta ".repeat(1500);
     let input = prompt("You are terse.", &long);
@@ -220,7 +232,9 @@ async fn a_prompt_longer_than_the_context_is_a_400_invalid_request() {
 
 #[tokio::test]
 async fn a_react_loop_calls_the_tool_feeds_back_the_result_and_stops() {
-    let Some((_, model)) = qwen("a_react_loop_calls_the_tool_feeds_back_the_result_and_stops", 96) else { return };
+    let Some((_, model)) = qwen("a_react_loop_calls_the_tool_feeds_back_the_result_and_stops", 96) else {
+        return;
+    };
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
     let multiply = StructuredTool::from_fn(

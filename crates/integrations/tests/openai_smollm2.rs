@@ -13,7 +13,9 @@ use llama_common::{Model, server};
 
 #[tokio::test]
 async fn smollm2_answers_whole_and_streamed_with_usage() {
-    let Some(server) = server(Model::SmolLm2, "smollm2_answers_whole_and_streamed_with_usage") else { return };
+    let Some(server) = server(Model::SmolLm2, "smollm2_answers_whole_and_streamed_with_usage") else {
+        return;
+    };
     let model = server.chat(Model::SmolLm2, 16);
     let input = PromptValue::from(vec![Message::human("What is the capital of France?")]);
 
@@ -21,7 +23,10 @@ async fn smollm2_answers_whole_and_streamed_with_usage() {
     assert!(!reply.text().trim().is_empty(), "{reply:?}");
     let usage = reply.usage_metadata.clone().unwrap();
     assert!(usage.input_tokens > 0 && usage.output_tokens > 0 && usage.output_tokens <= 16, "{usage:?}");
-    assert!(matches!(reply.response_metadata.get("finish_reason").and_then(Value::as_str), Some("stop" | "length")));
+    assert!(matches!(
+        reply.response_metadata.get("finish_reason").and_then(Value::as_str),
+        Some("stop" | "length")
+    ));
 
     let mut stream = model.stream(input, &RunnableConfig::default());
     let mut chunks = Vec::new();

@@ -6,7 +6,7 @@
 //! length-prefixed, arrays are an element type `u32`, a count `u64` and the elements.
 
 use std::fs::File;
-use std::io::{BufReader, Read, Seek as _};
+use std::io::{BufReader, Read};
 use std::path::Path;
 
 /// The largest string accepted (a chat template is a few KiB; a tokenizer entry a few bytes).

@@ -23,7 +23,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::exec;
 use fetch::{LLAMA_CPP_PYTHON, QWEN, SMOLLM2, WheelModel};
 use server::{Launch, Server};
 

@@ -1,10 +1,6 @@
 //! SHA-256 (FIPS 180-4), to check downloaded model weights against their published digest without a
 //! dependency.
 
-use std::fs::File;
-use std::io::Read as _;
-use std::path::Path;
-
 const K: [u32; 64] = [
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
     0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -104,20 +100,6 @@ fn compress(state: &mut [u32; 8], block: &[u8]) {
     }
     for (word, add) in state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
         *word = word.wrapping_add(add);
-    }
-}
-
-/// The SHA-256 of a file's contents, as lower-case hexadecimal.
-pub(crate) fn file_hex(path: &Path) -> Result<String, String> {
-    let mut file = File::open(path).map_err(|err| format!("cannot open {}: {err}", path.display()))?;
-    let mut hasher = Sha256::default();
-    let mut buffer = vec![0u8; 1 << 20];
-    loop {
-        let read = file.read(&mut buffer).map_err(|err| format!("cannot read {}: {err}", path.display()))?;
-        if read == 0 {
-            return Ok(hasher.finish_hex());
-        }
-        hasher.update(&buffer[..read]);
     }
 }
 

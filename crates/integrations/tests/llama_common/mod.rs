@@ -151,7 +151,8 @@ fn start(model: Model) -> Result<Server, String> {
         .map_err(|err| format!("no free port: {err}"))?
         .port();
     let log = std::env::temp_dir().join(format!("weft-llama-server-{}-{port}.log", std::process::id()));
-    let log_file = std::fs::File::create(&log).map_err(|err| format!("cannot create {}: {err}", log.display()))?;
+    let log_file =
+        std::fs::File::create(&log).map_err(|err| format!("cannot create {}: {err}", log.display()))?;
     let log_err = log_file.try_clone().map_err(|err| format!("cannot open {}: {err}", log.display()))?;
     let mut command = Command::new("sh");
     command.arg("-c").arg(WATCHDOG).arg("llama-server").arg(&paths[0]);
