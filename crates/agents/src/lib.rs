@@ -1,7 +1,11 @@
 //! # weft-agents
 //!
-//! Prebuilt agents land here, built from the public API of `weft-runnable-core` and `weft-graph` only:
-//! `ToolNode`, `tools_condition`, `create_react_agent`, a text ReAct `AgentExecutor`, human-in-the-loop
-//! helpers.
+//! Prebuilt agents, built from the public API of `weft-runnable-core` and `weft-graph` only.
 //!
-//! Nothing is exported yet: they need the graph engine first.
+//! - [`text_react`]: the classic text ReAct loop for models without function calling,
+//!   [`AgentExecutor`](text_react::AgentExecutor) with
+//!   [`create_text_react_agent`](text_react::create_text_react_agent).
+
+pub mod text_react;
+
+pub use text_react::{AgentExecutor, create_text_react_agent};
