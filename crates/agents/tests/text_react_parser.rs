@@ -154,10 +154,8 @@ fn non_ascii_text_is_handled_on_character_boundaries() {
 async fn the_parser_runnable_reads_strings_and_messages_and_traces_as_a_parser() {
     let recorder = EventRecorder::new();
     let config = RunnableConfig::default().with_callbacks(recorder.sink());
-    let from_text: AgentDecision = ReActSingleInputOutputParser
-        .invoke("Final Answer: 4".to_owned(), &config)
-        .await
-        .unwrap();
+    let from_text: AgentDecision =
+        ReActSingleInputOutputParser.invoke("Final Answer: 4".to_owned(), &config).await.unwrap();
     let from_message: AgentDecision =
         ReActSingleInputOutputParser.invoke(AiMessage::new("Final Answer: 4"), &config).await.unwrap();
     assert_eq!(from_text, from_message);
@@ -165,9 +163,10 @@ async fn the_parser_runnable_reads_strings_and_messages_and_traces_as_a_parser()
     assert_eq!(names[0], ("on_parser_start".to_owned(), "ReActSingleInputOutputParser".to_owned()));
     assert_eq!(names[1].0, "on_parser_end");
 
-    let err = Runnable::<String, AgentDecision>::invoke(&ReActSingleInputOutputParser, "nope".to_owned(), &config)
-        .await
-        .unwrap_err();
+    let err =
+        Runnable::<String, AgentDecision>::invoke(&ReActSingleInputOutputParser, "nope".to_owned(), &config)
+            .await
+            .unwrap_err();
     let parse_error = err.as_output_parser().unwrap();
     assert_eq!(parse_error.observation.as_deref(), Some(MISSING_ACTION_AFTER_THOUGHT_ERROR_MESSAGE));
 }
@@ -198,7 +197,11 @@ fn the_matcher_agrees_with_the_reference_regular_expressions() {
             let want: AgentAction = serde_json::from_value(action.clone()).unwrap();
             assert_eq!(got, Ok(AgentDecision::Action(want)), "{text:?}");
         } else if let Some(output) = expected.get("finish") {
-            assert_eq!(got, Ok(AgentDecision::Finish(AgentFinish::new(output.as_str().unwrap(), text))), "{text:?}");
+            assert_eq!(
+                got,
+                Ok(AgentDecision::Finish(AgentFinish::new(output.as_str().unwrap(), text))),
+                "{text:?}"
+            );
         } else {
             let err = got.unwrap_err();
             assert_eq!(err.error, expected["error"].as_str().unwrap(), "{text:?}");
