@@ -62,7 +62,7 @@ pub fn react_prompt() -> Result<PromptTemplate> {
 /// assert_eq!(render_text_description(&[echo.shared()]), "echo(q: string) - Echo input.");
 /// ```
 pub fn render_text_description(tools: &[SharedTool]) -> String {
-    tools.iter().map(|tool| describe_tool(tool)).collect::<Vec<_>>().join("\n")
+    tools.iter().map(describe_tool).collect::<Vec<_>>().join("\n")
 }
 
 fn describe_tool(tool: &SharedTool) -> String {
