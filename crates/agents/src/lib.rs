@@ -9,3 +9,8 @@
 pub mod text_react;
 
 pub use text_react::{AgentExecutor, create_text_react_agent};
+
+/// The crate's README, whose example is tested as a doc test so that it cannot fall out of date.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
