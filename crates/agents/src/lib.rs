@@ -3,8 +3,7 @@
 //! Prebuilt agents, built from the public API of `weft-runnable-core` and `weft-graph` only.
 //!
 //! - [`text_react`]: the classic text ReAct loop for models without function calling,
-//!   [`AgentExecutor`](text_react::AgentExecutor) with
-//!   [`create_text_react_agent`](text_react::create_text_react_agent).
+//!   [`AgentExecutor`] with [`create_text_react_agent`].
 
 pub mod text_react;
 

@@ -40,7 +40,7 @@ pub const FINAL_ANSWER_AND_PARSABLE_ACTION_ERROR_MESSAGE: &str =
 ///    If the output also contains `Final Answer:`, that is an error (`Parsing LLM output produced both a
 ///    final answer and a parse-able action:: <text>`), not sent back to the model.
 /// 2. Otherwise, `Final Answer:` finishes with the text after its last occurrence, trimmed.
-/// 3. Otherwise the output is an error, `Could not parse LLM output: `<text>``: with the observation
+/// 3. Otherwise the output is an error, ``Could not parse LLM output: `<text>` ``: with the observation
 ///    [`MISSING_ACTION_AFTER_THOUGHT_ERROR_MESSAGE`] when there is no `Action:`, or
 ///    [`MISSING_ACTION_INPUT_AFTER_ACTION_ERROR_MESSAGE`] when there is no `Action Input:`, both marked to
 ///    be sent back to the model; any other shape is an error without an observation.
