@@ -486,3 +486,58 @@ async fn an_executor_serves_concurrent_runs() {
     assert_eq!(outs.len(), 2);
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
+
+#[tokio::test]
+async fn streaming_yields_each_action_each_step_and_the_output() {
+    use futures::StreamExt as _;
+    let search = StructuredTool::from_fn(
+        "Search",
+        "Useful for searching",
+        json!({"type": "object", "properties": {"query": {"type": "string"}}}),
+        |args, _| async move { Ok(format!("Results for: {}", args["query"].as_str().unwrap_or_default())) },
+    )
+    .shared();
+    let first = "FooBarBaz\nAction: Search\nAction Input: misalignment";
+    let second = "FooBarBaz\nAction: Search\nAction Input: something else";
+    let model = FakeListLlm::new([first, second, "Oh well\nFinal Answer: curses foiled again"]);
+    let executor = executor(&model, vec![search]);
+    let chunks: Vec<Value> = executor
+        .stream(json!({"input": "when was weft made"}), &config())
+        .map(|c| c.unwrap())
+        .collect()
+        .await;
+    let action = |log: &str, input: &str| json!({"tool": "Search", "tool_input": input, "log": log});
+    assert_eq!(
+        chunks,
+        [
+            json!({"actions": [action(first, "misalignment")]}),
+            json!({"steps": [{"action": action(first, "misalignment"), "observation": "Results for: misalignment"}]}),
+            json!({"actions": [action(second, "something else")]}),
+            json!({"steps": [{"action": action(second, "something else"), "observation": "Results for: something else"}]}),
+            json!({"output": "curses foiled again"}),
+        ]
+    );
+    let merged = chunks.into_iter().reduce(|a, b| executor.merge_chunks(a, b).unwrap()).unwrap();
+    assert_eq!(merged["actions"].as_array().unwrap().len(), 2);
+    assert_eq!(merged["steps"].as_array().unwrap().len(), 2);
+    assert_eq!(merged["output"], "curses foiled again");
+}
+
+#[tokio::test]
+async fn streaming_a_handled_parse_error_yields_a_step_without_an_action() {
+    use futures::StreamExt as _;
+    let model = FakeListLlm::new(["garbage", "Action: nosuch\nAction Input: x", "Final Answer: ok"]);
+    let executor = executor(&model, vec![echo()])
+        .with_handle_parsing_errors(ParsingErrorPolicy::SendToModel)
+        .with_return_intermediate_steps(true);
+    let chunks: Vec<Value> = executor.stream(json!("q"), &config()).map(|c| c.unwrap()).collect().await;
+    let keys: Vec<Vec<&str>> =
+        chunks.iter().map(|c| c.as_object().unwrap().keys().map(String::as_str).collect()).collect();
+    assert_eq!(keys, [vec!["steps"], vec!["actions"], vec!["steps"], vec!["output", "intermediate_steps"]]);
+    assert_eq!(chunks[0]["steps"][0]["action"]["tool"], "_Exception");
+    assert_eq!(chunks[3]["intermediate_steps"].as_array().unwrap().len(), 2);
+
+    let errors: Vec<_> = executor.stream(json!(7), &config()).collect().await;
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].is_err());
+}

@@ -6,10 +6,12 @@ use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::stream::{self, BoxStream, StreamExt as _};
 use serde_json::{Map, Value, json};
+use weft_runnable_core::events::event_input;
 use weft_runnable_core::{
-    BoxRunnable, Error, OutputParserError, Result, RunKind, Runnable, RunnableConfig, RunnableExt,
-    SharedTool, Tool, ToolCall, trace_invoke,
+    BoxRunnable, Error, Merge, OutputParserError, Result, RunKind, Runnable, RunnableConfig, RunnableExt,
+    SharedTool, Tool, ToolCall, trace_invoke, trace_stream,
 };
 
 use super::action::{AgentAction, AgentDecision};
@@ -29,7 +31,8 @@ const NAME: &str = "AgentExecutor";
 /// [`AgentLoop`] (its setters are mirrored here); the executor only performs what an [`AgentRun`] waits
 /// for, in [`advance`](Self::advance). It is a `Runnable<Value, Value>`: the input is a JSON object of
 /// prompt variables (a bare string is taken as `input`), the output is that object plus `output` (and
-/// `intermediate_steps` when asked for). Its run is traced as a chain named `AgentExecutor`, with the
+/// `intermediate_steps` when asked for); `stream` reports actions, steps and the output as they come. Its
+/// run is traced as a chain named `AgentExecutor`, with the
 /// agent's runs and one tool run per step (the pseudo-tools `_Exception` and `invalid_tool` included)
 /// as children.
 ///
@@ -297,5 +300,68 @@ impl Runnable<Value, Value> for AgentExecutor {
             self.rules.output(&run).ok_or_else(|| Error::msg("the agent run ended without finishing"))
         })
         .await
+    }
+
+    /// Streams the run as it goes, as LangChain's `AgentExecutor.stream` does: `{"actions": [action]}`
+    /// when the agent picks a tool (a known one or not), `{"steps": [step]}` when a step is recorded
+    /// (handled parsing errors give a step without an action), and last the output's return values
+    /// (`{"output": ...}`, with `intermediate_steps` when asked for). The chunks merge, key by key, into
+    /// one object.
+    fn stream<'a>(&'a self, input: Value, config: &RunnableConfig) -> BoxStream<'a, Result<Value>> {
+        let input_value = event_input(config, &input);
+        trace_stream(
+            NAME,
+            RunKind::Chain,
+            input_value,
+            config,
+            move |child| match self.start(input) {
+                Ok(run) => stream::unfold(Some((run, child)), move |state| self.next_chunk(state)).boxed(),
+                Err(err) => stream::once(async move { Err(err.into()) }).boxed(),
+            },
+            Value::merge,
+        )
+    }
+
+    fn merge_chunks(&self, acc: Value, next: Value) -> Result<Value> {
+        acc.merge(next)
+    }
+}
+
+type StreamState = Option<(AgentRun, RunnableConfig)>;
+
+impl AgentExecutor {
+    /// Advances the run until it has something to report: the next chunk of [`Runnable::stream`].
+    async fn next_chunk(&self, state: StreamState) -> Option<(Result<Value>, StreamState)> {
+        let (mut run, config) = state?;
+        loop {
+            if let Some(finish) = run.finish() {
+                let mut chunk = finish.return_values.clone();
+                if let Some(Value::Object(output)) = self.rules.output(&run) {
+                    if let Some(steps) = output.get("intermediate_steps") {
+                        chunk.insert("intermediate_steps".to_owned(), steps.clone());
+                    }
+                }
+                return Some((Ok(Value::Object(chunk)), None));
+            }
+            let asked_agent = matches!(run.next(), Next::CallAgent | Next::CallAgentFinal);
+            let steps_before = run.intermediate_steps().len();
+            if let Err(err) = self.advance(&mut run, &config).await {
+                return Some((Err(err), None));
+            }
+            let chunk = match run.next() {
+                Next::CallTool(ToolRun::Tool(action) | ToolRun::InvalidTool { action, .. })
+                    if asked_agent =>
+                {
+                    Some(json!({"actions": [action]}))
+                }
+                _ if run.intermediate_steps().len() > steps_before => {
+                    run.intermediate_steps().last().map(|step| json!({"steps": [step]}))
+                }
+                _ => None,
+            };
+            if let Some(chunk) = chunk {
+                return Some((Ok(chunk), Some((run, config))));
+            }
+        }
     }
 }
