@@ -229,7 +229,8 @@ fn inspector() -> SharedTool {
         let store = tool_store(&ctx).ok_or_else(|| Error::msg("no store"))?;
         let ns = vec!["notes".to_owned()];
         store.put(&ns, "q", json!({"query": args["query"]})).await.map_err(Error::custom)?;
-        let stored = store.get(&ns, "q").await.map_err(Error::custom)?.map(|item| item.value["query"].clone());
+        let stored =
+            store.get(&ns, "q").await.map_err(Error::custom)?.map(|item| item.value["query"].clone());
         Ok(json!({
             "query": args["query"],
             "call_id": args["call_id"],
