@@ -8,6 +8,9 @@
 //! - [`create_react_agent`]: the tool-calling agent loop as a compiled graph (prompt, structured
 //!   response, pre- and post-model hooks, checkpointer, store, breakpoints, v1/v2 tool dispatch), with
 //!   [`HumanApproval`] of chosen tool calls.
+//!
+//! The guide with runnable examples is `docs/agents.md` in the repository; `weft::agents` re-exports this
+//! crate.
 
 mod approval;
 mod react_agent;
@@ -25,3 +28,8 @@ pub use tool_node::{
     pending_tool_calls, tool_command, tool_runtime, tool_store,
 };
 pub use tools_condition::{route_messages, tools_condition};
+
+/// The crate's README, whose example is tested as a doc test so that it cannot fall out of date.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -138,6 +138,12 @@ pub enum ReactAgentError {
     Graph(#[from] GraphError),
 }
 
+impl From<ReactAgentError> for Error {
+    fn from(err: ReactAgentError) -> Self {
+        Error::custom(err)
+    }
+}
+
 fn calls_json(calls: &[ToolCall]) -> String {
     serde_json::to_string(calls).unwrap_or_else(|e| format!("<unprintable tool calls: {e}>"))
 }
