@@ -10,11 +10,11 @@
 //! Run it from the repository root: `cargo run --example text_react`.
 
 use serde_json::json;
-use weft::fakes::FakeListLlm;
-use weft::prelude::*;
-use weft_agents::text_react::{
+use weft::agents::text_react::{
     AgentExecutor, AgentStep, ParsingErrorPolicy, create_text_react_agent, react_prompt,
 };
+use weft::fakes::FakeListLlm;
+use weft::prelude::*;
 
 /// Looks up the population of a city, in millions.
 #[tool]
