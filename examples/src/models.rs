@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
@@ -22,6 +23,7 @@ use weft::{AiMessage, CallOptions, ChatModel, Message, RunnableConfig, ToolCall,
 #[derive(Clone)]
 pub struct Models {
     live: Option<Arc<dyn ChatModel>>,
+    latency: Option<Duration>,
 }
 
 impl fmt::Debug for Models {
@@ -49,12 +51,19 @@ impl Models {
 
     /// Scripted models: each role answers with the replies it is given.
     pub fn scripted() -> Self {
-        Self { live: None }
+        Self { live: None, latency: None }
+    }
+
+    /// Makes each scripted reply take `latency`, as a live model's would, so that concurrent calls
+    /// overlap visibly; a live model is left as it is.
+    pub fn with_latency(mut self, latency: Duration) -> Self {
+        self.latency = Some(latency);
+        self
     }
 
     /// A live model for every role; scripts are ignored and only protocol checks apply.
     pub fn live(model: impl ChatModel + 'static) -> Self {
-        Self { live: Some(Arc::new(model)) }
+        Self { live: Some(Arc::new(model)), latency: None }
     }
 
     /// Whether the models follow their scripts (and exact checks apply).
@@ -80,7 +89,10 @@ impl Models {
         match &self.live {
             Some(model) => ExampleModel { role: role.to_owned(), model: Arc::clone(model), script: None },
             None => {
-                let fake = FakeChatModel::new(script).with_model_name(format!("scripted-{role}"));
+                let mut fake = FakeChatModel::new(script).with_model_name(format!("scripted-{role}"));
+                if let Some(latency) = self.latency {
+                    fake = fake.with_delay(latency);
+                }
                 ExampleModel { role: role.to_owned(), model: Arc::new(fake.clone()), script: Some(fake) }
             }
         }
@@ -89,7 +101,11 @@ impl Models {
     /// Checks that `actual` is `expected` on the script, where every reply is known, and panics with
     /// `what` if not; on a live model it only prints the value. Protocol checks that hold on any model
     /// are plain `assert!`s in the examples.
-    pub fn expect_eq<T: PartialEq + fmt::Debug + ?Sized>(&self, what: &str, actual: &T, expected: &T) {
+    pub fn expect_eq<A, E>(&self, what: &str, actual: A, expected: E)
+    where
+        A: PartialEq<E> + fmt::Debug,
+        E: fmt::Debug,
+    {
         if self.is_scripted() {
             assert_eq!(actual, expected, "{what}");
         } else {

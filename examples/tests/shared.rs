@@ -47,14 +47,14 @@ async fn a_live_model_ignores_the_scripts() {
 
 #[test]
 fn exact_checks_hold_on_the_script() {
-    Models::scripted().expect_eq("same", &1, &1);
-    let mismatch = std::panic::catch_unwind(|| Models::scripted().expect_eq("the answer", &1, &2));
+    Models::scripted().expect_eq("same", 1, 1);
+    let mismatch = std::panic::catch_unwind(|| Models::scripted().expect_eq("the answer", 1, 2));
     assert!(mismatch.is_err(), "a wrong value on the script fails the example");
 }
 
 #[test]
 fn exact_checks_only_print_on_a_live_model() {
-    Models::live(FakeChatModel::new(["x"])).expect_eq("the answer", &1, &2);
+    Models::live(FakeChatModel::new(["x"])).expect_eq("the answer", 1, 2);
 }
 
 #[tokio::test]
