@@ -176,7 +176,7 @@ fn web_search(
         })
         .filter(|(shared, _)| *shared > 0)
         .collect();
-    hits.sort_by(|a, b| b.0.cmp(&a.0));
+    hits.sort_by_key(|(shared, _)| std::cmp::Reverse(*shared));
     hits.into_iter().take(2).map(|(_, page)| page).collect()
 }
 
