@@ -211,7 +211,7 @@ async fn main() -> weft::Result<()> {
     let jokes_started = events.iter().filter(|e| *e == "start generate_joke").count();
     let first_joke_update = events.iter().position(|e| e == "update generate_joke");
     let last_joke_start = events.iter().rposition(|e| e == "start generate_joke");
-    assert!(jokes_started >= 2, "the planner asked for 2 to 5 subjects: {events:?}");
+    assert!(jokes_started >= 1, "one task per subject, and at least one subject: {events:?}");
     assert!(last_joke_start < first_joke_update, "every joke task started before the first one finished");
     assert_eq!(events.first().map(String::as_str), Some("start generate_topics"));
     assert_eq!(events.last().map(String::as_str), Some("update best_joke"));
