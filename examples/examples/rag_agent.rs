@@ -5,12 +5,11 @@
 //! grading), every loop bounded:
 //!
 //! ```text
-//!                   ┌─vectorstore─→ retrieve → grade_documents ─some relevant─→ generate → grade_answer ─grounded─→ END
-//! START → route_question               ↑           │  none relevant               ↑            │ not grounded
-//!                   │                  │           ↓                              │            ↓ (at most MAX_ANSWERS)
-//!                   │            transform_query ←─┘ (at most MAX_REWRITES)       └────────────┘
-//!                   │                              │ still none: fall back to the web
-//!                   └─web_search─→ web_search ←────┘ ──────────────────────────→ generate
+//! START → route_question ─┬─vectorstore─→ retrieve → grade_documents ─relevant─→ generate ⇄ grade_answer → END
+//!                         │                  ↑             │ none relevant         (again while not grounded,
+//!                         │                  └── transform_query (≤ MAX_REWRITES)   at most MAX_ANSWERS answers)
+//!                         │                                │ none after the last rewrite
+//!                         └─web_search──→ web_search ←─────┘ ───────────────────→ generate
 //! ```
 //!
 //! - `route_question` asks a router model for a `RouteQuery` (structured output) and returns a `Command`
