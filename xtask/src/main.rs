@@ -6,6 +6,8 @@
 //! - `cargo xtask bench [--only NAME] [--quick] [--compare]`: builds the benchmarks in release mode and
 //!   runs each workload of `bench/langgraph/WORKLOADS.md` in its own process, one JSON line each;
 //!   `--compare` puts LangGraph's figures beside them.
+//! - `cargo xtask fakellm`: installs fakellm (a scripted OpenAI-compatible server, for the `openai` tests)
+//!   into `target/fakellm-venv` when missing and prints the `WEFT_FAKELLM_BIN` line to export.
 //! - `cargo xtask services`: makes sure PostgreSQL and Redis answer on their local ports, starting them if
 //!   not. With `CI` set a backend that stays unreachable is a failure; elsewhere a loud warning.
 //!
@@ -14,6 +16,7 @@
 mod bench;
 mod ci;
 mod exec;
+mod fakellm;
 mod services;
 
 use std::process::ExitCode;
@@ -32,6 +35,8 @@ tasks:
                  checked op per workload; --compare: LangGraph's figures beside weft's
                  (LangGraph run in a venv under target/bench/ when Python and the network
                  allow, else the stored baseline) in a table
+  fakellm        install fakellm (the openai tests' scripted server) into
+                 target/fakellm-venv when missing; print the WEFT_FAKELLM_BIN to export
   services       make sure PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) are up
   help           print this text";
 
@@ -44,6 +49,7 @@ fn main() -> ExitCode {
     let outcome = match task {
         "ci" => ci::run(rest),
         "bench" => bench::run(rest),
+        "fakellm" if rest.is_empty() => fakellm::run(),
         "services" if rest.is_empty() => services::ensure(services::Policy::from_env()),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");

@@ -7,7 +7,8 @@
 //! - `postgres`: [`postgres::PostgresSaver`] and [`postgres::PostgresStore`] on a connection pool.
 //! - `redis`: [`redis::RedisSaver`] and [`redis::RedisStore`], checkpoints and long-term memory on plain
 //!   Redis (no modules).
-//! - `openai`: declared, not implemented yet.
+//! - `openai`: [`openai::ChatOpenAI`] and [`openai::OpenAIEmbeddings`], chat models and embeddings from
+//!   OpenAI or any server that speaks its API (vLLM, llama.cpp, Ollama, ...).
 //!
 //! Every saver passes weft's checkpointer conformance suite and every store its store conformance suite
 //! (`weft_graph::checkpoint::conformance`, `weft_graph::store::conformance`).
@@ -23,6 +24,9 @@ pub mod postgres;
 
 #[cfg(feature = "redis")]
 pub mod redis;
+
+#[cfg(feature = "openai")]
+pub mod openai;
 
 #[cfg(feature = "_sql")]
 pub use sql::delta::DeltaStorage;

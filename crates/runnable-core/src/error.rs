@@ -234,7 +234,10 @@ pub enum ModelErrorKind {
 }
 
 /// A failure of a chat model, embeddings or another provider.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+///
+/// A provider crate keeps its own typed error as the [`source`](std::error::Error::source), so a caller
+/// can get it back with [`ModelError::provider_error`].
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{provider} error: {message}{}", .status.map(|s| format!(" (status {s})")).unwrap_or_default())]
 pub struct ModelError {
     /// Which provider failed (`openai`, `fake`, ...).
@@ -247,12 +250,45 @@ pub struct ModelError {
     pub retry_after: Option<Duration>,
     /// The provider's message.
     pub message: String,
+    /// The provider's own error.
+    #[source]
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+/// Two model errors are equal when their provider, kind, status, retry delay and message are; the
+/// provider's own errors are not compared.
+impl PartialEq for ModelError {
+    fn eq(&self, other: &Self) -> bool {
+        self.provider == other.provider
+            && self.kind == other.kind
+            && self.status == other.status
+            && self.retry_after == other.retry_after
+            && self.message == other.message
+    }
 }
 
 impl ModelError {
     /// A provider error of the given kind.
     pub fn new(provider: impl Into<String>, kind: ModelErrorKind, message: impl Into<String>) -> Self {
-        Self { provider: provider.into(), kind, status: None, retry_after: None, message: message.into() }
+        Self {
+            provider: provider.into(),
+            kind,
+            status: None,
+            retry_after: None,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// Keeps the provider's own typed error inside, as the source of this one.
+    pub fn with_source<E: std::error::Error + Send + Sync + 'static>(mut self, source: E) -> Self {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
+    /// The provider's own error inside, if it is an `E` (for example `weft_integrations::openai::OpenAIError`).
+    pub fn provider_error<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        self.source.as_deref().and_then(|source| source.downcast_ref::<E>())
     }
 
     /// Whether the provider asked us to slow down.
@@ -302,5 +338,34 @@ impl fmt::Debug for ControlFlow {
 impl fmt::Display for ControlFlow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.description)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error, PartialEq)]
+    #[error("vendor failure {0}")]
+    struct VendorError(u16);
+
+    #[test]
+    fn a_model_error_gives_back_the_providers_own_error() {
+        let error: Error =
+            ModelError::new("vendor", ModelErrorKind::Server, "boom").with_source(VendorError(503)).into();
+        let model = error.as_model().unwrap();
+        assert_eq!(model.provider_error::<VendorError>(), Some(&VendorError(503)));
+        assert_eq!(model.provider_error::<MessageError>().map(|e| e.0.clone()), None);
+        let source = std::error::Error::source(model).map(ToString::to_string);
+        assert_eq!(source.as_deref(), Some("vendor failure 503"));
+        assert_eq!(error.to_string(), "vendor error: boom");
+    }
+
+    #[test]
+    fn model_errors_compare_without_their_source() {
+        let plain = ModelError::new("vendor", ModelErrorKind::Server, "boom");
+        assert_eq!(plain.clone().with_source(VendorError(1)), plain);
+        assert_ne!(ModelError::new("vendor", ModelErrorKind::Timeout, "boom"), plain);
+        assert_eq!(plain.provider_error::<VendorError>(), None);
     }
 }
