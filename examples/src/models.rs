@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use weft::fakes::{FakeChatModel, FakeReply};
 use weft::{AiMessage, CallOptions, ChatModel, Message, RunnableConfig, ToolCall, ToolSpec};
+use weft_integrations::openai::ChatOpenAI;
 
 /// Where the examples' chat models come from, and how strictly the examples check what they say.
 ///
@@ -35,16 +36,26 @@ impl fmt::Debug for Models {
 impl Models {
     /// The models every example runs on: **the one place that chooses them**.
     ///
-    /// weft has no provider integration yet, so this is always the script; when `OPENAI_API_KEY` is
-    /// set it says so, rather than silently ignoring the key. A provider's chat model goes here, as
-    /// `Models::live(model)`, and every example follows.
+    /// With `OPENAI_API_KEY` or `OPENAI_BASE_URL` set (for example to the local server that
+    /// `cargo xtask llm-server` starts), every role talks to [`ChatOpenAI`] at temperature 0, model
+    /// `OPENAI_MODEL` (default `gpt-4o-mini`); otherwise the examples run on their scripts. A model that
+    /// cannot be built (a malformed URL or key) ends the example with the reason, rather than silently
+    /// falling back to the script.
     pub fn from_env() -> Self {
-        let models = Self::scripted();
-        if std::env::var_os("OPENAI_API_KEY").is_some() {
-            println!(
-                "OPENAI_API_KEY is set, but weft has no OpenAI integration yet: using the scripted model"
-            );
-        }
+        let configured =
+            ["OPENAI_API_KEY", "OPENAI_BASE_URL"].iter().any(|name| std::env::var_os(name).is_some());
+        let models = if configured {
+            let name = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".to_owned());
+            match ChatOpenAI::builder().model(name).temperature(0.0).build() {
+                Ok(model) => Self::live(model),
+                Err(err) => {
+                    eprintln!("cannot use the OpenAI model configured in the environment: {err}");
+                    std::process::exit(2);
+                }
+            }
+        } else {
+            Self::scripted()
+        };
         println!("model: {}", models.describe());
         models
     }
