@@ -9,6 +9,13 @@
 //!   decides (approve, edit the arguments, or reject), and the run resumes with that decision;
 //! - streams what happens: each node's update as it finishes, and the model's tokens as they come.
 //!
+//! ```text
+//! START → agent ─tool calls─→ human_approval ──→ tools ─┐
+//!           ↑ │               (pauses for book_table)   │
+//!           │ └─answer─→ END                            │
+//!           └───────────────────────────────────────────┘
+//! ```
+//!
 //! At the end it prints the thread's history, one checkpoint per step. The model comes from
 //! [`weft_examples::Models`]: scripted (no API key or server needed), with exact checks of every step; on a
 //! live model only the protocol is checked (the run pauses only for `book_table`, and ends on an answer).
@@ -88,7 +95,9 @@ async fn stream(
     while let Some(part) = parts.next().await {
         match part?.data {
             // `messages` mode: the model's tokens as they come, with the node that called it.
-            StreamData::Message { chunk, metadata } if metadata["langgraph_node"] == "agent" => {
+            StreamData::Message { chunk, metadata }
+                if metadata["langgraph_node"] == "agent" && !chunk.text().is_empty() =>
+            {
                 if run.tokens.is_empty() || run.tokens.ends_with('\n') {
                     print!("  tokens: ");
                 }
@@ -216,7 +225,8 @@ fn line(message: &Message) -> String {
         Message::Ai(ai) if !ai.tool_calls.is_empty() => {
             let calls: Vec<String> =
                 ai.tool_calls.iter().map(|c| format!("{}({})", c.name, c.args)).collect();
-            format!("{} calls {}", ai.text(), calls.join(", "))
+            let said = if ai.text().is_empty() { String::new() } else { format!("{} — ", ai.text()) };
+            format!("{said}calls {}", calls.join(", "))
         }
         Message::Tool(tool) => {
             format!("{} → {}", tool.name.as_deref().unwrap_or("tool"), tool.content.text())
