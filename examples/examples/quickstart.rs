@@ -23,7 +23,7 @@
 //! Run it from the repository root: `cargo run --example quickstart`.
 
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures::StreamExt as _;
@@ -147,9 +147,9 @@ async fn main() -> weft::Result<()> {
     );
 
     // Checkpoints go to a SQLite file; each run of this program starts a new one.
-    let dir = std::env::temp_dir().join(format!("weft-quickstart-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(Error::custom)?;
-    let db = dir.join("threads.db");
+    let dir = TempDir(std::env::temp_dir().join(format!("weft-quickstart-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).map_err(Error::custom)?;
+    let db = dir.0.join("threads.db");
     println!("checkpoints: {}", db.display());
     let thread = RunnableConfig::default().with_configurable("thread_id", "evening-1");
 
@@ -214,9 +214,18 @@ async fn main() -> weft::Result<()> {
     assert_eq!(steps.last(), Some(&-1), "the history starts with the input");
     models.expect_eq("the history's steps", &steps, &(-1..=7).rev().collect::<Vec<i64>>());
 
-    std::fs::remove_dir_all(&dir).map_err(Error::custom)?;
     println!("quickstart: all checks passed");
     Ok(())
+}
+
+/// A folder removed when dropped, whether the checks pass or not.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        // Best effort: a folder left behind in the temp dir harms nothing.
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// One line for a message: what it says, or which tools it calls.
