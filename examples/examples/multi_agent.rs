@@ -4,7 +4,8 @@
 //! This is LangGraph's multi-agent network with hand-off tools ("How to implement handoffs between
 //! agents", and the travel and hotel advisors of its multi-agent tutorial). A `researcher` looks facts
 //! up; a `mathematician` does arithmetic. Each is an agent loop (the model, then its tool calls, then
-//! the model again, until it answers or hands off), written by hand here:
+//! the model again, until it answers or hands off): a model node of its own, weft's `ToolNode` for the
+//! tools, and `tools_condition` between them:
 //!
 //! ```text
 //! parent graph                                             mathematician (a subgraph)
@@ -14,11 +15,12 @@
 //! ```
 //!
 //! A hand-off is a tool the model calls, as in LangGraph (`transfer_to_mathematician`,
-//! `transfer_to_researcher`). The tool returns a `Command` (through `ToolOutput::Command`) instead of
-//! text; the tools node hands that command to the graph:
+//! `transfer_to_researcher`). The tool returns a `Command` (wrapped by `tool_command`) instead of text;
+//! `ToolNode` hands that command to the graph:
 //!
 //! - the researcher's nodes live in the parent graph, so `transfer_to_mathematician` is a plain
-//!   `Command` whose `goto` names a **sibling node**, `mathematician`;
+//!   `Command` whose `goto` names a **sibling node**, `mathematician` (the edge out of
+//!   `researcher_tools` goes back to the researcher only when no hand-off happened);
 //! - the mathematician is a **subgraph** (a compiled graph used as a node), so `transfer_to_researcher`
 //!   is `Command::to_parent()`: it ends the subgraph's run and is applied by the **parent graph**, as if
 //!   the `mathematician` node had returned it. Its update carries the subgraph's messages (the parent
@@ -34,9 +36,10 @@ use std::collections::HashSet;
 
 use futures::StreamExt as _;
 use serde_json::json;
+use weft::agents::tool_command;
 use weft::graph::{CompiledGraph, RunOptions};
 use weft::prelude::*;
-use weft::{CommandPayload, SharedTool, ToolCallOutput, ToolContext, ToolOutput, invoke_tool};
+use weft::{SharedTool, ToolOutput};
 use weft_examples::{ExampleModel, Models};
 
 /// Facts the stand-in search knows: `(words that find it, the fact)`.
@@ -99,10 +102,11 @@ fn handoff_message(to: &str, tool_call_id: String) -> Message {
 fn transfer_to_mathematician(#[inject(tool_call_id)] tool_call_id: String) -> ToolOutput {
     // The researcher's nodes are in the parent graph: a sibling goto. The parent already holds the
     // conversation, so the update only answers the hand-off call.
-    let command = Command::<MessagesState>::new()
-        .update(MessagesState::update().messages(vec![handoff_message("mathematician", tool_call_id)]))
-        .goto("mathematician");
-    ToolOutput::command(CommandPayload::new(command, json!({"goto": "mathematician"})))
+    tool_command(
+        Command::<MessagesState>::new()
+            .update(MessagesState::update().messages(vec![handoff_message("mathematician", tool_call_id)]))
+            .goto("mathematician"),
+    )
 }
 
 /// Hands the conversation back to the researcher, with the results.
@@ -115,11 +119,12 @@ fn transfer_to_researcher(
     // conversation (the parent merges it by message id, so what it already has is not repeated).
     let mut messages = messages;
     messages.push(handoff_message("researcher", tool_call_id));
-    let command = Command::<MessagesState>::new()
-        .update(MessagesState::update().messages(messages))
-        .goto("researcher")
-        .to_parent();
-    ToolOutput::command(CommandPayload::new(command, json!({"goto": "researcher", "graph": "parent"})))
+    tool_command(
+        Command::<MessagesState>::new()
+            .update(MessagesState::update().messages(messages))
+            .goto("researcher")
+            .to_parent(),
+    )
 }
 
 /// An agent's model node: the system prompt and the conversation in, one AI message (named after the
@@ -145,58 +150,13 @@ fn agent_node(
     Ok(())
 }
 
-/// The tool calls of the last message, if it is an AI message.
-fn pending_calls(state: &MessagesState) -> Vec<ToolCall> {
-    state.messages.last().and_then(Message::as_ai).map(|ai| ai.tool_calls.clone()).unwrap_or_default()
-}
-
-/// Routes an agent's reply: to its tools node when it calls tools, else the run (or subgraph) ends.
-fn route_reply(tools_node: &'static str) -> impl Fn(&MessagesState) -> &'static str + Send + Sync + 'static {
-    move |state| if pending_calls(state).is_empty() { END } else { tools_node }
-}
-
-/// An agent's tools node: runs each call of the last AI message. A hand-off tool's command is returned
-/// as it is (its goto replaces the way back to the agent); otherwise the results go back to `agent`.
-fn tools_node(
-    graph: &mut StateGraph<MessagesState>,
-    node: &str,
-    agent: &'static str,
-    tools: Vec<SharedTool>,
-) {
-    graph.add_node(node, move |state: MessagesState, rt: Runtime| {
-        let tools = tools.clone();
-        async move {
-            let state_json = serde_json::to_value(&state)?;
-            let mut results = Vec::new();
-            for call in pending_calls(&state) {
-                let Some(tool) = tools.iter().find(|t| Tool::name(t.as_ref()) == call.name) else {
-                    // Tell the model, as LangGraph's ToolNode does, instead of failing the run.
-                    let names: Vec<&str> = tools.iter().map(|t| Tool::name(t.as_ref())).collect();
-                    let text = format!(
-                        "Error: {} is not a valid tool, try one of [{}].",
-                        call.name,
-                        names.join(", ")
-                    );
-                    results.push(Message::tool(text, call.id.unwrap_or_default()));
-                    continue;
-                };
-                let ctx = ToolContext::new(rt.config().clone()).with_state(state_json.clone());
-                match invoke_tool(tool.as_ref(), call, ctx).await? {
-                    ToolCallOutput::Message(message) => results.push(message.into()),
-                    ToolCallOutput::Command(payload) => {
-                        let command = payload.downcast_ref::<Command<MessagesState>>().cloned();
-                        let command = command
-                            .ok_or_else(|| Error::msg("a tool returned a command of another graph"))?;
-                        // The results of earlier calls go with the hand-off.
-                        return Ok::<_, weft::Error>(
-                            command.update(MessagesState::update().messages(results)),
-                        );
-                    }
-                }
-            }
-            Ok(Command::new().update(MessagesState::update().messages(results)).goto(agent))
-        }
-    });
+/// Routes after an agent's tools: back to the agent, unless a hand-off tool ran (its command's `goto`
+/// already says where the conversation goes).
+fn after_tools(agent: &'static str) -> impl Fn(&MessagesState) -> &'static str + Send + Sync + 'static {
+    move |state| {
+        let last_tool = state.messages.last().and_then(Message::as_tool).and_then(|t| t.name.as_deref());
+        if last_tool.is_some_and(|name| name.starts_with("transfer_to_")) { END } else { agent }
+    }
 }
 
 /// The mathematician: an agent ⇄ tools loop, compiled on its own and used as one node of the parent.
@@ -212,9 +172,11 @@ fn mathematician(model: ExampleModel) -> weft::Result<CompiledGraph<MessagesStat
         model,
         &tools,
     )?;
-    tools_node(&mut graph, "tools", "agent", tools);
+    graph.add_node("tools", ToolNode::new(tools));
     graph.add_edge(START, "agent");
-    graph.add_conditional_edges("agent", route_reply("tools"), None);
+    graph.add_conditional_edges("agent", tools_condition, ["tools", END]);
+    // A hand-off ends the subgraph's run (its command goes to the parent); otherwise back to the model.
+    graph.add_edge("tools", "agent");
     Ok(graph.compile()?)
 }
 
@@ -232,10 +194,11 @@ fn team(researcher: ExampleModel, math: ExampleModel) -> weft::Result<CompiledGr
         researcher,
         &tools,
     )?;
-    tools_node(&mut graph, "researcher_tools", "researcher", tools);
+    graph.add_node("researcher_tools", ToolNode::new(tools));
     graph.add_node("mathematician", mathematician(math)?);
     graph.add_edge(START, "researcher");
-    graph.add_conditional_edges("researcher", route_reply("researcher_tools"), None);
+    graph.add_conditional_edges("researcher", tools_condition, [("tools", "researcher_tools"), (END, END)]);
+    graph.add_conditional_edges("researcher_tools", after_tools("researcher"), ["researcher", END]);
     Ok(graph.compile()?)
 }
 
