@@ -1,162 +1,245 @@
-//! Quickstart: an agent as a graph, with a human approval step before each tool call.
+//! Quickstart: a tool-calling agent that saves its threads in SQLite and asks a human before it acts.
 //!
-//! The graph is LangGraph's agent loop: `agent` calls a chat model with the `add` tool bound; when the
-//! reply asks for tools, `tools` runs them and hands the results back to `agent`; otherwise the run ends.
-//! The graph is compiled with a SQLite checkpointer (a file, WAL) and `interrupt_before(["tools"])`, so the
-//! run pauses before any tool runs; the program inspects the pause, approves, resumes, and prints the
-//! thread's history.
-//! The model is weft's scripted fake: no API key or server is needed. Every result is checked: a wrong
-//! one panics and the exit status is non-zero.
+//! `create_react_agent` builds LangGraph's ReAct agent: `agent` calls the chat model with the tools bound;
+//! while the reply asks for tools, `tools` runs them and hands the results back to `agent`. Here it also
+//!
+//! - saves every step of a thread to a SQLite file (`SqliteSaver`), so a thread can be resumed later, by
+//!   another process if need be;
+//! - pauses before `book_table` runs (`HumanApproval`): the run stops with the pending call, a human
+//!   decides (approve, edit the arguments, or reject), and the run resumes with that decision;
+//! - streams what happens: each node's update as it finishes, and the model's tokens as they come.
+//!
+//! ```text
+//! START → agent ─tool calls─→ human_approval ──→ tools ─┐
+//!           ↑ │               (pauses for book_table)   │
+//!           │ └─answer─→ END                            │
+//!           └───────────────────────────────────────────┘
+//! ```
+//!
+//! At the end it prints the thread's history, one checkpoint per step. The model comes from
+//! [`weft_examples::Models`]: scripted (no API key or server needed), with exact checks of every step; on a
+//! live model only the protocol is checked (the run pauses only for `book_table`, and ends on an answer).
 //!
 //! Run it from the repository root: `cargo run --example quickstart`.
 
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures::StreamExt as _;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
-use weft::fakes::{FakeChatModel, FakeReply};
-use weft::graph::ListOptions;
+use weft::agents::ApprovalRequest;
+use weft::graph::{CompiledGraph, IntoGraphInput, ListOptions};
 use weft::prelude::*;
-use weft::{SharedTool, ToolCallOutput, ToolContext, invoke_tool};
+use weft_examples::{ExampleModel, Models};
 use weft_integrations::sqlite::SqliteSaver;
 
-/// Adds two integers.
+/// Returns tonight's weather in a city.
 #[tool]
-fn add(
-    /// The first number.
-    a: i64,
-    /// The second number.
-    b: i64,
-) -> i64 {
-    a + b
+fn get_weather(
+    /// The city.
+    city: String,
+) -> String {
+    // A stand-in for a weather service.
+    format!("{city} tonight: 24°C, clear sky")
 }
 
-/// The graph's state: one channel, the conversation, merged by message id (LangGraph's `add_messages`).
-#[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
-struct Agent {
-    #[state(add_messages)]
-    messages: Messages,
+/// Books a table at a restaurant.
+#[tool]
+fn book_table(
+    /// The restaurant.
+    restaurant: String,
+    /// How many people.
+    people: u32,
+    /// The time, as HH:MM.
+    time: String,
+) -> String {
+    // A stand-in for a booking service: this is the call a human must approve.
+    format!("Booked a table for {people} at {restaurant} at {time}.")
 }
 
-/// The tool calls of the last message, if it is an AI message.
-fn pending_calls(state: &Agent) -> Vec<ToolCall> {
-    state.messages.last().and_then(Message::as_ai).map(|ai| ai.tool_calls.clone()).unwrap_or_default()
+const ANSWER: &str =
+    "It is 24°C and clear in Lisbon tonight: your table for 2 at Casa Azul is booked for 20:00.";
+
+/// The agent, its checkpoints in the SQLite file `db`.
+async fn agent(model: ExampleModel, db: &Path) -> weft::Result<CompiledGraph<AgentState>> {
+    let saver = SqliteSaver::open(db).await.map_err(Error::custom)?;
+    let agent = create_react_agent(model, [get_weather.shared(), book_table.shared()])
+        .prompt("You help plan evenings out. Check the weather before booking a terrace.")
+        .human_approval(HumanApproval::tools(["book_table"]))
+        .checkpointer(Arc::new(saver))
+        .build()
+        .map_err(Error::custom)?;
+    Ok(agent)
+}
+
+/// What a streamed run did.
+#[derive(Debug, Default)]
+struct Run {
+    /// The nodes that ran, in order.
+    steps: Vec<String>,
+    /// The model's streamed text, a line per model call.
+    tokens: String,
+    /// Where the run paused for approval, if it did.
+    approval: Option<ApprovalRequest>,
+}
+
+/// Runs (or resumes) the thread, printing node updates and model tokens as they come.
+async fn stream(
+    agent: &CompiledGraph<AgentState>,
+    input: impl IntoGraphInput<AgentState>,
+    thread: &RunnableConfig,
+) -> weft::Result<Run> {
+    let mut run = Run::default();
+    let mut parts = agent.stream(input, thread, &[StreamMode::Updates, StreamMode::Messages]);
+    while let Some(part) = parts.next().await {
+        match part?.data {
+            // `messages` mode: the model's tokens as they come, with the node that called it.
+            StreamData::Message { chunk, metadata }
+                if metadata["langgraph_node"] == "agent" && !chunk.text().is_empty() =>
+            {
+                if run.tokens.is_empty() || run.tokens.ends_with('\n') {
+                    print!("  tokens: ");
+                }
+                print!("{}", chunk.text());
+                std::io::stdout().flush().map_err(Error::custom)?;
+                run.tokens.push_str(&chunk.text());
+            }
+            // `updates` mode: what each node wrote, when it finished.
+            StreamData::Updates { node, updates, .. } => {
+                if !run.tokens.is_empty() && !run.tokens.ends_with('\n') {
+                    println!();
+                    run.tokens.push('\n');
+                }
+                for message in updates.into_iter().flat_map(|u| u.messages.unwrap_or_default()) {
+                    println!("  [{node}] {}", line(&message));
+                }
+                run.steps.push(node);
+            }
+            StreamData::Interrupt(interrupts) => {
+                for interrupt in interrupts {
+                    println!("  [paused] waiting for a human's approval");
+                    run.approval = Some(serde_json::from_value(interrupt.value)?);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(run)
 }
 
 #[tokio::main]
 async fn main() -> weft::Result<()> {
-    if std::env::var_os("OPENAI_API_KEY").is_some() {
-        println!("OPENAI_API_KEY is set, but weft has no OpenAI integration yet: using the scripted model");
-    }
-    // The model's script: first it explains and calls `add`, then it answers from the tool's result.
-    let call = ToolCall { name: "add".into(), args: json!({"a": 2, "b": 3}), id: Some("call-1".into()) };
-    let ask = AiMessage { tool_calls: vec![call], ..AiMessage::new("Let me add those.") };
-    let model = FakeChatModel::new([FakeReply::from(ask), "2 + 3 = 5".into()]).bind_tools([&add], None);
-    let tools: Vec<SharedTool> = vec![add.shared()];
-
-    let mut graph = StateGraph::<Agent>::new();
-    // `agent`: calls the model under the node's config, so `messages` mode streams its tokens.
-    graph.add_node("agent", move |state: Agent, rt: Runtime| {
-        let model = model.clone();
-        async move {
-            let reply = model.invoke(state.messages.to_vec().into(), rt.config()).await?;
-            Ok::<_, weft::Error>(Agent::update().messages(vec![reply.into()]))
-        }
-    });
-    // `tools`: runs each tool call of the last AI message and appends the tool messages.
-    graph.add_node("tools", move |state: Agent, rt: Runtime| {
-        let tools = tools.clone();
-        async move {
-            let mut results = Vec::new();
-            for call in pending_calls(&state) {
-                let tool = tools.iter().find(|t| t.name() == call.name);
-                let tool = tool.ok_or_else(|| Error::msg(format!("unknown tool '{}'", call.name)))?;
-                let output = invoke_tool(tool.as_ref(), call, ToolContext::new(rt.config().clone())).await?;
-                let ToolCallOutput::Message(message) = output else {
-                    return Err(Error::msg("this loop does not apply commands"));
-                };
-                results.push(message.into());
-            }
-            Ok(Agent::update().messages(results))
-        }
-    });
-    graph.add_edge(START, "agent");
-    graph.add_conditional_edges(
+    // The model's script: check the weather, ask to book, then answer.
+    let models = Models::from_env();
+    let asks = |text: &str, name: &str, args, id: &str| AiMessage {
+        tool_calls: vec![ToolCall { name: name.into(), args, id: Some(id.into()) }],
+        ..AiMessage::new(text)
+    };
+    let booking = json!({"restaurant": "Casa Azul", "people": 2, "time": "20:00"});
+    let model = models.chat_model(
         "agent",
-        |s: &Agent| if pending_calls(s).is_empty() { END } else { "tools" },
-        None,
+        [
+            asks("Checking the weather.", "get_weather", json!({"city": "Lisbon"}), "call-1"),
+            asks("Clear and warm: booking the terrace.", "book_table", booking, "call-2"),
+            AiMessage::new(ANSWER),
+        ],
     );
-    graph.add_edge("tools", "agent");
 
-    // Checkpoints go to a SQLite file (WAL; survives a crash of this process). The program starts a fresh
-    // file each run so that its checks hold; a real app keeps it and resumes threads across restarts.
-    let db = std::env::temp_dir().join("weft-quickstart.db");
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-    }
-    let saver = Arc::new(SqliteSaver::open(&db).await.map_err(Error::custom)?);
-    println!("checkpoints are saved to {}", db.display());
-    let app = graph.compile_with(CompileConfig::new().checkpointer(saver).interrupt_before(["tools"]))?;
-    let thread = RunnableConfig::default().with_configurable("thread_id", "quickstart");
+    // Checkpoints go to a SQLite file; each run of this program starts a new one.
+    let dir = TempDir(std::env::temp_dir().join(format!("weft-quickstart-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).map_err(Error::custom)?;
+    let db = dir.0.join("threads.db");
+    println!("checkpoints: {}", db.display());
+    let thread = RunnableConfig::default().with_configurable("thread_id", "evening-1");
 
-    // Run 1, streamed: node updates as each node finishes, model tokens as they come.
-    let input = Agent::update().messages(vec![Message::human("What is 2 + 3?")]);
-    let mut parts = app.stream(input, &thread, &[StreamMode::Updates, StreamMode::Messages]);
-    let mut tokens = Vec::new();
-    while let Some(part) = parts.next().await {
-        match part?.data {
-            StreamData::Message { chunk, metadata } => {
-                println!("  token from {}: {:?}", metadata["langgraph_node"], chunk.text());
-                tokens.push(chunk.text());
-            }
-            StreamData::Updates { node, updates, .. } => {
-                for message in updates.into_iter().flat_map(|u| u.messages.unwrap_or_default()) {
-                    let calls = message.as_ai().map_or(0, |ai| ai.tool_calls.len());
-                    println!(
-                        "step: {node} wrote {} {:?}, {calls} tool call(s)",
-                        message.type_name(),
-                        message.text()
-                    );
-                }
-            }
-            StreamData::Interrupt(_) => println!("step: paused (a breakpoint)"),
-            other => println!("step: {other:?}"),
+    // Run 1: the agent checks the weather (no approval needed), then asks to book, and pauses.
+    let question = "Is it warm in Lisbon tonight? If so, book a terrace table for 2 at Casa Azul at 20:00.";
+    println!("user: {question}");
+    let first = agent(model.clone(), &db).await?;
+    let input = AgentState::update().messages(vec![Message::human(question)]);
+    let mut run = stream(&first, input, &thread).await?;
+    models.expect_eq("the first run's steps", &run.steps, &["agent", "human_approval", "tools", "agent"]);
+    models.expect_eq(
+        "the tokens",
+        run.tokens.as_str(),
+        "Checking the weather.\nClear and warm: booking the terrace.\n",
+    );
+    models.expect_eq("the run paused", run.approval.is_some(), true);
+    drop(first);
+
+    // The pause is saved in the file: a new agent on a new connection resumes the thread, as a restarted
+    // process would. A human reviews each pending call; here they approve. `ApprovalDecision::edit(args)`
+    // would run the call with other arguments, `ApprovalDecision::reject(why)` would tell the model why not.
+    let agent = agent(model, &db).await?;
+    let mut pauses = 0;
+    while let Some(request) = run.approval.take() {
+        pauses += 1;
+        let mut decisions = Vec::new();
+        for call in &request.action_requests {
+            assert_eq!(call.name, "book_table", "only bookings wait for approval");
+            println!("approve? {}({}): yes", call.name, call.args);
+            decisions.push(ApprovalDecision::Approve);
         }
+        run = stream(&agent, HumanApproval::resume(decisions), &thread).await?;
     }
-    assert_eq!(tokens.concat(), "Let me add those.", "the model's tokens were streamed");
+    models.expect_eq("the pauses", pauses, 1);
+    models.expect_eq("the resumed run's steps", &run.steps, &["human_approval", "tools", "agent"]);
 
-    // The pause: the thread's checkpoint says `tools` runs next; a human approves the call.
-    let paused = app.get_state(&thread).await?;
-    assert_eq!(paused.next, ["tools"]);
-    let calls = pending_calls(&paused.values);
-    println!(
-        "paused before {:?}: the model asks for {}({}); approved",
-        paused.next, calls[0].name, calls[0].args
+    // Any model: the thread ends on an answer, with nothing left to run.
+    let state = agent.get_state(&thread).await?;
+    let answer = state.values.messages.last().and_then(Message::as_ai).cloned().unwrap_or_default();
+    assert!(state.next.is_empty() && answer.tool_calls.is_empty(), "the run is over");
+    assert!(!answer.text().trim().is_empty(), "the agent answered");
+    println!("answer: {}", answer.text());
+    models.expect_eq("the answer", answer.text(), ANSWER);
+    let results: Vec<String> =
+        state.values.messages.iter().filter_map(|m| Some(m.as_tool()?.content.text())).collect();
+    models.expect_eq(
+        "the tool results",
+        &results,
+        &["Lisbon tonight: 24°C, clear sky", "Booked a table for 2 at Casa Azul at 20:00."],
     );
 
-    // Run 2: resume the thread from its checkpoint (LangGraph's `invoke(None, config)`).
-    let done = app.invoke(GraphInput::Resume, &thread).await?;
-    let kinds: Vec<&str> = done.value.messages.iter().map(Message::type_name).collect();
-    assert_eq!(kinds, ["human", "ai", "tool", "ai"]);
-    assert_eq!(done.value.messages[2].text(), "5", "the tool ran on the approved call");
-    let answer = done.value.messages.last().map(Message::text).unwrap_or_default();
-    println!("final answer: {answer}");
-    assert_eq!(answer, "2 + 3 = 5");
-    assert!(!done.is_interrupted());
-
-    // The thread's history, newest first: one checkpoint per superstep, plus the input's.
+    // The thread's history, newest first: a checkpoint per step (the run paused at
+    // step 4's checkpoint, where `human_approval` waited).
     println!("history (step, source, next):");
-    let history = app.get_state_history(&thread, ListOptions::default()).await?;
+    let history = agent.get_state_history(&thread, ListOptions::default()).await?;
     let mut steps = Vec::new();
     for snapshot in &history {
         let Some(meta) = &snapshot.metadata else { continue };
-        println!("  {:>2}  {:<6} {:?}", meta.step, json!(meta.source).as_str().unwrap_or("?"), snapshot.next);
+        println!("  {:>2}  {:<5} {:?}", meta.step, json!(meta.source).as_str().unwrap_or("?"), snapshot.next);
         steps.push(meta.step);
     }
-    assert_eq!(steps, [3, 2, 1, 0, -1]);
-    assert_eq!(history[2].next, ["tools"], "the pause is in the history");
+    assert_eq!(steps.last(), Some(&-1), "the history starts with the input");
+    models.expect_eq("the history's steps", &steps, &(-1..=7).rev().collect::<Vec<i64>>());
 
     println!("quickstart: all checks passed");
     Ok(())
+}
+
+/// A folder removed when dropped, whether the checks pass or not.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        // Best effort: a folder left behind in the temp dir harms nothing.
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One line for a message: what it says, or which tools it calls.
+fn line(message: &Message) -> String {
+    match message {
+        Message::Ai(ai) if !ai.tool_calls.is_empty() => {
+            let calls: Vec<String> =
+                ai.tool_calls.iter().map(|c| format!("{}({})", c.name, c.args)).collect();
+            let said = if ai.text().is_empty() { String::new() } else { format!("{} — ", ai.text()) };
+            format!("{said}calls {}", calls.join(", "))
+        }
+        Message::Tool(tool) => {
+            format!("{} → {}", tool.name.as_deref().unwrap_or("tool"), tool.content.text())
+        }
+        other => other.text(),
+    }
 }

@@ -5,7 +5,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::exec::{self, Tally, format_duration};
-use crate::{bench, llm, services};
+use crate::{bench, fakellm, llm, services};
 
 /// How long one example may run before it counts as hung.
 const EXAMPLE_LIMIT: Duration = Duration::from_secs(300);
@@ -112,6 +112,7 @@ fn clippy(_: &mut Tally) -> Result<(), String> {
 /// next stage (nextest cannot run them), so the cargo test fallback leaves them out too. The real-model
 /// tests get the paths of the `llm` stage.
 fn test(tally: &mut Tally) -> Result<(), String> {
+    let fakellm = fakellm_for_tests()?;
     let has_nextest =
         exec::cargo(&["nextest", "--version"]).output().is_ok_and(|output| output.status.success());
     let mut command = if has_nextest {
@@ -120,7 +121,26 @@ fn test(tally: &mut Tally) -> Result<(), String> {
         println!("cargo-nextest is not installed: running the tests with cargo test");
         exec::cargo(&["test", "--workspace", "--all-features", "--lib", "--bins", "--tests"])
     };
+    if let Some(executable) = fakellm {
+        command.env(fakellm::ENV, executable);
+    }
     exec::run_counting(llm::with_test_env(&mut command), tally)
+}
+
+/// fakellm for the `openai` tests, installed when missing. Without it those tests fail in CI and skip
+/// elsewhere, so here a failed install stops CI and is only a warning elsewhere.
+fn fakellm_for_tests() -> Result<Option<std::path::PathBuf>, String> {
+    match fakellm::ensure() {
+        Ok(executable) => {
+            println!("{}={}", fakellm::ENV, executable.display());
+            Ok(Some(executable))
+        }
+        Err(err) if services::is_ci() => Err(err),
+        Err(err) => {
+            println!("warning: {err}; the fakellm tests will be skipped");
+            Ok(None)
+        }
+    }
 }
 
 fn doc(tally: &mut Tally) -> Result<(), String> {

@@ -6,6 +6,8 @@
 //! - `cargo xtask bench [--only NAME] [--quick] [--compare]`: builds the benchmarks in release mode and
 //!   runs each workload of `bench/langgraph/WORKLOADS.md` in its own process, one JSON line each;
 //!   `--compare` puts LangGraph's figures beside them.
+//! - `cargo xtask fakellm`: installs fakellm (a scripted OpenAI-compatible server, for the `openai` tests)
+//!   into `target/fakellm-venv` when missing and prints the `WEFT_FAKELLM_BIN` line to export.
 //! - `cargo xtask services`: makes sure PostgreSQL and Redis answer on their local ports, starting them if
 //!   not. With `CI` set a backend that stays unreachable is a failure; elsewhere a loud warning.
 //! - `cargo xtask llm-server [--small] [--port N]`: a local OpenAI-compatible server (llama.cpp's
@@ -17,6 +19,7 @@
 mod bench;
 mod ci;
 mod exec;
+mod fakellm;
 mod llm;
 mod services;
 
@@ -38,6 +41,8 @@ tasks:
                  checked op per workload; --compare: LangGraph's figures beside weft's
                  (LangGraph run in a venv under target/bench/ when Python and the network
                  allow, else the stored baseline) in a table
+  fakellm        install fakellm (the openai tests' scripted server) into
+                 target/fakellm-venv when missing; print the WEFT_FAKELLM_BIN to export
   services       make sure PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) are up
   llm-server [--small] [--port N]
                  run llama-server with Qwen2.5-Coder-0.5B-Instruct (--small: SmolLM2-135M,
@@ -55,6 +60,7 @@ fn main() -> ExitCode {
     let outcome = match task {
         "ci" => ci::run(rest),
         "bench" => bench::run(rest),
+        "fakellm" if rest.is_empty() => fakellm::run(),
         "services" if rest.is_empty() => services::ensure(services::Policy::from_env()),
         "llm-server" => llm::serve(rest),
         "help" | "-h" | "--help" => {

@@ -1,7 +1,39 @@
 //! # weft-agents
 //!
-//! Prebuilt agents land here, built from the public API of `weft-runnable-core` and `weft-graph` only:
-//! `ToolNode`, `tools_condition`, `create_react_agent`, a text ReAct `AgentExecutor`, human-in-the-loop
-//! helpers.
+//! Prebuilt agents, built from the public API of `weft-runnable-core` and `weft-graph` only.
 //!
-//! Nothing is exported yet: they need the graph engine first.
+//! - [`ToolNode`]: a graph node that runs the tool calls of the last AI message concurrently and answers
+//!   each with a tool message, with LangGraph's error policy, commands and injected arguments.
+//! - [`tools_condition`]: routes to the tool node while the model asks for tools.
+//! - [`create_react_agent`]: the tool-calling agent loop as a compiled graph (prompt, structured
+//!   response, pre- and post-model hooks, checkpointer, store, breakpoints, v1/v2 tool dispatch), with
+//!   [`HumanApproval`] of chosen tool calls.
+//! - [`text_react`]: the classic text ReAct loop for models without function calling,
+//!   [`AgentExecutor`] with [`create_text_react_agent`].
+//!
+//! The guide with runnable examples is `docs/agents.md` in the repository; `weft::agents` re-exports this
+//! crate.
+
+mod approval;
+mod react_agent;
+mod state;
+pub mod text_react;
+mod tool_node;
+mod tools_condition;
+
+pub use approval::{ActionRequest, ApprovalDecision, ApprovalError, ApprovalRequest, HumanApproval};
+pub use react_agent::{
+    AgentVersion, NEED_MORE_STEPS, Prompt, ReactAgentBuilder, ReactAgentError, create_react_agent,
+};
+pub use state::{AgentState, AgentStateUpdate, HasMessages, ReactAgentState};
+pub use text_react::{AgentExecutor, create_text_react_agent};
+pub use tool_node::{
+    HandleToolErrors, ToolCallWithContext, ToolNode, ToolNodeError, ToolNodeMarker, invalid_tool_text,
+    pending_tool_calls, tool_command, tool_runtime, tool_store,
+};
+pub use tools_condition::{route_messages, tools_condition};
+
+/// The crate's README, whose example is tested as a doc test so that it cannot fall out of date.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -909,3 +909,18 @@ async fn embedding_errors_and_short_answers_are_typed_errors() {
     let err = embeddings.embed_query("x").await.unwrap_err();
     assert!(openai_error(&err).is_invalid_request());
 }
+
+#[tokio::test]
+async fn structured_output_with_raw_reports_a_reply_that_does_not_parse() {
+    let server = MockServer::start().await;
+    mount(&server, text_reply("I would rather not say.")).await;
+    let result = model(&server)
+        .with_structured_output::<Person>(StructuredOutputMethod::JsonSchema)
+        .include_raw()
+        .invoke(prompt("who?"), &RunnableConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(result.raw.text(), "I would rather not say.");
+    assert_eq!(result.parsed, None);
+    assert!(result.parsing_error.unwrap().contains("failed to parse Person"));
+}

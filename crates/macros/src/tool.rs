@@ -193,7 +193,13 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
     for param in &params {
         match param {
             Param::Field { ident, ty, docs, injection } => {
-                fields.push(quote!(#(#docs)* #ident: #ty));
+                // An injected argument comes from the caller, never from the model: its type needs no
+                // schema of its own (a state slice of messages has none), so it is described as any JSON.
+                let any_json = injection.as_ref().map(|_| {
+                    let value = format!("{krate_text}::__private::serde_json::Value");
+                    quote!(#[schemars(with = #value)])
+                });
+                fields.push(quote!(#(#docs)* #any_json #ident: #ty));
                 field_idents.push(ident.clone());
                 call_args.push(quote!(#ident));
                 injected.extend(injection.clone());

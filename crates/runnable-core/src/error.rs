@@ -340,3 +340,32 @@ impl fmt::Display for ControlFlow {
         f.write_str(&self.description)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error, PartialEq)]
+    #[error("vendor failure {0}")]
+    struct VendorError(u16);
+
+    #[test]
+    fn a_model_error_gives_back_the_providers_own_error() {
+        let error: Error =
+            ModelError::new("vendor", ModelErrorKind::Server, "boom").with_source(VendorError(503)).into();
+        let model = error.as_model().unwrap();
+        assert_eq!(model.provider_error::<VendorError>(), Some(&VendorError(503)));
+        assert_eq!(model.provider_error::<MessageError>().map(|e| e.0.clone()), None);
+        let source = std::error::Error::source(model).map(ToString::to_string);
+        assert_eq!(source.as_deref(), Some("vendor failure 503"));
+        assert_eq!(error.to_string(), "vendor error: boom");
+    }
+
+    #[test]
+    fn model_errors_compare_without_their_source() {
+        let plain = ModelError::new("vendor", ModelErrorKind::Server, "boom");
+        assert_eq!(plain.clone().with_source(VendorError(1)), plain);
+        assert_ne!(ModelError::new("vendor", ModelErrorKind::Timeout, "boom"), plain);
+        assert_eq!(plain.provider_error::<VendorError>(), None);
+    }
+}

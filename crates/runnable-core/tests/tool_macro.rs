@@ -85,6 +85,22 @@ async fn note(
     format!("{user} noted '{text}' in {call_id} [{tags}]")
 }
 
+/// A state value with no JSON schema of its own (like a list of messages).
+#[derive(Debug, serde::Deserialize)]
+struct Entry {
+    who: String,
+}
+
+/// Counts the entries of the caller's state.
+#[tool]
+fn count_entries(
+    /// Whose entries to count.
+    who: String,
+    #[inject(state = "entries")] entries: Vec<Entry>,
+) -> usize {
+    entries.iter().filter(|e| e.who == who).count()
+}
+
 fn call(name: &str, args: serde_json::Value) -> ToolCall {
     ToolCall { name: name.to_owned(), args, id: Some("call_1".to_owned()) }
 }
@@ -162,6 +178,31 @@ async fn tool_macro_injected_arguments_are_hidden_and_filled() {
     let weft_runnable_core::ToolCallOutput::Message(message) = out else { panic!("expected a message") };
     assert_eq!(message.content.text(), "ann noted 'hi' in call_1 [t1]");
     assert_eq!(message.status, ToolStatus::Success);
+}
+
+#[tokio::test]
+async fn tool_macro_injected_arguments_need_no_schema() {
+    // The injected argument is listed as any JSON in the full schema, and hidden from the model's.
+    assert_eq!(count_entries.args_schema()["required"], json!(["who", "entries"]));
+    assert_eq!(count_entries.args_schema()["properties"]["entries"], json!(true));
+    assert_eq!(count_entries.model_schema()["required"], json!(["who"]));
+
+    let state = json!({"entries": [{"who": "ann"}, {"who": "bo"}, {"who": "ann"}]});
+    let ctx = ToolContext::new(RunnableConfig::default()).with_state(state);
+    let out =
+        weft_runnable_core::invoke_tool(&count_entries, call("count_entries", json!({"who": "ann"})), ctx);
+    let weft_runnable_core::ToolCallOutput::Message(message) = out.await.unwrap() else {
+        panic!("expected a message")
+    };
+    assert_eq!(message.content.text(), "2");
+
+    // A state value of the wrong shape is an error naming the tool, not a panic.
+    let ctx = ToolContext::new(RunnableConfig::default()).with_state(json!({"entries": [{"name": "ann"}]}));
+    let err =
+        weft_runnable_core::invoke_tool(&count_entries, call("count_entries", json!({"who": "ann"})), ctx)
+            .await
+            .unwrap_err();
+    assert!(err.to_string().contains("count_entries"), "{err}");
 }
 
 #[tokio::test]

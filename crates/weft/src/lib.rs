@@ -8,19 +8,29 @@ pub use weft_runnable_core::*;
 /// [`prelude`]; the rest (`InMemorySaver`, `ListOptions`, `Send`, ...) are reached as `weft::graph::...`.
 pub use weft_graph as graph;
 
+/// Prebuilt agents: [`ToolNode`](agents::ToolNode), [`tools_condition`](agents::tools_condition),
+/// [`create_react_agent`](agents::create_react_agent), [`HumanApproval`](agents::HumanApproval) of tool
+/// calls, and for models without function calling the text ReAct
+/// [`AgentExecutor`](agents::AgentExecutor) (the `weft-agents` crate). The names most programs use are also in the [`prelude`].
+pub use weft_agents as agents;
+
 /// The traits and types most programs use: `use weft::prelude::*;`.
 ///
 /// It holds the traits (`Runnable`, `RunnableExt`, `ChatModel`, `ChatModelExt`, `Tool`, `ToolExt`), the
 /// building blocks of a chain (prompts, parsers, lambdas, parallel maps, passthrough, branches), messages,
 /// run events and the `#[tool]` attribute; and for graphs `StateGraph`, `START`, `END`, the `State` trait
 /// and its derive, `Command`, `Runtime`, `CompileConfig`, `GraphInput`, `StreamMode`, `StreamData`,
-/// `MessagesState` and `Messages`. It leaves out names that would shadow the standard prelude: write
+/// `MessagesState` and `Messages`; for agents `create_react_agent`, `AgentState`, `ToolNode`,
+/// `tools_condition`, `HumanApproval` and `ApprovalDecision`. It leaves out names that would shadow the standard prelude: write
 /// `weft::Result`, and `weft::graph::Send` for a graph's `Send` packet. The test fakes live in
 /// [`weft::fakes`](crate::fakes).
 ///
 /// A tool is both a [`Tool`] and a [`Runnable`], and both traits have a `name` method: write
 /// `Tool::name(&tool)`.
 pub mod prelude {
+    pub use weft_agents::{
+        AgentState, ApprovalDecision, HumanApproval, ToolNode, create_react_agent, tools_condition,
+    };
     pub use weft_graph::{
         Command, CompileConfig, END, GraphInput, Messages, MessagesState, Runtime, START, State, StateGraph,
         StreamData, StreamMode,
@@ -45,3 +55,9 @@ pub struct RepositoryReadme;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/graph.md")]
 pub struct GraphGuide;
+
+/// The agents guide (`docs/agents.md`), whose snippets must compile and run: they are tested as doc tests
+/// here.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/agents.md")]
+pub struct AgentsGuide;

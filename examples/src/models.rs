@@ -1,0 +1,211 @@
+//! The chat model of the examples: picked in one place, scripted unless a live model is configured.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use schemars::JsonSchema;
+use serde::Serialize;
+use weft::fakes::{FakeChatModel, FakeReply};
+use weft::{AiMessage, CallOptions, ChatModel, Message, RunnableConfig, ToolCall, ToolSpec};
+use weft_integrations::openai::ChatOpenAI;
+
+/// Where the examples' chat models come from, and how strictly the examples check what they say.
+///
+/// On the **script** (the default), each role of an example (a router, a grader, a writer) is a
+/// [`FakeChatModel`] given the replies it will make, so the example can check its outcome exactly.
+/// On a **live** model, the scripts are ignored and every role talks to that model; the examples then
+/// check only the protocol (the run ended, the answer is not empty, the route is one of the allowed
+/// ones), because a live model's words cannot be known in advance. [`Models::expect_eq`] is the check
+/// that holds on the script only.
+#[derive(Clone)]
+pub struct Models {
+    live: Option<Arc<dyn ChatModel>>,
+    latency: Option<Duration>,
+}
+
+impl fmt::Debug for Models {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Models").field("source", &self.describe()).finish()
+    }
+}
+
+impl Models {
+    /// The models every example runs on: **the one place that chooses them**.
+    ///
+    /// With `OPENAI_API_KEY` or `OPENAI_BASE_URL` set (for example to the local server that
+    /// `cargo xtask llm-server` starts), every role talks to [`ChatOpenAI`] at temperature 0, model
+    /// `OPENAI_MODEL` (default `gpt-4o-mini`); otherwise the examples run on their scripts. A model that
+    /// cannot be built (a malformed URL or key) ends the example with the reason, rather than silently
+    /// falling back to the script.
+    pub fn from_env() -> Self {
+        let configured =
+            ["OPENAI_API_KEY", "OPENAI_BASE_URL"].iter().any(|name| std::env::var_os(name).is_some());
+        let models = if configured {
+            let name = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".to_owned());
+            match ChatOpenAI::builder().model(name).temperature(0.0).build() {
+                Ok(model) => Self::live(model),
+                Err(err) => {
+                    eprintln!("cannot use the OpenAI model configured in the environment: {err}");
+                    std::process::exit(2);
+                }
+            }
+        } else {
+            Self::scripted()
+        };
+        println!("model: {}", models.describe());
+        models
+    }
+
+    /// Scripted models: each role answers with the replies it is given.
+    pub fn scripted() -> Self {
+        Self { live: None, latency: None }
+    }
+
+    /// Makes each scripted reply take `latency`, as a live model's would, so that concurrent calls
+    /// overlap visibly; a live model is left as it is.
+    pub fn with_latency(mut self, latency: Duration) -> Self {
+        self.latency = Some(latency);
+        self
+    }
+
+    /// A live model for every role; scripts are ignored and only protocol checks apply.
+    pub fn live(model: impl ChatModel + 'static) -> Self {
+        Self { live: Some(Arc::new(model)), latency: None }
+    }
+
+    /// Whether the models follow their scripts (and exact checks apply).
+    pub fn is_scripted(&self) -> bool {
+        self.live.is_none()
+    }
+
+    /// What the models are, for the reader of an example's output.
+    pub fn describe(&self) -> String {
+        match &self.live {
+            None => "scripted (weft's FakeChatModel: no API key or server needed)".to_owned(),
+            Some(model) => format!("{} ({})", model.model_name(), model.provider()),
+        }
+    }
+
+    /// The model of one role of an example: on the script it answers with `script`, in order (a call
+    /// past the end is an error that says so); on a live model it is that model.
+    pub fn chat_model<R: Into<FakeReply>>(
+        &self,
+        role: &str,
+        script: impl IntoIterator<Item = R>,
+    ) -> ExampleModel {
+        match &self.live {
+            Some(model) => ExampleModel { role: role.to_owned(), model: Arc::clone(model), script: None },
+            None => {
+                let mut fake = FakeChatModel::new(script).with_model_name(format!("scripted-{role}"));
+                if let Some(latency) = self.latency {
+                    fake = fake.with_delay(latency);
+                }
+                ExampleModel { role: role.to_owned(), model: Arc::new(fake.clone()), script: Some(fake) }
+            }
+        }
+    }
+
+    /// Checks that `actual` is `expected` on the script, where every reply is known, and panics with
+    /// `what` if not; on a live model it only prints the value. Protocol checks that hold on any model
+    /// are plain `assert!`s in the examples.
+    pub fn expect_eq<A, E>(&self, what: &str, actual: A, expected: E)
+    where
+        A: PartialEq<E> + fmt::Debug,
+        E: fmt::Debug,
+    {
+        if self.is_scripted() {
+            assert_eq!(actual, expected, "{what}");
+        } else {
+            println!("  ({what}: {actual:?}; the script expects {expected:?})");
+        }
+    }
+}
+
+/// The chat model of one role of an example (see [`Models::chat_model`]): a [`ChatModel`] and a runnable,
+/// so it binds tools, gives structured output and pipes like any model.
+#[derive(Clone)]
+pub struct ExampleModel {
+    role: String,
+    model: Arc<dyn ChatModel>,
+    script: Option<FakeChatModel>,
+}
+
+impl fmt::Debug for ExampleModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExampleModel")
+            .field("role", &self.role)
+            .field("model", &self.model.model_name())
+            .field("scripted", &self.script.is_some())
+            .finish()
+    }
+}
+
+impl ExampleModel {
+    /// The role it plays in the example.
+    pub fn role(&self) -> &str {
+        &self.role
+    }
+
+    /// The scripted model behind it, to check what it was asked; `None` on a live model.
+    pub fn script(&self) -> Option<&FakeChatModel> {
+        self.script.as_ref()
+    }
+
+    /// The messages of each call so far, on the script; empty on a live model.
+    pub fn prompts(&self) -> Vec<Vec<Message>> {
+        self.script
+            .as_ref()
+            .map(|fake| fake.calls().into_iter().map(|c| c.messages).collect())
+            .unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl ChatModel for ExampleModel {
+    fn type_name(&self) -> Cow<'_, str> {
+        self.model.type_name()
+    }
+
+    fn model_name(&self) -> &str {
+        self.model.model_name()
+    }
+
+    fn provider(&self) -> &str {
+        self.model.provider()
+    }
+
+    async fn generate(
+        &self,
+        messages: Vec<Message>,
+        options: &CallOptions,
+        config: &RunnableConfig,
+    ) -> weft::Result<AiMessage> {
+        self.model.generate(messages, options, config).await
+    }
+
+    fn stream_chunks<'a>(
+        &'a self,
+        messages: Vec<Message>,
+        options: &CallOptions,
+        config: &RunnableConfig,
+    ) -> BoxStream<'a, weft::Result<AiMessage>> {
+        self.model.stream_chunks(messages, options, config)
+    }
+}
+
+weft::impl_chat_model_runnable!(ExampleModel);
+
+/// The reply of a model asked for a `T` by function calling
+/// ([`with_structured_output`](weft::ChatModelExt::with_structured_output)'s default): one call of the
+/// tool named after `T`, with `value` as its arguments. Scripts use it to answer structured questions.
+pub fn structured<T: JsonSchema + Serialize>(value: &T) -> FakeReply {
+    let name = ToolSpec::from_type::<T>().name;
+    match serde_json::to_value(value) {
+        Ok(args) => FakeReply::tool_calls([ToolCall { id: Some(format!("call-{name}")), name, args }]),
+        Err(err) => FakeReply::error(weft::Error::msg(format!("cannot script a {name}: {err}"))),
+    }
+}
