@@ -195,8 +195,12 @@ pub(crate) fn serve(args: &[String]) -> Result<(), String> {
     };
     let log = cache_dir()?.join("llama-server.log");
     println!("llama-server: loading {name} (output in {})", log.display());
-    let launch = Launch { binary: &artifacts.server, model, template, port, log };
-    println!("$ {} {}", artifacts.server.display(), server::arguments(&launch, port.unwrap_or(0)).join(" "));
+    let port = match port {
+        Some(port) => port,
+        None => server::free_port()?,
+    };
+    let launch = Launch { binary: &artifacts.server, model, template, port: Some(port), log };
+    println!("$ {} {}", artifacts.server.display(), server::arguments(&launch, port).join(" "));
     let running = Server::start(&launch)?;
     let base = format!("http://127.0.0.1:{}/v1", running.port);
     println!("\nllama-server is serving {name} at {base}\n");

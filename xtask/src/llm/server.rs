@@ -4,17 +4,28 @@ use std::fs::File;
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 /// How long the server gets to load its model.
 const START_LIMIT: Duration = Duration::from_secs(120);
 
-/// A llama-server process, killed when dropped.
+/// Runs the server given as arguments in the background and kills it when standard input closes, which
+/// happens when xtask ends however it ends (Ctrl-C, a kill, a panic); exits with the server's status.
+const WATCHDOG: &str = r#"exec 3<&0
+"$@" </dev/null 3<&- &
+server=$!
+(cat <&3 >/dev/null; kill "$server" 2>/dev/null) &
+wait "$server""#;
+
+/// A llama-server process (under its watchdog shell), stopped when dropped.
 #[derive(Debug)]
 pub(crate) struct Server {
+    /// The watchdog shell.
     child: Child,
+    /// Its standard input: closing it stops the server.
+    lifeline: Option<ChildStdin>,
     /// The port it listens on (127.0.0.1).
     pub(crate) port: u16,
     /// Where its output goes.
@@ -75,14 +86,19 @@ impl Server {
             .map_err(|err| format!("cannot create {}: {err}", launch.log.display()))?;
         let log_err =
             log.try_clone().map_err(|err| format!("cannot open {}: {err}", launch.log.display()))?;
-        let child = Command::new(launch.binary)
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(WATCHDOG)
+            .arg("llama-server")
+            .arg(launch.binary)
             .args(arguments(launch, port))
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(log)
             .stderr(log_err)
             .spawn()
             .map_err(|err| format!("cannot start {}: {err}", launch.binary.display()))?;
-        let mut server = Server { child, port, log: launch.log.clone() };
+        let lifeline = child.stdin.take();
+        let mut server = Server { child, lifeline, port, log: launch.log.clone() };
         server.wait_healthy(START_LIMIT)?;
         Ok(server)
     }
@@ -110,7 +126,8 @@ impl Server {
         lines[lines.len().saturating_sub(20)..].join("\n")
     }
 
-    /// Waits for the server to exit (a Ctrl-C reaches it too, as it shares the terminal's process group).
+    /// Waits for the server to exit (a Ctrl-C stops it: it reaches the server through the terminal's
+    /// process group, and ends xtask, whose end stops the server through the watchdog).
     pub(crate) fn wait(mut self) -> Result<(), String> {
         let status = self.child.wait().map_err(|err| format!("cannot wait for llama-server: {err}"))?;
         Err(format!("llama-server exited ({status}):\n{}", self.log_tail()))
@@ -119,8 +136,8 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        // Best effort: it may have exited already.
-        let _ = self.child.kill();
+        // Closing the pipe makes the watchdog stop the server; then the watchdog exits.
+        drop(self.lifeline.take());
         let _ = self.child.wait();
     }
 }
@@ -154,6 +171,38 @@ mod tests {
             args,
             "--model /m.gguf --host 127.0.0.1 --port 4242 -c 4096 -t 2 --no-webui --jinja --chat-template-file /t.jinja"
         );
+    }
+
+    #[test]
+    fn the_watchdog_stops_the_server_when_its_input_closes() {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(WATCHDOG)
+            .arg("llama-server")
+            .args(["sleep", "30"])
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        drop(child.stdin.take());
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "{status}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    }
+
+    #[test]
+    fn a_server_that_exits_while_starting_is_an_error_with_its_output() {
+        let log = std::env::temp_dir().join(format!("xtask-llm-false-{}.log", std::process::id()));
+        let launch = Launch {
+            binary: Path::new("false"),
+            model: Path::new("/m.gguf"),
+            template: None,
+            port: None,
+            log: log.clone(),
+        };
+        let err = Server::start(&launch).unwrap_err();
+        let _ = std::fs::remove_file(&log);
+        assert!(err.starts_with("llama-server exited"), "{err}");
     }
 
     #[test]

@@ -161,7 +161,7 @@ fn start(model: Model) -> Result<Server, String> {
         command.args(["--chat-template-file".as_ref(), paths[2].as_os_str()]);
     }
     command.args(["--host", "127.0.0.1", "--port", &port.to_string(), "-c", "4096", "-t", "2", "--no-webui"]);
-    command.args(["--jinja", "--parallel", "1"]);
+    command.arg("--jinja");
     command.stdin(Stdio::piped()).stdout(log_file).stderr(log_err);
     let mut child = command.spawn().map_err(|err| format!("cannot start {}: {err}", paths[0].display()))?;
     let stdin = child.stdin.take().ok_or("the watchdog has no standard input")?;
