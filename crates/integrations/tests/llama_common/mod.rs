@@ -1,11 +1,12 @@
 //! What the real-model tests share: a llama-server started by the test binary itself on a free loopback
 //! port, from the paths `cargo xtask ci` (stage `llm`) exports, and the rule for when they are missing.
 //!
-//! One server per test process and model, started on first use and shared by the tests of that process
-//! (with nextest, where each test is a process of its own, the `llama` test group of
-//! `.config/nextest.toml` runs them one at a time so that servers do not fight for the cores). The
-//! server runs under a small shell that kills it when the test process's end of a pipe closes, so no
-//! server outlives its tests, however they end.
+//! One server per test process and model, started on first use and shared by the tests of that process.
+//! nextest runs each test in a process of its own, so a test binary holds one test that runs its
+//! scenarios concurrently, and the `llama-server` test group of `.config/nextest.toml` runs those tests
+//! one at a time so that servers do not fight for the cores. The server runs under a small shell that
+//! kills it when the test process's end of a pipe closes, so no server outlives its tests, however they
+//! end.
 #![allow(dead_code)]
 
 use std::io::{Read as _, Write as _};
