@@ -151,7 +151,8 @@ fn start(model: Model) -> Result<Server, String> {
         .and_then(|listener| listener.local_addr())
         .map_err(|err| format!("no free port: {err}"))?
         .port();
-    let log = std::env::temp_dir().join(format!("weft-llama-server-{}-{port}.log", std::process::id()));
+    // In the target directory, one per model, replaced by the next run.
+    let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("llama-server-{}.log", model.name()));
     let log_file =
         std::fs::File::create(&log).map_err(|err| format!("cannot create {}: {err}", log.display()))?;
     let log_err = log_file.try_clone().map_err(|err| format!("cannot open {}: {err}", log.display()))?;
