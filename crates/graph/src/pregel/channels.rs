@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::checkpoint::{ChannelVersions, Checkpoint, special};
+use crate::checkpoint::{AppendDelta, ChannelAppends, ChannelVersions, Checkpoint, special};
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::spec::{GraphSpec, Layout};
-use crate::state::{ChannelSet, State};
+use crate::state::{AppendLog, ChannelSet, State, UpdateError};
 use crate::types::Send;
 
 /// Versions are counters; the checkpoint form adds a random tag per step (see `format_version`).
@@ -31,6 +31,14 @@ pub(crate) struct Channels<S: State> {
     pub(crate) layout: Layout,
     /// The highest version of any channel (versions only grow).
     max: u64,
+    /// Per state channel, the (version, tag) whose value the saver holds: the channel's version at the
+    /// last checkpoint saved or loaded; `(0, 0)` when none.
+    saved_at: Vec<(u64, u64)>,
+    /// Per state channel, how many items were only appended to it since then (`None`: changed otherwise,
+    /// or unknown).
+    appended: Vec<Option<usize>>,
+    /// Scratch log of one `apply`.
+    log: AppendLog,
 }
 
 impl<S: State> Channels<S> {
@@ -48,6 +56,47 @@ impl<S: State> Channels<S> {
             interrupt_seen: BTreeMap::new(),
             layout,
             max: 0,
+            saved_at: vec![(0, 0); layout.n_state],
+            appended: vec![None; layout.n_state],
+            log: AppendLog::new(),
+        }
+    }
+
+    /// Folds `updates` into the state (see [`State::apply`]), keeping track of the list channels that
+    /// were only appended to.
+    pub(crate) fn apply_updates(&mut self, updates: Vec<S::Update>) -> Result<ChannelSet, UpdateError> {
+        self.log.clear();
+        let result = self.state.apply_logged(updates, &mut self.log);
+        match &result {
+            Ok(changed) => {
+                for i in changed.iter() {
+                    if let Some(slot) = self.appended.get_mut(i) {
+                        *slot = slot.zip(self.log.appended_count(i)).map(|(a, b)| a.saturating_add(b));
+                    }
+                }
+            }
+            // The step is not committed; nothing is known about what the state now holds.
+            Err(_) => self.appended.iter_mut().for_each(|a| *a = None),
+        }
+        result
+    }
+
+    /// Ends a step (see [`State::end_step`]); the channels it clears count as replaced.
+    pub(crate) fn end_step(&mut self, written: &ChannelSet) -> ChannelSet {
+        let ended = self.state.end_step(written);
+        for i in ended.iter() {
+            if let Some(slot) = self.appended.get_mut(i) {
+                *slot = None;
+            }
+        }
+        ended
+    }
+
+    /// Records that the saver now holds every channel's current value (a checkpoint was saved).
+    pub(crate) fn mark_saved(&mut self) {
+        for i in 0..self.layout.n_state {
+            self.saved_at[i] = (self.versions[i], self.tags[i]);
+            self.appended[i] = Some(0);
         }
     }
 
@@ -76,7 +125,25 @@ impl<S: State> Channels<S> {
     }
 
     pub(crate) fn format_version(&self, index: usize) -> String {
-        format!("{:032}.{:016}", self.versions[index], self.tags[index] % 10_000_000_000_000_000)
+        version_string(self.versions[index], self.tags[index])
+    }
+
+    /// What was appended to state channel `index` since the saver last got its value, as a delta on
+    /// that value; `None` when the channel must be saved whole.
+    fn append_delta(&self, index: usize) -> GraphResult<Option<AppendDelta>> {
+        let (Some(&Some(count)), Some(&(base, tag))) = (self.appended.get(index), self.saved_at.get(index))
+        else {
+            return Ok(None);
+        };
+        if base == 0 || base == self.versions[index] {
+            return Ok(None);
+        }
+        match self.state.channel_tail_to_json(index, count).map_err(invalid(-1))? {
+            Some(Value::Array(items)) => {
+                Ok(Some(AppendDelta { base_version: version_string(base, tag), items }))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// The JSON value of a channel, `None` when empty.
@@ -126,7 +193,8 @@ impl<S: State> Channels<S> {
     }
 
     /// Builds the checkpoint of the current channels; values only for `changed` channels (or all when
-    /// `None`).
+    /// `None`). With `appends`, a list channel that was only appended to since the last checkpoint goes
+    /// there, as its new items, instead of into the checkpoint's values.
     pub(crate) fn to_checkpoint(
         &self,
         spec: &GraphSpec<S>,
@@ -134,6 +202,7 @@ impl<S: State> Channels<S> {
         id: String,
         values_of: Option<&ChannelSet>,
         updated: &ChannelSet,
+        mut appends: Option<&mut ChannelAppends>,
     ) -> GraphResult<(Checkpoint, ChannelVersions)> {
         let mut channel_values = Map::new();
         let mut channel_versions = ChannelVersions::new();
@@ -150,6 +219,12 @@ impl<S: State> Channels<S> {
             channel_versions.insert(name.clone(), version.clone());
             if values_of.is_none_or(|set| set.contains(i)) {
                 new_versions.insert(name.clone(), version);
+                if let Some(appends) = appends.as_deref_mut().filter(|_| i < self.layout.n_state) {
+                    if let Some(delta) = self.append_delta(i)? {
+                        appends.insert(name.clone(), delta);
+                        continue;
+                    }
+                }
                 if let Some(v) = self.channel_json(spec, i)? {
                     channel_values.insert(name.clone(), v);
                 }
@@ -166,12 +241,12 @@ impl<S: State> Channels<S> {
                 spec.nodes[node].name.clone()
             };
             versions_seen
-                .insert(key, seen.iter().map(|(ch, v)| (names[*ch].clone(), format!("{v:032}"))).collect());
+                .insert(key, seen.iter().map(|(ch, v)| (names[*ch].clone(), counter_string(*v))).collect());
         }
         if !self.interrupt_seen.is_empty() {
             versions_seen.insert(
                 special::INTERRUPT.to_owned(),
-                self.interrupt_seen.iter().map(|(ch, v)| (names[*ch].clone(), format!("{v:032}"))).collect(),
+                self.interrupt_seen.iter().map(|(ch, v)| (names[*ch].clone(), counter_string(*v))).collect(),
             );
         }
         let checkpoint = Checkpoint {
@@ -265,6 +340,8 @@ impl<S: State> Channels<S> {
                 None => ch.interrupt_seen = parsed,
             }
         }
+        // The saver holds the value of every channel at the version just read.
+        ch.mark_saved();
         Ok(ch)
     }
 }
@@ -309,18 +386,68 @@ fn invalid(step: i64) -> impl Fn(crate::state::UpdateError) -> GraphError {
     move |error| GraphError::InvalidUpdate { error, step, nodes: Vec::new() }
 }
 
+/// A version as a checkpoint stores it: `"{version:032}.{tag % 10^16:016}"`.
+pub(crate) fn version_string(version: u64, tag: u64) -> String {
+    let mut out = String::with_capacity(49);
+    push_padded(&mut out, version, 32);
+    out.push('.');
+    push_padded(&mut out, tag % 10_000_000_000_000_000, 16);
+    out
+}
+
+/// A version counter as `versions_seen` stores it: `"{counter:032}"`.
+fn counter_string(counter: u64) -> String {
+    let mut out = String::with_capacity(32);
+    push_padded(&mut out, counter, 32);
+    out
+}
+
+/// Appends `n` in decimal, left-padded with zeros to `width` digits (as `{n:0width$}`, without the
+/// formatting machinery: this runs several times per checkpoint).
+fn push_padded(out: &mut String, mut n: u64, width: usize) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let len = digits.len() - start;
+    out.extend(std::iter::repeat_n('0', width.saturating_sub(len)));
+    out.extend(digits[start..].iter().map(|&d| char::from(d)));
+}
+
 pub(crate) fn now_rfc3339() -> String {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let secs = now.as_secs() as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:06}+00:00",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60,
-        now.subsec_micros()
-    )
+    // `{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{micros:06}+00:00`
+    let mut out = String::with_capacity(32);
+    push_padded(&mut out, y.max(0) as u64, 4);
+    out.push('-');
+    push_padded(&mut out, u64::from(m), 2);
+    out.push('-');
+    push_padded(&mut out, u64::from(d), 2);
+    out.push('T');
+    push_padded(&mut out, (rem / 3600) as u64, 2);
+    out.push(':');
+    push_padded(&mut out, ((rem % 3600) / 60) as u64, 2);
+    out.push(':');
+    push_padded(&mut out, (rem % 60) as u64, 2);
+    out.push('.');
+    push_padded(&mut out, u64::from(now.subsec_micros()), 6);
+    out.push_str("+00:00");
+    out
+}
+
+/// A fresh checkpoint id: a UUID v7 (time-sortable, increasing within the process), hyphenated.
+pub(crate) fn new_checkpoint_id() -> String {
+    let mut buf = uuid::Uuid::encode_buffer();
+    uuid::Uuid::now_v7().hyphenated().encode_lower(&mut buf).to_owned()
 }
 
 /// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
@@ -335,4 +462,41 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padded_numbers_match_the_format_macro() {
+        for n in [0u64, 7, 10, 999, 123_456_789, u64::MAX] {
+            assert_eq!(counter_string(n), format!("{n:032}"));
+            let tag = n.wrapping_mul(2_654_435_761);
+            assert_eq!(version_string(n, tag), format!("{n:032}.{:016}", tag % 10_000_000_000_000_000));
+        }
+        let mut out = String::new();
+        push_padded(&mut out, 12_345, 2);
+        assert_eq!(out, "12345");
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_with_microseconds() {
+        let ts = now_rfc3339();
+        assert_eq!(ts.len(), 32, "{ts}");
+        assert_eq!(&ts[4..5], "-");
+        assert_eq!(&ts[10..11], "T");
+        assert!(ts.ends_with("+00:00"), "{ts}");
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+    }
+
+    #[test]
+    fn checkpoint_ids_are_increasing_uuid_v7() {
+        let ids: Vec<String> = (0..200).map(|_| new_checkpoint_id()).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        let parsed = uuid::Uuid::parse_str(&ids[0]).unwrap();
+        assert_eq!(parsed.get_version_num(), 7);
+        assert_eq!(ids[0], parsed.to_string());
+    }
 }

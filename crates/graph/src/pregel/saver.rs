@@ -1,12 +1,16 @@
 //! Checkpoint saving for one run: addresses, durability, and the background queue of `async` mode.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::Poll;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
 
 use crate::checkpoint::{
-    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, Checkpointer,
+    ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
+    Checkpointer,
 };
 use crate::compiled::Durability;
 use crate::error::{GraphError, GraphResult};
@@ -17,14 +21,19 @@ type SaveOp = BoxFuture<'static, Result<(), CheckpointError>>;
 type SaveQueue =
     (tokio::sync::mpsc::UnboundedSender<SaveOp>, tokio::task::JoinHandle<Result<(), CheckpointError>>);
 
-/// Saves of one run, in order. In `async` mode they run on a background task; `finish` waits for them.
+/// Saves of one run, in order. In `async` mode a save that is not done at its first poll goes to a
+/// background task (and so do the saves after it, until the queue is empty); `finish` waits for them.
 pub(crate) struct RunSaver {
     pub(crate) checkpointer: Arc<dyn Checkpointer>,
     pub(crate) thread: CheckpointConfig,
     /// The checkpoint new tasks are planned from (parent of the next put).
     pub(crate) current: Option<String>,
     pub(crate) durability: Durability,
+    /// Whether the checkpointer takes append deltas (read once per run).
+    pub(crate) stores_appends: bool,
     queue: Option<SaveQueue>,
+    /// Saves sent to the background task and not finished yet.
+    queued: Arc<AtomicUsize>,
     /// Writes held back in `exit` mode until the checkpoint they belong to is saved.
     deferred: Vec<DeferredWrites>,
 }
@@ -39,7 +48,17 @@ impl RunSaver {
             Durability::Async if tokio::runtime::Handle::try_current().is_err() => Durability::Sync,
             d => d,
         };
-        Self { checkpointer, thread, current: None, durability, queue: None, deferred: Vec::new() }
+        let stores_appends = checkpointer.stores_appends();
+        Self {
+            checkpointer,
+            thread,
+            current: None,
+            durability,
+            stores_appends,
+            queue: None,
+            queued: Arc::new(AtomicUsize::new(0)),
+            deferred: Vec::new(),
+        }
     }
 
     /// The address of the checkpoint tasks are currently planned from.
@@ -47,21 +66,31 @@ impl RunSaver {
         CheckpointConfig { checkpoint_id: self.current.clone(), ..self.thread.clone() }
     }
 
-    async fn submit(&mut self, op: SaveOp) -> GraphResult<()> {
+    async fn submit(&mut self, mut op: SaveOp) -> GraphResult<()> {
         if self.durability != Durability::Async {
             return op.await.map_err(checkpoint_error);
         }
+        // With nothing queued, a save that completes at once (an in-memory saver) is done here, in order;
+        // a save that waits (I/O) goes to the background task, and so do the saves after it.
+        if self.queued.load(Ordering::Acquire) == 0 {
+            if let Poll::Ready(result) = poll_once(&mut op).await {
+                return result.map_err(checkpoint_error);
+            }
+        }
         if self.queue.is_none() {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<SaveOp>();
+            let queued = Arc::clone(&self.queued);
             let handle = tokio::spawn(async move {
                 while let Some(op) = rx.recv().await {
                     op.await?;
+                    queued.fetch_sub(1, Ordering::Release);
                 }
                 Ok(())
             });
             self.queue = Some((tx, handle));
         }
         if let Some((tx, _)) = &self.queue {
+            self.queued.fetch_add(1, Ordering::AcqRel);
             if tx.send(op).is_err() {
                 // The writer stopped after a failed save; its error comes out of `finish`.
                 return self.finish().await;
@@ -76,13 +105,18 @@ impl RunSaver {
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        appends: ChannelAppends,
     ) -> GraphResult<CheckpointConfig> {
         let parent = self.current_config();
         let id = checkpoint.id.clone();
         let saver = Arc::clone(&self.checkpointer);
         self.current = Some(id.clone());
         self.submit(Box::pin(async move {
-            saver.put(&parent, checkpoint, metadata, new_versions).await.map(|_| ())
+            if appends.is_empty() {
+                saver.put(&parent, checkpoint, metadata, new_versions).await.map(drop)
+            } else {
+                saver.put_with_appends(&parent, checkpoint, metadata, new_versions, appends).await.map(drop)
+            }
         }))
         .await?;
         Ok(CheckpointConfig { checkpoint_id: Some(id), ..self.thread.clone() })
@@ -155,6 +189,12 @@ impl RunSaver {
         }
         Ok(())
     }
+}
+
+/// Polls `op` once with the current task's context: its result if it is done, `Pending` otherwise (it
+/// may then be polled again elsewhere).
+async fn poll_once<F: Future + Unpin>(op: &mut F) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(std::pin::Pin::new(&mut *op).poll(cx))).await
 }
 
 fn checkpoint_error(e: CheckpointError) -> GraphError {
