@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use crate::checkpoint::{AppendDelta, ChannelAppends, ChannelVersions, Checkpoint, special};
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::spec::{GraphSpec, Layout};
+use crate::pregel::stamp::{counter_string, now_rfc3339, version_string};
 use crate::state::{AppendLog, ChannelSet, State, UpdateError};
 use crate::types::Send;
 
@@ -240,14 +241,10 @@ impl<S: State> Channels<S> {
             } else {
                 spec.nodes[node].name.clone()
             };
-            versions_seen
-                .insert(key, seen.iter().map(|(ch, v)| (names[*ch].clone(), counter_string(*v))).collect());
+            versions_seen.insert(key, seen_strings(names, seen));
         }
         if !self.interrupt_seen.is_empty() {
-            versions_seen.insert(
-                special::INTERRUPT.to_owned(),
-                self.interrupt_seen.iter().map(|(ch, v)| (names[*ch].clone(), counter_string(*v))).collect(),
-            );
+            versions_seen.insert(special::INTERRUPT.to_owned(), seen_strings(names, &self.interrupt_seen));
         }
         let checkpoint = Checkpoint {
             v: crate::checkpoint::CHECKPOINT_VERSION,
@@ -346,6 +343,15 @@ impl<S: State> Channels<S> {
     }
 }
 
+/// Seen versions as a checkpoint stores them (inserted one by one: collecting a map sorts a buffer).
+fn seen_strings(names: &[String], seen: &BTreeMap<usize, u64>) -> ChannelVersions {
+    let mut out = ChannelVersions::new();
+    for (ch, v) in seen {
+        out.insert(names[*ch].clone(), counter_string(*v));
+    }
+    out
+}
+
 pub(crate) fn source_name<S: State>(spec: &GraphSpec<S>, source: Option<usize>) -> String {
     match source {
         Some(i) => spec.nodes[i].name.clone(),
@@ -384,119 +390,4 @@ fn corrupt(cp: &Checkpoint, message: String) -> GraphError {
 
 fn invalid(step: i64) -> impl Fn(crate::state::UpdateError) -> GraphError {
     move |error| GraphError::InvalidUpdate { error, step, nodes: Vec::new() }
-}
-
-/// A version as a checkpoint stores it: `"{version:032}.{tag % 10^16:016}"`.
-pub(crate) fn version_string(version: u64, tag: u64) -> String {
-    let mut out = String::with_capacity(49);
-    push_padded(&mut out, version, 32);
-    out.push('.');
-    push_padded(&mut out, tag % 10_000_000_000_000_000, 16);
-    out
-}
-
-/// A version counter as `versions_seen` stores it: `"{counter:032}"`.
-fn counter_string(counter: u64) -> String {
-    let mut out = String::with_capacity(32);
-    push_padded(&mut out, counter, 32);
-    out
-}
-
-/// Appends `n` in decimal, left-padded with zeros to `width` digits (as `{n:0width$}`, without the
-/// formatting machinery: this runs several times per checkpoint).
-fn push_padded(out: &mut String, mut n: u64, width: usize) {
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let len = digits.len() - start;
-    out.extend(std::iter::repeat_n('0', width.saturating_sub(len)));
-    out.extend(digits[start..].iter().map(|&d| char::from(d)));
-}
-
-pub(crate) fn now_rfc3339() -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let secs = now.as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    // `{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{micros:06}+00:00`
-    let mut out = String::with_capacity(32);
-    push_padded(&mut out, y.max(0) as u64, 4);
-    out.push('-');
-    push_padded(&mut out, u64::from(m), 2);
-    out.push('-');
-    push_padded(&mut out, u64::from(d), 2);
-    out.push('T');
-    push_padded(&mut out, (rem / 3600) as u64, 2);
-    out.push(':');
-    push_padded(&mut out, ((rem % 3600) / 60) as u64, 2);
-    out.push(':');
-    push_padded(&mut out, (rem % 60) as u64, 2);
-    out.push('.');
-    push_padded(&mut out, u64::from(now.subsec_micros()), 6);
-    out.push_str("+00:00");
-    out
-}
-
-/// A fresh checkpoint id: a UUID v7 (time-sortable, increasing within the process), hyphenated.
-pub(crate) fn new_checkpoint_id() -> String {
-    let mut buf = uuid::Uuid::encode_buffer();
-    uuid::Uuid::now_v7().hyphenated().encode_lower(&mut buf).to_owned()
-}
-
-/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn padded_numbers_match_the_format_macro() {
-        for n in [0u64, 7, 10, 999, 123_456_789, u64::MAX] {
-            assert_eq!(counter_string(n), format!("{n:032}"));
-            let tag = n.wrapping_mul(2_654_435_761);
-            assert_eq!(version_string(n, tag), format!("{n:032}.{:016}", tag % 10_000_000_000_000_000));
-        }
-        let mut out = String::new();
-        push_padded(&mut out, 12_345, 2);
-        assert_eq!(out, "12345");
-    }
-
-    #[test]
-    fn timestamps_are_rfc3339_with_microseconds() {
-        let ts = now_rfc3339();
-        assert_eq!(ts.len(), 32, "{ts}");
-        assert_eq!(&ts[4..5], "-");
-        assert_eq!(&ts[10..11], "T");
-        assert!(ts.ends_with("+00:00"), "{ts}");
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-    }
-
-    #[test]
-    fn checkpoint_ids_are_increasing_uuid_v7() {
-        let ids: Vec<String> = (0..200).map(|_| new_checkpoint_id()).collect();
-        assert!(ids.windows(2).all(|w| w[0] < w[1]));
-        let parsed = uuid::Uuid::parse_str(&ids[0]).unwrap();
-        assert_eq!(parsed.get_version_num(), 7);
-        assert_eq!(ids[0], parsed.to_string());
-    }
 }

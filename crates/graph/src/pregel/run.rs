@@ -14,8 +14,9 @@ use crate::checkpoint::{ChannelAppends, CheckpointConfig, CheckpointMetadata, Ch
 use crate::compiled::{DEFAULT_GRAPH_RECURSION_LIMIT, GraphInput, GraphOutput, Inner, RunOptions};
 use crate::error::{GraphError, GraphResult};
 use crate::node::NodeInput;
-use crate::pregel::channels::{Channels, new_checkpoint_id};
+use crate::pregel::channels::Channels;
 use crate::pregel::saver::RunSaver;
+use crate::pregel::stamp::new_checkpoint_id;
 use crate::pregel::task::{
     Task, TaskKind, TaskOutcome, TaskWrites, flatten_output, push_goto, state_json, task_id,
     writes_from_json, writes_to_json,
@@ -1387,11 +1388,11 @@ async fn save_checkpoint<S: State>(
     let spec = &ctx.inner.spec;
     let id = new_checkpoint_id();
     let mut appends = ChannelAppends::new();
-    let (checkpoint, new_versions) = ch
+    let (mut checkpoint, new_versions) = ch
         .to_checkpoint(
             spec,
             &ctx.inner.channel_names,
-            id.clone(),
+            String::new(),
             values_of,
             updated,
             saver.stores_appends.then_some(&mut appends),
@@ -1406,6 +1407,7 @@ async fn save_checkpoint<S: State>(
             }
             other => other,
         })?;
+    checkpoint.id = id;
     let mut extra = Map::new();
     for (k, v) in ctx.config.metadata.iter().chain(ctx.config.configurable.iter()) {
         let scalar = matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_));
@@ -1421,9 +1423,10 @@ async fn save_checkpoint<S: State>(
     let metadata = CheckpointMetadata { source, step, parents, extra };
     let values =
         if ctx.sink.is_some_and(|s| s.modes.checkpoints()) { Some(state_json(&ch.state)) } else { None };
-    let address = saver.put(checkpoint, metadata, new_versions, appends).await?;
+    saver.put(checkpoint, metadata, new_versions, appends).await?;
     ch.mark_saved();
     if let (Some(sink), Some(values)) = (ctx.sink, values) {
+        let address = saver.current_config();
         let next = plan_tasks(ch, spec, step + 1, "", &ctx.ns).iter().map(|t| t.name.clone()).collect();
         sink.send(StreamData::Checkpoint { config: address, step, values, next });
     }

@@ -99,18 +99,18 @@ impl RunSaver {
         Ok(())
     }
 
-    /// Saves a checkpoint made from the current one and makes it current.
+    /// Saves a checkpoint made from the current one and makes it current (its address is then
+    /// [`current_config`](RunSaver::current_config)).
     pub(crate) async fn put(
         &mut self,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
         appends: ChannelAppends,
-    ) -> GraphResult<CheckpointConfig> {
+    ) -> GraphResult<()> {
         let parent = self.current_config();
-        let id = checkpoint.id.clone();
         let saver = Arc::clone(&self.checkpointer);
-        self.current = Some(id.clone());
+        self.current = Some(checkpoint.id.clone());
         self.submit(Box::pin(async move {
             if appends.is_empty() {
                 saver.put(&parent, checkpoint, metadata, new_versions).await.map(drop)
@@ -118,8 +118,7 @@ impl RunSaver {
                 saver.put_with_appends(&parent, checkpoint, metadata, new_versions, appends).await.map(drop)
             }
         }))
-        .await?;
-        Ok(CheckpointConfig { checkpoint_id: Some(id), ..self.thread.clone() })
+        .await
     }
 
     /// Saves a finished task's writes against the current checkpoint (held back in `exit` mode).

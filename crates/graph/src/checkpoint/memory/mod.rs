@@ -12,7 +12,7 @@ use super::{
     ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
     CheckpointTuple, Checkpointer, ListOptions, PendingWrite, special,
 };
-use values::Values;
+use values::{Packed, Values};
 
 /// A checkpointer that keeps everything in memory, laid out as LangGraph's in-memory saver: checkpoints
 /// per (thread, namespace, id) without their values, each channel value once per (thread, namespace,
@@ -32,7 +32,7 @@ pub struct InMemorySaver {
 
 #[derive(Debug, Default, Clone)]
 struct Thread {
-    namespaces: HashMap<String, Namespace>,
+    namespaces: BTreeMap<String, Namespace>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -42,7 +42,7 @@ struct Namespace {
     /// Channel values by (channel, version).
     values: Values,
     /// Checkpoint id, then (task id, index), to write.
-    writes: HashMap<String, BTreeMap<(Arc<str>, i64), SavedWrite>>,
+    writes: BTreeMap<String, BTreeMap<(Arc<str>, i64), SavedWrite>>,
 }
 
 #[derive(Debug, Clone)]
@@ -56,7 +56,7 @@ struct Saved {
 #[derive(Debug, Clone)]
 struct SavedWrite {
     channel: String,
-    value: Value,
+    value: Packed,
     /// Shared by the writes of one `put_writes` call.
     task_path: Arc<str>,
 }
@@ -90,24 +90,17 @@ impl Thread {
     }
 }
 
-/// The namespace `ns` of thread `thread_id`, made if absent (keys are allocated only then).
-fn namespace_mut<'a>(
-    threads: &'a mut HashMap<String, Thread>,
+/// Runs `f` on namespace `ns` of thread `thread_id`, made if absent (its keys are allocated only then).
+fn with_namespace<R>(
+    threads: &mut HashMap<String, Thread>,
     thread_id: &str,
     ns: &str,
-) -> Result<&'a mut Namespace, CheckpointError> {
-    if !threads.contains_key(thread_id) {
-        threads.insert(thread_id.to_owned(), Thread::default());
+    f: impl FnOnce(&mut Namespace) -> R,
+) -> R {
+    if let Some(namespace) = threads.get_mut(thread_id).and_then(|t| t.namespaces.get_mut(ns)) {
+        return f(namespace);
     }
-    let thread = threads.get_mut(thread_id).ok_or_else(|| lost(thread_id))?;
-    if !thread.namespaces.contains_key(ns) {
-        thread.namespaces.insert(ns.to_owned(), Namespace::default());
-    }
-    thread.namespaces.get_mut(ns).ok_or_else(|| lost(thread_id))
-}
-
-fn lost(thread_id: &str) -> CheckpointError {
-    CheckpointError::Backend(format!("in-memory saver lost thread '{thread_id}' while writing it"))
+    f(threads.entry(thread_id.to_owned()).or_default().namespaces.entry(ns.to_owned()).or_default())
 }
 
 impl Namespace {
@@ -138,14 +131,21 @@ impl Namespace {
         let mut writes: Vec<(&(Arc<str>, i64), &SavedWrite)> =
             self.writes.get(id).map(|w| w.iter().collect()).unwrap_or_default();
         writes.sort_by(|(ka, a), (kb, b)| (&a.task_path, ka).cmp(&(&b.task_path, kb)));
+        let corrupt = |message: String| CheckpointError::Corrupt {
+            thread_id: thread_id.to_owned(),
+            checkpoint_id: id.to_owned(),
+            message,
+        };
         let pending_writes = writes
             .into_iter()
-            .map(|((task_id, _), w)| PendingWrite {
-                task_id: task_id.to_string(),
-                channel: w.channel.clone(),
-                value: w.value.clone(),
+            .map(|((task_id, _), w)| {
+                Ok(PendingWrite {
+                    task_id: task_id.to_string(),
+                    channel: w.channel.clone(),
+                    value: w.value.unpack().map_err(corrupt)?,
+                })
             })
-            .collect();
+            .collect::<Result<_, CheckpointError>>()?;
         let address = |checkpoint_id: &str| CheckpointConfig {
             thread_id: thread_id.to_owned(),
             checkpoint_ns: ns.to_owned(),
@@ -307,10 +307,11 @@ impl Checkpointer for InMemorySaver {
             checkpoint_ns: config.checkpoint_ns.clone(),
             checkpoint_id: Some(checkpoint.id.clone()),
         };
-        let mut threads = self.write()?;
-        let ns = namespace_mut(&mut threads, &config.thread_id, &config.checkpoint_ns)?;
         let parent_id = config.checkpoint_id.clone();
-        ns.put(&config.thread_id, checkpoint, metadata, new_versions, appends, parent_id)?;
+        let mut threads = self.write()?;
+        with_namespace(&mut threads, &config.thread_id, &config.checkpoint_ns, |ns| {
+            ns.put(&config.thread_id, checkpoint, metadata, new_versions, appends, parent_id)
+        })?;
         Ok(address)
     }
 
@@ -329,22 +330,24 @@ impl Checkpointer for InMemorySaver {
         };
         let (task_id, task_path): (Arc<str>, Arc<str>) = (Arc::from(task_id), Arc::from(task_path));
         let mut threads = self.write()?;
-        let ns = namespace_mut(&mut threads, &config.thread_id, &config.checkpoint_ns)?;
-        if !ns.writes.contains_key(checkpoint_id) {
-            ns.writes.insert(checkpoint_id.clone(), BTreeMap::new());
-        }
-        let saved = ns.writes.get_mut(checkpoint_id).ok_or_else(|| lost(&config.thread_id))?;
-        for (position, (channel, value)) in writes.into_iter().enumerate() {
-            let fixed = special::fixed_index(&channel);
-            let idx = fixed.unwrap_or_else(|| i64::try_from(position).unwrap_or(i64::MAX));
-            let write = SavedWrite { channel, value, task_path: Arc::clone(&task_path) };
-            let key = (Arc::clone(&task_id), idx);
-            if fixed.is_some() {
-                saved.insert(key, write);
-            } else {
-                saved.entry(key).or_insert(write);
+        with_namespace(&mut threads, &config.thread_id, &config.checkpoint_ns, |ns| {
+            let saved = match ns.writes.get_mut(checkpoint_id) {
+                Some(saved) => saved,
+                None => ns.writes.entry(checkpoint_id.clone()).or_default(),
+            };
+            for (position, (channel, value)) in writes.into_iter().enumerate() {
+                let fixed = special::fixed_index(&channel);
+                let idx = fixed.unwrap_or_else(|| i64::try_from(position).unwrap_or(i64::MAX));
+                let write =
+                    SavedWrite { channel, value: Packed::pack(value), task_path: Arc::clone(&task_path) };
+                let key = (Arc::clone(&task_id), idx);
+                if fixed.is_some() {
+                    saved.insert(key, write);
+                } else {
+                    saved.entry(key).or_insert(write);
+                }
             }
-        }
+        });
         Ok(())
     }
 
