@@ -339,3 +339,20 @@ async fn a_delta_with_an_unknown_base_is_rejected_and_stores_nothing() {
     let latest = saver.get_tuple(&config).await.unwrap().unwrap();
     assert_eq!(latest.checkpoint.channel_values["m"], serde_json::json!([0, 1]));
 }
+
+/// On a multi-thread runtime every `async` save goes through the background writer; they still arrive in
+/// order (a delta before its base would be rejected) and read back exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_async_saves_keep_their_order() {
+    let (deltas, whole) = both(|app| async move {
+        let options =
+            weft_graph::RunOptions { durability: weft_graph::Durability::Async, ..Default::default() };
+        let out = app.invoke_with(input(), &thread("t"), options).await.unwrap();
+        assert_eq!(out.value.turn, 30);
+    })
+    .await;
+    let expected = history(whole.as_ref(), "t").await;
+    assert_eq!(expected.len(), 32);
+    assert_eq!(history(deltas.as_ref(), "t").await, expected);
+    assert!(deltas.deltas_of("messages") >= 15);
+}

@@ -21,8 +21,10 @@ type SaveOp = BoxFuture<'static, Result<(), CheckpointError>>;
 type SaveQueue =
     (tokio::sync::mpsc::UnboundedSender<SaveOp>, tokio::task::JoinHandle<Result<(), CheckpointError>>);
 
-/// Saves of one run, in order. In `async` mode a save that is not done at its first poll goes to a
-/// background task (and so do the saves after it, until the queue is empty); `finish` waits for them.
+/// Saves of one run, in order. In `async` mode saves go to a background task; `finish` waits for them. On
+/// a current-thread runtime (where that task cannot run in parallel anyway) a save is first polled in
+/// place, and only one that is not done then goes to the background task (and so do the saves after it,
+/// until the queue is empty).
 pub(crate) struct RunSaver {
     pub(crate) checkpointer: Arc<dyn Checkpointer>,
     pub(crate) thread: CheckpointConfig,
@@ -34,6 +36,8 @@ pub(crate) struct RunSaver {
     queue: Option<SaveQueue>,
     /// Saves sent to the background task and not finished yet.
     queued: Arc<AtomicUsize>,
+    /// Whether `async` saves are first polled in place (current-thread runtime).
+    poll_in_place: bool,
     /// Writes held back in `exit` mode until the checkpoint they belong to is saved.
     deferred: Vec<DeferredWrites>,
 }
@@ -44,10 +48,12 @@ impl RunSaver {
         thread: CheckpointConfig,
         durability: Durability,
     ) -> Self {
+        let flavor = tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor());
         let durability = match durability {
-            Durability::Async if tokio::runtime::Handle::try_current().is_err() => Durability::Sync,
+            Durability::Async if flavor.is_err() => Durability::Sync,
             d => d,
         };
+        let poll_in_place = matches!(flavor, Ok(tokio::runtime::RuntimeFlavor::CurrentThread));
         let stores_appends = checkpointer.stores_appends();
         Self {
             checkpointer,
@@ -57,6 +63,7 @@ impl RunSaver {
             stores_appends,
             queue: None,
             queued: Arc::new(AtomicUsize::new(0)),
+            poll_in_place,
             deferred: Vec::new(),
         }
     }
@@ -70,9 +77,10 @@ impl RunSaver {
         if self.durability != Durability::Async {
             return op.await.map_err(checkpoint_error);
         }
-        // With nothing queued, a save that completes at once (an in-memory saver) is done here, in order;
-        // a save that waits (I/O) goes to the background task, and so do the saves after it.
-        if self.queued.load(Ordering::Acquire) == 0 {
+        // On one thread, with nothing queued, a save that completes at once (an in-memory saver) is done
+        // here, in order; a save that waits (I/O) goes to the background task, and so do the saves after
+        // it. On several threads the background task runs beside the loop, so every save goes there.
+        if self.poll_in_place && self.queued.load(Ordering::Acquire) == 0 {
             if let Poll::Ready(result) = poll_once(&mut op).await {
                 return result.map_err(checkpoint_error);
             }
