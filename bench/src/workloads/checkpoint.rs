@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
-use weft_graph::checkpoint::{ChannelVersions, CheckpointError};
+use weft_graph::checkpoint::{ChannelAppends, ChannelVersions, CheckpointError};
 use weft_graph::{
     Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointTuple, Checkpointer, CompileConfig,
     CompiledGraph, Durability, GraphOutput, InMemorySaver, ListOptions, RunOptions,
@@ -79,6 +79,22 @@ impl Checkpointer for Counting {
     ) -> Result<CheckpointConfig, CheckpointError> {
         self.puts.fetch_add(1, Ordering::Relaxed);
         self.inner.put(config, checkpoint, metadata, new_versions).await
+    }
+
+    fn stores_appends(&self) -> bool {
+        self.inner.stores_appends()
+    }
+
+    async fn put_with_appends(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        appends: ChannelAppends,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        self.puts.fetch_add(1, Ordering::Relaxed);
+        self.inner.put_with_appends(config, checkpoint, metadata, new_versions, appends).await
     }
 
     async fn put_writes(

@@ -67,7 +67,8 @@ impl Workload for MessageLoop {
             line.insert("durability".into(), "async (default)".into());
         }
         if let Some(saver) = self.saver.as_ref().map(|(saver, _)| saver.clone()).filter(|_| !opts.quick) {
-            let (limit, config) = (self.limit, self.config());
+            // Like every op, the census run starts with the previous thread deleted.
+            let (limit, config) = (self.limit, self.prepare(rt)?);
             line.extend(census(saver, rt, move |checkpointer| async move {
                 let graph = graphs::message_loop(limit, None)
                     .compile_with(CompileConfig::new().checkpointer(checkpointer))

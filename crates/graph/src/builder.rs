@@ -318,6 +318,7 @@ impl<S: State> StateGraph<S> {
                 branches: Vec::new(),
                 joins: Vec::new(),
                 pull_path: Arc::from(format!("~__pregel_pull, {}", n.name)),
+                trigger: format!("branch:to:{}", n.name),
             })
             .collect();
         let mut start = NodeSpec::<S>::start();

@@ -6,7 +6,8 @@ use serde_json::{Map, Value};
 use weft_runnable_core::RunnableConfig;
 
 use crate::checkpoint::{
-    CheckpointConfig, CheckpointMetadata, CheckpointSource, CheckpointTuple, ListOptions, special,
+    ChannelAppends, CheckpointConfig, CheckpointMetadata, CheckpointSource, CheckpointTuple, ListOptions,
+    special,
 };
 use crate::compiled::CompiledGraph;
 use crate::error::{GraphError, GraphResult};
@@ -427,7 +428,7 @@ impl<S: State> CompiledGraph<S> {
         for task in mine {
             crate::pregel::run::consume_tasks(ch, spec, std::slice::from_ref(task), changed);
         }
-        let applied = ch.state.apply(updates.clone()).map_err(|error| GraphError::InvalidUpdate {
+        let applied = ch.apply_updates(updates.clone()).map_err(|error| GraphError::InvalidUpdate {
             error,
             step,
             nodes: vec![name.to_owned()],
@@ -480,13 +481,24 @@ impl<S: State> CompiledGraph<S> {
         updated: &ChannelSet,
     ) -> GraphResult<CheckpointConfig> {
         let spec = &self.inner.spec;
-        let id = uuid::Uuid::now_v7().to_string();
+        let id = crate::pregel::stamp::new_checkpoint_id();
         // A checkpoint stores values only for the channels whose version changed; a fork of an old
-        // checkpoint stores all of them (they are new versions for this branch of history).
-        let (checkpoint, new_versions) =
-            ch.to_checkpoint(spec, &self.inner.channel_names, id, Some(values_of), updated)?;
+        // checkpoint stores all of them (they are new versions for this branch of history). A list
+        // channel the update only appended to goes as its new items to a saver that takes them.
+        let mut appends = ChannelAppends::new();
+        let (checkpoint, new_versions) = ch.to_checkpoint(
+            spec,
+            &self.inner.channel_names,
+            id,
+            Some(values_of),
+            updated,
+            saver.stores_appends().then_some(&mut appends),
+        )?;
         let metadata = CheckpointMetadata { source, step, parents: BTreeMap::new(), extra: Map::new() };
         let parent_config = CheckpointConfig { checkpoint_id: parent, ..address.clone() };
-        saver.put(&parent_config, checkpoint, metadata, new_versions).await.map_err(cp_err)
+        saver
+            .put_with_appends(&parent_config, checkpoint, metadata, new_versions, appends)
+            .await
+            .map_err(cp_err)
     }
 }

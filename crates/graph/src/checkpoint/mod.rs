@@ -6,6 +6,11 @@
 //! older values by `(channel, version)` and returns whole checkpoints from
 //! [`get_tuple`](Checkpointer::get_tuple) and [`list`](Checkpointer::list).
 //!
+//! A list channel that only grew since the previous checkpoint (an `add_messages` or `append` channel
+//! after a step that appended) can be passed as an [`AppendDelta`] instead of its whole value, through
+//! [`Checkpointer::put_with_appends`]; the engine does so for savers whose
+//! [`stores_appends`](Checkpointer::stores_appends) is true, so a step costs O(new items), not O(list).
+//!
 //! [`InMemorySaver`] is the reference implementation; [`conformance`] holds the cases every saver must
 //! pass; [`RetentionPolicy`] says which old checkpoints a running thread drops; [`get_next_version`] makes
 //! channel versions.
@@ -88,6 +93,19 @@ pub type ChannelVersion = String;
 
 /// Channel name to version.
 pub type ChannelVersions = BTreeMap<String, ChannelVersion>;
+
+/// What was appended to a list channel: its value at the new version is its value at `base_version` (a
+/// JSON array) followed by `items`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppendDelta {
+    /// The version whose value the items extend (the channel's version in the parent checkpoint).
+    pub base_version: ChannelVersion,
+    /// The new items, in order.
+    pub items: Vec<Value>,
+}
+
+/// Channel name to what was appended to it.
+pub type ChannelAppends = BTreeMap<String, AppendDelta>;
 
 /// The state of a run between two supersteps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -234,6 +252,54 @@ pub trait Checkpointer: std::fmt::Debug + Send + Sync {
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> Result<CheckpointConfig, CheckpointError>;
+
+    /// Whether this saver stores [`AppendDelta`]s itself in
+    /// [`put_with_appends`](Self::put_with_appends). The engine passes deltas only to savers that say so
+    /// and whole values to the others. Defaults to `false`.
+    fn stores_appends(&self) -> bool {
+        false
+    }
+
+    /// Saves a checkpoint as [`put`](Self::put) does, except that the channels of `appends` (each also in
+    /// `new_versions`, with no value in `checkpoint.channel_values`) are given as the items appended to
+    /// their value at the delta's base version, which must be stored in the same thread and namespace.
+    ///
+    /// The default rebuilds whole values from the parent checkpoint (`config`'s, whose version of each such
+    /// channel must be the delta's base) and calls `put`: correct for any saver, at the cost of a read.
+    /// A base that does not match is [`CheckpointError::Invalid`] naming the channel.
+    async fn put_with_appends(
+        &self,
+        config: &CheckpointConfig,
+        mut checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        appends: ChannelAppends,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        if !appends.is_empty() {
+            let parent = match &config.checkpoint_id {
+                Some(_) => self.get_tuple(config).await?,
+                None => None,
+            };
+            let empty = Value::Array(Vec::new());
+            for (channel, delta) in appends {
+                // A channel listed without a value is empty: for a list, the empty list.
+                let base = parent.as_ref().and_then(|p| {
+                    let listed = p.checkpoint.channel_versions.get(&channel) == Some(&delta.base_version);
+                    listed.then(|| p.checkpoint.channel_values.get(&channel).unwrap_or(&empty))
+                });
+                let Some(Value::Array(items)) = base else {
+                    return Err(CheckpointError::Invalid(format!(
+                        "append to channel '{channel}' of thread '{}': its base version '{}' is not a list in the parent checkpoint",
+                        config.thread_id, delta.base_version
+                    )));
+                };
+                let mut items = items.clone();
+                items.extend(delta.items);
+                checkpoint.channel_values.insert(channel, Value::Array(items));
+            }
+        }
+        self.put(config, checkpoint, metadata, new_versions).await
+    }
 
     /// Saves writes of task `task_id` against the checkpoint at `config`. Regular writes are inserted if
     /// absent; special writes (`special::fixed_index` is `Some`) replace earlier ones.

@@ -34,7 +34,16 @@ use super::Messages;
 /// let err = add_messages(&mut list, vec![Message::remove("9")]).unwrap_err();
 /// assert_eq!(err, "attempting to delete a message with an id that doesn't exist ('9')");
 /// ```
-pub fn add_messages(left: &mut Messages, mut right: Vec<Message>) -> Result<(), String> {
+pub fn add_messages(left: &mut Messages, right: Vec<Message>) -> Result<(), String> {
+    add_messages_counted(left, right).map(drop)
+}
+
+/// [`add_messages`], returning `Some(k)` when all it did was append `k` messages at the end of `left`
+/// (no message of `left` replaced, removed or given an id), `None` otherwise.
+pub(crate) fn add_messages_counted(
+    left: &mut Messages,
+    mut right: Vec<Message>,
+) -> Result<Option<usize>, String> {
     for message in &mut right {
         if let Message::Ai(ai) = message {
             ai.tool_call_chunks.clear();
@@ -45,10 +54,12 @@ pub fn add_messages(left: &mut Messages, mut right: Vec<Message>) -> Result<(), 
 
     if let Some(last) = right.iter().rposition(is_remove_all) {
         *left = Messages::from(right.split_off(last + 1));
-        return Ok(());
+        return Ok(None);
     }
     check_removals(left, &right)?;
 
+    let mut only_appended = !left.has_missing_ids();
+    let before = left.len();
     left.ensure_ids();
     let mut removed: HashSet<String> = HashSet::new();
     let (list, index) = left.parts_mut();
@@ -56,6 +67,7 @@ pub fn add_messages(left: &mut Messages, mut right: Vec<Message>) -> Result<(), 
         let Some(id) = message.id() else { continue };
         match index.get(id) {
             Some(&position) => {
+                only_appended = false;
                 if matches!(message, Message::Remove(_)) {
                     removed.insert(id.to_owned());
                 } else {
@@ -77,7 +89,7 @@ pub fn add_messages(left: &mut Messages, mut right: Vec<Message>) -> Result<(), 
         list.retain(|m| m.id().is_none_or(|id| !removed.contains(id)));
         left.reindex();
     }
-    Ok(())
+    Ok(only_appended.then(|| left.len() - before))
 }
 
 fn is_remove_all(message: &Message) -> bool {

@@ -101,6 +101,11 @@ impl Messages {
         (Arc::make_mut(&mut self.list), Arc::make_mut(&mut self.index))
     }
 
+    /// Whether some message has no id (the next merge gives it one).
+    pub(crate) fn has_missing_ids(&self) -> bool {
+        self.missing_ids > 0
+    }
+
     /// Gives ids to the messages that have none (O(length), once: later calls cost nothing).
     pub(crate) fn ensure_ids(&mut self) {
         if self.missing_ids == 0 {

@@ -11,6 +11,7 @@ mod list;
 mod state;
 
 pub use add::add_messages;
+pub(crate) use add::add_messages_counted;
 pub(crate) use coerce::reason;
 pub use coerce::{MessageLike, convert_json_to_messages, convert_to_messages, message_from_role};
 pub use list::Messages;

@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::checkpoint::{ChannelVersions, Checkpoint, special};
+use crate::checkpoint::{AppendDelta, ChannelAppends, ChannelVersions, Checkpoint, special};
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::spec::{GraphSpec, Layout};
-use crate::state::{ChannelSet, State};
+use crate::pregel::stamp::{counter_string, now_rfc3339, version_string};
+use crate::state::{AppendLog, ChannelSet, State, UpdateError};
 use crate::types::Send;
 
 /// Versions are counters; the checkpoint form adds a random tag per step (see `format_version`).
@@ -31,6 +32,14 @@ pub(crate) struct Channels<S: State> {
     pub(crate) layout: Layout,
     /// The highest version of any channel (versions only grow).
     max: u64,
+    /// Per state channel, the (version, tag) whose value the saver holds: the channel's version at the
+    /// last checkpoint saved or loaded; `(0, 0)` when none.
+    saved_at: Vec<(u64, u64)>,
+    /// Per state channel, how many items were only appended to it since then (`None`: changed otherwise,
+    /// or unknown).
+    appended: Vec<Option<usize>>,
+    /// Scratch log of one `apply`.
+    log: AppendLog,
 }
 
 impl<S: State> Channels<S> {
@@ -48,6 +57,47 @@ impl<S: State> Channels<S> {
             interrupt_seen: BTreeMap::new(),
             layout,
             max: 0,
+            saved_at: vec![(0, 0); layout.n_state],
+            appended: vec![None; layout.n_state],
+            log: AppendLog::new(),
+        }
+    }
+
+    /// Folds `updates` into the state (see [`State::apply`]), keeping track of the list channels that
+    /// were only appended to.
+    pub(crate) fn apply_updates(&mut self, updates: Vec<S::Update>) -> Result<ChannelSet, UpdateError> {
+        self.log.clear();
+        let result = self.state.apply_logged(updates, &mut self.log);
+        match &result {
+            Ok(changed) => {
+                for i in changed.iter() {
+                    if let Some(slot) = self.appended.get_mut(i) {
+                        *slot = slot.zip(self.log.appended_count(i)).map(|(a, b)| a.saturating_add(b));
+                    }
+                }
+            }
+            // The step is not committed; nothing is known about what the state now holds.
+            Err(_) => self.appended.iter_mut().for_each(|a| *a = None),
+        }
+        result
+    }
+
+    /// Ends a step (see [`State::end_step`]); the channels it clears count as replaced.
+    pub(crate) fn end_step(&mut self, written: &ChannelSet) -> ChannelSet {
+        let ended = self.state.end_step(written);
+        for i in ended.iter() {
+            if let Some(slot) = self.appended.get_mut(i) {
+                *slot = None;
+            }
+        }
+        ended
+    }
+
+    /// Records that the saver now holds every channel's current value (a checkpoint was saved).
+    pub(crate) fn mark_saved(&mut self) {
+        for i in 0..self.layout.n_state {
+            self.saved_at[i] = (self.versions[i], self.tags[i]);
+            self.appended[i] = Some(0);
         }
     }
 
@@ -76,7 +126,25 @@ impl<S: State> Channels<S> {
     }
 
     pub(crate) fn format_version(&self, index: usize) -> String {
-        format!("{:032}.{:016}", self.versions[index], self.tags[index] % 10_000_000_000_000_000)
+        version_string(self.versions[index], self.tags[index])
+    }
+
+    /// What was appended to state channel `index` since the saver last got its value, as a delta on
+    /// that value; `None` when the channel must be saved whole.
+    fn append_delta(&self, index: usize) -> GraphResult<Option<AppendDelta>> {
+        let (Some(&Some(count)), Some(&(base, tag))) = (self.appended.get(index), self.saved_at.get(index))
+        else {
+            return Ok(None);
+        };
+        if base == 0 || base == self.versions[index] {
+            return Ok(None);
+        }
+        match self.state.channel_tail_to_json(index, count).map_err(invalid(-1))? {
+            Some(Value::Array(items)) => {
+                Ok(Some(AppendDelta { base_version: version_string(base, tag), items }))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// The JSON value of a channel, `None` when empty.
@@ -126,7 +194,8 @@ impl<S: State> Channels<S> {
     }
 
     /// Builds the checkpoint of the current channels; values only for `changed` channels (or all when
-    /// `None`).
+    /// `None`). With `appends`, a list channel that was only appended to since the last checkpoint goes
+    /// there, as its new items, instead of into the checkpoint's values.
     pub(crate) fn to_checkpoint(
         &self,
         spec: &GraphSpec<S>,
@@ -134,6 +203,7 @@ impl<S: State> Channels<S> {
         id: String,
         values_of: Option<&ChannelSet>,
         updated: &ChannelSet,
+        mut appends: Option<&mut ChannelAppends>,
     ) -> GraphResult<(Checkpoint, ChannelVersions)> {
         let mut channel_values = Map::new();
         let mut channel_versions = ChannelVersions::new();
@@ -150,6 +220,12 @@ impl<S: State> Channels<S> {
             channel_versions.insert(name.clone(), version.clone());
             if values_of.is_none_or(|set| set.contains(i)) {
                 new_versions.insert(name.clone(), version);
+                if let Some(appends) = appends.as_deref_mut().filter(|_| i < self.layout.n_state) {
+                    if let Some(delta) = self.append_delta(i)? {
+                        appends.insert(name.clone(), delta);
+                        continue;
+                    }
+                }
                 if let Some(v) = self.channel_json(spec, i)? {
                     channel_values.insert(name.clone(), v);
                 }
@@ -165,14 +241,10 @@ impl<S: State> Channels<S> {
             } else {
                 spec.nodes[node].name.clone()
             };
-            versions_seen
-                .insert(key, seen.iter().map(|(ch, v)| (names[*ch].clone(), format!("{v:032}"))).collect());
+            versions_seen.insert(key, seen_strings(names, seen));
         }
         if !self.interrupt_seen.is_empty() {
-            versions_seen.insert(
-                special::INTERRUPT.to_owned(),
-                self.interrupt_seen.iter().map(|(ch, v)| (names[*ch].clone(), format!("{v:032}"))).collect(),
-            );
+            versions_seen.insert(special::INTERRUPT.to_owned(), seen_strings(names, &self.interrupt_seen));
         }
         let checkpoint = Checkpoint {
             v: crate::checkpoint::CHECKPOINT_VERSION,
@@ -265,8 +337,19 @@ impl<S: State> Channels<S> {
                 None => ch.interrupt_seen = parsed,
             }
         }
+        // The saver holds the value of every channel at the version just read.
+        ch.mark_saved();
         Ok(ch)
     }
+}
+
+/// Seen versions as a checkpoint stores them (inserted one by one: collecting a map sorts a buffer).
+fn seen_strings(names: &[String], seen: &BTreeMap<usize, u64>) -> ChannelVersions {
+    let mut out = ChannelVersions::new();
+    for (ch, v) in seen {
+        out.insert(names[*ch].clone(), counter_string(*v));
+    }
+    out
 }
 
 pub(crate) fn source_name<S: State>(spec: &GraphSpec<S>, source: Option<usize>) -> String {
@@ -307,32 +390,4 @@ fn corrupt(cp: &Checkpoint, message: String) -> GraphError {
 
 fn invalid(step: i64) -> impl Fn(crate::state::UpdateError) -> GraphError {
     move |error| GraphError::InvalidUpdate { error, step, nodes: Vec::new() }
-}
-
-pub(crate) fn now_rfc3339() -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let secs = now.as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:06}+00:00",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60,
-        now.subsec_micros()
-    )
-}
-
-/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }

@@ -4,4 +4,5 @@ pub(crate) mod channels;
 pub(crate) mod run;
 pub(crate) mod saver;
 pub(crate) mod spec;
+pub(crate) mod stamp;
 pub(crate) mod task;

@@ -10,12 +10,13 @@ use weft_runnable_core::{
     AiMessage, Error, EventSink, Message, RunKind, RunScope, RunnableConfig, StreamEvent,
 };
 
-use crate::checkpoint::{CheckpointConfig, CheckpointMetadata, CheckpointSource, special};
+use crate::checkpoint::{ChannelAppends, CheckpointConfig, CheckpointMetadata, CheckpointSource, special};
 use crate::compiled::{DEFAULT_GRAPH_RECURSION_LIMIT, GraphInput, GraphOutput, Inner, RunOptions};
 use crate::error::{GraphError, GraphResult};
 use crate::node::NodeInput;
 use crate::pregel::channels::Channels;
 use crate::pregel::saver::RunSaver;
+use crate::pregel::stamp::new_checkpoint_id;
 use crate::pregel::task::{
     Task, TaskKind, TaskOutcome, TaskWrites, flatten_output, push_goto, state_json, task_id,
     writes_from_json, writes_to_json,
@@ -313,7 +314,7 @@ async fn run_inner<S: State>(
             if replay {
                 // Time travel: fork the addressed checkpoint, then re-run what follows it.
                 let all = (0..names.len()).collect::<ChannelSet>();
-                save_checkpoint(ctx, &ch, CheckpointSource::Fork, step, Some(&all), &ChannelSet::new())
+                save_checkpoint(ctx, &mut ch, CheckpointSource::Fork, step, Some(&all), &ChannelSet::new())
                     .await?;
                 step += 1;
             }
@@ -376,7 +377,7 @@ async fn run_inner<S: State>(
             saved = SavedWrites::default();
             dirty.union_with(&changed);
             if durable(ctx) {
-                save_checkpoint(ctx, &ch, CheckpointSource::Input, step, Some(&dirty), &changed).await?;
+                save_checkpoint(ctx, &mut ch, CheckpointSource::Input, step, Some(&dirty), &changed).await?;
                 dirty = ChannelSet::new();
             }
             step += 1;
@@ -400,8 +401,15 @@ async fn run_inner<S: State>(
         {
             ch.interrupt_seen = current_versions(&ch);
             if !dirty.is_empty() {
-                save_checkpoint(ctx, &ch, CheckpointSource::Loop, step - 1, Some(&dirty), &ChannelSet::new())
-                    .await?;
+                save_checkpoint(
+                    ctx,
+                    &mut ch,
+                    CheckpointSource::Loop,
+                    step - 1,
+                    Some(&dirty),
+                    &ChannelSet::new(),
+                )
+                .await?;
             }
             if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
                 sink.send(StreamData::Interrupt(Vec::new()));
@@ -412,14 +420,14 @@ async fn run_inner<S: State>(
         let outcome = match run_step(ctx, &ch, &tasks, &saved, step, stop).await {
             Ok(outcome) => outcome,
             Err(err) => {
-                save_on_exit(ctx, &ch, step, &dirty).await?;
+                save_on_exit(ctx, &mut ch, step, &dirty).await?;
                 return Err(err);
             }
         };
         let mut results = match outcome {
             StepOutcome::Done(results) => results,
             StepOutcome::Interrupted(interrupts) => {
-                save_on_exit(ctx, &ch, step, &dirty).await?;
+                save_on_exit(ctx, &mut ch, step, &dirty).await?;
                 if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
                     sink.send(StreamData::Interrupt(interrupts.clone()));
                 }
@@ -436,7 +444,7 @@ async fn run_inner<S: State>(
         if route_after {
             // One task: its routers see exactly the state after its own writes, which is the applied state.
             let updates: Vec<S::Update> = std::mem::take(&mut writes[0].updates);
-            let applied = ch.state.apply(updates.clone()).map_err(|error| invalid(error, step, &tasks))?;
+            let applied = ch.apply_updates(updates.clone()).map_err(|error| invalid(error, step, &tasks))?;
             changed.union_with(&applied);
             writes[0].updates = updates;
             let node = tasks[0].node().map_or(&spec.start, |n| &spec.nodes[n]);
@@ -452,7 +460,8 @@ async fn run_inner<S: State>(
         } else {
             apply_new_writes_with_tasks(&mut ch, spec, &mut writes, &mut changed, step, &tasks)?;
         }
-        let ended = ch.state.end_step(&written_channels(&ch.state, &writes));
+        let written = written_channels(&ch.state, &writes);
+        let ended = ch.end_step(&written);
         changed.union_with(&ended);
         ch.bump(&changed);
         for task in &tasks {
@@ -469,7 +478,7 @@ async fn run_inner<S: State>(
 
         let durable = durable(ctx);
         if durable {
-            save_checkpoint(ctx, &ch, CheckpointSource::Loop, step, Some(&dirty), &changed).await?;
+            save_checkpoint(ctx, &mut ch, CheckpointSource::Loop, step, Some(&dirty), &changed).await?;
             dirty = ChannelSet::new();
         }
         if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Values)) {
@@ -484,7 +493,7 @@ async fn run_inner<S: State>(
         {
             ch.interrupt_seen = current_versions(&ch);
             if !durable {
-                save_checkpoint(ctx, &ch, CheckpointSource::Loop, step, Some(&dirty), &changed).await?;
+                save_checkpoint(ctx, &mut ch, CheckpointSource::Loop, step, Some(&dirty), &changed).await?;
             }
             if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
                 sink.send(StreamData::Interrupt(Vec::new()));
@@ -495,7 +504,8 @@ async fn run_inner<S: State>(
     }
 
     if !dirty.is_empty() && ctx.saver.is_some() {
-        save_checkpoint(ctx, &ch, CheckpointSource::Loop, step - 1, Some(&dirty), &ChannelSet::new()).await?;
+        save_checkpoint(ctx, &mut ch, CheckpointSource::Loop, step - 1, Some(&dirty), &ChannelSet::new())
+            .await?;
     }
     Ok(GraphOutput { value: ch.state, interrupts: Vec::new() })
 }
@@ -522,7 +532,7 @@ fn durable<S: State>(ctx: &Ctx<'_, S>) -> bool {
 /// from, then the writes of that step's tasks.
 async fn save_on_exit<S: State>(
     ctx: &mut Ctx<'_, S>,
-    ch: &Channels<S>,
+    ch: &mut Channels<S>,
     step: i64,
     dirty: &ChannelSet,
 ) -> GraphResult<()> {
@@ -703,7 +713,7 @@ fn apply_new_writes_with_tasks<S: State>(
 ) -> GraphResult<()> {
     let updates: Vec<S::Update> = writes.iter_mut().flat_map(|w| std::mem::take(&mut w.updates)).collect();
     if !updates.is_empty() {
-        let applied = ch.state.apply(updates).map_err(|error| invalid(error, step, tasks))?;
+        let applied = ch.apply_updates(updates).map_err(|error| invalid(error, step, tasks))?;
         changed.union_with(&applied);
     }
     apply_control_writes(ch, spec, writes, changed, tasks);
@@ -1368,7 +1378,7 @@ fn rebuild(rt: &Runtime, info: ExecutionInfo, config: RunnableConfig) -> Runtime
 
 async fn save_checkpoint<S: State>(
     ctx: &mut Ctx<'_, S>,
-    ch: &Channels<S>,
+    ch: &mut Channels<S>,
     source: CheckpointSource,
     step: i64,
     values_of: Option<&ChannelSet>,
@@ -1376,19 +1386,28 @@ async fn save_checkpoint<S: State>(
 ) -> GraphResult<()> {
     let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
     let spec = &ctx.inner.spec;
-    let id = uuid::Uuid::now_v7().to_string();
-    let thread = saver.thread.thread_id.clone();
-    let (checkpoint, new_versions) = ch
-        .to_checkpoint(spec, &ctx.inner.channel_names, id.clone(), values_of, updated)
+    let id = new_checkpoint_id();
+    let mut appends = ChannelAppends::new();
+    let (mut checkpoint, new_versions) = ch
+        .to_checkpoint(
+            spec,
+            &ctx.inner.channel_names,
+            String::new(),
+            values_of,
+            updated,
+            saver.stores_appends.then_some(&mut appends),
+        )
         .map_err(|e| match e {
             // A value that cannot be saved names the thread, the checkpoint, the channel and the path.
             GraphError::InvalidUpdate { error: crate::state::UpdateError::Serialization { key, message }, .. } => {
                 GraphError::Checkpoint(format!(
-                    "cannot serialize channel '{key}' of thread '{thread}' for checkpoint '{id}' (step {step}): {message}"
+                    "cannot serialize channel '{key}' of thread '{}' for checkpoint '{id}' (step {step}): {message}",
+                    saver.thread.thread_id
                 ))
             }
             other => other,
         })?;
+    checkpoint.id = id;
     let mut extra = Map::new();
     for (k, v) in ctx.config.metadata.iter().chain(ctx.config.configurable.iter()) {
         let scalar = matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_));
@@ -1404,8 +1423,10 @@ async fn save_checkpoint<S: State>(
     let metadata = CheckpointMetadata { source, step, parents, extra };
     let values =
         if ctx.sink.is_some_and(|s| s.modes.checkpoints()) { Some(state_json(&ch.state)) } else { None };
-    let address = saver.put(checkpoint, metadata, new_versions).await?;
+    saver.put(checkpoint, metadata, new_versions, appends).await?;
+    ch.mark_saved();
     if let (Some(sink), Some(values)) = (ctx.sink, values) {
+        let address = saver.current_config();
         let next = plan_tasks(ch, spec, step + 1, "", &ctx.ns).iter().map(|t| t.name.clone()).collect();
         sink.send(StreamData::Checkpoint { config: address, step, values, next });
     }

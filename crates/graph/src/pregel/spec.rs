@@ -22,6 +22,8 @@ pub(crate) struct NodeSpec<S: State> {
     pub(crate) joins: Vec<usize>,
     /// The task path of its pull tasks (`~__pregel_pull, <name>`), made once.
     pub(crate) pull_path: Arc<str>,
+    /// The channel that triggers it (`branch:to:<name>`), made once.
+    pub(crate) trigger: String,
 }
 
 impl<S: State> NodeSpec<S> {
@@ -35,6 +37,7 @@ impl<S: State> NodeSpec<S> {
             branches: Vec::new(),
             joins: Vec::new(),
             pull_path: Arc::from(format!("~__pregel_pull, {START}")),
+            trigger: format!("branch:to:{START}"),
         }
     }
 }
@@ -97,7 +100,7 @@ impl<S: State> GraphSpec<S> {
     pub(crate) fn channel_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.initial.channels().iter().map(|c| c.name.to_string()).collect();
         names.push(crate::checkpoint::special::START.to_owned());
-        names.extend(self.nodes.iter().map(|n| format!("branch:to:{}", n.name)));
+        names.extend(self.nodes.iter().map(|n| n.trigger.clone()));
         names.extend(self.joins.iter().map(|j| j.name.clone()));
         names.push(crate::checkpoint::special::TASKS.to_owned());
         names

@@ -198,7 +198,7 @@ pub(crate) fn writes_to_json<S: State>(
         }
     }
     for &g in &writes.goto {
-        out.push((format!("branch:to:{}", spec.nodes[g].name), Value::Null));
+        out.push((spec.nodes[g].trigger.clone(), Value::Null));
     }
     for s in &writes.sends {
         out.push((special::TASKS.to_owned(), send_to_json(s)?));

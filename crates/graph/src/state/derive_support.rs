@@ -10,8 +10,8 @@ pub use serde_json::Value;
 pub use weft_runnable_core::Result as CoreResult;
 
 use super::reduce::{OVERWRITE_KEY, ReducerOutput};
-use super::{ChannelSpec, UpdateError};
-use crate::messages::{Message, convert_json_to_messages, reason};
+use super::{AppendLog, ChannelSpec, UpdateError};
+use crate::messages::{Message, Messages, convert_json_to_messages, reason};
 
 /// The JSON side of a generated update type, shared by its `State` and serde implementations.
 pub trait DerivedUpdate: Sized {
@@ -113,6 +113,37 @@ pub fn wrap_overwrite(value: Value) -> Value {
 /// The outcome of a reducer call, its error naming the key.
 pub fn reduced<R: ReducerOutput>(key: &str, output: R) -> Result<(), UpdateError> {
     output.into_reducer_result().map_err(|message| UpdateError::Reducer { key: key.to_owned(), message })
+}
+
+/// The `append` reducer, recording in `log` the items appended to channel `index`.
+pub fn append_logged<T>(left: &mut Vec<T>, right: Vec<T>, log: &mut AppendLog, index: usize) {
+    log.appended(index, right.len());
+    super::reduce::append(left, right);
+}
+
+/// The `add_messages` reducer, recording in `log` whether it only appended to channel `index`; the error
+/// names the key.
+pub fn add_messages_logged(
+    key: &str,
+    left: &mut Messages,
+    right: Vec<Message>,
+    log: &mut AppendLog,
+    index: usize,
+) -> Result<(), UpdateError> {
+    match crate::messages::add_messages_counted(left, right) {
+        Ok(Some(count)) => log.appended(index, count),
+        Ok(None) => log.replaced(index),
+        Err(message) => return Err(UpdateError::Reducer { key: key.to_owned(), message }),
+    }
+    Ok(())
+}
+
+/// The last `count` items of a list channel as a JSON array, `None` when it has fewer.
+pub fn tail_json<T: Serialize>(key: &str, list: &[T], count: usize) -> Result<Option<Value>, UpdateError> {
+    match list.len().checked_sub(count) {
+        Some(start) => to_json(key, &list[start..]).map(Some),
+        None => Ok(None),
+    }
 }
 
 /// Two values for a single-value channel in one step.

@@ -5,11 +5,13 @@
 //! channel's semantics (overwrite, reducer, ephemeral, topic, untracked). `#[derive(State)]` writes all of
 //! that for a struct.
 
+mod append_log;
 mod channel_set;
 #[doc(hidden)]
 pub mod derive_support;
 mod reduce;
 
+pub use append_log::AppendLog;
 pub use channel_set::ChannelSet;
 pub use reduce::{OVERWRITE_KEY, Overwrite, ReducerOutput, append};
 
@@ -142,6 +144,22 @@ pub trait State: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// that gets an error discards the state (the step is not committed).
     fn apply(&mut self, updates: Vec<Self::Update>) -> Result<ChannelSet, UpdateError>;
 
+    /// [`apply`](State::apply), also recording in `log` the list channels that it only appended to and
+    /// how many items it appended (see [`AppendLog`]). The engine uses this to checkpoint such a channel
+    /// as its new items instead of its whole value (with
+    /// [`channel_tail_to_json`](State::channel_tail_to_json)).
+    ///
+    /// The default records nothing, so every changed channel is saved whole. `#[derive(State)]` records
+    /// `append` and `add_messages` channels.
+    fn apply_logged(
+        &mut self,
+        updates: Vec<Self::Update>,
+        log: &mut AppendLog,
+    ) -> Result<ChannelSet, UpdateError> {
+        let _ = log;
+        self.apply(updates)
+    }
+
     /// Ends a step: clears ephemeral channels and non-accumulating topics that `written` does not contain.
     /// Returns the channels that changed.
     fn end_step(&mut self, written: &ChannelSet) -> ChannelSet {
@@ -151,6 +169,14 @@ pub trait State: Clone + std::fmt::Debug + Send + Sync + 'static {
 
     /// The JSON value of a channel, for checkpoints and streams; `None` when the channel is empty.
     fn channel_to_json(&self, index: usize) -> Result<Option<Value>, UpdateError>;
+
+    /// The last `count` items of list channel `index` as a JSON array (each item as it appears in
+    /// [`channel_to_json`](State::channel_to_json)'s list), or `None` when the channel is not a list
+    /// channel or has fewer items. The default is `None`.
+    fn channel_tail_to_json(&self, index: usize, count: usize) -> Result<Option<Value>, UpdateError> {
+        let _ = (index, count);
+        Ok(None)
+    }
 
     /// Sets a channel from its JSON value (restoring a checkpoint); `Null` empties it.
     fn channel_from_json(&mut self, index: usize, value: Value) -> Result<(), UpdateError>;

@@ -80,19 +80,22 @@ pub(super) fn generate(input: &Input) -> TokenStream {
                     Kind::Reducer(path) => {
                         (quote!(value), quote_spanned!(span=> #s::reduced(#key, #path(&mut self.#name, value))?;))
                     }
-                    Kind::Append => (quote!(value), quote_spanned!(span=> #krate::state::append(&mut self.#name, value);)),
+                    Kind::Append => {
+                        (quote!(value), quote_spanned!(span=> #s::append_logged(&mut self.#name, value, log, #index);))
+                    }
                     _ => (
                         quote!({
                             let mut value = value;
                             #krate::messages::Messages::assign_ids(&mut value);
                             #krate::messages::Messages::from(value)
                         }),
-                        quote_spanned!(span=> #s::reduced(#key, #krate::messages::add_messages(&mut self.#name, value))?;),
+                        quote_spanned!(span=> #s::add_messages_logged(#key, &mut self.#name, value, log, #index)?;),
                     ),
                 };
                 quote! {
                     if overwrite.contains(#index) {
                         self.#name = #replace;
+                        log.replaced(#index);
                         #flag = true;
                         changed.insert(#index);
                     } else if !#flag {
@@ -162,6 +165,14 @@ pub(super) fn generate(input: &Input) -> TokenStream {
         }
     });
 
+    let tails = fields.iter().enumerate().filter_map(|(index, f)| {
+        let name = &f.ident;
+        let key = &f.name;
+        let span = f.ty.span();
+        matches!(f.kind, Kind::Append | Kind::AddMessages)
+            .then(|| quote_spanned!(span=> #index => #s::tail_json(#key, &self.#name, count),))
+    });
+
     let from_json = fields.iter().enumerate().map(|(index, f)| {
         let name = &f.ident;
         let key = &f.name;
@@ -219,6 +230,15 @@ pub(super) fn generate(input: &Input) -> TokenStream {
             }
 
             fn apply(&mut self, updates: ::std::vec::Vec<#update>) -> #result<#krate::ChannelSet, #krate::UpdateError> {
+                self.apply_logged(updates, &mut #krate::state::AppendLog::new())
+            }
+
+            fn apply_logged(
+                &mut self,
+                updates: ::std::vec::Vec<#update>,
+                log: &mut #krate::state::AppendLog,
+            ) -> #result<#krate::ChannelSet, #krate::UpdateError> {
+                let _ = &log;
                 #(#counters)*
                 #(#checks)*
                 let mut changed = #krate::ChannelSet::new();
@@ -242,6 +262,18 @@ pub(super) fn generate(input: &Input) -> TokenStream {
                 match index {
                     #(#to_json)*
                     _ => #result::Err(#s::unknown_index(index)),
+                }
+            }
+
+            fn channel_tail_to_json(
+                &self,
+                index: usize,
+                count: usize,
+            ) -> #result<::core::option::Option<#s::Value>, #krate::UpdateError> {
+                let _ = count;
+                match index {
+                    #(#tails)*
+                    _ => #result::Ok(::core::option::Option::None),
                 }
             }
 

@@ -165,3 +165,59 @@ pub async fn metadata_round_trips(saver: &dyn Checkpointer) -> Outcome {
     let got = must_get(saver, &saved, "checkpoint with metadata").await?;
     ensure_eq(got.metadata, meta, "metadata round-trips")
 }
+
+/// A list channel saved through `put_with_appends` as the items appended to its previous version reads
+/// back whole at every checkpoint (appends, an empty append, a whole replacement, appends again), however
+/// the saver stores it; a delta whose base version was never stored is `Invalid`.
+pub async fn appended_values_rebuilt(saver: &dyn Checkpointer) -> Outcome {
+    use crate::checkpoint::{AppendDelta, ChannelAppends};
+    let thread = CheckpointConfig::thread(fresh_thread("appends"));
+    let ids = ids(6);
+    let delta = |base: u64, items: Vec<serde_json::Value>| {
+        ChannelAppends::from([("m".to_owned(), AppendDelta { base_version: version(base), items })])
+    };
+    // (version, whole value or delta, the value it must read back as)
+    let steps = [
+        (1, Some(json!([1, {"a": 2}])), None, json!([1, {"a": 2}])),
+        (2, None, Some(delta(1, vec![json!(3)])), json!([1, {"a": 2}, 3])),
+        (3, None, Some(delta(2, vec![])), json!([1, {"a": 2}, 3])),
+        (4, Some(json!(["x"])), None, json!(["x"])),
+        (5, None, Some(delta(4, vec![json!("y"), json!({"z": [true]})])), json!(["x", "y", {"z": [true]}])),
+    ];
+    let mut parent = thread.clone();
+    let mut saved = Vec::new();
+    for (i, (v, whole, appends, _)) in steps.iter().enumerate() {
+        let all = versions(&[("m", &version(*v)), ("k", &version(1))]);
+        let values: Vec<(&str, serde_json::Value)> = match (i, whole) {
+            (0, Some(w)) => vec![("m", w.clone()), ("k", json!("kept"))],
+            (_, Some(w)) => vec![("m", w.clone())],
+            _ => Vec::new(),
+        };
+        let new = if i == 0 { all.clone() } else { versions(&[("m", &version(*v))]) };
+        let cp = checkpoint(&ids[i], &values, &all);
+        let meta = metadata(i64::try_from(i).unwrap_or(0), json!({}));
+        parent = saver
+            .put_with_appends(&parent, cp, meta, new, appends.clone().unwrap_or_default())
+            .await
+            .ctx("put_with_appends")?;
+        saved.push(parent.clone());
+    }
+    for (config, (v, _, _, expected)) in saved.iter().zip(&steps) {
+        let got = must_get(saver, config, "checkpoint saved with appends").await?;
+        ensure_eq(got.checkpoint.channel_values.get("m"), Some(expected), &format!("list at version {v}"))?;
+        ensure_eq(got.checkpoint.channel_values.get("k"), Some(&json!("kept")), "an unchanged channel")?;
+    }
+    let listed = saver.list(Some(&thread), crate::checkpoint::ListOptions::default()).await.ctx("list")?;
+    let newest_first: Vec<_> = steps.iter().rev().map(|s| Some(&s.3)).collect();
+    let got: Vec<_> = listed.iter().map(|t| t.checkpoint.channel_values.get("m")).collect();
+    ensure_eq(got, newest_first, "list rebuilds every checkpoint's list")?;
+
+    let all = versions(&[("m", &version(7)), ("k", &version(1))]);
+    let cp = checkpoint(&ids[5], &[], &all);
+    let unknown = delta(6, vec![json!(0)]);
+    let new = versions(&[("m", &version(7))]);
+    match saver.put_with_appends(&parent, cp, metadata(9, json!({})), new, unknown).await {
+        Err(CheckpointError::Invalid(_)) => Ok(()),
+        other => Err(format!("a delta on a version never stored is Invalid, got {other:?}")),
+    }
+}

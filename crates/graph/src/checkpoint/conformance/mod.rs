@@ -28,8 +28,8 @@ mod threads;
 mod writes;
 
 pub use basic::{
-    empty_channel_has_no_value, get_by_id, get_missing_returns_none, metadata_round_trips,
-    missing_value_is_corrupt, parent_config_points_to_parent, put_then_get_latest,
+    appended_values_rebuilt, empty_channel_has_no_value, get_by_id, get_missing_returns_none,
+    metadata_round_trips, missing_value_is_corrupt, parent_config_points_to_parent, put_then_get_latest,
     values_rebuilt_from_versions,
 };
 pub use listing::{
@@ -77,7 +77,7 @@ macro_rules! __weft_checkpoint_cases {
             copy_thread_keeps_threads_independent, copy_thread_rejects_bad_threads,
             prune_keeps_latest_per_namespace, prune_keeps_values_still_referenced,
             retention_policy_prunes_old_checkpoints, long_thread_id, odd_characters_in_ids,
-            concurrent_threads_do_not_interfere
+            concurrent_threads_do_not_interfere, appended_values_rebuilt
         }
     };
 }

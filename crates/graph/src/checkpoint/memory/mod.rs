@@ -1,19 +1,27 @@
 //! `InMemorySaver`: a checkpointer that keeps everything in process memory.
 
+mod values;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use super::{
-    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple,
-    Checkpointer, ListOptions, PendingWrite, special,
+    ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
+    CheckpointTuple, Checkpointer, ListOptions, PendingWrite, special,
 };
+use values::{Packed, Values};
 
 /// A checkpointer that keeps everything in memory, laid out as LangGraph's in-memory saver: checkpoints
 /// per (thread, namespace, id) without their values, each channel value once per (thread, namespace,
 /// channel, version), and writes per (thread, namespace, checkpoint) keyed by (task id, index).
+///
+/// It stores append deltas ([`stores_appends`](Checkpointer::stores_appends) is true): a list channel that
+/// a step only appended to is kept as the new items and a link to its previous version, so a growing
+/// message list costs O(new messages) per checkpoint in time and memory; `get_tuple` and `list` rebuild
+/// the whole list. A replaced or shortened list is stored whole.
 ///
 /// For tests, development and short-lived processes: nothing survives the process. Many tasks may share
 /// one saver; every call takes a lock briefly and never holds it across an await.
@@ -24,17 +32,17 @@ pub struct InMemorySaver {
 
 #[derive(Debug, Default, Clone)]
 struct Thread {
-    namespaces: HashMap<String, Namespace>,
+    namespaces: BTreeMap<String, Namespace>,
 }
 
 #[derive(Debug, Default, Clone)]
 struct Namespace {
     /// By id; ids are time-sortable, so the last is the latest.
     checkpoints: BTreeMap<String, Saved>,
-    /// Channel, then version, to value (`None`: the channel was empty at that version).
-    values: HashMap<String, HashMap<String, Option<Value>>>,
+    /// Channel values by (channel, version).
+    values: Values,
     /// Checkpoint id, then (task id, index), to write.
-    writes: HashMap<String, BTreeMap<(String, i64), SavedWrite>>,
+    writes: BTreeMap<String, BTreeMap<(Arc<str>, i64), SavedWrite>>,
 }
 
 #[derive(Debug, Clone)]
@@ -42,16 +50,15 @@ struct Saved {
     /// With empty `channel_values`.
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
-    /// `metadata` as JSON, for filters.
-    metadata_json: Map<String, Value>,
     parent_id: Option<String>,
 }
 
 #[derive(Debug, Clone)]
 struct SavedWrite {
     channel: String,
-    value: Value,
-    task_path: String,
+    value: Packed,
+    /// Shared by the writes of one `put_writes` call.
+    task_path: Arc<str>,
 }
 
 impl InMemorySaver {
@@ -64,12 +71,7 @@ impl InMemorySaver {
     /// version: an unchanged channel is not stored again).
     pub fn stored_value_count(&self) -> usize {
         self.threads.read().map_or(0, |threads| {
-            threads
-                .values()
-                .flat_map(|t| t.namespaces.values())
-                .flat_map(|ns| ns.values.values())
-                .map(HashMap::len)
-                .sum()
+            threads.values().flat_map(|t| t.namespaces.values()).map(|ns| ns.values.len()).sum()
         })
     }
 
@@ -88,6 +90,19 @@ impl Thread {
     }
 }
 
+/// Runs `f` on namespace `ns` of thread `thread_id`, made if absent (its keys are allocated only then).
+fn with_namespace<R>(
+    threads: &mut HashMap<String, Thread>,
+    thread_id: &str,
+    ns: &str,
+    f: impl FnOnce(&mut Namespace) -> R,
+) -> R {
+    if let Some(namespace) = threads.get_mut(thread_id).and_then(|t| t.namespaces.get_mut(ns)) {
+        return f(namespace);
+    }
+    f(threads.entry(thread_id.to_owned()).or_default().namespaces.entry(ns.to_owned()).or_default())
+}
+
 impl Namespace {
     /// The whole tuple of checkpoint `id`: values rebuilt from the versions it lists, writes sorted.
     fn tuple(
@@ -99,31 +114,38 @@ impl Namespace {
     ) -> Result<CheckpointTuple, CheckpointError> {
         let mut checkpoint = saved.checkpoint.clone();
         for (channel, version) in &checkpoint.channel_versions {
-            match self.values.get(channel).and_then(|versions| versions.get(version)) {
-                Some(Some(value)) => {
-                    checkpoint.channel_values.insert(channel.clone(), value.clone());
+            match self.values.get(channel, version) {
+                Ok(Some(value)) => {
+                    checkpoint.channel_values.insert(channel.clone(), value);
                 }
-                Some(None) => {}
-                None => {
+                Ok(None) => {}
+                Err(message) => {
                     return Err(CheckpointError::Corrupt {
                         thread_id: thread_id.to_owned(),
                         checkpoint_id: id.to_owned(),
-                        message: format!("no value stored for channel '{channel}' at version '{version}'"),
+                        message,
                     });
                 }
             }
         }
-        let mut writes: Vec<(&(String, i64), &SavedWrite)> =
+        let mut writes: Vec<(&(Arc<str>, i64), &SavedWrite)> =
             self.writes.get(id).map(|w| w.iter().collect()).unwrap_or_default();
         writes.sort_by(|(ka, a), (kb, b)| (&a.task_path, ka).cmp(&(&b.task_path, kb)));
+        let corrupt = |message: String| CheckpointError::Corrupt {
+            thread_id: thread_id.to_owned(),
+            checkpoint_id: id.to_owned(),
+            message,
+        };
         let pending_writes = writes
             .into_iter()
-            .map(|((task_id, _), w)| PendingWrite {
-                task_id: task_id.clone(),
-                channel: w.channel.clone(),
-                value: w.value.clone(),
+            .map(|((task_id, _), w)| {
+                Ok(PendingWrite {
+                    task_id: task_id.to_string(),
+                    channel: w.channel.clone(),
+                    value: w.value.unpack().map_err(corrupt)?,
+                })
             })
-            .collect();
+            .collect::<Result<_, CheckpointError>>()?;
         let address = |checkpoint_id: &str| CheckpointConfig {
             thread_id: thread_id.to_owned(),
             checkpoint_ns: ns.to_owned(),
@@ -151,14 +173,50 @@ impl Namespace {
             .values()
             .flat_map(|s| s.checkpoint.channel_versions.iter().map(|(c, v)| (c.as_str(), v.as_str())))
             .collect();
-        self.values.retain(|channel, versions| {
-            versions.retain(|version, _| needed.contains(&(channel.as_str(), version.as_str())));
-            !versions.is_empty()
-        });
+        self.values.retain(&needed);
+    }
+
+    /// Saves a checkpoint whose values are in its `channel_values` (whole) or in `appends`.
+    fn put(
+        &mut self,
+        thread_id: &str,
+        mut checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        appends: ChannelAppends,
+        parent_id: Option<String>,
+    ) -> Result<(), CheckpointError> {
+        let mut values = std::mem::take(&mut checkpoint.channel_values);
+        let invalid = |message: String| CheckpointError::Invalid(format!("thread '{thread_id}': {message}"));
+        // Check every append before storing anything.
+        let mut prepared = Vec::with_capacity(appends.len());
+        for (channel, delta) in appends {
+            let Some(version) = new_versions.get(&channel) else {
+                return Err(invalid(format!("append to channel '{channel}', which has no new version")));
+            };
+            let stored = self.values.prepare_append(&channel, version, delta).map_err(invalid)?;
+            prepared.push((channel, version.clone(), stored));
+        }
+        for (channel, version) in new_versions {
+            if !prepared.iter().any(|(c, ..)| *c == channel) {
+                let value = values.remove(&channel);
+                self.values.put_whole(channel, version, value);
+            }
+        }
+        for (channel, version, stored) in prepared {
+            self.values.insert(channel, version, stored);
+        }
+        let id = checkpoint.id.clone();
+        self.checkpoints.insert(id, Saved { checkpoint, metadata, parent_id });
+        Ok(())
     }
 }
 
-fn metadata_matches(metadata: &Map<String, Value>, filter: &Map<String, Value>) -> bool {
+fn metadata_matches(metadata: &CheckpointMetadata, filter: &Map<String, Value>) -> bool {
+    if filter.is_empty() {
+        return true;
+    }
+    let Ok(Value::Object(metadata)) = serde_json::to_value(metadata) else { return false };
     filter.iter().all(|(key, wanted)| metadata.get(key) == Some(wanted))
 }
 
@@ -203,7 +261,7 @@ impl Checkpointer for InMemorySaver {
             for (id, saved) in &ns.checkpoints {
                 let wanted = only.is_none_or(|w| w == id);
                 let before = options.before.as_deref().is_none_or(|b| id.as_str() < b);
-                if wanted && before && metadata_matches(&saved.metadata_json, &options.filter) {
+                if wanted && before && metadata_matches(&saved.metadata, &options.filter) {
                     found.push((thread_id, ns_name, ns, id, saved));
                 }
             }
@@ -219,9 +277,24 @@ impl Checkpointer for InMemorySaver {
     async fn put(
         &self,
         config: &CheckpointConfig,
-        mut checkpoint: Checkpoint,
+        checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        self.put_with_appends(config, checkpoint, metadata, new_versions, ChannelAppends::new()).await
+    }
+
+    fn stores_appends(&self) -> bool {
+        true
+    }
+
+    async fn put_with_appends(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        appends: ChannelAppends,
     ) -> Result<CheckpointConfig, CheckpointError> {
         if checkpoint.id.is_empty() {
             return Err(CheckpointError::Invalid(format!(
@@ -229,35 +302,17 @@ impl Checkpointer for InMemorySaver {
                 config.thread_id
             )));
         }
-        let metadata_json = match serde_json::to_value(&metadata) {
-            Ok(Value::Object(map)) => map,
-            Ok(_) | Err(_) => {
-                return Err(CheckpointError::Invalid(format!(
-                    "metadata of checkpoint '{}' in thread '{}' is not a JSON object",
-                    checkpoint.id, config.thread_id
-                )));
-            }
-        };
-        let mut values = std::mem::take(&mut checkpoint.channel_values);
-        let id = checkpoint.id.clone();
-        let mut threads = self.write()?;
-        let ns = threads
-            .entry(config.thread_id.clone())
-            .or_default()
-            .namespaces
-            .entry(config.checkpoint_ns.clone())
-            .or_default();
-        for (channel, version) in new_versions {
-            let value = values.remove(&channel);
-            ns.values.entry(channel).or_default().insert(version, value);
-        }
-        let parent_id = config.checkpoint_id.clone();
-        ns.checkpoints.insert(id.clone(), Saved { checkpoint, metadata, metadata_json, parent_id });
-        Ok(CheckpointConfig {
+        let address = CheckpointConfig {
             thread_id: config.thread_id.clone(),
             checkpoint_ns: config.checkpoint_ns.clone(),
-            checkpoint_id: Some(id),
-        })
+            checkpoint_id: Some(checkpoint.id.clone()),
+        };
+        let parent_id = config.checkpoint_id.clone();
+        let mut threads = self.write()?;
+        with_namespace(&mut threads, &config.thread_id, &config.checkpoint_ns, |ns| {
+            ns.put(&config.thread_id, checkpoint, metadata, new_versions, appends, parent_id)
+        })?;
+        Ok(address)
     }
 
     async fn put_writes(
@@ -273,27 +328,26 @@ impl Checkpointer for InMemorySaver {
                 config.thread_id
             )));
         };
+        let (task_id, task_path): (Arc<str>, Arc<str>) = (Arc::from(task_id), Arc::from(task_path));
         let mut threads = self.write()?;
-        let saved = threads
-            .entry(config.thread_id.clone())
-            .or_default()
-            .namespaces
-            .entry(config.checkpoint_ns.clone())
-            .or_default()
-            .writes
-            .entry(checkpoint_id.clone())
-            .or_default();
-        for (position, (channel, value)) in writes.into_iter().enumerate() {
-            let fixed = special::fixed_index(&channel);
-            let idx = fixed.unwrap_or_else(|| i64::try_from(position).unwrap_or(i64::MAX));
-            let write = SavedWrite { channel, value, task_path: task_path.to_owned() };
-            let key = (task_id.to_owned(), idx);
-            if fixed.is_some() {
-                saved.insert(key, write);
-            } else {
-                saved.entry(key).or_insert(write);
+        with_namespace(&mut threads, &config.thread_id, &config.checkpoint_ns, |ns| {
+            let saved = match ns.writes.get_mut(checkpoint_id) {
+                Some(saved) => saved,
+                None => ns.writes.entry(checkpoint_id.clone()).or_default(),
+            };
+            for (position, (channel, value)) in writes.into_iter().enumerate() {
+                let fixed = special::fixed_index(&channel);
+                let idx = fixed.unwrap_or_else(|| i64::try_from(position).unwrap_or(i64::MAX));
+                let write =
+                    SavedWrite { channel, value: Packed::pack(value), task_path: Arc::clone(&task_path) };
+                let key = (Arc::clone(&task_id), idx);
+                if fixed.is_some() {
+                    saved.insert(key, write);
+                } else {
+                    saved.entry(key).or_insert(write);
+                }
             }
-        }
+        });
         Ok(())
     }
 

@@ -1,0 +1,175 @@
+//! Stamps of a checkpoint: its id, its time, and channel versions as strings.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A version as a checkpoint stores it: `"{version:032}.{tag % 10^16:016}"`.
+pub(crate) fn version_string(version: u64, tag: u64) -> String {
+    let mut out = String::with_capacity(49);
+    push_padded(&mut out, version, 32);
+    out.push('.');
+    push_padded(&mut out, tag % 10_000_000_000_000_000, 16);
+    out
+}
+
+/// A version counter as `versions_seen` stores it: `"{counter:032}"`.
+pub(crate) fn counter_string(counter: u64) -> String {
+    let mut out = String::with_capacity(32);
+    push_padded(&mut out, counter, 32);
+    out
+}
+
+/// Appends `n` in decimal, left-padded with zeros to `width` digits (as `{n:0width$}`, without the
+/// formatting machinery: this runs several times per checkpoint).
+fn push_padded(out: &mut String, mut n: u64, width: usize) {
+    // 20 digits hold any u64; the zeros in front pad up to 32 without a second buffer.
+    let mut buf = [b'0'; 32];
+    let mut start = buf.len();
+    loop {
+        start -= 1;
+        buf[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let len = buf.len() - start;
+    if width > len {
+        let pad = width - len;
+        if pad <= start {
+            start -= pad;
+        } else {
+            out.extend(std::iter::repeat_n('0', pad - start));
+            start = 0;
+        }
+    }
+    out.push_str(std::str::from_utf8(&buf[start..]).unwrap_or_default());
+}
+
+/// The current time as RFC 3339 with microseconds, in UTC (`2024-01-01T00:00:00.000000+00:00`).
+pub(crate) fn now_rfc3339() -> String {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = now.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    // `{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{micros:06}+00:00`
+    let mut out = String::with_capacity(32);
+    push_padded(&mut out, y.max(0) as u64, 4);
+    out.push('-');
+    push_padded(&mut out, u64::from(m), 2);
+    out.push('-');
+    push_padded(&mut out, u64::from(d), 2);
+    out.push('T');
+    push_padded(&mut out, (rem / 3600) as u64, 2);
+    out.push(':');
+    push_padded(&mut out, ((rem % 3600) / 60) as u64, 2);
+    out.push(':');
+    push_padded(&mut out, (rem % 60) as u64, 2);
+    out.push('.');
+    push_padded(&mut out, u64::from(now.subsec_micros()), 6);
+    out.push_str("+00:00");
+    out
+}
+
+/// The last id's millisecond and 74 random-or-counter bits, so that ids increase within the process.
+static LAST_ID: Mutex<(u64, u128)> = Mutex::new((0, 0));
+
+const RANDOM_BITS: u128 = (1 << 74) - 1;
+
+/// The millisecond and bits of the id after `last`: `(ms, random)` at a later millisecond, else the
+/// last bits plus one (moving to the next millisecond when they are used up).
+fn next_id_parts(last: (u64, u128), ms: u64, random: u128) -> (u64, u128) {
+    if ms > last.0 {
+        (ms, random)
+    } else if last.1 < RANDOM_BITS {
+        (last.0, last.1 + 1)
+    } else {
+        (last.0 + 1, 0)
+    }
+}
+
+/// A fresh checkpoint id: a UUID v7 (48-bit Unix milliseconds, then 74 bits that are random at a new
+/// millisecond and count up within one), hyphenated; ids made in one process strictly increase, also
+/// when the clock steps back. Random bits come from the thread-local generator: no system call per id.
+pub(crate) fn new_checkpoint_id() -> String {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let ms = u64::try_from(now.as_millis()).unwrap_or(u64::MAX) & ((1 << 48) - 1);
+    let random = rand::random::<u128>() & RANDOM_BITS;
+    let (ms, bits) = {
+        let mut last = LAST_ID.lock().unwrap_or_else(PoisonError::into_inner);
+        *last = next_id_parts(*last, ms, random);
+        *last
+    };
+    let value =
+        (u128::from(ms) << 80) | (0x7 << 76) | ((bits >> 62) << 64) | (0b10 << 62) | (bits & ((1 << 62) - 1));
+    let mut buf = uuid::Uuid::encode_buffer();
+    uuid::Uuid::from_u128(value).hyphenated().encode_lower(&mut buf).to_owned()
+}
+
+/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padded_numbers_match_the_format_macro() {
+        for n in [0u64, 7, 10, 999, 123_456_789, u64::MAX] {
+            assert_eq!(counter_string(n), format!("{n:032}"));
+            let tag = n.wrapping_mul(2_654_435_761);
+            assert_eq!(version_string(n, tag), format!("{n:032}.{:016}", tag % 10_000_000_000_000_000));
+        }
+        for (n, width) in [(12_345, 2), (0, 0), (7, 40), (u64::MAX, 32), (u64::MAX, 20), (5, 1)] {
+            let mut out = String::new();
+            push_padded(&mut out, n, width);
+            assert_eq!(out, format!("{n:0width$}"));
+        }
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_with_microseconds() {
+        let ts = now_rfc3339();
+        assert_eq!(ts.len(), 32, "{ts}");
+        assert_eq!(&ts[4..5], "-");
+        assert_eq!(&ts[10..11], "T");
+        assert!(ts.ends_with("+00:00"), "{ts}");
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+    }
+
+    #[test]
+    fn checkpoint_ids_are_increasing_uuid_v7_of_now() {
+        let before = SystemTime::now();
+        let ids: Vec<String> = (0..5000).map(|_| new_checkpoint_id()).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        for id in [&ids[0], &ids[4999]] {
+            let parsed = uuid::Uuid::parse_str(id).unwrap();
+            assert_eq!(parsed.get_version_num(), 7);
+            assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122);
+            assert_eq!(*id, parsed.to_string());
+            let made = crate::checkpoint::checkpoint_time(id).unwrap();
+            let lag = made.duration_since(before).unwrap_or_default();
+            assert!(lag < std::time::Duration::from_secs(5), "{lag:?}");
+        }
+    }
+
+    #[test]
+    fn id_bits_count_up_within_a_millisecond_and_when_the_clock_steps_back() {
+        assert_eq!(next_id_parts((5, 9), 6, 3), (6, 3));
+        assert_eq!(next_id_parts((5, 9), 5, 3), (5, 10));
+        assert_eq!(next_id_parts((5, 9), 4, 300), (5, 10));
+        assert_eq!(next_id_parts((5, RANDOM_BITS), 5, 3), (6, 0));
+    }
+}
