@@ -28,9 +28,9 @@ use futures::StreamExt as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use weft::EventSink;
 use weft::graph::Send;
 use weft::prelude::*;
-use weft::{EventSink, StructuredOutputMethod};
 use weft_examples::{ExampleModel, Models, structured};
 
 /// The graph's state. `jokes` is an `append` channel: the joke tasks' writes are joined, not overwritten.
@@ -112,19 +112,18 @@ fn concurrency_probe() -> (EventSink, Arc<AtomicUsize>) {
 async fn main() -> weft::Result<()> {
     let models = Models::from_env().with_latency(Duration::from_millis(50));
     let (planner, comedian, judge) = scripts(&models);
-    let method = StructuredOutputMethod::FunctionCalling;
 
     let plan = ChatPromptTemplate::from_messages([(
         "human",
         "List between 2 and 5 subjects related to {topic}, a word or two each.",
-    )])? | planner.clone().with_structured_output::<Subjects>(method);
+    )])? | planner.clone().with_structured_output::<Subjects>(planner.structured_method());
     let write = ChatPromptTemplate::from_messages([("human", "Write a short joke about {subject}.")])?
-        | comedian.clone().with_structured_output::<Joke>(method);
+        | comedian.clone().with_structured_output::<Joke>(comedian.structured_method());
     let pick = ChatPromptTemplate::from_messages([(
         "human",
         "Below are jokes about {topic}, each after its id. Which one is the funniest? Answer with its id.\n\n\
          {jokes}",
-    )])? | judge.clone().with_structured_output::<BestJoke>(method);
+    )])? | judge.clone().with_structured_output::<BestJoke>(judge.structured_method());
 
     let mut graph = StateGraph::<Jokes>::new();
     graph.add_node("generate_topics", move |state: Jokes, rt: Runtime| {

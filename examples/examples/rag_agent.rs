@@ -43,7 +43,7 @@ use serde_json::json;
 use weft::graph::store::SearchOptions;
 use weft::graph::{CompiledGraph, InMemoryStore, IndexConfig, Store};
 use weft::prelude::*;
-use weft::{StructuredOutputMethod, ToolCallOutput, ToolContext, invoke_tool};
+use weft::{ToolCallOutput, ToolContext, invoke_tool};
 use weft_examples::{ExampleModel, Models, WordEmbeddings, structured};
 
 /// Rewrites of the query before giving up on the vector store.
@@ -244,24 +244,25 @@ fn context(documents: &[Document]) -> String {
 
 /// The graph.
 fn build(roles: &Roles) -> weft::Result<StateGraph<Rag>> {
-    let method = StructuredOutputMethod::FunctionCalling;
-    let route = ChatPromptTemplate::from_messages([
-        (
-            "system",
-            "You route a user question to a vector store or to web search. The vector store holds notes \
+    let route =
+        ChatPromptTemplate::from_messages([
+            (
+                "system",
+                "You route a user question to a vector store or to web search. The vector store holds notes \
              about weft, a framework for LLM graphs: checkpoints, Send, interrupts, the store, streaming, \
              reducers. Use it for questions on those topics; use web search for anything else.",
-        ),
-        ("human", "{question}"),
-    ])? | roles.router.clone().with_structured_output::<RouteQuery>(method);
-    let grade = ChatPromptTemplate::from_messages([
-        (
-            "system",
-            "You grade whether a retrieved document is relevant to a user question: relevant if it \
+            ),
+            ("human", "{question}"),
+        ])? | roles.router.clone().with_structured_output::<RouteQuery>(roles.router.structured_method());
+    let grade =
+        ChatPromptTemplate::from_messages([
+            (
+                "system",
+                "You grade whether a retrieved document is relevant to a user question: relevant if it \
              holds facts that help answer it. A loose test; it only weeds out wrong retrievals.",
-        ),
-        ("human", "Document:\n{document}\n\nQuestion: {question}"),
-    ])? | roles.grader.clone().with_structured_output::<GradeDocument>(method);
+            ),
+            ("human", "Document:\n{document}\n\nQuestion: {question}"),
+        ])? | roles.grader.clone().with_structured_output::<GradeDocument>(roles.grader.structured_method());
     let rewrite = ChatPromptTemplate::from_messages([
         (
             "system",
@@ -280,14 +281,15 @@ fn build(roles: &Roles) -> weft::Result<StateGraph<Rag>> {
         ("human", "Context:\n{context}\n\nQuestion: {question}"),
     ])? | roles.writer.clone()
         | StrOutputParser;
-    let check = ChatPromptTemplate::from_messages([
-        (
-            "system",
-            "You check whether an answer is grounded in a set of facts: every claim it makes must be \
+    let check =
+        ChatPromptTemplate::from_messages([
+            (
+                "system",
+                "You check whether an answer is grounded in a set of facts: every claim it makes must be \
              supported by them.",
-        ),
-        ("human", "Facts:\n{context}\n\nAnswer: {answer}"),
-    ])? | roles.checker.clone().with_structured_output::<GradeAnswer>(method);
+            ),
+            ("human", "Facts:\n{context}\n\nAnswer: {answer}"),
+        ])? | roles.checker.clone().with_structured_output::<GradeAnswer>(roles.checker.structured_method());
 
     let mut graph = StateGraph::<Rag>::new();
     graph.add_node("route_question", move |state: Rag, rt: Runtime| {

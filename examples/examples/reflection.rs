@@ -29,7 +29,6 @@ use futures::StreamExt as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use weft::StructuredOutputMethod;
 use weft::graph::{CompiledGraph, InMemorySaver};
 use weft::prelude::*;
 use weft_examples::{ExampleModel, Models, structured};
@@ -105,7 +104,7 @@ fn build(writer: ExampleModel, critic: ExampleModel) -> weft::Result<StateGraph<
              ready to publish; otherwise say what to change.",
         ),
         ("placeholder", "{messages}"),
-    ])? | critic.with_structured_output::<Critique>(StructuredOutputMethod::FunctionCalling);
+    ])? | critic.clone().with_structured_output::<Critique>(critic.structured_method());
 
     let mut graph = StateGraph::<Review>::new();
     graph.add_node("generate", move |state: Review, rt: Runtime| {

@@ -10,7 +10,9 @@ use futures::stream::BoxStream;
 use schemars::JsonSchema;
 use serde::Serialize;
 use weft::fakes::{FakeChatModel, FakeReply};
-use weft::{AiMessage, CallOptions, ChatModel, Message, RunnableConfig, ToolCall, ToolSpec};
+use weft::{
+    AiMessage, CallOptions, ChatModel, Message, RunnableConfig, StructuredOutputMethod, ToolCall, ToolSpec,
+};
 use weft_integrations::openai::ChatOpenAI;
 
 /// Where the examples' chat models come from, and how strictly the examples check what they say.
@@ -145,6 +147,18 @@ impl fmt::Debug for ExampleModel {
 }
 
 impl ExampleModel {
+    /// How this role should give structured output: by a tool call on the script (what
+    /// [`structured`] writes), by the type's JSON schema as `response_format` on a live model (OpenAI's
+    /// strict mode; llama.cpp's server turns the schema into a grammar, so even a small model answers in
+    /// shape, where it may not make a tool call).
+    pub fn structured_method(&self) -> StructuredOutputMethod {
+        if self.script.is_some() {
+            StructuredOutputMethod::FunctionCalling
+        } else {
+            StructuredOutputMethod::JsonSchema
+        }
+    }
+
     /// The role it plays in the example.
     pub fn role(&self) -> &str {
         &self.role
