@@ -173,6 +173,15 @@ async fn crash_and_resume(backend: Backend, dir: &Path) {
         assert!(started.elapsed() < Duration::from_secs(120), "the child made no progress");
         std::thread::sleep(Duration::from_millis(2));
     }
+    // Saves may trail executions when the server is busy: the kill waits until the child has saved
+    // enough work for the check below to mean something.
+    let watcher = open(&backend).await;
+    while saved_labels(watcher.as_ref()).await.len() < 10 {
+        assert!(child.try_wait().unwrap().is_none(), "the child ended before saving 10 executions");
+        assert!(started.elapsed() < Duration::from_secs(120), "the child saved no work");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    drop(watcher);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let before_resume = lines(&side);
