@@ -1,5 +1,5 @@
 //! The workloads on the durable backends, by name: loop1000_sqlite (and `_full`, `_dsync`, `_syncoff`),
-//! loop1000_postgres (and `_dsync`, `_asynccommit`), messages1000_sqlite and messages1000_postgres.
+//! loop1000_postgres (and `_dsync`, `_asynccommit`), loop1000_redis, and messages1000 on each backend.
 
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use weft_graph::Durability;
 use weft_integrations::postgres::{PostgresOptions, PostgresSaver};
+use weft_integrations::redis::{RedisOptions, RedisSaver};
 use weft_integrations::sqlite::{SqliteDurability, SqliteOptions};
 
 use super::checkpoint::skipped;
@@ -143,4 +144,46 @@ pub(crate) fn messages1000_sqlite(opts: &Options) -> Result<Line, String> {
 pub(crate) fn messages1000_postgres(opts: &Options) -> Result<Line, String> {
     let info = Info::steps("messages1000_postgres", 1000).supplementary();
     postgres(opts, info, Shape::Messages, Durability::Async, false)
+}
+
+/// The Redis server of the backend tests (`WEFT_BENCH_REDIS_URL` overrides it).
+fn redis_url() -> String {
+    std::env::var("WEFT_BENCH_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
+}
+
+/// Runs `shape` on Redis under a key prefix of this process, or prints a skipped line without a server.
+fn redis(opts: &Options, info: Info, shape: Shape) -> Result<Line, String> {
+    let url = redis_url();
+    let reachable = url
+        .split("://")
+        .nth(1)
+        .and_then(|rest| rest.rsplit('@').next())
+        .and_then(|hp| hp.split('/').next())
+        .and_then(|hp| hp.replace("localhost", "127.0.0.1").parse::<SocketAddr>().ok())
+        .is_none_or(|addr| TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok());
+    if !reachable {
+        return Ok(skipped(info.name, "no Redis server at 127.0.0.1:6379 (set WEFT_BENCH_REDIS_URL)"));
+    }
+    let prefix = format!("weft-bench-{}-{}", info.name, std::process::id());
+    measure(
+        opts,
+        info,
+        Threads::One,
+        |rt| {
+            let options = RedisOptions::new(url.clone()).prefix(prefix.clone());
+            let saver = rt.block_on(RedisSaver::connect_with(options)).map_err(err)?;
+            Ok(Backend::Redis { saver: Arc::new(saver) })
+        },
+        |backend| Ok(DurableRun::new(backend, shape, Durability::Async)),
+    )
+}
+
+/// `loop1000_redis`: loop1000 on Redis, with the server memory its thread takes.
+pub(crate) fn loop1000_redis(opts: &Options) -> Result<Line, String> {
+    redis(opts, Info::steps("loop1000_redis", 1000).supplementary(), Shape::Loop)
+}
+
+/// `messages1000_redis`: messages1000 on Redis, with the server memory its thread takes.
+pub(crate) fn messages1000_redis(opts: &Options) -> Result<Line, String> {
+    redis(opts, Info::steps("messages1000_redis", 1000).supplementary(), Shape::Messages)
 }

@@ -1,13 +1,16 @@
 //! The durable checkpointers: loop1000 and messages1000 on SQLite (a fresh database file per op) and on
-//! PostgreSQL (tables truncated before each op), with the rows and bytes each run leaves behind.
+//! PostgreSQL (tables truncated before each op) and on Redis (a fresh thread per op, deleted after it), with
+//! the rows and bytes each run leaves behind.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::json;
 use tokio::runtime::Runtime;
+use weft_graph::checkpoint::{CheckpointConfig, ListOptions};
 use weft_graph::{Checkpointer, CompileConfig, CompiledGraph, Durability, GraphOutput, RunOptions};
 use weft_integrations::postgres::PostgresSaver;
+use weft_integrations::redis::RedisSaver;
 use weft_integrations::sqlite::{SqliteDurability, SqliteOptions, SqliteSaver, StorageStats};
 use weft_runnable_core::RunnableConfig;
 
@@ -35,6 +38,11 @@ pub(crate) enum Backend {
         /// Its schema (dropped at the end).
         schema: String,
     },
+    /// One saver under a key prefix of this process; each op's thread is deleted after it is measured.
+    Redis {
+        /// The saver.
+        saver: Arc<RedisSaver>,
+    },
 }
 
 /// The graph an op runs.
@@ -54,6 +62,7 @@ enum Graph {
 enum Saver {
     Sqlite(Arc<SqliteSaver>, PathBuf),
     Postgres(Arc<PostgresSaver>),
+    Redis(Arc<RedisSaver>),
 }
 
 impl Saver {
@@ -61,12 +70,14 @@ impl Saver {
         match self {
             Saver::Sqlite(saver, _) => saver.clone(),
             Saver::Postgres(saver) => saver.clone(),
+            Saver::Redis(saver) => saver.clone(),
         }
     }
 
     /// Rows and data bytes, and the bytes on disk: database + WAL files, or `pg_total_relation_size` of the
-    /// three tables (indexes and TOAST included).
-    async fn storage(&self, schema: Option<&str>) -> Result<(StorageStats, u64), String> {
+    /// three tables (indexes and TOAST included), or the Redis server memory of the thread's keys
+    /// (`MEMORY USAGE`; Redis has no value rows apart from checkpoints and writes, so `blobs` stays 0).
+    async fn storage(&self, schema: Option<&str>, thread: &str) -> Result<(StorageStats, u64), String> {
         match self {
             Saver::Sqlite(saver, dir) => {
                 let stats = saver.storage_stats().await.map_err(err)?;
@@ -87,6 +98,30 @@ impl Saver {
                 .await
                 .map_err(err)?;
                 Ok((stats, u64::try_from(bytes).unwrap_or(0)))
+            }
+            Saver::Redis(saver) => {
+                // Counted a page at a time, so that rebuilt values do not pile up in this process.
+                let config = CheckpointConfig::thread(thread);
+                let (mut checkpoints, mut writes, mut before) = (0_usize, 0_usize, None);
+                loop {
+                    let page =
+                        ListOptions { before: before.take(), limit: Some(32), ..ListOptions::default() };
+                    let tuples = saver.list(Some(&config), page).await.map_err(err)?;
+                    checkpoints += tuples.len();
+                    writes += tuples.iter().map(|t| t.pending_writes.len()).sum::<usize>();
+                    match tuples.last() {
+                        Some(last) => before = Some(last.checkpoint.id.clone()),
+                        None => break,
+                    }
+                }
+                let memory = saver.stored_bytes(thread).await.map_err(err)?;
+                let stats = StorageStats {
+                    checkpoints: u64::try_from(checkpoints).unwrap_or(u64::MAX),
+                    blobs: 0,
+                    writes: u64::try_from(writes).unwrap_or(u64::MAX),
+                    data_bytes: memory,
+                };
+                Ok((stats, memory))
             }
         }
     }
@@ -115,12 +150,13 @@ impl Backend {
                     .map_err(err)?;
                 Ok(Saver::Postgres(saver.clone()))
             }
+            Backend::Redis { saver } => Ok(Saver::Redis(saver.clone())),
         }
     }
 
     fn schema(&self) -> Option<&str> {
         match self {
-            Backend::Sqlite { .. } => None,
+            Backend::Sqlite { .. } | Backend::Redis { .. } => None,
             Backend::Postgres { schema, .. } => Some(schema),
         }
     }
@@ -144,6 +180,12 @@ impl Backend {
                     .map_err(err)?;
                 line.insert("synchronous_commit".into(), json!(setting));
             }
+            Backend::Redis { .. } => {
+                line.insert(
+                    "redis_durability".into(),
+                    json!("acknowledged once applied in the server's memory; on disk as the server's AOF/RDB settings say"),
+                );
+            }
         }
         Ok(())
     }
@@ -156,6 +198,8 @@ impl Backend {
                 let sql = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
                 sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(saver.pool()).await.map(drop).map_err(err)
             }
+            // Each op's thread is deleted by `cleanup`.
+            Backend::Redis { .. } => Ok(()),
         }
     }
 }
@@ -247,7 +291,11 @@ impl Workload for DurableRun {
 
     /// Reads what the op stored (checking loop1000's rows against LangGraph's) and drops the saver.
     fn cleanup(&mut self, run: Run, rt: &Runtime) -> Result<(), String> {
-        let (stats, bytes) = rt.block_on(run.saver.storage(self.backend.schema()))?;
+        let thread = run.config.configurable.get("thread_id").and_then(|v| v.as_str()).unwrap_or_default();
+        let (stats, bytes) = rt.block_on(run.saver.storage(self.backend.schema(), thread))?;
+        if let Saver::Redis(saver) = &run.saver {
+            rt.block_on(saver.delete_thread(thread)).map_err(err)?;
+        }
         if self.shape == Shape::Loop {
             let (checkpoints, writes) = LANGGRAPH_ROWS;
             ensure(stats.checkpoints == checkpoints && stats.writes == writes, || {
@@ -270,11 +318,15 @@ impl Workload for DurableRun {
         rt.block_on(self.backend.describe(&mut line))?;
         if let Some((stats, bytes)) = self.last {
             line.insert("rows_checkpoints".into(), json!(stats.checkpoints));
-            line.insert("rows_blobs".into(), json!(stats.blobs));
             line.insert("rows_writes".into(), json!(stats.writes));
-            line.insert("stored_bytes".into(), json!(stats.data_bytes));
-            let key = if self.backend.schema().is_some() { "relation_bytes" } else { "file_bytes" };
-            line.insert(key.into(), json!(bytes));
+            if matches!(self.backend, Backend::Redis { .. }) {
+                line.insert("redis_memory_bytes".into(), json!(bytes));
+            } else {
+                line.insert("rows_blobs".into(), json!(stats.blobs));
+                line.insert("stored_bytes".into(), json!(stats.data_bytes));
+                let key = if self.backend.schema().is_some() { "relation_bytes" } else { "file_bytes" };
+                line.insert(key.into(), json!(bytes));
+            }
         }
         if !opts.quick {
             let run = self.prepare(rt)?;

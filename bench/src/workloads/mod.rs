@@ -63,6 +63,8 @@ pub(crate) const ALL: &[Entry] = &[
     supplementary("loop1000_memory_dsync", checkpoint::loop1000_memory_dsync),
     supplementary("messages1000_sqlite", backends::messages1000_sqlite),
     supplementary("messages1000_postgres", backends::messages1000_postgres),
+    supplementary("messages1000_redis", backends::messages1000_redis),
+    supplementary("loop1000_redis", backends::loop1000_redis),
     supplementary("loop1000_sqlite_full", backends::loop1000_sqlite_full),
     supplementary("loop1000_sqlite_dsync", backends::loop1000_sqlite_dsync),
     supplementary("loop1000_postgres_dsync", backends::loop1000_postgres_dsync),
