@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
-use weft_graph::checkpoint::{ChannelAppends, ChannelVersions, CheckpointError};
+use weft_graph::checkpoint::{ChannelAppends, ChannelVersions, CheckpointError, SaveOp};
 use weft_graph::{
     Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointTuple, Checkpointer, CompileConfig,
     CompiledGraph, Durability, GraphOutput, InMemorySaver, ListOptions, RunOptions,
@@ -54,6 +54,8 @@ struct Counting {
     puts: AtomicUsize,
     put_writes: AtomicUsize,
     writes: AtomicUsize,
+    /// Calls that reach the saver as one unit (`put`, `put_writes` or a whole `put_batch`).
+    calls: AtomicUsize,
 }
 
 #[async_trait]
@@ -78,6 +80,7 @@ impl Checkpointer for Counting {
         new_versions: ChannelVersions,
     ) -> Result<CheckpointConfig, CheckpointError> {
         self.puts.fetch_add(1, Ordering::Relaxed);
+        self.calls.fetch_add(1, Ordering::Relaxed);
         self.inner.put(config, checkpoint, metadata, new_versions).await
     }
 
@@ -94,6 +97,7 @@ impl Checkpointer for Counting {
         appends: ChannelAppends,
     ) -> Result<CheckpointConfig, CheckpointError> {
         self.puts.fetch_add(1, Ordering::Relaxed);
+        self.calls.fetch_add(1, Ordering::Relaxed);
         self.inner.put_with_appends(config, checkpoint, metadata, new_versions, appends).await
     }
 
@@ -106,7 +110,24 @@ impl Checkpointer for Counting {
     ) -> Result<(), CheckpointError> {
         self.put_writes.fetch_add(1, Ordering::Relaxed);
         self.writes.fetch_add(writes.len(), Ordering::Relaxed);
+        self.calls.fetch_add(1, Ordering::Relaxed);
         self.inner.put_writes(config, writes, task_id, task_path).await
+    }
+
+    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+        for op in &ops {
+            match op {
+                SaveOp::Put { .. } => {
+                    self.puts.fetch_add(1, Ordering::Relaxed);
+                }
+                SaveOp::Writes { writes, .. } => {
+                    self.put_writes.fetch_add(1, Ordering::Relaxed);
+                    self.writes.fetch_add(writes.len(), Ordering::Relaxed);
+                }
+            }
+        }
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.put_batch(ops).await
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError> {
@@ -134,12 +155,14 @@ where
         puts: AtomicUsize::new(0),
         put_writes: AtomicUsize::new(0),
         writes: AtomicUsize::new(0),
+        calls: AtomicUsize::new(0),
     });
     rt.block_on(run(counting.clone()))?;
     let mut line = Line::new();
     line.insert("checkpoint_puts_per_run".into(), json!(counting.puts.load(Ordering::Relaxed)));
     line.insert("put_writes_calls_per_run".into(), json!(counting.put_writes.load(Ordering::Relaxed)));
     line.insert("pending_writes_per_run".into(), json!(counting.writes.load(Ordering::Relaxed)));
+    line.insert("saver_calls_per_run".into(), json!(counting.calls.load(Ordering::Relaxed)));
     Ok(line)
 }
 

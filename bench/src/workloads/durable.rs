@@ -347,9 +347,9 @@ impl Workload for DurableRun {
                 check_traffic(&counted)?;
             }
             if self.backend.schema().is_some() {
-                // Each `put` and each `put_writes` is one statement on one pooled connection: one round trip.
-                let calls = counted["checkpoint_puts_per_run"].as_u64().unwrap_or(0)
-                    + counted["put_writes_calls_per_run"].as_u64().unwrap_or(0);
+                // Each saver call (`put`, `put_writes`, or a whole `put_batch` of the queued saves) is one
+                // statement on one pooled connection: one round trip.
+                let calls = counted["saver_calls_per_run"].as_u64().unwrap_or(0);
                 line.insert("statements_per_superstep".into(), json!(calls as f64 / 1000.0));
             }
             line.extend(counted);

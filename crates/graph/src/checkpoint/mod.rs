@@ -182,6 +182,70 @@ pub struct CheckpointTuple {
     pub pending_writes: Vec<PendingWrite>,
 }
 
+/// One save of a run, as [`Checkpointer::put_batch`] takes it: a checkpoint or a task's writes.
+// Ops are built once and moved into a batch; boxing the checkpoint would cost an allocation per save.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum SaveOp {
+    /// A checkpoint, as [`Checkpointer::put_with_appends`] takes it (with no appends, as
+    /// [`put`](Checkpointer::put) takes it).
+    Put {
+        /// The parent checkpoint's address.
+        config: CheckpointConfig,
+        /// The checkpoint (values of the channels in `new_versions` that are not in `appends`).
+        checkpoint: Checkpoint,
+        /// Its metadata.
+        metadata: CheckpointMetadata,
+        /// The channels whose version changed.
+        new_versions: ChannelVersions,
+        /// List channels given as the items appended to their base version.
+        appends: ChannelAppends,
+    },
+    /// Writes of a task, as [`Checkpointer::put_writes`] takes them.
+    Writes {
+        /// The checkpoint the task was planned from.
+        config: CheckpointConfig,
+        /// Channel and value of each write, in order.
+        writes: Vec<(String, Value)>,
+        /// The task.
+        task_id: String,
+        /// The task's path.
+        task_path: String,
+    },
+}
+
+impl SaveOp {
+    /// The thread the op saves to.
+    pub fn thread_id(&self) -> &str {
+        match self {
+            Self::Put { config, .. } | Self::Writes { config, .. } => &config.thread_id,
+        }
+    }
+}
+
+/// Saves `ops` in order through `saver`'s `put_with_appends` (or `put`) and `put_writes`, stopping at the
+/// first error: the default [`Checkpointer::put_batch`], for savers that batch some ops and not others.
+pub async fn put_one_by_one<C: Checkpointer + ?Sized>(
+    saver: &C,
+    ops: Vec<SaveOp>,
+) -> Result<(), CheckpointError> {
+    for op in ops {
+        match op {
+            SaveOp::Put { config, checkpoint, metadata, new_versions, appends } => {
+                if appends.is_empty() {
+                    saver.put(&config, checkpoint, metadata, new_versions).await?;
+                } else {
+                    saver.put_with_appends(&config, checkpoint, metadata, new_versions, appends).await?;
+                }
+            }
+            SaveOp::Writes { config, writes, task_id, task_path } => {
+                saver.put_writes(&config, writes, &task_id, &task_path).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Filters of [`Checkpointer::list`].
 #[derive(Debug, Clone, Default)]
 pub struct ListOptions {
@@ -299,6 +363,17 @@ pub trait Checkpointer: std::fmt::Debug + Send + Sync {
             }
         }
         self.put(config, checkpoint, metadata, new_versions).await
+    }
+
+    /// Saves `ops` in order, with the effect of calling [`put_with_appends`](Self::put_with_appends) (or
+    /// [`put`](Self::put)) and [`put_writes`](Self::put_writes) for each in turn. In `async` durability
+    /// the engine hands a run's queued saves over this way, so a backend can store many supersteps in
+    /// one transaction and a few round trips.
+    ///
+    /// On an error, the ops before the failing one may be stored (the default stops there) or none of
+    /// them (savers that use one transaction say so). The default calls the methods one by one.
+    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+        put_one_by_one(self, ops).await
     }
 
     /// Saves writes of task `task_id` against the checkpoint at `config`. Regular writes are inserted if

@@ -7,24 +7,49 @@ use std::task::Poll;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
+use tokio::sync::Notify;
 
 use crate::checkpoint::{
     ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
-    Checkpointer,
+    Checkpointer, SaveOp,
 };
 use crate::compiled::Durability;
 use crate::error::{GraphError, GraphResult};
 
 /// Writes of one task held back: task id, task path, writes.
 type DeferredWrites = (String, String, Vec<(String, Value)>);
-type SaveOp = BoxFuture<'static, Result<(), CheckpointError>>;
-type SaveQueue =
-    (tokio::sync::mpsc::UnboundedSender<SaveOp>, tokio::task::JoinHandle<Result<(), CheckpointError>>);
+type SaveFuture = BoxFuture<'static, Result<(), CheckpointError>>;
 
-/// Saves of one run, in order. In `async` mode saves go to a background task; `finish` waits for them. On
-/// a current-thread runtime (where that task cannot run in parallel anyway) a save is first polled in
-/// place, and only one that is not done then goes to the background task (and so do the saves after it,
-/// until the queue is empty).
+/// What the background writer of `async` mode receives, in order.
+// Moved once through the queue; boxing the op would cost an allocation per save.
+#[allow(clippy::large_enum_variant)]
+enum Queued {
+    /// A save not started yet: consecutive ones go to the saver as one batch.
+    Op(SaveOp),
+    /// A save already polled once in place, to finish before the next.
+    Started(SaveFuture),
+}
+
+/// The most saves handed to the saver in one batch.
+const MAX_BATCH: usize = 1024;
+/// Saves queued beyond this make the loop wait for the writer (memory stays bounded when the backend
+/// is slower than the graph).
+const MAX_QUEUED: usize = 8192;
+/// On one thread, the loop lets the writer run after this many queued saves.
+const YIELD_EVERY: usize = 1;
+
+/// The background writer: its queue, the saves not finished yet and a signal of its progress.
+struct Writer {
+    tx: tokio::sync::mpsc::UnboundedSender<Queued>,
+    handle: tokio::task::JoinHandle<Result<(), CheckpointError>>,
+    progress: Arc<Notify>,
+}
+
+/// Saves of one run, in order. In `async` mode saves go to a background writer, which hands everything
+/// queued meanwhile to the saver as one [`put_batch`](Checkpointer::put_batch) (so a durable backend
+/// stores many supersteps per transaction); `finish` waits for them. On a current-thread runtime (where
+/// the writer cannot run in parallel anyway) a save is first polled in place, and only one that is not
+/// done then goes to the writer (and so do the saves after it, until the queue is empty).
 pub(crate) struct RunSaver {
     pub(crate) checkpointer: Arc<dyn Checkpointer>,
     pub(crate) thread: CheckpointConfig,
@@ -33,11 +58,13 @@ pub(crate) struct RunSaver {
     pub(crate) durability: Durability,
     /// Whether the checkpointer takes append deltas (read once per run).
     pub(crate) stores_appends: bool,
-    queue: Option<SaveQueue>,
-    /// Saves sent to the background task and not finished yet.
+    writer: Option<Writer>,
+    /// Saves sent to the writer and not finished yet.
     queued: Arc<AtomicUsize>,
     /// Whether `async` saves are first polled in place (current-thread runtime).
     poll_in_place: bool,
+    /// Saves queued since the loop last let the writer run (current-thread runtime).
+    since_yield: usize,
     /// Writes held back in `exit` mode until the checkpoint they belong to is saved.
     deferred: Vec<DeferredWrites>,
 }
@@ -61,9 +88,10 @@ impl RunSaver {
             current: None,
             durability,
             stores_appends,
-            queue: None,
+            writer: None,
             queued: Arc::new(AtomicUsize::new(0)),
             poll_in_place,
+            since_yield: 0,
             deferred: Vec::new(),
         }
     }
@@ -73,35 +101,65 @@ impl RunSaver {
         CheckpointConfig { checkpoint_id: self.current.clone(), ..self.thread.clone() }
     }
 
-    async fn submit(&mut self, mut op: SaveOp) -> GraphResult<()> {
+    /// One save as a future of its own.
+    fn start(&self, op: SaveOp) -> SaveFuture {
+        let saver = Arc::clone(&self.checkpointer);
+        Box::pin(async move {
+            match op {
+                SaveOp::Put { config, checkpoint, metadata, new_versions, appends } => {
+                    if appends.is_empty() {
+                        saver.put(&config, checkpoint, metadata, new_versions).await.map(drop)
+                    } else {
+                        saver
+                            .put_with_appends(&config, checkpoint, metadata, new_versions, appends)
+                            .await
+                            .map(drop)
+                    }
+                }
+                SaveOp::Writes { config, writes, task_id, task_path } => {
+                    saver.put_writes(&config, writes, &task_id, &task_path).await
+                }
+            }
+        })
+    }
+
+    async fn submit(&mut self, op: SaveOp) -> GraphResult<()> {
         if self.durability != Durability::Async {
-            return op.await.map_err(checkpoint_error);
+            return self.start(op).await.map_err(checkpoint_error);
         }
         // On one thread, with nothing queued, a save that completes at once (an in-memory saver) is done
-        // here, in order; a save that waits (I/O) goes to the background task, and so do the saves after
-        // it. On several threads the background task runs beside the loop, so every save goes there.
-        if self.poll_in_place && self.queued.load(Ordering::Acquire) == 0 {
-            if let Poll::Ready(result) = poll_once(&mut op).await {
+        // here, in order; a save that waits (I/O) goes to the writer, and so do the saves after it. On
+        // several threads the writer runs beside the loop, so every save goes there.
+        let item = if self.poll_in_place && self.queued.load(Ordering::Acquire) == 0 {
+            let mut started = self.start(op);
+            if let Poll::Ready(result) = poll_once(&mut started).await {
                 return result.map_err(checkpoint_error);
             }
+            Queued::Started(started)
+        } else {
+            Queued::Op(op)
+        };
+        let writer = self.writer.get_or_insert_with(|| spawn_writer(&self.checkpointer, &self.queued));
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        if writer.tx.send(item).is_err() {
+            // The writer stopped after a failed save; its error comes out of `finish`.
+            return self.finish().await;
         }
-        if self.queue.is_none() {
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<SaveOp>();
-            let queued = Arc::clone(&self.queued);
-            let handle = tokio::spawn(async move {
-                while let Some(op) = rx.recv().await {
-                    op.await?;
-                    queued.fetch_sub(1, Ordering::Release);
-                }
-                Ok(())
-            });
-            self.queue = Some((tx, handle));
+        // Keep the queue bounded: wait for the writer when it falls far behind.
+        while self.queued.load(Ordering::Acquire) >= MAX_QUEUED && !writer.tx.is_closed() {
+            let progress = writer.progress.notified();
+            if self.queued.load(Ordering::Acquire) < MAX_QUEUED {
+                break;
+            }
+            progress.await;
         }
-        if let Some((tx, _)) = &self.queue {
-            self.queued.fetch_add(1, Ordering::AcqRel);
-            if tx.send(op).is_err() {
-                // The writer stopped after a failed save; its error comes out of `finish`.
-                return self.finish().await;
+        // On one thread the writer runs only when the loop yields: give it a turn every few saves, so
+        // saves trail the graph by a bounded number of steps, in batches.
+        if self.poll_in_place {
+            self.since_yield += 1;
+            if self.since_yield >= YIELD_EVERY {
+                self.since_yield = 0;
+                tokio::task::yield_now().await;
             }
         }
         Ok(())
@@ -116,17 +174,9 @@ impl RunSaver {
         new_versions: ChannelVersions,
         appends: ChannelAppends,
     ) -> GraphResult<()> {
-        let parent = self.current_config();
-        let saver = Arc::clone(&self.checkpointer);
+        let config = self.current_config();
         self.current = Some(checkpoint.id.clone());
-        self.submit(Box::pin(async move {
-            if appends.is_empty() {
-                saver.put(&parent, checkpoint, metadata, new_versions).await.map(drop)
-            } else {
-                saver.put_with_appends(&parent, checkpoint, metadata, new_versions, appends).await.map(drop)
-            }
-        }))
-        .await
+        self.submit(SaveOp::Put { config, checkpoint, metadata, new_versions, appends }).await
     }
 
     /// Saves a finished task's writes against the current checkpoint (held back in `exit` mode).
@@ -177,15 +227,13 @@ impl RunSaver {
         writes: Vec<(String, Value)>,
     ) -> GraphResult<()> {
         let config = self.current_config();
-        let saver = Arc::clone(&self.checkpointer);
         let (task_id, task_path) = (task_id.to_owned(), task_path.to_owned());
-        self.submit(Box::pin(async move { saver.put_writes(&config, writes, &task_id, &task_path).await }))
-            .await
+        self.submit(SaveOp::Writes { config, writes, task_id, task_path }).await
     }
 
     /// Waits for every queued save.
     pub(crate) async fn finish(&mut self) -> GraphResult<()> {
-        if let Some((tx, handle)) = self.queue.take() {
+        if let Some(Writer { tx, handle, .. }) = self.writer.take() {
             drop(tx);
             match handle.await {
                 Ok(result) => result.map_err(checkpoint_error)?,
@@ -196,6 +244,47 @@ impl RunSaver {
         }
         Ok(())
     }
+}
+
+/// Starts the background writer of a run: it takes everything queued at each turn and saves the
+/// consecutive ops among it as one batch.
+fn spawn_writer(checkpointer: &Arc<dyn Checkpointer>, queued: &Arc<AtomicUsize>) -> Writer {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Queued>();
+    let (saver, queued) = (Arc::clone(checkpointer), Arc::clone(queued));
+    let progress = Arc::new(Notify::new());
+    let signal = Arc::clone(&progress);
+    let handle = tokio::spawn(async move {
+        let mut items = Vec::new();
+        let mut batch = Vec::new();
+        let result = async {
+            while rx.recv_many(&mut items, MAX_BATCH).await > 0 {
+                let taken = items.len();
+                for item in items.drain(..) {
+                    match item {
+                        Queued::Op(op) => batch.push(op),
+                        Queued::Started(started) => {
+                            if !batch.is_empty() {
+                                saver.put_batch(std::mem::take(&mut batch)).await?;
+                            }
+                            started.await?;
+                        }
+                    }
+                }
+                if !batch.is_empty() {
+                    saver.put_batch(std::mem::take(&mut batch)).await?;
+                }
+                queued.fetch_sub(taken, Ordering::AcqRel);
+                signal.notify_waiters();
+            }
+            Ok(())
+        }
+        .await;
+        // A failed writer stops taking saves; anyone waiting for room learns it at once.
+        rx.close();
+        signal.notify_waiters();
+        result
+    });
+    Writer { tx, handle, progress }
 }
 
 /// Polls `op` once with the current task's context: its result if it is done, `Pending` otherwise (it

@@ -25,6 +25,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 pub use crate::sql::delta::DeltaStorage;
 use crate::sql::migrate::{self, Migration};
 
+mod batch;
 mod put;
 mod read;
 mod retry;

@@ -1,17 +1,18 @@
 //! `PostgresSaver`: the checkpointer on PostgreSQL.
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use async_trait::async_trait;
 use serde_json::Value;
 use weft_graph::checkpoint::{
     ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple,
-    Checkpointer, ListOptions,
+    Checkpointer, ListOptions, SaveOp, put_one_by_one,
 };
 
 use super::put::{self, check_config, check_text};
 use super::statements::{COPY, DELETE, HAS_CHECKPOINTS, PRUNE, PUT_WRITES};
-use super::{Pg, PgPool, PostgresOptions, read, redact, schema};
+use super::{Pg, PgPool, PostgresOptions, batch, read, redact, schema};
 use crate::sql::StorageStats;
 use crate::sql::codec;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
@@ -179,6 +180,25 @@ impl Checkpointer for PostgresSaver {
             checkpoint_ns: config.checkpoint_ns.clone(),
             checkpoint_id: Some(checkpoint.id),
         })
+    }
+
+    /// The whole batch in one statement (one round trip): all or nothing is stored.
+    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+        if ops.len() < 2 || !batch::batchable(&ops) {
+            return put_one_by_one(self, ops).await;
+        }
+        let mut threads = BTreeSet::new();
+        let result = match batch::rows_of(&self.delta, ops, &mut threads) {
+            Ok(rows) => batch::write(&self.pg, rows).await,
+            Err(e) => Err(e),
+        };
+        if !matches!(result, Ok(true)) {
+            // The planner remembered lists that are not stored as it assumed: start those threads over.
+            for thread in &threads {
+                self.delta.forget_thread(thread);
+            }
+        }
+        result.map(drop)
     }
 
     async fn put_writes(

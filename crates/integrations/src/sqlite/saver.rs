@@ -1,5 +1,6 @@
 //! `SqliteSaver`: the checkpointer on SQLite.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::path::Path;
 
@@ -7,14 +8,14 @@ use async_trait::async_trait;
 use serde_json::Value;
 use weft_graph::checkpoint::{
     ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple,
-    Checkpointer, ListOptions,
+    Checkpointer, ListOptions, SaveOp, put_one_by_one,
 };
 
 use super::statements::{
     COPY, DELETE, HAS_CHECKPOINTS, PRUNE_BLOBS, PRUNE_CHECKPOINTS, PRUNE_WRITES, PUT_BLOB, PUT_CHECKPOINT,
     PUT_DELTA, PUT_WRITE,
 };
-use super::{Db, DeltaStorage, SqliteOptions, SqlitePool, read, schema};
+use super::{Db, DeltaStorage, SqliteOptions, SqlitePool, batch, read, schema};
 use crate::sql::StorageStats;
 use crate::sql::codec;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
@@ -180,6 +181,22 @@ impl Checkpointer for SqliteSaver {
         })
     }
 
+    /// One transaction and a fixed number of statements for the whole batch: all or nothing is stored.
+    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+        if ops.len() < 2 || !batch::batchable(&ops) {
+            return put_one_by_one(self, ops).await;
+        }
+        let mut threads = BTreeSet::new();
+        let result = self.write_batch(ops, &mut threads).await;
+        if !matches!(result, Ok(true)) {
+            // The planner remembered lists that are not stored as it assumed: start those threads over.
+            for thread in &threads {
+                self.delta.forget_thread(thread);
+            }
+        }
+        result.map(drop)
+    }
+
     async fn put_writes(
         &self,
         config: &CheckpointConfig,
@@ -266,6 +283,21 @@ impl Checkpointer for SqliteSaver {
         .fetch_all(&self.db.reader)
         .await
         .map_err(backend)
+    }
+}
+
+impl SqliteSaver {
+    /// Writes a batch in one transaction; `Ok(false)` when its deltas had to be stored whole.
+    async fn write_batch(
+        &self,
+        ops: Vec<SaveOp>,
+        threads: &mut BTreeSet<String>,
+    ) -> Result<bool, CheckpointError> {
+        let rows = batch::rows_of(&self.delta, ops, threads)?;
+        let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
+        let kept = batch::write(&mut tx, rows).await?;
+        tx.commit().await.map_err(backend)?;
+        Ok(kept)
     }
 }
 

@@ -21,6 +21,7 @@ use futures::future::BoxFuture;
 use crate::checkpoint::Checkpointer;
 
 mod basic;
+mod batch;
 mod kit;
 mod listing;
 mod odd;
@@ -32,6 +33,7 @@ pub use basic::{
     metadata_round_trips, missing_value_is_corrupt, parent_config_points_to_parent, put_then_get_latest,
     values_rebuilt_from_versions,
 };
+pub use batch::{batch_matches_one_by_one, batch_with_invalid_op_fails};
 pub use listing::{
     list_all_threads, list_before_and_limit, list_filters_on_metadata, list_ids_newest_first,
     list_newest_first, list_with_checkpoint_id, namespaces_kept_apart, threads_kept_apart,
@@ -77,7 +79,8 @@ macro_rules! __weft_checkpoint_cases {
             copy_thread_keeps_threads_independent, copy_thread_rejects_bad_threads,
             prune_keeps_latest_per_namespace, prune_keeps_values_still_referenced,
             retention_policy_prunes_old_checkpoints, long_thread_id, odd_characters_in_ids,
-            concurrent_threads_do_not_interfere, appended_values_rebuilt
+            concurrent_threads_do_not_interfere, appended_values_rebuilt, batch_matches_one_by_one,
+            batch_with_invalid_op_fails
         }
     };
 }

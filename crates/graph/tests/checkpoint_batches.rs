@@ -1,0 +1,155 @@
+//! `async` durability hands queued saves to the saver as batches (`Checkpointer::put_batch`): in order,
+//! complete when the run returns, and a failed batch fails the run.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use weft_graph::checkpoint::{
+    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple,
+    Checkpointer, InMemorySaver, ListOptions, SaveOp,
+};
+use weft_graph::{
+    CompileConfig, CompiledGraph, Durability, END, GraphError, RunOptions, START, State, StateGraph,
+};
+use weft_runnable_core::RunnableConfig;
+
+#[derive(State, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Count {
+    n: i64,
+    #[state(append)]
+    seen: Vec<i64>,
+}
+
+/// An in-memory saver whose every call waits like I/O does, recording the size of each batch; it fails
+/// every batch once `fail_after` saves have been stored.
+#[derive(Debug, Default)]
+struct Slow {
+    inner: InMemorySaver,
+    batches: Mutex<Vec<usize>>,
+    stored: AtomicUsize,
+    fail_after: Option<usize>,
+}
+
+#[async_trait]
+impl Checkpointer for Slow {
+    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
+        self.inner.get_tuple(config).await
+    }
+    async fn list(
+        &self,
+        config: Option<&CheckpointConfig>,
+        options: ListOptions,
+    ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
+        self.inner.list(config, options).await
+    }
+    async fn put(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+        self.stored.fetch_add(1, Ordering::SeqCst);
+        self.inner.put(config, checkpoint, metadata, new_versions).await
+    }
+    async fn put_writes(
+        &self,
+        config: &CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<(), CheckpointError> {
+        tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+        self.stored.fetch_add(1, Ordering::SeqCst);
+        self.inner.put_writes(config, writes, task_id, task_path).await
+    }
+    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+        self.batches.lock().unwrap().push(ops.len());
+        if self.fail_after.is_some_and(|n| self.stored.load(Ordering::SeqCst) >= n) {
+            return Err(CheckpointError::Backend("disk full".into()));
+        }
+        tokio::time::sleep(std::time::Duration::from_micros(500)).await;
+        self.stored.fetch_add(ops.len(), Ordering::SeqCst);
+        weft_graph::checkpoint::put_one_by_one(&self.inner, ops).await
+    }
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError> {
+        self.inner.delete_thread(thread_id).await
+    }
+    async fn copy_thread(&self, src: &str, dst: &str) -> Result<(), CheckpointError> {
+        self.inner.copy_thread(src, dst).await
+    }
+    async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError> {
+        self.inner.prune(thread_id, keep_latest).await
+    }
+}
+
+fn counting_loop(saver: Arc<dyn Checkpointer>, limit: i64) -> CompiledGraph<Count> {
+    let mut g = StateGraph::<Count>::new();
+    g.add_node("inc", |s: &Count| CountUpdate::new().n(s.n + 1).seen(vec![s.n + 1]));
+    g.add_edge(START, "inc");
+    g.add_conditional_edges("inc", move |s: &Count| if s.n < limit { "inc" } else { END }, ["inc", END]);
+    g.compile_with(CompileConfig::new().checkpointer(saver)).unwrap()
+}
+
+fn thread(id: &str) -> RunnableConfig {
+    RunnableConfig::default().with_configurable("thread_id", id)
+}
+
+fn options(durability: Durability) -> RunOptions {
+    RunOptions { durability, ..Default::default() }
+}
+
+/// What a thread's history says: (step, n, seen) of every checkpoint, newest first, and the writes.
+async fn history(saver: &dyn Checkpointer, id: &str) -> Vec<(i64, Value, Value, usize)> {
+    let tuples = saver.list(Some(&CheckpointConfig::thread(id)), ListOptions::default()).await.unwrap();
+    tuples
+        .iter()
+        .map(|t| {
+            let v = &t.checkpoint.channel_values;
+            let get = |k: &str| v.get(k).cloned().unwrap_or(Value::Null);
+            (t.metadata.step, get("n"), get("seen"), t.pending_writes.len())
+        })
+        .collect()
+}
+
+async fn run_on_this_runtime() {
+    let limit = 200;
+    let batched = Arc::new(Slow::default());
+    let app = counting_loop(batched.clone(), limit);
+    let out =
+        app.invoke_with(CountUpdate::new().n(0), &thread("t"), options(Durability::Async)).await.unwrap();
+    assert_eq!(out.value.n, limit);
+    // Everything is stored when the run returns, in batches, some of many saves.
+    let batches = batched.batches.lock().unwrap().clone();
+    assert!(batches.iter().any(|&n| n > 1), "queued saves went to the saver one by one: {batches:?}");
+    let reference = Arc::new(InMemorySaver::new());
+    let app = counting_loop(reference.clone(), limit);
+    app.invoke_with(CountUpdate::new().n(0), &thread("t"), options(Durability::Sync)).await.unwrap();
+    let (got, want) = (history(batched.as_ref(), "t").await, history(reference.as_ref(), "t").await);
+    assert_eq!(got.len(), usize::try_from(limit).unwrap() + 2);
+    assert_eq!(got, want, "batched saves read back as saves made one by one");
+}
+
+#[tokio::test]
+async fn queued_saves_are_batched_in_order_on_one_thread() {
+    run_on_this_runtime().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_saves_are_batched_in_order_on_several_threads() {
+    run_on_this_runtime().await;
+}
+
+#[tokio::test]
+async fn a_failed_batch_fails_the_run() {
+    let failing = Arc::new(Slow { fail_after: Some(20), ..Slow::default() });
+    let app = counting_loop(failing.clone(), 300);
+    let err =
+        app.invoke_with(CountUpdate::new().n(0), &thread("t"), options(Durability::Async)).await.unwrap_err();
+    assert!(matches!(&err, GraphError::Checkpoint(m) if m.contains("disk full")), "{err}");
+}

@@ -1,0 +1,332 @@
+//! The PostgreSQL saver's batched saves: every checkpoint, channel value and write of a batch in one
+//! statement (one round trip, one implicit transaction), each table's rows passed as parallel arrays.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::Value;
+use weft_graph::checkpoint::{CheckpointError, SaveOp};
+
+use super::Pg;
+use super::put::{check_config, check_text};
+use super::saver::backend;
+use crate::sql::codec;
+use crate::sql::delta::{BlobRecord, DeltaPlanner};
+use crate::sql::rows;
+
+/// Checkpoints `$1-$6` (thread, ns, id, parent, body, metadata); channel values `$7-$12` (thread, ns,
+/// channel, version, base, blob); bases stored before the batch `$13-$16` (thread, ns, channel,
+/// version); writes `$17-$24` (thread, ns, checkpoint, task, path, idx, channel, blob). Nothing is written
+/// unless every base of `$13-$16` is stored. Returns whether it was written and how many checkpoints.
+const BATCH: &str = r#"
+WITH ok AS (
+    SELECT count(*) = cardinality($16::text[]) AS ok
+    FROM unnest($13::text[], $14::text[], $15::text[], $16::text[]) AS d(thread, ns, channel, version)
+    JOIN checkpoint_blobs b ON b.thread_key = md5(d.thread)::uuid AND b.ns_key = md5(d.ns)::uuid
+        AND b.thread_id = d.thread AND b.checkpoint_ns = d.ns AND b.channel = d.channel AND b.version = d.version
+),
+cp AS (
+    INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
+    SELECT c.thread, c.ns, c.id, c.parent, c.body::jsonb, c.meta::jsonb
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+        AS c(thread, ns, id, parent, body, meta), ok
+    WHERE ok.ok
+    ON CONFLICT (thread_key, ns_key, checkpoint_id) DO UPDATE SET
+        parent_checkpoint_id = excluded.parent_checkpoint_id, checkpoint = excluded.checkpoint,
+        metadata = excluded.metadata
+    WHERE checkpoints.thread_id = excluded.thread_id AND checkpoints.checkpoint_ns = excluded.checkpoint_ns
+    RETURNING 1
+),
+blobs AS (
+    INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, base_version, blob)
+    SELECT v.thread, v.ns, v.channel, v.version, v.base, v.blob
+    FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[])
+        AS v(thread, ns, channel, version, base, blob), ok
+    WHERE ok.ok
+    ON CONFLICT DO NOTHING
+),
+writes AS (
+    INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, blob)
+    SELECT w.thread, w.ns, w.checkpoint, w.task, w.path, w.idx, w.channel, w.blob
+    FROM unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::bigint[], $23::text[],
+        $24::bytea[]) AS w(thread, ns, checkpoint, task, path, idx, channel, blob), ok
+    WHERE ok.ok
+    ON CONFLICT (thread_key, ns_key, checkpoint_id, task_id, idx) DO UPDATE SET
+        task_path = excluded.task_path, channel = excluded.channel, blob = excluded.blob
+    WHERE excluded.idx < 0 AND checkpoint_writes.thread_id = excluded.thread_id
+        AND checkpoint_writes.checkpoint_ns = excluded.checkpoint_ns
+)
+SELECT (SELECT ok FROM ok), (SELECT count(*) FROM cp)"#;
+
+#[derive(Debug)]
+struct CheckpointIn {
+    thread: String,
+    ns: String,
+    id: String,
+    parent: Option<String>,
+    body: String,
+    metadata: String,
+}
+
+#[derive(Debug)]
+struct BlobIn {
+    thread: String,
+    ns: String,
+    record: BlobRecord,
+}
+
+#[derive(Debug)]
+struct WriteIn {
+    thread: String,
+    ns: String,
+    checkpoint: String,
+    task: String,
+    path: String,
+    idx: i64,
+    channel: String,
+    blob: Vec<u8>,
+}
+
+/// The rows of a batch, in order, with what one statement cannot hold twice merged as sequential saves
+/// would leave it: the last checkpoint of an id, the first value of a version, the first regular write
+/// and the last special write of a (task, index).
+#[derive(Debug, Default)]
+pub(super) struct Rows {
+    checkpoints: Vec<CheckpointIn>,
+    blobs: Vec<BlobIn>,
+    writes: Vec<WriteIn>,
+}
+
+/// Whether the batch can be one statement: the engine's append deltas go through `put_with_appends`.
+pub(super) fn batchable(ops: &[SaveOp]) -> bool {
+    ops.iter().all(|op| !matches!(op, SaveOp::Put { appends, .. } if !appends.is_empty()))
+}
+
+/// Checks every op and turns it into rows, planning deltas in order (each checkpoint's plan sees the
+/// ones before it); `threads` receives the threads of the ops read, even when one is invalid.
+pub(super) fn rows_of(
+    delta: &DeltaPlanner,
+    ops: Vec<SaveOp>,
+    threads: &mut BTreeSet<String>,
+) -> Result<Rows, CheckpointError> {
+    let mut rows = Rows::default();
+    for op in ops {
+        threads.insert(op.thread_id().to_owned());
+        match op {
+            SaveOp::Put { config, mut checkpoint, metadata, new_versions, .. } => {
+                check_config(&config)?;
+                check_text("checkpoint id", &checkpoint.id)?;
+                if checkpoint.id.is_empty() {
+                    return Err(CheckpointError::Invalid(format!(
+                        "checkpoint for thread '{}' has an empty id",
+                        config.thread_id
+                    )));
+                }
+                let metadata =
+                    Value::Object(rows::metadata_json(&metadata, &config, &checkpoint.id)?).to_string();
+                let values = std::mem::take(&mut checkpoint.channel_values);
+                let body =
+                    codec::encode_checkpoint(&checkpoint).map_err(|message| CheckpointError::Serialize {
+                        thread_id: config.thread_id.clone(),
+                        channel: "(checkpoint)".into(),
+                        message,
+                    })?;
+                let mut plan = delta.plan(&config.thread_id, &config.checkpoint_ns, values, new_versions);
+                for record in std::mem::take(&mut plan.records) {
+                    rows.blobs.push(BlobIn {
+                        thread: config.thread_id.clone(),
+                        ns: config.checkpoint_ns.clone(),
+                        record,
+                    });
+                }
+                // The next checkpoint of the batch may extend these lists; a failed batch forgets them.
+                delta.commit(plan, &[]);
+                rows.checkpoints.push(CheckpointIn {
+                    thread: config.thread_id,
+                    ns: config.checkpoint_ns,
+                    id: checkpoint.id,
+                    parent: config.checkpoint_id,
+                    body,
+                    metadata,
+                });
+            }
+            SaveOp::Writes { config, writes, task_id, task_path } => {
+                check_config(&config)?;
+                let Some(checkpoint_id) = &config.checkpoint_id else {
+                    return Err(CheckpointError::Invalid(format!(
+                        "writes of task '{task_id}' in thread '{}' name no checkpoint id",
+                        config.thread_id
+                    )));
+                };
+                check_text("task id", &task_id)?;
+                for record in rows::write_records(writes) {
+                    rows.writes.push(WriteIn {
+                        thread: config.thread_id.clone(),
+                        ns: config.checkpoint_ns.clone(),
+                        checkpoint: checkpoint_id.clone(),
+                        task: task_id.clone(),
+                        path: task_path.clone(),
+                        idx: record.idx,
+                        channel: record.channel,
+                        blob: record.blob,
+                    });
+                }
+            }
+        }
+    }
+    rows.merge_repeats();
+    Ok(rows)
+}
+
+impl Rows {
+    fn merge_repeats(&mut self) {
+        // The last checkpoint of an id (rows of one statement have no order among themselves).
+        let last: HashMap<(&str, &str, &str), usize> =
+            self.checkpoints.iter().enumerate().map(|(i, c)| ((&*c.thread, &*c.ns, &*c.id), i)).collect();
+        let keep: Vec<bool> = self
+            .checkpoints
+            .iter()
+            .enumerate()
+            .map(|(i, c)| last.get(&(&*c.thread, &*c.ns, &*c.id)) == Some(&i))
+            .collect();
+        drop(last);
+        let mut keep = keep.into_iter();
+        self.checkpoints.retain(|_| keep.next().unwrap_or(true));
+        // The first value of a version.
+        let mut seen = BTreeSet::new();
+        self.blobs.retain(|b| {
+            seen.insert((b.thread.clone(), b.ns.clone(), b.record.channel.clone(), b.record.version.clone()))
+        });
+        // The first regular write, the last special write, of a key.
+        let mut first: HashMap<(String, String, String, String, i64), usize> = HashMap::new();
+        let mut out: Vec<WriteIn> = Vec::with_capacity(self.writes.len());
+        for w in self.writes.drain(..) {
+            let key = (w.thread.clone(), w.ns.clone(), w.checkpoint.clone(), w.task.clone(), w.idx);
+            match first.get(&key) {
+                Some(&i) if w.idx < 0 => out[i] = w,
+                Some(_) => {}
+                None => {
+                    first.insert(key, out.len());
+                    out.push(w);
+                }
+            }
+        }
+        self.writes = out;
+    }
+
+    /// Stores every delta of the batch as its whole list.
+    fn make_whole(&mut self) {
+        for b in &mut self.blobs {
+            if b.record.base_version.is_some() {
+                b.record.blob = b.record.whole_blob();
+                b.record.base_version = None;
+            }
+        }
+    }
+}
+
+/// Writes the batch in one statement. Returns `false` when deltas were stored as whole lists because a
+/// base they extend is gone (pruned or deleted meanwhile).
+pub(super) async fn write(pg: &Pg, mut rows: Rows) -> Result<bool, CheckpointError> {
+    if execute(pg, &rows, true).await? {
+        return Ok(true);
+    }
+    rows.make_whole();
+    if execute(pg, &rows, false).await? {
+        return Ok(false);
+    }
+    Err(CheckpointError::Backend("a batch of checkpoints was not stored: its values' bases are gone".into()))
+}
+
+/// Runs the statement; `false` when a base stored before the batch is missing (nothing written then).
+async fn execute(pg: &Pg, rows: &Rows, check_bases: bool) -> Result<bool, CheckpointError> {
+    let c = &rows.checkpoints;
+    let (c_thread, c_ns, c_id, c_parent, c_body, c_meta) = (
+        c.iter().map(|r| r.thread.as_str()).collect::<Vec<_>>(),
+        c.iter().map(|r| r.ns.as_str()).collect::<Vec<_>>(),
+        c.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        c.iter().map(|r| r.parent.as_deref()).collect::<Vec<_>>(),
+        c.iter().map(|r| r.body.as_str()).collect::<Vec<_>>(),
+        c.iter().map(|r| r.metadata.as_str()).collect::<Vec<_>>(),
+    );
+    let b = &rows.blobs;
+    let (b_thread, b_ns, b_channel, b_version, b_base, b_blob) = (
+        b.iter().map(|r| r.thread.as_str()).collect::<Vec<_>>(),
+        b.iter().map(|r| r.ns.as_str()).collect::<Vec<_>>(),
+        b.iter().map(|r| r.record.channel.as_str()).collect::<Vec<_>>(),
+        b.iter().map(|r| r.record.version.as_str()).collect::<Vec<_>>(),
+        b.iter().map(|r| r.record.base_version.as_deref()).collect::<Vec<_>>(),
+        b.iter().map(|r| r.record.blob.as_deref()).collect::<Vec<_>>(),
+    );
+    // Bases the batch does not write itself must be stored already.
+    let mut written = BTreeSet::new();
+    let mut outside = BTreeSet::new();
+    for r in b {
+        if let (true, Some(base)) = (check_bases, &r.record.base_version) {
+            if !written.contains(&(&r.thread, &r.ns, &r.record.channel, base)) {
+                outside.insert((r.thread.as_str(), r.ns.as_str(), r.record.channel.as_str(), base.as_str()));
+            }
+        }
+        written.insert((&r.thread, &r.ns, &r.record.channel, &r.record.version));
+    }
+    let (o_thread, o_ns, o_channel, o_version): (Vec<&str>, Vec<&str>, Vec<&str>, Vec<&str>) =
+        outside.into_iter().fold(Default::default(), |mut acc, (t, n, c, v)| {
+            acc.0.push(t);
+            acc.1.push(n);
+            acc.2.push(c);
+            acc.3.push(v);
+            acc
+        });
+    let w = &rows.writes;
+    let (w_thread, w_ns, w_cp, w_task, w_path, w_idx, w_channel, w_blob) = (
+        w.iter().map(|r| r.thread.as_str()).collect::<Vec<_>>(),
+        w.iter().map(|r| r.ns.as_str()).collect::<Vec<_>>(),
+        w.iter().map(|r| r.checkpoint.as_str()).collect::<Vec<_>>(),
+        w.iter().map(|r| r.task.as_str()).collect::<Vec<_>>(),
+        w.iter().map(|r| r.path.as_str()).collect::<Vec<_>>(),
+        w.iter().map(|r| r.idx).collect::<Vec<_>>(),
+        w.iter().map(|r| r.channel.as_str()).collect::<Vec<_>>(),
+        w.iter().map(|r| r.blob.as_slice()).collect::<Vec<_>>(),
+    );
+    let (ok, stored): (Option<bool>, i64) = pg
+        .retry
+        .run("put_batch", || {
+            sqlx::query_as(BATCH)
+                .bind(&c_thread)
+                .bind(&c_ns)
+                .bind(&c_id)
+                .bind(&c_parent)
+                .bind(&c_body)
+                .bind(&c_meta)
+                .bind(&b_thread)
+                .bind(&b_ns)
+                .bind(&b_channel)
+                .bind(&b_version)
+                .bind(&b_base)
+                .bind(&b_blob)
+                .bind(&o_thread)
+                .bind(&o_ns)
+                .bind(&o_channel)
+                .bind(&o_version)
+                .bind(&w_thread)
+                .bind(&w_ns)
+                .bind(&w_cp)
+                .bind(&w_task)
+                .bind(&w_path)
+                .bind(&w_idx)
+                .bind(&w_channel)
+                .bind(&w_blob)
+                .persistent(pg.persistent)
+                .fetch_one(&pg.pool)
+        })
+        .await
+        .map_err(backend)?;
+    if ok != Some(true) {
+        return Ok(false);
+    }
+    if usize::try_from(stored).unwrap_or(0) < c.len() {
+        return Err(CheckpointError::Backend(
+            "a batch of checkpoints was not stored whole: another thread's row has one of its keys".into(),
+        ));
+    }
+    Ok(true)
+}
