@@ -96,11 +96,6 @@ pub(super) struct Rows {
     writes: Vec<WriteIn>,
 }
 
-/// Whether the batch can be one statement: the engine's append deltas go through `put_with_appends`.
-pub(super) fn batchable(ops: &[SaveOp]) -> bool {
-    ops.iter().all(|op| !matches!(op, SaveOp::Put { appends, .. } if !appends.is_empty()))
-}
-
 /// Checks every op and turns it into rows, planning deltas in order (each checkpoint's plan sees the
 /// ones before it); `threads` receives the threads of the ops read, even when one is invalid.
 pub(super) fn rows_of(
@@ -112,7 +107,7 @@ pub(super) fn rows_of(
     for op in ops {
         threads.insert(op.thread_id().to_owned());
         match op {
-            SaveOp::Put { config, mut checkpoint, metadata, new_versions, .. } => {
+            SaveOp::Put { config, mut checkpoint, metadata, new_versions, appends } => {
                 check_config(&config)?;
                 check_text("checkpoint id", &checkpoint.id)?;
                 if checkpoint.id.is_empty() {
@@ -130,7 +125,13 @@ pub(super) fn rows_of(
                         channel: "(checkpoint)".into(),
                         message,
                     })?;
-                let mut plan = delta.plan(&config.thread_id, &config.checkpoint_ns, values, new_versions);
+                let mut plan = delta.plan_with_appends(
+                    &config.thread_id,
+                    &config.checkpoint_ns,
+                    values,
+                    new_versions,
+                    appends,
+                );
                 for record in std::mem::take(&mut plan.records) {
                     rows.blobs.push(BlobIn {
                         thread: config.thread_id.clone(),
@@ -229,6 +230,10 @@ impl Rows {
 pub(super) async fn write(pg: &Pg, mut rows: Rows) -> Result<bool, CheckpointError> {
     if execute(pg, &rows, true).await? {
         return Ok(true);
+    }
+    // The engine's appends have no whole list to fall back on.
+    if let Some(b) = rows.blobs.iter().find(|b| b.record.base_version.is_some() && b.record.whole.is_none()) {
+        return Err(b.record.missing_base(&b.thread));
     }
     rows.make_whole();
     if execute(pg, &rows, false).await? {

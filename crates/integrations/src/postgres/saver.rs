@@ -6,8 +6,8 @@ use std::fmt;
 use async_trait::async_trait;
 use serde_json::Value;
 use weft_graph::checkpoint::{
-    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple,
-    Checkpointer, ListOptions, SaveOp, put_one_by_one,
+    ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
+    CheckpointTuple, Checkpointer, ListOptions, SaveOp, put_one_by_one,
 };
 
 use super::put::{self, check_config, check_text};
@@ -105,35 +105,14 @@ impl PostgresSaver {
     }
 }
 
-/// What `copy_thread` found.
-enum Copy {
-    Done,
-    NoSource,
-    TargetBusy,
-}
-
-#[async_trait]
-impl Checkpointer for PostgresSaver {
-    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
-        check_config(config)?;
-        read::get_tuple(&self.pg, config).await
-    }
-
-    async fn list(
-        &self,
-        config: Option<&CheckpointConfig>,
-        options: ListOptions,
-    ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
-        config.map_or(Ok(()), check_config)?;
-        read::list(&self.pg, config, &options).await
-    }
-
-    async fn put(
+impl PostgresSaver {
+    async fn put_one(
         &self,
         config: &CheckpointConfig,
         mut checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        appends: ChannelAppends,
     ) -> Result<CheckpointConfig, CheckpointError> {
         check_config(config)?;
         check_text("checkpoint id", &checkpoint.id)?;
@@ -150,11 +129,22 @@ impl Checkpointer for PostgresSaver {
             channel: "(checkpoint)".into(),
             message,
         })?;
-        let plan = self.delta.plan(&config.thread_id, &config.checkpoint_ns, values, new_versions);
+        let plan = self.delta.plan_with_appends(
+            &config.thread_id,
+            &config.checkpoint_ns,
+            values,
+            new_versions,
+            appends,
+        );
         let records: Vec<&BlobRecord> = plan.records.iter().collect();
         let mut stored_whole = Vec::new();
         if !put::put_statement(&self.pg, config, &checkpoint, &body, &metadata, &records).await? {
-            // A delta's base is gone (pruned or deleted meanwhile): store those values whole.
+            // A delta's base is gone (pruned or deleted meanwhile): store those values whole; the
+            // engine's appends have no whole list to fall back on.
+            if let Some(r) = plan.records.iter().find(|r| r.base_version.is_some() && r.whole.is_none()) {
+                self.delta.forget_thread(&config.thread_id);
+                return Err(r.missing_base(&config.thread_id));
+            }
             let whole: Vec<BlobRecord> = plan
                 .records
                 .iter()
@@ -181,10 +171,61 @@ impl Checkpointer for PostgresSaver {
             checkpoint_id: Some(checkpoint.id),
         })
     }
+}
+
+/// What `copy_thread` found.
+enum Copy {
+    Done,
+    NoSource,
+    TargetBusy,
+}
+
+#[async_trait]
+impl Checkpointer for PostgresSaver {
+    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
+        check_config(config)?;
+        read::get_tuple(&self.pg, config).await
+    }
+
+    async fn list(
+        &self,
+        config: Option<&CheckpointConfig>,
+        options: ListOptions,
+    ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
+        config.map_or(Ok(()), check_config)?;
+        read::list(&self.pg, config, &options).await
+    }
+
+    async fn put(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        self.put_one(config, checkpoint, metadata, new_versions, ChannelAppends::new()).await
+    }
+
+    /// Stores the engine's appends as rows of new items on their base version (O(new items) a step),
+    /// unless delta storage is off.
+    fn stores_appends(&self) -> bool {
+        self.delta.enabled()
+    }
+
+    async fn put_with_appends(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        appends: ChannelAppends,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        self.put_one(config, checkpoint, metadata, new_versions, appends).await
+    }
 
     /// The whole batch in one statement (one round trip): all or nothing is stored.
     async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
-        if ops.len() < 2 || !batch::batchable(&ops) {
+        if ops.len() < 2 {
             return put_one_by_one(self, ops).await;
         }
         let mut threads = BTreeSet::new();

@@ -1,22 +1,25 @@
 //! Delta storage of append-only channels.
 //!
 //! A message list grows by a few messages a step; storing the whole list at every version makes a
-//! thread's storage grow with the square of its length. When a channel's new value is a list that starts
-//! with the whole value the saver last stored for that channel (same thread and namespace), the saver
-//! stores only the appended elements and the version they extend (`base_version`); every
-//! [`DeltaStorage::snapshot_every`] deltas it stores the whole list again, so reading a value never
-//! follows more than that many rows. Reading any checkpoint rebuilds the exact value.
+//! thread's storage grow with the square of its length. The SQL savers store a list that only grew as
+//! the appended elements and the version they extend (`base_version`); reading any checkpoint rebuilds
+//! the exact value by following those links.
 //!
-//! Nothing in the engine has to declare a channel append-only: the saver compares values. A value that
-//! is not a list, or a list whose head changed (`add_messages` replacing or removing a message), is
-//! stored whole. The last stored list of each recently written channel is kept in memory (bounded by
-//! [`DeltaStorage::cache_entries`]); after a restart the first version written is whole.
+//! Most such values come from the engine already as deltas: the savers' `stores_appends` is true, so a
+//! `#[state(append)]` or `add_messages` channel that a step only appended to arrives as its new items
+//! (`put_with_appends`), and a step costs O(new items) in time and memory. A value that arrives whole
+//! (a state without the derive, `update_state`, a replaced list) is compared with the last list the saver
+//! stored for that channel (same thread and namespace): when it starts with it, only the new elements are
+//! stored, and every [`DeltaStorage::snapshot_every`] deltas in a row the whole list is stored again. A
+//! value that is not a list, or a list whose head changed (`add_messages` replacing or removing a
+//! message), is stored whole. The last stored list of each recently written channel is kept in memory
+//! (bounded by [`DeltaStorage::cache_entries`]); after a restart the first version written is whole.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
-use weft_graph::checkpoint::ChannelVersions;
+use weft_graph::checkpoint::{ChannelAppends, ChannelVersions};
 
 use super::codec;
 
@@ -59,6 +62,22 @@ pub(crate) struct BlobRecord {
 }
 
 impl BlobRecord {
+    /// The items the engine says were appended to the value at `base` (no whole value to fall back on:
+    /// a missing base is an error).
+    pub(crate) fn appended(channel: String, version: String, base: String, items: &[Value]) -> Self {
+        let blob = Some(codec::encode_append(items));
+        Self { channel, version, base_version: Some(base), blob, whole: None }
+    }
+
+    /// The error for an engine delta whose base is not stored.
+    pub(crate) fn missing_base(&self, thread_id: &str) -> weft_graph::checkpoint::CheckpointError {
+        weft_graph::checkpoint::CheckpointError::Invalid(format!(
+            "append to channel '{}' of thread '{thread_id}': its base version '{}' is not stored",
+            self.channel,
+            self.base_version.as_deref().unwrap_or_default()
+        ))
+    }
+
     /// The whole value of a delta record, as a blob.
     pub(crate) fn whole_blob(&self) -> Option<Vec<u8>> {
         self.whole.as_ref().map(|items| codec::encode_full_list(items))
@@ -102,7 +121,7 @@ impl DeltaPlanner {
         Self { config, cache: Mutex::new(Cache::default()) }
     }
 
-    fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.config.enabled && self.config.snapshot_every > 1 && self.config.cache_entries > 0
     }
 
@@ -165,6 +184,27 @@ impl DeltaPlanner {
             plan.records.push(record);
             plan.updates.push((key, Entry { version, items, chain, used: 0 }));
         }
+        plan
+    }
+
+    /// Like [`plan`](Self::plan), with the engine's `appends`: their channels are stored as the items
+    /// appended to their base version (each is also in `new_versions`, without a value).
+    pub(crate) fn plan_with_appends(
+        &self,
+        thread_id: &str,
+        checkpoint_ns: &str,
+        values: Map<String, Value>,
+        mut new_versions: ChannelVersions,
+        appends: ChannelAppends,
+    ) -> Plan {
+        let mut appended = Vec::with_capacity(appends.len());
+        for (channel, delta) in appends {
+            if let Some(version) = new_versions.remove(&channel) {
+                appended.push(BlobRecord::appended(channel, version, delta.base_version, &delta.items));
+            }
+        }
+        let mut plan = self.plan(thread_id, checkpoint_ns, values, new_versions);
+        plan.records.extend(appended);
         plan
     }
 

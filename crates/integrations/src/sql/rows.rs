@@ -205,9 +205,6 @@ pub(crate) struct Values<'a> {
     resolved: HashMap<(String, String), Option<Value>>,
 }
 
-/// Longest delta chain followed before the data counts as corrupt (a cycle, say).
-const MAX_CHAIN: usize = 100_000;
-
 impl<'a> Values<'a> {
     /// Values over `rows`, keyed by (channel, version).
     pub(crate) fn new(rows: &'a HashMap<(String, String), BlobRow>) -> Self {
@@ -224,7 +221,8 @@ impl<'a> Values<'a> {
         let mut appends: Vec<Vec<Value>> = Vec::new();
         let mut at = version.to_owned();
         let base = loop {
-            if appends.len() > MAX_CHAIN {
+            // A chain longer than the rows read must run in a circle.
+            if appends.len() > self.rows.len() {
                 return Err("delta chain too long (cyclic?)".into());
             }
             if let Some(done) = self.resolved.get(&(channel.to_owned(), at.clone())) {

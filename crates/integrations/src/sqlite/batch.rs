@@ -144,14 +144,13 @@ pub(super) struct Rows {
     writes: Vec<WriteIn>,
 }
 
-/// Whether the batch can go through the batch statements: no appends from the engine (the saver keeps
-/// its own deltas) and no NUL characters in names (the check of delta bases passes them as JSON).
+/// Whether the batch can go through the batch statements: no NUL characters in names (the check of
+/// delta bases passes them as JSON).
 pub(super) fn batchable(ops: &[SaveOp]) -> bool {
     let clean = |s: &str| !s.contains('\0');
     ops.iter().all(|op| match op {
-        SaveOp::Put { config, checkpoint, appends, new_versions, .. } => {
-            appends.is_empty()
-                && clean(&config.thread_id)
+        SaveOp::Put { config, checkpoint, new_versions, .. } => {
+            clean(&config.thread_id)
                 && clean(&config.checkpoint_ns)
                 && config.checkpoint_id.as_deref().is_none_or(clean)
                 && clean(&checkpoint.id)
@@ -180,7 +179,7 @@ pub(super) fn rows_of(
     for op in ops {
         threads.insert(op.thread_id().to_owned());
         match op {
-            SaveOp::Put { config, mut checkpoint, metadata, new_versions, .. } => {
+            SaveOp::Put { config, mut checkpoint, metadata, new_versions, appends } => {
                 if checkpoint.id.is_empty() {
                     return Err(CheckpointError::Invalid(format!(
                         "checkpoint for thread '{}' has an empty id",
@@ -196,7 +195,13 @@ pub(super) fn rows_of(
                         channel: "(checkpoint)".into(),
                         message,
                     })?;
-                let mut plan = delta.plan(&config.thread_id, &config.checkpoint_ns, values, new_versions);
+                let mut plan = delta.plan_with_appends(
+                    &config.thread_id,
+                    &config.checkpoint_ns,
+                    values,
+                    new_versions,
+                    appends,
+                );
                 let (thread, ns) =
                     (Arc::<str>::from(config.thread_id), Arc::<str>::from(config.checkpoint_ns));
                 for record in std::mem::take(&mut plan.records) {
@@ -248,8 +253,8 @@ pub(super) fn rows_of(
 }
 
 fn push_blob(rows: &mut Rows, thread: &Arc<str>, ns: &Arc<str>, record: BlobRecord) {
-    let whole = record.base_version.as_ref().map(|_| record.whole_blob().unwrap_or_default());
-    rows.has_deltas |= whole.is_some();
+    let whole = record.whole_blob();
+    rows.has_deltas |= record.base_version.is_some();
     rows.blobs.push(BlobIn {
         thread: Arc::clone(thread),
         ns: Arc::clone(ns),
@@ -288,6 +293,17 @@ pub(super) async fn write(conn: &mut SqliteConnection, rows: Rows) -> Result<boo
     let Rows { checkpoints, mut blobs, has_deltas, writes } = rows;
     let mut kept = true;
     if has_deltas && !bases_stored(conn, &blobs).await? {
+        // The engine's appends have no whole list to fall back on.
+        if let Some(b) = blobs.iter().find(|b| b.base.is_some() && b.whole.is_none()) {
+            let record = BlobRecord {
+                channel: b.channel.clone(),
+                version: b.version.clone(),
+                base_version: b.base.clone(),
+                blob: None,
+                whole: None,
+            };
+            return Err(record.missing_base(&b.thread));
+        }
         kept = false;
         for blob in &mut blobs {
             if let Some(whole) = blob.whole.take() {

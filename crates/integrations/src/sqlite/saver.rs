@@ -7,8 +7,8 @@ use std::path::Path;
 use async_trait::async_trait;
 use serde_json::Value;
 use weft_graph::checkpoint::{
-    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple,
-    Checkpointer, ListOptions, SaveOp, put_one_by_one,
+    ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
+    CheckpointTuple, Checkpointer, ListOptions, SaveOp, put_one_by_one,
 };
 
 use super::statements::{
@@ -136,49 +136,28 @@ impl Checkpointer for SqliteSaver {
     async fn put(
         &self,
         config: &CheckpointConfig,
-        mut checkpoint: Checkpoint,
+        checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> Result<CheckpointConfig, CheckpointError> {
-        if checkpoint.id.is_empty() {
-            return Err(CheckpointError::Invalid(format!(
-                "checkpoint for thread '{}' has an empty id",
-                config.thread_id
-            )));
-        }
-        let metadata = Value::Object(rows::metadata_json(&metadata, config, &checkpoint.id)?).to_string();
-        let values = std::mem::take(&mut checkpoint.channel_values);
-        let body = codec::encode_checkpoint(&checkpoint).map_err(|message| CheckpointError::Serialize {
-            thread_id: config.thread_id.clone(),
-            channel: "(checkpoint)".into(),
-            message,
-        })?;
-        let (thread, ns) = (&config.thread_id, &config.checkpoint_ns);
-        let plan = self.delta.plan(thread, ns, values, new_versions);
-        let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
-        sqlx::query(PUT_CHECKPOINT)
-            .bind(thread)
-            .bind(ns)
-            .bind(&checkpoint.id)
-            .bind(config.checkpoint_id.as_deref())
-            .bind(&body)
-            .bind(&metadata)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
-        let mut stored_whole = Vec::new();
-        for record in &plan.records {
-            if put_blob(&mut tx, thread, ns, record).await? {
-                stored_whole.push(record.channel.clone());
-            }
-        }
-        tx.commit().await.map_err(backend)?;
-        self.delta.commit(plan, &stored_whole);
-        Ok(CheckpointConfig {
-            thread_id: thread.clone(),
-            checkpoint_ns: ns.clone(),
-            checkpoint_id: Some(checkpoint.id),
-        })
+        self.put_one(config, checkpoint, metadata, new_versions, ChannelAppends::new()).await
+    }
+
+    /// Stores the engine's appends as rows of new items on their base version (O(new items) a step),
+    /// unless delta storage is off.
+    fn stores_appends(&self) -> bool {
+        self.delta.enabled()
+    }
+
+    async fn put_with_appends(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        appends: ChannelAppends,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        self.put_one(config, checkpoint, metadata, new_versions, appends).await
     }
 
     /// One transaction and a fixed number of statements for the whole batch: all or nothing is stored.
@@ -287,6 +266,58 @@ impl Checkpointer for SqliteSaver {
 }
 
 impl SqliteSaver {
+    async fn put_one(
+        &self,
+        config: &CheckpointConfig,
+        mut checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        appends: ChannelAppends,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        if checkpoint.id.is_empty() {
+            return Err(CheckpointError::Invalid(format!(
+                "checkpoint for thread '{}' has an empty id",
+                config.thread_id
+            )));
+        }
+        let metadata = Value::Object(rows::metadata_json(&metadata, config, &checkpoint.id)?).to_string();
+        let values = std::mem::take(&mut checkpoint.channel_values);
+        let body = codec::encode_checkpoint(&checkpoint).map_err(|message| CheckpointError::Serialize {
+            thread_id: config.thread_id.clone(),
+            channel: "(checkpoint)".into(),
+            message,
+        })?;
+        let (thread, ns) = (&config.thread_id, &config.checkpoint_ns);
+        let plan = self.delta.plan_with_appends(thread, ns, values, new_versions, appends);
+        let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
+        sqlx::query(PUT_CHECKPOINT)
+            .bind(thread)
+            .bind(ns)
+            .bind(&checkpoint.id)
+            .bind(config.checkpoint_id.as_deref())
+            .bind(&body)
+            .bind(&metadata)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        let mut stored_whole = Vec::new();
+        for record in &plan.records {
+            if put_blob(&mut tx, thread, ns, record)
+                .await
+                .inspect_err(|_| self.delta.forget_thread(thread))?
+            {
+                stored_whole.push(record.channel.clone());
+            }
+        }
+        tx.commit().await.map_err(backend)?;
+        self.delta.commit(plan, &stored_whole);
+        Ok(CheckpointConfig {
+            thread_id: thread.clone(),
+            checkpoint_ns: ns.clone(),
+            checkpoint_id: Some(checkpoint.id),
+        })
+    }
+
     /// Writes a batch in one transaction; `Ok(false)` when its deltas had to be stored whole.
     async fn write_batch(
         &self,
@@ -321,6 +352,9 @@ async fn put_blob(
             .map_err(backend)?;
         if done.rows_affected() == 1 {
             return Ok(false);
+        }
+        if record.whole.is_none() {
+            return Err(record.missing_base(thread));
         }
         let whole = record.whole_blob();
         insert_whole(conn, thread, ns, record, whole.as_deref()).await?;
