@@ -15,10 +15,20 @@ use crate::exec::{self, format_duration};
 /// The `llama-cpp-python` release whose source package carries the llama.cpp tree that is built.
 pub(crate) const LLAMA_CPP_PYTHON: &str = "0.3.36";
 
+/// What the cache folder of the binary is named after, besides the release: the build options' kind.
+pub(crate) const BUILD_KIND: &str = "x86-64-v3";
+
 /// The cmake options: only the server, statically linked, no web UI (whose build would download it), no
-/// OpenSSL, no tests or examples.
-const CMAKE_OPTIONS: [&str; 7] = [
+/// OpenSSL, no tests or examples; and not tuned to the building CPU (`GGML_NATIVE` turns on the AMX
+/// kernels on CPUs that have them, which crash in virtual machines that do not grant the AMX tiles), but
+/// AVX2/FMA/F16C, which every x86-64 machine of the last decade runs.
+const CMAKE_OPTIONS: [&str; 12] = [
     "-DCMAKE_BUILD_TYPE=Release",
+    "-DGGML_NATIVE=OFF",
+    "-DGGML_AVX=ON",
+    "-DGGML_AVX2=ON",
+    "-DGGML_FMA=ON",
+    "-DGGML_F16C=ON",
     "-DLLAMA_BUILD_UI=OFF",
     "-DLLAMA_USE_PREBUILT_UI=OFF",
     "-DLLAMA_OPENSSL=OFF",

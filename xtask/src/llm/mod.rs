@@ -8,7 +8,7 @@
 //!   the tests start their own servers from them.
 //!
 //! The cache (`$WEFT_CACHE_DIR`, else `$XDG_CACHE_HOME/weft`, else `~/.cache/weft`):
-//! `llama-server-0.3.36/llama-server` (built once, about 15 minutes on 2 cores), `models/*.gguf` (checked
+//! `llama-server-0.3.36-x86-64-v3/llama-server` (built once, about 15 minutes on 2 cores), `models/*.gguf` (checked
 //! against their SHA-256 when assembled) and `models/*.jinja` (the rewritten chat template, written on
 //! every run from the model's own).
 
@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use fetch::{LLAMA_CPP_PYTHON, QWEN, SMOLLM2, WheelModel};
+use fetch::{BUILD_KIND, LLAMA_CPP_PYTHON, QWEN, SMOLLM2, WheelModel};
 use server::{Launch, Server};
 
 /// The chat template written beside the Qwen model.
@@ -72,7 +72,7 @@ pub(crate) fn cache_dir() -> Result<PathBuf, String> {
 fn layout(cache: &Path) -> Artifacts {
     let models = cache.join("models");
     Artifacts {
-        server: cache.join(format!("llama-server-{LLAMA_CPP_PYTHON}")).join("llama-server"),
+        server: cache.join(format!("llama-server-{LLAMA_CPP_PYTHON}-{BUILD_KIND}")).join("llama-server"),
         qwen: models.join(QWEN.file),
         template: models.join(TEMPLATE_FILE),
         smollm2: models.join(SMOLLM2.file),
@@ -231,7 +231,7 @@ mod tests {
     #[test]
     fn the_cache_keys_the_server_by_version() {
         let artifacts = layout(Path::new("/c"));
-        assert_eq!(artifacts.server, Path::new("/c/llama-server-0.3.36/llama-server"));
+        assert_eq!(artifacts.server, Path::new("/c/llama-server-0.3.36-x86-64-v3/llama-server"));
         assert_eq!(artifacts.qwen, Path::new("/c/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"));
         assert_eq!(artifacts.template.parent(), Some(Path::new("/c/models")));
         let names: Vec<&str> = artifacts.env().iter().map(|(name, _)| *name).collect();
