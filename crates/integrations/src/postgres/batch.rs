@@ -3,13 +3,11 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use serde_json::Value;
 use weft_graph::checkpoint::{CheckpointError, SaveOp};
 
 use super::Pg;
 use super::put::{check_config, check_text};
 use super::saver::backend;
-use crate::sql::codec;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
 use crate::sql::rows;
 
@@ -110,21 +108,8 @@ pub(super) fn rows_of(
             SaveOp::Put { config, mut checkpoint, metadata, new_versions, appends } => {
                 check_config(&config)?;
                 check_text("checkpoint id", &checkpoint.id)?;
-                if checkpoint.id.is_empty() {
-                    return Err(CheckpointError::Invalid(format!(
-                        "checkpoint for thread '{}' has an empty id",
-                        config.thread_id
-                    )));
-                }
-                let metadata =
-                    Value::Object(rows::metadata_json(&metadata, &config, &checkpoint.id)?).to_string();
-                let values = std::mem::take(&mut checkpoint.channel_values);
-                let body =
-                    codec::encode_checkpoint(&checkpoint).map_err(|message| CheckpointError::Serialize {
-                        thread_id: config.thread_id.clone(),
-                        channel: "(checkpoint)".into(),
-                        message,
-                    })?;
+                let rows::PreparedPut { body, metadata, values } =
+                    rows::prepare_put(&config, &mut checkpoint, &metadata)?;
                 let mut plan = delta.plan_with_appends(
                     &config.thread_id,
                     &config.checkpoint_ns,

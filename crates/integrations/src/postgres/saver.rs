@@ -14,7 +14,6 @@ use super::put::{self, check_config, check_text};
 use super::statements::{COPY, DELETE, HAS_CHECKPOINTS, PRUNE, PUT_WRITES};
 use super::{Pg, PgPool, PostgresOptions, batch, read, redact, schema};
 use crate::sql::StorageStats;
-use crate::sql::codec;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
 use crate::sql::rows;
 
@@ -116,19 +115,8 @@ impl PostgresSaver {
     ) -> Result<CheckpointConfig, CheckpointError> {
         check_config(config)?;
         check_text("checkpoint id", &checkpoint.id)?;
-        if checkpoint.id.is_empty() {
-            return Err(CheckpointError::Invalid(format!(
-                "checkpoint for thread '{}' has an empty id",
-                config.thread_id
-            )));
-        }
-        let metadata = Value::Object(rows::metadata_json(&metadata, config, &checkpoint.id)?).to_string();
-        let values = std::mem::take(&mut checkpoint.channel_values);
-        let body = codec::encode_checkpoint(&checkpoint).map_err(|message| CheckpointError::Serialize {
-            thread_id: config.thread_id.clone(),
-            channel: "(checkpoint)".into(),
-            message,
-        })?;
+        let rows::PreparedPut { body, metadata, values } =
+            rows::prepare_put(config, &mut checkpoint, &metadata)?;
         let plan = self.delta.plan_with_appends(
             &config.thread_id,
             &config.checkpoint_ns,

@@ -82,6 +82,36 @@ pub(crate) fn metadata_json(
     }
 }
 
+/// A checkpoint ready to store: its body without values and its metadata as JSON text, and its values.
+#[derive(Debug)]
+pub(crate) struct PreparedPut {
+    pub(crate) body: String,
+    pub(crate) metadata: String,
+    pub(crate) values: Map<String, Value>,
+}
+
+/// Checks a checkpoint's id and serializes its body (values taken out) and metadata.
+pub(crate) fn prepare_put(
+    config: &CheckpointConfig,
+    checkpoint: &mut Checkpoint,
+    metadata: &CheckpointMetadata,
+) -> Result<PreparedPut, CheckpointError> {
+    if checkpoint.id.is_empty() {
+        return Err(CheckpointError::Invalid(format!(
+            "checkpoint for thread '{}' has an empty id",
+            config.thread_id
+        )));
+    }
+    let metadata = Value::Object(metadata_json(metadata, config, &checkpoint.id)?).to_string();
+    let values = std::mem::take(&mut checkpoint.channel_values);
+    let body = codec::encode_checkpoint(checkpoint).map_err(|message| CheckpointError::Serialize {
+        thread_id: config.thread_id.clone(),
+        channel: "(checkpoint)".into(),
+        message,
+    })?;
+    Ok(PreparedPut { body, metadata, values })
+}
+
 /// Whether stored metadata has every pair of `filter` (top-level keys, equal JSON values).
 pub(crate) fn metadata_matches(metadata: &Map<String, Value>, filter: &Map<String, Value>) -> bool {
     filter.iter().all(|(key, wanted)| metadata.get(key) == Some(wanted))

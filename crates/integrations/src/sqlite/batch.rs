@@ -11,7 +11,6 @@ use sqlx::sqlite::{Sqlite, SqliteArguments};
 use weft_graph::checkpoint::{CheckpointError, SaveOp};
 
 use super::saver::backend;
-use crate::sql::codec;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
 use crate::sql::rows;
 
@@ -180,21 +179,8 @@ pub(super) fn rows_of(
         threads.insert(op.thread_id().to_owned());
         match op {
             SaveOp::Put { config, mut checkpoint, metadata, new_versions, appends } => {
-                if checkpoint.id.is_empty() {
-                    return Err(CheckpointError::Invalid(format!(
-                        "checkpoint for thread '{}' has an empty id",
-                        config.thread_id
-                    )));
-                }
-                let metadata =
-                    Value::Object(rows::metadata_json(&metadata, &config, &checkpoint.id)?).to_string();
-                let values = std::mem::take(&mut checkpoint.channel_values);
-                let body =
-                    codec::encode_checkpoint(&checkpoint).map_err(|message| CheckpointError::Serialize {
-                        thread_id: config.thread_id.clone(),
-                        channel: "(checkpoint)".into(),
-                        message,
-                    })?;
+                let rows::PreparedPut { body, metadata, values } =
+                    rows::prepare_put(&config, &mut checkpoint, &metadata)?;
                 let mut plan = delta.plan_with_appends(
                     &config.thread_id,
                     &config.checkpoint_ns,

@@ -17,7 +17,6 @@ use super::statements::{
 };
 use super::{Db, DeltaStorage, SqliteOptions, SqlitePool, batch, read, schema};
 use crate::sql::StorageStats;
-use crate::sql::codec;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
 use crate::sql::rows;
 
@@ -274,19 +273,8 @@ impl SqliteSaver {
         new_versions: ChannelVersions,
         appends: ChannelAppends,
     ) -> Result<CheckpointConfig, CheckpointError> {
-        if checkpoint.id.is_empty() {
-            return Err(CheckpointError::Invalid(format!(
-                "checkpoint for thread '{}' has an empty id",
-                config.thread_id
-            )));
-        }
-        let metadata = Value::Object(rows::metadata_json(&metadata, config, &checkpoint.id)?).to_string();
-        let values = std::mem::take(&mut checkpoint.channel_values);
-        let body = codec::encode_checkpoint(&checkpoint).map_err(|message| CheckpointError::Serialize {
-            thread_id: config.thread_id.clone(),
-            channel: "(checkpoint)".into(),
-            message,
-        })?;
+        let rows::PreparedPut { body, metadata, values } =
+            rows::prepare_put(config, &mut checkpoint, &metadata)?;
         let (thread, ns) = (&config.thread_id, &config.checkpoint_ns);
         let plan = self.delta.plan_with_appends(thread, ns, values, new_versions, appends);
         let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
