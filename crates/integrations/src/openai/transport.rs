@@ -120,6 +120,10 @@ impl Connection {
         let http = reqwest::Client::builder()
             .connect_timeout(self.timeout)
             .read_timeout(self.timeout)
+            // Servers and proxies commonly close a keep-alive connection after 5 idle seconds (llama.cpp's
+            // server does; OpenAI's Python SDK expires its own at 5 s): a request sent on one the server
+            // is closing fails with "connection closed before message completed". Drop them sooner.
+            .pool_idle_timeout(Duration::from_secs(4))
             .build()
             .map_err(|e| from_reqwest(&e))?;
         let config = OpenAIConfig::new()
