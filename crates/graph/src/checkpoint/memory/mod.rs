@@ -1,5 +1,6 @@
 //! `InMemorySaver`: a checkpointer that keeps everything in process memory.
 
+mod keys;
 mod values;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -10,8 +11,9 @@ use serde_json::{Map, Value};
 
 use super::{
     ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
-    CheckpointTuple, Checkpointer, ListOptions, PendingWrite, special,
+    CheckpointTuple, Checkpointer, ListOptions, PendingWrite, SaveOp, special,
 };
+use keys::{Names, Ver};
 use values::{Packed, Values};
 
 /// A checkpointer that keeps everything in memory, laid out as LangGraph's in-memory saver: checkpoints
@@ -35,27 +37,55 @@ struct Thread {
     namespaces: BTreeMap<String, Namespace>,
 }
 
+/// Writes of one checkpoint: (task id, index) to write.
+type Writes = BTreeMap<(Arc<str>, i64), SavedWrite>;
+
 #[derive(Debug, Default, Clone)]
 struct Namespace {
-    /// By id; ids are time-sortable, so the last is the latest.
-    checkpoints: BTreeMap<String, Saved>,
+    /// Channel and node names, stored once.
+    names: Names,
+    /// By id, oldest first (ids are time-sortable, so the last is the latest).
+    checkpoints: Vec<Entry>,
     /// Channel values by (channel, version).
     values: Values,
-    /// Checkpoint id, then (task id, index), to write.
-    writes: BTreeMap<String, BTreeMap<(Arc<str>, i64), SavedWrite>>,
+    /// Writes against checkpoint ids not stored (yet); they join their checkpoint when it is put.
+    loose_writes: BTreeMap<String, Writes>,
 }
 
 #[derive(Debug, Clone)]
+struct Entry {
+    id: String,
+    saved: Saved,
+    writes: Writes,
+}
+
+/// A checkpoint without its id and values: its versions, seen versions and updated channels as one
+/// compact list of keys.
+#[derive(Debug, Clone)]
 struct Saved {
-    /// With empty `channel_values`.
-    checkpoint: Checkpoint,
+    v: u32,
+    ts: String,
+    keys: Box<[Key]>,
     metadata: CheckpointMetadata,
     parent_id: Option<String>,
 }
 
+/// One entry of a checkpoint's `channel_versions`, `versions_seen` or `updated_channels`.
+#[derive(Debug, Clone)]
+enum Key {
+    /// A channel's version.
+    Version(u32, Ver),
+    /// A node of `versions_seen`; the `Seen` keys after it are its entries.
+    Node(u32),
+    /// A channel version the last `Node` has seen.
+    Seen(u32, Ver),
+    /// An updated channel.
+    Updated(u32),
+}
+
 #[derive(Debug, Clone)]
 struct SavedWrite {
-    channel: String,
+    channel: u32,
     value: Packed,
     /// Shared by the writes of one `put_writes` call.
     task_path: Arc<str>,
@@ -103,45 +133,92 @@ fn with_namespace<R>(
     f(threads.entry(thread_id.to_owned()).or_default().namespaces.entry(ns.to_owned()).or_default())
 }
 
+/// The checkpoint ids of a save must not be empty.
+fn check_id(thread_id: &str, id: &str) -> Result<(), CheckpointError> {
+    if id.is_empty() {
+        return Err(CheckpointError::Invalid(format!("checkpoint for thread '{thread_id}' has an empty id")));
+    }
+    Ok(())
+}
+
+/// The checkpoint id writes are saved against.
+fn writes_target<'a>(config: &'a CheckpointConfig, task_id: &str) -> Result<&'a str, CheckpointError> {
+    config.checkpoint_id.as_deref().ok_or_else(|| {
+        CheckpointError::Invalid(format!(
+            "writes of task '{task_id}' in thread '{}' name no checkpoint id",
+            config.thread_id
+        ))
+    })
+}
+
 impl Namespace {
-    /// The whole tuple of checkpoint `id`: values rebuilt from the versions it lists, writes sorted.
-    fn tuple(
-        &self,
-        thread_id: &str,
-        ns: &str,
-        id: &str,
-        saved: &Saved,
-    ) -> Result<CheckpointTuple, CheckpointError> {
-        let mut checkpoint = saved.checkpoint.clone();
-        for (channel, version) in &checkpoint.channel_versions {
-            match self.values.get(channel, version) {
-                Ok(Some(value)) => {
-                    checkpoint.channel_values.insert(channel.clone(), value);
-                }
-                Ok(None) => {}
-                Err(message) => {
-                    return Err(CheckpointError::Corrupt {
-                        thread_id: thread_id.to_owned(),
-                        checkpoint_id: id.to_owned(),
-                        message,
-                    });
-                }
-            }
+    /// Where checkpoint `id` is in `checkpoints` (`Err`: where it would go).
+    fn position(&self, id: &str) -> Result<usize, usize> {
+        let len = self.checkpoints.len();
+        // Saves come in id order: the latest is checked first.
+        match self.checkpoints.last() {
+            Some(last) if last.id == id => Ok(len - 1),
+            Some(last) if last.id.as_str() < id => Err(len),
+            None => Err(0),
+            Some(_) => self.checkpoints.binary_search_by(|e| e.id.as_str().cmp(id)),
         }
-        let mut writes: Vec<(&(Arc<str>, i64), &SavedWrite)> =
-            self.writes.get(id).map(|w| w.iter().collect()).unwrap_or_default();
-        writes.sort_by(|(ka, a), (kb, b)| (&a.task_path, ka).cmp(&(&b.task_path, kb)));
+    }
+
+    fn entry(&self, id: &str) -> Option<&Entry> {
+        self.position(id).ok().map(|i| &self.checkpoints[i])
+    }
+
+    /// The whole tuple of `entry`: values rebuilt from the versions it lists, writes sorted.
+    fn tuple(&self, thread_id: &str, ns: &str, entry: &Entry) -> Result<CheckpointTuple, CheckpointError> {
+        let id = entry.id.as_str();
         let corrupt = |message: String| CheckpointError::Corrupt {
             thread_id: thread_id.to_owned(),
             checkpoint_id: id.to_owned(),
             message,
         };
+        let saved = &entry.saved;
+        let mut channel_values = Map::new();
+        let mut channel_versions = ChannelVersions::new();
+        let mut versions_seen: BTreeMap<String, ChannelVersions> = BTreeMap::new();
+        let mut node: Option<&mut ChannelVersions> = None;
+        let mut updated_channels = Vec::new();
+        for key in &saved.keys {
+            match key {
+                Key::Version(channel, version) => {
+                    let name = self.names.name(*channel);
+                    if let Some(value) = self.values.get(*channel, name, version).map_err(corrupt)? {
+                        channel_values.insert(name.to_owned(), value);
+                    }
+                    channel_versions.insert(name.to_owned(), version.render());
+                }
+                Key::Node(n) => {
+                    node = Some(versions_seen.entry(self.names.name(*n).to_owned()).or_default());
+                }
+                Key::Seen(channel, version) => {
+                    if let Some(seen) = node.as_deref_mut() {
+                        seen.insert(self.names.name(*channel).to_owned(), version.render());
+                    }
+                }
+                Key::Updated(channel) => updated_channels.push(self.names.name(*channel).to_owned()),
+            }
+        }
+        let checkpoint = Checkpoint {
+            v: saved.v,
+            id: id.to_owned(),
+            ts: saved.ts.clone(),
+            channel_values,
+            channel_versions,
+            versions_seen,
+            updated_channels,
+        };
+        let mut writes: Vec<(&(Arc<str>, i64), &SavedWrite)> = entry.writes.iter().collect();
+        writes.sort_by(|(ka, a), (kb, b)| (&a.task_path, ka).cmp(&(&b.task_path, kb)));
         let pending_writes = writes
             .into_iter()
             .map(|((task_id, _), w)| {
                 Ok(PendingWrite {
                     task_id: task_id.to_string(),
-                    channel: w.channel.clone(),
+                    channel: self.names.name(w.channel).to_owned(),
                     value: w.value.unpack().map_err(corrupt)?,
                 })
             })
@@ -163,15 +240,16 @@ impl Namespace {
     /// Keeps the newest `keep` checkpoints, their writes and the values they reference.
     fn prune(&mut self, keep: usize) {
         let drop = self.checkpoints.len().saturating_sub(keep);
-        let old: Vec<String> = self.checkpoints.keys().take(drop).cloned().collect();
-        for id in &old {
-            self.checkpoints.remove(id);
-        }
-        let checkpoints = &self.checkpoints;
-        self.writes.retain(|id, _| checkpoints.contains_key(id));
-        let needed: HashSet<(&str, &str)> = checkpoints
-            .values()
-            .flat_map(|s| s.checkpoint.channel_versions.iter().map(|(c, v)| (c.as_str(), v.as_str())))
+        self.checkpoints.drain(..drop);
+        self.loose_writes.clear();
+        let needed: HashSet<(u32, &Ver)> = self
+            .checkpoints
+            .iter()
+            .flat_map(|e| e.saved.keys.iter())
+            .filter_map(|k| match k {
+                Key::Version(channel, version) => Some((*channel, version)),
+                _ => None,
+            })
             .collect();
         self.values.retain(&needed);
     }
@@ -180,13 +258,15 @@ impl Namespace {
     fn put(
         &mut self,
         thread_id: &str,
-        mut checkpoint: Checkpoint,
+        checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
         appends: ChannelAppends,
         parent_id: Option<String>,
     ) -> Result<(), CheckpointError> {
-        let mut values = std::mem::take(&mut checkpoint.channel_values);
+        let Checkpoint { v, id, ts, mut channel_values, channel_versions, versions_seen, updated_channels } =
+            checkpoint;
+        check_id(thread_id, &id)?;
         let invalid = |message: String| CheckpointError::Invalid(format!("thread '{thread_id}': {message}"));
         // Check every append before storing anything.
         let mut prepared = Vec::with_capacity(appends.len());
@@ -194,21 +274,74 @@ impl Namespace {
             let Some(version) = new_versions.get(&channel) else {
                 return Err(invalid(format!("append to channel '{channel}', which has no new version")));
             };
-            let stored = self.values.prepare_append(&channel, version, delta).map_err(invalid)?;
-            prepared.push((channel, version.clone(), stored));
+            let c = self.names.intern(&channel);
+            let version = Ver::parse(version);
+            let stored = self.values.prepare_append(c, &channel, &version, delta).map_err(invalid)?;
+            prepared.push((c, version, stored));
         }
         for (channel, version) in new_versions {
-            if !prepared.iter().any(|(c, ..)| *c == channel) {
-                let value = values.remove(&channel);
-                self.values.put_whole(channel, version, value);
+            let c = self.names.intern(&channel);
+            if !prepared.iter().any(|(p, ..)| *p == c) {
+                let value = channel_values.remove(&channel);
+                self.values.put_whole(c, Ver::parse(&version), value);
             }
         }
         for (channel, version, stored) in prepared {
             self.values.insert(channel, version, stored);
         }
-        let id = checkpoint.id.clone();
-        self.checkpoints.insert(id, Saved { checkpoint, metadata, parent_id });
+        let seen_len: usize = versions_seen.values().map(|s| s.len() + 1).sum();
+        let mut keys = Vec::with_capacity(channel_versions.len() + seen_len + updated_channels.len());
+        for (channel, version) in &channel_versions {
+            keys.push(Key::Version(self.names.intern(channel), Ver::parse(version)));
+        }
+        for (node, seen) in &versions_seen {
+            keys.push(Key::Node(self.names.intern(node)));
+            for (channel, version) in seen {
+                keys.push(Key::Seen(self.names.intern(channel), Ver::parse(version)));
+            }
+        }
+        for channel in &updated_channels {
+            keys.push(Key::Updated(self.names.intern(channel)));
+        }
+        let saved = Saved { v, ts, keys: keys.into_boxed_slice(), metadata, parent_id };
+        match self.position(&id) {
+            // The same id again: the new checkpoint replaces the old, its writes stay.
+            Ok(i) => self.checkpoints[i].saved = saved,
+            Err(i) => {
+                let writes = if self.loose_writes.is_empty() {
+                    Writes::new()
+                } else {
+                    self.loose_writes.remove(&id).unwrap_or_default()
+                };
+                self.checkpoints.insert(i, Entry { id, saved, writes });
+            }
+        }
         Ok(())
+    }
+
+    /// Saves writes of a task against checkpoint `id`.
+    fn put_writes(&mut self, id: &str, writes: Vec<(String, Value)>, task_id: &str, task_path: &str) {
+        let (task_id, task_path): (Arc<str>, Arc<str>) = (Arc::from(task_id), Arc::from(task_path));
+        let saved = match self.position(id) {
+            Ok(i) => &mut self.checkpoints[i].writes,
+            Err(_) => match self.loose_writes.get_mut(id) {
+                Some(saved) => saved,
+                None => self.loose_writes.entry(id.to_owned()).or_default(),
+            },
+        };
+        for (position, (channel, value)) in writes.into_iter().enumerate() {
+            let c = self.names.intern(&channel);
+            let fixed = special::fixed_index(&channel);
+            let idx = fixed.unwrap_or_else(|| i64::try_from(position).unwrap_or(i64::MAX));
+            let write =
+                SavedWrite { channel: c, value: Packed::pack(value), task_path: Arc::clone(&task_path) };
+            let key = (Arc::clone(&task_id), idx);
+            if fixed.is_some() {
+                saved.insert(key, write);
+            } else {
+                saved.entry(key).or_insert(write);
+            }
+        }
     }
 }
 
@@ -229,10 +362,10 @@ impl Checkpointer for InMemorySaver {
             return Ok(None);
         };
         let found = match &config.checkpoint_id {
-            Some(id) => ns.checkpoints.get_key_value(id),
-            None => ns.checkpoints.last_key_value(),
+            Some(id) => ns.entry(id),
+            None => ns.checkpoints.last(),
         };
-        found.map(|(id, saved)| ns.tuple(&config.thread_id, &config.checkpoint_ns, id, saved)).transpose()
+        found.map(|entry| ns.tuple(&config.thread_id, &config.checkpoint_ns, entry)).transpose()
     }
 
     async fn list(
@@ -256,22 +389,20 @@ impl Checkpointer for InMemorySaver {
                 .collect(),
         };
         let only = config.and_then(|c| c.checkpoint_id.as_deref());
-        let mut found: Vec<(&str, &str, &Namespace, &str, &Saved)> = Vec::new();
+        let mut found: Vec<(&str, &str, &Namespace, &Entry)> = Vec::new();
         for (thread_id, ns_name, ns) in sources {
-            for (id, saved) in &ns.checkpoints {
+            for entry in &ns.checkpoints {
+                let id = entry.id.as_str();
                 let wanted = only.is_none_or(|w| w == id);
-                let before = options.before.as_deref().is_none_or(|b| id.as_str() < b);
-                if wanted && before && metadata_matches(&saved.metadata, &options.filter) {
-                    found.push((thread_id, ns_name, ns, id, saved));
+                let before = options.before.as_deref().is_none_or(|b| id < b);
+                if wanted && before && metadata_matches(&entry.saved.metadata, &options.filter) {
+                    found.push((thread_id, ns_name, ns, entry));
                 }
             }
         }
-        found.sort_by(|a, b| (b.3, b.0, b.1).cmp(&(a.3, a.0, a.1)));
+        found.sort_by(|a, b| (b.3.id.as_str(), b.0, b.1).cmp(&(a.3.id.as_str(), a.0, a.1)));
         found.truncate(options.limit.unwrap_or(usize::MAX));
-        found
-            .into_iter()
-            .map(|(thread_id, ns_name, ns, id, saved)| ns.tuple(thread_id, ns_name, id, saved))
-            .collect()
+        found.into_iter().map(|(thread_id, ns_name, ns, entry)| ns.tuple(thread_id, ns_name, entry)).collect()
     }
 
     async fn put(
@@ -296,12 +427,7 @@ impl Checkpointer for InMemorySaver {
         new_versions: ChannelVersions,
         appends: ChannelAppends,
     ) -> Result<CheckpointConfig, CheckpointError> {
-        if checkpoint.id.is_empty() {
-            return Err(CheckpointError::Invalid(format!(
-                "checkpoint for thread '{}' has an empty id",
-                config.thread_id
-            )));
-        }
+        check_id(&config.thread_id, &checkpoint.id)?;
         let address = CheckpointConfig {
             thread_id: config.thread_id.clone(),
             checkpoint_ns: config.checkpoint_ns.clone(),
@@ -315,6 +441,28 @@ impl Checkpointer for InMemorySaver {
         Ok(address)
     }
 
+    /// Saves the whole batch under one lock; on an error, the ops before the failing one are stored.
+    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+        let mut threads = self.write()?;
+        for op in ops {
+            match op {
+                SaveOp::Put { config, checkpoint, metadata, new_versions, appends } => {
+                    let CheckpointConfig { thread_id, checkpoint_ns, checkpoint_id } = config;
+                    with_namespace(&mut threads, &thread_id, &checkpoint_ns, |ns| {
+                        ns.put(&thread_id, checkpoint, metadata, new_versions, appends, checkpoint_id)
+                    })?;
+                }
+                SaveOp::Writes { config, writes, task_id, task_path } => {
+                    let id = writes_target(&config, &task_id)?;
+                    with_namespace(&mut threads, &config.thread_id, &config.checkpoint_ns, |ns| {
+                        ns.put_writes(id, writes, &task_id, &task_path);
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
     async fn put_writes(
         &self,
         config: &CheckpointConfig,
@@ -322,31 +470,10 @@ impl Checkpointer for InMemorySaver {
         task_id: &str,
         task_path: &str,
     ) -> Result<(), CheckpointError> {
-        let Some(checkpoint_id) = &config.checkpoint_id else {
-            return Err(CheckpointError::Invalid(format!(
-                "writes of task '{task_id}' in thread '{}' name no checkpoint id",
-                config.thread_id
-            )));
-        };
-        let (task_id, task_path): (Arc<str>, Arc<str>) = (Arc::from(task_id), Arc::from(task_path));
+        let id = writes_target(config, task_id)?;
         let mut threads = self.write()?;
         with_namespace(&mut threads, &config.thread_id, &config.checkpoint_ns, |ns| {
-            let saved = match ns.writes.get_mut(checkpoint_id) {
-                Some(saved) => saved,
-                None => ns.writes.entry(checkpoint_id.clone()).or_default(),
-            };
-            for (position, (channel, value)) in writes.into_iter().enumerate() {
-                let fixed = special::fixed_index(&channel);
-                let idx = fixed.unwrap_or_else(|| i64::try_from(position).unwrap_or(i64::MAX));
-                let write =
-                    SavedWrite { channel, value: Packed::pack(value), task_path: Arc::clone(&task_path) };
-                let key = (Arc::clone(&task_id), idx);
-                if fixed.is_some() {
-                    saved.insert(key, write);
-                } else {
-                    saved.entry(key).or_insert(write);
-                }
-            }
+            ns.put_writes(id, writes, task_id, task_path);
         });
         Ok(())
     }
@@ -390,6 +517,6 @@ impl Checkpointer for InMemorySaver {
     async fn list_ids(&self, config: &CheckpointConfig) -> Result<Vec<String>, CheckpointError> {
         let threads = self.read()?;
         let ns = threads.get(&config.thread_id).and_then(|t| t.namespaces.get(&config.checkpoint_ns));
-        Ok(ns.map(|ns| ns.checkpoints.keys().rev().cloned().collect()).unwrap_or_default())
+        Ok(ns.map(|ns| ns.checkpoints.iter().rev().map(|e| e.id.clone()).collect()).unwrap_or_default())
     }
 }
