@@ -481,7 +481,7 @@ impl<S: State> CompiledGraph<S> {
         updated: &ChannelSet,
     ) -> GraphResult<CheckpointConfig> {
         let spec = &self.inner.spec;
-        let id = crate::pregel::stamp::new_checkpoint_id();
+        let stamps = crate::pregel::stamp::checkpoint_stamps();
         // A checkpoint stores values only for the channels whose version changed; a fork of an old
         // checkpoint stores all of them (they are new versions for this branch of history). A list
         // channel the update only appended to goes as its new items to a saver that takes them.
@@ -489,7 +489,7 @@ impl<S: State> CompiledGraph<S> {
         let (checkpoint, new_versions) = ch.to_checkpoint(
             spec,
             &self.inner.channel_names,
-            id,
+            stamps,
             Some(values_of),
             updated,
             saver.stores_appends().then_some(&mut appends),

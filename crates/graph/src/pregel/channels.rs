@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use crate::checkpoint::{AppendDelta, ChannelAppends, ChannelVersions, Checkpoint, special};
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::spec::{GraphSpec, Layout};
-use crate::pregel::stamp::{counter_string, now_rfc3339, version_string};
+use crate::pregel::stamp::{counter_string, version_string};
 use crate::state::{AppendLog, ChannelSet, State, UpdateError};
 use crate::types::Send;
 
@@ -193,14 +193,14 @@ impl<S: State> Channels<S> {
         Ok(None)
     }
 
-    /// Builds the checkpoint of the current channels; values only for `changed` channels (or all when
+    /// Builds the checkpoint of the current channels, with id and time `stamps`; values only for `changed` channels (or all when
     /// `None`). With `appends`, a list channel that was only appended to since the last checkpoint goes
     /// there, as its new items, instead of into the checkpoint's values.
     pub(crate) fn to_checkpoint(
         &self,
         spec: &GraphSpec<S>,
         names: &[String],
-        id: String,
+        (id, ts): (String, String),
         values_of: Option<&ChannelSet>,
         updated: &ChannelSet,
         mut appends: Option<&mut ChannelAppends>,
@@ -249,7 +249,7 @@ impl<S: State> Channels<S> {
         let checkpoint = Checkpoint {
             v: crate::checkpoint::CHECKPOINT_VERSION,
             id,
-            ts: now_rfc3339(),
+            ts,
             channel_values,
             channel_versions,
             versions_seen,

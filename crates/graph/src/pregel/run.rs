@@ -16,7 +16,7 @@ use crate::error::{GraphError, GraphResult};
 use crate::node::NodeInput;
 use crate::pregel::channels::Channels;
 use crate::pregel::saver::RunSaver;
-use crate::pregel::stamp::new_checkpoint_id;
+use crate::pregel::stamp::checkpoint_stamps;
 use crate::pregel::task::{
     Task, TaskKind, TaskOutcome, TaskWrites, flatten_output, push_goto, state_json, task_id,
     writes_from_json, writes_to_json,
@@ -1386,13 +1386,13 @@ async fn save_checkpoint<S: State>(
 ) -> GraphResult<()> {
     let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
     let spec = &ctx.inner.spec;
-    let id = new_checkpoint_id();
+    let (id, ts) = checkpoint_stamps();
     let mut appends = ChannelAppends::new();
     let (mut checkpoint, new_versions) = ch
         .to_checkpoint(
             spec,
             &ctx.inner.channel_names,
-            String::new(),
+            (String::new(), ts),
             values_of,
             updated,
             saver.stores_appends.then_some(&mut appends),

@@ -131,7 +131,9 @@ impl RunSaver {
         // here, in order; a save that waits (I/O) goes to the writer, and so do the saves after it. On
         // several threads the writer runs beside the loop, so every save goes there.
         let item = if self.poll_in_place && self.queued.load(Ordering::Acquire) == 0 {
-            let mut started = self.start(op);
+            // As a batch of one: the saver takes the op by value (nothing to copy, no address to return).
+            let saver = Arc::clone(&self.checkpointer);
+            let mut started: SaveFuture = Box::pin(async move { saver.put_batch(vec![op]).await });
             if let Poll::Ready(result) = poll_once(&mut started).await {
                 return result.map_err(checkpoint_error);
             }

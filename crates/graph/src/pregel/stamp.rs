@@ -1,7 +1,7 @@
 //! Stamps of a checkpoint: its id, its time, and channel versions as strings.
 
 use std::sync::{Mutex, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A version as a checkpoint stores it: `"{version:032}.{tag % 10^16:016}"`.
 pub(crate) fn version_string(version: u64, tag: u64) -> String {
@@ -22,8 +22,9 @@ pub(crate) fn counter_string(counter: u64) -> String {
 /// Appends `n` in decimal, left-padded with zeros to `width` digits (as `{n:0width$}`, without the
 /// formatting machinery: this runs several times per checkpoint).
 fn push_padded(out: &mut String, mut n: u64, width: usize) {
-    // 20 digits hold any u64; the zeros in front pad up to 32 without a second buffer.
-    let mut buf = [b'0'; 32];
+    const ZEROS: &str = "00000000000000000000000000000000";
+    // 20 digits hold any u64.
+    let mut buf = [b'0'; 20];
     let mut start = buf.len();
     loop {
         start -= 1;
@@ -33,22 +34,33 @@ fn push_padded(out: &mut String, mut n: u64, width: usize) {
             break;
         }
     }
-    let len = buf.len() - start;
-    if width > len {
-        let pad = width - len;
-        if pad <= start {
-            start -= pad;
-        } else {
-            out.extend(std::iter::repeat_n('0', pad - start));
-            start = 0;
-        }
+    let mut pad = width.saturating_sub(buf.len() - start);
+    while pad > 0 {
+        let chunk = pad.min(ZEROS.len());
+        out.push_str(&ZEROS[..chunk]);
+        pad -= chunk;
     }
     out.push_str(std::str::from_utf8(&buf[start..]).unwrap_or_default());
 }
 
+/// A new checkpoint's id (see `new_checkpoint_id`) and time (see `now_rfc3339`), from one reading of the
+/// clock.
+pub(crate) fn checkpoint_stamps() -> (String, String) {
+    let now = since_epoch();
+    (checkpoint_id_at(now), rfc3339_at(now))
+}
+
+fn since_epoch() -> Duration {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default()
+}
+
 /// The current time as RFC 3339 with microseconds, in UTC (`2024-01-01T00:00:00.000000+00:00`).
+#[cfg(test)]
 pub(crate) fn now_rfc3339() -> String {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    rfc3339_at(since_epoch())
+}
+
+fn rfc3339_at(now: Duration) -> String {
     let secs = now.as_secs() as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
@@ -91,8 +103,12 @@ fn next_id_parts(last: (u64, u128), ms: u64, random: u128) -> (u64, u128) {
 /// A fresh checkpoint id: a UUID v7 (48-bit Unix milliseconds, then 74 bits that are random at a new
 /// millisecond and count up within one), hyphenated; ids made in one process strictly increase, also
 /// when the clock steps back. Random bits come from the thread-local generator: no system call per id.
+#[cfg(test)]
 pub(crate) fn new_checkpoint_id() -> String {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    checkpoint_id_at(since_epoch())
+}
+
+fn checkpoint_id_at(now: Duration) -> String {
     let ms = u64::try_from(now.as_millis()).unwrap_or(u64::MAX) & ((1 << 48) - 1);
     let random = rand::random::<u128>() & RANDOM_BITS;
     let (ms, bits) = {
@@ -140,6 +156,18 @@ mod tests {
 
     #[test]
     fn timestamps_are_rfc3339_with_microseconds() {
+        let (id, stamped) = checkpoint_stamps();
+        let made = crate::checkpoint::checkpoint_time(&id).unwrap();
+        let stamped_ms = stamped[..23].to_owned();
+        assert_eq!(
+            rfc3339_at(made.duration_since(UNIX_EPOCH).unwrap())[..23],
+            stamped_ms,
+            "one clock reading"
+        );
+        assert_eq!(
+            rfc3339_at(Duration::from_micros(1_704_067_200_000_007)),
+            "2024-01-01T00:00:00.000007+00:00"
+        );
         let ts = now_rfc3339();
         assert_eq!(ts.len(), 32, "{ts}");
         assert_eq!(&ts[4..5], "-");

@@ -135,6 +135,11 @@ impl Names {
         i
     }
 
+    /// The index of `name`, if it was ever added.
+    pub(super) fn find(&self, name: &str) -> Option<u32> {
+        self.index.get(name).copied()
+    }
+
     /// The name at `index` (empty for an index never handed out, which cannot happen).
     pub(super) fn name(&self, index: u32) -> &str {
         self.names.get(index as usize).map_or("", |n| n)
@@ -177,6 +182,7 @@ mod tests {
         assert_eq!(names.intern("messages"), a);
         assert_ne!(a, b);
         assert_eq!(names.name(b), "count");
-        assert_eq!(names.intern("other"), 2);
+        assert_eq!(names.find("count"), Some(b));
+        assert_eq!(names.find("other"), None);
     }
 }

@@ -59,28 +59,17 @@ struct Entry {
     writes: Writes,
 }
 
-/// A checkpoint without its id and values: its versions, seen versions and updated channels as one
-/// compact list of keys.
+/// A checkpoint without its id and values, its maps kept as given (taking them apart would cost more than
+/// storing them).
 #[derive(Debug, Clone)]
 struct Saved {
     v: u32,
     ts: String,
-    keys: Box<[Key]>,
+    channel_versions: ChannelVersions,
+    versions_seen: BTreeMap<String, ChannelVersions>,
+    updated_channels: Vec<String>,
     metadata: CheckpointMetadata,
     parent_id: Option<String>,
-}
-
-/// One entry of a checkpoint's `channel_versions`, `versions_seen` or `updated_channels`.
-#[derive(Debug, Clone)]
-enum Key {
-    /// A channel's version.
-    Version(u32, Ver),
-    /// A node of `versions_seen`; the `Seen` keys after it are its entries.
-    Node(u32),
-    /// A channel version the last `Node` has seen.
-    Seen(u32, Ver),
-    /// An updated channel.
-    Updated(u32),
 }
 
 #[derive(Debug, Clone)]
@@ -178,28 +167,13 @@ impl Namespace {
         };
         let saved = &entry.saved;
         let mut channel_values = Map::new();
-        let mut channel_versions = ChannelVersions::new();
-        let mut versions_seen: BTreeMap<String, ChannelVersions> = BTreeMap::new();
-        let mut node: Option<&mut ChannelVersions> = None;
-        let mut updated_channels = Vec::new();
-        for key in &saved.keys {
-            match key {
-                Key::Version(channel, version) => {
-                    let name = self.names.name(*channel);
-                    if let Some(value) = self.values.get(*channel, name, version).map_err(corrupt)? {
-                        channel_values.insert(name.to_owned(), value);
-                    }
-                    channel_versions.insert(name.to_owned(), version.render());
-                }
-                Key::Node(n) => {
-                    node = Some(versions_seen.entry(self.names.name(*n).to_owned()).or_default());
-                }
-                Key::Seen(channel, version) => {
-                    if let Some(seen) = node.as_deref_mut() {
-                        seen.insert(self.names.name(*channel).to_owned(), version.render());
-                    }
-                }
-                Key::Updated(channel) => updated_channels.push(self.names.name(*channel).to_owned()),
+        for (name, version) in &saved.channel_versions {
+            let value = match self.names.find(name) {
+                Some(channel) => self.values.get(channel, name, &Ver::parse(version)),
+                None => Err(format!("no value stored for channel '{name}' at version '{version}'")),
+            };
+            if let Some(value) = value.map_err(corrupt)? {
+                channel_values.insert(name.clone(), value);
             }
         }
         let checkpoint = Checkpoint {
@@ -207,9 +181,9 @@ impl Namespace {
             id: id.to_owned(),
             ts: saved.ts.clone(),
             channel_values,
-            channel_versions,
-            versions_seen,
-            updated_channels,
+            channel_versions: saved.channel_versions.clone(),
+            versions_seen: saved.versions_seen.clone(),
+            updated_channels: saved.updated_channels.clone(),
         };
         let mut writes: Vec<(&(Arc<str>, i64), &SavedWrite)> = entry.writes.iter().collect();
         writes.sort_by(|(ka, a), (kb, b)| (&a.task_path, ka).cmp(&(&b.task_path, kb)));
@@ -242,14 +216,11 @@ impl Namespace {
         let drop = self.checkpoints.len().saturating_sub(keep);
         self.checkpoints.drain(..drop);
         self.loose_writes.clear();
-        let needed: HashSet<(u32, &Ver)> = self
+        let needed: HashSet<(u32, Ver)> = self
             .checkpoints
             .iter()
-            .flat_map(|e| e.saved.keys.iter())
-            .filter_map(|k| match k {
-                Key::Version(channel, version) => Some((*channel, version)),
-                _ => None,
-            })
+            .flat_map(|e| e.saved.channel_versions.iter())
+            .filter_map(|(name, version)| Some((self.names.find(name)?, Ver::parse(version))))
             .collect();
         self.values.retain(&needed);
     }
@@ -289,21 +260,7 @@ impl Namespace {
         for (channel, version, stored) in prepared {
             self.values.insert(channel, version, stored);
         }
-        let seen_len: usize = versions_seen.values().map(|s| s.len() + 1).sum();
-        let mut keys = Vec::with_capacity(channel_versions.len() + seen_len + updated_channels.len());
-        for (channel, version) in &channel_versions {
-            keys.push(Key::Version(self.names.intern(channel), Ver::parse(version)));
-        }
-        for (node, seen) in &versions_seen {
-            keys.push(Key::Node(self.names.intern(node)));
-            for (channel, version) in seen {
-                keys.push(Key::Seen(self.names.intern(channel), Ver::parse(version)));
-            }
-        }
-        for channel in &updated_channels {
-            keys.push(Key::Updated(self.names.intern(channel)));
-        }
-        let saved = Saved { v, ts, keys: keys.into_boxed_slice(), metadata, parent_id };
+        let saved = Saved { v, ts, channel_versions, versions_seen, updated_channels, metadata, parent_id };
         match self.position(&id) {
             // The same id again: the new checkpoint replaces the old, its writes stay.
             Ok(i) => self.checkpoints[i].saved = saved,

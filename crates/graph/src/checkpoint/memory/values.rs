@@ -201,9 +201,10 @@ impl Values {
     }
 
     /// Keeps the values of `needed` (channel, version) pairs and the versions their appends extend.
-    pub(super) fn retain(&mut self, needed: &HashSet<(u32, &Ver)>) {
+    pub(super) fn retain(&mut self, needed: &HashSet<(u32, Ver)>) {
         let mut keep: HashMap<u32, HashSet<Ver>> = HashMap::new();
-        for &(channel, version) in needed {
+        for (channel, version) in needed {
+            let channel = *channel;
             let Some(versions) = self.versions(channel) else { continue };
             let kept = keep.entry(channel).or_default();
             let mut at = version;
@@ -309,7 +310,7 @@ mod tests {
         values.put_whole(c("m"), v(3), Some(json!([9])));
         values.put_appended("m", v(4), delta(3, json!([10]))).unwrap();
         let v2 = v(2);
-        values.retain(&HashSet::from([(c("m"), &v2)]));
+        values.retain(&HashSet::from([(c("m"), v2)]));
         assert_eq!(values.len(), 2);
         assert_eq!(values.get_named("m", &v(2)).unwrap(), Some(json!([1, 2])));
         assert!(values.get_named("m", &v(4)).is_err());
