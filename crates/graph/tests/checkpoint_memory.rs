@@ -158,3 +158,49 @@ async fn list_ids_ignores_the_configs_checkpoint_id() {
     let saved = three_steps(&saver, "t").await;
     assert_eq!(saver.list_ids(&saved[0]).await.unwrap().len(), 3);
 }
+
+#[tokio::test]
+async fn writes_saved_before_their_checkpoint_join_it() {
+    let saver = InMemorySaver::new();
+    let thread = CheckpointConfig::thread("early-writes");
+    let later = id();
+    saver.put_writes(&thread.at(later.clone()), vec![("x".into(), json!(1))], "task", "p").await.unwrap();
+    let versions = ChannelVersions::from([("x".to_owned(), get_next_version(None))]);
+    let cp = checkpoint(&later, json!({"x": 0}), &versions);
+    saver.put(&thread, cp, metadata(0), versions.clone()).await.unwrap();
+    let tuple = saver.get_tuple(&thread).await.unwrap().unwrap();
+    assert_eq!(tuple.checkpoint.id, later);
+    assert_eq!(tuple.pending_writes.len(), 1);
+    assert_eq!(tuple.pending_writes[0].value, json!(1));
+}
+
+#[tokio::test]
+async fn checkpoints_put_out_of_id_order_are_listed_by_id_and_a_repeated_id_keeps_its_writes() {
+    let saver = InMemorySaver::new();
+    let thread = CheckpointConfig::thread("out-of-order");
+    let (first, second, third) = (id(), id(), id());
+    let versions = ChannelVersions::from([("x".to_owned(), get_next_version(None))]);
+    for (n, cid) in [&third, &first, &second].into_iter().enumerate() {
+        let cp = checkpoint(cid, json!({"x": n}), &versions);
+        saver.put(&thread, cp, metadata(n as i64), versions.clone()).await.unwrap();
+    }
+    let listed: Vec<String> = saver
+        .list(Some(&thread), ListOptions::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.checkpoint.id)
+        .collect();
+    assert_eq!(listed, vec![third.clone(), second.clone(), first.clone()]);
+    assert_eq!(saver.list_ids(&thread).await.unwrap(), listed);
+    assert_eq!(saver.get_tuple(&thread).await.unwrap().unwrap().checkpoint.id, third);
+
+    // The same id again replaces the checkpoint, not the writes saved against it.
+    saver.put_writes(&thread.at(first.clone()), vec![("x".into(), json!("w"))], "t", "p").await.unwrap();
+    let again = checkpoint(&first, json!({"x": 9}), &versions);
+    saver.put(&thread, again, metadata(7), versions.clone()).await.unwrap();
+    let tuple = saver.get_tuple(&thread.at(first.clone())).await.unwrap().unwrap();
+    assert_eq!(tuple.metadata.step, 7);
+    assert_eq!(tuple.pending_writes.len(), 1);
+    assert_eq!(saver.list_ids(&thread).await.unwrap().len(), 3);
+}
