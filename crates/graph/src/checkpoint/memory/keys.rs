@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
+use crate::pregel::stamp::{counter_string, version_string};
+
 /// Width of the zero-padded counter of a version.
 const COUNTER_DIGITS: usize = 32;
 /// Width of the zero-padded tag after the `.`.
@@ -60,18 +62,9 @@ impl Ver {
     /// The version string.
     pub(super) fn render(&self) -> String {
         match self {
-            Ver::Counter(counter) => {
-                let mut out = String::with_capacity(COUNTER_DIGITS);
-                push_padded(&mut out, *counter, COUNTER_DIGITS);
-                out
-            }
-            Ver::Tagged(counter, tag) => {
-                let mut out = String::with_capacity(COUNTER_DIGITS + 1 + TAG_DIGITS);
-                push_padded(&mut out, *counter, COUNTER_DIGITS);
-                out.push('.');
-                push_padded(&mut out, *tag, TAG_DIGITS);
-                out
-            }
+            Ver::Counter(counter) => counter_string(*counter),
+            // A parsed tag has 16 digits, so the engine's formatting gives it back unchanged.
+            Ver::Tagged(counter, tag) => version_string(*counter, *tag),
             Ver::Text(text) => text.to_string(),
         }
     }
@@ -85,17 +78,14 @@ impl Ver {
     }
 }
 
-/// Appends `n` left-padded with zeros to `width` digits (`n` has at most 20 digits, `width` ≥ 20 or
-/// enough for `n`).
-fn push_padded(out: &mut String, n: u64, width: usize) {
-    let digits = n.to_string();
-    out.extend(std::iter::repeat_n('0', width.saturating_sub(digits.len())));
-    out.push_str(&digits);
-}
-
 /// FNV-1a: names are short and chosen by the graph's author, not by an adversary over a network.
-#[derive(Default)]
 pub(super) struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
 
 impl Hasher for Fnv {
     fn finish(&self) -> u64 {
@@ -103,7 +93,7 @@ impl Hasher for Fnv {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        let mut h = self.0;
         for b in bytes {
             h ^= u64::from(*b);
             h = h.wrapping_mul(0x0100_0000_01b3);
