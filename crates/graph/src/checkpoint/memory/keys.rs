@@ -79,7 +79,7 @@ impl Ver {
 }
 
 /// FNV-1a: names are short and chosen by the graph's author, not by an adversary over a network.
-pub(super) struct Fnv(u64);
+struct Fnv(u64);
 
 impl Default for Fnv {
     fn default() -> Self {
@@ -103,7 +103,7 @@ impl Hasher for Fnv {
 }
 
 /// A map with the FNV hasher.
-pub(super) type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
+type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
 
 /// The channel and node names of one namespace, each stored once and referred to by index.
 #[derive(Debug, Default, Clone)]
