@@ -216,7 +216,8 @@ impl std::fmt::Debug for RunOptions {
 pub(crate) struct Inner<S: State> {
     pub(crate) spec: GraphSpec<S>,
     pub(crate) config: CompileConfig,
-    pub(crate) channel_names: Vec<String>,
+    /// The names checkpoints use.
+    pub(crate) names: crate::pregel::spec::CheckpointNames,
     pub(crate) interrupt_before: Vec<bool>,
     pub(crate) interrupt_after: Vec<bool>,
     pub(crate) name: String,
@@ -249,11 +250,9 @@ impl<S: State> CompiledGraph<S> {
         };
         let interrupt_before = flags(&config.interrupt_before);
         let interrupt_after = flags(&config.interrupt_after);
-        let channel_names = spec.channel_names();
+        let names = spec.checkpoint_names();
         let name = config.name.clone().unwrap_or_else(|| "LangGraph".to_owned());
-        Self {
-            inner: Arc::new(Inner { spec, config, channel_names, interrupt_before, interrupt_after, name }),
-        }
+        Self { inner: Arc::new(Inner { spec, config, names, interrupt_before, interrupt_after, name }) }
     }
 
     /// The graph's name.

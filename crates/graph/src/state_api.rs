@@ -220,7 +220,7 @@ impl<S: State> CompiledGraph<S> {
 
     fn snapshot(&self, tuple: CheckpointTuple, live: bool) -> GraphResult<StateSnapshot<S>> {
         let spec = &self.inner.spec;
-        let mut ch = Channels::from_checkpoint(spec, &self.inner.channel_names, &tuple.checkpoint)?;
+        let mut ch = Channels::from_checkpoint(spec, &self.inner.names, &tuple.checkpoint)?;
         let mut by_task: HashMap<String, Vec<(String, Value)>> = HashMap::new();
         for w in &tuple.pending_writes {
             by_task.entry(w.task_id.clone()).or_default().push((w.channel.clone(), w.value.clone()));
@@ -347,7 +347,7 @@ impl<S: State> CompiledGraph<S> {
         superstep: Vec<StateUpdate<S>>,
     ) -> GraphResult<CheckpointConfig> {
         let spec = &self.inner.spec;
-        let names = &self.inner.channel_names;
+        let names = &self.inner.names;
         let tuple = saver.get_tuple(address).await.map_err(cp_err)?;
         let (mut ch, step, parent) = match &tuple {
             Some(t) => (
@@ -378,13 +378,13 @@ impl<S: State> CompiledGraph<S> {
             };
             match as_node.as_str() {
                 "__copy__" => {
-                    let all = (0..names.len()).collect::<ChannelSet>();
+                    let all = (0..names.channels.len()).collect::<ChannelSet>();
                     return self
                         .put_update(
                             saver,
                             address,
                             parent,
-                            &ch,
+                            &mut ch,
                             CheckpointSource::Fork,
                             step + 1,
                             &all,
@@ -402,7 +402,7 @@ impl<S: State> CompiledGraph<S> {
             }
         }
         ch.bump(&changed);
-        self.put_update(saver, address, parent, &ch, source, step + 1, &changed, &changed).await
+        self.put_update(saver, address, parent, &mut ch, source, step + 1, &changed, &changed).await
     }
 
     /// Applies `updates` as the output of node `name` (its planned task consumed, its edges and routers
@@ -474,7 +474,7 @@ impl<S: State> CompiledGraph<S> {
         saver: &std::sync::Arc<dyn crate::checkpoint::Checkpointer>,
         address: &CheckpointConfig,
         parent: Option<String>,
-        ch: &Channels<S>,
+        ch: &mut Channels<S>,
         source: CheckpointSource,
         step: i64,
         values_of: &ChannelSet,
@@ -486,9 +486,9 @@ impl<S: State> CompiledGraph<S> {
         // checkpoint stores all of them (they are new versions for this branch of history). A list
         // channel the update only appended to goes as its new items to a saver that takes them.
         let mut appends = ChannelAppends::new();
-        let (checkpoint, new_versions) = ch.to_checkpoint(
+        let (checkpoint, new_versions) = ch.build_checkpoint(
             spec,
-            &self.inner.channel_names,
+            &self.inner.names,
             stamps,
             Some(values_of),
             updated,

@@ -43,7 +43,7 @@ impl Recording {
         let lists = ["messages", "log"];
         let whole =
             lists.iter().filter(|c| checkpoint.channel_values.contains_key(**c)).map(|c| c.to_string());
-        self.puts.lock().unwrap().push((appends.keys().cloned().collect(), whole.collect()));
+        self.puts.lock().unwrap().push((appends.keys().map(|k| k.to_string()).collect(), whole.collect()));
     }
 
     fn deltas_of(&self, channel: &str) -> usize {
@@ -307,7 +307,7 @@ async fn a_delta_with_an_unknown_base_is_rejected_and_stores_nothing() {
         id: "00000000-0000-7000-8000-000000000001".into(),
         ts: String::new(),
         channel_values: serde_json::Map::new(),
-        channel_versions: ChannelVersions::from([("m".to_owned(), "2.0".to_owned())]),
+        channel_versions: ChannelVersions::from([("m".into(), "2.0".into())]),
         versions_seen: Default::default(),
         updated_channels: Vec::new(),
     };
@@ -315,7 +315,7 @@ async fn a_delta_with_an_unknown_base_is_rejected_and_stores_nothing() {
         serde_json::from_value(serde_json::json!({"source": "loop", "step": 0})).unwrap();
     let delta =
         weft_graph::checkpoint::AppendDelta { base_version: "1.0".into(), items: vec![Value::from(1)] };
-    let appends = ChannelAppends::from([("m".to_owned(), delta)]);
+    let appends = ChannelAppends::from([("m".into(), delta)]);
     let versions = checkpoint.channel_versions.clone();
     let err = saver
         .put_with_appends(&config, checkpoint.clone(), metadata.clone(), versions.clone(), appends.clone())
@@ -330,7 +330,7 @@ async fn a_delta_with_an_unknown_base_is_rejected_and_stores_nothing() {
     checkpoint.id = "00000000-0000-7000-8000-000000000000".into();
     checkpoint.channel_values.insert("m".into(), serde_json::json!([0]));
     checkpoint.channel_versions.insert("m".into(), "1.0".into());
-    let first = ChannelVersions::from([("m".to_owned(), "1.0".to_owned())]);
+    let first = ChannelVersions::from([("m".into(), "1.0".into())]);
     let parent = saver.put(&config, checkpoint.clone(), metadata.clone(), first).await.unwrap();
     checkpoint.id = "00000000-0000-7000-8000-000000000001".into();
     checkpoint.channel_values.clear();

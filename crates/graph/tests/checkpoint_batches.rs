@@ -153,3 +153,111 @@ async fn a_failed_batch_fails_the_run() {
         app.invoke_with(CountUpdate::new().n(0), &thread("t"), options(Durability::Async)).await.unwrap_err();
     assert!(matches!(&err, GraphError::Checkpoint(m) if m.contains("disk full")), "{err}");
 }
+
+/// An in-memory saver that records, for every batch, its ops as `W` (writes) and `P` (checkpoint).
+#[derive(Debug, Default)]
+struct Recording {
+    inner: InMemorySaver,
+    batches: Mutex<Vec<String>>,
+}
+
+#[async_trait]
+impl Checkpointer for Recording {
+    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
+        self.inner.get_tuple(config).await
+    }
+    async fn list(
+        &self,
+        config: Option<&CheckpointConfig>,
+        options: ListOptions,
+    ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
+        self.inner.list(config, options).await
+    }
+    async fn put(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        self.batches.lock().unwrap().push("P".into());
+        self.inner.put(config, checkpoint, metadata, new_versions).await
+    }
+    async fn put_writes(
+        &self,
+        config: &CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<(), CheckpointError> {
+        self.batches.lock().unwrap().push("W".into());
+        self.inner.put_writes(config, writes, task_id, task_path).await
+    }
+    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+        let kinds = ops.iter().map(|op| if matches!(op, SaveOp::Put { .. }) { 'P' } else { 'W' }).collect();
+        self.batches.lock().unwrap().push(kinds);
+        self.inner.put_batch(ops).await
+    }
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError> {
+        self.inner.delete_thread(thread_id).await
+    }
+    async fn copy_thread(&self, src: &str, dst: &str) -> Result<(), CheckpointError> {
+        self.inner.copy_thread(src, dst).await
+    }
+    async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError> {
+        self.inner.prune(thread_id, keep_latest).await
+    }
+}
+
+#[tokio::test]
+async fn on_one_thread_a_steps_writes_go_to_the_saver_with_its_checkpoint() {
+    let recording = Arc::new(Recording::default());
+    let app = counting_loop(recording.clone(), 3);
+    app.invoke_with(CountUpdate::new().n(0), &thread("t"), options(Durability::Async)).await.unwrap();
+    let batches = recording.batches.lock().unwrap().clone();
+    // The input checkpoint, then per step (START's, then three of "inc") the task's writes and the
+    // checkpoint after it, in one batch.
+    assert_eq!(batches, ["P", "WP", "WP", "WP", "WP"]);
+    // Read back as saves made one by one.
+    let reference = Arc::new(InMemorySaver::new());
+    let app = counting_loop(reference.clone(), 3);
+    app.invoke_with(CountUpdate::new().n(0), &thread("t"), options(Durability::Sync)).await.unwrap();
+    let (got, want) = (history(recording.as_ref(), "t").await, history(reference.as_ref(), "t").await);
+    assert_eq!(got, want);
+}
+
+#[derive(State, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Pair {
+    #[state(append)]
+    done: Vec<String>,
+}
+
+#[tokio::test]
+async fn writes_of_finished_tasks_are_saved_when_a_run_is_cancelled() {
+    let saver = Arc::new(InMemorySaver::new());
+    let mut g = StateGraph::<Pair>::new();
+    g.add_node("fast", |_: Pair| async move { PairUpdate::new().done(vec!["fast".to_owned()]) });
+    g.add_node("slow", |_: Pair| async move {
+        tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+        PairUpdate::new().done(vec!["slow".to_owned()])
+    });
+    g.add_edge(START, "fast");
+    g.add_edge(START, "slow");
+    let app = g.compile_with(CompileConfig::new().checkpointer(saver.clone())).unwrap();
+    let config = thread("t");
+    let run = app.invoke_with(PairUpdate::new(), &config, options(Durability::Async));
+    // The caller gives up while "slow" still runs: the run's future is dropped.
+    let cancelled = tokio::time::timeout(std::time::Duration::from_millis(100), run).await;
+    assert!(cancelled.is_err(), "the run should still be waiting for 'slow'");
+    // What "fast" wrote is saved against the step's checkpoint, so a resume runs only "slow".
+    let mut writes = Vec::new();
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+        let latest = saver.get_tuple(&CheckpointConfig::thread("t")).await.unwrap().unwrap();
+        writes = latest.pending_writes.iter().map(|w| (w.channel.clone(), w.value.clone())).collect();
+        if !writes.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(writes, vec![("done".to_owned(), serde_json::json!(["fast"]))]);
+}

@@ -47,7 +47,7 @@ async fn three_steps(saver: &InMemorySaver, thread: &str) -> Vec<CheckpointConfi
             new.insert("a".into(), get_next_version(None));
             values.insert("a".into(), json!("fixed"));
         }
-        new.insert("b".into(), get_next_version(all.get("b").map(String::as_str)));
+        new.insert("b".into(), get_next_version(all.get("b").map(|v| &**v)));
         values.insert("b".into(), json!(step));
         all.extend(new.clone());
         let cp = checkpoint(&id(), serde_json::Value::Object(values), &all);
@@ -107,7 +107,7 @@ async fn put_rejects_an_empty_checkpoint_id() {
 #[tokio::test]
 async fn corrupt_error_message_names_thread_checkpoint_and_channel() {
     let saver = InMemorySaver::new();
-    let versions: ChannelVersions = [("lost".to_owned(), get_next_version(None))].into();
+    let versions: ChannelVersions = [("lost".into(), get_next_version(None))].into();
     let cp_id = id();
     let cp = checkpoint(&cp_id, json!({}), &versions);
     saver.put(&CheckpointConfig::thread("t1"), cp, metadata(0), BTreeMap::new()).await.unwrap();
@@ -165,7 +165,7 @@ async fn writes_saved_before_their_checkpoint_join_it() {
     let thread = CheckpointConfig::thread("early-writes");
     let later = id();
     saver.put_writes(&thread.at(later.clone()), vec![("x".into(), json!(1))], "task", "p").await.unwrap();
-    let versions = ChannelVersions::from([("x".to_owned(), get_next_version(None))]);
+    let versions = ChannelVersions::from([("x".into(), get_next_version(None))]);
     let cp = checkpoint(&later, json!({"x": 0}), &versions);
     saver.put(&thread, cp, metadata(0), versions.clone()).await.unwrap();
     let tuple = saver.get_tuple(&thread).await.unwrap().unwrap();
@@ -179,7 +179,7 @@ async fn checkpoints_put_out_of_id_order_are_listed_by_id_and_a_repeated_id_keep
     let saver = InMemorySaver::new();
     let thread = CheckpointConfig::thread("out-of-order");
     let (first, second, third) = (id(), id(), id());
-    let versions = ChannelVersions::from([("x".to_owned(), get_next_version(None))]);
+    let versions = ChannelVersions::from([("x".into(), get_next_version(None))]);
     for (n, cid) in [&third, &first, &second].into_iter().enumerate() {
         let cp = checkpoint(cid, json!({"x": n}), &versions);
         saver.put(&thread, cp, metadata(n as i64), versions.clone()).await.unwrap();

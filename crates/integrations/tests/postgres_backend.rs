@@ -36,7 +36,7 @@ async fn chain(saver: &dyn Checkpointer, thread: &str, n: u32) -> Vec<Checkpoint
     let mut out = Vec::new();
     for i in 0..n {
         let version = format!("{:032}.{:016}", i + 1, 0.5);
-        let versions: std::collections::BTreeMap<String, String> = [("step".to_owned(), version)].into();
+        let versions: weft_graph::checkpoint::ChannelVersions = [("step".into(), version.into())].into();
         let cp = Checkpoint {
             v: 1,
             id: uuid::Uuid::now_v7().to_string(),

@@ -16,6 +16,7 @@
 //! channel versions.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -87,12 +88,17 @@ impl CheckpointConfig {
     }
 }
 
-/// A channel's version: a counter and a random tag that keeps versions of diverging forks apart. Renders
-/// as LangGraph's `"{counter:032}.{tag:016}"` strings, which sort by counter.
-pub type ChannelVersion = String;
+/// A channel's (or node's) name in a checkpoint. Shared, not copied: a run names its channels in every
+/// checkpoint it saves, and cloning a name only counts a reference.
+pub type ChannelName = Arc<str>;
+
+/// A channel's version: a counter and a random tag that keeps versions of diverging forks apart, as
+/// LangGraph's `"{counter:032}.{tag:016}"` strings, which sort by counter. Shared like [`ChannelName`]:
+/// a version appears in every checkpoint until the channel changes again.
+pub type ChannelVersion = Arc<str>;
 
 /// Channel name to version.
-pub type ChannelVersions = BTreeMap<String, ChannelVersion>;
+pub type ChannelVersions = BTreeMap<ChannelName, ChannelVersion>;
 
 /// What was appended to a list channel: its value at the new version is its value at `base_version` (a
 /// JSON array) followed by `items`.
@@ -105,7 +111,7 @@ pub struct AppendDelta {
 }
 
 /// Channel name to what was appended to it.
-pub type ChannelAppends = BTreeMap<String, AppendDelta>;
+pub type ChannelAppends = BTreeMap<ChannelName, AppendDelta>;
 
 /// The state of a run between two supersteps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -121,10 +127,10 @@ pub struct Checkpoint {
     /// The version of every channel that has one.
     pub channel_versions: ChannelVersions,
     /// For each node, the versions of its trigger channels it has seen.
-    pub versions_seen: BTreeMap<String, ChannelVersions>,
+    pub versions_seen: BTreeMap<ChannelName, ChannelVersions>,
     /// Channels updated in the step that produced this checkpoint, sorted.
     #[serde(default)]
-    pub updated_channels: Vec<String>,
+    pub updated_channels: Vec<ChannelName>,
 }
 
 /// Where a checkpoint came from.
@@ -349,7 +355,7 @@ pub trait Checkpointer: std::fmt::Debug + Send + Sync {
                 // A channel listed without a value is empty: for a list, the empty list.
                 let base = parent.as_ref().and_then(|p| {
                     let listed = p.checkpoint.channel_versions.get(&channel) == Some(&delta.base_version);
-                    listed.then(|| p.checkpoint.channel_values.get(&channel).unwrap_or(&empty))
+                    listed.then(|| p.checkpoint.channel_values.get(&*channel).unwrap_or(&empty))
                 });
                 let Some(Value::Array(items)) = base else {
                     return Err(CheckpointError::Invalid(format!(
@@ -359,7 +365,7 @@ pub trait Checkpointer: std::fmt::Debug + Send + Sync {
                 };
                 let mut items = items.clone();
                 items.extend(delta.items);
-                checkpoint.channel_values.insert(channel, Value::Array(items));
+                checkpoint.channel_values.insert(channel.to_string(), Value::Array(items));
             }
         }
         self.put(config, checkpoint, metadata, new_versions).await

@@ -4,7 +4,7 @@
 //! versions of two forks of one checkpoint apart, so a saver that stores values per `(channel, version)`
 //! never mixes them up.
 
-use super::CheckpointError;
+use super::{ChannelVersion, CheckpointError};
 
 /// The counter of a version: the integer before the first `.` (or the whole string when it has no `.`,
 /// as LangGraph's plain integer versions have). `None` when that part is not a non-negative integer.
@@ -18,23 +18,23 @@ pub fn version_counter(version: &str) -> Option<u64> {
 
 /// The version that follows `current` (`None`: the first version, counter 1), with a fresh random tag;
 /// an error naming the version when its counter cannot be read.
-pub fn try_next_version(current: Option<&str>) -> Result<String, CheckpointError> {
+pub fn try_next_version(current: Option<&str>) -> Result<ChannelVersion, CheckpointError> {
     let counter = match current {
         None => 0,
         Some(v) => version_counter(v).ok_or_else(|| {
             CheckpointError::Invalid(format!("channel version '{v}' has no readable counter"))
         })?,
     };
-    Ok(format_version(counter.saturating_add(1), rand::random::<f64>()))
+    Ok(format_version(counter.saturating_add(1), rand::random::<f64>()).into())
 }
 
 /// The version that follows `current` (`None`: the first version, counter 1), with a fresh random tag.
 ///
 /// Versions are made only by this function, so an unreadable `current` means corrupt data; it counts as
 /// counter 0 here (the result is then version 1). Use [`try_next_version`] to reject it instead.
-pub fn get_next_version(current: Option<&str>) -> String {
+pub fn get_next_version(current: Option<&str>) -> ChannelVersion {
     let counter = current.and_then(version_counter).unwrap_or(0);
-    format_version(counter.saturating_add(1), rand::random::<f64>())
+    format_version(counter.saturating_add(1), rand::random::<f64>()).into()
 }
 
 fn format_version(counter: u64, tag: f64) -> String {

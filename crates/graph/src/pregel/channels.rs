@@ -2,17 +2,18 @@
 //! waiting-edge barriers, pending `Send`s), with their versions.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::checkpoint::{AppendDelta, ChannelAppends, ChannelVersions, Checkpoint, special};
+use crate::checkpoint::{AppendDelta, ChannelAppends, ChannelVersion, ChannelVersions, Checkpoint, special};
 use crate::error::{GraphError, GraphResult};
-use crate::pregel::spec::{GraphSpec, Layout};
-use crate::pregel::stamp::{counter_string, version_string};
+use crate::pregel::spec::{CheckpointNames, GraphSpec, Layout};
+use crate::pregel::stamp::{counter_shared, version_shared};
 use crate::state::{AppendLog, ChannelSet, State, UpdateError};
 use crate::types::Send;
 
-/// Versions are counters; the checkpoint form adds a random tag per step (see `format_version`).
+/// Versions are counters; the checkpoint form adds a random tag per step (see `version_string`).
 pub(crate) struct Channels<S: State> {
     pub(crate) state: S,
     /// `__start__`: input waiting for the START task.
@@ -38,8 +39,48 @@ pub(crate) struct Channels<S: State> {
     /// Per state channel, how many items were only appended to it since then (`None`: changed otherwise,
     /// or unknown).
     appended: Vec<Option<usize>>,
+    /// Per channel, the version strings made for checkpoints, kept while they are still in use.
+    strings: Vec<VersionStrings>,
     /// Scratch log of one `apply`.
     log: AppendLog,
+}
+
+/// A channel's version strings as checkpoints carry them, made once and then shared: a version appears
+/// in every checkpoint until the channel changes, and cloning one only counts a reference.
+#[derive(Default)]
+struct VersionStrings {
+    /// The tagged version last made (normally the channel's current one).
+    current: Option<((u64, u64), ChannelVersion)>,
+    /// The one made before it (normally the version the saver holds: the base of an append delta).
+    previous: Option<((u64, u64), ChannelVersion)>,
+    /// The counter last made for `versions_seen`.
+    counter: Option<(u64, ChannelVersion)>,
+}
+
+impl VersionStrings {
+    /// `"{version:032}.{tag:016}"`, made once per version.
+    fn tagged(&mut self, key: (u64, u64)) -> ChannelVersion {
+        for (k, text) in self.current.iter().chain(&self.previous) {
+            if *k == key {
+                return Arc::clone(text);
+            }
+        }
+        let text = version_shared(key.0, key.1);
+        self.previous = self.current.replace((key, Arc::clone(&text)));
+        text
+    }
+
+    /// `"{counter:032}"`, made once per counter.
+    fn counter(&mut self, counter: u64) -> ChannelVersion {
+        match &self.counter {
+            Some((k, text)) if *k == counter => Arc::clone(text),
+            _ => {
+                let text = counter_shared(counter);
+                self.counter = Some((counter, Arc::clone(&text)));
+                text
+            }
+        }
+    }
 }
 
 impl<S: State> Channels<S> {
@@ -59,6 +100,7 @@ impl<S: State> Channels<S> {
             max: 0,
             saved_at: vec![(0, 0); layout.n_state],
             appended: vec![None; layout.n_state],
+            strings: (0..layout.len()).map(|_| VersionStrings::default()).collect(),
             log: AppendLog::new(),
         }
     }
@@ -125,13 +167,14 @@ impl<S: State> Channels<S> {
         self.joins.get(join).is_some_and(|seen| !seen.is_empty() && seen.iter().all(|s| *s))
     }
 
-    pub(crate) fn format_version(&self, index: usize) -> String {
-        version_string(self.versions[index], self.tags[index])
+    /// The checkpoint string of channel `index`'s current version.
+    fn version_text(&mut self, index: usize) -> ChannelVersion {
+        self.strings[index].tagged((self.versions[index], self.tags[index]))
     }
 
     /// What was appended to state channel `index` since the saver last got its value, as a delta on
     /// that value; `None` when the channel must be saved whole.
-    fn append_delta(&self, index: usize) -> GraphResult<Option<AppendDelta>> {
+    fn append_delta(&mut self, index: usize) -> GraphResult<Option<AppendDelta>> {
         let (Some(&Some(count)), Some(&(base, tag))) = (self.appended.get(index), self.saved_at.get(index))
         else {
             return Ok(None);
@@ -141,7 +184,7 @@ impl<S: State> Channels<S> {
         }
         match self.state.channel_tail_to_json(index, count).map_err(invalid(-1))? {
             Some(Value::Array(items)) => {
-                Ok(Some(AppendDelta { base_version: version_string(base, tag), items }))
+                Ok(Some(AppendDelta { base_version: self.strings[index].tagged((base, tag)), items }))
             }
             _ => Ok(None),
         }
@@ -193,13 +236,13 @@ impl<S: State> Channels<S> {
         Ok(None)
     }
 
-    /// Builds the checkpoint of the current channels, with id and time `stamps`; values only for `changed` channels (or all when
-    /// `None`). With `appends`, a list channel that was only appended to since the last checkpoint goes
-    /// there, as its new items, instead of into the checkpoint's values.
-    pub(crate) fn to_checkpoint(
-        &self,
+    /// Builds the checkpoint of the current channels, with id and time `stamps`; values only for
+    /// `changed` channels (or all when `None`). With `appends`, a list channel that was only appended to
+    /// since the last checkpoint goes there, as its new items, instead of into the checkpoint's values.
+    pub(crate) fn build_checkpoint(
+        &mut self,
         spec: &GraphSpec<S>,
-        names: &[String],
+        names: &CheckpointNames,
         (id, ts): (String, String),
         values_of: Option<&ChannelSet>,
         updated: &ChannelSet,
@@ -208,43 +251,39 @@ impl<S: State> Channels<S> {
         let mut channel_values = Map::new();
         let mut channel_versions = ChannelVersions::new();
         let mut new_versions = ChannelVersions::new();
-        let state_specs = self.state.channels();
-        for (i, name) in names.iter().enumerate() {
+        for (i, name) in names.channels.iter().enumerate() {
             if self.versions[i] == 0 {
                 continue;
             }
-            if i < self.layout.n_state && !state_specs[i].kind.is_tracked() {
+            if i < self.layout.n_state && !self.state.channels()[i].kind.is_tracked() {
                 continue;
             }
-            let version = self.format_version(i);
-            channel_versions.insert(name.clone(), version.clone());
+            let version = self.version_text(i);
+            channel_versions.insert(Arc::clone(name), Arc::clone(&version));
             if values_of.is_none_or(|set| set.contains(i)) {
-                new_versions.insert(name.clone(), version);
+                new_versions.insert(Arc::clone(name), version);
                 if let Some(appends) = appends.as_deref_mut().filter(|_| i < self.layout.n_state) {
                     if let Some(delta) = self.append_delta(i)? {
-                        appends.insert(name.clone(), delta);
+                        appends.insert(Arc::clone(name), delta);
                         continue;
                     }
                 }
                 if let Some(v) = self.channel_json(spec, i)? {
-                    channel_values.insert(name.clone(), v);
+                    channel_values.insert(name.to_string(), v);
                 }
             }
         }
         let mut versions_seen = BTreeMap::new();
-        for (node, seen) in self.seen.iter().enumerate() {
-            if seen.is_empty() {
+        for node in 0..self.seen.len() {
+            if self.seen[node].is_empty() {
                 continue;
             }
-            let key = if node == self.layout.n_nodes {
-                special::START.to_owned()
-            } else {
-                spec.nodes[node].name.clone()
-            };
-            versions_seen.insert(key, seen_strings(names, seen));
+            let seen = self.seen_strings(names, Some(node));
+            versions_seen.insert(Arc::clone(&names.nodes[node]), seen);
         }
         if !self.interrupt_seen.is_empty() {
-            versions_seen.insert(special::INTERRUPT.to_owned(), seen_strings(names, &self.interrupt_seen));
+            let seen = self.seen_strings(names, None);
+            versions_seen.insert(Arc::clone(&names.interrupt), seen);
         }
         let checkpoint = Checkpoint {
             v: crate::checkpoint::CHECKPOINT_VERSION,
@@ -253,21 +292,36 @@ impl<S: State> Channels<S> {
             channel_values,
             channel_versions,
             versions_seen,
-            updated_channels: updated.iter().filter_map(|i| names.get(i).cloned()).collect(),
+            updated_channels: updated.iter().filter_map(|i| names.channels.get(i).cloned()).collect(),
         };
         Ok((checkpoint, new_versions))
+    }
+
+    /// The versions node `node` (START at `n_nodes`; the static breakpoint's when `None`) has seen, as a
+    /// checkpoint stores them (inserted one by one: collecting a map sorts a buffer).
+    fn seen_strings(&mut self, names: &CheckpointNames, node: Option<usize>) -> ChannelVersions {
+        let seen = match node {
+            Some(node) => &self.seen[node],
+            None => &self.interrupt_seen,
+        };
+        let mut out = ChannelVersions::new();
+        for (&ch, &v) in seen {
+            out.insert(Arc::clone(&names.channels[ch]), self.strings[ch].counter(v));
+        }
+        out
     }
 
     /// Restores channels from a whole checkpoint.
     pub(crate) fn from_checkpoint(
         spec: &GraphSpec<S>,
-        names: &[String],
+        names: &CheckpointNames,
         cp: &Checkpoint,
     ) -> GraphResult<Self> {
         let mut ch = Self::new(spec);
-        let index: BTreeMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+        let index: BTreeMap<&str, usize> =
+            names.channels.iter().enumerate().map(|(i, n)| (&**n, i)).collect();
         for (name, version) in &cp.channel_versions {
-            if let Some(&i) = index.get(name.as_str()) {
+            if let Some(&i) = index.get(&**name) {
                 let (n, tag) = parse_version(version)
                     .ok_or_else(|| corrupt(cp, format!("bad version '{version}' of '{name}'")))?;
                 ch.versions[i] = n;
@@ -318,20 +372,18 @@ impl<S: State> Channels<S> {
             }
         }
         for (node, seen) in &cp.versions_seen {
-            let slot = if node == special::INTERRUPT {
+            let slot = if &**node == special::INTERRUPT {
                 None
-            } else if node == special::START {
+            } else if &**node == special::START {
                 Some(layout.n_nodes)
             } else {
-                match spec.node_names.get(node) {
+                match spec.node_names.get(&**node) {
                     Some(&i) => Some(i),
                     None => continue,
                 }
             };
-            let parsed: BTreeMap<usize, u64> = seen
-                .iter()
-                .filter_map(|(c, v)| Some((*index.get(c.as_str())?, parse_version(v)?.0)))
-                .collect();
+            let parsed: BTreeMap<usize, u64> =
+                seen.iter().filter_map(|(c, v)| Some((*index.get(&**c)?, parse_version(v)?.0))).collect();
             match slot {
                 Some(i) => ch.seen[i] = parsed,
                 None => ch.interrupt_seen = parsed,
@@ -341,15 +393,6 @@ impl<S: State> Channels<S> {
         ch.mark_saved();
         Ok(ch)
     }
-}
-
-/// Seen versions as a checkpoint stores them (inserted one by one: collecting a map sorts a buffer).
-fn seen_strings(names: &[String], seen: &BTreeMap<usize, u64>) -> ChannelVersions {
-    let mut out = ChannelVersions::new();
-    for (ch, v) in seen {
-        out.insert(names[*ch].clone(), counter_string(*v));
-    }
-    out
 }
 
 pub(crate) fn source_name<S: State>(spec: &GraphSpec<S>, source: Option<usize>) -> String {

@@ -245,7 +245,7 @@ async fn run_inner<S: State>(
 ) -> GraphResult<GraphOutput<S>> {
     let inner = ctx.inner;
     let spec = &inner.spec;
-    let names = &inner.channel_names;
+    let names = &inner.names;
 
     // Load the thread.
     let mut saved = SavedWrites::default();
@@ -313,7 +313,7 @@ async fn run_inner<S: State>(
                 (0..ch.versions.len()).filter(|&i| ch.versions[i] > 0).map(|i| (i, ch.versions[i])).collect();
             if replay {
                 // Time travel: fork the addressed checkpoint, then re-run what follows it.
-                let all = (0..names.len()).collect::<ChannelSet>();
+                let all = (0..names.channels.len()).collect::<ChannelSet>();
                 save_checkpoint(ctx, &mut ch, CheckpointSource::Fork, step, Some(&all), &ChannelSet::new())
                     .await?;
                 step += 1;
@@ -1389,9 +1389,9 @@ async fn save_checkpoint<S: State>(
     let (id, ts) = checkpoint_stamps();
     let mut appends = ChannelAppends::new();
     let (mut checkpoint, new_versions) = ch
-        .to_checkpoint(
+        .build_checkpoint(
             spec,
-            &ctx.inner.channel_names,
+            &ctx.inner.names,
             (String::new(), ts),
             values_of,
             updated,

@@ -67,6 +67,9 @@ pub(crate) struct RunSaver {
     since_yield: usize,
     /// Writes held back in `exit` mode until the checkpoint they belong to is saved.
     deferred: Vec<DeferredWrites>,
+    /// `async` saves of task writes not handed over yet: on a current-thread runtime they go to the saver
+    /// in one batch with the next save (the step's checkpoint), or when the run stops.
+    held: Vec<SaveOp>,
 }
 
 impl RunSaver {
@@ -93,6 +96,7 @@ impl RunSaver {
             poll_in_place,
             since_yield: 0,
             deferred: Vec::new(),
+            held: Vec::new(),
         }
     }
 
@@ -127,25 +131,50 @@ impl RunSaver {
         if self.durability != Durability::Async {
             return self.start(op).await.map_err(checkpoint_error);
         }
-        // On one thread, with nothing queued, a save that completes at once (an in-memory saver) is done
-        // here, in order; a save that waits (I/O) goes to the writer, and so do the saves after it. On
-        // several threads the writer runs beside the loop, so every save goes there.
-        let item = if self.poll_in_place && self.queued.load(Ordering::Acquire) == 0 {
-            // As a batch of one: the saver takes the op by value (nothing to copy, no address to return).
+        if !self.poll_in_place {
+            return self.enqueue(Queued::Op(op)).await;
+        }
+        // On one thread a task's writes wait for the step's checkpoint and go to the saver with it, in
+        // one batch (in order: one lock, one call).
+        if matches!(op, SaveOp::Writes { .. }) {
+            // Room for the writes and the checkpoint only: ops are large, and a bigger buffer is a
+            // large allocation, slow in most allocators.
+            if self.held.capacity() == 0 {
+                self.held.reserve_exact(2);
+            }
+            self.held.push(op);
+            return Ok(());
+        }
+        let mut ops = std::mem::take(&mut self.held);
+        ops.push(op);
+        self.submit_batch(ops).await
+    }
+
+    /// Hands `ops` to the saver as one batch, in order after everything submitted before.
+    async fn submit_batch(&mut self, ops: Vec<SaveOp>) -> GraphResult<()> {
+        // With nothing queued, a batch that completes at once (an in-memory saver) is done here, in
+        // order; one that waits (I/O) goes to the writer, and so do the saves after it.
+        if self.queued.load(Ordering::Acquire) == 0 {
             let saver = Arc::clone(&self.checkpointer);
-            let mut started: SaveFuture = Box::pin(async move { saver.put_batch(vec![op]).await });
+            let mut started: SaveFuture = Box::pin(async move { saver.put_batch(ops).await });
             if let Poll::Ready(result) = poll_once(&mut started).await {
                 return result.map_err(checkpoint_error);
             }
-            Queued::Started(started)
-        } else {
-            Queued::Op(op)
-        };
+            return self.enqueue(Queued::Started(started)).await;
+        }
+        for op in ops {
+            self.enqueue(Queued::Op(op)).await?;
+        }
+        Ok(())
+    }
+
+    /// Sends one item to the background writer (started on first use), keeping its queue bounded.
+    async fn enqueue(&mut self, item: Queued) -> GraphResult<()> {
         let writer = self.writer.get_or_insert_with(|| spawn_writer(&self.checkpointer, &self.queued));
         self.queued.fetch_add(1, Ordering::AcqRel);
         if writer.tx.send(item).is_err() {
-            // The writer stopped after a failed save; its error comes out of `finish`.
-            return self.finish().await;
+            // The writer stopped after a failed save: its error.
+            return self.join_writer().await;
         }
         // Keep the queue bounded: wait for the writer when it falls far behind.
         while self.queued.load(Ordering::Acquire) >= MAX_QUEUED && !writer.tx.is_closed() {
@@ -233,8 +262,16 @@ impl RunSaver {
         self.submit(SaveOp::Writes { config, writes, task_id, task_path }).await
     }
 
-    /// Waits for every queued save.
+    /// Waits for every queued save (held writes are saved first).
     pub(crate) async fn finish(&mut self) -> GraphResult<()> {
+        let held = std::mem::take(&mut self.held);
+        let saved = if held.is_empty() { Ok(()) } else { self.submit_batch(held).await };
+        self.join_writer().await?;
+        saved
+    }
+
+    /// Closes the background writer's queue and waits for it to save everything in it.
+    async fn join_writer(&mut self) -> GraphResult<()> {
         if let Some(Writer { tx, handle, .. }) = self.writer.take() {
             drop(tx);
             match handle.await {
@@ -245,6 +282,24 @@ impl RunSaver {
             }
         }
         Ok(())
+    }
+}
+
+impl Drop for RunSaver {
+    /// A run dropped before it finished (cancelled) still saves the writes it held, in the background,
+    /// as the writer saves what was queued.
+    fn drop(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
+        let ops = std::mem::take(&mut self.held);
+        let saver = Arc::clone(&self.checkpointer);
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                // Nobody is left to report a failure to.
+                let _ = saver.put_batch(ops).await;
+            });
+        }
     }
 }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::branch::Branch;
 use crate::builder::NodeConfig;
+use crate::checkpoint::{ChannelName, special};
 use crate::node::NodeFn;
 use crate::state::State;
 use crate::types::START;
@@ -96,13 +97,27 @@ impl<S: State> GraphSpec<S> {
         }
     }
 
-    /// The checkpoint name of every channel, in layout order.
-    pub(crate) fn channel_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.initial.channels().iter().map(|c| c.name.to_string()).collect();
-        names.push(crate::checkpoint::special::START.to_owned());
-        names.extend(self.nodes.iter().map(|n| n.trigger.clone()));
-        names.extend(self.joins.iter().map(|j| j.name.clone()));
-        names.push(crate::checkpoint::special::TASKS.to_owned());
-        names
+    /// The names checkpoints use for the channels and nodes, made once per graph.
+    pub(crate) fn checkpoint_names(&self) -> CheckpointNames {
+        let mut channels: Vec<ChannelName> =
+            self.initial.channels().iter().map(|c| ChannelName::from(&*c.name)).collect();
+        channels.push(special::START.into());
+        channels.extend(self.nodes.iter().map(|n| ChannelName::from(n.trigger.as_str())));
+        channels.extend(self.joins.iter().map(|j| ChannelName::from(j.name.as_str())));
+        channels.push(special::TASKS.into());
+        let mut nodes: Vec<ChannelName> =
+            self.nodes.iter().map(|n| ChannelName::from(n.name.as_str())).collect();
+        nodes.push(special::START.into());
+        CheckpointNames { channels, nodes, interrupt: special::INTERRUPT.into() }
     }
+}
+
+/// The names a checkpoint uses, shared by every checkpoint of the graph.
+pub(crate) struct CheckpointNames {
+    /// Every channel, in layout order.
+    pub(crate) channels: Vec<ChannelName>,
+    /// Every node, then START (the keys of `versions_seen`).
+    pub(crate) nodes: Vec<ChannelName>,
+    /// The key of the static breakpoint's seen versions.
+    pub(crate) interrupt: ChannelName,
 }

@@ -1,46 +1,93 @@
 //! Stamps of a checkpoint: its id, its time, and channel versions as strings.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A version as a checkpoint stores it: `"{version:032}.{tag % 10^16:016}"`.
 pub(crate) fn version_string(version: u64, tag: u64) -> String {
-    let mut out = String::with_capacity(49);
-    push_padded(&mut out, version, 32);
-    out.push('.');
-    push_padded(&mut out, tag % 10_000_000_000_000_000, 16);
-    out
+    Digits::version(version, tag).as_str().to_owned()
+}
+
+/// The same, shared (made in one allocation).
+pub(crate) fn version_shared(version: u64, tag: u64) -> Arc<str> {
+    Arc::from(Digits::version(version, tag).as_str())
 }
 
 /// A version counter as `versions_seen` stores it: `"{counter:032}"`.
 pub(crate) fn counter_string(counter: u64) -> String {
-    let mut out = String::with_capacity(32);
-    push_padded(&mut out, counter, 32);
-    out
+    Digits::counter(counter).as_str().to_owned()
 }
 
-/// Appends `n` in decimal, left-padded with zeros to `width` digits (as `{n:0width$}`, without the
-/// formatting machinery: this runs several times per checkpoint).
-fn push_padded(out: &mut String, mut n: u64, width: usize) {
-    const ZEROS: &str = "00000000000000000000000000000000";
-    // 20 digits hold any u64.
-    let mut buf = [b'0'; 20];
-    let mut start = buf.len();
-    loop {
-        start -= 1;
-        buf[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
+/// The same, shared (made in one allocation).
+pub(crate) fn counter_shared(counter: u64) -> Arc<str> {
+    Arc::from(Digits::counter(counter).as_str())
+}
+
+/// Decimal numbers padded with zeros, written on the stack (as `{n:0width$}` would, without the
+/// formatting machinery or a heap buffer: this runs several times per checkpoint).
+struct Digits {
+    buf: [u8; 64],
+    len: usize,
+}
+
+impl Digits {
+    fn new() -> Self {
+        Self { buf: [b'0'; 64], len: 0 }
+    }
+
+    fn version(version: u64, tag: u64) -> Self {
+        let mut out = Self::new();
+        out.padded(version, 32);
+        out.byte(b'.');
+        out.padded(tag % 10_000_000_000_000_000, 16);
+        out
+    }
+
+    fn counter(counter: u64) -> Self {
+        let mut out = Self::new();
+        out.padded(counter, 32);
+        out
+    }
+
+    /// Appends `n` in decimal, left-padded with zeros to `width` digits (what does not fit in the
+    /// buffer is dropped; the stamps of this module fit).
+    fn padded(&mut self, mut n: u64, width: usize) {
+        // 20 digits hold any u64.
+        let mut digits = [b'0'; 20];
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        for _ in (digits.len() - start)..width {
+            self.byte(b'0');
+        }
+        for &d in &digits[start..] {
+            self.byte(d);
         }
     }
-    let mut pad = width.saturating_sub(buf.len() - start);
-    while pad > 0 {
-        let chunk = pad.min(ZEROS.len());
-        out.push_str(&ZEROS[..chunk]);
-        pad -= chunk;
+
+    fn byte(&mut self, b: u8) {
+        if self.len < self.buf.len() {
+            self.buf[self.len] = b;
+            self.len += 1;
+        }
     }
-    out.push_str(std::str::from_utf8(&buf[start..]).unwrap_or_default());
+
+    fn text(&mut self, s: &str) {
+        for b in s.bytes() {
+            self.byte(b);
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        // Only ASCII digits and punctuation are written.
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
+    }
 }
 
 /// A new checkpoint's id (see `new_checkpoint_id`) and time (see `now_rfc3339`), from one reading of the
@@ -65,22 +112,22 @@ fn rfc3339_at(now: Duration) -> String {
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
     // `{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{micros:06}+00:00`
-    let mut out = String::with_capacity(32);
-    push_padded(&mut out, y.max(0) as u64, 4);
-    out.push('-');
-    push_padded(&mut out, u64::from(m), 2);
-    out.push('-');
-    push_padded(&mut out, u64::from(d), 2);
-    out.push('T');
-    push_padded(&mut out, (rem / 3600) as u64, 2);
-    out.push(':');
-    push_padded(&mut out, ((rem % 3600) / 60) as u64, 2);
-    out.push(':');
-    push_padded(&mut out, (rem % 60) as u64, 2);
-    out.push('.');
-    push_padded(&mut out, u64::from(now.subsec_micros()), 6);
-    out.push_str("+00:00");
-    out
+    let mut out = Digits::new();
+    out.padded(y.max(0) as u64, 4);
+    out.byte(b'-');
+    out.padded(u64::from(m), 2);
+    out.byte(b'-');
+    out.padded(u64::from(d), 2);
+    out.byte(b'T');
+    out.padded((rem / 3600) as u64, 2);
+    out.byte(b':');
+    out.padded(((rem % 3600) / 60) as u64, 2);
+    out.byte(b':');
+    out.padded((rem % 60) as u64, 2);
+    out.byte(b'.');
+    out.padded(u64::from(now.subsec_micros()), 6);
+    out.text("+00:00");
+    out.as_str().to_owned()
 }
 
 /// The last id's millisecond and 74 random-or-counter bits, so that ids increase within the process.
@@ -148,10 +195,12 @@ mod tests {
             assert_eq!(version_string(n, tag), format!("{n:032}.{:016}", tag % 10_000_000_000_000_000));
         }
         for (n, width) in [(12_345, 2), (0, 0), (7, 40), (u64::MAX, 32), (u64::MAX, 20), (5, 1)] {
-            let mut out = String::new();
-            push_padded(&mut out, n, width);
-            assert_eq!(out, format!("{n:0width$}"));
+            let mut out = Digits::new();
+            out.padded(n, width);
+            assert_eq!(out.as_str(), format!("{n:0width$}"));
         }
+        assert_eq!(&*version_shared(42, 7), version_string(42, 7));
+        assert_eq!(&*counter_shared(42), counter_string(42));
     }
 
     #[test]

@@ -242,8 +242,8 @@ async fn execute(pg: &Pg, rows: &Rows, check_bases: bool) -> Result<bool, Checkp
     let (b_thread, b_ns, b_channel, b_version, b_base, b_blob) = (
         b.iter().map(|r| r.thread.as_str()).collect::<Vec<_>>(),
         b.iter().map(|r| r.ns.as_str()).collect::<Vec<_>>(),
-        b.iter().map(|r| r.record.channel.as_str()).collect::<Vec<_>>(),
-        b.iter().map(|r| r.record.version.as_str()).collect::<Vec<_>>(),
+        b.iter().map(|r| &*r.record.channel).collect::<Vec<_>>(),
+        b.iter().map(|r| &*r.record.version).collect::<Vec<_>>(),
         b.iter().map(|r| r.record.base_version.as_deref()).collect::<Vec<_>>(),
         b.iter().map(|r| r.record.blob.as_deref()).collect::<Vec<_>>(),
     );
@@ -253,7 +253,7 @@ async fn execute(pg: &Pg, rows: &Rows, check_bases: bool) -> Result<bool, Checkp
     for r in b {
         if let (true, Some(base)) = (check_bases, &r.record.base_version) {
             if !written.contains(&(&r.thread, &r.ns, &r.record.channel, base)) {
-                outside.insert((r.thread.as_str(), r.ns.as_str(), r.record.channel.as_str(), base.as_str()));
+                outside.insert((r.thread.as_str(), r.ns.as_str(), &*r.record.channel, &**base));
             }
         }
         written.insert((&r.thread, &r.ns, &r.record.channel, &r.record.version));

@@ -20,8 +20,8 @@ pub(super) async fn put_statement(
     let (mut whole, mut delta) = (Columns::default(), Columns::default());
     for record in records {
         let columns = if record.base_version.is_some() { &mut delta } else { &mut whole };
-        columns.channels.push(record.channel.as_str());
-        columns.versions.push(record.version.as_str());
+        columns.channels.push(&*record.channel);
+        columns.versions.push(&*record.version);
         columns.bases.push(record.base_version.as_deref());
         columns.blobs.push(record.blob.as_deref());
     }

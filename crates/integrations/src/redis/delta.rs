@@ -107,7 +107,7 @@ impl DeltaPlanner {
         &self,
         thread_id: &str,
         ns: &str,
-        stored: impl IntoIterator<Item = (&'a String, &'a String, &'a ListPlan)>,
+        stored: impl IntoIterator<Item = (&'a str, &'a str, &'a ListPlan)>,
     ) {
         if !self.config.enabled() {
             return;
@@ -116,12 +116,12 @@ impl DeltaPlanner {
         for (channel, version, plan) in stored {
             cache.clock += 1;
             let entry = Entry {
-                version: version.clone(),
+                version: version.to_owned(),
                 items: plan.items.clone(),
                 chain: plan.chain,
                 used: cache.clock,
             };
-            cache.entries.insert((thread_id.to_owned(), ns.to_owned(), channel.clone()), entry);
+            cache.entries.insert((thread_id.to_owned(), ns.to_owned(), channel.to_owned()), entry);
         }
         while cache.entries.len() > self.config.cache_entries {
             let oldest = cache.entries.iter().min_by_key(|(_, e)| e.used).map(|(k, _)| k.clone());
@@ -154,8 +154,7 @@ mod tests {
 
     fn put(p: &DeltaPlanner, thread: &str, version: &str, items: Vec<Value>) -> Option<(String, usize)> {
         let plan = p.plan(thread, "", "m", version, items);
-        let (channel, version) = ("m".to_owned(), version.to_owned());
-        p.commit(thread, "", [(&channel, &version, &plan)]);
+        p.commit(thread, "", [("m", version, &plan)]);
         plan.base
     }
 

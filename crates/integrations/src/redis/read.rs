@@ -260,7 +260,7 @@ impl RedisSaver {
                         )
                     })?;
                     if let Some(value) = value {
-                        checkpoint.channel_values.insert(channel.clone(), value);
+                        checkpoint.channel_values.insert(channel.to_string(), value);
                     }
                 }
             }

@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 use weft_graph::checkpoint::{
-    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, special,
+    ChannelName, ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError,
+    CheckpointMetadata, special,
 };
 
 use super::codec::{StoredWrite, encode_append, encode_list, encode_record, encode_value, encode_write};
@@ -58,8 +59,8 @@ const WHOLE_RETRIES: usize = 2;
 
 /// One channel value of a put.
 struct Planned {
-    channel: String,
-    version: String,
+    channel: ChannelName,
+    version: ChannelVersion,
     /// A list (maybe stored as appended elements).
     list: Option<ListPlan>,
     /// Anything else (`None`: the channel is empty).
@@ -98,7 +99,7 @@ impl RedisSaver {
         let mut values = std::mem::take(&mut checkpoint.channel_values);
         let mut planned: Vec<Planned> = new_versions
             .into_iter()
-            .map(|(channel, version)| match values.remove(&channel) {
+            .map(|(channel, version)| match values.remove(&*channel) {
                 Some(Value::Array(items)) => {
                     let list = self.deltas.plan(thread_id, ns_name, &channel, &version, items);
                     Planned { channel, version, list: Some(list), other: None }
@@ -129,7 +130,7 @@ impl RedisSaver {
             for value in &planned {
                 let (field, bytes, base) = value.encode().map_err(|message| CheckpointError::Serialize {
                     thread_id: thread_id.clone(),
-                    channel: value.channel.clone(),
+                    channel: value.channel.to_string(),
                     message,
                 })?;
                 call.arg(field).arg(bytes).arg(base);
@@ -143,7 +144,7 @@ impl RedisSaver {
                 .await?;
             if missing.is_empty() {
                 let lists =
-                    planned.iter().filter_map(|p| p.list.as_ref().map(|l| (&p.channel, &p.version, l)));
+                    planned.iter().filter_map(|p| p.list.as_ref().map(|l| (&*p.channel, &*p.version, l)));
                 self.deltas.commit(thread_id, ns_name, lists);
                 return Ok(CheckpointConfig {
                     thread_id: thread_id.clone(),

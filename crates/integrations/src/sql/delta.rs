@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
-use weft_graph::checkpoint::{ChannelAppends, ChannelVersions};
+use weft_graph::checkpoint::{ChannelAppends, ChannelName, ChannelVersion, ChannelVersions};
 
 use super::codec;
 
@@ -51,10 +51,10 @@ impl DeltaStorage {
 /// One channel value to store.
 #[derive(Debug, Clone)]
 pub(crate) struct BlobRecord {
-    pub(crate) channel: String,
-    pub(crate) version: String,
+    pub(crate) channel: ChannelName,
+    pub(crate) version: ChannelVersion,
     /// With `Some`, `blob` holds the elements appended to the value at this version.
-    pub(crate) base_version: Option<String>,
+    pub(crate) base_version: Option<ChannelVersion>,
     /// `None`: the channel was empty.
     pub(crate) blob: Option<Vec<u8>>,
     /// For a delta: the whole value, stored instead when the base is gone.
@@ -64,7 +64,12 @@ pub(crate) struct BlobRecord {
 impl BlobRecord {
     /// The items the engine says were appended to the value at `base` (no whole value to fall back on:
     /// a missing base is an error).
-    pub(crate) fn appended(channel: String, version: String, base: String, items: &[Value]) -> Self {
+    pub(crate) fn appended(
+        channel: ChannelName,
+        version: ChannelVersion,
+        base: ChannelVersion,
+        items: &[Value],
+    ) -> Self {
         let blob = Some(codec::encode_append(items));
         Self { channel, version, base_version: Some(base), blob, whole: None }
     }
@@ -84,11 +89,11 @@ impl BlobRecord {
     }
 }
 
-type Key = (String, String, String);
+type Key = (String, String, ChannelName);
 
 #[derive(Debug, Clone)]
 struct Entry {
-    version: String,
+    version: ChannelVersion,
     items: Arc<Vec<Value>>,
     /// Deltas stored since the last whole value.
     chain: usize,
@@ -135,7 +140,7 @@ impl DeltaPlanner {
     ) -> Plan {
         let mut plan = Plan::default();
         for (channel, version) in new_versions {
-            let value = values.remove(&channel);
+            let value = values.remove(&*channel);
             let Some(Value::Array(items)) = value else {
                 let blob = value.as_ref().map(codec::encode_full);
                 plan.records.push(BlobRecord { channel, version, base_version: None, blob, whole: None });
@@ -210,7 +215,7 @@ impl DeltaPlanner {
 
     /// Remembers the lists of a committed plan; `stored_whole` names delta records that were stored whole
     /// instead (their base was gone).
-    pub(crate) fn commit(&self, plan: Plan, stored_whole: &[String]) {
+    pub(crate) fn commit(&self, plan: Plan, stored_whole: &[ChannelName]) {
         if plan.updates.is_empty() {
             return;
         }
@@ -247,7 +252,7 @@ mod tests {
     use super::*;
 
     fn versions(pairs: &[(&str, &str)]) -> ChannelVersions {
-        pairs.iter().map(|(c, v)| ((*c).to_owned(), (*v).to_owned())).collect()
+        pairs.iter().map(|(c, v)| (ChannelName::from(*c), ChannelVersion::from(*v))).collect()
     }
 
     fn values(pairs: &[(&str, Value)]) -> Map<String, Value> {

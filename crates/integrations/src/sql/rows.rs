@@ -5,7 +5,8 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 use weft_graph::checkpoint::{
-    Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple, PendingWrite, special,
+    ChannelName, ChannelVersion, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
+    CheckpointTuple, PendingWrite, special,
 };
 
 use super::codec::{self, Decoded};
@@ -174,7 +175,7 @@ impl Parsed {
                 corrupt(&config, &id, format!("channel '{channel}' at version '{version}': {m}"))
             })?;
             if let Some(value) = value {
-                checkpoint.channel_values.insert(channel.clone(), value);
+                checkpoint.channel_values.insert(channel.to_string(), value);
             }
         }
         writes.sort_by(|a, b| (&a.task_path, &a.task_id, a.idx).cmp(&(&b.task_path, &b.task_id, b.idx)));
@@ -199,7 +200,7 @@ impl Parsed {
 /// The (channel, version) pairs the checkpoints of one thread and namespace need.
 #[cfg(feature = "sqlite")]
 pub(crate) fn needed_versions<'a>(parsed: impl IntoIterator<Item = &'a Parsed>) -> ChannelVersionList {
-    let mut pairs: Vec<(String, String)> = parsed
+    let mut pairs: Vec<(ChannelName, ChannelVersion)> = parsed
         .into_iter()
         .flat_map(|p| p.checkpoint.channel_versions.iter().map(|(c, v)| (c.clone(), v.clone())))
         .collect();
@@ -211,14 +212,13 @@ pub(crate) fn needed_versions<'a>(parsed: impl IntoIterator<Item = &'a Parsed>) 
 /// Sorted, distinct (channel, version) pairs.
 #[cfg(feature = "sqlite")]
 #[derive(Debug, Default)]
-pub(crate) struct ChannelVersionList(pub(crate) Vec<(String, String)>);
+pub(crate) struct ChannelVersionList(pub(crate) Vec<(ChannelName, ChannelVersion)>);
 
 #[cfg(feature = "sqlite")]
 impl ChannelVersionList {
     /// The pairs as a JSON array of `[channel, version]` (for SQLite's `json_each`).
     pub(crate) fn json(&self) -> String {
-        Value::Array(self.0.iter().map(|(c, v)| Value::from(vec![c.clone(), v.clone()])).collect())
-            .to_string()
+        Value::Array(self.0.iter().map(|(c, v)| Value::from(vec![&**c, &**v])).collect()).to_string()
     }
 
     /// Whether there are none.

@@ -114,9 +114,9 @@ struct CheckpointIn {
 struct BlobIn {
     thread: Arc<str>,
     ns: Arc<str>,
-    channel: String,
-    version: String,
-    base: Option<String>,
+    channel: Arc<str>,
+    version: Arc<str>,
+    base: Option<Arc<str>>,
     blob: Option<Vec<u8>>,
     /// For a delta: the whole list, stored instead when its base is gone.
     whole: Option<Vec<u8>>,

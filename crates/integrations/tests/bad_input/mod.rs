@@ -44,7 +44,7 @@ fn metadata(step: i64) -> CheckpointMetadata {
 }
 
 fn checkpoint(id: &str, values: Value, versions: &[(&str, &str)]) -> Checkpoint {
-    let channel_versions = versions.iter().map(|(c, v)| ((*c).to_owned(), (*v).to_owned())).collect();
+    let channel_versions = versions.iter().map(|(c, v)| ((*c).into(), (*v).into())).collect();
     Checkpoint {
         v: 1,
         id: id.to_owned(),

@@ -47,8 +47,9 @@ pub(crate) async fn put(
     all: &[(&str, u64)],
     new: &[(&str, u64, Value)],
 ) -> CheckpointConfig {
-    let versions: ChannelVersions = all.iter().map(|(c, n)| ((*c).to_owned(), version(*n))).collect();
-    let new_versions: ChannelVersions = new.iter().map(|(c, n, _)| ((*c).to_owned(), version(*n))).collect();
+    let versions: ChannelVersions = all.iter().map(|(c, n)| ((*c).into(), version(*n).into())).collect();
+    let new_versions: ChannelVersions =
+        new.iter().map(|(c, n, _)| ((*c).into(), version(*n).into())).collect();
     let checkpoint = Checkpoint {
         v: CHECKPOINT_VERSION,
         id: next_id(),
@@ -56,7 +57,7 @@ pub(crate) async fn put(
         channel_values: new.iter().map(|(c, _, v)| ((*c).to_owned(), v.clone())).collect(),
         channel_versions: versions,
         versions_seen: BTreeMap::new(),
-        updated_channels: new.iter().map(|(c, _, _)| (*c).to_owned()).collect(),
+        updated_channels: new.iter().map(|(c, _, _)| (*c).into()).collect(),
     };
     saver.put(parent, checkpoint, meta(0), new_versions).await.unwrap()
 }

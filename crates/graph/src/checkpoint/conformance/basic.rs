@@ -174,7 +174,7 @@ pub async fn appended_values_rebuilt(saver: &dyn Checkpointer) -> Outcome {
     let thread = CheckpointConfig::thread(fresh_thread("appends"));
     let ids = ids(6);
     let delta = |base: u64, items: Vec<serde_json::Value>| {
-        ChannelAppends::from([("m".to_owned(), AppendDelta { base_version: version(base), items })])
+        ChannelAppends::from([("m".into(), AppendDelta { base_version: version(base), items })])
     };
     // (version, whole value or delta, the value it must read back as)
     let steps = [

@@ -4,8 +4,8 @@ use serde_json::{Value, json};
 
 use super::kit::{Ctx, Outcome, checkpoint, ensure_eq, fresh_thread, ids, metadata, must_get, version};
 use crate::checkpoint::{
-    AppendDelta, ChannelAppends, CheckpointConfig, CheckpointError, Checkpointer, ListOptions, SaveOp,
-    special,
+    AppendDelta, ChannelAppends, ChannelName, ChannelVersion, CheckpointConfig, CheckpointError,
+    Checkpointer, ListOptions, SaveOp, special,
 };
 
 fn put(
@@ -15,9 +15,10 @@ fn put(
     all: &[(&str, u64)],
     new: &[&str],
 ) -> SaveOp {
-    let names: Vec<(String, String)> = all.iter().map(|(c, v)| ((*c).to_owned(), version(*v))).collect();
-    let all_versions = names.iter().map(|(c, v)| (c.clone(), v.clone())).collect();
-    let new_versions = names.iter().filter(|(c, _)| new.contains(&c.as_str())).cloned().collect();
+    let names: Vec<(ChannelName, ChannelVersion)> =
+        all.iter().map(|(c, v)| (ChannelName::from(*c), version(*v))).collect();
+    let all_versions = names.iter().cloned().collect();
+    let new_versions = names.iter().filter(|(c, _)| new.contains(&&**c)).cloned().collect();
     let step = i64::try_from(all.len()).unwrap_or(0);
     SaveOp::Put {
         config: parent.clone(),

@@ -9,8 +9,8 @@ use serde_json::{Map, Value, json};
 use uuid::{NoContext, Timestamp, Uuid};
 
 use crate::checkpoint::{
-    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointSource,
-    CheckpointTuple, Checkpointer,
+    ChannelName, ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError,
+    CheckpointMetadata, CheckpointSource, CheckpointTuple, Checkpointer,
 };
 
 /// What a case returns: `Err` names the rule that broke.
@@ -58,13 +58,13 @@ pub(super) fn ids(n: usize) -> Vec<String> {
 }
 
 /// A version string with counter `n`.
-pub(super) fn version(n: u64) -> String {
-    format!("{n:032}.{:016}", 0.5)
+pub(super) fn version(n: u64) -> ChannelVersion {
+    format!("{n:032}.{:016}", 0.5).into()
 }
 
 /// Channel versions from pairs.
 pub(super) fn versions(pairs: &[(&str, &str)]) -> ChannelVersions {
-    pairs.iter().map(|(c, v)| ((*c).to_owned(), (*v).to_owned())).collect()
+    pairs.iter().map(|(c, v)| (ChannelName::from(*c), ChannelVersion::from(*v))).collect()
 }
 
 /// A checkpoint with `values` (the new ones) and every channel's `versions`.
@@ -74,7 +74,7 @@ pub(super) fn checkpoint(
     versions_of_all: &ChannelVersions,
 ) -> Checkpoint {
     let mut seen = BTreeMap::new();
-    seen.insert("node".to_owned(), versions_of_all.clone());
+    seen.insert(ChannelName::from("node"), versions_of_all.clone());
     Checkpoint {
         v: crate::checkpoint::CHECKPOINT_VERSION,
         id: id.to_owned(),
@@ -82,7 +82,7 @@ pub(super) fn checkpoint(
         channel_values: values.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect(),
         channel_versions: versions_of_all.clone(),
         versions_seen: seen,
-        updated_channels: values.iter().map(|(k, _)| (*k).to_owned()).collect(),
+        updated_channels: values.iter().map(|(k, _)| ChannelName::from(*k)).collect(),
     }
 }
 

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use super::{
-    ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
-    CheckpointTuple, Checkpointer, ListOptions, PendingWrite, SaveOp, special,
+    ChannelAppends, ChannelName, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError,
+    CheckpointMetadata, CheckpointTuple, Checkpointer, ListOptions, PendingWrite, SaveOp, special,
 };
 use keys::{Names, Ver};
 use values::{Packed, Values};
@@ -66,8 +66,8 @@ struct Saved {
     v: u32,
     ts: String,
     channel_versions: ChannelVersions,
-    versions_seen: BTreeMap<String, ChannelVersions>,
-    updated_channels: Vec<String>,
+    versions_seen: BTreeMap<ChannelName, ChannelVersions>,
+    updated_channels: Vec<ChannelName>,
     metadata: CheckpointMetadata,
     parent_id: Option<String>,
 }
@@ -131,16 +131,43 @@ fn check_id(thread_id: &str, id: &str) -> Result<(), CheckpointError> {
 }
 
 /// The checkpoint id writes are saved against.
-fn writes_target<'a>(config: &'a CheckpointConfig, task_id: &str) -> Result<&'a str, CheckpointError> {
-    config.checkpoint_id.as_deref().ok_or_else(|| {
+fn writes_target<'a>(
+    thread_id: &str,
+    checkpoint_id: Option<&'a str>,
+    task_id: &str,
+) -> Result<&'a str, CheckpointError> {
+    checkpoint_id.ok_or_else(|| {
         CheckpointError::Invalid(format!(
-            "writes of task '{task_id}' in thread '{}' name no checkpoint id",
-            config.thread_id
+            "writes of task '{task_id}' in thread '{thread_id}' name no checkpoint id"
         ))
     })
 }
 
+/// Whether `op` saves to namespace `ns` of thread `thread_id`.
+fn same_namespace(op: &SaveOp, thread_id: &str, ns: &str) -> bool {
+    match op {
+        SaveOp::Put { config, .. } | SaveOp::Writes { config, .. } => {
+            config.thread_id == thread_id && config.checkpoint_ns == ns
+        }
+    }
+}
+
 impl Namespace {
+    /// Applies one op of a batch to this namespace (of thread `thread_id`; the op's own thread and
+    /// namespace are not read).
+    fn apply(&mut self, thread_id: &str, op: SaveOp) -> Result<(), CheckpointError> {
+        match op {
+            SaveOp::Put { config, checkpoint, metadata, new_versions, appends } => {
+                self.put(thread_id, checkpoint, metadata, new_versions, appends, config.checkpoint_id)
+            }
+            SaveOp::Writes { config, writes, task_id, task_path } => {
+                let id = writes_target(thread_id, config.checkpoint_id.as_deref(), &task_id)?;
+                self.put_writes(id, writes, &task_id, &task_path);
+                Ok(())
+            }
+        }
+    }
+
     /// Where checkpoint `id` is in `checkpoints` (`Err`: where it would go).
     fn position(&self, id: &str) -> Result<usize, usize> {
         let len = self.checkpoints.len();
@@ -173,7 +200,7 @@ impl Namespace {
                 None => Err(format!("no value stored for channel '{name}' at version '{version}'")),
             };
             if let Some(value) = value.map_err(corrupt)? {
-                channel_values.insert(name.clone(), value);
+                channel_values.insert(name.to_string(), value);
             }
         }
         let checkpoint = Checkpoint {
@@ -253,7 +280,7 @@ impl Namespace {
         for (channel, version) in new_versions {
             let c = self.names.intern(&channel);
             if !prepared.iter().any(|(p, ..)| *p == c) {
-                let value = channel_values.remove(&channel);
+                let value = channel_values.remove(&*channel);
                 self.values.put_whole(c, Ver::parse(&version), value);
             }
         }
@@ -401,21 +428,22 @@ impl Checkpointer for InMemorySaver {
     /// Saves the whole batch under one lock; on an error, the ops before the failing one are stored.
     async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
         let mut threads = self.write()?;
-        for op in ops {
-            match op {
-                SaveOp::Put { config, checkpoint, metadata, new_versions, appends } => {
-                    let CheckpointConfig { thread_id, checkpoint_ns, checkpoint_id } = config;
-                    with_namespace(&mut threads, &thread_id, &checkpoint_ns, |ns| {
-                        ns.put(&thread_id, checkpoint, metadata, new_versions, appends, checkpoint_id)
-                    })?;
+        let mut ops = ops.into_iter().peekable();
+        while let Some(mut first) = ops.next() {
+            // Consecutive ops of one thread and namespace (a step's writes and its checkpoint) share one
+            // lookup.
+            let (thread_id, ns) = match &mut first {
+                SaveOp::Put { config, .. } | SaveOp::Writes { config, .. } => {
+                    (std::mem::take(&mut config.thread_id), std::mem::take(&mut config.checkpoint_ns))
                 }
-                SaveOp::Writes { config, writes, task_id, task_path } => {
-                    let id = writes_target(&config, &task_id)?;
-                    with_namespace(&mut threads, &config.thread_id, &config.checkpoint_ns, |ns| {
-                        ns.put_writes(id, writes, &task_id, &task_path);
-                    });
+            };
+            with_namespace(&mut threads, &thread_id, &ns, |namespace| {
+                namespace.apply(&thread_id, first)?;
+                while let Some(op) = ops.next_if(|op| same_namespace(op, &thread_id, &ns)) {
+                    namespace.apply(&thread_id, op)?;
                 }
-            }
+                Ok::<(), CheckpointError>(())
+            })?;
         }
         Ok(())
     }
@@ -427,7 +455,7 @@ impl Checkpointer for InMemorySaver {
         task_id: &str,
         task_path: &str,
     ) -> Result<(), CheckpointError> {
-        let id = writes_target(config, task_id)?;
+        let id = writes_target(&config.thread_id, config.checkpoint_id.as_deref(), task_id)?;
         let mut threads = self.write()?;
         with_namespace(&mut threads, &config.thread_id, &config.checkpoint_ns, |ns| {
             ns.put_writes(id, writes, task_id, task_path);

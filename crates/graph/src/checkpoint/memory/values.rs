@@ -251,7 +251,7 @@ mod tests {
 
     fn delta(base: u64, items: Value) -> AppendDelta {
         let Value::Array(items) = items else { unreachable!() };
-        AppendDelta { base_version: v(base).render(), items }
+        AppendDelta { base_version: v(base).render().into(), items }
     }
 
     #[test]
