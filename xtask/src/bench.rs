@@ -221,6 +221,9 @@ fn compare(binary: &Path, args: &Args) -> Result<(), String> {
             None
         }
     };
+    if python.is_some() {
+        ensure_langgraph_database();
+    }
     let script = exec::root().join("bench").join("langgraph").join("langgraph_bench.py");
     let mut langgraph_lines = Vec::new();
     let mut weft_lines = Vec::new();
@@ -258,6 +261,28 @@ fn compare(binary: &Path, args: &Args) -> Result<(), String> {
     println!("\n{source}; ratio = LangGraph median / weft median\n");
     print!("{}", table(&names, &langgraph_lines, &weft_lines));
     failed.map_or(Ok(()), Err)
+}
+
+/// LangGraph's PostgreSQL workloads use their own database (`lgbench` on the local server, unless
+/// `LANGGRAPH_BENCH_PG_URL` names another): made here when missing, so that its tables never meet weft's.
+fn ensure_langgraph_database() {
+    if std::env::var_os("LANGGRAPH_BENCH_PG_URL").is_some() {
+        return;
+    }
+    let made = Command::new("createdb").args(["-h", "127.0.0.1", "-U", "postgres", "lgbench"]).output();
+    match made {
+        Ok(out) if out.status.success() => {
+            println!("made database lgbench for LangGraph's PostgreSQL workloads")
+        }
+        Ok(out) if String::from_utf8_lossy(&out.stderr).contains("already exists") => {}
+        Ok(out) => println!(
+            "cannot make database lgbench (LangGraph's PostgreSQL workloads will be skipped): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(err) => {
+            println!("cannot run createdb (LangGraph's PostgreSQL workloads will be skipped): {err}");
+        }
+    }
 }
 
 /// The names `weft-bench --list` prints.
