@@ -24,14 +24,16 @@ struct Count {
     seen: Vec<i64>,
 }
 
-/// An in-memory saver whose every call waits like I/O does, recording the size of each batch; it fails
-/// every batch once `fail_after` saves have been stored.
+/// An in-memory saver whose every call waits like I/O does (unless `instant`), recording each batch as
+/// its ops, `W` for writes and `P` for a checkpoint; it fails every batch once `fail_after` saves have
+/// been stored.
 #[derive(Debug, Default)]
 struct Slow {
     inner: InMemorySaver,
-    batches: Mutex<Vec<usize>>,
+    batches: Mutex<Vec<String>>,
     stored: AtomicUsize,
     fail_after: Option<usize>,
+    instant: bool,
 }
 
 #[async_trait]
@@ -69,11 +71,14 @@ impl Checkpointer for Slow {
         self.inner.put_writes(config, writes, task_id, task_path).await
     }
     async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
-        self.batches.lock().unwrap().push(ops.len());
+        let kinds = ops.iter().map(|op| if matches!(op, SaveOp::Put { .. }) { 'P' } else { 'W' }).collect();
+        self.batches.lock().unwrap().push(kinds);
         if self.fail_after.is_some_and(|n| self.stored.load(Ordering::SeqCst) >= n) {
             return Err(CheckpointError::Backend("disk full".into()));
         }
-        tokio::time::sleep(std::time::Duration::from_micros(500)).await;
+        if !self.instant {
+            tokio::time::sleep(std::time::Duration::from_micros(500)).await;
+        }
         self.stored.fetch_add(ops.len(), Ordering::SeqCst);
         weft_graph::checkpoint::put_one_by_one(&self.inner, ops).await
     }
@@ -126,7 +131,7 @@ async fn run_on_this_runtime() {
     assert_eq!(out.value.n, limit);
     // Everything is stored when the run returns, in batches, some of many saves.
     let batches = batched.batches.lock().unwrap().clone();
-    assert!(batches.iter().any(|&n| n > 1), "queued saves went to the saver one by one: {batches:?}");
+    assert!(batches.iter().any(|b| b.len() > 1), "queued saves went to the saver one by one: {batches:?}");
     let reference = Arc::new(InMemorySaver::new());
     let app = counting_loop(reference.clone(), limit);
     app.invoke_with(CountUpdate::new().n(0), &thread("t"), options(Durability::Sync)).await.unwrap();
@@ -154,64 +159,10 @@ async fn a_failed_batch_fails_the_run() {
     assert!(matches!(&err, GraphError::Checkpoint(m) if m.contains("disk full")), "{err}");
 }
 
-/// An in-memory saver that records, for every batch, its ops as `W` (writes) and `P` (checkpoint).
-#[derive(Debug, Default)]
-struct Recording {
-    inner: InMemorySaver,
-    batches: Mutex<Vec<String>>,
-}
-
-#[async_trait]
-impl Checkpointer for Recording {
-    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
-        self.inner.get_tuple(config).await
-    }
-    async fn list(
-        &self,
-        config: Option<&CheckpointConfig>,
-        options: ListOptions,
-    ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
-        self.inner.list(config, options).await
-    }
-    async fn put(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> Result<CheckpointConfig, CheckpointError> {
-        self.batches.lock().unwrap().push("P".into());
-        self.inner.put(config, checkpoint, metadata, new_versions).await
-    }
-    async fn put_writes(
-        &self,
-        config: &CheckpointConfig,
-        writes: Vec<(String, Value)>,
-        task_id: &str,
-        task_path: &str,
-    ) -> Result<(), CheckpointError> {
-        self.batches.lock().unwrap().push("W".into());
-        self.inner.put_writes(config, writes, task_id, task_path).await
-    }
-    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
-        let kinds = ops.iter().map(|op| if matches!(op, SaveOp::Put { .. }) { 'P' } else { 'W' }).collect();
-        self.batches.lock().unwrap().push(kinds);
-        self.inner.put_batch(ops).await
-    }
-    async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError> {
-        self.inner.delete_thread(thread_id).await
-    }
-    async fn copy_thread(&self, src: &str, dst: &str) -> Result<(), CheckpointError> {
-        self.inner.copy_thread(src, dst).await
-    }
-    async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError> {
-        self.inner.prune(thread_id, keep_latest).await
-    }
-}
-
 #[tokio::test]
 async fn on_one_thread_a_steps_writes_go_to_the_saver_with_its_checkpoint() {
-    let recording = Arc::new(Recording::default());
+    // A saver that is done at its first poll, as the in-memory saver is.
+    let recording = Arc::new(Slow { instant: true, ..Slow::default() });
     let app = counting_loop(recording.clone(), 3);
     app.invoke_with(CountUpdate::new().n(0), &thread("t"), options(Durability::Async)).await.unwrap();
     let batches = recording.batches.lock().unwrap().clone();
