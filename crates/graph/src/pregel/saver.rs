@@ -67,9 +67,6 @@ pub(crate) struct RunSaver {
     since_yield: usize,
     /// Writes held back in `exit` mode until the checkpoint they belong to is saved.
     deferred: Vec<DeferredWrites>,
-    /// `async` saves of task writes not handed over yet: on a current-thread runtime they go to the saver
-    /// in one batch with the next save (the step's checkpoint), or when the run stops.
-    held: Vec<SaveOp>,
 }
 
 impl RunSaver {
@@ -96,7 +93,6 @@ impl RunSaver {
             poll_in_place,
             since_yield: 0,
             deferred: Vec::new(),
-            held: Vec::new(),
         }
     }
 
@@ -134,20 +130,9 @@ impl RunSaver {
         if !self.poll_in_place {
             return self.enqueue(Queued::Op(op)).await;
         }
-        // On one thread a task's writes wait for the step's checkpoint and go to the saver with it, in
-        // one batch (in order: one lock, one call).
-        if matches!(op, SaveOp::Writes { .. }) {
-            // Room for the writes and the checkpoint only: ops are large, and a bigger buffer is a
-            // large allocation, slow in most allocators.
-            if self.held.capacity() == 0 {
-                self.held.reserve_exact(2);
-            }
-            self.held.push(op);
-            return Ok(());
-        }
-        let mut ops = std::mem::take(&mut self.held);
-        ops.push(op);
-        self.submit_batch(ops).await
+        // A task's writes are handed over as soon as it finishes (a process that dies later in the
+        // step keeps them), each save as a batch of one: the saver takes it by value.
+        self.submit_batch(vec![op]).await
     }
 
     /// Hands `ops` to the saver as one batch, in order after everything submitted before.
@@ -262,12 +247,9 @@ impl RunSaver {
         self.submit(SaveOp::Writes { config, writes, task_id, task_path }).await
     }
 
-    /// Waits for every queued save (held writes are saved first).
+    /// Waits for every queued save.
     pub(crate) async fn finish(&mut self) -> GraphResult<()> {
-        let held = std::mem::take(&mut self.held);
-        let saved = if held.is_empty() { Ok(()) } else { self.submit_batch(held).await };
-        self.join_writer().await?;
-        saved
+        self.join_writer().await
     }
 
     /// Closes the background writer's queue and waits for it to save everything in it.
@@ -282,24 +264,6 @@ impl RunSaver {
             }
         }
         Ok(())
-    }
-}
-
-impl Drop for RunSaver {
-    /// A run dropped before it finished (cancelled) still saves the writes it held, in the background,
-    /// as the writer saves what was queued.
-    fn drop(&mut self) {
-        if self.held.is_empty() {
-            return;
-        }
-        let ops = std::mem::take(&mut self.held);
-        let saver = Arc::clone(&self.checkpointer);
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move {
-                // Nobody is left to report a failure to.
-                let _ = saver.put_batch(ops).await;
-            });
-        }
     }
 }
 
