@@ -127,39 +127,25 @@ impl RunSaver {
         if self.durability != Durability::Async {
             return self.start(op).await.map_err(checkpoint_error);
         }
-        if !self.poll_in_place {
-            return self.enqueue(Queued::Op(op)).await;
-        }
-        // A task's writes are handed over as soon as it finishes (a process that dies later in the
-        // step keeps them), each save as a batch of one: the saver takes it by value.
-        self.submit_batch(vec![op]).await
-    }
-
-    /// Hands `ops` to the saver as one batch, in order after everything submitted before.
-    async fn submit_batch(&mut self, ops: Vec<SaveOp>) -> GraphResult<()> {
-        // With nothing queued, a batch that completes at once (an in-memory saver) is done here, in
-        // order; one that waits (I/O) goes to the writer, and so do the saves after it.
-        if self.queued.load(Ordering::Acquire) == 0 {
+        // On one thread, with nothing queued, a save that completes at once (an in-memory saver) is done
+        // here, in order; a save that waits (I/O) goes to the writer, and so do the saves after it. On
+        // several threads the writer runs beside the loop, so every save goes there.
+        let item = if self.poll_in_place && self.queued.load(Ordering::Acquire) == 0 {
+            // As a batch of one: the saver takes the op by value (nothing to copy, no address to return).
             let saver = Arc::clone(&self.checkpointer);
-            let mut started: SaveFuture = Box::pin(async move { saver.put_batch(ops).await });
+            let mut started: SaveFuture = Box::pin(async move { saver.put_batch(vec![op]).await });
             if let Poll::Ready(result) = poll_once(&mut started).await {
                 return result.map_err(checkpoint_error);
             }
-            return self.enqueue(Queued::Started(started)).await;
-        }
-        for op in ops {
-            self.enqueue(Queued::Op(op)).await?;
-        }
-        Ok(())
-    }
-
-    /// Sends one item to the background writer (started on first use), keeping its queue bounded.
-    async fn enqueue(&mut self, item: Queued) -> GraphResult<()> {
+            Queued::Started(started)
+        } else {
+            Queued::Op(op)
+        };
         let writer = self.writer.get_or_insert_with(|| spawn_writer(&self.checkpointer, &self.queued));
         self.queued.fetch_add(1, Ordering::AcqRel);
         if writer.tx.send(item).is_err() {
-            // The writer stopped after a failed save: its error.
-            return self.join_writer().await;
+            // The writer stopped after a failed save; its error comes out of `finish`.
+            return self.finish().await;
         }
         // Keep the queue bounded: wait for the writer when it falls far behind.
         while self.queued.load(Ordering::Acquire) >= MAX_QUEUED && !writer.tx.is_closed() {
@@ -249,11 +235,6 @@ impl RunSaver {
 
     /// Waits for every queued save.
     pub(crate) async fn finish(&mut self) -> GraphResult<()> {
-        self.join_writer().await
-    }
-
-    /// Closes the background writer's queue and waits for it to save everything in it.
-    async fn join_writer(&mut self) -> GraphResult<()> {
         if let Some(Writer { tx, handle, .. }) = self.writer.take() {
             drop(tx);
             match handle.await {
