@@ -58,6 +58,20 @@ struct Counting {
     calls: AtomicUsize,
 }
 
+impl Counting {
+    fn count(&self, op: &SaveOp) {
+        match op {
+            SaveOp::Put { .. } => {
+                self.puts.fetch_add(1, Ordering::Relaxed);
+            }
+            SaveOp::Writes { writes, .. } => {
+                self.put_writes.fetch_add(1, Ordering::Relaxed);
+                self.writes.fetch_add(writes.len(), Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 #[async_trait]
 impl Checkpointer for Counting {
     async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
@@ -116,18 +130,26 @@ impl Checkpointer for Counting {
 
     async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
         for op in &ops {
-            match op {
-                SaveOp::Put { .. } => {
-                    self.puts.fetch_add(1, Ordering::Relaxed);
-                }
-                SaveOp::Writes { writes, .. } => {
-                    self.put_writes.fetch_add(1, Ordering::Relaxed);
-                    self.writes.fetch_add(writes.len(), Ordering::Relaxed);
-                }
-            }
+            self.count(op);
         }
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.inner.put_batch(ops).await
+    }
+
+    fn save_now(&self, op: SaveOp) -> Result<Option<SaveOp>, CheckpointError> {
+        // Counted once saved here: an op handed back reaches `put_batch` and is counted there.
+        let (puts, put_writes, writes) = match &op {
+            SaveOp::Put { .. } => (1, 0, 0),
+            SaveOp::Writes { writes, .. } => (0, 1, writes.len()),
+        };
+        let back = self.inner.save_now(op)?;
+        if back.is_none() {
+            self.puts.fetch_add(puts, Ordering::Relaxed);
+            self.put_writes.fetch_add(put_writes, Ordering::Relaxed);
+            self.writes.fetch_add(writes, Ordering::Relaxed);
+            self.calls.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(back)
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError> {

@@ -310,7 +310,7 @@ impl<S: State> StateGraph<S> {
             .iter()
             .filter_map(|name| self.nodes.iter().find(|n| n.name == *name))
             .map(|n| NodeSpec {
-                name: n.name.clone(),
+                name: Arc::from(n.name.as_str()),
                 func: Some(Arc::clone(&n.func)),
                 config: n.config.clone(),
                 edges: Vec::new(),
@@ -371,7 +371,7 @@ impl<S: State> StateGraph<S> {
             }
         }
         let node_names: BTreeMap<String, usize> =
-            nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
+            nodes.iter().enumerate().map(|(i, n)| (n.name.to_string(), i)).collect();
         let insertion_order = self.nodes.iter().filter_map(|n| index_of(&n.name)).collect();
         let spec =
             GraphSpec { initial: self.initial.clone(), nodes, node_names, start, joins, insertion_order };

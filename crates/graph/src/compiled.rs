@@ -246,7 +246,7 @@ impl<S: State> std::fmt::Debug for CompiledGraph<S> {
 impl<S: State> CompiledGraph<S> {
     pub(crate) fn new(spec: GraphSpec<S>, config: CompileConfig) -> Self {
         let flags = |names: &[String]| -> Vec<bool> {
-            spec.nodes.iter().map(|n| names.iter().any(|x| x == "*" || *x == n.name)).collect()
+            spec.nodes.iter().map(|n| names.iter().any(|x| x == "*" || **x == *n.name)).collect()
         };
         let interrupt_before = flags(&config.interrupt_before);
         let interrupt_after = flags(&config.interrupt_after);

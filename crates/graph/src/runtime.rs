@@ -41,8 +41,6 @@ pub(crate) struct Scratchpad {
     pub(crate) resume: Vec<Value>,
     /// Whether `resume` grew during this execution (so it must be saved).
     pub(crate) resume_changed: bool,
-    /// The namespace used to derive interrupt ids.
-    pub(crate) task_ns: String,
 }
 
 /// The custom stream writer of a node.
@@ -51,13 +49,45 @@ pub(crate) type CustomWriter = Arc<dyn Fn(Value) + Send + Sync>;
 /// Builds a task's config the first time a node asks for it (most nodes never do).
 pub(crate) type ConfigBuilder = Box<dyn FnOnce() -> RunnableConfig + Send>;
 
+/// Where a task runs, in shared handles; its [`ExecutionInfo`] is made from it when a node asks.
+#[derive(Clone)]
+pub(crate) struct TaskSite {
+    /// The address of the checkpoint the task was planned from, when the run has a saver.
+    pub(crate) address: Option<Arc<crate::checkpoint::CheckpointConfig>>,
+    /// Without a saver: the thread id the caller gave.
+    pub(crate) thread_id: Option<String>,
+    /// Without a saver: the run's namespace.
+    pub(crate) ns: String,
+    pub(crate) task_id: Arc<str>,
+    pub(crate) attempt: u32,
+    pub(crate) step: i64,
+}
+
+impl TaskSite {
+    fn info(&self) -> ExecutionInfo {
+        let (thread_id, checkpoint_id, checkpoint_ns) = match &self.address {
+            Some(a) => (Some(a.thread_id.clone()), a.checkpoint_id.clone(), a.checkpoint_ns.clone()),
+            None => (self.thread_id.clone(), None, self.ns.clone()),
+        };
+        ExecutionInfo {
+            thread_id,
+            checkpoint_id,
+            checkpoint_ns,
+            task_id: self.task_id.to_string(),
+            attempt: self.attempt,
+            step: self.step,
+        }
+    }
+}
+
 pub(crate) struct RuntimeInner {
-    pub(crate) node: String,
+    pub(crate) node: Arc<str>,
     pub(crate) config: std::sync::OnceLock<RunnableConfig>,
     pub(crate) config_builder: Mutex<Option<ConfigBuilder>>,
     /// Whether somebody listens to run events (then the node's run is traced).
     pub(crate) observed: bool,
-    pub(crate) info: ExecutionInfo,
+    pub(crate) site: TaskSite,
+    pub(crate) info: std::sync::OnceLock<ExecutionInfo>,
     pub(crate) stop: i64,
     pub(crate) scratchpad: Mutex<Scratchpad>,
     pub(crate) writer: Option<CustomWriter>,
@@ -74,7 +104,10 @@ pub struct Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("node", &self.inner.node).field("info", &self.inner.info).finish()
+        f.debug_struct("Runtime")
+            .field("node", &self.inner.node)
+            .field("info", self.execution_info())
+            .finish()
     }
 }
 
@@ -95,17 +128,22 @@ impl Runtime {
 
     /// Thread, checkpoint, namespace, task id, attempt, step.
     pub fn execution_info(&self) -> &ExecutionInfo {
-        &self.inner.info
+        self.inner.info.get_or_init(|| self.inner.site.info())
     }
 
     /// Supersteps left before the recursion limit (LangGraph's `RemainingSteps`).
     pub fn remaining_steps(&self) -> i64 {
-        self.inner.stop - self.inner.info.step
+        self.inner.stop - self.inner.site.step
     }
 
     /// Whether this is the last step the recursion limit allows (LangGraph's `IsLastStep`).
     pub fn is_last_step(&self) -> bool {
-        self.inner.info.step == self.inner.stop - 1
+        self.inner.site.step == self.inner.stop - 1
+    }
+
+    /// The task's namespace, `<node>:<task id>`: interrupt ids and subgraph namespaces derive from it.
+    pub(crate) fn task_ns(&self) -> String {
+        task_ns(&self.inner.node, &self.inner.site.task_id)
     }
 
     /// The context passed to the run, if it is a `C`.
@@ -173,12 +211,14 @@ impl Runtime {
     }
 
     fn current_interrupt_id(&self) -> String {
-        let pad = self.inner.scratchpad.lock().map(|p| (p.task_ns.clone(), p.resume.len()));
-        match pad {
-            Ok((ns, answered)) => interrupt_id(&ns, answered),
-            Err(_) => interrupt_id(&self.inner.info.task_id, 0),
-        }
+        let answered = self.inner.scratchpad.lock().map_or(0, |p| p.resume.len());
+        interrupt_id(&self.task_ns(), answered)
     }
+}
+
+/// A task's namespace, `<node>:<task id>`.
+pub(crate) fn task_ns(node: &str, task_id: &str) -> String {
+    format!("{node}:{task_id}")
 }
 
 /// The stable id of the interrupt of a task namespace after `answered` resumes.

@@ -236,9 +236,9 @@ impl<S: State> CompiledGraph<S> {
         let mut tasks = Vec::new();
         let mut interrupts = Vec::new();
         let mut finished: Vec<TaskWrites<S>> = Vec::new();
-        let mut next = Vec::new();
+        let mut next: Vec<String> = Vec::new();
         for task in &planned {
-            let writes = by_task.get(&task.id);
+            let writes = by_task.get(&*task.id);
             let error =
                 writes.and_then(|w| w.iter().find(|(c, _)| c == special::ERROR)).map(|(_, v)| match v {
                     Value::String(s) => s.clone(),
@@ -265,14 +265,14 @@ impl<S: State> CompiledGraph<S> {
                     finished.push(writes_from_json(spec, &ch.state, w)?);
                 }
             } else {
-                next.push(task.name.clone());
+                next.push(task.name.to_string());
             }
             if !answered || !task_interrupts.is_empty() {
                 interrupts.extend(task_interrupts.iter().cloned());
             }
             tasks.push(PregelTask {
-                id: task.id.clone(),
-                name: task.name.clone(),
+                id: task.id.to_string(),
+                name: task.name.to_string(),
                 path: task.path.to_string(),
                 error,
                 interrupts: task_interrupts,
@@ -281,7 +281,7 @@ impl<S: State> CompiledGraph<S> {
             });
         }
         if !live {
-            next = planned.iter().map(|t| t.name.clone()).collect();
+            next = planned.iter().map(|t| t.name.to_string()).collect();
         } else if !finished.is_empty() {
             let updates: Vec<S::Update> = finished.into_iter().flat_map(|w| w.updates).collect();
             ch.state.apply(updates).map_err(|error| GraphError::InvalidUpdate {
@@ -424,7 +424,7 @@ impl<S: State> CompiledGraph<S> {
                 spec.node_names.get(name).ok_or_else(|| GraphError::UpdateUnknownNode(name.to_owned()))?;
             &spec.nodes[n]
         };
-        let mine: Vec<&Task<S>> = planned.iter().filter(|t| t.name == name).collect();
+        let mine: Vec<&Task<S>> = planned.iter().filter(|t| *t.name == *name).collect();
         for task in mine {
             crate::pregel::run::consume_tasks(ch, spec, std::slice::from_ref(task), changed);
         }
@@ -463,7 +463,7 @@ impl<S: State> CompiledGraph<S> {
         }
         match best {
             None => Ok(START.to_owned()),
-            Some((_, nodes)) if nodes.len() == 1 => Ok(self.inner.spec.nodes[nodes[0]].name.clone()),
+            Some((_, nodes)) if nodes.len() == 1 => Ok(self.inner.spec.nodes[nodes[0]].name.to_string()),
             Some(_) => Err(GraphError::AmbiguousUpdate),
         }
     }

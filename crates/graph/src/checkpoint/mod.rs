@@ -196,8 +196,8 @@ pub enum SaveOp {
     /// A checkpoint, as [`Checkpointer::put_with_appends`] takes it (with no appends, as
     /// [`put`](Checkpointer::put) takes it).
     Put {
-        /// The parent checkpoint's address.
-        config: CheckpointConfig,
+        /// The parent checkpoint's address (shared: a run's consecutive saves name the same one).
+        config: Arc<CheckpointConfig>,
         /// The checkpoint (values of the channels in `new_versions` that are not in `appends`).
         checkpoint: Checkpoint,
         /// Its metadata.
@@ -210,22 +210,27 @@ pub enum SaveOp {
     /// Writes of a task, as [`Checkpointer::put_writes`] takes them.
     Writes {
         /// The checkpoint the task was planned from.
-        config: CheckpointConfig,
+        config: Arc<CheckpointConfig>,
         /// Channel and value of each write, in order.
         writes: Vec<(String, Value)>,
         /// The task.
-        task_id: String,
+        task_id: Arc<str>,
         /// The task's path.
-        task_path: String,
+        task_path: Arc<str>,
     },
 }
 
 impl SaveOp {
+    /// The address the op names: the parent checkpoint of a put, the checkpoint of writes.
+    pub fn config(&self) -> &Arc<CheckpointConfig> {
+        match self {
+            Self::Put { config, .. } | Self::Writes { config, .. } => config,
+        }
+    }
+
     /// The thread the op saves to.
     pub fn thread_id(&self) -> &str {
-        match self {
-            Self::Put { config, .. } | Self::Writes { config, .. } => &config.thread_id,
-        }
+        &self.config().thread_id
     }
 }
 
@@ -369,6 +374,15 @@ pub trait Checkpointer: std::fmt::Debug + Send + Sync {
             }
         }
         self.put(config, checkpoint, metadata, new_versions).await
+    }
+
+    /// Saves `op` at once, without waiting, if this saver can (it keeps everything in memory, say):
+    /// `Ok(None)` when it is saved, `Ok(Some(op))` handing it back when saving means waiting (I/O).
+    /// The engine offers every save here first when nothing is queued before it, and saves an op handed
+    /// back through [`put_batch`](Self::put_batch); the effect of a save made here must be that of
+    /// `put_batch(vec![op])`. The default hands every op back.
+    fn save_now(&self, op: SaveOp) -> Result<Option<SaveOp>, CheckpointError> {
+        Ok(Some(op))
     }
 
     /// Saves `ops` in order, with the effect of calling [`put_with_appends`](Self::put_with_appends) (or

@@ -137,8 +137,8 @@ impl<S: State> CompiledGraph<S> {
             if node.config.defer {
                 metadata.insert("defer".to_owned(), Value::Bool(true));
             }
-            let before = inner.config.interrupt_before.contains(&node.name);
-            let after = inner.config.interrupt_after.contains(&node.name);
+            let before = inner.config.interrupt_before.iter().any(|n| **n == *node.name);
+            let after = inner.config.interrupt_after.iter().any(|n| **n == *node.name);
             let interrupt = match (before, after) {
                 (true, true) => Some("before,after"),
                 (true, false) => Some("before"),
@@ -149,7 +149,10 @@ impl<S: State> CompiledGraph<S> {
                 metadata.insert("__interrupt".to_owned(), Value::from(when));
             }
             let metadata = (!metadata.is_empty()).then_some(metadata);
-            index.insert(node.name.clone(), graph.add_node(DrawNode { name: node.name.clone(), metadata }));
+            index.insert(
+                node.name.to_string(),
+                graph.add_node(DrawNode { name: node.name.to_string(), metadata }),
+            );
         }
         for (source, target, label, conditional) in found {
             if target == END && !index.contains_key(END) {
@@ -169,7 +172,7 @@ impl<S: State> CompiledGraph<S> {
 /// The dry-run view of a graph: process 0 is `START`, process `i + 1` is node `i`.
 fn plan<S: State>(spec: &GraphSpec<S>) -> simulate::Plan {
     let proc = |node: &NodeSpec<S>| simulate::Proc {
-        name: node.name.clone(),
+        name: node.name.to_string(),
         defer: node.config.defer,
         edges: node.edges.iter().map(|t| t + 1).collect(),
         joins: node.joins.clone(),

@@ -397,7 +397,7 @@ impl<S: State> Channels<S> {
 
 pub(crate) fn source_name<S: State>(spec: &GraphSpec<S>, source: Option<usize>) -> String {
     match source {
-        Some(i) => spec.nodes[i].name.clone(),
+        Some(i) => spec.nodes[i].name.to_string(),
         None => crate::types::START.to_owned(),
     }
 }

@@ -21,7 +21,7 @@ use crate::pregel::task::{
     Task, TaskKind, TaskOutcome, TaskWrites, flatten_output, push_goto, state_json, task_id,
     writes_from_json, writes_to_json,
 };
-use crate::runtime::{ExecutionInfo, GraphInterrupt, Runtime, RuntimeInner, Scratchpad, interrupt_id};
+use crate::runtime::{GraphInterrupt, Runtime, RuntimeInner, Scratchpad, TaskSite, interrupt_id, task_ns};
 use crate::state::{ChannelSet, State};
 use crate::stream::{ErasedData, Forward, Modes, StreamData, StreamMode, StreamPart};
 use crate::subgraph::{ParentCommand, ParentRun, parent_command, raise_parent_command};
@@ -275,7 +275,7 @@ async fn run_inner<S: State>(
         if let Some(tuple) = tuple {
             ch = Channels::from_checkpoint(spec, names, &tuple.checkpoint)?;
             loaded_step = Some(tuple.metadata.step);
-            saver.current = Some(tuple.checkpoint.id.clone());
+            saver.set_current(tuple.checkpoint.id.clone());
             if !replay {
                 for w in tuple.pending_writes {
                     saved.by_task.entry(w.task_id).or_default().push((w.channel, w.value));
@@ -389,7 +389,8 @@ async fn run_inner<S: State>(
         if step > stop {
             return Err(GraphError::RecursionLimit { limit });
         }
-        let current_id = ctx.saver.as_ref().and_then(|s| s.current.clone()).unwrap_or_default();
+        let current = ctx.saver.as_ref().map(|s| Arc::clone(s.current_config()));
+        let current_id = current.as_ref().and_then(|c| c.checkpoint_id.as_deref()).unwrap_or_default();
         let tasks = plan_tasks(&ch, spec, step, &current_id, &ctx.ns);
         if tasks.is_empty() {
             break;
@@ -549,7 +550,7 @@ async fn save_on_exit<S: State>(
 }
 
 fn invalid<S: State>(error: crate::state::UpdateError, step: i64, tasks: &[Task<S>]) -> GraphError {
-    GraphError::InvalidUpdate { error, step, nodes: tasks.iter().map(|t| t.name.clone()).collect() }
+    GraphError::InvalidUpdate { error, step, nodes: tasks.iter().map(|t| t.name.to_string()).collect() }
 }
 
 fn current_versions<S: State>(ch: &Channels<S>) -> BTreeMap<usize, u64> {
@@ -607,7 +608,7 @@ pub(crate) fn plan_tasks<S: State>(
         tasks.push(Task {
             id: task_id(checkpoint_id, ns, step, special::START, "start"),
             kind: TaskKind::Start,
-            name: special::START.to_owned(),
+            name: Arc::from(special::START),
             path: std::sync::Arc::clone(&spec.start.pull_path),
             input: None,
             _state: std::marker::PhantomData,
@@ -618,7 +619,7 @@ pub(crate) fn plan_tasks<S: State>(
         tasks.push(Task {
             id: task_id(checkpoint_id, ns, step, &send.node, &format!("push:{index}")),
             kind: TaskKind::Push { index, node },
-            name: send.node.clone(),
+            name: Arc::from(send.node.as_str()),
             path: format!("~__pregel_push, {index:010}, False").into(),
             input: Some(send.payload.clone()),
             _state: std::marker::PhantomData,
@@ -641,7 +642,7 @@ pub(crate) fn plan_tasks<S: State>(
         tasks.push(Task {
             id: task_id(checkpoint_id, ns, step, name, "pull"),
             kind: TaskKind::Pull(n),
-            name: name.clone(),
+            name: Arc::clone(name),
             path: std::sync::Arc::clone(&spec.nodes[n].pull_path),
             // Built when the task runs, so no copy of the state outlives the step (the state is then
             // updated in place instead of copied).
@@ -767,7 +768,7 @@ pub(crate) fn route<S: State>(
     writes.joins.extend(node.joins.iter().copied());
     for branch in &node.branches {
         let routes = branch.route(view).map_err(|source| GraphError::Node {
-            node: node.name.clone(),
+            node: node.name.to_string(),
             step: -1,
             source,
         })?;
@@ -856,8 +857,8 @@ async fn run_step<S: State>(
                 Err(e) => (Some(e.to_string()), Vec::new(), Vec::new()),
             };
             sink.send(StreamData::TaskResult {
-                id: task.id.clone(),
-                name: task.name.clone(),
+                id: task.id.to_string(),
+                name: task.name.to_string(),
                 error,
                 result: result_json,
                 interrupts,
@@ -942,7 +943,12 @@ fn start_task<S: State>(
                 Some(p) => p.to_json().unwrap_or(Value::Null),
                 None => state_json(&ch.state),
             };
-            sink.send(StreamData::TaskStart { id: task.id.clone(), name: task.name.clone(), input, step });
+            sink.send(StreamData::TaskStart {
+                id: task.id.to_string(),
+                name: task.name.to_string(),
+                input,
+                step,
+            });
         }
     }
     runtime
@@ -971,7 +977,11 @@ fn emit_update<S: State>(ctx: &Ctx<'_, S>, task: &Task<S>, writes: &TaskWrites<S
         return;
     }
     if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
-        sink.send(StreamData::Updates { node: task.name.clone(), updates: writes.updates.clone(), cached });
+        sink.send(StreamData::Updates {
+            node: task.name.to_string(),
+            updates: writes.updates.clone(),
+            cached,
+        });
     }
 }
 
@@ -1059,33 +1069,34 @@ fn make_runtime<S: State>(
     step: i64,
     stop: i64,
 ) -> (Runtime, Option<StreamedIds>) {
-    let task_ns = format!("{}:{}", task.name, task.id);
     let messages_sink = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages));
     let streamed: Option<StreamedIds> = messages_sink.map(|_| Arc::new(Mutex::new(HashSet::new())));
     let observed = ctx.config.callbacks.is_some() || messages_sink.is_some();
+    let address = ctx.saver.as_ref().map(|s| Arc::clone(s.current_config()));
 
-    // Everything the task's config needs, captured cheaply; the config itself is built on first use.
+    // Everything the task's config needs, captured cheaply (shared handles); strings and maps are made if
+    // the node asks for its config.
     let builder: crate::runtime::ConfigBuilder = {
-        // Only cheap handles are taken here; strings and maps are made if the node asks for its config.
         let base = Arc::clone(&ctx.base_config);
-        let (name, path, own_ns, run_ns) =
-            (task.name.clone(), Arc::clone(&task.path), task_ns.clone(), ctx.ns.clone());
+        let (name, path, id, run_ns) =
+            (Arc::clone(&task.name), Arc::clone(&task.path), Arc::clone(&task.id), ctx.ns.clone());
         let messages = messages_sink.zip(streamed.clone()).map(|(sink, seen)| (Arc::clone(&sink.send), seen));
-        let stream = ctx.sink.filter(|s| s.subgraphs).map(|s| (s.forward_for(task_ns.clone()), s.modes));
+        let stream = ctx.sink.filter(|s| s.subgraphs).map(|s| (s.forward_for(task_ns(&name, &id)), s.modes));
         let checkpointer = ctx.saver.as_ref().map(|s| Arc::clone(&s.checkpointer));
-        let current = ctx.saver.as_ref().and_then(|s| s.current.clone());
+        let current = address.clone();
         let outer_parents = ctx.parent.as_ref().map(|p| p.parents.clone()).unwrap_or_default();
         let (store, resuming, null_resume) = (ctx.store.clone(), ctx.resuming, Arc::clone(&ctx.null_resume));
         let resume_by_id = ctx.resume_by_id.clone();
         Box::new(move || {
+            let own_ns = task_ns(&name, &id);
             let mut config = base.child(Some(format!("graph:step:{step}")));
             config.metadata.extend(task_metadata(&name, &path, &own_ns, step));
             let mut parents = outer_parents;
-            if let Some(current) = current {
+            if let Some(current) = current.and_then(|c| c.checkpoint_id.clone()) {
                 parents.insert(run_ns.clone(), current);
             }
             let (ns, node_ns) = if run_ns.is_empty() {
-                (own_ns.clone(), name)
+                (own_ns.clone(), name.to_string())
             } else {
                 (format!("{run_ns}|{own_ns}"), format!("{run_ns}|{name}"))
             };
@@ -1111,7 +1122,7 @@ fn make_runtime<S: State>(
     };
     let writer = ctx.sink.filter(|s| s.modes.has(StreamMode::Custom)).map(|sink| {
         let send = Arc::clone(&sink.send);
-        let node = task.name.clone();
+        let node = task.name.to_string();
         Arc::new(move |value: Value| {
             send(StreamPart { ns: Vec::new(), data: StreamData::Custom { node: node.clone(), value } });
         }) as crate::runtime::CustomWriter
@@ -1119,28 +1130,27 @@ fn make_runtime<S: State>(
     let mut resume = saved.resume_values(&task.id);
     let mut resume_changed = false;
     if !ctx.resume_by_id.is_empty() {
-        let next = interrupt_id(&task_ns, resume.len());
+        let next = interrupt_id(&task_ns(&task.name, &task.id), resume.len());
         if let Some(v) = ctx.resume_by_id.get(&next) {
             resume.push(v.clone());
             resume_changed = true;
         }
     }
+    // Without a saver, the thread and namespace are the run's own.
+    let (thread_id, ns) = match address {
+        Some(_) => (None, String::new()),
+        None => (ctx.thread_id.clone(), ctx.ns.clone()),
+    };
     let runtime = Runtime {
         inner: Arc::new(RuntimeInner {
-            node: task.name.clone(),
+            node: Arc::clone(&task.name),
             config: std::sync::OnceLock::new(),
             config_builder: Mutex::new(Some(builder)),
             observed,
-            info: ExecutionInfo {
-                thread_id: ctx.thread_id.clone(),
-                checkpoint_id: ctx.saver.as_ref().and_then(|s| s.current.clone()),
-                checkpoint_ns: ctx.ns.clone(),
-                task_id: task.id.clone(),
-                attempt: 1,
-                step,
-            },
+            site: TaskSite { address, thread_id, ns, task_id: Arc::clone(&task.id), attempt: 1, step },
+            info: std::sync::OnceLock::new(),
             stop,
-            scratchpad: Mutex::new(Scratchpad { counter: 0, resume, resume_changed, task_ns }),
+            scratchpad: Mutex::new(Scratchpad { counter: 0, resume, resume_changed }),
             writer,
             null_resume: Arc::clone(&ctx.null_resume),
             context: ctx.options.context.clone(),
@@ -1193,7 +1203,7 @@ async fn execute<S: State>(
             view.apply(writes.updates.clone()).map_err(|error| GraphError::InvalidUpdate {
                 error,
                 step: runtime.execution_info().step,
-                nodes: vec![task.name.clone()],
+                nodes: vec![task.name.to_string()],
             })?;
             route(spec, &spec.start, &view, &mut writes)?;
         }
@@ -1202,7 +1212,7 @@ async fn execute<S: State>(
     let node = &spec.nodes[n];
     let Some(func) = &node.func else { return Ok((TaskOutcome::Done(TaskWrites::default()), None)) };
     let policy = node.config.retry.as_ref().or(inner.config.retry.as_ref());
-    let step = runtime.execution_info().step;
+    let step = runtime.inner.site.step;
     let cache_key = match (&node.config.cache, &inner.config.cache) {
         (Some(cp), Some(_)) => {
             let input = match &task.input {
@@ -1251,7 +1261,7 @@ async fn execute<S: State>(
                 if let Some(cmd) = parent_command(&err) {
                     // A subgraph sent this command to us: it is this node's output.
                     let cmd = cmd.decode(spec).map_err(|source| GraphError::Node {
-                        node: node.name.clone(),
+                        node: node.name.to_string(),
                         step,
                         source,
                     })?;
@@ -1266,14 +1276,14 @@ async fn execute<S: State>(
                         tokio::time::sleep(p.delay(attempt)).await;
                         attempt += 1;
                     }
-                    _ => return Err(GraphError::Node { node: node.name.clone(), step, source: err }),
+                    _ => return Err(GraphError::Node { node: node.name.to_string(), step, source: err }),
                 }
             }
         }
     };
     let mut writes = TaskWrites::default();
     let output = lift_parent_commands(&ch.state, output, is_subgraph).map_err(|source| GraphError::Node {
-        node: node.name.clone(),
+        node: node.name.to_string(),
         step,
         source,
     })?;
@@ -1289,7 +1299,7 @@ async fn execute<S: State>(
             view.apply(writes.updates.clone()).map_err(|error| GraphError::InvalidUpdate {
                 error,
                 step,
-                nodes: vec![node.name.clone()],
+                nodes: vec![node.name.to_string()],
             })?;
             Some(view)
         };
@@ -1343,29 +1353,28 @@ fn resume_to_save(rt: &Runtime) -> Option<Vec<Value>> {
 }
 
 fn with_attempt(rt: &Runtime, attempt: u32) -> Runtime {
-    let mut info = rt.inner.info.clone();
-    info.attempt = attempt;
-    rebuild(rt, info, rt.config().clone())
+    let site = TaskSite { attempt, ..rt.inner.site.clone() };
+    rebuild(rt, site, rt.config().clone())
 }
 
 fn with_config(rt: &Runtime, config: RunnableConfig) -> Runtime {
-    rebuild(rt, rt.inner.info.clone(), config)
+    rebuild(rt, rt.inner.site.clone(), config)
 }
 
-fn rebuild(rt: &Runtime, info: ExecutionInfo, config: RunnableConfig) -> Runtime {
+fn rebuild(rt: &Runtime, site: TaskSite, config: RunnableConfig) -> Runtime {
     let pad = rt.inner.scratchpad.lock().map(|p| Scratchpad {
         counter: 0,
         resume: p.resume.clone(),
         resume_changed: p.resume_changed,
-        task_ns: p.task_ns.clone(),
     });
     Runtime {
         inner: Arc::new(RuntimeInner {
-            node: rt.inner.node.clone(),
+            node: Arc::clone(&rt.inner.node),
             config: std::sync::OnceLock::from(config),
             config_builder: Mutex::new(None),
             observed: rt.inner.observed,
-            info,
+            site,
+            info: std::sync::OnceLock::new(),
             stop: rt.inner.stop,
             scratchpad: Mutex::new(pad.unwrap_or_default()),
             writer: rt.inner.writer.clone(),
@@ -1426,8 +1435,8 @@ async fn save_checkpoint<S: State>(
     saver.put(checkpoint, metadata, new_versions, appends).await?;
     ch.mark_saved();
     if let (Some(sink), Some(values)) = (ctx.sink, values) {
-        let address = saver.current_config();
-        let next = plan_tasks(ch, spec, step + 1, "", &ctx.ns).iter().map(|t| t.name.clone()).collect();
+        let address = CheckpointConfig::clone(saver.current_config());
+        let next = plan_tasks(ch, spec, step + 1, "", &ctx.ns).iter().map(|t| t.name.to_string()).collect();
         sink.send(StreamData::Checkpoint { config: address, step, values, next });
     }
     Ok(())

@@ -17,7 +17,7 @@ use crate::compiled::Durability;
 use crate::error::{GraphError, GraphResult};
 
 /// Writes of one task held back: task id, task path, writes.
-type DeferredWrites = (String, String, Vec<(String, Value)>);
+type DeferredWrites = (Arc<str>, Arc<str>, Vec<(String, Value)>);
 type SaveFuture = BoxFuture<'static, Result<(), CheckpointError>>;
 
 /// What the background writer of `async` mode receives, in order.
@@ -53,8 +53,9 @@ struct Writer {
 pub(crate) struct RunSaver {
     pub(crate) checkpointer: Arc<dyn Checkpointer>,
     pub(crate) thread: CheckpointConfig,
-    /// The checkpoint new tasks are planned from (parent of the next put).
-    pub(crate) current: Option<String>,
+    /// The address of the checkpoint new tasks are planned from (parent of the next put), shared by the
+    /// saves that name it; without a checkpoint id before the first.
+    current: Arc<CheckpointConfig>,
     pub(crate) durability: Durability,
     /// Whether the checkpointer takes append deltas (read once per run).
     pub(crate) stores_appends: bool,
@@ -84,8 +85,8 @@ impl RunSaver {
         let stores_appends = checkpointer.stores_appends();
         Self {
             checkpointer,
+            current: Arc::new(thread.clone()),
             thread,
-            current: None,
             durability,
             stores_appends,
             writer: None,
@@ -97,8 +98,13 @@ impl RunSaver {
     }
 
     /// The address of the checkpoint tasks are currently planned from.
-    pub(crate) fn current_config(&self) -> CheckpointConfig {
-        CheckpointConfig { checkpoint_id: self.current.clone(), ..self.thread.clone() }
+    pub(crate) fn current_config(&self) -> &Arc<CheckpointConfig> {
+        &self.current
+    }
+
+    /// Makes checkpoint `id` (loaded, not saved) the current one.
+    pub(crate) fn set_current(&mut self, id: String) {
+        self.current = Arc::new(CheckpointConfig { checkpoint_id: Some(id), ..self.thread.clone() });
     }
 
     /// One save as a future of its own.
@@ -124,6 +130,15 @@ impl RunSaver {
     }
 
     async fn submit(&mut self, op: SaveOp) -> GraphResult<()> {
+        // A saver that never waits (in memory) saves at once, in order, when nothing is queued before.
+        let op = if self.queued.load(Ordering::Acquire) == 0 {
+            match self.checkpointer.save_now(op).map_err(checkpoint_error)? {
+                None => return Ok(()),
+                Some(op) => op,
+            }
+        } else {
+            op
+        };
         if self.durability != Durability::Async {
             return self.start(op).await.map_err(checkpoint_error);
         }
@@ -176,16 +191,17 @@ impl RunSaver {
         new_versions: ChannelVersions,
         appends: ChannelAppends,
     ) -> GraphResult<()> {
-        let config = self.current_config();
-        self.current = Some(checkpoint.id.clone());
+        let next =
+            Arc::new(CheckpointConfig { checkpoint_id: Some(checkpoint.id.clone()), ..self.thread.clone() });
+        let config = std::mem::replace(&mut self.current, next);
         self.submit(SaveOp::Put { config, checkpoint, metadata, new_versions, appends }).await
     }
 
     /// Saves a finished task's writes against the current checkpoint (held back in `exit` mode).
     pub(crate) async fn put_writes(
         &mut self,
-        task_id: &str,
-        task_path: &str,
+        task_id: &Arc<str>,
+        task_path: &Arc<str>,
         writes: Vec<(String, Value)>,
     ) -> GraphResult<()> {
         if writes.is_empty() {
@@ -203,12 +219,12 @@ impl RunSaver {
     /// saved when the run stops ([`flush_deferred`](RunSaver::flush_deferred)).
     pub(crate) async fn put_writes_now(
         &mut self,
-        task_id: &str,
-        task_path: &str,
+        task_id: &Arc<str>,
+        task_path: &Arc<str>,
         writes: Vec<(String, Value)>,
     ) -> GraphResult<()> {
         if self.durability == Durability::Exit {
-            self.deferred.push((task_id.to_owned(), task_path.to_owned(), writes));
+            self.deferred.push((Arc::clone(task_id), Arc::clone(task_path), writes));
             return Ok(());
         }
         self.submit_writes(task_id, task_path, writes).await
@@ -224,12 +240,12 @@ impl RunSaver {
 
     async fn submit_writes(
         &mut self,
-        task_id: &str,
-        task_path: &str,
+        task_id: &Arc<str>,
+        task_path: &Arc<str>,
         writes: Vec<(String, Value)>,
     ) -> GraphResult<()> {
-        let config = self.current_config();
-        let (task_id, task_path) = (task_id.to_owned(), task_path.to_owned());
+        let config = Arc::clone(&self.current);
+        let (task_id, task_path) = (Arc::clone(task_id), Arc::clone(task_path));
         self.submit(SaveOp::Writes { config, writes, task_id, task_path }).await
     }
 

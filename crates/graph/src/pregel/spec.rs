@@ -11,7 +11,8 @@ use crate::state::State;
 use crate::types::START;
 
 pub(crate) struct NodeSpec<S: State> {
-    pub(crate) name: String,
+    /// Shared by its tasks.
+    pub(crate) name: Arc<str>,
     pub(crate) func: Option<Arc<dyn NodeFn<S>>>,
     pub(crate) config: NodeConfig,
     /// Targets of plain edges.
@@ -30,7 +31,7 @@ pub(crate) struct NodeSpec<S: State> {
 impl<S: State> NodeSpec<S> {
     pub(crate) fn start() -> Self {
         Self {
-            name: START.to_owned(),
+            name: Arc::from(START),
             func: None,
             config: NodeConfig::default(),
             edges: Vec::new(),
@@ -105,8 +106,7 @@ impl<S: State> GraphSpec<S> {
         channels.extend(self.nodes.iter().map(|n| ChannelName::from(n.trigger.as_str())));
         channels.extend(self.joins.iter().map(|j| ChannelName::from(j.name.as_str())));
         channels.push(special::TASKS.into());
-        let mut nodes: Vec<ChannelName> =
-            self.nodes.iter().map(|n| ChannelName::from(n.name.as_str())).collect();
+        let mut nodes: Vec<ChannelName> = self.nodes.iter().map(|n| Arc::clone(&n.name)).collect();
         nodes.push(special::START.into());
         CheckpointNames { channels, nodes, interrupt: special::INTERRUPT.into() }
     }

@@ -22,9 +22,10 @@ pub(crate) enum TaskKind {
 }
 
 pub(crate) struct Task<S: State> {
-    pub(crate) id: String,
+    /// Shared: saves, streams and the runtime all name the task.
+    pub(crate) id: std::sync::Arc<str>,
     pub(crate) kind: TaskKind,
-    pub(crate) name: String,
+    pub(crate) name: std::sync::Arc<str>,
     pub(crate) path: std::sync::Arc<str>,
     /// The payload of a `Send` task (pull tasks read the state when they run).
     pub(crate) input: Option<crate::types::Payload>,
@@ -77,19 +78,51 @@ pub(crate) enum TaskOutcome<S: State> {
 
 /// Deterministic task id: the same checkpoint, namespace, step and node give the same id in any process
 /// and any build (a 128-bit FNV-1a hash, formatted as a UUID; stable by construction, unlike std's hasher).
-pub(crate) fn task_id(checkpoint_id: &str, ns: &str, step: i64, name: &str, extra: &str) -> String {
+pub(crate) fn task_id(
+    checkpoint_id: &str,
+    ns: &str,
+    step: i64,
+    name: &str,
+    extra: &str,
+) -> std::sync::Arc<str> {
     let mut h = Fnv128::new();
-    for part in [
-        checkpoint_id.as_bytes(),
-        ns.as_bytes(),
-        step.to_string().as_bytes(),
-        name.as_bytes(),
-        extra.as_bytes(),
-    ] {
+    let digits = itoa_buf(step);
+    for part in [checkpoint_id.as_bytes(), ns.as_bytes(), digits.text(), name.as_bytes(), extra.as_bytes()] {
         h.write(part);
         h.write(&[0]);
     }
-    uuid::Uuid::from_u128(h.0).to_string()
+    let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
+    std::sync::Arc::from(&*uuid::Uuid::from_u128(h.0).hyphenated().encode_lower(&mut text))
+}
+
+/// A step number's decimal digits, as `to_string` writes them, without allocating.
+fn itoa_buf(n: i64) -> StepDigits {
+    let mut out = StepDigits { buf: [0; 20], start: 20 };
+    let mut rest = n.unsigned_abs();
+    loop {
+        out.start -= 1;
+        out.buf[out.start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.start -= 1;
+        out.buf[out.start] = b'-';
+    }
+    out
+}
+
+struct StepDigits {
+    buf: [u8; 20],
+    start: usize,
+}
+
+impl StepDigits {
+    fn text(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
 }
 
 struct Fnv128(u128);

@@ -2,6 +2,7 @@
 //! statement (one round trip, one implicit transaction), each table's rows passed as parallel arrays.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use weft_graph::checkpoint::{CheckpointError, SaveOp};
 
@@ -106,6 +107,7 @@ pub(super) fn rows_of(
         threads.insert(op.thread_id().to_owned());
         match op {
             SaveOp::Put { config, mut checkpoint, metadata, new_versions, appends } => {
+                let config = Arc::unwrap_or_clone(config);
                 check_config(&config)?;
                 check_text("checkpoint id", &checkpoint.id)?;
                 let rows::PreparedPut { body, metadata, values } =
@@ -149,8 +151,8 @@ pub(super) fn rows_of(
                         thread: config.thread_id.clone(),
                         ns: config.checkpoint_ns.clone(),
                         checkpoint: checkpoint_id.clone(),
-                        task: task_id.clone(),
-                        path: task_path.clone(),
+                        task: task_id.to_string(),
+                        path: task_path.to_string(),
                         idx: record.idx,
                         channel: record.channel,
                         blob: record.blob,

@@ -188,8 +188,10 @@ pub(super) fn rows_of(
                     new_versions,
                     appends,
                 );
-                let (thread, ns) =
-                    (Arc::<str>::from(config.thread_id), Arc::<str>::from(config.checkpoint_ns));
+                let (thread, ns) = (
+                    Arc::<str>::from(config.thread_id.as_str()),
+                    Arc::<str>::from(config.checkpoint_ns.as_str()),
+                );
                 for record in std::mem::take(&mut plan.records) {
                     push_blob(&mut rows, &thread, &ns, record);
                 }
@@ -199,7 +201,7 @@ pub(super) fn rows_of(
                     thread,
                     ns,
                     id: checkpoint.id.into(),
-                    parent: config.checkpoint_id,
+                    parent: config.checkpoint_id.clone(),
                     body,
                     metadata,
                 });
@@ -215,11 +217,7 @@ pub(super) fn rows_of(
                     Arc::<str>::from(config.thread_id.as_str()),
                     Arc::<str>::from(config.checkpoint_ns.as_str()),
                 );
-                let (checkpoint, task, path) = (
-                    Arc::<str>::from(checkpoint_id.as_str()),
-                    Arc::<str>::from(task_id),
-                    Arc::<str>::from(task_path),
-                );
+                let (checkpoint, task, path) = (Arc::<str>::from(checkpoint_id.as_str()), task_id, task_path);
                 for record in rows::write_records(writes) {
                     rows.writes.push(WriteIn {
                         thread: Arc::clone(&thread),

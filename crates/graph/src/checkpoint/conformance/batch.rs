@@ -1,5 +1,7 @@
 //! Cases: `put_batch` (a run's queued saves handed over at once).
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use super::kit::{Ctx, Outcome, checkpoint, ensure_eq, fresh_thread, ids, metadata, must_get, version};
@@ -21,7 +23,7 @@ fn put(
     let new_versions = names.iter().filter(|(c, _)| new.contains(&&**c)).cloned().collect();
     let step = i64::try_from(all.len()).unwrap_or(0);
     SaveOp::Put {
-        config: parent.clone(),
+        config: Arc::new(parent.clone()),
         checkpoint: checkpoint(id, values, &all_versions),
         metadata: metadata(step, json!({"batch": true})),
         new_versions,
@@ -31,10 +33,10 @@ fn put(
 
 fn writes(at: &CheckpointConfig, task: &str, pairs: &[(&str, Value)]) -> SaveOp {
     SaveOp::Writes {
-        config: at.clone(),
+        config: Arc::new(at.clone()),
         writes: pairs.iter().map(|(c, v)| ((*c).to_owned(), v.clone())).collect(),
-        task_id: task.to_owned(),
-        task_path: String::new(),
+        task_id: Arc::from(task),
+        task_path: Arc::from(""),
     }
 }
 

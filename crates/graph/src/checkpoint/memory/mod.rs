@@ -145,11 +145,8 @@ fn writes_target<'a>(
 
 /// Whether `op` saves to namespace `ns` of thread `thread_id`.
 fn same_namespace(op: &SaveOp, thread_id: &str, ns: &str) -> bool {
-    match op {
-        SaveOp::Put { config, .. } | SaveOp::Writes { config, .. } => {
-            config.thread_id == thread_id && config.checkpoint_ns == ns
-        }
-    }
+    let config = op.config();
+    config.thread_id == thread_id && config.checkpoint_ns == ns
 }
 
 impl Namespace {
@@ -158,11 +155,12 @@ impl Namespace {
     fn apply(&mut self, thread_id: &str, op: SaveOp) -> Result<(), CheckpointError> {
         match op {
             SaveOp::Put { config, checkpoint, metadata, new_versions, appends } => {
-                self.put(thread_id, checkpoint, metadata, new_versions, appends, config.checkpoint_id)
+                let parent_id = config.checkpoint_id.clone();
+                self.put(thread_id, checkpoint, metadata, new_versions, appends, parent_id)
             }
             SaveOp::Writes { config, writes, task_id, task_path } => {
                 let id = writes_target(thread_id, config.checkpoint_id.as_deref(), &task_id)?;
-                self.put_writes(id, writes, &task_id, &task_path);
+                self.put_writes(id, writes, task_id, task_path);
                 Ok(())
             }
         }
@@ -304,8 +302,7 @@ impl Namespace {
     }
 
     /// Saves writes of a task against checkpoint `id`.
-    fn put_writes(&mut self, id: &str, writes: Vec<(String, Value)>, task_id: &str, task_path: &str) {
-        let (task_id, task_path): (Arc<str>, Arc<str>) = (Arc::from(task_id), Arc::from(task_path));
+    fn put_writes(&mut self, id: &str, writes: Vec<(String, Value)>, task_id: Arc<str>, task_path: Arc<str>) {
         let saved = match self.position(id) {
             Ok(i) => &mut self.checkpoints[i].writes,
             Err(_) => match self.loose_writes.get_mut(id) {
@@ -429,23 +426,30 @@ impl Checkpointer for InMemorySaver {
     async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
         let mut threads = self.write()?;
         let mut ops = ops.into_iter().peekable();
-        while let Some(mut first) = ops.next() {
+        while let Some(first) = ops.next() {
             // Consecutive ops of one thread and namespace (a step's writes and its checkpoint) share one
             // lookup.
-            let (thread_id, ns) = match &mut first {
-                SaveOp::Put { config, .. } | SaveOp::Writes { config, .. } => {
-                    (std::mem::take(&mut config.thread_id), std::mem::take(&mut config.checkpoint_ns))
-                }
-            };
-            with_namespace(&mut threads, &thread_id, &ns, |namespace| {
-                namespace.apply(&thread_id, first)?;
-                while let Some(op) = ops.next_if(|op| same_namespace(op, &thread_id, &ns)) {
-                    namespace.apply(&thread_id, op)?;
+            let config = Arc::clone(first.config());
+            let (thread_id, ns) = (config.thread_id.as_str(), config.checkpoint_ns.as_str());
+            with_namespace(&mut threads, thread_id, ns, |namespace| {
+                namespace.apply(thread_id, first)?;
+                while let Some(op) = ops.next_if(|op| same_namespace(op, thread_id, ns)) {
+                    namespace.apply(thread_id, op)?;
                 }
                 Ok::<(), CheckpointError>(())
             })?;
         }
         Ok(())
+    }
+
+    /// Everything is in memory: every op is saved at once.
+    fn save_now(&self, op: SaveOp) -> Result<Option<SaveOp>, CheckpointError> {
+        let config = Arc::clone(op.config());
+        let mut threads = self.write()?;
+        with_namespace(&mut threads, &config.thread_id, &config.checkpoint_ns, |namespace| {
+            namespace.apply(&config.thread_id, op)
+        })?;
+        Ok(None)
     }
 
     async fn put_writes(
@@ -458,7 +462,7 @@ impl Checkpointer for InMemorySaver {
         let id = writes_target(&config.thread_id, config.checkpoint_id.as_deref(), task_id)?;
         let mut threads = self.write()?;
         with_namespace(&mut threads, &config.thread_id, &config.checkpoint_ns, |ns| {
-            ns.put_writes(id, writes, task_id, task_path);
+            ns.put_writes(id, writes, Arc::from(task_id), Arc::from(task_path));
         });
         Ok(())
     }
