@@ -212,7 +212,7 @@ pub enum SaveOp {
         /// The checkpoint the task was planned from.
         config: Arc<CheckpointConfig>,
         /// Channel and value of each write, in order.
-        writes: Vec<(String, Value)>,
+        writes: Vec<(ChannelName, Value)>,
         /// The task.
         task_id: Arc<str>,
         /// The task's path.
@@ -250,11 +250,16 @@ pub async fn put_one_by_one<C: Checkpointer + ?Sized>(
                 }
             }
             SaveOp::Writes { config, writes, task_id, task_path } => {
-                saver.put_writes(&config, writes, &task_id, &task_path).await?;
+                saver.put_writes(&config, owned_writes(writes), &task_id, &task_path).await?;
             }
         }
     }
     Ok(())
+}
+
+/// Writes as [`Checkpointer::put_writes`] takes them: channel names as owned strings.
+pub fn owned_writes(writes: Vec<(ChannelName, Value)>) -> Vec<(String, Value)> {
+    writes.into_iter().map(|(channel, value)| (channel.to_string(), value)).collect()
 }
 
 /// Filters of [`Checkpointer::list`].

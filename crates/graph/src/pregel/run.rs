@@ -10,7 +10,10 @@ use weft_runnable_core::{
     AiMessage, Error, EventSink, Message, RunKind, RunScope, RunnableConfig, StreamEvent,
 };
 
-use crate::checkpoint::{ChannelAppends, CheckpointConfig, CheckpointMetadata, CheckpointSource, special};
+use crate::checkpoint::{
+    ChannelAppends, ChannelName, CheckpointConfig, CheckpointMetadata, CheckpointSource, owned_writes,
+    special,
+};
 use crate::compiled::{DEFAULT_GRAPH_RECURSION_LIMIT, GraphInput, GraphOutput, Inner, RunOptions};
 use crate::error::{GraphError, GraphResult};
 use crate::node::NodeInput;
@@ -850,9 +853,11 @@ async fn run_step<S: State>(
         let task = &tasks[i];
         if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks() && task.kind != TaskKind::Start) {
             let (error, result_json, interrupts) = match &result {
-                Ok((TaskOutcome::Done(w), _)) => {
-                    (None, writes_to_json(spec, &ch.state, w).unwrap_or_default(), Vec::new())
-                }
+                Ok((TaskOutcome::Done(w), _)) => (
+                    None,
+                    owned_writes(writes_to_json(spec, &inner.names, &ch.state, w).unwrap_or_default()),
+                    Vec::new(),
+                ),
                 Ok((TaskOutcome::Interrupted(list), _)) => (None, Vec::new(), list.clone()),
                 Err(e) => (Some(e.to_string()), Vec::new(), Vec::new()),
             };
@@ -871,10 +876,10 @@ async fn run_step<S: State>(
                 if route_inline {
                     if let Some(saver) = ctx.saver.as_mut() {
                         let thread = saver.thread.thread_id.clone();
-                        let mut json = writes_to_json(spec, &ch.state, &writes)
+                        let mut json = writes_to_json(spec, &inner.names, &ch.state, &writes)
                             .map_err(|e| unsaveable(e, &thread, &task.name, step))?;
                         if let Some(r) = resumed {
-                            json.push((special::RESUME.to_owned(), Value::Array(r)));
+                            json.push((ChannelName::from(special::RESUME), Value::Array(r)));
                         }
                         saver.put_writes(&task.id, &task.path, json).await?;
                     }
@@ -885,10 +890,12 @@ async fn run_step<S: State>(
                 }
             }
             Ok((TaskOutcome::Interrupted(list), resumed)) => {
-                let mut json =
-                    vec![(special::INTERRUPT.to_owned(), serde_json::to_value(&list).unwrap_or(Value::Null))];
+                let mut json = vec![(
+                    ChannelName::from(special::INTERRUPT),
+                    serde_json::to_value(&list).unwrap_or(Value::Null),
+                )];
                 if let Some(r) = resumed {
-                    json.push((special::RESUME.to_owned(), Value::Array(r)));
+                    json.push((ChannelName::from(special::RESUME), Value::Array(r)));
                 }
                 if let Some(saver) = ctx.saver.as_mut() {
                     saver.put_writes_now(&task.id, &task.path, json).await?;
@@ -901,7 +908,7 @@ async fn run_step<S: State>(
                         .put_writes_now(
                             &task.id,
                             &task.path,
-                            vec![(special::ERROR.to_owned(), Value::String(err.to_string()))],
+                            vec![(ChannelName::from(special::ERROR), Value::String(err.to_string()))],
                         )
                         .await?;
                 }
@@ -967,7 +974,7 @@ async fn persist_single<S: State>(
         return Ok(());
     }
     let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
-    let json = writes_to_json(&ctx.inner.spec, state, writes)
+    let json = writes_to_json(&ctx.inner.spec, &ctx.inner.names, state, writes)
         .map_err(|e| unsaveable(e, &saver.thread.thread_id, &task.name, step))?;
     saver.put_writes(&task.id, &task.path, json).await
 }
@@ -1306,7 +1313,7 @@ async fn execute<S: State>(
         route(spec, node, view.as_ref().unwrap_or(&ch.state), &mut writes).map_err(|e| with_step(e, step))?;
     }
     if let (Some(key), Some(cache)) = (&cache_key, &inner.config.cache) {
-        let json = writes_to_json(spec, &ch.state, &writes)?;
+        let json = owned_writes(writes_to_json(spec, &inner.names, &ch.state, &writes)?);
         cache.set(&node.name, key, json, node.config.cache.as_ref().and_then(|c| c.ttl)).await;
     }
     Ok((TaskOutcome::Done(writes), resume_to_save(&runtime)))

@@ -10,14 +10,14 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::checkpoint::{
-    ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
-    Checkpointer, SaveOp,
+    ChannelAppends, ChannelName, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError,
+    CheckpointMetadata, Checkpointer, SaveOp, owned_writes,
 };
 use crate::compiled::Durability;
 use crate::error::{GraphError, GraphResult};
 
 /// Writes of one task held back: task id, task path, writes.
-type DeferredWrites = (Arc<str>, Arc<str>, Vec<(String, Value)>);
+type DeferredWrites = (Arc<str>, Arc<str>, Vec<(ChannelName, Value)>);
 type SaveFuture = BoxFuture<'static, Result<(), CheckpointError>>;
 
 /// What the background writer of `async` mode receives, in order.
@@ -123,7 +123,7 @@ impl RunSaver {
                     }
                 }
                 SaveOp::Writes { config, writes, task_id, task_path } => {
-                    saver.put_writes(&config, writes, &task_id, &task_path).await
+                    saver.put_writes(&config, owned_writes(writes), &task_id, &task_path).await
                 }
             }
         })
@@ -202,7 +202,7 @@ impl RunSaver {
         &mut self,
         task_id: &Arc<str>,
         task_path: &Arc<str>,
-        writes: Vec<(String, Value)>,
+        writes: Vec<(ChannelName, Value)>,
     ) -> GraphResult<()> {
         if writes.is_empty() {
             return Ok(());
@@ -221,7 +221,7 @@ impl RunSaver {
         &mut self,
         task_id: &Arc<str>,
         task_path: &Arc<str>,
-        writes: Vec<(String, Value)>,
+        writes: Vec<(ChannelName, Value)>,
     ) -> GraphResult<()> {
         if self.durability == Durability::Exit {
             self.deferred.push((Arc::clone(task_id), Arc::clone(task_path), writes));
@@ -242,7 +242,7 @@ impl RunSaver {
         &mut self,
         task_id: &Arc<str>,
         task_path: &Arc<str>,
-        writes: Vec<(String, Value)>,
+        writes: Vec<(ChannelName, Value)>,
     ) -> GraphResult<()> {
         let config = Arc::clone(&self.current);
         let (task_id, task_path) = (Arc::clone(task_id), Arc::clone(task_path));

@@ -63,12 +63,12 @@ impl Digits {
                 break;
             }
         }
-        for _ in (digits.len() - start)..width {
-            self.byte(b'0');
-        }
-        for &d in &digits[start..] {
-            self.byte(d);
-        }
+        let count = digits.len() - start;
+        // The buffer is zeros past `len`: padding only moves the end.
+        self.len = (self.len + width.saturating_sub(count)).min(self.buf.len());
+        let take = count.min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + take].copy_from_slice(&digits[start..start + take]);
+        self.len += take;
     }
 
     fn byte(&mut self, b: u8) {

@@ -1,12 +1,14 @@
 //! Tasks of a superstep and their writes.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
-use crate::checkpoint::special;
+use crate::checkpoint::{ChannelName, special};
 use crate::error::{GraphError, GraphResult};
 use crate::node::NodeOutput;
 use crate::pregel::channels::{send_from_json, send_to_json};
-use crate::pregel::spec::GraphSpec;
+use crate::pregel::spec::{CheckpointNames, GraphSpec};
 use crate::state::State;
 use crate::types::{CommandGraph, Goto, Interrupt, Send};
 
@@ -210,13 +212,15 @@ pub(crate) fn push_goto<S: State>(
     }
 }
 
-/// The writes as `(channel, value)` pairs, as saved in pending writes.
+/// The writes as `(channel, value)` pairs, as saved in pending writes (channel names shared from `names`).
 pub(crate) fn writes_to_json<S: State>(
     spec: &GraphSpec<S>,
+    names: &CheckpointNames,
     state: &S,
     writes: &TaskWrites<S>,
-) -> GraphResult<Vec<(String, Value)>> {
-    let names = state.channels();
+) -> GraphResult<Vec<(ChannelName, Value)>> {
+    let layout = spec.layout();
+    let channels = state.channels();
     let mut out = Vec::new();
     for u in &writes.updates {
         for (i, v) in state.update_to_json(u).map_err(|error| GraphError::InvalidUpdate {
@@ -225,22 +229,22 @@ pub(crate) fn writes_to_json<S: State>(
             nodes: Vec::new(),
         })? {
             // Untracked channels are never saved (LangGraph's `UntrackedValue`).
-            if names[i].kind.is_tracked() {
-                out.push((names[i].name.to_string(), v));
+            if channels[i].kind.is_tracked() {
+                out.push((Arc::clone(&names.channels[i]), v));
             }
         }
     }
     for &g in &writes.goto {
-        out.push((spec.nodes[g].trigger.clone(), Value::Null));
+        out.push((Arc::clone(&names.channels[layout.branch(g)]), Value::Null));
     }
     for s in &writes.sends {
-        out.push((special::TASKS.to_owned(), send_to_json(s)?));
+        out.push((Arc::clone(&names.channels[layout.tasks()]), send_to_json(s)?));
     }
     for &j in &writes.joins {
-        out.push((spec.joins[j].name.clone(), Value::Null));
+        out.push((Arc::clone(&names.channels[layout.join(j)]), Value::Null));
     }
     if out.is_empty() {
-        out.push((special::NO_WRITES.to_owned(), Value::Null));
+        out.push((ChannelName::from(special::NO_WRITES), Value::Null));
     }
     Ok(out)
 }

@@ -54,12 +54,13 @@ pub(crate) struct WriteRecord {
 
 /// The records of one `put_writes` batch: regular writes at their position, special writes at their
 /// fixed index (a later special write of the same channel in the batch replaces an earlier one).
-pub(crate) fn write_records(writes: Vec<(String, Value)>) -> Vec<WriteRecord> {
+pub(crate) fn write_records<C: AsRef<str>>(writes: Vec<(C, Value)>) -> Vec<WriteRecord> {
     let mut out: Vec<WriteRecord> = Vec::with_capacity(writes.len());
     for (position, (channel, value)) in writes.into_iter().enumerate() {
-        let fixed = special::fixed_index(&channel);
+        let channel = channel.as_ref();
+        let fixed = special::fixed_index(channel);
         let idx = fixed.unwrap_or_else(|| i64::try_from(position).unwrap_or(i64::MAX));
-        let record = WriteRecord { idx, channel, blob: codec::encode_full(&value) };
+        let record = WriteRecord { idx, channel: channel.to_owned(), blob: codec::encode_full(&value) };
         match out.iter_mut().find(|r| r.idx == idx) {
             Some(earlier) => *earlier = record,
             None => out.push(record),
@@ -338,7 +339,7 @@ mod tests {
 
     #[test]
     fn later_special_writes_replace_earlier_ones_in_a_batch() {
-        let records = write_records(vec![
+        let records = write_records::<String>(vec![
             ("a".into(), json!(1)),
             (special::ERROR.into(), json!("x")),
             (special::ERROR.into(), json!("y")),

@@ -34,7 +34,7 @@ fn put(
 fn writes(at: &CheckpointConfig, task: &str, pairs: &[(&str, Value)]) -> SaveOp {
     SaveOp::Writes {
         config: Arc::new(at.clone()),
-        writes: pairs.iter().map(|(c, v)| ((*c).to_owned(), v.clone())).collect(),
+        writes: pairs.iter().map(|(c, v)| (ChannelName::from(*c), v.clone())).collect(),
         task_id: Arc::from(task),
         task_path: Arc::from(""),
     }

@@ -8,6 +8,9 @@ use std::sync::Arc;
 use crate::pregel::stamp::{counter_string, version_string};
 
 /// Width of the zero-padded counter of a version.
+/// How many names `intern_shared` compares by pointer before hashing.
+const SCAN: usize = 16;
+
 const COUNTER_DIGITS: usize = 32;
 /// Width of the zero-padded tag after the `.`.
 const TAG_DIGITS: usize = 16;
@@ -126,6 +129,21 @@ impl Names {
     }
 
     /// The index of `name`, if it was ever added.
+    /// As [`intern`](Self::intern), recognising a name shared with an earlier call by its pointer first
+    /// (a run passes the same shared names in every save), and keeping the shared name when new.
+    pub(super) fn intern_shared(&mut self, name: &Arc<str>) -> u32 {
+        if let Some(i) = self.names.iter().take(SCAN).position(|n| Arc::ptr_eq(n, name)) {
+            return i as u32;
+        }
+        if let Some(&i) = self.index.get(&**name) {
+            return i;
+        }
+        let i = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
+        self.names.push(Arc::clone(name));
+        self.index.insert(Arc::clone(name), i);
+        i
+    }
+
     pub(super) fn find(&self, name: &str) -> Option<u32> {
         self.index.get(name).copied()
     }

@@ -276,7 +276,7 @@ impl Namespace {
             prepared.push((c, version, stored));
         }
         for (channel, version) in new_versions {
-            let c = self.names.intern(&channel);
+            let c = self.names.intern_shared(&channel);
             if !prepared.iter().any(|(p, ..)| *p == c) {
                 let value = channel_values.remove(&*channel);
                 self.values.put_whole(c, Ver::parse(&version), value);
@@ -302,7 +302,13 @@ impl Namespace {
     }
 
     /// Saves writes of a task against checkpoint `id`.
-    fn put_writes(&mut self, id: &str, writes: Vec<(String, Value)>, task_id: Arc<str>, task_path: Arc<str>) {
+    fn put_writes(
+        &mut self,
+        id: &str,
+        writes: Vec<(ChannelName, Value)>,
+        task_id: Arc<str>,
+        task_path: Arc<str>,
+    ) {
         let saved = match self.position(id) {
             Ok(i) => &mut self.checkpoints[i].writes,
             Err(_) => match self.loose_writes.get_mut(id) {
@@ -311,7 +317,7 @@ impl Namespace {
             },
         };
         for (position, (channel, value)) in writes.into_iter().enumerate() {
-            let c = self.names.intern(&channel);
+            let c = self.names.intern_shared(&channel);
             let fixed = special::fixed_index(&channel);
             let idx = fixed.unwrap_or_else(|| i64::try_from(position).unwrap_or(i64::MAX));
             let write =
@@ -462,6 +468,8 @@ impl Checkpointer for InMemorySaver {
         let id = writes_target(&config.thread_id, config.checkpoint_id.as_deref(), task_id)?;
         let mut threads = self.write()?;
         with_namespace(&mut threads, &config.thread_id, &config.checkpoint_ns, |ns| {
+            let writes =
+                writes.into_iter().map(|(channel, value)| (ChannelName::from(channel), value)).collect();
             ns.put_writes(id, writes, Arc::from(task_id), Arc::from(task_path));
         });
         Ok(())
