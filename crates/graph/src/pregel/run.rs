@@ -881,7 +881,9 @@ async fn run_step<S: State>(
                         if let Some(r) = resumed {
                             json.push((ChannelName::from(special::RESUME), Value::Array(r)));
                         }
-                        saver.put_writes(&task.id, &task.path, json).await?;
+                        if let Some(op) = saver.put_writes(&task.id, &task.path, json)? {
+                            saver.submit(op).await?;
+                        }
                     }
                     emit_update(ctx, task, &writes, writes.cached);
                     results[i] = Some((writes, true));
@@ -976,7 +978,10 @@ async fn persist_single<S: State>(
     let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
     let json = writes_to_json(&ctx.inner.spec, &ctx.inner.names, state, writes)
         .map_err(|e| unsaveable(e, &saver.thread.thread_id, &task.name, step))?;
-    saver.put_writes(&task.id, &task.path, json).await
+    match saver.put_writes(&task.id, &task.path, json)? {
+        Some(op) => saver.submit(op).await,
+        None => Ok(()),
+    }
 }
 
 fn emit_update<S: State>(ctx: &Ctx<'_, S>, task: &Task<S>, writes: &TaskWrites<S>, cached: bool) {
@@ -1439,7 +1444,9 @@ async fn save_checkpoint<S: State>(
     let metadata = CheckpointMetadata { source, step, parents, extra };
     let values =
         if ctx.sink.is_some_and(|s| s.modes.checkpoints()) { Some(state_json(&ch.state)) } else { None };
-    saver.put(checkpoint, metadata, new_versions, appends).await?;
+    if let Some(op) = saver.put(checkpoint, metadata, new_versions, appends)? {
+        saver.submit(op).await?;
+    }
     ch.mark_saved();
     if let (Some(sink), Some(values)) = (ctx.sink, values) {
         let address = CheckpointConfig::clone(saver.current_config());

@@ -129,16 +129,17 @@ impl RunSaver {
         })
     }
 
-    async fn submit(&mut self, op: SaveOp) -> GraphResult<()> {
-        // A saver that never waits (in memory) saves at once, in order, when nothing is queued before.
-        let op = if self.queued.load(Ordering::Acquire) == 0 {
-            match self.checkpointer.save_now(op).map_err(checkpoint_error)? {
-                None => return Ok(()),
-                Some(op) => op,
-            }
-        } else {
-            op
-        };
+    /// Saves `op` at once when the saver can and nothing is queued before it (in order, then); hands it
+    /// back otherwise, for [`submit`](RunSaver::submit). Not async: the op is not moved into a future.
+    fn save_now(&self, op: SaveOp) -> GraphResult<Option<SaveOp>> {
+        if self.queued.load(Ordering::Acquire) != 0 {
+            return Ok(Some(op));
+        }
+        self.checkpointer.save_now(op).map_err(checkpoint_error)
+    }
+
+    /// Saves `op` as the durability mode says (an op [`save_now`](RunSaver::save_now) handed back).
+    pub(crate) async fn submit(&mut self, op: SaveOp) -> GraphResult<()> {
         if self.durability != Durability::Async {
             return self.start(op).await.map_err(checkpoint_error);
         }
@@ -183,31 +184,39 @@ impl RunSaver {
     }
 
     /// Saves a checkpoint made from the current one and makes it current (its address is then
-    /// [`current_config`](RunSaver::current_config)).
-    pub(crate) async fn put(
+    /// [`current_config`](RunSaver::current_config)). Returns the save when it is still to
+    /// [`submit`](RunSaver::submit) (the saver must wait for I/O).
+    pub(crate) fn put(
         &mut self,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
         appends: ChannelAppends,
-    ) -> GraphResult<()> {
+    ) -> GraphResult<Option<SaveOp>> {
         let next =
             Arc::new(CheckpointConfig { checkpoint_id: Some(checkpoint.id.clone()), ..self.thread.clone() });
         let config = std::mem::replace(&mut self.current, next);
-        self.submit(SaveOp::Put { config, checkpoint, metadata, new_versions, appends }).await
+        self.save_now(SaveOp::Put { config, checkpoint, metadata, new_versions, appends })
     }
 
-    /// Saves a finished task's writes against the current checkpoint (held back in `exit` mode).
-    pub(crate) async fn put_writes(
+    /// Saves a finished task's writes against the current checkpoint (held back in `exit` mode). Returns
+    /// the save when it is still to [`submit`](RunSaver::submit).
+    pub(crate) fn put_writes(
         &mut self,
         task_id: &Arc<str>,
         task_path: &Arc<str>,
         writes: Vec<(ChannelName, Value)>,
-    ) -> GraphResult<()> {
+    ) -> GraphResult<Option<SaveOp>> {
         if writes.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
-        self.put_writes_now(task_id, task_path, writes).await
+        if self.durability == Durability::Exit {
+            self.deferred.push((Arc::clone(task_id), Arc::clone(task_path), writes));
+            return Ok(None);
+        }
+        let config = Arc::clone(&self.current);
+        let (task_id, task_path) = (Arc::clone(task_id), Arc::clone(task_path));
+        self.save_now(SaveOp::Writes { config, writes, task_id, task_path })
     }
 
     /// Forgets writes held back in `exit` mode once their step has been applied.
@@ -223,11 +232,10 @@ impl RunSaver {
         task_path: &Arc<str>,
         writes: Vec<(ChannelName, Value)>,
     ) -> GraphResult<()> {
-        if self.durability == Durability::Exit {
-            self.deferred.push((Arc::clone(task_id), Arc::clone(task_path), writes));
-            return Ok(());
+        match self.put_writes(task_id, task_path, writes)? {
+            Some(op) => self.submit(op).await,
+            None => Ok(()),
         }
-        self.submit_writes(task_id, task_path, writes).await
     }
 
     /// Saves the writes held back in `exit` mode against the current checkpoint.
@@ -246,7 +254,10 @@ impl RunSaver {
     ) -> GraphResult<()> {
         let config = Arc::clone(&self.current);
         let (task_id, task_path) = (Arc::clone(task_id), Arc::clone(task_path));
-        self.submit(SaveOp::Writes { config, writes, task_id, task_path }).await
+        match self.save_now(SaveOp::Writes { config, writes, task_id, task_path })? {
+            Some(op) => self.submit(op).await,
+            None => Ok(()),
+        }
     }
 
     /// Waits for every queued save.

@@ -23,6 +23,13 @@ pub(crate) fn counter_shared(counter: u64) -> Arc<str> {
     Arc::from(Digits::counter(counter).as_str())
 }
 
+/// The two-digit numbers 00 to 99, back to back.
+const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
 /// Decimal numbers padded with zeros, written on the stack (as `{n:0width$}` would, without the
 /// formatting machinery or a heap buffer: this runs several times per checkpoint).
 struct Digits {
@@ -52,16 +59,24 @@ impl Digits {
     /// Appends `n` in decimal, left-padded with zeros to `width` digits (what does not fit in the
     /// buffer is dropped; the stamps of this module fit).
     fn padded(&mut self, mut n: u64, width: usize) {
-        // 20 digits hold any u64.
+        // 20 digits hold any u64; two are made per division.
         let mut digits = [b'0'; 20];
         let mut start = digits.len();
-        loop {
+        while n >= 100 {
+            let pair = (n % 100) as usize * 2;
+            n /= 100;
+            start -= 2;
+            digits[start] = PAIRS[pair];
+            digits[start + 1] = PAIRS[pair + 1];
+        }
+        if n >= 10 {
+            let pair = n as usize * 2;
+            start -= 2;
+            digits[start] = PAIRS[pair];
+            digits[start + 1] = PAIRS[pair + 1];
+        } else {
             start -= 1;
-            digits[start] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
+            digits[start] = b'0' + n as u8;
         }
         let count = digits.len() - start;
         // The buffer is zeros past `len`: padding only moves the end.
