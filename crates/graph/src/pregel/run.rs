@@ -394,7 +394,7 @@ async fn run_inner<S: State>(
         }
         let current = ctx.saver.as_ref().map(|s| Arc::clone(s.current_config()));
         let current_id = current.as_ref().and_then(|c| c.checkpoint_id.as_deref()).unwrap_or_default();
-        let tasks = plan_tasks(&ch, spec, step, &current_id, &ctx.ns);
+        let tasks = plan_tasks(&ch, spec, step, current_id, &ctx.ns);
         if tasks.is_empty() {
             break;
         }
