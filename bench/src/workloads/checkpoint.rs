@@ -59,16 +59,18 @@ struct Counting {
 }
 
 impl Counting {
-    fn count(&self, op: &SaveOp) {
+    /// What `op` adds to the counts: (puts, put_writes calls, writes).
+    fn tally(op: &SaveOp) -> (usize, usize, usize) {
         match op {
-            SaveOp::Put { .. } => {
-                self.puts.fetch_add(1, Ordering::Relaxed);
-            }
-            SaveOp::Writes { writes, .. } => {
-                self.put_writes.fetch_add(1, Ordering::Relaxed);
-                self.writes.fetch_add(writes.len(), Ordering::Relaxed);
-            }
+            SaveOp::Put { .. } => (1, 0, 0),
+            SaveOp::Writes { writes, .. } => (0, 1, writes.len()),
         }
+    }
+
+    fn count(&self, (puts, put_writes, writes): (usize, usize, usize)) {
+        self.puts.fetch_add(puts, Ordering::Relaxed);
+        self.put_writes.fetch_add(put_writes, Ordering::Relaxed);
+        self.writes.fetch_add(writes, Ordering::Relaxed);
     }
 }
 
@@ -130,7 +132,7 @@ impl Checkpointer for Counting {
 
     async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
         for op in &ops {
-            self.count(op);
+            self.count(Self::tally(op));
         }
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.inner.put_batch(ops).await
@@ -138,15 +140,10 @@ impl Checkpointer for Counting {
 
     fn save_now(&self, op: SaveOp) -> Result<Option<SaveOp>, CheckpointError> {
         // Counted once saved here: an op handed back reaches `put_batch` and is counted there.
-        let (puts, put_writes, writes) = match &op {
-            SaveOp::Put { .. } => (1, 0, 0),
-            SaveOp::Writes { writes, .. } => (0, 1, writes.len()),
-        };
+        let tally = Self::tally(&op);
         let back = self.inner.save_now(op)?;
         if back.is_none() {
-            self.puts.fetch_add(puts, Ordering::Relaxed);
-            self.put_writes.fetch_add(put_writes, Ordering::Relaxed);
-            self.writes.fetch_add(writes, Ordering::Relaxed);
+            self.count(tally);
             self.calls.fetch_add(1, Ordering::Relaxed);
         }
         Ok(back)

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use crate::pregel::stamp::{counter_string, version_string};
 
-/// Width of the zero-padded counter of a version.
 /// How many names `intern_shared` compares by pointer before hashing.
 const SCAN: usize = 16;
 
+/// Width of the zero-padded counter of a version.
 const COUNTER_DIGITS: usize = 32;
 /// Width of the zero-padded tag after the `.`.
 const TAG_DIGITS: usize = 16;
@@ -128,7 +128,6 @@ impl Names {
         i
     }
 
-    /// The index of `name`, if it was ever added.
     /// As [`intern`](Self::intern), recognising a name shared with an earlier call by its pointer first
     /// (a run passes the same shared names in every save), and keeping the shared name when new.
     pub(super) fn intern_shared(&mut self, name: &Arc<str>) -> u32 {
@@ -144,6 +143,7 @@ impl Names {
         i
     }
 
+    /// The index of `name`, if it was ever added.
     pub(super) fn find(&self, name: &str) -> Option<u32> {
         self.index.get(name).copied()
     }
