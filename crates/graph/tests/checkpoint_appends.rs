@@ -182,7 +182,7 @@ async fn history(
         .map(|t| {
             let writes = t.pending_writes.into_iter().map(|w| (w.channel, w.value)).collect();
             let source = serde_json::to_value(t.metadata.source).unwrap();
-            (t.metadata.step, source, Value::Object(t.checkpoint.channel_values), writes)
+            (t.metadata.step, source, serde_json::to_value(t.checkpoint.channel_values).unwrap(), writes)
         })
         .collect()
 }
@@ -306,7 +306,7 @@ async fn a_delta_with_an_unknown_base_is_rejected_and_stores_nothing() {
         v: 1,
         id: "00000000-0000-7000-8000-000000000001".into(),
         ts: String::new(),
-        channel_values: serde_json::Map::new(),
+        channel_values: Default::default(),
         channel_versions: ChannelVersions::from([("m".into(), "2.0".into())]),
         versions_seen: Default::default(),
         updated_channels: Vec::new(),

@@ -15,9 +15,9 @@ fn checkpoint(id: &str, values: serde_json::Value, versions: &ChannelVersions) -
         v: 1,
         id: id.to_owned(),
         ts: "2025-01-01T00:00:00+00:00".to_owned(),
-        channel_values: values.as_object().cloned().unwrap_or_default(),
+        channel_values: serde_json::from_value(values).unwrap(),
         channel_versions: versions.clone(),
-        versions_seen: BTreeMap::new(),
+        versions_seen: Default::default(),
         updated_channels: Vec::new(),
     }
 }
@@ -94,9 +94,9 @@ async fn put_rejects_an_empty_checkpoint_id() {
     let err = saver
         .put(
             &CheckpointConfig::thread("t-empty"),
-            checkpoint("", json!({}), &BTreeMap::new()),
+            checkpoint("", json!({}), &Default::default()),
             metadata(0),
-            BTreeMap::new(),
+            Default::default(),
         )
         .await
         .unwrap_err();
@@ -110,7 +110,7 @@ async fn corrupt_error_message_names_thread_checkpoint_and_channel() {
     let versions: ChannelVersions = [("lost".into(), get_next_version(None))].into();
     let cp_id = id();
     let cp = checkpoint(&cp_id, json!({}), &versions);
-    saver.put(&CheckpointConfig::thread("t1"), cp, metadata(0), BTreeMap::new()).await.unwrap();
+    saver.put(&CheckpointConfig::thread("t1"), cp, metadata(0), Default::default()).await.unwrap();
     let err = saver.list(None, ListOptions::default()).await.unwrap_err();
     let text = err.to_string();
     assert!(

@@ -41,7 +41,7 @@ async fn chain(saver: &dyn Checkpointer, thread: &str, n: u32) -> Vec<Checkpoint
             v: 1,
             id: uuid::Uuid::now_v7().to_string(),
             ts: "2025-01-01T00:00:00+00:00".into(),
-            channel_values: [("step".to_owned(), json!(i))].into_iter().collect(),
+            channel_values: [("step".into(), json!(i))].into_iter().collect(),
             channel_versions: versions.clone(),
             versions_seen: Default::default(),
             updated_channels: vec!["step".into()],

@@ -23,10 +23,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub mod conformance;
+pub mod flat_map;
 mod memory;
 mod retention;
 mod version;
 
+pub use flat_map::FlatMap;
 pub use memory::InMemorySaver;
 pub use retention::{RetentionPolicy, checkpoint_time};
 pub use version::{get_next_version, try_next_version, version_counter};
@@ -98,7 +100,7 @@ pub type ChannelName = Arc<str>;
 pub type ChannelVersion = Arc<str>;
 
 /// Channel name to version.
-pub type ChannelVersions = BTreeMap<ChannelName, ChannelVersion>;
+pub type ChannelVersions = FlatMap<ChannelName, ChannelVersion>;
 
 /// What was appended to a list channel: its value at the new version is its value at `base_version` (a
 /// JSON array) followed by `items`.
@@ -111,7 +113,10 @@ pub struct AppendDelta {
 }
 
 /// Channel name to what was appended to it.
-pub type ChannelAppends = BTreeMap<ChannelName, AppendDelta>;
+pub type ChannelAppends = FlatMap<ChannelName, AppendDelta>;
+
+/// Channel name to value.
+pub type ChannelValues = FlatMap<ChannelName, Value>;
 
 /// The state of a run between two supersteps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -123,11 +128,11 @@ pub struct Checkpoint {
     /// When it was made (RFC 3339, UTC).
     pub ts: String,
     /// Channel values (only non-empty channels; see the module docs for which are present in `put`).
-    pub channel_values: Map<String, Value>,
+    pub channel_values: ChannelValues,
     /// The version of every channel that has one.
     pub channel_versions: ChannelVersions,
     /// For each node, the versions of its trigger channels it has seen.
-    pub versions_seen: BTreeMap<ChannelName, ChannelVersions>,
+    pub versions_seen: FlatMap<ChannelName, ChannelVersions>,
     /// Channels updated in the step that produced this checkpoint, sorted.
     #[serde(default)]
     pub updated_channels: Vec<ChannelName>,
@@ -375,7 +380,7 @@ pub trait Checkpointer: std::fmt::Debug + Send + Sync {
                 };
                 let mut items = items.clone();
                 items.extend(delta.items);
-                checkpoint.channel_values.insert(channel.to_string(), Value::Array(items));
+                checkpoint.channel_values.insert(channel, Value::Array(items));
             }
         }
         self.put(config, checkpoint, metadata, new_versions).await

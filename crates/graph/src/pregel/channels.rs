@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::checkpoint::{AppendDelta, ChannelAppends, ChannelVersion, ChannelVersions, Checkpoint, special};
+use crate::checkpoint::{
+    AppendDelta, ChannelAppends, ChannelValues, ChannelVersion, ChannelVersions, Checkpoint, FlatMap, special,
+};
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::spec::{CheckpointNames, GraphSpec, Layout};
 use crate::pregel::stamp::{counter_shared, version_shared};
@@ -248,10 +250,12 @@ impl<S: State> Channels<S> {
         updated: &ChannelSet,
         mut appends: Option<&mut ChannelAppends>,
     ) -> GraphResult<(Checkpoint, ChannelVersions)> {
-        let mut channel_values = Map::new();
+        let mut channel_values = ChannelValues::new();
         let mut channel_versions = ChannelVersions::new();
         let mut new_versions = ChannelVersions::new();
-        for (i, name) in names.channels.iter().enumerate() {
+        // In name order, so that every map is built by appending.
+        for &i in &names.channel_order {
+            let name = &names.channels[i];
             if self.versions[i] == 0 {
                 continue;
             }
@@ -269,12 +273,12 @@ impl<S: State> Channels<S> {
                     }
                 }
                 if let Some(v) = self.channel_json(spec, i)? {
-                    channel_values.insert(name.to_string(), v);
+                    channel_values.insert(Arc::clone(name), v);
                 }
             }
         }
-        let mut versions_seen = BTreeMap::new();
-        for node in 0..self.seen.len() {
+        let mut versions_seen = FlatMap::new();
+        for &node in &names.node_order {
             if self.seen[node].is_empty() {
                 continue;
             }
@@ -298,17 +302,14 @@ impl<S: State> Channels<S> {
     }
 
     /// The versions node `node` (START at `n_nodes`; the static breakpoint's when `None`) has seen, as a
-    /// checkpoint stores them (inserted one by one: collecting a map sorts a buffer).
+    /// checkpoint stores them.
     fn seen_strings(&mut self, names: &CheckpointNames, node: Option<usize>) -> ChannelVersions {
         let seen = match node {
             Some(node) => &self.seen[node],
             None => &self.interrupt_seen,
         };
-        let mut out = ChannelVersions::new();
-        for (&ch, &v) in seen {
-            out.insert(Arc::clone(&names.channels[ch]), self.strings[ch].counter(v));
-        }
-        out
+        let strings = &mut self.strings;
+        seen.iter().map(|(&ch, &v)| (Arc::clone(&names.channels[ch]), strings[ch].counter(v))).collect()
     }
 
     /// Restores channels from a whole checkpoint.
@@ -331,7 +332,7 @@ impl<S: State> Channels<S> {
         }
         let layout = ch.layout;
         for (name, value) in &cp.channel_values {
-            let Some(&i) = index.get(name.as_str()) else { continue };
+            let Some(&i) = index.get(&**name) else { continue };
             if i < layout.n_state {
                 ch.state.channel_from_json(i, value.clone()).map_err(invalid(-1))?;
             } else if i == layout.start() {

@@ -108,7 +108,13 @@ impl<S: State> GraphSpec<S> {
         channels.push(special::TASKS.into());
         let mut nodes: Vec<ChannelName> = self.nodes.iter().map(|n| Arc::clone(&n.name)).collect();
         nodes.push(special::START.into());
-        CheckpointNames { channels, nodes, interrupt: special::INTERRUPT.into() }
+        let sorted = |names: &[ChannelName]| {
+            let mut order: Vec<usize> = (0..names.len()).collect();
+            order.sort_by(|&a, &b| names[a].cmp(&names[b]));
+            order
+        };
+        let (channel_order, node_order) = (sorted(&channels), sorted(&nodes));
+        CheckpointNames { channels, nodes, channel_order, node_order, interrupt: special::INTERRUPT.into() }
     }
 }
 
@@ -118,6 +124,10 @@ pub(crate) struct CheckpointNames {
     pub(crate) channels: Vec<ChannelName>,
     /// Every node, then START (the keys of `versions_seen`).
     pub(crate) nodes: Vec<ChannelName>,
+    /// Indices of `channels` in name order (the order checkpoint maps are built in).
+    pub(crate) channel_order: Vec<usize>,
+    /// Indices of `nodes` in name order.
+    pub(crate) node_order: Vec<usize>,
     /// The key of the static breakpoint's seen versions.
     pub(crate) interrupt: ChannelName,
 }

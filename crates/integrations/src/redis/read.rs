@@ -2,6 +2,7 @@
 //! applied as they arrive), then values and writes of the checkpoints kept, each step one pipeline.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use redis::FromRedisValue;
 use serde_json::{Map, Value};
@@ -260,7 +261,7 @@ impl RedisSaver {
                         )
                     })?;
                     if let Some(value) = value {
-                        checkpoint.channel_values.insert(channel.to_string(), value);
+                        checkpoint.channel_values.insert(Arc::clone(channel), value);
                     }
                 }
             }

@@ -18,8 +18,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Map, Value};
-use weft_graph::checkpoint::{ChannelAppends, ChannelName, ChannelVersion, ChannelVersions};
+use serde_json::Value;
+use weft_graph::checkpoint::{ChannelAppends, ChannelName, ChannelValues, ChannelVersion, ChannelVersions};
 
 use super::codec;
 
@@ -135,7 +135,7 @@ impl DeltaPlanner {
         &self,
         thread_id: &str,
         checkpoint_ns: &str,
-        mut values: Map<String, Value>,
+        mut values: ChannelValues,
         new_versions: ChannelVersions,
     ) -> Plan {
         let mut plan = Plan::default();
@@ -198,7 +198,7 @@ impl DeltaPlanner {
         &self,
         thread_id: &str,
         checkpoint_ns: &str,
-        values: Map<String, Value>,
+        values: ChannelValues,
         mut new_versions: ChannelVersions,
         appends: ChannelAppends,
     ) -> Plan {
@@ -255,8 +255,8 @@ mod tests {
         pairs.iter().map(|(c, v)| (ChannelName::from(*c), ChannelVersion::from(*v))).collect()
     }
 
-    fn values(pairs: &[(&str, Value)]) -> Map<String, Value> {
-        pairs.iter().map(|(c, v)| ((*c).to_owned(), v.clone())).collect()
+    fn values(pairs: &[(&str, Value)]) -> ChannelValues {
+        pairs.iter().map(|(c, v)| (ChannelName::from(*c), v.clone())).collect()
     }
 
     fn put(p: &DeltaPlanner, version: &str, value: Value) -> BlobRecord {

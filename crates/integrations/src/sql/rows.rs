@@ -2,11 +2,12 @@
 //! SQL backends (which differ only in their queries).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use weft_graph::checkpoint::{
-    ChannelName, ChannelVersion, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
-    CheckpointTuple, PendingWrite, special,
+    ChannelName, ChannelValues, ChannelVersion, Checkpoint, CheckpointConfig, CheckpointError,
+    CheckpointMetadata, CheckpointTuple, PendingWrite, special,
 };
 
 use super::codec::{self, Decoded};
@@ -89,7 +90,7 @@ pub(crate) fn metadata_json(
 pub(crate) struct PreparedPut {
     pub(crate) body: String,
     pub(crate) metadata: String,
-    pub(crate) values: Map<String, Value>,
+    pub(crate) values: ChannelValues,
 }
 
 /// Checks a checkpoint's id and serializes its body (values taken out) and metadata.
@@ -176,7 +177,7 @@ impl Parsed {
                 corrupt(&config, &id, format!("channel '{channel}' at version '{version}': {m}"))
             })?;
             if let Some(value) = value {
-                checkpoint.channel_values.insert(channel.to_string(), value);
+                checkpoint.channel_values.insert(Arc::clone(channel), value);
             }
         }
         writes.sort_by(|a, b| (&a.task_path, &a.task_id, a.idx).cmp(&(&b.task_path, &b.task_id, b.idx)));

@@ -49,7 +49,7 @@ fn checkpoint(id: &str, values: Value, versions: &[(&str, &str)]) -> Checkpoint 
         v: 1,
         id: id.to_owned(),
         ts: "2025-01-01T00:00:00+00:00".to_owned(),
-        channel_values: values.as_object().cloned().unwrap_or_default(),
+        channel_values: serde_json::from_value(values).unwrap_or_default(),
         channel_versions,
         versions_seen: Default::default(),
         updated_channels: Vec::new(),

@@ -7,8 +7,8 @@ use std::time::SystemTime;
 use serde_json::Value;
 use uuid::{NoContext, Timestamp, Uuid};
 use weft_graph::checkpoint::{
-    CHECKPOINT_VERSION, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource,
-    Checkpointer,
+    CHECKPOINT_VERSION, ChannelName, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata,
+    CheckpointSource, Checkpointer, FlatMap,
 };
 
 use super::TestSaver;
@@ -54,9 +54,9 @@ pub(crate) async fn put(
         v: CHECKPOINT_VERSION,
         id: next_id(),
         ts: "2025-01-01T00:00:00+00:00".into(),
-        channel_values: new.iter().map(|(c, _, v)| ((*c).to_owned(), v.clone())).collect(),
+        channel_values: new.iter().map(|(c, _, v)| (ChannelName::from(*c), v.clone())).collect(),
         channel_versions: versions,
-        versions_seen: BTreeMap::new(),
+        versions_seen: FlatMap::new(),
         updated_channels: new.iter().map(|(c, _, _)| (*c).into()).collect(),
     };
     saver.put(parent, checkpoint, meta(0), new_versions).await.unwrap()

@@ -10,7 +10,7 @@ use uuid::{NoContext, Timestamp, Uuid};
 
 use crate::checkpoint::{
     ChannelName, ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError,
-    CheckpointMetadata, CheckpointSource, CheckpointTuple, Checkpointer,
+    CheckpointMetadata, CheckpointSource, CheckpointTuple, Checkpointer, FlatMap,
 };
 
 /// What a case returns: `Err` names the rule that broke.
@@ -73,13 +73,12 @@ pub(super) fn checkpoint(
     values: &[(&str, Value)],
     versions_of_all: &ChannelVersions,
 ) -> Checkpoint {
-    let mut seen = BTreeMap::new();
-    seen.insert(ChannelName::from("node"), versions_of_all.clone());
+    let seen = FlatMap::from([(ChannelName::from("node"), versions_of_all.clone())]);
     Checkpoint {
         v: crate::checkpoint::CHECKPOINT_VERSION,
         id: id.to_owned(),
         ts: "2025-01-02T03:04:05.678901+00:00".to_owned(),
-        channel_values: values.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect(),
+        channel_values: values.iter().map(|(k, v)| (ChannelName::from(*k), v.clone())).collect(),
         channel_versions: versions_of_all.clone(),
         versions_seen: seen,
         updated_channels: values.iter().map(|(k, _)| ChannelName::from(*k)).collect(),

@@ -10,8 +10,9 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use super::{
-    ChannelAppends, ChannelName, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError,
-    CheckpointMetadata, CheckpointTuple, Checkpointer, ListOptions, PendingWrite, SaveOp, special,
+    ChannelAppends, ChannelName, ChannelValues, ChannelVersions, Checkpoint, CheckpointConfig,
+    CheckpointError, CheckpointMetadata, CheckpointTuple, Checkpointer, FlatMap, ListOptions, PendingWrite,
+    SaveOp, special,
 };
 use keys::{Names, Ver};
 use values::{Packed, Values};
@@ -38,7 +39,7 @@ struct Thread {
 }
 
 /// Writes of one checkpoint: (task id, index) to write.
-type Writes = BTreeMap<(Arc<str>, i64), SavedWrite>;
+type Writes = FlatMap<(Arc<str>, i64), SavedWrite>;
 
 #[derive(Debug, Default, Clone)]
 struct Namespace {
@@ -66,7 +67,7 @@ struct Saved {
     v: u32,
     ts: String,
     channel_versions: ChannelVersions,
-    versions_seen: BTreeMap<ChannelName, ChannelVersions>,
+    versions_seen: FlatMap<ChannelName, ChannelVersions>,
     updated_channels: Vec<ChannelName>,
     metadata: CheckpointMetadata,
     parent_id: Option<String>,
@@ -191,14 +192,14 @@ impl Namespace {
             message,
         };
         let saved = &entry.saved;
-        let mut channel_values = Map::new();
+        let mut channel_values = ChannelValues::with_capacity(saved.channel_versions.len());
         for (name, version) in &saved.channel_versions {
             let value = match self.names.find(name) {
                 Some(channel) => self.values.get(channel, name, &Ver::parse(version)),
                 None => Err(format!("no value stored for channel '{name}' at version '{version}'")),
             };
             if let Some(value) = value.map_err(corrupt)? {
-                channel_values.insert(name.to_string(), value);
+                channel_values.insert(Arc::clone(name), value);
             }
         }
         let checkpoint = Checkpoint {
@@ -326,7 +327,7 @@ impl Namespace {
             if fixed.is_some() {
                 saved.insert(key, write);
             } else {
-                saved.entry(key).or_insert(write);
+                saved.get_or_insert_with(key, || write);
             }
         }
     }
