@@ -56,6 +56,9 @@ pub(crate) struct RunSaver {
     /// The address of the checkpoint new tasks are planned from (parent of the next put), shared by the
     /// saves that name it; without a checkpoint id before the first.
     current: Arc<CheckpointConfig>,
+    /// The address `current` replaced, kept to be reused for the next one once the saves naming it are
+    /// done (an in-memory saver finishes them at once: no address is allocated per checkpoint then).
+    spare: Option<Arc<CheckpointConfig>>,
     pub(crate) durability: Durability,
     /// Whether the checkpointer takes append deltas (read once per run).
     pub(crate) stores_appends: bool,
@@ -86,6 +89,7 @@ impl RunSaver {
         Self {
             checkpointer,
             current: Arc::new(thread.clone()),
+            spare: None,
             thread,
             durability,
             stores_appends,
@@ -193,9 +197,23 @@ impl RunSaver {
         new_versions: ChannelVersions,
         appends: ChannelAppends,
     ) -> GraphResult<Option<SaveOp>> {
-        let next =
-            Arc::new(CheckpointConfig { checkpoint_id: Some(checkpoint.id.clone()), ..self.thread.clone() });
+        let fresh = || {
+            Arc::new(CheckpointConfig { checkpoint_id: Some(checkpoint.id.clone()), ..self.thread.clone() })
+        };
+        let next = match self.spare.take() {
+            Some(mut spare) => match Arc::get_mut(&mut spare) {
+                Some(config) => {
+                    let id = config.checkpoint_id.get_or_insert_with(String::new);
+                    id.clear();
+                    id.push_str(&checkpoint.id);
+                    spare
+                }
+                None => fresh(),
+            },
+            None => fresh(),
+        };
         let config = std::mem::replace(&mut self.current, next);
+        self.spare = Some(Arc::clone(&config));
         self.save_now(SaveOp::Put { config, checkpoint, metadata, new_versions, appends })
     }
 

@@ -33,9 +33,12 @@ pub struct InMemorySaver {
     threads: RwLock<HashMap<String, Thread>>,
 }
 
+/// The namespaces of one thread: the root graph's (`""`, the one almost every save goes to) in a field of
+/// its own, found without a search, and the subgraphs' by name.
 #[derive(Debug, Default, Clone)]
 struct Thread {
-    namespaces: BTreeMap<String, Namespace>,
+    root: Namespace,
+    subgraphs: BTreeMap<String, Namespace>,
 }
 
 /// Writes of one checkpoint: (task id, index) to write.
@@ -91,7 +94,7 @@ impl InMemorySaver {
     /// version: an unchanged channel is not stored again).
     pub fn stored_value_count(&self) -> usize {
         self.threads.read().map_or(0, |threads| {
-            threads.values().flat_map(|t| t.namespaces.values()).map(|ns| ns.values.len()).sum()
+            threads.values().flat_map(Thread::namespaces).map(|(_, ns)| ns.values.len()).sum()
         })
     }
 
@@ -106,7 +109,27 @@ impl InMemorySaver {
 
 impl Thread {
     fn has_checkpoints(&self) -> bool {
-        self.namespaces.values().any(|ns| !ns.checkpoints.is_empty())
+        self.namespaces().any(|(_, ns)| !ns.checkpoints.is_empty())
+    }
+
+    /// Every namespace with its name, in name order (the root first).
+    fn namespaces(&self) -> impl Iterator<Item = (&str, &Namespace)> {
+        std::iter::once(("", &self.root)).chain(self.subgraphs.iter().map(|(name, ns)| (name.as_str(), ns)))
+    }
+
+    fn namespace(&self, ns: &str) -> Option<&Namespace> {
+        if ns.is_empty() { Some(&self.root) } else { self.subgraphs.get(ns) }
+    }
+
+    /// Runs `f` on namespace `ns`, made if absent (its name is allocated only then).
+    fn with_namespace<R>(&mut self, ns: &str, f: impl FnOnce(&mut Namespace) -> R) -> R {
+        if ns.is_empty() {
+            return f(&mut self.root);
+        }
+        if let Some(namespace) = self.subgraphs.get_mut(ns) {
+            return f(namespace);
+        }
+        f(self.subgraphs.entry(ns.to_owned()).or_default())
     }
 }
 
@@ -117,10 +140,10 @@ fn with_namespace<R>(
     ns: &str,
     f: impl FnOnce(&mut Namespace) -> R,
 ) -> R {
-    if let Some(namespace) = threads.get_mut(thread_id).and_then(|t| t.namespaces.get_mut(ns)) {
-        return f(namespace);
+    if let Some(thread) = threads.get_mut(thread_id) {
+        return thread.with_namespace(ns, f);
     }
-    f(threads.entry(thread_id.to_owned()).or_default().namespaces.entry(ns.to_owned()).or_default())
+    threads.entry(thread_id.to_owned()).or_default().with_namespace(ns, f)
 }
 
 /// The checkpoint ids of a save must not be empty.
@@ -345,8 +368,7 @@ fn metadata_matches(metadata: &CheckpointMetadata, filter: &Map<String, Value>) 
 impl Checkpointer for InMemorySaver {
     async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
         let threads = self.read()?;
-        let Some(ns) = threads.get(&config.thread_id).and_then(|t| t.namespaces.get(&config.checkpoint_ns))
-        else {
+        let Some(ns) = threads.get(&config.thread_id).and_then(|t| t.namespace(&config.checkpoint_ns)) else {
             return Ok(None);
         };
         let found = match &config.checkpoint_id {
@@ -365,15 +387,13 @@ impl Checkpointer for InMemorySaver {
         let sources: Vec<(&str, &str, &Namespace)> = match config {
             Some(c) => threads
                 .get(&c.thread_id)
-                .and_then(|t| t.namespaces.get(&c.checkpoint_ns))
+                .and_then(|t| t.namespace(&c.checkpoint_ns))
                 .map(|ns| (c.thread_id.as_str(), c.checkpoint_ns.as_str(), ns))
                 .into_iter()
                 .collect(),
             None => threads
                 .iter()
-                .flat_map(|(t, thread)| {
-                    thread.namespaces.iter().map(move |(n, ns)| (t.as_str(), n.as_str(), ns))
-                })
+                .flat_map(|(t, thread)| thread.namespaces().map(move |(n, ns)| (t.as_str(), n, ns)))
                 .collect(),
         };
         let only = config.and_then(|c| c.checkpoint_id.as_deref());
@@ -502,11 +522,12 @@ impl Checkpointer for InMemorySaver {
         let Some(thread) = threads.get_mut(thread_id) else {
             return Ok(());
         };
-        for ns in thread.namespaces.values_mut() {
+        thread.root.prune(keep_latest);
+        for ns in thread.subgraphs.values_mut() {
             ns.prune(keep_latest);
         }
-        thread.namespaces.retain(|_, ns| !ns.checkpoints.is_empty());
-        if thread.namespaces.is_empty() {
+        thread.subgraphs.retain(|_, ns| !ns.checkpoints.is_empty());
+        if !thread.has_checkpoints() {
             threads.remove(thread_id);
         }
         Ok(())
@@ -514,7 +535,7 @@ impl Checkpointer for InMemorySaver {
 
     async fn list_ids(&self, config: &CheckpointConfig) -> Result<Vec<String>, CheckpointError> {
         let threads = self.read()?;
-        let ns = threads.get(&config.thread_id).and_then(|t| t.namespaces.get(&config.checkpoint_ns));
+        let ns = threads.get(&config.thread_id).and_then(|t| t.namespace(&config.checkpoint_ns));
         Ok(ns.map(|ns| ns.checkpoints.iter().rev().map(|e| e.id.clone()).collect()).unwrap_or_default())
     }
 }
