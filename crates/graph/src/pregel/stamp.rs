@@ -59,6 +59,27 @@ impl Digits {
     /// Appends `n` in decimal, left-padded with zeros to `width` digits (what does not fit in the
     /// buffer is dropped; the stamps of this module fit).
     fn padded(&mut self, mut n: u64, width: usize) {
+        let count = n.checked_ilog10().map_or(1, |log| log as usize + 1);
+        let end = self.len + width.max(count);
+        if end <= self.buf.len() {
+            // Written in place from the end, two digits per division; the zeros of the padding are there.
+            let mut at = end;
+            while n >= 100 {
+                let pair = (n % 100) as usize * 2;
+                n /= 100;
+                at -= 2;
+                self.buf[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+            }
+            if n >= 10 {
+                let pair = n as usize * 2;
+                at -= 2;
+                self.buf[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+            } else {
+                self.buf[at - 1] = b'0' + n as u8;
+            }
+            self.len = end;
+            return;
+        }
         // 20 digits hold any u64; two are made per division.
         let mut digits = [b'0'; 20];
         let mut start = digits.len();
@@ -123,10 +144,41 @@ pub(crate) fn now_rfc3339() -> String {
 }
 
 fn rfc3339_at(now: Duration) -> String {
-    let secs = now.as_secs() as i64;
+    let secs = now.as_secs();
+    // `{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}`, made once per second of the clock.
+    let prefix = SECOND_TEXT.with(|cached| {
+        let (at, text) = cached.get();
+        if at == Some(secs) {
+            return text;
+        }
+        let text = second_text(secs);
+        cached.set((Some(secs), text));
+        text
+    });
+    let mut out = Digits::new();
+    for b in prefix {
+        out.byte(b);
+    }
+    out.byte(b'.');
+    out.padded(u64::from(now.subsec_micros()), 6);
+    out.text("+00:00");
+    out.as_str().to_owned()
+}
+
+/// Length of `YYYY-MM-DDTHH:MM:SS`.
+const SECOND_LEN: usize = 19;
+
+thread_local! {
+    /// The last second formatted on this thread and its text.
+    static SECOND_TEXT: std::cell::Cell<(Option<u64>, [u8; SECOND_LEN])> =
+        const { std::cell::Cell::new((None, [0; SECOND_LEN])) };
+}
+
+/// `secs` since the epoch as `YYYY-MM-DDTHH:MM:SS` (UTC).
+fn second_text(secs: u64) -> [u8; SECOND_LEN] {
+    let secs = i64::try_from(secs).unwrap_or(i64::MAX);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
-    // `{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{micros:06}+00:00`
     let mut out = Digits::new();
     out.padded(y.max(0) as u64, 4);
     out.byte(b'-');
@@ -139,10 +191,10 @@ fn rfc3339_at(now: Duration) -> String {
     out.padded(((rem % 3600) / 60) as u64, 2);
     out.byte(b':');
     out.padded((rem % 60) as u64, 2);
-    out.byte(b'.');
-    out.padded(u64::from(now.subsec_micros()), 6);
-    out.text("+00:00");
-    out.as_str().to_owned()
+    let mut text = [b'0'; SECOND_LEN];
+    let len = out.len.min(SECOND_LEN);
+    text[..len].copy_from_slice(&out.buf[..len]);
+    text
 }
 
 /// The last id's millisecond and 74 random-or-counter bits, so that ids increase within the process.
@@ -214,6 +266,11 @@ mod tests {
             out.padded(n, width);
             assert_eq!(out.as_str(), format!("{n:0width$}"));
         }
+        // What does not fit the buffer is dropped, without a panic.
+        let mut out = Digits::new();
+        out.len = 60;
+        out.padded(12_345, 8);
+        assert_eq!(&out.as_str()[60..], "0001");
         assert_eq!(&*version_shared(42, 7), version_string(42, 7));
         assert_eq!(&*counter_shared(42), counter_string(42));
     }
@@ -237,6 +294,17 @@ mod tests {
         assert_eq!(&ts[4..5], "-");
         assert_eq!(&ts[10..11], "T");
         assert!(ts.ends_with("+00:00"), "{ts}");
+        // The text of a second is cached per thread: moving between seconds, back and forth, stays exact.
+        for (micros, text) in [
+            (1_704_067_199_500_000, "2023-12-31T23:59:59.500000+00:00"),
+            (1_704_067_200_000_001, "2024-01-01T00:00:00.000001+00:00"),
+            (1_704_067_200_999_999, "2024-01-01T00:00:00.999999+00:00"),
+            (1_704_067_199_000_000, "2023-12-31T23:59:59.000000+00:00"),
+            (951_825_600_000_000, "2000-02-29T12:00:00.000000+00:00"),
+            (0, "1970-01-01T00:00:00.000000+00:00"),
+        ] {
+            assert_eq!(rfc3339_at(Duration::from_micros(micros)), text);
+        }
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(19_723), (2024, 1, 1));
     }

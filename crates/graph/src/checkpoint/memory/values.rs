@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde_json::Value;
 
 use super::keys::Ver;
-use crate::checkpoint::AppendDelta;
+use crate::checkpoint::{AppendDelta, FlatMap};
 
 /// A JSON value kept compactly: scalars as they are, lists and maps as their JSON text (a tree of
 /// `Value`s takes several times the memory of its text; LangGraph's saver keeps serialized bytes too).
@@ -60,20 +60,61 @@ pub(super) enum Stored {
     Appended { base: Ver, items: Packed, len: usize },
 }
 
+/// The stored versions of one channel. A run saves a channel's versions in increasing order, so they
+/// are appended to a sorted vector (no search, no node to split); a version older than the newest one
+/// stored (a run forked from an earlier checkpoint) goes to a tree, so forks stay O(log n) per save.
+#[derive(Debug, Default, Clone)]
+struct Versions {
+    /// Versions saved in increasing order.
+    ordered: FlatMap<Ver, Stored>,
+    /// The others.
+    others: BTreeMap<Ver, Stored>,
+}
+
+impl Versions {
+    fn len(&self) -> usize {
+        self.ordered.len() + self.others.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.ordered.is_empty() && self.others.is_empty()
+    }
+
+    fn get(&self, version: &Ver) -> Option<&Stored> {
+        self.ordered.get(version).or_else(|| self.others.get(version))
+    }
+
+    fn insert(&mut self, version: Ver, stored: Stored) {
+        let newest = self.ordered.last_key_value().is_none_or(|(last, _)| *last < version);
+        if newest {
+            self.ordered.insert(version, stored);
+        } else if let Some(slot) = self.ordered.get_mut(&version) {
+            *slot = stored;
+        } else {
+            self.others.insert(version, stored);
+        }
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&Ver) -> bool) {
+        self.ordered.retain(|version, _| keep(version));
+        self.others.retain(|version, _| keep(version));
+    }
+}
+
 /// Channel (an interned name), then version, to value. An appended value's base is always an older
 /// version of the same channel (a smaller counter), so chains end, at a whole list.
 #[derive(Debug, Default, Clone)]
 pub(super) struct Values {
-    by_channel: Vec<BTreeMap<Ver, Stored>>,
+    by_channel: Vec<Versions>,
 }
 
 impl Values {
     /// How many (channel, version) values are stored.
     pub(super) fn len(&self) -> usize {
-        self.by_channel.iter().map(BTreeMap::len).sum()
+        self.by_channel.iter().map(Versions::len).sum()
     }
 
-    fn versions(&self, channel: u32) -> Option<&BTreeMap<Ver, Stored>> {
+    fn versions(&self, channel: u32) -> Option<&Versions> {
         self.by_channel.get(channel as usize).filter(|v| !v.is_empty())
     }
 
@@ -136,7 +177,7 @@ impl Values {
     pub(super) fn insert(&mut self, channel: u32, version: Ver, stored: Stored) {
         let i = channel as usize;
         if self.by_channel.len() <= i {
-            self.by_channel.resize_with(i + 1, BTreeMap::new);
+            self.by_channel.resize_with(i + 1, Versions::default);
         }
         self.by_channel[i].insert(version, stored);
     }
@@ -217,7 +258,7 @@ impl Values {
         }
         for (channel, versions) in self.by_channel.iter_mut().enumerate() {
             let kept = u32::try_from(channel).ok().and_then(|c| keep.get(&c));
-            versions.retain(|version, _| kept.is_some_and(|k| k.contains(version)));
+            versions.retain(|version| kept.is_some_and(|k| k.contains(version)));
         }
     }
 }
@@ -323,5 +364,37 @@ mod tests {
         values.put_appended("m", v(2), delta(1, json!([2]))).unwrap();
         values.retain(&HashSet::new());
         assert!(values.get_named("m", &v(2)).unwrap_err().contains("no value stored"));
+    }
+
+    #[test]
+    fn versions_saved_out_of_order_are_found_replaced_and_retained() {
+        let mut values = Values::default();
+        for n in [1, 2, 5] {
+            values.put_whole(c("x"), v(n), Some(json!(n)));
+        }
+        // A fork from version 2: older than the newest stored, on another tag.
+        let fork = |n| Ver::Tagged(n, 8);
+        values.put_whole(c("x"), fork(3), Some(json!("f3")));
+        values.put_appended("x", fork(4), delta(1, json!([]))).unwrap_err();
+        values.put_whole(c("x"), fork(4), Some(json!(["f4"])));
+        values
+            .put_appended(
+                "x",
+                fork(6),
+                AppendDelta { base_version: fork(4).render().into(), items: vec![json!(1)] },
+            )
+            .unwrap();
+        // The same version again replaces its value, wherever it is kept.
+        values.put_whole(c("x"), v(2), Some(json!("two")));
+        values.put_whole(c("x"), fork(3), Some(json!("three")));
+        assert_eq!(values.len(), 6);
+        assert_eq!(values.get_named("x", &v(2)).unwrap(), Some(json!("two")));
+        assert_eq!(values.get_named("x", &fork(3)).unwrap(), Some(json!("three")));
+        assert_eq!(values.get_named("x", &v(5)).unwrap(), Some(json!(5)));
+        assert_eq!(values.get_named("x", &fork(6)).unwrap(), Some(json!(["f4", 1])));
+        values.retain(&HashSet::from([(c("x"), fork(6)), (c("x"), v(1))]));
+        assert_eq!(values.len(), 3);
+        assert_eq!(values.get_named("x", &fork(6)).unwrap(), Some(json!(["f4", 1])));
+        assert!(values.get_named("x", &v(5)).is_err());
     }
 }
