@@ -284,7 +284,7 @@ impl Namespace {
         appends: ChannelAppends,
         parent_id: Option<String>,
     ) -> Result<(), CheckpointError> {
-        let Checkpoint { v, id, ts, mut channel_values, channel_versions, versions_seen, updated_channels } =
+        let Checkpoint { v, id, ts, channel_values, channel_versions, versions_seen, updated_channels } =
             checkpoint;
         check_id(thread_id, &id)?;
         let invalid = |message: String| CheckpointError::Invalid(format!("thread '{thread_id}': {message}"));
@@ -299,10 +299,13 @@ impl Namespace {
             let stored = self.values.prepare_append(c, &channel, &version, delta).map_err(invalid)?;
             prepared.push((c, version, stored));
         }
+        // Both maps are sorted by channel: one walk pairs each new version with its value.
+        let mut values = channel_values.into_iter().peekable();
         for (channel, version) in new_versions {
             let c = self.names.intern_shared(&channel);
+            while values.next_if(|(name, _)| !Arc::ptr_eq(name, &channel) && *name < channel).is_some() {}
+            let value = values.next_if(|(name, _)| *name == channel).map(|(_, value)| value);
             if !prepared.iter().any(|(p, ..)| *p == c) {
-                let value = channel_values.remove(&*channel);
                 self.values.put_whole(c, Ver::parse(&version), value);
             }
         }
