@@ -1254,7 +1254,8 @@ async fn execute<S: State>(
                 NodeInput::State(s) => state_json(*s),
                 NodeInput::Payload(p) => p.to_json().unwrap_or(Value::Null),
             };
-            RunScope::start(rt.config(), &node.name, RunKind::Chain, Some(input_json))
+            // Boxed: it lives across the node's await, and most tasks have none (a smaller task future).
+            Box::new(RunScope::start(rt.config(), &node.name, RunKind::Chain, Some(input_json)))
         });
         let rt = match &scope {
             Some(s) => with_config(&rt, s.child_config().clone()),
@@ -1285,7 +1286,7 @@ async fn execute<S: State>(
                 }
                 match policy {
                     Some(p) if attempt < p.max_attempts && p.should_retry(&err) => {
-                        tokio::time::sleep(p.delay(attempt)).await;
+                        Box::pin(tokio::time::sleep(p.delay(attempt))).await;
                         attempt += 1;
                     }
                     _ => return Err(GraphError::Node { node: node.name.to_string(), step, source: err }),

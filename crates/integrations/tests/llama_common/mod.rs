@@ -68,7 +68,9 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    /// A chat model on this server: temperature 0 (greedy, repeatable), at most `max_tokens`, no retries.
+    /// A chat model on this server: temperature 0 (greedy, repeatable), at most `max_tokens`. A request
+    /// that fails in transit (a kept-alive connection the busy server closed while the scenarios run in
+    /// parallel) is tried again, as in production; an answer the server gives is never retried (4xx).
     pub(crate) fn chat(&self, model: Model, max_tokens: u32) -> ChatOpenAI {
         ChatOpenAI::builder()
             .model(model.name())
@@ -76,7 +78,8 @@ impl Server {
             .api_key("sk-local")
             .temperature(0.0)
             .max_tokens(max_tokens)
-            .max_retries(0)
+            .max_retries(2)
+            .retry_delay(Duration::from_millis(200), Duration::from_secs(1))
             .timeout(Duration::from_secs(120))
             .build()
             .expect("a chat model for llama-server")
