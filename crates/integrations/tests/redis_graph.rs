@@ -153,3 +153,89 @@ async fn messages1000_stores_a_fraction_of_the_whole_copies() -> TestResult {
     assert!(small * 10 < big, "appended lists store a fraction: {small} against {big}");
     Ok(())
 }
+
+/// A chat that answers until its list holds a multiple of five messages.
+fn chat_app(saver: Arc<dyn Checkpointer>) -> CompiledGraph<Chat> {
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node("talk", |s: Chat| {
+        Chat::update().messages(vec![Message::ai(format!("m{}", s.messages.len()))])
+    });
+    g.add_edge(START, "talk");
+    g.add_conditional_edges("talk", |s: &Chat| if s.messages.len() % 5 == 0 { END } else { "talk" }, None);
+    g.compile_with(CompileConfig::new().checkpointer(saver)).unwrap()
+}
+
+fn texts(chat: &Chat) -> Vec<String> {
+    chat.messages.iter().map(Message::text).collect()
+}
+
+#[tokio::test]
+async fn the_engines_appends_continue_after_a_restart_and_from_a_fork() -> TestResult {
+    let first = saver_or_skip!("graph-appends");
+    let config = thread("chat");
+    let first_app = chat_app(Arc::new(first.saver.clone()));
+    let out = first_app.invoke(Chat::update().messages(vec![Message::human("hi")]), &config).await.unwrap();
+    assert_eq!(out.value.messages.len(), 5);
+    // A second saver on the same prefix remembers nothing of the lists: the engine's appends still find
+    // their base, stored by the first.
+    let second =
+        RedisSaver::connect_with(RedisOptions::new(redis_common::url()).prefix(first.prefix.clone()))
+            .await
+            .unwrap();
+    assert!(second.stores_appends());
+    let app = chat_app(Arc::new(second));
+    let out = app.invoke(Chat::update().messages(vec![Message::human("again")]), &config).await.unwrap();
+    let expected = ["hi", "m1", "m2", "m3", "m4", "again", "m6", "m7", "m8", "m9"];
+    assert_eq!(texts(&out.value), expected);
+    // Every checkpoint reads back as the list it saved: a prefix of the final one.
+    let history = app.get_state_history(&config, ListOptions::default()).await.unwrap();
+    assert_eq!(history.len(), 12);
+    for snapshot in &history {
+        let got = texts(&snapshot.values);
+        assert_eq!(got[..], expected[..got.len()], "checkpoint {:?}", snapshot.config);
+    }
+    // Forking from the checkpoint with three messages appends to that version, not to the latest.
+    let at_three = history.iter().find(|s| s.values.messages.len() == 3).unwrap();
+    let fork = config
+        .clone()
+        .with_configurable("checkpoint_id", at_three.config.clone().unwrap().checkpoint_id.unwrap());
+    let out = app.invoke(Chat::update().messages(vec![Message::human("fork")]), &fork).await.unwrap();
+    assert_eq!(texts(&out.value), ["hi", "m1", "m2", "fork", "m4"]);
+    let latest = app.get_state(&config).await.unwrap();
+    assert_eq!(texts(&latest.values), ["hi", "m1", "m2", "fork", "m4"]);
+    let history = app.get_state_history(&config, ListOptions::default()).await.unwrap();
+    assert!(history.iter().any(|s| texts(&s.values) == expected), "the first branch still reads back whole");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_engines_appends_are_stored_whole_every_few_versions() -> TestResult {
+    let saver = saver_or_skip!("graph-append-chains", |o| o.deltas(4, 100));
+    let app = chat_app(Arc::new(saver.saver.clone()));
+    let config = thread("chat");
+    for round in 0..4 {
+        let input = Chat::update().messages(vec![Message::human(format!("round {round}"))]);
+        assert_eq!(app.invoke(input, &config).await.unwrap().value.messages.len(), 5 * (round + 1));
+    }
+    // Every value reads back whole, and no chain of appended values is longer than 4 links.
+    let history = app.get_state_history(&config, ListOptions::default()).await.unwrap();
+    let last = texts(&app.get_state(&config).await.unwrap().values);
+    for snapshot in &history {
+        let got = texts(&snapshot.values);
+        assert_eq!(got[..], last[..got.len()], "checkpoint {:?}", snapshot.config);
+    }
+    let mut conn = redis_common::raw().await;
+    let bases: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(format!("{}:t:chat:n::bases", saver.prefix))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(bases.len() >= 10, "most versions are appended: {} links", bases.len());
+    let longest = bases
+        .keys()
+        .map(|field| std::iter::successors(Some(field), |f| bases.get(*f)).count() - 1)
+        .max()
+        .unwrap_or(0);
+    assert!((1..=4).contains(&longest), "longest chain of appended values: {longest}");
+    Ok(())
+}

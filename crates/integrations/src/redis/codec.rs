@@ -48,13 +48,15 @@ pub(crate) fn encode_list(items: &[Value]) -> Result<Vec<u8>, String> {
     serde_json::to_vec(&Whole { format: FORMAT, value: items }).map_err(|e| e.to_string())
 }
 
-/// The elements appended to the list of `base_len` elements at version `base` of the same channel.
-pub(crate) fn encode_append(base: &str, base_len: usize, items: &[Value]) -> Result<Vec<u8>, String> {
+/// The elements appended to the list at version `base` of the same channel, of `base_len` elements when
+/// known (the length is checked on reading; the engine's own appends do not carry it).
+pub(crate) fn encode_append(base: &str, base_len: Option<usize>, items: &[Value]) -> Result<Vec<u8>, String> {
     #[derive(Serialize)]
     struct Append<'a> {
         format: u32,
         base: &'a str,
-        base_len: usize,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        base_len: Option<usize>,
         append: &'a [Value],
     }
     serde_json::to_vec(&Append { format: FORMAT, base, base_len, append: items }).map_err(|e| e.to_string())
@@ -67,8 +69,8 @@ pub(crate) enum Stored {
     Value(Value),
     /// The channel had no value.
     Empty,
-    /// Elements appended to the list (of the given length) at the base version.
-    Append(usize, Vec<Value>),
+    /// Elements appended to the list at the base version (of the given length, when known).
+    Append(Option<usize>, Vec<Value>),
 }
 
 /// A stored channel value, whole, empty or appended.
@@ -79,9 +81,14 @@ pub(crate) fn decode_stored(bytes: &[u8]) -> Result<Stored, String> {
     }
     match (envelope.remove("append"), envelope.get("empty")) {
         (Some(Value::Array(items)), _) => {
-            let base_len =
-                envelope.get("base_len").and_then(Value::as_u64).and_then(|n| usize::try_from(n).ok());
-            let base_len = base_len.ok_or_else(|| "appended value without 'base_len'".to_owned())?;
+            let base_len = match envelope.get("base_len") {
+                None => None,
+                Some(n) => Some(
+                    n.as_u64()
+                        .and_then(|n| usize::try_from(n).ok())
+                        .ok_or_else(|| "appended value with a bad 'base_len'".to_owned())?,
+                ),
+            };
             Ok(Stored::Append(base_len, items))
         }
         (Some(_), _) => Err("'append' is not a list".to_owned()),
@@ -93,7 +100,7 @@ pub(crate) fn decode_stored(bytes: &[u8]) -> Result<Stored, String> {
 /// A channel's value from its chain of stored versions: `chain[0]` is the version asked for, each next
 /// one the base of the one before (`None` where nothing is stored). `Ok(None)`: the channel was empty.
 pub(crate) fn decode_chain(chain: &[Option<Vec<u8>>]) -> Result<Option<Value>, String> {
-    let mut appended: Vec<(usize, Vec<Value>)> = Vec::new();
+    let mut appended: Vec<(Option<usize>, Vec<Value>)> = Vec::new();
     for (depth, bytes) in chain.iter().enumerate() {
         let Some(bytes) = bytes else {
             return Err(if depth == 0 {
@@ -114,7 +121,7 @@ pub(crate) fn decode_chain(chain: &[Option<Vec<u8>>]) -> Result<Option<Value>, S
                 // Each base must be as long as the list its appended value was made from: a base
                 // rewritten since (another thread under the same version) is an error, not a wrong list.
                 for (back, (base_len, more)) in appended.into_iter().enumerate().rev() {
-                    if items.len() != base_len {
+                    if let Some(base_len) = base_len.filter(|len| *len != items.len()) {
                         return Err(format!(
                             "the base {} versions back has {} elements, the appended value was made on {base_len}",
                             back + 1,
@@ -261,8 +268,8 @@ mod tests {
     #[test]
     fn appended_values_rebuild_the_whole_list() {
         let base = encode_value(Some(&json!([1, 2]))).unwrap();
-        let mid = encode_append("v1", 2, &[json!(3)]).unwrap();
-        let top = encode_append("v2", 3, &[json!(4), json!(5)]).unwrap();
+        let mid = encode_append("v1", Some(2), &[json!(3)]).unwrap();
+        let top = encode_append("v2", Some(3), &[json!(4), json!(5)]).unwrap();
         let chain = [Some(top), Some(mid), Some(base)];
         assert_eq!(decode_chain(&chain).unwrap(), Some(json!([1, 2, 3, 4, 5])));
         let err = decode_chain(&chain[..2]).unwrap_err();
@@ -272,6 +279,13 @@ mod tests {
         let short = encode_value(Some(&json!([1]))).unwrap();
         let err = decode_chain(&[chain[0].clone(), chain[1].clone(), Some(short)]).unwrap_err();
         assert!(err.contains("has 1 elements, the appended value was made on 2"), "{err}");
+        // An append without a length (the engine's own) is not checked against its base.
+        let unsized_top = encode_append("v2", None, &[json!(4)]).unwrap();
+        assert!(!String::from_utf8_lossy(&unsized_top).contains("base_len"));
+        let any_base = encode_value(Some(&json!([7]))).unwrap();
+        assert_eq!(decode_chain(&[Some(unsized_top), Some(any_base)]).unwrap(), Some(json!([7, 4])));
+        let bad_len = br#"{"format": 1, "base": "v1", "base_len": "two", "append": []}"#.to_vec();
+        assert!(decode_stored(&bad_len).unwrap_err().contains("bad 'base_len'"));
         let not_list = encode_value(Some(&json!({"a": 1}))).unwrap();
         let err = decode_chain(&[chain[0].clone(), Some(not_list)]).unwrap_err();
         assert!(err.contains("not a list"), "{err}");

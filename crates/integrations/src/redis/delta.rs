@@ -60,6 +60,9 @@ pub(crate) struct DeltaPlanner {
 struct Cache {
     entries: HashMap<Key, Entry>,
     clock: u64,
+    /// Per channel, the engine's appends stored in a row since its last whole value (see
+    /// [`DeltaPlanner::appended_chain`]).
+    appended: HashMap<Key, usize>,
 }
 
 impl DeltaPlanner {
@@ -132,10 +135,55 @@ impl DeltaPlanner {
         }
     }
 
+    /// Whether growing lists are stored as appended elements.
+    pub(crate) fn enabled(&self) -> bool {
+        self.config.enabled()
+    }
+
+    /// How many of the engine's appends to `channel` were stored in a row since its last whole value,
+    /// as far as this process saw.
+    pub(crate) fn appended_chain(&self, thread_id: &str, ns: &str, channel: &str) -> usize {
+        let key = (thread_id.to_owned(), ns.to_owned(), channel.to_owned());
+        self.cache.lock().ok().and_then(|cache| cache.appended.get(&key).copied()).unwrap_or(0)
+    }
+
+    /// Whether the next engine append to a channel with `chain` appends in a row must be stored whole
+    /// (so that a read follows at most `snapshot_every` links).
+    pub(crate) fn needs_whole(&self, chain: usize) -> bool {
+        chain + 1 >= self.config.snapshot_every
+    }
+
+    /// Records a stored checkpoint's engine appends (one more link each) and the channels it stored
+    /// otherwise (their chain of engine appends starts over; the planner's last list of an appended
+    /// channel is older than the value now stored, so it is forgotten).
+    pub(crate) fn commit_appends<'a>(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        appended: impl IntoIterator<Item = &'a str>,
+        whole: impl IntoIterator<Item = &'a str>,
+    ) {
+        let Ok(mut cache) = self.cache.lock() else { return };
+        let key = |channel: &str| (thread_id.to_owned(), ns.to_owned(), channel.to_owned());
+        for channel in appended {
+            cache.entries.remove(&key(channel));
+            *cache.appended.entry(key(channel)).or_insert(0) += 1;
+        }
+        for channel in whole {
+            cache.appended.remove(&key(channel));
+        }
+        // Bounded like the lists: past that, every count starts over (a count lost only makes a chain
+        // longer, never a value wrong).
+        if cache.appended.len() > self.config.cache_entries.max(1) * 4 {
+            cache.appended.clear();
+        }
+    }
+
     /// Forgets a thread's lists (it was pruned, deleted or replaced).
     pub(crate) fn forget_thread(&self, thread_id: &str) {
         if let Ok(mut cache) = self.cache.lock() {
             cache.entries.retain(|(thread, _, _), _| thread != thread_id);
+            cache.appended.retain(|(thread, _, _), _| thread != thread_id);
         }
     }
 }

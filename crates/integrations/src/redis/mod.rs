@@ -23,7 +23,9 @@
 //! checkpoint lists. A list that extends the channel's previous list (a message list) is stored as the
 //! appended elements and the version they extend, with a whole copy every 64 versions
 //! ([`RedisOptions::deltas`]), so a thread of 1,000 messages does not store 1,000 copies of its
-//! list. A `put` is one server-side script and a `put_writes` one `MULTI`/`EXEC` transaction. Regular
+//! list. The saver takes the engine's appends (`stores_appends`): a list a step only appended to arrives
+//! as its new items and is stored as they are, and every 64th such version is stored whole from the
+//! parent checkpoint's list. A `put` is one server-side script and a `put_writes` one `MULTI`/`EXEC` transaction. Regular
 //! writes are inserted if absent (`HSETNX`), special ones (error, interrupt, resume) replace (`HSET`).
 //!
 //! # Values

@@ -78,10 +78,11 @@ impl RedisOptions {
     }
 
     /// How growing lists (message lists) are stored: a list that extends the one stored at the channel's
-    /// previous version is stored as the appended elements, with a whole copy every `snapshot_every`
-    /// versions (so a read follows at most that many); the last list of up to `cache_entries` channels is
-    /// kept in memory to compare with. `snapshot_every` of 0 or 1 stores every version whole. Reading any
-    /// checkpoint rebuilds the exact value.
+    /// previous version (or that the engine hands over as appended items) is stored as the appended
+    /// elements, with a whole copy every `snapshot_every` versions (so a read follows at most that many in
+    /// a process that saw the whole run); the last list of up to `cache_entries` channels is kept in
+    /// memory to compare with. `snapshot_every` of 0 or 1 stores every version whole (the engine then
+    /// hands over whole lists). Reading any checkpoint rebuilds the exact value.
     pub fn deltas(mut self, snapshot_every: usize, cache_entries: usize) -> Self {
         self.snapshot_every = snapshot_every;
         self.delta_cache_entries = cache_entries;

@@ -8,8 +8,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 use weft_graph::checkpoint::{
-    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple,
-    Checkpointer, ListOptions,
+    ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
+    CheckpointTuple, Checkpointer, ListOptions,
 };
 
 use super::conn::Conn;
@@ -105,7 +105,24 @@ impl Checkpointer for RedisSaver {
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> Result<CheckpointConfig, CheckpointError> {
-        self.write_checkpoint(config, checkpoint, metadata, new_versions).await
+        self.write_checkpoint(config, checkpoint, metadata, new_versions, ChannelAppends::new()).await
+    }
+
+    /// Stores the engine's appends as the new items on their base version (O(new items) a step), unless
+    /// delta storage is off.
+    fn stores_appends(&self) -> bool {
+        self.deltas.enabled()
+    }
+
+    async fn put_with_appends(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        appends: ChannelAppends,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        self.write_checkpoint(config, checkpoint, metadata, new_versions, appends).await
     }
 
     async fn put_writes(

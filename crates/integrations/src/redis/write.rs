@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 use weft_graph::checkpoint::{
-    ChannelName, ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError,
-    CheckpointMetadata, special,
+    AppendDelta, ChannelAppends, ChannelName, ChannelValues, ChannelVersion, ChannelVersions, Checkpoint,
+    CheckpointConfig, CheckpointError, CheckpointMetadata, special,
 };
 
 use super::codec::{StoredWrite, encode_append, encode_list, encode_record, encode_value, encode_write};
@@ -63,6 +63,8 @@ struct Planned {
     version: ChannelVersion,
     /// A list (maybe stored as appended elements).
     list: Option<ListPlan>,
+    /// The items the engine appended to the value at a base version (no whole value to fall back on).
+    append: Option<AppendDelta>,
     /// Anything else (`None`: the channel is empty).
     other: Option<Value>,
 }
@@ -71,9 +73,13 @@ impl Planned {
     /// Its field, bytes and base field (empty: stored whole).
     fn encode(&self) -> Result<(String, Vec<u8>, String), String> {
         let field = blob_field(&self.channel, &self.version);
+        if let Some(delta) = &self.append {
+            let bytes = encode_append(&delta.base_version, None, &delta.items)?;
+            return Ok((field, bytes, blob_field(&self.channel, &delta.base_version)));
+        }
         match &self.list {
             Some(ListPlan { items, base: Some((base, from)), .. }) => {
-                let bytes = encode_append(base, *from, items.get(*from..).unwrap_or_default())?;
+                let bytes = encode_append(base, Some(*from), items.get(*from..).unwrap_or_default())?;
                 Ok((field, bytes, blob_field(&self.channel, base)))
             }
             Some(list) => Ok((field, encode_list(&list.items)?, String::new())),
@@ -89,6 +95,7 @@ impl RedisSaver {
         mut checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        mut appends: ChannelAppends,
     ) -> Result<CheckpointConfig, CheckpointError> {
         let (thread_id, ns_name) = (&config.thread_id, &config.checkpoint_ns);
         if checkpoint.id.is_empty() {
@@ -96,15 +103,26 @@ impl RedisSaver {
                 "checkpoint for thread '{thread_id}' has an empty id"
             )));
         }
+        if let Some((channel, _)) = appends.iter().find(|(channel, _)| !new_versions.contains_key(*channel)) {
+            return Err(CheckpointError::Invalid(format!(
+                "append to channel '{channel}' of thread '{thread_id}', which has no new version"
+            )));
+        }
         let mut values = std::mem::take(&mut checkpoint.channel_values);
+        self.whole_after_long_chains(config, &mut appends, &mut values).await?;
         let mut planned: Vec<Planned> = new_versions
             .into_iter()
-            .map(|(channel, version)| match values.remove(&*channel) {
-                Some(Value::Array(items)) => {
-                    let list = self.deltas.plan(thread_id, ns_name, &channel, &version, items);
-                    Planned { channel, version, list: Some(list), other: None }
+            .map(|(channel, version)| {
+                if let Some(delta) = appends.remove(&channel) {
+                    return Planned { channel, version, list: None, append: Some(delta), other: None };
                 }
-                other => Planned { channel, version, list: None, other },
+                match values.remove(&*channel) {
+                    Some(Value::Array(items)) => {
+                        let list = self.deltas.plan(thread_id, ns_name, &channel, &version, items);
+                        Planned { channel, version, list: Some(list), append: None, other: None }
+                    }
+                    other => Planned { channel, version, list: None, append: None, other },
+                }
             })
             .collect();
         let (record, meta) = encode_record(&checkpoint, &metadata).map_err(|message| {
@@ -146,11 +164,32 @@ impl RedisSaver {
                 let lists =
                     planned.iter().filter_map(|p| p.list.as_ref().map(|l| (&*p.channel, &*p.version, l)));
                 self.deltas.commit(thread_id, ns_name, lists);
+                let (appended, others): (Vec<&Planned>, Vec<&Planned>) =
+                    planned.iter().partition(|p| p.append.is_some());
+                self.deltas.commit_appends(
+                    thread_id,
+                    ns_name,
+                    appended.iter().map(|p| &*p.channel),
+                    others.iter().map(|p| &*p.channel),
+                );
                 return Ok(CheckpointConfig {
                     thread_id: thread_id.clone(),
                     checkpoint_ns: ns_name.clone(),
                     checkpoint_id: Some(checkpoint.id),
                 });
+            }
+            // The engine's appends cannot be stored whole: their base must be stored.
+            for value in &planned {
+                if let Some(delta) = value
+                    .append
+                    .as_ref()
+                    .filter(|_| missing.contains(&blob_field(&value.channel, &value.version)))
+                {
+                    return Err(CheckpointError::Invalid(format!(
+                        "append to channel '{}' of thread '{thread_id}': its base version '{}' is not stored",
+                        value.channel, delta.base_version
+                    )));
+                }
             }
             tracing::debug!(thread_id, attempt, "bases of appended values are gone; storing them whole");
             for value in &mut planned {
@@ -164,6 +203,44 @@ impl RedisSaver {
             "put of checkpoint '{}' in thread '{thread_id}' kept finding the bases of appended values gone",
             checkpoint.id
         )))
+    }
+
+    /// Turns the engine's appends to channels with a long chain of appends into whole values (the
+    /// parent's list and the new items), so that a read follows a bounded number of links. The parent is
+    /// read once, and only when some chain is long (every `snapshot_every` appends to a channel).
+    async fn whole_after_long_chains(
+        &self,
+        config: &CheckpointConfig,
+        appends: &mut ChannelAppends,
+        values: &mut ChannelValues,
+    ) -> Result<(), CheckpointError> {
+        let (thread_id, ns) = (&config.thread_id, &config.checkpoint_ns);
+        let long: Vec<ChannelName> = appends
+            .keys()
+            .filter(|channel| self.deltas.needs_whole(self.deltas.appended_chain(thread_id, ns, channel)))
+            .cloned()
+            .collect();
+        if long.is_empty() || config.checkpoint_id.is_none() {
+            return Ok(());
+        }
+        let Some(parent) = self.read_tuple(config).await? else { return Ok(()) };
+        for channel in long {
+            let Some(delta) = appends.get(&channel) else { continue };
+            let listed = parent.checkpoint.channel_versions.get(&channel) == Some(&delta.base_version);
+            let base = match parent.checkpoint.channel_values.get(&channel) {
+                Some(Value::Array(items)) if listed => items.clone(),
+                // A channel listed without a value is empty: for a list, the empty list.
+                None if listed => Vec::new(),
+                // Not the parent's version: left as an append (the put checks that its base is stored).
+                _ => continue,
+            };
+            if let Some(delta) = appends.remove(&channel) {
+                let mut items = base;
+                items.extend(delta.items);
+                values.insert(channel, Value::Array(items));
+            }
+        }
+        Ok(())
     }
 
     pub(crate) async fn write_pending(
