@@ -105,7 +105,7 @@ impl Saver {
                 let (mut checkpoints, mut writes, mut before) = (0_usize, 0_usize, None);
                 loop {
                     let page =
-                        ListOptions { before: before.take(), limit: Some(32), ..ListOptions::default() };
+                        ListOptions { before: before.take(), limit: Some(4), ..ListOptions::default() };
                     let tuples = saver.list(Some(&config), page).await.map_err(err)?;
                     checkpoints += tuples.len();
                     writes += tuples.iter().map(|t| t.pending_writes.len()).sum::<usize>();
