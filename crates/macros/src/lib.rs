@@ -25,7 +25,10 @@ mod tool;
 ///
 /// The original function stays callable as `<name>::run(...)`.
 ///
-/// ```ignore
+/// ```
+/// use serde_json::json;
+/// use weft_runnable_core::{Runnable, RunnableConfig, Tool, ToolCall, tool};
+///
 /// /// Adds two numbers.
 /// #[tool]
 /// async fn add(
@@ -35,7 +38,17 @@ mod tool;
 /// ) -> i64 {
 ///     a + b
 /// }
+///
 /// // `add` is now a tool: `add.invoke(tool_call, &config)`, `model.bind_tools([&add], None)`.
+/// assert_eq!(Tool::name(&add), "add");
+/// assert_eq!(add.description(), "Adds two numbers.");
+/// assert_eq!(add.args_schema()["properties"]["a"]["description"], "The first number.");
+/// # tokio_test::block_on(async {
+/// let call = ToolCall { name: "add".into(), args: json!({"a": 2, "b": 3}), id: Some("c1".into()) };
+/// assert_eq!(add.invoke(call, &RunnableConfig::default()).await?.content.text(), "5");
+/// assert_eq!(add::run(2, 3).await, 5);
+/// # Ok::<(), weft_runnable_core::Error>(())
+/// # }).unwrap();
 /// ```
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -61,6 +74,27 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// On the struct, `#[state(crate = path)]` names the path of the `weft_graph` crate; by default it is
 /// `::weft_graph`, or `::weft::graph` when the calling crate depends on the `weft` facade and not on
 /// `weft-graph`.
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+/// use weft_graph::State;
+///
+/// #[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+/// struct Research {
+///     topic: String,
+///     #[state(append)]
+///     notes: Vec<String>,
+/// }
+///
+/// let mut state = Research::default();
+/// state.apply(vec![Research::update().topic("tides").notes(vec!["moon".into()])]).unwrap();
+/// state.apply(vec![ResearchUpdate::new().notes(vec!["sun".into()])]).unwrap();
+/// assert_eq!(state.topic, "tides");
+/// assert_eq!(state.notes, ["moon", "sun"]);
+/// // Two writes to a last-value field in one step are an error naming the field.
+/// let twice = vec![Research::update().topic("a"), Research::update().topic("b")];
+/// assert!(state.apply(twice).unwrap_err().to_string().contains("topic"));
+/// ```
 #[proc_macro_derive(State, attributes(state))]
 pub fn derive_state(item: TokenStream) -> TokenStream {
     match syn::parse::<syn::DeriveInput>(item) {

@@ -184,9 +184,27 @@ pub trait FixedOutput {
 /// Implements the `|` operator (`a | b` = `a.pipe(b)`) and [`FixedOutput`] for a runnable type whose
 /// output type is fixed.
 ///
-/// ```ignore
-/// weft_runnable_core::impl_pipe_operator!(MyModel => weft_runnable_core::AiMessage);
-/// weft_runnable_core::impl_pipe_operator!([T: Clone] MyParser<T> => T);
+/// ```
+/// use weft_runnable_core::{Result, Runnable, RunnableConfig, RunnableLambda};
+///
+/// /// Doubles a number.
+/// struct Double;
+///
+/// #[async_trait::async_trait]
+/// impl Runnable<i64, i64> for Double {
+///     async fn invoke(&self, input: i64, _: &RunnableConfig) -> Result<i64> {
+///         Ok(input * 2)
+///     }
+/// }
+///
+/// weft_runnable_core::impl_pipe_operator!(Double => i64);
+/// // For a generic type: `impl_pipe_operator!([T: Clone] MyParser<T> => T);`
+///
+/// # tokio_test::block_on(async {
+/// let chain = Double | RunnableLambda::new(|n: i64| n + 1);
+/// assert_eq!(chain.invoke(20, &RunnableConfig::default()).await?, 41);
+/// # Ok::<(), weft_runnable_core::Error>(())
+/// # }).unwrap();
 /// ```
 #[macro_export]
 macro_rules! impl_pipe_operator {

@@ -119,9 +119,35 @@ fn with_run_id(mut message: AiMessage, run_id: Option<&str>) -> AiMessage {
 /// [`ChatModel::type_name`], invoked with [`invoke_chat_model`], streamed with [`stream_chat_model`],
 /// chunks merged as AI message chunks) and gives it the `|` operator.
 ///
-/// ```ignore
-/// weft_runnable_core::impl_chat_model_runnable!(ChatOpenAI);
-/// weft_runnable_core::impl_chat_model_runnable!([M: ChatModel] MyWrapper<M>);
+/// ```
+/// use weft_runnable_core::{AiMessage, CallOptions, ChatModel, Message, Result, Runnable, RunnableConfig};
+///
+/// /// Answers with the text of the last message.
+/// struct Echo;
+///
+/// #[async_trait::async_trait]
+/// impl ChatModel for Echo {
+///     fn model_name(&self) -> &str {
+///         "echo-1"
+///     }
+///
+///     fn provider(&self) -> &str {
+///         "local"
+///     }
+///
+///     async fn generate(&self, messages: Vec<Message>, _: &CallOptions, _: &RunnableConfig) -> Result<AiMessage> {
+///         Ok(AiMessage::new(messages.last().map(Message::text).unwrap_or_default()))
+///     }
+/// }
+///
+/// weft_runnable_core::impl_chat_model_runnable!(Echo);
+/// // A wrapper generic over its model: `impl_chat_model_runnable!([M: ChatModel] MyWrapper<M>);`
+///
+/// # tokio_test::block_on(async {
+/// let reply = Echo.invoke("hello".into(), &RunnableConfig::default()).await?;
+/// assert_eq!(reply.text(), "hello");
+/// # Ok::<(), weft_runnable_core::Error>(())
+/// # }).unwrap();
 /// ```
 #[macro_export]
 macro_rules! impl_chat_model_runnable {

@@ -108,9 +108,45 @@ pub async fn invoke_tool_message<T: Tool + ?Sized>(
 /// Makes a [`Tool`] type a `Runnable<ToolCall, ToolMessage>` of kind `Tool` (named after the tool), whose
 /// `invoke` is [`invoke_tool_message`].
 ///
-/// ```ignore
-/// weft_runnable_core::impl_tool_runnable!(MyTool);
-/// weft_runnable_core::impl_tool_runnable!([T: Clone + Send + Sync] MyGenericTool<T>);
+/// ```
+/// use serde_json::{Value, json};
+/// use weft_runnable_core::{Result, Runnable, RunnableConfig, Tool, ToolCall, ToolContext, ToolOutput};
+///
+/// /// Says hello to `name`.
+/// struct Greet {
+///     schema: Value,
+/// }
+///
+/// #[async_trait::async_trait]
+/// impl Tool for Greet {
+///     fn name(&self) -> &str {
+///         "greet"
+///     }
+///
+///     fn description(&self) -> &str {
+///         "Says hello."
+///     }
+///
+///     fn args_schema(&self) -> &Value {
+///         &self.schema
+///     }
+///
+///     async fn call(&self, args: Value, _: &ToolContext) -> Result<ToolOutput> {
+///         Ok(ToolOutput::text(format!("hello, {}", args["name"].as_str().unwrap_or("you"))))
+///     }
+/// }
+///
+/// weft_runnable_core::impl_tool_runnable!(Greet);
+/// // For a generic type: `impl_tool_runnable!([T: Clone + Send + Sync] MyGenericTool<T>);`
+///
+/// # tokio_test::block_on(async {
+/// let tool = Greet { schema: json!({"type": "object", "properties": {"name": {"type": "string"}}}) };
+/// let call = ToolCall { name: "greet".into(), args: json!({"name": "Ada"}), id: Some("call_1".into()) };
+/// let message = tool.invoke(call, &RunnableConfig::default()).await?;
+/// assert_eq!(message.content.text(), "hello, Ada");
+/// assert_eq!(message.tool_call_id, "call_1");
+/// # Ok::<(), weft_runnable_core::Error>(())
+/// # }).unwrap();
 /// ```
 #[macro_export]
 macro_rules! impl_tool_runnable {
