@@ -223,12 +223,12 @@ impl RedisSaver {
         if long.is_empty() || config.checkpoint_id.is_none() {
             return Ok(());
         }
-        let Some(parent) = self.read_tuple(config).await? else { return Ok(()) };
+        let Some(mut parent) = self.read_tuple(config).await? else { return Ok(()) };
         for channel in long {
             let Some(delta) = appends.get(&channel) else { continue };
             let listed = parent.checkpoint.channel_versions.get(&channel) == Some(&delta.base_version);
-            let base = match parent.checkpoint.channel_values.get(&channel) {
-                Some(Value::Array(items)) if listed => items.clone(),
+            let base = match parent.checkpoint.channel_values.remove(&channel) {
+                Some(Value::Array(items)) if listed => items,
                 // A channel listed without a value is empty: for a list, the empty list.
                 None if listed => Vec::new(),
                 // Not the parent's version: left as an append (the put checks that its base is stored).
