@@ -209,16 +209,11 @@ impl<K: Ord, V> FlatMap<K, V> {
     /// Sorts `entries` by key; of equal keys the last one stays (as inserting them one by one would).
     fn from_vec(mut entries: Vec<(K, V)>) -> Self {
         if !entries.is_sorted_by(|a, b| a.0 < b.0) {
-            // Stable, so that the last of equal keys is still last among them.
+            // In place: reversed, a stable sort puts the last of equal keys first among them, and
+            // `dedup_by` keeps the first of each run.
+            entries.reverse();
             entries.sort_by(|a, b| a.0.cmp(&b.0));
-            let mut kept: Vec<(K, V)> = Vec::with_capacity(entries.len());
-            for entry in entries {
-                match kept.last_mut() {
-                    Some(last) if last.0 == entry.0 => *last = entry,
-                    _ => kept.push(entry),
-                }
-            }
-            entries = kept;
+            entries.dedup_by(|later, kept| later.0 == kept.0);
         }
         Self { entries }
     }

@@ -166,11 +166,15 @@ impl DeltaPlanner {
         let Ok(mut cache) = self.cache.lock() else { return };
         let key = |channel: &str| (thread_id.to_owned(), ns.to_owned(), channel.to_owned());
         for channel in appended {
-            cache.entries.remove(&key(channel));
-            *cache.appended.entry(key(channel)).or_insert(0) += 1;
+            let key = key(channel);
+            cache.entries.remove(&key);
+            *cache.appended.entry(key).or_insert(0) += 1;
         }
-        for channel in whole {
-            cache.appended.remove(&key(channel));
+        // Most saves append nothing: no key is made for them.
+        if !cache.appended.is_empty() {
+            for channel in whole {
+                cache.appended.remove(&key(channel));
+            }
         }
         // Bounded like the lists: past that, every count starts over (a count lost only makes a chain
         // longer, never a value wrong).
