@@ -346,7 +346,7 @@ impl<S: State> CompiledGraph<S> {
     ) -> BoxStream<'static, GraphResult<StreamPart<S>>> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let sink =
-            crate::pregel::run::Sink::root(tx, crate::stream::Modes::from_slice(modes), options.subgraphs);
+            crate::pregel::sink::Sink::root(tx, crate::stream::Modes::from_slice(modes), options.subgraphs);
         let inner = Arc::clone(&self.inner);
         let input = input.into_graph_input();
         let config = config.clone();
@@ -354,7 +354,7 @@ impl<S: State> CompiledGraph<S> {
             let result = crate::pregel::run::run(&inner, input, &config, &options, Some(&sink)).await;
             result.err()
         };
-        crate::pregel::run::drive(run, rx)
+        crate::pregel::sink::drive(run, rx)
     }
 }
 

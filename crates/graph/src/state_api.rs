@@ -226,7 +226,7 @@ impl<S: State> CompiledGraph<S> {
             by_task.entry(w.task_id.clone()).or_default().push((w.channel.clone(), w.value.clone()));
         }
         let step = tuple.metadata.step + 1;
-        let planned = crate::pregel::run::plan_tasks(
+        let planned = crate::pregel::plan::plan_tasks(
             &ch,
             spec,
             step,
@@ -359,7 +359,7 @@ impl<S: State> CompiledGraph<S> {
             // checkpoint (input or update) is step -1.
             None => (Channels::new(spec), -2, None),
         };
-        let planned = crate::pregel::run::plan_tasks(
+        let planned = crate::pregel::plan::plan_tasks(
             &ch,
             spec,
             step + 1,
@@ -397,7 +397,7 @@ impl<S: State> CompiledGraph<S> {
                     changed.insert(ch.layout.start());
                     source = CheckpointSource::Input;
                 }
-                END => crate::pregel::run::consume_tasks(&mut ch, spec, &planned, &mut changed),
+                END => crate::pregel::plan::consume_tasks(&mut ch, spec, &planned, &mut changed),
                 name => self.apply_as_node(&mut ch, &planned, name, updates, step + 1, &mut changed)?,
             }
         }
@@ -426,7 +426,7 @@ impl<S: State> CompiledGraph<S> {
         };
         let mine: Vec<&Task<S>> = planned.iter().filter(|t| *t.name == *name).collect();
         for task in mine {
-            crate::pregel::run::consume_tasks(ch, spec, std::slice::from_ref(task), changed);
+            crate::pregel::plan::consume_tasks(ch, spec, std::slice::from_ref(task), changed);
         }
         let applied = ch.apply_updates(updates.clone()).map_err(|error| GraphError::InvalidUpdate {
             error,
@@ -435,12 +435,12 @@ impl<S: State> CompiledGraph<S> {
         })?;
         changed.union_with(&applied);
         let mut writes = TaskWrites::<S> { updates, ..TaskWrites::default() };
-        crate::pregel::run::route(spec, node_spec, &ch.state, &mut writes).map_err(|err| match err {
+        crate::pregel::apply::route(spec, node_spec, &ch.state, &mut writes).map_err(|err| match err {
             GraphError::Node { node, source, .. } => GraphError::Node { node, step, source },
             other => other,
         })?;
         let source_index = if name == START { None } else { spec.node_names.get(name).copied() };
-        crate::pregel::run::apply_control(ch, spec, &writes, source_index, changed);
+        crate::pregel::apply::apply_control(ch, spec, &writes, source_index, changed);
         if let Some(n) = source_index {
             let seen_version = ch.max_version() + 1;
             ch.seen[n].insert(ch.layout.branch(n), seen_version);

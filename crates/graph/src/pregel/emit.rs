@@ -1,0 +1,126 @@
+//! Stream emission of a task's results: `updates` chunks and whole messages in `messages` mode.
+
+use crate::pregel::run::Ctx;
+use crate::pregel::sink::SendPart;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value, json};
+use weft_runnable_core::{AiMessage, EventSink, Message, StreamEvent};
+
+use crate::pregel::task::{Task, TaskKind, TaskWrites};
+use crate::state::State;
+use crate::stream::{StreamData, StreamMode, StreamPart};
+
+pub(crate) fn emit_update<S: State>(ctx: &Ctx<'_, S>, task: &Task<S>, writes: &TaskWrites<S>, cached: bool) {
+    if task.kind == TaskKind::Start {
+        return;
+    }
+    if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
+        sink.send(StreamData::Updates {
+            node: task.name.to_string(),
+            updates: writes.updates.clone(),
+            cached,
+        });
+    }
+}
+
+/// Ids of the messages a task's chat models streamed token by token.
+pub(crate) type StreamedIds = Arc<Mutex<HashSet<String>>>;
+
+/// The `langgraph_*` metadata of a task's runs and stream chunks.
+pub(crate) fn task_metadata(name: &str, path: &str, task_ns: &str, step: i64) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("langgraph_step".to_owned(), json!(step));
+    m.insert("langgraph_node".to_owned(), json!(name));
+    m.insert("langgraph_path".to_owned(), json!(path));
+    m.insert("langgraph_checkpoint_ns".to_owned(), json!(task_ns));
+    m
+}
+
+/// In `messages` mode, sends the messages a task wrote that were not streamed token by token and are not
+/// already in the state (LangGraph de-duplicates by id the same way).
+pub(crate) fn emit_whole_messages<S: State>(
+    ctx: &Ctx<'_, S>,
+    state: &S,
+    task: &Task<S>,
+    writes: &TaskWrites<S>,
+    streamed: Option<&StreamedIds>,
+    step: i64,
+) {
+    let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages)) else { return };
+    if task.kind == TaskKind::Start {
+        return;
+    }
+    for u in &writes.updates {
+        let Ok(values) = state.update_to_json(u) else { continue };
+        for (channel, value) in values {
+            let value = match value {
+                Value::Object(mut o) if o.contains_key("__overwrite__") => {
+                    o.remove("__overwrite__").unwrap_or(Value::Null)
+                }
+                v => v,
+            };
+            let items = match value {
+                Value::Array(items) => items,
+                v @ Value::Object(_) => vec![v],
+                _ => continue,
+            };
+            let mut existing: Option<HashSet<String>> = None;
+            for item in items {
+                let is_message =
+                    item.get("type").or_else(|| item.get("role")).is_some() && item.get("content").is_some();
+                if !is_message {
+                    continue;
+                }
+                let Ok(message) = Message::from_like(item) else { continue };
+                if let Some(id) = message.id() {
+                    if streamed.and_then(|s| s.lock().ok()).is_some_and(|s| s.contains(id)) {
+                        continue;
+                    }
+                    let present = existing.get_or_insert_with(|| message_ids(state, channel));
+                    if present.contains(id) {
+                        continue;
+                    }
+                }
+                let mut metadata = ctx.config.metadata.clone();
+                metadata.extend(task_metadata(
+                    &task.name,
+                    &task.path,
+                    &format!("{}:{}", task.name, task.id),
+                    step,
+                ));
+                sink.send(StreamData::Message { chunk: Box::new(message), metadata });
+            }
+        }
+    }
+}
+
+/// Ids of the messages of a channel (empty when the channel holds no messages).
+pub(crate) fn message_ids<S: State>(state: &S, channel: usize) -> HashSet<String> {
+    let Ok(Some(Value::Array(items))) = state.channel_to_json(channel) else { return HashSet::new() };
+    items.iter().filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_owned)).collect()
+}
+
+/// The event sink that turns a task's chat-model tokens into `messages` chunks.
+pub(crate) fn messages_sink_for<S: State>(send: SendPart<S>, seen: StreamedIds, own_ns: String) -> EventSink {
+    EventSink::new(move |event: StreamEvent| {
+        if event.event != "on_chat_model_stream" {
+            return;
+        }
+        // Tokens of models inside subgraphs belong to the subgraph's own tasks.
+        if event.metadata.get("langgraph_checkpoint_ns").and_then(Value::as_str) != Some(own_ns.as_str()) {
+            return;
+        }
+        let Some(chunk) = event.data.chunk.and_then(|c| serde_json::from_value::<AiMessage>(c).ok()) else {
+            return;
+        };
+        if let (Some(id), Ok(mut seen)) = (chunk.id.clone(), seen.lock()) {
+            seen.insert(id);
+        }
+        send(StreamPart {
+            ns: Vec::new(),
+            data: StreamData::Message { chunk: Box::new(Message::Ai(chunk)), metadata: event.metadata },
+        });
+    })
+}

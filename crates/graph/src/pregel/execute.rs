@@ -1,0 +1,188 @@
+//! Executing one task: cache, retries, interrupts, commands to the parent graph, routes.
+
+use serde_json::Value;
+use weft_runnable_core::{Error, RunKind, RunScope};
+
+use crate::checkpoint::owned_writes;
+use crate::compiled::Inner;
+use crate::error::{GraphError, GraphResult};
+use crate::node::NodeInput;
+use crate::pregel::apply::route;
+use crate::pregel::channels::Channels;
+use crate::pregel::task::{
+    Task, TaskOutcome, TaskWrites, flatten_output, state_json, writes_from_json, writes_to_json,
+};
+use crate::pregel::task_runtime::{with_attempt, with_config};
+use crate::runtime::{GraphInterrupt, Runtime};
+use crate::state::State;
+use crate::subgraph::{ParentCommand, parent_command, raise_parent_command};
+
+/// Runs one task with its retry policy; returns its writes (routes included unless `route_later`) and the
+/// resume values to save when they changed.
+pub(crate) async fn execute<S: State>(
+    inner: &Inner<S>,
+    ch: &Channels<S>,
+    task: &Task<S>,
+    runtime: Runtime,
+    route_inline: bool,
+    is_subgraph: bool,
+) -> GraphResult<(TaskOutcome<S>, Option<Vec<Value>>)> {
+    let spec = &inner.spec;
+    let Some(n) = task.node() else {
+        // START: the input becomes the state update; its edges are its routes.
+        let mut writes =
+            TaskWrites { updates: ch.start.clone().unwrap_or_default(), ..TaskWrites::default() };
+        if route_inline {
+            let mut view = ch.state.clone();
+            view.apply(writes.updates.clone()).map_err(|error| GraphError::InvalidUpdate {
+                error,
+                step: runtime.execution_info().step,
+                nodes: vec![task.name.to_string()],
+            })?;
+            route(spec, &spec.start, &view, &mut writes)?;
+        }
+        return Ok((TaskOutcome::Done(writes), None));
+    };
+    let node = &spec.nodes[n];
+    let Some(func) = &node.func else { return Ok((TaskOutcome::Done(TaskWrites::default()), None)) };
+    let policy = node.config.retry.as_ref().or(inner.config.retry.as_ref());
+    let step = runtime.inner.site.step;
+    let cache_key = match (&node.config.cache, &inner.config.cache) {
+        (Some(cp), Some(_)) => {
+            let input = match &task.input {
+                Some(p) => p.to_json().unwrap_or(Value::Null),
+                None => state_json(&ch.state),
+            };
+            Some(cp.key_of(&input))
+        }
+        _ => None,
+    };
+    if let (Some(key), Some(cache)) = (&cache_key, &inner.config.cache) {
+        if let Some(saved) = cache.get(&node.name, key).await {
+            let mut writes = writes_from_json(spec, &ch.state, &saved)?;
+            writes.cached = true;
+            return Ok((TaskOutcome::Done(writes), None));
+        }
+    }
+    let mut attempt = 1u32;
+    let output = loop {
+        let rt = if attempt == 1 { runtime.clone() } else { with_attempt(&runtime, attempt) };
+        let input = match &task.input {
+            Some(payload) => NodeInput::Payload(payload.clone()),
+            None => NodeInput::State(&ch.state),
+        };
+        let scope = (rt.inner.observed && rt.config().callbacks.is_some()).then(|| {
+            let input_json = match &input {
+                NodeInput::State(s) => state_json(*s),
+                NodeInput::Payload(p) => p.to_json().unwrap_or(Value::Null),
+            };
+            // Boxed: it lives across the node's await, and most tasks have none (a smaller task future).
+            Box::new(RunScope::start(rt.config(), &node.name, RunKind::Chain, Some(input_json)))
+        });
+        let rt = match &scope {
+            Some(s) => with_config(&rt, s.child_config().clone()),
+            None => rt,
+        };
+        let result = func.call(input, rt.clone()).await;
+        if let Some(scope) = &scope {
+            match &result {
+                Ok(_) => scope.end(None, &Value::Null),
+                Err(e) => scope.fail(None, e),
+            }
+        }
+        match result {
+            Ok(out) => break out,
+            Err(err) => {
+                if let Some(cmd) = parent_command(&err) {
+                    // A subgraph sent this command to us: it is this node's output.
+                    let cmd = cmd.decode(spec).map_err(|source| GraphError::Node {
+                        node: node.name.to_string(),
+                        step,
+                        source,
+                    })?;
+                    break crate::node::NodeOutput::Command(cmd);
+                }
+                if let Some(GraphInterrupt(list)) = control_interrupt(&err) {
+                    let resumed = resume_to_save(&rt);
+                    return Ok((TaskOutcome::Interrupted(list), resumed));
+                }
+                match policy {
+                    Some(p) if attempt < p.max_attempts && p.should_retry(&err) => {
+                        Box::pin(tokio::time::sleep(p.delay(attempt))).await;
+                        attempt += 1;
+                    }
+                    _ => return Err(GraphError::Node { node: node.name.to_string(), step, source: err }),
+                }
+            }
+        }
+    };
+    let mut writes = TaskWrites::default();
+    let output = lift_parent_commands(&ch.state, output, is_subgraph).map_err(|source| GraphError::Node {
+        node: node.name.to_string(),
+        step,
+        source,
+    })?;
+    flatten_output(spec, &node.name, output, &mut writes)?;
+    for u in &mut writes.updates {
+        ch.state.prepare_update(u);
+    }
+    if route_inline {
+        let view = if node.branches.is_empty() {
+            None
+        } else {
+            let mut view = ch.state.clone();
+            view.apply(writes.updates.clone()).map_err(|error| GraphError::InvalidUpdate {
+                error,
+                step,
+                nodes: vec![node.name.to_string()],
+            })?;
+            Some(view)
+        };
+        route(spec, node, view.as_ref().unwrap_or(&ch.state), &mut writes).map_err(|e| with_step(e, step))?;
+    }
+    if let (Some(key), Some(cache)) = (&cache_key, &inner.config.cache) {
+        let json = owned_writes(writes_to_json(spec, &inner.names, &ch.state, &writes)?);
+        cache.set(&node.name, key, json, node.config.cache.as_ref().and_then(|c| c.ttl)).await;
+    }
+    Ok((TaskOutcome::Done(writes), resume_to_save(&runtime)))
+}
+
+/// In a subgraph, a `Command` for the parent graph stops the node and travels up as control flow.
+pub(crate) fn lift_parent_commands<S: State>(
+    state: &S,
+    output: crate::node::NodeOutput<S>,
+    is_subgraph: bool,
+) -> weft_runnable_core::Result<crate::node::NodeOutput<S>> {
+    use crate::node::NodeOutput;
+    match output {
+        NodeOutput::Command(cmd) if is_subgraph && cmd.graph == crate::types::CommandGraph::Parent => {
+            Err(raise_parent_command(ParentCommand::encode(state, cmd)?))
+        }
+        NodeOutput::Many(items) => Ok(NodeOutput::Many(
+            items
+                .into_iter()
+                .map(|o| lift_parent_commands(state, o, is_subgraph))
+                .collect::<Result<_, _>>()?,
+        )),
+        other => Ok(other),
+    }
+}
+
+pub(crate) fn with_step(err: GraphError, step: i64) -> GraphError {
+    match err {
+        GraphError::Node { node, source, .. } => GraphError::Node { node, step, source },
+        other => other,
+    }
+}
+
+pub(crate) fn control_interrupt(err: &Error) -> Option<GraphInterrupt> {
+    match err {
+        Error::ControlFlow(flow) => flow.downcast_ref::<GraphInterrupt>().cloned(),
+        _ => None,
+    }
+}
+
+pub(crate) fn resume_to_save(rt: &Runtime) -> Option<Vec<Value>> {
+    let pad = rt.inner.scratchpad.lock().ok()?;
+    pad.resume_changed.then(|| pad.resume.clone())
+}

@@ -1,0 +1,131 @@
+//! Planning a superstep: which tasks run, and consuming the triggers of those that ran.
+
+use std::sync::Arc;
+
+use crate::checkpoint::special;
+use crate::pregel::channels::Channels;
+use crate::pregel::task::{Task, TaskKind, task_id};
+use crate::state::{ChannelSet, State};
+
+/// The trigger channels a task consumed.
+pub(crate) fn triggers_of<S: State>(
+    ch: &Channels<S>,
+    spec: &crate::pregel::spec::GraphSpec<S>,
+    task: &Task<S>,
+) -> Vec<usize> {
+    match task.kind {
+        TaskKind::Start => vec![ch.layout.start()],
+        TaskKind::Pull(n) => {
+            let mut t = vec![ch.layout.branch(n)];
+            t.extend(
+                spec.joins
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, j)| j.target == Some(n))
+                    .map(|(i, _)| ch.layout.join(i)),
+            );
+            t
+        }
+        TaskKind::Push { .. } => vec![ch.layout.tasks()],
+    }
+}
+
+/// The tasks of the next superstep: `Send`s first (in send order), then triggered nodes (by name); the
+/// START task when input is waiting. Deferred nodes run only when nothing else would.
+pub(crate) fn plan_tasks<S: State>(
+    ch: &Channels<S>,
+    spec: &crate::pregel::spec::GraphSpec<S>,
+    step: i64,
+    checkpoint_id: &str,
+    ns: &str,
+) -> Vec<Task<S>> {
+    let mut tasks = Vec::new();
+    if ch.start.is_some() {
+        tasks.push(Task {
+            id: task_id(checkpoint_id, ns, step, special::START, "start"),
+            kind: TaskKind::Start,
+            name: Arc::from(special::START),
+            path: std::sync::Arc::clone(&spec.start.pull_path),
+            input: None,
+            _state: std::marker::PhantomData,
+        });
+    }
+    for (index, send) in ch.sends.iter().enumerate() {
+        let Some(&node) = spec.node_names.get(&send.node) else { continue };
+        tasks.push(Task {
+            id: task_id(checkpoint_id, ns, step, &send.node, &format!("push:{index}")),
+            kind: TaskKind::Push { index, node },
+            name: Arc::from(send.node.as_str()),
+            path: format!("~__pregel_push, {index:010}, False").into(),
+            input: Some(send.payload.clone()),
+            _state: std::marker::PhantomData,
+        });
+    }
+    let mut pulls = Vec::new();
+    let mut deferred = Vec::new();
+    for (n, node) in spec.nodes.iter().enumerate() {
+        let by_join =
+            spec.joins.iter().enumerate().any(|(j, js)| js.target == Some(n) && ch.join_complete(j));
+        if ch.triggered[n] || by_join {
+            if node.config.defer { deferred.push(n) } else { pulls.push(n) }
+        }
+    }
+    if pulls.is_empty() && tasks.is_empty() {
+        pulls = deferred;
+    }
+    for n in pulls {
+        let name = &spec.nodes[n].name;
+        tasks.push(Task {
+            id: task_id(checkpoint_id, ns, step, name, "pull"),
+            kind: TaskKind::Pull(n),
+            name: Arc::clone(name),
+            path: std::sync::Arc::clone(&spec.nodes[n].pull_path),
+            // Built when the task runs, so no copy of the state outlives the step (the state is then
+            // updated in place instead of copied).
+            input: None,
+            _state: std::marker::PhantomData,
+        });
+    }
+    // Deterministic apply order: START, pulls by name, then pushes by index.
+    tasks.sort_by_key(|t| match t.kind {
+        TaskKind::Start => (0, 0),
+        TaskKind::Pull(n) => (1, n),
+        TaskKind::Push { index, .. } => (2, index),
+    });
+    tasks
+}
+
+/// Consumes the triggers of the tasks that ran.
+pub(crate) fn consume_tasks<S: State>(
+    ch: &mut Channels<S>,
+    spec: &crate::pregel::spec::GraphSpec<S>,
+    tasks: &[Task<S>],
+    changed: &mut ChannelSet,
+) {
+    let mut had_push = false;
+    for task in tasks {
+        match task.kind {
+            TaskKind::Start => {
+                if ch.start.take().is_some() {
+                    changed.insert(ch.layout.start());
+                }
+            }
+            TaskKind::Pull(n) => {
+                if std::mem::replace(&mut ch.triggered[n], false) {
+                    changed.insert(ch.layout.branch(n));
+                }
+                for (j, join) in spec.joins.iter().enumerate() {
+                    if join.target == Some(n) && ch.join_complete(j) {
+                        ch.joins[j].iter_mut().for_each(|s| *s = false);
+                        changed.insert(ch.layout.join(j));
+                    }
+                }
+            }
+            TaskKind::Push { .. } => had_push = true,
+        }
+    }
+    if had_push && !ch.sends.is_empty() {
+        ch.sends.clear();
+        changed.insert(ch.layout.tasks());
+    }
+}

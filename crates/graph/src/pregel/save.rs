@@ -1,0 +1,85 @@
+//! Saving checkpoints from the run loop.
+
+use serde_json::{Map, Value};
+
+use crate::checkpoint::{ChannelAppends, CheckpointConfig, CheckpointMetadata, CheckpointSource};
+use crate::error::{GraphError, GraphResult};
+use crate::pregel::channels::Channels;
+use crate::pregel::plan::plan_tasks;
+use crate::pregel::run::Ctx;
+use crate::pregel::stamp::checkpoint_stamps;
+use crate::pregel::task::state_json;
+use crate::state::{ChannelSet, State};
+use crate::stream::StreamData;
+
+/// A write that cannot be saved, named by thread, node, step and the channel and path inside the value.
+pub(crate) fn unsaveable(err: GraphError, thread: &str, node: &str, step: i64) -> GraphError {
+    match err {
+        GraphError::InvalidUpdate {
+            error: crate::state::UpdateError::Serialization { key, message },
+            ..
+        } => GraphError::Checkpoint(format!(
+            "cannot serialize channel '{key}' written by node '{node}' at step {step} of thread '{thread}' (pending write of the current checkpoint): {message}"
+        )),
+        other => other,
+    }
+}
+
+pub(crate) async fn save_checkpoint<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    ch: &mut Channels<S>,
+    source: CheckpointSource,
+    step: i64,
+    values_of: Option<&ChannelSet>,
+    updated: &ChannelSet,
+) -> GraphResult<()> {
+    let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
+    let spec = &ctx.inner.spec;
+    let (id, ts) = checkpoint_stamps();
+    let mut appends = ChannelAppends::new();
+    let (mut checkpoint, new_versions) = ch
+        .build_checkpoint(
+            spec,
+            &ctx.inner.names,
+            (String::new(), ts),
+            values_of,
+            updated,
+            saver.stores_appends.then_some(&mut appends),
+        )
+        .map_err(|e| match e {
+            // A value that cannot be saved names the thread, the checkpoint, the channel and the path.
+            GraphError::InvalidUpdate { error: crate::state::UpdateError::Serialization { key, message }, .. } => {
+                GraphError::Checkpoint(format!(
+                    "cannot serialize channel '{key}' of thread '{}' for checkpoint '{id}' (step {step}): {message}",
+                    saver.thread.thread_id
+                ))
+            }
+            other => other,
+        })?;
+    checkpoint.id = id;
+    let mut extra = Map::new();
+    for (k, v) in ctx.config.metadata.iter().chain(ctx.config.configurable.iter()) {
+        let scalar = matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_));
+        let reserved =
+            matches!(k.as_str(), "thread_id" | "checkpoint_id" | "checkpoint_ns" | "checkpoint_map")
+                || k.starts_with("langgraph_")
+                || k.starts_with("__");
+        if scalar && !reserved {
+            extra.insert(k.clone(), v.clone());
+        }
+    }
+    let parents = ctx.parent.as_ref().map(|p| p.parents.clone()).unwrap_or_default();
+    let metadata = CheckpointMetadata { source, step, parents, extra };
+    let values =
+        if ctx.sink.is_some_and(|s| s.modes.checkpoints()) { Some(state_json(&ch.state)) } else { None };
+    if let Some(op) = saver.put(checkpoint, metadata, new_versions, appends)? {
+        saver.submit(op).await?;
+    }
+    ch.mark_saved();
+    if let (Some(sink), Some(values)) = (ctx.sink, values) {
+        let address = CheckpointConfig::clone(saver.current_config());
+        let next = plan_tasks(ch, spec, step + 1, "", &ctx.ns).iter().map(|t| t.name.to_string()).collect();
+        sink.send(StreamData::Checkpoint { config: address, step, values, next });
+    }
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! Where a run's stream chunks go, and the stream that drives a run while yielding them.
+
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use futures::stream::BoxStream;
+
+use crate::error::{GraphError, GraphResult};
+use crate::state::State;
+use crate::stream::{ErasedData, Forward, Modes, StreamData, StreamPart};
+
+pub(crate) type SendPart<S> = Arc<dyn Fn(StreamPart<S>) + std::marker::Send + Sync>;
+
+/// Where a streaming run sends its chunks: the caller's channel, or (for a subgraph) the parent's stream.
+pub(crate) struct Sink<S: State> {
+    pub(crate) send: SendPart<S>,
+    pub(crate) modes: Modes,
+    /// Whether subgraphs stream into this run's stream too.
+    pub(crate) subgraphs: bool,
+}
+
+impl<S: State> Sink<S> {
+    /// A sink feeding the caller's channel.
+    pub(crate) fn root(
+        tx: tokio::sync::mpsc::UnboundedSender<GraphResult<StreamPart<S>>>,
+        modes: Modes,
+        subgraphs: bool,
+    ) -> Self {
+        // A consumer that dropped the stream no longer wants chunks; the run still completes.
+        let send: SendPart<S> = Arc::new(move |part| {
+            let _ = tx.send(Ok(part));
+        });
+        Self { send, modes, subgraphs }
+    }
+
+    /// A sink of a subgraph run, forwarding its chunks (state erased) to the parent's stream.
+    pub(crate) fn forwarding(forward: Forward, modes: Modes, state: S) -> Self {
+        let send: SendPart<S> =
+            Arc::new(move |part: StreamPart<S>| forward(part.ns, ErasedData::erase(part.data, &state)));
+        Self { send, modes, subgraphs: true }
+    }
+
+    pub(crate) fn send(&self, data: StreamData<S>) {
+        (self.send)(StreamPart { ns: Vec::new(), data });
+    }
+
+    /// What the subgraphs of one task forward through, naming that task's namespace segment.
+    pub(crate) fn forward_for(&self, segment: String) -> Forward {
+        let send = Arc::clone(&self.send);
+        Arc::new(move |mut ns: Vec<String>, data: ErasedData| {
+            ns.insert(0, segment.clone());
+            send(StreamPart { ns, data: data.typed::<S>() });
+        })
+    }
+}
+
+/// Polls the run and its chunk receiver together, yielding chunks as they come and the run's error last.
+pub(crate) fn drive<S: State>(
+    run: impl Future<Output = Option<GraphError>> + Send + 'static,
+    rx: tokio::sync::mpsc::UnboundedReceiver<GraphResult<StreamPart<S>>>,
+) -> BoxStream<'static, GraphResult<StreamPart<S>>> {
+    enum Item<S: State> {
+        Part(Box<GraphResult<StreamPart<S>>>),
+        Done(Option<GraphError>),
+    }
+    let mut rx = rx;
+    let parts = futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).map(|p| Item::Part(Box::new(p)));
+    let done = futures::stream::once(Box::pin(run)).map(Item::Done);
+    let merged = futures::stream::select(parts, done);
+    futures::stream::unfold((merged, None::<GraphError>), |(mut merged, mut failure)| async move {
+        loop {
+            match merged.next().await {
+                Some(Item::Part(p)) => return Some((*p, (merged, failure))),
+                Some(Item::Done(err)) => failure = err,
+                None => return failure.take().map(|e| (Err(e), (merged, None))),
+            }
+        }
+    })
+    .boxed()
+}

@@ -1,0 +1,216 @@
+//! Running one superstep's tasks: reusing saved writes, running the rest concurrently, saving their writes.
+
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt as _, StreamExt as _};
+use serde_json::Value;
+
+use crate::checkpoint::{ChannelName, owned_writes, special};
+use crate::error::{GraphError, GraphResult};
+use crate::pregel::channels::Channels;
+use crate::pregel::emit::{StreamedIds, emit_update, emit_whole_messages};
+use crate::pregel::execute::execute;
+use crate::pregel::run::Ctx;
+use crate::pregel::save::unsaveable;
+use crate::pregel::saved::SavedWrites;
+use crate::pregel::task::{
+    Task, TaskKind, TaskOutcome, TaskWrites, state_json, writes_from_json, writes_to_json,
+};
+use crate::pregel::task_runtime::make_runtime;
+use crate::runtime::Runtime;
+use crate::state::State;
+use crate::stream::StreamData;
+use crate::types::Interrupt;
+
+pub(crate) enum StepOutcome<S: State> {
+    /// Writes per task in task order; the flag says whether the routes are already in them.
+    Done(Vec<(TaskWrites<S>, bool)>),
+    Interrupted(Vec<Interrupt>),
+}
+
+pub(crate) async fn run_step<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    ch: &Channels<S>,
+    tasks: &[Task<S>],
+    saved: &SavedWrites,
+    step: i64,
+    stop: i64,
+) -> GraphResult<StepOutcome<S>> {
+    let spec = &ctx.inner.spec;
+    let single = tasks.len() == 1;
+    let mut results: Vec<Option<(TaskWrites<S>, bool)>> = (0..tasks.len()).map(|_| None).collect();
+    let mut interrupts = Vec::new();
+    let mut first_error: Option<GraphError> = None;
+
+    // Reuse writes saved before a crash or an interrupt.
+    let mut to_run = Vec::new();
+    for (i, task) in tasks.iter().enumerate() {
+        if let Some(w) = saved.finished(&task.id) {
+            let writes = writes_from_json(spec, &ch.state, w)?;
+            emit_update(ctx, task, &writes, true);
+            results[i] = Some((writes, true));
+        } else {
+            to_run.push(i);
+        }
+    }
+
+    let limit = ctx.config.max_concurrency.unwrap_or(usize::MAX).max(1);
+    let inner = ctx.inner;
+    let is_subgraph = ctx.parent.is_some();
+    let mut streamed: Vec<Option<StreamedIds>> = vec![None; tasks.len()];
+    // A lone task is awaited directly; several run concurrently, polled by this task.
+    let mut lone = if to_run.len() == 1 { to_run.first().copied() } else { None };
+    let mut running = if lone.is_none() { Some(FuturesUnordered::new()) } else { None };
+    let mut queue = if lone.is_none() { to_run } else { Vec::new() }.into_iter();
+    let route_inline = !single;
+    loop {
+        if let Some(running) = running.as_mut() {
+            while running.len() < limit {
+                let Some(i) = queue.next() else { break };
+                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop, &mut streamed[i]);
+                let task = &tasks[i];
+                running
+                    .push(execute(inner, ch, task, runtime, route_inline, is_subgraph).map(move |r| (i, r)));
+            }
+        }
+        let next = match (lone.take(), running.as_mut()) {
+            (Some(i), _) => {
+                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop, &mut streamed[i]);
+                Some((i, execute(inner, ch, &tasks[i], runtime, route_inline, is_subgraph).await))
+            }
+            (None, Some(running)) => running.next().await,
+            (None, None) => None,
+        };
+        let Some((i, result)) = next else { break };
+        let task = &tasks[i];
+        if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks() && task.kind != TaskKind::Start) {
+            let (error, result_json, interrupts) = match &result {
+                Ok((TaskOutcome::Done(w), _)) => (
+                    None,
+                    owned_writes(writes_to_json(spec, &inner.names, &ch.state, w).unwrap_or_default()),
+                    Vec::new(),
+                ),
+                Ok((TaskOutcome::Interrupted(list), _)) => (None, Vec::new(), list.clone()),
+                Err(e) => (Some(e.to_string()), Vec::new(), Vec::new()),
+            };
+            sink.send(StreamData::TaskResult {
+                id: task.id.to_string(),
+                name: task.name.to_string(),
+                error,
+                result: result_json,
+                interrupts,
+                step,
+            });
+        }
+        match result {
+            Ok((TaskOutcome::Done(writes), resumed)) => {
+                emit_whole_messages(ctx, &ch.state, task, &writes, streamed[i].as_ref(), step);
+                if route_inline {
+                    if let Some(saver) = ctx.saver.as_mut() {
+                        let thread = saver.thread.thread_id.clone();
+                        let mut json = writes_to_json(spec, &inner.names, &ch.state, &writes)
+                            .map_err(|e| unsaveable(e, &thread, &task.name, step))?;
+                        if let Some(r) = resumed {
+                            json.push((ChannelName::from(special::RESUME), Value::Array(r)));
+                        }
+                        if let Some(op) = saver.put_writes(&task.id, &task.path, json)? {
+                            saver.submit(op).await?;
+                        }
+                    }
+                    emit_update(ctx, task, &writes, writes.cached);
+                    results[i] = Some((writes, true));
+                } else {
+                    results[i] = Some((writes, false));
+                }
+            }
+            Ok((TaskOutcome::Interrupted(list), resumed)) => {
+                let mut json = vec![(
+                    ChannelName::from(special::INTERRUPT),
+                    serde_json::to_value(&list).unwrap_or(Value::Null),
+                )];
+                if let Some(r) = resumed {
+                    json.push((ChannelName::from(special::RESUME), Value::Array(r)));
+                }
+                if let Some(saver) = ctx.saver.as_mut() {
+                    saver.put_writes_now(&task.id, &task.path, json).await?;
+                }
+                interrupts.extend(list);
+            }
+            Err(err) => {
+                if let Some(saver) = ctx.saver.as_mut() {
+                    saver
+                        .put_writes_now(
+                            &task.id,
+                            &task.path,
+                            vec![(ChannelName::from(special::ERROR), Value::String(err.to_string()))],
+                        )
+                        .await?;
+                }
+                first_error = Some(err);
+                break;
+            }
+        }
+    }
+    drop(running);
+    if let Some(err) = first_error {
+        return Err(err);
+    }
+    if !interrupts.is_empty() {
+        // Finished siblings were saved as they finished (a single-task step cannot be both finished and
+        // interrupted), so a resume reuses them.
+        return Ok(StepOutcome::Interrupted(interrupts));
+    }
+    Ok(StepOutcome::Done(
+        results.into_iter().map(|r| r.unwrap_or_else(|| (TaskWrites::default(), true))).collect(),
+    ))
+}
+
+/// Makes a task's runtime and reports its start in the `tasks` stream mode.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn start_task<S: State>(
+    ctx: &Ctx<'_, S>,
+    ch: &Channels<S>,
+    task: &Task<S>,
+    saved: &SavedWrites,
+    step: i64,
+    stop: i64,
+    streamed: &mut Option<StreamedIds>,
+) -> Runtime {
+    let (runtime, ids) = make_runtime(ctx, task, saved, step, stop);
+    *streamed = ids;
+    if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks()) {
+        if task.kind != TaskKind::Start {
+            let input = match &task.input {
+                Some(p) => p.to_json().unwrap_or(Value::Null),
+                None => state_json(&ch.state),
+            };
+            sink.send(StreamData::TaskStart {
+                id: task.id.to_string(),
+                name: task.name.to_string(),
+                input,
+                step,
+            });
+        }
+    }
+    runtime
+}
+
+/// Saves the writes of a single-task step (made after its routes were computed).
+pub(crate) async fn persist_single<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    task: &Task<S>,
+    state: &S,
+    writes: &TaskWrites<S>,
+    saved: &SavedWrites,
+    step: i64,
+) -> GraphResult<()> {
+    if saved.finished(&task.id).is_some() {
+        return Ok(());
+    }
+    let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
+    let json = writes_to_json(&ctx.inner.spec, &ctx.inner.names, state, writes)
+        .map_err(|e| unsaveable(e, &saver.thread.thread_id, &task.name, step))?;
+    match saver.put_writes(&task.id, &task.path, json)? {
+        Some(op) => saver.submit(op).await,
+        None => Ok(()),
+    }
+}

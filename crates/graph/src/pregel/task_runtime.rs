@@ -1,0 +1,147 @@
+//! The runtime a task's node sees: its config, resume values, stream writer and parent-run link.
+
+use crate::pregel::emit::{StreamedIds, messages_sink_for, task_metadata};
+use crate::pregel::run::Ctx;
+use crate::pregel::saved::SavedWrites;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use weft_runnable_core::RunnableConfig;
+
+use crate::pregel::task::Task;
+use crate::runtime::{Runtime, RuntimeInner, Scratchpad, TaskSite, interrupt_id, task_ns};
+use crate::state::State;
+use crate::stream::{StreamData, StreamMode, StreamPart};
+use crate::subgraph::ParentRun;
+
+pub(crate) fn make_runtime<S: State>(
+    ctx: &Ctx<'_, S>,
+    task: &Task<S>,
+    saved: &SavedWrites,
+    step: i64,
+    stop: i64,
+) -> (Runtime, Option<StreamedIds>) {
+    let messages_sink = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages));
+    let streamed: Option<StreamedIds> = messages_sink.map(|_| Arc::new(Mutex::new(HashSet::new())));
+    let observed = ctx.config.callbacks.is_some() || messages_sink.is_some();
+    let address = ctx.saver.as_ref().map(|s| Arc::clone(s.current_config()));
+
+    // Everything the task's config needs, captured cheaply (shared handles); strings and maps are made if
+    // the node asks for its config.
+    let builder: crate::runtime::ConfigBuilder = {
+        let base = Arc::clone(&ctx.base_config);
+        let (name, path, id, run_ns) =
+            (Arc::clone(&task.name), Arc::clone(&task.path), Arc::clone(&task.id), ctx.ns.clone());
+        let messages = messages_sink.zip(streamed.clone()).map(|(sink, seen)| (Arc::clone(&sink.send), seen));
+        let stream = ctx.sink.filter(|s| s.subgraphs).map(|s| (s.forward_for(task_ns(&name, &id)), s.modes));
+        let checkpointer = ctx.saver.as_ref().map(|s| Arc::clone(&s.checkpointer));
+        let current = address.clone();
+        let outer_parents = ctx.parent.as_ref().map(|p| p.parents.clone()).unwrap_or_default();
+        let (store, resuming, null_resume) = (ctx.store.clone(), ctx.resuming, Arc::clone(&ctx.null_resume));
+        let resume_by_id = ctx.resume_by_id.clone();
+        Box::new(move || {
+            let own_ns = task_ns(&name, &id);
+            let mut config = base.child(Some(format!("graph:step:{step}")));
+            config.metadata.extend(task_metadata(&name, &path, &own_ns, step));
+            let mut parents = outer_parents;
+            if let Some(current) = current.and_then(|c| c.checkpoint_id.clone()) {
+                parents.insert(run_ns.clone(), current);
+            }
+            let (ns, node_ns) = if run_ns.is_empty() {
+                (own_ns.clone(), name.to_string())
+            } else {
+                (format!("{run_ns}|{own_ns}"), format!("{run_ns}|{name}"))
+            };
+            if let Some((send, seen)) = messages {
+                config.callbacks = Some(match config.callbacks.take() {
+                    Some(existing) => existing.and(messages_sink_for(send, seen, own_ns)),
+                    None => messages_sink_for(send, seen, own_ns),
+                });
+            }
+            config.extensions.insert(ParentRun {
+                stream,
+                checkpointer,
+                ns,
+                node_ns,
+                store,
+                parents,
+                resuming,
+                null_resume,
+                resume_by_id,
+            });
+            config
+        })
+    };
+    let writer = ctx.sink.filter(|s| s.modes.has(StreamMode::Custom)).map(|sink| {
+        let send = Arc::clone(&sink.send);
+        let node = task.name.to_string();
+        Arc::new(move |value: Value| {
+            send(StreamPart { ns: Vec::new(), data: StreamData::Custom { node: node.clone(), value } });
+        }) as crate::runtime::CustomWriter
+    });
+    let mut resume = saved.resume_values(&task.id);
+    let mut resume_changed = false;
+    if !ctx.resume_by_id.is_empty() {
+        let next = interrupt_id(&task_ns(&task.name, &task.id), resume.len());
+        if let Some(v) = ctx.resume_by_id.get(&next) {
+            resume.push(v.clone());
+            resume_changed = true;
+        }
+    }
+    // Without a saver, the thread and namespace are the run's own.
+    let (thread_id, ns) = match address {
+        Some(_) => (None, String::new()),
+        None => (ctx.thread_id.clone(), ctx.ns.clone()),
+    };
+    let runtime = Runtime {
+        inner: Arc::new(RuntimeInner {
+            node: Arc::clone(&task.name),
+            config: std::sync::OnceLock::new(),
+            config_builder: Mutex::new(Some(builder)),
+            observed,
+            site: TaskSite { address, thread_id, ns, task_id: Arc::clone(&task.id), attempt: 1, step },
+            info: std::sync::OnceLock::new(),
+            stop,
+            scratchpad: Mutex::new(Scratchpad { counter: 0, resume, resume_changed }),
+            writer,
+            null_resume: Arc::clone(&ctx.null_resume),
+            context: ctx.options.context.clone(),
+            store: ctx.store.clone(),
+        }),
+    };
+    (runtime, streamed)
+}
+
+pub(crate) fn with_attempt(rt: &Runtime, attempt: u32) -> Runtime {
+    let site = TaskSite { attempt, ..rt.inner.site.clone() };
+    rebuild(rt, site, rt.config().clone())
+}
+
+pub(crate) fn with_config(rt: &Runtime, config: RunnableConfig) -> Runtime {
+    rebuild(rt, rt.inner.site.clone(), config)
+}
+
+pub(crate) fn rebuild(rt: &Runtime, site: TaskSite, config: RunnableConfig) -> Runtime {
+    let pad = rt.inner.scratchpad.lock().map(|p| Scratchpad {
+        counter: 0,
+        resume: p.resume.clone(),
+        resume_changed: p.resume_changed,
+    });
+    Runtime {
+        inner: Arc::new(RuntimeInner {
+            node: Arc::clone(&rt.inner.node),
+            config: std::sync::OnceLock::from(config),
+            config_builder: Mutex::new(None),
+            observed: rt.inner.observed,
+            site,
+            info: std::sync::OnceLock::new(),
+            stop: rt.inner.stop,
+            scratchpad: Mutex::new(pad.unwrap_or_default()),
+            writer: rt.inner.writer.clone(),
+            null_resume: Arc::clone(&rt.inner.null_resume),
+            context: rt.inner.context.clone(),
+            store: rt.inner.store.clone(),
+        }),
+    }
+}
