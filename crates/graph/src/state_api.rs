@@ -1,6 +1,6 @@
 //! Reading and writing a thread's state: `get_state`, `get_state_history`, `update_state`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 use weft_runnable_core::RunnableConfig;
@@ -12,6 +12,7 @@ use crate::checkpoint::{
 use crate::compiled::CompiledGraph;
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::channels::Channels;
+use crate::pregel::saved::{SavedWrites, last_interrupts};
 use crate::pregel::task::{Task, TaskWrites, writes_from_json};
 use crate::state::{ChannelSet, State};
 use crate::types::{END, Interrupt, START};
@@ -221,10 +222,9 @@ impl<S: State> CompiledGraph<S> {
     fn snapshot(&self, tuple: CheckpointTuple, live: bool) -> GraphResult<StateSnapshot<S>> {
         let spec = &self.inner.spec;
         let mut ch = Channels::from_checkpoint(spec, &self.inner.names, &tuple.checkpoint)?;
-        let mut by_task: HashMap<String, Vec<(String, Value)>> = HashMap::new();
-        for w in &tuple.pending_writes {
-            by_task.entry(w.task_id.clone()).or_default().push((w.channel.clone(), w.value.clone()));
-        }
+        let saved = SavedWrites::from_pending(
+            tuple.pending_writes.iter().map(|w| (w.task_id.clone(), w.channel.clone(), w.value.clone())),
+        );
         let step = tuple.metadata.step + 1;
         let planned = crate::pregel::plan::plan_tasks(
             &ch,
@@ -233,62 +233,63 @@ impl<S: State> CompiledGraph<S> {
             &tuple.checkpoint.id,
             &tuple.config.checkpoint_ns,
         );
+        // A task's result holds its writes to state channels, not the engine's own (`branch:to:*`,
+        // barriers, `__pregel_tasks`, control writes).
+        let state_names = &self.inner.names.channels[..ch.layout.n_state];
+        let state_channel = |c: &str| state_names.iter().any(|n| &**n == c);
         let mut tasks = Vec::new();
         let mut interrupts = Vec::new();
         let mut finished: Vec<TaskWrites<S>> = Vec::new();
         let mut next: Vec<String> = Vec::new();
         for task in &planned {
-            let writes = by_task.get(&*task.id);
+            let writes = saved.by_task.get(&*task.id);
             let error =
                 writes.and_then(|w| w.iter().find(|(c, _)| c == special::ERROR)).map(|(_, v)| match v {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 });
-            let answered = writes.is_some_and(|w| w.iter().any(|(c, _)| c == special::RESUME));
-            let task_interrupts: Vec<Interrupt> = writes
-                .into_iter()
-                .flatten()
-                .filter(|(c, _)| c == special::INTERRUPT)
-                .filter_map(|(_, v)| serde_json::from_value::<Vec<Interrupt>>(v.clone()).ok())
-                .flatten()
-                .collect();
-            let done = writes.is_some_and(|w| {
-                !w.is_empty() && !w.iter().any(|(c, _)| c == special::ERROR || c == special::INTERRUPT)
-            });
-            let result = done.then(|| {
-                writes.map(|w| {
-                    w.iter().filter(|(c, _)| !c.starts_with("__") || c == special::TASKS).cloned().collect()
-                })
-            });
-            if done {
-                if let Some(w) = writes {
-                    finished.push(writes_from_json(spec, &ch.state, w)?);
-                }
-            } else {
-                next.push(task.name.to_string());
+            let output = saved.finished(&task.id);
+            let task_interrupts = match output {
+                Some(_) => Vec::new(),
+                None => last_interrupts(writes.map(Vec::as_slice).unwrap_or_default()),
+            };
+            let result =
+                output.map(|w| w.iter().filter(|(c, _)| state_channel(c)).cloned().collect::<Vec<_>>());
+            match output {
+                Some(w) => finished.push(writes_from_json(spec, &ch.state, w)?),
+                None => next.push(task.name.to_string()),
             }
-            if !answered || !task_interrupts.is_empty() {
-                interrupts.extend(task_interrupts.iter().cloned());
-            }
+            interrupts.extend(task_interrupts.iter().cloned());
             tasks.push(PregelTask {
                 id: task.id.to_string(),
                 name: task.name.to_string(),
                 path: task.path.to_string(),
                 error,
                 interrupts: task_interrupts,
-                result: result.flatten(),
+                result,
                 state: None,
             });
         }
         if !live {
             next = planned.iter().map(|t| t.name.to_string()).collect();
-        } else if !finished.is_empty() {
-            let updates: Vec<S::Update> = finished.into_iter().flat_map(|w| w.updates).collect();
-            ch.state.apply(updates).map_err(|error| GraphError::InvalidUpdate {
-                error,
-                step,
-                nodes: Vec::new(),
-            })?;
+        } else {
+            // The live view: the input a command gave the pending step, then the writes of its finished
+            // tasks.
+            let null: Vec<(String, Value)> = tuple
+                .pending_writes
+                .iter()
+                .filter(|w| w.task_id == special::NULL_TASK_ID)
+                .map(|w| (w.channel.clone(), w.value.clone()))
+                .collect();
+            let mut updates: Vec<S::Update> = writes_from_json(spec, &ch.state, &null)?.updates;
+            updates.extend(finished.into_iter().flat_map(|w| w.updates));
+            if !updates.is_empty() {
+                ch.state.apply(updates).map_err(|error| GraphError::InvalidUpdate {
+                    error,
+                    step,
+                    nodes: Vec::new(),
+                })?;
+            }
         }
         Ok(StateSnapshot {
             values: ch.state,

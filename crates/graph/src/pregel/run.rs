@@ -1,12 +1,5 @@
 //! The run loop: load the thread, apply the input, then plan, run, apply and save superstep by superstep.
 
-use crate::pregel::apply::{apply_control_writes, apply_new_writes, apply_new_writes_with_tasks, route};
-use crate::pregel::emit::emit_update;
-use crate::pregel::plan::{consume_tasks, plan_tasks, triggers_of};
-use crate::pregel::save::save_checkpoint;
-use crate::pregel::saved::SavedWrites;
-use crate::pregel::sink::Sink;
-use crate::pregel::step::{StepOutcome, persist_single, run_step};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -16,9 +9,17 @@ use weft_runnable_core::{Error, RunKind, RunScope, RunnableConfig};
 use crate::checkpoint::{CheckpointConfig, CheckpointSource, special};
 use crate::compiled::{DEFAULT_GRAPH_RECURSION_LIMIT, GraphInput, GraphOutput, Inner, RunOptions};
 use crate::error::{GraphError, GraphResult};
+use crate::pregel::apply::{apply_control_writes, apply_new_writes, apply_new_writes_with_tasks, route};
 use crate::pregel::channels::Channels;
+use crate::pregel::emit::emit_update;
+use crate::pregel::plan::{consume_tasks, plan_tasks, triggers_of};
+use crate::pregel::save::save_checkpoint;
+use crate::pregel::saved::SavedWrites;
 use crate::pregel::saver::RunSaver;
-use crate::pregel::task::{Task, TaskWrites, push_goto, state_json};
+use crate::pregel::sink::Sink;
+use crate::pregel::stamp::checkpoint_stamps;
+use crate::pregel::step::{StepOutcome, persist_single, run_step};
+use crate::pregel::task::{Task, TaskWrites, push_goto, state_json, writes_from_json, writes_to_json};
 use crate::state::{ChannelSet, State};
 use crate::stream::{StreamData, StreamMode};
 use crate::subgraph::ParentRun;
@@ -41,6 +42,9 @@ pub(crate) struct Ctx<'a, S: State> {
     pub(crate) parent: Option<ParentRun>,
     /// Whether the run continues a paused or failed step (its subgraphs then resume too).
     pub(crate) resuming: bool,
+    /// In `exit` durability, the id and time of the checkpoint the run holds but has not saved yet: the
+    /// step's task ids derive from it, and it is saved under it if the run stops there.
+    pub(crate) unsaved: Option<(String, String)>,
     /// The store nodes reach through their runtime.
     pub(crate) store: Option<Arc<dyn crate::store::Store>>,
 }
@@ -100,6 +104,7 @@ pub(crate) async fn run<S: State>(
         scope,
         parent,
         resuming,
+        unsaved: None,
     };
     let result = run_inner(&mut ctx, input, limit).await;
     let result = match ctx.saver.as_mut() {
@@ -140,6 +145,7 @@ pub(crate) async fn run_inner<S: State>(
 
     // Load the thread.
     let mut saved = SavedWrites::default();
+    let mut null_writes: Vec<(String, Value)> = Vec::new();
     let mut loaded_step: Option<i64> = None;
     let mut ch = Channels::new(spec);
     let mut replay = false;
@@ -168,9 +174,15 @@ pub(crate) async fn run_inner<S: State>(
             loaded_step = Some(tuple.metadata.step);
             saver.set_current(tuple.checkpoint.id.clone());
             if !replay {
-                for w in tuple.pending_writes {
-                    saved.by_task.entry(w.task_id).or_default().push((w.channel, w.value));
-                }
+                null_writes = tuple
+                    .pending_writes
+                    .iter()
+                    .filter(|w| w.task_id == special::NULL_TASK_ID)
+                    .map(|w| (w.channel.clone(), w.value.clone()))
+                    .collect();
+                saved = SavedWrites::from_pending(
+                    tuple.pending_writes.into_iter().map(|w| (w.task_id, w.channel, w.value)),
+                );
             }
         } else if replay {
             return Err(GraphError::Checkpoint(format!(
@@ -196,6 +208,16 @@ pub(crate) async fn run_inner<S: State>(
     // Apply the input.
     let mut step: i64;
     let mut dirty = ChannelSet::new();
+    // A resume first re-applies the input an earlier command gave the same step (LangGraph's null-task
+    // writes): an update sent with a resume holds even if the resumed node pauses again.
+    if !null_writes.is_empty() && !matches!(input, GraphInput::Update(_)) {
+        let mut writes = writes_from_json(spec, &ch.state, &null_writes)?;
+        let mut changed = ChannelSet::new();
+        let step = loaded_step.map_or(0, |s| s + 1);
+        apply_new_writes(&mut ch, spec, std::slice::from_mut(&mut writes), &mut changed, step)?;
+        ch.bump(&changed);
+        dirty.union_with(&changed);
+    }
     match input {
         GraphInput::Resume => {
             let Some(s) = loaded_step else { return Err(GraphError::EmptyInput) };
@@ -220,7 +242,7 @@ pub(crate) async fn run_inner<S: State>(
                 }
                 match resume {
                     Resume::Value(v) => {
-                        let pending = saved.interrupts();
+                        let pending = saved.pending_interrupts();
                         if pending.len() > 1 {
                             return Err(GraphError::AmbiguousResume(
                                 pending.into_iter().map(|i| i.id).collect(),
@@ -246,6 +268,13 @@ pub(crate) async fn run_inner<S: State>(
                 for g in cmd.goto {
                     push_goto(spec, special::START, g, &mut writes)?;
                 }
+                // Saved as the null task's writes on the checkpoint being resumed, so they hold until
+                // the step completes (in `exit` mode they go with the checkpoint saved at exit).
+                if let Some(saver) = ctx.saver.as_mut() {
+                    let json = writes_to_json(spec, names, &ch.state, &writes)?;
+                    let (id, path) = (Arc::from(special::NULL_TASK_ID), Arc::from(""));
+                    saver.put_writes_now(&id, &path, json).await?;
+                }
                 let mut changed = ChannelSet::new();
                 apply_new_writes(&mut ch, spec, std::slice::from_mut(&mut writes), &mut changed, step)?;
                 ch.bump(&changed);
@@ -270,6 +299,8 @@ pub(crate) async fn run_inner<S: State>(
             if durable(ctx) {
                 save_checkpoint(ctx, &mut ch, CheckpointSource::Input, step, Some(&dirty), &changed).await?;
                 dirty = ChannelSet::new();
+            } else if ctx.saver.is_some() {
+                ctx.unsaved = Some(checkpoint_stamps());
             }
             step += 1;
         }
@@ -281,7 +312,10 @@ pub(crate) async fn run_inner<S: State>(
             return Err(GraphError::RecursionLimit { limit });
         }
         let current = ctx.saver.as_ref().map(|s| Arc::clone(s.current_config()));
-        let current_id = current.as_ref().and_then(|c| c.checkpoint_id.as_deref()).unwrap_or_default();
+        let current_id = match &ctx.unsaved {
+            Some((id, _)) => id.as_str(),
+            None => current.as_ref().and_then(|c| c.checkpoint_id.as_deref()).unwrap_or_default(),
+        };
         let tasks = plan_tasks(&ch, spec, step, current_id, &ctx.ns);
         if tasks.is_empty() {
             break;
@@ -318,10 +352,15 @@ pub(crate) async fn run_inner<S: State>(
         };
         let mut results = match outcome {
             StepOutcome::Done(results) => results,
-            StepOutcome::Interrupted(interrupts) => {
+            StepOutcome::Interrupted { interrupts, finished } => {
                 save_on_exit(ctx, &mut ch, step, &dirty).await?;
                 if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
                     sink.send(StreamData::Interrupt(interrupts.clone()));
+                }
+                // The result shows the writes of the tasks that finished, as `get_state` does.
+                let updates: Vec<S::Update> = finished.into_iter().flat_map(|w| w.updates).collect();
+                if !updates.is_empty() {
+                    ch.state.apply(updates).map_err(|error| invalid(error, step, &tasks))?;
                 }
                 return Ok(GraphOutput { value: ch.state, interrupts });
             }
@@ -372,6 +411,8 @@ pub(crate) async fn run_inner<S: State>(
         if durable {
             save_checkpoint(ctx, &mut ch, CheckpointSource::Loop, step, Some(&dirty), &changed).await?;
             dirty = ChannelSet::new();
+        } else if ctx.saver.is_some() {
+            ctx.unsaved = Some(checkpoint_stamps());
         }
         if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Values)) {
             if (0..ch.layout.n_state).any(|i| changed.contains(i)) {
@@ -408,7 +449,8 @@ pub(crate) fn durable<S: State>(ctx: &Ctx<'_, S>) -> bool {
 }
 
 /// In `exit` mode, a run that stops on an error or an interrupt saves the checkpoint its last step started
-/// from, then the writes of that step's tasks.
+/// from (unless that is the checkpoint it loaded), then the writes of that step's tasks (and of the
+/// command it was resumed with) against it, so a resume finds them under the same task ids.
 pub(crate) async fn save_on_exit<S: State>(
     ctx: &mut Ctx<'_, S>,
     ch: &mut Channels<S>,
@@ -418,7 +460,7 @@ pub(crate) async fn save_on_exit<S: State>(
     if ctx.saver.is_none() || durable(ctx) {
         return Ok(());
     }
-    if !dirty.is_empty() {
+    if ctx.unsaved.is_some() {
         save_checkpoint(ctx, ch, CheckpointSource::Loop, step - 1, Some(dirty), &ChannelSet::new()).await?;
     }
     match ctx.saver.as_mut() {

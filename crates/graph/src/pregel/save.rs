@@ -35,7 +35,8 @@ pub(crate) async fn save_checkpoint<S: State>(
 ) -> GraphResult<()> {
     let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
     let spec = &ctx.inner.spec;
-    let (id, ts) = checkpoint_stamps();
+    // In `exit` mode the checkpoint keeps the id its step's tasks were planned with.
+    let (id, ts) = ctx.unsaved.take().unwrap_or_else(checkpoint_stamps);
     let mut appends = ChannelAppends::new();
     let (mut checkpoint, new_versions) = ch
         .build_checkpoint(

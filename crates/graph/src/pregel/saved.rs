@@ -1,4 +1,10 @@
-//! The writes saved for the tasks of the step a run resumes.
+//! The writes saved for the tasks of the step a run resumes, and what they say about each task.
+//!
+//! The rules are LangGraph's: a task is finished exactly when it saved an output write (any write that is
+//! not a control write; a task that finished without output saves `__no_writes__`); its interrupts are the
+//! last ones it raised, and they wait for an answer only while the task is unfinished. A `__resume__` write
+//! never finishes a task: it can hold the answer to an earlier question while the task waits on a later one.
+//! Writes of the null task are input to the step, not task activity.
 
 use std::collections::HashMap;
 
@@ -7,19 +13,35 @@ use serde_json::Value;
 use crate::checkpoint::special;
 use crate::types::Interrupt;
 
-/// Writes saved for the tasks of the step being resumed.
+/// Whether `channel` describes what happened to a task rather than what it produced.
+pub(crate) fn is_control(channel: &str) -> bool {
+    matches!(channel, special::ERROR | special::INTERRUPT | special::RESUME)
+}
+
+/// Writes saved for the tasks of the step being resumed, by task id.
 #[derive(Default)]
 pub(crate) struct SavedWrites {
     pub(crate) by_task: HashMap<String, Vec<(String, Value)>>,
 }
 
 impl SavedWrites {
-    pub(crate) fn finished(&self, task: &str) -> Option<&Vec<(String, Value)>> {
-        let writes = self.by_task.get(task)?;
-        let failed = writes.iter().any(|(c, _)| c == special::ERROR || c == special::INTERRUPT);
-        (!failed && !writes.is_empty()).then_some(writes)
+    /// Groups saved pending writes by task (the null task's left out).
+    pub(crate) fn from_pending(pending: impl IntoIterator<Item = (String, String, Value)>) -> Self {
+        let mut by_task: HashMap<String, Vec<(String, Value)>> = HashMap::new();
+        for (task, channel, value) in pending {
+            if task != special::NULL_TASK_ID {
+                by_task.entry(task).or_default().push((channel, value));
+            }
+        }
+        Self { by_task }
     }
 
+    /// The saved writes of `task` if it finished (control writes included; readers skip them).
+    pub(crate) fn finished(&self, task: &str) -> Option<&Vec<(String, Value)>> {
+        self.by_task.get(task).filter(|writes| writes.iter().any(|(c, _)| !is_control(c)))
+    }
+
+    /// The answers `task` has received so far.
     pub(crate) fn resume_values(&self, task: &str) -> Vec<Value> {
         self.by_task
             .get(task)
@@ -28,17 +50,25 @@ impl SavedWrites {
             .unwrap_or_default()
     }
 
-    pub(crate) fn interrupts(&self) -> Vec<Interrupt> {
-        let mut out = Vec::new();
-        for writes in self.by_task.values() {
-            for (c, v) in writes {
-                if c == special::INTERRUPT {
-                    if let Ok(list) = serde_json::from_value::<Vec<Interrupt>>(v.clone()) {
-                        out.extend(list);
-                    }
-                }
-            }
-        }
+    /// The interrupts still waiting for an answer: those of unfinished tasks, sorted by id.
+    pub(crate) fn pending_interrupts(&self) -> Vec<Interrupt> {
+        let mut out: Vec<Interrupt> = self
+            .by_task
+            .iter()
+            .filter(|(task, _)| self.finished(task).is_none())
+            .flat_map(|(_, writes)| last_interrupts(writes))
+            .collect();
+        out.sort_by(|a, b| a.id.cmp(&b.id));
         out
     }
+}
+
+/// The interrupts of a task's last `__interrupt__` write.
+pub(crate) fn last_interrupts(writes: &[(String, Value)]) -> Vec<Interrupt> {
+    writes
+        .iter()
+        .rev()
+        .find(|(c, _)| c == special::INTERRUPT)
+        .and_then(|(_, v)| serde_json::from_value::<Vec<Interrupt>>(v.clone()).ok())
+        .unwrap_or_default()
 }

@@ -24,7 +24,9 @@ use crate::types::Interrupt;
 pub(crate) enum StepOutcome<S: State> {
     /// Writes per task in task order; the flag says whether the routes are already in them.
     Done(Vec<(TaskWrites<S>, bool)>),
-    Interrupted(Vec<Interrupt>),
+    /// The step paused: the interrupts in task order, and the writes of the tasks that finished (saved, so
+    /// a resume reuses them; the run's result shows them applied).
+    Interrupted { interrupts: Vec<Interrupt>, finished: Vec<TaskWrites<S>> },
 }
 
 pub(crate) async fn run_step<S: State>(
@@ -133,7 +135,7 @@ pub(crate) async fn run_step<S: State>(
                 if let Some(saver) = ctx.saver.as_mut() {
                     saver.put_writes_now(&task.id, &task.path, json).await?;
                 }
-                interrupts.extend(list);
+                interrupts.push((i, list));
             }
             Err(err) => {
                 if let Some(saver) = ctx.saver.as_mut() {
@@ -157,7 +159,11 @@ pub(crate) async fn run_step<S: State>(
     if !interrupts.is_empty() {
         // Finished siblings were saved as they finished (a single-task step cannot be both finished and
         // interrupted), so a resume reuses them.
-        return Ok(StepOutcome::Interrupted(interrupts));
+        interrupts.sort_by_key(|(i, _)| *i);
+        return Ok(StepOutcome::Interrupted {
+            interrupts: interrupts.into_iter().flat_map(|(_, list)| list).collect(),
+            finished: results.into_iter().flatten().map(|(w, _)| w).collect(),
+        });
     }
     Ok(StepOutcome::Done(
         results.into_iter().map(|r| r.unwrap_or_else(|| (TaskWrites::default(), true))).collect(),
