@@ -129,6 +129,19 @@ pub enum GraphError {
         .0.join(", ")
     )]
     AmbiguousResume(Vec<String>),
+    /// `Command::resume_by_id` named interrupts that are not pending (unknown, or already answered), or
+    /// named none.
+    #[error(
+        "unknown or already-consumed interrupt: {} (pending: {})",
+        if .ids.is_empty() { "the resume map names no interrupt".to_owned() } else { .ids.join(", ") },
+        .pending.join(", ")
+    )]
+    UnknownInterrupt {
+        /// The ids named that are not pending, sorted.
+        ids: Vec<String>,
+        /// The pending ids, sorted.
+        pending: Vec<String>,
+    },
     /// A command for the parent graph at the root graph.
     #[error("there is no parent graph")]
     NoParentGraph,

@@ -134,3 +134,149 @@ async fn exit_durability_keeps_the_finished_tasks_of_an_interrupted_step() {
     assert_eq!(done.value.log, ["a:A", "b:B", "c"]);
     assert_eq!(runs.load(Ordering::SeqCst) - runs_before, 1, "a does not run again");
 }
+
+/// Two compiled subgraph nodes that each ask once, in the same step.
+fn two_asking_subgraphs(runs: Arc<AtomicUsize>) -> CompiledGraph<Doc> {
+    let mut parent = StateGraph::<Doc>::new();
+    for name in ["x", "y"] {
+        let mut child = StateGraph::<Doc>::new();
+        let runs = Arc::clone(&runs);
+        child.add_node(
+            "ask",
+            move |_: Doc, rt: &weft_graph::Runtime| -> weft_runnable_core::Result<DocUpdate> {
+                runs.fetch_add(1, Ordering::SeqCst);
+                let v: String = rt.interrupt(format!("q{name}"))?;
+                Ok(log(&format!("{name}:{v}")))
+            },
+        );
+        child.add_edge(START, "ask");
+        parent.add_node(name, child.compile().unwrap());
+        parent.add_edge(START, name);
+    }
+    parent.compile_with(CompileConfig::new().checkpointer(Arc::new(InMemorySaver::new()))).unwrap()
+}
+
+#[tokio::test]
+async fn a_finished_subgraph_does_not_run_again_when_its_sibling_is_resumed() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let app = two_asking_subgraphs(Arc::clone(&runs));
+    let first = app.invoke(Doc::update(), &thread("t")).await.unwrap();
+    assert_eq!(first.interrupts.len(), 2);
+    let qx = first.interrupts.iter().find(|i| i.value == "qx").unwrap().id.clone();
+    let qy = first.interrupts.iter().find(|i| i.value == "qy").unwrap().id.clone();
+
+    let second = app.invoke(Command::<Doc>::resume_by_id(by_id(&qx, "X")), &thread("t")).await.unwrap();
+    assert_eq!(second.interrupts.len(), 1);
+    assert_eq!(second.interrupts[0].id, qy, "y's interrupt keeps its id");
+    assert_eq!(second.value.log, ["x:X"]);
+    assert_eq!(app.get_state(&thread("t")).await.unwrap().next, ["y"]);
+
+    let runs_before = runs.load(Ordering::SeqCst);
+    let done = app.invoke(Command::<Doc>::resume_by_id(by_id(&qy, "Y")), &thread("t")).await.unwrap();
+    assert!(done.interrupts.is_empty(), "{:?}", done.interrupts);
+    assert_eq!(done.value.log, ["x:X", "y:Y"]);
+    assert_eq!(runs.load(Ordering::SeqCst) - runs_before, 1, "only y's subgraph runs again");
+}
+
+#[tokio::test]
+async fn resuming_an_unknown_interrupt_id_is_an_error_naming_it_and_the_pending_ones() {
+    let app = two_askers(Arc::new(AtomicUsize::new(0)));
+    let first = app.invoke(Doc::update(), &thread("t")).await.unwrap();
+    let mut pending: Vec<String> = first.interrupts.iter().map(|i| i.id.clone()).collect();
+    pending.sort();
+
+    let err = app.invoke(Command::<Doc>::resume_by_id(by_id("nope", "x")), &thread("t")).await.unwrap_err();
+    match &err {
+        weft_graph::GraphError::UnknownInterrupt { ids, pending: listed } => {
+            assert_eq!(ids, &["nope"]);
+            assert_eq!(listed, &pending, "pending ids sorted");
+        }
+        other => panic!("unexpected error: {other}"),
+    }
+    assert!(err.to_string().contains("nope"), "{err}");
+    assert_eq!(app.get_state(&thread("t")).await.unwrap().next, ["a", "b"], "nothing ran");
+
+    let err = app.invoke(Command::<Doc>::resume_by_id(Map::new()), &thread("t")).await.unwrap_err();
+    assert!(matches!(err, weft_graph::GraphError::UnknownInterrupt { .. }), "{err}");
+
+    // The ambiguous-resume error lists the pending ids in a stable (sorted) order.
+    let err = app.invoke(Command::<Doc>::resume("x"), &thread("t")).await.unwrap_err();
+    match err {
+        weft_graph::GraphError::AmbiguousResume(ids) => assert_eq!(ids, pending),
+        other => panic!("unexpected error: {other}"),
+    }
+}
+
+#[tokio::test]
+async fn a_command_to_the_parent_graph_as_root_input_is_the_no_parent_error() {
+    let app = two_askers(Arc::new(AtomicUsize::new(0)));
+    let cmd = Command::<Doc>::new().update(log("x")).to_parent();
+    let err = app.invoke(cmd, &thread("t")).await.unwrap_err();
+    assert!(matches!(err, weft_graph::GraphError::NoParentGraph), "{err}");
+}
+
+/// a -> b -> c, each appending its name; `a` asks first when `ask` is set.
+fn chain(ask: bool, after_a: bool) -> CompiledGraph<Doc> {
+    chain_with(ask, after_a, false)
+}
+
+fn chain_with(ask: bool, after_a: bool, before_b: bool) -> CompiledGraph<Doc> {
+    let mut g = StateGraph::<Doc>::new();
+    g.add_node("a", move |_: Doc, rt: &weft_graph::Runtime| -> weft_runnable_core::Result<DocUpdate> {
+        if ask {
+            let _: String = rt.interrupt("go?")?;
+        }
+        Ok(log("a"))
+    });
+    g.add_node("b", |_: Doc| log("b"));
+    g.add_node("c", |_: Doc| log("c"));
+    g.add_edge(START, "a");
+    g.add_edge("a", "b");
+    g.add_edge("b", "c");
+    let config = CompileConfig::new().checkpointer(Arc::new(InMemorySaver::new()));
+    let config = if after_a { config.interrupt_after(["a"]) } else { config };
+    let config = if before_b { config.interrupt_before(["b"]) } else { config };
+    g.compile_with(config).unwrap()
+}
+
+#[tokio::test]
+async fn a_resumed_run_counts_the_recursion_limit_from_the_step_it_resumes() {
+    // Resumed after a static breakpoint on `a`: b and c fit in a limit of 1.
+    let app = chain(false, true);
+    app.invoke(Doc::update(), &thread("t")).await.unwrap();
+    let limited = thread("t").with_recursion_limit(1);
+    let out = app.invoke(weft_graph::GraphInput::Resume, &limited).await.unwrap();
+    assert_eq!(out.value.log, ["a", "b", "c"]);
+
+    // Resumed inside `a`: a limit of 2 runs a, b and c; a limit of 1 runs all three, then stops.
+    for limit in [2, 1] {
+        let app = chain(true, false);
+        app.invoke(Doc::update(), &thread("t")).await.unwrap();
+        let limited = thread("t").with_recursion_limit(limit);
+        let result = app.invoke(Command::<Doc>::resume("yes"), &limited).await;
+        let state = app.get_state(&thread("t")).await.unwrap();
+        assert_eq!(state.values.log, ["a", "b", "c"], "limit {limit}");
+        match limit {
+            2 => assert!(result.is_ok(), "{result:?}"),
+            _ => assert!(matches!(result, Err(weft_graph::GraphError::RecursionLimit { .. })), "{result:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_update_at_a_static_breakpoint_continues_past_it() {
+    for (after_a, before_b) in [(true, false), (false, true)] {
+        let app = chain_with(false, after_a, before_b);
+        let paused = app.invoke(Doc::update(), &thread("t")).await.unwrap();
+        assert_eq!(paused.value.log, ["a"]);
+        assert_eq!(app.get_state(&thread("t")).await.unwrap().next, ["b"]);
+        let cmd = Command::<Doc>::new().update(DocUpdate::new().note(Some("n".to_owned())));
+        let out = app.invoke(cmd, &thread("t")).await.unwrap();
+        assert_eq!(
+            out.value.log,
+            ["a", "b", "c"],
+            "the run goes on past the breakpoint ({after_a}, {before_b})"
+        );
+        assert_eq!(out.value.note.as_deref(), Some("n"));
+    }
+}

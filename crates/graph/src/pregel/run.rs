@@ -23,7 +23,7 @@ use crate::pregel::task::{Task, TaskWrites, push_goto, state_json, writes_from_j
 use crate::state::{ChannelSet, State};
 use crate::stream::{StreamData, StreamMode};
 use crate::subgraph::ParentRun;
-use crate::types::Resume;
+use crate::types::{CommandGraph, Resume};
 
 pub(crate) struct Ctx<'a, S: State> {
     pub(crate) inner: &'a Inner<S>,
@@ -218,12 +218,12 @@ pub(crate) async fn run_inner<S: State>(
         ch.bump(&changed);
         dirty.union_with(&changed);
     }
+    let resumed = !matches!(input, GraphInput::Update(_));
     match input {
         GraphInput::Resume => {
             let Some(s) = loaded_step else { return Err(GraphError::EmptyInput) };
             step = s + 1;
-            ch.interrupt_seen =
-                (0..ch.versions.len()).filter(|&i| ch.versions[i] > 0).map(|i| (i, ch.versions[i])).collect();
+            ch.interrupt_seen = current_versions(&ch);
             if replay {
                 // Time travel: fork the addressed checkpoint, then re-run what follows it.
                 let all = (0..names.channels.len()).collect::<ChannelSet>();
@@ -233,6 +233,9 @@ pub(crate) async fn run_inner<S: State>(
             }
         }
         GraphInput::Command(cmd) => {
+            if cmd.graph == CommandGraph::Parent && ctx.parent.is_none() {
+                return Err(GraphError::NoParentGraph);
+            }
             if cmd.is_empty() {
                 return Err(GraphError::EmptyCommand);
             }
@@ -252,14 +255,25 @@ pub(crate) async fn run_inner<S: State>(
                             *slot = Some(v);
                         }
                     }
-                    Resume::ById(map) => ctx.resume_by_id = map,
+                    Resume::ById(map) => {
+                        // The root checks the ids; a subgraph gets the map of the whole run.
+                        if ctx.parent.is_none() {
+                            let pending: Vec<String> =
+                                saved.pending_interrupts().into_iter().map(|i| i.id).collect();
+                            let mut unknown: Vec<String> =
+                                map.keys().filter(|id| !pending.contains(id)).cloned().collect();
+                            unknown.sort();
+                            if map.is_empty() || !unknown.is_empty() {
+                                return Err(GraphError::UnknownInterrupt { ids: unknown, pending });
+                            }
+                        }
+                        ctx.resume_by_id = map;
+                    }
                 }
             }
             // A command continues a thread: without a saved checkpoint there is nothing to continue.
             let Some(s) = loaded_step else { return Err(GraphError::EmptyInput) };
             step = s + 1;
-            ch.interrupt_seen =
-                (0..ch.versions.len()).filter(|&i| ch.versions[i] > 0).map(|i| (i, ch.versions[i])).collect();
             if !cmd.update.is_empty() || !cmd.goto.is_empty() {
                 let mut writes = TaskWrites { updates: cmd.update, ..TaskWrites::default() };
                 for u in &mut writes.updates {
@@ -280,6 +294,9 @@ pub(crate) async fn run_inner<S: State>(
                 ch.bump(&changed);
                 dirty.union_with(&changed);
             }
+            // The run proceeds past the checkpoint it resumes, the command's update included: a static
+            // breakpoint already taken there does not pause it again.
+            ch.interrupt_seen = current_versions(&ch);
         }
         GraphInput::Update(mut updates) => {
             for u in &mut updates {
@@ -305,7 +322,12 @@ pub(crate) async fn run_inner<S: State>(
             step += 1;
         }
     }
-    let stop = step - 1 + i64::from(limit) + 1;
+    // LangGraph's count: a fresh run may take `limit` steps after its input step; a resumed one `limit`
+    // steps after the step it resumes, plus that step.
+    let stop = match (resumed, loaded_step) {
+        (true, Some(s)) => s + 1 + i64::from(limit) + 1,
+        _ => step - 1 + i64::from(limit) + 1,
+    };
 
     loop {
         if step > stop {
