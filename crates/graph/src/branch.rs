@@ -65,11 +65,15 @@ impl<T: IntoRoutes> IntoRoutes for Vec<T> {
     }
 }
 
+/// What a router's `None` turns into: LangGraph refuses a router that returns `None` (an empty `Vec` is
+/// fine: no destination), and so does weft, naming the branch.
+const NO_DESTINATION: &str = "branch did not return a valid destination";
+
 impl<T: IntoRoutes> IntoRoutes for Option<T> {
     fn into_routes(self) -> Result<Vec<Route>> {
         match self {
             Some(v) => v.into_routes(),
-            None => Ok(Vec::new()),
+            None => Err(Error::InvalidInput(NO_DESTINATION.to_owned())),
         }
     }
 }
@@ -159,7 +163,12 @@ impl<S: State> Branch<S> {
 
     /// Runs the router and resolves names through the path map.
     pub(crate) fn route(&self, state: &S) -> Result<Vec<Route>> {
-        let routes = (self.router)(state)?;
+        let routes = (self.router)(state).map_err(|err| match err {
+            Error::InvalidInput(message) if message == NO_DESTINATION => {
+                Error::InvalidInput(format!("branch '{}' did not return a valid destination", self.name))
+            }
+            other => other,
+        })?;
         let Some(map) = &self.path_map.0 else { return Ok(routes) };
         routes
             .into_iter()

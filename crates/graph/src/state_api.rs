@@ -436,10 +436,7 @@ impl<S: State> CompiledGraph<S> {
         })?;
         changed.union_with(&applied);
         let mut writes = TaskWrites::<S> { updates, ..TaskWrites::default() };
-        crate::pregel::apply::route(spec, node_spec, &ch.state, &mut writes).map_err(|err| match err {
-            GraphError::Node { node, source, .. } => GraphError::Node { node, step, source },
-            other => other,
-        })?;
+        crate::pregel::apply::route(spec, node_spec, &ch.state, &mut writes, step)?;
         let source_index = if name == START { None } else { spec.node_names.get(name).copied() };
         crate::pregel::apply::apply_control(ch, spec, &writes, source_index, changed);
         if let Some(n) = source_index {

@@ -95,12 +95,17 @@ fn overwrite_replaces_and_ignores_later_writes() {
 }
 
 #[test]
-fn unknown_channels_are_errors() {
+fn writes_to_undeclared_channels_are_dropped() {
     let mut state = state();
-    let err = state.apply(vec![JsonUpdate::new().write("nope", json!(1))]).unwrap_err();
-    assert_eq!(err, UpdateError::UnknownChannel { key: "nope".to_owned() });
-    assert_eq!(err.to_string(), "unknown channel 'nope'");
-    assert!(state.update_to_json(&JsonUpdate::new().write("nope", json!(1))).is_err());
+    let before = state.to_json();
+    let changed = state.apply(vec![JsonUpdate::new().write("nope", json!(1))]).unwrap();
+    assert!(changed.is_empty());
+    assert_eq!(state.to_json(), before);
+    let changed =
+        state.apply(vec![JsonUpdate::new().write("nope", json!(1)).write("count", json!(2))]).unwrap();
+    assert_eq!(changed.iter().count(), 1, "the declared write still applies");
+    assert_eq!(state.get("count"), Some(&json!(2)));
+    assert!(state.update_to_json(&JsonUpdate::new().write("nope", json!(1))).unwrap().is_empty());
 }
 
 #[test]

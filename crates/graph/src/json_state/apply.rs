@@ -141,7 +141,11 @@ impl State for JsonState {
         let mut overwrites = vec![0usize; count];
         for update in updates {
             for (name, value) in update.into_writes() {
-                let index = self.index(&name)?;
+                // As in LangGraph, a write to a key the state does not declare is dropped.
+                let Ok(index) = self.index(&name) else {
+                    tracing::warn!(channel = %name, "dropping a write to a channel the state does not declare");
+                    continue;
+                };
                 let kind = self.schema.specs.get(index).map(|s| s.kind);
                 let reducer = matches!(kind, Some(crate::ChannelKind::Reducer));
                 let (overwrite, value) = if reducer { split_overwrite(value) } else { (false, value) };
@@ -226,7 +230,14 @@ impl State for JsonState {
     }
 
     fn update_to_json(&self, update: &JsonUpdate) -> Result<Vec<(usize, Value)>, UpdateError> {
-        update.writes().iter().map(|(name, value)| Ok((self.index(name)?, value.clone()))).collect()
+        // Writes to undeclared keys are dropped (see `apply`), so they are not saved either.
+        Ok(update
+            .writes()
+            .iter()
+            .filter_map(|(name, value)| {
+                Some((self.schema.by_name.get(name.as_str()).copied()?, value.clone()))
+            })
+            .collect())
     }
 
     fn update_from_json(&self, writes: Vec<(usize, Value)>) -> Result<JsonUpdate, UpdateError> {

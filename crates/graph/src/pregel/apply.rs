@@ -75,13 +75,14 @@ pub(crate) fn route<S: State>(
     node: &crate::pregel::spec::NodeSpec<S>,
     view: &S,
     writes: &mut TaskWrites<S>,
+    step: i64,
 ) -> GraphResult<()> {
     writes.goto.extend(node.edges.iter().copied());
     writes.joins.extend(node.joins.iter().copied());
     for branch in &node.branches {
         let routes = branch.route(view).map_err(|source| GraphError::Node {
             node: node.name.to_string(),
-            step: -1,
+            step,
             source,
         })?;
         for r in routes {

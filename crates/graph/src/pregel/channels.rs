@@ -217,7 +217,8 @@ impl<S: State> Channels<S> {
             if self.sends.is_empty() {
                 return Ok(None);
             }
-            let packets = self.sends.iter().map(send_to_json).collect::<GraphResult<Vec<_>>>()?;
+            let packets =
+                self.sends.iter().map(|s| send_to_json(&self.state, s)).collect::<GraphResult<Vec<_>>>()?;
             return Ok(Some(Value::Array(packets)));
         }
         if index < layout.join(0) {
@@ -403,11 +404,18 @@ pub(crate) fn source_name<S: State>(spec: &GraphSpec<S>, source: Option<usize>) 
     }
 }
 
-pub(crate) fn send_to_json(send: &Send) -> GraphResult<Value> {
-    let arg = send
+/// A `Send` packet as saved: an argument's keys that name untracked channels are left out (as LangGraph
+/// does), so an untracked value never reaches a checkpoint.
+pub(crate) fn send_to_json<S: State>(state: &S, send: &Send) -> GraphResult<Value> {
+    let mut arg = send
         .payload
         .to_json()
         .map_err(|e| GraphError::Serialization(format!("send to '{}': {e}", send.node)))?;
+    if let Value::Object(fields) = &mut arg {
+        for channel in state.channels().iter().filter(|c| !c.kind.is_tracked()) {
+            fields.remove(&*channel.name);
+        }
+    }
     Ok(json!({"node": send.node, "arg": arg}))
 }
 

@@ -39,7 +39,7 @@ pub(crate) async fn execute<S: State>(
                 step: runtime.execution_info().step,
                 nodes: vec![task.name.to_string()],
             })?;
-            route(spec, &spec.start, &view, &mut writes)?;
+            route(spec, &spec.start, &view, &mut writes, runtime.execution_info().step)?;
         }
         return Ok((TaskOutcome::Done(writes), None));
     };
@@ -138,7 +138,7 @@ pub(crate) async fn execute<S: State>(
             })?;
             Some(view)
         };
-        route(spec, node, view.as_ref().unwrap_or(&ch.state), &mut writes).map_err(|e| with_step(e, step))?;
+        route(spec, node, view.as_ref().unwrap_or(&ch.state), &mut writes, step)?;
     }
     if let (Some(key), Some(cache)) = (&cache_key, &inner.config.cache) {
         let json = owned_writes(writes_to_json(spec, &inner.names, &ch.state, &writes)?);
@@ -165,13 +165,6 @@ pub(crate) fn lift_parent_commands<S: State>(
                 .collect::<Result<_, _>>()?,
         )),
         other => Ok(other),
-    }
-}
-
-pub(crate) fn with_step(err: GraphError, step: i64) -> GraphError {
-    match err {
-        GraphError::Node { node, source, .. } => GraphError::Node { node, step, source },
-        other => other,
     }
 }
 

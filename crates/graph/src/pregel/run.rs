@@ -394,6 +394,8 @@ pub(crate) async fn run_inner<S: State>(
         let single = tasks.len() == 1;
         let route_after = single && !results[0].1;
         let mut writes: Vec<TaskWrites<S>> = results.iter_mut().map(|(w, _)| std::mem::take(w)).collect();
+        // Before applying: applying takes the updates out of the writes.
+        let written = written_channels(&ch.state, &writes);
         if route_after {
             // One task: its routers see exactly the state after its own writes, which is the applied state.
             let updates: Vec<S::Update> = std::mem::take(&mut writes[0].updates);
@@ -401,7 +403,7 @@ pub(crate) async fn run_inner<S: State>(
             changed.union_with(&applied);
             writes[0].updates = updates;
             let node = tasks[0].node().map_or(&spec.start, |n| &spec.nodes[n]);
-            route(spec, node, &ch.state, &mut writes[0])?;
+            route(spec, node, &ch.state, &mut writes[0], step)?;
             apply_control_writes(&mut ch, spec, &writes, &mut changed, &tasks);
             persist_single(ctx, &tasks[0], &ch.state, &writes[0], &saved, step).await?;
             emit_update(
@@ -413,7 +415,6 @@ pub(crate) async fn run_inner<S: State>(
         } else {
             apply_new_writes_with_tasks(&mut ch, spec, &mut writes, &mut changed, step, &tasks)?;
         }
-        let written = written_channels(&ch.state, &writes);
         let ended = ch.end_step(&written);
         changed.union_with(&ended);
         ch.bump(&changed);

@@ -238,7 +238,7 @@ pub(crate) fn writes_to_json<S: State>(
         out.push((Arc::clone(&names.channels[layout.branch(g)]), Value::Null));
     }
     for s in &writes.sends {
-        out.push((Arc::clone(&names.channels[layout.tasks()]), send_to_json(s)?));
+        out.push((Arc::clone(&names.channels[layout.tasks()]), send_to_json(state, s)?));
     }
     for &j in &writes.joins {
         out.push((Arc::clone(&names.channels[layout.join(j)]), Value::Null));
