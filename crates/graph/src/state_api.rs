@@ -6,8 +6,8 @@ use serde_json::{Map, Value};
 use weft_runnable_core::RunnableConfig;
 
 use crate::checkpoint::{
-    ChannelAppends, CheckpointConfig, CheckpointMetadata, CheckpointSource, CheckpointTuple, ListOptions,
-    special,
+    ChannelAppends, ChannelName, CheckpointConfig, CheckpointMetadata, CheckpointSource, CheckpointTuple,
+    ListOptions, special,
 };
 use crate::compiled::CompiledGraph;
 use crate::error::{GraphError, GraphResult};
@@ -241,7 +241,7 @@ impl<S: State> CompiledGraph<S> {
         let mut interrupts = Vec::new();
         let mut finished: Vec<TaskWrites<S>> = Vec::new();
         let mut next: Vec<String> = Vec::new();
-        for task in &planned {
+        for task in crate::pregel::plan::listing_order(&planned) {
             let writes = saved.by_task.get(&*task.id);
             let error =
                 writes.and_then(|w| w.iter().find(|(c, _)| c == special::ERROR)).map(|(_, v)| match v {
@@ -271,7 +271,7 @@ impl<S: State> CompiledGraph<S> {
             });
         }
         if !live {
-            next = planned.iter().map(|t| t.name.to_string()).collect();
+            next = crate::pregel::plan::listing_order(&planned).map(|t| t.name.to_string()).collect();
         } else {
             // The live view: the input a command gave the pending step, then the writes of its finished
             // tasks.
@@ -356,9 +356,8 @@ impl<S: State> CompiledGraph<S> {
                 t.metadata.step,
                 Some(t.checkpoint.id.clone()),
             ),
-            // A fresh thread starts from the synthetic empty checkpoint at step -2, as a run does: its first
-            // checkpoint (input or update) is step -1.
-            None => (Channels::new(spec), -2, None),
+            // A fresh thread's first update is step 0 (new input: step -1), as in LangGraph.
+            None => (Channels::new(spec), -1, None),
         };
         let planned = crate::pregel::plan::plan_tasks(
             &ch,
@@ -367,8 +366,22 @@ impl<S: State> CompiledGraph<S> {
             parent.as_deref().unwrap_or(""),
             &address.checkpoint_ns,
         );
+        // The update's writes are recorded as the results of the tasks they stand for, on the checkpoint
+        // it builds on, unless the thread has moved past that checkpoint (its other children would
+        // replay them).
+        let head = match (&tuple, &address.checkpoint_id) {
+            (Some(t), Some(_)) => {
+                let latest = CheckpointConfig { checkpoint_id: None, ..address.clone() };
+                let latest = saver.get_tuple(&latest).await.map_err(cp_err)?;
+                latest.is_some_and(|l| l.checkpoint.id == t.checkpoint.id)
+            }
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let mut task_writes: Vec<(String, String, Vec<(ChannelName, Value)>)> = Vec::new();
         let mut changed = ChannelSet::new();
         let mut source = CheckpointSource::Update;
+        let mut next_step = step + 1;
         for StateUpdate { as_node, mut updates } in superstep {
             for u in &mut updates {
                 ch.state.prepare_update(u);
@@ -379,12 +392,19 @@ impl<S: State> CompiledGraph<S> {
             };
             match as_node.as_str() {
                 "__copy__" => {
+                    // A copy is a sibling of the copied checkpoint: same values, same parent.
+                    let Some(copied) = &tuple else {
+                        return Err(GraphError::Checkpoint(
+                            "cannot copy a non-existent checkpoint".to_owned(),
+                        ));
+                    };
                     let all = (0..names.channels.len()).collect::<ChannelSet>();
+                    let grandparent = copied.parent_config.as_ref().and_then(|p| p.checkpoint_id.clone());
                     return self
                         .put_update(
                             saver,
                             address,
-                            parent,
+                            grandparent,
                             &mut ch,
                             CheckpointSource::Fork,
                             step + 1,
@@ -395,15 +415,35 @@ impl<S: State> CompiledGraph<S> {
                 }
                 "__input__" => {
                     ch.start = Some(updates);
+                    ch.input_seen = true;
                     changed.insert(ch.layout.start());
                     source = CheckpointSource::Input;
+                    if tuple.is_none() {
+                        next_step = -1;
+                    }
                 }
                 END => crate::pregel::plan::consume_tasks(&mut ch, spec, &planned, &mut changed),
-                name => self.apply_as_node(&mut ch, &planned, name, updates, step + 1, &mut changed)?,
+                name => {
+                    if head {
+                        if let Some(task) = planned.iter().find(|t| *t.name == *name) {
+                            let writes =
+                                TaskWrites::<S> { updates: updates.clone(), ..TaskWrites::default() };
+                            let json = crate::pregel::task::writes_to_json(spec, names, &ch.state, &writes)?;
+                            task_writes.push((task.id.to_string(), task.path.to_string(), json));
+                        }
+                    }
+                    self.apply_as_node(&mut ch, &planned, name, updates, step + 1, &mut changed)?;
+                }
+            }
+        }
+        if let (Some(t), false) = (&tuple, task_writes.is_empty()) {
+            for (task_id, path, writes) in task_writes {
+                let writes = crate::checkpoint::owned_writes(writes);
+                saver.put_writes(&t.config, writes, &task_id, &path).await.map_err(cp_err)?;
             }
         }
         ch.bump(&changed);
-        self.put_update(saver, address, parent, &mut ch, source, step + 1, &changed, &changed).await
+        self.put_update(saver, address, parent, &mut ch, source, next_step, &changed, &changed).await
     }
 
     /// Applies `updates` as the output of node `name` (its planned task consumed, its edges and routers

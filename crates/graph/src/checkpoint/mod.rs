@@ -50,6 +50,8 @@ pub mod special {
     pub const TASKS: &str = "__pregel_tasks";
     /// The graph input.
     pub const START: &str = "__start__";
+    /// The input's entry in `versions_seen`.
+    pub const INPUT: &str = "__input__";
     /// The id of the task whose writes are made by the graph itself (input commands, resume values).
     pub const NULL_TASK_ID: &str = "00000000-0000-0000-0000-000000000000";
 

@@ -30,6 +30,11 @@ pub(crate) struct Channels<S: State> {
     pub(crate) tags: Vec<u64>,
     /// Per node (and START at index `n_nodes`), the trigger versions it has seen.
     pub(crate) seen: Vec<BTreeMap<usize, u64>>,
+    /// Per node (and START), whether it has run: a node that ran from `Send`s only has an entry in
+    /// `versions_seen` with no versions, as in LangGraph.
+    pub(crate) ran: Vec<bool>,
+    /// Whether input was written to the thread (`versions_seen` then has an empty `__input__` entry).
+    pub(crate) input_seen: bool,
     /// Versions at the last static breakpoint.
     pub(crate) interrupt_seen: BTreeMap<usize, u64>,
     pub(crate) layout: Layout,
@@ -97,6 +102,8 @@ impl<S: State> Channels<S> {
             versions: vec![0; layout.len()],
             tags: vec![0; layout.len()],
             seen: vec![BTreeMap::new(); layout.n_nodes + 1],
+            ran: vec![false; layout.n_nodes + 1],
+            input_seen: false,
             interrupt_seen: BTreeMap::new(),
             layout,
             max: 0,
@@ -279,8 +286,11 @@ impl<S: State> Channels<S> {
             }
         }
         let mut versions_seen = FlatMap::new();
+        if self.input_seen {
+            versions_seen.insert(Arc::clone(&names.input), ChannelVersions::new());
+        }
         for &node in &names.node_order {
-            if self.seen[node].is_empty() {
+            if self.seen[node].is_empty() && !self.ran[node] {
                 continue;
             }
             let seen = self.seen_strings(names, Some(node));
@@ -297,7 +307,12 @@ impl<S: State> Channels<S> {
             channel_values,
             channel_versions,
             versions_seen,
-            updated_channels: updated.iter().filter_map(|i| names.channels.get(i).cloned()).collect(),
+            updated_channels: {
+                let mut names: Vec<crate::checkpoint::ChannelName> =
+                    updated.iter().filter_map(|i| names.channels.get(i).cloned()).collect();
+                names.sort();
+                names
+            },
         };
         Ok((checkpoint, new_versions))
     }
@@ -374,6 +389,10 @@ impl<S: State> Channels<S> {
             }
         }
         for (node, seen) in &cp.versions_seen {
+            if &**node == special::INPUT {
+                ch.input_seen = true;
+                continue;
+            }
             let slot = if &**node == special::INTERRUPT {
                 None
             } else if &**node == special::START {
@@ -387,7 +406,10 @@ impl<S: State> Channels<S> {
             let parsed: BTreeMap<usize, u64> =
                 seen.iter().filter_map(|(c, v)| Some((*index.get(&**c)?, parse_version(v)?.0))).collect();
             match slot {
-                Some(i) => ch.seen[i] = parsed,
+                Some(i) => {
+                    ch.seen[i] = parsed;
+                    ch.ran[i] = true;
+                }
                 None => ch.interrupt_seen = parsed,
             }
         }

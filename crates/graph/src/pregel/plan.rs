@@ -129,3 +129,10 @@ pub(crate) fn consume_tasks<S: State>(
         changed.insert(ch.layout.tasks());
     }
 }
+
+/// The tasks in the order LangGraph lists them (a snapshot's `next` and `tasks`): `Send`s first, then the
+/// triggered nodes. Writes still apply in `plan_tasks`' order.
+pub(crate) fn listing_order<S: State>(tasks: &[Task<S>]) -> impl Iterator<Item = &Task<S>> {
+    let pushes = tasks.iter().filter(|t| matches!(t.kind, TaskKind::Push { .. }));
+    pushes.chain(tasks.iter().filter(|t| !matches!(t.kind, TaskKind::Push { .. })))
+}

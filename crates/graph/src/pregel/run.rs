@@ -19,7 +19,9 @@ use crate::pregel::saver::RunSaver;
 use crate::pregel::sink::Sink;
 use crate::pregel::stamp::checkpoint_stamps;
 use crate::pregel::step::{StepOutcome, persist_single, run_step};
-use crate::pregel::task::{Task, TaskWrites, push_goto, state_json, writes_from_json, writes_to_json};
+use crate::pregel::task::{
+    Task, TaskKind, TaskWrites, push_goto, state_json, writes_from_json, writes_to_json,
+};
 use crate::state::{ChannelSet, State};
 use crate::stream::{StreamData, StreamMode};
 use crate::subgraph::ParentRun;
@@ -173,6 +175,15 @@ pub(crate) async fn run_inner<S: State>(
             ch = Channels::from_checkpoint(spec, names, &tuple.checkpoint)?;
             loaded_step = Some(tuple.metadata.step);
             saver.set_current(tuple.checkpoint.id.clone());
+            // Replaying a checkpoint forks it, except one that `update_state` made (an update or a copy)
+            // and that is still the thread's latest: the run continues from it as from any latest
+            // checkpoint (LangGraph does the same).
+            if replay && matches!(tuple.metadata.source, CheckpointSource::Update | CheckpointSource::Fork) {
+                let latest = CheckpointConfig { checkpoint_id: None, ..address.clone() };
+                let latest =
+                    cp.get_tuple(&latest).await.map_err(|e| GraphError::Checkpoint(e.to_string()))?;
+                replay = latest.is_none_or(|l| l.checkpoint.id != tuple.checkpoint.id);
+            }
             if !replay {
                 null_writes = tuple
                     .pending_writes
@@ -308,6 +319,7 @@ pub(crate) async fn run_inner<S: State>(
             let discarded = plan_tasks(&ch, spec, base, "", &ctx.ns);
             consume_tasks(&mut ch, spec, &discarded, &mut changed);
             ch.start = Some(updates);
+            ch.input_seen = true;
             changed.insert(ch.layout.start());
             ch.bump(&changed);
             step = base;
@@ -388,9 +400,20 @@ pub(crate) async fn run_inner<S: State>(
             }
         };
 
+        // The versions each task was triggered by (a `Send`'s task records none, as in LangGraph).
+        for task in &tasks {
+            let slot = task.node().unwrap_or(ch.layout.n_nodes);
+            ch.ran[slot] = true;
+            if !matches!(task.kind, TaskKind::Push { .. }) {
+                for trigger in triggers_of(&ch, spec, task) {
+                    ch.seen[slot].insert(trigger, ch.versions[trigger]);
+                }
+            }
+        }
         // Apply the step's writes in task order.
+        let mut consumed = ChannelSet::new();
+        consume_tasks(&mut ch, spec, &tasks, &mut consumed);
         let mut changed = ChannelSet::new();
-        consume_tasks(&mut ch, spec, &tasks, &mut changed);
         let single = tasks.len() == 1;
         let route_after = single && !results[0].1;
         let mut writes: Vec<TaskWrites<S>> = results.iter_mut().map(|(w, _)| std::mem::take(w)).collect();
@@ -415,15 +438,12 @@ pub(crate) async fn run_inner<S: State>(
         } else {
             apply_new_writes_with_tasks(&mut ch, spec, &mut writes, &mut changed, step, &tasks)?;
         }
+        // The checkpoint's `updated_channels`: what the tasks wrote, not the triggers they consumed.
+        let updated = changed.clone();
         let ended = ch.end_step(&written);
         changed.union_with(&ended);
+        changed.union_with(&consumed);
         ch.bump(&changed);
-        for task in &tasks {
-            let slot = task.node().unwrap_or(ch.layout.n_nodes);
-            for trigger in triggers_of(&ch, spec, task) {
-                ch.seen[slot].insert(trigger, ch.versions[trigger]);
-            }
-        }
         dirty.union_with(&changed);
         saved = SavedWrites::default();
         if let Some(saver) = ctx.saver.as_mut() {
@@ -432,7 +452,7 @@ pub(crate) async fn run_inner<S: State>(
 
         let durable = durable(ctx);
         if durable {
-            save_checkpoint(ctx, &mut ch, CheckpointSource::Loop, step, Some(&dirty), &changed).await?;
+            save_checkpoint(ctx, &mut ch, CheckpointSource::Loop, step, Some(&dirty), &updated).await?;
             dirty = ChannelSet::new();
         } else if ctx.saver.is_some() {
             ctx.unsaved = Some(checkpoint_stamps());
@@ -449,7 +469,7 @@ pub(crate) async fn run_inner<S: State>(
         {
             ch.interrupt_seen = current_versions(&ch);
             if !durable {
-                save_checkpoint(ctx, &mut ch, CheckpointSource::Loop, step, Some(&dirty), &changed).await?;
+                save_checkpoint(ctx, &mut ch, CheckpointSource::Loop, step, Some(&dirty), &updated).await?;
             }
             if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
                 sink.send(StreamData::Interrupt(Vec::new()));

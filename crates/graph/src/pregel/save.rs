@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use crate::checkpoint::{ChannelAppends, CheckpointConfig, CheckpointMetadata, CheckpointSource};
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::channels::Channels;
-use crate::pregel::plan::plan_tasks;
+use crate::pregel::plan::{listing_order, plan_tasks};
 use crate::pregel::run::Ctx;
 use crate::pregel::stamp::checkpoint_stamps;
 use crate::pregel::task::state_json;
@@ -79,7 +79,8 @@ pub(crate) async fn save_checkpoint<S: State>(
     ch.mark_saved();
     if let (Some(sink), Some(values)) = (ctx.sink, values) {
         let address = CheckpointConfig::clone(saver.current_config());
-        let next = plan_tasks(ch, spec, step + 1, "", &ctx.ns).iter().map(|t| t.name.to_string()).collect();
+        let next =
+            listing_order(&plan_tasks(ch, spec, step + 1, "", &ctx.ns)).map(|t| t.name.to_string()).collect();
         sink.send(StreamData::Checkpoint { config: address, step, values, next });
     }
     Ok(())

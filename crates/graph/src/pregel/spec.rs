@@ -114,7 +114,14 @@ impl<S: State> GraphSpec<S> {
             order
         };
         let (channel_order, node_order) = (sorted(&channels), sorted(&nodes));
-        CheckpointNames { channels, nodes, channel_order, node_order, interrupt: special::INTERRUPT.into() }
+        CheckpointNames {
+            channels,
+            nodes,
+            channel_order,
+            node_order,
+            interrupt: special::INTERRUPT.into(),
+            input: special::INPUT.into(),
+        }
     }
 }
 
@@ -130,4 +137,6 @@ pub(crate) struct CheckpointNames {
     pub(crate) node_order: Vec<usize>,
     /// The key of the static breakpoint's seen versions.
     pub(crate) interrupt: ChannelName,
+    /// `__input__`, the key of the input's entry in `versions_seen`.
+    pub(crate) input: ChannelName,
 }
