@@ -36,6 +36,19 @@ pub(crate) struct ParentRun {
     pub(crate) resuming: bool,
     pub(crate) null_resume: Arc<Mutex<Option<Value>>>,
     pub(crate) resume_by_id: Map<String, Value>,
+    /// How many subgraph runs the task has started: the second and later ones get namespaces of their own
+    /// (`<ns>|1`, `<ns>|2`, ...), as in LangGraph, so two subgraphs called from one node never share one.
+    pub(crate) calls: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl ParentRun {
+    /// The namespaces of the task's next subgraph run: (`ns`, `node_ns`).
+    pub(crate) fn next_namespaces(&self) -> (String, String) {
+        match self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 => (self.ns.clone(), self.node_ns.clone()),
+            n => (format!("{}|{n}", self.ns), format!("{}|{n}", self.node_ns)),
+        }
+    }
 }
 
 /// A command for the parent graph, travelling up as control flow; the parent applies it as the output of

@@ -83,6 +83,7 @@ pub(crate) async fn run<S: State>(
         _ => None,
     };
     let sink = sink.or(child_sink.as_ref());
+    let (parent_ns, parent_node_ns) = parent.as_ref().map(ParentRun::next_namespaces).unzip();
     let mut ctx = Ctx {
         inner,
         base_config: Arc::new(run_config.clone()),
@@ -94,12 +95,14 @@ pub(crate) async fn run<S: State>(
             .as_ref()
             .map_or_else(|| Arc::new(Mutex::new(None)), |p| Arc::clone(&p.null_resume)),
         resume_by_id: parent.as_ref().map(|p| p.resume_by_id.clone()).unwrap_or_default(),
-        ns: match &parent {
-            Some(p) if inner.config.subgraph_checkpoints == crate::compiled::SubgraphCheckpoints::PerNode => {
-                p.node_ns.clone()
+        ns: match (parent_ns, parent_node_ns) {
+            (Some(_), Some(node_ns))
+                if inner.config.subgraph_checkpoints == crate::compiled::SubgraphCheckpoints::PerNode =>
+            {
+                node_ns
             }
-            Some(p) => p.ns.clone(),
-            None => config.configurable_str("checkpoint_ns").unwrap_or_default().to_owned(),
+            (Some(ns), _) => ns,
+            _ => config.configurable_str("checkpoint_ns").unwrap_or_default().to_owned(),
         },
         store: inner.config.store.clone().or_else(|| parent.as_ref().and_then(|p| p.store.clone())),
         thread_id: config.configurable_str("thread_id").map(str::to_owned),

@@ -69,6 +69,7 @@ pub(crate) fn make_runtime<S: State>(
                 resuming,
                 null_resume,
                 resume_by_id,
+                calls: Arc::default(),
             });
             config
         })
