@@ -196,7 +196,7 @@ async fn main() -> weft::Result<()> {
                 }
                 events.push(format!("update {node}"));
             }
-            StreamData::Values(state) => last = Some(state),
+            StreamData::Values { state, .. } => last = Some(state),
             other => println!("        {other:?}"),
         }
     }

@@ -275,7 +275,7 @@ async fn main() -> weft::Result<()> {
                 }
                 path.push(format!("{ns}/{node}"));
             }
-            StreamData::Values(state) => last = Some(state),
+            StreamData::Values { state, .. } => last = Some(state),
             _ => {}
         }
     }

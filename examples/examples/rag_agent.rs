@@ -396,7 +396,7 @@ async fn ask(app: &CompiledGraph<Rag>, question: &str) -> weft::Result<(Rag, Vec
                 println!("  {node}: {said}");
                 path.push(node);
             }
-            StreamData::Values(state) => last = Some(state),
+            StreamData::Values { state, .. } => last = Some(state),
             _ => {}
         }
     }

@@ -100,7 +100,7 @@ async fn tools_tasks(agent: &CompiledGraph<AgentState>) -> (Vec<String>, AgentSt
     while let Some(part) = parts.next().await {
         match part.unwrap().data {
             StreamData::Updates { node, .. } => nodes.push(node),
-            StreamData::Values(state) => last = Some(state),
+            StreamData::Values { state, .. } => last = Some(state),
             _ => {}
         }
     }

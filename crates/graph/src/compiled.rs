@@ -385,18 +385,23 @@ where
         // One chunk per superstep that changed the state (LangGraph's `values` mode); when the run pauses,
         // the last chunk carries the pending interrupts.
         let mut last: Option<S> = None;
+        let mut pending: Vec<Interrupt> = Vec::new();
         CompiledGraph::stream(self, input, config, &[StreamMode::Values, StreamMode::Updates])
             .filter_map(move |part| {
                 let item = match part {
                     Err(e) => Some(Err(Error::from(e))),
-                    Ok(StreamPart { data: StreamData::Values(state), .. }) => {
+                    Ok(StreamPart { data: StreamData::Values { state, interrupts }, .. })
+                        if interrupts.is_empty() =>
+                    {
                         last = Some(state.clone());
-                        Some(Ok(GraphOutput { value: state, interrupts: Vec::new() }))
+                        Some(Ok(GraphOutput { value: state, interrupts }))
                     }
+                    // One chunk per paused task: each output carries every interrupt so far.
                     Ok(StreamPart { data: StreamData::Interrupt(interrupts), .. })
                         if !interrupts.is_empty() =>
                     {
-                        last.clone().map(|value| Ok(GraphOutput { value, interrupts }))
+                        pending.extend(interrupts);
+                        last.clone().map(|value| Ok(GraphOutput { value, interrupts: pending.clone() }))
                     }
                     Ok(_) => None,
                 };

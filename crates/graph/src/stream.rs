@@ -3,8 +3,9 @@
 use serde_json::{Map, Value};
 use weft_runnable_core::Message;
 
-use crate::checkpoint::CheckpointConfig;
+use crate::checkpoint::{CheckpointConfig, CheckpointMetadata};
 use crate::state::State;
+use crate::state_api::PregelTask;
 use crate::types::Interrupt;
 
 /// What a run streams; several modes can be asked for at once.
@@ -40,8 +41,14 @@ pub struct StreamPart<S: State> {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum StreamData<S: State> {
-    /// `values`: the state after a superstep.
-    Values(S),
+    /// `values`: the state after a superstep, at the start of a resumed run, or when a task pauses (then
+    /// with the interrupts it raised; LangGraph's `__interrupt__` key, and its v2 parts' `interrupts`).
+    Values {
+        /// The state.
+        state: S,
+        /// The interrupts of the task that just paused; empty otherwise.
+        interrupts: Vec<Interrupt>,
+    },
     /// `updates`: the writes of one finished task.
     Updates {
         /// The node.
@@ -55,7 +62,12 @@ pub enum StreamData<S: State> {
     Interrupt(Vec<Interrupt>),
     /// `values` of a subgraph (its state type differs from the parent's, so it comes as JSON); the chunk's
     /// `ns` names the subgraph. Only when the run streams subgraphs.
-    SubgraphValues(Value),
+    SubgraphValues {
+        /// The subgraph's state as JSON.
+        values: Value,
+        /// The interrupts of the subgraph task that just paused; empty otherwise.
+        interrupts: Vec<Interrupt>,
+    },
     /// `updates` of a subgraph node, as JSON; the chunk's `ns` names the subgraph.
     SubgraphUpdates {
         /// The subgraph's node.
@@ -84,12 +96,18 @@ pub enum StreamData<S: State> {
     Checkpoint {
         /// Its address.
         config: CheckpointConfig,
+        /// The checkpoint it was made from (`None` for a thread's first).
+        parent_config: Option<CheckpointConfig>,
+        /// Its metadata.
+        metadata: CheckpointMetadata,
         /// Its step.
         step: i64,
         /// The state it holds.
         values: Value,
         /// The nodes it will run next.
         next: Vec<String>,
+        /// The tasks it plans, in `next`'s order.
+        tasks: Vec<PregelTask>,
     },
     /// `tasks`: a task started.
     TaskStart {
@@ -99,8 +117,21 @@ pub enum StreamData<S: State> {
         name: String,
         /// Its input as JSON.
         input: Value,
+        /// The channels that triggered it (`branch:to:<node>`, a barrier, `__pregel_push`).
+        triggers: Vec<String>,
         /// The step.
         step: i64,
+    },
+    /// `debug`: a task or checkpoint event wrapped as LangGraph's debug events are.
+    Debug {
+        /// The step.
+        step: i64,
+        /// When the event was made (RFC 3339).
+        timestamp: String,
+        /// `checkpoint`, `task` or `task_result`.
+        kind: String,
+        /// The event in LangGraph's JSON form.
+        payload: Value,
     },
     /// `tasks`: a task finished.
     TaskResult {
@@ -160,7 +191,10 @@ impl Modes {
 /// A stream chunk with the state type erased, passed from a subgraph run to its parent.
 #[derive(Debug, Clone)]
 pub(crate) enum ErasedData {
-    Values(Value),
+    Values {
+        values: Value,
+        interrupts: Vec<Interrupt>,
+    },
     Updates {
         node: String,
         updates: Vec<Value>,
@@ -177,14 +211,18 @@ pub(crate) enum ErasedData {
     },
     Checkpoint {
         config: CheckpointConfig,
+        parent_config: Option<CheckpointConfig>,
+        metadata: CheckpointMetadata,
         step: i64,
         values: Value,
         next: Vec<String>,
+        tasks: Vec<PregelTask>,
     },
     TaskStart {
         id: String,
         name: String,
         input: Value,
+        triggers: Vec<String>,
         step: i64,
     },
     TaskResult {
@@ -194,6 +232,12 @@ pub(crate) enum ErasedData {
         result: Vec<(String, Value)>,
         interrupts: Vec<Interrupt>,
         step: i64,
+    },
+    Debug {
+        step: i64,
+        timestamp: String,
+        kind: String,
+        payload: Value,
     },
 }
 
@@ -209,25 +253,30 @@ impl ErasedData {
             Value::Object(map)
         };
         match data {
-            StreamData::Values(v) => ErasedData::Values(crate::pregel::task::state_json(&v)),
+            StreamData::Values { state, interrupts } => {
+                ErasedData::Values { values: crate::pregel::task::state_json(&state), interrupts }
+            }
             StreamData::Updates { node, updates, cached } => {
                 ErasedData::Updates { node, updates: updates.iter().map(update_json).collect(), cached }
             }
-            StreamData::SubgraphValues(v) => ErasedData::Values(v),
+            StreamData::SubgraphValues { values, interrupts } => ErasedData::Values { values, interrupts },
             StreamData::SubgraphUpdates { node, updates, cached } => {
                 ErasedData::Updates { node, updates, cached }
             }
             StreamData::Interrupt(i) => ErasedData::Interrupt(i),
             StreamData::Message { chunk, metadata } => ErasedData::Message { chunk, metadata },
             StreamData::Custom { node, value } => ErasedData::Custom { node, value },
-            StreamData::Checkpoint { config, step, values, next } => {
-                ErasedData::Checkpoint { config, step, values, next }
+            StreamData::Checkpoint { config, parent_config, metadata, step, values, next, tasks } => {
+                ErasedData::Checkpoint { config, parent_config, metadata, step, values, next, tasks }
             }
-            StreamData::TaskStart { id, name, input, step } => {
-                ErasedData::TaskStart { id, name, input, step }
+            StreamData::TaskStart { id, name, input, triggers, step } => {
+                ErasedData::TaskStart { id, name, input, triggers, step }
             }
             StreamData::TaskResult { id, name, error, result, interrupts, step } => {
                 ErasedData::TaskResult { id, name, error, result, interrupts, step }
+            }
+            StreamData::Debug { step, timestamp, kind, payload } => {
+                ErasedData::Debug { step, timestamp, kind, payload }
             }
         }
     }
@@ -235,24 +284,60 @@ impl ErasedData {
     /// The chunk as one of a graph over `P` (state values and updates stay JSON).
     pub(crate) fn typed<P: State>(self) -> StreamData<P> {
         match self {
-            ErasedData::Values(v) => StreamData::SubgraphValues(v),
+            ErasedData::Values { values, interrupts } => StreamData::SubgraphValues { values, interrupts },
             ErasedData::Updates { node, updates, cached } => {
                 StreamData::SubgraphUpdates { node, updates, cached }
             }
             ErasedData::Interrupt(i) => StreamData::Interrupt(i),
             ErasedData::Message { chunk, metadata } => StreamData::Message { chunk, metadata },
             ErasedData::Custom { node, value } => StreamData::Custom { node, value },
-            ErasedData::Checkpoint { config, step, values, next } => {
-                StreamData::Checkpoint { config, step, values, next }
+            ErasedData::Checkpoint { config, parent_config, metadata, step, values, next, tasks } => {
+                StreamData::Checkpoint { config, parent_config, metadata, step, values, next, tasks }
             }
-            ErasedData::TaskStart { id, name, input, step } => {
-                StreamData::TaskStart { id, name, input, step }
+            ErasedData::TaskStart { id, name, input, triggers, step } => {
+                StreamData::TaskStart { id, name, input, triggers, step }
             }
             ErasedData::TaskResult { id, name, error, result, interrupts, step } => {
                 StreamData::TaskResult { id, name, error, result, interrupts, step }
             }
+            ErasedData::Debug { step, timestamp, kind, payload } => {
+                StreamData::Debug { step, timestamp, kind, payload }
+            }
         }
     }
+}
+
+/// A task or checkpoint event as a `debug` chunk (`None` for other chunks).
+pub(crate) fn debug_event<S: State>(data: &StreamData<S>) -> Option<StreamData<S>> {
+    let configurable = |c: &CheckpointConfig| serde_json::json!({"configurable": c});
+    let (step, kind, payload) = match data {
+        StreamData::TaskStart { id, name, input, triggers, step } => {
+            (*step, "task", serde_json::json!({"id": id, "name": name, "input": input, "triggers": triggers}))
+        }
+        StreamData::TaskResult { id, name, error, result, interrupts, step } => {
+            let result: Map<String, Value> = result.iter().cloned().collect();
+            let payload = serde_json::json!({"id": id, "name": name, "error": error, "result": result, "interrupts": interrupts});
+            (*step, "task_result", payload)
+        }
+        StreamData::Checkpoint { config, parent_config, metadata, step, values, next, tasks } => {
+            let tasks: Vec<Value> = tasks
+                .iter()
+                .map(|t| serde_json::json!({"id": t.id, "name": t.name, "interrupts": t.interrupts, "state": Value::Null}))
+                .collect();
+            let payload = serde_json::json!({
+                "config": configurable(config),
+                "parent_config": parent_config.as_ref().map(configurable),
+                "values": values,
+                "metadata": metadata,
+                "next": next,
+                "tasks": tasks,
+            });
+            (*step, "checkpoint", payload)
+        }
+        _ => return None,
+    };
+    let timestamp = crate::pregel::stamp::now_rfc3339();
+    Some(StreamData::Debug { step, timestamp, kind: kind.to_owned(), payload })
 }
 
 /// Forwards erased chunks of a subgraph, with their namespace, to the parent run's stream.

@@ -90,7 +90,7 @@ async fn tasks_mode_reports_start_and_result() {
         .collect()
         .await;
     assert_eq!(parts.len(), 2);
-    let StreamData::TaskStart { id: start_id, name, input, step } = &parts[0] else {
+    let StreamData::TaskStart { id: start_id, name, input, step, .. } = &parts[0] else {
         panic!("{:?}", parts[0])
     };
     assert_eq!((name.as_str(), *step), ("a", 1));
@@ -187,7 +187,9 @@ async fn checkpoints_mode_yields_each_saved_checkpoint_with_its_step_values_and_
         .await;
     let mut seen = Vec::new();
     for part in &parts {
-        let StreamData::Checkpoint { config, step, values, next } = &part.data else { panic!("{part:?}") };
+        let StreamData::Checkpoint { config, step, values, next, .. } = &part.data else {
+            panic!("{part:?}")
+        };
         seen.push((*step, values["count"].clone(), next.clone(), config.checkpoint_id.clone().unwrap()));
     }
     let steps: Vec<(i64, serde_json::Value, Vec<String>)> =
@@ -217,9 +219,20 @@ async fn debug_mode_yields_checkpoints_and_task_starts_and_results() {
     let kinds: Vec<String> = app
         .stream_with(CounterUpdate::count(1), &thread, &[StreamMode::Debug], options)
         .map(|p| match p.unwrap().data {
-            StreamData::Checkpoint { step, .. } => format!("checkpoint {step}"),
-            StreamData::TaskStart { name, .. } => format!("start {name}"),
-            StreamData::TaskResult { name, .. } => format!("result {name}"),
+            // LangGraph's wrapper: `{step, timestamp, type, payload}`.
+            StreamData::Debug { step, timestamp, kind, payload } => {
+                assert!(timestamp.ends_with("+00:00"), "{timestamp}");
+                match kind.as_str() {
+                    "checkpoint" => {
+                        assert_eq!(payload["metadata"]["step"], step);
+                        assert!(payload["config"]["configurable"]["checkpoint_id"].is_string());
+                        format!("checkpoint {step}")
+                    }
+                    "task" => format!("start {}", payload["name"].as_str().unwrap()),
+                    "task_result" => format!("result {}", payload["name"].as_str().unwrap()),
+                    other => panic!("unexpected kind {other}"),
+                }
+            }
             other => panic!("unexpected {other:?}"),
         })
         .collect()

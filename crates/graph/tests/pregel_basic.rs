@@ -225,7 +225,7 @@ async fn values_stream_starts_with_the_input() {
     let chunks: Vec<_> = app
         .stream(CounterUpdate::count(5), &cfg(), &[StreamMode::Values])
         .map(|c| match c.unwrap().data {
-            StreamData::Values(s) => s.count,
+            StreamData::Values { state: s, .. } => s.count,
             other => panic!("unexpected {other:?}"),
         })
         .collect()

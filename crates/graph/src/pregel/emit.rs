@@ -25,16 +25,63 @@ pub(crate) fn emit_update<S: State>(ctx: &Ctx<'_, S>, task: &Task<S>, writes: &T
     }
 }
 
+/// In `tasks` mode, a task's end: its error, its writes to state channels, or its interrupts.
+pub(crate) fn emit_task_result<S: State>(
+    ctx: &Ctx<'_, S>,
+    state: &S,
+    task: &Task<S>,
+    error: Option<String>,
+    writes: Option<&TaskWrites<S>>,
+    interrupts: Vec<crate::types::Interrupt>,
+    step: i64,
+) {
+    let Some(sink) = ctx.sink.filter(|s| s.modes.tasks() && task.kind != TaskKind::Start) else { return };
+    let names = state.channels();
+    let mut result = Vec::new();
+    for u in writes.iter().flat_map(|w| &w.updates) {
+        for (i, value) in state.update_to_json(u).unwrap_or_default() {
+            if names[i].kind.is_tracked() {
+                result.push((names[i].name.to_string(), value));
+            }
+        }
+    }
+    sink.send(StreamData::TaskResult {
+        id: task.id.to_string(),
+        name: task.name.to_string(),
+        error,
+        result,
+        interrupts,
+        step,
+    });
+}
+
 /// Ids of the messages a task's chat models streamed token by token.
 pub(crate) type StreamedIds = Arc<Mutex<HashSet<String>>>;
 
-/// The `langgraph_*` metadata of a task's runs and stream chunks.
-pub(crate) fn task_metadata(name: &str, path: &str, task_ns: &str, step: i64) -> Map<String, Value> {
-    let mut m = Map::new();
+/// The metadata of a task's runs and stream chunks, as LangGraph's: the config's metadata, the scalar
+/// `configurable` values it does not already have (`thread_id`, ...), then the `langgraph_*` keys and the
+/// task's `checkpoint_ns`.
+pub(crate) fn task_metadata(
+    config: &weft_runnable_core::RunnableConfig,
+    name: &str,
+    path: &str,
+    task_ns: &str,
+    step: i64,
+    triggers: &[String],
+) -> Map<String, Value> {
+    let mut m = config.metadata.clone();
+    for (key, value) in &config.configurable {
+        let scalar = matches!(value, Value::String(_) | Value::Number(_) | Value::Bool(_));
+        if scalar && !key.starts_with("__") && !m.contains_key(key) {
+            m.insert(key.clone(), value.clone());
+        }
+    }
     m.insert("langgraph_step".to_owned(), json!(step));
     m.insert("langgraph_node".to_owned(), json!(name));
+    m.insert("langgraph_triggers".to_owned(), json!(triggers));
     m.insert("langgraph_path".to_owned(), json!(path));
     m.insert("langgraph_checkpoint_ns".to_owned(), json!(task_ns));
+    m.insert("checkpoint_ns".to_owned(), json!(task_ns));
     m
 }
 
@@ -47,6 +94,7 @@ pub(crate) fn emit_whole_messages<S: State>(
     writes: &TaskWrites<S>,
     streamed: Option<&StreamedIds>,
     step: i64,
+    triggers: &[String],
 ) {
     let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages)) else { return };
     if task.kind == TaskKind::Start {
@@ -83,13 +131,8 @@ pub(crate) fn emit_whole_messages<S: State>(
                         continue;
                     }
                 }
-                let mut metadata = ctx.config.metadata.clone();
-                metadata.extend(task_metadata(
-                    &task.name,
-                    &task.path,
-                    &format!("{}:{}", task.name, task.id),
-                    step,
-                ));
+                let task_ns = format!("{}:{}", task.name, task.id);
+                let metadata = task_metadata(&ctx.config, &task.name, &task.path, &task_ns, step, triggers);
                 sink.send(StreamData::Message { chunk: Box::new(message), metadata });
             }
         }

@@ -136,3 +136,29 @@ pub(crate) fn listing_order<S: State>(tasks: &[Task<S>]) -> impl Iterator<Item =
     let pushes = tasks.iter().filter(|t| matches!(t.kind, TaskKind::Push { .. }));
     pushes.chain(tasks.iter().filter(|t| !matches!(t.kind, TaskKind::Push { .. })))
 }
+
+/// The channels that triggered a task, by name, as LangGraph reports them (`triggers` of task events,
+/// `langgraph_triggers` of run metadata): `__start__`, `__pregel_push`, or the node's `branch:to:*` and
+/// complete barriers.
+pub(crate) fn task_triggers<S: State>(
+    ch: &Channels<S>,
+    spec: &crate::pregel::spec::GraphSpec<S>,
+    task: &Task<S>,
+) -> Vec<String> {
+    match task.kind {
+        TaskKind::Start => vec![special::START.to_owned()],
+        TaskKind::Push { .. } => vec!["__pregel_push".to_owned()],
+        TaskKind::Pull(n) => {
+            let mut out = Vec::new();
+            if ch.triggered[n] {
+                out.push(spec.nodes[n].trigger.clone());
+            }
+            for (j, join) in spec.joins.iter().enumerate() {
+                if join.target == Some(n) && ch.join_complete(j) {
+                    out.push(join.name.clone());
+                }
+            }
+            out
+        }
+    }
+}

@@ -11,7 +11,7 @@ use crate::compiled::{DEFAULT_GRAPH_RECURSION_LIMIT, GraphInput, GraphOutput, In
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::apply::{apply_control_writes, apply_new_writes, apply_new_writes_with_tasks, route};
 use crate::pregel::channels::Channels;
-use crate::pregel::emit::emit_update;
+use crate::pregel::emit::{emit_task_result, emit_update};
 use crate::pregel::plan::{consume_tasks, plan_tasks, triggers_of};
 use crate::pregel::save::save_checkpoint;
 use crate::pregel::saved::SavedWrites;
@@ -339,6 +339,12 @@ pub(crate) async fn run_inner<S: State>(
     }
     // LangGraph's count: a fresh run may take `limit` steps after its input step; a resumed one `limit`
     // steps after the step it resumes, plus that step.
+    // A resumed run first streams the state it resumes (LangGraph's `values` mode does the same).
+    if resumed && loaded_step.is_some() {
+        if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Values)) {
+            sink.send(StreamData::Values { state: ch.state.clone(), interrupts: Vec::new() });
+        }
+    }
     let stop = match (resumed, loaded_step) {
         (true, Some(s)) => s + 1 + i64::from(limit) + 1,
         _ => step - 1 + i64::from(limit) + 1,
@@ -390,10 +396,8 @@ pub(crate) async fn run_inner<S: State>(
         let mut results = match outcome {
             StepOutcome::Done(results) => results,
             StepOutcome::Interrupted { interrupts, finished } => {
+                // Each paused task has streamed its interrupt as it paused.
                 save_on_exit(ctx, &mut ch, step, &dirty).await?;
-                if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
-                    sink.send(StreamData::Interrupt(interrupts.clone()));
-                }
                 // The result shows the writes of the tasks that finished, as `get_state` does.
                 let updates: Vec<S::Update> = finished.into_iter().flat_map(|w| w.updates).collect();
                 if !updates.is_empty() {
@@ -438,6 +442,7 @@ pub(crate) async fn run_inner<S: State>(
                 &writes[0],
                 writes[0].cached || saved.finished(&tasks[0].id).is_some(),
             );
+            emit_task_result(ctx, &ch.state, &tasks[0], None, Some(&writes[0]), Vec::new(), step);
         } else {
             apply_new_writes_with_tasks(&mut ch, spec, &mut writes, &mut changed, step, &tasks)?;
         }
@@ -462,7 +467,7 @@ pub(crate) async fn run_inner<S: State>(
         }
         if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Values)) {
             if (0..ch.layout.n_state).any(|i| changed.contains(i)) {
-                sink.send(StreamData::Values(ch.state.clone()));
+                sink.send(StreamData::Values { state: ch.state.clone(), interrupts: Vec::new() });
             }
         }
 

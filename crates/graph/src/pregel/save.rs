@@ -71,17 +71,33 @@ pub(crate) async fn save_checkpoint<S: State>(
     }
     let parents = ctx.parent.as_ref().map(|p| p.parents.clone()).unwrap_or_default();
     let metadata = CheckpointMetadata { source, step, parents, extra };
-    let values =
-        if ctx.sink.is_some_and(|s| s.modes.checkpoints()) { Some(state_json(&ch.state)) } else { None };
+    // The `checkpoints` event: what was saved, where, on top of what, and the tasks it plans.
+    let event = ctx.sink.filter(|s| s.modes.checkpoints()).map(|_| {
+        let parent = saver.current_config();
+        let parent = parent.checkpoint_id.is_some().then(|| CheckpointConfig::clone(parent));
+        (state_json(&ch.state), metadata.clone(), parent)
+    });
     if let Some(op) = saver.put(checkpoint, metadata, new_versions, appends)? {
         saver.submit(op).await?;
     }
     ch.mark_saved();
-    if let (Some(sink), Some(values)) = (ctx.sink, values) {
-        let address = CheckpointConfig::clone(saver.current_config());
-        let next =
-            listing_order(&plan_tasks(ch, spec, step + 1, "", &ctx.ns)).map(|t| t.name.to_string()).collect();
-        sink.send(StreamData::Checkpoint { config: address, step, values, next });
+    if let (Some(sink), Some((values, metadata, parent_config))) = (ctx.sink, event) {
+        let config = CheckpointConfig::clone(saver.current_config());
+        let id = config.checkpoint_id.as_deref().unwrap_or_default();
+        let planned = plan_tasks(ch, spec, step + 1, id, &ctx.ns);
+        let next = listing_order(&planned).map(|t| t.name.to_string()).collect();
+        let tasks = listing_order(&planned)
+            .map(|t| crate::state_api::PregelTask {
+                id: t.id.to_string(),
+                name: t.name.to_string(),
+                path: t.path.to_string(),
+                error: None,
+                interrupts: Vec::new(),
+                result: None,
+                state: None,
+            })
+            .collect();
+        sink.send(StreamData::Checkpoint { config, parent_config, metadata, step, values, next, tasks });
     }
     Ok(())
 }

@@ -7,7 +7,7 @@ use futures::stream::BoxStream;
 
 use crate::error::{GraphError, GraphResult};
 use crate::state::State;
-use crate::stream::{ErasedData, Forward, Modes, StreamData, StreamPart};
+use crate::stream::{ErasedData, Forward, Modes, StreamData, StreamMode, StreamPart, debug_event};
 
 pub(crate) type SendPart<S> = Arc<dyn Fn(StreamPart<S>) + std::marker::Send + Sync>;
 
@@ -40,7 +40,24 @@ impl<S: State> Sink<S> {
         Self { send, modes, subgraphs: true }
     }
 
+    /// Sends a chunk; task and checkpoint events go to `debug` mode wrapped (LangGraph's
+    /// `{step, timestamp, type, payload}`), and as they are to their own modes when those were asked for.
     pub(crate) fn send(&self, data: StreamData<S>) {
+        let own = match &data {
+            StreamData::TaskStart { .. } | StreamData::TaskResult { .. } => Some(StreamMode::Tasks),
+            StreamData::Checkpoint { .. } => Some(StreamMode::Checkpoints),
+            _ => None,
+        };
+        if let Some(own) = own {
+            if self.modes.has(StreamMode::Debug) {
+                if let Some(debug) = debug_event(&data) {
+                    (self.send)(StreamPart { ns: Vec::new(), data: debug });
+                }
+            }
+            if !self.modes.has(own) {
+                return;
+            }
+        }
         (self.send)(StreamPart { ns: Vec::new(), data });
     }
 

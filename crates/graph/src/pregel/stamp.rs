@@ -138,7 +138,6 @@ fn since_epoch() -> Duration {
 }
 
 /// The current time as RFC 3339 with microseconds, in UTC (`2024-01-01T00:00:00.000000+00:00`).
-#[cfg(test)]
 pub(crate) fn now_rfc3339() -> String {
     rfc3339_at(since_epoch())
 }

@@ -4,11 +4,12 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt as _, StreamExt as _};
 use serde_json::Value;
 
-use crate::checkpoint::{ChannelName, owned_writes, special};
+use crate::checkpoint::{ChannelName, special};
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::channels::Channels;
-use crate::pregel::emit::{StreamedIds, emit_update, emit_whole_messages};
+use crate::pregel::emit::{StreamedIds, emit_task_result, emit_update, emit_whole_messages};
 use crate::pregel::execute::execute;
+use crate::pregel::plan::task_triggers;
 use crate::pregel::run::Ctx;
 use crate::pregel::save::unsaveable;
 use crate::pregel::saved::SavedWrites;
@@ -18,7 +19,7 @@ use crate::pregel::task::{
 use crate::pregel::task_runtime::make_runtime;
 use crate::runtime::Runtime;
 use crate::state::State;
-use crate::stream::StreamData;
+use crate::stream::{StreamData, StreamMode};
 use crate::types::Interrupt;
 
 pub(crate) enum StepOutcome<S: State> {
@@ -84,28 +85,29 @@ pub(crate) async fn run_step<S: State>(
         };
         let Some((i, result)) = next else { break };
         let task = &tasks[i];
-        if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks() && task.kind != TaskKind::Start) {
-            let (error, result_json, interrupts) = match &result {
-                Ok((TaskOutcome::Done(w), _)) => (
-                    None,
-                    owned_writes(writes_to_json(spec, &inner.names, &ch.state, w).unwrap_or_default()),
-                    Vec::new(),
-                ),
-                Ok((TaskOutcome::Interrupted(list), _)) => (None, Vec::new(), list.clone()),
-                Err(e) => (Some(e.to_string()), Vec::new(), Vec::new()),
-            };
-            sink.send(StreamData::TaskResult {
-                id: task.id.to_string(),
-                name: task.name.to_string(),
-                error,
-                result: result_json,
-                interrupts,
-                step,
-            });
+        match &result {
+            // Its result follows its `updates` chunk (below, or after routing for a lone task).
+            Ok((TaskOutcome::Done(_), _)) => {}
+            Ok((TaskOutcome::Interrupted(list), _)) => {
+                // As LangGraph: an `__interrupt__` update, the state with the interrupt, then the result.
+                if let Some(sink) = ctx.sink {
+                    if sink.modes.has(StreamMode::Updates) {
+                        sink.send(StreamData::Interrupt(list.clone()));
+                    }
+                    if sink.modes.has(StreamMode::Values) {
+                        sink.send(StreamData::Values { state: ch.state.clone(), interrupts: list.clone() });
+                    }
+                }
+                emit_task_result(ctx, &ch.state, task, None, None, list.clone(), step);
+            }
+            Err(e) => emit_task_result(ctx, &ch.state, task, Some(e.to_string()), None, Vec::new(), step),
         }
         match result {
             Ok((TaskOutcome::Done(writes), resumed)) => {
-                emit_whole_messages(ctx, &ch.state, task, &writes, streamed[i].as_ref(), step);
+                if ctx.sink.is_some_and(|s| s.modes.has(StreamMode::Messages)) {
+                    let triggers = task_triggers(ch, spec, task);
+                    emit_whole_messages(ctx, &ch.state, task, &writes, streamed[i].as_ref(), step, &triggers);
+                }
                 if route_inline {
                     if let Some(saver) = ctx.saver.as_mut() {
                         let thread = saver.thread.thread_id.clone();
@@ -119,6 +121,7 @@ pub(crate) async fn run_step<S: State>(
                         }
                     }
                     emit_update(ctx, task, &writes, writes.cached);
+                    emit_task_result(ctx, &ch.state, task, None, Some(&writes), Vec::new(), step);
                     results[i] = Some((writes, true));
                 } else {
                     results[i] = Some((writes, false));
@@ -181,7 +184,14 @@ pub(crate) fn start_task<S: State>(
     stop: i64,
     streamed: &mut Option<StreamedIds>,
 ) -> Runtime {
-    let (runtime, ids) = make_runtime(ctx, task, saved, step, stop);
+    // Named only where someone reads them: task events and the metadata of observed runs.
+    let events = ctx.sink.is_some_and(|s| s.modes.tasks() || s.modes.has(StreamMode::Messages));
+    let triggers = if events || ctx.config.callbacks.is_some() {
+        task_triggers(ch, &ctx.inner.spec, task)
+    } else {
+        Vec::new()
+    };
+    let (runtime, ids) = make_runtime(ctx, task, saved, step, stop, triggers.clone());
     *streamed = ids;
     if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks()) {
         if task.kind != TaskKind::Start {
@@ -193,6 +203,7 @@ pub(crate) fn start_task<S: State>(
                 id: task.id.to_string(),
                 name: task.name.to_string(),
                 input,
+                triggers,
                 step,
             });
         }

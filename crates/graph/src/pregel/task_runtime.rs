@@ -21,6 +21,7 @@ pub(crate) fn make_runtime<S: State>(
     saved: &SavedWrites,
     step: i64,
     stop: i64,
+    triggers: Vec<String>,
 ) -> (Runtime, Option<StreamedIds>) {
     let messages_sink = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages));
     let streamed: Option<StreamedIds> = messages_sink.map(|_| Arc::new(Mutex::new(HashSet::new())));
@@ -43,7 +44,7 @@ pub(crate) fn make_runtime<S: State>(
         Box::new(move || {
             let own_ns = task_ns(&name, &id);
             let mut config = base.child(Some(format!("graph:step:{step}")));
-            config.metadata.extend(task_metadata(&name, &path, &own_ns, step));
+            config.metadata = task_metadata(&config, &name, &path, &own_ns, step, &triggers);
             let mut parents = outer_parents;
             if let Some(current) = current.and_then(|c| c.checkpoint_id.clone()) {
                 parents.insert(run_ns.clone(), current);
