@@ -72,6 +72,6 @@ pub use runtime::{ExecutionInfo, GraphInterrupt, Runtime};
 pub use state::{ChannelKind, ChannelSet, ChannelSpec, Overwrite, State, UpdateError, append};
 pub use state_api::{JsonSnapshot, PregelTask, StateSnapshot, StateUpdate, TaskState};
 pub use store::{InMemoryStore, IndexConfig, Item, SearchItem, Store, StoreError};
-pub use stream::{StreamData, StreamMode, StreamPart};
+pub use stream::{CheckpointEvent, StreamData, StreamMode, StreamPart};
 pub use types::{Command, CommandGraph, END, Goto, Interrupt, Payload, Resume, START, Send};
 pub use weft_macros::State;

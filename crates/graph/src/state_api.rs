@@ -93,6 +93,9 @@ pub struct StateSnapshot<S> {
     pub interrupts: Vec<Interrupt>,
 }
 
+/// A task's id, path and writes, as `update_state` records them.
+type TaskRecord = (String, String, Vec<(ChannelName, Value)>);
+
 fn thread_of(config: &RunnableConfig) -> GraphResult<CheckpointConfig> {
     let thread_id = config.configurable_str("thread_id").ok_or(GraphError::MissingThreadId)?;
     Ok(CheckpointConfig {
@@ -378,7 +381,8 @@ impl<S: State> CompiledGraph<S> {
             (Some(_), None) => true,
             (None, _) => false,
         };
-        let mut task_writes: Vec<(String, String, Vec<(ChannelName, Value)>)> = Vec::new();
+        // (task id, task path, writes) of the tasks the update stands for.
+        let mut task_writes: Vec<TaskRecord> = Vec::new();
         let mut changed = ChannelSet::new();
         let mut source = CheckpointSource::Update;
         let mut next_step = step + 1;

@@ -93,22 +93,7 @@ pub enum StreamData<S: State> {
         value: Value,
     },
     /// `checkpoints`: a saved checkpoint.
-    Checkpoint {
-        /// Its address.
-        config: CheckpointConfig,
-        /// The checkpoint it was made from (`None` for a thread's first).
-        parent_config: Option<CheckpointConfig>,
-        /// Its metadata.
-        metadata: CheckpointMetadata,
-        /// Its step.
-        step: i64,
-        /// The state it holds.
-        values: Value,
-        /// The nodes it will run next.
-        next: Vec<String>,
-        /// The tasks it plans, in `next`'s order.
-        tasks: Vec<PregelTask>,
-    },
+    Checkpoint(Box<CheckpointEvent>),
     /// `tasks`: a task started.
     TaskStart {
         /// The task id.
@@ -148,6 +133,25 @@ pub enum StreamData<S: State> {
         /// The step.
         step: i64,
     },
+}
+
+/// A saved checkpoint, as the `checkpoints` mode announces it.
+#[derive(Debug, Clone)]
+pub struct CheckpointEvent {
+    /// Its address.
+    pub config: CheckpointConfig,
+    /// The checkpoint it was made from (`None` for a thread's first).
+    pub parent_config: Option<CheckpointConfig>,
+    /// Its metadata.
+    pub metadata: CheckpointMetadata,
+    /// Its step.
+    pub step: i64,
+    /// The state it holds.
+    pub values: Value,
+    /// The nodes it will run next.
+    pub next: Vec<String>,
+    /// The tasks it plans, in `next`'s order.
+    pub tasks: Vec<PregelTask>,
 }
 
 /// The set of requested modes, as bits.
@@ -209,15 +213,7 @@ pub(crate) enum ErasedData {
         node: String,
         value: Value,
     },
-    Checkpoint {
-        config: CheckpointConfig,
-        parent_config: Option<CheckpointConfig>,
-        metadata: CheckpointMetadata,
-        step: i64,
-        values: Value,
-        next: Vec<String>,
-        tasks: Vec<PregelTask>,
-    },
+    Checkpoint(Box<CheckpointEvent>),
     TaskStart {
         id: String,
         name: String,
@@ -266,9 +262,7 @@ impl ErasedData {
             StreamData::Interrupt(i) => ErasedData::Interrupt(i),
             StreamData::Message { chunk, metadata } => ErasedData::Message { chunk, metadata },
             StreamData::Custom { node, value } => ErasedData::Custom { node, value },
-            StreamData::Checkpoint { config, parent_config, metadata, step, values, next, tasks } => {
-                ErasedData::Checkpoint { config, parent_config, metadata, step, values, next, tasks }
-            }
+            StreamData::Checkpoint(event) => ErasedData::Checkpoint(event),
             StreamData::TaskStart { id, name, input, triggers, step } => {
                 ErasedData::TaskStart { id, name, input, triggers, step }
             }
@@ -291,9 +285,7 @@ impl ErasedData {
             ErasedData::Interrupt(i) => StreamData::Interrupt(i),
             ErasedData::Message { chunk, metadata } => StreamData::Message { chunk, metadata },
             ErasedData::Custom { node, value } => StreamData::Custom { node, value },
-            ErasedData::Checkpoint { config, parent_config, metadata, step, values, next, tasks } => {
-                StreamData::Checkpoint { config, parent_config, metadata, step, values, next, tasks }
-            }
+            ErasedData::Checkpoint(event) => StreamData::Checkpoint(event),
             ErasedData::TaskStart { id, name, input, triggers, step } => {
                 StreamData::TaskStart { id, name, input, triggers, step }
             }
@@ -319,7 +311,8 @@ pub(crate) fn debug_event<S: State>(data: &StreamData<S>) -> Option<StreamData<S
             let payload = serde_json::json!({"id": id, "name": name, "error": error, "result": result, "interrupts": interrupts});
             (*step, "task_result", payload)
         }
-        StreamData::Checkpoint { config, parent_config, metadata, step, values, next, tasks } => {
+        StreamData::Checkpoint(event) => {
+            let CheckpointEvent { config, parent_config, metadata, step, values, next, tasks } = &**event;
             let tasks: Vec<Value> = tasks
                 .iter()
                 .map(|t| serde_json::json!({"id": t.id, "name": t.name, "interrupts": t.interrupts, "state": Value::Null}))

@@ -187,9 +187,8 @@ async fn checkpoints_mode_yields_each_saved_checkpoint_with_its_step_values_and_
         .await;
     let mut seen = Vec::new();
     for part in &parts {
-        let StreamData::Checkpoint { config, step, values, next, .. } = &part.data else {
-            panic!("{part:?}")
-        };
+        let StreamData::Checkpoint(event) = &part.data else { panic!("{part:?}") };
+        let weft_graph::CheckpointEvent { config, step, values, next, .. } = &**event;
         seen.push((*step, values["count"].clone(), next.clone(), config.checkpoint_id.clone().unwrap()));
     }
     let steps: Vec<(i64, serde_json::Value, Vec<String>)> =

@@ -122,9 +122,8 @@ async fn checkpoint_events_carry_metadata_parent_and_tasks() {
         .await;
     let mut previous = None;
     for part in parts {
-        let StreamData::Checkpoint { config, parent_config, metadata, step, next, tasks, .. } = part else {
-            panic!("{part:?}")
-        };
+        let StreamData::Checkpoint(event) = part else { panic!("{part:?}") };
+        let weft_graph::CheckpointEvent { config, parent_config, metadata, step, next, tasks, .. } = *event;
         assert_eq!(metadata.step, step);
         assert_eq!(parent_config, previous, "each checkpoint names the one before it");
         assert_eq!(tasks.iter().map(|t| t.name.clone()).collect::<Vec<_>>(), next);

@@ -10,7 +10,7 @@ use crate::pregel::run::Ctx;
 use crate::pregel::stamp::checkpoint_stamps;
 use crate::pregel::task::state_json;
 use crate::state::{ChannelSet, State};
-use crate::stream::StreamData;
+use crate::stream::{CheckpointEvent, StreamData};
 
 /// A write that cannot be saved, named by thread, node, step and the channel and path inside the value.
 pub(crate) fn unsaveable(err: GraphError, thread: &str, node: &str, step: i64) -> GraphError {
@@ -97,7 +97,8 @@ pub(crate) async fn save_checkpoint<S: State>(
                 state: None,
             })
             .collect();
-        sink.send(StreamData::Checkpoint { config, parent_config, metadata, step, values, next, tasks });
+        let event = CheckpointEvent { config, parent_config, metadata, step, values, next, tasks };
+        sink.send(StreamData::Checkpoint(Box::new(event)));
     }
     Ok(())
 }

@@ -45,7 +45,7 @@ impl<S: State> Sink<S> {
     pub(crate) fn send(&self, data: StreamData<S>) {
         let own = match &data {
             StreamData::TaskStart { .. } | StreamData::TaskResult { .. } => Some(StreamMode::Tasks),
-            StreamData::Checkpoint { .. } => Some(StreamMode::Checkpoints),
+            StreamData::Checkpoint(_) => Some(StreamMode::Checkpoints),
             _ => None,
         };
         if let Some(own) = own {
