@@ -305,8 +305,8 @@ fn read_baseline() -> Result<Vec<String>, String> {
 }
 
 /// A Python with LangGraph installed, in `target/bench/venv` (made and filled on first use), or why
-/// there is none.
-fn python_env() -> Result<PathBuf, String> {
+/// there is none. The differential suite (`cargo xtask langgraph-diff`) runs in it too.
+pub(crate) fn python_env() -> Result<PathBuf, String> {
     let venv = bench_dir().join("venv");
     let python = venv.join("bin").join("python");
     let has_langgraph = |python: &Path| {

@@ -1,0 +1,5 @@
+//! (scenarios to come)
+
+use crate::scenarios;
+
+scenarios![];
