@@ -81,7 +81,7 @@ def task(t):
     if t.result is not None:
         out["result"] = js(t.result)
     if t.state is not None:
-        out["state"] = snapshot(t.state) if hasattr(t.state, "values") else config(t.state)
+        out["state"] = config(t.state) if isinstance(t.state, dict) else snapshot(t.state)
     return out
 
 

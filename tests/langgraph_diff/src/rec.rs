@@ -331,9 +331,9 @@ impl Rec {
         }
     }
 
-    /// The thread's saved root checkpoints, oldest first: versions seen, updated channels, step, source and
-    /// pending writes.
-    pub(crate) async fn saved<S: Observe>(&mut self, app: &CompiledGraph<S>, tid: &str) {
+    /// The thread's saved root checkpoints, oldest first: step, source, pending writes and the checkpoint
+    /// `fields` asked for (`versions_seen`, `updated_channels`, `channel_versions`, `channel_values`).
+    pub(crate) async fn saved<S: Observe>(&mut self, app: &CompiledGraph<S>, tid: &str, fields: &[&str]) {
         let Some(saver) = app.checkpointer() else { return };
         let address = CheckpointConfig::thread(tid);
         let list = match saver.list(Some(&address), ListOptions::default()).await {
@@ -349,13 +349,18 @@ impl Rec {
             .map(|t| {
                 let writes: Vec<Value> =
                     t.pending_writes.iter().map(|w| json!([w.channel, compact(w.value.clone())])).collect();
-                json!({
-                    "versions_seen": t.checkpoint.versions_seen,
-                    "updated_channels": t.checkpoint.updated_channels,
-                    "step": t.metadata.step,
-                    "source": t.metadata.source,
-                    "pending_writes": writes,
-                })
+                let mut row =
+                    json!({"step": t.metadata.step, "source": t.metadata.source, "pending_writes": writes});
+                for field in fields {
+                    row[*field] = match *field {
+                        "versions_seen" => json!(t.checkpoint.versions_seen),
+                        "updated_channels" => json!(t.checkpoint.updated_channels),
+                        "channel_versions" => json!(t.checkpoint.channel_versions),
+                        "channel_values" => compact(json!(t.checkpoint.channel_values)),
+                        _ => Value::Null,
+                    };
+                }
+                row
             })
             .collect();
         self.note(json!({"op": "saved", "checkpoints": rows}));
