@@ -6,6 +6,7 @@ timestamps and versions are left as they are (the comparer in xtask normalises b
 """
 
 import dataclasses
+import json
 
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -114,6 +115,9 @@ def chunk_payload(mode, payload):
 
 def task_event(p):
     out = js(p)
+    for i in out.get("interrupts") or []:
+        if isinstance(i, dict) and i.get("response_schema") is None:
+            i.pop("response_schema", None)
     if "error" in p:
         out["error"] = None if p["error"] is None else True
     return out
@@ -197,3 +201,47 @@ class Rec:
             row["pending_writes"] = [[w[1], js(w[2])] for w in t.pending_writes or []]
             rows.append(row)
         self.note(op="saved", checkpoints=rows)
+
+
+from langchain_core.language_models import BaseChatModel  # noqa: E402
+from langchain_core.messages import AIMessage, AIMessageChunk  # noqa: E402
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult  # noqa: E402
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model replying with scripted AI messages in order, streaming a text reply one word at a
+    time (each word with the whitespace before it), as weft's `FakeChatModel` does."""
+
+    replies: list
+    index: int = 0
+
+    @property
+    def _llm_type(self):
+        return "scripted"
+
+    def bind_tools(self, tools, **kwargs):
+        return self
+
+    def _next(self):
+        reply = self.replies[self.index]
+        self.index += 1
+        return AIMessage(content=reply) if isinstance(reply, str) else reply
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        return ChatResult(generations=[ChatGeneration(message=self._next())])
+
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+        reply = self._next()
+        if reply.tool_calls or not reply.content:
+            chunk = AIMessageChunk(content=reply.content, tool_call_chunks=[
+                {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
+                for i, c in enumerate(reply.tool_calls)])
+            yield ChatGenerationChunk(message=chunk)
+            return
+        words = reply.content.split(" ")
+        for i, word in enumerate(words):
+            token = word if i == 0 else " " + word
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=token))
+            if run_manager:
+                run_manager.on_llm_new_token(token, chunk=chunk)
+            yield chunk

@@ -148,3 +148,10 @@ def nested_subgraphs_stream_with_namespaces(rec):
     mid.add_edge("inner", "m")
     app = parent(("mid", mid.compile()), after=False)
     rec.stream(app, {"log": []}, thread(), ["updates", "values"], subgraphs=True)
+
+
+@scenario
+def finished_subgraph_is_reemitted_as_cached_when_its_sibling_resumes(rec):
+    app = parent(("s1", child("s1")), ("s2", child("s2", asks=True)))
+    rec.invoke(app, {"log": []}, thread())
+    rec.stream(app, Command(resume="B"), thread(), ["updates"])

@@ -286,6 +286,24 @@ impl Rec {
         self.note(rec);
     }
 
+    /// `stream` in `values` mode, recorded as LangGraph's v2 parts (`type`, `ns`, `data`, `interrupts`): weft
+    /// has no v2 parts, so a part carries what a values chunk carries.
+    pub(crate) async fn stream_v2<S: Observe>(
+        &mut self,
+        app: &CompiledGraph<S>,
+        input: impl IntoGraphInput<S>,
+        cfg: &RunnableConfig,
+    ) {
+        let mut parts = Vec::new();
+        let mut stream = app.stream(input, cfg, &[StreamMode::Values]);
+        while let Some(Ok(part)) = stream.next().await {
+            if let StreamData::Values(s) = part.data {
+                parts.push(json!({"type": "values", "ns": part.ns, "data": s.values()}));
+            }
+        }
+        self.note(json!({"op": "stream_v2", "parts": parts}));
+    }
+
     /// `get_state` (with subgraphs when asked).
     pub(crate) async fn state<S: Observe>(
         &mut self,

@@ -23,6 +23,7 @@ scenarios![
     subgraph_invoked_inside_a_function_node_shows_in_get_state,
     two_checkpointed_subgraphs_in_one_node_keep_their_own_state,
     nested_subgraphs_stream_with_namespaces,
+    finished_subgraph_is_reemitted_as_cached_when_its_sibling_resumes,
 ];
 
 type Cmd = Command<JsonState>;
@@ -223,6 +224,21 @@ fn nested_subgraphs_stream_with_namespaces(rec: &mut Rec) -> BoxFuture<'_, Outco
         let app = parent(vec![("mid", mid.compile()?)], false)?;
         let modes = [StreamMode::Updates, StreamMode::Values];
         rec.stream(&app, input(json!({"log": []})), &thread("t"), &modes, subgraphs_on()).await;
+        Ok(())
+    })
+}
+
+fn finished_subgraph_is_reemitted_as_cached_when_its_sibling_resumes(
+    rec: &mut Rec,
+) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let s1 = child("s1", false, CompileConfig::new())?;
+        let s2 = child("s2", true, CompileConfig::new())?;
+        let app = parent(vec![("s1", s1), ("s2", s2)], true)?;
+        let t = thread("t");
+        let none = weft::graph::RunOptions::default;
+        rec.invoke(&app, input(json!({"log": []})), &t).await;
+        rec.stream(&app, Cmd::resume("B"), &t, &[StreamMode::Updates], none()).await;
         Ok(())
     })
 }
