@@ -2,6 +2,7 @@
 the parent, subgraphs invoked inside function nodes, per-node checkpointed subgraphs, namespaces."""
 
 import operator
+import time
 from typing import Annotated, TypedDict
 
 from langgraph.graph import START, StateGraph
@@ -155,3 +156,15 @@ def finished_subgraph_is_reemitted_as_cached_when_its_sibling_resumes(rec):
     app = parent(("s1", child("s1")), ("s2", child("s2", asks=True)))
     rec.invoke(app, {"log": []}, thread())
     rec.stream(app, Command(resume="B"), thread(), ["updates"])
+
+
+@scenario
+def inner_writes_of_a_resumed_subgraph_are_reemitted_as_cached(rec):
+    sg = StateGraph(Inner)
+    sg.add_node("x", lambda s: {"notes": ["x"]})
+    sg.add_node("y", lambda s: time.sleep(0.05) or {"notes": [f"y:{interrupt('y?')}"]})
+    sg.add_edge(START, "x")
+    sg.add_edge(START, "y")
+    app = parent(("sub", sg.compile()), after=False)
+    rec.invoke(app, {"log": []}, thread())
+    rec.stream(app, Command(resume="Y"), thread(), ["updates"], subgraphs=True)

@@ -53,6 +53,30 @@ impl Observe for MessagesState {
     }
 }
 
+impl Observe for weft::agents::AgentState {
+    /// The agent's state without its unset optional keys (LangGraph's dict state has no key until
+    /// someone writes it).
+    fn values(&self) -> Value {
+        let mut values = compact(serde_json::to_value(self).unwrap_or(Value::Null));
+        if let Value::Object(map) = &mut values {
+            map.retain(|_, v| !v.is_null());
+        }
+        values
+    }
+
+    fn update_json(update: &Self::Update) -> Value {
+        let schema = weft::agents::AgentState::default();
+        let names = schema.channels();
+        let mut out = Map::new();
+        for (index, value) in schema.update_to_json(update).unwrap_or_default() {
+            if let Some(spec) = names.get(index) {
+                out.insert(spec.name.to_string(), compact(value));
+            }
+        }
+        Value::Object(out)
+    }
+}
+
 const MESSAGE_TYPES: [&str; 5] = ["human", "ai", "tool", "system", "AIMessageChunk"];
 
 /// Messages anywhere in `value` in the suite's compact form: type, content, id, tool calls, tool call id,

@@ -24,6 +24,7 @@ scenarios![
     two_checkpointed_subgraphs_in_one_node_keep_their_own_state,
     nested_subgraphs_stream_with_namespaces,
     finished_subgraph_is_reemitted_as_cached_when_its_sibling_resumes,
+    inner_writes_of_a_resumed_subgraph_are_reemitted_as_cached,
 ];
 
 type Cmd = Command<JsonState>;
@@ -239,6 +240,24 @@ fn finished_subgraph_is_reemitted_as_cached_when_its_sibling_resumes(
         let none = weft::graph::RunOptions::default;
         rec.invoke(&app, input(json!({"log": []})), &t).await;
         rec.stream(&app, Cmd::resume("B"), &t, &[StreamMode::Updates], none()).await;
+        Ok(())
+    })
+}
+
+fn inner_writes_of_a_resumed_subgraph_are_reemitted_as_cached(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let mut sg = graph(inner());
+        sg.add_node("x", |_: &JsonState| json!({"notes": ["x"]}));
+        sg.add_node("y", |_: Value, rt: Runtime| async move {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            let answer: String = rt.interrupt("y?")?;
+            Ok::<_, weft::Error>(json!({"notes": [format!("y:{answer}")]}))
+        });
+        sg.add_edge(START, "x").add_edge(START, "y");
+        let app = parent(vec![("sub", sg.compile()?)], false)?;
+        let t = thread("t");
+        rec.invoke(&app, input(json!({"log": []})), &t).await;
+        rec.stream(&app, Cmd::resume("Y"), &t, &[StreamMode::Updates], subgraphs_on()).await;
         Ok(())
     })
 }

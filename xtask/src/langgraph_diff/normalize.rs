@@ -198,13 +198,21 @@ pub(crate) fn ids_in(text: &str, ids: &mut Vec<String>) -> String {
     out
 }
 
-/// The length of the id starting at `i`, if one does.
+/// The length of the id starting at `i`, if one does. A run id (`lc_run--<uuid>`, `run-<uuid>`) takes
+/// the generation index LangChain appends to message ids (`-0`) with it.
 fn id_at(bytes: &[u8], i: usize) -> Option<usize> {
     let rest = &bytes[i..];
     for prefix in [&b"lc_run--"[..], b"run-", b""] {
         if let Some(after) = rest.strip_prefix(prefix) {
             if let Some(len) = uuid_len(after).or_else(|| hex32_len(after)) {
-                return Some(prefix.len() + len);
+                let mut end = prefix.len() + len;
+                if !prefix.is_empty() && rest.get(end) == Some(&b'-') {
+                    let digits = rest[end + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+                    if digits > 0 && ends_token(rest, end + 1 + digits) {
+                        end += 1 + digits;
+                    }
+                }
+                return Some(end);
             }
         }
     }
@@ -256,11 +264,10 @@ mod tests {
         let python = r#"[{"id": "1f1e9041-a145-6bd9-bfff-64a8baa38ec9", "ns": "sub:563105bb-3915-6dc2-ce48-9efd6d9f3f65",
             "i": "bab091e1ae8d05bad37245780f78d53b", "again": "1f1e9041-a145-6bd9-bfff-64a8baa38ec9",
             "msg": "lc_run--019ac0b5-7da4-7c12-a6a3-1e7e1cf0c1a2-0"}]"#;
-        let weft = r#"[{"msg": "019ac0b5-0000-7c12-a6a3-1e7e1cf0c1a2-0", "again": "01a21421-fb4d-7fb5-a6af-b134f854474e",
+        let weft = r#"[{"msg": "019ac0b5-0000-7c12-a6a3-1e7e1cf0c1a2", "again": "01a21421-fb4d-7fb5-a6af-b134f854474e",
             "i": "0123456789abcdef0123456789abcdef", "ns": "sub:6518cfe1-2868-f5f0-f1a5-435193af61ae",
             "id": "01a21421-fb4d-7fb5-a6af-b134f854474e"}]"#;
-        let expected =
-            r#"[{"again":"<id:1>","i":"<id:2>","id":"<id:1>","msg":"<id:3>-0","ns":"sub:<id:4>"}]"#;
+        let expected = r#"[{"again":"<id:1>","i":"<id:2>","id":"<id:1>","msg":"<id:3>","ns":"sub:<id:4>"}]"#;
         assert_eq!(norm(python, Side::Python), expected);
         assert_eq!(norm(weft, Side::Weft), expected);
     }
