@@ -5,6 +5,7 @@ usage: python run.py [--list] [SCENARIO...]
 """
 
 import json
+import logging
 import sys
 import traceback
 from pathlib import Path
@@ -23,6 +24,7 @@ import s_agents  # noqa: E402,F401
 
 
 def main(argv):
+    logging.disable(logging.WARNING)  # LangGraph logs dropped branches; the documents say what happened
     if argv[:1] == ["--list"]:
         print("\n".join(common.SCENARIOS))
         return 0

@@ -165,3 +165,12 @@ def router_error_fails_the_step_of_its_node(rec):
     app = g.compile(checkpointer=saver())
     rec.stream(app, {"log": []}, thread(), ["tasks"])
     rec.state(app, thread())
+
+
+@scenario
+def router_to_an_unknown_node(rec):
+    g = StateGraph(Log)
+    g.add_node("a", lambda s: {"log": ["a"]})
+    g.add_edge(START, "a")
+    g.add_conditional_edges("a", lambda s: "nowhere")
+    rec.invoke(g.compile(), {"log": []})

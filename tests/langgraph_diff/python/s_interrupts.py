@@ -200,3 +200,11 @@ def command_to_parent_as_root_input_is_an_error(rec):
 def empty_command_input_is_an_error(rec):
     app = chain(("a", note("a")))
     rec.invoke(app, Command(), thread())
+
+
+@scenario
+def recursion_limit_two_after_an_interrupt_in_the_first_node(rec):
+    app = chain(("a", ask("a")), ("b", note("b")), ("c", note("c")))
+    rec.invoke(app, {"log": []}, thread())
+    rec.invoke(app, Command(resume="x"), {**thread(), "recursion_limit": 2})
+    rec.state(app, thread())

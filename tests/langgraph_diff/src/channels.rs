@@ -21,6 +21,7 @@ scenarios![
     router_loops_through_a_path_map,
     router_returning_none_is_an_error,
     router_error_fails_the_step_of_its_node,
+    router_to_an_unknown_node,
 ];
 
 fn reducer_fan_out_appends_in_node_order(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
@@ -202,6 +203,17 @@ fn router_error_fails_the_step_of_its_node(rec: &mut Rec) -> BoxFuture<'_, Outco
         )
         .await;
         rec.state(&app, &thread("t"), false).await;
+        Ok(())
+    })
+}
+
+fn router_to_an_unknown_node(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let mut g = graph(log_state());
+        g.add_node("a", |_: &JsonState| json!({"log": ["a"]}));
+        g.add_edge(START, "a");
+        g.add_conditional_edges("a", |_: &JsonState| "nowhere", None);
+        rec.invoke(&g.compile()?, input(json!({"log": []})), &thread("t")).await;
         Ok(())
     })
 }

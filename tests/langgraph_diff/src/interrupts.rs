@@ -27,6 +27,7 @@ scenarios![
     recursion_limit_stops_a_loop,
     command_to_parent_as_root_input_is_an_error,
     empty_command_input_is_an_error,
+    recursion_limit_two_after_an_interrupt_in_the_first_node,
 ];
 
 type Cmd = Command<JsonState>;
@@ -251,6 +252,17 @@ fn empty_command_input_is_an_error(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
     Box::pin(async move {
         let app = chain(vec![("a", note("a"))], saver())?;
         rec.invoke(&app, Cmd::new(), &thread("t")).await;
+        Ok(())
+    })
+}
+
+fn recursion_limit_two_after_an_interrupt_in_the_first_node(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let app = chain(vec![("a", ask("a", 1)), ("b", note("b")), ("c", note("c"))], saver())?;
+        let t = thread("t");
+        rec.invoke(&app, start(), &t).await;
+        rec.invoke(&app, Cmd::resume("x"), &t.clone().with_recursion_limit(2)).await;
+        rec.state(&app, &t, false).await;
         Ok(())
     })
 }
