@@ -9,6 +9,7 @@ mod channels;
 mod durability;
 mod interrupts;
 mod kit;
+mod observe;
 mod rec;
 mod send_command;
 mod streams;
