@@ -191,9 +191,11 @@ class Rec:
         return c
 
     def saved(self, app, cfg, fields=("versions_seen", "updated_channels")):
-        """The thread's saved checkpoints, oldest first, with the checkpoint fields asked for."""
+        """The thread's saved root checkpoints, oldest first: step, source, pending writes and the checkpoint
+        `fields` asked for."""
         rows = []
-        for t in reversed(list(app.checkpointer.list(cfg))):
+        root = {"configurable": {**cfg["configurable"], "checkpoint_ns": ""}}
+        for t in reversed(list(app.checkpointer.list(root))):
             cp = t.checkpoint
             row = {f: js(cp.get(f)) for f in fields}
             row["step"] = t.metadata.get("step")

@@ -9,6 +9,7 @@ mod channels;
 mod durability;
 mod interrupts;
 mod kit;
+mod nodes;
 mod observe;
 mod rec;
 mod send_command;
@@ -41,6 +42,7 @@ fn all() -> Vec<(&'static str, Scenario)> {
         time_travel::SCENARIOS,
         streams::SCENARIOS,
         agents::SCENARIOS,
+        nodes::SCENARIOS,
     ]
     .concat()
 }
