@@ -68,9 +68,9 @@ fn bench_smoke(_: &mut Tally) -> Result<(), String> {
 }
 
 /// The differential suite against LangGraph (skipped with a loud message where Python is missing,
-/// except in CI).
+/// except in CI), built as the later stages build, so that the engine is compiled once for them all.
 fn langgraph_diff_stage(_: &mut Tally) -> Result<(), String> {
-    langgraph_diff::run(&[])
+    langgraph_diff::run_with(&[], langgraph_diff::Build::Shared)
 }
 
 /// The stages named in `args`, in their fixed order; all of them when `args` is empty.

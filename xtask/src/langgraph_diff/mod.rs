@@ -32,12 +32,30 @@ fn suite_dir() -> PathBuf {
     exec::root().join("tests").join("langgraph_diff")
 }
 
-/// Runs the suite; `args` are scenario names (all when empty).
+/// How the Rust half is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Build {
+    /// Only the suite's package: the quickest build on its own.
+    Alone,
+    /// The debug build CI's later stages share ([`bench::DEV_BUILD`]), so that CI compiles the engine once.
+    Shared,
+}
+
+/// `cargo xtask langgraph-diff [SCENARIO...]`.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     if let Some(flag) = args.iter().find(|a| a.starts_with('-')) {
         return Err(format!("unknown langgraph-diff argument `{flag}`"));
     }
-    exec::run(&mut exec::cargo(&["build", "-p", "weft-langgraph-diff"]))?;
+    run_with(args, Build::Alone)
+}
+
+/// Runs the suite; `args` are scenario names (all when empty).
+pub(crate) fn run_with(args: &[String], build: Build) -> Result<(), String> {
+    let build_args: &[&str] = match build {
+        Build::Alone => &["build", "-p", "weft-langgraph-diff"],
+        Build::Shared => bench::DEV_BUILD,
+    };
+    exec::run(&mut exec::cargo(build_args))?;
     let binary = bench::target_dir(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from), &exec::root())
         .join("debug")
         .join(format!("weft-langgraph-diff{}", std::env::consts::EXE_SUFFIX));
