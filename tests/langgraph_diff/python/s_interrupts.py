@@ -127,7 +127,7 @@ def one_resume_value_for_two_pending_interrupts_is_an_error(rec):
 
 
 @scenario
-def resume_by_an_id_that_is_not_pending_is_an_error(rec):
+def resume_by_an_unknown_id_returns_the_pending_interrupt_again(rec):
     app = chain(("a", ask("a")))
     rec.invoke(app, {"log": []}, thread())
     rec.invoke(app, Command(resume={"0123456789abcdef0123456789abcdef": "x"}), thread())

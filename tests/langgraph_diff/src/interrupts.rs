@@ -18,7 +18,7 @@ scenarios![
     parallel_interrupts_resumed_together_by_id,
     interrupt_beside_a_finished_task,
     one_resume_value_for_two_pending_interrupts_is_an_error,
-    resume_by_an_id_that_is_not_pending_is_an_error,
+    resume_by_an_unknown_id_returns_the_pending_interrupt_again,
     resume_without_a_checkpointer_is_an_error,
     static_breakpoints_before_and_after,
     command_update_at_a_static_breakpoint_continues,
@@ -153,7 +153,7 @@ fn one_resume_value_for_two_pending_interrupts_is_an_error(rec: &mut Rec) -> Box
     })
 }
 
-fn resume_by_an_id_that_is_not_pending_is_an_error(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+fn resume_by_an_unknown_id_returns_the_pending_interrupt_again(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
     Box::pin(async move {
         let app = chain(vec![("a", ask("a", 1))], saver())?;
         let t = thread("t");

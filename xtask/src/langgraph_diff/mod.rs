@@ -127,7 +127,12 @@ fn capture(command: &mut Command) -> Result<String, String> {
     });
     let started = Instant::now();
     loop {
-        if child.try_wait().map_err(|err| err.to_string())?.is_some() {
+        if let Some(status) = child.try_wait().map_err(|err| err.to_string())? {
+            if !status.success() {
+                // What it printed before it stopped still counts; the scenarios it did not reach fail as
+                // missing.
+                println!("`{what}` exited with {status}");
+            }
             break;
         }
         if started.elapsed() > LIMIT {
