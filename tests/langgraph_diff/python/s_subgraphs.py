@@ -168,3 +168,10 @@ def inner_writes_of_a_resumed_subgraph_are_reemitted_as_cached(rec):
     app = parent(("sub", sg.compile()), after=False)
     rec.invoke(app, {"log": []}, thread())
     rec.stream(app, Command(resume="Y"), thread(), ["updates"], subgraphs=True)
+
+
+@scenario
+def finished_subgraph_is_reemitted_as_cached_with_subgraphs_streamed(rec):
+    app = parent(("s1", child("s1")), ("s2", child("s2", asks=True)))
+    rec.invoke(app, {"log": []}, thread())
+    rec.stream(app, Command(resume="B"), thread(), ["updates"], subgraphs=True)

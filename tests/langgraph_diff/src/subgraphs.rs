@@ -25,6 +25,7 @@ scenarios![
     nested_subgraphs_stream_with_namespaces,
     finished_subgraph_is_reemitted_as_cached_when_its_sibling_resumes,
     inner_writes_of_a_resumed_subgraph_are_reemitted_as_cached,
+    finished_subgraph_is_reemitted_as_cached_with_subgraphs_streamed,
 ];
 
 type Cmd = Command<JsonState>;
@@ -258,6 +259,18 @@ fn inner_writes_of_a_resumed_subgraph_are_reemitted_as_cached(rec: &mut Rec) -> 
         let t = thread("t");
         rec.invoke(&app, input(json!({"log": []})), &t).await;
         rec.stream(&app, Cmd::resume("Y"), &t, &[StreamMode::Updates], subgraphs_on()).await;
+        Ok(())
+    })
+}
+
+fn finished_subgraph_is_reemitted_as_cached_with_subgraphs_streamed(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let s1 = child("s1", false, CompileConfig::new())?;
+        let s2 = child("s2", true, CompileConfig::new())?;
+        let app = parent(vec![("s1", s1), ("s2", s2)], true)?;
+        let t = thread("t");
+        rec.invoke(&app, input(json!({"log": []})), &t).await;
+        rec.stream(&app, Cmd::resume("B"), &t, &[StreamMode::Updates], subgraphs_on()).await;
         Ok(())
     })
 }
