@@ -103,7 +103,7 @@ def a_failed_task_reruns_alone_and_finished_writes_are_kept(rec):
 
     def flaky(s):
         runs.append("flaky")
-        time.sleep(0.05)  # fail after `steady` has finished and saved its writes
+        time.sleep(0.2)  # fail after `steady` has finished and saved its writes
         if runs.count("flaky") == 1:
             raise NodeFailure("first try")
         return {"log": ["flaky"]}

@@ -52,7 +52,7 @@ def updates_stream_of_a_pause_and_a_resume(rec):
 def parallel_interrupts_stream_one_update_chunk_per_task(rec):
     g = StateGraph(Log)
     g.add_node("p", ask("p"))
-    g.add_node("q", ask("q", delay=0.05))
+    g.add_node("q", ask("q", delay=0.2))
     g.add_edge(START, "p")
     g.add_edge(START, "q")
     app = g.compile(checkpointer=saver())
@@ -135,12 +135,12 @@ def cached_graph():
 @scenario
 def resumed_subgraph_writes_are_reemitted_as_cached(rec):
     app = cached_graph()
-    rec.stream(app, {"log": []}, thread(), ["updates"])
+    rec.invoke(app, {"log": []}, thread())
     rec.stream(app, Command(resume="P"), thread(), ["updates"])
 
 
 @scenario
 def resumed_subgraph_writes_are_reemitted_as_cached_with_subgraphs_streamed(rec):
     app = cached_graph()
-    rec.stream(app, {"log": []}, thread(), ["updates"], subgraphs=True)
+    rec.invoke(app, {"log": []}, thread())
     rec.stream(app, Command(resume="P"), thread(), ["updates"], subgraphs=True)

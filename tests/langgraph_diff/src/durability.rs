@@ -125,7 +125,7 @@ fn a_failed_task_reruns_alone_and_finished_writes_are_kept(rec: &mut Rec) -> Box
             async move {
                 let n = ran(&r, "flaky");
                 // Fail after `steady` has finished and saved its writes.
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                tokio::time::sleep(Duration::from_millis(200)).await;
                 if n == 1 { Err(weft::Error::msg("first try")) } else { Ok(json!({"log": ["flaky"]})) }
             }
         });

@@ -89,7 +89,7 @@ fn parallel_interrupts_stream_one_update_chunk_per_task(rec: &mut Rec) -> BoxFut
     Box::pin(async move {
         let mut g = graph(log_state());
         g.add_node("p", ask("p", 0));
-        g.add_node("q", ask("q", 50));
+        g.add_node("q", ask("q", 200));
         g.add_edge(START, "p").add_edge(START, "q");
         let app = g.compile_with(saver())?;
         rec.stream(&app, start(), &thread("t"), &[StreamMode::Updates], RunOptions::default()).await;
@@ -197,7 +197,7 @@ fn resumed_subgraph_writes_are_reemitted_as_cached(rec: &mut Rec) -> BoxFuture<'
     Box::pin(async move {
         let app = cached_graph()?;
         let t = thread("t");
-        rec.stream(&app, start(), &t, &[StreamMode::Updates], RunOptions::default()).await;
+        rec.invoke(&app, start(), &t).await;
         rec.stream(&app, Cmd::resume("P"), &t, &[StreamMode::Updates], RunOptions::default()).await;
         Ok(())
     })
@@ -210,7 +210,7 @@ fn resumed_subgraph_writes_are_reemitted_as_cached_with_subgraphs_streamed(
         let app = cached_graph()?;
         let t = thread("t");
         let on = || RunOptions { subgraphs: true, ..RunOptions::default() };
-        rec.stream(&app, start(), &t, &[StreamMode::Updates], on()).await;
+        rec.invoke(&app, start(), &t).await;
         rec.stream(&app, Cmd::resume("P"), &t, &[StreamMode::Updates], on()).await;
         Ok(())
     })
