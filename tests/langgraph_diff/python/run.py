@@ -22,6 +22,7 @@ import s_time_travel  # noqa: E402,F401
 import s_streams  # noqa: E402,F401
 import s_agents  # noqa: E402,F401
 import s_nodes  # noqa: E402,F401
+import s_threads  # noqa: E402,F401
 
 
 def main(argv):

@@ -15,6 +15,7 @@ mod rec;
 mod send_command;
 mod streams;
 mod subgraphs;
+mod threads;
 mod time_travel;
 
 use std::process::ExitCode;
@@ -43,6 +44,7 @@ fn all() -> Vec<(&'static str, Scenario)> {
         streams::SCENARIOS,
         agents::SCENARIOS,
         nodes::SCENARIOS,
+        threads::SCENARIOS,
     ]
     .concat()
 }
