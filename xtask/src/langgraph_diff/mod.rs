@@ -80,13 +80,27 @@ pub(crate) fn run_with(args: &[String], build: Build) -> Result<(), String> {
     langgraph.arg(suite_dir().join("python").join("run.py")).args(args);
     let python_docs = documents(&capture(&mut langgraph)?)?;
     let lists = Lists::read(&suite_dir())?;
-    let names: Vec<String> =
+    let mut names: Vec<String> =
         if args.is_empty() { python_docs.keys().cloned().collect() } else { args.to_vec() };
-    let mut names = names;
     names.extend(weft.keys().filter(|k| !python_docs.contains_key(*k)).cloned());
-    let mut failed = 0;
-    for name in &names {
-        let verdict = judge(name, python_docs.get(name), weft.get(name), &lists);
+    let (passed, failed) = report(&names, &python_docs, &weft, &lists, args.is_empty());
+    println!("(both halves ran in {})", exec::format_duration(started.elapsed()));
+    println!("langgraph-diff: {passed} passed, {failed} failed");
+    if failed == 0 { Ok(()) } else { Err(format!("{failed} langgraph-diff scenarios failed")) }
+}
+
+/// Judges and prints each scenario of `names`, with its differences; on a run of the whole suite, list
+/// entries naming no scenario fail too. Returns how many passed and how many failed.
+fn report(
+    names: &[String],
+    python: &BTreeMap<String, Json>,
+    weft: &BTreeMap<String, Json>,
+    lists: &Lists,
+    whole_suite: bool,
+) -> (usize, usize) {
+    let (mut passed, mut failed) = (0, 0);
+    for name in names {
+        let verdict = judge(name, python.get(name), weft.get(name), lists);
         println!("{}", verdict.line(name));
         for line in verdict.details.iter().take(SHOWN_DIFFERENCES) {
             println!("      {line}");
@@ -94,11 +108,13 @@ pub(crate) fn run_with(args: &[String], build: Build) -> Result<(), String> {
         if verdict.details.len() > SHOWN_DIFFERENCES {
             println!("      … and {} more", verdict.details.len() - SHOWN_DIFFERENCES);
         }
-        if !verdict.passed() {
+        if verdict.passed() {
+            passed += 1;
+        } else {
             failed += 1;
         }
     }
-    if args.is_empty() {
+    if whole_suite {
         for name in lists.known.keys().chain(lists.documented.keys()) {
             if !names.contains(name) {
                 println!("FAILED     {name}: listed but no such scenario: remove it from the lists");
@@ -106,10 +122,7 @@ pub(crate) fn run_with(args: &[String], build: Build) -> Result<(), String> {
             }
         }
     }
-    println!("(both halves ran in {})", exec::format_duration(started.elapsed()));
-    let passed = names.len() - failed.min(names.len());
-    println!("langgraph-diff: {passed} passed, {failed} failed");
-    if failed == 0 { Ok(()) } else { Err(format!("{failed} langgraph-diff scenarios failed")) }
+    (passed, failed)
 }
 
 /// Runs `command` to its end (killed after [`LIMIT`]) and returns its standard output.
