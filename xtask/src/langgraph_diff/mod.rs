@@ -266,6 +266,9 @@ pub(crate) fn judge(name: &str, python: Option<&Json>, weft: Option<&Json>, list
         let side = if python.is_none() { "the Python half" } else { "the weft half" };
         return failed(format!("missing from {side}"));
     };
+    if python.get("crash").and_then(Json::as_str) == Some("no such scenario") {
+        return failed("no such scenario".to_owned());
+    }
     if let Some(crash) = python.get("crash") {
         return failed(format!("the Python half crashed: {}", crash.as_str().unwrap_or_default()));
     }
