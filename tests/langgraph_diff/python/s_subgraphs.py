@@ -175,3 +175,24 @@ def finished_subgraph_is_reemitted_as_cached_with_subgraphs_streamed(rec):
     app = parent(("s1", child("s1")), ("s2", child("s2", asks=True)))
     rec.invoke(app, {"log": []}, thread())
     rec.stream(app, Command(resume="B"), thread(), ["updates"], subgraphs=True)
+
+
+@scenario
+def function_node_calling_a_subgraph_is_reemitted_as_cached(rec):
+    sub = child("inner")
+
+    def call(s, config):
+        return {"log": sub.invoke({"log": [], "notes": []}, config)["log"]}
+
+    def p(s):
+        time.sleep(0.1)
+        return {"log": [f"p:{interrupt('p?')}"]}
+
+    g = StateGraph(Log)
+    g.add_node("call", call)
+    g.add_node("p", p)
+    g.add_edge(START, "call")
+    g.add_edge(START, "p")
+    app = g.compile(checkpointer=saver())
+    rec.invoke(app, {"log": []}, thread())
+    rec.stream(app, Command(resume="P"), thread(), ["updates"], subgraphs=True)

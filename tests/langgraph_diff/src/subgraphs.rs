@@ -26,6 +26,7 @@ scenarios![
     finished_subgraph_is_reemitted_as_cached_when_its_sibling_resumes,
     inner_writes_of_a_resumed_subgraph_are_reemitted_as_cached,
     finished_subgraph_is_reemitted_as_cached_with_subgraphs_streamed,
+    function_node_calling_a_subgraph_is_reemitted_as_cached,
 ];
 
 type Cmd = Command<JsonState>;
@@ -271,6 +272,31 @@ fn finished_subgraph_is_reemitted_as_cached_with_subgraphs_streamed(rec: &mut Re
         let t = thread("t");
         rec.invoke(&app, input(json!({"log": []})), &t).await;
         rec.stream(&app, Cmd::resume("B"), &t, &[StreamMode::Updates], subgraphs_on()).await;
+        Ok(())
+    })
+}
+
+fn function_node_calling_a_subgraph_is_reemitted_as_cached(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let sub = child("inner", false, CompileConfig::new())?;
+        let mut g = graph(log_state());
+        g.add_node("call", move |_: Value, rt: Runtime| {
+            let sub = sub.clone();
+            async move {
+                let out = sub.invoke(input(json!({"log": [], "notes": []})), rt.config()).await?;
+                Ok::<_, weft::Error>(json!({"log": out.value.get("log").cloned().unwrap_or(Value::Null)}))
+            }
+        });
+        g.add_node("p", |_: Value, rt: Runtime| async move {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            let answer: String = rt.interrupt("p?")?;
+            Ok::<_, weft::Error>(json!({"log": [format!("p:{answer}")]}))
+        });
+        g.add_edge(START, "call").add_edge(START, "p");
+        let app = g.compile_with(saver())?;
+        let t = thread("t");
+        rec.invoke(&app, input(json!({"log": []})), &t).await;
+        rec.stream(&app, Cmd::resume("P"), &t, &[StreamMode::Updates], subgraphs_on()).await;
         Ok(())
     })
 }
