@@ -103,13 +103,17 @@ pub(crate) enum Profile {
     Dev,
 }
 
+/// The debug build CI's later stages share: the features the test and examples stages resolve
+/// (dev-dependencies included, which only a workspace build with examples selects), so that the engine
+/// built for them is reused as is. It builds every binary, `weft-bench` and `weft-langgraph-diff` among
+/// them.
+pub(crate) const DEV_BUILD: &[&str] = &["build", "--workspace", "--all-features", "--bins", "--examples"];
+
 /// Builds the bench binaries and returns the path of `weft-bench`.
 fn build(profile: Profile) -> Result<PathBuf, String> {
     let args: &[&str] = match profile {
         Profile::Release => &["build", "--release", "-p", "weft-bench", "--bins"],
-        // The features the test and examples stages resolve (dev-dependencies included, which only a
-        // workspace build with examples selects), so that the engine built for them is reused as is.
-        Profile::Dev => &["build", "--workspace", "--all-features", "--bins", "--examples"],
+        Profile::Dev => DEV_BUILD,
     };
     exec::run(&mut exec::cargo(args))?;
     let folder = if profile == Profile::Release { "release" } else { "debug" };
@@ -305,8 +309,8 @@ fn read_baseline() -> Result<Vec<String>, String> {
 }
 
 /// A Python with LangGraph installed, in `target/bench/venv` (made and filled on first use), or why
-/// there is none.
-fn python_env() -> Result<PathBuf, String> {
+/// there is none. The differential suite (`cargo xtask langgraph-diff`) runs in it too.
+pub(crate) fn python_env() -> Result<PathBuf, String> {
     let venv = bench_dir().join("venv");
     let python = venv.join("bin").join("python");
     let has_langgraph = |python: &Path| {

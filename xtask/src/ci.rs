@@ -5,7 +5,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::exec::{self, Tally, format_duration};
-use crate::{bench, fakellm, llm, services};
+use crate::{bench, fakellm, langgraph_diff, llm, services};
 
 /// How long one example may run before it counts as hung.
 const EXAMPLE_LIMIT: Duration = Duration::from_secs(300);
@@ -17,12 +17,13 @@ struct Stage {
 }
 
 /// Every stage, in the order they run.
-const STAGES: [Stage; 8] = [
+const STAGES: [Stage; 9] = [
     Stage { name: "services", run: services_stage },
     Stage { name: "fmt", run: fmt },
     Stage { name: "clippy", run: clippy },
     Stage { name: "llm", run: llm_stage },
     Stage { name: "test", run: test },
+    Stage { name: "langgraph-diff", run: langgraph_diff_stage },
     Stage { name: "doc", run: doc },
     Stage { name: "examples", run: examples },
     Stage { name: "bench", run: bench_smoke },
@@ -51,10 +52,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     }
     println!("\nci stages:");
     for (name, took, ok) in &report {
-        println!("  {name:<10} {:>10}  {}", format_duration(*took), if *ok { "ok" } else { "FAILED" });
+        println!("  {name:<14} {:>10}  {}", format_duration(*took), if *ok { "ok" } else { "FAILED" });
     }
     let total: Duration = report.iter().map(|(_, took, _)| *took).sum();
-    println!("  {:<10} {:>10}", "total", format_duration(total));
+    println!("  {:<14} {:>10}", "total", format_duration(total));
     if stages.iter().any(|stage| matches!(stage.name, "test" | "doc")) {
         println!("tests: {} passed, {} failed, {} skipped", tally.passed, tally.failed, tally.skipped);
     }
@@ -64,6 +65,12 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 /// Every benchmark workload once, with its correctness check (no figures: see `cargo xtask bench`).
 fn bench_smoke(_: &mut Tally) -> Result<(), String> {
     bench::smoke()
+}
+
+/// The differential suite against LangGraph (skipped with a loud message where Python is missing,
+/// except in CI), built as the later stages build, so that the engine is compiled once for them all.
+fn langgraph_diff_stage(_: &mut Tally) -> Result<(), String> {
+    langgraph_diff::run_with(&[], langgraph_diff::Build::Shared)
 }
 
 /// The stages named in `args`, in their fixed order; all of them when `args` is empty.
@@ -196,7 +203,7 @@ mod tests {
     fn no_arguments_select_every_stage_in_order() {
         assert_eq!(
             names(&select(&[]).unwrap()),
-            vec!["services", "fmt", "clippy", "llm", "test", "doc", "examples", "bench"]
+            vec!["services", "fmt", "clippy", "llm", "test", "langgraph-diff", "doc", "examples", "bench"]
         );
     }
 

@@ -1,11 +1,13 @@
 //! weft's task runner, started with `cargo xtask TASK` (an alias in `.cargo/config.toml`).
 //!
 //! - `cargo xtask ci [STAGE...]`: every check CI runs, in order (services when `CI` is set, fmt, clippy, llm,
-//!   test, doc, examples, bench), each with a header and its duration, stopping at the first failure. Naming
-//!   stages runs only those.
+//!   test, langgraph-diff, doc, examples, bench), each with a header and its duration, stopping at the
+//!   first failure. Naming stages runs only those.
 //! - `cargo xtask bench [--only NAME] [--quick] [--compare]`: builds the benchmarks in release mode and
 //!   runs each workload of `bench/langgraph/WORKLOADS.md` in its own process, one JSON line each;
 //!   `--compare` puts LangGraph's figures beside them.
+//! - `cargo xtask langgraph-diff [SCENARIO...]`: the differential suite of `tests/langgraph_diff/`: each
+//!   scenario run against LangGraph 1.2.22 (in the pinned venv of `bench`) and against weft, compared.
 //! - `cargo xtask fakellm`: installs fakellm (a scripted OpenAI-compatible server, for the `openai` tests)
 //!   into `target/fakellm-venv` when missing and prints the `WEFT_FAKELLM_BIN` line to export.
 //! - `cargo xtask services`: makes sure PostgreSQL and Redis answer on their local ports, starting them if
@@ -20,6 +22,7 @@ mod bench;
 mod ci;
 mod exec;
 mod fakellm;
+mod langgraph_diff;
 mod llm;
 mod services;
 
@@ -30,8 +33,8 @@ usage: cargo xtask TASK
 
 tasks:
   ci [STAGE...]  run every check CI runs, in order, stopping at the first failure;
-                 stages: services, fmt, clippy, llm, test, doc, examples, bench (services
-                 starts PostgreSQL and Redis when CI is set, else only checks them; llm
+                 stages: services, fmt, clippy, llm, test, langgraph-diff, doc,
+                 examples, bench (services starts PostgreSQL and Redis when CI is set, else only checks them; llm
                  builds llama-server and fetches the test models into the cache when
                  missing; bench runs every benchmark workload once, checked, in the debug
                  profile)
@@ -41,6 +44,12 @@ tasks:
                  checked op per workload; --compare: LangGraph's figures beside weft's
                  (LangGraph run in a venv under target/bench/ when Python and the network
                  allow, else the stored baseline) in a table
+  langgraph-diff [SCENARIO...]
+                 run the differential suite (tests/langgraph_diff): every scenario (or
+                 the named ones) against LangGraph 1.2.22 in the pinned venv under
+                 target/bench (made when missing) and against weft, compared after
+                 normalisation; known bugs and documented differences are listed in
+                 tests/langgraph_diff/*.txt
   fakellm        install fakellm (the openai tests' scripted server) into
                  target/fakellm-venv when missing; print the WEFT_FAKELLM_BIN to export
   services       make sure PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) are up
@@ -60,6 +69,7 @@ fn main() -> ExitCode {
     let outcome = match task {
         "ci" => ci::run(rest),
         "bench" => bench::run(rest),
+        "langgraph-diff" => langgraph_diff::run(rest),
         "fakellm" if rest.is_empty() => fakellm::run(),
         "services" if rest.is_empty() => services::ensure(services::Policy::from_env()),
         "llm-server" => llm::serve(rest),
