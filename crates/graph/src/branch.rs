@@ -162,14 +162,13 @@ impl<S: State> Branch<S> {
     }
 
     /// Runs the router and resolves names through the path map.
-    pub(crate) fn route(&self, state: &S) -> Result<Vec<Route>> {
-        let routes = (self.router)(state).map_err(|err| match err {
-            Error::InvalidInput(message) if message == NO_DESTINATION => {
-                Error::InvalidInput(format!("branch '{}' did not return a valid destination", self.name))
-            }
-            other => other,
-        })?;
-        let Some(map) = &self.path_map.0 else { return Ok(routes) };
+    /// `Ok(Err(NoDestination))` is a router that returned `None`; `Err` is the router's own error.
+    pub(crate) fn route(&self, state: &S) -> Result<std::result::Result<Vec<Route>, NoDestination>> {
+        let routes = match (self.router)(state) {
+            Err(Error::InvalidInput(message)) if message == NO_DESTINATION => return Ok(Err(NoDestination)),
+            other => other?,
+        };
+        let Some(map) = &self.path_map.0 else { return Ok(Ok(routes)) };
         routes
             .into_iter()
             .map(|r| match r {
@@ -184,6 +183,11 @@ impl<S: State> Branch<S> {
                 },
                 other => Ok(other),
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()
+            .map(Ok)
     }
 }
+
+/// A router returned `None`.
+#[derive(Debug)]
+pub(crate) struct NoDestination;

@@ -102,7 +102,17 @@ pub enum GraphError {
     /// A router or a command sent a packet to `END`.
     #[error("cannot send a packet to the END node")]
     SendToEnd,
-    /// A router returned nothing usable.
+    /// A router returned `None` (LangGraph's "Branch did not return a valid destination").
+    #[error("branch '{branch}' of node '{node}' did not return a valid destination at step {step}")]
+    NoDestination {
+        /// The node the branch leaves from.
+        node: String,
+        /// The branch.
+        branch: String,
+        /// The step.
+        step: i64,
+    },
+    /// A command or route sent the run back to `START`.
     #[error("branch of node '{0}' did not return a valid destination")]
     InvalidDestination(String),
     /// A router, a command or a `Send` named a node that does not exist.

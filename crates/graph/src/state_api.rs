@@ -252,9 +252,10 @@ impl<S: State> CompiledGraph<S> {
                     other => other.to_string(),
                 });
             let output = saved.finished(&task.id);
+            // Live: the questions still waiting for an answer; record: those the task raised in the step.
             let task_interrupts = match output {
-                Some(_) => Vec::new(),
-                None => last_interrupts(writes.map(Vec::as_slice).unwrap_or_default()),
+                Some(_) if live => Vec::new(),
+                _ => last_interrupts(writes.map(Vec::as_slice).unwrap_or_default()),
             };
             let result =
                 output.map(|w| w.iter().filter(|(c, _)| state_channel(c)).cloned().collect::<Vec<_>>());
@@ -273,26 +274,26 @@ impl<S: State> CompiledGraph<S> {
                 state: None,
             });
         }
+        // Both views show the input a command gave the step; the live view also the writes of its finished
+        // tasks, and only the tasks still to run in `next`.
+        let null: Vec<(String, Value)> = tuple
+            .pending_writes
+            .iter()
+            .filter(|w| w.task_id == special::NULL_TASK_ID)
+            .map(|w| (w.channel.clone(), w.value.clone()))
+            .collect();
+        let mut updates: Vec<S::Update> = writes_from_json(spec, &ch.state, &null)?.updates;
         if !live {
             next = crate::pregel::plan::listing_order(&planned).map(|t| t.name.to_string()).collect();
         } else {
-            // The live view: the input a command gave the pending step, then the writes of its finished
-            // tasks.
-            let null: Vec<(String, Value)> = tuple
-                .pending_writes
-                .iter()
-                .filter(|w| w.task_id == special::NULL_TASK_ID)
-                .map(|w| (w.channel.clone(), w.value.clone()))
-                .collect();
-            let mut updates: Vec<S::Update> = writes_from_json(spec, &ch.state, &null)?.updates;
             updates.extend(finished.into_iter().flat_map(|w| w.updates));
-            if !updates.is_empty() {
-                ch.state.apply(updates).map_err(|error| GraphError::InvalidUpdate {
-                    error,
-                    step,
-                    nodes: Vec::new(),
-                })?;
-            }
+        }
+        if !updates.is_empty() {
+            ch.state.apply(updates).map_err(|error| GraphError::InvalidUpdate {
+                error,
+                step,
+                nodes: Vec::new(),
+            })?;
         }
         Ok(StateSnapshot {
             values: ch.state,

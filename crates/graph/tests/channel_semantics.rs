@@ -120,16 +120,16 @@ async fn a_router_without_a_destination_is_an_error_naming_the_branch_and_step()
     g.add_conditional_edges("b", |_: &Board| Option::<&str>::None, None);
     let err = g.compile().unwrap().invoke(Board::update(), &RunnableConfig::default()).await.unwrap_err();
     match &err {
-        GraphError::Node { node, step, source } => {
-            assert_eq!(node, "b");
+        GraphError::NoDestination { node, branch, step } => {
+            assert_eq!((node.as_str(), branch.as_str()), ("b", "branch_0"));
             assert_eq!(*step, 2, "the step the router ran in");
-            assert!(
-                source.to_string().contains("branch 'branch_0' did not return a valid destination"),
-                "{source}"
-            );
         }
         other => panic!("unexpected error: {other}"),
     }
+    assert!(
+        err.to_string().contains("branch 'branch_0' of node 'b' did not return a valid destination"),
+        "{err}"
+    );
 
     // An empty list is no destination at all, which is fine.
     let mut g = StateGraph::<Board>::new();

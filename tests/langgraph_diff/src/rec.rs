@@ -77,7 +77,6 @@ impl Rec {
         options: RunOptions,
     ) {
         let names: Vec<&str> = modes.iter().map(|m| mode_name(*m)).collect();
-        let debug_only = |m: StreamMode| modes.contains(&StreamMode::Debug) && !modes.contains(&m);
         let mut chunks = Vec::new();
         let mut failed = None;
         let mut parts = app.stream_with(input, cfg, modes, options);
@@ -90,13 +89,17 @@ impl Rec {
                 }
             };
             let (mode, payload) = match part.data {
-                StreamData::Values(s) => ("values", s.values()),
+                StreamData::Values { state, interrupts: list } => {
+                    ("values", with_interrupts(state.values(), &list))
+                }
                 StreamData::Updates { node, updates, cached } => {
                     let merged = merge(updates.iter().map(S::update_json));
                     ("updates", updates_chunk(&node, merged, cached))
                 }
                 StreamData::Interrupt(list) => ("updates", json!({"__interrupt__": interrupts(&list)})),
-                StreamData::SubgraphValues(v) => ("values", compact(v)),
+                StreamData::SubgraphValues { values, interrupts: list } => {
+                    ("values", with_interrupts(compact(values), &list))
+                }
                 StreamData::SubgraphUpdates { node, updates, cached } => {
                     ("updates", updates_chunk(&node, merge(updates.into_iter().map(compact)), cached))
                 }
@@ -114,23 +117,40 @@ impl Rec {
                     ("messages", json!([msg, meta]))
                 }
                 StreamData::Custom { value, .. } => ("custom", value),
-                StreamData::Checkpoint { config: c, step, values, next } => {
-                    let mode = if debug_only(StreamMode::Checkpoints) { "debug" } else { "checkpoints" };
-                    (
-                        mode,
-                        json!({"config": config(Some(&c)), "step": step, "values": compact(values), "next": next}),
-                    )
+                StreamData::Checkpoint(event) => {
+                    let e = *event;
+                    let tasks: Vec<Value> = e
+                        .tasks
+                        .iter()
+                        .map(|t| json!({"id": t.id, "name": t.name, "interrupts": interrupts(&t.interrupts), "state": null}))
+                        .collect();
+                    let payload = json!({"config": config(Some(&e.config)), "parent_config": config(e.parent_config.as_ref()),
+                        "metadata": e.metadata, "values": compact(e.values), "next": e.next, "tasks": tasks});
+                    ("checkpoints", payload)
                 }
-                StreamData::TaskStart { id, name, input, .. } => {
-                    let mode = if debug_only(StreamMode::Tasks) { "debug" } else { "tasks" };
-                    (mode, json!({"id": id, "name": name, "input": compact(input)}))
+                StreamData::Debug { step, kind, mut payload, .. } => {
+                    // The payload in the recorder's form: addresses as (namespace, id), error as a flag.
+                    for key in ["config", "parent_config"] {
+                        if let Some(conf) = payload.get(key).and_then(|c| c.get("configurable")).cloned() {
+                            payload[key] = json!({"checkpoint_ns": conf["checkpoint_ns"], "checkpoint_id": conf["checkpoint_id"]});
+                        }
+                    }
+                    if let Some(err) = payload.get("error").cloned() {
+                        payload["error"] = if err.is_null() { Value::Null } else { json!(true) };
+                    }
+                    if let Some(v) = payload.get("values").cloned() {
+                        payload["values"] = compact(v);
+                    }
+                    ("debug", json!({"step": step, "type": kind, "payload": payload}))
+                }
+                StreamData::TaskStart { id, name, input, triggers, .. } => {
+                    ("tasks", json!({"id": id, "name": name, "input": compact(input), "triggers": triggers}))
                 }
                 StreamData::TaskResult { id, name, error, result, interrupts: list, .. } => {
-                    let mode = if debug_only(StreamMode::Tasks) { "debug" } else { "tasks" };
                     let error = error.map(|_| json!(true));
                     let payload = json!({"id": id, "name": name, "error": error, "result": pairs(&result),
                         "interrupts": interrupts(&list)});
-                    (mode, payload)
+                    ("tasks", payload)
                 }
                 _ => ("unknown", Value::Null),
             };
@@ -154,8 +174,8 @@ impl Rec {
         let mut parts = Vec::new();
         let mut stream = app.stream(input, cfg, &[StreamMode::Values]);
         while let Some(Ok(part)) = stream.next().await {
-            if let StreamData::Values(s) = part.data {
-                parts.push(json!({"type": "values", "ns": part.ns, "data": s.values()}));
+            if let StreamData::Values { state, interrupts: list } = part.data {
+                parts.push(json!({"type": "values", "ns": part.ns, "data": state.values(), "interrupts": interrupts(&list)}));
             }
         }
         self.note(json!({"op": "stream_v2", "parts": parts}));
@@ -275,4 +295,14 @@ fn updates_chunk(node: &str, merged: Value, cached: bool) -> Value {
         out.insert("__metadata__".to_owned(), json!({"cached": true}));
     }
     Value::Object(out)
+}
+
+/// A values chunk as LangGraph v1 shows it: the state, with `__interrupt__` when a task paused.
+fn with_interrupts(mut values: Value, list: &[weft::graph::Interrupt]) -> Value {
+    if !list.is_empty() {
+        if let Value::Object(map) = &mut values {
+            map.insert("__interrupt__".to_owned(), interrupts(list));
+        }
+    }
+    values
 }

@@ -9,7 +9,10 @@
 //! - ids (UUIDs, with or without a `run-`/`lc_run--` prefix, and 32-digit hex ids such as interrupt ids)
 //!   become `<id:N>`, numbered by first appearance, inside any string or key;
 //! - errors (`{"type": NAME}` under an `error` key) become the shared vocabulary's name
-//!   ([`ERRORS`]): LangGraph's exception class and weft's `GraphError` variant map to one word.
+//!   ([`ERRORS`]): LangGraph's exception class and weft's `GraphError` variant map to one word;
+//! - lists whose order is the order tasks happened to finish in are sorted: a run's `__interrupt__`
+//!   list (by value) and a checkpoint's `pending_writes` (by channel). LangGraph runs parallel tasks in
+//!   threads and lists them as they finish; weft lists interrupts in task order.
 
 use super::json::Json;
 
@@ -39,6 +42,7 @@ pub(crate) const ERRORS: &[(Side, &str, &str)] = &[
     // thread id: ValueError in LangGraph.
     (Side::Python, "ValueError", "ValueError"),
     (Side::Weft, "InvalidDestination", "ValueError"),
+    (Side::Weft, "NoDestination", "ValueError"),
     (Side::Weft, "InvalidRecursionLimit", "ValueError"),
     (Side::Weft, "MissingThreadId", "ValueError"),
     // Resuming without a checkpointer, an ambiguous or unknown resume: RuntimeError in LangGraph.
@@ -79,7 +83,23 @@ pub(crate) fn normalize(doc: &Json, side: Side) -> Json {
 fn canonical(value: &Json, side: Side, key: Option<&str>) -> Json {
     match value {
         Json::Num(text) => Json::Num(number(text)),
-        Json::Arr(items) => Json::Arr(items.iter().map(|v| canonical(v, side, None)).collect()),
+        Json::Arr(items) => {
+            let mut items: Vec<Json> = items.iter().map(|v| canonical(v, side, None)).collect();
+            let sort_key: Option<fn(&Json) -> String> = match key {
+                Some("__interrupt__") => {
+                    Some(|item| item.get("value").map(Json::to_text).unwrap_or_default())
+                }
+                Some("pending_writes") => Some(|item| match item {
+                    Json::Arr(pair) => pair.first().map(Json::to_text).unwrap_or_default(),
+                    _ => String::new(),
+                }),
+                _ => None,
+            };
+            if let Some(sort_key) = sort_key {
+                items.sort_by_cached_key(sort_key);
+            }
+            Json::Arr(items)
+        }
         Json::Obj(fields) => {
             if key == Some("error") {
                 if let [(k, Json::Str(name))] = fields.as_slice() {
@@ -270,6 +290,15 @@ mod tests {
         let expected = r#"[{"again":"<id:1>","i":"<id:2>","id":"<id:1>","msg":"<id:3>","ns":"sub:<id:4>"}]"#;
         assert_eq!(norm(python, Side::Python), expected);
         assert_eq!(norm(weft, Side::Weft), expected);
+    }
+
+    #[test]
+    fn lists_in_finishing_order_are_sorted_and_others_kept() {
+        let doc = r#"{"__interrupt__": [{"value": "s2?"}, {"value": "s1?"}],
+            "pending_writes": [["log", 1], ["branch:to:b", null], ["branch:to:a", null]],
+            "next": ["b", "a"]}"#;
+        let expected = r#"{"__interrupt__":[{"value":"s1?"},{"value":"s2?"}],"next":["b","a"],"pending_writes":[["branch:to:a",null],["branch:to:b",null],["log",1]]}"#;
+        assert_eq!(norm(doc, Side::Python), expected);
     }
 
     #[test]

@@ -80,11 +80,14 @@ pub(crate) fn route<S: State>(
     writes.goto.extend(node.edges.iter().copied());
     writes.joins.extend(node.joins.iter().copied());
     for branch in &node.branches {
-        let routes = branch.route(view).map_err(|source| GraphError::Node {
-            node: node.name.to_string(),
-            step,
-            source,
-        })?;
+        let routes = branch
+            .route(view)
+            .map_err(|source| GraphError::Node { node: node.name.to_string(), step, source })?
+            .map_err(|_| GraphError::NoDestination {
+                node: node.name.to_string(),
+                branch: branch.name.clone(),
+                step,
+            })?;
         for r in routes {
             match r {
                 crate::branch::Route::End => {}

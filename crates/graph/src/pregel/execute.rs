@@ -138,7 +138,11 @@ pub(crate) async fn execute<S: State>(
             })?;
             Some(view)
         };
-        route(spec, node, view.as_ref().unwrap_or(&ch.state), &mut writes, step)?;
+        if let Err(err) = route(spec, node, view.as_ref().unwrap_or(&ch.state), &mut writes, step) {
+            let written =
+                TaskWrites { updates: std::mem::take(&mut writes.updates), ..TaskWrites::default() };
+            return Ok((TaskOutcome::RouteFailed(written, err), None));
+        }
     }
     if let (Some(key), Some(cache)) = (&cache_key, &inner.config.cache) {
         let json = owned_writes(writes_to_json(spec, &inner.names, &ch.state, &writes)?);

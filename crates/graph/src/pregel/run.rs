@@ -18,7 +18,7 @@ use crate::pregel::saved::SavedWrites;
 use crate::pregel::saver::RunSaver;
 use crate::pregel::sink::Sink;
 use crate::pregel::stamp::checkpoint_stamps;
-use crate::pregel::step::{StepOutcome, persist_single, run_step};
+use crate::pregel::step::{StepOutcome, persist_single, run_step, save_failed};
 use crate::pregel::task::{
     Task, TaskKind, TaskWrites, push_goto, state_json, writes_from_json, writes_to_json,
 };
@@ -433,7 +433,24 @@ pub(crate) async fn run_inner<S: State>(
             changed.union_with(&applied);
             writes[0].updates = updates;
             let node = tasks[0].node().map_or(&spec.start, |n| &spec.nodes[n]);
-            route(spec, node, &ch.state, &mut writes[0], step)?;
+            if let Err(err) = route(spec, node, &ch.state, &mut writes[0], step) {
+                // The node's writes are saved with the error, as in LangGraph (see `save_failed`).
+                let written =
+                    TaskWrites { updates: std::mem::take(&mut writes[0].updates), ..TaskWrites::default() };
+                save_failed(ctx, &tasks[0], &ch.state, Some(&written), &err).await?;
+                emit_task_result(
+                    ctx,
+                    &ch.state,
+                    &tasks[0],
+                    Some(err.to_string()),
+                    Some(&written),
+                    Vec::new(),
+                    step,
+                );
+                // The channels already hold the step's writes, so `exit` durability saves no checkpoint
+                // here (its run re-runs the task on resume).
+                return Err(err);
+            }
             apply_control_writes(&mut ch, spec, &writes, &mut changed, &tasks);
             persist_single(ctx, &tasks[0], &ch.state, &writes[0], &saved, step).await?;
             emit_update(

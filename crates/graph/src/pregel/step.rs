@@ -100,6 +100,9 @@ pub(crate) async fn run_step<S: State>(
                 }
                 emit_task_result(ctx, &ch.state, task, None, None, list.clone(), step);
             }
+            Ok((TaskOutcome::RouteFailed(writes, e), _)) => {
+                emit_task_result(ctx, &ch.state, task, Some(e.to_string()), Some(writes), Vec::new(), step);
+            }
             Err(e) => emit_task_result(ctx, &ch.state, task, Some(e.to_string()), None, Vec::new(), step),
         }
         match result {
@@ -140,16 +143,13 @@ pub(crate) async fn run_step<S: State>(
                 }
                 interrupts.push((i, list));
             }
+            Ok((TaskOutcome::RouteFailed(writes, err), _)) => {
+                save_failed(ctx, task, &ch.state, Some(&writes), &err).await?;
+                first_error = Some(err);
+                break;
+            }
             Err(err) => {
-                if let Some(saver) = ctx.saver.as_mut() {
-                    saver
-                        .put_writes_now(
-                            &task.id,
-                            &task.path,
-                            vec![(ChannelName::from(special::ERROR), Value::String(err.to_string()))],
-                        )
-                        .await?;
-                }
+                save_failed(ctx, task, &ch.state, None, &err).await?;
                 first_error = Some(err);
                 break;
             }
@@ -230,4 +230,25 @@ pub(crate) async fn persist_single<S: State>(
         Some(op) => saver.submit(op).await,
         None => Ok(()),
     }
+}
+
+/// Saves a failed task's error, with the state writes it made before failing (a router's failure comes
+/// after its node's writes).
+pub(crate) async fn save_failed<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    task: &Task<S>,
+    state: &S,
+    writes: Option<&TaskWrites<S>>,
+    err: &GraphError,
+) -> GraphResult<()> {
+    let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
+    let mut json = match writes {
+        Some(w) => writes_to_json(&ctx.inner.spec, &ctx.inner.names, state, w)?
+            .into_iter()
+            .filter(|(c, _)| &**c != special::NO_WRITES)
+            .collect(),
+        None => Vec::new(),
+    };
+    json.push((ChannelName::from(special::ERROR), Value::String(err.to_string())));
+    saver.put_writes_now(&task.id, &task.path, json).await
 }

@@ -76,6 +76,9 @@ impl<S: State> Clone for TaskWrites<S> {
 pub(crate) enum TaskOutcome<S: State> {
     Done(TaskWrites<S>),
     Interrupted(Vec<Interrupt>),
+    /// The node finished but routing its output failed: its writes are saved with the error (LangGraph
+    /// saves a failing task's writes too, and then counts it as finished).
+    RouteFailed(TaskWrites<S>, GraphError),
 }
 
 /// Deterministic task id: the same checkpoint, namespace, step and node give the same id in any process
