@@ -221,6 +221,9 @@ pub(crate) struct Inner<S: State> {
     pub(crate) interrupt_before: Vec<bool>,
     pub(crate) interrupt_after: Vec<bool>,
     pub(crate) name: String,
+    /// Subgraphs that function nodes called (by node name), so that `get_state_with_subgraphs` can show
+    /// their state; LangGraph finds them among a function's closure variables, weft when they first run.
+    pub(crate) called_subgraphs: crate::subgraph::CalledSubgraphs,
 }
 
 /// A compiled graph. Cheap to clone; runs concurrently on many threads.
@@ -252,7 +255,9 @@ impl<S: State> CompiledGraph<S> {
         let interrupt_after = flags(&config.interrupt_after);
         let names = spec.checkpoint_names();
         let name = config.name.clone().unwrap_or_else(|| "LangGraph".to_owned());
-        Self { inner: Arc::new(Inner { spec, config, names, interrupt_before, interrupt_after, name }) }
+        let called_subgraphs = crate::subgraph::CalledSubgraphs::default();
+        let inner = Inner { spec, config, names, interrupt_before, interrupt_after, name, called_subgraphs };
+        Self { inner: Arc::new(inner) }
     }
 
     /// The graph's name.
@@ -288,7 +293,13 @@ impl<S: State> CompiledGraph<S> {
         config: &RunnableConfig,
         options: RunOptions,
     ) -> GraphResult<GraphOutput<S>> {
-        crate::pregel::run::run(&self.inner, input.into_graph_input(), config, &options, None).await
+        let out =
+            crate::pregel::run::run(&self.inner, input.into_graph_input(), config, &options, None).await?;
+        // Inside another graph's node, a pause travels up as an error the node returns with `?`.
+        if out.is_interrupted() && config.extensions.get::<crate::subgraph::ParentRun>().is_some() {
+            return Err(GraphError::Interrupted(out.interrupts));
+        }
+        Ok(out)
     }
 
     /// Runs with a typed input and output (LangGraph's input and output schemas): `input`'s fields are

@@ -152,6 +152,11 @@ pub enum GraphError {
         /// The pending ids, sorted.
         pending: Vec<String>,
     },
+    /// A graph run inside another graph's node paused (`invoke` of a subgraph called from a node): the
+    /// node pauses with it when the error is returned with `?` (it converts to the interrupt signal), as
+    /// LangGraph's nested `GraphInterrupt` does. At the root, a pause is a result, not this error.
+    #[error("the graph paused inside a node ({} pending interrupts)", .0.len())]
+    Interrupted(Vec<crate::types::Interrupt>),
     /// A command for the parent graph at the root graph.
     #[error("there is no parent graph")]
     NoParentGraph,
@@ -186,6 +191,10 @@ impl From<GraphError> for Error {
     fn from(err: GraphError) -> Self {
         match err {
             GraphError::Node { source, .. } if source.is_control_flow() => source,
+            GraphError::Interrupted(list) => Error::ControlFlow(weft_runnable_core::ControlFlow::new(
+                "a subgraph paused",
+                crate::runtime::GraphInterrupt(list),
+            )),
             other => Error::custom(other),
         }
     }

@@ -55,6 +55,8 @@ pub struct JsonSnapshot {
     pub next: Vec<String>,
     /// The checkpoint's address.
     pub config: Option<CheckpointConfig>,
+    /// The checkpoint it was made from.
+    pub parent_config: Option<CheckpointConfig>,
     /// The checkpoint's metadata.
     pub metadata: Option<CheckpointMetadata>,
     /// The planned tasks.
@@ -164,9 +166,10 @@ impl<S: State> CompiledGraph<S> {
         let saver = self.inner.config.checkpointer.clone();
         for task in tasks {
             let Some(&n) = self.inner.spec.node_names.get(&task.name) else { continue };
-            let Some(reader) = self.inner.spec.nodes[n].func.as_ref().and_then(|f| f.subgraph()) else {
-                continue;
-            };
+            // A subgraph node, or (nested snapshots only) the subgraph a function node called.
+            let called = if nested { self.inner.called_subgraphs.get(&task.name) } else { None };
+            let declared = self.inner.spec.nodes[n].func.as_ref().and_then(|f| f.subgraph());
+            let Some(reader) = declared.or(called.as_deref()) else { continue };
             let segment = format!("{}:{}", task.name, task.id);
             let prefix = |s: &str| {
                 if address.checkpoint_ns.is_empty() {
@@ -204,6 +207,7 @@ impl<S: State> CompiledGraph<S> {
             values: crate::pregel::task::state_json(&snapshot.values),
             next: snapshot.next,
             config: snapshot.config,
+            parent_config: snapshot.parent_config,
             metadata: snapshot.metadata,
             tasks,
             interrupts: snapshot.interrupts,
@@ -219,7 +223,16 @@ impl<S: State> CompiledGraph<S> {
         let mut address = thread_of(config)?;
         address.checkpoint_id = None;
         let tuples = self.saver()?.list(Some(&address), options).await.map_err(cp_err)?;
-        tuples.into_iter().map(|t| self.snapshot(t, false)).collect()
+        let mut snapshots = Vec::with_capacity(tuples.len());
+        for tuple in tuples {
+            let mut snapshot = self.snapshot(tuple, false)?;
+            // Subgraph tasks name where their checkpoints are, as in `get_state`.
+            if let Some(address) = snapshot.config.clone() {
+                self.nest_subgraphs(&address, &mut snapshot.tasks, false).await?;
+            }
+            snapshots.push(snapshot);
+        }
+        Ok(snapshots)
     }
 
     fn snapshot(&self, tuple: CheckpointTuple, live: bool) -> GraphResult<StateSnapshot<S>> {

@@ -15,7 +15,7 @@ use weft_runnable_core::{ControlFlow, Error, Result};
 use crate::checkpoint::Checkpointer;
 use crate::compiled::{CompiledGraph, GraphInput};
 use crate::node::{IntoNode, NodeFn, NodeInput, NodeOutput};
-use crate::runtime::{GraphInterrupt, Runtime};
+use crate::runtime::Runtime;
 use crate::state::State;
 use crate::types::{Command, Goto, Payload};
 
@@ -39,6 +39,29 @@ pub(crate) struct ParentRun {
     /// How many subgraph runs the task has started: the second and later ones get namespaces of their own
     /// (`<ns>|1`, `<ns>|2`, ...), as in LangGraph, so two subgraphs called from one node never share one.
     pub(crate) calls: Arc<std::sync::atomic::AtomicUsize>,
+    /// Where a subgraph run registers itself with the parent graph (under the task's node).
+    pub(crate) called: (CalledSubgraphs, Arc<str>),
+}
+
+/// The subgraphs function nodes called, by node name: the first one each node ran (as LangGraph takes the
+/// first subgraph it finds in a function).
+#[derive(Clone, Default)]
+pub(crate) struct CalledSubgraphs(
+    Arc<Mutex<std::collections::HashMap<Arc<str>, Arc<dyn SubgraphStateReader>>>>,
+);
+
+impl CalledSubgraphs {
+    /// Records that `node` called `subgraph`, unless it called another one first.
+    pub(crate) fn record(&self, node: &Arc<str>, subgraph: impl FnOnce() -> Arc<dyn SubgraphStateReader>) {
+        if let Ok(mut map) = self.0.lock() {
+            map.entry(Arc::clone(node)).or_insert_with(subgraph);
+        }
+    }
+
+    /// The subgraph `node` called, if it ran one.
+    pub(crate) fn get(&self, node: &str) -> Option<Arc<dyn SubgraphStateReader>> {
+        self.0.lock().ok()?.get(node).cloned()
+    }
 }
 
 impl ParentRun {
@@ -170,17 +193,13 @@ impl<S: State, C: State> NodeFn<S> for SubgraphNode<C> {
             };
             let child_initial = &self.graph.inner.spec.initial;
             let update = map_state(parent_state, child_initial)?;
+            // A pause of the subgraph comes back as `GraphError::Interrupted`, which `?` turns into the
+            // node's own pause.
             let out = self
                 .graph
                 .invoke(GraphInput::Update(vec![update]), runtime.config())
                 .await
                 .map_err(Error::from)?;
-            if !out.interrupts.is_empty() {
-                return Err(Error::ControlFlow(ControlFlow::new(
-                    format!("subgraph '{}' interrupted", runtime.node()),
-                    GraphInterrupt(out.interrupts),
-                )));
-            }
             Ok(NodeOutput::Update(map_state(&out.value, parent_state)?))
         }
         .boxed()

@@ -66,3 +66,37 @@ async fn two_per_node_subgraphs_called_from_one_node_keep_their_own_state() {
         .collect();
     assert_eq!(namespaces.into_iter().collect::<Vec<_>>(), ["", "call", "call|1"]);
 }
+
+#[tokio::test]
+async fn a_subgraph_called_inside_a_function_node_shows_in_nested_get_state() {
+    let mut inner = StateGraph::<Inner>::new();
+    inner.add_node("ask", |_: Inner, rt: &Runtime| -> weft_runnable_core::Result<InnerUpdate> {
+        let v: String = rt.interrupt("inner?")?;
+        Ok(InnerUpdate::new().notes(vec![v]))
+    });
+    inner.add_edge(START, "ask");
+    let inner = Arc::new(inner.compile().unwrap());
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("call", move |_: Log, rt: Runtime| {
+        let inner = Arc::clone(&inner);
+        async move {
+            let out =
+                inner.invoke(Inner::update(), rt.config()).await.map_err(weft_runnable_core::Error::from)?;
+            Ok::<_, weft_runnable_core::Error>(LogUpdate::new().log(out.value.notes))
+        }
+    });
+    g.add_edge(START, "call");
+    let app = g.compile_with(CompileConfig::new().checkpointer(Arc::new(InMemorySaver::new()))).unwrap();
+    let thread = RunnableConfig::default().with_configurable("thread_id", "t");
+    let paused = app.invoke(Log::update(), &thread).await.unwrap();
+    assert_eq!(paused.interrupts.len(), 1);
+
+    let state = app.get_state_with_subgraphs(&thread).await.unwrap();
+    let task = &state.tasks[0];
+    let Some(weft_graph::TaskState::Snapshot(sub)) = &task.state else { panic!("{:?}", task.state) };
+    assert_eq!(sub.next, ["ask"]);
+    assert_eq!(sub.interrupts.len(), 1);
+    let address = sub.config.as_ref().unwrap();
+    assert_eq!(address.checkpoint_ns, format!("call:{}", task.id));
+    assert!(sub.parent_config.is_some(), "a nested snapshot names its parent checkpoint");
+}

@@ -158,7 +158,7 @@ fn json_snapshot(s: &JsonSnapshot) -> Value {
         "interrupts": interrupts(&s.interrupts),
         "metadata": metadata(s.metadata.as_ref()),
         "config": config(s.config.as_ref()),
-        "parent_config": Value::Null,
+        "parent_config": config(s.parent_config.as_ref()),
     })
 }
 

@@ -4,10 +4,9 @@
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use weft::core::error::ControlFlow;
 use weft::graph::{
-    Command, CompileConfig, CompiledGraph, GraphInterrupt, GraphResult, JsonChannel, JsonState, Runtime,
-    START, Send, StreamMode, SubgraphCheckpoints,
+    Command, CompileConfig, CompiledGraph, GraphResult, JsonChannel, JsonState, Runtime, START, Send,
+    StreamMode, SubgraphCheckpoints,
 };
 
 use crate::kit::{answers, graph, ids_by_value, input, len, lists, log_state, py, saver, upd};
@@ -176,12 +175,9 @@ fn subgraph_invoked_inside_a_function_node_shows_in_get_state(rec: &mut Rec) -> 
         g.add_node("call", move |_: Value, rt: Runtime| {
             let sub = sub.clone();
             async move {
+                // A pause of the subgraph pauses this node (`?` turns it into the node's interrupt).
                 let out = sub.invoke(input(json!({"log": [], "notes": []})), rt.config()).await?;
-                if out.is_interrupted() {
-                    let pause = GraphInterrupt(out.interrupts);
-                    return Err(weft::Error::ControlFlow(ControlFlow::new("subgraph interrupted", pause)));
-                }
-                Ok(json!({"log": out.value.get("log").cloned().unwrap_or(Value::Null)}))
+                Ok::<_, weft::Error>(json!({"log": out.value.get("log").cloned().unwrap_or(Value::Null)}))
             }
         });
         g.add_edge(START, "call");

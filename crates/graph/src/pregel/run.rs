@@ -53,7 +53,7 @@ pub(crate) struct Ctx<'a, S: State> {
 
 /// Runs a graph from `input` to the end or to an interrupt.
 pub(crate) async fn run<S: State>(
-    inner: &Inner<S>,
+    inner: &Arc<Inner<S>>,
     input: GraphInput<S>,
     config: &RunnableConfig,
     options: &RunOptions,
@@ -73,6 +73,10 @@ pub(crate) async fn run<S: State>(
     });
     let run_config = scope.as_ref().map_or_else(|| config.clone(), |s| s.child_config().clone());
     let parent = config.extensions.get::<ParentRun>().cloned();
+    if let Some(p) = &parent {
+        let (called, node) = &p.called;
+        called.record(node, || Arc::new(crate::compiled::CompiledGraph { inner: Arc::clone(inner) }));
+    }
     let resuming = match &input {
         GraphInput::Resume => true,
         GraphInput::Command(cmd) => cmd.resume.is_some(),

@@ -41,6 +41,7 @@ pub(crate) fn make_runtime<S: State>(
         let outer_parents = ctx.parent.as_ref().map(|p| p.parents.clone()).unwrap_or_default();
         let (store, resuming, null_resume) = (ctx.store.clone(), ctx.resuming, Arc::clone(&ctx.null_resume));
         let resume_by_id = ctx.resume_by_id.clone();
+        let called = (ctx.inner.called_subgraphs.clone(), Arc::clone(&task.name));
         Box::new(move || {
             let own_ns = task_ns(&name, &id);
             let mut config = base.child(Some(format!("graph:step:{step}")));
@@ -71,6 +72,7 @@ pub(crate) fn make_runtime<S: State>(
                 null_resume,
                 resume_by_id,
                 calls: Arc::default(),
+                called: called.clone(),
             });
             config
         })
