@@ -214,14 +214,14 @@ impl<S: State> CompiledGraph<S> {
         }))
     }
 
-    /// Every checkpoint of the thread, newest first, as record-view snapshots.
+    /// Every checkpoint of the thread, newest first, as record-view snapshots (only the addressed one when
+    /// the config names a `checkpoint_id`, as LangGraph's `list` does).
     pub async fn get_state_history(
         &self,
         config: &RunnableConfig,
         options: ListOptions,
     ) -> GraphResult<Vec<StateSnapshot<S>>> {
-        let mut address = thread_of(config)?;
-        address.checkpoint_id = None;
+        let address = thread_of(config)?;
         let tuples = self.saver()?.list(Some(&address), options).await.map_err(cp_err)?;
         let mut snapshots = Vec::with_capacity(tuples.len());
         for tuple in tuples {
@@ -398,6 +398,24 @@ impl<S: State> CompiledGraph<S> {
         // (task id, task path, writes) of the tasks the update stands for.
         let mut task_writes: Vec<TaskRecord> = Vec::new();
         let mut changed = ChannelSet::new();
+        // An update is a superstep of its own: the triggers and packets pending from the checkpoint it
+        // builds on end with it (LangGraph's ephemeral `branch:to:*` and `__pregel_tasks` channels), so only
+        // what the updating nodes route to runs next.
+        let as_nodes = superstep.iter().filter_map(|u| u.as_node.as_deref());
+        if as_nodes.clone().all(|n| !matches!(n, "__copy__" | "__input__" | END)) {
+            for n in 0..ch.layout.n_nodes {
+                if std::mem::replace(&mut ch.triggered[n], false) {
+                    changed.insert(ch.layout.branch(n));
+                }
+            }
+            if !ch.sends.is_empty() {
+                ch.sends.clear();
+                changed.insert(ch.layout.tasks());
+            }
+            if ch.start.take().is_some() {
+                changed.insert(ch.layout.start());
+            }
+        }
         let mut source = CheckpointSource::Update;
         let mut next_step = step + 1;
         for StateUpdate { as_node, mut updates } in superstep {

@@ -147,3 +147,31 @@ async fn update_state_steps_results_and_forks_follow_langgraph() {
     assert_eq!(copy.parent_config, copied.parent_config);
     assert_eq!(copy.next, ["b"]);
 }
+
+#[tokio::test]
+async fn an_update_as_a_routed_node_replaces_the_pending_tasks_and_history_can_address_one_checkpoint() {
+    let mut g = StateGraph::<Doc>::new();
+    g.add_node("a", |_: Doc| log("a"));
+    g.add_node("yes", |_: Doc| log("yes"));
+    g.add_node("no", |_: Doc| log("no"));
+    g.add_edge(START, "a");
+    g.add_conditional_edges("a", |s: &Doc| if s.x > 0 { "yes" } else { "no" }, None);
+    let app = g
+        .compile_with(
+            CompileConfig::new().checkpointer(Arc::new(InMemorySaver::new())).interrupt_after(["a"]),
+        )
+        .unwrap();
+    app.invoke(Doc::update(), &thread("t")).await.unwrap();
+    assert_eq!(app.get_state(&thread("t")).await.unwrap().next, ["no"]);
+    app.update_state(&thread("t"), vec![DocUpdate::new().x(1)], Some("a")).await.unwrap();
+    assert_eq!(app.get_state(&thread("t")).await.unwrap().next, ["yes"], "the old pending task is gone");
+    let out = app.invoke(GraphInput::Resume, &thread("t")).await.unwrap();
+    assert_eq!(out.value.log, ["a", "yes"]);
+
+    let history = app.get_state_history(&thread("t"), ListOptions::default()).await.unwrap();
+    let one = history[2].config.clone().unwrap();
+    let at = thread("t").with_configurable("checkpoint_id", one.checkpoint_id.clone().unwrap());
+    let only = app.get_state_history(&at, ListOptions::default()).await.unwrap();
+    assert_eq!(only.len(), 1);
+    assert_eq!(only[0].config.as_ref().unwrap().checkpoint_id, one.checkpoint_id);
+}
