@@ -25,6 +25,10 @@ pub enum NodeOutput<S: State> {
     Command(Command<S>),
     /// Several outputs, applied in order.
     Many(Vec<NodeOutput<S>>),
+    /// Writes by channel name, as JSON, for a node that knows the channels only by name (a subgraph run
+    /// from a `Send` hands back the channels it shares with the parent this way); names the state lacks
+    /// are dropped, as LangGraph drops them.
+    Writes(Vec<(String, serde_json::Value)>),
 }
 
 /// Values a node may return: its state's update type (implemented by `#[derive(State)]`), a

@@ -169,6 +169,33 @@ struct SubgraphNode<C: State> {
     graph: CompiledGraph<C>,
 }
 
+/// A `Send` packet (an object keyed by channel names) as an update of the subgraph's state; keys the
+/// subgraph lacks are dropped.
+fn payload_update<C: State>(payload: &Payload, child: &C) -> Result<C::Update> {
+    let json = payload.to_json().map_err(Error::Serialization)?;
+    let Value::Object(fields) = json else {
+        return Err(Error::InvalidInput(format!(
+            "a Send to a subgraph carries an object of its channels, not {json}"
+        )));
+    };
+    let writes = fields.into_iter().filter_map(|(k, v)| Some((child.channel_index(&k)?, v))).collect();
+    child.update_from_json(writes).map_err(|e| Error::Serialization(e.to_string()))
+}
+
+/// A state's non-empty tracked channels by name.
+fn named_values<C: State>(state: &C) -> Result<Vec<(String, Value)>> {
+    let mut out = Vec::new();
+    for (i, spec) in state.channels().iter().enumerate() {
+        if !spec.kind.is_tracked() {
+            continue;
+        }
+        if let Some(v) = state.channel_to_json(i).map_err(|e| Error::Serialization(e.to_string()))? {
+            out.push((spec.name.to_string(), v));
+        }
+    }
+    Ok(out)
+}
+
 /// Maps the shared channels of `from` (by name) into an update of `to`'s state type.
 fn map_state<A: State, B: State>(from: &A, to: &B) -> Result<B::Update> {
     let mut writes = Vec::new();
@@ -185,13 +212,21 @@ fn map_state<A: State, B: State>(from: &A, to: &B) -> Result<B::Update> {
 impl<S: State, C: State> NodeFn<S> for SubgraphNode<C> {
     fn call<'a>(&'a self, input: NodeInput<'a, S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
         async move {
-            let NodeInput::State(parent_state) = input else {
-                return Err(Error::InvalidInput(format!(
-                    "subgraph node '{}' takes the graph state and cannot be the target of a Send",
-                    runtime.node()
-                )));
-            };
             let child_initial = &self.graph.inner.spec.initial;
+            let parent_state = match input {
+                NodeInput::State(parent_state) => parent_state,
+                // A `Send`: its packet is the subgraph's input (its keys naming the subgraph's channels),
+                // and the channels the subgraph has at the end go back to the parent by name.
+                NodeInput::Payload(payload) => {
+                    let update = payload_update(&payload, child_initial)?;
+                    let out = self
+                        .graph
+                        .invoke(GraphInput::Update(vec![update]), runtime.config())
+                        .await
+                        .map_err(Error::from)?;
+                    return Ok(NodeOutput::Writes(named_values(&out.value)?));
+                }
+            };
             let update = map_state(parent_state, child_initial)?;
             // A pause of the subgraph comes back as `GraphError::Interrupted`, which `?` turns into the
             // node's own pause.
@@ -205,8 +240,8 @@ impl<S: State, C: State> NodeFn<S> for SubgraphNode<C> {
         .boxed()
     }
 
-    fn payload_from_json(&self, _value: Value) -> Result<Payload> {
-        Err(Error::InvalidInput("a subgraph node cannot be the target of a Send".to_owned()))
+    fn payload_from_json(&self, value: Value) -> Result<Payload> {
+        Ok(Payload::new(value))
     }
 
     fn subgraph(&self) -> Option<&dyn SubgraphStateReader> {

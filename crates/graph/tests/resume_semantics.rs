@@ -280,3 +280,46 @@ async fn an_update_at_a_static_breakpoint_continues_past_it() {
         assert_eq!(out.value.note.as_deref(), Some("n"));
     }
 }
+
+#[derive(State, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Notes {
+    #[state(append)]
+    log: Vec<String>,
+    #[state(append)]
+    notes: Vec<String>,
+}
+
+#[tokio::test]
+async fn sent_subgraphs_pause_and_resume_one_at_a_time() {
+    let mut child = StateGraph::<Notes>::new();
+    child.add_node("one", |s: Notes, rt: &weft_graph::Runtime| -> weft_runnable_core::Result<NotesUpdate> {
+        let first = s.log.first().cloned().unwrap_or_default();
+        let answer: String = rt.interrupt(format!("{first}?"))?;
+        Ok(NotesUpdate::new().log(vec![format!("{first}:{answer}")]))
+    });
+    child.add_edge(START, "one");
+    let mut g = StateGraph::<Doc>::new();
+    g.add_node("sub", child.compile().unwrap());
+    g.set_conditional_entry_point(
+        |_: &Doc| {
+            ["x", "y"]
+                .iter()
+                .map(|t| weft_graph::Send::new("sub", serde_json::json!({"log": [t]})))
+                .collect::<Vec<_>>()
+        },
+        None,
+    );
+    let app = g.compile_with(CompileConfig::new().checkpointer(Arc::new(InMemorySaver::new()))).unwrap();
+    let first = app.invoke(Doc::update(), &thread("t")).await.unwrap();
+    let values: Vec<&serde_json::Value> = first.interrupts.iter().map(|i| &i.value).collect();
+    assert_eq!(values, ["x?", "y?"], "each packet's subgraph asks, in send order");
+    let (x, y) = (first.interrupts[0].id.clone(), first.interrupts[1].id.clone());
+
+    let second = app.invoke(Command::<Doc>::resume_by_id(by_id(&x, "A")), &thread("t")).await.unwrap();
+    assert_eq!(second.interrupts.len(), 1);
+    assert_eq!(second.interrupts[0].id, y);
+    assert_eq!(second.value.log, ["x", "x:A"], "the subgraph's channels go back by name");
+    let done = app.invoke(Command::<Doc>::resume_by_id(by_id(&y, "B")), &thread("t")).await.unwrap();
+    assert!(done.interrupts.is_empty());
+    assert_eq!(done.value.log, ["x", "x:A", "y", "y:B"]);
+}

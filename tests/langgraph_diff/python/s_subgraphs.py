@@ -79,12 +79,17 @@ def two_subgraphs_interrupting_in_one_step_resumed_one_at_a_time(rec):
 
 @scenario
 def sent_subgraphs_interrupting_resumed_one_at_a_time(rec):
+    sg = StateGraph(Inner)
+    # Each packet's subgraph asks its own question.
+    sg.add_node("one", lambda s: {"notes": [f"{s['log'][0]}:{interrupt(s['log'][0] + '?')}"]})
+    sg.add_edge(START, "one")
     g = StateGraph(Log)
-    g.add_node("sub", child("sub", asks=True))
+    g.add_node("sub", sg.compile())
     g.set_conditional_entry_point(lambda s: [Send("sub", {"log": [t]}) for t in ("x", "y")])
     app = g.compile(checkpointer=saver())
-    out = rec.invoke(app, {"log": []}, thread())
-    ids = [i.id for i in out["__interrupt__"]]
+    rec.invoke(app, {"log": []}, thread())
+    # Each packet's interrupt, in send order (the run lists them in the order its threads finish).
+    ids = [t.interrupts[0].id for t in app.get_state(thread()).tasks]
     rec.invoke(app, Command(resume={ids[0]: "A"}), thread())
     rec.state(app, thread())
     rec.invoke(app, Command(resume={ids[1]: "B"}), thread())

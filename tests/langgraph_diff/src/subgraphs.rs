@@ -125,8 +125,17 @@ fn two_subgraphs_interrupting_in_one_step_resumed_one_at_a_time(rec: &mut Rec) -
 
 fn sent_subgraphs_interrupting_resumed_one_at_a_time(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
     Box::pin(async move {
+        let mut sg = graph(inner());
+        // Each packet's subgraph asks its own question.
+        sg.add_node("one", |s: &JsonState, rt: &Runtime| -> weft::Result<Value> {
+            let first =
+                s.get("log").and_then(|l| l.get(0)).and_then(Value::as_str).unwrap_or_default().to_owned();
+            let answer: String = rt.interrupt(format!("{first}?"))?;
+            Ok(json!({"notes": [format!("{first}:{answer}")]}))
+        });
+        sg.add_edge(START, "one");
         let mut g = graph(log_state());
-        g.add_node("sub", child("sub", true, CompileConfig::new())?);
+        g.add_node("sub", sg.compile()?);
         g.set_conditional_entry_point(
             |_: &JsonState| {
                 ["x", "y"].iter().map(|t| Send::new("sub", json!({"log": [t]}))).collect::<Vec<_>>()
@@ -135,9 +144,11 @@ fn sent_subgraphs_interrupting_resumed_one_at_a_time(rec: &mut Rec) -> BoxFuture
         );
         let app = g.compile_with(saver())?;
         let t = thread("t");
-        let out = rec.invoke(&app, input(json!({"log": []})), &t).await;
+        rec.invoke(&app, input(json!({"log": []})), &t).await;
+        // Each packet's interrupt, in send order.
+        let tasks = app.get_state(&t).await.map(|s| s.tasks).unwrap_or_default();
         let ids: Vec<String> =
-            out.map(|o| o.interrupts.iter().map(|i| i.id.clone()).collect()).unwrap_or_default();
+            tasks.iter().filter_map(|task| task.interrupts.first().map(|i| i.id.clone())).collect();
         let by = |i: usize| {
             let mut m = serde_json::Map::new();
             m.insert(ids.get(i).cloned().unwrap_or_default(), Value::from(if i == 0 { "A" } else { "B" }));

@@ -178,6 +178,20 @@ pub(crate) fn flatten_output<S: State>(
             }
             Ok(())
         }
+        NodeOutput::Writes(named) => {
+            let state = &spec.initial;
+            let indexed: Vec<(usize, Value)> =
+                named.into_iter().filter_map(|(name, v)| Some((state.channel_index(&name)?, v))).collect();
+            if !indexed.is_empty() {
+                let update = state.update_from_json(indexed).map_err(|error| GraphError::InvalidUpdate {
+                    error,
+                    step: -1,
+                    nodes: vec![node.to_owned()],
+                })?;
+                writes.updates.push(update);
+            }
+            Ok(())
+        }
     }
 }
 
