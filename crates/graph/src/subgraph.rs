@@ -46,9 +46,10 @@ pub(crate) struct ParentRun {
 /// The subgraphs function nodes called, by node name: the first one each node ran (as LangGraph takes the
 /// first subgraph it finds in a function).
 #[derive(Clone, Default)]
-pub(crate) struct CalledSubgraphs(
-    Arc<Mutex<std::collections::HashMap<Arc<str>, Arc<dyn SubgraphStateReader>>>>,
-);
+pub(crate) struct CalledSubgraphs(Arc<Mutex<ReadersByNode>>);
+
+/// Subgraph state readers by node name.
+type ReadersByNode = std::collections::HashMap<Arc<str>, Arc<dyn SubgraphStateReader>>;
 
 impl CalledSubgraphs {
     /// Records that `node` called `subgraph`, unless it called another one first.
