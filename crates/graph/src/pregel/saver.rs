@@ -289,7 +289,7 @@ impl RunSaver {
 
     /// Saves sent to the writer and not stored yet.
     fn unconfirmed(&self) -> u64 {
-        self.sent - self.confirmed.load(Ordering::Acquire)
+        self.sent.saturating_sub(self.confirmed.load(Ordering::Acquire))
     }
 
     /// Called once a checkpoint has been saved or queued, before the loop goes on: waits until the saves

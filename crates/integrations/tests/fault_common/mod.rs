@@ -96,12 +96,13 @@ pub(crate) fn chain(err: &GraphError) -> String {
     text
 }
 
-/// What the first run left: the step running when the fault came, the tasks started by then, and the
-/// run's error.
+/// What the first run left: the steps started around the fault, the tasks, and the run's error.
 #[derive(Debug)]
 pub(crate) struct Faulted {
     pub(crate) record: Arc<Record>,
-    /// The newest superstep started by the time the fault was in place.
+    /// The newest superstep started before the fault was injected.
+    pub(crate) step_before_fault: i64,
+    /// The newest superstep started once the fault was in place (the run may go on meanwhile).
     pub(crate) step_at_fault: i64,
     pub(crate) error: GraphError,
 }
@@ -123,8 +124,8 @@ pub(crate) async fn run_into_fault<F: std::future::Future<Output = ()>>(
         assert!(started.elapsed() < Duration::from_secs(60), "the run made no progress");
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
+    let step_before_fault = record.started().iter().map(|l| step_of(l)).max().unwrap();
     fault().await;
-    // Read once the fault is in place: the run may have gone on while it was being injected.
     let step_at_fault = record.started().iter().map(|l| step_of(l)).max().unwrap();
     let faulted = Instant::now();
     let result = match tokio::time::timeout(limit, &mut run).await {
@@ -144,7 +145,7 @@ pub(crate) async fn run_into_fault<F: std::future::Future<Output = ()>>(
         record.started().iter().map(|l| step_of(l)).max().unwrap(),
         chain(&error)
     );
-    Faulted { record, step_at_fault, error }
+    Faulted { record, step_before_fault, step_at_fault, error }
 }
 
 /// Labels of the tasks whose writes `saver` holds (the log of the thread's latest checkpoint and the
@@ -172,24 +173,23 @@ pub(crate) async fn saved(saver: &dyn Checkpointer) -> (i64, HashSet<String>) {
 /// `saver` (the backend back up) the thread ends as an uninterrupted run ends, with nothing saved lost
 /// and no finished task run again beyond the step that overlapped the failed save.
 pub(crate) async fn resume_and_check(saver: Arc<dyn Checkpointer>, faulted: Faulted) {
-    let Faulted { record, step_at_fault, error } = faulted;
-    // The run stopped: no step started beyond the one after the step running at the fault.
-    let last_started = record.started().iter().map(|l| step_of(l)).max().unwrap();
-    assert!(
-        last_started <= step_at_fault + 1,
-        "step {last_started} started after the fault at step {step_at_fault} ({})",
-        chain(&error)
-    );
+    let Faulted { record, step_before_fault, step_at_fault, error } = faulted;
     // The error is the checkpointer's.
     assert!(matches!(error, GraphError::Storage(_)), "not a checkpointer error: {error:?}");
-
-    // What was saved before the fault: every step before the one that overlapped the failed save.
     let (latest, saved_labels) = saved(saver.as_ref()).await;
+    // Nothing confirmed is lost: step S started only once step S-2's saves were stored.
     assert!(
-        latest >= step_at_fault - 2,
-        "the latest checkpoint is step {latest}, while step {step_at_fault} had started (step {} was confirmed \
-         before it could start)",
-        step_at_fault - 2
+        latest >= step_before_fault - 2,
+        "the latest checkpoint is step {latest}, while step {step_before_fault} had started before the fault"
+    );
+    // The run never got more than one step ahead of its last stored checkpoint, so it stopped within one
+    // step of overlap: the step running at the fault, and the one overlapping its failed save.
+    let last_started = record.started().iter().map(|l| step_of(l)).max().unwrap();
+    assert!(
+        last_started <= latest + 2 && last_started <= step_at_fault + 2,
+        "step {last_started} started, with step {latest}'s checkpoint the last stored (the fault came at step \
+         {step_at_fault}): {}",
+        chain(&error)
     );
 
     let out =
