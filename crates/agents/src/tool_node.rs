@@ -275,6 +275,31 @@ impl ToolNode {
         }
     }
 
+    /// Answers a call whose arguments could not be parsed, as the error policy says for bad arguments:
+    /// [`invalid_tool_call_text`] by default, the policy's text otherwise; under
+    /// [`HandleToolErrors::Never`] (or a handler returning `None`) it is an [`Error::ToolArguments`]
+    /// holding the raw arguments and the parse error.
+    pub fn answer_invalid_call(&self, call: &InvalidToolCall) -> Result<ToolMessage> {
+        let error = || Error::ToolArguments {
+            tool: call.name.clone().unwrap_or_default(),
+            args: Box::new(Value::String(call.args.clone().unwrap_or_default())),
+            errors: vec![call.error.clone().unwrap_or_else(|| "the arguments are not valid JSON".to_owned())],
+        };
+        let text = match &self.handle_tool_errors {
+            HandleToolErrors::InvalidArguments => Some(invalid_tool_call_text(call)),
+            HandleToolErrors::All => {
+                Some(format!("Error: {}\n Please fix your mistakes.", invalid_tool_call_text(call)))
+            }
+            HandleToolErrors::Text(text) => Some(text.clone()),
+            HandleToolErrors::Handler(f) => f(&error()),
+            HandleToolErrors::Never => None,
+        };
+        match text {
+            Some(text) => Ok(ToolMessage { content: text.into(), ..invalid_tool_call_message(call) }),
+            None => Err(error()),
+        }
+    }
+
     /// Runs `calls` concurrently and returns their outputs in call order; the first error (in call order)
     /// fails the whole batch once every call has finished.
     pub async fn run_calls(&self, calls: Vec<ToolCall>, ctx: &ToolContext) -> Result<Vec<ToolCallOutput>> {
@@ -508,7 +533,7 @@ impl<S: HasMessages + Default> NodeFn<S> for ToolNodeFn<S> {
             // Calls whose arguments could not be parsed are answered after the others, with the error.
             let mut calls = calls;
             for call in &invalid {
-                outputs.push(ToolCallOutput::Message(invalid_tool_call_message(call)));
+                outputs.push(ToolCallOutput::Message(self.node.answer_invalid_call(call)?));
                 calls.push(ToolCall {
                     name: call.name.clone().unwrap_or_default(),
                     args: Value::Null,
@@ -552,7 +577,9 @@ impl Runnable<Vec<Message>, Vec<ToolMessage>> for ToolNode {
                 }
             })
             .collect::<Result<Vec<_>>>()?;
-        messages.extend(pending_invalid_tool_calls(&input).iter().map(invalid_tool_call_message));
+        for call in pending_invalid_tool_calls(&input) {
+            messages.push(self.answer_invalid_call(&call)?);
+        }
         Ok(messages)
     }
 }

@@ -573,3 +573,27 @@ fn tools_condition_routes_a_message_with_only_unparsable_calls_to_the_tools() {
     let state = MessagesState { messages: vec![Message::human("go"), message.into()].into() };
     assert_eq!(tools_condition(&state).unwrap(), "tools");
 }
+
+#[tokio::test]
+async fn unparsable_calls_follow_the_error_policy() {
+    let mut message = asks(Vec::new());
+    message.invalid_tool_calls.push(weft_runnable_core::InvalidToolCall {
+        name: Some("add".into()),
+        args: Some("{a: 1}".into()),
+        id: Some("bad".into()),
+        error: Some("key must be a string at line 1 column 2".into()),
+    });
+    let input = vec![Message::human("go"), message.into()];
+    let config = RunnableConfig::default();
+    let node = ToolNode::new([add()]).handle_tool_errors(HandleToolErrors::text("try again"));
+    let out = node.invoke(input.clone(), &config).await.unwrap();
+    assert_eq!(out[0].content.text(), "try again");
+    let err = ToolNode::new([add()]).handle_tool_errors(HandleToolErrors::Never).invoke(input, &config).await;
+    match err.unwrap_err() {
+        Error::ToolArguments { tool, args, errors } => {
+            assert_eq!((tool.as_str(), *args), ("add", json!("{a: 1}")));
+            assert_eq!(errors, ["key must be a string at line 1 column 2"]);
+        }
+        other => panic!("not a ToolArguments error: {other:?}"),
+    }
+}
