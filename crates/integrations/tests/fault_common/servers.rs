@@ -171,6 +171,8 @@ impl PgServer {
             .arg(self.dir.0.join("data"))
             .args(["-p", &self.port.to_string(), "-k"])
             .arg(&self.dir.0)
+            // `fsync=off` only spares the disk: a SIGKILL of the server keeps whatever it handed the kernel
+            // (a crash of the machine would not).
             .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=30"])
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
