@@ -52,8 +52,8 @@ struct Writer {
 /// the queue is empty).
 ///
 /// The writer trails the loop by one step at most: once step N's checkpoint is queued, the loop waits
-/// ([`step_boundary`](RunSaver::step_boundary)) until every save queued before step N-1's checkpoint
-/// (that checkpoint and the writes of step N-1's tasks included) is confirmed, so step N+1 never starts
+/// ([`step_boundary`](RunSaver::step_boundary)) until every save queued up to step N-1's checkpoint
+/// (the writes of step N-1's tasks and that checkpoint included) is confirmed, so step N+1 never starts
 /// while a save of step N-1 is unconfirmed, and a failed save stops the run at the next step boundary
 /// (or at the next save, if that comes first) with the saver's error. What a crash or an outage can cost
 /// is then the tasks of the step that overlapped the failed save and of the step running, no more.
