@@ -28,7 +28,8 @@ pub use react_agent::{
 pub use state::{AgentState, AgentStateUpdate, HasMessages, ReactAgentState};
 pub use text_react::{AgentExecutor, create_text_react_agent};
 pub use tool_node::{
-    HandleToolErrors, ToolCallWithContext, ToolNode, ToolNodeError, ToolNodeMarker, invalid_tool_text,
+    HandleToolErrors, ToolCallWithContext, ToolNode, ToolNodeError, ToolNodeMarker,
+    invalid_tool_call_message, invalid_tool_call_text, invalid_tool_text, pending_invalid_tool_calls,
     pending_tool_calls, tool_command, tool_runtime, tool_store,
 };
 pub use tools_condition::{route_messages, tools_condition};

@@ -22,7 +22,7 @@ use weft_runnable_core::{
 
 use crate::approval::HumanApproval;
 use crate::state::{AgentState, ReactAgentState, state_json};
-use crate::tool_node::{HandleToolErrors, ToolCallWithContext, ToolNode};
+use crate::tool_node::{HandleToolErrors, ToolCallWithContext, ToolNode, pending_invalid_tool_calls};
 
 /// The answer of the agent when the recursion limit leaves too few steps for another tool round.
 pub const NEED_MORE_STEPS: &str = "Sorry, need more steps to process this request.";
@@ -530,7 +530,7 @@ impl<S: ReactAgentState> ModelCall<S> {
             response.name = Some(name.clone());
         }
         let remaining = rt.remaining_steps();
-        let has_calls = !response.tool_calls.is_empty();
+        let has_calls = !response.tool_calls.is_empty() || !response.invalid_tool_calls.is_empty();
         let all_return_direct = response.tool_calls.iter().all(|c| self.return_direct.contains(&c.name));
         let reply = if (remaining < 1 && all_return_direct) || (remaining < 2 && has_calls) {
             AiMessage { id: response.id, content: NEED_MORE_STEPS.into(), ..AiMessage::default() }
@@ -578,8 +578,11 @@ impl Routing {
     /// After the model (no post-model hook): the tools, the approval step, or the end.
     fn after_model<S: ReactAgentState>(&self, state: &S) -> Result<Vec<Route>> {
         debug_assert!(!self.has_post);
+        // Calls whose arguments could not be parsed go to the tools too, which answer them with the error.
         let calls = match state.messages().last() {
-            Some(Message::Ai(ai)) if !ai.tool_calls.is_empty() => ai.tool_calls.clone(),
+            Some(Message::Ai(ai)) if !ai.tool_calls.is_empty() || !ai.invalid_tool_calls.is_empty() => {
+                ai.tool_calls.clone()
+            }
             _ => return Ok(vec![self.finish()]),
         };
         if self.has_approval {
@@ -594,7 +597,7 @@ impl Routing {
     fn after_review<S: ReactAgentState>(&self, state: &S, from_hook: bool) -> Result<Vec<Route>> {
         let messages = state.messages();
         let pending = unanswered_calls(messages);
-        if !pending.is_empty() {
+        if !pending.is_empty() || !pending_invalid_tool_calls(messages).is_empty() {
             if from_hook && self.has_approval {
                 return Ok(vec![Route::Node(HUMAN_APPROVAL.to_owned())]);
             }
@@ -606,10 +609,14 @@ impl Routing {
         Ok(vec![self.finish()])
     }
 
-    /// v1: the `tools` node; v2: one `Send` per call.
+    /// v1: the `tools` node; v2: one `Send` per call, unless some calls could not be parsed: then the
+    /// `tools` node, which answers those with the error and runs the others.
     fn dispatch<S: ReactAgentState>(&self, state: &S, calls: Vec<ToolCall>) -> Result<Vec<Route>> {
         match self.version {
             AgentVersion::V1 => Ok(vec![Route::Node(TOOLS.to_owned())]),
+            AgentVersion::V2 if !pending_invalid_tool_calls(state.messages()).is_empty() => {
+                Ok(vec![Route::Node(TOOLS.to_owned())])
+            }
             AgentVersion::V2 => {
                 let mut shared_state: Option<Value> = None;
                 let mut routes = Vec::with_capacity(calls.len());

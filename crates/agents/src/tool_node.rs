@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 use weft_graph::node::{IntoNode, NodeFn, NodeInput};
 use weft_graph::{Command, CommandGraph, Goto, NodeOutput, Payload, Runtime, State, Store};
 use weft_runnable_core::{
-    AiMessage, CommandPayload, Error, InjectedArg, Injection, Message, REMOVE_ALL_MESSAGES, Result, RunKind,
-    Runnable, RunnableConfig, SharedTool, Tool, ToolCall, ToolCallOutput, ToolContext, ToolMessage,
-    ToolOutput, ToolStatus, invoke_tool,
+    AiMessage, CommandPayload, Error, InjectedArg, Injection, InvalidToolCall, Message, REMOVE_ALL_MESSAGES,
+    Result, RunKind, Runnable, RunnableConfig, SharedTool, Tool, ToolCall, ToolCallOutput, ToolContext,
+    ToolMessage, ToolOutput, ToolStatus, invoke_tool,
 };
 
 use crate::state::{HasMessages, state_json};
@@ -100,6 +100,29 @@ fn invocation_error_text(err: &Error, tool: &dyn Tool) -> Option<String> {
         "Error invoking tool '{name}' with kwargs {shown} with error:\n {}\n Please fix the error and try again.",
         errors.join("\n")
     ))
+}
+
+/// The tool message content for a call whose arguments the model's output could not be parsed into
+/// (not valid JSON): LangGraph's text for arguments a tool refuses, with the raw arguments and the parse
+/// error, so that the model can correct its call.
+pub fn invalid_tool_call_text(call: &InvalidToolCall) -> String {
+    let name = call.name.as_deref().unwrap_or_default();
+    let args = call.args.as_deref().unwrap_or_default();
+    let error = call.error.as_deref().unwrap_or("the arguments are not valid JSON");
+    format!(
+        "Error invoking tool '{name}' with kwargs {args} with error:\n {error}\n Please fix the error and try again."
+    )
+}
+
+/// The error tool message answering a call whose arguments could not be parsed.
+pub fn invalid_tool_call_message(call: &InvalidToolCall) -> ToolMessage {
+    ToolMessage {
+        content: invalid_tool_call_text(call).into(),
+        tool_call_id: call.id.clone().unwrap_or_default(),
+        name: call.name.clone(),
+        status: ToolStatus::Error,
+        ..ToolMessage::default()
+    }
 }
 
 /// The tool message content for a call of a tool the node does not have.
@@ -252,6 +275,31 @@ impl ToolNode {
         }
     }
 
+    /// Answers a call whose arguments could not be parsed, as the error policy says for bad arguments:
+    /// [`invalid_tool_call_text`] by default, the policy's text otherwise; under
+    /// [`HandleToolErrors::Never`] (or a handler returning `None`) it is an [`Error::ToolArguments`]
+    /// holding the raw arguments and the parse error.
+    pub fn answer_invalid_call(&self, call: &InvalidToolCall) -> Result<ToolMessage> {
+        let error = || Error::ToolArguments {
+            tool: call.name.clone().unwrap_or_default(),
+            args: Box::new(Value::String(call.args.clone().unwrap_or_default())),
+            errors: vec![call.error.clone().unwrap_or_else(|| "the arguments are not valid JSON".to_owned())],
+        };
+        let text = match &self.handle_tool_errors {
+            HandleToolErrors::InvalidArguments => Some(invalid_tool_call_text(call)),
+            HandleToolErrors::All => {
+                Some(format!("Error: {}\n Please fix your mistakes.", invalid_tool_call_text(call)))
+            }
+            HandleToolErrors::Text(text) => Some(text.clone()),
+            HandleToolErrors::Handler(f) => f(&error()),
+            HandleToolErrors::Never => None,
+        };
+        match text {
+            Some(text) => Ok(ToolMessage { content: text.into(), ..invalid_tool_call_message(call) }),
+            None => Err(error()),
+        }
+    }
+
     /// Runs `calls` concurrently and returns their outputs in call order; the first error (in call order)
     /// fails the whole batch once every call has finished.
     pub async fn run_calls(&self, calls: Vec<ToolCall>, ctx: &ToolContext) -> Result<Vec<ToolCallOutput>> {
@@ -294,6 +342,28 @@ pub fn pending_tool_calls(messages: &[Message]) -> Option<(&AiMessage, Vec<ToolC
         }
     }
     None
+}
+
+/// The invalid tool calls (arguments that could not be parsed) of the last AI message of `messages` (only
+/// tool messages may follow it) that no tool message answers yet. A [`ToolNode`] answers each with an
+/// error tool message ([`invalid_tool_call_message`]) so that the model can try again.
+pub fn pending_invalid_tool_calls(messages: &[Message]) -> Vec<InvalidToolCall> {
+    let mut answered = Vec::new();
+    for message in messages.iter().rev() {
+        match message {
+            Message::Tool(tool) => answered.push(tool.tool_call_id.as_str()),
+            Message::Ai(ai) => {
+                return ai
+                    .invalid_tool_calls
+                    .iter()
+                    .filter(|c| !answered.contains(&c.id.as_deref().unwrap_or_default()))
+                    .cloned()
+                    .collect();
+            }
+            _ => return Vec::new(),
+        }
+    }
+    Vec::new()
 }
 
 /// The runtime of the graph task running the tool, when the tool runs in a [`ToolNode`]: its store,
@@ -439,26 +509,37 @@ struct ToolNodeFn<S> {
 impl<S: HasMessages + Default> NodeFn<S> for ToolNodeFn<S> {
     fn call<'a>(&'a self, input: NodeInput<'a, S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
         async move {
-            let (calls, state) = match input {
+            let (calls, invalid, state) = match input {
                 NodeInput::State(state) => {
                     let (_, calls) = pending_tool_calls(state.messages())
                         .ok_or_else(|| Error::custom(ToolNodeError::NoAiMessage))?;
+                    let invalid = pending_invalid_tool_calls(state.messages());
                     let json = if calls.iter().any(|c| self.node.needs_state(&c.name)) {
                         Some(state_json(state)?)
                     } else {
                         None
                     };
-                    (calls, json)
+                    (calls, invalid, json)
                 }
                 NodeInput::Payload(payload) => {
                     let sent = payload.downcast_ref::<ToolCallWithContext>().ok_or_else(|| {
                         Error::custom(ToolNodeError::UnexpectedPayload(payload.type_name().to_owned()))
                     })?;
-                    (vec![sent.tool_call.clone()], sent.state.clone())
+                    (vec![sent.tool_call.clone()], Vec::new(), sent.state.clone())
                 }
             };
             let ctx = task_context(&runtime, state);
-            let outputs = self.node.run_calls(calls.clone(), &ctx).await?;
+            let mut outputs = self.node.run_calls(calls.clone(), &ctx).await?;
+            // Calls whose arguments could not be parsed are answered after the others, with the error.
+            let mut calls = calls;
+            for call in &invalid {
+                outputs.push(ToolCallOutput::Message(self.node.answer_invalid_call(call)?));
+                calls.push(ToolCall {
+                    name: call.name.clone().unwrap_or_default(),
+                    args: Value::Null,
+                    id: call.id.clone(),
+                });
+            }
             node_output::<S>(outputs, &calls)
         }
         .boxed()
@@ -486,7 +567,7 @@ impl Runnable<Vec<Message>, Vec<ToolMessage>> for ToolNode {
             pending_tool_calls(&input).ok_or_else(|| Error::custom(ToolNodeError::NoAiMessage))?;
         let ctx = ToolContext::new(config.clone());
         let outputs = self.run_calls(calls.clone(), &ctx).await?;
-        outputs
+        let mut messages = outputs
             .into_iter()
             .zip(&calls)
             .map(|(output, call)| match output {
@@ -495,6 +576,10 @@ impl Runnable<Vec<Message>, Vec<ToolMessage>> for ToolNode {
                     Err(Error::custom(ToolNodeError::CommandOutsideGraph(call.name.clone())))
                 }
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        for call in pending_invalid_tool_calls(&input) {
+            messages.push(self.answer_invalid_call(&call)?);
+        }
+        Ok(messages)
     }
 }

@@ -431,3 +431,45 @@ async fn an_agent_over_a_state_of_ones_own_injects_its_fields() {
     let spec = model.calls()[0].options.tools[0].clone();
     assert_eq!(spec.parameters["properties"], json!({}), "the injected field is hidden from the model");
 }
+
+/// A reply whose one tool call has arguments that are not JSON (as a model's output parser reports it).
+fn unparsable_add_call(id: &str) -> FakeReply {
+    FakeReply::from(weft_runnable_core::AiMessage {
+        invalid_tool_calls: vec![weft_runnable_core::InvalidToolCall {
+            name: Some("add".into()),
+            args: Some(r#"{"a": 2, "b": "#.into()),
+            id: Some(id.into()),
+            error: Some("EOF while parsing an object at line 1 column 14".into()),
+        }],
+        ..weft_runnable_core::AiMessage::default()
+    })
+}
+
+#[tokio::test]
+async fn a_tool_call_whose_arguments_are_not_json_is_answered_with_the_error_and_the_model_tries_again() {
+    for version in [AgentVersion::V1, AgentVersion::V2] {
+        let model = FakeChatModel::new([
+            unparsable_add_call("c1"),
+            FakeReply::tool_call("add", json!({"a": 2, "b": 3}), "c2"),
+            "2 + 3 = 5".into(),
+        ]);
+        let agent = create_react_agent(model.clone(), [add()]).version(version).build().unwrap();
+        let out = agent.invoke(ask("what is 2 + 3?"), &RunnableConfig::default()).await.unwrap();
+        assert_eq!(kinds(&out.value.messages), ["human", "ai", "tool", "ai", "tool", "ai"], "{version:?}");
+        let error = out.value.messages[2].as_tool().unwrap();
+        assert_eq!(error.tool_call_id, "c1");
+        assert_eq!(error.name.as_deref(), Some("add"));
+        assert_eq!(error.status, weft_runnable_core::ToolStatus::Error);
+        assert_eq!(
+            error.content.text(),
+            "Error invoking tool 'add' with kwargs {\"a\": 2, \"b\":  with error:\n EOF while parsing an object at \
+             line 1 column 14\n Please fix the error and try again."
+        );
+        assert_eq!(texts(&out.value.messages[4..]), ["5", "2 + 3 = 5"]);
+        // The model saw the error before its second call.
+        let calls = model.calls();
+        assert_eq!(calls.len(), 3);
+        assert_eq!(kinds(&calls[1].messages), ["human", "ai", "tool"]);
+        assert_eq!(calls[1].messages[2], out.value.messages[2]);
+    }
+}

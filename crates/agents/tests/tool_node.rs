@@ -533,3 +533,67 @@ async fn tool_node_and_tools_condition_make_a_loop() {
     assert_eq!(*state.lock().unwrap(), 2);
     let _ = Tool::name(add().as_ref());
 }
+
+#[tokio::test]
+async fn calls_whose_arguments_are_not_json_are_answered_with_the_error_after_the_others() {
+    let mut message = asks(vec![call("add", json!({"a": 1, "b": 2}), "ok")]);
+    message.invalid_tool_calls.push(weft_runnable_core::InvalidToolCall {
+        name: Some("add".into()),
+        args: Some("{a: 1}".into()),
+        id: Some("bad".into()),
+        error: Some("key must be a string at line 1 column 2".into()),
+    });
+    let text = "Error invoking tool 'add' with kwargs {a: 1} with error:\n key must be a string at line 1 \
+                column 2\n Please fix the error and try again.";
+    // As a graph node, routed there by tools_condition.
+    let mut g = StateGraph::<MessagesState>::new();
+    g.add_node("model", |_: MessagesState| ());
+    g.add_node("tools", ToolNode::new([add()]));
+    g.add_edge(START, "model");
+    g.add_conditional_edges("model", tools_condition, ["tools", END]);
+    let input = MessagesState::update().messages(vec![Message::human("go"), message.clone().into()]);
+    let out = g.compile().unwrap().invoke(input, &RunnableConfig::default()).await.unwrap();
+    let answers = tool_messages(&out.value.messages);
+    assert_eq!(answers.len(), 2);
+    assert_eq!((answers[0].tool_call_id.as_str(), answers[0].content.text()), ("ok", "3".to_owned()));
+    assert_eq!((answers[1].tool_call_id.as_str(), answers[1].content.text()), ("bad", text.to_owned()));
+    assert_eq!(answers[1].status, ToolStatus::Error);
+    // On a bare message list.
+    let node = ToolNode::new([add()]);
+    let out =
+        node.invoke(vec![Message::human("go"), message.into()], &RunnableConfig::default()).await.unwrap();
+    assert_eq!(out.iter().map(|m| m.tool_call_id.as_str()).collect::<Vec<_>>(), ["ok", "bad"]);
+    assert_eq!(out[1].content.text(), text);
+}
+
+#[test]
+fn tools_condition_routes_a_message_with_only_unparsable_calls_to_the_tools() {
+    let mut message = asks(Vec::new());
+    message.invalid_tool_calls.push(weft_runnable_core::InvalidToolCall::default());
+    let state = MessagesState { messages: vec![Message::human("go"), message.into()].into() };
+    assert_eq!(tools_condition(&state).unwrap(), "tools");
+}
+
+#[tokio::test]
+async fn unparsable_calls_follow_the_error_policy() {
+    let mut message = asks(Vec::new());
+    message.invalid_tool_calls.push(weft_runnable_core::InvalidToolCall {
+        name: Some("add".into()),
+        args: Some("{a: 1}".into()),
+        id: Some("bad".into()),
+        error: Some("key must be a string at line 1 column 2".into()),
+    });
+    let input = vec![Message::human("go"), message.into()];
+    let config = RunnableConfig::default();
+    let node = ToolNode::new([add()]).handle_tool_errors(HandleToolErrors::text("try again"));
+    let out = node.invoke(input.clone(), &config).await.unwrap();
+    assert_eq!(out[0].content.text(), "try again");
+    let err = ToolNode::new([add()]).handle_tool_errors(HandleToolErrors::Never).invoke(input, &config).await;
+    match err.unwrap_err() {
+        Error::ToolArguments { tool, args, errors } => {
+            assert_eq!((tool.as_str(), *args), ("add", json!("{a: 1}")));
+            assert_eq!(errors, ["key must be a string at line 1 column 2"]);
+        }
+        other => panic!("not a ToolArguments error: {other:?}"),
+    }
+}

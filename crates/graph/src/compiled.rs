@@ -24,8 +24,10 @@ pub const DEFAULT_GRAPH_RECURSION_LIMIT: u32 = 10_000;
 pub enum Durability {
     /// Each checkpoint is saved before the next superstep starts.
     Sync,
-    /// Checkpoints are saved in the background, in order, overlapping the next superstep; the run does not
-    /// return before every save is done (LangGraph's default).
+    /// Checkpoints are saved in the background, in order, overlapping the next superstep, no more: step
+    /// N+2 never starts before every save of step N is stored, and a failed save stops the run at the
+    /// next step boundary with the saver's error. The run does not return before every save is done
+    /// (LangGraph's default mode, with the lag bounded).
     #[default]
     Async,
     /// Only the final checkpoint (or the one at an interrupt or error) is saved.

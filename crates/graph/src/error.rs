@@ -2,6 +2,7 @@
 
 use weft_runnable_core::Error;
 
+use crate::checkpoint::CheckpointError;
 use crate::state::UpdateError;
 
 /// Result alias of the graph crate.
@@ -169,6 +170,9 @@ pub enum GraphError {
     /// The checkpointer failed.
     #[error("checkpointer error: {0}")]
     Checkpoint(String),
+    /// The checkpointer failed: its error as it returned it (with its source).
+    #[error("checkpointer error: {0}")]
+    Storage(#[source] CheckpointError),
     /// `update_state` named a node that does not exist.
     #[error("node {0} does not exist")]
     UpdateUnknownNode(String),
@@ -181,6 +185,12 @@ pub enum GraphError {
     /// A run value could not be converted.
     #[error("serialization failed: {0}")]
     Serialization(String),
+}
+
+impl From<CheckpointError> for GraphError {
+    fn from(err: CheckpointError) -> Self {
+        Self::Storage(err)
+    }
 }
 
 fn node_suffix(nodes: &[String]) -> String {

@@ -4,11 +4,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use weft_runnable_core::Error;
+use weft_runnable_core::retry::{Backoff, Jitter};
 
 type RetryOn = Arc<dyn Fn(&Error) -> bool + Send + Sync>;
 
 /// How a failing node is retried: exponential backoff with optional jitter, up to `max_attempts` runs in
-/// all (the first included). The writes of a failed attempt are discarded.
+/// all (the first included). The writes of a failed attempt are discarded. The waits are computed by
+/// weft's one [`Backoff`] (see [`backoff`](Self::backoff)).
 #[derive(Clone)]
 pub struct RetryPolicy {
     /// Wait before the first retry.
@@ -19,7 +21,7 @@ pub struct RetryPolicy {
     pub max_interval: Duration,
     /// Runs in all, the first included.
     pub max_attempts: u32,
-    /// Adds up to one second of random wait.
+    /// Adds up to one second of random wait (the wait stays within `max_interval`).
     pub jitter: bool,
     retry_on: RetryOn,
 }
@@ -107,16 +109,22 @@ impl RetryPolicy {
         !err.is_control_flow() && (self.retry_on)(err)
     }
 
+    /// The waits of this policy as a [`Backoff`]: `initial_interval * backoff_factor^(retry-1)`, plus up
+    /// to one second at random with `jitter`, at most `max_interval`.
+    pub fn backoff(&self) -> Backoff {
+        let jitter = if self.jitter { Jitter::Add(Duration::from_secs(1)) } else { Jitter::None };
+        Backoff::new(self.initial_interval, self.max_interval)
+            .with_factor(self.backoff_factor)
+            .with_jitter(jitter)
+    }
+
     /// The wait before retry number `retry` (1-based), without jitter.
     pub fn interval(&self, retry: u32) -> Duration {
-        let factor = self.backoff_factor.powi(retry.saturating_sub(1) as i32);
-        let secs = (self.initial_interval.as_secs_f64() * factor).min(self.max_interval.as_secs_f64());
-        Duration::from_secs_f64(secs.max(0.0))
+        self.backoff().base_delay(retry)
     }
 
     /// The wait before retry number `retry`, with jitter when enabled.
     pub fn delay(&self, retry: u32) -> Duration {
-        let base = self.interval(retry);
-        if self.jitter { base + Duration::from_secs_f64(rand::random::<f64>()) } else { base }
+        self.backoff().delay(retry)
     }
 }

@@ -156,7 +156,7 @@ async fn a_failed_batch_fails_the_run() {
     let app = counting_loop(failing.clone(), 300);
     let err =
         app.invoke_with(CountUpdate::new().n(0), &thread("t"), options(Durability::Async)).await.unwrap_err();
-    assert!(matches!(&err, GraphError::Checkpoint(m) if m.contains("disk full")), "{err}");
+    assert!(matches!(&err, GraphError::Storage(e) if e.to_string().contains("disk full")), "{err}");
 }
 
 #[tokio::test]

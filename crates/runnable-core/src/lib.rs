@@ -86,7 +86,7 @@ pub use partial_json::{parse_json_markdown, parse_partial_json};
 pub use passthrough::RunnablePassthrough;
 pub use pick::{PickKeys, RunnablePick};
 pub use prompts::{ChatPromptPart, ChatPromptTemplate, MessagesPlaceholder, PromptTemplate};
-pub use retry::{ExponentialBackoff, Retry, RetryPolicy};
+pub use retry::{Backoff, ExponentialBackoff, Jitter, Retry, RetryPolicy};
 pub use runnable::{BoxRunnable, ChunkStream, Merge, RunValue, Runnable, seq_step_tag};
 pub use sequence::Sequence;
 pub use tools::{

@@ -80,6 +80,8 @@ pub(crate) async fn save_checkpoint<S: State>(
     if let Some(op) = saver.put(checkpoint, metadata, new_versions, appends)? {
         saver.submit(op).await?;
     }
+    // A step boundary: the saves of the step before this one must be stored before the next step runs.
+    saver.step_boundary().await?;
     ch.mark_saved();
     if let (Some(sink), Some((values, metadata, parent_config))) = (ctx.sink, event) {
         let config = CheckpointConfig::clone(saver.current_config());

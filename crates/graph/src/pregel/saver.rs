@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
 
 use futures::future::BoxFuture;
@@ -32,9 +32,9 @@ enum Queued {
 
 /// The most saves handed to the saver in one batch.
 const MAX_BATCH: usize = 1024;
-/// Saves queued beyond this make the loop wait for the writer (memory stays bounded when the backend
-/// is slower than the graph).
-const MAX_QUEUED: usize = 8192;
+/// Saves queued beyond this make the loop wait for the writer, even within a step (memory stays bounded
+/// when one step's tasks finish faster than the backend stores their writes).
+const MAX_QUEUED: u64 = 8192;
 /// On one thread, the loop lets the writer run after this many queued saves.
 const YIELD_EVERY: usize = 1;
 
@@ -46,10 +46,17 @@ struct Writer {
 }
 
 /// Saves of one run, in order. In `async` mode saves go to a background writer, which hands everything
-/// queued meanwhile to the saver as one [`put_batch`](Checkpointer::put_batch) (so a durable backend
-/// stores many supersteps per transaction); `finish` waits for them. On a current-thread runtime (where
-/// the writer cannot run in parallel anyway) a save is first polled in place, and only one that is not
-/// done then goes to the writer (and so do the saves after it, until the queue is empty).
+/// queued meanwhile to the saver as one [`put_batch`](Checkpointer::put_batch); `finish` waits for them.
+/// On a current-thread runtime (where the writer cannot run in parallel anyway) a save is first polled
+/// in place, and only one that is not done then goes to the writer (and so do the saves after it, until
+/// the queue is empty).
+///
+/// The writer trails the loop by one step at most: once step N's checkpoint is queued, the loop waits
+/// ([`step_boundary`](RunSaver::step_boundary)) until every save queued up to step N-1's checkpoint
+/// (the writes of step N-1's tasks and that checkpoint included) is confirmed, so step N+1 never starts
+/// while a save of step N-1 is unconfirmed, and a failed save stops the run at the next step boundary
+/// (or at the next save, if that comes first) with the saver's error. What a crash or an outage can cost
+/// is then the tasks of the step that overlapped the failed save and of the step running, no more.
 pub(crate) struct RunSaver {
     pub(crate) checkpointer: Arc<dyn Checkpointer>,
     pub(crate) thread: CheckpointConfig,
@@ -63,8 +70,12 @@ pub(crate) struct RunSaver {
     /// Whether the checkpointer takes append deltas (read once per run).
     pub(crate) stores_appends: bool,
     writer: Option<Writer>,
-    /// Saves sent to the writer and not finished yet.
-    queued: Arc<AtomicUsize>,
+    /// Saves sent to the writer.
+    sent: u64,
+    /// Saves the writer has stored (in order: the first `confirmed` of the `sent`).
+    confirmed: Arc<AtomicU64>,
+    /// `sent` when the latest checkpoint was queued: the saves the next step boundary waits for.
+    fence: u64,
     /// Whether `async` saves are first polled in place (current-thread runtime).
     poll_in_place: bool,
     /// Saves queued since the loop last let the writer run (current-thread runtime).
@@ -94,7 +105,9 @@ impl RunSaver {
             durability,
             stores_appends,
             writer: None,
-            queued: Arc::new(AtomicUsize::new(0)),
+            sent: 0,
+            confirmed: Arc::new(AtomicU64::new(0)),
+            fence: 0,
             poll_in_place,
             since_yield: 0,
             deferred: Vec::new(),
@@ -136,7 +149,7 @@ impl RunSaver {
     /// Saves `op` at once when the saver can and nothing is queued before it (in order, then); hands it
     /// back otherwise, for [`submit`](RunSaver::submit). Not async: the op is not moved into a future.
     fn save_now(&self, op: SaveOp) -> GraphResult<Option<SaveOp>> {
-        if self.queued.load(Ordering::Acquire) != 0 {
+        if self.unconfirmed() != 0 {
             return Ok(Some(op));
         }
         self.checkpointer.save_now(op).map_err(checkpoint_error)
@@ -150,7 +163,7 @@ impl RunSaver {
         // On one thread, with nothing queued, a save that completes at once (an in-memory saver) is done
         // here, in order; a save that waits (I/O) goes to the writer, and so do the saves after it. On
         // several threads the writer runs beside the loop, so every save goes there.
-        let item = if self.poll_in_place && self.queued.load(Ordering::Acquire) == 0 {
+        let item = if self.poll_in_place && self.unconfirmed() == 0 {
             // As a batch of one: the saver takes the op by value (nothing to copy, no address to return).
             let saver = Arc::clone(&self.checkpointer);
             let mut started: SaveFuture = Box::pin(async move { saver.put_batch(vec![op]).await });
@@ -161,19 +174,15 @@ impl RunSaver {
         } else {
             Queued::Op(op)
         };
-        let writer = self.writer.get_or_insert_with(|| spawn_writer(&self.checkpointer, &self.queued));
-        self.queued.fetch_add(1, Ordering::AcqRel);
+        let writer = self.writer.get_or_insert_with(|| spawn_writer(&self.checkpointer, &self.confirmed));
         if writer.tx.send(item).is_err() {
             // The writer stopped after a failed save; its error comes out of `finish`.
             return self.finish().await;
         }
+        self.sent += 1;
         // Keep the queue bounded: wait for the writer when it falls far behind.
-        while self.queued.load(Ordering::Acquire) >= MAX_QUEUED && !writer.tx.is_closed() {
-            let progress = writer.progress.notified();
-            if self.queued.load(Ordering::Acquire) < MAX_QUEUED {
-                break;
-            }
-            progress.await;
+        if self.unconfirmed() >= MAX_QUEUED {
+            self.wait_confirmed(self.sent - MAX_QUEUED + 1).await?;
         }
         // On one thread the writer runs only when the loop yields: give it a turn every few saves, so
         // saves trail the graph by a bounded number of steps, in batches.
@@ -278,6 +287,41 @@ impl RunSaver {
         }
     }
 
+    /// Saves sent to the writer and not stored yet.
+    fn unconfirmed(&self) -> u64 {
+        self.sent.saturating_sub(self.confirmed.load(Ordering::Acquire))
+    }
+
+    /// Called once a checkpoint has been saved or queued, before the loop goes on: waits until the saves
+    /// queued up to the previous checkpoint are stored (one step's saves overlap the next step, no
+    /// more), and returns the error of a save that failed (the run stops there).
+    pub(crate) async fn step_boundary(&mut self) -> GraphResult<()> {
+        if self.writer.is_none() {
+            return Ok(());
+        }
+        let fence = std::mem::replace(&mut self.fence, self.sent);
+        self.wait_confirmed(fence).await
+    }
+
+    /// Waits until the first `count` saves sent to the writer are stored; a writer that failed ends the
+    /// wait with its error (found at once, even when those saves are stored).
+    async fn wait_confirmed(&mut self, count: u64) -> GraphResult<()> {
+        loop {
+            let Some(writer) = self.writer.as_ref() else { return Ok(()) };
+            if writer.tx.is_closed() {
+                return match self.finish().await {
+                    Ok(()) => Err(GraphError::Checkpoint("checkpoint writer stopped".to_owned())),
+                    Err(e) => Err(e),
+                };
+            }
+            let progress = writer.progress.notified();
+            if self.confirmed.load(Ordering::Acquire) >= count {
+                return Ok(());
+            }
+            progress.await;
+        }
+    }
+
     /// Waits for every queued save.
     pub(crate) async fn finish(&mut self) -> GraphResult<()> {
         if let Some(Writer { tx, handle, .. }) = self.writer.take() {
@@ -295,9 +339,11 @@ impl RunSaver {
 
 /// Starts the background writer of a run: it takes everything queued at each turn and saves the
 /// consecutive ops among it as one batch.
-fn spawn_writer(checkpointer: &Arc<dyn Checkpointer>, queued: &Arc<AtomicUsize>) -> Writer {
+fn spawn_writer(checkpointer: &Arc<dyn Checkpointer>, confirmed: &Arc<AtomicU64>) -> Writer {
+    // Unbounded as a channel, bounded in use: the loop waits for the writer at each step boundary and
+    // past `MAX_QUEUED` unconfirmed saves.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Queued>();
-    let (saver, queued) = (Arc::clone(checkpointer), Arc::clone(queued));
+    let (saver, confirmed) = (Arc::clone(checkpointer), Arc::clone(confirmed));
     let progress = Arc::new(Notify::new());
     let signal = Arc::clone(&progress);
     let handle = tokio::spawn(async move {
@@ -320,7 +366,7 @@ fn spawn_writer(checkpointer: &Arc<dyn Checkpointer>, queued: &Arc<AtomicUsize>)
                 if !batch.is_empty() {
                     saver.put_batch(std::mem::take(&mut batch)).await?;
                 }
-                queued.fetch_sub(taken, Ordering::AcqRel);
+                confirmed.fetch_add(taken as u64, Ordering::AcqRel);
                 signal.notify_waiters();
             }
             Ok(())
@@ -341,5 +387,5 @@ async fn poll_once<F: Future + Unpin>(op: &mut F) -> Poll<F::Output> {
 }
 
 fn checkpoint_error(e: CheckpointError) -> GraphError {
-    GraphError::Checkpoint(e.to_string())
+    GraphError::Storage(e)
 }

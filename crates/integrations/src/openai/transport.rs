@@ -11,9 +11,9 @@ use std::time::Duration;
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::middleware::HttpRequestFactory;
-use rand::Rng as _;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;
+use weft_runnable_core::retry::{Backoff, Jitter};
 
 use super::error::{ApiError, OpenAIError, excerpt, from_reqwest};
 
@@ -62,15 +62,14 @@ impl Default for RetrySettings {
 
 impl RetrySettings {
     /// The wait before retry number `retry` (1 for the first), after `error`.
+    /// weft's [`Backoff`]: doubling from `initial_delay`, up to a quarter less at random (so that
+    /// clients failing together do not retry together), at most `max_delay`; a `Retry-After` of up to
+    /// a minute is honoured.
     fn delay(&self, retry: u32, error: &OpenAIError) -> Duration {
-        if let Some(after) = error.retry_after().filter(|after| *after <= MAX_RETRY_AFTER) {
-            return after;
-        }
-        let factor = 2_u32.saturating_pow(retry.saturating_sub(1));
-        let base = self.initial_delay.saturating_mul(factor).min(self.max_delay);
-        // Up to a quarter less, so that clients failing together do not retry together.
-        let jitter = rand::rng().random_range(0.75..=1.0);
-        base.mul_f64(jitter)
+        Backoff::new(self.initial_delay, self.max_delay)
+            .with_jitter(Jitter::Scale { low: 0.75, high: 1.0 })
+            .with_max_retry_after(MAX_RETRY_AFTER)
+            .delay_after(retry, error.retry_after())
     }
 }
 

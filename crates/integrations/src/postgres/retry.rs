@@ -2,7 +2,9 @@
 //! serialization conflict).
 
 use std::future::Future;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
+
+use weft_runnable_core::retry::{Backoff, Jitter};
 
 /// How a PostgreSQL backend retries an operation that failed for a passing reason: a connection that
 /// broke or could not be made (I/O errors, SQLSTATE class 08), a server shutting down or starting
@@ -32,12 +34,12 @@ impl RetryPolicy {
         Self { retries: 0, ..Self::default() }
     }
 
-    /// The wait before retry `n` (0-based).
+    /// The wait before retry `n` (0-based): weft's [`Backoff`], doubling from `first_delay` with up to
+    /// half as much again at random, at most `max_delay`.
     pub(crate) fn delay(&self, n: u32) -> Duration {
-        let base = self.first_delay.saturating_mul(2_u32.saturating_pow(n)).min(self.max_delay);
-        let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-        let half = u64::try_from(base.as_millis() / 2).unwrap_or(0).max(1);
-        (base + Duration::from_millis(u64::from(nanos) % half)).min(self.max_delay)
+        Backoff::new(self.first_delay, self.max_delay)
+            .with_jitter(Jitter::Scale { low: 1.0, high: 1.5 })
+            .delay(n.saturating_add(1))
     }
 
     /// Runs `op` until it succeeds, fails for good, or the retries are spent.

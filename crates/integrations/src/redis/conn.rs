@@ -7,6 +7,7 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{ErrorKind, IntoConnectionInfo, RedisError, RetryMethod};
 use weft_graph::checkpoint::CheckpointError;
+use weft_runnable_core::retry::{Backoff, Jitter};
 
 use super::options::RedisOptions;
 
@@ -94,7 +95,10 @@ impl Conn {
             match op(self.manager.clone()).await {
                 Ok(value) => return Ok(value),
                 Err(err) if attempt < self.max_retries && is_transient(&err) => {
-                    let delay = self.retry_delay.saturating_mul(2u32.saturating_pow(attempt));
+                    // weft's one backoff: doubling from `retry_delay`, without jitter or cap.
+                    let delay = Backoff::new(self.retry_delay, Duration::MAX)
+                        .with_jitter(Jitter::None)
+                        .delay(attempt.saturating_add(1));
                     tracing::warn!(
                         operation = what,
                         attempt = attempt + 1,

@@ -1,7 +1,9 @@
 //! `Retry`: runs a runnable again when it fails, as a [`RetryPolicy`] decides.
 
+mod backoff;
 mod policy;
 
+pub use backoff::{Backoff, Jitter};
 pub use policy::{ExponentialBackoff, RetryPolicy};
 
 use std::borrow::Cow;

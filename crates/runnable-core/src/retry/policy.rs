@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::backoff::{Backoff, Jitter};
 use crate::error::Error;
 
 /// Decides whether a failed attempt is tried again and how long to wait first (tower's `retry::Policy`
@@ -31,7 +32,8 @@ type Predicate = Arc<dyn Fn(&Error) -> bool + Send + Sync>;
 
 /// The default policy, langchain-core's defaults: up to 3 attempts (counting the first), every error
 /// retried (except control flow), exponential backoff `initial * base^(attempt - 1)` plus a random
-/// jitter, capped at `max_delay`: 1 s, 2 s, 4 s, ... (+ up to 1 s), at most 60 s.
+/// jitter, capped at `max_delay`: 1 s, 2 s, 4 s, ... (+ up to 1 s), at most 60 s. The waits are a
+/// [`Backoff`]'s (see [`as_backoff`](Self::as_backoff)).
 ///
 /// When the error is a [`ModelError`](crate::ModelError) with `retry_after` (a provider's
 /// `Retry-After`), that delay is used as given, without jitter or cap: retrying sooner would only be
@@ -39,10 +41,7 @@ type Predicate = Arc<dyn Fn(&Error) -> bool + Send + Sync>;
 #[derive(Clone)]
 pub struct ExponentialBackoff {
     max_attempts: u32,
-    initial_delay: Duration,
-    max_delay: Duration,
-    base: f64,
-    jitter: Duration,
+    backoff: Backoff,
     retry_if: Option<Predicate>,
 }
 
@@ -50,10 +49,7 @@ impl fmt::Debug for ExponentialBackoff {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ExponentialBackoff")
             .field("max_attempts", &self.max_attempts)
-            .field("initial_delay", &self.initial_delay)
-            .field("max_delay", &self.max_delay)
-            .field("base", &self.base)
-            .field("jitter", &self.jitter)
+            .field("backoff", &self.backoff)
             .field("retry_if", &self.retry_if.is_some())
             .finish()
     }
@@ -63,10 +59,8 @@ impl Default for ExponentialBackoff {
     fn default() -> Self {
         Self {
             max_attempts: 3,
-            initial_delay: Duration::from_secs(1),
-            max_delay: Duration::from_secs(60),
-            base: 2.0,
-            jitter: Duration::from_secs(1),
+            backoff: Backoff::new(Duration::from_secs(1), Duration::from_secs(60))
+                .with_jitter(Jitter::Add(Duration::from_secs(1))),
             retry_if: None,
         }
     }
@@ -86,31 +80,42 @@ impl ExponentialBackoff {
 
     /// The delay after the first failure, before jitter.
     pub fn with_initial_delay(mut self, delay: Duration) -> Self {
-        self.initial_delay = delay;
+        self.backoff.initial = delay;
         self
     }
 
     /// The longest delay, jitter included.
     pub fn with_max_delay(mut self, delay: Duration) -> Self {
-        self.max_delay = delay;
+        self.backoff.max = delay;
         self
     }
 
     /// The factor by which the delay grows after each failure.
     pub fn with_base(mut self, base: f64) -> Self {
-        self.base = base;
+        self.backoff.factor = base;
         self
     }
 
     /// The most random time added to each delay (uniform between zero and `jitter`).
     pub fn with_jitter(mut self, jitter: Duration) -> Self {
-        self.jitter = jitter;
+        self.backoff.jitter = Jitter::Add(jitter);
         self
     }
 
     /// No random jitter: delays are exactly `initial * base^(attempt - 1)`, capped.
     pub fn without_jitter(self) -> Self {
         self.with_jitter(Duration::ZERO)
+    }
+
+    /// These waits, as `backoff` computes them (its jitter and `Retry-After` limit included).
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// The waits between attempts.
+    pub fn as_backoff(&self) -> &Backoff {
+        &self.backoff
     }
 
     /// Retries only the errors for which `predicate` returns `true` (control flow never is).
@@ -126,22 +131,7 @@ impl ExponentialBackoff {
 
     /// The delay after failed attempt number `attempt`, before jitter and without `retry_after`.
     pub fn backoff(&self, attempt: u32) -> Duration {
-        self.capped(self.initial_delay.as_secs_f64() * self.base.powf(f64::from(attempt.max(1) - 1)))
-    }
-
-    fn capped(&self, secs: f64) -> Duration {
-        let max = self.max_delay.as_secs_f64();
-        if secs.is_nan() || secs >= max {
-            return self.max_delay;
-        }
-        Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or(self.max_delay)
-    }
-
-    fn jitter_secs(&self) -> f64 {
-        if self.jitter.is_zero() {
-            return 0.0;
-        }
-        rand::random_range(0.0..=self.jitter.as_secs_f64())
+        self.backoff.base_delay(attempt)
     }
 }
 
@@ -155,10 +145,6 @@ impl RetryPolicy for ExponentialBackoff {
                 return None;
             }
         }
-        if let Some(after) = error.as_model().and_then(|e| e.retry_after) {
-            return Some(after);
-        }
-        let exponential = self.initial_delay.as_secs_f64() * self.base.powf(f64::from(attempt.max(1) - 1));
-        Some(self.capped(exponential + self.jitter_secs()))
+        Some(self.backoff.delay_after(attempt, error.as_model().and_then(|e| e.retry_after)))
     }
 }

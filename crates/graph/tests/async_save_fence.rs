@@ -1,0 +1,230 @@
+//! `async` durability overlaps one step's saves with the next step, no more: a run never starts superstep
+//! N+2 while a save of superstep N is unconfirmed, and a failed save stops the run at the next step
+//! boundary with the saver's error.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::error::Error as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use weft_graph::checkpoint::{
+    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple,
+    Checkpointer, InMemorySaver, ListOptions, SaveOp,
+};
+use weft_graph::{
+    CompileConfig, CompiledGraph, Durability, END, GraphError, RunOptions, START, State, StateGraph,
+};
+use weft_runnable_core::RunnableConfig;
+
+#[derive(State, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Count {
+    n: i64,
+}
+
+/// An in-memory saver whose batches take `delay` (as I/O does); it records the newest step whose
+/// checkpoint it has stored, and refuses every batch from the one holding step `fail_from`'s checkpoint.
+#[derive(Debug)]
+struct Backend {
+    inner: InMemorySaver,
+    delay: Duration,
+    stored_step: AtomicI64,
+    fail_from: Option<i64>,
+    failed: AtomicUsize,
+}
+
+impl Backend {
+    fn new(delay: Duration, fail_from: Option<i64>) -> Self {
+        Self {
+            inner: InMemorySaver::new(),
+            delay,
+            stored_step: AtomicI64::new(i64::MIN),
+            fail_from,
+            failed: AtomicUsize::new(0),
+        }
+    }
+}
+
+#[async_trait]
+impl Checkpointer for Backend {
+    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
+        self.inner.get_tuple(config).await
+    }
+    async fn list(
+        &self,
+        config: Option<&CheckpointConfig>,
+        options: ListOptions,
+    ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
+        self.inner.list(config, options).await
+    }
+    async fn put(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        self.put_batch(vec![SaveOp::Put {
+            config: Arc::new(config.clone()),
+            checkpoint: checkpoint.clone(),
+            metadata,
+            new_versions,
+            appends: Default::default(),
+        }])
+        .await?;
+        Ok(CheckpointConfig { checkpoint_id: Some(checkpoint.id), ..config.clone() })
+    }
+    async fn put_writes(
+        &self,
+        config: &CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<(), CheckpointError> {
+        tokio::time::sleep(self.delay).await;
+        self.inner.put_writes(config, writes, task_id, task_path).await
+    }
+    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+        tokio::time::sleep(self.delay).await;
+        let steps = ops.iter().filter_map(|op| match op {
+            SaveOp::Put { metadata, .. } => Some(metadata.step),
+            SaveOp::Writes { .. } => None,
+        });
+        let newest = steps.max();
+        if let (Some(fail), Some(step)) = (self.fail_from, newest) {
+            if step >= fail || self.failed.load(Ordering::SeqCst) > 0 {
+                self.failed.fetch_add(1, Ordering::SeqCst);
+                return Err(CheckpointError::Backend("connection refused".into()));
+            }
+        }
+        weft_graph::checkpoint::put_one_by_one(&self.inner, ops).await?;
+        if let Some(step) = newest {
+            self.stored_step.fetch_max(step, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError> {
+        self.inner.delete_thread(thread_id).await
+    }
+    async fn copy_thread(&self, src: &str, dst: &str) -> Result<(), CheckpointError> {
+        self.inner.copy_thread(src, dst).await
+    }
+    async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError> {
+        self.inner.prune(thread_id, keep_latest).await
+    }
+}
+
+/// A loop of "inc" (step k runs the k-th "inc") that records, for each execution, its step and the
+/// newest step whose checkpoint the backend had stored when it started.
+fn counting_loop(
+    backend: Arc<Backend>,
+    limit: i64,
+    starts: Arc<std::sync::Mutex<Vec<(i64, i64)>>>,
+) -> CompiledGraph<Count> {
+    let mut g = StateGraph::<Count>::new();
+    let seen = Arc::clone(&backend);
+    g.add_node("inc", move |s: Count| {
+        let (seen, starts) = (Arc::clone(&seen), Arc::clone(&starts));
+        async move {
+            let step = s.n + 1;
+            starts.lock().unwrap().push((step, seen.stored_step.load(Ordering::SeqCst)));
+            // Work that takes a little time, so that saves and steps overlap.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            CountUpdate::new().n(step)
+        }
+    });
+    g.add_edge(START, "inc");
+    g.add_conditional_edges("inc", move |s: &Count| if s.n < limit { "inc" } else { END }, ["inc", END]);
+    g.compile_with(CompileConfig::new().checkpointer(backend)).unwrap()
+}
+
+fn thread() -> RunnableConfig {
+    RunnableConfig::default().with_configurable("thread_id", "t").with_recursion_limit(1000)
+}
+
+fn asynchronous() -> RunOptions {
+    RunOptions { durability: Durability::Async, ..Default::default() }
+}
+
+async fn never_two_steps_ahead() {
+    let backend = Arc::new(Backend::new(Duration::from_millis(4), None));
+    let starts = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let app = counting_loop(Arc::clone(&backend), 40, Arc::clone(&starts));
+    let out = app.invoke_with(CountUpdate::new().n(0), &thread(), asynchronous()).await.unwrap();
+    assert_eq!(out.value.n, 40);
+    let starts = starts.lock().unwrap().clone();
+    assert_eq!(starts.len(), 40);
+    for &(step, stored) in &starts {
+        assert!(
+            stored >= step - 2,
+            "step {step} started with only step {stored}'s checkpoint stored: {starts:?}"
+        );
+    }
+    // Saves still overlap execution: some steps start before the previous step's checkpoint is stored.
+    assert!(
+        starts.iter().any(|&(step, stored)| stored < step - 1),
+        "every step waited for the previous checkpoint (sync behaviour): {starts:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_step_never_starts_two_steps_ahead_of_an_unconfirmed_checkpoint_on_one_thread() {
+    never_two_steps_ahead().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_never_starts_two_steps_ahead_of_an_unconfirmed_checkpoint_on_several_threads() {
+    never_two_steps_ahead().await;
+}
+
+async fn failed_save_stops_the_run() {
+    let fail_from = 10;
+    let backend = Arc::new(Backend::new(Duration::from_millis(2), Some(fail_from)));
+    let starts = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let app = counting_loop(Arc::clone(&backend), 200, Arc::clone(&starts));
+    let err = app.invoke_with(CountUpdate::new().n(0), &thread(), asynchronous()).await.unwrap_err();
+    // The saver's own error, kept whole as the source.
+    assert!(
+        matches!(&err, GraphError::Storage(CheckpointError::Backend(m)) if m == "connection refused"),
+        "{err}"
+    );
+    assert_eq!(err.source().map(ToString::to_string).as_deref(), Some("backend error: connection refused"));
+    // Step `fail_from`'s checkpoint failed: the step after it may have overlapped the save, no later one ran.
+    let ran = starts.lock().unwrap().iter().map(|&(step, _)| step).max().unwrap();
+    assert!(ran <= fail_from + 1, "ran up to step {ran} after the save of step {fail_from} failed");
+    // What was stored before the failure stays (a batch fails whole: it may have held the step before).
+    let latest = backend.inner.get_tuple(&CheckpointConfig::thread("t")).await.unwrap().unwrap();
+    let step = latest.metadata.step;
+    assert!((fail_from - 2..fail_from).contains(&step), "latest stored checkpoint is step {step}");
+    assert_eq!(latest.checkpoint.channel_values.get("n"), Some(&Value::from(step)));
+}
+
+#[tokio::test]
+async fn a_failed_save_stops_the_run_at_the_next_step_boundary_on_one_thread() {
+    failed_save_stops_the_run().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_save_stops_the_run_at_the_next_step_boundary_on_several_threads() {
+    failed_save_stops_the_run().await;
+}
+
+#[tokio::test]
+async fn sync_durability_waits_for_every_save() {
+    let backend = Arc::new(Backend::new(Duration::from_millis(1), None));
+    let starts = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let app = counting_loop(Arc::clone(&backend), 10, Arc::clone(&starts));
+    let options = RunOptions { durability: Durability::Sync, ..Default::default() };
+    app.invoke_with(CountUpdate::new().n(0), &thread(), options).await.unwrap();
+    for &(step, stored) in starts.lock().unwrap().iter() {
+        assert_eq!(
+            stored,
+            step - 1,
+            "in sync mode step {step} starts once step {}'s checkpoint is stored",
+            step - 1
+        );
+    }
+}
