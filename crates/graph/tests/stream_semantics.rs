@@ -162,3 +162,41 @@ async fn message_chunks_carry_thread_namespace_and_triggers() {
         assert_eq!(metadata["langgraph_checkpoint_ns"], ns);
     }
 }
+
+#[derive(State, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Inner {
+    #[state(append)]
+    log: Vec<String>,
+}
+
+fn child(name: &'static str, asks: bool) -> CompiledGraph<Inner> {
+    let mut g = StateGraph::<Inner>::new();
+    g.add_node("one", move |_: Inner, rt: &Runtime| -> weft_runnable_core::Result<InnerUpdate> {
+        let answer: String = if asks { rt.interrupt(format!("{name}?"))? } else { "-".to_owned() };
+        Ok(InnerUpdate::new().log(vec![format!("{name}:{answer}")]))
+    });
+    g.add_edge(START, "one");
+    g.compile().unwrap()
+}
+
+#[tokio::test]
+async fn a_finished_subgraph_task_is_reemitted_as_cached_when_its_sibling_resumes() {
+    let mut g = StateGraph::<Doc>::new();
+    g.add_node("s1", child("s1", false));
+    g.add_node("s2", child("s2", true));
+    g.add_edge(START, "s1");
+    g.add_edge(START, "s2");
+    let app = g.compile_with(CompileConfig::new().checkpointer(Arc::new(InMemorySaver::new()))).unwrap();
+    app.invoke(Doc::update(), &thread("t")).await.unwrap();
+    let parts: Vec<(String, bool)> = app
+        .stream(Command::<Doc>::resume("B"), &thread("t"), &[StreamMode::Updates])
+        .filter_map(|p| async move {
+            match p.unwrap().data {
+                StreamData::Updates { node, cached, .. } => Some((node, cached)),
+                _ => None,
+            }
+        })
+        .collect()
+        .await;
+    assert_eq!(parts, [("s1".to_owned(), true), ("s2".to_owned(), false)]);
+}
