@@ -2,6 +2,7 @@
 
 use weft_runnable_core::Error;
 
+use crate::checkpoint::{CheckpointError, CheckpointErrorKind};
 use crate::state::UpdateError;
 
 /// Result alias of the graph crate.
@@ -138,9 +139,14 @@ pub enum GraphError {
          checkpoint_id"
     )]
     MissingThreadId,
-    /// The checkpointer failed.
+    /// A checkpoint could not be used (not found, unreadable by this graph, a saver that stopped).
     #[error("checkpointer error: {0}")]
     Checkpoint(String),
+    /// The checkpointer failed: its error, whose [`kind`](CheckpointError::kind) says whether the backend
+    /// was unavailable (retryable), the data corrupt, the thread's head moved (conflict) or the request
+    /// invalid. See [`GraphError::checkpoint_error`].
+    #[error("checkpointer error: {0}")]
+    Storage(#[source] CheckpointError),
     /// `update_state` named a node that does not exist.
     #[error("node {0} does not exist")]
     UpdateUnknownNode(String),
@@ -153,6 +159,32 @@ pub enum GraphError {
     /// A run value could not be converted.
     #[error("serialization failed: {0}")]
     Serialization(String),
+}
+
+impl GraphError {
+    /// The checkpointer's error this error is, if it is one.
+    pub fn checkpoint_error(&self) -> Option<&CheckpointError> {
+        match self {
+            Self::Storage(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The kind of the checkpointer's error this error is, if it is one.
+    pub fn checkpoint_error_kind(&self) -> Option<CheckpointErrorKind> {
+        self.checkpoint_error().map(CheckpointError::kind)
+    }
+
+    /// Whether running again later may succeed: the checkpointer's backend was unavailable.
+    pub fn is_retryable(&self) -> bool {
+        self.checkpoint_error().is_some_and(CheckpointError::is_retryable)
+    }
+}
+
+impl From<CheckpointError> for GraphError {
+    fn from(err: CheckpointError) -> Self {
+        Self::Storage(err)
+    }
 }
 
 fn node_suffix(nodes: &[String]) -> String {

@@ -6,8 +6,8 @@ use serde_json::{Map, Value};
 use weft_runnable_core::RunnableConfig;
 
 use crate::checkpoint::{
-    ChannelAppends, CheckpointConfig, CheckpointMetadata, CheckpointSource, CheckpointTuple, ListOptions,
-    special,
+    ChannelAppends, CheckpointConfig, CheckpointMetadata, CheckpointSource, CheckpointTuple, ExpectedHead,
+    ListOptions, SaveOp, special,
 };
 use crate::compiled::CompiledGraph;
 use crate::error::{GraphError, GraphResult};
@@ -102,7 +102,7 @@ fn thread_of(config: &RunnableConfig) -> GraphResult<CheckpointConfig> {
 }
 
 fn cp_err(e: crate::checkpoint::CheckpointError) -> GraphError {
-    GraphError::Checkpoint(e.to_string())
+    GraphError::Storage(e)
 }
 
 impl<S: State> CompiledGraph<S> {
@@ -495,10 +495,26 @@ impl<S: State> CompiledGraph<S> {
             saver.stores_appends().then_some(&mut appends),
         )?;
         let metadata = CheckpointMetadata { source, step, parents: BTreeMap::new(), extra: Map::new() };
+        // The checkpoint must extend the thread's head: the parent when the update is on the latest
+        // checkpoint, the latest read now when it forks an older one.
+        let head = match &address.checkpoint_id {
+            None => parent.clone(),
+            Some(_) => {
+                let latest = CheckpointConfig { checkpoint_id: None, ..address.clone() };
+                saver.get_tuple(&latest).await.map_err(cp_err)?.map(|t| t.checkpoint.id)
+            }
+        };
+        let saved = CheckpointConfig { checkpoint_id: Some(checkpoint.id.clone()), ..address.clone() };
         let parent_config = CheckpointConfig { checkpoint_id: parent, ..address.clone() };
-        saver
-            .put_with_appends(&parent_config, checkpoint, metadata, new_versions, appends)
-            .await
-            .map_err(cp_err)
+        let op = SaveOp::Put {
+            config: std::sync::Arc::new(parent_config),
+            checkpoint,
+            metadata,
+            new_versions,
+            appends,
+            expected_head: ExpectedHead::from_head(head),
+        };
+        saver.put_batch(vec![op]).await.map_err(cp_err)?;
+        Ok(saved)
     }
 }

@@ -227,7 +227,7 @@ pub(crate) async fn run<S: State>(
         (Ok(_), Some(policy), Some(saver), None) => {
             match policy.apply(saver.checkpointer.as_ref(), &saver.thread.thread_id).await {
                 Ok(()) => result,
-                Err(e) => Err(GraphError::Checkpoint(e.to_string())),
+                Err(e) => Err(GraphError::Storage(e)),
             }
         }
         _ => result,
@@ -274,7 +274,15 @@ async fn run_inner<S: State>(
             CheckpointConfig { thread_id, checkpoint_ns: ctx.ns.clone(), checkpoint_id: None },
             ctx.options.durability,
         );
-        let tuple = cp.get_tuple(&address).await.map_err(|e| GraphError::Checkpoint(e.to_string()))?;
+        let tuple = cp.get_tuple(&address).await?;
+        // The head the run's first checkpoint must extend: for a fork, the thread's latest checkpoint,
+        // not the one forked from.
+        let head = match (&tuple, replay) {
+            (Some(t), false) => Some(t.checkpoint.id.clone()),
+            (None, false) => None,
+            (_, true) => cp.get_tuple(saver.current_config()).await?.map(|t| t.checkpoint.id),
+        };
+        saver.set_head(head);
         if let Some(tuple) = tuple {
             ch = Channels::from_checkpoint(spec, names, &tuple.checkpoint)?;
             loaded_step = Some(tuple.metadata.step);
