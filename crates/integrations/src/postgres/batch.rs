@@ -10,6 +10,7 @@ use super::Pg;
 use super::put::{check_config, check_text};
 use super::saver::backend;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
+use crate::sql::heads::HeadChecks;
 use crate::sql::rows;
 
 /// Checkpoints `$1-$6` (thread, ns, id, parent, body, metadata); channel values `$7-$12` (thread, ns,
@@ -55,6 +56,15 @@ writes AS (
         AND checkpoint_writes.checkpoint_ns = excluded.checkpoint_ns
 )
 SELECT (SELECT ok FROM ok), (SELECT count(*) FROM cp)"#;
+
+/// Locks the heads of threads `$1` and namespaces `$2` (pairs, sorted) until the transaction ends.
+const LOCK_HEADS: &str = "SELECT pg_advisory_xact_lock(hashtextextended(k.t || chr(31) || k.n, 0)) \
+    FROM unnest($1::text[], $2::text[]) AS k(t, n)";
+
+/// The head (greatest checkpoint id, `NULL`: none) of each thread `$1` and namespace `$2`.
+const HEADS: &str = "SELECT k.t, k.n, (SELECT max(c.checkpoint_id) FROM checkpoints c \
+    WHERE c.thread_key = md5(k.t)::uuid AND c.ns_key = md5(k.n)::uuid AND c.thread_id = k.t \
+    AND c.checkpoint_ns = k.n) FROM unnest($1::text[], $2::text[]) AS k(t, n)";
 
 #[derive(Debug)]
 struct CheckpointIn {
@@ -106,7 +116,7 @@ pub(super) fn rows_of(
     for op in ops {
         threads.insert(op.thread_id().to_owned());
         match op {
-            SaveOp::Put { config, mut checkpoint, metadata, new_versions, appends } => {
+            SaveOp::Put { config, mut checkpoint, metadata, new_versions, appends, .. } => {
                 let config = Arc::unwrap_or_clone(config);
                 check_config(&config)?;
                 check_text("checkpoint id", &checkpoint.id)?;
@@ -214,8 +224,12 @@ impl Rows {
 
 /// Writes the batch in one statement. Returns `false` when deltas were stored as whole lists because a
 /// base they extend is gone (pruned or deleted meanwhile).
-pub(super) async fn write(pg: &Pg, mut rows: Rows) -> Result<bool, CheckpointError> {
-    if execute(pg, &rows, true).await? {
+pub(super) async fn write(
+    pg: &Pg,
+    mut rows: Rows,
+    checks: Option<&HeadChecks>,
+) -> Result<bool, CheckpointError> {
+    if execute(pg, &rows, true, checks).await? {
         return Ok(true);
     }
     // The engine's appends have no whole list to fall back on.
@@ -223,14 +237,19 @@ pub(super) async fn write(pg: &Pg, mut rows: Rows) -> Result<bool, CheckpointErr
         return Err(b.record.missing_base(&b.thread));
     }
     rows.make_whole();
-    if execute(pg, &rows, false).await? {
+    if execute(pg, &rows, false, checks).await? {
         return Ok(false);
     }
-    Err(CheckpointError::Backend("a batch of checkpoints was not stored: its values' bases are gone".into()))
+    Err(CheckpointError::backend("a batch of checkpoints was not stored: its values' bases are gone"))
 }
 
 /// Runs the statement; `false` when a base stored before the batch is missing (nothing written then).
-async fn execute(pg: &Pg, rows: &Rows, check_bases: bool) -> Result<bool, CheckpointError> {
+async fn execute(
+    pg: &Pg,
+    rows: &Rows,
+    check_bases: bool,
+    checks: Option<&HeadChecks>,
+) -> Result<bool, CheckpointError> {
     let c = &rows.checkpoints;
     let (c_thread, c_ns, c_id, c_parent, c_body, c_meta) = (
         c.iter().map(|r| r.thread.as_str()).collect::<Vec<_>>(),
@@ -279,45 +298,76 @@ async fn execute(pg: &Pg, rows: &Rows, check_bases: bool) -> Result<bool, Checkp
         w.iter().map(|r| r.channel.as_str()).collect::<Vec<_>>(),
         w.iter().map(|r| r.blob.as_slice()).collect::<Vec<_>>(),
     );
-    let (ok, stored): (Option<bool>, i64) = pg
-        .retry
-        .run("put_batch", || {
-            sqlx::query_as(BATCH)
-                .bind(&c_thread)
-                .bind(&c_ns)
-                .bind(&c_id)
-                .bind(&c_parent)
-                .bind(&c_body)
-                .bind(&c_meta)
-                .bind(&b_thread)
-                .bind(&b_ns)
-                .bind(&b_channel)
-                .bind(&b_version)
-                .bind(&b_base)
-                .bind(&b_blob)
-                .bind(&o_thread)
-                .bind(&o_ns)
-                .bind(&o_channel)
-                .bind(&o_version)
-                .bind(&w_thread)
-                .bind(&w_ns)
-                .bind(&w_cp)
-                .bind(&w_task)
-                .bind(&w_path)
-                .bind(&w_idx)
-                .bind(&w_channel)
-                .bind(&w_blob)
-                .persistent(pg.persistent)
-                .fetch_one(&pg.pool)
-        })
-        .await
-        .map_err(backend)?;
+    let query = || {
+        sqlx::query_as::<_, (Option<bool>, i64)>(BATCH)
+            .bind(&c_thread)
+            .bind(&c_ns)
+            .bind(&c_id)
+            .bind(&c_parent)
+            .bind(&c_body)
+            .bind(&c_meta)
+            .bind(&b_thread)
+            .bind(&b_ns)
+            .bind(&b_channel)
+            .bind(&b_version)
+            .bind(&b_base)
+            .bind(&b_blob)
+            .bind(&o_thread)
+            .bind(&o_ns)
+            .bind(&o_channel)
+            .bind(&o_version)
+            .bind(&w_thread)
+            .bind(&w_ns)
+            .bind(&w_cp)
+            .bind(&w_task)
+            .bind(&w_path)
+            .bind(&w_idx)
+            .bind(&w_channel)
+            .bind(&w_blob)
+            .persistent(pg.persistent)
+    };
+    let (ok, stored) = match checks {
+        None => pg.run("put_batch", || query().fetch_one(&pg.pool)).await.map_err(backend)?,
+        Some(checks) => {
+            let (threads, namespaces): (Vec<&str>, Vec<&str>) =
+                checks.keys().iter().map(|(t, n)| (t.as_str(), n.as_str())).unzip();
+            let (threads, namespaces) = (&threads, &namespaces);
+            let checked = pg
+                .run("put_batch", || async {
+                    let mut tx = pg.pool.begin().await?;
+                    sqlx::query(LOCK_HEADS)
+                        .bind(threads)
+                        .bind(namespaces)
+                        .persistent(pg.persistent)
+                        .execute(&mut *tx)
+                        .await?;
+                    let found: Vec<(String, String, Option<String>)> = sqlx::query_as(HEADS)
+                        .bind(threads)
+                        .bind(namespaces)
+                        .persistent(pg.persistent)
+                        .fetch_all(&mut *tx)
+                        .await?;
+                    let heads: HashMap<(String, String), String> =
+                        found.into_iter().filter_map(|(t, n, head)| Some(((t, n), head?))).collect();
+                    if let Err(conflict) = checks.verify(&heads) {
+                        tx.rollback().await?;
+                        return Ok(Err(conflict));
+                    }
+                    let out = query().fetch_one(&mut *tx).await?;
+                    tx.commit().await?;
+                    Ok(Ok(out))
+                })
+                .await
+                .map_err(backend)?;
+            checked?
+        }
+    };
     if ok != Some(true) {
         return Ok(false);
     }
     if usize::try_from(stored).unwrap_or(0) < c.len() {
-        return Err(CheckpointError::Backend(
-            "a batch of checkpoints was not stored whole: another thread's row has one of its keys".into(),
+        return Err(CheckpointError::backend(
+            "a batch of checkpoints was not stored whole: another thread's row has one of its keys",
         ));
     }
     Ok(true)

@@ -16,12 +16,15 @@
 //! - **Secrets**: the password of a connection string never appears in `Debug` output, errors or logs.
 
 use std::fmt;
+use std::future::Future;
 use std::str::FromStr;
 use std::time::Duration;
 
 pub use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection};
 
+use crate::sql::Failure;
 pub use crate::sql::delta::DeltaStorage;
 use crate::sql::migrate::{self, Migration};
 
@@ -44,8 +47,17 @@ pub use store::PostgresStore;
 pub struct PostgresOptions {
     /// Pool size when weft makes the pool (default 10).
     pub max_connections: u32,
-    /// How long a call waits for a pooled connection (default 10 s).
+    /// How long a call waits for a pooled connection while the server is up and every connection is
+    /// busy (default 10 s).
     pub acquire_timeout: Duration,
+    /// How long one attempt to open a connection may take (default 5 s). A call that waits for a
+    /// connection for more than [`PROBE_AFTER`] opens one of its own to the server: when that fails
+    /// (connection refused, a name that does not resolve, authentication, no answer within this
+    /// timeout) the call fails at once with that cause, as a retryable
+    /// [`CheckpointErrorKind::Unavailable`](weft_graph::checkpoint::CheckpointErrorKind::Unavailable)
+    /// error (authentication and names as errors of the backend), instead of waiting out
+    /// `acquire_timeout`. So a refused connection fails in about 0.1 s per attempt.
+    pub connect_timeout: Duration,
     /// Use named server-side prepared statements, cached per connection (default `true`). Turn off
     /// behind a transaction-mode pooler (PgBouncer, Supavisor): every query then uses the unnamed
     /// statement.
@@ -54,7 +66,8 @@ pub struct PostgresOptions {
     /// when weft makes the pool (a startup parameter, which some poolers refuse: there, set the search
     /// path on the server role instead). `None`: the server's default search path.
     pub schema: Option<String>,
-    /// Retries of operations that fail for a passing reason.
+    /// Retries of operations that fail for a passing reason: the retry budget (default 3 retries, 50 ms
+    /// to 2 s apart; [`RetryPolicy::none`] fails at the first error).
     pub retry: RetryPolicy,
     /// How append-only channels are stored (savers only; default: deltas).
     pub delta: DeltaStorage,
@@ -65,6 +78,7 @@ impl Default for PostgresOptions {
         Self {
             max_connections: 10,
             acquire_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(5),
             prepared_statements: true,
             schema: None,
             retry: RetryPolicy::default(),
@@ -80,6 +94,18 @@ impl PostgresOptions {
         self
     }
 
+    /// These options with `timeout` for opening a connection.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// These options with `retry` as the retry budget.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
     /// These options without server-side prepared statements (for transaction-mode poolers).
     pub fn without_prepared_statements(mut self) -> Self {
         self.prepared_statements = false;
@@ -87,10 +113,17 @@ impl PostgresOptions {
     }
 }
 
+/// How long a call waits for a pooled connection before it also tries to open one of its own, to learn
+/// whether the server is reachable (see [`PostgresOptions::connect_timeout`]).
+pub const PROBE_AFTER: Duration = Duration::from_millis(100);
+
 /// A pool and how to use it.
 #[derive(Clone)]
 pub(crate) struct Pg {
     pub(crate) pool: PgPool,
+    /// Where a probe connects (the pool's options).
+    connect: PgConnectOptions,
+    connect_timeout: Duration,
     pub(crate) persistent: bool,
     pub(crate) retry: RetryPolicy,
     /// Where it connects, without the password.
@@ -173,14 +206,16 @@ impl Pg {
             connect = connect.options([("search_path", schema.as_str())]);
         }
         let target = describe(&connect);
+        // The pool opens its connections when first used (so an outage at start fails as fast as one
+        // later, with its cause, in `migrate`).
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(1))
             .acquire_timeout(options.acquire_timeout)
-            .connect_with(connect)
-            .await
-            .map_err(|e| redact(&format!("cannot connect to {target}: {e}")))?;
+            .connect_lazy_with(connect.clone());
         Ok(Self {
             pool,
+            connect,
+            connect_timeout: options.connect_timeout,
             persistent: options.prepared_statements,
             retry: options.retry,
             target,
@@ -190,15 +225,69 @@ impl Pg {
 
     /// The caller's pool.
     pub(crate) fn from_pool(pool: PgPool, options: &PostgresOptions) -> Self {
-        let target = describe(&pool.connect_options());
-        Self { pool, persistent: options.prepared_statements, retry: options.retry, target, schema: None }
+        let connect = PgConnectOptions::clone(&pool.connect_options());
+        let target = describe(&connect);
+        Self {
+            pool,
+            connect,
+            connect_timeout: options.connect_timeout,
+            persistent: options.prepared_statements,
+            retry: options.retry,
+            target,
+            schema: None,
+        }
+    }
+
+    /// Runs `op` as the retry policy says, each attempt [probed](Self::probed).
+    pub(crate) async fn run<T, F, Fut>(&self, what: &str, mut op: F) -> Result<T, sqlx::Error>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, sqlx::Error>>,
+    {
+        self.retry.run(what, || self.probed(op())).await
+    }
+
+    /// `op`, unless it is still waiting after [`PROBE_AFTER`] and a connection of its own to the server
+    /// fails meanwhile: then that connection's error (the cause: refused, unresolved, authentication,
+    /// timed out). A pool waiting for a refused server would only say "pool timed out", after its
+    /// acquire timeout.
+    pub(crate) async fn probed<T>(
+        &self,
+        op: impl Future<Output = Result<T, sqlx::Error>>,
+    ) -> Result<T, sqlx::Error> {
+        let mut op = std::pin::pin!(op);
+        tokio::select! {
+            done = &mut op => return done,
+            () = tokio::time::sleep(PROBE_AFTER) => {}
+        }
+        let probe = async {
+            match tokio::time::timeout(self.connect_timeout, self.connect.connect()).await {
+                Ok(Ok(conn)) => {
+                    // The server is up (the pool is busy, or the query slow): keep waiting for `op`.
+                    drop(conn.close().await);
+                    std::future::pending().await
+                }
+                Ok(Err(e)) => e,
+                Err(_) => sqlx::Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("connecting to {} timed out after {:?}", self.target, self.connect_timeout),
+                )),
+            }
+        };
+        tokio::select! {
+            done = &mut op => done,
+            cause = probe => Err(cause),
+        }
     }
 
     /// Applies the missing steps of `component` in one transaction, under an advisory lock per schema
     /// (so processes that start together migrate one after another).
-    pub(crate) async fn migrate(&self, component: &str, steps: &[Migration]) -> Result<(), String> {
-        let fail = |e: sqlx::Error| redact(&format!("PostgreSQL migration of {component} failed: {e}"));
-        let mut tx = self.pool.begin().await.map_err(fail)?;
+    pub(crate) async fn migrate(&self, component: &str, steps: &[Migration]) -> Result<(), Failure> {
+        let target = &self.target;
+        let fail = |e: sqlx::Error| {
+            Failure::new(redact(&format!("PostgreSQL migration of {component} at {target} failed: {e}")), e)
+        };
+        let mut tx = self.run("begin", || self.pool.begin()).await.map_err(fail)?;
         let lock_name = self.schema.clone().unwrap_or_default();
         sqlx::query(
             "SELECT pg_advisory_xact_lock(hashtext('weft_migrations'), \

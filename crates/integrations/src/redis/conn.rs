@@ -33,23 +33,22 @@ impl Conn {
     /// Connects as `options` say and checks the server's version.
     pub(crate) async fn connect(options: &RedisOptions) -> Result<Self, CheckpointError> {
         let url = options.redacted_url();
-        let info = options
-            .url
-            .as_str()
-            .into_connection_info()
-            .map_err(|e| CheckpointError::Backend(format!("invalid redis url '{url}': {e}")))?;
+        let info =
+            options.url.as_str().into_connection_info().map_err(|e| {
+                CheckpointError::Invalid(scrub(format!("invalid redis url '{url}': {e}"), None))
+            })?;
         let secret = info.redis_settings().password().filter(|p| !p.is_empty()).map(str::to_owned);
         let scrub_with = |text: String| scrub(text, secret.as_deref());
         let client = redis::Client::open(info)
-            .map_err(|e| CheckpointError::Backend(scrub_with(format!("invalid redis url '{url}': {e}"))))?;
+            .map_err(|e| CheckpointError::Invalid(scrub_with(format!("invalid redis url '{url}': {e}"))))?;
         let config = ConnectionManagerConfig::new()
             .set_number_of_retries(usize::try_from(options.max_retries).unwrap_or(usize::MAX))
             .set_min_delay(options.retry_delay)
             .set_response_timeout(Some(options.response_timeout))
             .set_connection_timeout(Some(options.connection_timeout));
-        let manager = ConnectionManager::new_with_config(client, config).await.map_err(|e| {
-            CheckpointError::Backend(scrub_with(format!("cannot connect to redis at '{url}': {e}")))
-        })?;
+        let manager = ConnectionManager::new_with_config(client, config)
+            .await
+            .map_err(|e| classify(scrub_with(format!("cannot connect to redis at '{url}': {e}")), e))?;
         let conn = Self {
             manager,
             max_retries: options.max_retries,
@@ -75,7 +74,7 @@ impl Conn {
         let major_minor = (parts.next().flatten(), parts.next().flatten());
         match major_minor {
             (Some(major), Some(minor)) if (major, minor) >= MIN_VERSION => Ok(()),
-            _ => Err(CheckpointError::Backend(format!(
+            _ => Err(CheckpointError::backend(format!(
                 "redis at '{url}' is version {version}; the saver needs {}.{} or newer",
                 MIN_VERSION.0, MIN_VERSION.1
             ))),
@@ -104,9 +103,7 @@ impl Conn {
                     tokio::time::sleep(delay).await;
                     attempt += 1;
                 }
-                Err(err) => {
-                    return Err(CheckpointError::Backend(self.scrub(format!("redis {what} failed: {err}"))));
-                }
+                Err(err) => return Err(classify(self.scrub(format!("redis {what} failed: {err}")), err)),
             }
         }
     }
@@ -130,6 +127,19 @@ fn is_transient(err: &RedisError) -> bool {
             err.retry_method(),
             RetryMethod::Reconnect | RetryMethod::RetryImmediately | RetryMethod::WaitAndRetry
         )
+}
+
+/// The checkpoint error of a failed command: unavailable when trying again may succeed (see
+/// [`is_transient`]), a backend error otherwise. `message` must be scrubbed already; the driver's error
+/// is kept as the source only when it cannot hold the password (not for authentication failures).
+pub(crate) fn classify(message: String, err: RedisError) -> CheckpointError {
+    if matches!(err.kind(), ErrorKind::AuthenticationFailed) {
+        CheckpointError::backend(message)
+    } else if is_transient(&err) {
+        CheckpointError::unavailable_from(message, err)
+    } else {
+        CheckpointError::backend_from(message, err)
+    }
 }
 
 /// `text` with every occurrence of `secret` replaced by `***`.

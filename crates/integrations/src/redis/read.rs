@@ -286,7 +286,7 @@ impl RedisSaver {
     ) -> Result<T, CheckpointError> {
         if pipe.is_empty() {
             return T::from_redis_value(redis::Value::Array(Vec::new()))
-                .map_err(|e| CheckpointError::Backend(format!("redis {what}: {e}")));
+                .map_err(|e| CheckpointError::backend_from(format!("redis {what}: {e}"), e));
         }
         self.conn.run(what, |mut c| async move { pipe.query_async::<T>(&mut c).await }).await
     }
@@ -311,8 +311,7 @@ fn writes_in_order(a: &Address, raw: Vec<(Vec<u8>, Vec<u8>)>) -> Result<Vec<Pend
 }
 
 fn parse<T: FromRedisValue>(reply: Option<redis::Value>, a: &Address) -> Result<T, CheckpointError> {
-    let reply =
-        reply.ok_or_else(|| CheckpointError::Backend("redis pipeline returned too few replies".into()))?;
+    let reply = reply.ok_or_else(|| CheckpointError::backend("redis pipeline returned too few replies"))?;
     T::from_redis_value(reply).map_err(|e| corrupt(&a.thread_id, &a.id, format!("unexpected reply: {e}")))
 }
 

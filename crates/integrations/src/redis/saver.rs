@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use weft_graph::checkpoint::{
     ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
-    CheckpointTuple, Checkpointer, ListOptions,
+    CheckpointTuple, Checkpointer, ExpectedHead, ListOptions, SaveOp, owned_writes,
 };
 
 use super::conn::Conn;
@@ -105,7 +105,8 @@ impl Checkpointer for RedisSaver {
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> Result<CheckpointConfig, CheckpointError> {
-        self.write_checkpoint(config, checkpoint, metadata, new_versions, ChannelAppends::new()).await
+        let any = ExpectedHead::Any;
+        self.write_checkpoint(config, checkpoint, metadata, new_versions, ChannelAppends::new(), &any).await
     }
 
     /// Stores the engine's appends as the new items on their base version (O(new items) a step), unless
@@ -122,7 +123,30 @@ impl Checkpointer for RedisSaver {
         new_versions: ChannelVersions,
         appends: ChannelAppends,
     ) -> Result<CheckpointConfig, CheckpointError> {
-        self.write_checkpoint(config, checkpoint, metadata, new_versions, appends).await
+        self.write_checkpoint(config, checkpoint, metadata, new_versions, appends, &ExpectedHead::Any).await
+    }
+
+    /// Each op in turn; a checkpoint's expected head is checked in its put script (atomically).
+    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+        for op in ops {
+            match op {
+                SaveOp::Put { config, checkpoint, metadata, new_versions, appends, expected_head } => {
+                    self.write_checkpoint(
+                        &config,
+                        checkpoint,
+                        metadata,
+                        new_versions,
+                        appends,
+                        &expected_head,
+                    )
+                    .await?;
+                }
+                SaveOp::Writes { config, writes, task_id, task_path } => {
+                    self.write_pending(&config, owned_writes(writes), &task_id, &task_path).await?;
+                }
+            }
+        }
+        Ok(())
     }
 
     async fn put_writes(

@@ -4,7 +4,7 @@
 use serde_json::Value;
 use weft_graph::checkpoint::{
     AppendDelta, ChannelAppends, ChannelName, ChannelValues, ChannelVersion, ChannelVersions, Checkpoint,
-    CheckpointConfig, CheckpointError, CheckpointMetadata, special,
+    CheckpointConfig, CheckpointError, CheckpointMetadata, ExpectedHead, special,
 };
 
 use super::codec::{StoredWrite, encode_append, encode_list, encode_record, encode_value, encode_write};
@@ -16,9 +16,19 @@ use super::saver::RedisSaver;
 /// checkpoint hash, ids. ARGV: thread id, namespace, checkpoint id, checkpoint JSON, metadata JSON,
 /// parent id, has parent (`1`/`0`), ttl ms (`""`: none), thread base, the suffixes of ids, values, bases
 /// and checkpoint hash, the count of values, then per value its field, bytes and base field (`""`:
-/// whole). When a base is missing nothing is written and the fields whose base is missing are returned.
+/// whole), then the expected head: `""` (none expected), `empty` or `id`, and the id. When the head (the
+/// greatest id of the namespace) is not the one expected nothing is written and `{"", head}` is returned
+/// (`head` empty: none). When a base is missing nothing is written and the fields whose base is missing
+/// are returned.
 const PUT: &str = r"
 local n = tonumber(ARGV[14])
+local mode = ARGV[15 + 3 * n]
+if mode ~= '' then
+  local head = redis.call('ZRANGE', KEYS[7], -1, -1)[1]
+  if (mode == 'empty' and head ~= nil) or (mode == 'id' and head ~= ARGV[16 + 3 * n]) then
+    return {'', head or ''}
+  end
+end
 local missing = {}
 for i = 0, n - 1 do
   local base = ARGV[17 + 3 * i]
@@ -96,6 +106,7 @@ impl RedisSaver {
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
         mut appends: ChannelAppends,
+        expected: &ExpectedHead,
     ) -> Result<CheckpointConfig, CheckpointError> {
         let (thread_id, ns_name) = (&config.thread_id, &config.checkpoint_ns);
         if checkpoint.id.is_empty() {
@@ -153,6 +164,11 @@ impl RedisSaver {
                 })?;
                 call.arg(field).arg(bytes).arg(base);
             }
+            match expected {
+                ExpectedHead::Id(id) => call.arg("id").arg(id),
+                ExpectedHead::Empty => call.arg("empty").arg(""),
+                _ => call.arg("").arg(""),
+            };
             let missing: Vec<String> = self
                 .conn
                 .run("put", |mut c| {
@@ -160,6 +176,14 @@ impl RedisSaver {
                     async move { call.query_async(&mut c).await }
                 })
                 .await?;
+            if let [marker, head] = &missing[..] {
+                if marker.is_empty() {
+                    let head = Some(head.as_str()).filter(|h| !h.is_empty());
+                    return Err(expected.check(config, &checkpoint.id, head).err().unwrap_or_else(|| {
+                        CheckpointError::backend("redis put refused a checkpoint whose head matched")
+                    }));
+                }
+            }
             if missing.is_empty() {
                 let lists =
                     planned.iter().filter_map(|p| p.list.as_ref().map(|l| (&*p.channel, &*p.version, l)));
@@ -199,7 +223,7 @@ impl RedisSaver {
                 }
             }
         }
-        Err(CheckpointError::Backend(format!(
+        Err(CheckpointError::backend(format!(
             "put of checkpoint '{}' in thread '{thread_id}' kept finding the bases of appended values gone",
             checkpoint.id
         )))

@@ -34,6 +34,7 @@ use std::time::Duration;
 pub use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
+use crate::sql::Failure;
 pub use crate::sql::delta::DeltaStorage;
 use crate::sql::migrate::{self, Migration};
 
@@ -114,7 +115,7 @@ impl fmt::Debug for Db {
 
 impl Db {
     /// Opens (creating it if missing) the database file at `path`.
-    pub(crate) async fn open(path: &Path, options: &SqliteOptions) -> Result<Self, String> {
+    pub(crate) async fn open(path: &Path, options: &SqliteOptions) -> Result<Self, Failure> {
         let synchronous = match options.durability {
             SqliteDurability::Normal => SqliteSynchronous::Normal,
             SqliteDurability::Full => SqliteSynchronous::Full,
@@ -126,7 +127,9 @@ impl Db {
             .synchronous(synchronous)
             .busy_timeout(options.busy_timeout)
             .foreign_keys(true);
-        let fail = |e: sqlx::Error| format!("cannot open SQLite database '{}': {e}", path.display());
+        let fail = |e: sqlx::Error| {
+            Failure::new(format!("cannot open SQLite database '{}': {e}", path.display()), e)
+        };
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .idle_timeout(None)
@@ -143,7 +146,7 @@ impl Db {
     }
 
     /// A private in-memory database (gone when the last clone of its pool is dropped).
-    pub(crate) async fn in_memory() -> Result<Self, String> {
+    pub(crate) async fn in_memory() -> Result<Self, Failure> {
         let connect = SqliteConnectOptions::new().in_memory(true).foreign_keys(true);
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
@@ -152,7 +155,7 @@ impl Db {
             .max_lifetime(None)
             .connect_with(connect)
             .await
-            .map_err(|e| format!("cannot open an in-memory SQLite database: {e}"))?;
+            .map_err(|e| Failure::new(format!("cannot open an in-memory SQLite database: {e}"), e))?;
         Ok(Self::from_pool(pool))
     }
 
@@ -162,8 +165,8 @@ impl Db {
     }
 
     /// Applies the missing steps of `component` in one write transaction.
-    pub(crate) async fn migrate(&self, component: &str, steps: &[Migration]) -> Result<(), String> {
-        let fail = |e: sqlx::Error| format!("SQLite migration of {component} failed: {e}");
+    pub(crate) async fn migrate(&self, component: &str, steps: &[Migration]) -> Result<(), Failure> {
+        let fail = |e: sqlx::Error| Failure::new(format!("SQLite migration of {component} failed: {e}"), e);
         let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(fail)?;
         sqlx::raw_sql(schema::MIGRATIONS_TABLE).execute(&mut *tx).await.map_err(fail)?;
         let applied: Vec<i64> =
