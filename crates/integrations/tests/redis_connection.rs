@@ -15,7 +15,7 @@ use redis_common::{Cleanup, fresh_prefix, raw, reachable_or_skip};
 use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
-use weft_graph::checkpoint::{CheckpointConfig, CheckpointError, Checkpointer};
+use weft_graph::checkpoint::{CheckpointConfig, Checkpointer};
 use weft_integrations::redis::{RedisOptions, RedisSaver};
 
 type TestResult = Result<(), String>;

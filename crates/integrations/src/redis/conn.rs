@@ -81,6 +81,30 @@ impl Conn {
         }
     }
 
+    /// Logs a warning when the server may evict keys of the saver (see
+    /// [`RedisSaver::connect_with`](super::RedisSaver::connect_with)); `with_ttl`: the saver sets TTLs.
+    pub(crate) async fn warn_if_evicting(&self, with_ttl: bool) -> Result<(), CheckpointError> {
+        let info: String =
+            self.run("INFO memory", |mut c| async move {
+                redis::cmd("INFO").arg("memory").query_async(&mut c).await
+            })
+            .await?;
+        let field = |name: &str| {
+            info.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(':')).map(str::trim)
+        };
+        let limit = field("maxmemory").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        let policy = field("maxmemory_policy").unwrap_or("unknown");
+        if can_evict(limit, policy, with_ttl) {
+            tracing::warn!(
+                maxmemory = limit,
+                maxmemory_policy = policy,
+                "redis may evict checkpoint keys when it reaches maxmemory; an evicted key reads as a corrupt \
+                 thread. Set `maxmemory-policy noeviction` (and persistence: appendonly yes) for the saver"
+            );
+        }
+        Ok(())
+    }
+
     /// Runs `op` on the connection, trying again after transient errors; `what` names the operation in
     /// errors and logs.
     pub(crate) async fn run<T, F, Fut>(&self, what: &str, op: F) -> Result<T, CheckpointError>
@@ -113,6 +137,21 @@ impl Conn {
     }
 }
 
+/// Whether a command (or one of a pipeline's) hit a key holding another type.
+fn is_wrong_type(err: &RedisError) -> bool {
+    err.code() == Some("WRONGTYPE")
+        || err
+            .clone()
+            .into_server_errors()
+            .is_some_and(|items| items.iter().any(|(_, e)| e.code() == "WRONGTYPE"))
+}
+
+/// Whether a server with `maxmemory` `limit` (0: none) and eviction `policy` may evict the saver's
+/// keys (which have a TTL when `with_ttl`).
+fn can_evict(limit: u64, policy: &str, with_ttl: bool) -> bool {
+    limit > 0 && (policy.starts_with("allkeys") || (with_ttl && policy.starts_with("volatile")))
+}
+
 /// Whether trying the same command again may succeed: a lost or refused connection, a timeout, a server
 /// that is loading or failing over. Authentication failures and command errors are final.
 fn is_transient(err: &RedisError) -> bool {
@@ -133,6 +172,11 @@ fn is_transient(err: &RedisError) -> bool {
 /// [`is_transient`]), a backend error otherwise. `message` must be scrubbed already; the driver's error
 /// is kept as the source only when it cannot hold the password (not for authentication failures).
 pub(crate) fn classify(message: String, err: RedisError) -> CheckpointError {
+    if is_wrong_type(&err) {
+        // A key of the saver holds another type: damaged data. The caller names the thread (see
+        // `RedisSaver::name_wrong_type`).
+        return CheckpointError::corrupt("", "", message);
+    }
     if matches!(err.kind(), ErrorKind::AuthenticationFailed) {
         CheckpointError::backend(message)
     } else if is_transient(&err) {
@@ -159,6 +203,21 @@ mod tests {
         assert_eq!(scrub("auth hunter2 failed".into(), Some("hunter2")), "auth *** failed");
         assert_eq!(scrub("nothing here".into(), Some("hunter2")), "nothing here");
         assert_eq!(scrub("kept".into(), None), "kept");
+    }
+
+    #[test]
+    fn eviction_is_possible_only_with_a_limit_and_a_policy_that_reaches_the_keys() {
+        assert!(!can_evict(0, "allkeys-lru", true), "no limit, no eviction");
+        assert!(can_evict(1 << 30, "allkeys-lru", false));
+        assert!(!can_evict(1 << 30, "volatile-lru", false), "keys without a TTL are not evicted");
+        assert!(can_evict(1 << 30, "volatile-ttl", true));
+        assert!(!can_evict(1 << 30, "noeviction", true));
+    }
+
+    #[test]
+    fn io_errors_are_unavailable() {
+        let io = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert!(classify("redis get failed".into(), io).is_retryable());
     }
 
     #[test]

@@ -38,7 +38,10 @@ impl RedisSaver {
     }
 
     /// Connects as `options` say. Fails when the server cannot be reached (after the retries), rejects
-    /// the credentials, or is older than Redis 6.2.
+    /// the credentials, or is older than Redis 6.2. Logs a warning (`tracing`, target
+    /// `weft_integrations::redis`) when the server may evict the saver's keys: a `maxmemory` limit with
+    /// an `allkeys-*` eviction policy, or a `volatile-*` one while the saver sets a TTL (see the
+    /// [module docs](super) for the settings the saver needs).
     pub async fn connect_with(options: RedisOptions) -> Result<Self, CheckpointError> {
         if options.prefix.is_empty() {
             return Err(CheckpointError::Invalid("the redis key prefix must not be empty".to_owned()));
@@ -49,6 +52,7 @@ impl RedisSaver {
             ));
         }
         let conn = Conn::connect(&options).await?;
+        conn.warn_if_evicting(options.ttl.is_some()).await?;
         Ok(Self {
             conn,
             keys: Keys::new(&options.prefix),

@@ -10,6 +10,7 @@ use weft_graph::checkpoint::{
 use super::codec::{StoredWrite, encode_append, encode_list, encode_record, encode_value, encode_write};
 use super::delta::{DeltaPlanner, ListPlan};
 use super::keys::{NAMESPACES, NsSuffix, ThreadKeys, blob_field, write_field};
+use super::read::named;
 use super::saver::RedisSaver;
 
 /// Stores a checkpoint atomically. KEYS: thread index, registry, namespace set, values, bases,
@@ -175,7 +176,8 @@ impl RedisSaver {
                     let call = &call;
                     async move { call.query_async(&mut c).await }
                 })
-                .await?;
+                .await
+                .map_err(|e| named(e, thread_id, &checkpoint.id))?;
             if let [marker, head] = &missing[..] {
                 if marker.is_empty() {
                     let head = Some(head.as_str()).filter(|h| !h.is_empty());
@@ -311,6 +313,7 @@ impl RedisSaver {
                 async move { pipe.query_async::<()>(&mut c).await }
             })
             .await
+            .map_err(|e| named(e, thread_id, checkpoint_id))
     }
 
     /// A transaction that registers the thread, its namespace `ns` and the keys of `suffixes`.
