@@ -162,10 +162,14 @@ pub enum GraphError {
 }
 
 impl GraphError {
-    /// The checkpointer's error this error is, if it is one.
+    /// The checkpointer's error this error is, if it is one: its own, or that of a graph run inside a
+    /// failed node (a subgraph).
     pub fn checkpoint_error(&self) -> Option<&CheckpointError> {
         match self {
             Self::Storage(e) => Some(e),
+            Self::Node { source, .. } => {
+                source.downcast_custom::<GraphError>().and_then(Self::checkpoint_error)
+            }
             _ => None,
         }
     }
@@ -197,5 +201,20 @@ impl From<GraphError> for Error {
             GraphError::Node { source, .. } if source.is_control_flow() => source,
             other => Error::custom(other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_subgraphs_storage_error_is_reachable_from_the_node_error() {
+        let inner = GraphError::Storage(CheckpointError::unavailable("postgres: connection refused"));
+        assert!(inner.is_retryable());
+        let outer = GraphError::Node { node: "sub".into(), step: 1, source: Error::from(inner) };
+        assert_eq!(outer.checkpoint_error_kind(), Some(CheckpointErrorKind::Unavailable));
+        assert!(outer.is_retryable());
+        assert_eq!(GraphError::EmptyInput.checkpoint_error_kind(), None);
     }
 }

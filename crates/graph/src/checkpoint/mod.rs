@@ -11,6 +11,11 @@
 //! [`Checkpointer::put_with_appends`]; the engine does so for savers whose
 //! [`stores_appends`](Checkpointer::stores_appends) is true, so a step costs O(new items), not O(list).
 //!
+//! One thread has one run at a time: a save carries the head its writer expects ([`ExpectedHead`], in
+//! [`SaveOp::Put`]); a saver refuses a checkpoint that would not extend the stored head with a
+//! [`CheckpointError::Conflict`], atomically. Errors have a [`CheckpointErrorKind`] (unavailable,
+//! corrupt, conflict, invalid request, backend) a caller can match on.
+//!
 //! [`InMemorySaver`] is the reference implementation; [`conformance`] holds the cases every saver must
 //! pass; [`RetentionPolicy`] says which old checkpoints a running thread drops; [`get_next_version`] makes
 //! channel versions.
@@ -311,7 +316,8 @@ impl SaveOp {
 ///
 /// A checkpoint with an [`ExpectedHead`] is checked against the head [`list_ids`](Checkpointer::list_ids)
 /// reads just before it is stored: not atomic, so a saver whose checks must hold against concurrent
-/// writers (every saver of this workspace) checks in its own `put_batch`.
+/// writers (every saver of this workspace) checks in its own `put_batch`, and a wrapper of a saver must
+/// forward `put_batch` to it.
 pub async fn put_one_by_one<C: Checkpointer + ?Sized>(
     saver: &C,
     ops: Vec<SaveOp>,

@@ -18,7 +18,15 @@
 //! SQLite has one writer at a time: a saver opened on a file writes through one connection (so the
 //! process's writers queue in order instead of retrying on `SQLITE_BUSY`) and reads through a small
 //! pool that WAL lets run beside the writer. Other processes may open the same file; their writes wait up
-//! to [`SqliteOptions::busy_timeout`].
+//! to [`SqliteOptions::busy_timeout`] and then fail as
+//! [`Unavailable`](weft_graph::checkpoint::CheckpointErrorKind::Unavailable) (database locked: retryable).
+//!
+//! A checkpoint's expected head ([`ExpectedHead`](weft_graph::checkpoint::ExpectedHead): one run per
+//! thread) is checked inside the write transaction (`BEGIN IMMEDIATE`, so no other writer can move the
+//! head in between); a batch whose expectation fails stores nothing and is a
+//! [`Conflict`](weft_graph::checkpoint::CheckpointErrorKind::Conflict). A row holding a value of the
+//! wrong type (SQLite keeps what it is given) reads as
+//! [`Corrupt`](weft_graph::checkpoint::CheckpointErrorKind::Corrupt) naming its thread and checkpoint.
 //!
 //! # Layout
 //!
