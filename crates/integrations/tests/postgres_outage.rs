@@ -1,4 +1,4 @@
-#![allow(clippy::unwrap_used, missing_docs)]
+#![allow(clippy::unwrap_used, clippy::panic, missing_docs)]
 //! PostgreSQL outages as a caller sees them: a refused connection fails in well under a second with its
 //! cause in the error chain and a retryable kind, at connect time and for a save of a running saver (the
 //! server behind a proxy that is cut), also through a graph; the saver recovers when the server is back.

@@ -83,25 +83,8 @@ pub enum CheckpointError {
     },
     /// A checkpoint was refused because the thread's head is not the one its writer expected
     /// ([`CheckpointErrorKind::Conflict`]): another run saved to the thread meanwhile.
-    #[error(
-        "conflict in thread '{thread_id}'{}: checkpoint '{checkpoint_id}' expected head {} but the head is {}; \
-         another run saved to this thread meanwhile",
-        ns_suffix(.checkpoint_ns),
-        head_text(.expected),
-        head_text(.found)
-    )]
-    Conflict {
-        /// The thread.
-        thread_id: String,
-        /// The namespace.
-        checkpoint_ns: String,
-        /// The checkpoint that was refused.
-        checkpoint_id: String,
-        /// The head its writer expected (`None`: no checkpoint).
-        expected: Option<String>,
-        /// The head found (`None`: no checkpoint).
-        found: Option<String>,
-    },
+    #[error("{0}")]
+    Conflict(Box<HeadConflict>),
     /// A value could not be serialized ([`CheckpointErrorKind::InvalidRequest`]).
     #[error("cannot serialize channel '{channel}' of thread '{thread_id}': {message}")]
     Serialize {
@@ -116,6 +99,28 @@ pub enum CheckpointError {
     /// ([`CheckpointErrorKind::InvalidRequest`]).
     #[error("invalid request: {0}")]
     Invalid(String),
+}
+
+/// What a [`CheckpointError::Conflict`] refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "conflict in thread '{thread_id}'{}: checkpoint '{checkpoint_id}' expected head {} but the head is {}; \
+     another run saved to this thread meanwhile",
+    ns_suffix(.checkpoint_ns),
+    head_text(.expected),
+    head_text(.found)
+)]
+pub struct HeadConflict {
+    /// The thread.
+    pub thread_id: String,
+    /// The namespace.
+    pub checkpoint_ns: String,
+    /// The checkpoint that was refused.
+    pub checkpoint_id: String,
+    /// The head its writer expected (`None`: no checkpoint).
+    pub expected: Option<String>,
+    /// The head found (`None`: no checkpoint).
+    pub found: Option<String>,
 }
 
 fn channel_suffix(channel: &Option<String>) -> String {
@@ -166,9 +171,8 @@ impl CheckpointError {
     /// The thread the error names, when it names one.
     pub fn thread_id(&self) -> Option<&str> {
         match self {
-            Self::Corrupt { thread_id, .. }
-            | Self::Conflict { thread_id, .. }
-            | Self::Serialize { thread_id, .. } => Some(thread_id),
+            Self::Corrupt { thread_id, .. } | Self::Serialize { thread_id, .. } => Some(thread_id),
+            Self::Conflict(conflict) => Some(&conflict.thread_id),
             _ => None,
         }
     }
@@ -242,15 +246,16 @@ mod tests {
         );
         assert!(corrupt.is_corrupt() && !corrupt.is_retryable());
         assert_eq!(corrupt.thread_id(), Some("t1"));
-        let conflict = CheckpointError::Conflict {
+        let conflict = CheckpointError::Conflict(Box::new(HeadConflict {
             thread_id: "t1".into(),
             checkpoint_ns: String::new(),
             checkpoint_id: "c3".into(),
             expected: Some("c1".into()),
             found: Some("c2".into()),
-        };
+        }));
         assert!(conflict.is_conflict());
         assert!(conflict.to_string().contains("expected head 'c1' but the head is 'c2'"), "{conflict}");
         assert_eq!(CheckpointError::Invalid("x".into()).kind(), CheckpointErrorKind::InvalidRequest);
+        assert!(std::mem::size_of::<CheckpointError>() <= 104, "small enough to return by value");
     }
 }

@@ -34,7 +34,7 @@ mod memory;
 mod retention;
 mod version;
 
-pub use error::{CheckpointError, CheckpointErrorKind, ErrorSource};
+pub use error::{CheckpointError, CheckpointErrorKind, ErrorSource, HeadConflict};
 pub use flat_map::FlatMap;
 pub use memory::InMemorySaver;
 pub use retention::{RetentionPolicy, checkpoint_time};
@@ -250,7 +250,7 @@ impl ExpectedHead {
         if self.matches(found) {
             return Ok(());
         }
-        Err(CheckpointError::Conflict {
+        Err(CheckpointError::Conflict(Box::new(HeadConflict {
             thread_id: config.thread_id.clone(),
             checkpoint_ns: config.checkpoint_ns.clone(),
             checkpoint_id: checkpoint_id.to_owned(),
@@ -259,7 +259,7 @@ impl ExpectedHead {
                 Self::Any | Self::Empty => None,
             },
             found: found.map(str::to_owned),
-        })
+        })))
     }
 }
 

@@ -4,25 +4,39 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use weft_graph::checkpoint::{CheckpointError, SaveOp};
+use weft_graph::checkpoint::{CheckpointError, HeadConflict, SaveOp};
 
 use super::Pg;
 use super::put::{check_config, check_text};
 use super::saver::backend;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
-use crate::sql::heads::HeadChecks;
+use crate::sql::heads::{AssumedHead, HeadChecks};
 use crate::sql::rows;
 
 /// Checkpoints `$1-$6` (thread, ns, id, parent, body, metadata); channel values `$7-$12` (thread, ns,
 /// channel, version, base, blob); bases stored before the batch `$13-$16` (thread, ns, channel,
-/// version); writes `$17-$24` (thread, ns, checkpoint, task, path, idx, channel, blob). Nothing is written
-/// unless every base of `$13-$16` is stored. Returns whether it was written and how many checkpoints.
+/// version); writes `$17-$24` (thread, ns, checkpoint, task, path, idx, channel, blob); heads the batch
+/// assumes `$25-$28` (thread, ns, whether the head must be exactly `$28` (`NULL`: none) or below it).
+/// Nothing is written unless every base of `$13-$16` is stored and every head is as assumed. Returns
+/// whether the bases are there, whether the heads are as assumed, how many checkpoints were written, and
+/// the heads found.
 const BATCH: &str = r#"
-WITH ok AS (
+WITH bases AS (
     SELECT count(*) = cardinality($16::text[]) AS ok
     FROM unnest($13::text[], $14::text[], $15::text[], $16::text[]) AS d(thread, ns, channel, version)
     JOIN checkpoint_blobs b ON b.thread_key = md5(d.thread)::uuid AND b.ns_key = md5(d.ns)::uuid
         AND b.thread_id = d.thread AND b.checkpoint_ns = d.ns AND b.channel = d.channel AND b.version = d.version
+),
+heads AS (
+    SELECT g.i, CASE WHEN g.exact THEN h.head IS NOT DISTINCT FROM g.want
+        ELSE h.head IS NULL OR h.head < g.want END AS ok, h.head
+    FROM unnest($25::text[], $26::text[], $27::bool[], $28::text[]) WITH ORDINALITY AS g(thread, ns, exact, want, i)
+    LEFT JOIN LATERAL (SELECT max(c.checkpoint_id) AS head FROM checkpoints c
+        WHERE c.thread_key = md5(g.thread)::uuid AND c.ns_key = md5(g.ns)::uuid AND c.thread_id = g.thread
+        AND c.checkpoint_ns = g.ns) h ON true
+),
+ok AS (
+    SELECT (SELECT ok FROM bases) AND (SELECT coalesce(bool_and(ok), true) FROM heads) AS ok
 ),
 cp AS (
     INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
@@ -55,16 +69,8 @@ writes AS (
     WHERE excluded.idx < 0 AND checkpoint_writes.thread_id = excluded.thread_id
         AND checkpoint_writes.checkpoint_ns = excluded.checkpoint_ns
 )
-SELECT (SELECT ok FROM ok), (SELECT count(*) FROM cp)"#;
-
-/// Locks the heads of threads `$1` and namespaces `$2` (pairs, sorted) until the transaction ends.
-const LOCK_HEADS: &str = "SELECT pg_advisory_xact_lock(hashtextextended(k.t || chr(31) || k.n, 0)) \
-    FROM unnest($1::text[], $2::text[]) AS k(t, n)";
-
-/// The head (greatest checkpoint id, `NULL`: none) of each thread `$1` and namespace `$2`.
-const HEADS: &str = "SELECT k.t, k.n, (SELECT max(c.checkpoint_id) FROM checkpoints c \
-    WHERE c.thread_key = md5(k.t)::uuid AND c.ns_key = md5(k.n)::uuid AND c.thread_id = k.t \
-    AND c.checkpoint_ns = k.n) FROM unnest($1::text[], $2::text[]) AS k(t, n)";
+SELECT (SELECT ok FROM bases), (SELECT coalesce(bool_and(ok), true) FROM heads), (SELECT count(*) FROM cp),
+    coalesce((SELECT array_agg(head ORDER BY i) FROM heads), '{}')"#;
 
 #[derive(Debug)]
 struct CheckpointIn {
@@ -243,6 +249,19 @@ pub(super) async fn write(
     Err(CheckpointError::backend("a batch of checkpoints was not stored: its values' bases are gone"))
 }
 
+/// A conflict when the stored heads differ from those a batch assumed, in a way its own checks do not
+/// name (a thread whose first checkpoint in the batch expected nothing, stored after a newer one).
+fn conflict_without_detail(assumed: &[AssumedHead]) -> CheckpointError {
+    let first = assumed.first();
+    CheckpointError::Conflict(Box::new(HeadConflict {
+        thread_id: first.map(|h| h.thread.clone()).unwrap_or_default(),
+        checkpoint_ns: first.map(|h| h.ns.clone()).unwrap_or_default(),
+        checkpoint_id: String::new(),
+        expected: first.and_then(|h| h.want.clone()),
+        found: None,
+    }))
+}
+
 /// Runs the statement; `false` when a base stored before the batch is missing (nothing written then).
 async fn execute(
     pg: &Pg,
@@ -298,8 +317,15 @@ async fn execute(
         w.iter().map(|r| r.channel.as_str()).collect::<Vec<_>>(),
         w.iter().map(|r| r.blob.as_slice()).collect::<Vec<_>>(),
     );
+    let assumed = checks.map(HeadChecks::assumptions).unwrap_or_default();
+    let (g_thread, g_ns, g_exact, g_want) = (
+        assumed.iter().map(|h| h.thread.as_str()).collect::<Vec<_>>(),
+        assumed.iter().map(|h| h.ns.as_str()).collect::<Vec<_>>(),
+        assumed.iter().map(|h| h.exact).collect::<Vec<_>>(),
+        assumed.iter().map(|h| h.want.as_deref()).collect::<Vec<_>>(),
+    );
     let query = || {
-        sqlx::query_as::<_, (Option<bool>, i64)>(BATCH)
+        sqlx::query_as::<_, (Option<bool>, Option<bool>, i64, Vec<Option<String>>)>(BATCH)
             .bind(&c_thread)
             .bind(&c_ns)
             .bind(&c_id)
@@ -324,44 +350,44 @@ async fn execute(
             .bind(&w_idx)
             .bind(&w_channel)
             .bind(&w_blob)
+            .bind(&g_thread)
+            .bind(&g_ns)
+            .bind(&g_exact)
+            .bind(&g_want)
             .persistent(pg.persistent)
     };
-    let (ok, stored) = match checks {
+    let (ok, heads_ok, stored, found) = match checks {
         None => pg.run("put_batch", || query().fetch_one(&pg.pool)).await.map_err(backend)?,
         Some(checks) => {
-            let (threads, namespaces): (Vec<&str>, Vec<&str>) =
-                checks.keys().iter().map(|(t, n)| (t.as_str(), n.as_str())).unzip();
-            let (threads, namespaces) = (&threads, &namespaces);
-            let checked = pg
-                .run("put_batch", || async {
-                    let mut tx = pg.pool.begin().await?;
-                    sqlx::query(LOCK_HEADS)
-                        .bind(threads)
-                        .bind(namespaces)
-                        .persistent(pg.persistent)
-                        .execute(&mut *tx)
-                        .await?;
-                    let found: Vec<(String, String, Option<String>)> = sqlx::query_as(HEADS)
-                        .bind(threads)
-                        .bind(namespaces)
-                        .persistent(pg.persistent)
-                        .fetch_all(&mut *tx)
-                        .await?;
-                    let heads: HashMap<(String, String), String> =
-                        found.into_iter().filter_map(|(t, n, head)| Some(((t, n), head?))).collect();
-                    if let Err(conflict) = checks.verify(&heads) {
-                        tx.rollback().await?;
-                        return Ok(Err(conflict));
-                    }
-                    let out = query().fetch_one(&mut *tx).await?;
+            // The batch fails for any stored heads if it fails for the ones it assumes.
+            checks.verify_assumed()?;
+            // Locked in the statement that begins the transaction, so that the batch statement (a new
+            // snapshot) sees every save made before the locks were granted.
+            let begin = checks.lock_statement();
+            pg.run("put_batch", || async {
+                let mut tx = pg.pool.begin_with(sqlx::AssertSqlSafe(begin.clone())).await?;
+                let out = query().fetch_one(&mut *tx).await?;
+                if out.1 == Some(true) && out.0 == Some(true) {
                     tx.commit().await?;
-                    Ok(Ok(out))
-                })
-                .await
-                .map_err(backend)?;
-            checked?
+                } else {
+                    tx.rollback().await?;
+                }
+                Ok(out)
+            })
+            .await
+            .map_err(backend)?
         }
     };
+    if heads_ok != Some(true) {
+        let found: std::collections::HashMap<(String, String), String> = assumed
+            .iter()
+            .zip(found)
+            .filter_map(|(h, head)| Some(((h.thread.clone(), h.ns.clone()), head?)))
+            .collect();
+        return Err(checks
+            .and_then(|c| c.verify(&found).err())
+            .unwrap_or_else(|| conflict_without_detail(&assumed)));
+    }
     if ok != Some(true) {
         return Ok(false);
     }

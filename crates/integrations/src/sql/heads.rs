@@ -13,9 +13,21 @@ struct PutHead {
     expected: ExpectedHead,
 }
 
-/// The checks of a batch. The backend reads the head (the greatest checkpoint id) of each of
+/// What a batch assumes of the stored head of one thread and namespace: exactly `want` (`None`: no
+/// checkpoint) when its first checkpoint there expects a head, else a head below `want` (its first
+/// checkpoint's id), so that the checkpoint becomes the head.
+#[derive(Debug, Clone)]
+pub(crate) struct AssumedHead {
+    pub(crate) thread: String,
+    pub(crate) ns: String,
+    pub(crate) exact: bool,
+    pub(crate) want: Option<String>,
+}
+
+/// The checks of a batch. A backend either reads the head (the greatest checkpoint id) of each of
 /// [`keys`](Self::keys) in the transaction that stores the batch, after locking them, and calls
-/// [`verify`](Self::verify).
+/// [`verify`](Self::verify); or calls [`verify_assumed`](Self::verify_assumed) and stores the batch only
+/// if the stored heads are the [`assumptions`](Self::assumptions).
 #[derive(Debug)]
 pub(crate) struct HeadChecks {
     keys: Vec<(String, String)>,
@@ -59,6 +71,49 @@ impl HeadChecks {
         &self.keys
     }
 
+    /// What the batch assumes of each key's stored head, in the order of [`keys`](Self::keys).
+    pub(crate) fn assumptions(&self) -> Vec<AssumedHead> {
+        self.keys
+            .iter()
+            .filter_map(|(thread, ns)| {
+                let first = self
+                    .puts
+                    .iter()
+                    .find(|p| p.config.thread_id == *thread && p.config.checkpoint_ns == *ns)?;
+                let (exact, want) = match &first.expected {
+                    ExpectedHead::Id(id) => (true, Some(id.clone())),
+                    ExpectedHead::Empty => (true, None),
+                    ExpectedHead::Any => (false, Some(first.id.clone())),
+                };
+                Some(AssumedHead { thread: thread.clone(), ns: ns.clone(), exact, want })
+            })
+            .collect()
+    }
+
+    /// Checks every checkpoint against the heads the batch [assumes](Self::assumptions): a failure here
+    /// fails for any stored heads.
+    pub(crate) fn verify_assumed(&self) -> Result<(), CheckpointError> {
+        let heads = self
+            .assumptions()
+            .into_iter()
+            .filter_map(|h| Some(((h.thread, h.ns), h.want.filter(|_| h.exact)?)))
+            .collect();
+        self.verify(&heads)
+    }
+
+    /// PostgreSQL: `BEGIN` and a transaction-scoped advisory lock per key (64-bit FNV-1a of the thread,
+    /// a unit separator and the namespace), taken in the order of their numbers.
+    pub(crate) fn lock_statement(&self) -> String {
+        let mut locks: Vec<i64> = self.keys.iter().map(|(t, n)| lock_key(t, n)).collect();
+        locks.sort_unstable();
+        locks.dedup();
+        let mut sql = String::from("BEGIN");
+        for key in locks {
+            sql.push_str(&format!("; SELECT pg_advisory_xact_lock({key})"));
+        }
+        sql
+    }
+
     /// Checks every checkpoint against `heads` (the stored head of each key; a key left out has no
     /// checkpoint), as updated by the checkpoints before it in the batch.
     pub(crate) fn verify(&self, heads: &HashMap<(String, String), String>) -> Result<(), CheckpointError> {
@@ -75,4 +130,14 @@ impl HeadChecks {
         }
         Ok(())
     }
+}
+
+/// The advisory lock number of a thread and namespace.
+fn lock_key(thread: &str, ns: &str) -> i64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in thread.bytes().chain([0x1f]).chain(ns.bytes()) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    i64::from_ne_bytes(hash.to_ne_bytes())
 }
