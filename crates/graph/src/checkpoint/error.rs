@@ -68,7 +68,8 @@ pub enum CheckpointError {
     },
     /// A stored value could not be read back ([`CheckpointErrorKind::Corrupt`]).
     #[error(
-        "corrupt checkpoint data in thread '{thread_id}' checkpoint '{checkpoint_id}'{}: {message}",
+        "corrupt checkpoint data in thread '{thread_id}'{}{}: {message}",
+        checkpoint_suffix(.checkpoint_id),
         channel_suffix(.channel)
     )]
     Corrupt {
@@ -121,6 +122,10 @@ pub struct HeadConflict {
     pub expected: Option<String>,
     /// The head found (`None`: no checkpoint).
     pub found: Option<String>,
+}
+
+fn checkpoint_suffix(id: &str) -> String {
+    if id.is_empty() { String::new() } else { format!(" checkpoint '{id}'") }
 }
 
 fn channel_suffix(channel: &Option<String>) -> String {
@@ -245,6 +250,8 @@ mod tests {
             "corrupt checkpoint data in thread 't1' checkpoint 'c1' channel 'messages': bad json"
         );
         assert!(corrupt.is_corrupt() && !corrupt.is_retryable());
+        let lost = CheckpointError::corrupt("t1", "", "the index is gone");
+        assert_eq!(lost.to_string(), "corrupt checkpoint data in thread 't1': the index is gone");
         assert_eq!(corrupt.thread_id(), Some("t1"));
         let conflict = CheckpointError::Conflict(Box::new(HeadConflict {
             thread_id: "t1".into(),

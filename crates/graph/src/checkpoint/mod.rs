@@ -378,7 +378,9 @@ pub trait Checkpointer: std::fmt::Debug + Send + Sync {
     ) -> Result<Vec<CheckpointTuple>, CheckpointError>;
 
     /// Saves a checkpoint made from `config`'s checkpoint (its parent). `checkpoint.channel_values` holds
-    /// the values of the channels in `new_versions` only. Returns the new checkpoint's address.
+    /// the values of the channels in `new_versions` only. Returns the new checkpoint's address. Stores
+    /// whatever the thread's head is ([`ExpectedHead::Any`]); the engine saves through
+    /// [`put_batch`](Self::put_batch) with the head it expects.
     async fn put(
         &self,
         config: &CheckpointConfig,
