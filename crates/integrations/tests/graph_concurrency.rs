@@ -50,6 +50,11 @@ mod sqlite {
     }
 
     #[tokio::test]
+    async fn sqlite_a_batch_stored_again_is_not_a_conflict() {
+        concurrency::a_batch_stored_again_is_not_a_conflict(saver().await.as_ref()).await;
+    }
+
+    #[tokio::test]
     async fn sqlite_forks_make_new_heads() {
         concurrency::forks_make_new_heads(saver().await, "sqlite").await;
     }
@@ -68,6 +73,12 @@ mod postgres {
     async fn postgres_two_runs_of_one_thread_one_conflict() {
         let Some(saver) = common::saver().await else { return };
         concurrency::two_runs_of_one_thread(Arc::new(saver), "postgres").await;
+    }
+
+    #[tokio::test]
+    async fn postgres_a_batch_stored_again_is_not_a_conflict() {
+        let Some(saver) = common::saver().await else { return };
+        concurrency::a_batch_stored_again_is_not_a_conflict(&saver).await;
     }
 
     #[tokio::test]

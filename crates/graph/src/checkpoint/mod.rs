@@ -240,14 +240,16 @@ impl ExpectedHead {
         }
     }
 
-    /// `Ok` when `found` matches, else the [`CheckpointError::Conflict`] refusing `checkpoint_id`.
+    /// `Ok` when `found` matches, or is `checkpoint_id` itself (the same save again, as a retry after a
+    /// reply was lost: saving it again changes nothing), else the [`CheckpointError::Conflict`] refusing
+    /// `checkpoint_id`.
     pub fn check(
         &self,
         config: &CheckpointConfig,
         checkpoint_id: &str,
         found: Option<&str>,
     ) -> Result<(), CheckpointError> {
-        if self.matches(found) {
+        if self.matches(found) || found == Some(checkpoint_id) {
             return Ok(());
         }
         Err(CheckpointError::Conflict(Box::new(HeadConflict {

@@ -269,6 +269,47 @@ async fn execute(
     check_bases: bool,
     checks: Option<&HeadChecks>,
 ) -> Result<bool, CheckpointError> {
+    let assumed = checks.map(HeadChecks::assumptions).unwrap_or_default();
+    match execute_assuming(pg, rows, check_bases, checks, &assumed).await? {
+        Ok(stored) => Ok(stored),
+        Err(found) => {
+            // The stored heads are not the assumed ones, but the batch's checks may still pass on them:
+            // when a head is a checkpoint of the batch itself (the batch again, after its reply was
+            // lost). Then run it assuming those heads.
+            let conflict = match checks.map(|c| c.verify(&found)) {
+                Some(Ok(())) => None,
+                Some(Err(conflict)) => Some(conflict),
+                None => Some(conflict_without_detail(&assumed)),
+            };
+            if let Some(conflict) = conflict {
+                return Err(conflict);
+            }
+            let actual: Vec<AssumedHead> = assumed
+                .iter()
+                .map(|h| AssumedHead {
+                    exact: true,
+                    want: found.get(&(h.thread.clone(), h.ns.clone())).cloned(),
+                    ..h.clone()
+                })
+                .collect();
+            match execute_assuming(pg, rows, check_bases, checks, &actual).await? {
+                Ok(stored) => Ok(stored),
+                Err(found) => Err(checks
+                    .and_then(|c| c.verify(&found).err())
+                    .unwrap_or_else(|| conflict_without_detail(&actual))),
+            }
+        }
+    }
+}
+
+/// Runs the statement assuming `assumed` heads: `Err` with the heads found when they are others.
+async fn execute_assuming(
+    pg: &Pg,
+    rows: &Rows,
+    check_bases: bool,
+    checks: Option<&HeadChecks>,
+    assumed: &[AssumedHead],
+) -> Result<Result<bool, HashMap<(String, String), String>>, CheckpointError> {
     let c = &rows.checkpoints;
     let (c_thread, c_ns, c_id, c_parent, c_body, c_meta) = (
         c.iter().map(|r| r.thread.as_str()).collect::<Vec<_>>(),
@@ -317,7 +358,6 @@ async fn execute(
         w.iter().map(|r| r.channel.as_str()).collect::<Vec<_>>(),
         w.iter().map(|r| r.blob.as_slice()).collect::<Vec<_>>(),
     );
-    let assumed = checks.map(HeadChecks::assumptions).unwrap_or_default();
     let (g_thread, g_ns, g_exact, g_want) = (
         assumed.iter().map(|h| h.thread.as_str()).collect::<Vec<_>>(),
         assumed.iter().map(|h| h.ns.as_str()).collect::<Vec<_>>(),
@@ -360,7 +400,7 @@ async fn execute(
         None => pg.run("put_batch", || query().fetch_one(&pg.pool)).await.map_err(backend)?,
         Some(checks) => {
             // The batch fails for any stored heads if it fails for the ones it assumes.
-            checks.verify_assumed()?;
+            checks.verify(&assumed_heads(assumed))?;
             // Locked in the statement that begins the transaction, so that the batch statement (a new
             // snapshot) sees every save made before the locks were granted.
             let begin = checks.lock_statement();
@@ -379,22 +419,30 @@ async fn execute(
         }
     };
     if heads_ok != Some(true) {
-        let found: std::collections::HashMap<(String, String), String> = assumed
+        let found = assumed
             .iter()
             .zip(found)
             .filter_map(|(h, head)| Some(((h.thread.clone(), h.ns.clone()), head?)))
             .collect();
-        return Err(checks
-            .and_then(|c| c.verify(&found).err())
-            .unwrap_or_else(|| conflict_without_detail(&assumed)));
+        return Ok(Err(found));
     }
     if ok != Some(true) {
-        return Ok(false);
+        return Ok(Ok(false));
     }
     if usize::try_from(stored).unwrap_or(0) < c.len() {
         return Err(CheckpointError::backend(
             "a batch of checkpoints was not stored whole: another thread's row has one of its keys",
         ));
     }
-    Ok(true)
+    Ok(Ok(true))
+}
+
+/// The heads `assumed` says are stored exactly (the others are below the batch's first checkpoint, so
+/// the batch's checks read them as none).
+fn assumed_heads(assumed: &[AssumedHead]) -> HashMap<(String, String), String> {
+    assumed
+        .iter()
+        .filter(|h| h.exact)
+        .filter_map(|h| Some(((h.thread.clone(), h.ns.clone()), h.want.clone()?)))
+        .collect()
 }

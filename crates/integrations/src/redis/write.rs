@@ -18,15 +18,16 @@ use super::saver::RedisSaver;
 /// parent id, has parent (`1`/`0`), ttl ms (`""`: none), thread base, the suffixes of ids, values, bases
 /// and checkpoint hash, the count of values, then per value its field, bytes and base field (`""`:
 /// whole), then the expected head: `""` (none expected), `empty` or `id`, and the id. When the head (the
-/// greatest id of the namespace) is not the one expected nothing is written and `{"", head}` is returned
-/// (`head` empty: none). When a base is missing nothing is written and the fields whose base is missing
+/// greatest id of the namespace) is neither the one expected nor this checkpoint (the same put again)
+/// nothing is written and `{"", head}` is returned (`head` empty: none). When a base is missing nothing is written and the fields whose base is missing
 /// are returned.
 const PUT: &str = r"
 local n = tonumber(ARGV[14])
 local mode = ARGV[15 + 3 * n]
 if mode ~= '' then
   local head = redis.call('ZRANGE', KEYS[7], -1, -1)[1]
-  if (mode == 'empty' and head ~= nil) or (mode == 'id' and head ~= ARGV[16 + 3 * n]) then
+  local other = head ~= nil and head ~= ARGV[3]
+  if other and ((mode == 'empty') or (mode == 'id' and head ~= ARGV[16 + 3 * n])) then
     return {'', head or ''}
   end
 end

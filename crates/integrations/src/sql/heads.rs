@@ -26,8 +26,8 @@ pub(crate) struct AssumedHead {
 
 /// The checks of a batch. A backend either reads the head (the greatest checkpoint id) of each of
 /// [`keys`](Self::keys) in the transaction that stores the batch, after locking them, and calls
-/// [`verify`](Self::verify); or calls [`verify_assumed`](Self::verify_assumed) and stores the batch only
-/// if the stored heads are the [`assumptions`](Self::assumptions).
+/// [`verify`](Self::verify); or verifies the [`assumptions`](Self::assumptions) and stores the batch
+/// only if the stored heads are those.
 #[derive(Debug)]
 pub(crate) struct HeadChecks {
     keys: Vec<(String, String)>,
@@ -90,17 +90,6 @@ impl HeadChecks {
             .collect()
     }
 
-    /// Checks every checkpoint against the heads the batch [assumes](Self::assumptions): a failure here
-    /// fails for any stored heads.
-    pub(crate) fn verify_assumed(&self) -> Result<(), CheckpointError> {
-        let heads = self
-            .assumptions()
-            .into_iter()
-            .filter_map(|h| Some(((h.thread, h.ns), h.want.filter(|_| h.exact)?)))
-            .collect();
-        self.verify(&heads)
-    }
-
     /// PostgreSQL: `BEGIN` and a transaction-scoped advisory lock per key (64-bit FNV-1a of the thread,
     /// a unit separator and the namespace), taken in the order of their numbers.
     pub(crate) fn lock_statement(&self) -> String {
@@ -120,9 +109,22 @@ impl HeadChecks {
         let mut current: HashMap<(&str, &str), Option<&str>> = HashMap::new();
         for put in &self.puts {
             let key = (put.config.thread_id.as_str(), put.config.checkpoint_ns.as_str());
-            let head = current
-                .entry(key)
-                .or_insert_with(|| heads.get(&(key.0.to_owned(), key.1.to_owned())).map(String::as_str));
+            let head = current.entry(key).or_insert_with(|| {
+                let stored = heads.get(&(key.0.to_owned(), key.1.to_owned())).map(String::as_str);
+                let of_key = |p: &&PutHead| p.config.thread_id == key.0 && p.config.checkpoint_ns == key.1;
+                match stored {
+                    // The head is a checkpoint of this batch: the batch again (a retry after its reply
+                    // was lost). It is checked as it was the first time, from what its first checkpoint
+                    // expected.
+                    Some(h) if self.puts.iter().filter(of_key).any(|p| p.id == h) => {
+                        self.puts.iter().find(of_key).and_then(|first| match &first.expected {
+                            ExpectedHead::Id(id) => Some(id.as_str()),
+                            _ => None,
+                        })
+                    }
+                    other => other,
+                }
+            });
             put.expected.check(&put.config, &put.id, *head)?;
             if head.is_none_or(|h| h < put.id.as_str()) {
                 *head = Some(put.id.as_str());

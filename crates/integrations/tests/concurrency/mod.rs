@@ -141,3 +141,52 @@ pub async fn forks_make_new_heads(saver: Arc<dyn Checkpointer>, label: &str) {
     assert_ne!(head.config, forked, "the replay saved a newer head");
     saver.delete_thread(&id).await.unwrap();
 }
+
+/// A batch of a run's chained saves stored again whole (PostgreSQL retries a batch whose commit reply
+/// was lost): not a conflict, nothing stored twice.
+pub async fn a_batch_stored_again_is_not_a_conflict(saver: &dyn Checkpointer) {
+    use weft_graph::checkpoint::{
+        ChannelAppends, Checkpoint, CheckpointMetadata, CheckpointSource, ExpectedHead, SaveOp,
+    };
+    let thread = CheckpointConfig::thread(format!("again-{}", uuid::Uuid::new_v4().simple()));
+    let ids: Vec<String> = (0..3).map(|_| uuid::Uuid::now_v7().to_string()).collect();
+    let put = |parent: Option<&String>, id: &String, head: ExpectedHead| {
+        let versions: weft_graph::checkpoint::ChannelVersions =
+            [("n".into(), id.as_str().into())].into_iter().collect();
+        SaveOp::Put {
+            config: Arc::new(CheckpointConfig { checkpoint_id: parent.cloned(), ..thread.clone() }),
+            checkpoint: Checkpoint {
+                v: 1,
+                id: id.clone(),
+                ts: "2025-01-01T00:00:00+00:00".to_owned(),
+                channel_values: [("n".into(), serde_json::json!(id))].into_iter().collect(),
+                channel_versions: versions.clone(),
+                versions_seen: Default::default(),
+                updated_channels: Vec::new(),
+            },
+            metadata: CheckpointMetadata {
+                source: CheckpointSource::Loop,
+                step: 0,
+                parents: Default::default(),
+                extra: Default::default(),
+            },
+            new_versions: versions,
+            appends: ChannelAppends::new(),
+            expected_head: head,
+        }
+    };
+    let batch = || {
+        vec![
+            put(None, &ids[0], ExpectedHead::Empty),
+            put(Some(&ids[0]), &ids[1], ExpectedHead::Id(ids[0].clone())),
+            put(Some(&ids[1]), &ids[2], ExpectedHead::Id(ids[1].clone())),
+        ]
+    };
+    saver.put_batch(batch()).await.unwrap();
+    saver.put_batch(batch()).await.unwrap();
+    assert_eq!(single_chain(saver, &thread.thread_id).await, 3);
+    let stale = vec![put(Some(&ids[0]), &uuid::Uuid::now_v7().to_string(), ExpectedHead::Id(ids[0].clone()))];
+    let err = saver.put_batch(stale).await.unwrap_err();
+    assert_eq!(err.kind(), CheckpointErrorKind::Conflict, "{err:?}");
+    saver.delete_thread(&thread.thread_id).await.unwrap();
+}

@@ -136,6 +136,22 @@ pub async fn batch_checks_expected_heads(saver: &dyn Checkpointer) -> Outcome {
     Ok(())
 }
 
+/// The same put again (a retry after its reply was lost) is not a conflict: the head is that
+/// checkpoint itself, and storing it again changes nothing.
+pub async fn repeated_put_is_not_a_conflict(saver: &dyn Checkpointer) -> Outcome {
+    let thread = CheckpointConfig::thread(fresh_thread("head-again"));
+    let id = ids(2);
+    for _ in 0..2 {
+        saver.put_batch(vec![put(&thread, &id[0], 1, ExpectedHead::Empty)]).await.ctx("first put")?;
+    }
+    for _ in 0..2 {
+        let again = put(&thread.at(id[0].clone()), &id[1], 2, head(&id[0]));
+        saver.put_batch(vec![again]).await.ctx("second put")?;
+    }
+    ensure_eq(ids_in(saver, &thread).await?, vec![id[1].clone(), id[0].clone()], "stored once each")?;
+    saver.delete_thread(&thread.thread_id).await.ctx("delete_thread")
+}
+
 /// Saves racing for one head: of 8 puts at once expecting the same head, exactly one is stored, the
 /// others are conflicts, and the thread's history stays one chain.
 pub async fn concurrent_puts_one_head_one_wins(saver: &dyn Checkpointer) -> Outcome {

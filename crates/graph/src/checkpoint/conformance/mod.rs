@@ -37,7 +37,7 @@ pub use basic::{
 pub use batch::{batch_matches_one_by_one, batch_with_invalid_op_fails};
 pub use heads::{
     batch_checks_expected_heads, concurrent_puts_one_head_one_wins, expected_head_per_namespace,
-    put_checks_expected_head,
+    put_checks_expected_head, repeated_put_is_not_a_conflict,
 };
 pub use listing::{
     list_all_threads, list_before_and_limit, list_filters_on_metadata, list_ids_newest_first,
@@ -86,7 +86,7 @@ macro_rules! __weft_checkpoint_cases {
             retention_policy_prunes_old_checkpoints, long_thread_id, odd_characters_in_ids,
             concurrent_threads_do_not_interfere, appended_values_rebuilt, batch_matches_one_by_one,
             batch_with_invalid_op_fails, put_checks_expected_head, expected_head_per_namespace,
-            batch_checks_expected_heads, concurrent_puts_one_head_one_wins
+            batch_checks_expected_heads, concurrent_puts_one_head_one_wins, repeated_put_is_not_a_conflict
         }
     };
 }
