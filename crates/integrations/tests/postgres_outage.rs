@@ -205,3 +205,28 @@ async fn a_save_during_an_outage_fails_fast_with_its_cause_and_the_saver_recover
     let out = app.invoke(CountUpdate::new().n(0), &config).await.unwrap();
     assert_eq!(out.value.n, 1, "the saver works again once the server is back");
 }
+
+#[tokio::test]
+async fn a_busy_pool_is_not_an_outage() {
+    let Some(schema) = common::schema().await else { return };
+    let options = PostgresOptions { max_connections: 2, ..schema.options() }.retry(RetryPolicy::none());
+    let saver = Arc::new(PostgresSaver::connect_with(&common::pg_url(), options).await.unwrap());
+    // Both pooled connections held for longer than a call waits before it probes the server.
+    let held = (saver.pool().acquire().await.unwrap(), saver.pool().acquire().await.unwrap());
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        drop(held);
+    });
+    let started = Instant::now();
+    save(&saver, "busy").await.unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(300), "the save waited for a connection");
+    release.await.unwrap();
+    // Many saves through two connections: they queue, none fails.
+    let saves = (0..60).map(|i| {
+        let saver = saver.clone();
+        async move { save(&saver, &format!("busy-{i}")).await }
+    });
+    for result in futures::future::join_all(saves).await {
+        result.unwrap();
+    }
+}

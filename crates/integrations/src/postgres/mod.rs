@@ -32,6 +32,7 @@
 use std::fmt;
 use std::future::Future;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use sqlx::PgPool;
@@ -138,6 +139,8 @@ pub(crate) struct Pg {
     /// Where a probe connects (the pool's options).
     connect: PgConnectOptions,
     connect_timeout: Duration,
+    /// Permits for probes running at once (shared by the clones of this pool).
+    probes: Arc<tokio::sync::Semaphore>,
     pub(crate) persistent: bool,
     pub(crate) retry: RetryPolicy,
     /// Where it connects, without the password.
@@ -153,6 +156,23 @@ impl fmt::Debug for Pg {
             .field("prepared_statements", &self.persistent)
             .field("retry", &self.retry)
             .finish()
+    }
+}
+
+/// How many probes (see [`Pg::probed`]) may run at once.
+const PROBES: usize = 2;
+
+/// Whether a failed connection attempt says the server cannot be used: not reachable (I/O, TLS,
+/// protocol errors, a name that does not resolve), or refusing the credentials or the database (SQLSTATE
+/// classes 28 and 3D). "Too many connections" and a server still starting mean it is up.
+fn is_outage(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Database(db) => db.code().is_some_and(|c| c.starts_with("28") || c.starts_with("3D")),
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::Configuration(_) => true,
+        _ => false,
     }
 }
 
@@ -230,6 +250,7 @@ impl Pg {
             pool,
             connect,
             connect_timeout: options.connect_timeout,
+            probes: Arc::new(tokio::sync::Semaphore::new(PROBES)),
             persistent: options.prepared_statements,
             retry: options.retry,
             target,
@@ -245,6 +266,7 @@ impl Pg {
             pool,
             connect,
             connect_timeout: options.connect_timeout,
+            probes: Arc::new(tokio::sync::Semaphore::new(PROBES)),
             persistent: options.prepared_statements,
             retry: options.retry,
             target,
@@ -270,27 +292,42 @@ impl Pg {
         op: impl Future<Output = Result<T, sqlx::Error>>,
     ) -> Result<T, sqlx::Error> {
         let mut op = std::pin::pin!(op);
-        tokio::select! {
-            done = &mut op => return done,
-            () = tokio::time::sleep(PROBE_AFTER) => {}
-        }
-        let probe = async {
+        // At most `PROBES` probes at a time: under load (every pooled connection busy, the server up)
+        // the callers waiting do not flood the server with connections; in an outage each probe fails
+        // at once, so every caller still gets its turn within a few milliseconds.
+        let permit = loop {
+            tokio::select! {
+                done = &mut op => return done,
+                () = tokio::time::sleep(PROBE_AFTER) => {}
+            }
+            if let Ok(permit) = self.probes.try_acquire() {
+                break permit;
+            }
+        };
+        let probe = async move {
+            let _permit = permit;
             match tokio::time::timeout(self.connect_timeout, self.connect.connect()).await {
                 Ok(Ok(conn)) => {
-                    // The server is up (the pool is busy, or the query slow): keep waiting for `op`.
                     drop(conn.close().await);
-                    std::future::pending().await
+                    None
                 }
-                Ok(Err(e)) => e,
-                Err(_) => sqlx::Error::Io(std::io::Error::new(
+                // The server answered but will not take this connection now (too many connections, a
+                // server starting): it is up, and a pooled connection may come.
+                Ok(Err(e)) if !is_outage(&e) => None,
+                Ok(Err(e)) => Some(e),
+                Err(_) => Some(sqlx::Error::Io(std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
                     format!("connecting to {} timed out after {:?}", self.target, self.connect_timeout),
-                )),
+                ))),
             }
         };
         tokio::select! {
             done = &mut op => done,
-            cause = probe => Err(cause),
+            cause = probe => match cause {
+                Some(cause) => Err(cause),
+                // The server is up (the pool is busy, or the query slow): wait for `op`.
+                None => op.await,
+            },
         }
     }
 
