@@ -66,12 +66,13 @@ pub struct PostgresOptions {
     /// busy (default 10 s).
     pub acquire_timeout: Duration,
     /// How long one attempt to open a connection may take (default 5 s). A call that waits for a
-    /// connection for more than [`PROBE_AFTER`] opens one of its own to the server: when that fails
-    /// (connection refused, a name that does not resolve, authentication, no answer within this
-    /// timeout) the call fails at once with that cause, as a retryable
+    /// connection for more than [`PROBE_AFTER`] opens one of its own to the server (two such probes at
+    /// most at a time): when that fails (connection refused, a name that does not resolve, no answer
+    /// within this timeout, refused credentials) the call fails at once with that cause instead of
+    /// waiting out `acquire_timeout`; the error is a retryable
     /// [`CheckpointErrorKind::Unavailable`](weft_graph::checkpoint::CheckpointErrorKind::Unavailable)
-    /// error (authentication and names as errors of the backend), instead of waiting out
-    /// `acquire_timeout`. So a refused connection fails in about 0.1 s per attempt.
+    /// one, except for refused credentials (a backend error). A server that answers but takes no more
+    /// connections for now counts as up. So a refused connection fails in about 0.1 s per attempt.
     pub connect_timeout: Duration,
     /// Use named server-side prepared statements, cached per connection (default `true`). Turn off
     /// behind a transaction-mode pooler (PgBouncer, Supavisor): every query then uses the unnamed
