@@ -16,8 +16,10 @@ use crate::sql::rows;
 /// Checkpoints `$1-$6` (thread, ns, id, parent, body, metadata); channel values `$7-$12` (thread, ns,
 /// channel, version, base, blob); bases stored before the batch `$13-$16` (thread, ns, channel,
 /// version); writes `$17-$24` (thread, ns, checkpoint, task, path, idx, channel, blob); heads the batch
-/// assumes `$25-$28` (thread, ns, whether the head must be exactly `$28` (`NULL`: none) or below it).
-/// Nothing is written unless every base of `$13-$16` is stored and every head is as assumed. Returns
+/// assumes `$25-$28` (thread, ns, whether the head must be exactly `$28` (`NULL`: none) or below it),
+/// sorted by thread and namespace: `weft_checkpoint_heads` locks them (advisory locks held until the
+/// statement's transaction ends) and reads their heads with a snapshot taken after the locks were
+/// granted, so two batches expecting one head cannot both pass. Nothing is written unless every base of `$13-$16` is stored and every head is as assumed. Returns
 /// whether the bases are there, whether the heads are as assumed, how many checkpoints were written, and
 /// the heads found.
 const BATCH: &str = r#"
@@ -27,13 +29,15 @@ WITH bases AS (
     JOIN checkpoint_blobs b ON b.thread_key = md5(d.thread)::uuid AND b.ns_key = md5(d.ns)::uuid
         AND b.thread_id = d.thread AND b.checkpoint_ns = d.ns AND b.channel = d.channel AND b.version = d.version
 ),
-heads AS (
-    SELECT g.i, CASE WHEN g.exact THEN h.head IS NOT DISTINCT FROM g.want
-        ELSE h.head IS NULL OR h.head < g.want END AS ok, h.head
-    FROM unnest($25::text[], $26::text[], $27::bool[], $28::text[]) WITH ORDINALITY AS g(thread, ns, exact, want, i)
-    LEFT JOIN LATERAL (SELECT max(c.checkpoint_id) AS head FROM checkpoints c
-        WHERE c.thread_key = md5(g.thread)::uuid AND c.ns_key = md5(g.ns)::uuid AND c.thread_id = g.thread
-        AND c.checkpoint_ns = g.ns) h ON true
+found AS MATERIALIZED (
+    SELECT CASE WHEN cardinality($25::text[]) = 0 THEN '{}'::text[]
+        ELSE weft_checkpoint_heads($25::text[], $26::text[]) END AS heads
+),
+heads AS MATERIALIZED (
+    SELECT g.i, CASE WHEN g.exact THEN f.heads[g.i] IS NOT DISTINCT FROM g.want
+        ELSE f.heads[g.i] IS NULL OR f.heads[g.i] < g.want END AS ok, f.heads[g.i] AS head
+    FROM unnest($25::text[], $26::text[], $27::bool[], $28::text[]) WITH ORDINALITY AS g(thread, ns, exact, want, i),
+        found f
 ),
 ok AS (
     SELECT (SELECT ok FROM bases) AND (SELECT coalesce(bool_and(ok), true) FROM heads) AS ok
@@ -401,21 +405,7 @@ async fn execute_assuming(
         Some(checks) => {
             // The batch fails for any stored heads if it fails for the ones it assumes.
             checks.verify(&assumed_heads(assumed))?;
-            // Locked in the statement that begins the transaction, so that the batch statement (a new
-            // snapshot) sees every save made before the locks were granted.
-            let begin = checks.lock_statement();
-            pg.run("put_batch", || async {
-                let mut tx = pg.pool.begin_with(sqlx::AssertSqlSafe(begin.clone())).await?;
-                let out = query().fetch_one(&mut *tx).await?;
-                if out.1 == Some(true) && out.0 == Some(true) {
-                    tx.commit().await?;
-                } else {
-                    tx.rollback().await?;
-                }
-                Ok(out)
-            })
-            .await
-            .map_err(backend)?
+            pg.run("put_batch", || query().fetch_one(&pg.pool)).await.map_err(backend)?
         }
     };
     if heads_ok != Some(true) {

@@ -22,11 +22,12 @@
 //!   of waiting out the pool's `acquire_timeout` (10 s) to say "pool timed out". A refused connection
 //!   fails in about 0.1 s per attempt.
 //! - **One run per thread**: a batch with expected heads
-//!   ([`ExpectedHead`](weft_graph::checkpoint::ExpectedHead)) runs in a transaction that takes an
-//!   advisory lock per thread and namespace (`pg_advisory_xact_lock` on a hash of both), reads their
-//!   heads and stores the batch only if every expectation holds; otherwise nothing is stored and the
-//!   error is a [`Conflict`](weft_graph::checkpoint::CheckpointErrorKind::Conflict). Saves without
-//!   expectations keep the one-statement path.
+//!   ([`ExpectedHead`](weft_graph::checkpoint::ExpectedHead)) is still one statement: it calls
+//!   `weft_checkpoint_heads` (a function of the schema), which takes an advisory lock per thread and
+//!   namespace (`pg_advisory_xact_lock` on a hash of both, held until the statement commits) and then
+//!   reads their heads with a fresh snapshot; the statement writes only if every expectation holds.
+//!   Otherwise nothing is stored and the error is a
+//!   [`Conflict`](weft_graph::checkpoint::CheckpointErrorKind::Conflict).
 //! - **Secrets**: the password of a connection string never appears in `Debug` output, errors or logs.
 
 use std::fmt;

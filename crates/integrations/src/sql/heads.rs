@@ -90,19 +90,6 @@ impl HeadChecks {
             .collect()
     }
 
-    /// PostgreSQL: `BEGIN` and a transaction-scoped advisory lock per key (64-bit FNV-1a of the thread,
-    /// a unit separator and the namespace), taken in the order of their numbers.
-    pub(crate) fn lock_statement(&self) -> String {
-        let mut locks: Vec<i64> = self.keys.iter().map(|(t, n)| lock_key(t, n)).collect();
-        locks.sort_unstable();
-        locks.dedup();
-        let mut sql = String::from("BEGIN");
-        for key in locks {
-            sql.push_str(&format!("; SELECT pg_advisory_xact_lock({key})"));
-        }
-        sql
-    }
-
     /// Checks every checkpoint against `heads` (the stored head of each key; a key left out has no
     /// checkpoint), as updated by the checkpoints before it in the batch.
     pub(crate) fn verify(&self, heads: &HashMap<(String, String), String>) -> Result<(), CheckpointError> {
@@ -132,14 +119,4 @@ impl HeadChecks {
         }
         Ok(())
     }
-}
-
-/// The advisory lock number of a thread and namespace.
-fn lock_key(thread: &str, ns: &str) -> i64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in thread.bytes().chain([0x1f]).chain(ns.bytes()) {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    i64::from_ne_bytes(hash.to_ne_bytes())
 }
