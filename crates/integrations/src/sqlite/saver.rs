@@ -164,10 +164,7 @@ impl Checkpointer for SqliteSaver {
     /// One transaction and a fixed number of statements for the whole batch: all or nothing is stored.
     /// Expected heads are checked in that transaction (SQLite has one writer at a time).
     async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
-        let checked = ops
-            .iter()
-            .any(|op| matches!(op, SaveOp::Put { expected_head, .. } if expected_head.is_checked()));
-        if (ops.len() < 2 && !checked) || !batch::batchable(&ops) {
+        if ops.len() < 2 || !batch::batchable(&ops) {
             // One by one, each put's head checked in its own transaction.
             for op in ops {
                 match op {
