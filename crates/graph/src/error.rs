@@ -2,7 +2,7 @@
 
 use weft_runnable_core::Error;
 
-use crate::checkpoint::CheckpointError;
+use crate::checkpoint::{CheckpointError, CheckpointErrorKind};
 use crate::state::UpdateError;
 
 /// Result alias of the graph crate.
@@ -167,10 +167,12 @@ pub enum GraphError {
          checkpoint_id"
     )]
     MissingThreadId,
-    /// The checkpointer failed.
+    /// A checkpoint could not be used (not found, unreadable by this graph, a saver that stopped).
     #[error("checkpointer error: {0}")]
     Checkpoint(String),
-    /// The checkpointer failed: its error as it returned it (with its source).
+    /// The checkpointer failed: its error, whose [`kind`](CheckpointError::kind) says whether the backend
+    /// was unavailable (retryable), the data corrupt, the thread's head moved (conflict) or the request
+    /// invalid. See [`GraphError::checkpoint_error`].
     #[error("checkpointer error: {0}")]
     Storage(#[source] CheckpointError),
     /// `update_state` named a node that does not exist.
@@ -185,6 +187,30 @@ pub enum GraphError {
     /// A run value could not be converted.
     #[error("serialization failed: {0}")]
     Serialization(String),
+}
+
+impl GraphError {
+    /// The checkpointer's error this error is, if it is one: its own, or that of a graph run inside a
+    /// failed node (a subgraph).
+    pub fn checkpoint_error(&self) -> Option<&CheckpointError> {
+        match self {
+            Self::Storage(e) => Some(e),
+            Self::Node { source, .. } => {
+                source.downcast_custom::<GraphError>().and_then(Self::checkpoint_error)
+            }
+            _ => None,
+        }
+    }
+
+    /// The kind of the checkpointer's error this error is, if it is one.
+    pub fn checkpoint_error_kind(&self) -> Option<CheckpointErrorKind> {
+        self.checkpoint_error().map(CheckpointError::kind)
+    }
+
+    /// Whether running again later may succeed: the checkpointer's backend was unavailable.
+    pub fn is_retryable(&self) -> bool {
+        self.checkpoint_error().is_some_and(CheckpointError::is_retryable)
+    }
 }
 
 impl From<CheckpointError> for GraphError {
@@ -207,5 +233,20 @@ impl From<GraphError> for Error {
             )),
             other => Error::custom(other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_subgraphs_storage_error_is_reachable_from_the_node_error() {
+        let inner = GraphError::Storage(CheckpointError::unavailable("postgres: connection refused"));
+        assert!(inner.is_retryable());
+        let outer = GraphError::Node { node: "sub".into(), step: 1, source: Error::from(inner) };
+        assert_eq!(outer.checkpoint_error_kind(), Some(CheckpointErrorKind::Unavailable));
+        assert!(outer.is_retryable());
+        assert_eq!(GraphError::EmptyInput.checkpoint_error_kind(), None);
     }
 }

@@ -55,8 +55,9 @@ pub use branch::{Branch, IntoRoutes, PathMap, Route};
 pub use builder::{NodeConfig, StateGraph};
 pub use cache::{CachePolicy, InMemoryCache, NodeCache};
 pub use checkpoint::{
-    Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointSource, CheckpointTuple,
-    Checkpointer, InMemorySaver, ListOptions, PendingWrite, RetentionPolicy, get_next_version,
+    Checkpoint, CheckpointConfig, CheckpointError, CheckpointErrorKind, CheckpointMetadata, CheckpointSource,
+    CheckpointTuple, Checkpointer, ExpectedHead, InMemorySaver, ListOptions, PendingWrite, RetentionPolicy,
+    get_next_version,
 };
 pub use compiled::{
     CompileConfig, CompiledGraph, DEFAULT_GRAPH_RECURSION_LIMIT, Durability, GraphInput, GraphOutput,

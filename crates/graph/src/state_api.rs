@@ -7,7 +7,7 @@ use weft_runnable_core::RunnableConfig;
 
 use crate::checkpoint::{
     ChannelAppends, ChannelName, CheckpointConfig, CheckpointMetadata, CheckpointSource, CheckpointTuple,
-    ListOptions, special,
+    ExpectedHead, ListOptions, SaveOp, special,
 };
 use crate::compiled::CompiledGraph;
 use crate::error::{GraphError, GraphResult};
@@ -108,7 +108,7 @@ fn thread_of(config: &RunnableConfig) -> GraphResult<CheckpointConfig> {
 }
 
 fn cp_err(e: crate::checkpoint::CheckpointError) -> GraphError {
-    GraphError::Checkpoint(e.to_string())
+    GraphError::Storage(e)
 }
 
 impl<S: State> CompiledGraph<S> {
@@ -386,15 +386,16 @@ impl<S: State> CompiledGraph<S> {
         // The update's writes are recorded as the results of the tasks they stand for, on the checkpoint
         // it builds on, unless the thread has moved past that checkpoint (its other children would
         // replay them).
-        let head = match (&tuple, &address.checkpoint_id) {
-            (Some(t), Some(_)) => {
+        // The thread's latest checkpoint: the head the new checkpoint must extend.
+        let latest = match (&tuple, &address.checkpoint_id) {
+            (Some(_), Some(_)) => {
                 let latest = CheckpointConfig { checkpoint_id: None, ..address.clone() };
-                let latest = saver.get_tuple(&latest).await.map_err(cp_err)?;
-                latest.is_some_and(|l| l.checkpoint.id == t.checkpoint.id)
+                saver.get_tuple(&latest).await.map_err(cp_err)?.map(|l| l.checkpoint.id)
             }
-            (Some(_), None) => true,
-            (None, _) => false,
+            (_, None) => parent.clone(),
+            (None, Some(_)) => None,
         };
+        let head = parent.is_some() && latest == parent;
         // (task id, task path, writes) of the tasks the update stands for.
         let mut task_writes: Vec<TaskRecord> = Vec::new();
         let mut changed = ChannelSet::new();
@@ -440,7 +441,7 @@ impl<S: State> CompiledGraph<S> {
                         .put_update(
                             saver,
                             address,
-                            grandparent,
+                            (grandparent, latest),
                             &mut ch,
                             CheckpointSource::Fork,
                             step + 1,
@@ -479,7 +480,8 @@ impl<S: State> CompiledGraph<S> {
             }
         }
         ch.bump(&changed);
-        self.put_update(saver, address, parent, &mut ch, source, next_step, &changed, &changed).await
+        self.put_update(saver, address, (parent, latest), &mut ch, source, next_step, &changed, &changed)
+            .await
     }
 
     /// Applies `updates` as the output of node `name` (its planned task consumed, its edges and routers
@@ -547,7 +549,7 @@ impl<S: State> CompiledGraph<S> {
         &self,
         saver: &std::sync::Arc<dyn crate::checkpoint::Checkpointer>,
         address: &CheckpointConfig,
-        parent: Option<String>,
+        (parent, head): (Option<String>, Option<String>),
         ch: &mut Channels<S>,
         source: CheckpointSource,
         step: i64,
@@ -569,10 +571,19 @@ impl<S: State> CompiledGraph<S> {
             saver.stores_appends().then_some(&mut appends),
         )?;
         let metadata = CheckpointMetadata { source, step, parents: BTreeMap::new(), extra: Map::new() };
+        // The checkpoint must extend the thread's head (`head`, read before the update was made), also
+        // when it forks an older checkpoint or copies one.
+        let saved = CheckpointConfig { checkpoint_id: Some(checkpoint.id.clone()), ..address.clone() };
         let parent_config = CheckpointConfig { checkpoint_id: parent, ..address.clone() };
-        saver
-            .put_with_appends(&parent_config, checkpoint, metadata, new_versions, appends)
-            .await
-            .map_err(cp_err)
+        let op = SaveOp::Put {
+            config: std::sync::Arc::new(parent_config),
+            checkpoint,
+            metadata,
+            new_versions,
+            appends,
+            expected_head: ExpectedHead::from_head(head),
+        };
+        saver.put_batch(vec![op]).await.map_err(cp_err)?;
+        Ok(saved)
     }
 }

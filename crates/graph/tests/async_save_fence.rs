@@ -73,6 +73,7 @@ impl Checkpointer for Backend {
             metadata,
             new_versions,
             appends: Default::default(),
+            expected_head: Default::default(),
         }])
         .await?;
         Ok(CheckpointConfig { checkpoint_id: Some(checkpoint.id), ..config.clone() })
@@ -97,7 +98,7 @@ impl Checkpointer for Backend {
         if let (Some(fail), Some(step)) = (self.fail_from, newest) {
             if step >= fail || self.failed.load(Ordering::SeqCst) > 0 {
                 self.failed.fetch_add(1, Ordering::SeqCst);
-                return Err(CheckpointError::Backend("connection refused".into()));
+                return Err(CheckpointError::backend("connection refused"));
             }
         }
         weft_graph::checkpoint::put_one_by_one(&self.inner, ops).await?;
@@ -188,7 +189,7 @@ async fn failed_save_stops_the_run() {
     let err = app.invoke_with(CountUpdate::new().n(0), &thread(), asynchronous()).await.unwrap_err();
     // The saver's own error, kept whole as the source.
     assert!(
-        matches!(&err, GraphError::Storage(CheckpointError::Backend(m)) if m == "connection refused"),
+        matches!(&err, GraphError::Storage(CheckpointError::Backend { message, .. }) if message == "connection refused"),
         "{err}"
     );
     assert_eq!(err.source().map(ToString::to_string).as_deref(), Some("backend error: connection refused"));

@@ -74,7 +74,7 @@ impl Checkpointer for Slow {
         let kinds = ops.iter().map(|op| if matches!(op, SaveOp::Put { .. }) { 'P' } else { 'W' }).collect();
         self.batches.lock().unwrap().push(kinds);
         if self.fail_after.is_some_and(|n| self.stored.load(Ordering::SeqCst) >= n) {
-            return Err(CheckpointError::Backend("disk full".into()));
+            return Err(CheckpointError::backend("disk full"));
         }
         if !self.instant {
             tokio::time::sleep(std::time::Duration::from_micros(500)).await;
@@ -157,6 +157,8 @@ async fn a_failed_batch_fails_the_run() {
     let err =
         app.invoke_with(CountUpdate::new().n(0), &thread("t"), options(Durability::Async)).await.unwrap_err();
     assert!(matches!(&err, GraphError::Storage(e) if e.to_string().contains("disk full")), "{err}");
+    assert_eq!(err.checkpoint_error_kind(), Some(weft_graph::checkpoint::CheckpointErrorKind::Backend));
+    assert!(!err.is_retryable());
 }
 
 #[tokio::test]

@@ -36,6 +36,12 @@ const DAMAGE: Damage = Damage {
                      WHERE thread_key = md5($1)::uuid AND thread_id = $1 AND channel = 'count'",
     garbage_writes: "UPDATE checkpoint_writes SET blob = '\\x00ff1234'::bytea \
                      WHERE thread_key = md5($1)::uuid AND thread_id = $1",
+    wrong_types: &[
+        "UPDATE checkpoints SET checkpoint = '42'::jsonb WHERE thread_key = md5($1)::uuid AND thread_id = $1",
+        "UPDATE checkpoints SET metadata = '[1, 2]'::jsonb WHERE thread_key = md5($1)::uuid AND thread_id = $1",
+        "UPDATE checkpoint_blobs SET blob = ''::bytea \
+         WHERE thread_key = md5($1)::uuid AND thread_id = $1 AND channel = 'count'",
+    ],
 };
 
 macro_rules! saver_or_skip {
@@ -50,6 +56,12 @@ macro_rules! saver_or_skip {
 async fn corrupted_checkpoint_row_is_a_typed_error() {
     let (saver, raw) = saver_or_skip!();
     bad_input::corrupted_checkpoint_row(&saver, &raw, &DAMAGE).await;
+}
+
+#[tokio::test]
+async fn rows_of_the_wrong_type_are_corrupt_naming_thread_and_checkpoint() {
+    let (saver, raw) = saver_or_skip!();
+    bad_input::wrong_type_rows(&saver, &raw, &DAMAGE).await;
 }
 
 #[tokio::test]

@@ -29,6 +29,12 @@ const DAMAGE: Damage = Damage {
     unknown_format: "UPDATE checkpoint_blobs SET blob = CAST('json:9:' || substr(CAST(blob AS TEXT), 8) AS BLOB) \
                      WHERE thread_id = $1 AND channel = 'count'",
     garbage_writes: "UPDATE checkpoint_writes SET blob = X'00FF1234' WHERE thread_id = $1",
+    wrong_types: &[
+        "UPDATE checkpoints SET checkpoint = 42 WHERE thread_id = $1",
+        "UPDATE checkpoints SET metadata = X'00FF' WHERE thread_id = $1",
+        "UPDATE checkpoint_blobs SET blob = 42 WHERE thread_id = $1 AND channel = 'count'",
+        "UPDATE checkpoint_writes SET blob = 4.5, idx = 'x' WHERE thread_id = $1",
+    ],
 };
 
 async fn saver() -> (SqliteSaver, Pool) {
@@ -61,6 +67,12 @@ async fn unknown_format_version_is_a_typed_error() {
 async fn damaged_pending_write_is_a_typed_error() {
     let (saver, raw) = saver().await;
     bad_input::damaged_pending_write(&saver, &raw, &DAMAGE).await;
+}
+
+#[tokio::test]
+async fn rows_of_the_wrong_type_are_corrupt_naming_thread_and_checkpoint() {
+    let (saver, raw) = saver().await;
+    bad_input::wrong_type_rows(&saver, &raw, &DAMAGE).await;
 }
 
 #[tokio::test]

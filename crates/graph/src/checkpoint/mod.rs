@@ -11,6 +11,11 @@
 //! [`Checkpointer::put_with_appends`]; the engine does so for savers whose
 //! [`stores_appends`](Checkpointer::stores_appends) is true, so a step costs O(new items), not O(list).
 //!
+//! One thread has one run at a time: a save carries the head its writer expects ([`ExpectedHead`], in
+//! [`SaveOp::Put`]); a saver refuses a checkpoint that would not extend the stored head with a
+//! [`CheckpointError::Conflict`], atomically. Errors have a [`CheckpointErrorKind`] (unavailable,
+//! corrupt, conflict, invalid request, backend) a caller can match on.
+//!
 //! [`InMemorySaver`] is the reference implementation; [`conformance`] holds the cases every saver must
 //! pass; [`RetentionPolicy`] says which old checkpoints a running thread drops; [`get_next_version`] makes
 //! channel versions.
@@ -23,11 +28,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub mod conformance;
+mod error;
 pub mod flat_map;
 mod memory;
 mod retention;
 mod version;
 
+pub use error::{CheckpointError, CheckpointErrorKind, ErrorSource, HeadConflict};
 pub use flat_map::FlatMap;
 pub use memory::InMemorySaver;
 pub use retention::{RetentionPolicy, checkpoint_time};
@@ -195,6 +202,71 @@ pub struct CheckpointTuple {
     pub pending_writes: Vec<PendingWrite>,
 }
 
+/// The head of a thread and namespace that the writer of a checkpoint expects: a save compares it with
+/// the head stored (the namespace's latest checkpoint) and stores the checkpoint only when they match,
+/// atomically; otherwise it fails with [`CheckpointError::Conflict`] and stores nothing of that op.
+///
+/// This is how one thread gets one run at a time: a run expects, at its first save, the head it read
+/// when it started (for a fork, from an older `checkpoint_id` or an `update_state` on an old checkpoint,
+/// the head it read, not the checkpoint it forks from), then its own previous checkpoint. A second run
+/// of the same thread started meanwhile fails at its first save, and the history stays one chain.
+/// Pending writes are never checked: writes against a checkpoint that is not the head are fine.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub enum ExpectedHead {
+    /// Store whatever the head is (callers and savers that do not care).
+    #[default]
+    Any,
+    /// The namespace has no checkpoint yet.
+    Empty,
+    /// The head is this checkpoint id.
+    Id(String),
+}
+
+impl ExpectedHead {
+    /// The expectation for a head read as `head` (`None`: no checkpoint).
+    pub fn from_head(head: Option<String>) -> Self {
+        head.map_or(Self::Empty, Self::Id)
+    }
+
+    /// Whether a head was expected at all (not [`Any`](Self::Any)).
+    pub fn is_checked(&self) -> bool {
+        !matches!(self, Self::Any)
+    }
+
+    /// Whether `found` (the stored head, `None`: no checkpoint) is what is expected.
+    pub fn matches(&self, found: Option<&str>) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Empty => found.is_none(),
+            Self::Id(id) => found == Some(id.as_str()),
+        }
+    }
+
+    /// `Ok` when `found` matches, or is `checkpoint_id` itself (the same save again, as a retry after a
+    /// reply was lost: saving it again changes nothing), else the [`CheckpointError::Conflict`] refusing
+    /// `checkpoint_id`.
+    pub fn check(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint_id: &str,
+        found: Option<&str>,
+    ) -> Result<(), CheckpointError> {
+        if self.matches(found) || found == Some(checkpoint_id) {
+            return Ok(());
+        }
+        Err(CheckpointError::Conflict(Box::new(HeadConflict {
+            thread_id: config.thread_id.clone(),
+            checkpoint_ns: config.checkpoint_ns.clone(),
+            checkpoint_id: checkpoint_id.to_owned(),
+            expected: match self {
+                Self::Id(id) => Some(id.clone()),
+                Self::Any | Self::Empty => None,
+            },
+            found: found.map(str::to_owned),
+        })))
+    }
+}
+
 /// One save of a run, as [`Checkpointer::put_batch`] takes it: a checkpoint or a task's writes.
 // Ops are built once and moved into a batch; boxing the checkpoint would cost an allocation per save.
 #[allow(clippy::large_enum_variant)]
@@ -213,6 +285,8 @@ pub enum SaveOp {
         new_versions: ChannelVersions,
         /// List channels given as the items appended to their base version.
         appends: ChannelAppends,
+        /// The head of the thread and namespace this checkpoint must extend (see [`ExpectedHead`]).
+        expected_head: ExpectedHead,
     },
     /// Writes of a task, as [`Checkpointer::put_writes`] takes them.
     Writes {
@@ -243,13 +317,22 @@ impl SaveOp {
 
 /// Saves `ops` in order through `saver`'s `put_with_appends` (or `put`) and `put_writes`, stopping at the
 /// first error: the default [`Checkpointer::put_batch`], for savers that batch some ops and not others.
+///
+/// A checkpoint with an [`ExpectedHead`] is checked against the head [`list_ids`](Checkpointer::list_ids)
+/// reads just before it is stored: not atomic, so a saver whose checks must hold against concurrent
+/// writers (every saver of this workspace) checks in its own `put_batch`, and a wrapper of a saver must
+/// forward `put_batch` to it.
 pub async fn put_one_by_one<C: Checkpointer + ?Sized>(
     saver: &C,
     ops: Vec<SaveOp>,
 ) -> Result<(), CheckpointError> {
     for op in ops {
         match op {
-            SaveOp::Put { config, checkpoint, metadata, new_versions, appends } => {
+            SaveOp::Put { config, checkpoint, metadata, new_versions, appends, expected_head } => {
+                if expected_head.is_checked() {
+                    let ids = saver.list_ids(&config).await?;
+                    expected_head.check(&config, &checkpoint.id, ids.first().map(String::as_str))?;
+                }
                 if appends.is_empty() {
                     saver.put(&config, checkpoint, metadata, new_versions).await?;
                 } else {
@@ -281,38 +364,6 @@ pub struct ListOptions {
     pub limit: Option<usize>,
 }
 
-/// Why a saver failed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum CheckpointError {
-    /// The backend failed (connection, I/O, SQL).
-    #[error("backend error: {0}")]
-    Backend(String),
-    /// A stored value could not be read back.
-    #[error("corrupt checkpoint data in thread '{thread_id}' checkpoint '{checkpoint_id}': {message}")]
-    Corrupt {
-        /// The thread.
-        thread_id: String,
-        /// The checkpoint.
-        checkpoint_id: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// A value could not be serialized.
-    #[error("cannot serialize channel '{channel}' of thread '{thread_id}': {message}")]
-    Serialize {
-        /// The thread.
-        thread_id: String,
-        /// The channel.
-        channel: String,
-        /// What went wrong, with the path inside the value.
-        message: String,
-    },
-    /// The request was invalid (an unknown checkpoint to copy from, a bad id).
-    #[error("invalid request: {0}")]
-    Invalid(String),
-}
-
 /// Stores checkpoints and pending writes; durable implementations live in `weft-integrations`.
 #[async_trait]
 pub trait Checkpointer: std::fmt::Debug + Send + Sync {
@@ -331,7 +382,9 @@ pub trait Checkpointer: std::fmt::Debug + Send + Sync {
     ) -> Result<Vec<CheckpointTuple>, CheckpointError>;
 
     /// Saves a checkpoint made from `config`'s checkpoint (its parent). `checkpoint.channel_values` holds
-    /// the values of the channels in `new_versions` only. Returns the new checkpoint's address.
+    /// the values of the channels in `new_versions` only. Returns the new checkpoint's address. Stores
+    /// whatever the thread's head is ([`ExpectedHead::Any`]); the engine saves through
+    /// [`put_batch`](Self::put_batch) with the head it expects.
     async fn put(
         &self,
         config: &CheckpointConfig,
@@ -398,7 +451,9 @@ pub trait Checkpointer: std::fmt::Debug + Send + Sync {
     }
 
     /// Saves `ops` in order, with the effect of calling [`put_with_appends`](Self::put_with_appends) (or
-    /// [`put`](Self::put)) and [`put_writes`](Self::put_writes) for each in turn. In `async` durability
+    /// [`put`](Self::put)) and [`put_writes`](Self::put_writes) for each in turn, where a checkpoint with
+    /// an [`ExpectedHead`] is stored only if the head of its thread and namespace is the one expected, at
+    /// that point of the batch (checked and stored atomically; [`CheckpointError::Conflict`] otherwise). In `async` durability
     /// the engine hands a run's queued saves over this way, so a backend can store many supersteps in
     /// one transaction and a few round trips.
     ///

@@ -129,7 +129,7 @@ pub(crate) async fn run<S: State>(
         (Ok(_), Some(policy), Some(saver), None) => {
             match policy.apply(saver.checkpointer.as_ref(), &saver.thread.thread_id).await {
                 Ok(()) => result,
-                Err(e) => Err(GraphError::Checkpoint(e.to_string())),
+                Err(e) => Err(GraphError::Storage(e)),
             }
         }
         _ => result,
@@ -177,7 +177,14 @@ pub(crate) async fn run_inner<S: State>(
             CheckpointConfig { thread_id, checkpoint_ns: ctx.ns.clone(), checkpoint_id: None },
             ctx.options.durability,
         );
-        let tuple = cp.get_tuple(&address).await.map_err(|e| GraphError::Checkpoint(e.to_string()))?;
+        let tuple = cp.get_tuple(&address).await?;
+        // The head the run's first checkpoint must extend: for a replay, the thread's latest checkpoint,
+        // not the one it starts from.
+        let head = match (&tuple, replay) {
+            (Some(t), false) => Some(t.checkpoint.id.clone()),
+            (None, false) => None,
+            (_, true) => cp.get_tuple(saver.current_config()).await?.map(|t| t.checkpoint.id),
+        };
         if let Some(tuple) = tuple {
             ch = Channels::from_checkpoint(spec, names, &tuple.checkpoint)?;
             loaded_step = Some(tuple.metadata.step);
@@ -186,10 +193,7 @@ pub(crate) async fn run_inner<S: State>(
             // and that is still the thread's latest: the run continues from it as from any latest
             // checkpoint (LangGraph does the same).
             if replay && matches!(tuple.metadata.source, CheckpointSource::Update | CheckpointSource::Fork) {
-                let latest = CheckpointConfig { checkpoint_id: None, ..address.clone() };
-                let latest =
-                    cp.get_tuple(&latest).await.map_err(|e| GraphError::Checkpoint(e.to_string()))?;
-                replay = latest.is_none_or(|l| l.checkpoint.id != tuple.checkpoint.id);
+                replay = head.as_deref() != Some(tuple.checkpoint.id.as_str());
             }
             if !replay {
                 null_writes = tuple
@@ -208,6 +212,7 @@ pub(crate) async fn run_inner<S: State>(
                 address.checkpoint_id.unwrap_or_default()
             )));
         }
+        saver.set_head(head);
         ctx.saver = Some(saver);
     }
 

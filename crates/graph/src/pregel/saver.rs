@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 
 use crate::checkpoint::{
     ChannelAppends, ChannelName, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError,
-    CheckpointMetadata, Checkpointer, SaveOp, owned_writes,
+    CheckpointMetadata, Checkpointer, ExpectedHead, SaveOp,
 };
 use crate::compiled::Durability;
 use crate::error::{GraphError, GraphResult};
@@ -82,6 +82,9 @@ pub(crate) struct RunSaver {
     since_yield: usize,
     /// Writes held back in `exit` mode until the checkpoint they belong to is saved.
     deferred: Vec<DeferredWrites>,
+    /// The head of the thread and namespace the next checkpoint must extend: what the run read when it
+    /// started, then its own last checkpoint.
+    head: ExpectedHead,
 }
 
 impl RunSaver {
@@ -111,7 +114,14 @@ impl RunSaver {
             poll_in_place,
             since_yield: 0,
             deferred: Vec::new(),
+            head: ExpectedHead::Any,
         }
+    }
+
+    /// Sets the head the run's first checkpoint must extend (`None`: the thread and namespace had no
+    /// checkpoint when the run read them).
+    pub(crate) fn set_head(&mut self, head: Option<String>) {
+        self.head = ExpectedHead::from_head(head);
     }
 
     /// The address of the checkpoint tasks are currently planned from.
@@ -124,26 +134,10 @@ impl RunSaver {
         self.current = Arc::new(CheckpointConfig { checkpoint_id: Some(id), ..self.thread.clone() });
     }
 
-    /// One save as a future of its own.
+    /// One save as a future of its own (a batch of one, so that its expected head is checked).
     fn start(&self, op: SaveOp) -> SaveFuture {
         let saver = Arc::clone(&self.checkpointer);
-        Box::pin(async move {
-            match op {
-                SaveOp::Put { config, checkpoint, metadata, new_versions, appends } => {
-                    if appends.is_empty() {
-                        saver.put(&config, checkpoint, metadata, new_versions).await.map(drop)
-                    } else {
-                        saver
-                            .put_with_appends(&config, checkpoint, metadata, new_versions, appends)
-                            .await
-                            .map(drop)
-                    }
-                }
-                SaveOp::Writes { config, writes, task_id, task_path } => {
-                    saver.put_writes(&config, owned_writes(writes), &task_id, &task_path).await
-                }
-            }
-        })
+        Box::pin(async move { saver.put_batch(vec![op]).await })
     }
 
     /// Saves `op` at once when the saver can and nothing is queued before it (in order, then); hands it
@@ -223,7 +217,8 @@ impl RunSaver {
         };
         let config = std::mem::replace(&mut self.current, next);
         self.spare = Some(Arc::clone(&config));
-        self.save_now(SaveOp::Put { config, checkpoint, metadata, new_versions, appends })
+        let expected_head = std::mem::replace(&mut self.head, ExpectedHead::Id(checkpoint.id.clone()));
+        self.save_now(SaveOp::Put { config, checkpoint, metadata, new_versions, appends, expected_head })
     }
 
     /// Saves a finished task's writes against the current checkpoint (held back in `exit` mode). Returns

@@ -4,24 +4,43 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use weft_graph::checkpoint::{CheckpointError, SaveOp};
+use weft_graph::checkpoint::{CheckpointError, HeadConflict, SaveOp};
 
 use super::Pg;
 use super::put::{check_config, check_text};
 use super::saver::backend;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
+use crate::sql::heads::{AssumedHead, HeadChecks};
 use crate::sql::rows;
 
 /// Checkpoints `$1-$6` (thread, ns, id, parent, body, metadata); channel values `$7-$12` (thread, ns,
 /// channel, version, base, blob); bases stored before the batch `$13-$16` (thread, ns, channel,
-/// version); writes `$17-$24` (thread, ns, checkpoint, task, path, idx, channel, blob). Nothing is written
-/// unless every base of `$13-$16` is stored. Returns whether it was written and how many checkpoints.
+/// version); writes `$17-$24` (thread, ns, checkpoint, task, path, idx, channel, blob); heads the batch
+/// assumes `$25-$28` (thread, ns, whether the head must be exactly `$28` (`NULL`: none) or below it),
+/// sorted by thread and namespace: `weft_checkpoint_heads` locks them (advisory locks held until the
+/// statement's transaction ends) and reads their heads with a snapshot taken after the locks were
+/// granted, so two batches expecting one head cannot both pass. Nothing is written unless every base of `$13-$16` is stored and every head is as assumed. Returns
+/// whether the bases are there, whether the heads are as assumed, how many checkpoints were written, and
+/// the heads found.
 const BATCH: &str = r#"
-WITH ok AS (
+WITH bases AS (
     SELECT count(*) = cardinality($16::text[]) AS ok
     FROM unnest($13::text[], $14::text[], $15::text[], $16::text[]) AS d(thread, ns, channel, version)
     JOIN checkpoint_blobs b ON b.thread_key = md5(d.thread)::uuid AND b.ns_key = md5(d.ns)::uuid
         AND b.thread_id = d.thread AND b.checkpoint_ns = d.ns AND b.channel = d.channel AND b.version = d.version
+),
+found AS MATERIALIZED (
+    SELECT CASE WHEN cardinality($25::text[]) = 0 THEN '{}'::text[]
+        ELSE weft_checkpoint_heads($25::text[], $26::text[]) END AS heads
+),
+heads AS MATERIALIZED (
+    SELECT g.i, CASE WHEN g.exact THEN f.heads[g.i] IS NOT DISTINCT FROM g.want
+        ELSE f.heads[g.i] IS NULL OR f.heads[g.i] < g.want END AS ok, f.heads[g.i] AS head
+    FROM unnest($25::text[], $26::text[], $27::bool[], $28::text[]) WITH ORDINALITY AS g(thread, ns, exact, want, i),
+        found f
+),
+ok AS (
+    SELECT (SELECT ok FROM bases) AND (SELECT coalesce(bool_and(ok), true) FROM heads) AS ok
 ),
 cp AS (
     INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
@@ -54,7 +73,8 @@ writes AS (
     WHERE excluded.idx < 0 AND checkpoint_writes.thread_id = excluded.thread_id
         AND checkpoint_writes.checkpoint_ns = excluded.checkpoint_ns
 )
-SELECT (SELECT ok FROM ok), (SELECT count(*) FROM cp)"#;
+SELECT (SELECT ok FROM bases), (SELECT coalesce(bool_and(ok), true) FROM heads), (SELECT count(*) FROM cp),
+    coalesce((SELECT array_agg(head ORDER BY i) FROM heads), '{}')"#;
 
 #[derive(Debug)]
 struct CheckpointIn {
@@ -106,7 +126,7 @@ pub(super) fn rows_of(
     for op in ops {
         threads.insert(op.thread_id().to_owned());
         match op {
-            SaveOp::Put { config, mut checkpoint, metadata, new_versions, appends } => {
+            SaveOp::Put { config, mut checkpoint, metadata, new_versions, appends, .. } => {
                 let config = Arc::unwrap_or_clone(config);
                 check_config(&config)?;
                 check_text("checkpoint id", &checkpoint.id)?;
@@ -214,8 +234,12 @@ impl Rows {
 
 /// Writes the batch in one statement. Returns `false` when deltas were stored as whole lists because a
 /// base they extend is gone (pruned or deleted meanwhile).
-pub(super) async fn write(pg: &Pg, mut rows: Rows) -> Result<bool, CheckpointError> {
-    if execute(pg, &rows, true).await? {
+pub(super) async fn write(
+    pg: &Pg,
+    mut rows: Rows,
+    checks: Option<&HeadChecks>,
+) -> Result<bool, CheckpointError> {
+    if execute(pg, &rows, true, checks).await? {
         return Ok(true);
     }
     // The engine's appends have no whole list to fall back on.
@@ -223,14 +247,73 @@ pub(super) async fn write(pg: &Pg, mut rows: Rows) -> Result<bool, CheckpointErr
         return Err(b.record.missing_base(&b.thread));
     }
     rows.make_whole();
-    if execute(pg, &rows, false).await? {
+    if execute(pg, &rows, false, checks).await? {
         return Ok(false);
     }
-    Err(CheckpointError::Backend("a batch of checkpoints was not stored: its values' bases are gone".into()))
+    Err(CheckpointError::backend("a batch of checkpoints was not stored: its values' bases are gone"))
+}
+
+/// A conflict when the stored heads differ from those a batch assumed, in a way its own checks do not
+/// name (a thread whose first checkpoint in the batch expected nothing, stored after a newer one).
+fn conflict_without_detail(assumed: &[AssumedHead]) -> CheckpointError {
+    let first = assumed.first();
+    CheckpointError::Conflict(Box::new(HeadConflict {
+        thread_id: first.map(|h| h.thread.clone()).unwrap_or_default(),
+        checkpoint_ns: first.map(|h| h.ns.clone()).unwrap_or_default(),
+        checkpoint_id: String::new(),
+        expected: first.and_then(|h| h.want.clone()),
+        found: None,
+    }))
 }
 
 /// Runs the statement; `false` when a base stored before the batch is missing (nothing written then).
-async fn execute(pg: &Pg, rows: &Rows, check_bases: bool) -> Result<bool, CheckpointError> {
+async fn execute(
+    pg: &Pg,
+    rows: &Rows,
+    check_bases: bool,
+    checks: Option<&HeadChecks>,
+) -> Result<bool, CheckpointError> {
+    let assumed = checks.map(HeadChecks::assumptions).unwrap_or_default();
+    match execute_assuming(pg, rows, check_bases, checks, &assumed).await? {
+        Ok(stored) => Ok(stored),
+        Err(found) => {
+            // The stored heads are not the assumed ones, but the batch's checks may still pass on them:
+            // when a head is a checkpoint of the batch itself (the batch again, after its reply was
+            // lost). Then run it assuming those heads.
+            let conflict = match checks.map(|c| c.verify(&found)) {
+                Some(Ok(())) => None,
+                Some(Err(conflict)) => Some(conflict),
+                None => Some(conflict_without_detail(&assumed)),
+            };
+            if let Some(conflict) = conflict {
+                return Err(conflict);
+            }
+            let actual: Vec<AssumedHead> = assumed
+                .iter()
+                .map(|h| AssumedHead {
+                    exact: true,
+                    want: found.get(&(h.thread.clone(), h.ns.clone())).cloned(),
+                    ..h.clone()
+                })
+                .collect();
+            match execute_assuming(pg, rows, check_bases, checks, &actual).await? {
+                Ok(stored) => Ok(stored),
+                Err(found) => Err(checks
+                    .and_then(|c| c.verify(&found).err())
+                    .unwrap_or_else(|| conflict_without_detail(&actual))),
+            }
+        }
+    }
+}
+
+/// Runs the statement assuming `assumed` heads: `Err` with the heads found when they are others.
+async fn execute_assuming(
+    pg: &Pg,
+    rows: &Rows,
+    check_bases: bool,
+    checks: Option<&HeadChecks>,
+    assumed: &[AssumedHead],
+) -> Result<Result<bool, HashMap<(String, String), String>>, CheckpointError> {
     let c = &rows.checkpoints;
     let (c_thread, c_ns, c_id, c_parent, c_body, c_meta) = (
         c.iter().map(|r| r.thread.as_str()).collect::<Vec<_>>(),
@@ -279,46 +362,77 @@ async fn execute(pg: &Pg, rows: &Rows, check_bases: bool) -> Result<bool, Checkp
         w.iter().map(|r| r.channel.as_str()).collect::<Vec<_>>(),
         w.iter().map(|r| r.blob.as_slice()).collect::<Vec<_>>(),
     );
-    let (ok, stored): (Option<bool>, i64) = pg
-        .retry
-        .run("put_batch", || {
-            sqlx::query_as(BATCH)
-                .bind(&c_thread)
-                .bind(&c_ns)
-                .bind(&c_id)
-                .bind(&c_parent)
-                .bind(&c_body)
-                .bind(&c_meta)
-                .bind(&b_thread)
-                .bind(&b_ns)
-                .bind(&b_channel)
-                .bind(&b_version)
-                .bind(&b_base)
-                .bind(&b_blob)
-                .bind(&o_thread)
-                .bind(&o_ns)
-                .bind(&o_channel)
-                .bind(&o_version)
-                .bind(&w_thread)
-                .bind(&w_ns)
-                .bind(&w_cp)
-                .bind(&w_task)
-                .bind(&w_path)
-                .bind(&w_idx)
-                .bind(&w_channel)
-                .bind(&w_blob)
-                .persistent(pg.persistent)
-                .fetch_one(&pg.pool)
-        })
-        .await
-        .map_err(backend)?;
+    let (g_thread, g_ns, g_exact, g_want) = (
+        assumed.iter().map(|h| h.thread.as_str()).collect::<Vec<_>>(),
+        assumed.iter().map(|h| h.ns.as_str()).collect::<Vec<_>>(),
+        assumed.iter().map(|h| h.exact).collect::<Vec<_>>(),
+        assumed.iter().map(|h| h.want.as_deref()).collect::<Vec<_>>(),
+    );
+    let query = || {
+        sqlx::query_as::<_, (Option<bool>, Option<bool>, i64, Vec<Option<String>>)>(BATCH)
+            .bind(&c_thread)
+            .bind(&c_ns)
+            .bind(&c_id)
+            .bind(&c_parent)
+            .bind(&c_body)
+            .bind(&c_meta)
+            .bind(&b_thread)
+            .bind(&b_ns)
+            .bind(&b_channel)
+            .bind(&b_version)
+            .bind(&b_base)
+            .bind(&b_blob)
+            .bind(&o_thread)
+            .bind(&o_ns)
+            .bind(&o_channel)
+            .bind(&o_version)
+            .bind(&w_thread)
+            .bind(&w_ns)
+            .bind(&w_cp)
+            .bind(&w_task)
+            .bind(&w_path)
+            .bind(&w_idx)
+            .bind(&w_channel)
+            .bind(&w_blob)
+            .bind(&g_thread)
+            .bind(&g_ns)
+            .bind(&g_exact)
+            .bind(&g_want)
+            .persistent(pg.persistent)
+    };
+    let (ok, heads_ok, stored, found) = match checks {
+        None => pg.run("put_batch", || query().fetch_one(&pg.pool)).await.map_err(backend)?,
+        Some(checks) => {
+            // The batch fails for any stored heads if it fails for the ones it assumes.
+            checks.verify(&assumed_heads(assumed))?;
+            pg.run("put_batch", || query().fetch_one(&pg.pool)).await.map_err(backend)?
+        }
+    };
+    if heads_ok != Some(true) {
+        let found = assumed
+            .iter()
+            .zip(found)
+            .filter_map(|(h, head)| Some(((h.thread.clone(), h.ns.clone()), head?)))
+            .collect();
+        return Ok(Err(found));
+    }
     if ok != Some(true) {
-        return Ok(false);
+        return Ok(Ok(false));
     }
     if usize::try_from(stored).unwrap_or(0) < c.len() {
-        return Err(CheckpointError::Backend(
-            "a batch of checkpoints was not stored whole: another thread's row has one of its keys".into(),
+        return Err(CheckpointError::backend(
+            "a batch of checkpoints was not stored whole: another thread's row has one of its keys",
         ));
     }
-    Ok(true)
+    Ok(Ok(true))
+}
+
+/// The heads `assumed` says are stored exactly (the others are below the batch's first checkpoint, so
+/// the batch's checks read them as none).
+fn assumed_heads(assumed: &[AssumedHead]) -> HashMap<(String, String), String> {
+    assumed
+        .iter()
+        .filter(|h| h.exact)
+        .filter_map(|h| Some(((h.thread.clone(), h.ns.clone()), h.want.clone()?)))
+        .collect()
 }

@@ -12,16 +12,35 @@
 //!   checkpoint and its new values in one implicit transaction), a read is one statement too.
 //! - **Poolers**: with [`PostgresOptions::prepared_statements`] off, queries use unnamed statements only
 //!   (`persistent(false)`), which transaction-mode PgBouncer accepts.
-//! - **Transient failures** are retried ([`RetryPolicy`]).
+//! - **Transient failures** are retried ([`RetryPolicy`], the retry budget: 3 retries from 50 ms to 2 s
+//!   apart by default) and then fail as
+//!   [`Unavailable`](weft_graph::checkpoint::CheckpointErrorKind::Unavailable) (retryable), the driver's
+//!   error kept as the source.
+//! - **Outages** are detected fast: a call still waiting for a connection after [`PROBE_AFTER`] (100 ms)
+//!   opens one of its own, and when that fails (refused, unresolved name, authentication, no answer
+//!   within [`PostgresOptions::connect_timeout`], 5 s by default) the call fails with that cause instead
+//!   of waiting out the pool's `acquire_timeout` (10 s) to say "pool timed out". A refused connection
+//!   fails in about 0.1 s per attempt.
+//! - **One run per thread**: a batch with expected heads
+//!   ([`ExpectedHead`](weft_graph::checkpoint::ExpectedHead)) is still one statement: it calls
+//!   `weft_checkpoint_heads` (a function of the schema), which takes an advisory lock per thread and
+//!   namespace (`pg_advisory_xact_lock` on a hash of both, held until the statement commits) and then
+//!   reads their heads with a fresh snapshot; the statement writes only if every expectation holds.
+//!   Otherwise nothing is stored and the error is a
+//!   [`Conflict`](weft_graph::checkpoint::CheckpointErrorKind::Conflict).
 //! - **Secrets**: the password of a connection string never appears in `Debug` output, errors or logs.
 
 use std::fmt;
+use std::future::Future;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection};
 
+use crate::sql::Failure;
 pub use crate::sql::delta::DeltaStorage;
 use crate::sql::migrate::{self, Migration};
 
@@ -44,8 +63,18 @@ pub use store::PostgresStore;
 pub struct PostgresOptions {
     /// Pool size when weft makes the pool (default 10).
     pub max_connections: u32,
-    /// How long a call waits for a pooled connection (default 10 s).
+    /// How long a call waits for a pooled connection while the server is up and every connection is
+    /// busy (default 10 s).
     pub acquire_timeout: Duration,
+    /// How long one attempt to open a connection may take (default 5 s). A call that waits for a
+    /// connection for more than [`PROBE_AFTER`] opens one of its own to the server (two such probes at
+    /// most at a time): when that fails (connection refused, a name that does not resolve, no answer
+    /// within this timeout, refused credentials) the call fails at once with that cause instead of
+    /// waiting out `acquire_timeout`; the error is a retryable
+    /// [`CheckpointErrorKind::Unavailable`](weft_graph::checkpoint::CheckpointErrorKind::Unavailable)
+    /// one, except for refused credentials (a backend error). A server that answers but takes no more
+    /// connections for now counts as up. So a refused connection fails in about 0.1 s per attempt.
+    pub connect_timeout: Duration,
     /// Use named server-side prepared statements, cached per connection (default `true`). Turn off
     /// behind a transaction-mode pooler (PgBouncer, Supavisor): every query then uses the unnamed
     /// statement.
@@ -54,7 +83,8 @@ pub struct PostgresOptions {
     /// when weft makes the pool (a startup parameter, which some poolers refuse: there, set the search
     /// path on the server role instead). `None`: the server's default search path.
     pub schema: Option<String>,
-    /// Retries of operations that fail for a passing reason.
+    /// Retries of operations that fail for a passing reason: the retry budget (default 3 retries, 50 ms
+    /// to 2 s apart; [`RetryPolicy::none`] fails at the first error).
     pub retry: RetryPolicy,
     /// How append-only channels are stored (savers only; default: deltas).
     pub delta: DeltaStorage,
@@ -65,6 +95,7 @@ impl Default for PostgresOptions {
         Self {
             max_connections: 10,
             acquire_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(5),
             prepared_statements: true,
             schema: None,
             retry: RetryPolicy::default(),
@@ -80,6 +111,18 @@ impl PostgresOptions {
         self
     }
 
+    /// These options with `timeout` for opening a connection.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// These options with `retry` as the retry budget.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
     /// These options without server-side prepared statements (for transaction-mode poolers).
     pub fn without_prepared_statements(mut self) -> Self {
         self.prepared_statements = false;
@@ -87,10 +130,19 @@ impl PostgresOptions {
     }
 }
 
+/// How long a call waits for a pooled connection before it also tries to open one of its own, to learn
+/// whether the server is reachable (see [`PostgresOptions::connect_timeout`]).
+pub const PROBE_AFTER: Duration = Duration::from_millis(100);
+
 /// A pool and how to use it.
 #[derive(Clone)]
 pub(crate) struct Pg {
     pub(crate) pool: PgPool,
+    /// Where a probe connects (the pool's options).
+    connect: PgConnectOptions,
+    connect_timeout: Duration,
+    /// Permits for probes running at once (shared by the clones of this pool).
+    probes: Arc<tokio::sync::Semaphore>,
     pub(crate) persistent: bool,
     pub(crate) retry: RetryPolicy,
     /// Where it connects, without the password.
@@ -106,6 +158,23 @@ impl fmt::Debug for Pg {
             .field("prepared_statements", &self.persistent)
             .field("retry", &self.retry)
             .finish()
+    }
+}
+
+/// How many probes (see [`Pg::probed`]) may run at once.
+const PROBES: usize = 2;
+
+/// Whether a failed connection attempt says the server cannot be used: not reachable (I/O, TLS,
+/// protocol errors, a name that does not resolve), or refusing the credentials or the database (SQLSTATE
+/// classes 28 and 3D). "Too many connections" and a server still starting mean it is up.
+fn is_outage(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Database(db) => db.code().is_some_and(|c| c.starts_with("28") || c.starts_with("3D")),
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::Configuration(_) => true,
+        _ => false,
     }
 }
 
@@ -173,14 +242,17 @@ impl Pg {
             connect = connect.options([("search_path", schema.as_str())]);
         }
         let target = describe(&connect);
+        // The pool opens its connections when first used (so an outage at start fails as fast as one
+        // later, with its cause, in `migrate`).
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(1))
             .acquire_timeout(options.acquire_timeout)
-            .connect_with(connect)
-            .await
-            .map_err(|e| redact(&format!("cannot connect to {target}: {e}")))?;
+            .connect_lazy_with(connect.clone());
         Ok(Self {
             pool,
+            connect,
+            connect_timeout: options.connect_timeout,
+            probes: Arc::new(tokio::sync::Semaphore::new(PROBES)),
             persistent: options.prepared_statements,
             retry: options.retry,
             target,
@@ -190,15 +262,85 @@ impl Pg {
 
     /// The caller's pool.
     pub(crate) fn from_pool(pool: PgPool, options: &PostgresOptions) -> Self {
-        let target = describe(&pool.connect_options());
-        Self { pool, persistent: options.prepared_statements, retry: options.retry, target, schema: None }
+        let connect = PgConnectOptions::clone(&pool.connect_options());
+        let target = describe(&connect);
+        Self {
+            pool,
+            connect,
+            connect_timeout: options.connect_timeout,
+            probes: Arc::new(tokio::sync::Semaphore::new(PROBES)),
+            persistent: options.prepared_statements,
+            retry: options.retry,
+            target,
+            schema: None,
+        }
+    }
+
+    /// Runs `op` as the retry policy says, each attempt [probed](Self::probed).
+    pub(crate) async fn run<T, F, Fut>(&self, what: &str, mut op: F) -> Result<T, sqlx::Error>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, sqlx::Error>>,
+    {
+        self.retry.run(what, || self.probed(op())).await
+    }
+
+    /// `op`, unless it is still waiting after [`PROBE_AFTER`] and a connection of its own to the server
+    /// fails meanwhile: then that connection's error (the cause: refused, unresolved, authentication,
+    /// timed out). A pool waiting for a refused server would only say "pool timed out", after its
+    /// acquire timeout.
+    pub(crate) async fn probed<T>(
+        &self,
+        op: impl Future<Output = Result<T, sqlx::Error>>,
+    ) -> Result<T, sqlx::Error> {
+        let mut op = std::pin::pin!(op);
+        // At most `PROBES` probes at a time: under load (every pooled connection busy, the server up)
+        // the callers waiting do not flood the server with connections; in an outage each probe fails
+        // at once, so every caller still gets its turn within a few milliseconds.
+        let permit = loop {
+            tokio::select! {
+                done = &mut op => return done,
+                () = tokio::time::sleep(PROBE_AFTER) => {}
+            }
+            if let Ok(permit) = self.probes.try_acquire() {
+                break permit;
+            }
+        };
+        let probe = async move {
+            let _permit = permit;
+            match tokio::time::timeout(self.connect_timeout, self.connect.connect()).await {
+                Ok(Ok(conn)) => {
+                    drop(conn.close().await);
+                    None
+                }
+                // The server answered but will not take this connection now (too many connections, a
+                // server starting): it is up, and a pooled connection may come.
+                Ok(Err(e)) if !is_outage(&e) => None,
+                Ok(Err(e)) => Some(e),
+                Err(_) => Some(sqlx::Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("connecting to {} timed out after {:?}", self.target, self.connect_timeout),
+                ))),
+            }
+        };
+        tokio::select! {
+            done = &mut op => done,
+            cause = probe => match cause {
+                Some(cause) => Err(cause),
+                // The server is up (the pool is busy, or the query slow): wait for `op`.
+                None => op.await,
+            },
+        }
     }
 
     /// Applies the missing steps of `component` in one transaction, under an advisory lock per schema
     /// (so processes that start together migrate one after another).
-    pub(crate) async fn migrate(&self, component: &str, steps: &[Migration]) -> Result<(), String> {
-        let fail = |e: sqlx::Error| redact(&format!("PostgreSQL migration of {component} failed: {e}"));
-        let mut tx = self.pool.begin().await.map_err(fail)?;
+    pub(crate) async fn migrate(&self, component: &str, steps: &[Migration]) -> Result<(), Failure> {
+        let target = &self.target;
+        let fail = |e: sqlx::Error| {
+            Failure::new(redact(&format!("PostgreSQL migration of {component} at {target} failed: {e}")), e)
+        };
+        let mut tx = self.run("begin", || self.pool.begin()).await.map_err(fail)?;
         let lock_name = self.schema.clone().unwrap_or_default();
         sqlx::query(
             "SELECT pg_advisory_xact_lock(hashtext('weft_migrations'), \

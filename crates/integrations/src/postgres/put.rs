@@ -27,7 +27,6 @@ pub(super) async fn put_statement(
     }
     let (whole, delta) = (&whole, &delta);
     let written: i64 = pg
-        .retry
         .run("put", move || {
             sqlx::query_scalar(PUT)
                 .bind(&config.thread_id)

@@ -69,7 +69,6 @@ pub(super) async fn get_tuple(
     config: &CheckpointConfig,
 ) -> Result<Option<CheckpointTuple>, CheckpointError> {
     let rows = pg
-        .retry
         .run("get_tuple", move || {
             sqlx::query(OF_THREAD)
                 .bind(&config.thread_id)
@@ -104,7 +103,6 @@ pub(super) async fn list(
     let filter = filter.as_deref();
     let before = options.before.as_deref();
     let rows = pg
-        .retry
         .run("list", move || {
             let query = match config {
                 Some(c) => sqlx::query(OF_THREAD)

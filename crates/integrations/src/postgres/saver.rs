@@ -15,6 +15,7 @@ use super::statements::{COPY, DELETE, HAS_CHECKPOINTS, PRUNE, PUT_WRITES};
 use super::{Pg, PgPool, PostgresOptions, batch, read, redact, schema};
 use crate::sql::StorageStats;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
+use crate::sql::heads::HeadChecks;
 use crate::sql::rows;
 
 /// A checkpointer on PostgreSQL, sharing one connection pool among every thread (no lock of its own).
@@ -44,7 +45,7 @@ impl fmt::Debug for PostgresSaver {
 }
 
 pub(super) fn backend(e: sqlx::Error) -> CheckpointError {
-    CheckpointError::Backend(redact(&format!("postgres: {e}")))
+    crate::sql::checkpoint_error(redact(&format!("postgres: {e}")), e)
 }
 
 impl PostgresSaver {
@@ -55,7 +56,7 @@ impl PostgresSaver {
 
     /// Connects a pool to `url` with `options` and creates or updates weft's tables.
     pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Self, CheckpointError> {
-        let pg = Pg::connect(url, &options).await.map_err(CheckpointError::Backend)?;
+        let pg = Pg::connect(url, &options).await.map_err(CheckpointError::backend)?;
         Self::with_pg(pg, &options).await
     }
 
@@ -66,7 +67,7 @@ impl PostgresSaver {
     }
 
     async fn with_pg(pg: Pg, options: &PostgresOptions) -> Result<Self, CheckpointError> {
-        pg.migrate("checkpoint", schema::CHECKPOINT).await.map_err(CheckpointError::Backend)?;
+        pg.migrate("checkpoint", schema::CHECKPOINT).await?;
         Ok(Self { pg, delta: DeltaPlanner::new(options.delta) })
     }
 
@@ -79,7 +80,6 @@ impl PostgresSaver {
     pub async fn storage_stats(&self) -> Result<StorageStats, CheckpointError> {
         let pg = &self.pg;
         let (checkpoints, blobs, writes, data_bytes): (i64, i64, i64, i64) = pg
-            .retry
             .run("storage_stats", move || {
                 sqlx::query_as(
                     "SELECT (SELECT count(*) FROM checkpoints), (SELECT count(*) FROM checkpoint_blobs), \
@@ -146,7 +146,7 @@ impl PostgresSaver {
                 .collect();
             let whole: Vec<&BlobRecord> = whole.iter().collect();
             if !put::put_statement(&self.pg, config, &checkpoint, &body, &metadata, &whole).await? {
-                return Err(CheckpointError::Backend(format!(
+                return Err(CheckpointError::backend(format!(
                     "checkpoint '{}' of thread '{}' was not stored: another thread's row has its key",
                     checkpoint.id, config.thread_id
                 )));
@@ -211,14 +211,17 @@ impl Checkpointer for PostgresSaver {
         self.put_one(config, checkpoint, metadata, new_versions, appends).await
     }
 
-    /// The whole batch in one statement (one round trip): all or nothing is stored.
+    /// The whole batch in one statement (one round trip): all or nothing is stored. With expected
+    /// heads, in a transaction that first locks the checked threads and namespaces (advisory locks) and
+    /// reads their heads.
     async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
-        if ops.len() < 2 {
+        let checks = HeadChecks::of(&ops);
+        if ops.len() < 2 && checks.is_none() {
             return put_one_by_one(self, ops).await;
         }
         let mut threads = BTreeSet::new();
         let result = match batch::rows_of(&self.delta, ops, &mut threads) {
-            Ok(rows) => batch::write(&self.pg, rows).await,
+            Ok(rows) => batch::write(&self.pg, rows, checks.as_ref()).await,
             Err(e) => Err(e),
         };
         if !matches!(result, Ok(true)) {
@@ -250,22 +253,21 @@ impl Checkpointer for PostgresSaver {
         let channels: Vec<&str> = records.iter().map(|r| r.channel.as_str()).collect();
         let blobs: Vec<&[u8]> = records.iter().map(|r| r.blob.as_slice()).collect();
         let (pg, idxs, channels, blobs) = (&self.pg, &idxs, &channels, &blobs);
-        pg.retry
-            .run("put_writes", move || {
-                sqlx::query(PUT_WRITES)
-                    .bind(&config.thread_id)
-                    .bind(&config.checkpoint_ns)
-                    .bind(checkpoint_id)
-                    .bind(task_id)
-                    .bind(task_path)
-                    .bind(idxs)
-                    .bind(channels)
-                    .bind(blobs)
-                    .persistent(pg.persistent)
-                    .execute(&pg.pool)
-            })
-            .await
-            .map_err(backend)?;
+        pg.run("put_writes", move || {
+            sqlx::query(PUT_WRITES)
+                .bind(&config.thread_id)
+                .bind(&config.checkpoint_ns)
+                .bind(checkpoint_id)
+                .bind(task_id)
+                .bind(task_path)
+                .bind(idxs)
+                .bind(channels)
+                .bind(blobs)
+                .persistent(pg.persistent)
+                .execute(&pg.pool)
+        })
+        .await
+        .map_err(backend)?;
         Ok(())
     }
 
@@ -273,12 +275,11 @@ impl Checkpointer for PostgresSaver {
         check_text("thread id", thread_id)?;
         self.delta.forget_thread(thread_id);
         let pg = &self.pg;
-        pg.retry
-            .run("delete_thread", move || {
-                sqlx::query(DELETE).bind(thread_id).persistent(pg.persistent).execute(&pg.pool)
-            })
-            .await
-            .map_err(backend)?;
+        pg.run("delete_thread", move || {
+            sqlx::query(DELETE).bind(thread_id).persistent(pg.persistent).execute(&pg.pool)
+        })
+        .await
+        .map_err(backend)?;
         Ok(())
     }
 
@@ -287,7 +288,6 @@ impl Checkpointer for PostgresSaver {
         check_text("thread id", dst)?;
         let pg = &self.pg;
         let outcome = pg
-            .retry
             .run("copy_thread", move || async move {
                 let mut tx = pg.pool.begin().await?;
                 let has = |thread: &str| {
@@ -335,30 +335,28 @@ impl Checkpointer for PostgresSaver {
         check_text("thread id", thread_id)?;
         let keep = i64::try_from(keep_latest).unwrap_or(i64::MAX);
         let pg = &self.pg;
-        pg.retry
-            .run("prune", move || {
-                sqlx::query(PRUNE).bind(thread_id).bind(keep).persistent(pg.persistent).execute(&pg.pool)
-            })
-            .await
-            .map_err(backend)?;
+        pg.run("prune", move || {
+            sqlx::query(PRUNE).bind(thread_id).bind(keep).persistent(pg.persistent).execute(&pg.pool)
+        })
+        .await
+        .map_err(backend)?;
         Ok(())
     }
 
     async fn list_ids(&self, config: &CheckpointConfig) -> Result<Vec<String>, CheckpointError> {
         check_config(config)?;
         let pg = &self.pg;
-        pg.retry
-            .run("list_ids", move || {
-                sqlx::query_scalar(
-                    "SELECT checkpoint_id FROM checkpoints WHERE thread_key = md5($1)::uuid AND thread_id = $1 \
+        pg.run("list_ids", move || {
+            sqlx::query_scalar(
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_key = md5($1)::uuid AND thread_id = $1 \
                      AND ns_key = md5($2)::uuid AND checkpoint_ns = $2 ORDER BY checkpoint_id DESC",
-                )
-                .bind(&config.thread_id)
-                .bind(&config.checkpoint_ns)
-                .persistent(pg.persistent)
-                .fetch_all(&pg.pool)
-            })
-            .await
-            .map_err(backend)
+            )
+            .bind(&config.thread_id)
+            .bind(&config.checkpoint_ns)
+            .persistent(pg.persistent)
+            .fetch_all(&pg.pool)
+        })
+        .await
+        .map_err(backend)
     }
 }

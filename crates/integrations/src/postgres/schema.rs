@@ -17,10 +17,11 @@ CREATE TABLE IF NOT EXISTS weft_migrations (
 )";
 
 /// Steps of the checkpointer's tables.
-pub(super) const CHECKPOINT: &[Migration] = &[Migration {
-    version: 1,
-    name: "checkpoints, blobs per channel version (with delta bases), pending writes",
-    sql: r#"
+pub(super) const CHECKPOINT: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "checkpoints, blobs per channel version (with delta bases), pending writes",
+        sql: r#"
 CREATE TABLE checkpoints (
     thread_id TEXT COLLATE "C" NOT NULL,
     checkpoint_ns TEXT COLLATE "C" NOT NULL DEFAULT '',
@@ -57,7 +58,32 @@ CREATE TABLE checkpoint_writes (
     blob BYTEA NOT NULL,
     PRIMARY KEY (thread_key, ns_key, checkpoint_id, task_id, idx)
 );"#,
-}];
+    },
+    Migration {
+        version: 2,
+        name: "weft_checkpoint_heads: lock threads and namespaces, then read their heads",
+        // VOLATILE: each query of the function takes a new snapshot, so the heads read after the locks are
+        // granted include every save committed before (the calling statement's own snapshot is older).
+        sql: r#"
+CREATE OR REPLACE FUNCTION weft_checkpoint_heads(threads TEXT[], namespaces TEXT[]) RETURNS TEXT[]
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    i INTEGER;
+    heads TEXT[];
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(threads, 1), 0) LOOP
+        PERFORM pg_advisory_xact_lock(hashtextextended(threads[i] || chr(31) || namespaces[i], 0));
+    END LOOP;
+    SELECT coalesce(array_agg(h.head ORDER BY k.i), '{}') INTO heads
+    FROM unnest(threads, namespaces) WITH ORDINALITY AS k(t, n, i)
+    LEFT JOIN LATERAL (SELECT max(c.checkpoint_id) AS head FROM checkpoints c
+        WHERE c.thread_key = md5(k.t)::uuid AND c.ns_key = md5(k.n)::uuid AND c.thread_id = k.t
+        AND c.checkpoint_ns = k.n) h ON true;
+    RETURN heads;
+END
+$fn$;"#,
+    },
+];
 
 /// Steps of the store's tables.
 pub(super) const STORE: &[Migration] = &[Migration {

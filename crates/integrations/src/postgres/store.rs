@@ -65,7 +65,7 @@ impl PostgresStore {
     }
 
     async fn with_pg(pg: Pg) -> Result<Self, StoreError> {
-        pg.migrate("store", schema::STORE).await.map_err(StoreError::Backend)?;
+        pg.migrate("store", schema::STORE).await.map_err(|f| StoreError::Backend(f.message))?;
         Ok(Self { pg, index: None, ttl: TtlConfig::default() })
     }
 
@@ -85,7 +85,6 @@ impl PostgresStore {
     pub async fn sweep_expired(&self) -> Result<u64, StoreError> {
         let (pg, now) = (&self.pg, micros(SystemTime::now()));
         let done = pg
-            .retry
             .run("sweep_expired", move || {
                 sqlx::query("DELETE FROM store_items WHERE expires_at <= $1")
                     .bind(now)
@@ -105,17 +104,16 @@ impl PostgresStore {
         let prefixes: Vec<&str> = items.iter().map(|(p, _)| p.as_str()).collect();
         let keys: Vec<&str> = items.iter().map(|(_, k)| k.as_str()).collect();
         let (pg, prefixes, keys, now) = (&self.pg, &prefixes, &keys, micros(SystemTime::now()));
-        pg.retry
-            .run("refresh", move || {
-                sqlx::query(super::statements::REFRESH)
-                    .bind(prefixes)
-                    .bind(keys)
-                    .bind(now)
-                    .persistent(pg.persistent)
-                    .execute(&pg.pool)
-            })
-            .await
-            .map_err(backend)?;
+        pg.run("refresh", move || {
+            sqlx::query(super::statements::REFRESH)
+                .bind(prefixes)
+                .bind(keys)
+                .bind(now)
+                .persistent(pg.persistent)
+                .execute(&pg.pool)
+        })
+        .await
+        .map_err(backend)?;
         Ok(())
     }
 
@@ -132,21 +130,20 @@ impl PostgresStore {
     {
         let range = prefix_range(prefix);
         let (pg, range, now) = (&self.pg, &range, micros(SystemTime::now()));
-        pg.retry
-            .run(what, move || {
-                let q = if range.all {
-                    sqlx::query_as::<_, T>(query.0).bind(now)
-                } else {
-                    sqlx::query_as::<_, T>(query.1)
-                        .bind(now)
-                        .bind(&range.exact)
-                        .bind(&range.lower)
-                        .bind(&range.upper)
-                };
-                q.bind(limit).persistent(pg.persistent).fetch_all(&pg.pool)
-            })
-            .await
-            .map_err(backend)
+        pg.run(what, move || {
+            let q = if range.all {
+                sqlx::query_as::<_, T>(query.0).bind(now)
+            } else {
+                sqlx::query_as::<_, T>(query.1)
+                    .bind(now)
+                    .bind(&range.exact)
+                    .bind(&range.lower)
+                    .bind(&range.upper)
+            };
+            q.bind(limit).persistent(pg.persistent).fetch_all(&pg.pool)
+        })
+        .await
+        .map_err(backend)
     }
 }
 
@@ -174,7 +171,6 @@ impl Store for PostgresStore {
         let prefix = ns_text(namespace);
         let (pg, prefix_ref, now) = (&self.pg, &prefix, micros(SystemTime::now()));
         let row: Option<Row> = pg
-            .retry
             .run("get", move || {
                 sqlx::query_as(
                     "SELECT prefix, key, value, created_at, updated_at, ttl_micros FROM store_items \
@@ -220,22 +216,21 @@ impl Store for PostgresStore {
         let now = micros(SystemTime::now());
         let (prefix, text) = (ns_text(namespace), value.to_string());
         let (pg, prefix, text, idxs, embeddings) = (&self.pg, &prefix, &text, &idxs, &embeddings);
-        pg.retry
-            .run("put", move || {
-                sqlx::query(super::statements::PUT_ITEM)
-                    .bind(prefix)
-                    .bind(key)
-                    .bind(text)
-                    .bind(now)
-                    .bind(ttl.map(|t| now.saturating_add(t)))
-                    .bind(ttl)
-                    .bind(idxs)
-                    .bind(embeddings)
-                    .persistent(pg.persistent)
-                    .execute(&pg.pool)
-            })
-            .await
-            .map_err(backend)?;
+        pg.run("put", move || {
+            sqlx::query(super::statements::PUT_ITEM)
+                .bind(prefix)
+                .bind(key)
+                .bind(text)
+                .bind(now)
+                .bind(ttl.map(|t| now.saturating_add(t)))
+                .bind(ttl)
+                .bind(idxs)
+                .bind(embeddings)
+                .persistent(pg.persistent)
+                .execute(&pg.pool)
+        })
+        .await
+        .map_err(backend)?;
         Ok(())
     }
 
@@ -245,19 +240,18 @@ impl Store for PostgresStore {
         }
         let prefix = ns_text(namespace);
         let (pg, prefix) = (&self.pg, &prefix);
-        pg.retry
-            .run("delete", move || {
-                sqlx::query(
-                    "DELETE FROM store_items WHERE prefix_key = md5($1)::uuid AND key_key = md5($2)::uuid \
+        pg.run("delete", move || {
+            sqlx::query(
+                "DELETE FROM store_items WHERE prefix_key = md5($1)::uuid AND key_key = md5($2)::uuid \
                      AND prefix = $1 AND key = $2",
-                )
-                .bind(prefix)
-                .bind(key)
-                .persistent(pg.persistent)
-                .execute(&pg.pool)
-            })
-            .await
-            .map_err(backend)?;
+            )
+            .bind(prefix)
+            .bind(key)
+            .persistent(pg.persistent)
+            .execute(&pg.pool)
+        })
+        .await
+        .map_err(backend)?;
         Ok(())
     }
 

@@ -220,11 +220,7 @@ pub(crate) fn decode_record(fields: &[Option<Vec<u8>>]) -> Result<Option<Record>
 
 /// A `Corrupt` error for a stored item of a checkpoint.
 pub(crate) fn corrupt(thread_id: &str, checkpoint_id: &str, message: String) -> CheckpointError {
-    CheckpointError::Corrupt {
-        thread_id: thread_id.to_owned(),
-        checkpoint_id: checkpoint_id.to_owned(),
-        message,
-    }
+    CheckpointError::corrupt(thread_id, checkpoint_id, message)
 }
 
 /// The JSON object of a stored item, its format checked.

@@ -34,23 +34,22 @@ impl Conn {
     /// Connects as `options` say and checks the server's version.
     pub(crate) async fn connect(options: &RedisOptions) -> Result<Self, CheckpointError> {
         let url = options.redacted_url();
-        let info = options
-            .url
-            .as_str()
-            .into_connection_info()
-            .map_err(|e| CheckpointError::Backend(format!("invalid redis url '{url}': {e}")))?;
+        let info =
+            options.url.as_str().into_connection_info().map_err(|e| {
+                CheckpointError::Invalid(scrub(format!("invalid redis url '{url}': {e}"), None))
+            })?;
         let secret = info.redis_settings().password().filter(|p| !p.is_empty()).map(str::to_owned);
         let scrub_with = |text: String| scrub(text, secret.as_deref());
         let client = redis::Client::open(info)
-            .map_err(|e| CheckpointError::Backend(scrub_with(format!("invalid redis url '{url}': {e}"))))?;
+            .map_err(|e| CheckpointError::Invalid(scrub_with(format!("invalid redis url '{url}': {e}"))))?;
         let config = ConnectionManagerConfig::new()
             .set_number_of_retries(usize::try_from(options.max_retries).unwrap_or(usize::MAX))
             .set_min_delay(options.retry_delay)
             .set_response_timeout(Some(options.response_timeout))
             .set_connection_timeout(Some(options.connection_timeout));
-        let manager = ConnectionManager::new_with_config(client, config).await.map_err(|e| {
-            CheckpointError::Backend(scrub_with(format!("cannot connect to redis at '{url}': {e}")))
-        })?;
+        let manager = ConnectionManager::new_with_config(client, config)
+            .await
+            .map_err(|e| classify(scrub_with(format!("cannot connect to redis at '{url}': {e}")), e))?;
         let conn = Self {
             manager,
             max_retries: options.max_retries,
@@ -76,11 +75,35 @@ impl Conn {
         let major_minor = (parts.next().flatten(), parts.next().flatten());
         match major_minor {
             (Some(major), Some(minor)) if (major, minor) >= MIN_VERSION => Ok(()),
-            _ => Err(CheckpointError::Backend(format!(
+            _ => Err(CheckpointError::backend(format!(
                 "redis at '{url}' is version {version}; the saver needs {}.{} or newer",
                 MIN_VERSION.0, MIN_VERSION.1
             ))),
         }
+    }
+
+    /// Logs a warning when the server may evict keys of the saver (see
+    /// [`RedisSaver::connect_with`](super::RedisSaver::connect_with)); `with_ttl`: the saver sets TTLs.
+    pub(crate) async fn warn_if_evicting(&self, with_ttl: bool) -> Result<(), CheckpointError> {
+        let info: String =
+            self.run("INFO memory", |mut c| async move {
+                redis::cmd("INFO").arg("memory").query_async(&mut c).await
+            })
+            .await?;
+        let field = |name: &str| {
+            info.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(':')).map(str::trim)
+        };
+        let limit = field("maxmemory").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        let policy = field("maxmemory_policy").unwrap_or("unknown");
+        if can_evict(limit, policy, with_ttl) {
+            tracing::warn!(
+                maxmemory = limit,
+                maxmemory_policy = policy,
+                "redis may evict checkpoint keys when it reaches maxmemory; an evicted key reads as a corrupt \
+                 thread. Set `maxmemory-policy noeviction` (and persistence: appendonly yes) for the saver"
+            );
+        }
+        Ok(())
     }
 
     /// Runs `op` on the connection, trying again after transient errors; `what` names the operation in
@@ -108,9 +131,7 @@ impl Conn {
                     tokio::time::sleep(delay).await;
                     attempt += 1;
                 }
-                Err(err) => {
-                    return Err(CheckpointError::Backend(self.scrub(format!("redis {what} failed: {err}"))));
-                }
+                Err(err) => return Err(classify(self.scrub(format!("redis {what} failed: {err}")), err)),
             }
         }
     }
@@ -118,6 +139,21 @@ impl Conn {
     fn scrub(&self, text: String) -> String {
         scrub(text, self.secret.as_deref())
     }
+}
+
+/// Whether a command (or one of a pipeline's) hit a key holding another type.
+fn is_wrong_type(err: &RedisError) -> bool {
+    err.code() == Some("WRONGTYPE")
+        || err
+            .clone()
+            .into_server_errors()
+            .is_some_and(|items| items.iter().any(|(_, e)| e.code() == "WRONGTYPE"))
+}
+
+/// Whether a server with `maxmemory` `limit` (0: none) and eviction `policy` may evict the saver's
+/// keys (which have a TTL when `with_ttl`).
+fn can_evict(limit: u64, policy: &str, with_ttl: bool) -> bool {
+    limit > 0 && (policy.starts_with("allkeys") || (with_ttl && policy.starts_with("volatile")))
 }
 
 /// Whether trying the same command again may succeed: a lost or refused connection, a timeout, a server
@@ -134,6 +170,24 @@ fn is_transient(err: &RedisError) -> bool {
             err.retry_method(),
             RetryMethod::Reconnect | RetryMethod::RetryImmediately | RetryMethod::WaitAndRetry
         )
+}
+
+/// The checkpoint error of a failed command: unavailable when trying again may succeed (see
+/// [`is_transient`]), a backend error otherwise. `message` must be scrubbed already; the driver's error
+/// is kept as the source only when it cannot hold the password (not for authentication failures).
+pub(crate) fn classify(message: String, err: RedisError) -> CheckpointError {
+    if is_wrong_type(&err) {
+        // A key of the saver holds another type: damaged data. The caller names the thread (see
+        // `RedisSaver::name_wrong_type`).
+        return CheckpointError::corrupt("", "", message);
+    }
+    if matches!(err.kind(), ErrorKind::AuthenticationFailed) {
+        CheckpointError::backend(message)
+    } else if is_transient(&err) {
+        CheckpointError::unavailable_from(message, err)
+    } else {
+        CheckpointError::backend_from(message, err)
+    }
 }
 
 /// `text` with every occurrence of `secret` replaced by `***`.
@@ -153,6 +207,21 @@ mod tests {
         assert_eq!(scrub("auth hunter2 failed".into(), Some("hunter2")), "auth *** failed");
         assert_eq!(scrub("nothing here".into(), Some("hunter2")), "nothing here");
         assert_eq!(scrub("kept".into(), None), "kept");
+    }
+
+    #[test]
+    fn eviction_is_possible_only_with_a_limit_and_a_policy_that_reaches_the_keys() {
+        assert!(!can_evict(0, "allkeys-lru", true), "no limit, no eviction");
+        assert!(can_evict(1 << 30, "allkeys-lru", false));
+        assert!(!can_evict(1 << 30, "volatile-lru", false), "keys without a TTL are not evicted");
+        assert!(can_evict(1 << 30, "volatile-ttl", true));
+        assert!(!can_evict(1 << 30, "noeviction", true));
+    }
+
+    #[test]
+    fn io_errors_are_unavailable() {
+        let io = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert!(classify("redis get failed".into(), io).is_retryable());
     }
 
     #[test]

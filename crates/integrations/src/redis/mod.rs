@@ -34,6 +34,30 @@
 //! [`CheckpointError::Corrupt`](weft_graph::checkpoint::CheckpointError::Corrupt) naming the thread,
 //! checkpoint and channel; nothing is ever read as a default.
 //!
+//! # Server settings the saver needs
+//! Redis is the only copy of the checkpoints, so the server must keep them:
+//! - **persistence**: `appendonly yes` (with `appendfsync everysec`, the default, a crash loses at most
+//!   about a second of saves; `always` loses none) or at least RDB snapshots, accepting the loss of what
+//!   came after the last one;
+//! - **no eviction**: `maxmemory-policy noeviction` (the default), or no `maxmemory` limit. Under an
+//!   `allkeys-*` policy, or a `volatile-*` one with [`RedisOptions::ttl`] set, the server may drop keys
+//!   when it fills up. [`RedisSaver::connect_with`] checks this and logs a warning (it does not refuse:
+//!   managed services sometimes fix the policy) when the server may evict the saver's keys.
+//!
+//! # Damaged data
+//! A key lost outside the saver (evicted, deleted by hand) or holding another type never reads as a
+//! shorter or empty thread: a checkpoint hash gone while the index lists it, an index gone while the
+//! thread's registry lists it, pending writes gone while the registry lists them, and a key of the wrong
+//! type are [`CheckpointError::Corrupt`](weft_graph::checkpoint::CheckpointError::Corrupt) naming the
+//! thread (and the checkpoint where one is hit). Other threads still read, and
+//! [`delete_thread`](weft_graph::checkpoint::Checkpointer::delete_thread) removes the damaged one.
+//!
+//! # One run per thread
+//! A checkpoint whose expected head
+//! ([`ExpectedHead`](weft_graph::checkpoint::ExpectedHead)) is not the namespace's latest id is refused
+//! by the put script itself (atomically, with nothing written) as a
+//! [`Conflict`](weft_graph::checkpoint::CheckpointErrorKind::Conflict).
+//!
 //! # TTL
 //! With [`RedisOptions::ttl`], every key of a thread gets the TTL on every write (in the same
 //! transaction) and, unless [`refresh_on_read`](RedisOptions::refresh_on_read) is off, on every
@@ -42,7 +66,9 @@
 //!
 //! # Connections
 //! One multiplexed connection that reconnects by itself; commands failing with a transient error are
-//! tried again with backoff (every command is idempotent). The URL's password never appears in `Debug`
+//! tried again with backoff (every command is idempotent), and fail as
+//! [`Unavailable`](weft_graph::checkpoint::CheckpointErrorKind::Unavailable) (retryable) once the retries
+//! are spent. The URL's password never appears in `Debug`
 //! output, errors or logs.
 //!
 //! ```no_run

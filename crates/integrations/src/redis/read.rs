@@ -73,8 +73,15 @@ impl RedisSaver {
             },
         };
         let address = Address { thread_id: config.thread_id.clone(), ns: config.checkpoint_ns.clone(), id };
-        let Some(record) = self.records(std::slice::from_ref(&address)).await?.pop().flatten() else {
-            return Ok(None);
+        let found = self.records(std::slice::from_ref(&address)).await?.pop().flatten();
+        let Some(record) = found else {
+            // Gone, or a hash lost while the index still lists it (evicted, deleted by hand).
+            self.check_listed(std::slice::from_ref(&address)).await?;
+            return match config.checkpoint_id {
+                // The latest was pruned meanwhile: read the new latest.
+                None => Box::pin(self.read_tuple(config)).await,
+                Some(_) => Ok(None),
+            };
         };
         let tuple = self.assemble(vec![(address, record)]).await?.pop();
         self.refresh_after_read([config.thread_id.as_str()]).await?;
@@ -113,6 +120,9 @@ impl RedisSaver {
         let mut found = Vec::new();
         for chunk in candidates.chunks(CHUNK) {
             let records = self.records(chunk).await?;
+            let missing: Vec<Address> =
+                chunk.iter().zip(&records).filter(|(_, r)| r.is_none()).map(|(a, _)| a.clone()).collect();
+            self.check_listed(&missing).await?;
             for (address, record) in chunk.iter().zip(records) {
                 // A checkpoint pruned or deleted since its id was read is skipped.
                 let Some(record) = record else { continue };
@@ -156,12 +166,86 @@ impl RedisSaver {
         if let Some(cap) = cap {
             cmd.arg("LIMIT").arg(0).arg(i64::try_from(cap).unwrap_or(i64::MAX));
         }
-        self.conn
+        let ids = self
+            .conn
             .run("list ids", |mut c| {
                 let cmd = &cmd;
                 async move { cmd.query_async::<Vec<String>>(&mut c).await }
             })
             .await
+            .map_err(|e| named(e, &config.thread_id, ""))?;
+        if ids.is_empty() {
+            // The thread's registry lists the index when the namespace has checkpoints: an index that is
+            // gone while the registry lists it was lost (evicted, deleted by hand).
+            let suffix = NsSuffix::new(&config.checkpoint_ns).ids();
+            let mut pipe = redis::pipe();
+            pipe.cmd("EXISTS").arg(&key).cmd("SISMEMBER").arg(thread.registry()).arg(&suffix);
+            let (exists, listed): (bool, bool) =
+                self.query(&pipe, "check index").await.map_err(|e| named(e, &config.thread_id, ""))?;
+            if !exists && listed {
+                return Err(corrupt(
+                    &config.thread_id,
+                    "",
+                    format!(
+                        "the index of checkpoints of namespace '{}' (key '{key}') is gone while the thread \
+                         lists it: evicted or deleted outside the saver",
+                        config.checkpoint_ns
+                    ),
+                ));
+            }
+        }
+        Ok(ids)
+    }
+
+    /// Fails with `Corrupt` when the index still lists a checkpoint of `missing` (whose hash was not
+    /// found): its hash was lost (evicted, deleted by hand), not pruned.
+    async fn check_listed(&self, missing: &[Address]) -> Result<(), CheckpointError> {
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        for a in missing {
+            pipe.cmd("ZSCORE")
+                .arg(self.keys.thread(&a.thread_id).full(&NsSuffix::new(&a.ns).ids()))
+                .arg(&a.id);
+        }
+        let scores: Vec<Option<f64>> = self.query(&pipe, "check index").await?;
+        match missing.iter().zip(scores).find(|(_, score)| score.is_some()) {
+            Some((a, _)) => Err(corrupt(
+                &a.thread_id,
+                &a.id,
+                "the checkpoint's hash is gone while the index lists it: evicted or deleted outside the saver"
+                    .to_owned(),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// `err` naming the thread and checkpoint of the first of `keys` (key, the type it must have,
+    /// address) whose type is another, when `err` is a command on a key of the wrong type.
+    async fn name_wrong_type(
+        &self,
+        err: CheckpointError,
+        keys: &[(String, &str, &Address)],
+    ) -> CheckpointError {
+        if !is_wrong_type(&err) {
+            return err;
+        }
+        let mut pipe = redis::pipe();
+        for (key, _, _) in keys {
+            pipe.cmd("TYPE").arg(key);
+        }
+        let Ok(types) = self.query::<Vec<String>>(&pipe, "check key types").await else { return err };
+        for ((key, want, a), found) in keys.iter().zip(types) {
+            if found != "none" && found != *want {
+                return corrupt(
+                    &a.thread_id,
+                    &a.id,
+                    format!("key '{key}' holds the wrong type: a {found}, not a {want}"),
+                );
+            }
+        }
+        err
     }
 
     /// Every checkpoint of every thread and namespace below `before`, newest first (by id, then thread,
@@ -213,11 +297,16 @@ impl RedisSaver {
     /// The checkpoint hashes at `addresses`, `None` where there is none.
     async fn records(&self, addresses: &[Address]) -> Result<Vec<Option<Record>>, CheckpointError> {
         let mut pipe = redis::pipe();
+        let mut keys = Vec::with_capacity(addresses.len());
         for a in addresses {
             let key = self.keys.thread(&a.thread_id).full(&NsSuffix::new(&a.ns).checkpoint(&a.id));
-            pipe.cmd("HMGET").arg(key).arg(&RECORD_FIELDS[..]);
+            pipe.cmd("HMGET").arg(&key).arg(&RECORD_FIELDS[..]);
+            keys.push((key, "hash", a));
         }
-        let raw: Vec<Vec<Option<Vec<u8>>>> = self.query(&pipe, "read checkpoints").await?;
+        let raw: Vec<Vec<Option<Vec<u8>>>> = match self.query(&pipe, "read checkpoints").await {
+            Ok(raw) => raw,
+            Err(e) => return Err(self.name_wrong_type(e, &keys).await),
+        };
         addresses
             .iter()
             .zip(raw)
@@ -231,22 +320,29 @@ impl RedisSaver {
     /// Whole tuples: each checkpoint with the values its versions name and its pending writes.
     async fn assemble(&self, found: Vec<(Address, Record)>) -> Result<Vec<CheckpointTuple>, CheckpointError> {
         let mut pipe = redis::pipe();
+        let mut keys = Vec::new();
         for (a, record) in &found {
             let thread = self.keys.thread(&a.thread_id);
             let ns = NsSuffix::new(&a.ns);
             let versions = &record.checkpoint.channel_versions;
             if !versions.is_empty() {
                 let fields: Vec<String> = versions.iter().map(|(c, v)| blob_field(c, v)).collect();
-                pipe.cmd("EVAL")
-                    .arg(RESOLVE)
-                    .arg(2)
-                    .arg(thread.full(&ns.blobs()))
-                    .arg(thread.full(&ns.bases()));
+                let (blobs, bases) = (thread.full(&ns.blobs()), thread.full(&ns.bases()));
+                pipe.cmd("EVAL").arg(RESOLVE).arg(2).arg(&blobs).arg(&bases);
                 pipe.arg(fields);
+                keys.extend([(blobs, "hash", a), (bases, "hash", a)]);
             }
-            pipe.cmd("HGETALL").arg(thread.full(&ns.writes(&a.id)));
+            let writes = ns.writes(&a.id);
+            pipe.cmd("HGETALL").arg(thread.full(&writes));
+            // Whether the registry lists the writes key (it does once writes were saved).
+            pipe.cmd("SISMEMBER").arg(thread.registry()).arg(&writes);
+            keys.push((thread.full(&writes), "hash", a));
         }
-        let mut replies = self.query::<Vec<redis::Value>>(&pipe, "read values and writes").await?.into_iter();
+        let replies = match self.query::<Vec<redis::Value>>(&pipe, "read values and writes").await {
+            Ok(replies) => replies,
+            Err(e) => return Err(self.name_wrong_type(e, &keys).await),
+        };
+        let mut replies = replies.into_iter();
         let mut tuples = Vec::with_capacity(found.len());
         for (a, record) in found {
             let mut checkpoint = record.checkpoint;
@@ -266,6 +362,16 @@ impl RedisSaver {
                 }
             }
             let raw_writes: Vec<(Vec<u8>, Vec<u8>)> = parse(replies.next(), &a)?;
+            let writes_listed: bool = parse(replies.next(), &a)?;
+            if raw_writes.is_empty() && writes_listed {
+                return Err(corrupt(
+                    &a.thread_id,
+                    &a.id,
+                    "the checkpoint's pending writes are gone while the thread lists them: evicted or deleted \
+                     outside the saver"
+                        .to_owned(),
+                ));
+            }
             let pending_writes = writes_in_order(&a, raw_writes)?;
             tuples.push(CheckpointTuple {
                 config: a.config(&a.id),
@@ -286,7 +392,7 @@ impl RedisSaver {
     ) -> Result<T, CheckpointError> {
         if pipe.is_empty() {
             return T::from_redis_value(redis::Value::Array(Vec::new()))
-                .map_err(|e| CheckpointError::Backend(format!("redis {what}: {e}")));
+                .map_err(|e| CheckpointError::backend_from(format!("redis {what}: {e}"), e));
         }
         self.conn.run(what, |mut c| async move { pipe.query_async::<T>(&mut c).await }).await
     }
@@ -311,9 +417,23 @@ fn writes_in_order(a: &Address, raw: Vec<(Vec<u8>, Vec<u8>)>) -> Result<Vec<Pend
 }
 
 fn parse<T: FromRedisValue>(reply: Option<redis::Value>, a: &Address) -> Result<T, CheckpointError> {
-    let reply =
-        reply.ok_or_else(|| CheckpointError::Backend("redis pipeline returned too few replies".into()))?;
+    let reply = reply.ok_or_else(|| CheckpointError::backend("redis pipeline returned too few replies"))?;
     T::from_redis_value(reply).map_err(|e| corrupt(&a.thread_id, &a.id, format!("unexpected reply: {e}")))
+}
+
+/// Whether `err` is a command on a key of the wrong type (see `conn::classify`).
+fn is_wrong_type(err: &CheckpointError) -> bool {
+    matches!(err, CheckpointError::Corrupt { thread_id, .. } if thread_id.is_empty())
+}
+
+/// `err` naming `thread_id` and `checkpoint_id` when it is a command on a key of the wrong type.
+pub(crate) fn named(err: CheckpointError, thread_id: &str, checkpoint_id: &str) -> CheckpointError {
+    match err {
+        CheckpointError::Corrupt { thread_id: unnamed, message, .. } if unnamed.is_empty() => {
+            corrupt(thread_id, checkpoint_id, message)
+        }
+        other => other,
+    }
 }
 
 fn metadata_matches(metadata: &Map<String, Value>, filter: &Map<String, Value>) -> bool {

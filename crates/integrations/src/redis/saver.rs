@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use weft_graph::checkpoint::{
     ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
-    CheckpointTuple, Checkpointer, ListOptions,
+    CheckpointTuple, Checkpointer, ExpectedHead, ListOptions, SaveOp, owned_writes,
 };
 
 use super::conn::Conn;
@@ -38,7 +38,10 @@ impl RedisSaver {
     }
 
     /// Connects as `options` say. Fails when the server cannot be reached (after the retries), rejects
-    /// the credentials, or is older than Redis 6.2.
+    /// the credentials, or is older than Redis 6.2. Logs a warning (`tracing`, target
+    /// `weft_integrations::redis`) when the server may evict the saver's keys: a `maxmemory` limit with
+    /// an `allkeys-*` eviction policy, or a `volatile-*` one while the saver sets a TTL (see the
+    /// [module docs](super) for the settings the saver needs).
     pub async fn connect_with(options: RedisOptions) -> Result<Self, CheckpointError> {
         if options.prefix.is_empty() {
             return Err(CheckpointError::Invalid("the redis key prefix must not be empty".to_owned()));
@@ -49,6 +52,7 @@ impl RedisSaver {
             ));
         }
         let conn = Conn::connect(&options).await?;
+        conn.warn_if_evicting(options.ttl.is_some()).await?;
         Ok(Self {
             conn,
             keys: Keys::new(&options.prefix),
@@ -105,7 +109,8 @@ impl Checkpointer for RedisSaver {
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> Result<CheckpointConfig, CheckpointError> {
-        self.write_checkpoint(config, checkpoint, metadata, new_versions, ChannelAppends::new()).await
+        let any = ExpectedHead::Any;
+        self.write_checkpoint(config, checkpoint, metadata, new_versions, ChannelAppends::new(), &any).await
     }
 
     /// Stores the engine's appends as the new items on their base version (O(new items) a step), unless
@@ -122,7 +127,30 @@ impl Checkpointer for RedisSaver {
         new_versions: ChannelVersions,
         appends: ChannelAppends,
     ) -> Result<CheckpointConfig, CheckpointError> {
-        self.write_checkpoint(config, checkpoint, metadata, new_versions, appends).await
+        self.write_checkpoint(config, checkpoint, metadata, new_versions, appends, &ExpectedHead::Any).await
+    }
+
+    /// Each op in turn; a checkpoint's expected head is checked in its put script (atomically).
+    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+        for op in ops {
+            match op {
+                SaveOp::Put { config, checkpoint, metadata, new_versions, appends, expected_head } => {
+                    self.write_checkpoint(
+                        &config,
+                        checkpoint,
+                        metadata,
+                        new_versions,
+                        appends,
+                        &expected_head,
+                    )
+                    .await?;
+                }
+                SaveOp::Writes { config, writes, task_id, task_path } => {
+                    self.write_pending(&config, owned_writes(writes), &task_id, &task_path).await?;
+                }
+            }
+        }
+        Ok(())
     }
 
     async fn put_writes(

@@ -262,7 +262,7 @@ fn joined(namespace: &[String]) -> String {
 
 pub(crate) fn backend(err: CheckpointError) -> StoreError {
     match err {
-        CheckpointError::Backend(message) => StoreError::Backend(message),
+        CheckpointError::Backend { message, .. } => StoreError::Backend(message),
         other => StoreError::Backend(other.to_string()),
     }
 }

@@ -4,21 +4,33 @@
 use serde_json::Value;
 use weft_graph::checkpoint::{
     AppendDelta, ChannelAppends, ChannelName, ChannelValues, ChannelVersion, ChannelVersions, Checkpoint,
-    CheckpointConfig, CheckpointError, CheckpointMetadata, special,
+    CheckpointConfig, CheckpointError, CheckpointMetadata, ExpectedHead, special,
 };
 
 use super::codec::{StoredWrite, encode_append, encode_list, encode_record, encode_value, encode_write};
 use super::delta::{DeltaPlanner, ListPlan};
 use super::keys::{NAMESPACES, NsSuffix, ThreadKeys, blob_field, write_field};
+use super::read::named;
 use super::saver::RedisSaver;
 
 /// Stores a checkpoint atomically. KEYS: thread index, registry, namespace set, values, bases,
 /// checkpoint hash, ids. ARGV: thread id, namespace, checkpoint id, checkpoint JSON, metadata JSON,
 /// parent id, has parent (`1`/`0`), ttl ms (`""`: none), thread base, the suffixes of ids, values, bases
 /// and checkpoint hash, the count of values, then per value its field, bytes and base field (`""`:
-/// whole). When a base is missing nothing is written and the fields whose base is missing are returned.
+/// whole), then the expected head: `""` (none expected), `empty` or `id`, and the id. When the head (the
+/// greatest id of the namespace) is neither the one expected nor this checkpoint (the same put again)
+/// nothing is written and `{"", head}` is returned (`head` empty: none). When a base is missing nothing is written and the fields whose base is missing
+/// are returned.
 const PUT: &str = r"
 local n = tonumber(ARGV[14])
+local mode = ARGV[15 + 3 * n]
+if mode ~= '' then
+  local head = redis.call('ZRANGE', KEYS[7], -1, -1)[1]
+  local other = head ~= nil and head ~= ARGV[3]
+  if other and ((mode == 'empty') or (mode == 'id' and head ~= ARGV[16 + 3 * n])) then
+    return {'', head or ''}
+  end
+end
 local missing = {}
 for i = 0, n - 1 do
   local base = ARGV[17 + 3 * i]
@@ -96,6 +108,7 @@ impl RedisSaver {
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
         mut appends: ChannelAppends,
+        expected: &ExpectedHead,
     ) -> Result<CheckpointConfig, CheckpointError> {
         let (thread_id, ns_name) = (&config.thread_id, &config.checkpoint_ns);
         if checkpoint.id.is_empty() {
@@ -153,13 +166,27 @@ impl RedisSaver {
                 })?;
                 call.arg(field).arg(bytes).arg(base);
             }
+            match expected {
+                ExpectedHead::Id(id) => call.arg("id").arg(id),
+                ExpectedHead::Empty => call.arg("empty").arg(""),
+                _ => call.arg("").arg(""),
+            };
             let missing: Vec<String> = self
                 .conn
                 .run("put", |mut c| {
                     let call = &call;
                     async move { call.query_async(&mut c).await }
                 })
-                .await?;
+                .await
+                .map_err(|e| named(e, thread_id, &checkpoint.id))?;
+            if let [marker, head] = &missing[..] {
+                if marker.is_empty() {
+                    let head = Some(head.as_str()).filter(|h| !h.is_empty());
+                    return Err(expected.check(config, &checkpoint.id, head).err().unwrap_or_else(|| {
+                        CheckpointError::backend("redis put refused a checkpoint whose head matched")
+                    }));
+                }
+            }
             if missing.is_empty() {
                 let lists =
                     planned.iter().filter_map(|p| p.list.as_ref().map(|l| (&*p.channel, &*p.version, l)));
@@ -199,7 +226,7 @@ impl RedisSaver {
                 }
             }
         }
-        Err(CheckpointError::Backend(format!(
+        Err(CheckpointError::backend(format!(
             "put of checkpoint '{}' in thread '{thread_id}' kept finding the bases of appended values gone",
             checkpoint.id
         )))
@@ -287,6 +314,7 @@ impl RedisSaver {
                 async move { pipe.query_async::<()>(&mut c).await }
             })
             .await
+            .map_err(|e| named(e, thread_id, checkpoint_id))
     }
 
     /// A transaction that registers the thread, its namespace `ns` and the keys of `suffixes`.

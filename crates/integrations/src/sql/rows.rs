@@ -131,7 +131,7 @@ pub(crate) struct Parsed {
 }
 
 fn corrupt(config: &CheckpointConfig, id: &str, message: String) -> CheckpointError {
-    CheckpointError::Corrupt { thread_id: config.thread_id.clone(), checkpoint_id: id.to_owned(), message }
+    CheckpointError::corrupt(&config.thread_id, id, message)
 }
 
 impl CheckpointRow {

@@ -178,7 +178,7 @@ pub(super) fn rows_of(
     for op in ops {
         threads.insert(op.thread_id().to_owned());
         match op {
-            SaveOp::Put { config, mut checkpoint, metadata, new_versions, appends } => {
+            SaveOp::Put { config, mut checkpoint, metadata, new_versions, appends, .. } => {
                 let rows::PreparedPut { body, metadata, values } =
                     rows::prepare_put(&config, &mut checkpoint, &metadata)?;
                 let mut plan = delta.plan_with_appends(

@@ -18,7 +18,15 @@
 //! SQLite has one writer at a time: a saver opened on a file writes through one connection (so the
 //! process's writers queue in order instead of retrying on `SQLITE_BUSY`) and reads through a small
 //! pool that WAL lets run beside the writer. Other processes may open the same file; their writes wait up
-//! to [`SqliteOptions::busy_timeout`].
+//! to [`SqliteOptions::busy_timeout`] and then fail as
+//! [`Unavailable`](weft_graph::checkpoint::CheckpointErrorKind::Unavailable) (database locked: retryable).
+//!
+//! A checkpoint's expected head ([`ExpectedHead`](weft_graph::checkpoint::ExpectedHead): one run per
+//! thread) is checked inside the write transaction (`BEGIN IMMEDIATE`, so no other writer can move the
+//! head in between); a batch whose expectation fails stores nothing and is a
+//! [`Conflict`](weft_graph::checkpoint::CheckpointErrorKind::Conflict). A row holding a value of the
+//! wrong type (SQLite keeps what it is given) reads as
+//! [`Corrupt`](weft_graph::checkpoint::CheckpointErrorKind::Corrupt) naming its thread and checkpoint.
 //!
 //! # Layout
 //!
@@ -34,6 +42,7 @@ use std::time::Duration;
 pub use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
+use crate::sql::Failure;
 pub use crate::sql::delta::DeltaStorage;
 use crate::sql::migrate::{self, Migration};
 
@@ -114,7 +123,7 @@ impl fmt::Debug for Db {
 
 impl Db {
     /// Opens (creating it if missing) the database file at `path`.
-    pub(crate) async fn open(path: &Path, options: &SqliteOptions) -> Result<Self, String> {
+    pub(crate) async fn open(path: &Path, options: &SqliteOptions) -> Result<Self, Failure> {
         let synchronous = match options.durability {
             SqliteDurability::Normal => SqliteSynchronous::Normal,
             SqliteDurability::Full => SqliteSynchronous::Full,
@@ -126,7 +135,9 @@ impl Db {
             .synchronous(synchronous)
             .busy_timeout(options.busy_timeout)
             .foreign_keys(true);
-        let fail = |e: sqlx::Error| format!("cannot open SQLite database '{}': {e}", path.display());
+        let fail = |e: sqlx::Error| {
+            Failure::new(format!("cannot open SQLite database '{}': {e}", path.display()), e)
+        };
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .idle_timeout(None)
@@ -143,7 +154,7 @@ impl Db {
     }
 
     /// A private in-memory database (gone when the last clone of its pool is dropped).
-    pub(crate) async fn in_memory() -> Result<Self, String> {
+    pub(crate) async fn in_memory() -> Result<Self, Failure> {
         let connect = SqliteConnectOptions::new().in_memory(true).foreign_keys(true);
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
@@ -152,7 +163,7 @@ impl Db {
             .max_lifetime(None)
             .connect_with(connect)
             .await
-            .map_err(|e| format!("cannot open an in-memory SQLite database: {e}"))?;
+            .map_err(|e| Failure::new(format!("cannot open an in-memory SQLite database: {e}"), e))?;
         Ok(Self::from_pool(pool))
     }
 
@@ -162,8 +173,8 @@ impl Db {
     }
 
     /// Applies the missing steps of `component` in one write transaction.
-    pub(crate) async fn migrate(&self, component: &str, steps: &[Migration]) -> Result<(), String> {
-        let fail = |e: sqlx::Error| format!("SQLite migration of {component} failed: {e}");
+    pub(crate) async fn migrate(&self, component: &str, steps: &[Migration]) -> Result<(), Failure> {
+        let fail = |e: sqlx::Error| Failure::new(format!("SQLite migration of {component} failed: {e}"), e);
         let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(fail)?;
         sqlx::raw_sql(schema::MIGRATIONS_TABLE).execute(&mut *tx).await.map_err(fail)?;
         let applied: Vec<i64> =

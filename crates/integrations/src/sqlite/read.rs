@@ -10,23 +10,38 @@ use weft_graph::checkpoint::{CheckpointConfig, CheckpointError, CheckpointTuple,
 use super::saver::backend;
 use crate::sql::rows::{self, BlobRow, CheckpointRow, Parsed, Values, WriteRow};
 
-type Row = (String, String, String, Option<String>, String, String);
+type Row = (String, String, String, Option<String>, Vec<u8>, Vec<u8>);
 type BlobTuple = (String, String, Option<String>, Option<Vec<u8>>);
 type WriteTuple = (String, String, String, i64, String, Vec<u8>);
 
-const BY_ID: &str = "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata \
-    FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3";
-const LATEST: &str = "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata \
-    FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2 ORDER BY checkpoint_id DESC LIMIT 1";
-const OF_THREAD: &str = "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata \
-    FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id < ?3 \
-    ORDER BY checkpoint_id DESC";
-const OF_THREAD_ALL: &str = "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, \
-    metadata FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2 ORDER BY checkpoint_id DESC";
-const EVERY: &str = "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata \
-    FROM checkpoints WHERE checkpoint_id < ?1 ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC";
-const EVERY_ALL: &str = "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata \
-    FROM checkpoints ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC";
+/// The columns of a checkpoint row, cast to the types they are read as: a value stored with another type
+/// (SQLite keeps what it is given) then fails to parse and reads as corrupt, naming its thread and
+/// checkpoint, instead of failing the whole query.
+macro_rules! checkpoint_columns {
+    () => {
+        "SELECT CAST(thread_id AS TEXT), CAST(checkpoint_ns AS TEXT), CAST(checkpoint_id AS TEXT), \
+         CAST(parent_checkpoint_id AS TEXT), CAST(checkpoint AS BLOB), CAST(metadata AS BLOB) FROM checkpoints "
+    };
+}
+
+const BY_ID: &str =
+    concat!(checkpoint_columns!(), "WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3");
+const LATEST: &str = concat!(
+    checkpoint_columns!(),
+    "WHERE thread_id = ?1 AND checkpoint_ns = ?2 ORDER BY checkpoint_id DESC LIMIT 1"
+);
+const OF_THREAD: &str = concat!(
+    checkpoint_columns!(),
+    "WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id < ?3 ORDER BY checkpoint_id DESC"
+);
+const OF_THREAD_ALL: &str =
+    concat!(checkpoint_columns!(), "WHERE thread_id = ?1 AND checkpoint_ns = ?2 ORDER BY checkpoint_id DESC");
+const EVERY: &str = concat!(
+    checkpoint_columns!(),
+    "WHERE checkpoint_id < ?1 ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC"
+);
+const EVERY_ALL: &str =
+    concat!(checkpoint_columns!(), "ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC");
 
 /// The blobs of the (channel, version) pairs in `?3` and, for deltas, of their bases.
 const BLOBS: &str = "
@@ -37,16 +52,26 @@ WITH RECURSIVE need(channel, version) AS (
         ON b.thread_id = ?1 AND b.checkpoint_ns = ?2 AND b.channel = need.channel AND b.version = need.version
     WHERE b.base_version IS NOT NULL
 )
-SELECT b.channel, b.version, b.base_version, b.blob FROM need JOIN checkpoint_blobs b
+SELECT CAST(b.channel AS TEXT), CAST(b.version AS TEXT), CAST(b.base_version AS TEXT), CAST(b.blob AS BLOB)
+    FROM need JOIN checkpoint_blobs b
     ON b.thread_id = ?1 AND b.checkpoint_ns = ?2 AND b.channel = need.channel AND b.version = need.version";
 
-const WRITES: &str = "SELECT checkpoint_id, task_id, task_path, idx, channel, blob FROM checkpoint_writes \
+const WRITES: &str = "SELECT CAST(checkpoint_id AS TEXT), CAST(task_id AS TEXT), CAST(task_path AS TEXT), \
+    CAST(idx AS INTEGER), CAST(channel AS TEXT), CAST(blob AS BLOB) FROM checkpoint_writes \
     WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id IN (SELECT value FROM json_each(?3))";
 
+/// A checkpoint row; a record or metadata that is not UTF-8 text is corrupt.
 fn row(
     (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata): Row,
-) -> CheckpointRow {
-    CheckpointRow { thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata }
+) -> Result<CheckpointRow, CheckpointError> {
+    let text = |what: &str, bytes: Vec<u8>| {
+        String::from_utf8(bytes).map_err(|e| {
+            CheckpointError::corrupt(&thread_id, &checkpoint_id, format!("the {what} is not UTF-8 text: {e}"))
+        })
+    };
+    let checkpoint = text("checkpoint record", checkpoint)?;
+    let metadata = text("metadata", metadata)?;
+    Ok(CheckpointRow { thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata })
 }
 
 /// The checkpoint at `config` (by id or the latest), whole.
@@ -63,7 +88,7 @@ pub(super) async fn get_tuple(
     let Some(found) = query.fetch_optional(&mut *conn).await.map_err(backend)? else {
         return Ok(None);
     };
-    let parsed = row(found).parse()?;
+    let parsed = row(found)?.parse()?;
     Ok(finish_group(conn, vec![parsed]).await?.pop())
 }
 
@@ -97,7 +122,7 @@ pub(super) async fn list(
             if before.is_some_and(|b| r.2.as_str() >= b) {
                 continue;
             }
-            let parsed = row(r).parse()?;
+            let parsed = row(r)?.parse()?;
             if rows::metadata_matches(&parsed.metadata_json, &options.filter) {
                 found.push(parsed);
                 if found.len() >= limit {

@@ -1,6 +1,6 @@
 //! `SqliteSaver`: the checkpointer on SQLite.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::path::Path;
 
@@ -8,16 +8,17 @@ use async_trait::async_trait;
 use serde_json::Value;
 use weft_graph::checkpoint::{
     ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
-    CheckpointTuple, Checkpointer, ListOptions, SaveOp, put_one_by_one,
+    CheckpointTuple, Checkpointer, ExpectedHead, ListOptions, SaveOp, owned_writes,
 };
 
 use super::statements::{
-    COPY, DELETE, HAS_CHECKPOINTS, PRUNE_BLOBS, PRUNE_CHECKPOINTS, PRUNE_WRITES, PUT_BLOB, PUT_CHECKPOINT,
-    PUT_DELTA, PUT_WRITE,
+    COPY, DELETE, HAS_CHECKPOINTS, HEAD, PRUNE_BLOBS, PRUNE_CHECKPOINTS, PRUNE_WRITES, PUT_BLOB,
+    PUT_CHECKPOINT, PUT_DELTA, PUT_WRITE,
 };
 use super::{Db, DeltaStorage, SqliteOptions, SqlitePool, batch, read, schema};
 use crate::sql::StorageStats;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
+use crate::sql::heads::HeadChecks;
 use crate::sql::rows;
 
 /// A checkpointer on SQLite: a file (WAL, durability as [`SqliteOptions::durability`] says) or a private
@@ -46,7 +47,7 @@ impl fmt::Debug for SqliteSaver {
 }
 
 pub(super) fn backend(e: sqlx::Error) -> CheckpointError {
-    CheckpointError::Backend(format!("sqlite: {e}"))
+    crate::sql::checkpoint_error(format!("sqlite: {e}"), e)
 }
 
 impl SqliteSaver {
@@ -58,13 +59,13 @@ impl SqliteSaver {
 
     /// Opens (creating it if missing) the database file at `path` with `options`.
     pub async fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, CheckpointError> {
-        let db = Db::open(path.as_ref(), &options).await.map_err(CheckpointError::Backend)?;
+        let db = Db::open(path.as_ref(), &options).await?;
         Self::with_db(db, options.delta).await
     }
 
     /// A private in-memory database: nothing survives the saver.
     pub async fn in_memory() -> Result<Self, CheckpointError> {
-        let db = Db::in_memory().await.map_err(CheckpointError::Backend)?;
+        let db = Db::in_memory().await?;
         Self::with_db(db, DeltaStorage::default()).await
     }
 
@@ -74,7 +75,7 @@ impl SqliteSaver {
     }
 
     async fn with_db(db: Db, delta: DeltaStorage) -> Result<Self, CheckpointError> {
-        db.migrate("checkpoint", schema::CHECKPOINT).await.map_err(CheckpointError::Backend)?;
+        db.migrate("checkpoint", schema::CHECKPOINT).await?;
         Ok(Self { db, delta: DeltaPlanner::new(delta) })
     }
 
@@ -139,7 +140,8 @@ impl Checkpointer for SqliteSaver {
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> Result<CheckpointConfig, CheckpointError> {
-        self.put_one(config, checkpoint, metadata, new_versions, ChannelAppends::new()).await
+        let any = ExpectedHead::Any;
+        self.put_one(config, checkpoint, metadata, new_versions, ChannelAppends::new(), &any).await
     }
 
     /// Stores the engine's appends as rows of new items on their base version (O(new items) a step),
@@ -156,13 +158,26 @@ impl Checkpointer for SqliteSaver {
         new_versions: ChannelVersions,
         appends: ChannelAppends,
     ) -> Result<CheckpointConfig, CheckpointError> {
-        self.put_one(config, checkpoint, metadata, new_versions, appends).await
+        self.put_one(config, checkpoint, metadata, new_versions, appends, &ExpectedHead::Any).await
     }
 
     /// One transaction and a fixed number of statements for the whole batch: all or nothing is stored.
+    /// Expected heads are checked in that transaction (SQLite has one writer at a time).
     async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
         if ops.len() < 2 || !batch::batchable(&ops) {
-            return put_one_by_one(self, ops).await;
+            // One by one, each put's head checked in its own transaction.
+            for op in ops {
+                match op {
+                    SaveOp::Put { config, checkpoint, metadata, new_versions, appends, expected_head } => {
+                        self.put_one(&config, checkpoint, metadata, new_versions, appends, &expected_head)
+                            .await?;
+                    }
+                    SaveOp::Writes { config, writes, task_id, task_path } => {
+                        self.put_writes(&config, owned_writes(writes), &task_id, &task_path).await?;
+                    }
+                }
+            }
+            return Ok(());
         }
         let mut threads = BTreeSet::new();
         let result = self.write_batch(ops, &mut threads).await;
@@ -272,12 +287,18 @@ impl SqliteSaver {
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
         appends: ChannelAppends,
+        expected: &ExpectedHead,
     ) -> Result<CheckpointConfig, CheckpointError> {
         let rows::PreparedPut { body, metadata, values } =
             rows::prepare_put(config, &mut checkpoint, &metadata)?;
         let (thread, ns) = (&config.thread_id, &config.checkpoint_ns);
         let plan = self.delta.plan_with_appends(thread, ns, values, new_versions, appends);
         let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
+        if expected.is_checked() {
+            let head: Option<String> =
+                sqlx::query_scalar(HEAD).bind(thread).bind(ns).fetch_one(&mut *tx).await.map_err(backend)?;
+            expected.check(config, &checkpoint.id, head.as_deref())?;
+        }
         sqlx::query(PUT_CHECKPOINT)
             .bind(thread)
             .bind(ns)
@@ -312,8 +333,24 @@ impl SqliteSaver {
         ops: Vec<SaveOp>,
         threads: &mut BTreeSet<String>,
     ) -> Result<bool, CheckpointError> {
+        let checks = HeadChecks::of(&ops);
         let rows = batch::rows_of(&self.delta, ops, threads)?;
         let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
+        if let Some(checks) = checks {
+            let mut heads = HashMap::new();
+            for (thread, ns) in checks.keys() {
+                let head: Option<String> = sqlx::query_scalar(HEAD)
+                    .bind(thread)
+                    .bind(ns)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(backend)?;
+                if let Some(head) = head {
+                    heads.insert((thread.clone(), ns.clone()), head);
+                }
+            }
+            checks.verify(&heads)?;
+        }
         let kept = batch::write(&mut tx, rows).await?;
         tx.commit().await.map_err(backend)?;
         Ok(kept)

@@ -86,3 +86,7 @@ pub(super) const PUT_ITEM: &str = "INSERT INTO store_items \
 
 pub(super) const REFRESH: &str = "UPDATE store_items SET expires_at = ?3 + ttl_micros \
     WHERE prefix = ?1 AND key = ?2 AND ttl_micros IS NOT NULL";
+
+/// The head of a thread and namespace: its greatest checkpoint id (`NULL`: none).
+pub(super) const HEAD: &str =
+    "SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2";

@@ -56,12 +56,13 @@ impl SqliteStore {
 
     /// Opens (creating it if missing) the database file at `path` with `options`.
     pub async fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, StoreError> {
-        Self::with_db(Db::open(path.as_ref(), &options).await.map_err(StoreError::Backend)?).await
+        Self::with_db(Db::open(path.as_ref(), &options).await.map_err(|f| StoreError::Backend(f.message))?)
+            .await
     }
 
     /// A private in-memory database: nothing survives the store.
     pub async fn in_memory() -> Result<Self, StoreError> {
-        Self::with_db(Db::in_memory().await.map_err(StoreError::Backend)?).await
+        Self::with_db(Db::in_memory().await.map_err(|f| StoreError::Backend(f.message))?).await
     }
 
     /// A store on the caller's pool (for example [`SqliteSaver::pool`](super::SqliteSaver::pool), to
@@ -71,7 +72,7 @@ impl SqliteStore {
     }
 
     async fn with_db(db: Db) -> Result<Self, StoreError> {
-        db.migrate("store", schema::STORE).await.map_err(StoreError::Backend)?;
+        db.migrate("store", schema::STORE).await.map_err(|f| StoreError::Backend(f.message))?;
         Ok(Self { db, index: None, ttl: TtlConfig::default() })
     }
 

@@ -7,8 +7,8 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use weft_graph::checkpoint::{
-    Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointSource, Checkpointer,
-    ListOptions,
+    Checkpoint, CheckpointConfig, CheckpointError, CheckpointErrorKind, CheckpointMetadata, CheckpointSource,
+    Checkpointer, ListOptions,
 };
 
 /// Runs one statement with the thread id as its only parameter (`$1`).
@@ -32,6 +32,9 @@ pub struct Damage {
     pub unknown_format: &'static str,
     /// Replaces the pending write blobs of `$1` with bytes without a tag.
     pub garbage_writes: &'static str,
+    /// Each stores a value of the wrong type (or JSON of the wrong shape) in a row of `$1`: a
+    /// checkpoint record, its metadata, a channel value, a pending write.
+    pub wrong_types: &'static [&'static str],
 }
 
 fn metadata(step: i64) -> CheckpointMetadata {
@@ -91,6 +94,9 @@ pub async fn thread_with_history(saver: &dyn Checkpointer, thread_id: &str) -> C
 async fn expect_corrupt(saver: &dyn Checkpointer, at: &CheckpointConfig, needles: &[&str]) -> String {
     match saver.get_tuple(at).await {
         Err(err @ CheckpointError::Corrupt { .. }) => {
+            assert_eq!(err.kind(), CheckpointErrorKind::Corrupt);
+            assert!(!err.is_retryable());
+            assert_eq!(err.thread_id(), Some(at.thread_id.as_str()));
             let text = err.to_string();
             let id = at.checkpoint_id.clone().unwrap_or_default();
             assert!(
@@ -172,6 +178,25 @@ pub async fn damaged_pending_write(saver: &dyn Checkpointer, raw: &dyn Raw, dama
     raw.exec(damage.garbage_writes, &thread_id).await;
     expect_corrupt(saver, &at, &["task 'task-7'", "'messages'", "no format tag"]).await;
     nothing_else_lost(saver, &healthy, &thread_id).await;
+}
+
+/// A row holding a value of the wrong type is `Corrupt` naming the thread and checkpoint (never a raw
+/// driver error), in `get_tuple` and in `list`; other threads still read and the thread can be deleted.
+pub async fn wrong_type_rows(saver: &dyn Checkpointer, raw: &dyn Raw, damage: &Damage) {
+    let healthy = thread_with_history(saver, &fresh("healthy")).await;
+    for sql in damage.wrong_types {
+        let thread_id = fresh("type");
+        let at = thread_with_history(saver, &thread_id).await;
+        raw.exec(sql, &thread_id).await;
+        expect_corrupt(saver, &at, &[]).await;
+        let listed =
+            saver.list(Some(&CheckpointConfig::thread(thread_id.as_str())), ListOptions::default()).await;
+        assert!(
+            matches!(&listed, Err(e) if e.kind() == CheckpointErrorKind::Corrupt),
+            "list reports it too ({sql}): {listed:?}"
+        );
+        nothing_else_lost(saver, &healthy, &thread_id).await;
+    }
 }
 
 /// A thread id of 10,000 random characters (nothing to compress) is stored, found, listed and deleted.

@@ -14,8 +14,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::Connection;
 use weft_graph::checkpoint::{
-    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple,
-    Checkpointer, ListOptions,
+    ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
+    CheckpointTuple, Checkpointer, ListOptions, SaveOp,
 };
 use weft_graph::store::{
     IndexConfig, Item, ListNamespacesOptions, PutOptions, SearchItem, SearchOptions, Store, StoreError,
@@ -162,6 +162,25 @@ impl Checkpointer for TestSaver {
         new_versions: ChannelVersions,
     ) -> Result<CheckpointConfig, CheckpointError> {
         self.saver.put(config, checkpoint, metadata, new_versions).await
+    }
+
+    fn stores_appends(&self) -> bool {
+        self.saver.stores_appends()
+    }
+
+    async fn put_with_appends(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        appends: ChannelAppends,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        self.saver.put_with_appends(config, checkpoint, metadata, new_versions, appends).await
+    }
+
+    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+        self.saver.put_batch(ops).await
     }
 
     async fn put_writes(

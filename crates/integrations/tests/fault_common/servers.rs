@@ -180,6 +180,13 @@ impl PgServer {
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
         let mut child = command.spawn().unwrap();
         wait_listening(self.port, Duration::from_secs(30), &mut child, &log_path);
+        std::thread::sleep(Duration::from_millis(300));
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!(
+                "the server exited after listening ({status}): {}",
+                std::fs::read_to_string(&log_path).unwrap_or_default()
+            );
+        }
         self.child = Some(child);
     }
 
@@ -187,7 +194,34 @@ impl PgServer {
     pub(crate) fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             kill_group(&mut child);
+            // The postmaster, a child of the wrapper that ran it as `postgres`, may linger as a zombie that
+            // nobody reaps (PID 1 of a container need not): its lock file would then keep a restart out.
+            // It is dead, so the lock is stale.
+            let lock = self.dir.0.join("data").join("postmaster.pid");
+            let pid = std::fs::read_to_string(&lock)
+                .ok()
+                .and_then(|t| t.lines().next()?.trim().parse::<u32>().ok());
+            if let Some(pid) = pid {
+                let started = Instant::now();
+                while is_running(pid) && started.elapsed() < Duration::from_secs(5) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let _ = std::fs::remove_file(&lock);
+                // And so are the Unix socket's lock and the socket.
+                let socket = format!(".s.PGSQL.{}", self.port);
+                let _ = std::fs::remove_file(self.dir.0.join(format!("{socket}.lock")));
+                let _ = std::fs::remove_file(self.dir.0.join(socket));
+            }
         }
+    }
+}
+
+/// Whether process `pid` runs (a zombie does not).
+fn is_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which is in parentheses.
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
     }
 }
 

@@ -13,8 +13,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 use weft_graph::checkpoint::{
-    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple,
-    Checkpointer, ListOptions,
+    ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
+    CheckpointTuple, Checkpointer, ListOptions, SaveOp,
 };
 use weft_integrations::redis::{RedisOptions, RedisSaver};
 
@@ -175,6 +175,25 @@ impl Checkpointer for TestSaver {
         new_versions: ChannelVersions,
     ) -> Result<CheckpointConfig, CheckpointError> {
         self.saver.put(config, checkpoint, metadata, new_versions).await
+    }
+
+    fn stores_appends(&self) -> bool {
+        self.saver.stores_appends()
+    }
+
+    async fn put_with_appends(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        appends: ChannelAppends,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        self.saver.put_with_appends(config, checkpoint, metadata, new_versions, appends).await
+    }
+
+    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+        self.saver.put_batch(ops).await
     }
 
     async fn put_writes(

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::kit::{Ctx, Outcome, checkpoint, ensure_eq, fresh_thread, ids, metadata, must_get, version};
 use crate::checkpoint::{
     AppendDelta, ChannelAppends, ChannelName, ChannelVersion, CheckpointConfig, CheckpointError,
-    Checkpointer, ListOptions, SaveOp, special,
+    Checkpointer, ExpectedHead, ListOptions, SaveOp, special,
 };
 
 fn put(
@@ -28,6 +28,7 @@ fn put(
         metadata: metadata(step, json!({"batch": true})),
         new_versions,
         appends: ChannelAppends::new(),
+        expected_head: ExpectedHead::Any,
     }
 }
 

@@ -22,6 +22,7 @@ use crate::checkpoint::Checkpointer;
 
 mod basic;
 mod batch;
+mod heads;
 mod kit;
 mod listing;
 mod odd;
@@ -34,6 +35,10 @@ pub use basic::{
     values_rebuilt_from_versions,
 };
 pub use batch::{batch_matches_one_by_one, batch_with_invalid_op_fails};
+pub use heads::{
+    batch_checks_expected_heads, concurrent_puts_one_head_one_wins, expected_head_per_namespace,
+    put_checks_expected_head, repeated_put_is_not_a_conflict,
+};
 pub use listing::{
     list_all_threads, list_before_and_limit, list_filters_on_metadata, list_ids_newest_first,
     list_newest_first, list_with_checkpoint_id, namespaces_kept_apart, threads_kept_apart,
@@ -80,7 +85,8 @@ macro_rules! __weft_checkpoint_cases {
             prune_keeps_latest_per_namespace, prune_keeps_values_still_referenced,
             retention_policy_prunes_old_checkpoints, long_thread_id, odd_characters_in_ids,
             concurrent_threads_do_not_interfere, appended_values_rebuilt, batch_matches_one_by_one,
-            batch_with_invalid_op_fails
+            batch_with_invalid_op_fails, put_checks_expected_head, expected_head_per_namespace,
+            batch_checks_expected_heads, concurrent_puts_one_head_one_wins, repeated_put_is_not_a_conflict
         }
     };
 }

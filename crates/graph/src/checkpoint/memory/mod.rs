@@ -99,11 +99,11 @@ impl InMemorySaver {
     }
 
     fn read(&self) -> Result<RwLockReadGuard<'_, HashMap<String, Thread>>, CheckpointError> {
-        self.threads.read().map_err(|_| CheckpointError::Backend("in-memory saver lock poisoned".into()))
+        self.threads.read().map_err(|_| CheckpointError::backend("in-memory saver lock poisoned"))
     }
 
     fn write(&self) -> Result<RwLockWriteGuard<'_, HashMap<String, Thread>>, CheckpointError> {
-        self.threads.write().map_err(|_| CheckpointError::Backend("in-memory saver lock poisoned".into()))
+        self.threads.write().map_err(|_| CheckpointError::backend("in-memory saver lock poisoned"))
     }
 }
 
@@ -178,7 +178,11 @@ impl Namespace {
     /// namespace are not read).
     fn apply(&mut self, thread_id: &str, op: SaveOp) -> Result<(), CheckpointError> {
         match op {
-            SaveOp::Put { config, checkpoint, metadata, new_versions, appends } => {
+            SaveOp::Put { config, checkpoint, metadata, new_versions, appends, expected_head } => {
+                if expected_head.is_checked() {
+                    let head = self.checkpoints.last().map(|e| e.id.as_str());
+                    expected_head.check(&config, &checkpoint.id, head)?;
+                }
                 let parent_id = config.checkpoint_id.clone();
                 self.put(thread_id, checkpoint, metadata, new_versions, appends, parent_id)
             }
@@ -209,11 +213,7 @@ impl Namespace {
     /// The whole tuple of `entry`: values rebuilt from the versions it lists, writes sorted.
     fn tuple(&self, thread_id: &str, ns: &str, entry: &Entry) -> Result<CheckpointTuple, CheckpointError> {
         let id = entry.id.as_str();
-        let corrupt = |message: String| CheckpointError::Corrupt {
-            thread_id: thread_id.to_owned(),
-            checkpoint_id: id.to_owned(),
-            message,
-        };
+        let corrupt = |message: String| CheckpointError::corrupt(thread_id, id, message);
         let saved = &entry.saved;
         let mut channel_values = ChannelValues::with_capacity(saved.channel_versions.len());
         for (name, version) in &saved.channel_versions {
