@@ -179,18 +179,23 @@ fn command_to_parent_from_a_subgraph(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
     })
 }
 
+/// A function node `call` that invokes `sub` and writes back its `log` (a pause of the subgraph pauses the
+/// node: `?` turns it into the node's interrupt).
+fn add_calling_node(g: &mut weft::graph::StateGraph<JsonState>, sub: CompiledGraph<JsonState>) {
+    g.add_node("call", move |_: Value, rt: Runtime| {
+        let sub = sub.clone();
+        async move {
+            let out = sub.invoke(input(json!({"log": [], "notes": []})), rt.config()).await?;
+            Ok::<_, weft::Error>(json!({"log": out.value.get("log").cloned().unwrap_or(Value::Null)}))
+        }
+    });
+}
+
 fn subgraph_invoked_inside_a_function_node_shows_in_get_state(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
     Box::pin(async move {
         let sub = child("inner", true, CompileConfig::new())?;
         let mut g = graph(log_state());
-        g.add_node("call", move |_: Value, rt: Runtime| {
-            let sub = sub.clone();
-            async move {
-                // A pause of the subgraph pauses this node (`?` turns it into the node's interrupt).
-                let out = sub.invoke(input(json!({"log": [], "notes": []})), rt.config()).await?;
-                Ok::<_, weft::Error>(json!({"log": out.value.get("log").cloned().unwrap_or(Value::Null)}))
-            }
-        });
+        add_calling_node(&mut g, sub);
         g.add_edge(START, "call");
         let app = g.compile_with(saver())?;
         let t = thread("t");
@@ -287,13 +292,7 @@ fn function_node_calling_a_subgraph_is_reemitted_as_cached(rec: &mut Rec) -> Box
     Box::pin(async move {
         let sub = child("inner", false, CompileConfig::new())?;
         let mut g = graph(log_state());
-        g.add_node("call", move |_: Value, rt: Runtime| {
-            let sub = sub.clone();
-            async move {
-                let out = sub.invoke(input(json!({"log": [], "notes": []})), rt.config()).await?;
-                Ok::<_, weft::Error>(json!({"log": out.value.get("log").cloned().unwrap_or(Value::Null)}))
-            }
-        });
+        add_calling_node(&mut g, sub);
         g.add_node("p", |_: Value, rt: Runtime| async move {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             let answer: String = rt.interrupt("p?")?;
