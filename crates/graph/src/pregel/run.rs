@@ -444,15 +444,15 @@ pub(crate) async fn run_inner<S: State>(
             let node = tasks[0].node().map_or(&spec.start, |n| &spec.nodes[n]);
             if let Err(err) = route(spec, node, &ch.state, &mut writes[0], step) {
                 // The node's writes are saved with the error, as in LangGraph (see `save_failed`).
-                let written =
+                let node_writes =
                     TaskWrites { updates: std::mem::take(&mut writes[0].updates), ..TaskWrites::default() };
-                save_failed(ctx, &tasks[0], &ch.state, Some(&written), &err).await?;
+                save_failed(ctx, &tasks[0], &ch.state, Some(&node_writes), &err).await?;
                 emit_task_result(
                     ctx,
                     &ch.state,
                     &tasks[0],
                     Some(err.to_string()),
-                    Some(&written),
+                    Some(&node_writes),
                     Vec::new(),
                     step,
                 );
