@@ -213,3 +213,23 @@ async fn writes_of_finished_tasks_are_saved_when_a_run_is_cancelled() {
     }
     assert_eq!(writes, vec![("done".to_owned(), serde_json::json!(["fast"]))]);
 }
+
+#[tokio::test]
+async fn on_one_thread_a_saver_doing_io_gets_one_batch_per_two_steps() {
+    // The writer runs while the loop waits at a step boundary for the step before last: it then finds
+    // two steps' saves queued and stores them together (one transaction for two supersteps).
+    let limit = 100;
+    let batched = Arc::new(Slow::default());
+    let app = counting_loop(batched.clone(), limit);
+    app.invoke_with(CountUpdate::new().n(0), &thread("t"), options(Durability::Async)).await.unwrap();
+    let batches = batched.batches.lock().unwrap().clone();
+    let saves: usize = batches.iter().map(String::len).sum();
+    // The input checkpoint, then a write and a checkpoint per step (START's and `limit` of "inc").
+    assert_eq!(saves, 1 + 2 * (usize::try_from(limit).unwrap() + 1));
+    assert!(
+        batches.len() <= usize::try_from(limit).unwrap() / 2 + 3,
+        "{} batches: {batches:?}",
+        batches.len()
+    );
+    assert!(batches.iter().skip(2).all(|b| b.len() <= 4), "a batch held more than two steps: {batches:?}");
+}

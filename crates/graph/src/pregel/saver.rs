@@ -35,8 +35,6 @@ const MAX_BATCH: usize = 1024;
 /// Saves queued beyond this make the loop wait for the writer, even within a step (memory stays bounded
 /// when one step's tasks finish faster than the backend stores their writes).
 const MAX_QUEUED: u64 = 8192;
-/// On one thread, the loop lets the writer run after this many queued saves.
-const YIELD_EVERY: usize = 1;
 
 /// The background writer: its queue, the saves not finished yet and a signal of its progress.
 struct Writer {
@@ -48,8 +46,9 @@ struct Writer {
 /// Saves of one run, in order. In `async` mode saves go to a background writer, which hands everything
 /// queued meanwhile to the saver as one [`put_batch`](Checkpointer::put_batch); `finish` waits for them.
 /// On a current-thread runtime (where the writer cannot run in parallel anyway) a save is first polled
-/// in place, and only one that is not done then goes to the writer (and so do the saves after it, until
-/// the queue is empty).
+/// in place; once one is not done then (the saver does I/O), it and every later save go to the writer,
+/// which runs when the loop waits (at the latest at the next step boundary), so that each of its
+/// batches holds a step's saves or two, in one transaction.
 ///
 /// The writer trails the loop by one step at most: once step N's checkpoint is queued, the loop waits
 /// ([`step_boundary`](RunSaver::step_boundary)) until every save queued up to step N-1's checkpoint
@@ -76,10 +75,9 @@ pub(crate) struct RunSaver {
     confirmed: Arc<AtomicU64>,
     /// `sent` when the latest checkpoint was queued: the saves the next step boundary waits for.
     fence: u64,
-    /// Whether `async` saves are first polled in place (current-thread runtime).
+    /// Whether `async` saves are first polled in place (current-thread runtime, until a save is not
+    /// done at once).
     poll_in_place: bool,
-    /// Saves queued since the loop last let the writer run (current-thread runtime).
-    since_yield: usize,
     /// Writes held back in `exit` mode until the checkpoint they belong to is saved.
     deferred: Vec<DeferredWrites>,
     /// The head of the thread and namespace the next checkpoint must extend: what the run read when it
@@ -112,7 +110,6 @@ impl RunSaver {
             confirmed: Arc::new(AtomicU64::new(0)),
             fence: 0,
             poll_in_place,
-            since_yield: 0,
             deferred: Vec::new(),
             head: ExpectedHead::Any,
         }
@@ -164,6 +161,9 @@ impl RunSaver {
             if let Poll::Ready(result) = poll_once(&mut started).await {
                 return result.map_err(checkpoint_error);
             }
+            // The saver waits for I/O: from now on its saves go to the writer without a turn of their
+            // own, so that it takes a step's writes and checkpoint (or two steps') as one batch.
+            self.poll_in_place = false;
             Queued::Started(started)
         } else {
             Queued::Op(op)
@@ -177,15 +177,6 @@ impl RunSaver {
         // Keep the queue bounded: wait for the writer when it falls far behind.
         if self.unconfirmed() >= MAX_QUEUED {
             self.wait_confirmed(self.sent - MAX_QUEUED + 1).await?;
-        }
-        // On one thread the writer runs only when the loop yields: give it a turn every few saves, so
-        // saves trail the graph by a bounded number of steps, in batches.
-        if self.poll_in_place {
-            self.since_yield += 1;
-            if self.since_yield >= YIELD_EVERY {
-                self.since_yield = 0;
-                tokio::task::yield_now().await;
-            }
         }
         Ok(())
     }

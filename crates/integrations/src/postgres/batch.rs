@@ -4,13 +4,13 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use weft_graph::checkpoint::{CheckpointError, HeadConflict, SaveOp};
+use weft_graph::checkpoint::{CheckpointError, SaveOp};
 
 use super::Pg;
 use super::put::{check_config, check_text};
 use super::saver::backend;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
-use crate::sql::heads::{AssumedHead, HeadChecks};
+use crate::sql::heads::{self, AssumedHead, Attempt, HeadChecks};
 use crate::sql::rows;
 
 /// Checkpoints `$1-$6` (thread, ns, id, parent, body, metadata); channel values `$7-$12` (thread, ns,
@@ -253,19 +253,6 @@ pub(super) async fn write(
     Err(CheckpointError::backend("a batch of checkpoints was not stored: its values' bases are gone"))
 }
 
-/// A conflict when the stored heads differ from those a batch assumed, in a way its own checks do not
-/// name (a thread whose first checkpoint in the batch expected nothing, stored after a newer one).
-fn conflict_without_detail(assumed: &[AssumedHead]) -> CheckpointError {
-    let first = assumed.first();
-    CheckpointError::Conflict(Box::new(HeadConflict {
-        thread_id: first.map(|h| h.thread.clone()).unwrap_or_default(),
-        checkpoint_ns: first.map(|h| h.ns.clone()).unwrap_or_default(),
-        checkpoint_id: String::new(),
-        expected: first.and_then(|h| h.want.clone()),
-        found: None,
-    }))
-}
-
 /// Runs the statement; `false` when a base stored before the batch is missing (nothing written then).
 async fn execute(
     pg: &Pg,
@@ -277,30 +264,10 @@ async fn execute(
     match execute_assuming(pg, rows, check_bases, checks, &assumed).await? {
         Ok(stored) => Ok(stored),
         Err(found) => {
-            // The stored heads are not the assumed ones, but the batch's checks may still pass on them:
-            // when a head is a checkpoint of the batch itself (the batch again, after its reply was
-            // lost). Then run it assuming those heads.
-            let conflict = match checks.map(|c| c.verify(&found)) {
-                Some(Ok(())) => None,
-                Some(Err(conflict)) => Some(conflict),
-                None => Some(conflict_without_detail(&assumed)),
-            };
-            if let Some(conflict) = conflict {
-                return Err(conflict);
-            }
-            let actual: Vec<AssumedHead> = assumed
-                .iter()
-                .map(|h| AssumedHead {
-                    exact: true,
-                    want: found.get(&(h.thread.clone(), h.ns.clone())).cloned(),
-                    ..h.clone()
-                })
-                .collect();
+            let actual = heads::reassume(checks, &assumed, &found)?;
             match execute_assuming(pg, rows, check_bases, checks, &actual).await? {
                 Ok(stored) => Ok(stored),
-                Err(found) => Err(checks
-                    .and_then(|c| c.verify(&found).err())
-                    .unwrap_or_else(|| conflict_without_detail(&actual))),
+                Err(found) => Err(heads::conflict(checks, &actual, &found)),
             }
         }
     }
@@ -313,7 +280,7 @@ async fn execute_assuming(
     check_bases: bool,
     checks: Option<&HeadChecks>,
     assumed: &[AssumedHead],
-) -> Result<Result<bool, HashMap<(String, String), String>>, CheckpointError> {
+) -> Result<Attempt, CheckpointError> {
     let c = &rows.checkpoints;
     let (c_thread, c_ns, c_id, c_parent, c_body, c_meta) = (
         c.iter().map(|r| r.thread.as_str()).collect::<Vec<_>>(),
@@ -400,14 +367,9 @@ async fn execute_assuming(
             .bind(&g_want)
             .persistent(pg.persistent)
     };
-    let (ok, heads_ok, stored, found) = match checks {
-        None => pg.run("put_batch", || query().fetch_one(&pg.pool)).await.map_err(backend)?,
-        Some(checks) => {
-            // The batch fails for any stored heads if it fails for the ones it assumes.
-            checks.verify(&assumed_heads(assumed))?;
-            pg.run("put_batch", || query().fetch_one(&pg.pool)).await.map_err(backend)?
-        }
-    };
+    heads::precheck(checks, assumed)?;
+    let (ok, heads_ok, stored, found) =
+        pg.run("put_batch", || query().fetch_one(&pg.pool)).await.map_err(backend)?;
     if heads_ok != Some(true) {
         let found = assumed
             .iter()
@@ -425,14 +387,4 @@ async fn execute_assuming(
         ));
     }
     Ok(Ok(true))
-}
-
-/// The heads `assumed` says are stored exactly (the others are below the batch's first checkpoint, so
-/// the batch's checks read them as none).
-fn assumed_heads(assumed: &[AssumedHead]) -> HashMap<(String, String), String> {
-    assumed
-        .iter()
-        .filter(|h| h.exact)
-        .filter_map(|h| Some(((h.thread.clone(), h.ns.clone()), h.want.clone()?)))
-        .collect()
 }

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use weft_graph::checkpoint::{CheckpointConfig, CheckpointError, ExpectedHead, SaveOp};
+use weft_graph::checkpoint::{CheckpointConfig, CheckpointError, ExpectedHead, HeadConflict, SaveOp};
 
 /// One checkpoint of the batch on a checked thread and namespace.
 #[derive(Debug)]
@@ -24,10 +24,11 @@ pub(crate) struct AssumedHead {
     pub(crate) want: Option<String>,
 }
 
-/// The checks of a batch. A backend either reads the head (the greatest checkpoint id) of each of
-/// [`keys`](Self::keys) in the transaction that stores the batch, after locking them, and calls
-/// [`verify`](Self::verify); or verifies the [`assumptions`](Self::assumptions) and stores the batch
-/// only if the stored heads are those.
+/// The checks of a batch. A backend stores the batch only if the stored heads (the greatest checkpoint
+/// id of each thread and namespace, read where no other writer can move them) are the
+/// [`assumptions`](Self::assumptions), and on a mismatch reads the heads found and asks
+/// [`reassume`] (the batch again) or [`conflict`]; [`verify`](Self::verify) names the checkpoint
+/// that fails.
 #[derive(Debug)]
 pub(crate) struct HeadChecks {
     keys: Vec<(String, String)>,
@@ -66,12 +67,7 @@ impl HeadChecks {
         Some(Self { keys: keys.into_iter().collect(), puts })
     }
 
-    /// The threads and namespaces whose heads are checked, sorted (lock them in this order).
-    pub(crate) fn keys(&self) -> &[(String, String)] {
-        &self.keys
-    }
-
-    /// What the batch assumes of each key's stored head, in the order of [`keys`](Self::keys).
+    /// What the batch assumes of each checked thread and namespace's stored head, sorted by both.
     pub(crate) fn assumptions(&self) -> Vec<AssumedHead> {
         self.keys
             .iter()
@@ -119,4 +115,64 @@ impl HeadChecks {
         }
         Ok(())
     }
+}
+
+/// What one attempt of a batch that checks heads in the database did: stored it (`Ok`, with whether the
+/// bases of its deltas were there; nothing is written when they are not), or wrote nothing because the
+/// stored heads (`Err`, the head of each assumed key that has one) are not those it assumed.
+pub(crate) type Attempt = Result<bool, HashMap<(String, String), String>>;
+
+/// Before an attempt assuming `assumed`: the batch fails for any stored heads if it fails for these.
+pub(crate) fn precheck(checks: Option<&HeadChecks>, assumed: &[AssumedHead]) -> Result<(), CheckpointError> {
+    let Some(checks) = checks else { return Ok(()) };
+    let heads = assumed
+        .iter()
+        .filter(|h| h.exact)
+        .filter_map(|h| Some(((h.thread.clone(), h.ns.clone()), h.want.clone()?)))
+        .collect();
+    checks.verify(&heads)
+}
+
+/// After an attempt found heads other than those it assumed: the heads a second attempt assumes when the
+/// batch's checks still pass on the found ones (a head is a checkpoint of the batch itself: the batch
+/// again, after its reply was lost), or the conflict.
+pub(crate) fn reassume(
+    checks: Option<&HeadChecks>,
+    assumed: &[AssumedHead],
+    found: &HashMap<(String, String), String>,
+) -> Result<Vec<AssumedHead>, CheckpointError> {
+    match checks.map(|c| c.verify(found)) {
+        Some(Ok(())) => Ok(assumed
+            .iter()
+            .map(|h| AssumedHead {
+                exact: true,
+                want: found.get(&(h.thread.clone(), h.ns.clone())).cloned(),
+                ..h.clone()
+            })
+            .collect()),
+        Some(Err(conflict)) => Err(conflict),
+        None => Err(conflict_without_detail(assumed)),
+    }
+}
+
+/// The conflict of a second attempt that found other heads again.
+pub(crate) fn conflict(
+    checks: Option<&HeadChecks>,
+    assumed: &[AssumedHead],
+    found: &HashMap<(String, String), String>,
+) -> CheckpointError {
+    checks.and_then(|c| c.verify(found).err()).unwrap_or_else(|| conflict_without_detail(assumed))
+}
+
+/// A conflict when the stored heads differ from those a batch assumed, in a way its own checks do not
+/// name (a thread whose first checkpoint in the batch expected nothing, stored after a newer one).
+fn conflict_without_detail(assumed: &[AssumedHead]) -> CheckpointError {
+    let first = assumed.first();
+    CheckpointError::Conflict(Box::new(HeadConflict {
+        thread_id: first.map(|h| h.thread.clone()).unwrap_or_default(),
+        checkpoint_ns: first.map(|h| h.ns.clone()).unwrap_or_default(),
+        checkpoint_id: String::new(),
+        expected: first.and_then(|h| h.want.clone()),
+        found: None,
+    }))
 }

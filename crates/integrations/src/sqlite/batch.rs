@@ -1,17 +1,22 @@
-//! The SQLite saver's batched saves: the checkpoints and writes a run queued in `async` durability, in
-//! one transaction and a few multi-row statements (up to 64 rows each), so a batch of many supersteps
-//! costs a handful of round trips to SQLite's worker thread instead of several per superstep.
+//! The SQLite saver's batched saves: the checkpoints and writes of a batch (a run's saves of one step, or
+//! of many when the backend fell behind) as one script, sent to SQLite's worker thread in one round
+//! trip: `BEGIN IMMEDIATE`, the checks (expected heads, stored bases of deltas) kept in a temporary
+//! table and returned, the rows in a few multi-row `INSERT`s (up to 64 rows each) that store nothing unless the
+//! checks passed, `COMMIT`. The round trips to the worker, not SQLite's work, were most of a save's
+//! cost; a save is now one.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
-use sqlx::SqliteConnection;
+use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{Sqlite, SqliteArguments};
+use sqlx::{Arguments, AssertSqlSafe, Encode, Row, Type};
 use weft_graph::checkpoint::{CheckpointError, SaveOp};
 
 use super::saver::backend;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
+use crate::sql::heads::{self, AssumedHead, Attempt, HeadChecks};
 use crate::sql::rows;
 
 /// Rows per statement, largest first: a batch is cut into chunks of these sizes, so only a few
@@ -37,7 +42,10 @@ impl Insert {
             let row = format!("({})", vec!["?"; self.columns].join(", "));
             CHUNKS
                 .iter()
-                .map(|&n| format!("{} VALUES {}{}", self.head, vec![row.as_str(); n].join(", "), self.tail))
+                .map(|&n| {
+                    let rows = vec![row.as_str(); n].join(", ");
+                    format!("{} SELECT * FROM (VALUES {rows}){CHECKED}{};\n", self.head, self.tail)
+                })
                 .collect()
         });
         let at = CHUNKS.iter().position(|&n| n == chunk).unwrap_or(CHUNKS.len() - 1);
@@ -71,34 +79,24 @@ static WRITES: Insert = Insert::new(
      task_path = excluded.task_path, channel = excluded.channel, blob = excluded.blob WHERE excluded.idx < 0",
 );
 
-/// How many of the `[thread, ns, channel, base]` rows of `?1` (deltas on versions stored before the
-/// batch) have no stored base.
-const MISSING_BASES: &str = "SELECT count(*) FROM json_each(?1) d WHERE NOT EXISTS (SELECT 1 \
+/// The script's checks, one row per connection (a temporary table: no other connection sees it): whether
+/// the bases are stored, whether the heads are as assumed, and the heads found (a JSON array).
+const CHECKS: &str = "CREATE TEMP TABLE IF NOT EXISTS weft_batch_checks \
+    (bases INTEGER NOT NULL, heads INTEGER NOT NULL, found TEXT NOT NULL);\n\
+    INSERT OR REPLACE INTO temp.weft_batch_checks (rowid, bases, heads, found) SELECT 1, ";
+
+/// The condition of every insert of the script (SQLite needs a `WHERE` before an upsert's `ON CONFLICT`
+/// in `INSERT … SELECT`). Kept in a table, not recomputed per insert: the checkpoints inserted move the
+/// heads.
+const CHECKED: &str = " WHERE (SELECT bases AND heads FROM temp.weft_batch_checks)";
+
+/// The head of one thread and namespace (binds: thread, namespace).
+const HEAD: &str = "(SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?)";
+
+/// Whether every `[thread, ns, channel, version]` of the JSON bound has a stored blob.
+const BASES_STORED: &str = "NOT EXISTS (SELECT 1 FROM json_each(?) d WHERE NOT EXISTS (SELECT 1 \
     FROM checkpoint_blobs b WHERE b.thread_id = d.value ->> 0 AND b.checkpoint_ns = d.value ->> 1 \
-    AND b.channel = d.value ->> 2 AND b.version = d.value ->> 3)";
-
-type Query<'q> = sqlx::query::Query<'q, Sqlite, SqliteArguments>;
-
-/// Inserts `rows` through `insert`, in order, in chunks of [`CHUNKS`] sizes.
-async fn insert_all<R>(
-    conn: &mut SqliteConnection,
-    insert: &'static Insert,
-    rows: Vec<R>,
-    bind: fn(Query<'static>, R) -> Query<'static>,
-) -> Result<(), CheckpointError> {
-    let mut rows = rows.into_iter().peekable();
-    let mut left = rows.len();
-    while left > 0 {
-        let size = CHUNKS.iter().copied().find(|&n| n <= left).unwrap_or(1);
-        let mut query = sqlx::query(insert.text(size));
-        for row in rows.by_ref().take(size) {
-            query = bind(query, row);
-        }
-        query.execute(&mut *conn).await.map_err(backend)?;
-        left -= size;
-    }
-    Ok(())
-}
+    AND b.channel = d.value ->> 2 AND b.version = d.value ->> 3))";
 
 #[derive(Debug)]
 struct CheckpointIn {
@@ -250,70 +248,249 @@ fn push_blob(rows: &mut Rows, thread: &Arc<str>, ns: &Arc<str>, record: BlobReco
     });
 }
 
-/// Whether every delta's base is stored: stored before the batch (one query) or written by it.
-async fn bases_stored(conn: &mut SqliteConnection, blobs: &[BlobIn]) -> Result<bool, CheckpointError> {
+/// The writer connection while a script runs. A script stopped part-way (an error, or the caller gone
+/// while SQLite's worker ran it) leaves its transaction open: it is rolled back before anyone else uses
+/// the connection.
+pub(super) struct Writer {
+    conn: Option<PoolConnection<Sqlite>>,
+    open: bool,
+}
+
+impl Writer {
+    pub(super) fn new(conn: PoolConnection<Sqlite>) -> Self {
+        Self { conn: Some(conn), open: false }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let (true, Some(mut conn)) = (self.open, self.conn.take()) else { return };
+        match tokio::runtime::Handle::try_current() {
+            // Back to the pool once rolled back (an error then: no transaction was open).
+            Ok(runtime) => drop(runtime.spawn(async move {
+                let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+            })),
+            // Closing the connection rolls back too.
+            Err(_) => conn.close_on_drop(),
+        }
+    }
+}
+
+/// A script and its arguments, built together (every `?` takes the next argument).
+struct Script {
+    text: String,
+    args: SqliteArguments,
+}
+
+impl Script {
+    fn arg<'t, T: Encode<'t, Sqlite> + Type<Sqlite> + 't>(
+        &mut self,
+        value: T,
+    ) -> Result<(), CheckpointError> {
+        self.args
+            .add(value)
+            .map_err(|e| CheckpointError::backend(format!("sqlite: cannot bind a value of a batch: {e}")))
+    }
+
+    /// Appends the rows through `insert`, in chunks of [`CHUNKS`] sizes.
+    fn insert<R>(
+        &mut self,
+        insert: &'static Insert,
+        rows: &[R],
+        bind: fn(&mut Self, &R) -> Result<(), CheckpointError>,
+    ) -> Result<(), CheckpointError> {
+        let mut rest = rows;
+        while !rest.is_empty() {
+            let size = CHUNKS.iter().copied().find(|&n| n <= rest.len()).unwrap_or(1);
+            self.text.push_str(insert.text(size));
+            for row in &rest[..size] {
+                bind(self, row)?;
+            }
+            rest = &rest[size..];
+        }
+        Ok(())
+    }
+}
+
+/// Stores the rows in one transaction (see the [module docs](self)). Returns `false` when deltas were
+/// stored as whole lists because a base they extend is gone (pruned or deleted meanwhile).
+pub(super) async fn write(
+    writer: &mut Writer,
+    mut rows: Rows,
+    checks: Option<&HeadChecks>,
+) -> Result<bool, CheckpointError> {
+    if run(writer, &rows, rows.has_deltas, checks).await? {
+        return Ok(true);
+    }
+    // The engine's appends have no whole list to fall back on.
+    if let Some(b) = rows.blobs.iter().find(|b| b.base.is_some() && b.whole.is_none()) {
+        let record = BlobRecord {
+            channel: b.channel.clone(),
+            version: b.version.clone(),
+            base_version: b.base.clone(),
+            blob: None,
+            whole: None,
+        };
+        return Err(record.missing_base(&b.thread));
+    }
+    for blob in &mut rows.blobs {
+        if let Some(whole) = blob.whole.take() {
+            blob.base = None;
+            blob.blob = Some(whole);
+        }
+    }
+    if run(writer, &rows, false, checks).await? {
+        return Ok(false);
+    }
+    Err(CheckpointError::backend("a batch of checkpoints was not stored: its values' bases are gone"))
+}
+
+/// Runs the script, and once more when the stored heads are the batch's own (its reply was lost);
+/// `false` when a base stored before the batch is missing (nothing written then).
+async fn run(
+    writer: &mut Writer,
+    rows: &Rows,
+    check_bases: bool,
+    checks: Option<&HeadChecks>,
+) -> Result<bool, CheckpointError> {
+    let assumed = checks.map(HeadChecks::assumptions).unwrap_or_default();
+    match run_assuming(writer, rows, check_bases, checks, &assumed).await? {
+        Ok(stored) => Ok(stored),
+        Err(found) => {
+            let actual = heads::reassume(checks, &assumed, &found)?;
+            match run_assuming(writer, rows, check_bases, checks, &actual).await? {
+                Ok(stored) => Ok(stored),
+                Err(found) => Err(heads::conflict(checks, &actual, &found)),
+            }
+        }
+    }
+}
+
+/// Runs the script assuming `assumed` heads: `Err` with the heads found when they are others.
+async fn run_assuming(
+    writer: &mut Writer,
+    rows: &Rows,
+    check_bases: bool,
+    checks: Option<&HeadChecks>,
+    assumed: &[AssumedHead],
+) -> Result<Attempt, CheckpointError> {
+    heads::precheck(checks, assumed)?;
+    let script = script(rows, check_bases, assumed)?;
+    let Some(conn) = writer.conn.as_mut() else {
+        return Err(CheckpointError::backend("sqlite: the writer connection is gone"));
+    };
+    writer.open = true;
+    let result = sqlx::query_with(AssertSqlSafe(script.text), script.args).fetch_all(&mut **conn).await;
+    let found = match result {
+        Ok(found) => found,
+        Err(e) => {
+            // A failed statement leaves the transaction open; when none is open the rollback fails.
+            let _ = sqlx::query("ROLLBACK").execute(&mut **conn).await;
+            writer.open = false;
+            return Err(backend(e));
+        }
+    };
+    writer.open = false;
+    let Some(checked) = found.first() else {
+        return Err(CheckpointError::backend("sqlite: a batch's checks returned no row"));
+    };
+    let (bases, heads_ok): (bool, bool) =
+        (checked.try_get(0).map_err(backend)?, checked.try_get(1).map_err(backend)?);
+    if !heads_ok {
+        let found: String = checked.try_get(2).map_err(backend)?;
+        let found: Vec<Option<String>> = serde_json::from_str(&found).map_err(|e| {
+            CheckpointError::backend(format!("sqlite: the heads a batch found do not read back: {e}"))
+        })?;
+        let heads = assumed
+            .iter()
+            .zip(found)
+            .filter_map(|(h, head)| Some(((h.thread.clone(), h.ns.clone()), head?)))
+            .collect();
+        return Ok(Err(heads));
+    }
+    Ok(Ok(bases))
+}
+
+/// The script of a batch assuming `assumed` heads; with `check_bases`, the bases of its deltas that it
+/// does not write itself must be stored already.
+fn script(rows: &Rows, check_bases: bool, assumed: &[AssumedHead]) -> Result<Script, CheckpointError> {
+    let mut s = Script { text: String::with_capacity(1024), args: SqliteArguments::default() };
+    s.text.push_str("BEGIN IMMEDIATE;\n");
+    s.text.push_str(CHECKS);
+    let outside = if check_bases { outside_bases(&rows.blobs) } else { Vec::new() };
+    if outside.is_empty() {
+        s.text.push('1');
+    } else {
+        s.text.push_str(BASES_STORED);
+        s.arg(Value::Array(outside).to_string())?;
+    }
+    s.text.push_str(", 1");
+    for h in assumed {
+        s.text.push_str(" AND ");
+        if h.exact {
+            s.text.push_str(HEAD);
+            s.text.push_str(" IS ?");
+        } else {
+            s.text.push_str("coalesce(");
+            s.text.push_str(HEAD);
+            s.text.push_str(" < ?, 1)");
+        }
+        s.arg(h.thread.as_str())?;
+        s.arg(h.ns.as_str())?;
+        s.arg(h.want.as_deref())?;
+    }
+    s.text.push_str(", json_array(");
+    for (i, h) in assumed.iter().enumerate() {
+        if i > 0 {
+            s.text.push_str(", ");
+        }
+        s.text.push_str(HEAD);
+        s.arg(h.thread.as_str())?;
+        s.arg(h.ns.as_str())?;
+    }
+    s.text.push_str(") RETURNING bases, heads, found;\n");
+    // Checkpoints last: the checks read the heads they move.
+    s.insert(&BLOBS, &rows.blobs, |s, r| {
+        s.arg(&*r.thread)?;
+        s.arg(&*r.ns)?;
+        s.arg(&*r.channel)?;
+        s.arg(&*r.version)?;
+        s.arg(r.base.as_deref())?;
+        s.arg(r.blob.as_deref())
+    })?;
+    s.insert(&WRITES, &rows.writes, |s, r| {
+        s.arg(&*r.thread)?;
+        s.arg(&*r.ns)?;
+        s.arg(&*r.checkpoint)?;
+        s.arg(&*r.task)?;
+        s.arg(r.idx)?;
+        s.arg(&*r.path)?;
+        s.arg(r.channel.as_str())?;
+        s.arg(r.blob.as_slice())
+    })?;
+    s.insert(&CHECKPOINTS, &rows.checkpoints, |s, r| {
+        s.arg(&*r.thread)?;
+        s.arg(&*r.ns)?;
+        s.arg(&*r.id)?;
+        s.arg(r.parent.as_deref())?;
+        s.arg(r.body.as_str())?;
+        s.arg(r.metadata.as_str())
+    })?;
+    s.text.push_str("COMMIT;");
+    Ok(s)
+}
+
+/// The `[thread, ns, channel, base]` of every delta whose base the batch does not write itself.
+fn outside_bases(blobs: &[BlobIn]) -> Vec<Value> {
     let mut written = BTreeSet::new();
     let mut outside = Vec::new();
     for b in blobs {
         if let Some(base) = &b.base {
             if !written.contains(&(&b.thread, &b.ns, &b.channel, base)) {
-                outside.push(json!([&*b.thread, &*b.ns, b.channel, base]));
+                outside.push(json!([&*b.thread, &*b.ns, &*b.channel, &**base]));
             }
         }
         written.insert((&b.thread, &b.ns, &b.channel, &b.version));
     }
-    if outside.is_empty() {
-        return Ok(true);
-    }
-    let outside = Value::Array(outside).to_string();
-    let missing: i64 =
-        sqlx::query_scalar(MISSING_BASES).bind(outside).fetch_one(&mut *conn).await.map_err(backend)?;
-    Ok(missing == 0)
-}
-
-/// Writes the rows in the open transaction `conn`. Returns `false` when deltas were stored as whole
-/// lists because a base they extend is gone (pruned or deleted meanwhile).
-pub(super) async fn write(conn: &mut SqliteConnection, rows: Rows) -> Result<bool, CheckpointError> {
-    let Rows { checkpoints, mut blobs, has_deltas, writes } = rows;
-    let mut kept = true;
-    if has_deltas && !bases_stored(conn, &blobs).await? {
-        // The engine's appends have no whole list to fall back on.
-        if let Some(b) = blobs.iter().find(|b| b.base.is_some() && b.whole.is_none()) {
-            let record = BlobRecord {
-                channel: b.channel.clone(),
-                version: b.version.clone(),
-                base_version: b.base.clone(),
-                blob: None,
-                whole: None,
-            };
-            return Err(record.missing_base(&b.thread));
-        }
-        kept = false;
-        for blob in &mut blobs {
-            if let Some(whole) = blob.whole.take() {
-                blob.base = None;
-                blob.blob = Some(whole);
-            }
-        }
-    }
-    insert_all(conn, &CHECKPOINTS, checkpoints, |q, r| {
-        q.bind(r.thread).bind(r.ns).bind(r.id).bind(r.parent).bind(r.body).bind(r.metadata)
-    })
-    .await?;
-    insert_all(conn, &BLOBS, blobs, |q, r| {
-        q.bind(r.thread).bind(r.ns).bind(r.channel).bind(r.version).bind(r.base).bind(r.blob)
-    })
-    .await?;
-    insert_all(conn, &WRITES, writes, |q, r| {
-        q.bind(r.thread)
-            .bind(r.ns)
-            .bind(r.checkpoint)
-            .bind(r.task)
-            .bind(r.idx)
-            .bind(r.path)
-            .bind(r.channel)
-            .bind(r.blob)
-    })
-    .await?;
-    Ok(kept)
+    outside
 }

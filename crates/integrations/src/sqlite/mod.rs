@@ -138,8 +138,11 @@ impl Db {
         let fail = |e: sqlx::Error| {
             Failure::new(format!("cannot open SQLite database '{}': {e}", path.display()), e)
         };
+        // One connection, never pinged before use: a file has no link to lose, and a ping is a round trip
+        // to SQLite's worker thread per save.
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
+            .test_before_acquire(false)
             .idle_timeout(None)
             .max_lifetime(None)
             .connect_with(connect.clone())
@@ -159,6 +162,7 @@ impl Db {
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
+            .test_before_acquire(false)
             .idle_timeout(None)
             .max_lifetime(None)
             .connect_with(connect)

@@ -1,6 +1,6 @@
 //! `SqliteSaver`: the checkpointer on SQLite.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::path::Path;
 
@@ -164,7 +164,7 @@ impl Checkpointer for SqliteSaver {
     /// One transaction and a fixed number of statements for the whole batch: all or nothing is stored.
     /// Expected heads are checked in that transaction (SQLite has one writer at a time).
     async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
-        if ops.len() < 2 || !batch::batchable(&ops) {
+        if !batch::batchable(&ops) {
             // One by one, each put's head checked in its own transaction.
             for op in ops {
                 match op {
@@ -335,25 +335,8 @@ impl SqliteSaver {
     ) -> Result<bool, CheckpointError> {
         let checks = HeadChecks::of(&ops);
         let rows = batch::rows_of(&self.delta, ops, threads)?;
-        let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
-        if let Some(checks) = checks {
-            let mut heads = HashMap::new();
-            for (thread, ns) in checks.keys() {
-                let head: Option<String> = sqlx::query_scalar(HEAD)
-                    .bind(thread)
-                    .bind(ns)
-                    .fetch_one(&mut *tx)
-                    .await
-                    .map_err(backend)?;
-                if let Some(head) = head {
-                    heads.insert((thread.clone(), ns.clone()), head);
-                }
-            }
-            checks.verify(&heads)?;
-        }
-        let kept = batch::write(&mut tx, rows).await?;
-        tx.commit().await.map_err(backend)?;
-        Ok(kept)
+        let conn = self.db.writer.acquire().await.map_err(backend)?;
+        batch::write(&mut batch::Writer::new(conn), rows, checks.as_ref()).await
     }
 }
 
