@@ -237,7 +237,8 @@ impl<S: State> CompiledGraph<S> {
 
     fn snapshot(&self, tuple: CheckpointTuple, live: bool) -> GraphResult<StateSnapshot<S>> {
         let spec = &self.inner.spec;
-        let mut ch = Channels::from_checkpoint(spec, &self.inner.names, &tuple.checkpoint)?;
+        let mut ch =
+            Channels::from_checkpoint(spec, &self.inner.names, &tuple.checkpoint, &tuple.config.thread_id)?;
         let saved = SavedWrites::from_pending(
             tuple.pending_writes.iter().map(|w| (w.task_id.clone(), w.channel.clone(), w.value.clone())),
         );
@@ -369,7 +370,7 @@ impl<S: State> CompiledGraph<S> {
         let tuple = saver.get_tuple(address).await.map_err(cp_err)?;
         let (mut ch, step, parent) = match &tuple {
             Some(t) => (
-                Channels::from_checkpoint(spec, names, &t.checkpoint)?,
+                Channels::from_checkpoint(spec, names, &t.checkpoint, &t.config.thread_id)?,
                 t.metadata.step,
                 Some(t.checkpoint.id.clone()),
             ),
@@ -431,9 +432,12 @@ impl<S: State> CompiledGraph<S> {
                 "__copy__" => {
                     // A copy is a sibling of the copied checkpoint: same values, same parent.
                     let Some(copied) = &tuple else {
-                        return Err(GraphError::Checkpoint(
-                            "cannot copy a non-existent checkpoint".to_owned(),
-                        ));
+                        return Err(GraphError::Storage(crate::checkpoint::CheckpointError::Invalid(
+                            format!(
+                                "cannot copy a non-existent checkpoint of thread '{}'",
+                                address.thread_id
+                            ),
+                        )));
                     };
                     let all = (0..names.channels.len()).collect::<ChannelSet>();
                     let grandparent = copied.parent_config.as_ref().and_then(|p| p.checkpoint_id.clone());

@@ -328,19 +328,23 @@ impl<S: State> Channels<S> {
         seen.iter().map(|(&ch, &v)| (Arc::clone(&names.channels[ch]), strings[ch].counter(v))).collect()
     }
 
-    /// Restores channels from a whole checkpoint.
+    /// Restores channels from a whole checkpoint of `thread`.
     pub(crate) fn from_checkpoint(
         spec: &GraphSpec<S>,
         names: &CheckpointNames,
         cp: &Checkpoint,
+        thread: &str,
     ) -> GraphResult<Self> {
+        let corrupt = |message: String| {
+            GraphError::Storage(crate::checkpoint::CheckpointError::corrupt(thread, cp.id.as_str(), message))
+        };
         let mut ch = Self::new(spec);
         let index: BTreeMap<&str, usize> =
             names.channels.iter().enumerate().map(|(i, n)| (&**n, i)).collect();
         for (name, version) in &cp.channel_versions {
             if let Some(&i) = index.get(&**name) {
                 let (n, tag) = parse_version(version)
-                    .ok_or_else(|| corrupt(cp, format!("bad version '{version}' of '{name}'")))?;
+                    .ok_or_else(|| corrupt(format!("bad version '{version}' of '{name}'")))?;
                 ch.versions[i] = n;
                 ch.tags[i] = tag;
                 ch.max = ch.max.max(n);
@@ -353,30 +357,30 @@ impl<S: State> Channels<S> {
                 ch.state.channel_from_json(i, value.clone()).map_err(invalid(-1))?;
             } else if i == layout.start() {
                 let Value::Object(map) = value else {
-                    return Err(corrupt(cp, "input is not an object".to_owned()));
+                    return Err(corrupt("input is not an object".to_owned()));
                 };
                 let mut writes = Vec::new();
                 for (k, v) in map {
                     let c = ch
                         .state
                         .channel_index(k)
-                        .ok_or_else(|| corrupt(cp, format!("unknown channel '{k}' in input")))?;
+                        .ok_or_else(|| corrupt(format!("unknown channel '{k}' in input")))?;
                     writes.push((c, v.clone()));
                 }
                 ch.start = Some(vec![ch.state.update_from_json(writes).map_err(invalid(-1))?]);
             } else if i == layout.tasks() {
                 let Value::Array(items) = value else {
-                    return Err(corrupt(cp, "sends are not a list".to_owned()));
+                    return Err(corrupt("sends are not a list".to_owned()));
                 };
                 for item in items {
-                    ch.sends.push(send_from_json(spec, item).map_err(|e| corrupt(cp, e))?);
+                    ch.sends.push(send_from_json(spec, item).map_err(corrupt)?);
                 }
             } else if i < layout.join(0) {
                 ch.triggered[i - layout.branch(0)] = true;
             } else {
                 let join = i - layout.join(0);
                 let Value::Array(seen) = value else {
-                    return Err(corrupt(cp, format!("barrier '{name}' is not a list")));
+                    return Err(corrupt(format!("barrier '{name}' is not a list")));
                 };
                 for s in seen {
                     let s = s.as_str().unwrap_or_default();
@@ -456,10 +460,6 @@ pub(crate) fn parse_version(v: &str) -> Option<(u64, u64)> {
     let n = parts.next()?.parse().ok()?;
     let tag = parts.next().and_then(|t| t.parse().ok()).unwrap_or(0);
     Some((n, tag))
-}
-
-fn corrupt(cp: &Checkpoint, message: String) -> GraphError {
-    GraphError::Checkpoint(format!("corrupt checkpoint '{}': {message}", cp.id))
 }
 
 fn invalid(step: i64) -> impl Fn(crate::state::UpdateError) -> GraphError {

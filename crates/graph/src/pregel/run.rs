@@ -186,7 +186,7 @@ pub(crate) async fn run_inner<S: State>(
             (_, true) => cp.get_tuple(saver.current_config()).await?.map(|t| t.checkpoint.id),
         };
         if let Some(tuple) = tuple {
-            ch = Channels::from_checkpoint(spec, names, &tuple.checkpoint)?;
+            ch = Channels::from_checkpoint(spec, names, &tuple.checkpoint, &tuple.config.thread_id)?;
             loaded_step = Some(tuple.metadata.step);
             saver.set_current(tuple.checkpoint.id.clone());
             // Replaying a checkpoint forks it, except one that `update_state` made (an update or a copy)
@@ -207,10 +207,11 @@ pub(crate) async fn run_inner<S: State>(
                 );
             }
         } else if replay {
-            return Err(GraphError::Checkpoint(format!(
-                "checkpoint '{}' not found",
-                address.checkpoint_id.unwrap_or_default()
-            )));
+            return Err(GraphError::Storage(crate::checkpoint::CheckpointError::Invalid(format!(
+                "checkpoint '{}' of thread '{}' not found",
+                address.checkpoint_id.unwrap_or_default(),
+                address.thread_id
+            ))));
         }
         saver.set_head(head);
         ctx.saver = Some(saver);

@@ -18,9 +18,13 @@ pub(crate) fn unsaveable(err: GraphError, thread: &str, node: &str, step: i64) -
         GraphError::InvalidUpdate {
             error: crate::state::UpdateError::Serialization { key, message },
             ..
-        } => GraphError::Checkpoint(format!(
-            "cannot serialize channel '{key}' written by node '{node}' at step {step} of thread '{thread}' (pending write of the current checkpoint): {message}"
-        )),
+        } => GraphError::Storage(crate::checkpoint::CheckpointError::Serialize {
+            thread_id: thread.to_owned(),
+            channel: key,
+            message: format!(
+                "written by node '{node}' at step {step} (pending write of the current checkpoint): {message}"
+            ),
+        }),
         other => other,
     }
 }
@@ -49,12 +53,14 @@ pub(crate) async fn save_checkpoint<S: State>(
         )
         .map_err(|e| match e {
             // A value that cannot be saved names the thread, the checkpoint, the channel and the path.
-            GraphError::InvalidUpdate { error: crate::state::UpdateError::Serialization { key, message }, .. } => {
-                GraphError::Checkpoint(format!(
-                    "cannot serialize channel '{key}' of thread '{}' for checkpoint '{id}' (step {step}): {message}",
-                    saver.thread.thread_id
-                ))
-            }
+            GraphError::InvalidUpdate {
+                error: crate::state::UpdateError::Serialization { key, message },
+                ..
+            } => GraphError::Storage(crate::checkpoint::CheckpointError::Serialize {
+                thread_id: saver.thread.thread_id.clone(),
+                channel: key,
+                message: format!("for checkpoint '{id}' (step {step}): {message}"),
+            }),
             other => other,
         })?;
     checkpoint.id = id;
