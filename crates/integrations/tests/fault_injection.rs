@@ -45,7 +45,16 @@ async fn postgres_killed_mid_run_stops_the_run_and_a_resume_loses_nothing() {
     let faulted = run_into_fault(saver.clone(), BEFORE_FAULT, STOP_WITHIN, || async { server.kill() }).await;
     let text = chain(&faulted.error);
     assert!(
-        names_cause(&text, &["connection refused", "connection reset", "broken pipe", "unexpected eof"]),
+        names_cause(
+            &text,
+            &[
+                "connection refused",
+                "connection reset",
+                "broken pipe",
+                "unexpected eof",
+                "unexpected postmaster exit"
+            ]
+        ),
         "the error does not say why: {text}"
     );
     drop(saver);

@@ -164,8 +164,22 @@ async fn migrations_from_many_processes_at_once_run_once() {
             .unwrap();
     assert_eq!(
         steps,
-        vec![("checkpoint".to_owned(), 1), ("checkpoint".to_owned(), 2), ("store".to_owned(), 1)]
+        vec![
+            ("checkpoint".to_owned(), 1),
+            ("checkpoint".to_owned(), 2),
+            ("checkpoint".to_owned(), 3),
+            ("store".to_owned(), 1)
+        ]
     );
+    // The head check is planned once per connection, not at every save.
+    let config: Vec<String> = sqlx::query_scalar(
+        "SELECT unnest(proconfig) FROM pg_proc WHERE proname = 'weft_checkpoint_heads' \
+         AND pronamespace = current_schema()::regnamespace",
+    )
+    .fetch_all(saver.pool())
+    .await
+    .unwrap();
+    assert_eq!(config, ["plan_cache_mode=force_generic_plan"]);
 }
 
 /// A saver on a one-connection pool that does not test connections before use, so a killed connection

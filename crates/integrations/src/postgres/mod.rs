@@ -244,9 +244,12 @@ impl Pg {
         let target = describe(&connect);
         // The pool opens its connections when first used (so an outage at start fails as fast as one
         // later, with its cause, in `migrate`).
+        // No ping before each use (a round trip per save): a connection that broke while idle fails its
+        // statement, which the retry policy runs again on a new connection.
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(1))
             .acquire_timeout(options.acquire_timeout)
+            .test_before_acquire(false)
             .connect_lazy_with(connect.clone());
         Ok(Self {
             pool,
