@@ -22,8 +22,8 @@ use crate::types::{Command, Goto, Payload};
 /// What a parent run hands the subgraph runs started by one of its tasks.
 #[derive(Clone)]
 pub(crate) struct ParentRun {
-    /// The parent's stream, when it streams subgraphs: where the subgraph's chunks go, and the modes.
-    pub(crate) stream: Option<(crate::stream::Forward, crate::stream::Modes)>,
+    /// The parent's stream, when it streams subgraphs: where the subgraph's chunks go.
+    pub(crate) stream: Option<crate::pregel::sink::ParentStream>,
     pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
     /// The checkpoint namespace of the subgraph run.
     pub(crate) ns: String,
