@@ -1,5 +1,6 @@
 //! `messages` stream mode as LangGraph 1.2 and langchain-core 1.7 show it: tokens typed `AIMessageChunk`, a
 //! stream the model leaves open closed by an empty chunk, whole written messages with the node's metadata.
+#![allow(clippy::panic)]
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::sync::Arc;
