@@ -349,7 +349,8 @@ async fn messages_mode_streams_the_model_tokens_with_the_agent_node() {
         }
     }
     let from_agent: Vec<&str> = tokens.iter().filter(|t| t.0 == "agent").map(|t| t.2.as_str()).collect();
-    assert_eq!(from_agent, ["Let", " me", " add.", "The", " sum", " is", " 5"]);
+    // Each reply ends with the empty chunk that closes the model's stream, as in LangGraph.
+    assert_eq!(from_agent, ["Let", " me", " add.", "", "The", " sum", " is", " 5", ""]);
     let from_tools: Vec<(&str, &str)> =
         tokens.iter().filter(|t| t.0 == "tools").map(|t| (t.1.as_str(), t.2.as_str())).collect();
     assert_eq!(from_tools, [("tool", "5")], "the tool message is streamed whole, from the tools node");

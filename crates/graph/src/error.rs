@@ -187,6 +187,17 @@ pub enum GraphError {
     /// A run value could not be converted.
     #[error("serialization failed: {0}")]
     Serialization(String),
+    /// A typed state call (`get_state`, `get_state_history`, `update_state`) got a `checkpoint_ns` naming a
+    /// subgraph whose state type is not the graph's: its JSON counterpart (`get_state_json`, ...) reads
+    /// and writes any subgraph.
+    #[error(
+        "checkpoint_ns '{checkpoint_ns}' names a subgraph of another state type: use get_state_json, \
+         get_state_history_json or update_state_json"
+    )]
+    SubgraphStateType {
+        /// The namespace.
+        checkpoint_ns: String,
+    },
 }
 
 impl GraphError {

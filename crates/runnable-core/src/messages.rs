@@ -235,9 +235,16 @@ pub struct AiMessage {
     /// `Some("last")` on the final chunk of a stream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunk_position: Option<String>,
+    /// Whether this is a streamed chunk (LangChain's `AIMessageChunk`) rather than a whole message. Chat
+    /// models' streams mark their chunks, merging keeps the mark and [`finish`](AiMessage::finish) (or the
+    /// `add_messages` reducer) clears it. Inside a [`Message`] a chunk serialises with type
+    /// `AIMessageChunk`, as LangChain's does; the field itself is never serialised.
+    #[serde(skip)]
+    pub is_chunk: bool,
 }
 
-/// A streamed piece of an [`AiMessage`]; chunks merge into a whole message.
+/// A streamed piece of an [`AiMessage`] (one with [`is_chunk`](AiMessage::is_chunk) set); chunks merge into a
+/// whole message.
 pub type AiMessageChunk = AiMessage;
 
 /// Whether a tool call succeeded.
@@ -289,29 +296,64 @@ pub struct RemoveMessage {
 
 /// Any chat message.
 ///
-/// Serialises in LangChain's flat form, `{"type": "ai", "content": ..., "tool_calls": [...], ...}`.
-/// Deserialises that form, LangChain's `message_to_dict` form `{"type": "ai", "data": {...}}`, its
+/// Serialises in LangChain's flat form, `{"type": "ai", "content": ..., "tool_calls": [...], ...}` (an AI
+/// message chunk as `{"type": "AIMessageChunk", ...}`). Deserialises that form, LangChain's `message_to_dict` form `{"type": "ai", "data": {...}}`, its
 /// serialised-constructor form `{"lc": 1, "id": [..., "AIMessage"], "kwargs": {...}}`, chunk type names
 /// (`AIMessageChunk`, ...) and OpenAI-style role dicts; [`Message::from_like`] also accepts `[role,
 /// content]` pairs and bare strings.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Message {
     /// Instructions for the model.
-    #[serde(rename = "system")]
     System(SystemMessage),
     /// A user message.
-    #[serde(rename = "human")]
     Human(HumanMessage),
-    /// A model message.
-    #[serde(rename = "ai")]
+    /// A model message, or a chunk of one while it streams.
     Ai(AiMessage),
     /// A tool result.
-    #[serde(rename = "tool")]
     Tool(ToolMessage),
     /// A removal marker.
-    #[serde(rename = "remove")]
     Remove(RemoveMessage),
+}
+
+/// How a [`Message`] serialises: its fields under a `type` tag, `AIMessageChunk` for an AI chunk.
+#[derive(Serialize)]
+#[serde(tag = "type")]
+enum Tagged<'a> {
+    #[serde(rename = "system")]
+    System(&'a SystemMessage),
+    #[serde(rename = "human")]
+    Human(&'a HumanMessage),
+    #[serde(rename = "ai")]
+    Ai(&'a AiMessage),
+    #[serde(rename = "AIMessageChunk")]
+    AiChunk(&'a AiMessage),
+    #[serde(rename = "tool")]
+    Tool(&'a ToolMessage),
+    #[serde(rename = "remove")]
+    Remove(&'a RemoveMessage),
+}
+
+/// An AI message serialised as a [`Message`] is, with its `type` (`ai`, or `AIMessageChunk` for a chunk),
+/// without moving it into one.
+pub(crate) struct AiAsMessage<'a>(pub(crate) &'a AiMessage);
+
+impl Serialize for AiAsMessage<'_> {
+    fn serialize<Ser: serde::Serializer>(&self, serializer: Ser) -> Result<Ser::Ok, Ser::Error> {
+        if self.0.is_chunk { Tagged::AiChunk(self.0) } else { Tagged::Ai(self.0) }.serialize(serializer)
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<Ser: serde::Serializer>(&self, serializer: Ser) -> Result<Ser::Ok, Ser::Error> {
+        match self {
+            Message::System(m) => Tagged::System(m),
+            Message::Human(m) => Tagged::Human(m),
+            Message::Ai(m) => return AiAsMessage(m).serialize(serializer),
+            Message::Tool(m) => Tagged::Tool(m),
+            Message::Remove(m) => Tagged::Remove(m),
+        }
+        .serialize(serializer)
+    }
 }
 
 impl Message {
@@ -344,7 +386,8 @@ impl Message {
         Message::Remove(RemoveMessage { id: id.into() })
     }
 
-    /// The type name LangChain uses: `system`, `human`, `ai`, `tool`, `remove`.
+    /// The type name LangChain uses for the kind of message: `system`, `human`, `ai`, `tool`, `remove` (`ai`
+    /// for an AI chunk too, which serialises as `AIMessageChunk`).
     pub fn type_name(&self) -> &'static str {
         match self {
             Message::System(_) => "system",
@@ -451,6 +494,11 @@ impl AiMessage {
     /// An AI message with text content.
     pub fn new(content: impl Into<Content>) -> Self {
         Self { content: content.into(), ..Default::default() }
+    }
+
+    /// A streamed chunk with text content (LangChain's `AIMessageChunk(content=...)`).
+    pub fn chunk(content: impl Into<Content>) -> Self {
+        Self { content: content.into(), is_chunk: true, ..Default::default() }
     }
 
     /// The text of the content.

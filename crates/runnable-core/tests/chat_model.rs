@@ -45,12 +45,16 @@ async fn invoke_emits_chat_model_stream_events_when_listened() {
             "on_chat_model_stream",
             "on_chat_model_stream",
             "on_chat_model_stream",
+            "on_chat_model_stream",
             "on_chat_model_end"
         ]
     );
+    // The model leaves its stream open, so an empty chunk marked "last" closes it, as langchain-core does.
     let tokens: Vec<_> =
-        events[1..4].iter().map(|e| e.data.chunk.as_ref().unwrap()["content"].clone()).collect();
-    assert_eq!(tokens, vec![json!("Hello"), json!(" big"), json!(" world")]);
+        events[1..5].iter().map(|e| e.data.chunk.as_ref().unwrap()["content"].clone()).collect();
+    assert_eq!(tokens, vec![json!("Hello"), json!(" big"), json!(" world"), json!("")]);
+    assert!(events[1..5].iter().all(|e| e.data.chunk.as_ref().unwrap()["type"] == "AIMessageChunk"));
+    assert_eq!(events[4].data.chunk.as_ref().unwrap()["chunk_position"], "last");
     assert_eq!(events[0].name, "FakeChatModel");
     let input = events[0].data.input.as_ref().unwrap();
     assert_eq!(input["messages"][0][1]["content"], json!("hi"));
@@ -58,7 +62,7 @@ async fn invoke_emits_chat_model_stream_events_when_listened() {
     assert_eq!(events[0].metadata["ls_provider"], json!("fake"));
     assert_eq!(events[0].metadata["ls_model_name"], json!("fake-chat-model"));
     assert_eq!(events[0].metadata["ls_model_type"], json!("chat"));
-    assert_eq!(events[4].data.output.as_ref().unwrap()["content"], json!("Hello big world"));
+    assert_eq!(events[5].data.output.as_ref().unwrap()["content"], json!("Hello big world"));
     let run_id = events[0].run_id;
     assert_eq!(reply.id, Some(format!("lc_run--{run_id}")));
 }
@@ -97,10 +101,15 @@ async fn stream_yields_chunks_that_merge_into_the_reply() {
     let chunks: Vec<AiMessage> =
         model.stream(prompt("hi"), &RunnableConfig::default()).map(|c| c.unwrap()).collect().await;
     let texts: Vec<_> = chunks.iter().map(AiMessage::text).collect();
-    assert_eq!(texts, vec!["one", " two"]);
-    assert_eq!(chunks[1].chunk_position.as_deref(), Some("last"));
-    let merged = model.merge_chunks(chunks[0].clone(), chunks[1].clone()).unwrap();
+    assert_eq!(texts, vec!["one", " two", ""]);
+    assert!(chunks.iter().all(|c| c.is_chunk));
+    assert_eq!(chunks[1].chunk_position, None);
+    assert_eq!(chunks[2].chunk_position.as_deref(), Some("last"));
+    assert_eq!(chunks[2].id, chunks[0].id);
+    let merged = chunks.into_iter().reduce(|a, b| model.merge_chunks(a, b).unwrap()).unwrap();
     assert_eq!(merged.text(), "one two");
+    assert!(merged.is_chunk);
+    assert!(!merged.finish().is_chunk);
 }
 
 #[tokio::test]
@@ -116,7 +125,7 @@ async fn model_pipes_between_steps_and_streams_token_by_token_through_them() {
         .with_config(RunnableConfig::default().with_run_name("mychain"));
     let out: Vec<String> =
         chain.stream("q".to_owned(), &RunnableConfig::default()).map(|c| c.unwrap()).collect().await;
-    assert_eq!(out, vec!["a", " b", " c"]);
+    assert_eq!(out, vec!["a", " b", " c", ""]);
 }
 
 #[tokio::test]
@@ -150,6 +159,10 @@ async fn model_stream_events_interleave_with_downstream_steps_per_token() {
         ("on_chat_model_stream", "FakeChatModel"),
         ("on_chain_stream", "to_text"),
         ("on_chain_stream", "mychain"),
+        // The empty chunk that closes the model's stream.
+        ("on_chat_model_stream", "FakeChatModel"),
+        ("on_chain_stream", "to_text"),
+        ("on_chain_stream", "mychain"),
         ("on_chat_model_end", "FakeChatModel"),
         ("on_chain_end", "to_text"),
         ("on_chain_end", "mychain"),
@@ -177,7 +190,7 @@ async fn bind_tools_passes_specs_and_tool_choice_to_the_model() {
     assert_eq!(calls[0].messages, prompt("hi").into_messages());
 
     let streamed: Vec<_> = bound.stream(prompt("again"), &RunnableConfig::default()).collect().await;
-    assert_eq!(streamed.len(), 1);
+    assert_eq!(streamed.len(), 2, "the token and the closing chunk");
     assert_eq!(model.calls()[1].options.tools.len(), 2);
 }
 

@@ -66,12 +66,13 @@ async fn fake_chat_model_streams_by_words_chars_or_whole() {
     let words = FakeChatModel::new(["  Hello big\nworld "]);
     assert_eq!(
         texts(words.stream(ask("x"), &config).collect().await),
-        vec!["  Hello", " big", "\nworld", " "]
+        vec!["  Hello", " big", "\nworld", " ", ""]
     );
+    // The last chunk is not marked "last", so the model's run closes the stream with an empty chunk.
     let chars = FakeChatModel::new(["abc"]).with_split(TokenSplit::Chars);
-    assert_eq!(texts(chars.stream(ask("x"), &config).collect().await), vec!["a", "b", "c"]);
+    assert_eq!(texts(chars.stream(ask("x"), &config).collect().await), vec!["a", "b", "c", ""]);
     let whole = FakeChatModel::new(["a b"]).with_split(TokenSplit::Whole);
-    assert_eq!(texts(whole.stream(ask("x"), &config).collect().await), vec!["a b"]);
+    assert_eq!(texts(whole.stream(ask("x"), &config).collect().await), vec!["a b", ""]);
 }
 
 #[tokio::test]
@@ -98,14 +99,18 @@ async fn fake_chat_model_last_chunk_carries_tool_calls_usage_and_metadata() {
     let model = FakeChatModel::new([scripted]);
     let chunks: Vec<AiMessage> =
         model.stream(ask("x"), &RunnableConfig::default()).map(|c| c.unwrap()).collect().await;
-    assert_eq!(chunks.len(), 3);
-    assert!(chunks.iter().all(|c| c.id.as_deref() == Some("msg-7")));
+    assert_eq!(chunks.len(), 4);
+    assert!(chunks[..3].iter().all(|c| c.id.as_deref() == Some("msg-7")));
     assert!(chunks[0].tool_call_chunks.is_empty() && chunks[0].usage_metadata.is_none());
     let last = &chunks[2];
     assert_eq!(last.tool_call_chunks.len(), 2);
     assert_eq!(last.tool_calls[0].args, json!({"q": "rust"}));
     assert_eq!(last.usage_metadata, Some(UsageMetadata::new(10, 4)));
-    assert_eq!(last.chunk_position.as_deref(), Some("last"));
+    assert_eq!(last.chunk_position, None);
+    // The closing chunk: empty, marked "last", with the run's id (the provider's id wins when merging).
+    let closing = &chunks[3];
+    assert_eq!((closing.text(), closing.chunk_position.as_deref()), (String::new(), Some("last")));
+    assert!(closing.id.as_deref().is_some_and(|id| id.starts_with("lc_run--")));
 
     let merged =
         chunks.into_iter().reduce(|a, b| weft_runnable_core::Merge::merge(a, b).unwrap()).unwrap().finish();

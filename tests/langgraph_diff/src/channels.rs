@@ -3,7 +3,7 @@
 
 use futures::future::BoxFuture;
 use serde_json::json;
-use weft::graph::{END, JsonChannel, JsonState, START};
+use weft::graph::{Durability, END, JsonChannel, JsonState, RunOptions, START};
 
 use crate::kit::{graph, input, len, lists, log_state, py, saver, upd};
 use crate::rec::{Rec, thread};
@@ -145,7 +145,9 @@ fn waiting_edge_joins_branches_of_unequal_length(rec: &mut Rec) -> BoxFuture<'_,
         g.add_edge(START, "a").add_edge(START, "b1").add_edge("b1", "b2");
         g.add_waiting_edge(["a", "b2"], "join");
         let app = g.compile_with(saver())?;
-        rec.invoke(&app, input(json!({"log": []})), &thread("t")).await;
+        // Saved synchronously, as the Python half is (see there).
+        let sync = RunOptions { durability: Durability::Sync, ..RunOptions::default() };
+        rec.invoke_with(&app, input(json!({"log": []})), &thread("t"), sync).await;
         rec.history(&app, &thread("t")).await;
         Ok(())
     })

@@ -46,8 +46,10 @@ pub(crate) fn add_messages_counted(
 ) -> Result<Option<usize>, String> {
     for message in &mut right {
         if let Message::Ai(ai) = message {
+            // A chunk becomes a message (LangChain's `message_chunk_to_message`).
             ai.tool_call_chunks.clear();
             ai.chunk_position = None;
+            ai.is_chunk = false;
         }
     }
     Messages::assign_ids(&mut right);

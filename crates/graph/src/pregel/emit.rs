@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
-use weft_runnable_core::{AiMessage, EventSink, Message, StreamEvent};
+use weft_runnable_core::{EventSink, Message, StreamEvent};
 
 use crate::pregel::task::{Task, TaskKind, TaskWrites};
 use crate::state::State;
@@ -55,12 +55,13 @@ pub(crate) fn emit_task_result<S: State>(
     });
 }
 
-/// Ids of the messages a task's chat models streamed token by token.
+/// Ids of the messages a stream sent in `messages` mode.
 pub(crate) type StreamedIds = Arc<Mutex<HashSet<String>>>;
 
-/// The metadata of a task's runs and stream chunks, as LangGraph's: the config's metadata, the scalar
-/// `configurable` values it does not already have (`thread_id`, ...), then the `langgraph_*` keys and the
-/// task's `checkpoint_ns`.
+/// The metadata of a task's run and of the messages it writes, as LangGraph's: the config's metadata, the
+/// scalar `configurable` values it does not already have (`thread_id`, ...; not an empty `checkpoint_ns`),
+/// then the `langgraph_*` keys. The runs the task starts also get its `checkpoint_ns`
+/// ([`with_task_ns`]).
 pub(crate) fn task_metadata(
     config: &weft_runnable_core::RunnableConfig,
     name: &str,
@@ -72,7 +73,8 @@ pub(crate) fn task_metadata(
     let mut m = config.metadata.clone();
     for (key, value) in &config.configurable {
         let scalar = matches!(value, Value::String(_) | Value::Number(_) | Value::Bool(_));
-        if scalar && !key.starts_with("__") && !m.contains_key(key) {
+        let empty_ns = key == "checkpoint_ns" && value.as_str() == Some("");
+        if scalar && !empty_ns && !key.starts_with("__") && !m.contains_key(key) {
             m.insert(key.clone(), value.clone());
         }
     }
@@ -81,18 +83,26 @@ pub(crate) fn task_metadata(
     m.insert("langgraph_triggers".to_owned(), json!(triggers));
     m.insert("langgraph_path".to_owned(), json!(path));
     m.insert("langgraph_checkpoint_ns".to_owned(), json!(task_ns));
-    m.insert("checkpoint_ns".to_owned(), json!(task_ns));
     m
 }
 
-/// In `messages` mode, sends the messages a task wrote that were not streamed token by token and are not
-/// already in the state (LangGraph de-duplicates by id the same way).
+/// The metadata of the runs a task starts (its chat models, its subgraphs): the task's own, with the task's
+/// checkpoint namespace as `checkpoint_ns` unless it already has one (a subgraph's tasks keep the namespace
+/// of the parent task that ran the subgraph), as langchain-core's `ensure_config` copies it from the
+/// task's `configurable`.
+pub(crate) fn with_task_ns(mut metadata: Map<String, Value>, ns: &str) -> Map<String, Value> {
+    metadata.entry("checkpoint_ns").or_insert_with(|| json!(ns));
+    metadata
+}
+
+/// In `messages` mode, sends the messages a task wrote that the stream did not send already (token by
+/// token, or written by a subgraph's node) and that are not already in the state (LangGraph de-duplicates
+/// by id the same way).
 pub(crate) fn emit_whole_messages<S: State>(
     ctx: &Ctx<'_, S>,
     state: &S,
     task: &Task<S>,
     writes: &TaskWrites<S>,
-    streamed: Option<&StreamedIds>,
     step: i64,
     triggers: &[String],
 ) {
@@ -123,15 +133,17 @@ pub(crate) fn emit_whole_messages<S: State>(
                 }
                 let Ok(message) = Message::from_like(item) else { continue };
                 if let Some(id) = message.id() {
-                    if streamed.and_then(|s| s.lock().ok()).is_some_and(|s| s.contains(id)) {
-                        continue;
-                    }
                     let present = existing.get_or_insert_with(|| message_ids(state, channel));
                     if present.contains(id) {
                         continue;
                     }
+                    let Ok(mut seen) = sink.seen.lock() else { continue };
+                    if !seen.insert(id.to_owned()) {
+                        continue;
+                    }
                 }
-                let task_ns = format!("{}:{}", task.name, task.id);
+                let own = crate::runtime::task_ns(&task.name, &task.id);
+                let task_ns = if ctx.ns.is_empty() { own } else { format!("{}|{own}", ctx.ns) };
                 let metadata = task_metadata(&ctx.config, &task.name, &task.path, &task_ns, step, triggers);
                 sink.send(StreamData::Message { chunk: Box::new(message), metadata });
             }
@@ -146,24 +158,30 @@ pub(crate) fn message_ids<S: State>(state: &S, channel: usize) -> HashSet<String
 }
 
 /// The event sink that turns a task's chat-model tokens into `messages` chunks.
-pub(crate) fn messages_sink_for<S: State>(send: SendPart<S>, seen: StreamedIds, own_ns: String) -> EventSink {
+pub(crate) fn messages_sink_for<S: State>(
+    send: SendPart<S>,
+    seen: StreamedIds,
+    task_ns: String,
+) -> EventSink {
     EventSink::new(move |event: StreamEvent| {
         if event.event != "on_chat_model_stream" {
             return;
         }
-        // Tokens of models inside subgraphs belong to the subgraph's own tasks.
-        if event.metadata.get("langgraph_checkpoint_ns").and_then(Value::as_str) != Some(own_ns.as_str()) {
+        // Tokens of models inside subgraphs belong to the subgraph's own tasks (whose namespace is longer).
+        if event.metadata.get("langgraph_checkpoint_ns").and_then(Value::as_str) != Some(task_ns.as_str()) {
             return;
         }
-        let Some(chunk) = event.data.chunk.and_then(|c| serde_json::from_value::<AiMessage>(c).ok()) else {
+        // A streamed chunk (`AIMessageChunk`), or the whole reply of a model that does not stream (`ai`).
+        let Some(chunk @ Message::Ai(_)) = event.data.chunk.and_then(|c| serde_json::from_value(c).ok())
+        else {
             return;
         };
-        if let (Some(id), Ok(mut seen)) = (chunk.id.clone(), seen.lock()) {
+        if let (Some(id), Ok(mut seen)) = (chunk.id().map(str::to_owned), seen.lock()) {
             seen.insert(id);
         }
         send(StreamPart {
             ns: Vec::new(),
-            data: StreamData::Message { chunk: Box::new(Message::Ai(chunk)), metadata: event.metadata },
+            data: StreamData::Message { chunk: Box::new(chunk), metadata: event.metadata },
         });
     })
 }

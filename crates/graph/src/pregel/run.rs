@@ -83,7 +83,7 @@ pub(crate) async fn run<S: State>(
         GraphInput::Update(_) => parent.as_ref().is_some_and(|p| p.resuming),
     };
     let child_sink = match (sink, parent.as_ref().and_then(|p| p.stream.clone())) {
-        (None, Some((forward, modes))) => Some(Sink::forwarding(forward, modes, inner.spec.initial.clone())),
+        (None, Some(stream)) => Some(Sink::forwarding(stream, inner.spec.initial.clone())),
         _ => None,
     };
     let sink = sink.or(child_sink.as_ref());

@@ -6,6 +6,7 @@ use futures::StreamExt as _;
 use futures::stream::BoxStream;
 
 use crate::error::{GraphError, GraphResult};
+use crate::pregel::emit::StreamedIds;
 use crate::state::State;
 use crate::stream::{ErasedData, Forward, Modes, StreamData, StreamMode, StreamPart, debug_event};
 
@@ -17,6 +18,9 @@ pub(crate) struct Sink<S: State> {
     pub(crate) modes: Modes,
     /// Whether subgraphs stream into this run's stream too.
     pub(crate) subgraphs: bool,
+    /// Ids of the messages sent in `messages` mode, so that a message is sent once (a subgraph's sink
+    /// shares its parent's, as LangGraph's one handler serves a run and its subgraphs).
+    pub(crate) seen: StreamedIds,
 }
 
 impl<S: State> Sink<S> {
@@ -30,14 +34,15 @@ impl<S: State> Sink<S> {
         let send: SendPart<S> = Arc::new(move |part| {
             let _ = tx.send(Ok(part));
         });
-        Self { send, modes, subgraphs }
+        Self { send, modes, subgraphs, seen: StreamedIds::default() }
     }
 
     /// A sink of a subgraph run, forwarding its chunks (state erased) to the parent's stream.
-    pub(crate) fn forwarding(forward: Forward, modes: Modes, state: S) -> Self {
+    pub(crate) fn forwarding(parent: ParentStream, state: S) -> Self {
+        let ParentStream { forward, modes, seen } = parent;
         let send: SendPart<S> =
             Arc::new(move |part: StreamPart<S>| forward(part.ns, ErasedData::erase(part.data, &state)));
-        Self { send, modes, subgraphs: true }
+        Self { send, modes, subgraphs: true, seen }
     }
 
     /// Sends a chunk; task and checkpoint events go to `debug` mode wrapped (LangGraph's
@@ -61,14 +66,27 @@ impl<S: State> Sink<S> {
         (self.send)(StreamPart { ns: Vec::new(), data });
     }
 
-    /// What the subgraphs of one task forward through, naming that task's namespace segment.
-    pub(crate) fn forward_for(&self, segment: String) -> Forward {
+    /// Where the subgraphs of one task stream: forwarded to this stream under that task's namespace
+    /// segment.
+    pub(crate) fn forward_for(&self, segment: String) -> ParentStream {
         let send = Arc::clone(&self.send);
-        Arc::new(move |mut ns: Vec<String>, data: ErasedData| {
+        let forward: Forward = Arc::new(move |mut ns: Vec<String>, data: ErasedData| {
             ns.insert(0, segment.clone());
             send(StreamPart { ns, data: data.typed::<S>() });
-        })
+        });
+        ParentStream { forward, modes: self.modes, seen: Arc::clone(&self.seen) }
     }
+}
+
+/// The stream a subgraph run sends its chunks to: its parent task's.
+#[derive(Clone)]
+pub(crate) struct ParentStream {
+    /// Forwards a chunk to the parent's stream.
+    pub(crate) forward: Forward,
+    /// The parent stream's modes.
+    pub(crate) modes: Modes,
+    /// The parent stream's sent message ids.
+    pub(crate) seen: StreamedIds,
 }
 
 /// Polls the run and its chunk receiver together, yielding chunks as they come and the run's error last.

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::checkpoint::{ChannelName, special};
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::channels::Channels;
-use crate::pregel::emit::{StreamedIds, emit_task_result, emit_update, emit_whole_messages};
+use crate::pregel::emit::{emit_task_result, emit_update, emit_whole_messages};
 use crate::pregel::execute::execute;
 use crate::pregel::plan::task_triggers;
 use crate::pregel::run::Ctx;
@@ -59,7 +59,6 @@ pub(crate) async fn run_step<S: State>(
     let limit = ctx.config.max_concurrency.unwrap_or(usize::MAX).max(1);
     let inner = ctx.inner;
     let is_subgraph = ctx.parent.is_some();
-    let mut streamed: Vec<Option<StreamedIds>> = vec![None; tasks.len()];
     // A lone task is awaited directly; several run concurrently, polled by this task.
     let mut lone = if to_run.len() == 1 { to_run.first().copied() } else { None };
     let mut running = if lone.is_none() { Some(FuturesUnordered::new()) } else { None };
@@ -69,7 +68,7 @@ pub(crate) async fn run_step<S: State>(
         if let Some(running) = running.as_mut() {
             while running.len() < limit {
                 let Some(i) = queue.next() else { break };
-                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop, &mut streamed[i]);
+                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop);
                 let task = &tasks[i];
                 running
                     .push(execute(inner, ch, task, runtime, route_inline, is_subgraph).map(move |r| (i, r)));
@@ -77,7 +76,7 @@ pub(crate) async fn run_step<S: State>(
         }
         let next = match (lone.take(), running.as_mut()) {
             (Some(i), _) => {
-                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop, &mut streamed[i]);
+                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop);
                 Some((i, execute(inner, ch, &tasks[i], runtime, route_inline, is_subgraph).await))
             }
             (None, Some(running)) => running.next().await,
@@ -109,7 +108,7 @@ pub(crate) async fn run_step<S: State>(
             Ok((TaskOutcome::Done(writes), resumed)) => {
                 if ctx.sink.is_some_and(|s| s.modes.has(StreamMode::Messages)) {
                     let triggers = task_triggers(ch, spec, task);
-                    emit_whole_messages(ctx, &ch.state, task, &writes, streamed[i].as_ref(), step, &triggers);
+                    emit_whole_messages(ctx, &ch.state, task, &writes, step, &triggers);
                 }
                 if route_inline {
                     if let Some(saver) = ctx.saver.as_mut() {
@@ -182,7 +181,6 @@ pub(crate) fn start_task<S: State>(
     saved: &SavedWrites,
     step: i64,
     stop: i64,
-    streamed: &mut Option<StreamedIds>,
 ) -> Runtime {
     // Named only where someone reads them: task events and the metadata of observed runs.
     let events = ctx.sink.is_some_and(|s| s.modes.tasks() || s.modes.has(StreamMode::Messages));
@@ -191,8 +189,7 @@ pub(crate) fn start_task<S: State>(
     } else {
         Vec::new()
     };
-    let (runtime, ids) = make_runtime(ctx, task, saved, step, stop, triggers.clone());
-    *streamed = ids;
+    let runtime = make_runtime(ctx, task, saved, step, stop, triggers.clone());
     if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks()) {
         if task.kind != TaskKind::Start {
             let input = match &task.input {

@@ -1,9 +1,8 @@
 //! The runtime a task's node sees: its config, resume values, stream writer and parent-run link.
 
-use crate::pregel::emit::{StreamedIds, messages_sink_for, task_metadata};
+use crate::pregel::emit::{messages_sink_for, task_metadata, with_task_ns};
 use crate::pregel::run::Ctx;
 use crate::pregel::saved::SavedWrites;
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -22,9 +21,8 @@ pub(crate) fn make_runtime<S: State>(
     step: i64,
     stop: i64,
     triggers: Vec<String>,
-) -> (Runtime, Option<StreamedIds>) {
+) -> Runtime {
     let messages_sink = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages));
-    let streamed: Option<StreamedIds> = messages_sink.map(|_| Arc::new(Mutex::new(HashSet::new())));
     let observed = ctx.config.callbacks.is_some() || messages_sink.is_some();
     let address = ctx.saver.as_ref().map(|s| Arc::clone(s.current_config()));
 
@@ -34,8 +32,8 @@ pub(crate) fn make_runtime<S: State>(
         let base = Arc::clone(&ctx.base_config);
         let (name, path, id, run_ns) =
             (Arc::clone(&task.name), Arc::clone(&task.path), Arc::clone(&task.id), ctx.ns.clone());
-        let messages = messages_sink.zip(streamed.clone()).map(|(sink, seen)| (Arc::clone(&sink.send), seen));
-        let stream = ctx.sink.filter(|s| s.subgraphs).map(|s| (s.forward_for(task_ns(&name, &id)), s.modes));
+        let messages = messages_sink.map(|sink| (Arc::clone(&sink.send), Arc::clone(&sink.seen)));
+        let stream = ctx.sink.filter(|s| s.subgraphs).map(|s| s.forward_for(task_ns(&name, &id)));
         let checkpointer = ctx.saver.as_ref().map(|s| Arc::clone(&s.checkpointer));
         let current = address.clone();
         let outer_parents = ctx.parent.as_ref().map(|p| p.parents.clone()).unwrap_or_default();
@@ -44,8 +42,6 @@ pub(crate) fn make_runtime<S: State>(
         let called = (ctx.inner.called_subgraphs.clone(), Arc::clone(&task.name));
         Box::new(move || {
             let own_ns = task_ns(&name, &id);
-            let mut config = base.child(Some(format!("graph:step:{step}")));
-            config.metadata = task_metadata(&config, &name, &path, &own_ns, step, &triggers);
             let mut parents = outer_parents;
             if let Some(current) = current.and_then(|c| c.checkpoint_id.clone()) {
                 parents.insert(run_ns.clone(), current);
@@ -55,10 +51,13 @@ pub(crate) fn make_runtime<S: State>(
             } else {
                 (format!("{run_ns}|{own_ns}"), format!("{run_ns}|{name}"))
             };
+            let mut config = base.child(Some(format!("graph:step:{step}")));
+            let metadata = task_metadata(&config, &name, &path, &ns, step, &triggers);
+            config.metadata = with_task_ns(metadata, &ns);
             if let Some((send, seen)) = messages {
                 config.callbacks = Some(match config.callbacks.take() {
-                    Some(existing) => existing.and(messages_sink_for(send, seen, own_ns)),
-                    None => messages_sink_for(send, seen, own_ns),
+                    Some(existing) => existing.and(messages_sink_for(send, seen, ns.clone())),
+                    None => messages_sink_for(send, seen, ns.clone()),
                 });
             }
             config.extensions.insert(ParentRun {
@@ -98,7 +97,7 @@ pub(crate) fn make_runtime<S: State>(
         Some(_) => (None, String::new()),
         None => (ctx.thread_id.clone(), ctx.ns.clone()),
     };
-    let runtime = Runtime {
+    Runtime {
         inner: Arc::new(RuntimeInner {
             node: Arc::clone(&task.name),
             config: std::sync::OnceLock::new(),
@@ -113,8 +112,7 @@ pub(crate) fn make_runtime<S: State>(
             context: ctx.options.context.clone(),
             store: ctx.store.clone(),
         }),
-    };
-    (runtime, streamed)
+    }
 }
 
 pub(crate) fn with_attempt(rt: &Runtime, attempt: u32) -> Runtime {

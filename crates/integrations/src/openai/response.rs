@@ -194,7 +194,7 @@ impl StreamState {
         if self.id.is_none() {
             self.id.clone_from(&id);
         }
-        let mut chunk = AiMessage { id, ..AiMessage::default() };
+        let mut chunk = AiMessage { id, is_chunk: true, ..AiMessage::default() };
         // Usage comes in a chunk of its own (`choices: []`), or with the last choice on some servers.
         chunk.usage_metadata = body.get("usage").and_then(usage_of);
         let choice = body.get("choices").and_then(Value::as_array).and_then(|c| c.first());
@@ -236,7 +236,12 @@ impl StreamState {
                 self.chunks
             )));
         }
-        Ok(AiMessage { id: self.id, chunk_position: Some("last".to_owned()), ..AiMessage::default() })
+        Ok(AiMessage {
+            id: self.id,
+            chunk_position: Some("last".to_owned()),
+            is_chunk: true,
+            ..AiMessage::default()
+        })
     }
 }
 

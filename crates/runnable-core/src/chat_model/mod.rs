@@ -75,7 +75,11 @@ pub trait ChatModel: Send + Sync {
 
     /// Answers `messages` as a stream of AI message chunks, which merge into the whole reply.
     ///
-    /// The returned stream must not borrow `options` or `config` (clone what it needs).
+    /// Streamed pieces are chunks ([`AiMessage::chunk`], or `is_chunk` set), as LangChain's `_stream` yields
+    /// `AIMessageChunk`s; a model may mark its last chunk `chunk_position: "last"`, and when it does not, its
+    /// run closes the stream with an empty chunk so marked. The default (a model that does not stream)
+    /// yields the whole reply, a message rather than a chunk, and nothing closes it. The returned stream
+    /// must not borrow `options` or `config` (clone what it needs).
     fn stream_chunks<'a>(
         &'a self,
         messages: Vec<Message>,

@@ -1,6 +1,6 @@
 //! Chat models as runnables: traced `invoke` and `stream`, and the macro that wires them to a model type.
 
-use futures::stream::{BoxStream, StreamExt as _};
+use futures::stream::{self, BoxStream, StreamExt as _};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -8,7 +8,7 @@ use super::{CallOptions, ChatModel};
 use crate::config::RunnableConfig;
 use crate::error::Result;
 use crate::events::{RunKind, event_input, to_event_value, trace_invoke, trace_stream};
-use crate::messages::{AiMessage, Message, PromptValue};
+use crate::messages::{AiAsMessage, AiMessage, Content, Message, PromptValue};
 use crate::runnable::{ChunkStream, Merge, error_stream};
 
 /// The start-event input of a chat model run, `{"messages": [[...]]}` as in LangChain.
@@ -47,7 +47,8 @@ pub async fn invoke_chat_model<M: ChatModel + ?Sized>(
 }
 
 /// Streams `model`'s reply to `input` as a traced chat model run: one `on_chat_model_stream` event per
-/// chunk, and the merged chunks in the end event.
+/// chunk, and the merged chunks in the end event. When the model's last chunk ([`AiMessage::is_chunk`]) is not
+/// marked `chunk_position: "last"`, an empty chunk so marked closes the stream, as langchain-core closes it.
 pub fn stream_chat_model<'a, M: ChatModel + ?Sized>(
     model: &'a M,
     input: PromptValue,
@@ -75,13 +76,80 @@ fn traced_stream<'a, M: ChatModel + ?Sized>(
         config,
         move |child| {
             let run_id = run_id_of(&child);
-            model
-                .stream_chunks(messages, &options, &child)
-                .map(move |chunk| chunk.map(|c| with_run_id(c, run_id.as_deref())))
+            run_chunks(model.stream_chunks(messages, &options, &child), run_id)
+                .map(|chunk| chunk.map(EventChunk))
                 .boxed()
         },
-        AiMessage::merge,
+        |acc: EventChunk, next: EventChunk| acc.0.merge(next.0).map(EventChunk),
     )
+    .map(|chunk| chunk.map(|EventChunk(message)| message))
+    .boxed()
+}
+
+/// A model's chunk as its run's events carry it: in [`Message`] form, so that its `type` tells a chunk
+/// (`AIMessageChunk`, as LangChain's events show it) from a whole reply (`ai`).
+#[derive(Clone)]
+struct EventChunk(AiMessage);
+
+impl Serialize for EventChunk {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        AiAsMessage(&self.0).serialize(serializer)
+    }
+}
+
+/// Where a model's stream stands, for closing it.
+enum Progress {
+    /// Nothing yet.
+    Empty,
+    /// The last chunk left the stream open; whether its content was blocks.
+    Open { blocks: bool },
+    /// The last item was marked `chunk_position: "last"`, or was a whole message.
+    Marked,
+    /// The stream failed: it is not closed.
+    Failed,
+    /// The model's stream ended (and was closed when it had to be).
+    Done,
+}
+
+/// A model's chunks as its run streams them, as langchain-core streams them: each given the run's id when
+/// it has none; when the last one is a chunk ([`AiMessage::is_chunk`]) not marked `chunk_position: "last"`,
+/// an empty chunk so marked follows (content `""`, or `[]` after block content, and the run's id, whatever
+/// id the model's chunks had). A whole message (a model that does not stream), a stream that yielded
+/// nothing and one that failed are not closed.
+fn run_chunks(
+    chunks: BoxStream<'_, Result<AiMessage>>,
+    run_id: Option<String>,
+) -> BoxStream<'_, Result<AiMessage>> {
+    stream::unfold((chunks, Progress::Empty, run_id), |(mut chunks, progress, run_id)| async move {
+        if matches!(progress, Progress::Done) {
+            return None;
+        }
+        match chunks.next().await {
+            Some(Ok(chunk)) => {
+                let chunk = with_run_id(chunk, run_id.as_deref());
+                let marked = chunk.chunk_position.as_deref().is_some_and(|p| !p.is_empty());
+                let next = match progress {
+                    Progress::Failed => Progress::Failed,
+                    _ if marked || !chunk.is_chunk => Progress::Marked,
+                    _ => Progress::Open { blocks: matches!(chunk.content, Content::Blocks(_)) },
+                };
+                Some((Ok(chunk), (chunks, next, run_id)))
+            }
+            Some(Err(err)) => Some((Err(err), (chunks, Progress::Failed, run_id))),
+            None => {
+                let Progress::Open { blocks } = progress else { return None };
+                let closing = AiMessage {
+                    content: if blocks { Content::Blocks(Vec::new()) } else { Content::default() },
+                    id: run_id.clone(),
+                    chunk_position: Some("last".to_owned()),
+                    is_chunk: true,
+                    ..AiMessage::default()
+                };
+                Some((Ok(closing), (chunks, Progress::Done, run_id)))
+            }
+        }
+    })
+    .boxed()
 }
 
 /// The config of a chat model run, with LangSmith's `ls_*` metadata when somebody listens.

@@ -26,8 +26,10 @@ pub struct FakeCall {
 /// Replies are texts, messages (with tool calls, usage, ...) or errors, which fail that call; a call
 /// after the last reply fails with an error saying the script ran out. Streaming splits a reply's
 /// text into chunks by [`TokenSplit`] (words by default); the last chunk carries the tool calls (as
-/// tool-call chunks), usage and metadata. Clones share the script and the record, so a test can keep
-/// one clone to inspect [`calls`](Self::calls) after handing another to a chain.
+/// tool-call chunks), usage and metadata, and is not marked `chunk_position: "last"`, so the model's run
+/// closes the stream with an empty chunk, as langchain-core does for a model that leaves it open. Clones
+/// share the script and the record, so a test can keep one clone to inspect [`calls`](Self::calls) after
+/// handing another to a chain.
 ///
 /// ```
 /// use weft_runnable_core::fakes::FakeChatModel;
@@ -102,7 +104,7 @@ impl FakeChatModel {
     }
 }
 
-/// Splits a reply into streamed chunks that merge back into it.
+/// Splits a reply into streamed chunks that merge back into it (once finished).
 fn chunks_of(message: AiMessage, split: TokenSplit) -> Vec<AiMessage> {
     let AiMessage {
         content,
@@ -115,6 +117,7 @@ fn chunks_of(message: AiMessage, split: TokenSplit) -> Vec<AiMessage> {
         additional_kwargs,
         response_metadata,
         chunk_position: _,
+        is_chunk: _,
     } = message;
     let pieces: Vec<Content> = match content {
         Content::Text(text) => split.split(&text).into_iter().map(Content::Text).collect(),
@@ -122,10 +125,10 @@ fn chunks_of(message: AiMessage, split: TokenSplit) -> Vec<AiMessage> {
     };
     let mut chunks: Vec<AiMessage> = pieces
         .into_iter()
-        .map(|content| AiMessage { content, id: id.clone(), ..AiMessage::default() })
+        .map(|content| AiMessage { content, id: id.clone(), is_chunk: true, ..AiMessage::default() })
         .collect();
     if chunks.is_empty() {
-        chunks.push(AiMessage { id: id.clone(), ..AiMessage::default() });
+        chunks.push(AiMessage { id: id.clone(), is_chunk: true, ..AiMessage::default() });
     }
     let valid =
         tool_calls.iter().map(|call| (Some(call.name.clone()), Some(call.args.to_string()), call.id.clone()));
@@ -137,15 +140,8 @@ fn chunks_of(message: AiMessage, split: TokenSplit) -> Vec<AiMessage> {
         .collect();
     let last_index = chunks.len() - 1;
     let last = std::mem::take(&mut chunks[last_index]);
-    chunks[last_index] = AiMessage {
-        name,
-        usage_metadata,
-        additional_kwargs,
-        response_metadata,
-        chunk_position: Some("last".to_owned()),
-        ..last
-    }
-    .with_tool_call_chunks(fragments);
+    chunks[last_index] = AiMessage { name, usage_metadata, additional_kwargs, response_metadata, ..last }
+        .with_tool_call_chunks(fragments);
     chunks
 }
 

@@ -166,6 +166,7 @@ fn typed_message(kind: &str, mut fields: Map<String, Value>) -> std::result::Res
             let invalid = convert_openai_tool_calls(&mut fields);
             let mut message = fields_into::<AiMessage>(kind, fields)?;
             message.invalid_tool_calls.extend(invalid);
+            message.is_chunk = kind == "AIMessageChunk";
             Message::Ai(message)
         }
         Kind::Tool => Message::Tool(fields_into::<ToolMessage>(kind, fields)?),

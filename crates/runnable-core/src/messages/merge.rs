@@ -11,7 +11,8 @@ use crate::runnable::Merge;
 impl Merge for AiMessage {
     /// Content concatenates (block lists merge by `index`), `additional_kwargs` and `response_metadata`
     /// merge deeply, tool-call chunks merge by `index` and `tool_calls` are parsed again from the merged
-    /// argument strings, usage adds up, and a provider's id wins over a generated `run-` id.
+    /// argument strings, usage adds up, a provider's id wins over a generated `run-` id, and the result is a
+    /// chunk when either side is.
     fn merge(self, next: Self) -> Result<Self> {
         let left_chunks = self.chunks_or_calls();
         let right_chunks = next.chunks_or_calls();
@@ -41,16 +42,19 @@ impl Merge for AiMessage {
                 "response_metadata",
             )?,
             chunk_position,
+            is_chunk: self.is_chunk || next.is_chunk,
         })
     }
 }
 
 impl AiMessage {
-    /// Turns a merged chunk into a finished message: the tool-call fragments and the chunk position go,
-    /// the parsed `tool_calls` and `invalid_tool_calls` stay (LangChain's `message_chunk_to_message`).
+    /// Turns a merged chunk into a finished message: the chunk mark, the tool-call fragments and the chunk
+    /// position go, the parsed `tool_calls` and `invalid_tool_calls` stay (LangChain's
+    /// `message_chunk_to_message`).
     pub fn finish(mut self) -> Self {
         self.tool_call_chunks.clear();
         self.chunk_position = None;
+        self.is_chunk = false;
         self
     }
 

@@ -19,11 +19,15 @@ use crate::runtime::Runtime;
 use crate::state::State;
 use crate::types::{Command, Goto, Payload};
 
+mod reader;
+
+pub use reader::SubgraphStateReader;
+
 /// What a parent run hands the subgraph runs started by one of its tasks.
 #[derive(Clone)]
 pub(crate) struct ParentRun {
-    /// The parent's stream, when it streams subgraphs: where the subgraph's chunks go, and the modes.
-    pub(crate) stream: Option<(crate::stream::Forward, crate::stream::Modes)>,
+    /// The parent's stream, when it streams subgraphs: where the subgraph's chunks go.
+    pub(crate) stream: Option<crate::pregel::sink::ParentStream>,
     pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
     /// The checkpoint namespace of the subgraph run.
     pub(crate) ns: String,
@@ -247,53 +251,6 @@ impl<S: State, C: State> NodeFn<S> for SubgraphNode<C> {
 
     fn subgraph(&self) -> Option<&dyn SubgraphStateReader> {
         Some(&self.graph)
-    }
-}
-
-/// Reads a subgraph's state without knowing its state type (for nested `get_state`).
-pub trait SubgraphStateReader: std::marker::Send + Sync {
-    /// The subgraph's state for a parent task: its address, and its live snapshot as JSON when
-    /// `nested` is set. `None` when the subgraph keeps no checkpoints.
-    fn read_state<'a>(
-        &'a self,
-        parent_saver: Option<Arc<dyn Checkpointer>>,
-        thread_id: String,
-        task_ns: String,
-        node_ns: String,
-        nested: bool,
-    ) -> BoxFuture<'a, crate::error::GraphResult<Option<crate::state_api::TaskState>>>;
-}
-
-impl<C: State> SubgraphStateReader for CompiledGraph<C> {
-    fn read_state<'a>(
-        &'a self,
-        parent_saver: Option<Arc<dyn Checkpointer>>,
-        thread_id: String,
-        task_ns: String,
-        node_ns: String,
-        nested: bool,
-    ) -> BoxFuture<'a, crate::error::GraphResult<Option<crate::state_api::TaskState>>> {
-        async move {
-            use crate::compiled::SubgraphCheckpoints;
-            let mode = self.inner.config.subgraph_checkpoints;
-            let saver = match mode {
-                SubgraphCheckpoints::Never => None,
-                _ => self.inner.config.checkpointer.clone().or(parent_saver),
-            };
-            let Some(saver) = saver else { return Ok(None) };
-            let ns = if mode == SubgraphCheckpoints::PerNode { node_ns } else { task_ns };
-            let address =
-                crate::checkpoint::CheckpointConfig { thread_id, checkpoint_ns: ns, checkpoint_id: None };
-            if !nested {
-                return Ok(Some(crate::state_api::TaskState::Config(address)));
-            }
-            let snapshot = self.snapshot_json_at(&saver, &address).await?;
-            Ok(Some(match snapshot {
-                Some(s) => crate::state_api::TaskState::Snapshot(Box::new(s)),
-                None => crate::state_api::TaskState::Config(address),
-            }))
-        }
-        .boxed()
     }
 }
 
