@@ -102,3 +102,20 @@ async fn a_batch_abandoned_part_way_is_all_or_nothing_and_the_writer_goes_on() {
     let left = stored(&saver, &thread).await;
     assert!(left == (0, 0) || left == (1, 1), "the abandoned batch was stored in part: {left:?}");
 }
+
+#[tokio::test]
+async fn a_saver_on_the_callers_pool_stores_batches_and_refuses_a_second_first_checkpoint() {
+    let dir = std::env::temp_dir().join(format!("weft-batch-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let options =
+        sqlx::sqlite::SqliteConnectOptions::new().filename(dir.join("weft.db")).create_if_missing(true);
+    let pool = sqlx::sqlite::SqlitePoolOptions::new().max_connections(3).connect_with(options).await.unwrap();
+    let saver = SqliteSaver::from_pool(pool).await.unwrap();
+    let thread = CheckpointConfig::thread("callers-pool");
+    saver.put_batch(batch(&thread, &uuid::Uuid::now_v7().to_string(), "first")).await.unwrap();
+    assert_eq!(stored(&saver, &thread).await, (1, 1));
+    // Another run's first checkpoint on the same thread: the head is not empty any more.
+    let err = saver.put_batch(batch(&thread, &uuid::Uuid::now_v7().to_string(), "second")).await.unwrap_err();
+    assert!(err.is_conflict(), "{err}");
+    assert_eq!(stored(&saver, &thread).await, (1, 1), "a refused batch stored part of itself");
+}

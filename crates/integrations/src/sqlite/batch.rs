@@ -19,16 +19,23 @@ use crate::sql::delta::{BlobRecord, DeltaPlanner};
 use crate::sql::heads::{self, AssumedHead, Attempt, HeadChecks};
 use crate::sql::rows;
 
-/// Rows per statement, largest first: a batch is cut into chunks of these sizes, so only a few
-/// statement texts exist (and stay prepared).
-const CHUNKS: [usize; 4] = [64, 16, 4, 1];
+/// Rows per statement: a batch of up to [`EXACT`] rows of a table is one statement; more are cut into
+/// statements of [`LARGE`], [`EXACT`] and fewer rows, so few statement texts exist (and stay prepared).
+const EXACT: usize = 16;
+/// See [`EXACT`].
+const LARGE: usize = 64;
+
+/// The rows of the next statement when `left` rows remain.
+fn chunk(left: usize) -> usize {
+    if left >= LARGE { LARGE } else { left.min(EXACT) }
+}
 
 /// A multi-row `INSERT`: its head, the number of columns per row and its tail (conflict rule).
 struct Insert {
     head: &'static str,
     columns: usize,
     tail: &'static str,
-    /// The statement text for each chunk size of [`CHUNKS`].
+    /// The statement text for 1 to [`EXACT`] rows, then for [`LARGE`].
     texts: OnceLock<Vec<String>>,
 }
 
@@ -37,18 +44,18 @@ impl Insert {
         Self { head, columns, tail, texts: OnceLock::new() }
     }
 
-    fn text(&self, chunk: usize) -> &str {
+    fn text(&self, rows: usize) -> &str {
         let texts = self.texts.get_or_init(|| {
             let row = format!("({})", vec!["?"; self.columns].join(", "));
-            CHUNKS
-                .iter()
-                .map(|&n| {
+            (1..=EXACT)
+                .chain([LARGE])
+                .map(|n| {
                     let rows = vec![row.as_str(); n].join(", ");
                     format!("{} SELECT * FROM (VALUES {rows}){CHECKED}{};\n", self.head, self.tail)
                 })
                 .collect()
         });
-        let at = CHUNKS.iter().position(|&n| n == chunk).unwrap_or(CHUNKS.len() - 1);
+        let at = if rows == LARGE { EXACT } else { rows.clamp(1, EXACT) - 1 };
         &texts[at]
     }
 }
@@ -80,10 +87,13 @@ static WRITES: Insert = Insert::new(
 );
 
 /// The script's checks, one row per connection (a temporary table: no other connection sees it): whether
-/// the bases are stored, whether the heads are as assumed, and the heads found (a JSON array).
-const CHECKS: &str = "CREATE TEMP TABLE IF NOT EXISTS weft_batch_checks \
-    (bases INTEGER NOT NULL, heads INTEGER NOT NULL, found TEXT NOT NULL);\n\
-    INSERT OR REPLACE INTO temp.weft_batch_checks (rowid, bases, heads, found) SELECT 1, ";
+/// the bases are stored, whether the heads are as assumed, and the heads found (a JSON array). Created
+/// when the saver's own pools connect, by the script itself on a caller's pool.
+pub(super) const CHECKS_TABLE: &str = "CREATE TEMP TABLE IF NOT EXISTS weft_batch_checks \
+    (bases INTEGER NOT NULL, heads INTEGER NOT NULL, found TEXT NOT NULL)";
+
+/// The start of the statement that fills the checks.
+const CHECKS: &str = "INSERT OR REPLACE INTO temp.weft_batch_checks (rowid, bases, heads, found) SELECT 1, ";
 
 /// The condition of every insert of the script (SQLite needs a `WHERE` before an upsert's `ON CONFLICT`
 /// in `INSERT … SELECT`). Kept in a table, not recomputed per insert: the checkpoints inserted move the
@@ -254,11 +264,13 @@ fn push_blob(rows: &mut Rows, thread: &Arc<str>, ns: &Arc<str>, record: BlobReco
 pub(super) struct Writer {
     conn: Option<PoolConnection<Sqlite>>,
     open: bool,
+    /// Whether the connection has the checks table ([`CHECKS_TABLE`]).
+    temp_ready: bool,
 }
 
 impl Writer {
-    pub(super) fn new(conn: PoolConnection<Sqlite>) -> Self {
-        Self { conn: Some(conn), open: false }
+    pub(super) fn new(conn: PoolConnection<Sqlite>, temp_ready: bool) -> Self {
+        Self { conn: Some(conn), open: false, temp_ready }
     }
 }
 
@@ -292,7 +304,7 @@ impl Script {
             .map_err(|e| CheckpointError::backend(format!("sqlite: cannot bind a value of a batch: {e}")))
     }
 
-    /// Appends the rows through `insert`, in chunks of [`CHUNKS`] sizes.
+    /// Appends the rows through `insert`, in statements of [`chunk`] rows.
     fn insert<R>(
         &mut self,
         insert: &'static Insert,
@@ -301,7 +313,7 @@ impl Script {
     ) -> Result<(), CheckpointError> {
         let mut rest = rows;
         while !rest.is_empty() {
-            let size = CHUNKS.iter().copied().find(|&n| n <= rest.len()).unwrap_or(1);
+            let size = chunk(rest.len());
             self.text.push_str(insert.text(size));
             for row in &rest[..size] {
                 bind(self, row)?;
@@ -375,7 +387,7 @@ async fn run_assuming(
     assumed: &[AssumedHead],
 ) -> Result<Attempt, CheckpointError> {
     heads::precheck(checks, assumed)?;
-    let script = script(rows, check_bases, assumed)?;
+    let script = script(rows, check_bases, assumed, writer.temp_ready)?;
     let Some(conn) = writer.conn.as_mut() else {
         return Err(CheckpointError::backend("sqlite: the writer connection is gone"));
     };
@@ -413,9 +425,18 @@ async fn run_assuming(
 
 /// The script of a batch assuming `assumed` heads; with `check_bases`, the bases of its deltas that it
 /// does not write itself must be stored already.
-fn script(rows: &Rows, check_bases: bool, assumed: &[AssumedHead]) -> Result<Script, CheckpointError> {
+fn script(
+    rows: &Rows,
+    check_bases: bool,
+    assumed: &[AssumedHead],
+    temp_ready: bool,
+) -> Result<Script, CheckpointError> {
     let mut s = Script { text: String::with_capacity(1024), args: SqliteArguments::default() };
     s.text.push_str("BEGIN IMMEDIATE;\n");
+    if !temp_ready {
+        s.text.push_str(CHECKS_TABLE);
+        s.text.push_str(";\n");
+    }
     s.text.push_str(CHECKS);
     let outside = if check_bases { outside_bases(&rows.blobs) } else { Vec::new() };
     if outside.is_empty() {

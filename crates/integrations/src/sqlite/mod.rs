@@ -109,6 +109,9 @@ pub(crate) struct Db {
     /// The file, or `None` in memory or for a caller's pool.
     pub(crate) path: Option<PathBuf>,
     pub(crate) durability: Option<SqliteDurability>,
+    /// Whether the writer's connections were given the batch checks' table when they connected (the
+    /// saver's own pools; a caller's pool gets it from each batch).
+    pub(crate) temp_ready: bool,
 }
 
 impl fmt::Debug for Db {
@@ -143,6 +146,7 @@ impl Db {
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .test_before_acquire(false)
+            .after_connect(|conn, _| Box::pin(create_checks_table(conn)))
             .idle_timeout(None)
             .max_lifetime(None)
             .connect_with(connect.clone())
@@ -153,7 +157,13 @@ impl Db {
             .connect_with(connect)
             .await
             .map_err(fail)?;
-        Ok(Self { writer, reader, path: Some(path.to_owned()), durability: Some(options.durability) })
+        Ok(Self {
+            writer,
+            reader,
+            path: Some(path.to_owned()),
+            durability: Some(options.durability),
+            temp_ready: true,
+        })
     }
 
     /// A private in-memory database (gone when the last clone of its pool is dropped).
@@ -163,17 +173,18 @@ impl Db {
             .max_connections(1)
             .min_connections(1)
             .test_before_acquire(false)
+            .after_connect(|conn, _| Box::pin(create_checks_table(conn)))
             .idle_timeout(None)
             .max_lifetime(None)
             .connect_with(connect)
             .await
             .map_err(|e| Failure::new(format!("cannot open an in-memory SQLite database: {e}"), e))?;
-        Ok(Self::from_pool(pool))
+        Ok(Self { temp_ready: true, ..Self::from_pool(pool) })
     }
 
     /// The caller's pool, for reads and writes.
     pub(crate) fn from_pool(pool: SqlitePool) -> Self {
-        Self { writer: pool.clone(), reader: pool, path: None, durability: None }
+        Self { writer: pool.clone(), reader: pool, path: None, durability: None, temp_ready: false }
     }
 
     /// Applies the missing steps of `component` in one write transaction.
@@ -202,4 +213,9 @@ impl Db {
         }
         tx.commit().await.map_err(fail)
     }
+}
+
+/// Gives a new connection of the saver's pools the batch checks' table.
+async fn create_checks_table(conn: &mut sqlx::SqliteConnection) -> Result<(), sqlx::Error> {
+    sqlx::query(batch::CHECKS_TABLE).execute(conn).await.map(drop)
 }

@@ -336,7 +336,7 @@ impl SqliteSaver {
         let checks = HeadChecks::of(&ops);
         let rows = batch::rows_of(&self.delta, ops, threads)?;
         let conn = self.db.writer.acquire().await.map_err(backend)?;
-        batch::write(&mut batch::Writer::new(conn), rows, checks.as_ref()).await
+        batch::write(&mut batch::Writer::new(conn, self.db.temp_ready), rows, checks.as_ref()).await
     }
 }
 
