@@ -59,10 +59,28 @@ pub struct JsonSnapshot {
     pub parent_config: Option<CheckpointConfig>,
     /// The checkpoint's metadata.
     pub metadata: Option<CheckpointMetadata>,
+    /// When the checkpoint was made (RFC 3339).
+    pub created_at: Option<String>,
     /// The planned tasks.
     pub tasks: Vec<PregelTask>,
     /// Unanswered interrupts.
     pub interrupts: Vec<Interrupt>,
+}
+
+impl<S: State> StateSnapshot<S> {
+    /// The snapshot with its values as JSON (one key per channel that has a value).
+    pub fn into_json(self) -> JsonSnapshot {
+        JsonSnapshot {
+            values: crate::pregel::task::state_json(&self.values),
+            next: self.next,
+            config: self.config,
+            parent_config: self.parent_config,
+            metadata: self.metadata,
+            created_at: self.created_at,
+            tasks: self.tasks,
+            interrupts: self.interrupts,
+        }
+    }
 }
 
 /// One update of a bulk update: the writes and the node they are attributed to.
@@ -203,15 +221,7 @@ impl<S: State> CompiledGraph<S> {
         if let Some(addr) = &snapshot.config {
             Box::pin(self.nest_subgraphs(addr, &mut tasks, true)).await?;
         }
-        Ok(Some(JsonSnapshot {
-            values: crate::pregel::task::state_json(&snapshot.values),
-            next: snapshot.next,
-            config: snapshot.config,
-            parent_config: snapshot.parent_config,
-            metadata: snapshot.metadata,
-            tasks,
-            interrupts: snapshot.interrupts,
-        }))
+        Ok(Some(StateSnapshot { tasks, ..snapshot }.into_json()))
     }
 
     /// Every checkpoint of the thread, newest first, as record-view snapshots (only the addressed one when

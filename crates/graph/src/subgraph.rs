@@ -262,9 +262,19 @@ pub trait SubgraphStateReader: std::marker::Send + Sync {
         node_ns: String,
         nested: bool,
     ) -> BoxFuture<'a, crate::error::GraphResult<Option<crate::state_api::TaskState>>>;
+
+    /// The subgraph behind the JSON-facing [`ErasedGraph`](crate::erased::ErasedGraph) interface, when it
+    /// is a compiled graph.
+    fn erased(&self) -> Option<Arc<dyn crate::erased::ErasedGraph>> {
+        None
+    }
 }
 
 impl<C: State> SubgraphStateReader for CompiledGraph<C> {
+    fn erased(&self) -> Option<Arc<dyn crate::erased::ErasedGraph>> {
+        Some(self.erase())
+    }
+
     fn read_state<'a>(
         &'a self,
         parent_saver: Option<Arc<dyn Checkpointer>>,

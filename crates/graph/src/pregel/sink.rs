@@ -7,7 +7,7 @@ use futures::stream::BoxStream;
 
 use crate::error::{GraphError, GraphResult};
 use crate::state::State;
-use crate::stream::{ErasedData, Forward, Modes, StreamData, StreamMode, StreamPart, debug_event};
+use crate::stream::{Forward, JsonStreamData, Modes, StreamData, StreamMode, StreamPart, debug_event};
 
 pub(crate) type SendPart<S> = Arc<dyn Fn(StreamPart<S>) + std::marker::Send + Sync>;
 
@@ -36,7 +36,7 @@ impl<S: State> Sink<S> {
     /// A sink of a subgraph run, forwarding its chunks (state erased) to the parent's stream.
     pub(crate) fn forwarding(forward: Forward, modes: Modes, state: S) -> Self {
         let send: SendPart<S> =
-            Arc::new(move |part: StreamPart<S>| forward(part.ns, ErasedData::erase(part.data, &state)));
+            Arc::new(move |part: StreamPart<S>| forward(part.ns, JsonStreamData::erase(part.data, &state)));
         Self { send, modes, subgraphs: true }
     }
 
@@ -64,7 +64,7 @@ impl<S: State> Sink<S> {
     /// What the subgraphs of one task forward through, naming that task's namespace segment.
     pub(crate) fn forward_for(&self, segment: String) -> Forward {
         let send = Arc::clone(&self.send);
-        Arc::new(move |mut ns: Vec<String>, data: ErasedData| {
+        Arc::new(move |mut ns: Vec<String>, data: JsonStreamData| {
             ns.insert(0, segment.clone());
             send(StreamPart { ns, data: data.typed::<S>() });
         })
