@@ -55,11 +55,14 @@ async def test_resume_rules(c, env):
     tid = (await c.threads.create())["thread_id"]
     out = await c.runs.wait(tid, "simple", input=None, raise_error=False)
     eq(out["__error__"]["error"], "EmptyInputError", "a run with no input on a new thread")
-    await c.runs.wait(tid, "simple", input={"items": []})
-    out = await c.runs.wait(tid, "hitl", command={"resume": "x"}, raise_error=False)
-    check("__error__" in out or out.get("items") is not None, f"a resume of a thread that is not paused: {out}")
-    count = await c.threads.count()
-    check(count > 0, "threads")
+    check("no input for __start__" in out["__error__"]["message"], out)
+    tid = (await c.threads.create())["thread_id"]
+    await c.runs.wait(tid, "hitl", input={"items": []})
+    done = await c.runs.wait(tid, "hitl", command={"resume": "a"})
+    eq(done, {"items": ["answer:a", "b"], "count": 1}, "resumed")
+    again = await c.runs.wait(tid, "hitl", command={"resume": "again"})
+    eq(again, done, "a resume of a thread that is not paused runs nothing and answers its state")
+    eq((await c.threads.get(tid))["status"], "idle", "the thread stays idle")
 
 
 async def test_context_and_configurable_together(c, env):

@@ -45,7 +45,7 @@ pub(crate) async fn create(
     body: Body,
 ) -> ApiResult<Response> {
     let body = create_body(&app, body, false).await?;
-    let created = runs::create(&app, Some(&thread_id), body, false).await?;
+    let created = runs::create(&app, Some(&thread_id), body, false, false).await?;
     runs::schedule(&app, &created.record.run.thread_id);
     let (location, _) = paths(&thread_id, &created.record.run.run_id, false);
     Ok(with_header(ok(&created.record.run), "content-location", &location))
@@ -54,7 +54,7 @@ pub(crate) async fn create(
 /// `POST /runs`: a stateless background run.
 pub(crate) async fn create_stateless(State(app): AppState, body: Body) -> ApiResult<Response> {
     let body = create_body(&app, body, true).await?;
-    let created = runs::create(&app, None, body, true).await?;
+    let created = runs::create(&app, None, body, true, false).await?;
     runs::schedule(&app, &created.record.run.thread_id);
     let (location, _) = paths("", &created.record.run.run_id, true);
     Ok(with_header(ok(&created.record.run), "content-location", &location))
@@ -64,9 +64,9 @@ async fn stream_run(app: Arc<App>, thread_id: Option<String>, body: Body) -> Api
     let stateless = thread_id.is_none();
     let body = create_body(&app, body, stateless).await?;
     let cancel_on_disconnect = body.on_disconnect.as_deref() == Some("cancel");
-    let created = runs::create(&app, thread_id.as_deref(), body, stateless).await?;
+    let created = runs::create(&app, thread_id.as_deref(), body, stateless, true).await?;
     let run = &created.record.run;
-    let subscription = created.channel.subscribe(None);
+    let subscription = created.subscription.unwrap_or_else(|| created.channel.subscribe(None));
     runs::schedule(&app, &run.thread_id);
     let (content_location, location) = paths(&run.thread_id, &run.run_id, stateless);
     Ok(sse::events(
@@ -120,7 +120,7 @@ async fn wait_run(app: Arc<App>, thread_id: Option<String>, body: Body) -> ApiRe
     let stateless = thread_id.is_none();
     let body = create_body(&app, body, stateless).await?;
     let cancel_on_disconnect = body.on_disconnect.as_deref() == Some("cancel");
-    let created = runs::create(&app, thread_id.as_deref(), body, stateless).await?;
+    let created = runs::create(&app, thread_id.as_deref(), body, stateless, false).await?;
     let run = &created.record.run;
     runs::schedule(&app, &run.thread_id);
     let content_location = format!("/threads/{}/runs/{}", run.thread_id, run.run_id);
@@ -161,7 +161,7 @@ pub(crate) async fn batch(State(app): AppState, body: Body) -> ApiResult<Respons
     }
     let mut made = Vec::with_capacity(bodies.len());
     for body in bodies {
-        let created = runs::create(&app, None, body, true).await?;
+        let created = runs::create(&app, None, body, true, false).await?;
         runs::schedule(&app, &created.record.run.thread_id);
         made.push(created.record.run);
     }
@@ -227,17 +227,7 @@ pub(crate) async fn join(
     Path((thread_id, run_id)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
-    let record = existing_run(&app, &thread_id, &run_id).await?;
-    let channel = match app.channels.get(&run_id) {
-        Some(channel) => channel,
-        None => {
-            // Finished (its channel is gone): answer at once.
-            let finished = Arc::new(runs::RunChannel::new(false));
-            finished.set_result(record.result.clone());
-            finished.finish();
-            finished
-        }
-    };
+    let (_, channel) = runs::listen(&app, &thread_id, &run_id).await?;
     let content_location = format!("/threads/{thread_id}/runs/{run_id}");
     let location = format!("{content_location}/join");
     let answer = answer(Arc::clone(&app), run_id, thread_id);
@@ -252,18 +242,13 @@ pub(crate) async fn join_stream(
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let record = existing_run(&app, &thread_id, &run_id).await?;
+    let (record, channel) = runs::listen(&app, &thread_id, &run_id).await?;
     let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty());
     let filter: Vec<String> = match query.get("stream_mode").filter(|m| !m.is_empty()) {
         None => Vec::new(),
         Some(m) if m.starts_with('[') => serde_json::from_str(m).unwrap_or_else(|_| vec![m.clone()]),
         Some(m) => vec![m.clone()],
     };
-    let channel = app.channels.get(&run_id).unwrap_or_else(|| {
-        let gone = Arc::new(runs::RunChannel::new(false));
-        gone.finish();
-        gone
-    });
     let subscription = channel.subscribe(last_event_id);
     let content_location = format!("/threads/{thread_id}/runs/{run_id}");
     let location = format!("{content_location}/stream");

@@ -78,8 +78,13 @@ fn breakpoints(value: &Value) -> Option<Vec<String>> {
     }
 }
 
-fn input_of(record: &RunRecord) -> Result<JsonInput, GraphError> {
+/// The run's input: its command or input, or, for a run started again after a stop that had saved
+/// checkpoints already, the thread's checkpoint to continue from (its input is in it).
+fn input_of(record: &RunRecord, continues: bool) -> Result<JsonInput, GraphError> {
     let kwargs = &record.run.kwargs;
+    if continues {
+        return Ok(JsonInput::Resume);
+    }
     match &kwargs.command {
         Value::Null => JsonInput::from_json(kwargs.input.clone()),
         command => Ok(JsonInput::Command(JsonCommand::from_json(command.clone())?)),
@@ -90,13 +95,14 @@ fn input_of(record: &RunRecord) -> Result<JsonInput, GraphError> {
 async fn drive(
     record: &RunRecord,
     graph: &Arc<dyn ErasedGraph>,
+    continues: bool,
     channel: &RunChannel,
     result: &mut RunResult,
 ) -> Ended {
     let kwargs = &record.run.kwargs;
     let modes = Modes::from_names(&kwargs.stream_mode);
     let mut wire = Wire::new(modes, kwargs.subgraphs, record.run.metadata.clone());
-    let input = match input_of(record) {
+    let input = match input_of(record, continues) {
         Ok(input) => input,
         Err(e) => return Ended::Error(error_json(&e)),
     };
@@ -151,32 +157,39 @@ pub(super) async fn execute(app: &Arc<App>, record: RunRecord) {
         ),
         Some(registered) => {
             let graph = if kwargs.temporary { &registered.stateless } else { &registered.stateful };
-            // Where the thread stood, so that a rollback can return there.
-            let started_from = if kwargs.temporary {
+            // Where the thread stood (so that a rollback can return there), and whether this run saved it
+            // before a stop (then it continues from there).
+            let head = if kwargs.temporary {
                 None
             } else {
-                graph
-                    .get_state_json(&thread_config(&thread_id), false)
-                    .await
-                    .ok()
-                    .and_then(|s| s.config)
-                    .map(|c| c.checkpoint_id)
+                graph.get_state_json(&thread_config(&thread_id), false).await.ok()
             };
-            (drive(&record, graph, &channel, &mut result).await, started_from)
+            let started_from = head.as_ref().map(|s| s.config.as_ref().and_then(|c| c.checkpoint_id.clone()));
+            let saved_by_run = head
+                .as_ref()
+                .and_then(|s| s.metadata.as_ref())
+                .and_then(|m| m.extra.get("run_id"))
+                .is_some_and(|id| id.as_str() == Some(run_id.as_str()));
+            let continues = record.attempt > 1 && saved_by_run;
+            (drive(&record, graph, continues, &channel, &mut result).await, started_from)
         }
     };
     if let Ended::Error(error) = &ended {
         result.absorb("error", error);
         channel.publish("error", error.to_string());
     }
-    match finish(app, &record, ended, started_from, result).await {
-        Ok(body) => channel.set_result(body),
-        Err(e) => tracing::error!(run_id, error = %e.detail, "cannot record the end of a run"),
-    }
+    let body = finish(app, &record, ended, started_from, result).await.unwrap_or_else(|e| {
+        tracing::error!(run_id, error = %e.detail, "cannot record the end of a run");
+        None
+    });
+    // Under the records' lock, so that a listener who finds the run still going also finds its channel.
+    let records = app.records.lock().await;
+    channel.set_result(body);
     channel.finish();
     if !kwargs.resumable {
         app.channels.remove(&run_id);
     }
+    drop(records);
     super::schedule(app, &thread_id);
 }
 

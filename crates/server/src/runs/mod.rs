@@ -21,11 +21,13 @@ use crate::error::{ApiError, ApiResult};
 use crate::model::{Run, RunKwargs, RunRecord, RunStatus, Thread, ThreadStatus};
 use crate::storage::Change;
 
-/// A run just made, with its channel (subscribe before the run is scheduled to see all of it).
+/// A run just made, with its channel and, when asked for, a subscription made before any worker could
+/// start the run (so it sees all of it).
 #[derive(Debug)]
 pub(crate) struct Created {
     pub(crate) record: RunRecord,
     pub(crate) channel: Arc<RunChannel>,
+    pub(crate) subscription: Option<channel::Subscription>,
 }
 
 /// The stream modes of a request: a name or a list; none (or an empty list) is `["values"]`.
@@ -40,12 +42,13 @@ fn stream_modes(value: &Value) -> Vec<String> {
 
 /// Makes a run: checks the request as LangGraph does, creates or marks the thread busy, applies the
 /// multitask strategy and saves the run as pending. `stateless` runs get a thread of their own, deleted
-/// when they end unless `on_completion` is `keep`.
+/// when they end unless `on_completion` is `keep`. `subscribe`: listen to the run from its first event.
 pub(crate) async fn create(
     app: &Arc<App>,
     thread_id: Option<&str>,
     body: RunCreate,
     stateless: bool,
+    subscribe: bool,
 ) -> ApiResult<Created> {
     let assistant_id = app.resolve_assistant_id(&body.assistant_id);
     if !is_uuid(&assistant_id) {
@@ -208,14 +211,15 @@ pub(crate) async fn create(
         delete_thread: temporary,
     };
     records.commit(vec![Change::Thread(thread), Change::Run(Box::new(record.clone()))]).await?;
-    drop(records);
     let channel = app.channels.open(&run_id, record.run.kwargs.resumable);
+    let subscription = subscribe.then(|| channel.subscribe(None));
+    drop(records);
     if matches!(strategy.as_str(), "interrupt" | "rollback") && !inflight.is_empty() {
         let action = if strategy == "rollback" { CancelAction::Rollback } else { CancelAction::Interrupt };
         // The runs may have finished meanwhile: then there is nothing to cancel, and the new run goes on.
         let _ = cancel(app, &thread_id, &inflight, action).await;
     }
-    Ok(Created { record, channel })
+    Ok(Created { record, channel, subscription })
 }
 
 fn json_object(key: &str, value: Value) -> Map<String, Value> {
@@ -319,15 +323,48 @@ pub(crate) async fn cancel(
         }
     }
     records.commit(changes).await?;
-    drop(records);
     for run_id in ended {
         if let Some(channel) = app.channels.get(&run_id) {
             channel.finish();
         }
         app.channels.remove(&run_id);
     }
+    drop(records);
     settle::settle_thread(app, thread_id).await?;
     Ok(())
+}
+
+/// A run of the thread and the channel to listen to it on: its live channel while it is pending or
+/// running (opened if its worker has not yet), else the one it kept (resumable runs), else a closed one
+/// holding its result. Decided under the records' lock, as workers close channels under it.
+pub(crate) async fn listen(
+    app: &App,
+    thread_id: &str,
+    run_id: &str,
+) -> ApiResult<(RunRecord, Arc<RunChannel>)> {
+    crate::app::require_uuid(thread_id, "thread")?;
+    crate::app::require_uuid(run_id, "run")?;
+    let records = app.records.lock().await;
+    if !records.threads.contains_key(thread_id) {
+        return Err(ApiError::thread_not_found(thread_id));
+    }
+    let record = records
+        .runs
+        .get(run_id)
+        .filter(|r| r.run.thread_id == thread_id)
+        .cloned()
+        .ok_or_else(|| ApiError::not_found("Run not found"))?;
+    let channel = if record.run.status.is_active() {
+        app.channels.open(run_id, record.run.kwargs.resumable)
+    } else if let Some(kept) = app.channels.get(run_id) {
+        kept
+    } else {
+        let closed = Arc::new(RunChannel::new(false));
+        closed.set_result(record.result.clone());
+        closed.finish();
+        closed
+    };
+    Ok((record, channel))
 }
 
 /// At start-up: runs a stopped server left running go back to pending, and every thread with pending
