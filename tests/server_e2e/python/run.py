@@ -6,23 +6,26 @@ own server (`langgraph dev`), side by side, and prints one line per test and ser
 Each server is started on a free port and stopped at the end. The exit status is 0 when every test passes
 against every server it ran on.
 """
-import argparse
-import asyncio
-import importlib
-import inspect
-import os
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
-import time
-import traceback
-import urllib.request
 
-from langgraph_sdk import get_client
+sys.dont_write_bytecode = True
 
-from kit import Env
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import importlib
+import inspect  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+import urllib.request  # noqa: E402
+
+from langgraph_sdk import get_client  # noqa: E402
+
+from kit import Env  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = ["t_assistants", "t_threads", "t_streams", "t_runs", "t_multitask", "t_store", "t_errors"]
