@@ -169,9 +169,19 @@ fn examples(_: &mut Tally) -> Result<(), String> {
     exec::run(&mut exec::cargo(&["build", "--all-features", "--examples"]))?;
     for name in &names {
         let mut command: Command = exec::cargo(&["run", "--all-features", "--example", name]);
+        command.args(example_args(name));
         exec::run_with_limit(&mut command, Some(EXAMPLE_LIMIT))?;
     }
     Ok(())
+}
+
+/// What an example is run with in CI: the `server` example serves until Ctrl-C, so CI runs its
+/// `--check` (a free port, each graph driven through the API, then exit).
+fn example_args(name: &str) -> &'static [&'static str] {
+    match name {
+        "server" => &["--", "--check"],
+        _ => &[],
+    }
 }
 
 /// The examples cargo finds in `dir`: `NAME.rs` and `NAME/main.rs`, sorted by name.
@@ -248,6 +258,14 @@ mod tests {
         let found = discover_examples(&dir);
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(found.unwrap(), vec!["lcel", "quickstart"]);
+    }
+
+    #[test]
+    fn the_server_example_runs_its_check_and_the_others_run_plain() {
+        assert_eq!(example_args("server"), ["--", "--check"]);
+        assert!(example_args("quickstart").is_empty());
+        let found = discover_examples(&exec::root().join("examples").join("examples")).unwrap();
+        assert!(found.iter().any(|name| name == "server"), "{found:?}");
     }
 
     #[test]
