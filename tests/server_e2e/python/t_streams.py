@@ -131,3 +131,25 @@ async def test_sse_framing_and_headers(c, env):
         eq(r.status_code, 200, "wait status")
         check(r.headers["location"].startswith(f"/threads/{tid}/runs/") and r.headers["location"].endswith("/join"), r.headers["location"])
         eq(r.json(), {"items": ["a", "b"], "count": 2}, "wait body")
+
+
+async def test_events_stream(c, env):
+    parts = await collect(c.runs.stream(None, "chat", input={"messages": [{"role": "human", "content": "hi"}]}, stream_mode="events"))
+    run_id = parts[0][1]["run_id"]
+    evs = events(parts, "events")
+    eq((evs[0]["event"], evs[0]["name"], evs[0]["run_id"]), ("on_chain_start", "chat", run_id), "the graph's start first")
+    eq((evs[-1]["event"], evs[-1]["name"], evs[-1]["run_id"]), ("on_chain_end", "chat", run_id), "the graph's end last")
+    eq(evs[-1]["data"]["output"]["messages"][-1]["content"], "Hello there friend", "the graph's output")
+    node = next(e for e in evs if e["event"] == "on_chain_start" and e["name"] == "model")
+    eq(node["parent_ids"], [run_id], "a node's run is the graph's child")
+    eq(node["metadata"]["langgraph_node"], "model", "node metadata")
+    tokens = [e["data"]["chunk"] for e in evs if e["event"] == "on_chat_model_stream"]
+    eq("".join(t["content"] for t in tokens), "Hello there friend", "the model's tokens")
+    eq(tokens[0]["type"], "AIMessageChunk", "a token")
+    kinds = {e["event"] for e in evs}
+    check({"on_chain_start", "on_chain_end", "on_chat_model_start", "on_chat_model_end"} <= kinds, f"events: {kinds}")
+    if env.differs("weft's run events have no `on_chain_stream` for graph nodes: a node's output is in its "
+                   "`on_chain_end` (LangGraph also streams it once as `on_chain_stream`)"):
+        check("on_chain_stream" not in kinds, f"events: {kinds}")
+    else:
+        check("on_chain_stream" in kinds, f"events: {kinds}")

@@ -7,7 +7,7 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 use weft_graph::erased::{ErasedGraph, JsonCommand, JsonInput};
 use weft_graph::{Durability, GraphError, RunOptions};
-use weft_runnable_core::RunnableConfig;
+use weft_runnable_core::{EventSink, RunnableConfig};
 
 use super::channel::{CancelAction, RunChannel};
 use super::modes::Modes;
@@ -44,10 +44,16 @@ pub(crate) fn error_json(error: &GraphError) -> Value {
     json!({"error": name, "message": error.to_string()})
 }
 
-/// The config a run's graph gets: the run's configurable values and metadata.
+/// The config a run's graph gets: the run's configurable values and metadata; its root run named after
+/// its graph, as LangGraph's server names it.
 fn runnable_config(record: &RunRecord) -> RunnableConfig {
     let run_config = &record.run.kwargs.config;
     let mut config = RunnableConfig::default();
+    config.run_name = run_config
+        .get("configurable")
+        .and_then(|c| c.get("graph_id"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     config.configurable = object(run_config.get("configurable"));
     config.configurable.remove("__after_seconds__");
     let mut metadata = object(run_config.get("metadata"));
@@ -96,7 +102,7 @@ async fn drive(
     record: &RunRecord,
     graph: &Arc<dyn ErasedGraph>,
     continues: bool,
-    channel: &RunChannel,
+    channel: &Arc<RunChannel>,
     result: &mut RunResult,
 ) -> Ended {
     let kwargs = &record.run.kwargs;
@@ -117,7 +123,15 @@ async fn drive(
         interrupt_before: breakpoints(&kwargs.interrupt_before),
         interrupt_after: breakpoints(&kwargs.interrupt_after),
     };
-    let mut stream = graph.stream_json(input, &runnable_config(record), &modes.graph_modes(), options);
+    let mut config = runnable_config(record);
+    if modes.events {
+        // `events`: every run event (the graph, its nodes, models, tools) as it happens.
+        let events = Arc::clone(channel);
+        config.callbacks = Some(EventSink::new(move |event| {
+            events.publish("events", super::wire::run_event(&event).to_string());
+        }));
+    }
+    let mut stream = graph.stream_json(input, &config, &modes.graph_modes(), options);
     let cancelled = channel.cancelled();
     tokio::pin!(cancelled);
     loop {

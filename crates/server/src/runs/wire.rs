@@ -172,6 +172,29 @@ fn debug_payload(kind: &str, mut payload: Value) -> Value {
     payload
 }
 
+/// A run event (`events` mode) as LangChain's `astream_events` v2 dict, its messages as LangChain's
+/// dicts (a chat model's streamed chunks as `AIMessageChunk`s).
+pub(crate) fn run_event(event: &weft_runnable_core::StreamEvent) -> Value {
+    let mut value = serde_json::to_value(event).unwrap_or(Value::Null);
+    // A chat model's chunks and reply are AI messages (serialized without their type).
+    let model = event.event.starts_with("on_chat_model");
+    let streamed = event.event == "on_chat_model_stream";
+    if let Some(Value::Object(data)) = value.get_mut("data") {
+        for key in ["chunk", "output"] {
+            let Some(v) = data.get_mut(key) else { continue };
+            if let (true, Value::Object(message)) = (model, &mut *v) {
+                message.entry("type").or_insert_with(|| json!("ai"));
+            }
+            if is_message(v) {
+                *v = message_dict(v, streamed && key == "chunk");
+            } else if v.is_object() {
+                *v = state_values(v.take());
+            }
+        }
+    }
+    value
+}
+
 /// Turns a run's graph chunks into SSE events, keeping what the legacy `messages` mode accumulates.
 #[derive(Debug)]
 pub(crate) struct Wire {
