@@ -20,6 +20,8 @@ use crate::storage::Records;
 pub(crate) struct Limits {
     /// The largest request body, in bytes.
     pub(crate) body_bytes: usize,
+    /// How long a stream stays quiet before a heartbeat (`/wait` and `/join`: a newline).
+    pub(crate) keep_alive: std::time::Duration,
 }
 
 /// The server's shared state.

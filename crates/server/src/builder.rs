@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use tokio::net::TcpListener;
@@ -20,6 +21,9 @@ use crate::storage::{Change, Records};
 
 /// The largest request body by default: 300 MiB, LangGraph's `HTTP_MAX_REQUEST_BODY_BYTES` default.
 const DEFAULT_BODY_BYTES: usize = 300 * 1024 * 1024;
+
+/// How long a stream stays quiet before a heartbeat by default (LangGraph's 5 s).
+const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(5);
 
 /// How many runs execute at once by default.
 const DEFAULT_CONCURRENT_RUNS: usize = 256;
@@ -53,6 +57,7 @@ pub struct ServerBuilder {
     database: Database,
     body_bytes: usize,
     concurrent_runs: usize,
+    keep_alive: Duration,
 }
 
 impl Default for ServerBuilder {
@@ -62,6 +67,7 @@ impl Default for ServerBuilder {
             database: Database::File(PathBuf::from("weft-server.db")),
             body_bytes: DEFAULT_BODY_BYTES,
             concurrent_runs: DEFAULT_CONCURRENT_RUNS,
+            keep_alive: DEFAULT_KEEP_ALIVE,
         }
     }
 }
@@ -97,6 +103,13 @@ impl ServerBuilder {
     /// How many runs execute at once (256 by default); more wait their turn as `pending`.
     pub fn max_concurrent_runs(mut self, runs: usize) -> Self {
         self.concurrent_runs = runs.max(1);
+        self
+    }
+
+    /// How long a stream stays quiet before the server sends a heartbeat comment (`: heartbeat`), and
+    /// `/wait` and `/join` a newline, to keep the connection open (5 s by default, as LangGraph).
+    pub fn keep_alive(mut self, every: Duration) -> Self {
+        self.keep_alive = every.max(Duration::from_millis(1));
         self
     }
 
@@ -161,7 +174,7 @@ impl ServerBuilder {
             store,
             channels: Channels::default(),
             run_slots: Arc::new(Semaphore::new(self.concurrent_runs)),
-            limits: Limits { body_bytes: self.body_bytes },
+            limits: Limits { body_bytes: self.body_bytes, keep_alive: self.keep_alive },
         });
         crate::runs::recover(&app).await?;
         Ok(Server { app })

@@ -185,3 +185,18 @@ fn a_run_a_stopped_server_left_running_finishes_after_a_restart_from_its_checkpo
         "the input applied once, `first` not run again"
     );
 }
+
+#[tokio::test]
+async fn quiet_streams_send_heartbeats_and_waits_send_newlines() {
+    let server = start(builder().keep_alive(Duration::from_millis(100))).await;
+    let tid = thread(server.addr).await;
+    let body = json!({"assistant_id": "slow", "input": {"delay": 0.45}, "stream_mode": "updates"});
+    let r = post(server.addr, &format!("/threads/{tid}/runs/stream"), body).await;
+    let beats = r.body.matches(": heartbeat\r\n\r\n").count();
+    assert!(beats >= 2, "heartbeats while `wait` sleeps: {:?}", r.body);
+    assert!(r.body.starts_with("event: metadata\r\n"), "{:?}", r.body);
+    assert!(r.body.ends_with("event: updates\r\ndata: {\"b\":{\"items\":[\"b\"]}}\r\n\r\n"), "{:?}", r.body);
+    let r = post(server.addr, &format!("/threads/{tid}/runs/wait"), json!({"assistant_id": "slow", "input": {"delay": 0.45}})).await;
+    assert!(r.body.starts_with("\n\n"), "newlines while the run goes on: {:?}", r.body);
+    assert_eq!(r.json()["delay"], json!(0.45), "then the answer, which JSON parsers read past the whitespace");
+}

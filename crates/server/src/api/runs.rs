@@ -70,6 +70,7 @@ async fn stream_run(app: Arc<App>, thread_id: Option<String>, body: Body) -> Api
     runs::schedule(&app, &run.thread_id);
     let (content_location, location) = paths(&run.thread_id, &run.run_id, stateless);
     Ok(sse::events(
+        app.limits.keep_alive,
         subscription,
         created.channel,
         Vec::new(),
@@ -126,7 +127,14 @@ async fn wait_run(app: Arc<App>, thread_id: Option<String>, body: Body) -> ApiRe
     let content_location = format!("/threads/{}/runs/{}", run.thread_id, run.run_id);
     let location = format!("{content_location}/join");
     let answer = answer(Arc::clone(&app), run.run_id.clone(), run.thread_id.clone());
-    Ok(sse::wait(created.channel, cancel_on_disconnect, &location, &content_location, answer))
+    Ok(sse::wait(
+        app.limits.keep_alive,
+        created.channel,
+        cancel_on_disconnect,
+        &location,
+        &content_location,
+        answer,
+    ))
 }
 
 /// `POST /threads/{thread_id}/runs/wait`.
@@ -231,7 +239,14 @@ pub(crate) async fn join(
     let content_location = format!("/threads/{thread_id}/runs/{run_id}");
     let location = format!("{content_location}/join");
     let answer = answer(Arc::clone(&app), run_id, thread_id);
-    Ok(sse::wait(channel, flag(&query, "cancel_on_disconnect"), &location, &content_location, answer))
+    Ok(sse::wait(
+        app.limits.keep_alive,
+        channel,
+        flag(&query, "cancel_on_disconnect"),
+        &location,
+        &content_location,
+        answer,
+    ))
 }
 
 /// `GET /threads/{thread_id}/runs/{run_id}/stream`: the run's events from now on, after those following
@@ -254,6 +269,7 @@ pub(crate) async fn join_stream(
     let location = format!("{content_location}/stream");
     let cancel = flag(&query, "cancel_on_disconnect");
     Ok(sse::events(
+        app.limits.keep_alive,
         subscription,
         channel,
         filter,
@@ -288,7 +304,7 @@ pub(crate) async fn cancel(
             let content_location = format!("/threads/{thread_id}/runs/{run_id}");
             let location = format!("{content_location}/join");
             let answer = answer(Arc::clone(&app), run_id, thread_id);
-            Ok(sse::wait(channel, false, &location, &content_location, answer))
+            Ok(sse::wait(app.limits.keep_alive, channel, false, &location, &content_location, answer))
         }
         _ => Ok(empty(StatusCode::ACCEPTED)),
     }

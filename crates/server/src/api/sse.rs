@@ -1,6 +1,6 @@
 //! The streamed bodies: a run's events as server-sent events (CRLF framing, `id:` lines for resumable
-//! runs, a heartbeat comment after 5 s of silence), and `/wait` and `/join` answers (chunked JSON with a
-//! newline every 5 s while the run goes on). A client that goes away can cancel the run.
+//! runs, a heartbeat comment after 5 s of silence by default), and `/wait` and `/join` answers (chunked
+//! JSON with a newline every 5 s while the run goes on). A client that goes away can cancel the run.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -17,9 +17,6 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::reply::with_header;
 use crate::runs::channel::{CancelAction, Event, RunChannel, Subscription};
 use crate::runs::modes::event_matches;
-
-/// How long a quiet stream waits before it sends a heartbeat (or `/wait` a newline).
-const KEEP_ALIVE: Duration = Duration::from_secs(5);
 
 /// Cancels the run when dropped while armed: the client went away before the run ended.
 #[derive(Debug)]
@@ -59,6 +56,8 @@ struct Sse {
     filter: Vec<String>,
     with_ids: bool,
     disconnect: Disconnect,
+    /// How long a quiet stream waits before it sends a heartbeat.
+    keep_alive: Duration,
 }
 
 impl Sse {
@@ -72,7 +71,7 @@ impl Sse {
                 continue;
             }
             let live = self.live.as_mut()?;
-            match tokio::time::timeout(KEEP_ALIVE, live.recv()).await {
+            match tokio::time::timeout(self.keep_alive, live.recv()).await {
                 Ok(Some(event)) if passes(&event, &self.filter) => return Some(frame(&event, self.with_ids)),
                 Ok(Some(_)) => {}
                 Ok(None) => {
@@ -87,8 +86,11 @@ impl Sse {
 }
 
 /// An SSE response of a run's events: `subscription`'s replayed events (with their ids), then its live
-/// ones, filtered by `filter` when a listener asked for some modes only (none: every event).
+/// ones, filtered by `filter` when a listener asked for some modes only (none: every event); a heartbeat
+/// comment after `keep_alive` of silence.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn events(
+    keep_alive: Duration,
     subscription: Subscription,
     channel: Arc<RunChannel>,
     filter: Vec<String>,
@@ -103,6 +105,7 @@ pub(crate) fn events(
         filter,
         with_ids: resumable,
         disconnect: Disconnect { channel, armed: cancel_on_disconnect },
+        keep_alive,
     };
     let stream = futures::stream::unfold(state, |mut state| async move {
         let text = state.next().await?;
@@ -118,8 +121,10 @@ pub(crate) fn events(
     with_header(response, "content-location", content_location)
 }
 
-/// A `/wait` or `/join` response: a newline every 5 s until the run ends, then `answer()` as JSON.
+/// A `/wait` or `/join` response: a newline every `keep_alive` until the run ends, then `answer()` as
+/// JSON.
 pub(crate) fn wait<F>(
+    keep_alive: Duration,
     channel: Arc<RunChannel>,
     cancel_on_disconnect: bool,
     location: &str,
@@ -135,7 +140,7 @@ where
         let channel = Arc::clone(&channel);
         async move {
             let mut disconnect = disconnect?;
-            match tokio::time::timeout(KEEP_ALIVE, channel.finished()).await {
+            match tokio::time::timeout(keep_alive, channel.finished()).await {
                 Err(_) => Some((Ok::<_, Infallible>("\n".to_owned()), (Some(disconnect), answer))),
                 Ok(()) => {
                     disconnect.armed = false;
