@@ -39,6 +39,11 @@ mod model;
 mod runs;
 mod storage;
 
+/// The crate's README, whose snippet must compile: tested as a doc test here.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub use builder::{Server, ServerBuilder};
 pub use error::ServerError;
 pub use graphs::{ServerGraph, default_assistant_id};
