@@ -159,3 +159,46 @@ async fn graph_ids_are_registered_once() {
         weft_server::Server::builder().graph("", common::simple()).in_memory().build().await.unwrap_err();
     assert!(matches!(err, weft_server::ServerError::InvalidGraphId(_)), "{err}");
 }
+
+#[tokio::test]
+async fn browsers_get_langgraphs_cors_answers() {
+    let server = start(builder()).await;
+    let preflight = [
+        ("Origin", "http://studio.example"),
+        ("Access-Control-Request-Method", "POST"),
+        ("Access-Control-Request-Headers", "content-type,x-api-key"),
+    ];
+    let r = send(server.addr, "OPTIONS", "/threads", None, &preflight).await;
+    assert_eq!((r.status, r.body.as_str()), (200, "OK"));
+    assert_eq!(r.header("access-control-allow-origin"), Some("*"));
+    assert_eq!(r.header("access-control-allow-headers"), Some("content-type,x-api-key"));
+    assert!(r.header("access-control-allow-methods").is_some_and(|m| m.contains("PATCH")));
+    let r = send(server.addr, "GET", "/ok", None, &[("Origin", "http://studio.example")]).await;
+    assert_eq!(r.header("access-control-allow-origin"), Some("*"));
+    assert!(r.header("access-control-expose-headers").is_some_and(|h| h.contains("x-pagination-total")));
+    let r = get(server.addr, "/ok").await;
+    assert_eq!(r.header("access-control-allow-origin"), None, "no CORS headers without an Origin");
+}
+
+#[tokio::test]
+async fn threads_are_found_by_their_values() {
+    let server = start(builder()).await;
+    let tid = thread(server.addr).await;
+    let other = thread(server.addr).await;
+    post(
+        server.addr,
+        &format!("/threads/{tid}/runs/wait"),
+        json!({"assistant_id": "simple", "input": {"items": ["needle"]}}),
+    )
+    .await;
+    let found = post(server.addr, "/threads/search", json!({"values": {"items": ["needle"]}})).await;
+    assert_eq!(found.header("x-pagination-total"), Some("1"));
+    let ids: Vec<String> = found
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["thread_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids, [tid], "not {other}, which has no values");
+}

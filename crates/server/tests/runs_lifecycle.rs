@@ -196,7 +196,37 @@ async fn quiet_streams_send_heartbeats_and_waits_send_newlines() {
     assert!(beats >= 2, "heartbeats while `wait` sleeps: {:?}", r.body);
     assert!(r.body.starts_with("event: metadata\r\n"), "{:?}", r.body);
     assert!(r.body.ends_with("event: updates\r\ndata: {\"b\":{\"items\":[\"b\"]}}\r\n\r\n"), "{:?}", r.body);
-    let r = post(server.addr, &format!("/threads/{tid}/runs/wait"), json!({"assistant_id": "slow", "input": {"delay": 0.45}})).await;
+    let r = post(
+        server.addr,
+        &format!("/threads/{tid}/runs/wait"),
+        json!({"assistant_id": "slow", "input": {"delay": 0.45}}),
+    )
+    .await;
     assert!(r.body.starts_with("\n\n"), "newlines while the run goes on: {:?}", r.body);
-    assert_eq!(r.json()["delay"], json!(0.45), "then the answer, which JSON parsers read past the whitespace");
+    assert_eq!(
+        r.json()["delay"],
+        json!(0.45),
+        "then the answer, which JSON parsers read past the whitespace"
+    );
+}
+
+#[tokio::test]
+async fn a_run_with_after_seconds_waits_pending_then_runs() {
+    let server = start(builder()).await;
+    let tid = thread(server.addr).await;
+    let run = post(
+        server.addr,
+        &format!("/threads/{tid}/runs"),
+        json!({"assistant_id": "simple", "input": {}, "after_seconds": 0.4}),
+    )
+    .await
+    .json();
+    let rid = run["run_id"].as_str().unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let early = get(server.addr, &format!("/threads/{tid}/runs/{rid}")).await.json();
+    assert_eq!(early["status"], "pending", "{early}");
+    let joined = get(server.addr, &format!("/threads/{tid}/runs/{rid}/join")).await.json();
+    assert_eq!(joined, json!({"items": ["a", "b"]}));
+    let done = get(server.addr, &format!("/threads/{tid}/runs/{rid}")).await.json();
+    assert_eq!(done["status"], "success");
 }

@@ -114,10 +114,14 @@ async def wait(state: SlowState):
     return {"items": ["slept"]}
 
 
+def slow_b(state: SlowState):
+    return {"items": ["b"]}
+
+
 def _slow():
     builder = StateGraph(SlowState)
     builder.add_node("wait", wait)
-    builder.add_node("node_b", node_b)
+    builder.add_node("node_b", slow_b)
     builder.add_edge(START, "wait")
     builder.add_edge("wait", "node_b")
     builder.add_edge("node_b", END)

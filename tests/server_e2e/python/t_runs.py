@@ -1,5 +1,7 @@
 """Runs: in the background then joined, joined as a stream (resumable), listed, got, deleted, cancelled;
 human in the loop; breakpoints per run; a failing graph."""
+import asyncio
+
 from kit import check, collect, eq, events, status_of, thread_with_status, wait_status
 
 
@@ -131,3 +133,39 @@ async def test_cancel_a_running_run(c, env):
     await thread_with_status(c, tid, "interrupted")
     code, _ = await status_of(c.runs.cancel(tid, run["run_id"]))
     eq(code, 404, "cancelling a finished run")
+
+
+async def test_stateless_background_runs_and_batch(c, env):
+    run = await c.runs.create(None, "simple", input={"items": ["bg"]}, on_completion="keep")
+    eq(run["status"], "pending", "a stateless background run")
+    out = await c.runs.join(run["thread_id"], run["run_id"])
+    eq(out, {"items": ["bg", "a", "b"], "count": 2}, "joined on its own thread (kept)")
+    runs = await c.runs.create_batch([
+        {"assistant_id": "simple", "input": {"items": ["one"]}, "on_completion": "keep"},
+        {"assistant_id": "simple", "input": {"items": ["two"]}, "on_completion": "keep"},
+    ])
+    eq(len(runs), 2, "a batch of runs")
+    outs = [await c.runs.join(r["thread_id"], r["run_id"]) for r in runs]
+    eq([o["items"][0] for o in outs], ["one", "two"], "each on its own thread")
+    check(runs[0]["thread_id"] != runs[1]["thread_id"], "two threads")
+
+
+async def test_cancel_with_rollback(c, env):
+    tid = (await c.threads.create())["thread_id"]
+    await c.runs.wait(tid, "slow", input={"items": ["kept"], "delay": 0})
+    run = await c.runs.create(tid, "slow", input={"items": ["gone"], "delay": 5})
+    # A listener on the run's stream (LangGraph's server deletes a run nobody listens to at once, leaving its
+    # worker going and the thread busy).
+    listener = asyncio.create_task(collect(c.runs.join_stream(tid, run["run_id"])))
+    for _ in range(200):
+        if (await c.threads.get_state(tid))["next"] == ["wait"]:
+            break
+        await asyncio.sleep(0.05)
+    await c.runs.cancel(tid, run["run_id"], action="rollback")
+    await asyncio.wait_for(listener, 30)
+    await thread_with_status(c, tid, "idle")
+    code, _ = await status_of(c.runs.get(tid, run["run_id"]))
+    eq(code, 404, "a rolled-back run is deleted")
+    state = await c.threads.get_state(tid)
+    eq(state["values"], {"items": ["kept", "slept", "b"], "delay": 0}, "the state before the run")
+    eq(state["next"], [], "nothing left to run")

@@ -111,3 +111,25 @@ async def test_thread_errors(c, env):
     eq(same["thread_id"], t["thread_id"], "if_exists do_nothing")
     state = await c.threads.get_state(t["thread_id"])
     eq((state["values"], state["next"], state["checkpoint"]), ({}, [], None), "a thread with no run")
+
+
+async def test_search_sorted_and_paged(c, env):
+    marker = f"mark-{id(c)}"
+    first = (await c.threads.create(metadata={"sort": marker}))["thread_id"]
+    second = (await c.threads.create(metadata={"sort": marker}))["thread_id"]
+    newest = await c.threads.search(metadata={"sort": marker})
+    eq([t["thread_id"] for t in newest], [second, first], "newest first by default")
+    oldest = await c.threads.search(metadata={"sort": marker}, sort_by="created_at", sort_order="asc")
+    eq([t["thread_id"] for t in oldest], [first, second], "sorted ascending")
+    eq(len(await c.threads.search(metadata={"sort": marker}, limit=1, offset=1)), 1, "paged")
+
+
+async def test_subgraph_state_nests_in_its_parent(c, env):
+    tid = (await c.threads.create())["thread_id"]
+    await c.runs.wait(tid, "nested", input={"items": ["x"]}, interrupt_after=["inner"])
+    plain = await c.threads.get_state(tid)
+    eq(plain["next"], ["after"], "paused after the subgraph node")
+    history = await c.threads.get_history(tid, limit=10)
+    inner_task = next(t for h in history for t in h["tasks"] if t["name"] == "inner")
+    eq(inner_task["path"], ["__pregel_pull", "inner"], "the subgraph task")
+    check(inner_task["checkpoint"] is not None and inner_task["checkpoint"]["checkpoint_ns"].startswith("inner:"), inner_task)

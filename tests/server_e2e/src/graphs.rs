@@ -101,7 +101,7 @@ pub(crate) fn nested() -> GraphResult<CompiledGraph<JsonState>> {
     g.compile()
 }
 
-/// `wait` (sleeps `delay` seconds, 1 by default) → `node_b`.
+/// `wait` (sleeps `delay` seconds, 1 by default) → `node_b` (appends `b`).
 pub(crate) fn slow() -> GraphResult<CompiledGraph<JsonState>> {
     let state = JsonState::builder()
         .channel("items", ChannelKind::Reducer)
@@ -114,7 +114,7 @@ pub(crate) fn slow() -> GraphResult<CompiledGraph<JsonState>> {
         tokio::time::sleep(Duration::from_secs_f64(delay.max(0.0))).await;
         Ok::<_, Error>(json!({"items": ["slept"]}))
     });
-    g.add_node("node_b", node_b);
+    g.add_node("node_b", |_: &JsonState| json!({"items": ["b"]}));
     g.add_edge(START, "wait");
     g.add_edge("wait", "node_b");
     g.add_edge("node_b", END);

@@ -2,6 +2,7 @@
 
 mod assistants;
 pub(crate) mod body;
+mod cors;
 pub(crate) mod reply;
 pub(crate) mod requests;
 mod runs;
@@ -93,5 +94,6 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         // Bodies are read with the server's own limit and error text.
         .layer(DefaultBodyLimit::disable())
+        .layer(axum::middleware::from_fn(cors::cors))
         .with_state(app)
 }

@@ -165,11 +165,16 @@ impl RunChannel {
     }
 }
 
-/// The channels of the runs that are pending or running, and of finished resumable runs (kept so that
-/// their streams can be replayed; dropped with the run or its thread).
+/// How many finished resumable runs keep their events for replay (the oldest go first).
+const KEPT_FINISHED: usize = 1024;
+
+/// The channels of the runs that are pending or running, and of the last finished resumable runs (kept
+/// so that their streams can be replayed; dropped with the run or its thread, or when newer ones push
+/// them out).
 #[derive(Debug, Default)]
 pub(crate) struct Channels {
     by_run: Mutex<HashMap<String, Arc<RunChannel>>>,
+    finished: Mutex<std::collections::VecDeque<String>>,
 }
 
 impl Channels {
@@ -187,6 +192,18 @@ impl Channels {
     /// Forgets the run's channel.
     pub(crate) fn remove(&self, run_id: &str) {
         self.by_run.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(run_id);
+    }
+
+    /// Keeps a finished resumable run's channel for replays, forgetting the oldest beyond
+    /// [`KEPT_FINISHED`].
+    pub(crate) fn keep_finished(&self, run_id: &str) {
+        let mut finished = self.finished.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        finished.push_back(run_id.to_owned());
+        while finished.len() > KEPT_FINISHED {
+            if let Some(oldest) = finished.pop_front() {
+                self.remove(&oldest);
+            }
+        }
     }
 }
 
@@ -219,6 +236,18 @@ mod tests {
         let channel = RunChannel::new(false);
         channel.publish("values", "1".into());
         assert!(channel.subscribe(Some("-1")).replay.is_empty());
+    }
+
+    #[test]
+    fn only_the_last_finished_resumable_runs_keep_their_channels() {
+        let channels = Channels::default();
+        for i in 0..=KEPT_FINISHED {
+            channels.open(&i.to_string(), true);
+            channels.keep_finished(&i.to_string());
+        }
+        assert!(channels.get("0").is_none(), "the oldest is forgotten");
+        assert!(channels.get("1").is_some());
+        assert!(channels.get(&KEPT_FINISHED.to_string()).is_some());
     }
 
     #[tokio::test]

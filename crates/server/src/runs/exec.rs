@@ -200,7 +200,9 @@ pub(super) async fn execute(app: &Arc<App>, record: RunRecord) {
     let records = app.records.lock().await;
     channel.set_result(body);
     channel.finish();
-    if !kwargs.resumable {
+    if kwargs.resumable {
+        app.channels.keep_finished(&run_id);
+    } else {
         app.channels.remove(&run_id);
     }
     drop(records);
