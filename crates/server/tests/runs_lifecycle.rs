@@ -230,3 +230,31 @@ async fn a_run_with_after_seconds_waits_pending_then_runs() {
     let done = get(server.addr, &format!("/threads/{tid}/runs/{rid}")).await.json();
     assert_eq!(done["status"], "success");
 }
+
+#[tokio::test]
+async fn deleting_a_thread_stops_its_run_and_nothing_comes_back() {
+    let server = start(builder()).await;
+    let tid = thread(server.addr).await;
+    let run = post(
+        server.addr,
+        &format!("/threads/{tid}/runs"),
+        json!({"assistant_id": "slow", "input": {"delay": 30}}),
+    )
+    .await
+    .json();
+    let rid = run["run_id"].as_str().unwrap().to_owned();
+    for _ in 0..200 {
+        if get(server.addr, &format!("/threads/{tid}/runs/{rid}")).await.json()["status"] == "running" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let r = common::send(server.addr, "DELETE", &format!("/threads/{tid}"), None, &[]).await;
+    assert_eq!(r.status, 204);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(get(server.addr, &format!("/threads/{tid}")).await.status, 404);
+    let searched = post(server.addr, "/threads/search", json!({})).await.json();
+    assert_eq!(searched, json!([]), "the stopped run did not bring its thread back");
+    let count = post(server.addr, "/threads/count", json!({})).await.json();
+    assert_eq!(count, json!(0));
+}

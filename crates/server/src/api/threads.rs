@@ -86,24 +86,24 @@ pub(crate) async fn delete_thread(app: &Arc<App>, thread_id: &str) -> ApiResult<
     if !records.threads.contains_key(thread_id) {
         return Ok(false);
     }
-    let runs: Vec<(String, bool)> = records
+    let runs: Vec<(String, bool, bool)> = records
         .runs
         .values()
         .filter(|r| r.run.thread_id == thread_id)
-        .map(|r| (r.run.run_id.clone(), r.run.status.is_active()))
+        .map(|r| (r.run.run_id.clone(), r.run.status.is_active(), r.run.kwargs.resumable))
         .collect();
     let mut changes = vec![Change::DeleteThread(thread_id.to_owned())];
-    changes.extend(runs.iter().map(|(id, _)| Change::DeleteRun(id.clone())));
+    changes.extend(runs.iter().map(|(id, _, _)| Change::DeleteRun(id.clone())));
     records.commit(changes).await?;
-    drop(records);
-    for (run_id, active) in runs {
-        if let Some(channel) = app.channels.get(&run_id) {
-            if active {
-                channel.cancel(CancelAction::Interrupt);
-            }
+    for (run_id, active, resumable) in runs {
+        if active {
+            // Its worker stops, and drops the channel when it ends.
+            app.channels.open(&run_id, resumable).cancel(CancelAction::Interrupt);
+        } else {
+            app.channels.remove(&run_id);
         }
-        app.channels.remove(&run_id);
     }
+    drop(records);
     app.checkpointer.delete_thread(thread_id).await.map_err(|e| ApiError::internal(e.to_string()))?;
     Ok(true)
 }

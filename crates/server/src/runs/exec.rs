@@ -262,10 +262,12 @@ async fn finish(
             done.run.updated_at = now();
             done.result = Some(result.body(|| from_thread(thread.as_ref())));
             body = done.result.clone();
-            // A stateless run goes with its thread (its result reaches whoever waits through the channel).
+            // A stateless run goes with its thread (its result reaches whoever waits through the channel);
+            // a run deleted meanwhile (with its thread) stays deleted.
+            let still_there = records.runs.contains_key(&done.run.run_id);
             if delete_thread {
                 changes.push(Change::DeleteRun(done.run.run_id.clone()));
-            } else {
+            } else if still_there {
                 changes.push(Change::Run(Box::new(done)));
             }
         }

@@ -306,9 +306,8 @@ pub(crate) async fn cancel(
     for mut record in active {
         match record.run.status {
             RunStatus::Running => {
-                if let Some(channel) = app.channels.get(&record.run.run_id) {
-                    channel.cancel(action);
-                }
+                // The channel is the one the worker listens to (opened now if the worker has not yet).
+                app.channels.open(&record.run.run_id, record.run.kwargs.resumable).cancel(action);
             }
             _ if action == CancelAction::Rollback => {
                 changes.push(Change::DeleteRun(record.run.run_id.clone()));
