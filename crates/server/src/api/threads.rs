@@ -24,7 +24,12 @@ type AppState = State<Arc<App>>;
 
 /// `POST /threads`.
 pub(crate) async fn create(State(app): AppState, body: Body) -> ApiResult<Response> {
-    let (body, _) = read::<ThreadCreate>(body, app.limits.body_bytes, &THREAD_CREATE).await?;
+    let (body, raw) = read::<ThreadCreate>(body, app.limits.body_bytes, &THREAD_CREATE).await?;
+    if raw.get("supersteps").and_then(Value::as_array).is_some_and(|s| !s.is_empty()) {
+        return Err(ApiError::unprocessable(
+            "Creating a thread with supersteps is not supported by weft-server yet: create the thread, run it              once, then write its state with POST /threads/{thread_id}/state",
+        ));
+    }
     if let Some(id) = &body.thread_id {
         require_uuid(id, "thread")?;
     }
