@@ -217,6 +217,12 @@ impl Server {
         F: Future<Output = ()> + Send + 'static,
     {
         let router = crate::api::router(Arc::clone(&self.app));
+        // Events go out as soon as they are written: no Nagle delay on the small SSE writes.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+            }
+        });
         axum::serve(listener, router).with_graceful_shutdown(shutdown).await.map_err(ServerError::Serve)
     }
 }
