@@ -133,3 +133,25 @@ async def test_subgraph_state_nests_in_its_parent(c, env):
     inner_task = next(t for h in history for t in h["tasks"] if t["name"] == "inner")
     eq(inner_task["path"], ["__pregel_pull", "inner"], "the subgraph task")
     check(inner_task["checkpoint"] is not None and inner_task["checkpoint"]["checkpoint_ns"].startswith("inner:"), inner_task)
+
+
+async def test_object_shapes(c, env):
+    """The keys of the objects the SDK's types describe."""
+    tid = (await c.threads.create(metadata={"shape": 1}))["thread_id"]
+    parts = [p async for p in c.runs.stream(tid, "simple", input={"items": []})]
+    run = await c.runs.get(tid, parts[0].data["run_id"])
+    eq(set(run), {"run_id", "thread_id", "assistant_id", "metadata", "status", "kwargs", "multitask_strategy", "created_at", "updated_at", "langsmith_session_name"}, "run keys")
+    eq(set(run["kwargs"]), {"input", "command", "config", "context", "stream_mode", "interrupt_before", "interrupt_after", "webhook", "feedback_keys", "temporary", "subgraphs", "resumable", "checkpoint_during", "durability"}, "run kwargs")
+    eq({k: run["metadata"].get(k) for k in ["shape", "graph_id"]}, {"shape": 1, "graph_id": "simple"}, "run metadata")
+    thread = await c.threads.get(tid)
+    eq(set(thread), {"thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "status", "config", "values", "error", "interrupts"}, "thread keys")
+    state = await c.threads.get_state(tid)
+    eq(set(state), {"values", "next", "tasks", "metadata", "created_at", "checkpoint", "parent_checkpoint", "interrupts", "checkpoint_id", "parent_checkpoint_id"}, "state keys")
+    eq(set(state["checkpoint"]), {"thread_id", "checkpoint_ns", "checkpoint_id"}, "checkpoint address")
+    history = await c.threads.get_history(tid, limit=2)
+    eq(set(history[1]["tasks"][0]), {"id", "name", "path", "error", "interrupts", "checkpoint", "state", "result"}, "task keys")
+    assistant = (await c.assistants.search(graph_id="simple"))[0]
+    eq(set(assistant), {"assistant_id", "graph_id", "config", "context", "metadata", "name", "created_at", "updated_at", "version", "description"}, "assistant keys")
+    await c.store.put_item(["shape"], key="k", value={"a": 1})
+    eq(set(await c.store.get_item(["shape"], key="k")), {"namespace", "key", "value", "created_at", "updated_at"}, "item keys")
+    eq(set((await c.store.search_items(["shape"]))["items"][0]), {"namespace", "key", "value", "created_at", "updated_at", "score"}, "search item keys")

@@ -164,7 +164,9 @@ pub(crate) async fn create(
         &configurable,
         &own.as_object().cloned().unwrap_or_default(),
     ]);
-    let thread_metadata = existing.as_ref().map(|t| t.metadata.clone()).unwrap_or_default();
+    // An existing thread's metadata as this run updates it (with the graph and assistant); a new one's
+    // adds nothing (as in LangGraph).
+    let thread_metadata = if existing.is_some() { thread.metadata.clone() } else { Map::new() };
     let mut run_metadata = merge(&[&assistant.metadata, &thread_metadata, &config_metadata, &metadata]);
     run_metadata.insert("assistant_id".into(), json!(assistant_id));
     let run_config = merge(&[
