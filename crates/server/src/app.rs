@@ -22,6 +22,8 @@ pub(crate) struct Limits {
     pub(crate) body_bytes: usize,
     /// How long a stream stays quiet before a heartbeat (`/wait` and `/join`: a newline).
     pub(crate) keep_alive: std::time::Duration,
+    /// How long open requests may take to end after a shutdown.
+    pub(crate) shutdown_grace: std::time::Duration,
 }
 
 /// The server's shared state.

@@ -25,6 +25,9 @@ const DEFAULT_BODY_BYTES: usize = 300 * 1024 * 1024;
 /// How long a stream stays quiet before a heartbeat by default (LangGraph's 5 s).
 const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(5);
 
+/// How long open requests (streams of runs still going) may take to end after a shutdown, by default.
+const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
 /// How many runs execute at once by default.
 const DEFAULT_CONCURRENT_RUNS: usize = 256;
 
@@ -58,6 +61,7 @@ pub struct ServerBuilder {
     body_bytes: usize,
     concurrent_runs: usize,
     keep_alive: Duration,
+    shutdown_grace: Duration,
 }
 
 impl Default for ServerBuilder {
@@ -68,6 +72,7 @@ impl Default for ServerBuilder {
             body_bytes: DEFAULT_BODY_BYTES,
             concurrent_runs: DEFAULT_CONCURRENT_RUNS,
             keep_alive: DEFAULT_KEEP_ALIVE,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         }
     }
 }
@@ -110,6 +115,13 @@ impl ServerBuilder {
     /// `/wait` and `/join` a newline, to keep the connection open (5 s by default, as LangGraph).
     pub fn keep_alive(mut self, every: Duration) -> Self {
         self.keep_alive = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long open requests may take to end once a shutdown is asked for (10 s by default); streams of
+    /// runs still going are then closed (their runs continue at the next start).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
         self
     }
 
@@ -174,7 +186,11 @@ impl ServerBuilder {
             store,
             channels: Channels::default(),
             run_slots: Arc::new(Semaphore::new(self.concurrent_runs)),
-            limits: Limits { body_bytes: self.body_bytes, keep_alive: self.keep_alive },
+            limits: Limits {
+                body_bytes: self.body_bytes,
+                keep_alive: self.keep_alive,
+                shutdown_grace: self.shutdown_grace,
+            },
         });
         crate::runs::recover(&app).await?;
         Ok(Server { app })
@@ -211,7 +227,9 @@ impl Server {
         .await
     }
 
-    /// Serves on `listener` until `shutdown` resolves, then lets open requests finish.
+    /// Serves on `listener` until `shutdown` resolves, then lets open requests finish for up to the
+    /// shutdown grace ([`ServerBuilder::shutdown_grace`], 10 s by default) and returns. Runs still going then
+    /// stay `running` in the database: the next start picks them up from their last checkpoint.
     pub async fn serve_with_shutdown<F>(self, listener: TcpListener, shutdown: F) -> Result<(), ServerError>
     where
         F: Future<Output = ()> + Send + 'static,
@@ -223,6 +241,23 @@ impl Server {
                 tracing::debug!(error = %e, "cannot set TCP_NODELAY");
             }
         });
-        axum::serve(listener, router).with_graceful_shutdown(shutdown).await.map_err(ServerError::Serve)
+        let stopping = Arc::new(tokio::sync::Notify::new());
+        let signal = Arc::clone(&stopping);
+        let shutdown = async move {
+            shutdown.await;
+            signal.notify_one();
+        };
+        let serving = axum::serve(listener, router).with_graceful_shutdown(shutdown);
+        let grace = self.app.limits.shutdown_grace;
+        tokio::select! {
+            served = serving => served.map_err(ServerError::Serve),
+            () = async {
+                stopping.notified().await;
+                tokio::time::sleep(grace).await;
+            } => {
+                tracing::info!(?grace, "requests still open after the shutdown grace: stopping anyway");
+                Ok(())
+            }
+        }
     }
 }

@@ -258,3 +258,29 @@ async fn deleting_a_thread_stops_its_run_and_nothing_comes_back() {
     let count = post(server.addr, "/threads/count", json!({})).await.json();
     assert_eq!(count, json!(0));
 }
+
+#[tokio::test]
+async fn a_shutdown_does_not_wait_past_its_grace_for_open_streams() {
+    let server = builder().shutdown_grace(Duration::from_millis(200)).build().await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.serve_with_shutdown(listener, async {
+        let _ = stopped.await;
+    }));
+    let tid = thread(addr).await;
+    // A stream of a run that would go on for a minute.
+    let body = json!({"assistant_id": "slow", "input": {"delay": 60}}).to_string();
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "POST /threads/{tid}/runs/stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    tokio::io::AsyncWriteExt::write_all(&mut stream, request.as_bytes()).await.unwrap();
+    let mut buf = [0u8; 256];
+    tokio::io::AsyncReadExt::read(&mut stream, &mut buf).await.unwrap();
+    stop.send(()).unwrap();
+    let started = std::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), serving).await.expect("the server stopped").unwrap().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2), "stopped after its grace: {:?}", started.elapsed());
+}
