@@ -73,6 +73,27 @@ impl ServerGraph {
         self
     }
 
+    /// The state schema of a type's JSON Schema (schemars): for a `#[derive(State, JsonSchema)]` state,
+    /// `ServerGraph::new(graph).state_type::<MyState>()`.
+    pub fn state_type<T: schemars::JsonSchema>(self) -> Self {
+        self.state_schema(schemars::schema_for!(T).to_value())
+    }
+
+    /// The input schema of a type's JSON Schema (schemars).
+    pub fn input_type<T: schemars::JsonSchema>(self) -> Self {
+        self.input_schema(schemars::schema_for!(T).to_value())
+    }
+
+    /// The output schema of a type's JSON Schema (schemars).
+    pub fn output_type<T: schemars::JsonSchema>(self) -> Self {
+        self.output_schema(schemars::schema_for!(T).to_value())
+    }
+
+    /// The context schema of a type's JSON Schema (schemars): what nodes read with `Runtime::context`.
+    pub fn context_type<T: schemars::JsonSchema>(self) -> Self {
+        self.context_schema(schemars::schema_for!(T).to_value())
+    }
+
     /// The JSON Schema of the input (by default `null`: the state's).
     pub fn input_schema(mut self, schema: Value) -> Self {
         self.input_schema = Some(schema);
@@ -175,6 +196,28 @@ mod tests {
     fn default_assistant_ids_are_langgraphs() {
         assert_eq!(default_assistant_id("simple"), "5e0f6b46-d00f-5af4-87dc-ea2105ff526d");
         assert_eq!(default_assistant_id("chat"), "eb6db400-e3c8-5d06-a834-015cb89efe69");
+    }
+
+    #[test]
+    fn schemas_come_from_types() {
+        #[derive(schemars::JsonSchema)]
+        #[allow(dead_code)]
+        struct Doc {
+            title: String,
+            pages: Vec<u32>,
+        }
+        let mut graph =
+            weft_graph::StateGraph::with_initial(weft_graph::JsonState::builder().append("items").build());
+        graph.add_node("n", |_: &weft_graph::JsonState| serde_json::json!({}));
+        graph.add_edge(weft_graph::START, "n");
+        let served = ServerGraph::new(graph.compile().unwrap()).state_type::<Doc>().context_type::<Doc>();
+        let schema = served.state_schema_or_default("g");
+        assert_eq!(schema["properties"]["pages"]["type"], "array");
+        assert_eq!(schema["title"], "Doc");
+        assert!(served.context_schema.is_some());
+        let untyped = ServerGraph::from_erased(served.graph.clone()).state_schema_or_default("g");
+        assert_eq!(untyped["title"], "g_state");
+        assert_eq!(untyped["properties"]["items"], json!({"title": "Items", "default": null}));
     }
 
     #[test]

@@ -281,6 +281,10 @@ async fn a_shutdown_does_not_wait_past_its_grace_for_open_streams() {
     tokio::io::AsyncReadExt::read(&mut stream, &mut buf).await.unwrap();
     stop.send(()).unwrap();
     let started = std::time::Instant::now();
-    tokio::time::timeout(Duration::from_secs(5), serving).await.expect("the server stopped").unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(5), serving)
+        .await
+        .expect("the server stopped")
+        .unwrap()
+        .unwrap();
     assert!(started.elapsed() < Duration::from_secs(2), "stopped after its grace: {:?}", started.elapsed());
 }
