@@ -80,6 +80,10 @@ async def test_update_state_as_a_node_and_fork(c, env):
     eq(forked["next"], ["node_b"], "the fork goes on to node_b")
     out = await c.runs.wait(tid, "simple", input=None)
     eq(out["items"], ["s", "a", "forked", "b"], "a run continues the fork")
+    # Time travel: a run from an older checkpoint replays from there, on a new branch.
+    replayed = await c.runs.wait(tid, "simple", input=None, checkpoint_id=before_b["checkpoint"]["checkpoint_id"])
+    eq(replayed["items"], ["s", "a", "b"], "replayed from before node_b")
+    eq((await c.threads.get_state(tid))["values"]["items"], ["s", "a", "b"], "the replay is the thread's latest")
 
 
 async def test_copy_and_prune(c, env):
