@@ -4,9 +4,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
-use crate::exec;
+use crate::{exec, pyenv};
 
 /// The LangGraph packages of the baseline (`bench/langgraph/BASELINE.md`), pinned to its versions.
 const LANGGRAPH_PACKAGES: &[&str] = &[
@@ -18,9 +17,6 @@ const LANGGRAPH_PACKAGES: &[&str] = &[
     "langchain-core==1.7.2",
     "psycopg[binary]==3.3.9",
 ];
-
-/// How long installing LangGraph may take before it counts as hung.
-const PIP_LIMIT: Duration = Duration::from_secs(600);
 
 /// What `cargo xtask bench` was asked to do.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -311,34 +307,13 @@ fn read_baseline() -> Result<Vec<String>, String> {
 /// A Python with LangGraph installed, in `target/bench/venv` (made and filled on first use), or why
 /// there is none. The differential suite (`cargo xtask langgraph-diff`) runs in it too.
 pub(crate) fn python_env() -> Result<PathBuf, String> {
-    let venv = bench_dir().join("venv");
-    let python = venv.join("bin").join("python");
-    let has_langgraph = |python: &Path| {
-        Command::new(python)
-            .args([
-                "-c",
-                "import langgraph.graph, langgraph.checkpoint.sqlite, langgraph.checkpoint.postgres",
-            ])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if python.is_file() && has_langgraph(&python) {
-        return Ok(python);
-    }
-    let created = Command::new("python3").arg("-m").arg("venv").arg(&venv).status();
-    if !created.is_ok_and(|s| s.success()) {
-        return Err("python3 with the venv module is not available".to_owned());
-    }
-    let mut pip = Command::new(&python);
-    pip.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]).args(LANGGRAPH_PACKAGES);
-    exec::run_with_limit(&mut pip, Some(PIP_LIMIT))
-        .map_err(|err| format!("cannot install LangGraph into {} (no network?): {err}", venv.display()))?;
-    if has_langgraph(&python) {
-        Ok(python)
-    } else {
-        Err("LangGraph does not import after installing it".to_owned())
-    }
+    pyenv::ensure(&pyenv::Venv {
+        dir: bench_dir().join("venv"),
+        install: LANGGRAPH_PACKAGES,
+        probe: "import langgraph.graph, langgraph.checkpoint.sqlite, langgraph.checkpoint.postgres",
+        stamp: None,
+        what: "LangGraph",
+    })
 }
 
 /// The raw JSON token of a top-level field of a one-line JSON object: a number, `true`/`false`/`null`,

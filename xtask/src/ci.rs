@@ -5,7 +5,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::exec::{self, Tally, format_duration};
-use crate::{bench, fakellm, langgraph_diff, llm, services};
+use crate::{bench, fakellm, langgraph_diff, llm, server_e2e, services};
 
 /// How long one example may run before it counts as hung.
 const EXAMPLE_LIMIT: Duration = Duration::from_secs(300);
@@ -17,13 +17,14 @@ struct Stage {
 }
 
 /// Every stage, in the order they run.
-const STAGES: [Stage; 9] = [
+const STAGES: [Stage; 10] = [
     Stage { name: "services", run: services_stage },
     Stage { name: "fmt", run: fmt },
     Stage { name: "clippy", run: clippy },
     Stage { name: "llm", run: llm_stage },
     Stage { name: "test", run: test },
     Stage { name: "langgraph-diff", run: langgraph_diff_stage },
+    Stage { name: "server-e2e", run: server_e2e_stage },
     Stage { name: "doc", run: doc },
     Stage { name: "examples", run: examples },
     Stage { name: "bench", run: bench_smoke },
@@ -71,6 +72,12 @@ fn bench_smoke(_: &mut Tally) -> Result<(), String> {
 /// except in CI), built as the later stages build, so that the engine is compiled once for them all.
 fn langgraph_diff_stage(_: &mut Tally) -> Result<(), String> {
     langgraph_diff::run_with(&[], langgraph_diff::Build::Shared)
+}
+
+/// The server suite against weft-server and `langgraph dev` (skipped with a loud message where Python is
+/// missing, except in CI), on the shared debug build.
+fn server_e2e_stage(_: &mut Tally) -> Result<(), String> {
+    server_e2e::run_with(&[], server_e2e::Build::Shared)
 }
 
 /// The stages named in `args`, in their fixed order; all of them when `args` is empty.
@@ -162,9 +169,19 @@ fn examples(_: &mut Tally) -> Result<(), String> {
     exec::run(&mut exec::cargo(&["build", "--all-features", "--examples"]))?;
     for name in &names {
         let mut command: Command = exec::cargo(&["run", "--all-features", "--example", name]);
+        command.args(example_args(name));
         exec::run_with_limit(&mut command, Some(EXAMPLE_LIMIT))?;
     }
     Ok(())
+}
+
+/// What an example is run with in CI: the `server` example serves until Ctrl-C, so CI runs its
+/// `--check` (a free port, each graph driven through the API, then exit).
+fn example_args(name: &str) -> &'static [&'static str] {
+    match name {
+        "server" => &["--", "--check"],
+        _ => &[],
+    }
 }
 
 /// The examples cargo finds in `dir`: `NAME.rs` and `NAME/main.rs`, sorted by name.
@@ -203,7 +220,18 @@ mod tests {
     fn no_arguments_select_every_stage_in_order() {
         assert_eq!(
             names(&select(&[]).unwrap()),
-            vec!["services", "fmt", "clippy", "llm", "test", "langgraph-diff", "doc", "examples", "bench"]
+            vec![
+                "services",
+                "fmt",
+                "clippy",
+                "llm",
+                "test",
+                "langgraph-diff",
+                "server-e2e",
+                "doc",
+                "examples",
+                "bench"
+            ]
         );
     }
 
@@ -230,6 +258,14 @@ mod tests {
         let found = discover_examples(&dir);
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(found.unwrap(), vec!["lcel", "quickstart"]);
+    }
+
+    #[test]
+    fn the_server_example_runs_its_check_and_the_others_run_plain() {
+        assert_eq!(example_args("server"), ["--", "--check"]);
+        assert!(example_args("quickstart").is_empty());
+        let found = discover_examples(&exec::root().join("examples").join("examples")).unwrap();
+        assert!(found.iter().any(|name| name == "server"), "{found:?}");
     }
 
     #[test]

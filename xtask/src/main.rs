@@ -1,13 +1,16 @@
 //! weft's task runner, started with `cargo xtask TASK` (an alias in `.cargo/config.toml`).
 //!
 //! - `cargo xtask ci [STAGE...]`: every check CI runs, in order (services when `CI` is set, fmt, clippy, llm,
-//!   test, langgraph-diff, doc, examples, bench), each with a header and its duration, stopping at the
+//!   test, langgraph-diff, server-e2e, doc, examples, bench), each with a header and its duration, stopping at the
 //!   first failure. Naming stages runs only those.
 //! - `cargo xtask bench [--only NAME] [--quick] [--compare]`: builds the benchmarks in release mode and
 //!   runs each workload of `bench/langgraph/WORKLOADS.md` in its own process, one JSON line each;
 //!   `--compare` puts LangGraph's figures beside them.
 //! - `cargo xtask langgraph-diff [SCENARIO...]`: the differential suite of `tests/langgraph_diff/`: each
 //!   scenario run against LangGraph 1.2.22 (in the pinned venv of `bench`) and against weft, compared.
+//! - `cargo xtask server-e2e [TEST...]`: the server suite of `tests/server_e2e/`: the official Python
+//!   `langgraph-sdk` (pinned, in a venv under the target folder) against weft-server and against LangGraph's
+//!   own server (`langgraph dev`), side by side.
 //! - `cargo xtask fakellm`: installs fakellm (a scripted OpenAI-compatible server, for the `openai` tests)
 //!   into `target/fakellm-venv` when missing and prints the `WEFT_FAKELLM_BIN` line to export.
 //! - `cargo xtask services`: makes sure PostgreSQL and Redis answer on their local ports, starting them if
@@ -24,6 +27,8 @@ mod exec;
 mod fakellm;
 mod langgraph_diff;
 mod llm;
+mod pyenv;
+mod server_e2e;
 mod services;
 
 use std::process::ExitCode;
@@ -33,8 +38,8 @@ usage: cargo xtask TASK
 
 tasks:
   ci [STAGE...]  run every check CI runs, in order, stopping at the first failure;
-                 stages: services, fmt, clippy, llm, test, langgraph-diff, doc,
-                 examples, bench (services starts PostgreSQL and Redis when CI is set, else only checks them; llm
+                 stages: services, fmt, clippy, llm, test, langgraph-diff, server-e2e,
+                 doc, examples, bench (services starts PostgreSQL and Redis when CI is set, else only checks them; llm
                  builds llama-server and fetches the test models into the cache when
                  missing; bench runs every benchmark workload once, checked, in the debug
                  profile)
@@ -50,6 +55,11 @@ tasks:
                  target/bench (made when missing) and against weft, compared after
                  normalisation; known bugs and documented differences are listed in
                  tests/langgraph_diff/*.txt
+  server-e2e [TEST...]
+                 run the server suite (tests/server_e2e): every test (or the named ones)
+                 with the official langgraph-sdk against weft-server and against
+                 langgraph dev (both pinned in a venv under target/server-e2e, made when
+                 missing), side by side
   fakellm        install fakellm (the openai tests' scripted server) into
                  target/fakellm-venv when missing; print the WEFT_FAKELLM_BIN to export
   services       make sure PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) are up
@@ -70,6 +80,7 @@ fn main() -> ExitCode {
         "ci" => ci::run(rest),
         "bench" => bench::run(rest),
         "langgraph-diff" => langgraph_diff::run(rest),
+        "server-e2e" => server_e2e::run(rest),
         "fakellm" if rest.is_empty() => fakellm::run(),
         "services" if rest.is_empty() => services::ensure(services::Policy::from_env()),
         "llm-server" => llm::serve(rest),

@@ -204,6 +204,11 @@ pub struct RunOptions {
     pub context: Option<Arc<dyn Any + Send + Sync>>,
     /// Whether chunks of subgraphs are streamed too (each carrying the subgraph's namespace).
     pub subgraphs: bool,
+    /// Pause before these nodes in this run instead of the ones the graph was compiled with (`"*"` =
+    /// every node; unknown names are ignored). Applies to the root graph only, as in LangGraph.
+    pub interrupt_before: Option<Vec<String>>,
+    /// Pause after these nodes in this run instead of the ones the graph was compiled with.
+    pub interrupt_after: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -211,12 +216,15 @@ impl std::fmt::Debug for RunOptions {
         f.debug_struct("RunOptions")
             .field("durability", &self.durability)
             .field("subgraphs", &self.subgraphs)
+            .field("interrupt_before", &self.interrupt_before)
+            .field("interrupt_after", &self.interrupt_after)
             .finish_non_exhaustive()
     }
 }
 
 pub(crate) struct Inner<S: State> {
-    pub(crate) spec: GraphSpec<S>,
+    /// Shared by the graphs [`CompiledGraph::with_checkpointer`] and [`CompiledGraph::with_store`] make.
+    pub(crate) spec: Arc<GraphSpec<S>>,
     pub(crate) config: CompileConfig,
     /// The names checkpoints use.
     pub(crate) names: crate::pregel::spec::CheckpointNames,
@@ -226,6 +234,11 @@ pub(crate) struct Inner<S: State> {
     /// Subgraphs that function nodes called (by node name), so that `get_state_with_subgraphs` can show
     /// their state; LangGraph finds them among a function's closure variables, weft when they first run.
     pub(crate) called_subgraphs: crate::subgraph::CalledSubgraphs,
+}
+
+/// One flag per node: whether `names` (node names, `"*"` for every node) names it.
+pub(crate) fn breakpoint_flags<S: State>(spec: &GraphSpec<S>, names: &[String]) -> Vec<bool> {
+    spec.nodes.iter().map(|n| names.iter().any(|x| x == "*" || **x == *n.name)).collect()
 }
 
 /// A compiled graph. Cheap to clone; runs concurrently on many threads.
@@ -250,11 +263,12 @@ impl<S: State> std::fmt::Debug for CompiledGraph<S> {
 
 impl<S: State> CompiledGraph<S> {
     pub(crate) fn new(spec: GraphSpec<S>, config: CompileConfig) -> Self {
-        let flags = |names: &[String]| -> Vec<bool> {
-            spec.nodes.iter().map(|n| names.iter().any(|x| x == "*" || **x == *n.name)).collect()
-        };
-        let interrupt_before = flags(&config.interrupt_before);
-        let interrupt_after = flags(&config.interrupt_after);
+        Self::with_spec(Arc::new(spec), config)
+    }
+
+    fn with_spec(spec: Arc<GraphSpec<S>>, config: CompileConfig) -> Self {
+        let interrupt_before = breakpoint_flags(&spec, &config.interrupt_before);
+        let interrupt_after = breakpoint_flags(&spec, &config.interrupt_after);
         let names = spec.checkpoint_names();
         let name = config.name.clone().unwrap_or_else(|| "LangGraph".to_owned());
         let called_subgraphs = crate::subgraph::CalledSubgraphs::default();
@@ -265,6 +279,21 @@ impl<S: State> CompiledGraph<S> {
     /// The graph's name.
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// The same graph saving its checkpoints to `checkpointer` (none when `None`), as if it had been
+    /// compiled with it: a host that owns persistence (the HTTP server) gives every graph its saver this
+    /// way. Nodes, edges and every other setting are shared with `self`.
+    pub fn with_checkpointer(&self, checkpointer: Option<Arc<dyn Checkpointer>>) -> Self {
+        let config = CompileConfig { checkpointer, ..self.inner.config.clone() };
+        Self::with_spec(Arc::clone(&self.inner.spec), config)
+    }
+
+    /// The same graph with `store` as its long-term memory (none when `None`); see
+    /// [`with_checkpointer`](CompiledGraph::with_checkpointer).
+    pub fn with_store(&self, store: Option<Arc<dyn crate::store::Store>>) -> Self {
+        let config = CompileConfig { store, ..self.inner.config.clone() };
+        Self::with_spec(Arc::clone(&self.inner.spec), config)
     }
 
     /// Drops the cached writes of these nodes (all nodes when `None`).

@@ -37,6 +37,7 @@ pub mod cache;
 pub mod checkpoint;
 pub mod compiled;
 pub mod draw;
+pub mod erased;
 pub mod error;
 pub mod json_state;
 pub mod messages;
@@ -50,6 +51,11 @@ pub mod store;
 pub mod stream;
 pub mod subgraph;
 pub mod types;
+
+/// RFC 3339 timestamps in UTC with microseconds, as Python's `isoformat()` writes them.
+pub mod time {
+    pub use crate::store::time::{format_rfc3339, parse_rfc3339};
+}
 
 pub use branch::{Branch, IntoRoutes, PathMap, Route};
 pub use builder::{NodeConfig, StateGraph};
@@ -73,6 +79,6 @@ pub use runtime::{ExecutionInfo, GraphInterrupt, Runtime};
 pub use state::{ChannelKind, ChannelSet, ChannelSpec, Overwrite, State, UpdateError, append};
 pub use state_api::{JsonSnapshot, PregelTask, StateSnapshot, StateUpdate, TaskState};
 pub use store::{InMemoryStore, IndexConfig, Item, SearchItem, Store, StoreError};
-pub use stream::{CheckpointEvent, StreamData, StreamMode, StreamPart};
+pub use stream::{CheckpointEvent, JsonStreamData, JsonStreamPart, StreamData, StreamMode, StreamPart};
 pub use types::{Command, CommandGraph, END, Goto, Interrupt, Payload, Resume, START, Send};
 pub use weft_macros::State;

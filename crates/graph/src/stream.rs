@@ -192,52 +192,112 @@ impl Modes {
     }
 }
 
-/// A stream chunk with the state type erased, passed from a subgraph run to its parent.
+/// A stream chunk with the state type erased: states and updates as JSON objects (one key per channel).
+/// Subgraph runs pass their chunks to their parent in this form, and
+/// [`ErasedGraph::stream_json`](crate::erased::ErasedGraph::stream_json) yields it.
 #[derive(Debug, Clone)]
-pub(crate) enum ErasedData {
+#[non_exhaustive]
+pub enum JsonStreamData {
+    /// `values`: the state after a superstep (see [`StreamData::Values`]).
     Values {
+        /// The state, one key per channel that has a value.
         values: Value,
+        /// The interrupts of the task that just paused; empty otherwise.
         interrupts: Vec<Interrupt>,
     },
+    /// `updates`: the writes of one finished task.
     Updates {
+        /// The node.
         node: String,
+        /// Its updates, each a JSON object of channel writes.
         updates: Vec<Value>,
+        /// Whether the writes were reused instead of computed.
         cached: bool,
     },
+    /// `updates`: the run paused; empty for a static breakpoint.
     Interrupt(Vec<Interrupt>),
+    /// `messages`: a chat-model token or a whole message a node wrote, with the node's metadata.
     Message {
+        /// The chunk or message.
         chunk: Box<Message>,
+        /// `langgraph_node`, `langgraph_step`, ... plus the config's metadata.
         metadata: Map<String, Value>,
     },
+    /// `custom`: a value written by a node.
     Custom {
+        /// The node that wrote it.
         node: String,
+        /// The value.
         value: Value,
     },
+    /// `checkpoints`: a saved checkpoint.
     Checkpoint(Box<CheckpointEvent>),
+    /// `tasks`: a task started.
     TaskStart {
+        /// The task id.
         id: String,
+        /// The node.
         name: String,
+        /// Its input as JSON.
         input: Value,
+        /// The channels that triggered it.
         triggers: Vec<String>,
+        /// The step.
         step: i64,
     },
+    /// `tasks`: a task finished.
     TaskResult {
+        /// The task id.
         id: String,
+        /// The node.
         name: String,
+        /// The error text, if it failed.
         error: Option<String>,
+        /// The writes as `(channel, value)` pairs.
         result: Vec<(String, Value)>,
+        /// Interrupts it raised.
         interrupts: Vec<Interrupt>,
+        /// The step.
         step: i64,
     },
+    /// `debug`: a task or checkpoint event in LangGraph's debug form.
     Debug {
+        /// The step.
         step: i64,
+        /// When the event was made (RFC 3339).
         timestamp: String,
+        /// `checkpoint`, `task` or `task_result`.
         kind: String,
+        /// The event in LangGraph's JSON form.
         payload: Value,
     },
 }
 
-impl ErasedData {
+impl JsonStreamData {
+    /// The stream mode the chunk belongs to.
+    pub fn mode(&self) -> StreamMode {
+        match self {
+            JsonStreamData::Values { .. } => StreamMode::Values,
+            JsonStreamData::Updates { .. } | JsonStreamData::Interrupt(_) => StreamMode::Updates,
+            JsonStreamData::Message { .. } => StreamMode::Messages,
+            JsonStreamData::Custom { .. } => StreamMode::Custom,
+            JsonStreamData::Checkpoint(_) => StreamMode::Checkpoints,
+            JsonStreamData::TaskStart { .. } | JsonStreamData::TaskResult { .. } => StreamMode::Tasks,
+            JsonStreamData::Debug { .. } => StreamMode::Debug,
+        }
+    }
+}
+
+/// One chunk of [`ErasedGraph::stream_json`](crate::erased::ErasedGraph::stream_json).
+#[derive(Debug, Clone)]
+pub struct JsonStreamPart {
+    /// The subgraph namespace the chunk comes from (empty for the root graph).
+    pub ns: Vec<String>,
+    /// The chunk.
+    pub data: JsonStreamData,
+}
+
+impl JsonStreamData {
     /// Erases the state type of a chunk of a graph over `C` (`state` names its channels).
     pub(crate) fn erase<C: State>(data: StreamData<C>, state: &C) -> Self {
         let names = state.channels();
@@ -250,27 +310,29 @@ impl ErasedData {
         };
         match data {
             StreamData::Values { state, interrupts } => {
-                ErasedData::Values { values: crate::pregel::task::state_json(&state), interrupts }
+                JsonStreamData::Values { values: crate::pregel::task::state_json(&state), interrupts }
             }
             StreamData::Updates { node, updates, cached } => {
-                ErasedData::Updates { node, updates: updates.iter().map(update_json).collect(), cached }
+                JsonStreamData::Updates { node, updates: updates.iter().map(update_json).collect(), cached }
             }
-            StreamData::SubgraphValues { values, interrupts } => ErasedData::Values { values, interrupts },
+            StreamData::SubgraphValues { values, interrupts } => {
+                JsonStreamData::Values { values, interrupts }
+            }
             StreamData::SubgraphUpdates { node, updates, cached } => {
-                ErasedData::Updates { node, updates, cached }
+                JsonStreamData::Updates { node, updates, cached }
             }
-            StreamData::Interrupt(i) => ErasedData::Interrupt(i),
-            StreamData::Message { chunk, metadata } => ErasedData::Message { chunk, metadata },
-            StreamData::Custom { node, value } => ErasedData::Custom { node, value },
-            StreamData::Checkpoint(event) => ErasedData::Checkpoint(event),
+            StreamData::Interrupt(i) => JsonStreamData::Interrupt(i),
+            StreamData::Message { chunk, metadata } => JsonStreamData::Message { chunk, metadata },
+            StreamData::Custom { node, value } => JsonStreamData::Custom { node, value },
+            StreamData::Checkpoint(event) => JsonStreamData::Checkpoint(event),
             StreamData::TaskStart { id, name, input, triggers, step } => {
-                ErasedData::TaskStart { id, name, input, triggers, step }
+                JsonStreamData::TaskStart { id, name, input, triggers, step }
             }
             StreamData::TaskResult { id, name, error, result, interrupts, step } => {
-                ErasedData::TaskResult { id, name, error, result, interrupts, step }
+                JsonStreamData::TaskResult { id, name, error, result, interrupts, step }
             }
             StreamData::Debug { step, timestamp, kind, payload } => {
-                ErasedData::Debug { step, timestamp, kind, payload }
+                JsonStreamData::Debug { step, timestamp, kind, payload }
             }
         }
     }
@@ -278,21 +340,23 @@ impl ErasedData {
     /// The chunk as one of a graph over `P` (state values and updates stay JSON).
     pub(crate) fn typed<P: State>(self) -> StreamData<P> {
         match self {
-            ErasedData::Values { values, interrupts } => StreamData::SubgraphValues { values, interrupts },
-            ErasedData::Updates { node, updates, cached } => {
+            JsonStreamData::Values { values, interrupts } => {
+                StreamData::SubgraphValues { values, interrupts }
+            }
+            JsonStreamData::Updates { node, updates, cached } => {
                 StreamData::SubgraphUpdates { node, updates, cached }
             }
-            ErasedData::Interrupt(i) => StreamData::Interrupt(i),
-            ErasedData::Message { chunk, metadata } => StreamData::Message { chunk, metadata },
-            ErasedData::Custom { node, value } => StreamData::Custom { node, value },
-            ErasedData::Checkpoint(event) => StreamData::Checkpoint(event),
-            ErasedData::TaskStart { id, name, input, triggers, step } => {
+            JsonStreamData::Interrupt(i) => StreamData::Interrupt(i),
+            JsonStreamData::Message { chunk, metadata } => StreamData::Message { chunk, metadata },
+            JsonStreamData::Custom { node, value } => StreamData::Custom { node, value },
+            JsonStreamData::Checkpoint(event) => StreamData::Checkpoint(event),
+            JsonStreamData::TaskStart { id, name, input, triggers, step } => {
                 StreamData::TaskStart { id, name, input, triggers, step }
             }
-            ErasedData::TaskResult { id, name, error, result, interrupts, step } => {
+            JsonStreamData::TaskResult { id, name, error, result, interrupts, step } => {
                 StreamData::TaskResult { id, name, error, result, interrupts, step }
             }
-            ErasedData::Debug { step, timestamp, kind, payload } => {
+            JsonStreamData::Debug { step, timestamp, kind, payload } => {
                 StreamData::Debug { step, timestamp, kind, payload }
             }
         }
@@ -334,4 +398,4 @@ pub(crate) fn debug_event<S: State>(data: &StreamData<S>) -> Option<StreamData<S
 }
 
 /// Forwards erased chunks of a subgraph, with their namespace, to the parent run's stream.
-pub(crate) type Forward = std::sync::Arc<dyn Fn(Vec<String>, ErasedData) + Send + Sync>;
+pub(crate) type Forward = std::sync::Arc<dyn Fn(Vec<String>, JsonStreamData) + Send + Sync>;

@@ -49,6 +49,24 @@ pub(crate) struct Ctx<'a, S: State> {
     pub(crate) unsaved: Option<(String, String)>,
     /// The store nodes reach through their runtime.
     pub(crate) store: Option<Arc<dyn crate::store::Store>>,
+    /// Per node: whether the run pauses before it (the run's own list, or the compiled one).
+    pub(crate) interrupt_before: std::borrow::Cow<'a, [bool]>,
+    /// Per node: whether the run pauses after it.
+    pub(crate) interrupt_after: std::borrow::Cow<'a, [bool]>,
+}
+
+/// The breakpoint flags of a run: its own list (root runs only: a run's breakpoints apply to the root graph,
+/// as in LangGraph), else the compiled ones.
+fn breakpoints<'a, S: State>(
+    inner: &Inner<S>,
+    own: &Option<Vec<String>>,
+    compiled: &'a [bool],
+    root: bool,
+) -> std::borrow::Cow<'a, [bool]> {
+    match own {
+        Some(names) if root => std::borrow::Cow::Owned(crate::compiled::breakpoint_flags(&inner.spec, names)),
+        _ => std::borrow::Cow::Borrowed(compiled),
+    }
 }
 
 /// Runs a graph from `input` to the end or to an interrupt.
@@ -88,6 +106,9 @@ pub(crate) async fn run<S: State>(
     };
     let sink = sink.or(child_sink.as_ref());
     let (parent_ns, parent_node_ns) = parent.as_ref().map(ParentRun::next_namespaces).unzip();
+    let root = parent.is_none();
+    let interrupt_before = breakpoints(inner, &options.interrupt_before, &inner.interrupt_before, root);
+    let interrupt_after = breakpoints(inner, &options.interrupt_after, &inner.interrupt_after, root);
     let mut ctx = Ctx {
         inner,
         base_config: Arc::new(run_config.clone()),
@@ -114,6 +135,8 @@ pub(crate) async fn run<S: State>(
         parent,
         resuming,
         unsaved: None,
+        interrupt_before,
+        interrupt_after,
     };
     let result = run_inner(&mut ctx, input, limit).await;
     let result = match ctx.saver.as_mut() {
@@ -375,7 +398,7 @@ pub(crate) async fn run_inner<S: State>(
         }
 
         // Static breakpoints before nodes.
-        if tasks.iter().any(|t| t.node().is_some_and(|n| ctx.inner.interrupt_before[n]))
+        if tasks.iter().any(|t| t.node().is_some_and(|n| ctx.interrupt_before[n]))
             && changed_since_interrupt(&ch)
         {
             ch.interrupt_seen = current_versions(&ch);
@@ -499,7 +522,7 @@ pub(crate) async fn run_inner<S: State>(
         }
 
         // Static breakpoints after nodes.
-        if tasks.iter().any(|t| t.node().is_some_and(|n| ctx.inner.interrupt_after[n]))
+        if tasks.iter().any(|t| t.node().is_some_and(|n| ctx.interrupt_after[n]))
             && changed_since_interrupt(&ch)
         {
             ch.interrupt_seen = current_versions(&ch);

@@ -8,7 +8,7 @@ use futures::stream::BoxStream;
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::emit::StreamedIds;
 use crate::state::State;
-use crate::stream::{ErasedData, Forward, Modes, StreamData, StreamMode, StreamPart, debug_event};
+use crate::stream::{Forward, JsonStreamData, Modes, StreamData, StreamMode, StreamPart, debug_event};
 
 pub(crate) type SendPart<S> = Arc<dyn Fn(StreamPart<S>) + std::marker::Send + Sync>;
 
@@ -41,7 +41,7 @@ impl<S: State> Sink<S> {
     pub(crate) fn forwarding(parent: ParentStream, state: S) -> Self {
         let ParentStream { forward, modes, seen } = parent;
         let send: SendPart<S> =
-            Arc::new(move |part: StreamPart<S>| forward(part.ns, ErasedData::erase(part.data, &state)));
+            Arc::new(move |part: StreamPart<S>| forward(part.ns, JsonStreamData::erase(part.data, &state)));
         Self { send, modes, subgraphs: true, seen }
     }
 
@@ -70,7 +70,7 @@ impl<S: State> Sink<S> {
     /// segment.
     pub(crate) fn forward_for(&self, segment: String) -> ParentStream {
         let send = Arc::clone(&self.send);
-        let forward: Forward = Arc::new(move |mut ns: Vec<String>, data: ErasedData| {
+        let forward: Forward = Arc::new(move |mut ns: Vec<String>, data: JsonStreamData| {
             ns.insert(0, segment.clone());
             send(StreamPart { ns, data: data.typed::<S>() });
         });

@@ -22,7 +22,7 @@ mod namespace;
 mod options;
 mod path;
 mod put;
-mod time;
+pub(crate) mod time;
 
 pub use error::StoreError;
 pub use filter::{matches_filter, validate_filter};

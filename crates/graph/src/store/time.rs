@@ -3,7 +3,7 @@
 use std::time::{Duration, SystemTime};
 
 /// `t` as `2025-01-02T03:04:05.678901+00:00` (Python's `isoformat()` of an aware UTC datetime).
-pub(crate) fn format_rfc3339(t: SystemTime) -> String {
+pub fn format_rfc3339(t: SystemTime) -> String {
     let (secs, micros) = match t.duration_since(SystemTime::UNIX_EPOCH) {
         Ok(d) => (i64::try_from(d.as_secs()).unwrap_or(i64::MAX), d.subsec_micros()),
         Err(e) => {
@@ -22,7 +22,7 @@ pub(crate) fn format_rfc3339(t: SystemTime) -> String {
 }
 
 /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`.
-pub(crate) fn parse_rfc3339(s: &str) -> Option<SystemTime> {
+pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
     let b = s.as_bytes();
     let num = |range: std::ops::Range<usize>| -> Option<i64> {
         let part = s.get(range)?;

@@ -68,6 +68,12 @@ pub trait SubgraphStateReader: std::marker::Send + Sync {
     /// The graph itself, so that a parent with the same state type can call it typed
     /// (`downcast_ref::<CompiledGraph<S>>()`).
     fn as_any(&self) -> &dyn Any;
+
+    /// The subgraph behind the JSON-facing [`ErasedGraph`](crate::erased::ErasedGraph) interface, when it
+    /// is a compiled graph.
+    fn erased(&self) -> Option<Arc<dyn crate::erased::ErasedGraph>> {
+        None
+    }
 }
 
 impl<C: State> CompiledGraph<C> {
@@ -126,6 +132,10 @@ impl<C: State> CompiledGraph<C> {
 }
 
 impl<C: State> SubgraphStateReader for CompiledGraph<C> {
+    fn erased(&self) -> Option<Arc<dyn crate::erased::ErasedGraph>> {
+        Some(self.erase())
+    }
+
     fn read_state<'a>(
         &'a self,
         parent_saver: Option<Arc<dyn Checkpointer>>,

@@ -1,0 +1,424 @@
+//! Request bodies: their schemas (checked first, for LangGraph's 422 texts) and the typed forms read
+//! after.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::validate::{Rule, Schema, Ty};
+use crate::runs::modes::API_MODES;
+
+fn is_mode(value: &Value) -> bool {
+    value.as_str().is_some_and(|m| API_MODES.contains(&m))
+}
+
+fn is_stream_mode(value: &Value) -> bool {
+    match value {
+        Value::Array(items) => items.iter().all(is_mode),
+        other => is_mode(other),
+    }
+}
+
+const OBJECT: Rule = Rule::Types(&[Ty::Object]);
+const BOOLEAN: Rule = Rule::Types(&[Ty::Boolean]);
+const INTEGER: Rule = Rule::Types(&[Ty::Integer]);
+const STRING: Rule = Rule::Types(&[Ty::String]);
+const ARRAY: Rule = Rule::Types(&[Ty::Array]);
+const SORT_ORDER: Rule = Rule::Enum(&["asc", "desc"], true);
+
+const RUN_PROPERTIES: &[(&str, Rule)] = &[
+    ("assistant_id", Rule::AnyOf(Value::is_string)),
+    ("command", Rule::Types(&[Ty::Object, Ty::Null])),
+    ("metadata", OBJECT),
+    ("config", OBJECT),
+    ("context", OBJECT),
+    ("webhook", Rule::Types(&[Ty::String, Ty::Null])),
+    ("stream_mode", Rule::AnyOf(is_stream_mode)),
+    ("stream_subgraphs", BOOLEAN),
+    ("stream_resumable", BOOLEAN),
+    ("after_seconds", Rule::Types(&[Ty::Number])),
+    ("checkpoint_during", BOOLEAN),
+    ("feedback_keys", Rule::Types(&[Ty::Array, Ty::Null])),
+];
+
+/// `POST /runs/...` without a thread.
+pub(crate) const RUN_STATELESS: Schema = Schema {
+    path: "schema[\"components\"][\"schemas\"][\"RunCreateStateless\"]",
+    required: &["assistant_id"],
+    properties: RUN_PROPERTIES,
+};
+
+/// `POST /threads/{id}/runs/...`.
+pub(crate) const RUN_STATEFUL: Schema = Schema {
+    path: "schema[\"components\"][\"schemas\"][\"RunCreateStateful\"]",
+    required: &["assistant_id"],
+    properties: RUN_PROPERTIES,
+};
+
+/// A run to create.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct RunCreate {
+    pub(crate) assistant_id: String,
+    pub(crate) input: Value,
+    pub(crate) command: Option<Map<String, Value>>,
+    pub(crate) checkpoint_id: Option<String>,
+    pub(crate) checkpoint: Option<Map<String, Value>>,
+    pub(crate) metadata: Option<Map<String, Value>>,
+    pub(crate) config: Option<Map<String, Value>>,
+    pub(crate) context: Option<Map<String, Value>>,
+    pub(crate) webhook: Option<String>,
+    pub(crate) interrupt_before: Value,
+    pub(crate) interrupt_after: Value,
+    pub(crate) multitask_strategy: Option<String>,
+    pub(crate) on_completion: Option<String>,
+    pub(crate) on_disconnect: Option<String>,
+    pub(crate) stream_mode: Value,
+    pub(crate) stream_subgraphs: Option<bool>,
+    pub(crate) stream_resumable: Option<bool>,
+    pub(crate) feedback_keys: Value,
+    pub(crate) after_seconds: Option<f64>,
+    pub(crate) if_not_exists: Option<String>,
+    pub(crate) durability: Option<String>,
+    pub(crate) checkpoint_during: Option<bool>,
+}
+
+/// `POST /threads`.
+pub(crate) const THREAD_CREATE: Schema = Schema {
+    path: "schema",
+    required: &[],
+    properties: &[
+        ("thread_id", STRING),
+        ("metadata", OBJECT),
+        ("if_exists", Rule::Enum(&["raise", "do_nothing"], false)),
+        ("supersteps", ARRAY),
+    ],
+};
+
+/// A thread to create.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ThreadCreate {
+    pub(crate) thread_id: Option<String>,
+    pub(crate) metadata: Option<Map<String, Value>>,
+    pub(crate) if_exists: Option<String>,
+}
+
+/// `POST /threads/search` and `/threads/count`.
+pub(crate) const THREAD_SEARCH: Schema = Schema {
+    path: "schema",
+    required: &[],
+    properties: &[
+        ("metadata", OBJECT),
+        ("values", OBJECT),
+        ("status", Rule::Enum(&["idle", "busy", "interrupted", "error"], false)),
+        ("limit", INTEGER),
+        ("offset", INTEGER),
+        ("sort_by", Rule::Enum(&["thread_id", "status", "created_at", "updated_at"], true)),
+        ("sort_order", SORT_ORDER),
+        ("ids", ARRAY),
+    ],
+};
+
+/// A thread search.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ThreadSearch {
+    pub(crate) metadata: Option<Map<String, Value>>,
+    pub(crate) values: Option<Map<String, Value>>,
+    pub(crate) status: Option<String>,
+    pub(crate) limit: Option<i64>,
+    pub(crate) offset: Option<i64>,
+    pub(crate) sort_by: Option<String>,
+    pub(crate) sort_order: Option<String>,
+    pub(crate) ids: Option<Vec<String>>,
+}
+
+/// `PATCH /threads/{id}`.
+pub(crate) const THREAD_PATCH: Schema =
+    Schema { path: "schema", required: &[], properties: &[("metadata", OBJECT)] };
+
+/// A thread patch.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ThreadPatch {
+    pub(crate) metadata: Option<Map<String, Value>>,
+}
+
+/// `POST /threads/{id}/state`.
+pub(crate) const STATE_UPDATE: Schema = Schema {
+    path: "schema",
+    required: &[],
+    properties: &[
+        ("as_node", Rule::Types(&[Ty::String, Ty::Null])),
+        ("checkpoint_id", Rule::Types(&[Ty::String, Ty::Null])),
+        ("checkpoint", OBJECT),
+    ],
+};
+
+/// A state update.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct StateUpdate {
+    pub(crate) values: Value,
+    pub(crate) as_node: Option<String>,
+    pub(crate) checkpoint_id: Option<String>,
+    pub(crate) checkpoint: Option<Map<String, Value>>,
+}
+
+/// `POST /threads/{id}/history`.
+pub(crate) const HISTORY: Schema = Schema {
+    path: "schema",
+    required: &[],
+    properties: &[
+        ("limit", INTEGER),
+        ("metadata", Rule::Types(&[Ty::Object, Ty::Null])),
+        ("checkpoint", OBJECT),
+    ],
+};
+
+/// A history query.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct History {
+    pub(crate) limit: Option<i64>,
+    pub(crate) before: Value,
+    pub(crate) metadata: Option<Map<String, Value>>,
+    pub(crate) checkpoint: Option<Map<String, Value>>,
+}
+
+/// `POST /threads/{id}/state/checkpoint`.
+pub(crate) const STATE_AT: Schema = Schema {
+    path: "schema",
+    required: &["checkpoint"],
+    properties: &[("checkpoint", OBJECT), ("subgraphs", BOOLEAN)],
+};
+
+/// A state read at a checkpoint.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct StateAt {
+    pub(crate) checkpoint: Map<String, Value>,
+    pub(crate) subgraphs: bool,
+}
+
+/// `POST /threads/prune`.
+pub(crate) const THREAD_PRUNE: Schema = Schema {
+    path: "schema",
+    required: &["thread_ids"],
+    properties: &[("thread_ids", ARRAY), ("strategy", Rule::Enum(&["delete", "keep_latest"], false))],
+};
+
+/// A prune.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ThreadPrune {
+    pub(crate) thread_ids: Vec<String>,
+    pub(crate) strategy: Option<String>,
+}
+
+/// `POST /assistants`.
+pub(crate) const ASSISTANT_CREATE: Schema = Schema {
+    path: "schema",
+    required: &["graph_id"],
+    properties: &[
+        ("graph_id", STRING),
+        ("assistant_id", STRING),
+        ("config", OBJECT),
+        ("context", OBJECT),
+        ("metadata", OBJECT),
+        ("if_exists", Rule::Enum(&["raise", "do_nothing"], false)),
+        ("name", STRING),
+        ("description", Rule::Types(&[Ty::String, Ty::Null])),
+    ],
+};
+
+/// An assistant to create.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct AssistantCreate {
+    pub(crate) graph_id: String,
+    pub(crate) assistant_id: Option<String>,
+    pub(crate) config: Option<Map<String, Value>>,
+    pub(crate) context: Option<Map<String, Value>>,
+    pub(crate) metadata: Option<Map<String, Value>>,
+    pub(crate) if_exists: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) description: Option<String>,
+}
+
+/// `PATCH /assistants/{id}`.
+pub(crate) const ASSISTANT_PATCH: Schema = Schema {
+    path: "schema",
+    required: &[],
+    properties: &[
+        ("graph_id", STRING),
+        ("config", OBJECT),
+        ("context", OBJECT),
+        ("metadata", OBJECT),
+        ("name", STRING),
+        ("description", Rule::Types(&[Ty::String, Ty::Null])),
+    ],
+};
+
+/// An assistant patch.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct AssistantPatch {
+    pub(crate) graph_id: Option<String>,
+    pub(crate) config: Option<Map<String, Value>>,
+    pub(crate) context: Option<Map<String, Value>>,
+    pub(crate) metadata: Option<Map<String, Value>>,
+    pub(crate) name: Option<String>,
+    pub(crate) description: Option<String>,
+}
+
+/// `POST /assistants/search` and `/assistants/count`.
+pub(crate) const ASSISTANT_SEARCH: Schema = Schema {
+    path: "schema",
+    required: &[],
+    properties: &[
+        ("graph_id", STRING),
+        ("name", STRING),
+        ("metadata", OBJECT),
+        ("limit", INTEGER),
+        ("offset", INTEGER),
+        ("sort_by", Rule::Enum(&["assistant_id", "graph_id", "name", "created_at", "updated_at"], true)),
+        ("sort_order", SORT_ORDER),
+    ],
+};
+
+/// An assistant search.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct AssistantSearch {
+    pub(crate) graph_id: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) metadata: Option<Map<String, Value>>,
+    pub(crate) limit: Option<i64>,
+    pub(crate) offset: Option<i64>,
+    pub(crate) sort_by: Option<String>,
+    pub(crate) sort_order: Option<String>,
+}
+
+/// `POST /assistants/{id}/versions`.
+pub(crate) const VERSIONS: Schema = Schema {
+    path: "schema",
+    required: &[],
+    properties: &[("metadata", OBJECT), ("limit", INTEGER), ("offset", INTEGER)],
+};
+
+/// A version search.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Versions {
+    pub(crate) metadata: Option<Map<String, Value>>,
+    pub(crate) limit: Option<i64>,
+    pub(crate) offset: Option<i64>,
+}
+
+/// `POST /assistants/{id}/latest`.
+pub(crate) const LATEST: Schema =
+    Schema { path: "schema", required: &["version"], properties: &[("version", INTEGER)] };
+
+/// A version to make the latest.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Latest {
+    pub(crate) version: i64,
+}
+
+/// `PUT /store/items`.
+pub(crate) const STORE_PUT: Schema = Schema {
+    path: "schema",
+    required: &["namespace", "key", "value"],
+    properties: &[("namespace", ARRAY), ("key", STRING), ("value", OBJECT)],
+};
+
+/// An item to put.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct StorePut {
+    pub(crate) namespace: Vec<String>,
+    pub(crate) key: String,
+    pub(crate) value: Map<String, Value>,
+}
+
+/// `DELETE /store/items`.
+pub(crate) const STORE_DELETE: Schema =
+    Schema { path: "schema", required: &["key"], properties: &[("namespace", ARRAY), ("key", STRING)] };
+
+/// An item to delete.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct StoreDelete {
+    pub(crate) namespace: Vec<String>,
+    pub(crate) key: String,
+}
+
+/// `POST /store/items/search`.
+pub(crate) const STORE_SEARCH: Schema = Schema {
+    path: "schema",
+    required: &[],
+    properties: &[
+        ("namespace_prefix", Rule::Types(&[Ty::Array, Ty::Null])),
+        ("filter", Rule::Types(&[Ty::Object, Ty::Null])),
+        ("limit", INTEGER),
+        ("offset", INTEGER),
+        ("query", Rule::Types(&[Ty::String, Ty::Null])),
+    ],
+};
+
+/// A store search.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct StoreSearch {
+    pub(crate) namespace_prefix: Option<Vec<String>>,
+    pub(crate) filter: Option<Map<String, Value>>,
+    pub(crate) limit: Option<i64>,
+    pub(crate) offset: Option<i64>,
+    pub(crate) query: Option<String>,
+}
+
+/// `POST /store/namespaces`.
+pub(crate) const STORE_NAMESPACES: Schema = Schema {
+    path: "schema",
+    required: &[],
+    properties: &[
+        ("prefix", Rule::Types(&[Ty::Array, Ty::Null])),
+        ("suffix", Rule::Types(&[Ty::Array, Ty::Null])),
+        ("max_depth", Rule::Types(&[Ty::Integer, Ty::Null])),
+        ("limit", INTEGER),
+        ("offset", INTEGER),
+    ],
+};
+
+/// A namespace listing.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct StoreNamespaces {
+    pub(crate) prefix: Option<Vec<String>>,
+    pub(crate) suffix: Option<Vec<String>>,
+    pub(crate) max_depth: Option<usize>,
+    pub(crate) limit: Option<i64>,
+    pub(crate) offset: Option<i64>,
+}
+
+/// `POST /runs/cancel`.
+pub(crate) const RUNS_CANCEL: Schema = Schema {
+    path: "schema",
+    required: &[],
+    properties: &[
+        ("thread_id", Rule::Types(&[Ty::String, Ty::Null])),
+        ("run_ids", Rule::Types(&[Ty::Array, Ty::Null])),
+        ("status", Rule::Types(&[Ty::String, Ty::Null])),
+    ],
+};
+
+/// Runs to cancel.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct RunsCancel {
+    pub(crate) thread_id: Option<String>,
+    pub(crate) run_ids: Option<Vec<String>>,
+    pub(crate) status: Option<String>,
+}

@@ -1,0 +1,169 @@
+//! The streamed bodies: a run's events as server-sent events (CRLF framing, `id:` lines for resumable
+//! runs, a heartbeat comment after 5 s of silence by default), and `/wait` and `/join` answers (chunked
+//! JSON with a newline every 5 s while the run goes on). A client that goes away can cancel the run.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use futures::StreamExt as _;
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::reply::with_header;
+use crate::runs::channel::{CancelAction, Event, RunChannel, Subscription};
+use crate::runs::modes::event_matches;
+
+/// Cancels the run when dropped while armed: the client went away before the run ended.
+#[derive(Debug)]
+struct Disconnect {
+    channel: Arc<RunChannel>,
+    armed: bool,
+}
+
+impl Drop for Disconnect {
+    fn drop(&mut self) {
+        if self.armed {
+            self.channel.cancel(CancelAction::Interrupt);
+        }
+    }
+}
+
+/// One event as SSE text.
+fn frame(event: &Event, with_id: bool) -> String {
+    let mut out = String::with_capacity(event.name.len() + event.data.len() + 40);
+    out.push_str("event: ");
+    out.push_str(&event.name);
+    out.push_str("\r\ndata: ");
+    out.push_str(&event.data);
+    out.push_str("\r\n");
+    if with_id {
+        out.push_str("id: ");
+        out.push_str(&event.id);
+        out.push_str("\r\n");
+    }
+    out.push_str("\r\n");
+    out
+}
+
+struct Sse {
+    replay: VecDeque<Arc<Event>>,
+    live: Option<UnboundedReceiver<Arc<Event>>>,
+    filter: Vec<String>,
+    with_ids: bool,
+    disconnect: Disconnect,
+    /// How long a quiet stream waits before it sends a heartbeat.
+    keep_alive: Duration,
+}
+
+impl Sse {
+    async fn next(&mut self) -> Option<String> {
+        loop {
+            let passes = |e: &Event, filter: &[String]| event_matches(&e.name, filter);
+            if let Some(event) = self.replay.pop_front() {
+                if passes(&event, &self.filter) {
+                    return Some(frame(&event, true));
+                }
+                continue;
+            }
+            let live = self.live.as_mut()?;
+            match tokio::time::timeout(self.keep_alive, live.recv()).await {
+                Ok(Some(event)) if passes(&event, &self.filter) => return Some(frame(&event, self.with_ids)),
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    self.live = None;
+                    self.disconnect.armed = false;
+                    return None;
+                }
+                Err(_) => return Some(": heartbeat\r\n\r\n".to_owned()),
+            }
+        }
+    }
+}
+
+/// An SSE response of a run's events: `subscription`'s replayed events (with their ids), then its live
+/// ones, filtered by `filter` when a listener asked for some modes only (none: every event); a heartbeat
+/// comment after `keep_alive` of silence.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn events(
+    keep_alive: Duration,
+    subscription: Subscription,
+    channel: Arc<RunChannel>,
+    filter: Vec<String>,
+    resumable: bool,
+    cancel_on_disconnect: bool,
+    location: &str,
+    content_location: &str,
+) -> Response {
+    let state = Sse {
+        replay: subscription.replay.into(),
+        live: subscription.live,
+        filter,
+        with_ids: resumable,
+        disconnect: Disconnect { channel, armed: cancel_on_disconnect },
+        keep_alive,
+    };
+    let stream = futures::stream::unfold(state, |mut state| async move {
+        let text = state.next().await?;
+        Some((Ok::<_, Infallible>(text), state))
+    });
+    let mut response = Response::new(Body::from_stream(stream.boxed()));
+    *response.status_mut() = StatusCode::OK;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    let response = with_header(response, "location", location);
+    with_header(response, "content-location", content_location)
+}
+
+/// A `/wait` or `/join` response: a newline every `keep_alive` until the run ends, then `answer()` as
+/// JSON.
+pub(crate) fn wait<F>(
+    keep_alive: Duration,
+    channel: Arc<RunChannel>,
+    cancel_on_disconnect: bool,
+    location: &str,
+    content_location: &str,
+    answer: F,
+) -> Response
+where
+    F: Fn(Option<Value>) -> futures::future::BoxFuture<'static, Value> + Send + Sync + 'static,
+{
+    let disconnect = Disconnect { channel: Arc::clone(&channel), armed: cancel_on_disconnect };
+    let state = (Some(disconnect), Arc::new(answer));
+    let stream = futures::stream::unfold(state, move |(disconnect, answer)| {
+        let channel = Arc::clone(&channel);
+        async move {
+            let mut disconnect = disconnect?;
+            match tokio::time::timeout(keep_alive, channel.finished()).await {
+                Err(_) => Some((Ok::<_, Infallible>("\n".to_owned()), (Some(disconnect), answer))),
+                Ok(()) => {
+                    disconnect.armed = false;
+                    let body = answer(channel.result()).await;
+                    Some((Ok(body.to_string()), (None, answer)))
+                }
+            }
+        }
+    });
+    let mut response = Response::new(Body::from_stream(stream.boxed()));
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let response = with_header(response, "location", location);
+    with_header(response, "content-location", content_location)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_use_crlf_and_ids_follow_the_data() {
+        let event = Event { id: "1-0".into(), name: "values".into(), data: "{\"a\":1}".into() };
+        assert_eq!(frame(&event, false), "event: values\r\ndata: {\"a\":1}\r\n\r\n");
+        assert_eq!(frame(&event, true), "event: values\r\ndata: {\"a\":1}\r\nid: 1-0\r\n\r\n");
+    }
+}

@@ -1,0 +1,101 @@
+//! Store routes: put, get, delete and search items; list namespaces.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::{Value, json};
+use weft_graph::store::{ListNamespacesOptions, SearchOptions, StoreError};
+
+use super::body::read;
+use super::reply::{empty, ok};
+use super::requests::{
+    STORE_DELETE, STORE_NAMESPACES, STORE_PUT, STORE_SEARCH, StoreDelete, StoreNamespaces, StorePut,
+    StoreSearch,
+};
+use crate::app::App;
+use crate::error::{ApiError, ApiResult};
+
+type AppState = State<Arc<App>>;
+
+fn store_error(e: StoreError) -> ApiError {
+    match e {
+        StoreError::Backend(_) | StoreError::Embedding(_) => ApiError::internal(e.to_string()),
+        other => ApiError::unprocessable(other.to_string()),
+    }
+}
+
+/// Refuses LangGraph's reserved root label, as its server does for client calls.
+fn check_namespace(namespace: &[String]) -> ApiResult<()> {
+    if namespace.first().is_some_and(|label| label == "langgraph") {
+        return Err(ApiError::unprocessable("Invalid namespace: the root label 'langgraph' is reserved"));
+    }
+    Ok(())
+}
+
+/// `PUT /store/items`: `204`.
+pub(crate) async fn put(State(app): AppState, body: Body) -> ApiResult<Response> {
+    let (body, _) = read::<StorePut>(body, app.limits.body_bytes, &STORE_PUT).await?;
+    check_namespace(&body.namespace)?;
+    app.store.put(&body.namespace, &body.key, Value::Object(body.value)).await.map_err(store_error)?;
+    Ok(empty(StatusCode::NO_CONTENT))
+}
+
+/// `GET /store/items?namespace=a.b&key=k`: the item, or `null`.
+pub(crate) async fn get(
+    State(app): AppState,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult<Response> {
+    let namespace: Vec<String> = match query.get("namespace") {
+        Some(ns) if !ns.is_empty() => ns.split('.').map(str::to_owned).collect(),
+        _ => Vec::new(),
+    };
+    let Some(key) = query.get("key") else {
+        return Err(ApiError::unprocessable("Missing required query parameter 'key'"));
+    };
+    if namespace.is_empty() || namespace.iter().any(String::is_empty) {
+        return Err(ApiError::unprocessable("Namespace label '' must be a non-empty string without periods"));
+    }
+    let refresh = query.get("refresh_ttl").map(|r| r == "true" || r == "True");
+    let item = app.store.get_with(&namespace, key, refresh).await.map_err(store_error)?;
+    Ok(ok(&item))
+}
+
+/// `DELETE /store/items`: `204`, present or not.
+pub(crate) async fn delete(State(app): AppState, body: Body) -> ApiResult<Response> {
+    let (body, _) = read::<StoreDelete>(body, app.limits.body_bytes, &STORE_DELETE).await?;
+    app.store.delete(&body.namespace, &body.key).await.map_err(store_error)?;
+    Ok(empty(StatusCode::NO_CONTENT))
+}
+
+/// `POST /store/items/search`: `{"items": [...]}` with each item's `score`.
+pub(crate) async fn search(State(app): AppState, body: Body) -> ApiResult<Response> {
+    let (body, _) = read::<StoreSearch>(body, app.limits.body_bytes, &STORE_SEARCH).await?;
+    let options = SearchOptions {
+        query: body.query,
+        filter: body.filter.unwrap_or_default(),
+        limit: usize::try_from(body.limit.unwrap_or(10)).unwrap_or(0),
+        offset: usize::try_from(body.offset.unwrap_or(0)).unwrap_or(0),
+        refresh_ttl: None,
+    };
+    let items =
+        app.store.search(&body.namespace_prefix.unwrap_or_default(), options).await.map_err(store_error)?;
+    Ok(ok(&json!({"items": items})))
+}
+
+/// `POST /store/namespaces`: `{"namespaces": [[...], ...]}`.
+pub(crate) async fn namespaces(State(app): AppState, body: Body) -> ApiResult<Response> {
+    let (body, _) = read::<StoreNamespaces>(body, app.limits.body_bytes, &STORE_NAMESPACES).await?;
+    let options = ListNamespacesOptions {
+        prefix: body.prefix,
+        suffix: body.suffix,
+        max_depth: body.max_depth,
+        limit: usize::try_from(body.limit.unwrap_or(100)).unwrap_or(0),
+        offset: usize::try_from(body.offset.unwrap_or(0)).unwrap_or(0),
+    };
+    let namespaces = app.store.list_namespaces(options).await.map_err(store_error)?;
+    Ok(ok(&json!({"namespaces": namespaces})))
+}

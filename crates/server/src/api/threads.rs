@@ -1,0 +1,218 @@
+//! Thread routes: create, get, patch, delete, search, count, copy, prune.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde_json::{Map, Value, json};
+
+use super::body::read;
+use super::reply::{empty, ok, page};
+use super::requests::{
+    THREAD_CREATE, THREAD_PATCH, THREAD_PRUNE, THREAD_SEARCH, ThreadCreate, ThreadPatch, ThreadPrune,
+    ThreadSearch,
+};
+use crate::app::{App, contains, new_id, now, require_uuid};
+use crate::error::{ApiError, ApiResult};
+use crate::model::{Thread, ThreadStatus};
+use crate::runs::CancelAction;
+use crate::storage::Change;
+
+type AppState = State<Arc<App>>;
+
+/// `POST /threads`.
+pub(crate) async fn create(State(app): AppState, body: Body) -> ApiResult<Response> {
+    let (body, raw) = read::<ThreadCreate>(body, app.limits.body_bytes, &THREAD_CREATE).await?;
+    if raw.get("supersteps").and_then(Value::as_array).is_some_and(|s| !s.is_empty()) {
+        return Err(ApiError::unprocessable(
+            "Creating a thread with supersteps is not supported by weft-server yet: create the thread, run it              once, then write its state with POST /threads/{thread_id}/state",
+        ));
+    }
+    if let Some(id) = &body.thread_id {
+        require_uuid(id, "thread")?;
+    }
+    let thread_id = body.thread_id.unwrap_or_else(new_id);
+    let mut records = app.records.lock().await;
+    if let Some(existing) = records.threads.get(&thread_id) {
+        if body.if_exists.as_deref() == Some("do_nothing") {
+            return Ok(ok(existing));
+        }
+        return Err(ApiError::conflict(format!("Thread with ID {thread_id} already exists")));
+    }
+    let stamp = now();
+    let thread = Thread {
+        thread_id,
+        created_at: stamp.clone(),
+        updated_at: stamp.clone(),
+        state_updated_at: stamp,
+        metadata: body.metadata.unwrap_or_default(),
+        status: ThreadStatus::Idle,
+        config: json!({}),
+        values: None,
+        error: None,
+        interrupts: Map::new(),
+    };
+    records.commit(vec![Change::Thread(thread.clone())]).await?;
+    Ok(ok(&thread))
+}
+
+/// `GET /threads/{thread_id}`.
+pub(crate) async fn get(State(app): AppState, Path(thread_id): Path<String>) -> ApiResult<Response> {
+    require_uuid(&thread_id, "thread")?;
+    Ok(ok(&app.thread(&thread_id).await?))
+}
+
+/// `PATCH /threads/{thread_id}`: merges metadata (`Prefer: return=minimal` answers `204`).
+pub(crate) async fn patch(
+    State(app): AppState,
+    Path(thread_id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    require_uuid(&thread_id, "thread")?;
+    let (body, _) = read::<ThreadPatch>(body, app.limits.body_bytes, &THREAD_PATCH).await?;
+    let mut records = app.records.lock().await;
+    let mut thread =
+        records.threads.get(&thread_id).cloned().ok_or_else(|| ApiError::thread_not_found(&thread_id))?;
+    thread.metadata.extend(body.metadata.unwrap_or_default());
+    thread.updated_at = now();
+    records.commit(vec![Change::Thread(thread.clone())]).await?;
+    if headers.get("prefer").and_then(|v| v.to_str().ok()) == Some("return=minimal") {
+        return Ok(empty(StatusCode::NO_CONTENT));
+    }
+    Ok(ok(&thread))
+}
+
+/// Deletes a thread: its runs stop, its records and checkpoints go. `false` when there was none.
+pub(crate) async fn delete_thread(app: &Arc<App>, thread_id: &str) -> ApiResult<bool> {
+    let mut records = app.records.lock().await;
+    if !records.threads.contains_key(thread_id) {
+        return Ok(false);
+    }
+    let runs: Vec<(String, bool, bool)> = records
+        .runs
+        .values()
+        .filter(|r| r.run.thread_id == thread_id)
+        .map(|r| (r.run.run_id.clone(), r.run.status.is_active(), r.run.kwargs.resumable))
+        .collect();
+    let mut changes = vec![Change::DeleteThread(thread_id.to_owned())];
+    changes.extend(runs.iter().map(|(id, _, _)| Change::DeleteRun(id.clone())));
+    records.commit(changes).await?;
+    for (run_id, active, resumable) in runs {
+        if active {
+            // Its worker stops, and drops the channel when it ends.
+            app.channels.open(&run_id, resumable).cancel(CancelAction::Interrupt);
+        } else {
+            app.channels.remove(&run_id);
+        }
+    }
+    drop(records);
+    app.checkpointer.delete_thread(thread_id).await.map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(true)
+}
+
+/// `DELETE /threads/{thread_id}`: `204`.
+pub(crate) async fn delete(State(app): AppState, Path(thread_id): Path<String>) -> ApiResult<Response> {
+    require_uuid(&thread_id, "thread")?;
+    if !delete_thread(&app, &thread_id).await? {
+        return Err(ApiError::thread_not_found(&thread_id));
+    }
+    Ok(empty(StatusCode::NO_CONTENT))
+}
+
+fn matches(thread: &Thread, search: &ThreadSearch) -> bool {
+    let status = search.status.as_deref().and_then(ThreadStatus::parse);
+    search.ids.as_ref().is_none_or(|ids| ids.contains(&thread.thread_id))
+        && status.is_none_or(|s| s == thread.status)
+        && search
+            .metadata
+            .as_ref()
+            .is_none_or(|m| contains(&Value::Object(thread.metadata.clone()), &Value::Object(m.clone())))
+        && search.values.as_ref().is_none_or(|v| {
+            thread.values.as_ref().is_some_and(|values| contains(values, &Value::Object(v.clone())))
+        })
+}
+
+async fn found(app: &App, body: Body) -> ApiResult<(Vec<Thread>, ThreadSearch)> {
+    let (search, _) = read::<ThreadSearch>(body, app.limits.body_bytes, &THREAD_SEARCH).await?;
+    let records = app.records.lock().await;
+    let threads = records.threads.values().filter(|t| matches(t, &search)).cloned().collect();
+    Ok((threads, search))
+}
+
+/// `POST /threads/search`: newest first unless `sort_by`/`sort_order` say otherwise.
+pub(crate) async fn search(State(app): AppState, body: Body) -> ApiResult<Response> {
+    let (mut threads, search) = found(&app, body).await?;
+    let key = |t: &Thread| -> String {
+        match search.sort_by.as_deref() {
+            Some("thread_id") => t.thread_id.clone(),
+            Some("status") => serde_json::to_string(&t.status).unwrap_or_default(),
+            Some("updated_at") => t.updated_at.clone(),
+            _ => t.created_at.clone(),
+        }
+    };
+    let ascending = search.sort_order.as_deref() == Some("asc");
+    threads.sort_by(|a, b| {
+        let order = (key(a), &a.thread_id).cmp(&(key(b), &b.thread_id));
+        if ascending { order } else { order.reverse() }
+    });
+    let offset = usize::try_from(search.offset.unwrap_or(0)).unwrap_or(0);
+    let limit = usize::try_from(search.limit.unwrap_or(10)).unwrap_or(0);
+    let total = threads.len();
+    let items: Vec<Thread> = threads.into_iter().skip(offset).take(limit).collect();
+    Ok(page(&items, total, offset))
+}
+
+/// `POST /threads/count`.
+pub(crate) async fn count(State(app): AppState, body: Body) -> ApiResult<Response> {
+    Ok(ok(&found(&app, body).await?.0.len()))
+}
+
+/// `POST /threads/{thread_id}/copy`: a new thread with the same metadata and a copy of every checkpoint.
+pub(crate) async fn copy(State(app): AppState, Path(thread_id): Path<String>) -> ApiResult<Response> {
+    require_uuid(&thread_id, "thread")?;
+    let source = app.thread(&thread_id).await?;
+    let copy_id = new_id();
+    app.checkpointer
+        .copy_thread(&thread_id, &copy_id)
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let stamp = now();
+    let status = if source.status == ThreadStatus::Busy { ThreadStatus::Idle } else { source.status };
+    let copy = Thread {
+        thread_id: copy_id,
+        created_at: stamp.clone(),
+        updated_at: stamp.clone(),
+        state_updated_at: stamp,
+        status,
+        ..source
+    };
+    let mut records = app.records.lock().await;
+    records.commit(vec![Change::Thread(copy.clone())]).await?;
+    Ok(ok(&copy))
+}
+
+/// `POST /threads/prune`: deletes the threads (`delete`), or keeps only their latest checkpoint
+/// (`keep_latest`); answers how many were pruned.
+pub(crate) async fn prune(State(app): AppState, body: Body) -> ApiResult<Response> {
+    let (body, _) = read::<ThreadPrune>(body, app.limits.body_bytes, &THREAD_PRUNE).await?;
+    let keep_latest = body.strategy.as_deref() == Some("keep_latest");
+    let mut pruned = 0usize;
+    for thread_id in &body.thread_ids {
+        if !crate::app::is_uuid(thread_id) {
+            continue;
+        }
+        if keep_latest {
+            let known = app.records.lock().await.threads.contains_key(thread_id);
+            if known {
+                app.checkpointer.prune(thread_id, 1).await.map_err(|e| ApiError::internal(e.to_string()))?;
+                pruned += 1;
+            }
+        } else if delete_thread(&app, thread_id).await? {
+            pruned += 1;
+        }
+    }
+    Ok(ok(&json!({"pruned_count": pruned})))
+}

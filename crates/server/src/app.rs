@@ -1,0 +1,134 @@
+//! What every route and worker shares: the graphs, the records, the checkpointer and store, the run
+//! channels and the limits.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde_json::{Map, Value};
+use tokio::sync::{Mutex, Semaphore};
+use weft_graph::Checkpointer;
+use weft_graph::store::Store;
+
+use crate::error::{ApiError, ApiResult};
+use crate::graphs::{GraphRegistry, default_assistant_id};
+use crate::model::{Assistant, Thread};
+use crate::runs::channel::Channels;
+use crate::storage::Records;
+
+/// Limits of one server.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// The largest request body, in bytes.
+    pub(crate) body_bytes: usize,
+    /// How long a stream stays quiet before a heartbeat (`/wait` and `/join`: a newline).
+    pub(crate) keep_alive: std::time::Duration,
+    /// How long open requests may take to end after a shutdown.
+    pub(crate) shutdown_grace: std::time::Duration,
+}
+
+/// The server's shared state.
+#[derive(Debug)]
+pub(crate) struct App {
+    pub(crate) graphs: GraphRegistry,
+    pub(crate) records: Mutex<Records>,
+    pub(crate) checkpointer: Arc<dyn Checkpointer>,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) channels: Channels,
+    /// One permit per run that may execute at once.
+    pub(crate) run_slots: Arc<Semaphore>,
+    pub(crate) limits: Limits,
+}
+
+/// Now, as the API writes times.
+pub(crate) fn now() -> String {
+    weft_graph::time::format_rfc3339(SystemTime::now())
+}
+
+/// A new time-ordered id (UUID v7).
+pub(crate) fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+/// Whether `s` is a UUID.
+pub(crate) fn is_uuid(s: &str) -> bool {
+    uuid::Uuid::parse_str(s).is_ok()
+}
+
+/// `value`'s object, or an empty one.
+pub(crate) fn object(value: Option<&Value>) -> Map<String, Value> {
+    value.and_then(Value::as_object).cloned().unwrap_or_default()
+}
+
+/// LangGraph's JSONB merge: the keys of each later object replace the earlier ones'.
+pub(crate) fn merge(objects: &[&Map<String, Value>]) -> Map<String, Value> {
+    let mut out = Map::new();
+    for object in objects {
+        for (k, v) in object.iter() {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    out
+}
+
+/// Whether `target` contains `filter` (JSONB `@>`): every key of `filter` is in `target` with a value that
+/// contains the filter's (objects recursively, lists by element, other values by equality).
+pub(crate) fn contains(target: &Value, filter: &Value) -> bool {
+    match (target, filter) {
+        (Value::Object(t), Value::Object(f)) => {
+            f.iter().all(|(k, fv)| t.get(k).is_some_and(|tv| contains(tv, fv)))
+        }
+        (Value::Array(t), Value::Array(f)) => f.iter().all(|fv| t.iter().any(|tv| contains(tv, fv))),
+        (t, f) => t == f,
+    }
+}
+
+impl App {
+    /// The assistant id a run or request names: a graph id stands for its default assistant.
+    pub(crate) fn resolve_assistant_id(&self, id: &str) -> String {
+        if self.graphs.get(id).is_some() { default_assistant_id(id) } else { id.to_owned() }
+    }
+
+    /// `Invalid assistant: …` (LangGraph's 422 for an assistant that is neither a UUID nor a graph).
+    pub(crate) fn invalid_assistant(&self, id: &str) -> ApiError {
+        ApiError::unprocessable(format!(
+            "Invalid assistant: '{id}'. Must be either:\n- A valid assistant UUID, or\n- One of the registered graphs: {}",
+            self.graphs.ids()
+        ))
+    }
+
+    /// The assistant, or a 404.
+    pub(crate) async fn assistant(&self, assistant_id: &str) -> ApiResult<Assistant> {
+        let records = self.records.lock().await;
+        records.assistants.get(assistant_id).cloned().ok_or_else(|| ApiError::not_found("Not Found"))
+    }
+
+    /// The thread, or LangGraph's 404.
+    pub(crate) async fn thread(&self, thread_id: &str) -> ApiResult<Thread> {
+        let records = self.records.lock().await;
+        records.threads.get(thread_id).cloned().ok_or_else(|| ApiError::thread_not_found(thread_id))
+    }
+}
+
+/// Checks a path id is a UUID, with LangGraph's 422 text (`Invalid thread ID: must be a UUID`).
+pub(crate) fn require_uuid(id: &str, what: &str) -> ApiResult<()> {
+    if is_uuid(id) {
+        Ok(())
+    } else {
+        Err(ApiError::unprocessable(format!("Invalid {what} ID: must be a UUID")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn containment_is_jsonbs() {
+        assert!(contains(&json!({"a": 1, "b": {"c": 2, "d": 3}}), &json!({"b": {"c": 2}})));
+        assert!(contains(&json!({"tags": ["x", "y"]}), &json!({"tags": ["y"]})));
+        assert!(!contains(&json!({"a": 1}), &json!({"a": 2})));
+        assert!(!contains(&json!({}), &json!({"a": null})));
+    }
+}

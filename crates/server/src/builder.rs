@@ -1,0 +1,263 @@
+//! [`Server`] and [`ServerBuilder`]: register graphs, open the database, serve.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::{Mutex, Semaphore};
+use weft_graph::Checkpointer;
+use weft_graph::store::Store;
+use weft_integrations::sqlite::{SqliteSaver, SqliteStore};
+
+use crate::app::{App, Limits, now};
+use crate::error::ServerError;
+use crate::graphs::{GraphRegistry, Registered, ServerGraph, default_assistant_id};
+use crate::model::Assistant;
+use crate::runs::channel::Channels;
+use crate::storage::{Change, Records};
+
+/// The largest request body by default: 300 MiB, LangGraph's `HTTP_MAX_REQUEST_BODY_BYTES` default.
+const DEFAULT_BODY_BYTES: usize = 300 * 1024 * 1024;
+
+/// How long a stream stays quiet before a heartbeat by default (LangGraph's 5 s).
+const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(5);
+
+/// How long open requests (streams of runs still going) may take to end after a shutdown, by default.
+const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// How many runs execute at once by default.
+const DEFAULT_CONCURRENT_RUNS: usize = 256;
+
+#[derive(Debug, Clone)]
+enum Database {
+    File(PathBuf),
+    Memory,
+}
+
+/// Builds a [`Server`]: its graphs, its database, its limits.
+///
+/// ```no_run
+/// use serde_json::json;
+/// use weft_graph::{ChannelKind, JsonState, START, StateGraph};
+/// use weft_server::Server;
+///
+/// # async fn run() -> Result<(), weft_server::ServerError> {
+/// let state = JsonState::builder().append("items").build();
+/// let mut graph = StateGraph::with_initial(state);
+/// graph.add_node("hello", |_: &JsonState| json!({"items": ["hello"]}));
+/// graph.add_edge(START, "hello");
+/// let graph = graph.compile().expect("a valid graph");
+///
+/// Server::builder().graph("agent", graph).sqlite("weft-server.db").serve("127.0.0.1:2024").await
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct ServerBuilder {
+    graphs: Vec<(String, ServerGraph)>,
+    database: Database,
+    body_bytes: usize,
+    concurrent_runs: usize,
+    keep_alive: Duration,
+    shutdown_grace: Duration,
+}
+
+impl Default for ServerBuilder {
+    fn default() -> Self {
+        Self {
+            graphs: Vec::new(),
+            database: Database::File(PathBuf::from("weft-server.db")),
+            body_bytes: DEFAULT_BODY_BYTES,
+            concurrent_runs: DEFAULT_CONCURRENT_RUNS,
+            keep_alive: DEFAULT_KEEP_ALIVE,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+        }
+    }
+}
+
+impl ServerBuilder {
+    /// Serves `graph` as `graph_id`; an assistant of the same name is made for it at start-up, with
+    /// LangGraph's id for it ([`default_assistant_id`]). A compiled graph, or a [`ServerGraph`] with
+    /// schemas and a description.
+    pub fn graph(mut self, graph_id: impl Into<String>, graph: impl Into<ServerGraph>) -> Self {
+        self.graphs.push((graph_id.into(), graph.into()));
+        self
+    }
+
+    /// Keeps everything in the SQLite file at `path` (created when missing): threads, runs, assistants,
+    /// checkpoints and the store. The default is `weft-server.db` in the working directory.
+    pub fn sqlite(mut self, path: impl Into<PathBuf>) -> Self {
+        self.database = Database::File(path.into());
+        self
+    }
+
+    /// Keeps everything in memory: nothing survives the process.
+    pub fn in_memory(mut self) -> Self {
+        self.database = Database::Memory;
+        self
+    }
+
+    /// The largest request body, in bytes (300 MiB by default, as in LangGraph); larger ones get a `413`.
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.body_bytes = bytes;
+        self
+    }
+
+    /// How many runs execute at once (256 by default); more wait their turn as `pending`.
+    pub fn max_concurrent_runs(mut self, runs: usize) -> Self {
+        self.concurrent_runs = runs.max(1);
+        self
+    }
+
+    /// How long a stream stays quiet before the server sends a heartbeat comment (`: heartbeat`), and
+    /// `/wait` and `/join` a newline, to keep the connection open (5 s by default, as LangGraph).
+    pub fn keep_alive(mut self, every: Duration) -> Self {
+        self.keep_alive = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long open requests may take to end once a shutdown is asked for (10 s by default); streams of
+    /// runs still going are then closed (their runs continue at the next start).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// Opens the database, registers the graphs and their assistants, and picks up the runs a previous
+    /// process left unfinished.
+    pub async fn build(self) -> Result<Server, ServerError> {
+        let mut seen = std::collections::HashSet::new();
+        for (id, _) in &self.graphs {
+            if id.is_empty() {
+                return Err(ServerError::InvalidGraphId(id.clone()));
+            }
+            if !seen.insert(id.clone()) {
+                return Err(ServerError::DuplicateGraph(id.clone()));
+            }
+        }
+        let saver = match &self.database {
+            Database::File(path) => SqliteSaver::open(path).await,
+            Database::Memory => SqliteSaver::in_memory().await,
+        }
+        .map_err(|e| ServerError::Storage(e.to_string()))?;
+        let pool = saver.pool().clone();
+        let store: Arc<dyn Store> = Arc::new(
+            SqliteStore::from_pool(pool.clone()).await.map_err(|e| ServerError::Storage(e.to_string()))?,
+        );
+        let checkpointer: Arc<dyn Checkpointer> = Arc::new(saver);
+        let mut records = Records::open(pool).await?;
+        let mut registered = Vec::with_capacity(self.graphs.len());
+        let mut changes = Vec::new();
+        for (id, spec) in self.graphs {
+            let stateful = spec
+                .graph
+                .with_checkpointer(Some(Arc::clone(&checkpointer)))
+                .with_store(Some(Arc::clone(&store)));
+            let stateless = spec.graph.with_checkpointer(None).with_store(Some(Arc::clone(&store)));
+            let assistant_id = default_assistant_id(&id);
+            if !records.assistants.contains_key(&assistant_id) {
+                let stamp = now();
+                let mut metadata = Map::new();
+                metadata.insert("created_by".into(), json!("system"));
+                let assistant = Assistant {
+                    assistant_id,
+                    graph_id: id.clone(),
+                    config: Value::Object(Map::new()),
+                    context: Value::Object(Map::new()),
+                    metadata,
+                    name: id.clone(),
+                    created_at: stamp.clone(),
+                    updated_at: stamp,
+                    version: 1,
+                    description: spec.description.clone(),
+                };
+                changes.push(Change::Version(assistant.version_record()));
+                changes.push(Change::Assistant(assistant));
+            }
+            registered.push(Registered { id, spec, stateful, stateless });
+        }
+        records.commit(changes).await?;
+        let app = Arc::new(App {
+            graphs: GraphRegistry::new(registered),
+            records: Mutex::new(records),
+            checkpointer,
+            store,
+            channels: Channels::default(),
+            run_slots: Arc::new(Semaphore::new(self.concurrent_runs)),
+            limits: Limits {
+                body_bytes: self.body_bytes,
+                keep_alive: self.keep_alive,
+                shutdown_grace: self.shutdown_grace,
+            },
+        });
+        crate::runs::recover(&app).await?;
+        Ok(Server { app })
+    }
+
+    /// Builds the server and serves it on `addr` (`"127.0.0.1:2024"`) until Ctrl-C.
+    pub async fn serve(self, addr: impl AsRef<str>) -> Result<(), ServerError> {
+        self.build().await?.serve(addr).await
+    }
+}
+
+/// A LangGraph Platform API server over weft graphs. See [`ServerBuilder`].
+#[derive(Debug, Clone)]
+pub struct Server {
+    app: Arc<App>,
+}
+
+impl Server {
+    /// Starts describing a server.
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder::default()
+    }
+
+    /// Serves on `addr` (`"127.0.0.1:2024"`) until Ctrl-C. Runs still going when it stops are picked up by the next start
+    /// (from their last checkpoint) when the database is a file.
+    pub async fn serve(self, addr: impl AsRef<str>) -> Result<(), ServerError> {
+        let addr = addr.as_ref();
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServerError::Bind { addr: addr.to_owned(), source })?;
+        self.serve_with_shutdown(listener, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+    }
+
+    /// Serves on `listener` until `shutdown` resolves, then lets open requests finish for up to the
+    /// shutdown grace ([`ServerBuilder::shutdown_grace`], 10 s by default) and returns. Runs still going then
+    /// stay `running` in the database: the next start picks them up from their last checkpoint.
+    pub async fn serve_with_shutdown<F>(self, listener: TcpListener, shutdown: F) -> Result<(), ServerError>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let router = crate::api::router(Arc::clone(&self.app));
+        // Events go out as soon as they are written: no Nagle delay on the small SSE writes.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+            }
+        });
+        let stopping = Arc::new(tokio::sync::Notify::new());
+        let signal = Arc::clone(&stopping);
+        let shutdown = async move {
+            shutdown.await;
+            signal.notify_one();
+        };
+        let serving = axum::serve(listener, router).with_graceful_shutdown(shutdown);
+        let grace = self.app.limits.shutdown_grace;
+        tokio::select! {
+            served = serving => served.map_err(ServerError::Serve),
+            () = async {
+                stopping.notified().await;
+                tokio::time::sleep(grace).await;
+            } => {
+                tracing::info!(?grace, "requests still open after the shutdown grace: stopping anyway");
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Errors: [`ServerError`] for starting and running the server, and the HTTP errors its routes answer
+//! with (`{"detail": ...}` bodies, as LangGraph's server sends them).
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+/// Why the server could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// Two graphs were registered under one id.
+    #[error("graph id '{0}' is registered twice")]
+    DuplicateGraph(String),
+    /// A graph id that cannot name a graph (empty).
+    #[error("graph id '{0}' is not valid: it must not be empty")]
+    InvalidGraphId(String),
+    /// The database could not be opened or written.
+    #[error("storage failed: {0}")]
+    Storage(String),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Serving connections failed.
+    #[error("the server failed: {0}")]
+    Serve(#[source] std::io::Error),
+}
+
+/// An HTTP error answer: a status and the `detail` text of its JSON body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ApiError {
+    pub(crate) status: StatusCode,
+    pub(crate) detail: String,
+}
+
+impl ApiError {
+    pub(crate) fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+        Self { status, detail: detail.into() }
+    }
+
+    pub(crate) fn not_found(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, detail)
+    }
+
+    pub(crate) fn unprocessable(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, detail)
+    }
+
+    pub(crate) fn bad_request(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, detail)
+    }
+
+    pub(crate) fn conflict(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, detail)
+    }
+
+    pub(crate) fn internal(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, detail)
+    }
+
+    /// `Thread with ID … not found` (LangGraph's wording).
+    pub(crate) fn thread_not_found(thread_id: &str) -> Self {
+        Self::not_found(format!("Thread with ID {thread_id} not found"))
+    }
+}
+
+impl From<ServerError> for ApiError {
+    fn from(e: ServerError) -> Self {
+        tracing::error!(error = %e, "request failed");
+        ApiError::internal(e.to_string())
+    }
+}
+
+impl From<weft_graph::GraphError> for ApiError {
+    fn from(e: weft_graph::GraphError) -> Self {
+        use weft_graph::GraphError as G;
+        match &e {
+            G::UpdateUnknownNode(_)
+            | G::AmbiguousUpdate
+            | G::AsNodeRequired
+            | G::InvalidUpdate { .. }
+            | G::Serialization(_)
+            | G::Checkpoint(_) => ApiError::bad_request(e.to_string()),
+            _ => ApiError::internal(e.to_string()),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        crate::api::reply::json(self.status, &serde_json::json!({"detail": self.detail}))
+    }
+}
+
+/// Result of a route.
+pub(crate) type ApiResult<T> = Result<T, ApiError>;

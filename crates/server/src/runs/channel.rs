@@ -1,0 +1,265 @@
+//! A run's event channel: what the worker publishes (SSE events with resumable ids), who listens, the
+//! events kept for replay (resumable runs only, as in LangGraph), and the cancel signal.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tokio::sync::{mpsc, watch};
+
+/// One event of a run's stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Event {
+    /// `<ms>-<seq>`: the resumable id.
+    pub(crate) id: String,
+    /// The SSE event name (`values`, `updates|ns`, `metadata`, `error`, ...).
+    pub(crate) name: String,
+    /// The data line: compact JSON.
+    pub(crate) data: String,
+}
+
+/// How a cancel asks the run to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CancelAction {
+    /// Stop, keeping what the run saved (the run ends `interrupted`).
+    Interrupt,
+    /// Stop and undo the run (the run is deleted).
+    Rollback,
+}
+
+/// What a listener gets: the events to replay, then the live ones (`None` when the run is over).
+#[derive(Debug)]
+pub(crate) struct Subscription {
+    pub(crate) replay: Vec<Arc<Event>>,
+    pub(crate) live: Option<mpsc::UnboundedReceiver<Arc<Event>>>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    resumable: bool,
+    kept: Vec<Arc<Event>>,
+    listeners: Vec<mpsc::UnboundedSender<Arc<Event>>>,
+    finished: bool,
+    /// What `/wait` and `/join` answer, once the run has ended.
+    result: Option<serde_json::Value>,
+    /// The last id given: (milliseconds, sequence within that millisecond).
+    last: (u64, u64),
+}
+
+/// The channel of one run.
+#[derive(Debug)]
+pub(crate) struct RunChannel {
+    state: Mutex<State>,
+    cancel: watch::Sender<Option<CancelAction>>,
+    done: watch::Sender<bool>,
+}
+
+/// An event id as `(ms, seq)`: `<ms>-<seq>`, or a plain integer `n` (LangGraph's index form: events after
+/// the n-th, so `-1` replays everything).
+fn parse_id(id: &str) -> Option<(i128, i128)> {
+    match id.split_once('-') {
+        Some((ms, seq)) if !ms.is_empty() => Some((ms.parse().ok()?, seq.parse().ok()?)),
+        _ => None,
+    }
+}
+
+impl RunChannel {
+    pub(crate) fn new(resumable: bool) -> Self {
+        Self {
+            state: Mutex::new(State { resumable, ..State::default() }),
+            cancel: watch::channel(None).0,
+            done: watch::channel(false).0,
+        }
+    }
+
+    /// Publishes an event to every listener (and keeps it when the run is resumable). Returns the event.
+    pub(crate) fn publish(&self, name: impl Into<String>, data: String) -> Arc<Event> {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let (last_ms, last_seq) = state.last;
+        state.last = if ms > last_ms { (ms, 0) } else { (last_ms, last_seq + 1) };
+        let event =
+            Arc::new(Event { id: format!("{}-{}", state.last.0, state.last.1), name: name.into(), data });
+        if state.resumable {
+            state.kept.push(Arc::clone(&event));
+        }
+        state.listeners.retain(|tx| tx.send(Arc::clone(&event)).is_ok());
+        event
+    }
+
+    /// Listens from now on, after replaying the kept events that come after `last_event_id` (none without
+    /// one).
+    pub(crate) fn subscribe(&self, last_event_id: Option<&str>) -> Subscription {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let replay = match last_event_id {
+            None => Vec::new(),
+            Some(id) => match (parse_id(id), id.trim().parse::<i64>()) {
+                (Some(after), _) => state
+                    .kept
+                    .iter()
+                    .filter(|e| parse_id(&e.id).is_some_and(|own| own > after))
+                    .cloned()
+                    .collect(),
+                (None, Ok(index)) => {
+                    let skip = usize::try_from(index.saturating_add(1)).unwrap_or(0);
+                    state.kept.iter().skip(skip).cloned().collect()
+                }
+                (None, Err(_)) => Vec::new(),
+            },
+        };
+        let live = if state.finished {
+            None
+        } else {
+            let (tx, rx) = mpsc::unbounded_channel();
+            state.listeners.push(tx);
+            Some(rx)
+        };
+        Subscription { replay, live }
+    }
+
+    /// Sets what `/wait` and `/join` answer (before [`finish`](RunChannel::finish)).
+    pub(crate) fn set_result(&self, result: Option<serde_json::Value>) {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).result = result;
+    }
+
+    /// What `/wait` and `/join` answer, once set.
+    pub(crate) fn result(&self) -> Option<serde_json::Value> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).result.clone()
+    }
+
+    /// Ends the stream: listeners see their channel close.
+    pub(crate) fn finish(&self) {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.finished = true;
+        state.listeners.clear();
+        drop(state);
+        self.done.send_replace(true);
+    }
+
+    /// Asks the run to stop.
+    pub(crate) fn cancel(&self, action: CancelAction) {
+        self.cancel.send_replace(Some(action));
+    }
+
+    /// Resolves when a cancel is asked for, with its action.
+    pub(crate) async fn cancelled(&self) -> CancelAction {
+        let mut rx = self.cancel.subscribe();
+        loop {
+            if let Some(action) = *rx.borrow_and_update() {
+                return action;
+            }
+            if rx.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
+    }
+
+    /// Resolves when the run has finished.
+    pub(crate) async fn finished(&self) {
+        let mut rx = self.done.subscribe();
+        while !*rx.borrow_and_update() {
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// How many finished resumable runs keep their events for replay (the oldest go first).
+const KEPT_FINISHED: usize = 1024;
+
+/// The channels of the runs that are pending or running, and of the last finished resumable runs (kept
+/// so that their streams can be replayed; dropped with the run or its thread, or when newer ones push
+/// them out).
+#[derive(Debug, Default)]
+pub(crate) struct Channels {
+    by_run: Mutex<HashMap<String, Arc<RunChannel>>>,
+    finished: Mutex<std::collections::VecDeque<String>>,
+}
+
+impl Channels {
+    /// The run's channel, made when missing.
+    pub(crate) fn open(&self, run_id: &str, resumable: bool) -> Arc<RunChannel> {
+        let mut map = self.by_run.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(map.entry(run_id.to_owned()).or_insert_with(|| Arc::new(RunChannel::new(resumable))))
+    }
+
+    /// The run's channel, if it has one.
+    pub(crate) fn get(&self, run_id: &str) -> Option<Arc<RunChannel>> {
+        self.by_run.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(run_id).cloned()
+    }
+
+    /// Forgets the run's channel.
+    pub(crate) fn remove(&self, run_id: &str) {
+        self.by_run.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(run_id);
+    }
+
+    /// Keeps a finished resumable run's channel for replays, forgetting the oldest beyond
+    /// [`KEPT_FINISHED`].
+    pub(crate) fn keep_finished(&self, run_id: &str) {
+        let mut finished = self.finished.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        finished.push_back(run_id.to_owned());
+        while finished.len() > KEPT_FINISHED {
+            if let Some(oldest) = finished.pop_front() {
+                self.remove(&oldest);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_increase_within_a_millisecond() {
+        let channel = RunChannel::new(true);
+        let a = channel.publish("values", "{}".into());
+        let b = channel.publish("values", "{}".into());
+        assert!(parse_id(&b.id) > parse_id(&a.id), "{} then {}", a.id, b.id);
+    }
+
+    #[test]
+    fn resumable_runs_replay_after_an_id_and_minus_one_replays_all() {
+        let channel = RunChannel::new(true);
+        let first = channel.publish("metadata", "{}".into());
+        channel.publish("values", "1".into());
+        channel.publish("values", "2".into());
+        assert_eq!(channel.subscribe(Some(&first.id)).replay.len(), 2);
+        assert_eq!(channel.subscribe(Some("-1")).replay.len(), 3);
+        assert_eq!(channel.subscribe(Some("0")).replay.len(), 2);
+        assert!(channel.subscribe(None).replay.is_empty());
+    }
+
+    #[test]
+    fn runs_that_are_not_resumable_keep_nothing() {
+        let channel = RunChannel::new(false);
+        channel.publish("values", "1".into());
+        assert!(channel.subscribe(Some("-1")).replay.is_empty());
+    }
+
+    #[test]
+    fn only_the_last_finished_resumable_runs_keep_their_channels() {
+        let channels = Channels::default();
+        for i in 0..=KEPT_FINISHED {
+            channels.open(&i.to_string(), true);
+            channels.keep_finished(&i.to_string());
+        }
+        assert!(channels.get("0").is_none(), "the oldest is forgotten");
+        assert!(channels.get("1").is_some());
+        assert!(channels.get(&KEPT_FINISHED.to_string()).is_some());
+    }
+
+    #[tokio::test]
+    async fn listeners_get_live_events_until_the_run_finishes() {
+        let channel = RunChannel::new(false);
+        let mut sub = channel.subscribe(None);
+        channel.publish("values", "1".into());
+        channel.finish();
+        let live = sub.live.as_mut().unwrap();
+        assert_eq!(live.recv().await.unwrap().data, "1");
+        assert!(live.recv().await.is_none());
+        assert!(channel.subscribe(None).live.is_none());
+        channel.finished().await;
+    }
+}

@@ -1,0 +1,322 @@
+//! Running one run: its graph streamed into the run's channel as SSE events, stopped by a cancel, and its
+//! outcome written to the run and its thread.
+
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use weft_graph::erased::{ErasedGraph, JsonCommand, JsonInput};
+use weft_graph::{Durability, GraphError, RunOptions};
+use weft_runnable_core::{EventSink, RunnableConfig};
+
+use super::channel::{CancelAction, RunChannel};
+use super::modes::Modes;
+use super::result::{RunResult, from_thread};
+use super::settle::{apply_state, latest_state, status, thread_config};
+use super::wire::Wire;
+use crate::app::{App, now, object};
+use crate::model::{RunRecord, RunStatus};
+use crate::storage::Change;
+
+/// How a run ended.
+#[derive(Debug)]
+enum Ended {
+    Success,
+    /// The error event's data: `{"error", "message"}`.
+    Error(Value),
+    Cancelled(CancelAction),
+}
+
+/// The error event of a failed run: the error's kind, as LangGraph names its exceptions where there is
+/// one to name, and its message.
+pub(crate) fn error_json(error: &GraphError) -> Value {
+    let name = match error {
+        GraphError::InvalidUpdate { .. } | GraphError::Serialization(_) => "InvalidUpdateError",
+        GraphError::RecursionLimit { .. } => "GraphRecursionError",
+        GraphError::EmptyInput => "EmptyInputError",
+        GraphError::Node { source, .. } => match source {
+            weft_runnable_core::Error::InvalidInput(_) => "ValueError",
+            weft_runnable_core::Error::Timeout { .. } => "TimeoutError",
+            _ => "NodeError",
+        },
+        _ => "GraphError",
+    };
+    json!({"error": name, "message": error.to_string()})
+}
+
+/// The config a run's graph gets: the run's configurable values and metadata; its root run named after
+/// its graph, as LangGraph's server names it.
+fn runnable_config(record: &RunRecord) -> RunnableConfig {
+    let run_config = &record.run.kwargs.config;
+    let mut config = RunnableConfig::default();
+    config.run_name = run_config
+        .get("configurable")
+        .and_then(|c| c.get("graph_id"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    config.configurable = object(run_config.get("configurable"));
+    config.configurable.remove("__after_seconds__");
+    let mut metadata = object(run_config.get("metadata"));
+    metadata.insert("run_attempt".into(), json!(record.attempt));
+    for key in ["run_id", "thread_id", "graph_id", "assistant_id"] {
+        if let Some(v) = config.configurable.get(key) {
+            metadata.insert(key.into(), v.clone());
+        }
+    }
+    config.metadata = metadata;
+    config.tags = run_config
+        .get("tags")
+        .and_then(Value::as_array)
+        .map(|tags| tags.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default();
+    config.recursion_limit =
+        run_config.get("recursion_limit").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
+    config.run_id = uuid::Uuid::parse_str(&record.run.run_id).ok();
+    config
+}
+
+/// A run's breakpoints: `"*"`, a list of node names, or none (the graph's own).
+fn breakpoints(value: &Value) -> Option<Vec<String>> {
+    match value {
+        Value::String(s) => Some(vec![s.clone()]),
+        Value::Array(items) => Some(items.iter().filter_map(Value::as_str).map(str::to_owned).collect()),
+        _ => None,
+    }
+}
+
+/// The run's input: its command or input, or, for a run started again after a stop that had saved
+/// checkpoints already, the thread's checkpoint to continue from (its input is in it).
+fn input_of(record: &RunRecord, continues: bool) -> Result<JsonInput, GraphError> {
+    let kwargs = &record.run.kwargs;
+    if continues {
+        return Ok(JsonInput::Resume);
+    }
+    match &kwargs.command {
+        Value::Null => JsonInput::from_json(kwargs.input.clone()),
+        command => Ok(JsonInput::Command(JsonCommand::from_json(command.clone())?)),
+    }
+}
+
+/// Streams the run's graph into its channel until it ends or is cancelled.
+async fn drive(
+    record: &RunRecord,
+    graph: &Arc<dyn ErasedGraph>,
+    continues: bool,
+    channel: &Arc<RunChannel>,
+    result: &mut RunResult,
+) -> Ended {
+    let kwargs = &record.run.kwargs;
+    let modes = Modes::from_names(&kwargs.stream_mode);
+    let mut wire = Wire::new(modes, kwargs.subgraphs, record.run.metadata.clone());
+    let input = match input_of(record, continues) {
+        Ok(input) => input,
+        Err(e) => return Ended::Error(error_json(&e)),
+    };
+    let options = RunOptions {
+        durability: match kwargs.durability.as_str() {
+            "sync" => Durability::Sync,
+            "exit" => Durability::Exit,
+            _ => Durability::Async,
+        },
+        context: Some(Arc::new(kwargs.context.clone())),
+        subgraphs: kwargs.subgraphs,
+        interrupt_before: breakpoints(&kwargs.interrupt_before),
+        interrupt_after: breakpoints(&kwargs.interrupt_after),
+    };
+    let mut config = runnable_config(record);
+    if modes.events {
+        // `events`: every run event (the graph, its nodes, models, tools) as it happens.
+        let events = Arc::clone(channel);
+        config.callbacks = Some(EventSink::new(move |event| {
+            events.publish("events", super::wire::run_event(&event).to_string());
+        }));
+    }
+    let mut stream = graph.stream_json(input, &config, &modes.graph_modes(), options);
+    let cancelled = channel.cancelled();
+    tokio::pin!(cancelled);
+    loop {
+        tokio::select! {
+            biased;
+            action = &mut cancelled => return Ended::Cancelled(action),
+            part = stream.next() => match part {
+                None => return Ended::Success,
+                Some(Err(e)) => return Ended::Error(error_json(&e)),
+                Some(Ok(part)) => {
+                    for (name, data) in wire.events(part) {
+                        result.absorb(&name, &data);
+                        channel.publish(name, data.to_string());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs `record` (already marked running) to its end and records the outcome.
+pub(super) async fn execute(app: &Arc<App>, record: RunRecord) {
+    let run_id = record.run.run_id.clone();
+    let thread_id = record.run.thread_id.clone();
+    let kwargs = &record.run.kwargs;
+    let channel = app.channels.open(&run_id, kwargs.resumable);
+    channel.publish("metadata", json!({"run_id": run_id, "attempt": record.attempt}).to_string());
+    let graph_id = kwargs.config.get("configurable").and_then(|c| c.get("graph_id")).and_then(Value::as_str);
+    let registered = graph_id.and_then(|id| app.graphs.get(id));
+    let mut result = RunResult::default();
+    let (ended, started_from) = match registered {
+        None => (
+            Ended::Error(
+                json!({"error": "GraphNotFound", "message": format!("graph '{}' is not served", graph_id.unwrap_or_default())}),
+            ),
+            None,
+        ),
+        Some(registered) => {
+            let graph = if kwargs.temporary { &registered.stateless } else { &registered.stateful };
+            // Where the thread stood (so that a rollback can return there), and whether this run saved it
+            // before a stop (then it continues from there).
+            let head = if kwargs.temporary {
+                None
+            } else {
+                graph.get_state_json(&thread_config(&thread_id), false).await.ok()
+            };
+            let started_from = head.as_ref().map(|s| s.config.as_ref().and_then(|c| c.checkpoint_id.clone()));
+            let saved_by_run = head
+                .as_ref()
+                .and_then(|s| s.metadata.as_ref())
+                .and_then(|m| m.extra.get("run_id"))
+                .is_some_and(|id| id.as_str() == Some(run_id.as_str()));
+            let continues = record.attempt > 1 && saved_by_run;
+            (drive(&record, graph, continues, &channel, &mut result).await, started_from)
+        }
+    };
+    if let Ended::Error(error) = &ended {
+        result.absorb("error", error);
+        channel.publish("error", error.to_string());
+    }
+    let body = finish(app, &record, ended, started_from, result).await.unwrap_or_else(|e| {
+        tracing::error!(run_id, error = %e.detail, "cannot record the end of a run");
+        None
+    });
+    // Under the records' lock, so that a listener who finds the run still going also finds its channel.
+    let records = app.records.lock().await;
+    channel.set_result(body);
+    channel.finish();
+    if kwargs.resumable {
+        app.channels.keep_finished(&run_id);
+    } else {
+        app.channels.remove(&run_id);
+    }
+    drop(records);
+    super::schedule(app, &thread_id);
+}
+
+/// Writes the run's end: its status and result, the thread's state and status; undoes a rolled-back run;
+/// deletes a stateless run's thread. Returns the `/wait` body (none for a rolled-back run).
+async fn finish(
+    app: &Arc<App>,
+    record: &RunRecord,
+    ended: Ended,
+    started_from: Option<Option<String>>,
+    result: RunResult,
+) -> Result<Option<Value>, crate::error::ApiError> {
+    let thread_id = &record.run.thread_id;
+    let temporary = record.run.kwargs.temporary;
+    if let Ended::Cancelled(CancelAction::Rollback) = ended {
+        rollback(app, record, started_from).await?;
+    }
+    let thread = app.records.lock().await.threads.get(thread_id).cloned();
+    let snapshot = match &thread {
+        Some(thread) if !temporary => latest_state(app, thread).await.ok().flatten(),
+        _ => None,
+    };
+    let mut records = app.records.lock().await;
+    let mut changes = Vec::new();
+    let error = match &ended {
+        Ended::Error(e) => Some(e.clone()),
+        _ => None,
+    };
+    let mut thread = records.threads.get(thread_id).cloned();
+    if let Some(thread) = thread.as_mut() {
+        if let Some(snapshot) = &snapshot {
+            apply_state(thread, snapshot);
+        }
+        let active = records.active_runs(thread_id).any(|r| r.run.run_id != record.run.run_id);
+        let paused = snapshot.as_ref().is_some_and(|s| !s.next.is_empty());
+        thread.error = error.clone();
+        thread.status = status(active, error.is_some(), paused);
+        thread.updated_at = now();
+    }
+    let mut body = None;
+    let delete_thread =
+        record.delete_thread && !records.active_runs(thread_id).any(|r| r.run.run_id != record.run.run_id);
+    match ended {
+        Ended::Cancelled(CancelAction::Rollback) => {
+            changes.push(Change::DeleteRun(record.run.run_id.clone()))
+        }
+        ended => {
+            let mut done = record.clone();
+            done.run.status = match ended {
+                Ended::Success => RunStatus::Success,
+                Ended::Error(_) => RunStatus::Error,
+                Ended::Cancelled(_) => RunStatus::Interrupted,
+            };
+            done.run.updated_at = now();
+            done.result = Some(result.body(|| from_thread(thread.as_ref())));
+            body = done.result.clone();
+            // A stateless run goes with its thread (its result reaches whoever waits through the channel);
+            // a run deleted meanwhile (with its thread) stays deleted.
+            let still_there = records.runs.contains_key(&done.run.run_id);
+            if delete_thread {
+                changes.push(Change::DeleteRun(done.run.run_id.clone()));
+            } else if still_there {
+                changes.push(Change::Run(Box::new(done)));
+            }
+        }
+    }
+    match thread {
+        Some(_) if delete_thread => changes.push(Change::DeleteThread(thread_id.clone())),
+        Some(thread) => changes.push(Change::Thread(thread)),
+        None => {}
+    }
+    records.commit(changes).await?;
+    drop(records);
+    if delete_thread {
+        app.checkpointer
+            .delete_thread(thread_id)
+            .await
+            .map_err(|e| crate::error::ApiError::internal(e.to_string()))?;
+    }
+    Ok(body)
+}
+
+/// Puts the thread back where the run found it: a thread that had no checkpoint loses them all; one that
+/// had gets a copy of that checkpoint as its latest (the run's checkpoints stay in its history, behind it).
+async fn rollback(
+    app: &Arc<App>,
+    record: &RunRecord,
+    started_from: Option<Option<String>>,
+) -> Result<(), crate::error::ApiError> {
+    let thread_id = &record.run.thread_id;
+    match started_from {
+        Some(Some(checkpoint_id)) => {
+            let graph_id = record
+                .run
+                .kwargs
+                .config
+                .get("configurable")
+                .and_then(|c| c.get("graph_id"))
+                .and_then(Value::as_str);
+            let Some(registered) = graph_id.and_then(|id| app.graphs.get(id)) else { return Ok(()) };
+            let mut config = thread_config(thread_id);
+            config.configurable.insert("checkpoint_id".into(), Value::String(checkpoint_id));
+            registered.stateful.update_state_json(&config, None, Some("__copy__")).await?;
+        }
+        Some(None) => {
+            app.checkpointer
+                .delete_thread(thread_id)
+                .await
+                .map_err(|e| crate::error::ApiError::internal(e.to_string()))?;
+        }
+        None => {}
+    }
+    Ok(())
+}

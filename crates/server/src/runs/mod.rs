@@ -1,0 +1,393 @@
+//! Runs: created as records first (pending), then started by a worker, one at a time per thread, in the
+//! order they were made; multitask strategies, cancellation and the thread's status follow LangGraph's
+//! server.
+
+pub(crate) mod channel;
+mod exec;
+pub(crate) mod modes;
+pub(crate) mod result;
+pub(crate) mod settle;
+pub(crate) mod wire;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Map, Value, json};
+
+pub(crate) use self::channel::{CancelAction, RunChannel};
+use crate::api::requests::RunCreate;
+use crate::app::{App, is_uuid, merge, new_id, now, object};
+use crate::error::{ApiError, ApiResult};
+use crate::model::{Run, RunKwargs, RunRecord, RunStatus, Thread, ThreadStatus};
+use crate::storage::Change;
+
+/// A run just made, with its channel and, when asked for, a subscription made before any worker could
+/// start the run (so it sees all of it).
+#[derive(Debug)]
+pub(crate) struct Created {
+    pub(crate) record: RunRecord,
+    pub(crate) channel: Arc<RunChannel>,
+    pub(crate) subscription: Option<channel::Subscription>,
+}
+
+/// The stream modes of a request: a name or a list; none (or an empty list) is `["values"]`.
+fn stream_modes(value: &Value) -> Vec<String> {
+    let modes: Vec<String> = match value {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(items) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        _ => Vec::new(),
+    };
+    if modes.is_empty() { vec!["values".to_owned()] } else { modes }
+}
+
+/// Makes a run: checks the request as LangGraph does, creates or marks the thread busy, applies the
+/// multitask strategy and saves the run as pending. `stateless` runs get a thread of their own, deleted
+/// when they end unless `on_completion` is `keep`. `subscribe`: listen to the run from its first event.
+pub(crate) async fn create(
+    app: &Arc<App>,
+    thread_id: Option<&str>,
+    body: RunCreate,
+    stateless: bool,
+    subscribe: bool,
+) -> ApiResult<Created> {
+    let assistant_id = app.resolve_assistant_id(&body.assistant_id);
+    if !is_uuid(&assistant_id) {
+        return Err(app.invalid_assistant(&body.assistant_id));
+    }
+    if thread_id.is_some_and(|t| !is_uuid(t)) {
+        return Err(ApiError::unprocessable("Invalid thread ID"));
+    }
+    if body.checkpoint_id.as_deref().is_some_and(|c| !is_uuid(c)) {
+        return Err(ApiError::unprocessable("Invalid checkpoint ID"));
+    }
+    let resuming = body.command.as_ref().and_then(|c| c.get("resume")).is_some_and(|r| !r.is_null());
+    if (thread_id.is_none() || stateless) && resuming {
+        return Err(ApiError::bad_request("You must provide a thread_id when resuming."));
+    }
+    let temporary = stateless && body.on_completion.as_deref().unwrap_or("delete") == "delete";
+    let stream_mode = stream_modes(&body.stream_mode);
+    let mut config = body.config.clone().unwrap_or_default();
+    let mut context = body.context.clone().unwrap_or_default();
+    let mut configurable = object(config.get("configurable"));
+    if !configurable.is_empty() && !context.is_empty() {
+        return Err(ApiError::bad_request(
+            "Cannot specify both configurable and context. Prefer setting context alone. Context was introduced in \
+             LangGraph 0.6.0 and is the long term planned replacement for configurable.",
+        ));
+    }
+    if context.is_empty() {
+        context = configurable.clone();
+    } else {
+        configurable = context.clone();
+    }
+    if let Some(checkpoint_id) = &body.checkpoint_id {
+        configurable.insert("checkpoint_id".into(), json!(checkpoint_id));
+    }
+    if let Some(checkpoint) = &body.checkpoint {
+        configurable.extend(checkpoint.clone());
+    }
+    let after_seconds = body.after_seconds.unwrap_or(0.0).max(0.0);
+    configurable.insert("__after_seconds__".into(), json!(after_seconds));
+    config.insert("configurable".into(), Value::Object(configurable.clone()));
+    let durability = body.durability.clone().unwrap_or_else(|| {
+        if body.checkpoint_during == Some(false) { "exit".to_owned() } else { "async".to_owned() }
+    });
+    let strategy = body.multitask_strategy.clone().unwrap_or_else(|| "enqueue".to_owned());
+    let if_not_exists = if stateless {
+        "create".to_owned()
+    } else {
+        body.if_not_exists.clone().unwrap_or_else(|| "reject".into())
+    };
+    let thread_id = thread_id.map_or_else(new_id, str::to_owned);
+    let metadata = body.metadata.clone().unwrap_or_default();
+    let config_metadata = object(config.get("metadata"));
+
+    let mut records = app.records.lock().await;
+    let not_found = || ApiError::not_found("Thread or assistant not found.");
+    let assistant = records.assistants.get(&assistant_id).cloned().ok_or_else(not_found)?;
+    let assistant_configurable = object(assistant.config.get("configurable"));
+    let ids = json!({"graph_id": assistant.graph_id, "assistant_id": assistant_id});
+    let ids = ids.as_object().cloned().unwrap_or_default();
+    let existing = records.threads.get(&thread_id).cloned();
+    let stamp = now();
+    let thread = match &existing {
+        None if if_not_exists == "create" => Thread {
+            thread_id: thread_id.clone(),
+            created_at: stamp.clone(),
+            updated_at: stamp.clone(),
+            state_updated_at: stamp.clone(),
+            metadata: merge(&[&ids, &config_metadata, &metadata]),
+            status: ThreadStatus::Busy,
+            config: Value::Object(merge(&[
+                &object(Some(&assistant.config)),
+                &config,
+                &json_object("configurable", Value::Object(assistant_configurable.clone())),
+            ])),
+            values: None,
+            error: None,
+            interrupts: Map::new(),
+        },
+        None => return Err(not_found()),
+        Some(thread) if thread.status == ThreadStatus::Busy => thread.clone(),
+        Some(thread) => {
+            let thread_configurable = object(thread.config.get("configurable"));
+            Thread {
+                status: ThreadStatus::Busy,
+                metadata: merge(&[&thread.metadata, &ids]),
+                config: Value::Object(merge(&[
+                    &object(Some(&assistant.config)),
+                    &object(Some(&thread.config)),
+                    &config,
+                    &json_object(
+                        "configurable",
+                        Value::Object(merge(&[&assistant_configurable, &thread_configurable])),
+                    ),
+                ])),
+                updated_at: stamp.clone(),
+                ..thread.clone()
+            }
+        }
+    };
+    let inflight: Vec<String> = records.active_runs(&thread_id).map(|r| r.run.run_id.clone()).collect();
+    if strategy == "reject" && !inflight.is_empty() {
+        return Err(ApiError::conflict(
+            "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
+        ));
+    }
+    let run_id = new_id();
+    let thread_configurable =
+        existing.as_ref().map(|t| object(t.config.get("configurable"))).unwrap_or_default();
+    let own = json!({"run_id": run_id, "thread_id": thread_id, "graph_id": assistant.graph_id, "assistant_id": assistant_id});
+    let run_configurable = merge(&[
+        &assistant_configurable,
+        &thread_configurable,
+        &configurable,
+        &own.as_object().cloned().unwrap_or_default(),
+    ]);
+    // An existing thread's metadata as this run updates it (with the graph and assistant); a new one's
+    // adds nothing (as in LangGraph).
+    let thread_metadata = if existing.is_some() { thread.metadata.clone() } else { Map::new() };
+    let mut run_metadata = merge(&[&assistant.metadata, &thread_metadata, &config_metadata, &metadata]);
+    run_metadata.insert("assistant_id".into(), json!(assistant_id));
+    let run_config = merge(&[
+        &object(Some(&assistant.config)),
+        &config,
+        &json_object("configurable", Value::Object(run_configurable)),
+        &json_object("metadata", Value::Object(run_metadata.clone())),
+    ]);
+    let created_at = if after_seconds > 0.0 {
+        weft_graph::time::format_rfc3339(SystemTime::now() + Duration::from_secs_f64(after_seconds))
+    } else {
+        stamp.clone()
+    };
+    let record = RunRecord {
+        run: Run {
+            run_id: run_id.clone(),
+            thread_id: thread_id.clone(),
+            assistant_id: assistant_id.clone(),
+            metadata: run_metadata,
+            status: RunStatus::Pending,
+            kwargs: RunKwargs {
+                input: body.input.clone(),
+                command: body.command.clone().map_or(Value::Null, Value::Object),
+                config: Value::Object(run_config),
+                context: Value::Object(merge(&[&object(Some(&assistant.context)), &context])),
+                stream_mode,
+                interrupt_before: body.interrupt_before.clone(),
+                interrupt_after: body.interrupt_after.clone(),
+                webhook: body.webhook.clone().map_or(Value::Null, Value::String),
+                feedback_keys: body.feedback_keys.clone(),
+                temporary,
+                subgraphs: body.stream_subgraphs.unwrap_or(false),
+                resumable: body.stream_resumable.unwrap_or(false),
+                checkpoint_during: body.checkpoint_during.unwrap_or(true),
+                durability,
+            },
+            multitask_strategy: strategy.clone(),
+            created_at,
+            updated_at: stamp,
+            langsmith_session_name: None,
+        },
+        result: None,
+        attempt: 0,
+        delete_thread: temporary,
+    };
+    records.commit(vec![Change::Thread(thread), Change::Run(Box::new(record.clone()))]).await?;
+    let channel = app.channels.open(&run_id, record.run.kwargs.resumable);
+    let subscription = subscribe.then(|| channel.subscribe(None));
+    drop(records);
+    if matches!(strategy.as_str(), "interrupt" | "rollback") && !inflight.is_empty() {
+        let action = if strategy == "rollback" { CancelAction::Rollback } else { CancelAction::Interrupt };
+        // The runs may have finished meanwhile: then there is nothing to cancel, and the new run goes on.
+        let _ = cancel(app, &thread_id, &inflight, action).await;
+    }
+    Ok(Created { record, channel, subscription })
+}
+
+fn json_object(key: &str, value: Value) -> Map<String, Value> {
+    let mut map = Map::new();
+    map.insert(key.to_owned(), value);
+    map
+}
+
+/// Starts the thread's next pending run when none is running (in a task of its own).
+pub(crate) fn schedule(app: &Arc<App>, thread_id: &str) {
+    let app = Arc::clone(app);
+    let thread_id = thread_id.to_owned();
+    tokio::spawn(async move {
+        if let Err(e) = start_next(&app, &thread_id).await {
+            tracing::error!(thread_id, error = %e, "cannot start the next run");
+        }
+    });
+}
+
+async fn start_next(app: &Arc<App>, thread_id: &str) -> Result<(), crate::error::ServerError> {
+    let Ok(permit) = Arc::clone(&app.run_slots).acquire_owned().await else { return Ok(()) };
+    let mut records = app.records.lock().await;
+    if records.active_runs(thread_id).any(|r| r.run.status == RunStatus::Running) {
+        return Ok(());
+    }
+    let next = records
+        .active_runs(thread_id)
+        .filter(|r| r.run.status == RunStatus::Pending)
+        .min_by(|a, b| (&a.run.created_at, &a.run.run_id).cmp(&(&b.run.created_at, &b.run.run_id)))
+        .cloned();
+    let Some(mut next) = next else { return Ok(()) };
+    let due = weft_graph::time::parse_rfc3339(&next.run.created_at).unwrap_or(SystemTime::UNIX_EPOCH);
+    if let Ok(wait) = due.duration_since(SystemTime::now()) {
+        drop(records);
+        drop(permit);
+        let app = Arc::clone(app);
+        let thread_id = thread_id.to_owned();
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            schedule(&app, &thread_id);
+        });
+        return Ok(());
+    }
+    next.run.status = RunStatus::Running;
+    next.run.updated_at = now();
+    next.attempt += 1;
+    records.commit(vec![Change::Run(Box::new(next.clone()))]).await?;
+    drop(records);
+    let app = Arc::clone(app);
+    tokio::spawn(async move {
+        exec::execute(&app, next).await;
+        drop(permit);
+    });
+    Ok(())
+}
+
+/// Cancels runs of a thread: a running run is asked to stop (its worker ends it `interrupted`, or deletes
+/// it on `rollback`); a pending one ends at once. A `404` when none of them is pending or running.
+pub(crate) async fn cancel(
+    app: &Arc<App>,
+    thread_id: &str,
+    run_ids: &[String],
+    action: CancelAction,
+) -> ApiResult<()> {
+    let mut records = app.records.lock().await;
+    let found: Vec<RunRecord> = run_ids
+        .iter()
+        .filter_map(|id| records.runs.get(id))
+        .filter(|r| r.run.thread_id == thread_id)
+        .cloned()
+        .collect();
+    if found.is_empty() {
+        return Err(ApiError::not_found("No runs found to cancel."));
+    }
+    let active: Vec<RunRecord> = found.into_iter().filter(|r| r.run.status.is_active()).collect();
+    if active.is_empty() {
+        return Err(ApiError::not_found(
+            "No matching runs to cancel. Please verify the thread ID and run IDs are correct, and the runs haven't \
+             been deleted or completed.",
+        ));
+    }
+    let mut changes = Vec::new();
+    let mut ended = Vec::new();
+    for mut record in active {
+        match record.run.status {
+            RunStatus::Running => {
+                // The channel is the one the worker listens to (opened now if the worker has not yet).
+                app.channels.open(&record.run.run_id, record.run.kwargs.resumable).cancel(action);
+            }
+            _ if action == CancelAction::Rollback => {
+                changes.push(Change::DeleteRun(record.run.run_id.clone()));
+                ended.push(record.run.run_id);
+            }
+            _ => {
+                record.run.status = RunStatus::Interrupted;
+                record.run.updated_at = now();
+                ended.push(record.run.run_id.clone());
+                changes.push(Change::Run(Box::new(record)));
+            }
+        }
+    }
+    records.commit(changes).await?;
+    for run_id in ended {
+        if let Some(channel) = app.channels.get(&run_id) {
+            channel.finish();
+        }
+        app.channels.remove(&run_id);
+    }
+    drop(records);
+    settle::settle_thread(app, thread_id).await?;
+    Ok(())
+}
+
+/// A run of the thread and the channel to listen to it on: its live channel while it is pending or
+/// running (opened if its worker has not yet), else the one it kept (resumable runs), else a closed one
+/// holding its result. Decided under the records' lock, as workers close channels under it.
+pub(crate) async fn listen(
+    app: &App,
+    thread_id: &str,
+    run_id: &str,
+) -> ApiResult<(RunRecord, Arc<RunChannel>)> {
+    crate::app::require_uuid(thread_id, "thread")?;
+    crate::app::require_uuid(run_id, "run")?;
+    let records = app.records.lock().await;
+    if !records.threads.contains_key(thread_id) {
+        return Err(ApiError::thread_not_found(thread_id));
+    }
+    let record = records
+        .runs
+        .get(run_id)
+        .filter(|r| r.run.thread_id == thread_id)
+        .cloned()
+        .ok_or_else(|| ApiError::not_found("Run not found"))?;
+    let channel = if record.run.status.is_active() {
+        app.channels.open(run_id, record.run.kwargs.resumable)
+    } else if let Some(kept) = app.channels.get(run_id) {
+        kept
+    } else {
+        let closed = Arc::new(RunChannel::new(false));
+        closed.set_result(record.result.clone());
+        closed.finish();
+        closed
+    };
+    Ok((record, channel))
+}
+
+/// At start-up: runs a stopped server left running go back to pending, and every thread with pending
+/// runs is scheduled.
+pub(crate) async fn recover(app: &Arc<App>) -> Result<(), crate::error::ServerError> {
+    let mut records = app.records.lock().await;
+    let mut changes = Vec::new();
+    let mut threads = std::collections::BTreeSet::new();
+    for record in records.runs.values() {
+        if record.run.status.is_active() {
+            threads.insert(record.run.thread_id.clone());
+        }
+        if record.run.status == RunStatus::Running {
+            let mut record = record.clone();
+            record.run.status = RunStatus::Pending;
+            changes.push(Change::Run(Box::new(record)));
+        }
+    }
+    records.commit(changes).await?;
+    drop(records);
+    for thread_id in threads {
+        schedule(app, &thread_id);
+    }
+    Ok(())
+}

@@ -1,0 +1,204 @@
+//! Bad requests get LangGraph's status codes and `{"detail": ...}` texts, and leave nothing saved.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use common::{builder, get, post, post_raw, send, start, thread};
+use serde_json::json;
+
+#[tokio::test]
+async fn malformed_and_mistyped_bodies_are_422_with_the_validators_text() {
+    let server = start(builder()).await;
+    let r = post_raw(server.addr, "/runs/wait", b"{not json").await;
+    assert_eq!((r.status, r.detail()), (422, "Invalid JSON in request body".to_owned()));
+    assert_eq!(r.header("content-type"), Some("application/json"));
+
+    let r = post(server.addr, "/runs/wait", json!({"input": {}})).await;
+    assert_eq!(r.status, 422);
+    assert_eq!(
+        r.detail(),
+        "\"assistant_id\" is a required property\n\nFailed validating \"required\" in \
+         schema[\"components\"][\"schemas\"][\"RunCreateStateless\"]\n\nOn instance:\n    {\"input\":{}}"
+    );
+    let r = post(
+        server.addr,
+        "/runs/stream",
+        json!({"assistant_id": "simple", "stream_mode": ["values", "nope"]}),
+    )
+    .await;
+    assert_eq!(r.status, 422);
+    assert!(
+        r.detail().starts_with(
+            "[\"values\",\"nope\"] is not valid under any of the schemas listed in the 'anyOf' keyword"
+        ),
+        "{}",
+        r.detail()
+    );
+    let r = post(server.addr, "/threads", json!({"metadata": []})).await;
+    assert_eq!(r.status, 422);
+    assert!(r.detail().starts_with("[] is not of type \"object\"\n\nFailed validating \"type\" in schema[\"properties\"][\"metadata\"]"), "{}", r.detail());
+    let r = post(server.addr, "/store/items/search", json!({"limit": "ten"})).await;
+    assert_eq!(
+        (r.status, r.detail().lines().next().unwrap().to_owned()),
+        (422, "\"ten\" is not of type \"integer\"".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn unknown_assistants_threads_runs_and_routes() {
+    let server = start(builder()).await;
+    let r = post(server.addr, "/runs/wait", json!({"assistant_id": "nope"})).await;
+    assert_eq!(r.status, 422);
+    assert_eq!(
+        r.detail(),
+        "Invalid assistant: 'nope'. Must be either:\n- A valid assistant UUID, or\n- One of the registered graphs: simple, hitl, slow"
+    );
+    let missing = "00000000-0000-0000-0000-000000000000";
+    let r =
+        post(server.addr, &format!("/threads/{missing}/runs/wait"), json!({"assistant_id": "simple"})).await;
+    assert_eq!((r.status, r.detail()), (404, "Thread or assistant not found.".to_owned()));
+    let r = get(server.addr, &format!("/threads/{missing}")).await;
+    assert_eq!((r.status, r.detail()), (404, format!("Thread with ID {missing} not found")));
+    let r = get(server.addr, "/threads/abc").await;
+    assert_eq!((r.status, r.detail()), (422, "Invalid thread ID: must be a UUID".to_owned()));
+    let tid = thread(server.addr).await;
+    let r = get(server.addr, &format!("/threads/{tid}/runs/{missing}")).await;
+    assert_eq!((r.status, r.detail()), (404, "Run not found".to_owned()));
+    let r = post(server.addr, "/assistants", json!({"graph_id": "nope"})).await;
+    assert_eq!(
+        (r.status, r.detail()),
+        (404, "Graph 'nope' not found. Expected one of: ['hitl', 'simple', 'slow']".to_owned())
+    );
+    let r = get(server.addr, "/no/such/route").await;
+    assert_eq!((r.status, r.json()), (404, json!({"detail": "Not Found"})));
+    let r = send(server.addr, "PUT", "/threads", Some(b"{}"), &[]).await;
+    assert_eq!((r.status, r.detail()), (405, "Method Not Allowed".to_owned()));
+}
+
+#[tokio::test]
+async fn an_oversized_body_is_413() {
+    let server = start(builder().max_body_bytes(64)).await;
+    let big = json!({"assistant_id": "simple", "input": {"items": ["x".repeat(100)]}});
+    let r = post(server.addr, "/runs/wait", big).await;
+    assert_eq!((r.status, r.detail()), (413, "Request body too large (limit: 64 bytes)".to_owned()));
+}
+
+#[tokio::test]
+async fn resume_rules_and_configuration_conflicts() {
+    let server = start(builder()).await;
+    let r =
+        post(server.addr, "/runs/wait", json!({"assistant_id": "hitl", "command": {"resume": "x"}})).await;
+    assert_eq!((r.status, r.detail()), (400, "You must provide a thread_id when resuming.".to_owned()));
+    let body = json!({"assistant_id": "simple", "config": {"configurable": {"a": 1}}, "context": {"b": 2}});
+    let r = post(server.addr, "/runs/wait", body).await;
+    assert_eq!(r.status, 400);
+    assert!(r.detail().starts_with("Cannot specify both configurable and context."), "{}", r.detail());
+    let tid = thread(server.addr).await;
+    let r = post(server.addr, &format!("/threads/{tid}/state"), json!({"values": {"items": ["x"]}})).await;
+    assert_eq!(r.status, 400);
+    assert!(r.detail().contains("has no assigned graph ID"), "{}", r.detail());
+}
+
+#[tokio::test]
+async fn a_rejected_run_on_a_busy_thread_saves_nothing() {
+    let server = start(builder()).await;
+    let tid = thread(server.addr).await;
+    let first = post(
+        server.addr,
+        &format!("/threads/{tid}/runs"),
+        json!({"assistant_id": "slow", "input": {"delay": 0.5}}),
+    )
+    .await;
+    assert_eq!(first.status, 200);
+    let r = post(
+        server.addr,
+        &format!("/threads/{tid}/runs"),
+        json!({"assistant_id": "slow", "input": {}, "multitask_strategy": "reject"}),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.detail()),
+        (409, "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.".to_owned())
+    );
+    let runs = get(server.addr, &format!("/threads/{tid}/runs")).await.json();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+    let r = post(server.addr, &format!("/threads/{tid}/state"), json!({"values": {}})).await;
+    assert_eq!(r.status, 409, "no state update while a run is in flight");
+    let first_id = first.json()["run_id"].as_str().unwrap().to_owned();
+    let joined = get(server.addr, &format!("/threads/{tid}/runs/{first_id}/join")).await;
+    assert_eq!(joined.json(), json!({"items": ["slept", "b"], "delay": 0.5}));
+}
+
+#[tokio::test]
+async fn a_thread_and_an_assistant_that_exist_are_not_made_twice() {
+    let server = start(builder()).await;
+    let tid = thread(server.addr).await;
+    let r = post(server.addr, "/threads", json!({"thread_id": tid})).await;
+    assert_eq!((r.status, r.detail()), (409, format!("Thread with ID {tid} already exists")));
+    let count = post(server.addr, "/threads/count", json!({})).await.json();
+    assert_eq!(count, json!(1));
+    let a = post(server.addr, "/assistants", json!({"graph_id": "simple"})).await.json();
+    let id = a["assistant_id"].as_str().unwrap();
+    let r = post(server.addr, "/assistants", json!({"graph_id": "simple", "assistant_id": id})).await;
+    assert_eq!((r.status, r.detail()), (409, format!("Assistant {id} already exists")));
+    let r = post(server.addr, "/assistants/count", json!({"graph_id": "simple"})).await;
+    assert_eq!(r.json(), json!(2), "the graph's own assistant and the one made");
+}
+
+#[tokio::test]
+async fn graph_ids_are_registered_once() {
+    let err = weft_server::Server::builder()
+        .graph("g", common::simple())
+        .graph("g", common::simple())
+        .in_memory()
+        .build()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, weft_server::ServerError::DuplicateGraph(ref id) if id == "g"), "{err}");
+    let err =
+        weft_server::Server::builder().graph("", common::simple()).in_memory().build().await.unwrap_err();
+    assert!(matches!(err, weft_server::ServerError::InvalidGraphId(_)), "{err}");
+}
+
+#[tokio::test]
+async fn browsers_get_langgraphs_cors_answers() {
+    let server = start(builder()).await;
+    let preflight = [
+        ("Origin", "http://studio.example"),
+        ("Access-Control-Request-Method", "POST"),
+        ("Access-Control-Request-Headers", "content-type,x-api-key"),
+    ];
+    let r = send(server.addr, "OPTIONS", "/threads", None, &preflight).await;
+    assert_eq!((r.status, r.body.as_str()), (200, "OK"));
+    assert_eq!(r.header("access-control-allow-origin"), Some("*"));
+    assert_eq!(r.header("access-control-allow-headers"), Some("content-type,x-api-key"));
+    assert!(r.header("access-control-allow-methods").is_some_and(|m| m.contains("PATCH")));
+    let r = send(server.addr, "GET", "/ok", None, &[("Origin", "http://studio.example")]).await;
+    assert_eq!(r.header("access-control-allow-origin"), Some("*"));
+    assert!(r.header("access-control-expose-headers").is_some_and(|h| h.contains("x-pagination-total")));
+    let r = get(server.addr, "/ok").await;
+    assert_eq!(r.header("access-control-allow-origin"), None, "no CORS headers without an Origin");
+}
+
+#[tokio::test]
+async fn threads_are_found_by_their_values() {
+    let server = start(builder()).await;
+    let tid = thread(server.addr).await;
+    let other = thread(server.addr).await;
+    post(
+        server.addr,
+        &format!("/threads/{tid}/runs/wait"),
+        json!({"assistant_id": "simple", "input": {"items": ["needle"]}}),
+    )
+    .await;
+    let found = post(server.addr, "/threads/search", json!({"values": {"items": ["needle"]}})).await;
+    assert_eq!(found.header("x-pagination-total"), Some("1"));
+    let ids: Vec<String> = found
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["thread_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids, [tid], "not {other}, which has no values");
+}

@@ -1,0 +1,290 @@
+//! Runs through their life: SSE framing, the status the SDK reads after a stream, stateless threads that
+//! go away, a client that disconnects, and a run a stopped server left unfinished.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::{builder, get, post, start, thread};
+use serde_json::{Value, json};
+use weft_graph::{END, JsonState, START, StateGraph};
+
+#[tokio::test]
+async fn a_stream_is_crlf_framed_starts_with_metadata_and_ends_without_an_end_event() {
+    let server = start(builder()).await;
+    let tid = thread(server.addr).await;
+    let body =
+        json!({"assistant_id": "simple", "input": {"items": []}, "stream_mode": ["values", "updates"]});
+    let r = post(server.addr, &format!("/threads/{tid}/runs/stream"), body).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/event-stream; charset=utf-8"));
+    let location = r.header("location").unwrap().to_owned();
+    let run_path = r.header("content-location").unwrap().to_owned();
+    assert_eq!(location, format!("{run_path}/stream"));
+    let run_id = run_path.rsplit('/').next().unwrap();
+    let frames: Vec<&str> = r.body.split("\r\n\r\n").filter(|f| !f.is_empty()).collect();
+    assert_eq!(frames[0], format!("event: metadata\r\ndata: {{\"run_id\":\"{run_id}\",\"attempt\":1}}"));
+    let names: Vec<&str> =
+        frames.iter().map(|f| f.lines().next().unwrap().trim_start_matches("event: ")).collect();
+    assert_eq!(names, ["metadata", "values", "updates", "values", "updates", "values"]);
+    assert!(!r.body.contains("\n\n"), "every line ends in CRLF");
+    assert_eq!(frames[5], "event: values\r\ndata: {\"items\":[\"a\",\"b\"]}");
+    // What the SDK asks after a stream closes without an end event.
+    let run = get(server.addr, &run_path).await.json();
+    assert_eq!(run["status"], "success");
+}
+
+#[tokio::test]
+async fn resumable_runs_replay_with_ids_and_others_do_not() {
+    let server = start(builder()).await;
+    let tid = thread(server.addr).await;
+    let run = post(
+        server.addr,
+        &format!("/threads/{tid}/runs"),
+        json!({"assistant_id": "simple", "input": {}, "stream_resumable": true}),
+    )
+    .await
+    .json();
+    let rid = run["run_id"].as_str().unwrap();
+    get(server.addr, &format!("/threads/{tid}/runs/{rid}/join")).await;
+    let replay = common::send(
+        server.addr,
+        "GET",
+        &format!("/threads/{tid}/runs/{rid}/stream"),
+        None,
+        &[("Last-Event-ID", "-1")],
+    )
+    .await;
+    let frames: Vec<&str> = replay.body.split("\r\n\r\n").filter(|f| !f.is_empty()).collect();
+    assert_eq!(frames.len(), 3, "metadata and two values: {}", replay.body);
+    assert!(
+        frames.iter().all(|f| f.lines().nth(2).is_some_and(|l| l.starts_with("id: "))),
+        "{}",
+        replay.body
+    );
+    let plain =
+        post(server.addr, &format!("/threads/{tid}/runs"), json!({"assistant_id": "simple", "input": {}}))
+            .await
+            .json();
+    let pid = plain["run_id"].as_str().unwrap();
+    get(server.addr, &format!("/threads/{tid}/runs/{pid}/join")).await;
+    let replay = common::send(
+        server.addr,
+        "GET",
+        &format!("/threads/{tid}/runs/{pid}/stream"),
+        None,
+        &[("Last-Event-ID", "-1")],
+    )
+    .await;
+    assert_eq!((replay.status, replay.body.as_str()), (200, ""), "a finished run that kept nothing");
+}
+
+#[tokio::test]
+async fn a_stateless_run_takes_its_thread_with_it() {
+    let server = start(builder()).await;
+    let r =
+        post(server.addr, "/runs/wait", json!({"assistant_id": "simple", "input": {"items": ["s"]}})).await;
+    assert_eq!(r.json(), json!({"items": ["s", "a", "b"]}));
+    let thread_path = r.header("content-location").unwrap().rsplitn(3, '/').nth(2).unwrap().to_owned();
+    assert_eq!(get(server.addr, &thread_path).await.status, 404, "{thread_path}");
+    let kept = post(
+        server.addr,
+        "/runs/wait",
+        json!({"assistant_id": "simple", "input": {}, "on_completion": "keep"}),
+    )
+    .await;
+    let kept_path = kept.header("content-location").unwrap().rsplitn(3, '/').nth(2).unwrap().to_owned();
+    let thread = get(server.addr, &kept_path).await.json();
+    assert_eq!(thread["values"], json!({"items": ["a", "b"]}), "on_completion keep");
+}
+
+#[tokio::test]
+async fn a_client_that_leaves_cancels_a_run_with_on_disconnect_cancel() {
+    let server = start(builder()).await;
+    let tid = thread(server.addr).await;
+    let body = json!({"assistant_id": "slow", "input": {"delay": 30}, "on_disconnect": "cancel"});
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let request = format!(
+        "POST /threads/{tid}/runs/stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.to_string().len()
+    );
+    tokio::io::AsyncWriteExt::write_all(&mut stream, request.as_bytes()).await.unwrap();
+    let mut buf = [0u8; 512];
+    let n = tokio::io::AsyncReadExt::read(&mut stream, &mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).contains("200 OK"));
+    drop(stream);
+    for _ in 0..200 {
+        let runs = get(server.addr, &format!("/threads/{tid}/runs")).await.json();
+        if runs[0]["status"] == "interrupted" {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the run was not cancelled when its client left");
+}
+
+/// Calls of the recovery test's slow node.
+static CALLS: AtomicUsize = AtomicUsize::new(0);
+
+fn once_slow() -> weft_graph::CompiledGraph<JsonState> {
+    let mut g = StateGraph::with_initial(common::state());
+    g.add_node("first", |_: &JsonState| json!({"items": ["first"]}));
+    // The first call never returns in time (its server is stopped meanwhile); later calls return at once.
+    g.add_node("stuck", |_: Value| async move {
+        if CALLS.fetch_add(1, Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+        Ok::<_, weft_runnable_core::Error>(json!({"items": ["stuck"]}))
+    });
+    g.add_edge(START, "first");
+    g.add_edge("first", "stuck");
+    g.add_edge("stuck", END);
+    g.compile().unwrap()
+}
+
+#[test]
+fn a_run_a_stopped_server_left_running_finishes_after_a_restart_from_its_checkpoint() {
+    let dir = std::env::temp_dir().join(format!("weft-server-recovery-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("server.db");
+    let server = || weft_server::Server::builder().graph("g", once_slow()).sqlite(&db);
+    let (tid, rid) = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let s = start(server()).await;
+        let tid = thread(s.addr).await;
+        let run = post(
+            s.addr,
+            &format!("/threads/{tid}/runs"),
+            json!({"assistant_id": "g", "input": {"items": ["in"]}}),
+        )
+        .await
+        .json();
+        let rid = run["run_id"].as_str().unwrap().to_owned();
+        for _ in 0..400 {
+            if CALLS.load(Ordering::SeqCst) > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(CALLS.load(Ordering::SeqCst), 1, "the run reached its slow node");
+        (tid, rid)
+    });
+    // The runtime is gone: so is the run's worker, mid-node, as in a crash.
+    let (state, run) = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let s = start(server()).await;
+        let joined = get(s.addr, &format!("/threads/{tid}/runs/{rid}/join")).await.json();
+        let run = get(s.addr, &format!("/threads/{tid}/runs/{rid}")).await.json();
+        (joined, run)
+    });
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(run["status"], "success", "{run}");
+    assert_eq!(
+        state,
+        json!({"items": ["in", "first", "stuck"]}),
+        "the input applied once, `first` not run again"
+    );
+}
+
+#[tokio::test]
+async fn quiet_streams_send_heartbeats_and_waits_send_newlines() {
+    let server = start(builder().keep_alive(Duration::from_millis(100))).await;
+    let tid = thread(server.addr).await;
+    let body = json!({"assistant_id": "slow", "input": {"delay": 0.45}, "stream_mode": "updates"});
+    let r = post(server.addr, &format!("/threads/{tid}/runs/stream"), body).await;
+    let beats = r.body.matches(": heartbeat\r\n\r\n").count();
+    assert!(beats >= 2, "heartbeats while `wait` sleeps: {:?}", r.body);
+    assert!(r.body.starts_with("event: metadata\r\n"), "{:?}", r.body);
+    assert!(r.body.ends_with("event: updates\r\ndata: {\"b\":{\"items\":[\"b\"]}}\r\n\r\n"), "{:?}", r.body);
+    let r = post(
+        server.addr,
+        &format!("/threads/{tid}/runs/wait"),
+        json!({"assistant_id": "slow", "input": {"delay": 0.45}}),
+    )
+    .await;
+    assert!(r.body.starts_with("\n\n"), "newlines while the run goes on: {:?}", r.body);
+    assert_eq!(
+        r.json()["delay"],
+        json!(0.45),
+        "then the answer, which JSON parsers read past the whitespace"
+    );
+}
+
+#[tokio::test]
+async fn a_run_with_after_seconds_waits_pending_then_runs() {
+    let server = start(builder()).await;
+    let tid = thread(server.addr).await;
+    let run = post(
+        server.addr,
+        &format!("/threads/{tid}/runs"),
+        json!({"assistant_id": "simple", "input": {}, "after_seconds": 0.4}),
+    )
+    .await
+    .json();
+    let rid = run["run_id"].as_str().unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let early = get(server.addr, &format!("/threads/{tid}/runs/{rid}")).await.json();
+    assert_eq!(early["status"], "pending", "{early}");
+    let joined = get(server.addr, &format!("/threads/{tid}/runs/{rid}/join")).await.json();
+    assert_eq!(joined, json!({"items": ["a", "b"]}));
+    let done = get(server.addr, &format!("/threads/{tid}/runs/{rid}")).await.json();
+    assert_eq!(done["status"], "success");
+}
+
+#[tokio::test]
+async fn deleting_a_thread_stops_its_run_and_nothing_comes_back() {
+    let server = start(builder()).await;
+    let tid = thread(server.addr).await;
+    let run = post(
+        server.addr,
+        &format!("/threads/{tid}/runs"),
+        json!({"assistant_id": "slow", "input": {"delay": 30}}),
+    )
+    .await
+    .json();
+    let rid = run["run_id"].as_str().unwrap().to_owned();
+    for _ in 0..200 {
+        if get(server.addr, &format!("/threads/{tid}/runs/{rid}")).await.json()["status"] == "running" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let r = common::send(server.addr, "DELETE", &format!("/threads/{tid}"), None, &[]).await;
+    assert_eq!(r.status, 204);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(get(server.addr, &format!("/threads/{tid}")).await.status, 404);
+    let searched = post(server.addr, "/threads/search", json!({})).await.json();
+    assert_eq!(searched, json!([]), "the stopped run did not bring its thread back");
+    let count = post(server.addr, "/threads/count", json!({})).await.json();
+    assert_eq!(count, json!(0));
+}
+
+#[tokio::test]
+async fn a_shutdown_does_not_wait_past_its_grace_for_open_streams() {
+    let server = builder().shutdown_grace(Duration::from_millis(200)).build().await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.serve_with_shutdown(listener, async {
+        let _ = stopped.await;
+    }));
+    let tid = thread(addr).await;
+    // A stream of a run that would go on for a minute.
+    let body = json!({"assistant_id": "slow", "input": {"delay": 60}}).to_string();
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "POST /threads/{tid}/runs/stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    tokio::io::AsyncWriteExt::write_all(&mut stream, request.as_bytes()).await.unwrap();
+    let mut buf = [0u8; 256];
+    tokio::io::AsyncReadExt::read(&mut stream, &mut buf).await.unwrap();
+    stop.send(()).unwrap();
+    let started = std::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), serving)
+        .await
+        .expect("the server stopped")
+        .unwrap()
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2), "stopped after its grace: {:?}", started.elapsed());
+}

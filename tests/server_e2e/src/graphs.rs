@@ -1,0 +1,133 @@
+//! The suite's graphs, as `python/graphs.py` writes them for LangGraph.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use weft_graph::{
+    ChannelKind, CompiledGraph, END, GraphResult, JsonState, MessagesState, MessagesStateUpdate, Runtime,
+    START, StateGraph,
+};
+use weft_runnable_core::fakes::FakeChatModel;
+use weft_runnable_core::{Error, Message, PromptValue, Result, Runnable as _};
+
+/// `items` (lists concatenate, LangGraph's `operator.add`) and `count` (last value).
+fn state() -> JsonState {
+    JsonState::builder()
+        .channel("items", ChannelKind::Reducer)
+        .channel("count", ChannelKind::LastValue)
+        .build()
+}
+
+/// `count + 1`, failing as Python's `+` does when `count` is not a number.
+fn next_count(s: &JsonState) -> Result<i64> {
+    match s.get("count") {
+        None => Ok(1),
+        Some(v) => v
+            .as_i64()
+            .map(|n| n + 1)
+            .ok_or_else(|| Error::InvalidInput(format!("can only add 1 to an integer count, got {v}"))),
+    }
+}
+
+fn node_a(s: &JsonState, rt: &Runtime) -> Result<Value> {
+    rt.write(&json!({"progress": "in node_a"}));
+    Ok(json!({"items": ["a"], "count": next_count(s)?}))
+}
+
+fn node_b(s: &JsonState) -> Result<Value> {
+    Ok(json!({"items": ["b"], "count": next_count(s)?}))
+}
+
+/// `node_a` → `node_b`.
+pub(crate) fn simple() -> GraphResult<CompiledGraph<JsonState>> {
+    let mut g = StateGraph::with_initial(state());
+    g.add_node("node_a", node_a);
+    g.add_node("node_b", node_b);
+    g.add_edge(START, "node_a");
+    g.add_edge("node_a", "node_b");
+    g.add_edge("node_b", END);
+    g.compile()
+}
+
+fn ask(_: &JsonState, rt: &Runtime) -> Result<Value> {
+    let answer: Value = rt.interrupt(json!({"question": "approve?"}))?;
+    let text = answer.as_str().map_or_else(|| answer.to_string(), str::to_owned);
+    Ok(json!({"items": [format!("answer:{text}")]}))
+}
+
+/// `ask` (interrupts with a question) → `node_b`.
+pub(crate) fn hitl() -> GraphResult<CompiledGraph<JsonState>> {
+    let mut g = StateGraph::with_initial(state());
+    g.add_node("ask", ask);
+    g.add_node("node_b", node_b);
+    g.add_edge(START, "ask");
+    g.add_edge("ask", "node_b");
+    g.add_edge("node_b", END);
+    g.compile()
+}
+
+/// `model`: a scripted chat model answering "Hello there friend", streamed token by token.
+pub(crate) fn chat() -> GraphResult<CompiledGraph<MessagesState>> {
+    let mut g = StateGraph::<MessagesState>::new();
+    g.add_node("model", |s: MessagesState, rt: Runtime| async move {
+        let model = FakeChatModel::new(["Hello there friend"]);
+        let reply = model.invoke(PromptValue::from(s.messages.to_vec()), rt.config()).await?;
+        Ok::<_, Error>(MessagesStateUpdate::default().messages(vec![Message::Ai(reply)]))
+    });
+    g.add_edge(START, "model");
+    g.add_edge("model", END);
+    g.compile()
+}
+
+fn inner() -> GraphResult<CompiledGraph<JsonState>> {
+    let mut g = StateGraph::with_initial(state());
+    g.add_node("inner_a", |_: &JsonState, rt: &Runtime| {
+        rt.write(&json!({"progress": "in inner_a"}));
+        json!({"items": ["inner"]})
+    });
+    g.add_edge(START, "inner_a");
+    g.add_edge("inner_a", END);
+    g.compile()
+}
+
+/// `inner` (a subgraph) → `after`.
+pub(crate) fn nested() -> GraphResult<CompiledGraph<JsonState>> {
+    let mut g = StateGraph::with_initial(state());
+    g.add_node("inner", inner()?);
+    g.add_node("after", |_: &JsonState| json!({"items": ["after"]}));
+    g.add_edge(START, "inner");
+    g.add_edge("inner", "after");
+    g.add_edge("after", END);
+    g.compile()
+}
+
+/// `wait` (sleeps `delay` seconds, 1 by default) → `node_b` (appends `b`).
+pub(crate) fn slow() -> GraphResult<CompiledGraph<JsonState>> {
+    let state = JsonState::builder()
+        .channel("items", ChannelKind::Reducer)
+        .channel("delay", ChannelKind::LastValue)
+        .build();
+    let mut g = StateGraph::with_initial(state);
+    // An async node reads the state as JSON.
+    g.add_node("wait", |s: Value| async move {
+        let delay = s.get("delay").and_then(Value::as_f64).unwrap_or(1.0);
+        tokio::time::sleep(Duration::from_secs_f64(delay.max(0.0))).await;
+        Ok::<_, Error>(json!({"items": ["slept"]}))
+    });
+    g.add_node("node_b", |_: &JsonState| json!({"items": ["b"]}));
+    g.add_edge(START, "wait");
+    g.add_edge("wait", "node_b");
+    g.add_edge("node_b", END);
+    g.compile()
+}
+
+/// `node_a` → `explode` (fails with "boom").
+pub(crate) fn fail() -> GraphResult<CompiledGraph<JsonState>> {
+    let mut g = StateGraph::with_initial(state());
+    g.add_node("node_a", node_a);
+    g.add_node("explode", |_: &JsonState| -> Result<Value> { Err(Error::InvalidInput("boom".to_owned())) });
+    g.add_edge(START, "node_a");
+    g.add_edge("node_a", "explode");
+    g.add_edge("explode", END);
+    g.compile()
+}

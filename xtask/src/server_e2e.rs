@@ -1,0 +1,92 @@
+//! `cargo xtask server-e2e [TEST...]`: the end-to-end suite of `tests/server_e2e/`. Builds the weft half
+//! (`weft-server-e2e`, the suite's graphs served by weft-server), makes the pinned Python environment
+//! (`langgraph-sdk`, and `langgraph-cli[inmem]` for the reference server) under `target/server-e2e/venv`,
+//! and runs `python/run.py`: every test with the official SDK against weft and against `langgraph dev`,
+//! side by side.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::{bench, exec, pyenv, services};
+
+/// How long the suite may run (both servers, every test) before it counts as hung.
+const LIMIT: Duration = Duration::from_secs(900);
+
+/// How the weft half is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Build {
+    /// Only the suite's package.
+    Alone,
+    /// The debug build CI's later stages share ([`bench::DEV_BUILD`]), which makes the binary too.
+    Shared,
+}
+
+fn suite_dir() -> PathBuf {
+    exec::root().join("tests").join("server_e2e").join("python")
+}
+
+/// The suite's Python: the pinned requirements in `target/server-e2e/venv`.
+fn python_env() -> Result<PathBuf, String> {
+    let requirements = suite_dir().join("requirements.txt");
+    let stamp = std::fs::read_to_string(&requirements)
+        .map_err(|err| format!("cannot read {}: {err}", requirements.display()))?;
+    let target = bench::target_dir(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from), &exec::root());
+    let requirements = requirements.to_string_lossy().into_owned();
+    pyenv::ensure(&pyenv::Venv {
+        dir: target.join("server-e2e").join("venv"),
+        install: &["-r", &requirements],
+        probe: "import langgraph_sdk, langgraph_api, langgraph_runtime_inmem",
+        stamp: Some(stamp),
+        what: "langgraph-sdk and langgraph-cli[inmem]",
+    })
+}
+
+/// `cargo xtask server-e2e [TEST...]`.
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    if let Some(flag) = args.iter().find(|a| a.starts_with('-')) {
+        return Err(format!("unknown server-e2e argument `{flag}`"));
+    }
+    run_with(args, Build::Alone)
+}
+
+/// Runs the suite; `tests` are test names (all when empty).
+pub(crate) fn run_with(tests: &[String], build: Build) -> Result<(), String> {
+    let build_args: &[&str] = match build {
+        Build::Alone => &["build", "-p", "weft-server-e2e"],
+        Build::Shared => bench::DEV_BUILD,
+    };
+    exec::run(&mut exec::cargo(build_args))?;
+    let binary = bench::target_dir(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from), &exec::root())
+        .join("debug")
+        .join(format!("weft-server-e2e{}", std::env::consts::EXE_SUFFIX));
+    let python = match python_env() {
+        Ok(python) => python,
+        Err(reason) if services::is_ci() => {
+            return Err(format!(
+                "the suite's Python cannot be made ({reason}), and CI is set: the suite must run"
+            ));
+        }
+        Err(reason) => {
+            println!("\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!");
+            println!("!!! server-e2e SKIPPED: the suite's Python cannot be made here ({reason})");
+            println!("!!! (in CI this is a failure)");
+            println!("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n");
+            return Ok(());
+        }
+    };
+    let langgraph = python.with_file_name("langgraph");
+    let mut command = Command::new(&python);
+    command
+        .current_dir(suite_dir())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .arg("run.py")
+        .arg("--weft-bin")
+        .arg(&binary)
+        .arg("--langgraph-bin")
+        .arg(&langgraph);
+    if !tests.is_empty() {
+        command.arg("--only").arg(tests.join(","));
+    }
+    exec::run_with_limit(&mut command, Some(LIMIT))
+}
