@@ -126,6 +126,11 @@ async def test_cancel_a_running_run(c, env):
     run = await c.runs.create(tid, "slow", input={"delay": 5})
     await wait_status(c, tid, run["run_id"], ["running"])
     eq((await c.threads.get(tid))["status"], "busy", "a thread with a running run")
+    # Cancel once the run is inside `wait` (its step's checkpoint saved), not while it is starting.
+    for _ in range(600):
+        if (await c.threads.get_state(tid))["next"] == ["wait"]:
+            break
+        await asyncio.sleep(0.05)
     await c.runs.cancel(tid, run["run_id"])
     done = await wait_status(c, tid, run["run_id"], ["interrupted"])
     eq(done["status"], "interrupted", "cancelled run")

@@ -311,7 +311,12 @@ impl Wire {
                 }
             };
             let name = if chunk { "messages/partial" } else { "messages/complete" };
-            let whole = serde_json::to_value(&merged).unwrap_or(Value::Null);
+            // The tokens so far, or the whole message, as one AI message (not a chunk).
+            let mut shown = merged.clone();
+            if let Message::Ai(ai) = &mut shown {
+                ai.is_chunk = false;
+            }
+            let whole = serde_json::to_value(&shown).unwrap_or(Value::Null);
             out.push((name.to_owned(), json!([message_dict(&whole, false)])));
             self.partial.insert(id, merged);
         }
