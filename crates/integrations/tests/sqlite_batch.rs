@@ -119,3 +119,68 @@ async fn a_saver_on_the_callers_pool_stores_batches_and_refuses_a_second_first_c
     assert!(err.is_conflict(), "{err}");
     assert_eq!(stored(&saver, &thread).await, (1, 1), "a refused batch stored part of itself");
 }
+
+/// A checkpoint of `thread` after `parent` whose `messages` list holds `items` (version `version`).
+fn list_put(
+    thread: &CheckpointConfig,
+    parent: Option<&str>,
+    id: &str,
+    version: &str,
+    items: &[&str],
+) -> SaveOp {
+    let versions: ChannelVersions = [("messages".into(), version.into())].into_iter().collect();
+    SaveOp::Put {
+        config: Arc::new(CheckpointConfig { checkpoint_id: parent.map(str::to_owned), ..thread.clone() }),
+        checkpoint: Checkpoint {
+            v: 1,
+            id: id.to_owned(),
+            ts: "2025-01-01T00:00:00+00:00".to_owned(),
+            channel_values: [("messages".into(), json!(items))].into_iter().collect(),
+            channel_versions: versions.clone(),
+            versions_seen: Default::default(),
+            updated_channels: Vec::new(),
+        },
+        metadata: CheckpointMetadata {
+            source: CheckpointSource::Loop,
+            step: 0,
+            parents: Default::default(),
+            extra: Default::default(),
+        },
+        new_versions: versions,
+        appends: ChannelAppends::new(),
+        expected_head: ExpectedHead::Any,
+    }
+}
+
+#[tokio::test]
+async fn a_delta_whose_base_is_gone_is_stored_as_the_whole_list() {
+    let saver = saver().await;
+    let thread = CheckpointConfig::thread("lost-base");
+    let ids: Vec<String> = (0..3).map(|_| uuid::Uuid::now_v7().to_string()).collect();
+    saver.put_batch(vec![list_put(&thread, None, &ids[0], "1", &["a"])]).await.unwrap();
+    saver.put_batch(vec![list_put(&thread, Some(&ids[0]), &ids[1], "2", &["a", "b"])]).await.unwrap();
+    let (base,): (Option<String>,) = sqlx::query_as(
+        "SELECT base_version FROM checkpoint_blobs WHERE thread_id = 'lost-base' AND version = '2'",
+    )
+    .fetch_one(saver.pool())
+    .await
+    .unwrap();
+    assert_eq!(base.as_deref(), Some("1"), "the second list is a delta on the first");
+    // The stored value the next delta would extend disappears behind the saver's back.
+    sqlx::query("DELETE FROM checkpoint_blobs WHERE thread_id = ? AND version = '2'")
+        .bind("lost-base")
+        .execute(saver.pool())
+        .await
+        .unwrap();
+    saver.put_batch(vec![list_put(&thread, Some(&ids[1]), &ids[2], "3", &["a", "b", "c"])]).await.unwrap();
+    let latest = saver.get_tuple(&thread).await.unwrap().unwrap();
+    assert_eq!(latest.checkpoint.id, ids[2]);
+    assert_eq!(latest.checkpoint.channel_values["messages"], json!(["a", "b", "c"]));
+    let (base,): (Option<String>,) = sqlx::query_as(
+        "SELECT base_version FROM checkpoint_blobs WHERE thread_id = 'lost-base' AND version = '3'",
+    )
+    .fetch_one(saver.pool())
+    .await
+    .unwrap();
+    assert_eq!(base, None, "the list was stored whole");
+}

@@ -122,12 +122,8 @@ struct CheckpointIn {
 struct BlobIn {
     thread: Arc<str>,
     ns: Arc<str>,
-    channel: Arc<str>,
-    version: Arc<str>,
-    base: Option<Arc<str>>,
-    blob: Option<Vec<u8>>,
-    /// For a delta: the whole list, stored instead when its base is gone.
-    whole: Option<Vec<u8>>,
+    /// The value (a delta keeps its whole list, encoded only if its base is gone).
+    record: BlobRecord,
 }
 
 #[derive(Debug)]
@@ -245,17 +241,8 @@ pub(super) fn rows_of(
 }
 
 fn push_blob(rows: &mut Rows, thread: &Arc<str>, ns: &Arc<str>, record: BlobRecord) {
-    let whole = record.whole_blob();
     rows.has_deltas |= record.base_version.is_some();
-    rows.blobs.push(BlobIn {
-        thread: Arc::clone(thread),
-        ns: Arc::clone(ns),
-        channel: record.channel,
-        version: record.version,
-        base: record.base_version,
-        blob: record.blob,
-        whole,
-    });
+    rows.blobs.push(BlobIn { thread: Arc::clone(thread), ns: Arc::clone(ns), record });
 }
 
 /// The writer connection while a script runs. A script stopped part-way (an error, or the caller gone
@@ -335,20 +322,14 @@ pub(super) async fn write(
         return Ok(true);
     }
     // The engine's appends have no whole list to fall back on.
-    if let Some(b) = rows.blobs.iter().find(|b| b.base.is_some() && b.whole.is_none()) {
-        let record = BlobRecord {
-            channel: b.channel.clone(),
-            version: b.version.clone(),
-            base_version: b.base.clone(),
-            blob: None,
-            whole: None,
-        };
-        return Err(record.missing_base(&b.thread));
+    if let Some(b) = rows.blobs.iter().find(|b| b.record.base_version.is_some() && b.record.whole.is_none()) {
+        return Err(b.record.missing_base(&b.thread));
     }
     for blob in &mut rows.blobs {
-        if let Some(whole) = blob.whole.take() {
-            blob.base = None;
-            blob.blob = Some(whole);
+        let record = &mut blob.record;
+        if record.base_version.is_some() {
+            record.blob = record.whole_blob();
+            record.base_version = None;
         }
     }
     if run(writer, &rows, false, checks).await? {
@@ -474,10 +455,10 @@ fn script(
     s.insert(&BLOBS, &rows.blobs, |s, r| {
         s.arg(&*r.thread)?;
         s.arg(&*r.ns)?;
-        s.arg(&*r.channel)?;
-        s.arg(&*r.version)?;
-        s.arg(r.base.as_deref())?;
-        s.arg(r.blob.as_deref())
+        s.arg(&*r.record.channel)?;
+        s.arg(&*r.record.version)?;
+        s.arg(r.record.base_version.as_deref())?;
+        s.arg(r.record.blob.as_deref())
     })?;
     s.insert(&WRITES, &rows.writes, |s, r| {
         s.arg(&*r.thread)?;
@@ -506,12 +487,13 @@ fn outside_bases(blobs: &[BlobIn]) -> Vec<Value> {
     let mut written = BTreeSet::new();
     let mut outside = Vec::new();
     for b in blobs {
-        if let Some(base) = &b.base {
-            if !written.contains(&(&b.thread, &b.ns, &b.channel, base)) {
-                outside.push(json!([&*b.thread, &*b.ns, &*b.channel, &**base]));
+        let r = &b.record;
+        if let Some(base) = &r.base_version {
+            if !written.contains(&(&b.thread, &b.ns, &r.channel, base)) {
+                outside.push(json!([&*b.thread, &*b.ns, &*r.channel, &**base]));
             }
         }
-        written.insert((&b.thread, &b.ns, &b.channel, &b.version));
+        written.insert((&b.thread, &b.ns, &r.channel, &r.version));
     }
     outside
 }
