@@ -24,6 +24,8 @@ pub(crate) struct Limits {
     pub(crate) keep_alive: std::time::Duration,
     /// How long open requests may take to end after a shutdown.
     pub(crate) shutdown_grace: std::time::Duration,
+    /// How long a run may take before it ends as `timeout`; none: no limit.
+    pub(crate) run_timeout: Option<std::time::Duration>,
 }
 
 /// The server's shared state.
@@ -37,6 +39,8 @@ pub(crate) struct App {
     /// One permit per run that may execute at once.
     pub(crate) run_slots: Arc<Semaphore>,
     pub(crate) limits: Limits,
+    /// Authentication and authorization; none: every request is allowed.
+    pub(crate) auth: Option<Arc<dyn crate::auth::Auth>>,
 }
 
 /// Now, as the API writes times.
@@ -106,6 +110,20 @@ impl App {
     pub(crate) async fn thread(&self, thread_id: &str) -> ApiResult<Thread> {
         let records = self.records.lock().await;
         records.threads.get(thread_id).cloned().ok_or_else(|| ApiError::thread_not_found(thread_id))
+    }
+
+    /// The thread, when the caller may do `action` on it; else LangGraph's 404, as for a thread that does
+    /// not exist.
+    pub(crate) async fn thread_for(
+        &self,
+        caller: &crate::api::guard::Caller,
+        action: crate::auth::Action,
+        thread_id: &str,
+    ) -> ApiResult<Thread> {
+        let mut value = serde_json::json!({"thread_id": thread_id});
+        let access = self.authorize(caller, crate::auth::Resource::Threads, action, &mut value).await?;
+        let thread = self.thread(thread_id).await?;
+        if access.allows(&thread.metadata) { Ok(thread) } else { Err(ApiError::thread_not_found(thread_id)) }
     }
 }
 

@@ -13,6 +13,7 @@ use weft_graph::store::Store;
 use weft_integrations::sqlite::{SqliteSaver, SqliteStore};
 
 use crate::app::{App, Limits, now};
+use crate::auth::{Auth, StaticCredentials};
 use crate::error::ServerError;
 use crate::graphs::{GraphRegistry, Registered, ServerGraph, default_assistant_id};
 use crate::model::Assistant;
@@ -62,6 +63,10 @@ pub struct ServerBuilder {
     concurrent_runs: usize,
     keep_alive: Duration,
     shutdown_grace: Duration,
+    run_timeout: Option<Duration>,
+    credentials: StaticCredentials,
+    auth: Option<Arc<dyn Auth>>,
+    allow_unauthenticated: bool,
 }
 
 impl Default for ServerBuilder {
@@ -73,6 +78,10 @@ impl Default for ServerBuilder {
             concurrent_runs: DEFAULT_CONCURRENT_RUNS,
             keep_alive: DEFAULT_KEEP_ALIVE,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            run_timeout: None,
+            credentials: StaticCredentials::default(),
+            auth: None,
+            allow_unauthenticated: false,
         }
     }
 }
@@ -125,9 +134,68 @@ impl ServerBuilder {
         self
     }
 
+    /// How long a run may take (no limit by default; LangGraph's `BG_JOB_TIMEOUT_SECS`): a run still going
+    /// then stops, ends with status `timeout` and an `error` event (`TimeoutError`), and leaves its thread
+    /// `error`, with the checkpoints it saved.
+    pub fn run_timeout(mut self, timeout: Duration) -> Self {
+        self.run_timeout = Some(timeout);
+        self
+    }
+
+    /// Requires an API key (the `x-api-key` header, what LangGraph's SDKs send their `api_key` as): each
+    /// `(key, identity)` lets its holder in as the user `identity`. With API keys or bearer tokens, each
+    /// user sees only the threads (with their runs and state) and the assistants it made (recorded as
+    /// `metadata.owner`), and the assistants the server made for its graphs; the store is shared.
+    pub fn api_keys<I, K, U>(mut self, keys: I) -> Self
+    where
+        I: IntoIterator<Item = (K, U)>,
+        K: Into<String>,
+        U: Into<String>,
+    {
+        for (key, identity) in keys {
+            self.credentials.add_api_key(key.into(), identity.into());
+        }
+        self
+    }
+
+    /// Requires a bearer token (`Authorization: Bearer <token>`): each `(token, identity)` lets its holder
+    /// in as the user `identity`, as [`ServerBuilder::api_keys`] does (both may be given).
+    pub fn bearer_tokens<I, T, U>(mut self, tokens: I) -> Self
+    where
+        I: IntoIterator<Item = (T, U)>,
+        T: Into<String>,
+        U: Into<String>,
+    {
+        for (token, identity) in tokens {
+            self.credentials.add_bearer_token(token.into(), identity.into());
+        }
+        self
+    }
+
+    /// Authenticates every request and authorizes every action with `auth` (LangGraph's custom `Auth`);
+    /// not to be combined with [`ServerBuilder::api_keys`] or [`ServerBuilder::bearer_tokens`].
+    pub fn auth(mut self, auth: impl Auth) -> Self {
+        self.auth = Some(Arc::new(auth));
+        self
+    }
+
+    /// Lets the server listen on an address other machines can reach (not loopback) without
+    /// authentication, which it otherwise refuses to do.
+    pub fn allow_unauthenticated(mut self) -> Self {
+        self.allow_unauthenticated = true;
+        self
+    }
+
     /// Opens the database, registers the graphs and their assistants, and picks up the runs a previous
     /// process left unfinished.
     pub async fn build(self) -> Result<Server, ServerError> {
+        let has_credentials = !self.credentials.is_empty();
+        let auth: Option<Arc<dyn Auth>> = match (self.auth, has_credentials) {
+            (Some(_), true) => return Err(ServerError::AuthConflict),
+            (Some(auth), false) => Some(auth),
+            (None, true) => Some(Arc::new(self.credentials)),
+            (None, false) => None,
+        };
         let mut seen = std::collections::HashSet::new();
         for (id, _) in &self.graphs {
             if id.is_empty() {
@@ -190,10 +258,12 @@ impl ServerBuilder {
                 body_bytes: self.body_bytes,
                 keep_alive: self.keep_alive,
                 shutdown_grace: self.shutdown_grace,
+                run_timeout: self.run_timeout,
             },
+            auth,
         });
         crate::runs::recover(&app).await?;
-        Ok(Server { app })
+        Ok(Server { app, allow_unauthenticated: self.allow_unauthenticated })
     }
 
     /// Builds the server and serves it on `addr` (`"127.0.0.1:2024"`) until Ctrl-C.
@@ -206,6 +276,7 @@ impl ServerBuilder {
 #[derive(Debug, Clone)]
 pub struct Server {
     app: Arc<App>,
+    allow_unauthenticated: bool,
 }
 
 impl Server {
@@ -234,6 +305,11 @@ impl Server {
     where
         F: Future<Output = ()> + Send + 'static,
     {
+        if let Ok(local) = listener.local_addr() {
+            if self.app.auth.is_none() && !self.allow_unauthenticated && !local.ip().is_loopback() {
+                return Err(ServerError::Unauthenticated { addr: local.to_string() });
+            }
+        }
         let router = crate::api::router(Arc::clone(&self.app));
         // Events go out as soon as they are written: no Nagle delay on the small SSE writes.
         let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {

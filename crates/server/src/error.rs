@@ -26,6 +26,19 @@ pub enum ServerError {
         #[source]
         source: std::io::Error,
     },
+    /// The server would listen beyond this machine with no authentication
+    /// ([`crate::ServerBuilder::allow_unauthenticated`] allows it).
+    #[error(
+        "refusing to serve {addr} without authentication: it is reachable from other machines; set api_keys, \
+         bearer_tokens or auth, or allow_unauthenticated()"
+    )]
+    Unauthenticated {
+        /// The address.
+        addr: String,
+    },
+    /// Both a custom [`crate::Auth`] and static credentials were given.
+    #[error("both a custom auth and API keys or bearer tokens were given: choose one")]
+    AuthConflict,
     /// Serving connections failed.
     #[error("the server failed: {0}")]
     Serve(#[source] std::io::Error),
@@ -73,6 +86,13 @@ impl From<ServerError> for ApiError {
     fn from(e: ServerError) -> Self {
         tracing::error!(error = %e, "request failed");
         ApiError::internal(e.to_string())
+    }
+}
+
+impl From<crate::auth::AuthError> for ApiError {
+    fn from(e: crate::auth::AuthError) -> Self {
+        let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::FORBIDDEN);
+        ApiError::new(status, e.detail())
     }
 }
 

@@ -32,6 +32,7 @@
 
 mod api;
 mod app;
+mod auth;
 mod builder;
 mod error;
 mod graphs;
@@ -44,6 +45,7 @@ mod storage;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+pub use auth::{Action, Auth, AuthContext, AuthError, AuthRequest, Filter, Resource, User};
 pub use builder::{Server, ServerBuilder};
 pub use error::ServerError;
 pub use graphs::{ServerGraph, default_assistant_id};

@@ -12,12 +12,14 @@ use serde_json::{Map, Value, json};
 use weft_graph::erased::ErasedGraph;
 
 use super::body::read;
+use super::guard::{Access, Caller};
 use super::reply::{empty, ok, page};
 use super::requests::{
     ASSISTANT_CREATE, ASSISTANT_PATCH, ASSISTANT_SEARCH, AssistantCreate, AssistantPatch, AssistantSearch,
     LATEST, Latest, VERSIONS, Versions,
 };
 use crate::app::{App, contains, now, object, require_uuid};
+use crate::auth::{Action, Resource};
 use crate::error::{ApiError, ApiResult};
 use crate::graphs::channels_schema;
 use crate::model::Assistant;
@@ -58,8 +60,8 @@ fn graph_not_found(app: &App, graph_id: &str) -> ApiError {
 }
 
 /// `POST /assistants`.
-pub(crate) async fn create(State(app): AppState, body: Body) -> ApiResult<Response> {
-    let (body, _) = read::<AssistantCreate>(body, app.limits.body_bytes, &ASSISTANT_CREATE).await?;
+pub(crate) async fn create(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
+    let (mut body, _) = read::<AssistantCreate>(body, app.limits.body_bytes, &ASSISTANT_CREATE).await?;
     if let Some(id) = &body.assistant_id {
         require_uuid(id, "assistant")?;
     }
@@ -68,8 +70,17 @@ pub(crate) async fn create(State(app): AppState, body: Body) -> ApiResult<Respon
         return Err(graph_not_found(&app, &body.graph_id));
     }
     let assistant_id = body.assistant_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let mut value = json!({
+        "assistant_id": assistant_id, "graph_id": body.graph_id, "config": config, "context": context,
+        "metadata": body.metadata, "if_exists": body.if_exists, "name": body.name,
+    });
+    let access = assistant_access(&app, &caller, Action::Create, &mut value).await?;
+    body.metadata = value.get("metadata").and_then(Value::as_object).cloned();
     let mut records = app.records.lock().await;
     if let Some(existing) = records.assistants.get(&assistant_id) {
+        if !access.allows(&existing.metadata) {
+            return Err(ApiError::conflict(format!("Assistant {assistant_id} already exists")));
+        }
         if body.if_exists.as_deref() == Some("do_nothing") {
             return Ok(ok(existing));
         }
@@ -94,21 +105,43 @@ pub(crate) async fn create(State(app): AppState, body: Body) -> ApiResult<Respon
     Ok(ok(&assistant))
 }
 
-/// The assistant of a path id (a UUID), or LangGraph's errors.
-async fn existing(app: &App, id: &str) -> ApiResult<Assistant> {
+/// What the caller may touch among assistants for `action`; `value` is the request as the hook sees it.
+async fn assistant_access(
+    app: &App,
+    caller: &Caller,
+    action: Action,
+    value: &mut Value,
+) -> ApiResult<Access> {
+    app.authorize(caller, Resource::Assistants, action, value).await
+}
+
+/// The assistant of a path id (a UUID) that the caller may read, or LangGraph's errors (a 404 for one it
+/// may not, as for one that does not exist).
+async fn existing(app: &App, caller: &Caller, id: &str) -> ApiResult<Assistant> {
     require_uuid(id, "assistant")?;
-    app.assistant(id).await
+    let access = assistant_access(app, caller, Action::Read, &mut json!({"assistant_id": id})).await?;
+    let assistant = app.assistant(id).await?;
+    if access.allows(&assistant.metadata) { Ok(assistant) } else { Err(ApiError::not_found("Not Found")) }
 }
 
 /// `GET /assistants/{assistant_id}`.
-pub(crate) async fn get(State(app): AppState, Path(id): Path<String>) -> ApiResult<Response> {
-    Ok(ok(&existing(&app, &id).await?))
+pub(crate) async fn get(State(app): AppState, caller: Caller, Path(id): Path<String>) -> ApiResult<Response> {
+    Ok(ok(&existing(&app, &caller, &id).await?))
 }
 
 /// `PATCH /assistants/{assistant_id}`: a new version, made the latest.
-pub(crate) async fn patch(State(app): AppState, Path(id): Path<String>, body: Body) -> ApiResult<Response> {
+pub(crate) async fn patch(
+    State(app): AppState,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: Body,
+) -> ApiResult<Response> {
     require_uuid(&id, "assistant")?;
-    let (body, _) = read::<AssistantPatch>(body, app.limits.body_bytes, &ASSISTANT_PATCH).await?;
+    let (mut body, _) = read::<AssistantPatch>(body, app.limits.body_bytes, &ASSISTANT_PATCH).await?;
+    let mut value =
+        json!({"assistant_id": id, "graph_id": body.graph_id, "metadata": body.metadata, "name": body.name});
+    let access = assistant_access(&app, &caller, Action::Update, &mut value).await?;
+    body.metadata = value.get("metadata").and_then(Value::as_object).cloned();
     let (config, context) = config_and_context(body.config, body.context)?;
     if let Some(graph_id) = &body.graph_id {
         if app.graphs.get(graph_id).is_none() {
@@ -116,7 +149,8 @@ pub(crate) async fn patch(State(app): AppState, Path(id): Path<String>, body: Bo
         }
     }
     let mut records = app.records.lock().await;
-    let Some(mut assistant) = records.assistants.get(&id).cloned() else {
+    let Some(mut assistant) = records.assistants.get(&id).filter(|a| access.allows(&a.metadata)).cloned()
+    else {
         return Err(ApiError::not_found(format!("Assistant {id} not found")));
     };
     let latest = records.versions.keys().filter(|(a, _)| *a == id).map(|(_, v)| *v).max().unwrap_or(0);
@@ -147,10 +181,15 @@ pub(crate) async fn patch(State(app): AppState, Path(id): Path<String>, body: Bo
 }
 
 /// `DELETE /assistants/{assistant_id}`: `204`; its versions go too, and its running runs are interrupted.
-pub(crate) async fn delete(State(app): AppState, Path(id): Path<String>) -> ApiResult<Response> {
+pub(crate) async fn delete(
+    State(app): AppState,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
     require_uuid(&id, "assistant")?;
+    let access = assistant_access(&app, &caller, Action::Delete, &mut json!({"assistant_id": id})).await?;
     let mut records = app.records.lock().await;
-    if !records.assistants.contains_key(&id) {
+    if !records.assistants.get(&id).is_some_and(|a| access.allows(&a.metadata)) {
         return Err(ApiError::not_found(format!("Assistant with ID {id} not found")));
     }
     let mut changes = vec![Change::DeleteAssistant(id.clone())];
@@ -184,21 +223,23 @@ fn matching<'a>(
     })
 }
 
-async fn searched(app: &App, body: Body) -> ApiResult<(Vec<Assistant>, AssistantSearch)> {
-    let (search, _) = read::<AssistantSearch>(body, app.limits.body_bytes, &ASSISTANT_SEARCH).await?;
+async fn searched(app: &App, caller: &Caller, body: Body) -> ApiResult<(Vec<Assistant>, AssistantSearch)> {
+    let (search, mut value) = read::<AssistantSearch>(body, app.limits.body_bytes, &ASSISTANT_SEARCH).await?;
+    let access = assistant_access(app, caller, Action::Search, &mut value).await?;
     if let Some(graph_id) = search.graph_id.as_deref().filter(|g| !g.is_empty()) {
         if app.graphs.get(graph_id).is_none() {
             return Err(graph_not_found(app, graph_id));
         }
     }
     let all: Vec<Assistant> = app.records.lock().await.assistants.values().cloned().collect();
-    let found: Vec<Assistant> = matching(&all, &search).cloned().collect();
+    let found: Vec<Assistant> =
+        matching(&all, &search).filter(|a| access.allows(&a.metadata)).cloned().collect();
     Ok((found, search))
 }
 
 /// `POST /assistants/search`.
-pub(crate) async fn search(State(app): AppState, body: Body) -> ApiResult<Response> {
-    let (mut found, search) = searched(&app, body).await?;
+pub(crate) async fn search(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
+    let (mut found, search) = searched(&app, &caller, body).await?;
     let ascending = search.sort_order.as_deref().is_some_and(|o| o.eq_ignore_ascii_case("asc"));
     let key = |a: &Assistant| -> String {
         match search.sort_by.as_deref().map(str::to_lowercase).as_deref() {
@@ -222,8 +263,8 @@ pub(crate) async fn search(State(app): AppState, body: Body) -> ApiResult<Respon
 }
 
 /// `POST /assistants/count`.
-pub(crate) async fn count(State(app): AppState, body: Body) -> ApiResult<Response> {
-    let (found, _) = searched(&app, body).await?;
+pub(crate) async fn count(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
+    let (found, _) = searched(&app, &caller, body).await?;
     Ok(ok(&found.len()))
 }
 
@@ -237,6 +278,7 @@ fn graph_of(app: &App, assistant: &Assistant) -> ApiResult<Arc<dyn ErasedGraph>>
 /// `GET /assistants/{assistant_id}/graph[?xray=]`: nodes and edges in LangGraph's JSON form.
 pub(crate) async fn graph(
     State(app): AppState,
+    caller: Caller,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
@@ -247,7 +289,7 @@ pub(crate) async fn graph(
             return Err(ApiError::unprocessable("Invalid xray value"));
         }
     }
-    let assistant = existing(&app, &id).await?;
+    let assistant = existing(&app, &caller, &id).await?;
     let drawn = graph_of(&app, &assistant)?.get_graph();
     let nodes: Vec<Value> = drawn
         .nodes()
@@ -301,8 +343,12 @@ fn schemas_of(
 }
 
 /// `GET /assistants/{assistant_id}/schemas`.
-pub(crate) async fn schemas(State(app): AppState, Path(id): Path<String>) -> ApiResult<Response> {
-    let assistant = existing(&app, &id).await?;
+pub(crate) async fn schemas(
+    State(app): AppState,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let assistant = existing(&app, &caller, &id).await?;
     let registered =
         app.graphs.get(&assistant.graph_id).ok_or_else(|| graph_not_found(&app, &assistant.graph_id))?;
     Ok(ok(&schemas_of(registered.stateful.as_ref(), &assistant.graph_id, "", Some(&registered.spec))))
@@ -328,13 +374,14 @@ fn collect_subgraphs(
 /// subgraphs, by namespace.
 pub(crate) async fn subgraphs(
     State(app): AppState,
+    caller: Caller,
     Path(params): Path<Vec<(String, String)>>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
     let get = |key: &str| params.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
     let id = get("assistant_id").unwrap_or_default();
     let namespace = get("namespace");
-    let assistant = existing(&app, &id).await?;
+    let assistant = existing(&app, &caller, &id).await?;
     let graph = graph_of(&app, &assistant)?;
     let recurse = query.get("recurse").is_some_and(|r| r == "true" || r == "True");
     let mut all = Map::new();
@@ -348,13 +395,15 @@ pub(crate) async fn subgraphs(
 /// `POST /assistants/{assistant_id}/versions`: newest first.
 pub(crate) async fn versions(
     State(app): AppState,
+    caller: Caller,
     Path(id): Path<String>,
     body: Body,
 ) -> ApiResult<Response> {
     require_uuid(&id, "assistant")?;
     let (query, _) = read::<Versions>(body, app.limits.body_bytes, &VERSIONS).await?;
+    let access = assistant_access(&app, &caller, Action::Read, &mut json!({"assistant_id": id})).await?;
     let records = app.records.lock().await;
-    if !records.assistants.contains_key(&id) {
+    if !records.assistants.get(&id).is_some_and(|a| access.allows(&a.metadata)) {
         return Err(ApiError::not_found(format!("Assistant {id} not found")));
     }
     let filter = query.metadata.map(Value::Object);
@@ -373,11 +422,19 @@ pub(crate) async fn versions(
 }
 
 /// `POST /assistants/{assistant_id}/latest`: makes a saved version the current one.
-pub(crate) async fn latest(State(app): AppState, Path(id): Path<String>, body: Body) -> ApiResult<Response> {
+pub(crate) async fn latest(
+    State(app): AppState,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: Body,
+) -> ApiResult<Response> {
     require_uuid(&id, "assistant")?;
     let (Latest { version }, _) = read::<Latest>(body, app.limits.body_bytes, &LATEST).await?;
+    let mut value = json!({"assistant_id": id, "version": version});
+    let access = assistant_access(&app, &caller, Action::Update, &mut value).await?;
     let mut records = app.records.lock().await;
-    let Some(mut assistant) = records.assistants.get(&id).cloned() else {
+    let Some(mut assistant) = records.assistants.get(&id).filter(|a| access.allows(&a.metadata)).cloned()
+    else {
         return Err(ApiError::not_found(format!("Assistant {id} not found")));
     };
     let Some(saved) = records.versions.get(&(id.clone(), version)).cloned() else {

@@ -3,6 +3,7 @@
 mod assistants;
 pub(crate) mod body;
 mod cors;
+pub(crate) mod guard;
 pub(crate) mod reply;
 pub(crate) mod requests;
 mod runs;
@@ -50,8 +51,6 @@ async fn method_not_allowed() -> ApiError {
 /// Every route of the server.
 pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
-        .route("/ok", get(health))
-        .route("/info", get(info))
         .route("/assistants", post(assistants::create))
         .route("/assistants/search", post(assistants::search))
         .route("/assistants/count", post(assistants::count))
@@ -90,6 +89,10 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/store/items", get(store::get).put(store::put).delete(store::delete))
         .route("/store/items/search", post(store::search))
         .route("/store/namespaces", post(store::namespaces))
+        // Every route above authenticates; the health and version routes after it do not (as in LangGraph).
+        .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&app), guard::authenticate))
+        .route("/ok", get(health))
+        .route("/info", get(info))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Bodies are read with the server's own limit and error text.

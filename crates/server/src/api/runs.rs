@@ -12,10 +12,12 @@ use futures::FutureExt as _;
 use serde_json::Value;
 
 use super::body::read;
+use super::guard::{Access, Caller};
 use super::reply::{empty, ok, with_header};
 use super::requests::{RUN_STATEFUL, RUN_STATELESS, RUNS_CANCEL, RunCreate, RunsCancel};
 use super::sse;
 use crate::app::{App, require_uuid};
+use crate::auth::{Action, Resource};
 use crate::error::{ApiError, ApiResult};
 use crate::runs::{self, CancelAction, result};
 
@@ -41,30 +43,40 @@ async fn create_body(app: &App, body: Body, stateless: bool) -> ApiResult<RunCre
 /// `POST /threads/{thread_id}/runs`: a background run.
 pub(crate) async fn create(
     State(app): AppState,
+    caller: Caller,
     Path(thread_id): Path<String>,
     body: Body,
 ) -> ApiResult<Response> {
     let body = create_body(&app, body, false).await?;
-    let created = runs::create(&app, Some(&thread_id), body, false, false).await?;
+    let created = runs::create(&app, &caller, Some(&thread_id), body, false, false).await?;
     runs::schedule(&app, &created.record.run.thread_id);
     let (location, _) = paths(&thread_id, &created.record.run.run_id, false);
     Ok(with_header(ok(&created.record.run), "content-location", &location))
 }
 
 /// `POST /runs`: a stateless background run.
-pub(crate) async fn create_stateless(State(app): AppState, body: Body) -> ApiResult<Response> {
+pub(crate) async fn create_stateless(
+    State(app): AppState,
+    caller: Caller,
+    body: Body,
+) -> ApiResult<Response> {
     let body = create_body(&app, body, true).await?;
-    let created = runs::create(&app, None, body, true, false).await?;
+    let created = runs::create(&app, &caller, None, body, true, false).await?;
     runs::schedule(&app, &created.record.run.thread_id);
     let (location, _) = paths("", &created.record.run.run_id, true);
     Ok(with_header(ok(&created.record.run), "content-location", &location))
 }
 
-async fn stream_run(app: Arc<App>, thread_id: Option<String>, body: Body) -> ApiResult<Response> {
+async fn stream_run(
+    app: Arc<App>,
+    caller: Caller,
+    thread_id: Option<String>,
+    body: Body,
+) -> ApiResult<Response> {
     let stateless = thread_id.is_none();
     let body = create_body(&app, body, stateless).await?;
     let cancel_on_disconnect = body.on_disconnect.as_deref() == Some("cancel");
-    let created = runs::create(&app, thread_id.as_deref(), body, stateless, true).await?;
+    let created = runs::create(&app, &caller, thread_id.as_deref(), body, stateless, true).await?;
     let run = &created.record.run;
     let subscription = created.subscription.unwrap_or_else(|| created.channel.subscribe(None));
     runs::schedule(&app, &run.thread_id);
@@ -84,15 +96,20 @@ async fn stream_run(app: Arc<App>, thread_id: Option<String>, body: Body) -> Api
 /// `POST /threads/{thread_id}/runs/stream`.
 pub(crate) async fn stream(
     State(app): AppState,
+    caller: Caller,
     Path(thread_id): Path<String>,
     body: Body,
 ) -> ApiResult<Response> {
-    stream_run(app, Some(thread_id), body).await
+    stream_run(app, caller, Some(thread_id), body).await
 }
 
 /// `POST /runs/stream`.
-pub(crate) async fn stream_stateless(State(app): AppState, body: Body) -> ApiResult<Response> {
-    stream_run(app, None, body).await
+pub(crate) async fn stream_stateless(
+    State(app): AppState,
+    caller: Caller,
+    body: Body,
+) -> ApiResult<Response> {
+    stream_run(app, caller, None, body).await
 }
 
 /// The `/wait` or `/join` answer of a run: what its channel holds, else its record's, else its thread's.
@@ -117,11 +134,16 @@ fn answer(
     }
 }
 
-async fn wait_run(app: Arc<App>, thread_id: Option<String>, body: Body) -> ApiResult<Response> {
+async fn wait_run(
+    app: Arc<App>,
+    caller: Caller,
+    thread_id: Option<String>,
+    body: Body,
+) -> ApiResult<Response> {
     let stateless = thread_id.is_none();
     let body = create_body(&app, body, stateless).await?;
     let cancel_on_disconnect = body.on_disconnect.as_deref() == Some("cancel");
-    let created = runs::create(&app, thread_id.as_deref(), body, stateless, false).await?;
+    let created = runs::create(&app, &caller, thread_id.as_deref(), body, stateless, false).await?;
     let run = &created.record.run;
     runs::schedule(&app, &run.thread_id);
     let content_location = format!("/threads/{}/runs/{}", run.thread_id, run.run_id);
@@ -140,19 +162,20 @@ async fn wait_run(app: Arc<App>, thread_id: Option<String>, body: Body) -> ApiRe
 /// `POST /threads/{thread_id}/runs/wait`.
 pub(crate) async fn wait(
     State(app): AppState,
+    caller: Caller,
     Path(thread_id): Path<String>,
     body: Body,
 ) -> ApiResult<Response> {
-    wait_run(app, Some(thread_id), body).await
+    wait_run(app, caller, Some(thread_id), body).await
 }
 
 /// `POST /runs/wait`.
-pub(crate) async fn wait_stateless(State(app): AppState, body: Body) -> ApiResult<Response> {
-    wait_run(app, None, body).await
+pub(crate) async fn wait_stateless(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
+    wait_run(app, caller, None, body).await
 }
 
 /// `POST /runs/batch`: several stateless background runs.
-pub(crate) async fn batch(State(app): AppState, body: Body) -> ApiResult<Response> {
+pub(crate) async fn batch(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
     let value = super::body::json_value(body, app.limits.body_bytes).await?;
     let Value::Array(items) = value else {
         return Err(ApiError::unprocessable(format!(
@@ -169,18 +192,31 @@ pub(crate) async fn batch(State(app): AppState, body: Body) -> ApiResult<Respons
     }
     let mut made = Vec::with_capacity(bodies.len());
     for body in bodies {
-        let created = runs::create(&app, None, body, true, false).await?;
+        let created = runs::create(&app, &caller, None, body, true, false).await?;
         runs::schedule(&app, &created.record.run.thread_id);
         made.push(created.record.run);
     }
     Ok(ok(&made))
 }
 
-async fn existing_run(app: &App, thread_id: &str, run_id: &str) -> ApiResult<crate::model::RunRecord> {
+/// What the caller may touch on threads for `action` (LangGraph authorizes runs as their thread's).
+async fn thread_access(app: &App, caller: &Caller, action: Action, thread_id: &str) -> ApiResult<Access> {
+    let mut value = serde_json::json!({"thread_id": thread_id});
+    app.authorize(caller, Resource::Threads, action, &mut value).await
+}
+
+async fn existing_run(
+    app: &App,
+    caller: &Caller,
+    action: Action,
+    thread_id: &str,
+    run_id: &str,
+) -> ApiResult<crate::model::RunRecord> {
     require_uuid(thread_id, "thread")?;
     require_uuid(run_id, "run")?;
+    let access = thread_access(app, caller, action, thread_id).await?;
     let records = app.records.lock().await;
-    if !records.threads.contains_key(thread_id) {
+    if !records.threads.get(thread_id).is_some_and(|t| access.allows(&t.metadata)) {
         return Err(ApiError::thread_not_found(thread_id));
     }
     records
@@ -194,14 +230,16 @@ async fn existing_run(app: &App, thread_id: &str, run_id: &str) -> ApiResult<cra
 /// `GET /threads/{thread_id}/runs/{run_id}`.
 pub(crate) async fn get(
     State(app): AppState,
+    caller: Caller,
     Path((thread_id, run_id)): Path<(String, String)>,
 ) -> ApiResult<Response> {
-    Ok(ok(&existing_run(&app, &thread_id, &run_id).await?.run))
+    Ok(ok(&existing_run(&app, &caller, Action::Read, &thread_id, &run_id).await?.run))
 }
 
 /// `GET /threads/{thread_id}/runs`: newest first, `limit` (10) and `offset`, optionally by `status`.
 pub(crate) async fn list(
     State(app): AppState,
+    caller: Caller,
     Path(thread_id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
@@ -212,8 +250,9 @@ pub(crate) async fn list(
             .map_or(Ok(default), |v| v.parse().map_err(|_| ApiError::unprocessable(format!("Invalid {key}"))))
     };
     let (limit, offset) = (number("limit", 10)?, number("offset", 0)?);
+    let access = thread_access(&app, &caller, Action::Search, &thread_id).await?;
     let records = app.records.lock().await;
-    if !records.threads.contains_key(&thread_id) {
+    if !records.threads.get(&thread_id).is_some_and(|t| access.allows(&t.metadata)) {
         return Err(ApiError::thread_not_found(&thread_id));
     }
     let status = query.get("status").map(String::as_str);
@@ -232,10 +271,11 @@ pub(crate) async fn list(
 /// `GET /threads/{thread_id}/runs/{run_id}/join`.
 pub(crate) async fn join(
     State(app): AppState,
+    caller: Caller,
     Path((thread_id, run_id)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
-    let (_, channel) = runs::listen(&app, &thread_id, &run_id).await?;
+    let (_, channel) = runs::listen(&app, &caller, &thread_id, &run_id).await?;
     let content_location = format!("/threads/{thread_id}/runs/{run_id}");
     let location = format!("{content_location}/join");
     let answer = answer(Arc::clone(&app), run_id, thread_id);
@@ -253,11 +293,12 @@ pub(crate) async fn join(
 /// `Last-Event-ID` (kept for resumable runs only); empty for a finished run that kept none.
 pub(crate) async fn join_stream(
     State(app): AppState,
+    caller: Caller,
     Path((thread_id, run_id)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let (record, channel) = runs::listen(&app, &thread_id, &run_id).await?;
+    let (record, channel) = runs::listen(&app, &caller, &thread_id, &run_id).await?;
     let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty());
     let filter: Vec<String> = match query.get("stream_mode").filter(|m| !m.is_empty()) {
         None => Vec::new(),
@@ -292,11 +333,16 @@ fn action(query: &HashMap<String, String>) -> CancelAction {
 /// `wait` the run's `/join` answer once it has stopped.
 pub(crate) async fn cancel(
     State(app): AppState,
+    caller: Caller,
     Path((thread_id, run_id)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
     require_uuid(&thread_id, "thread")?;
     require_uuid(&run_id, "run")?;
+    let access = thread_access(&app, &caller, Action::Update, &thread_id).await?;
+    if !app.records.lock().await.threads.get(&thread_id).is_some_and(|t| access.allows(&t.metadata)) {
+        return Err(ApiError::not_found("No runs found to cancel."));
+    }
     let channel = app.channels.get(&run_id);
     runs::cancel(&app, &thread_id, std::slice::from_ref(&run_id), action(&query)).await?;
     match channel {
@@ -313,10 +359,11 @@ pub(crate) async fn cancel(
 /// `POST /runs/cancel`: runs by thread and ids, or every run of a status (`pending`, `running`, `all`).
 pub(crate) async fn cancel_many(
     State(app): AppState,
+    caller: Caller,
     Query(query): Query<HashMap<String, String>>,
     body: Body,
 ) -> ApiResult<Response> {
-    let (body, _) = read::<RunsCancel>(body, app.limits.body_bytes, &RUNS_CANCEL).await?;
+    let (body, mut raw) = read::<RunsCancel>(body, app.limits.body_bytes, &RUNS_CANCEL).await?;
     let action = action(&query);
     if let Some(status) = body.status.as_deref().map(str::to_ascii_lowercase) {
         if !matches!(status.as_str(), "pending" | "running" | "all") {
@@ -328,11 +375,14 @@ pub(crate) async fn cancel_many(
                  all runs with the given status, regardless of thread or run ID.",
             ));
         }
+        // Only the runs of threads the caller may update.
+        let access = app.authorize(&caller, Resource::Threads, Action::Update, &mut raw).await?;
         let by_thread: Vec<(String, String)> = {
             let records = app.records.lock().await;
             records
                 .runs
                 .values()
+                .filter(|r| records.threads.get(&r.run.thread_id).is_some_and(|t| access.allows(&t.metadata)))
                 .filter(|r| match status.as_str() {
                     "pending" => r.run.status == crate::model::RunStatus::Pending,
                     "running" => r.run.status == crate::model::RunStatus::Running,
@@ -359,6 +409,10 @@ pub(crate) async fn cancel_many(
     for run_id in &run_ids {
         require_uuid(run_id, "run")?;
     }
+    let access = thread_access(&app, &caller, Action::Update, &thread_id).await?;
+    if !app.records.lock().await.threads.get(&thread_id).is_some_and(|t| access.allows(&t.metadata)) {
+        return Err(ApiError::not_found("No runs found to cancel."));
+    }
     runs::cancel(&app, &thread_id, &run_ids, action).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
@@ -366,9 +420,10 @@ pub(crate) async fn cancel_many(
 /// `DELETE /threads/{thread_id}/runs/{run_id}`: `204`; a run still going is refused.
 pub(crate) async fn delete(
     State(app): AppState,
+    caller: Caller,
     Path((thread_id, run_id)): Path<(String, String)>,
 ) -> ApiResult<Response> {
-    let record = existing_run(&app, &thread_id, &run_id).await?;
+    let record = existing_run(&app, &caller, Action::Delete, &thread_id, &run_id).await?;
     if record.run.status.is_active() {
         return Err(ApiError::conflict(format!(
             "Run {run_id} is still {}: cancel it first",

@@ -13,9 +13,11 @@ use weft_graph::{JsonSnapshot, PregelTask, TaskState};
 use weft_runnable_core::RunnableConfig;
 
 use super::body::read;
+use super::guard::Caller;
 use super::reply::ok;
 use super::requests::{HISTORY, History, STATE_AT, STATE_UPDATE, StateAt, StateUpdate};
 use crate::app::{App, require_uuid};
+use crate::auth::Action;
 use crate::error::{ApiError, ApiResult};
 use crate::runs::settle::{settle_thread, thread_config};
 use crate::runs::wire::{checkpoint_address, interrupt_record, state_values, task_path};
@@ -74,9 +76,9 @@ fn empty_state() -> Value {
 }
 
 /// The thread's graph (`None` before its first run), or a 404 when there is no such thread.
-async fn graph_of(app: &App, thread_id: &str) -> ApiResult<Option<Arc<dyn ErasedGraph>>> {
+async fn graph_of(app: &App, caller: &Caller, thread_id: &str) -> ApiResult<Option<Arc<dyn ErasedGraph>>> {
     require_uuid(thread_id, "thread")?;
-    let thread = app.thread(thread_id).await?;
+    let thread = app.thread_for(caller, Action::Read, thread_id).await?;
     Ok(thread.graph_id().and_then(|id| app.graphs.get(id)).map(|g| Arc::clone(&g.stateful)))
 }
 
@@ -93,11 +95,12 @@ fn config_at(thread_id: &str, checkpoint: &Map<String, Value>) -> RunnableConfig
 
 async fn state_at(
     app: &App,
+    caller: &Caller,
     thread_id: &str,
     checkpoint: &Map<String, Value>,
     subgraphs: bool,
 ) -> ApiResult<Response> {
-    let Some(graph) = graph_of(app, thread_id).await? else { return Ok(ok(&empty_state())) };
+    let Some(graph) = graph_of(app, caller, thread_id).await? else { return Ok(ok(&empty_state())) };
     let snapshot = graph.get_state_json(&config_at(thread_id, checkpoint), subgraphs).await?;
     Ok(ok(&thread_state(&snapshot)))
 }
@@ -109,43 +112,47 @@ fn subgraphs(query: &HashMap<String, String>) -> bool {
 /// `GET /threads/{thread_id}/state[?subgraphs=true]`.
 pub(crate) async fn get(
     State(app): AppState,
+    caller: Caller,
     Path(thread_id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
-    state_at(&app, &thread_id, &Map::new(), subgraphs(&query)).await
+    state_at(&app, &caller, &thread_id, &Map::new(), subgraphs(&query)).await
 }
 
 /// `GET /threads/{thread_id}/state/{checkpoint_id}`.
 pub(crate) async fn get_at(
     State(app): AppState,
+    caller: Caller,
     Path((thread_id, checkpoint_id)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
     let mut checkpoint = Map::new();
     checkpoint.insert("checkpoint_id".into(), json!(checkpoint_id));
-    state_at(&app, &thread_id, &checkpoint, subgraphs(&query)).await
+    state_at(&app, &caller, &thread_id, &checkpoint, subgraphs(&query)).await
 }
 
 /// `POST /threads/{thread_id}/state/checkpoint`.
 pub(crate) async fn post_at(
     State(app): AppState,
+    caller: Caller,
     Path(thread_id): Path<String>,
     body: Body,
 ) -> ApiResult<Response> {
     let (body, _) = read::<StateAt>(body, app.limits.body_bytes, &STATE_AT).await?;
-    state_at(&app, &thread_id, &body.checkpoint, body.subgraphs).await
+    state_at(&app, &caller, &thread_id, &body.checkpoint, body.subgraphs).await
 }
 
 /// `POST /threads/{thread_id}/state`: writes values as a node (from the latest checkpoint, or from
 /// `checkpoint_id`, which forks); refused while the thread has runs in flight.
 pub(crate) async fn update(
     State(app): AppState,
+    caller: Caller,
     Path(thread_id): Path<String>,
     body: Body,
 ) -> ApiResult<Response> {
     require_uuid(&thread_id, "thread")?;
     let (body, _) = read::<StateUpdate>(body, app.limits.body_bytes, &STATE_UPDATE).await?;
-    let thread = app.thread(&thread_id).await?;
+    let thread = app.thread_for(&caller, Action::Update, &thread_id).await?;
     let inflight: Vec<String> =
         app.records.lock().await.active_runs(&thread_id).map(|r| r.run.run_id.clone()).collect();
     if !inflight.is_empty() {
@@ -178,8 +185,8 @@ pub(crate) async fn update(
     Ok(ok(&json!({"checkpoint": address, "configurable": address, "checkpoint_id": saved.checkpoint_id})))
 }
 
-async fn history(app: &App, thread_id: &str, query: History) -> ApiResult<Response> {
-    let Some(graph) = graph_of(app, thread_id).await? else { return Ok(ok(&Vec::<Value>::new())) };
+async fn history(app: &App, caller: &Caller, thread_id: &str, query: History) -> ApiResult<Response> {
+    let Some(graph) = graph_of(app, caller, thread_id).await? else { return Ok(ok(&Vec::<Value>::new())) };
     let checkpoint = query.checkpoint.unwrap_or_default();
     let before = match query.before {
         Value::String(id) => Some(id),
@@ -199,16 +206,18 @@ async fn history(app: &App, thread_id: &str, query: History) -> ApiResult<Respon
 /// `POST /threads/{thread_id}/history`: checkpoints newest first (`limit` 1 by default, as in LangGraph).
 pub(crate) async fn history_post(
     State(app): AppState,
+    caller: Caller,
     Path(thread_id): Path<String>,
     body: Body,
 ) -> ApiResult<Response> {
     let (query, _) = read::<History>(body, app.limits.body_bytes, &HISTORY).await?;
-    history(&app, &thread_id, query).await
+    history(&app, &caller, &thread_id, query).await
 }
 
 /// `GET /threads/{thread_id}/history[?limit=&before=]`.
 pub(crate) async fn history_get(
     State(app): AppState,
+    caller: Caller,
     Path(thread_id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
@@ -217,5 +226,5 @@ pub(crate) async fn history_get(
         Some(l) => Some(l.parse::<i64>().map_err(|_| ApiError::unprocessable(format!("Invalid limit {l}")))?),
     };
     let before = query.get("before").map_or(Value::Null, |b| json!(b));
-    history(&app, &thread_id, History { limit, before, metadata: None, checkpoint: None }).await
+    history(&app, &caller, &thread_id, History { limit, before, metadata: None, checkpoint: None }).await
 }

@@ -11,12 +11,14 @@ use serde_json::{Value, json};
 use weft_graph::store::{ListNamespacesOptions, SearchOptions, StoreError};
 
 use super::body::read;
+use super::guard::Caller;
 use super::reply::{empty, ok};
 use super::requests::{
     STORE_DELETE, STORE_NAMESPACES, STORE_PUT, STORE_SEARCH, StoreDelete, StoreNamespaces, StorePut,
     StoreSearch,
 };
 use crate::app::App;
+use crate::auth::{Action, Resource};
 use crate::error::{ApiError, ApiResult};
 
 type AppState = State<Arc<App>>;
@@ -36,17 +38,46 @@ fn check_namespace(namespace: &[String]) -> ApiResult<()> {
     Ok(())
 }
 
+/// Authorizes a store action; the hook may rewrite the request's `namespace` (LangGraph's per-user
+/// namespaces), which is read back, checked again, and used.
+async fn authorize(
+    app: &App,
+    caller: &Caller,
+    action: Action,
+    namespace: Option<Vec<String>>,
+    mut value: Value,
+) -> ApiResult<(Option<Vec<String>>, Option<crate::auth::Filter>)> {
+    if let Some(object) = value.as_object_mut() {
+        object.insert("namespace".into(), json!(namespace));
+    }
+    let access = app.authorize(caller, Resource::Store, action, &mut value).await?;
+    let namespace = match value.get("namespace") {
+        None | Some(Value::Null) => None,
+        Some(ns) => Some(serde_json::from_value::<Vec<String>>(ns.clone()).map_err(|_| {
+            ApiError::internal("the auth hook left a store namespace that is not a list of strings")
+        })?),
+    };
+    if let Some(namespace) = &namespace {
+        check_namespace(namespace)?;
+    }
+    Ok((namespace, access.filter().cloned()))
+}
+
 /// `PUT /store/items`: `204`.
-pub(crate) async fn put(State(app): AppState, body: Body) -> ApiResult<Response> {
+pub(crate) async fn put(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
     let (body, _) = read::<StorePut>(body, app.limits.body_bytes, &STORE_PUT).await?;
     check_namespace(&body.namespace)?;
-    app.store.put(&body.namespace, &body.key, Value::Object(body.value)).await.map_err(store_error)?;
+    let value = json!({"key": body.key, "value": body.value});
+    let (namespace, _) = authorize(&app, &caller, Action::Put, Some(body.namespace), value).await?;
+    let namespace = namespace.unwrap_or_default();
+    app.store.put(&namespace, &body.key, Value::Object(body.value)).await.map_err(store_error)?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
 /// `GET /store/items?namespace=a.b&key=k`: the item, or `null`.
 pub(crate) async fn get(
     State(app): AppState,
+    caller: Caller,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
     let namespace: Vec<String> = match query.get("namespace") {
@@ -60,37 +91,61 @@ pub(crate) async fn get(
         return Err(ApiError::unprocessable("Namespace label '' must be a non-empty string without periods"));
     }
     let refresh = query.get("refresh_ttl").map(|r| r == "true" || r == "True");
+    let (namespace, _) =
+        authorize(&app, &caller, Action::Get, Some(namespace), json!({"key": key, "refresh_ttl": refresh}))
+            .await?;
+    let namespace = namespace.unwrap_or_default();
     let item = app.store.get_with(&namespace, key, refresh).await.map_err(store_error)?;
     Ok(ok(&item))
 }
 
 /// `DELETE /store/items`: `204`, present or not.
-pub(crate) async fn delete(State(app): AppState, body: Body) -> ApiResult<Response> {
+pub(crate) async fn delete(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
     let (body, _) = read::<StoreDelete>(body, app.limits.body_bytes, &STORE_DELETE).await?;
-    app.store.delete(&body.namespace, &body.key).await.map_err(store_error)?;
+    let value = json!({"key": body.key});
+    let (namespace, _) = authorize(&app, &caller, Action::Delete, Some(body.namespace), value).await?;
+    let namespace = namespace.unwrap_or_default();
+    app.store.delete(&namespace, &body.key).await.map_err(store_error)?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
 /// `POST /store/items/search`: `{"items": [...]}` with each item's `score`.
-pub(crate) async fn search(State(app): AppState, body: Body) -> ApiResult<Response> {
+pub(crate) async fn search(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
     let (body, _) = read::<StoreSearch>(body, app.limits.body_bytes, &STORE_SEARCH).await?;
+    let value =
+        json!({"filter": body.filter, "limit": body.limit, "offset": body.offset, "query": body.query});
+    let prefix = body.namespace_prefix.unwrap_or_default();
+    let (prefix, auth_filter) = authorize(&app, &caller, Action::Search, Some(prefix), value).await?;
+    let mut filter = body.filter.unwrap_or_default();
+    if let Some(auth_filter) = auth_filter {
+        // Both must hold: keys the request filters too must ask for the same value, else nothing matches.
+        for (key, wanted) in auth_filter.as_json() {
+            match filter.get(key) {
+                Some(asked) if asked != wanted => return Ok(ok(&json!({"items": []}))),
+                _ => {
+                    filter.insert(key.clone(), wanted.clone());
+                }
+            }
+        }
+    }
     let options = SearchOptions {
         query: body.query,
-        filter: body.filter.unwrap_or_default(),
+        filter,
         limit: usize::try_from(body.limit.unwrap_or(10)).unwrap_or(0),
         offset: usize::try_from(body.offset.unwrap_or(0)).unwrap_or(0),
         refresh_ttl: None,
     };
-    let items =
-        app.store.search(&body.namespace_prefix.unwrap_or_default(), options).await.map_err(store_error)?;
+    let items = app.store.search(&prefix.unwrap_or_default(), options).await.map_err(store_error)?;
     Ok(ok(&json!({"items": items})))
 }
 
 /// `POST /store/namespaces`: `{"namespaces": [[...], ...]}`.
-pub(crate) async fn namespaces(State(app): AppState, body: Body) -> ApiResult<Response> {
+pub(crate) async fn namespaces(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
     let (body, _) = read::<StoreNamespaces>(body, app.limits.body_bytes, &STORE_NAMESPACES).await?;
+    let value = json!({"suffix": body.suffix, "max_depth": body.max_depth, "limit": body.limit, "offset": body.offset});
+    let (prefix, _) = authorize(&app, &caller, Action::ListNamespaces, body.prefix, value).await?;
     let options = ListNamespacesOptions {
-        prefix: body.prefix,
+        prefix,
         suffix: body.suffix,
         max_depth: body.max_depth,
         limit: usize::try_from(body.limit.unwrap_or(100)).unwrap_or(0),

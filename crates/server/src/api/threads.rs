@@ -9,12 +9,14 @@ use axum::response::Response;
 use serde_json::{Map, Value, json};
 
 use super::body::read;
+use super::guard::{Access, Caller};
 use super::reply::{empty, ok, page};
 use super::requests::{
     THREAD_CREATE, THREAD_PATCH, THREAD_PRUNE, THREAD_SEARCH, ThreadCreate, ThreadPatch, ThreadPrune,
     ThreadSearch,
 };
-use crate::app::{App, contains, new_id, now, require_uuid};
+use crate::app::{App, contains, new_id, now, object, require_uuid};
+use crate::auth::{Action, Resource};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{Thread, ThreadStatus};
 use crate::runs::CancelAction;
@@ -23,8 +25,8 @@ use crate::storage::Change;
 type AppState = State<Arc<App>>;
 
 /// `POST /threads`.
-pub(crate) async fn create(State(app): AppState, body: Body) -> ApiResult<Response> {
-    let (body, raw) = read::<ThreadCreate>(body, app.limits.body_bytes, &THREAD_CREATE).await?;
+pub(crate) async fn create(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
+    let (mut body, raw) = read::<ThreadCreate>(body, app.limits.body_bytes, &THREAD_CREATE).await?;
     if raw.get("supersteps").and_then(Value::as_array).is_some_and(|s| !s.is_empty()) {
         return Err(ApiError::unprocessable(
             "Creating a thread with supersteps is not supported by weft-server yet: create the thread, run it              once, then write its state with POST /threads/{thread_id}/state",
@@ -34,9 +36,12 @@ pub(crate) async fn create(State(app): AppState, body: Body) -> ApiResult<Respon
         require_uuid(id, "thread")?;
     }
     let thread_id = body.thread_id.unwrap_or_else(new_id);
+    let mut value = json!({"thread_id": thread_id, "metadata": body.metadata, "if_exists": body.if_exists});
+    let access = app.authorize(&caller, Resource::Threads, Action::Create, &mut value).await?;
+    body.metadata = value.get("metadata").and_then(Value::as_object).cloned();
     let mut records = app.records.lock().await;
     if let Some(existing) = records.threads.get(&thread_id) {
-        if body.if_exists.as_deref() == Some("do_nothing") {
+        if body.if_exists.as_deref() == Some("do_nothing") && access.allows(&existing.metadata) {
             return Ok(ok(existing));
         }
         return Err(ApiError::conflict(format!("Thread with ID {thread_id} already exists")));
@@ -59,24 +64,35 @@ pub(crate) async fn create(State(app): AppState, body: Body) -> ApiResult<Respon
 }
 
 /// `GET /threads/{thread_id}`.
-pub(crate) async fn get(State(app): AppState, Path(thread_id): Path<String>) -> ApiResult<Response> {
+pub(crate) async fn get(
+    State(app): AppState,
+    caller: Caller,
+    Path(thread_id): Path<String>,
+) -> ApiResult<Response> {
     require_uuid(&thread_id, "thread")?;
-    Ok(ok(&app.thread(&thread_id).await?))
+    Ok(ok(&app.thread_for(&caller, Action::Read, &thread_id).await?))
 }
 
 /// `PATCH /threads/{thread_id}`: merges metadata (`Prefer: return=minimal` answers `204`).
 pub(crate) async fn patch(
     State(app): AppState,
+    caller: Caller,
     Path(thread_id): Path<String>,
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
     require_uuid(&thread_id, "thread")?;
     let (body, _) = read::<ThreadPatch>(body, app.limits.body_bytes, &THREAD_PATCH).await?;
+    let mut value = json!({"thread_id": thread_id, "metadata": body.metadata.unwrap_or_default()});
+    let access = app.authorize(&caller, Resource::Threads, Action::Update, &mut value).await?;
     let mut records = app.records.lock().await;
-    let mut thread =
-        records.threads.get(&thread_id).cloned().ok_or_else(|| ApiError::thread_not_found(&thread_id))?;
-    thread.metadata.extend(body.metadata.unwrap_or_default());
+    let mut thread = records
+        .threads
+        .get(&thread_id)
+        .filter(|t| access.allows(&t.metadata))
+        .cloned()
+        .ok_or_else(|| ApiError::thread_not_found(&thread_id))?;
+    thread.metadata.extend(object(value.get("metadata")));
     thread.updated_at = now();
     records.commit(vec![Change::Thread(thread.clone())]).await?;
     if headers.get("prefer").and_then(|v| v.to_str().ok()) == Some("return=minimal") {
@@ -86,9 +102,9 @@ pub(crate) async fn patch(
 }
 
 /// Deletes a thread: its runs stop, its records and checkpoints go. `false` when there was none.
-pub(crate) async fn delete_thread(app: &Arc<App>, thread_id: &str) -> ApiResult<bool> {
+pub(crate) async fn delete_thread(app: &Arc<App>, thread_id: &str, access: &Access) -> ApiResult<bool> {
     let mut records = app.records.lock().await;
-    if !records.threads.contains_key(thread_id) {
+    if !records.threads.get(thread_id).is_some_and(|t| access.allows(&t.metadata)) {
         return Ok(false);
     }
     let runs: Vec<(String, bool, bool)> = records
@@ -114,9 +130,15 @@ pub(crate) async fn delete_thread(app: &Arc<App>, thread_id: &str) -> ApiResult<
 }
 
 /// `DELETE /threads/{thread_id}`: `204`.
-pub(crate) async fn delete(State(app): AppState, Path(thread_id): Path<String>) -> ApiResult<Response> {
+pub(crate) async fn delete(
+    State(app): AppState,
+    caller: Caller,
+    Path(thread_id): Path<String>,
+) -> ApiResult<Response> {
     require_uuid(&thread_id, "thread")?;
-    if !delete_thread(&app, &thread_id).await? {
+    let mut value = json!({"thread_id": thread_id});
+    let access = app.authorize(&caller, Resource::Threads, Action::Delete, &mut value).await?;
+    if !delete_thread(&app, &thread_id, &access).await? {
         return Err(ApiError::thread_not_found(&thread_id));
     }
     Ok(empty(StatusCode::NO_CONTENT))
@@ -135,16 +157,22 @@ fn matches(thread: &Thread, search: &ThreadSearch) -> bool {
         })
 }
 
-async fn found(app: &App, body: Body) -> ApiResult<(Vec<Thread>, ThreadSearch)> {
-    let (search, _) = read::<ThreadSearch>(body, app.limits.body_bytes, &THREAD_SEARCH).await?;
+async fn found(app: &App, caller: &Caller, body: Body) -> ApiResult<(Vec<Thread>, ThreadSearch)> {
+    let (search, mut value) = read::<ThreadSearch>(body, app.limits.body_bytes, &THREAD_SEARCH).await?;
+    let access = app.authorize(caller, Resource::Threads, Action::Search, &mut value).await?;
     let records = app.records.lock().await;
-    let threads = records.threads.values().filter(|t| matches(t, &search)).cloned().collect();
+    let threads = records
+        .threads
+        .values()
+        .filter(|t| matches(t, &search) && access.allows(&t.metadata))
+        .cloned()
+        .collect();
     Ok((threads, search))
 }
 
 /// `POST /threads/search`: newest first unless `sort_by`/`sort_order` say otherwise.
-pub(crate) async fn search(State(app): AppState, body: Body) -> ApiResult<Response> {
-    let (mut threads, search) = found(&app, body).await?;
+pub(crate) async fn search(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
+    let (mut threads, search) = found(&app, &caller, body).await?;
     let key = |t: &Thread| -> String {
         match search.sort_by.as_deref() {
             Some("thread_id") => t.thread_id.clone(),
@@ -166,15 +194,22 @@ pub(crate) async fn search(State(app): AppState, body: Body) -> ApiResult<Respon
 }
 
 /// `POST /threads/count`.
-pub(crate) async fn count(State(app): AppState, body: Body) -> ApiResult<Response> {
-    Ok(ok(&found(&app, body).await?.0.len()))
+pub(crate) async fn count(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
+    Ok(ok(&found(&app, &caller, body).await?.0.len()))
 }
 
 /// `POST /threads/{thread_id}/copy`: a new thread with the same metadata and a copy of every checkpoint.
-pub(crate) async fn copy(State(app): AppState, Path(thread_id): Path<String>) -> ApiResult<Response> {
+pub(crate) async fn copy(
+    State(app): AppState,
+    caller: Caller,
+    Path(thread_id): Path<String>,
+) -> ApiResult<Response> {
     require_uuid(&thread_id, "thread")?;
-    let source = app.thread(&thread_id).await?;
+    let source = app.thread_for(&caller, Action::Read, &thread_id).await?;
     let copy_id = new_id();
+    // The caller must be allowed to make threads; the copy keeps the source's metadata (as in LangGraph).
+    let mut value = json!({"thread_id": copy_id});
+    app.authorize(&caller, Resource::Threads, Action::Create, &mut value).await?;
     app.checkpointer
         .copy_thread(&thread_id, &copy_id)
         .await
@@ -196,8 +231,10 @@ pub(crate) async fn copy(State(app): AppState, Path(thread_id): Path<String>) ->
 
 /// `POST /threads/prune`: deletes the threads (`delete`), or keeps only their latest checkpoint
 /// (`keep_latest`); answers how many were pruned.
-pub(crate) async fn prune(State(app): AppState, body: Body) -> ApiResult<Response> {
-    let (body, _) = read::<ThreadPrune>(body, app.limits.body_bytes, &THREAD_PRUNE).await?;
+pub(crate) async fn prune(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
+    let (body, mut value) = read::<ThreadPrune>(body, app.limits.body_bytes, &THREAD_PRUNE).await?;
+    // Threads the caller may not delete are skipped, as if they did not exist (as in LangGraph).
+    let access = app.authorize(&caller, Resource::Threads, Action::Delete, &mut value).await?;
     let keep_latest = body.strategy.as_deref() == Some("keep_latest");
     let mut pruned = 0usize;
     for thread_id in &body.thread_ids {
@@ -205,12 +242,13 @@ pub(crate) async fn prune(State(app): AppState, body: Body) -> ApiResult<Respons
             continue;
         }
         if keep_latest {
-            let known = app.records.lock().await.threads.contains_key(thread_id);
+            let known =
+                app.records.lock().await.threads.get(thread_id).is_some_and(|t| access.allows(&t.metadata));
             if known {
                 app.checkpointer.prune(thread_id, 1).await.map_err(|e| ApiError::internal(e.to_string()))?;
                 pruned += 1;
             }
-        } else if delete_thread(&app, thread_id).await? {
+        } else if delete_thread(&app, thread_id, &access).await? {
             pruned += 1;
         }
     }

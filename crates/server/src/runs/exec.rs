@@ -24,6 +24,8 @@ enum Ended {
     Success,
     /// The error event's data: `{"error", "message"}`.
     Error(Value),
+    /// It ran past the server's run timeout; the error event's data.
+    Timeout(Value),
     Cancelled(CancelAction),
 }
 
@@ -104,6 +106,7 @@ async fn drive(
     continues: bool,
     channel: &Arc<RunChannel>,
     result: &mut RunResult,
+    timeout: Option<std::time::Duration>,
 ) -> Ended {
     let kwargs = &record.run.kwargs;
     let modes = Modes::from_names(&kwargs.stream_mode);
@@ -134,10 +137,24 @@ async fn drive(
     let mut stream = graph.stream_json(input, &config, &modes.graph_modes(), options);
     let cancelled = channel.cancelled();
     tokio::pin!(cancelled);
+    let deadline = async move {
+        match timeout {
+            Some(timeout) => tokio::time::sleep(timeout).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(deadline);
     loop {
         tokio::select! {
             biased;
             action = &mut cancelled => return Ended::Cancelled(action),
+            () = &mut deadline => {
+                let seconds = timeout.map_or(0.0, |t| t.as_secs_f64());
+                return Ended::Timeout(json!({
+                    "error": "TimeoutError",
+                    "message": format!("the run timed out after {seconds} s (the server's run timeout)"),
+                }));
+            }
             part = stream.next() => match part {
                 None => return Ended::Success,
                 Some(Err(e)) => return Ended::Error(error_json(&e)),
@@ -185,10 +202,11 @@ pub(super) async fn execute(app: &Arc<App>, record: RunRecord) {
                 .and_then(|m| m.extra.get("run_id"))
                 .is_some_and(|id| id.as_str() == Some(run_id.as_str()));
             let continues = record.attempt > 1 && saved_by_run;
-            (drive(&record, graph, continues, &channel, &mut result).await, started_from)
+            let timeout = app.limits.run_timeout;
+            (drive(&record, graph, continues, &channel, &mut result, timeout).await, started_from)
         }
     };
-    if let Ended::Error(error) = &ended {
+    if let Ended::Error(error) | Ended::Timeout(error) = &ended {
         result.absorb("error", error);
         channel.publish("error", error.to_string());
     }
@@ -231,7 +249,7 @@ async fn finish(
     let mut records = app.records.lock().await;
     let mut changes = Vec::new();
     let error = match &ended {
-        Ended::Error(e) => Some(e.clone()),
+        Ended::Error(e) | Ended::Timeout(e) => Some(e.clone()),
         _ => None,
     };
     let mut thread = records.threads.get(thread_id).cloned();
@@ -257,6 +275,7 @@ async fn finish(
             done.run.status = match ended {
                 Ended::Success => RunStatus::Success,
                 Ended::Error(_) => RunStatus::Error,
+                Ended::Timeout(_) => RunStatus::Timeout,
                 Ended::Cancelled(_) => RunStatus::Interrupted,
             };
             done.run.updated_at = now();

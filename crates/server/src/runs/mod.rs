@@ -15,8 +15,10 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Map, Value, json};
 
 pub(crate) use self::channel::{CancelAction, RunChannel};
+use crate::api::guard::Caller;
 use crate::api::requests::RunCreate;
 use crate::app::{App, is_uuid, merge, new_id, now, object};
+use crate::auth::{Action, Resource};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{Run, RunKwargs, RunRecord, RunStatus, Thread, ThreadStatus};
 use crate::storage::Change;
@@ -43,8 +45,11 @@ fn stream_modes(value: &Value) -> Vec<String> {
 /// Makes a run: checks the request as LangGraph does, creates or marks the thread busy, applies the
 /// multitask strategy and saves the run as pending. `stateless` runs get a thread of their own, deleted
 /// when they end unless `on_completion` is `keep`. `subscribe`: listen to the run from its first event.
+/// The caller must be allowed `create_run` on the thread (and to read the assistant, unless the server
+/// made it); a thread or assistant it may not see is not found.
 pub(crate) async fn create(
     app: &Arc<App>,
+    caller: &Caller,
     thread_id: Option<&str>,
     body: RunCreate,
     stateless: bool,
@@ -98,17 +103,46 @@ pub(crate) async fn create(
     } else {
         body.if_not_exists.clone().unwrap_or_else(|| "reject".into())
     };
+    let mut value = json!({
+        "thread_id": if stateless { None } else { thread_id },
+        "assistant_id": assistant_id,
+        "metadata": body.metadata.clone().unwrap_or_default(),
+        "multitask_strategy": strategy,
+        "if_not_exists": if_not_exists,
+        "after_seconds": after_seconds,
+    });
+    let access = app.authorize(caller, Resource::Threads, Action::CreateRun, &mut value).await?;
+    let metadata = object(value.get("metadata"));
     let thread_id = thread_id.map_or_else(new_id, str::to_owned);
-    let metadata = body.metadata.clone().unwrap_or_default();
     let config_metadata = object(config.get("metadata"));
+    let not_found = || ApiError::not_found("Thread or assistant not found.");
+    // An assistant made through the API must be readable by the caller (the server's own are everyone's).
+    let owned = app.records.lock().await.assistants.get(&assistant_id).map(|a| a.metadata.clone());
+    if let Some(owned) = owned.filter(|m| m.get("created_by").and_then(Value::as_str) != Some("system")) {
+        let mut value = json!({"assistant_id": assistant_id});
+        if !app.authorize(caller, Resource::Assistants, Action::Read, &mut value).await?.allows(&owned) {
+            return Err(not_found());
+        }
+    }
+    if let Some(user) = caller.user() {
+        configurable.insert("langgraph_auth_user_id".into(), json!(user.identity()));
+        configurable.insert("langgraph_auth_permissions".into(), json!(user.permissions()));
+        configurable.insert(
+            "langgraph_auth_user".into(),
+            json!({"identity": user.identity(), "display_name": user.display_name(), "permissions": user.permissions()}),
+        );
+        config.insert("configurable".into(), Value::Object(configurable.clone()));
+    }
 
     let mut records = app.records.lock().await;
-    let not_found = || ApiError::not_found("Thread or assistant not found.");
     let assistant = records.assistants.get(&assistant_id).cloned().ok_or_else(not_found)?;
     let assistant_configurable = object(assistant.config.get("configurable"));
     let ids = json!({"graph_id": assistant.graph_id, "assistant_id": assistant_id});
     let ids = ids.as_object().cloned().unwrap_or_default();
     let existing = records.threads.get(&thread_id).cloned();
+    if existing.as_ref().is_some_and(|t| !access.allows(&t.metadata)) {
+        return Err(not_found());
+    }
     let stamp = now();
     let thread = match &existing {
         None if if_not_exists == "create" => Thread {
@@ -340,13 +374,16 @@ pub(crate) async fn cancel(
 /// holding its result. Decided under the records' lock, as workers close channels under it.
 pub(crate) async fn listen(
     app: &App,
+    caller: &Caller,
     thread_id: &str,
     run_id: &str,
 ) -> ApiResult<(RunRecord, Arc<RunChannel>)> {
     crate::app::require_uuid(thread_id, "thread")?;
     crate::app::require_uuid(run_id, "run")?;
+    let mut value = json!({"thread_id": thread_id, "run_id": run_id});
+    let access = app.authorize(caller, Resource::Threads, Action::Read, &mut value).await?;
     let records = app.records.lock().await;
-    if !records.threads.contains_key(thread_id) {
+    if !records.threads.get(thread_id).is_some_and(|t| access.allows(&t.metadata)) {
         return Err(ApiError::thread_not_found(thread_id));
     }
     let record = records

@@ -1,0 +1,80 @@
+//! Authentication on every route but `/ok` and `/info`, and the caller each route authorizes its actions
+//! for.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::middleware::Next;
+use axum::response::{IntoResponse as _, Response};
+use serde_json::{Map, Value};
+
+use crate::app::App;
+use crate::auth::{Action, AuthContext, AuthRequest, Filter, Resource, User};
+use crate::error::{ApiError, ApiResult};
+
+/// Who sends a request: the authenticated user, or nobody when the server has no authentication.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Caller(Option<Arc<User>>);
+
+impl Caller {
+    /// The user, when the server authenticates.
+    pub(crate) fn user(&self) -> Option<&User> {
+        self.0.as_deref()
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(parts.extensions.get::<Caller>().cloned().unwrap_or_default())
+    }
+}
+
+/// Authenticates the request when the server has an [`crate::Auth`]: a `401` (or the status the hook
+/// gives) with `{"detail": ...}` when it is refused.
+pub(crate) async fn authenticate(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    let Some(auth) = &app.auth else { return next.run(request).await };
+    let (mut parts, body) = request.into_parts();
+    match auth.authenticate(&AuthRequest::new(&parts)).await {
+        Ok(user) => {
+            parts.extensions.insert(Caller(Some(Arc::new(user))));
+            next.run(Request::from_parts(parts, body)).await
+        }
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
+/// What an authorized action may touch: everything, or the records whose metadata match a filter.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Access(Option<Filter>);
+
+impl Access {
+    /// Whether a record with this metadata may be touched.
+    pub(crate) fn allows(&self, metadata: &Map<String, Value>) -> bool {
+        self.0.as_ref().is_none_or(|f| f.matches(metadata))
+    }
+
+    /// The filter, when there is one.
+    pub(crate) fn filter(&self) -> Option<&Filter> {
+        self.0.as_ref()
+    }
+}
+
+impl App {
+    /// Asks the server's [`crate::Auth`] whether the caller may do `action` on `resource`; `value` is the
+    /// request as the hook sees it, and may come back changed. Everything is allowed without auth.
+    pub(crate) async fn authorize(
+        &self,
+        caller: &Caller,
+        resource: Resource,
+        action: Action,
+        value: &mut Value,
+    ) -> ApiResult<Access> {
+        let (Some(auth), Some(user)) = (&self.auth, caller.user()) else { return Ok(Access::default()) };
+        let ctx = AuthContext { user, resource, action };
+        Ok(Access(auth.authorize(&ctx, value).await?))
+    }
+}
