@@ -52,8 +52,9 @@ async fn missing_or_wrong_credentials_are_401_and_health_stays_open() {
     let count = post(addr, ALICE, "/threads/count", json!({})).await;
     assert_eq!((count.status, count.json()), (200, json!(0)));
     assert_eq!(post(addr, BOB, "/threads", json!({})).await.status, 200);
-    // An unknown route is a 404 with or without credentials.
-    assert_eq!(send(addr, "GET", "/nowhere", None, &[]).await.status, 404);
+    // An unknown route needs credentials too (as in LangGraph), then is a 404.
+    assert_eq!(send(addr, "GET", "/nowhere", None, &[]).await.status, 401);
+    assert_eq!(get(addr, ALICE, "/nowhere").await.status, 404);
 }
 
 #[tokio::test]
@@ -85,7 +86,6 @@ async fn two_users_never_see_each_others_threads_runs_or_state() {
         ("POST", format!("/threads/{t}/state"), Some(json!({"values": {"items": ["bob"]}, "as_node": "b"}))),
         ("GET", format!("/threads/{t}/history"), None),
         ("POST", format!("/threads/{t}/history"), Some(json!({}))),
-        ("POST", format!("/threads/{t}/copy"), Some(json!({}))),
         ("GET", format!("/threads/{t}/runs"), None),
         ("GET", format!("/threads/{t}/runs/{run}"), None),
         ("DELETE", format!("/threads/{t}/runs/{run}"), None),
@@ -102,6 +102,8 @@ async fn two_users_never_see_each_others_threads_runs_or_state() {
         let r = post(addr, BOB, &path, json!({"assistant_id": "simple", "input": {"items": []}})).await;
         assert_eq!((r.status, r.detail()), (404, "Thread or assistant not found.".to_owned()), "{path}");
     }
+    let copy = post(addr, BOB, &format!("/threads/{t}/copy"), json!({})).await;
+    assert_eq!((copy.status, copy.detail()), (409, "Conflict".to_owned()), "LangGraph's answer to a copy");
     let cancel = post(addr, BOB, &format!("/threads/{t}/runs/{run}/cancel"), json!({})).await;
     assert_eq!(cancel.status, 404);
     let cancel = post(addr, BOB, "/runs/cancel", json!({"thread_id": t, "run_ids": [run]})).await;

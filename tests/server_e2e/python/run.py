@@ -3,7 +3,9 @@ own server (`langgraph dev`), side by side, and prints one line per test and ser
 
     python run.py --weft-bin PATH [--langgraph-bin PATH] [--only NAME,...] [--servers weft,langgraph]
 
-Each server is started on a free port and stopped at the end. The exit status is 0 when every test passes
+Each server is started on a free port and stopped at the end. The tests of `AUTH_MODULES` run against a
+second pair started with authentication (`auth.py` for `langgraph dev`, `--auth` for weft), beside the
+first. The exit status is 0 when every test passes
 against every server it ran on.
 """
 import sys
@@ -14,6 +16,7 @@ import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import importlib
 import inspect  # noqa: E402
+import json  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
 import socket  # noqa: E402
@@ -28,7 +31,8 @@ from langgraph_sdk import get_client  # noqa: E402
 from kit import Env  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULES = ["t_assistants", "t_threads", "t_streams", "t_runs", "t_multitask", "t_store", "t_errors"]
+MODULES = ["t_assistants", "t_threads", "t_streams", "t_runs", "t_multitask", "t_store", "t_errors", "t_auth"]
+AUTH_MODULES = {"t_auth"}
 TEST_TIMEOUT = 90
 
 
@@ -52,17 +56,25 @@ def wait_ready(url, process, timeout):
     raise RuntimeError(f"the server at {url} did not answer /ok within {timeout} s")
 
 
-def start_weft(binary, log):
+def start_weft(binary, log, auth):
     port = free_port()
-    process = subprocess.Popen([binary, "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    command = [binary, "--port", str(port)] + (["--auth"] if auth else [])
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     return f"http://127.0.0.1:{port}", process, 30
 
 
-def start_langgraph(binary, log):
+def start_langgraph(binary, log, auth):
     port = free_port()
     project = tempfile.mkdtemp(prefix="weft-e2e-langgraph-")
-    for name in ["graphs.py", "langgraph.json"]:
+    for name in ["graphs.py", "langgraph.json"] + (["auth.py"] if auth else []):
         shutil.copy(os.path.join(HERE, name), project)
+    if auth:
+        config_path = os.path.join(project, "langgraph.json")
+        with open(config_path) as f:
+            config = json.load(f)
+        config["auth"] = {"path": "./auth.py:auth"}
+        with open(config_path, "w") as f:
+            json.dump(config, f)
     env = dict(os.environ, LANGGRAPH_CLI_NO_ANALYTICS="1", LANGSMITH_TRACING="false", PYTHONDONTWRITEBYTECODE="1")
     for key in ["LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "LANGGRAPH_CLOUD_LICENSE_KEY", "LANGSMITH_CONTROL_PLANE_API_KEY"]:
         env.pop(key, None)
@@ -111,18 +123,35 @@ async def main():
     if not cases:
         print("no tests selected")
         return 1
-    logs, processes, envs = {}, [], []
+    # One pair of servers without auth, one with, each only when some selected test needs it.
+    groups = [(auth, [case for case in cases if (case[0] in AUTH_MODULES) == auth]) for auth in (False, True)]
+    groups = [(auth, group) for auth, group in groups if group]
+    logs, processes, envs, runs = {}, [], [], []
     try:
-        for name in names:
-            logs[name] = tempfile.NamedTemporaryFile(prefix=f"weft-e2e-{name}-", suffix=".log", delete=False)
-            start = start_weft if name == "weft" else start_langgraph
-            url, process, timeout = start(args.weft_bin if name == "weft" else args.langgraph_bin, logs[name])
-            processes.append((name, process, url, timeout))
-            envs.append(Env(name, url))
+        for auth, group in groups:
+            for name in names:
+                label = f"{name}-auth" if auth else name
+                logs[label] = tempfile.NamedTemporaryFile(prefix=f"weft-e2e-{label}-", suffix=".log", delete=False)
+                start = start_weft if name == "weft" else start_langgraph
+                binary = args.weft_bin if name == "weft" else args.langgraph_bin
+                url, process, timeout = start(binary, logs[label], auth)
+                processes.append((label, process, url, timeout))
+                env = Env(name, url)
+                envs.append(env)
+                runs.append((env, group))
         for name, process, url, timeout in processes:
             wait_ready(url, process, timeout)
         started = time.time()
-        outcomes = await asyncio.gather(*(run_suite(env, cases) for env in envs))
+        results = await asyncio.gather(*(run_suite(env, group) for env, group in runs))
+        # Each server's results, both pairs together, in the order of `names`.
+        merged = {name: {} for name in names}
+        for (env, _), result in zip(runs, results):
+            merged[env.name].update(result)
+        outcomes = [merged[name] for name in names]
+        notes_from = envs
+        envs = [Env(name, "") for name in names]
+        for env in envs:
+            env.notes = [n for e in notes_from if e.name == env.name for n in e.notes]
     finally:
         for _, process, _, _ in processes:
             process.terminate()

@@ -1,5 +1,5 @@
-//! Serves the end-to-end suite's graphs with weft-server: `weft-server-e2e --port N [--db PATH]` (an
-//! in-memory database without `--db`). `python/run.py` starts it beside `langgraph dev` and runs the same
+//! Serves the end-to-end suite's graphs with weft-server: `weft-server-e2e --port N [--db PATH] [--auth]`
+//! (an in-memory database without `--db`; with `--auth`, the users of `python/auth.py` by API key). `python/run.py` starts it beside `langgraph dev` and runs the same
 //! suite against both.
 
 mod graphs;
@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use weft_server::Server;
 
 fn usage() -> ExitCode {
-    eprintln!("usage: weft-server-e2e --port PORT [--db PATH]");
+    eprintln!("usage: weft-server-e2e --port PORT [--db PATH] [--auth]");
     ExitCode::FAILURE
 }
 
@@ -18,11 +18,13 @@ async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut port = None;
     let mut db = None;
+    let mut auth = false;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
             "--port" => port = rest.next().and_then(|p| p.parse::<u16>().ok()),
             "--db" => db = rest.next().cloned(),
+            "--auth" => auth = true,
             _ => return usage(),
         }
     }
@@ -35,6 +37,13 @@ async fn main() -> ExitCode {
             .graph("nested", graphs::nested()?)
             .graph("slow", graphs::slow()?)
             .graph("fail", graphs::fail()?);
+        // The users of `python/auth.py`, each seeing what it made.
+        let builder = if auth {
+            let users = [("key-alice", "alice"), ("key-bob", "bob")];
+            builder.api_keys(users).bearer_tokens(users)
+        } else {
+            builder
+        };
         let builder = match db {
             Some(path) => builder.sqlite(path),
             None => builder.in_memory(),

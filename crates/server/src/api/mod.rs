@@ -89,14 +89,14 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/store/items", get(store::get).put(store::put).delete(store::delete))
         .route("/store/items/search", post(store::search))
         .route("/store/namespaces", post(store::namespaces))
-        // Every route above authenticates; the health and version routes after it do not (as in LangGraph).
-        .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&app), guard::authenticate))
         .route("/ok", get(health))
         .route("/info", get(info))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Bodies are read with the server's own limit and error text.
         .layer(DefaultBodyLimit::disable())
+        // Every request but `/ok` and `/info` authenticates, unknown routes too (as in LangGraph).
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&app), guard::authenticate))
         .layer(axum::middleware::from_fn(cors::cors))
         .with_state(app)
 }

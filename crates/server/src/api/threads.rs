@@ -198,14 +198,19 @@ pub(crate) async fn count(State(app): AppState, caller: Caller, body: Body) -> A
     Ok(ok(&found(&app, &caller, body).await?.0.len()))
 }
 
-/// `POST /threads/{thread_id}/copy`: a new thread with the same metadata and a copy of every checkpoint.
+/// `POST /threads/{thread_id}/copy`: a new thread with the same metadata and a copy of every checkpoint; a
+/// `409` for a thread that is not there (as in LangGraph).
 pub(crate) async fn copy(
     State(app): AppState,
     caller: Caller,
     Path(thread_id): Path<String>,
 ) -> ApiResult<Response> {
     require_uuid(&thread_id, "thread")?;
-    let source = app.thread_for(&caller, Action::Read, &thread_id).await?;
+    // A thread that cannot be copied (missing, or the caller's to see) is LangGraph's 409.
+    let source = app
+        .thread_for(&caller, Action::Read, &thread_id)
+        .await
+        .map_err(|e| if e.status == StatusCode::NOT_FOUND { ApiError::conflict("Conflict") } else { e })?;
     let copy_id = new_id();
     // The caller must be allowed to make threads; the copy keeps the source's metadata (as in LangGraph).
     let mut value = json!({"thread_id": copy_id});

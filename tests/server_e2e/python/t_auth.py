@@ -1,0 +1,94 @@
+"""Authentication and authorization, against the second server pair (run with auth: `auth.py` for
+`langgraph dev`, `weft-server-e2e --auth`): two users with their own API keys, each blind to the other's
+threads, runs and assistants."""
+from langgraph_sdk import get_client
+
+from kit import check, eq, status_of
+
+ALICE, BOB = "key-alice", "key-bob"
+
+
+def client(env, key):
+    return get_client(url=env.url, api_key=key, timeout=60)
+
+
+async def test_auth_missing_or_wrong_credentials_are_401(c, env):
+    async with env.http() as http:
+        eq((await http.get("/ok")).status_code, 200, "/ok needs no credentials")
+        eq((await http.get("/info")).status_code, 200, "/info needs no credentials")
+        missing = await http.post("/threads", json={})
+        eq((missing.status_code, missing.json()), (401, {"detail": "Missing authentication: an x-api-key or a bearer token"}), "no key")
+        wrong = await http.post("/threads/search", json={}, headers={"x-api-key": "key-mallory"})
+        eq((wrong.status_code, wrong.json()), (401, {"detail": "Invalid API key or token"}), "a wrong key")
+        unknown = await http.get("/nowhere")
+        eq(unknown.status_code, 401, "an unknown route needs credentials too")
+        bearer = await http.post("/threads/count", json={}, headers={"authorization": f"Bearer {BOB}"})
+        eq(bearer.status_code, 200, "a bearer token")
+    code, _ = await status_of(client(env, "key-mallory").threads.create())
+    eq(code, 401, "the SDK with a wrong key")
+
+
+async def test_auth_isolation_two_users(c, env):
+    alice, bob = client(env, ALICE), client(env, BOB)
+    t = await alice.threads.create(metadata={"suite": "auth", "owner": "bob"})
+    tid = t["thread_id"]
+    eq(t["metadata"], {"suite": "auth", "owner": "alice"}, "the owner is the caller, whatever the request says")
+    out = await alice.runs.wait(tid, "simple", input={"items": []})
+    eq(out["items"], ["a", "b"], "alice's run")
+    run = (await alice.runs.list(tid))[0]
+    eq(run["metadata"]["owner"], "alice", "the run's owner")
+    rid = run["run_id"]
+
+    gone = f"Thread with ID {tid} not found"
+    for what, call in [
+        ("get", lambda: bob.threads.get(tid)),
+        ("delete", lambda: bob.threads.delete(tid)),
+    ]:
+        eq(await status_of(call()), (404, gone), f"bob's threads.{what} on alice's thread")
+    for what, call in [
+        ("threads.update", lambda: bob.threads.update(tid, metadata={"owner": "bob"})),
+        ("get_state", lambda: bob.threads.get_state(tid)),
+        ("get_history", lambda: bob.threads.get_history(tid)),
+        ("update_state", lambda: bob.threads.update_state(tid, {"items": ["bob"]}, as_node="b")),
+        ("runs.list", lambda: bob.runs.list(tid)),
+        ("runs.get", lambda: bob.runs.get(tid, rid)),
+        ("runs.join", lambda: bob.runs.join(tid, rid)),
+        ("runs.delete", lambda: bob.runs.delete(tid, rid)),
+        ("runs.create", lambda: bob.runs.create(tid, "simple", input={"items": []})),
+        ("runs.wait", lambda: bob.runs.wait(tid, "simple", input={"items": []})),
+    ]:
+        code, _ = await status_of(call())
+        eq(code, 404, f"bob's {what} on alice's thread")
+    eq(await status_of(bob.threads.copy(tid)), (409, "Conflict"), "bob copying alice's thread")
+    code, _ = await status_of(bob.threads.create(thread_id=tid, if_exists="do_nothing"))
+    eq(code, 409, "bob making a thread with alice's id")
+
+    mine = await bob.threads.create(metadata={"suite": "auth"})
+    found = await bob.threads.search(metadata={"suite": "auth"})
+    eq([x["thread_id"] for x in found], [mine["thread_id"]], "bob's search finds only his own")
+    eq(await bob.threads.count(metadata={"suite": "auth"}), 1, "bob's count")
+    eq(await alice.threads.count(metadata={"suite": "auth"}), 1, "alice's count")
+    thread = await alice.threads.get(tid)
+    eq((thread["metadata"]["owner"], thread["values"]["items"]), ("alice", ["a", "b"]), "alice's thread is untouched")
+    eq((await alice.runs.get(tid, rid))["status"], "success", "alice's run is untouched")
+
+
+async def test_auth_assistants_are_their_makers(c, env):
+    alice, bob = client(env, ALICE), client(env, BOB)
+    made = await alice.assistants.create("simple", name="alice-only", metadata={"suite": "auth"})
+    aid = made["assistant_id"]
+    eq(made["metadata"], {"suite": "auth", "owner": "alice"}, "the assistant's owner")
+    code, _ = await status_of(bob.assistants.get(aid))
+    eq(code, 404, "bob cannot see alice's assistant")
+    code, _ = await status_of(bob.assistants.update(aid, name="bob's now"))
+    eq(code, 404, "nor change it")
+    code, _ = await status_of(bob.assistants.delete(aid))
+    eq(code, 404, "nor delete it")
+    code, _ = await status_of(bob.runs.wait(None, aid, input={"items": []}))
+    eq(code, 404, "nor run it")
+    names = [a["name"] for a in await bob.assistants.search(limit=100)]
+    check("simple" in names and "alice-only" not in names, f"bob's search: {names}")
+    names = [a["name"] for a in await alice.assistants.search(limit=100)]
+    check("simple" in names and "alice-only" in names, f"alice's search: {names}")
+    out = await bob.runs.wait(None, "simple", input={"items": []})
+    eq(out["items"], ["a", "b"], "the server's own assistant runs for everyone")
