@@ -12,7 +12,7 @@
 //!
 //! ```text
 //! cargo run --example server                     # serves on http://127.0.0.1:2024 until Ctrl-C
-//! cargo run --example server -- --addr 0.0.0.0:8123
+//! WEFT_API_KEY=secret cargo run --example server -- --addr 0.0.0.0:8123   # beyond loopback: a key
 //! cargo run --example server -- --check          # serves on a free port, drives each graph, exits
 //! ```
 //!
@@ -80,7 +80,12 @@ async fn check() -> Result<(), Box<dyn std::error::Error>> {
 async fn serve(addr: &str) -> Result<(), Box<dyn std::error::Error>> {
     println!("weft server on http://{addr} (Ctrl-C to stop): graphs agent, review, chat");
     println!("{}", HOW_TO.replace("ADDR", addr));
-    builder()?.sqlite("weft-server.db").serve(addr).await?;
+    let mut builder = builder()?.sqlite("weft-server.db");
+    // Other machines may reach a server beyond loopback: it then asks for this key (`x-api-key`).
+    if let Ok(key) = std::env::var("WEFT_API_KEY") {
+        builder = builder.api_keys([(key, "user".to_owned())]);
+    }
+    builder.serve(addr).await?;
     Ok(())
 }
 
