@@ -11,6 +11,7 @@ use tokio::sync::{Mutex, Semaphore};
 use weft_graph::Checkpointer;
 use weft_graph::store::Store;
 use weft_integrations::sqlite::{SqliteSaver, SqliteStore};
+use weft_runnable_core::retry::Backoff;
 
 use crate::app::{App, Limits, now};
 use crate::error::ServerError;
@@ -18,6 +19,7 @@ use crate::graphs::{GraphRegistry, Registered, ServerGraph, default_assistant_id
 use crate::model::Assistant;
 use crate::runs::channel::Channels;
 use crate::storage::{Change, Records};
+use crate::webhook::{WebhookConfig, Webhooks};
 
 /// The largest request body by default: 300 MiB, LangGraph's `HTTP_MAX_REQUEST_BODY_BYTES` default.
 const DEFAULT_BODY_BYTES: usize = 300 * 1024 * 1024;
@@ -62,6 +64,7 @@ pub struct ServerBuilder {
     concurrent_runs: usize,
     keep_alive: Duration,
     shutdown_grace: Duration,
+    webhooks: WebhookConfig,
 }
 
 impl Default for ServerBuilder {
@@ -73,6 +76,7 @@ impl Default for ServerBuilder {
             concurrent_runs: DEFAULT_CONCURRENT_RUNS,
             keep_alive: DEFAULT_KEEP_ALIVE,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            webhooks: WebhookConfig::default(),
         }
     }
 }
@@ -122,6 +126,32 @@ impl ServerBuilder {
     /// runs still going are then closed (their runs continue at the next start).
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
+        self
+    }
+
+    /// How many times a run's webhook is called before giving up when the call fails (no connection, a
+    /// timeout, a `5xx` or `429`): 3 by default, as in LangGraph; at least 1.
+    pub fn webhook_attempts(mut self, attempts: u32) -> Self {
+        self.webhooks.attempts = attempts.max(1);
+        self
+    }
+
+    /// The waits between a webhook's attempts (doubling from 1 s, at most 60 s, by default).
+    pub fn webhook_backoff(mut self, backoff: Backoff) -> Self {
+        self.webhooks.backoff = backoff;
+        self
+    }
+
+    /// How long one webhook call may take (30 s by default, as in LangGraph).
+    pub fn webhook_timeout(mut self, timeout: Duration) -> Self {
+        self.webhooks.timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Lets runs and crons name webhooks on this machine (`localhost`, `127.0.0.1`, `::1`). Off by
+    /// default, as in LangGraph (`webhooks.url.disable_loopback`): a `422` refuses them.
+    pub fn allow_loopback_webhooks(mut self, allow: bool) -> Self {
+        self.webhooks.allow_loopback = allow;
         self
     }
 
@@ -191,6 +221,9 @@ impl ServerBuilder {
                 keep_alive: self.keep_alive,
                 shutdown_grace: self.shutdown_grace,
             },
+            webhooks: Arc::new(Webhooks::new(self.webhooks)?),
+            cron_wake: tokio::sync::Notify::new(),
+            metrics: crate::metrics::RunMetrics::default(),
         });
         crate::runs::recover(&app).await?;
         Ok(Server { app })
@@ -248,8 +281,10 @@ impl Server {
             signal.notify_one();
         };
         let serving = axum::serve(listener, router).with_graceful_shutdown(shutdown);
+        // Crons fire while the server serves.
+        let scheduler = AbortOnDrop(tokio::spawn(crate::crons::run_scheduler(Arc::clone(&self.app))));
         let grace = self.app.limits.shutdown_grace;
-        tokio::select! {
+        let served = tokio::select! {
             served = serving => served.map_err(ServerError::Serve),
             () = async {
                 stopping.notified().await;
@@ -258,6 +293,18 @@ impl Server {
                 tracing::info!(?grace, "requests still open after the shutdown grace: stopping anyway");
                 Ok(())
             }
-        }
+        };
+        drop(scheduler);
+        served
+    }
+}
+
+/// Stops a task when dropped.
+#[derive(Debug)]
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

@@ -33,11 +33,14 @@
 mod api;
 mod app;
 mod builder;
+mod crons;
 mod error;
 mod graphs;
+mod metrics;
 mod model;
 mod runs;
 mod storage;
+mod webhook;
 
 /// The crate's README, whose snippet must compile: tested as a doc test here.
 #[cfg(doctest)]
