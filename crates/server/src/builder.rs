@@ -238,7 +238,7 @@ impl ServerBuilder {
 /// A LangGraph Platform API server over weft graphs. See [`ServerBuilder`].
 #[derive(Debug, Clone)]
 pub struct Server {
-    app: Arc<App>,
+    pub(crate) app: Arc<App>,
 }
 
 impl Server {

@@ -181,3 +181,6 @@ pub(crate) fn new_record(
         updated_at: stamp,
     })
 }
+
+#[cfg(test)]
+mod tests;
