@@ -34,7 +34,7 @@ async fn a_cron_has_langgraphs_shape_and_is_found_counted_changed_and_deleted() 
     let cron_id = cron["cron_id"].as_str().unwrap().to_owned();
     assert_eq!(cron["assistant_id"], json!(assistant_id));
     assert_eq!(cron["thread_id"], Value::Null);
-    assert_eq!(cron["user_id"], Value::Null);
+    assert_eq!(cron["user_id"], "", "no authentication: LangGraph's anonymous user");
     assert_eq!(cron["on_run_completed"], "delete");
     assert_eq!(cron["enabled"], true);
     assert_eq!(cron["schedule"], "0 9 * * *");

@@ -28,7 +28,7 @@ from langgraph_sdk import get_client  # noqa: E402
 from kit import Env  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULES = ["t_assistants", "t_threads", "t_streams", "t_runs", "t_multitask", "t_store", "t_errors"]
+MODULES = ["t_assistants", "t_threads", "t_streams", "t_runs", "t_multitask", "t_store", "t_errors", "t_crons"]
 TEST_TIMEOUT = 90
 
 

@@ -168,7 +168,8 @@ pub(crate) fn new_record(
         cron_id,
         assistant_id,
         thread_id,
-        user_id: None,
+        // The user of a server without authentication, as LangGraph writes it.
+        user_id: Some(String::new()),
         end_time,
         schedule: request.schedule.clone(),
         timezone: request.timezone.clone(),
