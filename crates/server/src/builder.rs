@@ -260,9 +260,10 @@ impl Server {
         .await
     }
 
-    /// Serves on `listener` until `shutdown` resolves, then lets open requests finish for up to the
-    /// shutdown grace ([`ServerBuilder::shutdown_grace`], 10 s by default) and returns. Runs still going then
-    /// stay `running` in the database: the next start picks them up from their last checkpoint.
+    /// Serves on `listener` until `shutdown` resolves (crons fire while it serves), then lets open requests
+    /// finish for up to the shutdown grace ([`ServerBuilder::shutdown_grace`], 10 s by default) and
+    /// returns. Runs still going then stay `running` in the database: the next start picks them up from
+    /// their last checkpoint.
     pub async fn serve_with_shutdown<F>(self, listener: TcpListener, shutdown: F) -> Result<(), ServerError>
     where
         F: Future<Output = ()> + Send + 'static,

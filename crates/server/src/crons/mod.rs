@@ -2,7 +2,8 @@
 //! next; the scheduler wakes at the earliest of those times, makes each due cron's run through the same
 //! path as `POST /runs` (or `POST /threads/{id}/runs` for a thread's cron), and moves the cron's next time
 //! past now. A fire missed while the server was down happens once at the next start, not once per missed
-//! time (as in LangGraph).
+//! time (as in LangGraph). The run is saved before the cron's next time, as LangGraph orders them: a
+//! process that dies between the two makes that run again at its next start rather than lose it.
 
 pub(crate) mod schedule;
 
@@ -147,7 +148,6 @@ pub(crate) async fn run_scheduler(app: Arc<App>) {
 }
 
 /// A new cron's record (its payload already holds the resolved assistant id and the cron's id).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn new_record(
     cron_id: String,
     assistant_id: String,
