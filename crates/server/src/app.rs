@@ -14,6 +14,7 @@ use crate::graphs::{GraphRegistry, default_assistant_id};
 use crate::model::{Assistant, Thread};
 use crate::runs::channel::Channels;
 use crate::storage::Records;
+use crate::webhook::Webhooks;
 
 /// Limits of one server.
 #[derive(Debug, Clone, Copy)]
@@ -41,6 +42,12 @@ pub(crate) struct App {
     pub(crate) limits: Limits,
     /// Authentication and authorization; none: every request is allowed.
     pub(crate) auth: Option<Arc<dyn crate::auth::Auth>>,
+    /// Calls the webhooks of runs that end.
+    pub(crate) webhooks: Arc<Webhooks>,
+    /// Wakes the cron scheduler when a cron is made, changed or deleted.
+    pub(crate) cron_wake: tokio::sync::Notify,
+    /// Counts of finished runs and their latencies (`GET /metrics`).
+    pub(crate) metrics: crate::metrics::RunMetrics,
 }
 
 /// Now, as the API writes times.

@@ -11,6 +11,7 @@ use tokio::sync::{Mutex, Semaphore};
 use weft_graph::Checkpointer;
 use weft_graph::store::Store;
 use weft_integrations::sqlite::{SqliteSaver, SqliteStore};
+use weft_runnable_core::retry::Backoff;
 
 use crate::app::{App, Limits, now};
 use crate::auth::{Auth, StaticCredentials};
@@ -19,6 +20,7 @@ use crate::graphs::{GraphRegistry, Registered, ServerGraph, default_assistant_id
 use crate::model::Assistant;
 use crate::runs::channel::Channels;
 use crate::storage::{Change, Records};
+use crate::webhook::{WebhookConfig, Webhooks};
 
 /// The largest request body by default: 300 MiB, LangGraph's `HTTP_MAX_REQUEST_BODY_BYTES` default.
 const DEFAULT_BODY_BYTES: usize = 300 * 1024 * 1024;
@@ -67,6 +69,7 @@ pub struct ServerBuilder {
     credentials: StaticCredentials,
     auth: Option<Arc<dyn Auth>>,
     allow_unauthenticated: bool,
+    webhooks: WebhookConfig,
 }
 
 impl Default for ServerBuilder {
@@ -82,6 +85,7 @@ impl Default for ServerBuilder {
             credentials: StaticCredentials::default(),
             auth: None,
             allow_unauthenticated: false,
+            webhooks: WebhookConfig::default(),
         }
     }
 }
@@ -186,6 +190,32 @@ impl ServerBuilder {
         self
     }
 
+    /// How many times a run's webhook is called before giving up when the call fails (no connection, a
+    /// timeout, a `5xx` or `429`): 3 by default, as in LangGraph; at least 1.
+    pub fn webhook_attempts(mut self, attempts: u32) -> Self {
+        self.webhooks.attempts = attempts.max(1);
+        self
+    }
+
+    /// The waits between a webhook's attempts (doubling from 1 s, at most 60 s, by default).
+    pub fn webhook_backoff(mut self, backoff: Backoff) -> Self {
+        self.webhooks.backoff = backoff;
+        self
+    }
+
+    /// How long one webhook call may take (30 s by default, as in LangGraph).
+    pub fn webhook_timeout(mut self, timeout: Duration) -> Self {
+        self.webhooks.timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Lets runs and crons name webhooks on this machine (`localhost`, `127.0.0.1`, `::1`). Off by
+    /// default, as in LangGraph (`webhooks.url.disable_loopback`): a `422` refuses them.
+    pub fn allow_loopback_webhooks(mut self, allow: bool) -> Self {
+        self.webhooks.allow_loopback = allow;
+        self
+    }
+
     /// Opens the database, registers the graphs and their assistants, and picks up the runs a previous
     /// process left unfinished.
     pub async fn build(self) -> Result<Server, ServerError> {
@@ -261,6 +291,9 @@ impl ServerBuilder {
                 run_timeout: self.run_timeout,
             },
             auth,
+            webhooks: Arc::new(Webhooks::new(self.webhooks)?),
+            cron_wake: tokio::sync::Notify::new(),
+            metrics: crate::metrics::RunMetrics::default(),
         });
         crate::runs::recover(&app).await?;
         Ok(Server { app, allow_unauthenticated: self.allow_unauthenticated })
@@ -275,7 +308,7 @@ impl ServerBuilder {
 /// A LangGraph Platform API server over weft graphs. See [`ServerBuilder`].
 #[derive(Debug, Clone)]
 pub struct Server {
-    app: Arc<App>,
+    pub(crate) app: Arc<App>,
     allow_unauthenticated: bool,
 }
 
@@ -298,9 +331,10 @@ impl Server {
         .await
     }
 
-    /// Serves on `listener` until `shutdown` resolves, then lets open requests finish for up to the
-    /// shutdown grace ([`ServerBuilder::shutdown_grace`], 10 s by default) and returns. Runs still going then
-    /// stay `running` in the database: the next start picks them up from their last checkpoint.
+    /// Serves on `listener` until `shutdown` resolves (crons fire while it serves), then lets open requests
+    /// finish for up to the shutdown grace ([`ServerBuilder::shutdown_grace`], 10 s by default) and
+    /// returns. Runs still going then stay `running` in the database: the next start picks them up from
+    /// their last checkpoint.
     pub async fn serve_with_shutdown<F>(self, listener: TcpListener, shutdown: F) -> Result<(), ServerError>
     where
         F: Future<Output = ()> + Send + 'static,
@@ -324,8 +358,10 @@ impl Server {
             signal.notify_one();
         };
         let serving = axum::serve(listener, router).with_graceful_shutdown(shutdown);
+        // Crons fire while the server serves.
+        let scheduler = AbortOnDrop(tokio::spawn(crate::crons::run_scheduler(Arc::clone(&self.app))));
         let grace = self.app.limits.shutdown_grace;
-        tokio::select! {
+        let served = tokio::select! {
             served = serving => served.map_err(ServerError::Serve),
             () = async {
                 stopping.notified().await;
@@ -334,6 +370,18 @@ impl Server {
                 tracing::info!(?grace, "requests still open after the shutdown grace: stopping anyway");
                 Ok(())
             }
-        }
+        };
+        drop(scheduler);
+        served
+    }
+}
+
+/// Stops a task when dropped.
+#[derive(Debug)]
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

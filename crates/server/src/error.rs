@@ -17,6 +17,9 @@ pub enum ServerError {
     /// The database could not be opened or written.
     #[error("storage failed: {0}")]
     Storage(String),
+    /// The HTTP client that calls webhooks could not be made.
+    #[error("cannot make the webhook client: {0}")]
+    Webhooks(String),
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {

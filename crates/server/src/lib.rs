@@ -4,7 +4,7 @@
 //! graphs, so that LangGraph's own clients (the Python `langgraph-sdk`, the JS SDK, UIs built on them) drive
 //! weft graphs unchanged: assistants, threads, runs streamed over server-sent events in every stream
 //! mode, human in the loop (interrupts, `Command` resumes, breakpoints per run), history and time travel,
-//! multitask strategies on a busy thread, and a store.
+//! multitask strategies on a busy thread, a store, crons, and webhooks called when runs end.
 //!
 //! Everything lives in one process and one SQLite file by default: threads, runs and assistants, the
 //! checkpoints (weft-integrations' `SqliteSaver`) and the store (`SqliteStore`). Runs are saved as
@@ -34,11 +34,14 @@ mod api;
 mod app;
 mod auth;
 mod builder;
+mod crons;
 mod error;
 mod graphs;
+mod metrics;
 mod model;
 mod runs;
 mod storage;
+mod webhook;
 
 /// The crate's README, whose snippet must compile: tested as a doc test here.
 #[cfg(doctest)]

@@ -175,3 +175,25 @@ pub(crate) struct RunRecord {
     #[serde(default)]
     pub(crate) delete_thread: bool,
 }
+
+/// A cron: a run made on a schedule, on its thread or (stateless) on a new thread each time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Cron {
+    pub(crate) cron_id: String,
+    pub(crate) assistant_id: String,
+    pub(crate) thread_id: Option<String>,
+    pub(crate) user_id: Option<String>,
+    pub(crate) end_time: Option<String>,
+    pub(crate) schedule: String,
+    pub(crate) timezone: Option<String>,
+    /// The request the cron was made with: each run is made from it.
+    pub(crate) payload: Object,
+    /// When it fires next (kept, so that a restart neither forgets nor repeats a fire).
+    pub(crate) next_run_date: Option<String>,
+    pub(crate) metadata: Object,
+    /// What becomes of a stateless cron's thread after each run: `delete` or `keep` (none for a thread's).
+    pub(crate) on_run_completed: Option<String>,
+    pub(crate) enabled: bool,
+    pub(crate) created_at: String,
+    pub(crate) updated_at: String,
+}

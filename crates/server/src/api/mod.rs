@@ -3,7 +3,10 @@
 mod assistants;
 pub(crate) mod body;
 mod cors;
+mod crons;
 pub(crate) mod guard;
+mod metrics;
+mod openapi;
 pub(crate) mod reply;
 pub(crate) mod requests;
 mod runs;
@@ -17,9 +20,10 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::http::Method;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{get, post};
+use axum::routing::{MethodFilter, MethodRouter, on};
 use serde_json::json;
 
 use crate::app::App;
@@ -35,7 +39,7 @@ async fn info() -> Response {
     reply::ok(&json!({
         "version": env!("CARGO_PKG_VERSION"),
         "server": "weft",
-        "flags": {"assistants": true, "crons": false, "langsmith": false},
+        "flags": {"assistants": true, "crons": true, "langsmith": false},
         "host": {"kind": "self-hosted", "project_id": null, "host_revision_id": null, "revision_id": null, "tenant_id": null},
     }))
 }
@@ -48,49 +52,154 @@ async fn method_not_allowed() -> ApiError {
     ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed")
 }
 
+/// One method of a route: its method, what it does (the OpenAPI summary), its handler.
+struct Endpoint {
+    method: Method,
+    summary: &'static str,
+    handler: MethodRouter<Arc<App>>,
+}
+
+/// A path and its methods.
+pub(crate) struct Route {
+    path: &'static str,
+    endpoints: Vec<Endpoint>,
+}
+
+impl Route {
+    fn new(path: &'static str) -> Self {
+        Self { path, endpoints: Vec::new() }
+    }
+
+    fn on<H, T>(mut self, method: Method, summary: &'static str, handler: H) -> Self
+    where
+        H: axum::handler::Handler<T, Arc<App>>,
+        T: 'static,
+    {
+        let filter = match method {
+            Method::GET => MethodFilter::GET,
+            Method::POST => MethodFilter::POST,
+            Method::PUT => MethodFilter::PUT,
+            Method::PATCH => MethodFilter::PATCH,
+            _ => MethodFilter::DELETE,
+        };
+        self.endpoints.push(Endpoint { method, summary, handler: on(filter, handler) });
+        self
+    }
+
+    fn get<H: axum::handler::Handler<T, Arc<App>>, T: 'static>(self, summary: &'static str, h: H) -> Self {
+        self.on(Method::GET, summary, h)
+    }
+
+    fn post<H: axum::handler::Handler<T, Arc<App>>, T: 'static>(self, summary: &'static str, h: H) -> Self {
+        self.on(Method::POST, summary, h)
+    }
+
+    fn put<H: axum::handler::Handler<T, Arc<App>>, T: 'static>(self, summary: &'static str, h: H) -> Self {
+        self.on(Method::PUT, summary, h)
+    }
+
+    fn patch<H: axum::handler::Handler<T, Arc<App>>, T: 'static>(self, summary: &'static str, h: H) -> Self {
+        self.on(Method::PATCH, summary, h)
+    }
+
+    fn delete<H: axum::handler::Handler<T, Arc<App>>, T: 'static>(self, summary: &'static str, h: H) -> Self {
+        self.on(Method::DELETE, summary, h)
+    }
+}
+
+/// Every route of the server: the router and `/openapi.json` are both made from this table.
+pub(crate) fn routes() -> Vec<Route> {
+    vec![
+        Route::new("/ok").get("Health check", health),
+        Route::new("/info").get("Server information", info),
+        Route::new("/openapi.json").get("This document", openapi::serve),
+        Route::new("/metrics").get("Run counts and latencies, in Prometheus' text format", metrics::serve),
+        Route::new("/assistants").post("Create an assistant", assistants::create),
+        Route::new("/assistants/search").post("Search assistants", assistants::search),
+        Route::new("/assistants/count").post("Count assistants", assistants::count),
+        Route::new("/assistants/{assistant_id}")
+            .get("Get an assistant", assistants::get)
+            .patch("Update an assistant (a new version)", assistants::patch)
+            .delete("Delete an assistant", assistants::delete),
+        Route::new("/assistants/{assistant_id}/graph").get("Draw an assistant's graph", assistants::graph),
+        Route::new("/assistants/{assistant_id}/subgraphs")
+            .get("An assistant's subgraphs", assistants::subgraphs),
+        Route::new("/assistants/{assistant_id}/subgraphs/{namespace}")
+            .get("An assistant's subgraphs under a namespace", assistants::subgraphs),
+        Route::new("/assistants/{assistant_id}/schemas").get("An assistant's schemas", assistants::schemas),
+        Route::new("/assistants/{assistant_id}/versions")
+            .post("An assistant's versions", assistants::versions),
+        Route::new("/assistants/{assistant_id}/latest")
+            .post("Make a version the assistant's latest", assistants::latest),
+        Route::new("/threads").post("Create a thread", threads::create),
+        Route::new("/threads/search").post("Search threads", threads::search),
+        Route::new("/threads/count").post("Count threads", threads::count),
+        Route::new("/threads/prune").post("Delete threads or prune their checkpoints", threads::prune),
+        Route::new("/threads/{thread_id}")
+            .get("Get a thread", threads::get)
+            .patch("Update a thread's metadata", threads::patch)
+            .delete("Delete a thread", threads::delete),
+        Route::new("/threads/{thread_id}/copy").post("Copy a thread", threads::copy),
+        Route::new("/threads/{thread_id}/state")
+            .get("A thread's latest state", state::get)
+            .post("Update a thread's state", state::update),
+        Route::new("/threads/{thread_id}/state/checkpoint")
+            .post("A thread's state at a checkpoint", state::post_at),
+        Route::new("/threads/{thread_id}/state/{checkpoint_id}")
+            .get("A thread's state at a checkpoint", state::get_at),
+        Route::new("/threads/{thread_id}/history")
+            .get("A thread's past states", state::history_get)
+            .post("A thread's past states, filtered", state::history_post),
+        Route::new("/threads/{thread_id}/runs")
+            .get("A thread's runs", runs::list)
+            .post("Start a run in the background", runs::create),
+        Route::new("/threads/{thread_id}/runs/stream").post("Start a run and stream it", runs::stream),
+        Route::new("/threads/{thread_id}/runs/wait").post("Start a run and wait for its end", runs::wait),
+        Route::new("/threads/{thread_id}/runs/crons")
+            .post("Create a cron on a thread", crons::create_for_thread),
+        Route::new("/threads/{thread_id}/runs/{run_id}")
+            .get("Get a run", runs::get)
+            .delete("Delete a run", runs::delete),
+        Route::new("/threads/{thread_id}/runs/{run_id}/join").get("Wait for a run's end", runs::join),
+        Route::new("/threads/{thread_id}/runs/{run_id}/stream").get("Join a run's stream", runs::join_stream),
+        Route::new("/threads/{thread_id}/runs/{run_id}/cancel").post("Cancel a run", runs::cancel),
+        Route::new("/runs").post("Start a stateless run in the background", runs::create_stateless),
+        Route::new("/runs/stream").post("Start a stateless run and stream it", runs::stream_stateless),
+        Route::new("/runs/wait").post("Start a stateless run and wait for its end", runs::wait_stateless),
+        Route::new("/runs/batch").post("Start several stateless runs", runs::batch),
+        Route::new("/runs/cancel").post("Cancel runs", runs::cancel_many),
+        Route::new("/runs/crons").post("Create a stateless cron", crons::create_stateless),
+        Route::new("/runs/crons/search").post("Search crons", crons::search),
+        Route::new("/runs/crons/count").post("Count crons", crons::count),
+        Route::new("/runs/crons/{cron_id}")
+            .get("Get a cron", crons::get)
+            .patch("Update a cron", crons::patch)
+            .delete("Delete a cron", crons::delete),
+        Route::new("/store/items")
+            .get("Get a store item", store::get)
+            .put("Put a store item", store::put)
+            .delete("Delete a store item", store::delete),
+        Route::new("/store/items/search").post("Search store items", store::search),
+        Route::new("/store/namespaces").post("List store namespaces", store::namespaces),
+    ]
+}
+
 /// Every route of the server.
 pub(crate) fn router(app: Arc<App>) -> Router {
-    Router::new()
-        .route("/assistants", post(assistants::create))
-        .route("/assistants/search", post(assistants::search))
-        .route("/assistants/count", post(assistants::count))
-        .route(
-            "/assistants/{assistant_id}",
-            get(assistants::get).patch(assistants::patch).delete(assistants::delete),
-        )
-        .route("/assistants/{assistant_id}/graph", get(assistants::graph))
-        .route("/assistants/{assistant_id}/subgraphs", get(assistants::subgraphs))
-        .route("/assistants/{assistant_id}/subgraphs/{namespace}", get(assistants::subgraphs))
-        .route("/assistants/{assistant_id}/schemas", get(assistants::schemas))
-        .route("/assistants/{assistant_id}/versions", post(assistants::versions))
-        .route("/assistants/{assistant_id}/latest", post(assistants::latest))
-        .route("/threads", post(threads::create))
-        .route("/threads/search", post(threads::search))
-        .route("/threads/count", post(threads::count))
-        .route("/threads/prune", post(threads::prune))
-        .route("/threads/{thread_id}", get(threads::get).patch(threads::patch).delete(threads::delete))
-        .route("/threads/{thread_id}/copy", post(threads::copy))
-        .route("/threads/{thread_id}/state", get(state::get).post(state::update))
-        .route("/threads/{thread_id}/state/checkpoint", post(state::post_at))
-        .route("/threads/{thread_id}/state/{checkpoint_id}", get(state::get_at))
-        .route("/threads/{thread_id}/history", get(state::history_get).post(state::history_post))
-        .route("/threads/{thread_id}/runs", get(runs::list).post(runs::create))
-        .route("/threads/{thread_id}/runs/stream", post(runs::stream))
-        .route("/threads/{thread_id}/runs/wait", post(runs::wait))
-        .route("/threads/{thread_id}/runs/{run_id}", get(runs::get).delete(runs::delete))
-        .route("/threads/{thread_id}/runs/{run_id}/join", get(runs::join))
-        .route("/threads/{thread_id}/runs/{run_id}/stream", get(runs::join_stream))
-        .route("/threads/{thread_id}/runs/{run_id}/cancel", post(runs::cancel))
-        .route("/runs", post(runs::create_stateless))
-        .route("/runs/stream", post(runs::stream_stateless))
-        .route("/runs/wait", post(runs::wait_stateless))
-        .route("/runs/batch", post(runs::batch))
-        .route("/runs/cancel", post(runs::cancel_many))
-        .route("/store/items", get(store::get).put(store::put).delete(store::delete))
-        .route("/store/items/search", post(store::search))
-        .route("/store/namespaces", post(store::namespaces))
-        .route("/ok", get(health))
-        .route("/info", get(info))
+    let mut router = Router::new();
+    for route in routes() {
+        let mut methods: Option<MethodRouter<Arc<App>>> = None;
+        for endpoint in route.endpoints {
+            methods = Some(match methods {
+                None => endpoint.handler,
+                Some(m) => m.merge(endpoint.handler),
+            });
+        }
+        if let Some(methods) = methods {
+            router = router.route(route.path, methods);
+        }
+    }
+    router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Bodies are read with the server's own limit and error text.

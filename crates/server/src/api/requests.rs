@@ -80,6 +80,9 @@ pub(crate) struct RunCreate {
     pub(crate) if_not_exists: Option<String>,
     pub(crate) durability: Option<String>,
     pub(crate) checkpoint_during: Option<bool>,
+    /// The cron that makes the run (never read from a request).
+    #[serde(skip)]
+    pub(crate) cron_id: Option<String>,
 }
 
 /// `POST /threads`.
@@ -422,3 +425,178 @@ pub(crate) struct RunsCancel {
     pub(crate) run_ids: Option<Vec<String>>,
     pub(crate) status: Option<String>,
 }
+
+fn is_breakpoints(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s == "*",
+        Value::Array(items) => items.iter().all(Value::is_string),
+        _ => false,
+    }
+}
+
+fn is_input(value: &Value) -> bool {
+    match value {
+        Value::Array(items) => items.iter().all(Value::is_object),
+        other => other.is_object(),
+    }
+}
+
+const DURABILITY: Rule = Rule::Enum(&["sync", "async", "exit"], false);
+
+/// What a cron's request and a cron patch share.
+macro_rules! cron_properties {
+    ($($extra:expr),* $(,)?) => {
+        &[
+            ("schedule", STRING),
+            ("timezone", STRING),
+            ("input", Rule::AnyOf(is_input)),
+            ("metadata", OBJECT),
+            ("config", OBJECT),
+            ("context", OBJECT),
+            ("webhook", STRING),
+            ("interrupt_before", Rule::AnyOf(is_breakpoints)),
+            ("interrupt_after", Rule::AnyOf(is_breakpoints)),
+            ("enabled", BOOLEAN),
+            ("stream_mode", Rule::AnyOf(is_stream_mode)),
+            ("stream_subgraphs", BOOLEAN),
+            ("stream_resumable", BOOLEAN),
+            ("durability", DURABILITY),
+            $($extra,)*
+        ]
+    };
+}
+
+/// `POST /runs/crons`.
+pub(crate) const CRON_CREATE: Schema = Schema {
+    path: "schema[\"components\"][\"schemas\"][\"CronCreate\"]",
+    required: &["assistant_id", "schedule"],
+    properties: cron_properties![
+        ("assistant_id", STRING),
+        ("end_time", STRING),
+        ("on_run_completed", Rule::Enum(&["delete", "keep"], false)),
+    ],
+};
+
+/// `POST /threads/{id}/runs/crons`.
+pub(crate) const THREAD_CRON_CREATE: Schema = Schema {
+    path: "schema[\"components\"][\"schemas\"][\"ThreadCronCreate\"]",
+    required: &["assistant_id", "schedule"],
+    properties: cron_properties![
+        ("assistant_id", STRING),
+        ("end_time", STRING),
+        ("multitask_strategy", Rule::Enum(&["reject", "rollback", "interrupt", "enqueue"], false)),
+    ],
+};
+
+/// A cron to create (what its runs are made from stays in the request's JSON: the cron's payload).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct CronCreate {
+    pub(crate) assistant_id: String,
+    pub(crate) schedule: String,
+    pub(crate) timezone: Option<String>,
+    pub(crate) end_time: Option<String>,
+    pub(crate) metadata: Option<Map<String, Value>>,
+    pub(crate) webhook: Option<String>,
+    pub(crate) on_run_completed: Option<String>,
+    pub(crate) enabled: Option<bool>,
+}
+
+/// `PATCH /runs/crons/{id}`.
+pub(crate) const CRON_PATCH: Schema = Schema {
+    path: "schema[\"components\"][\"schemas\"][\"CronPatch\"]",
+    required: &[],
+    properties: cron_properties![
+        ("end_time", Rule::Types(&[Ty::String, Ty::Null])),
+        ("on_run_completed", Rule::Enum(&["delete", "keep"], false)),
+    ],
+};
+
+/// A cron patch; `end_time: null` clears the end time, an absent one leaves it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct CronPatch {
+    pub(crate) schedule: Option<String>,
+    pub(crate) timezone: Option<String>,
+    pub(crate) metadata: Option<Map<String, Value>>,
+    pub(crate) webhook: Option<String>,
+    pub(crate) on_run_completed: Option<String>,
+    pub(crate) enabled: Option<bool>,
+}
+
+/// The fields a cron search may select.
+pub(crate) const CRON_FIELDS: &[&str] = &[
+    "cron_id",
+    "assistant_id",
+    "thread_id",
+    "on_run_completed",
+    "end_time",
+    "schedule",
+    "timezone",
+    "created_at",
+    "updated_at",
+    "user_id",
+    "payload",
+    "next_run_date",
+    "metadata",
+    "enabled",
+];
+
+fn is_cron_selection(value: &Value) -> bool {
+    value
+        .as_array()
+        .is_some_and(|items| items.iter().all(|i| i.as_str().is_some_and(|f| CRON_FIELDS.contains(&f))))
+}
+
+/// `POST /runs/crons/search`.
+pub(crate) const CRON_SEARCH: Schema = Schema {
+    path: "schema",
+    required: &[],
+    properties: &[
+        ("assistant_id", STRING),
+        ("thread_id", STRING),
+        ("enabled", BOOLEAN),
+        ("metadata", OBJECT),
+        ("limit", INTEGER),
+        ("offset", INTEGER),
+        (
+            "sort_by",
+            Rule::Enum(
+                &[
+                    "cron_id",
+                    "assistant_id",
+                    "thread_id",
+                    "next_run_date",
+                    "end_time",
+                    "created_at",
+                    "updated_at",
+                ],
+                false,
+            ),
+        ),
+        ("sort_order", Rule::Enum(&["asc", "desc"], false)),
+        ("select", Rule::AnyOf(is_cron_selection)),
+    ],
+};
+
+/// A cron search (and count: its filters only).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct CronSearch {
+    pub(crate) assistant_id: Option<String>,
+    pub(crate) thread_id: Option<String>,
+    pub(crate) enabled: Option<bool>,
+    pub(crate) metadata: Option<Map<String, Value>>,
+    pub(crate) limit: Option<i64>,
+    pub(crate) offset: Option<i64>,
+    pub(crate) sort_by: Option<String>,
+    pub(crate) sort_order: Option<String>,
+    pub(crate) select: Option<Vec<String>>,
+}
+
+/// `POST /runs/crons/count`.
+pub(crate) const CRON_COUNT: Schema = Schema {
+    path: "schema",
+    required: &[],
+    properties: &[("assistant_id", STRING), ("thread_id", STRING), ("metadata", OBJECT)],
+};

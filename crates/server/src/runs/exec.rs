@@ -174,6 +174,8 @@ pub(super) async fn execute(app: &Arc<App>, record: RunRecord) {
     let run_id = record.run.run_id.clone();
     let thread_id = record.run.thread_id.clone();
     let kwargs = &record.run.kwargs;
+    let started_at = now();
+    let clock = std::time::Instant::now();
     let channel = app.channels.open(&run_id, kwargs.resumable);
     channel.publish("metadata", json!({"run_id": run_id, "attempt": record.attempt}).to_string());
     let graph_id = kwargs.config.get("configurable").and_then(|c| c.get("graph_id")).and_then(Value::as_str);
@@ -210,6 +212,9 @@ pub(super) async fn execute(app: &Arc<App>, record: RunRecord) {
         result.absorb("error", error);
         channel.publish("error", error.to_string());
     }
+    let hook = Hook::new(&ended, &result);
+    app.metrics.record(hook.status, clock.elapsed());
+    let webhook = kwargs.webhook.as_str().map(|url| (url.to_owned(), hook));
     let body = finish(app, &record, ended, started_from, result).await.unwrap_or_else(|e| {
         tracing::error!(run_id, error = %e.detail, "cannot record the end of a run");
         None
@@ -223,8 +228,59 @@ pub(super) async fn execute(app: &Arc<App>, record: RunRecord) {
     } else {
         app.channels.remove(&run_id);
     }
+    let values = records.threads.get(&thread_id).and_then(|t| t.values.clone());
     drop(records);
+    if let Some((url, hook)) = webhook {
+        app.webhooks.send(url, hook.payload(&record, started_at, values));
+    }
     super::schedule(app, &thread_id);
+}
+
+/// What a run's webhook says of its end.
+#[derive(Debug)]
+struct Hook {
+    status: &'static str,
+    error: Option<Value>,
+    /// The run's own last values (a stateless run's thread is gone by the time the webhook is called).
+    values: Option<Value>,
+}
+
+impl Hook {
+    fn new(ended: &Ended, result: &RunResult) -> Self {
+        let (status, error) = match ended {
+            Ended::Success => ("success", None),
+            Ended::Error(e) => ("error", Some(e.clone())),
+            Ended::Timeout(e) => ("timeout", Some(e.clone())),
+            Ended::Cancelled(CancelAction::Rollback) => ("rollback", None),
+            Ended::Cancelled(_) => ("interrupted", None),
+        };
+        let values = if status == "rollback" { None } else { result.values().cloned() };
+        Self { status, error, values }
+    }
+
+    /// LangGraph's webhook payload: the run, its status, when it started and ended, the thread's values
+    /// (`webhook_sent_at` is added at each attempt).
+    fn payload(self, record: &RunRecord, started_at: String, thread_values: Option<Value>) -> Value {
+        let mut run = record.run.clone();
+        let ended_at = now();
+        if let Some(status) = crate::model::RunStatus::parse(self.status) {
+            run.status = status;
+        }
+        run.updated_at = ended_at.clone();
+        let mut payload = match serde_json::to_value(&run) {
+            Ok(Value::Object(map)) => map,
+            _ => serde_json::Map::new(),
+        };
+        payload.insert("status".into(), json!(self.status));
+        payload.insert("run_started_at".into(), json!(started_at));
+        payload.insert("run_ended_at".into(), json!(ended_at));
+        let values = if self.status == "rollback" { None } else { thread_values.or(self.values) };
+        payload.insert("values".into(), values.unwrap_or(Value::Null));
+        if let Some(error) = self.error {
+            payload.insert("error".into(), error);
+        }
+        Value::Object(payload)
+    }
 }
 
 /// Writes the run's end: its status and result, the thread's state and status; undoes a rolled-back run;

@@ -65,6 +65,9 @@ pub(crate) async fn create(
     if body.checkpoint_id.as_deref().is_some_and(|c| !is_uuid(c)) {
         return Err(ApiError::unprocessable("Invalid checkpoint ID"));
     }
+    if let Some(url) = &body.webhook {
+        app.webhooks.check_url(url)?;
+    }
     let resuming = body.command.as_ref().and_then(|c| c.get("resume")).is_some_and(|r| !r.is_null());
     if (thread_id.is_none() || stateless) && resuming {
         return Err(ApiError::bad_request("You must provide a thread_id when resuming."));
@@ -90,6 +93,9 @@ pub(crate) async fn create(
     }
     if let Some(checkpoint) = &body.checkpoint {
         configurable.extend(checkpoint.clone());
+    }
+    if let Some(cron_id) = &body.cron_id {
+        configurable.insert("cron_id".into(), json!(cron_id));
     }
     let after_seconds = body.after_seconds.unwrap_or(0.0).max(0.0);
     configurable.insert("__after_seconds__".into(), json!(after_seconds));

@@ -12,6 +12,7 @@ pub(crate) struct RunResult {
     errored: bool,
     interrupted: Vec<Value>,
     latest: Option<Value>,
+    values: Option<Value>,
 }
 
 fn interrupts_in(data: &Value) -> Option<&Vec<Value>> {
@@ -33,9 +34,17 @@ impl RunResult {
                 } else if name == "values" {
                     self.latest = Some(data.clone());
                 }
+                if name == "values" {
+                    self.values = Some(data.clone());
+                }
             }
             _ => {}
         }
+    }
+
+    /// The last `values` event of the run itself.
+    pub(crate) fn values(&self) -> Option<&Value> {
+        self.values.as_ref()
     }
 
     /// The body; `fallback` when the events said nothing.

@@ -1,4 +1,4 @@
-//! Where the server keeps assistants, threads and runs: in memory for reads, written through to SQLite
+//! Where the server keeps assistants, threads, runs and crons: in memory for reads, written through to SQLite
 //! (one table of JSON rows, on the checkpointer's database) so that they survive a restart.
 //!
 //! Every change is a [`Change`] list committed in one transaction before memory is touched: a failed write
@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use sqlx::SqlitePool;
 
 use crate::error::ServerError;
-use crate::model::{Assistant, AssistantVersion, RunRecord, Thread};
+use crate::model::{Assistant, AssistantVersion, Cron, RunRecord, Thread};
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS weft_server_records (\
     kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (kind, id))";
@@ -23,6 +23,7 @@ enum Kind {
     Version,
     Thread,
     Run,
+    Cron,
 }
 
 impl Kind {
@@ -32,6 +33,7 @@ impl Kind {
             Kind::Version => "assistant_version",
             Kind::Thread => "thread",
             Kind::Run => "run",
+            Kind::Cron => "cron",
         }
     }
 }
@@ -43,10 +45,12 @@ pub(crate) enum Change {
     Version(AssistantVersion),
     Thread(Thread),
     Run(Box<RunRecord>),
+    Cron(Box<Cron>),
     DeleteAssistant(String),
     DeleteVersion(String, i64),
     DeleteThread(String),
     DeleteRun(String),
+    DeleteCron(String),
 }
 
 /// The records in memory, and the table they are written through to.
@@ -57,6 +61,7 @@ pub(crate) struct Records {
     pub(crate) versions: BTreeMap<(String, i64), AssistantVersion>,
     pub(crate) threads: HashMap<String, Thread>,
     pub(crate) runs: HashMap<String, RunRecord>,
+    pub(crate) crons: BTreeMap<String, Cron>,
 }
 
 fn version_key(assistant_id: &str, version: i64) -> String {
@@ -87,6 +92,7 @@ impl Records {
             versions: BTreeMap::new(),
             threads: HashMap::new(),
             runs: HashMap::new(),
+            crons: BTreeMap::new(),
         };
         for (kind, id, body) in rows {
             match kind.as_str() {
@@ -105,6 +111,10 @@ impl Records {
                 "run" => {
                     let r: RunRecord = decode(&kind, &id, &body)?;
                     records.runs.insert(r.run.run_id.clone(), r);
+                }
+                "cron" => {
+                    let c: Cron = decode(&kind, &id, &body)?;
+                    records.crons.insert(c.cron_id.clone(), c);
                 }
                 other => return Err(ServerError::Storage(format!("unknown record kind '{other}'"))),
             }
@@ -129,7 +139,9 @@ impl Records {
                 Change::DeleteAssistant(id) => (Kind::Assistant, id.clone(), None),
                 Change::DeleteVersion(id, v) => (Kind::Version, version_key(id, *v), None),
                 Change::DeleteThread(id) => (Kind::Thread, id.clone(), None),
+                Change::Cron(c) => (Kind::Cron, c.cron_id.clone(), Some(encode(c)?)),
                 Change::DeleteRun(id) => (Kind::Run, id.clone(), None),
+                Change::DeleteCron(id) => (Kind::Cron, id.clone(), None),
             });
         }
         let mut tx = self.pool.begin().await.map_err(storage)?;
@@ -174,6 +186,12 @@ impl Records {
                 }
                 Change::DeleteRun(id) => {
                     self.runs.remove(&id);
+                }
+                Change::Cron(c) => {
+                    self.crons.insert(c.cron_id.clone(), *c);
+                }
+                Change::DeleteCron(id) => {
+                    self.crons.remove(&id);
                 }
             }
         }
