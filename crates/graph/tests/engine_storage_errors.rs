@@ -126,3 +126,51 @@ async fn a_value_that_cannot_be_serialized_is_an_invalid_request_naming_the_chan
 fn uuid_like() -> String {
     "1f0c0000-0000-6000-8000-000000000001".to_owned()
 }
+
+/// A thread paused before `inc`, with a pending write of the step's input added by `write`.
+async fn paused_with_input(write: (&str, serde_json::Value)) -> (CompiledGraph<Count>, String) {
+    let saver = Arc::new(InMemorySaver::new());
+    let mut g = StateGraph::<Count>::new();
+    g.add_node("inc", |s: &Count| CountUpdate::new().n(s.n + 1));
+    g.add_edge(START, "inc");
+    g.add_edge("inc", END);
+    let app =
+        g.compile_with(CompileConfig::new().checkpointer(saver.clone()).interrupt_before(["inc"])).unwrap();
+    app.invoke(CountUpdate::new().n(1), &thread("paused")).await.unwrap();
+    let head = saver.get_tuple(&CheckpointConfig::thread("paused")).await.unwrap().unwrap();
+    let at = head.config.clone();
+    saver
+        .put_writes(
+            &at,
+            vec![(write.0.to_owned(), write.1)],
+            weft_graph::checkpoint::special::NULL_TASK_ID,
+            "",
+        )
+        .await
+        .unwrap();
+    (app, head.checkpoint.id)
+}
+
+#[tokio::test]
+async fn a_saved_write_of_the_wrong_type_is_corrupt_naming_thread_checkpoint_and_channel() {
+    let (app, checkpoint_id) = paused_with_input(("n", serde_json::json!("not a number"))).await;
+    // Reading the state and resuming the run both replay the write.
+    let read = app.get_state(&thread("paused")).await.unwrap_err();
+    let resumed = app.invoke(GraphInput::Resume, &thread("paused")).await.unwrap_err();
+    for err in [read, resumed] {
+        assert_eq!(storage_kind(&err), Some(CheckpointErrorKind::Corrupt), "{err}");
+        let storage = err.checkpoint_error().unwrap();
+        assert_eq!(storage.thread_id(), Some("paused"));
+        let text = err.to_string();
+        assert!(text.contains(&checkpoint_id) && text.contains("'n'"), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn a_saved_write_to_an_unknown_channel_is_corrupt() {
+    let (app, checkpoint_id) = paused_with_input(("ghost", serde_json::json!(1))).await;
+    let err = app.invoke(GraphInput::Resume, &thread("paused")).await.unwrap_err();
+    assert_eq!(storage_kind(&err), Some(CheckpointErrorKind::Corrupt), "{err}");
+    let text = err.to_string();
+    assert!(text.contains(&checkpoint_id) && text.contains("unknown channel 'ghost'"), "{text}");
+}

@@ -10,7 +10,7 @@ use crate::node::NodeInput;
 use crate::pregel::apply::route;
 use crate::pregel::channels::Channels;
 use crate::pregel::task::{
-    Task, TaskOutcome, TaskWrites, flatten_output, state_json, writes_from_json, writes_to_json,
+    Replay, Task, TaskOutcome, TaskWrites, flatten_output, state_json, writes_from_json, writes_to_json,
 };
 use crate::pregel::task_runtime::{with_attempt, with_config};
 use crate::runtime::{GraphInterrupt, Runtime};
@@ -59,7 +59,7 @@ pub(crate) async fn execute<S: State>(
     };
     if let (Some(key), Some(cache)) = (&cache_key, &inner.config.cache) {
         if let Some(saved) = cache.get(&node.name, key).await {
-            let mut writes = writes_from_json(spec, &ch.state, &saved)?;
+            let mut writes = writes_from_json(spec, &ch.state, &saved, Replay::Cache)?;
             writes.cached = true;
             return Ok((TaskOutcome::Done(writes), None));
         }

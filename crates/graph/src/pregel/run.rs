@@ -226,6 +226,8 @@ pub(crate) async fn run_inner<S: State>(
                     .map(|w| (w.channel.clone(), w.value.clone()))
                     .collect();
                 saved = SavedWrites::from_pending(
+                    &tuple.config.thread_id,
+                    &tuple.checkpoint.id,
                     tuple.pending_writes.into_iter().map(|w| (w.task_id, w.channel, w.value)),
                 );
             }
@@ -258,7 +260,7 @@ pub(crate) async fn run_inner<S: State>(
     // A resume first re-applies the input an earlier command gave the same step (LangGraph's null-task
     // writes): an update sent with a resume holds even if the resumed node pauses again.
     if !null_writes.is_empty() && !matches!(input, GraphInput::Update(_)) {
-        let mut writes = writes_from_json(spec, &ch.state, &null_writes)?;
+        let mut writes = writes_from_json(spec, &ch.state, &null_writes, saved.origin())?;
         let mut changed = ChannelSet::new();
         let step = loaded_step.map_or(0, |s| s + 1);
         apply_new_writes(&mut ch, spec, std::slice::from_mut(&mut writes), &mut changed, step)?;

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::checkpoint::special;
+use crate::pregel::task::Replay;
 use crate::types::Interrupt;
 
 /// Whether `channel` describes what happened to a task rather than what it produced.
@@ -22,18 +23,31 @@ pub(crate) fn is_control(channel: &str) -> bool {
 #[derive(Default)]
 pub(crate) struct SavedWrites {
     pub(crate) by_task: HashMap<String, Vec<(String, Value)>>,
+    /// The thread and checkpoint they were saved with (empty when none were read).
+    thread_id: String,
+    checkpoint_id: String,
 }
 
 impl SavedWrites {
-    /// Groups saved pending writes by task (the null task's left out).
-    pub(crate) fn from_pending(pending: impl IntoIterator<Item = (String, String, Value)>) -> Self {
+    /// Groups the pending writes saved with checkpoint `checkpoint_id` of thread `thread_id` by task (the
+    /// null task's left out).
+    pub(crate) fn from_pending(
+        thread_id: &str,
+        checkpoint_id: &str,
+        pending: impl IntoIterator<Item = (String, String, Value)>,
+    ) -> Self {
         let mut by_task: HashMap<String, Vec<(String, Value)>> = HashMap::new();
         for (task, channel, value) in pending {
             if task != special::NULL_TASK_ID {
                 by_task.entry(task).or_default().push((channel, value));
             }
         }
-        Self { by_task }
+        Self { by_task, thread_id: thread_id.to_owned(), checkpoint_id: checkpoint_id.to_owned() }
+    }
+
+    /// Where these writes were saved, for replaying them.
+    pub(crate) fn origin(&self) -> Replay<'_> {
+        Replay::Checkpoint { thread_id: &self.thread_id, checkpoint_id: &self.checkpoint_id }
     }
 
     /// The saved writes of `task` if it finished (control writes included; readers skip them).

@@ -48,7 +48,7 @@ pub(crate) async fn run_step<S: State>(
     let mut to_run = Vec::new();
     for (i, task) in tasks.iter().enumerate() {
         if let Some(w) = saved.finished(&task.id) {
-            let writes = writes_from_json(spec, &ch.state, w)?;
+            let writes = writes_from_json(spec, &ch.state, w, saved.origin())?;
             emit_update(ctx, task, &writes, true);
             results[i] = Some((writes, true));
         } else {

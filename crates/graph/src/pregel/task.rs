@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::checkpoint::{ChannelName, special};
+use crate::checkpoint::{ChannelName, CheckpointError, special};
 use crate::error::{GraphError, GraphResult};
 use crate::node::NodeOutput;
 use crate::pregel::channels::{send_from_json, send_to_json};
@@ -266,36 +266,66 @@ pub(crate) fn writes_to_json<S: State>(
     Ok(out)
 }
 
-/// Rebuilds typed writes from saved pending writes (special channels skipped).
+/// Where writes being replayed were saved, for the error when they do not read back.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Replay<'a> {
+    /// Pending writes of checkpoint `checkpoint_id` of thread `thread_id`: damage there is corruption.
+    Checkpoint { thread_id: &'a str, checkpoint_id: &'a str },
+    /// A node's cached writes.
+    Cache,
+}
+
+impl Replay<'_> {
+    fn damaged(self, channel: &str, message: String) -> GraphError {
+        match self {
+            Replay::Checkpoint { thread_id, checkpoint_id } => {
+                GraphError::Storage(CheckpointError::Corrupt {
+                    thread_id: thread_id.to_owned(),
+                    checkpoint_id: checkpoint_id.to_owned(),
+                    channel: Some(channel.to_owned()),
+                    message: format!("a saved write does not replay: {message}"),
+                })
+            }
+            Replay::Cache => {
+                GraphError::Checkpoint(format!("cannot replay a cached write to '{channel}': {message}"))
+            }
+        }
+    }
+}
+
+/// Rebuilds typed writes from saved pending writes (special channels skipped); `from` says where they
+/// were saved, for the error when one does not read back (unknown node, channel or barrier, a value of
+/// the wrong type).
 pub(crate) fn writes_from_json<S: State>(
     spec: &GraphSpec<S>,
     state: &S,
     saved: &[(String, Value)],
+    from: Replay<'_>,
 ) -> GraphResult<TaskWrites<S>> {
     let mut writes = TaskWrites::default();
-    let corrupt = |m: String| GraphError::Checkpoint(format!("cannot replay a saved write: {m}"));
     for (channel, value) in saved {
+        let damaged = |m: String| from.damaged(channel, m);
         if let Some(node) = channel.strip_prefix("branch:to:") {
-            let &i = spec.node_names.get(node).ok_or_else(|| corrupt(format!("unknown node '{node}'")))?;
+            let &i = spec.node_names.get(node).ok_or_else(|| damaged(format!("unknown node '{node}'")))?;
             writes.goto.push(i);
         } else if channel == special::TASKS {
-            writes.sends.push(send_from_json(spec, value).map_err(corrupt)?);
+            writes.sends.push(send_from_json(spec, value).map_err(damaged)?);
         } else if channel.starts_with("join:") {
             let j = spec
                 .joins
                 .iter()
                 .position(|j| &j.name == channel)
-                .ok_or_else(|| corrupt(format!("unknown barrier '{channel}'")))?;
+                .ok_or_else(|| damaged(format!("unknown barrier '{channel}'")))?;
             writes.joins.push(j);
         } else if channel.starts_with("__") {
             continue;
         } else {
             let i = state
                 .channel_index(channel)
-                .ok_or_else(|| corrupt(format!("unknown channel '{channel}'")))?;
+                .ok_or_else(|| damaged(format!("unknown channel '{channel}'")))?;
             let update = state
                 .update_from_json(vec![(i, value.clone())])
-                .map_err(|error| GraphError::InvalidUpdate { error, step: -1, nodes: Vec::new() })?;
+                .map_err(|error| damaged(error.to_string()))?;
             writes.updates.push(update);
         }
     }

@@ -271,6 +271,8 @@ impl<S: State> CompiledGraph<S> {
         let mut ch =
             Channels::from_checkpoint(spec, &self.inner.names, &tuple.checkpoint, &tuple.config.thread_id)?;
         let saved = SavedWrites::from_pending(
+            &tuple.config.thread_id,
+            &tuple.checkpoint.id,
             tuple.pending_writes.iter().map(|w| (w.task_id.clone(), w.channel.clone(), w.value.clone())),
         );
         let step = tuple.metadata.step + 1;
@@ -305,7 +307,7 @@ impl<S: State> CompiledGraph<S> {
             let result =
                 output.map(|w| w.iter().filter(|(c, _)| state_channel(c)).cloned().collect::<Vec<_>>());
             match output {
-                Some(w) => finished.push(writes_from_json(spec, &ch.state, w)?),
+                Some(w) => finished.push(writes_from_json(spec, &ch.state, w, saved.origin())?),
                 None => next.push(task.name.to_string()),
             }
             interrupts.extend(task_interrupts.iter().cloned());
@@ -327,7 +329,7 @@ impl<S: State> CompiledGraph<S> {
             .filter(|w| w.task_id == special::NULL_TASK_ID)
             .map(|w| (w.channel.clone(), w.value.clone()))
             .collect();
-        let mut updates: Vec<S::Update> = writes_from_json(spec, &ch.state, &null)?.updates;
+        let mut updates: Vec<S::Update> = writes_from_json(spec, &ch.state, &null, saved.origin())?.updates;
         if !live {
             next = crate::pregel::plan::listing_order(&planned).map(|t| t.name.to_string()).collect();
         } else {
