@@ -172,6 +172,20 @@ def router_error_fails_the_step_of_its_node(rec):
 
 
 @scenario
+def router_error_under_exit_durability_saves_the_step_it_failed_in(rec):
+    g = StateGraph(Log)
+    g.add_node("a", lambda s: {"log": ["a"]})
+    g.add_node("b", lambda s: {"log": ["b"]})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_conditional_edges("b", failing_router, ["a", END])
+    app = g.compile(checkpointer=saver())
+    rec.invoke(app, {"log": []}, thread(), durability="exit")
+    rec.state(app, thread())
+    rec.history(app, thread())
+
+
+@scenario
 def router_to_an_unknown_node(rec):
     g = StateGraph(Log)
     g.add_node("a", lambda s: {"log": ["a"]})

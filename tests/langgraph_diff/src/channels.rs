@@ -21,6 +21,7 @@ scenarios![
     router_loops_through_a_path_map,
     router_returning_none_is_an_error,
     router_error_fails_the_step_of_its_node,
+    router_error_under_exit_durability_saves_the_step_it_failed_in,
     router_to_an_unknown_node,
 ];
 
@@ -205,6 +206,27 @@ fn router_error_fails_the_step_of_its_node(rec: &mut Rec) -> BoxFuture<'_, Outco
         )
         .await;
         rec.state(&app, &thread("t"), false).await;
+        Ok(())
+    })
+}
+
+fn router_error_under_exit_durability_saves_the_step_it_failed_in(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let mut g = graph(log_state());
+        g.add_node("a", |_: &JsonState| json!({"log": ["a"]}));
+        g.add_node("b", |_: &JsonState| json!({"log": ["b"]}));
+        g.add_edge(START, "a").add_edge("a", "b");
+        g.add_conditional_edges(
+            "b",
+            |_: &JsonState| -> Result<&str, weft::Error> { Err(weft::Error::msg("no way")) },
+            ["a", END],
+        );
+        let app = g.compile_with(saver())?;
+        let exit =
+            weft::graph::RunOptions { durability: weft::graph::Durability::Exit, ..Default::default() };
+        rec.invoke_with(&app, input(json!({"log": []})), &thread("t"), exit).await;
+        rec.state(&app, &thread("t"), false).await;
+        rec.history(&app, &thread("t")).await;
         Ok(())
     })
 }

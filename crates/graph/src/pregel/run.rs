@@ -482,8 +482,7 @@ pub(crate) async fn run_inner<S: State>(
                     Vec::new(),
                     step,
                 );
-                // The channels already hold the step's writes, so `exit` durability saves no checkpoint
-                // here (its run re-runs the task on resume).
+                // Not in `exit` mode: there the task's routers ran with it (see `run_step`).
                 return Err(err);
             }
             apply_control_writes(&mut ch, spec, &writes, &mut changed, &tasks);
