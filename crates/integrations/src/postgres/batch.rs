@@ -260,15 +260,11 @@ async fn execute(
     check_bases: bool,
     checks: Option<&HeadChecks>,
 ) -> Result<bool, CheckpointError> {
-    let assumed = checks.map(HeadChecks::assumptions).unwrap_or_default();
-    match execute_assuming(pg, rows, check_bases, checks, &assumed).await? {
-        Ok(stored) => Ok(stored),
-        Err(found) => {
-            let actual = heads::reassume(checks, &assumed, &found)?;
-            match execute_assuming(pg, rows, check_bases, checks, &actual).await? {
-                Ok(stored) => Ok(stored),
-                Err(found) => Err(heads::conflict(checks, &actual, &found)),
-            }
+    let mut attempts = heads::Attempts::new(checks);
+    loop {
+        let outcome = execute_assuming(pg, rows, check_bases, checks, attempts.assumed()).await?;
+        if let Some(stored) = attempts.settle(outcome)? {
+            return Ok(stored);
         }
     }
 }

@@ -122,6 +122,48 @@ impl HeadChecks {
 /// stored heads (`Err`, the head of each assumed key that has one) are not those it assumed.
 pub(crate) type Attempt = Result<bool, HashMap<(String, String), String>>;
 
+/// The attempts of a batch that checks heads in the database: the first assumes the heads `checks`
+/// expects; when the stored heads are others, a second assumes those found if the batch's checks still
+/// pass on them (see [`reassume`]); other heads found again are a conflict.
+///
+/// ```text
+/// let mut attempts = Attempts::new(checks);
+/// loop {
+///     let outcome = run(attempts.assumed()).await?;
+///     if let Some(stored) = attempts.settle(outcome)? { return Ok(stored); }
+/// }
+/// ```
+pub(crate) struct Attempts<'a> {
+    checks: Option<&'a HeadChecks>,
+    assumed: Vec<AssumedHead>,
+    retried: bool,
+}
+
+impl<'a> Attempts<'a> {
+    pub(crate) fn new(checks: Option<&'a HeadChecks>) -> Self {
+        Self { checks, assumed: checks.map(HeadChecks::assumptions).unwrap_or_default(), retried: false }
+    }
+
+    /// The heads the next attempt assumes.
+    pub(crate) fn assumed(&self) -> &[AssumedHead] {
+        &self.assumed
+    }
+
+    /// What an attempt's outcome means: `Some` when the batch is done (with whether the bases of its
+    /// deltas were there), `None` when it is to be tried again with [`Attempts::assumed`].
+    pub(crate) fn settle(&mut self, outcome: Attempt) -> Result<Option<bool>, CheckpointError> {
+        match outcome {
+            Ok(stored) => Ok(Some(stored)),
+            Err(found) if self.retried => Err(conflict(self.checks, &self.assumed, &found)),
+            Err(found) => {
+                self.assumed = reassume(self.checks, &self.assumed, &found)?;
+                self.retried = true;
+                Ok(None)
+            }
+        }
+    }
+}
+
 /// Before an attempt assuming `assumed`: the batch fails for any stored heads if it fails for these.
 pub(crate) fn precheck(checks: Option<&HeadChecks>, assumed: &[AssumedHead]) -> Result<(), CheckpointError> {
     let Some(checks) = checks else { return Ok(()) };
