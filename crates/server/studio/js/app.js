@@ -180,6 +180,7 @@ async function showFailure(thread, run) {
   const node = taskError?.name || lastCheckpoint?.next?.[0] || "?";
   const step = lastCheckpoint ? (lastCheckpoint.metadata?.step ?? -1) + 1 : "?";
   const error = thread.error || { error: "Error", message: taskError?.error || "the run failed" };
+  $("trace").append(traceItem(step, "error", `${node}: ${error.error}: ${error.message}`));
   showError(error, node, step);
 }
 
