@@ -191,6 +191,26 @@ def failed(c, ctx):
     c.d.find("#tab-chat").click()
 
 
+@step("breakpoint")
+def breakpoint(c, ctx):
+    c.d.run("const s = document.getElementById('assistant'); s.value = [...s.options].find(o => o.textContent === 'chat').value;"
+            "s.dispatchEvent(new Event('change'));")
+    c.d.wait("the chat graph", lambda: "chat" in c.text("#graph-title") and c.d.find("#input-messages"))
+    c.d.find("#breakpoints summary").click()
+    c.d.find("#bp-before-model").click()
+    c.d.wait("the breakpoint drawn", lambda: c.d.find_all('#graph [data-node="model"] circle.bp'))
+    c.d.find("#input-messages").type("hello studio")
+    c.d.find("#run").click()
+    c.wait_text("#interrupt", "Paused before model")
+    c.wait_text("#thread-meta", "interrupted")
+    assert "You said" not in c.text("#chat"), "the model ran past its breakpoint"
+    c.d.find("#bp-before-model").click()  # off again: the next step runs through
+    c.d.find("#continue").click()
+    c.wait_text("#chat .msg-ai:last-child", "You said: hello studio")
+    c.wait_text("#thread-meta", "idle")
+    c.console_clean()
+
+
 @step("phone width")
 def phone(c, ctx):
     c.d.resize(390, 844)
