@@ -238,6 +238,38 @@ def keyboard(c, ctx):
     c.console_clean()
 
 
+@step("subgraphs fold and expand")
+def subgraphs(c, ctx):
+    # weft's server does not draw subgraphs inline: LangGraph's x-ray drawing of a graph with a subgraph
+    # `inner` (nodes `inner:a`, `inner:b`) is drawn in the page's own drawing code instead.
+    drawing = {
+        "nodes": [{"id": i, "data": {"name": i.split(":")[-1]}} for i in
+                  ["__start__", "outer", "inner:a", "inner:b", "__end__"]],
+        "edges": [{"source": "__start__", "target": "outer"}, {"source": "outer", "target": "inner:a"},
+                  {"source": "inner:a", "target": "inner:b", "conditional": True},
+                  {"source": "inner:b", "target": "__end__"}],
+    }
+    shown = c.d.call("POST", "/execute/async", {"script": """
+        const [drawing, done] = arguments;
+        import('./js/graph.js').then(({GraphView}) => {
+          const box = document.createElement('div');
+          document.body.append(box);
+          const view = new GraphView(box);
+          view.set(drawing);
+          const nodes = () => [...box.querySelectorAll('[data-node]')].map(n => n.dataset.node).sort().join(' ');
+          const folded = nodes();
+          box.querySelector('[data-node="inner"]').dispatchEvent(new MouseEvent('click'));
+          const expanded = nodes();
+          box.querySelector('[data-node="inner:b"]').dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter'}));
+          const again = nodes();
+          box.remove();
+          done([folded, expanded, again]);
+        }, (e) => done(String(e)));""", "args": [drawing]})
+    assert shown == ["__end__ __start__ inner outer", "__end__ __start__ inner:a inner:b outer",
+                     "__end__ __start__ inner outer"], shown
+    c.console_clean()
+
+
 def api_key(binary, driver, out, workdir):
     """A server that wants a key: the studio says so, takes the key, keeps it, and works."""
     server = Server(binary, workdir, api_key="studio-secret")

@@ -167,14 +167,18 @@ export class GraphView {
         h("title", {}, label),
         h("rect", { width: W, height: H, rx: special ? 18 : 6 }),
         h("text", { x: W / 2, y: H / 2 + 4, "text-anchor": "middle" }, special ? n.id.replaceAll("_", "") : n.name));
-      if (n.subgraph) {
+      // A folded subgraph expands; a node of an expanded one folds it back.
+      const parent = String(n.id).includes(":") ? String(n.id).split(":").slice(0, -1).join(":") : null;
+      const target = n.subgraph ? n.id : parent && this.expanded.has(parent) ? parent : null;
+      if (target) {
         g.setAttribute("tabindex", "0");
         g.setAttribute("role", "button");
-        g.setAttribute("aria-expanded", String(this.expanded.has(n.id)));
-        const toggle = () => { this.expanded.has(n.id) ? this.expanded.delete(n.id) : this.expanded.add(n.id); this.draw(); };
+        g.setAttribute("aria-expanded", String(this.expanded.has(target)));
+        g.setAttribute("aria-label", `${label}, ${this.expanded.has(target) ? `folds ${target}` : "expands"}`);
+        const toggle = () => { this.expanded.has(target) ? this.expanded.delete(target) : this.expanded.add(target); this.draw(); };
         g.addEventListener("click", toggle);
         g.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); toggle(); } });
-        g.append(h("text", { x: W - 10, y: 13, class: "fold" }, this.expanded.has(n.id) ? "−" : "+"));
+        g.append(h("text", { x: W - 12, y: 13, class: "fold" }, this.expanded.has(target) ? "−" : "+"));
       }
       if (this.breakpoints.before.has(n.id)) g.append(h("circle", { cx: 0, cy: 0, r: 5, class: "bp" }, h("title", {}, "breakpoint before")));
       if (this.breakpoints.after.has(n.id)) g.append(h("circle", { cx: W, cy: H, r: 5, class: "bp" }, h("title", {}, "breakpoint after")));
