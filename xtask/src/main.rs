@@ -1,8 +1,8 @@
 //! weft's task runner, started with `cargo xtask TASK` (an alias in `.cargo/config.toml`).
 //!
 //! - `cargo xtask ci [STAGE...]`: every check CI runs, in order (services when `CI` is set, fmt, clippy, llm,
-//!   test, langgraph-diff, server-e2e, doc, examples, bench), each with a header and its duration, stopping at the
-//!   first failure. Naming stages runs only those.
+//!   test, langgraph-diff, server-e2e, studio-e2e, doc, examples, bench), each with a header and its
+//!   duration, stopping at the first failure. Naming stages runs only those.
 //! - `cargo xtask bench [--only NAME] [--quick] [--compare]`: builds the benchmarks in release mode and
 //!   runs each workload of `bench/langgraph/WORKLOADS.md` in its own process, one JSON line each;
 //!   `--compare` puts LangGraph's figures beside them.
@@ -11,6 +11,8 @@
 //! - `cargo xtask server-e2e [TEST...]`: the server suite of `tests/server_e2e/`: the official Python
 //!   `langgraph-sdk` (pinned, in a venv under the target folder) against weft-server and against LangGraph's
 //!   own server (`langgraph dev`), side by side.
+//! - `cargo xtask studio-e2e`: weft Studio in headless Chromium (Debian's `chromium` and `chromedriver`),
+//!   driven over WebDriver against the `server` example; screenshots under `target/studio-e2e/`.
 //! - `cargo xtask fakellm`: installs fakellm (a scripted OpenAI-compatible server, for the `openai` tests)
 //!   into `target/fakellm-venv` when missing and prints the `WEFT_FAKELLM_BIN` line to export.
 //! - `cargo xtask services`: makes sure PostgreSQL and Redis answer on their local ports, starting them if
@@ -30,6 +32,7 @@ mod llm;
 mod pyenv;
 mod server_e2e;
 mod services;
+mod studio_e2e;
 
 use std::process::ExitCode;
 
@@ -39,7 +42,7 @@ usage: cargo xtask TASK
 tasks:
   ci [STAGE...]  run every check CI runs, in order, stopping at the first failure;
                  stages: services, fmt, clippy, llm, test, langgraph-diff, server-e2e,
-                 doc, examples, bench (services starts PostgreSQL and Redis when CI is set, else only checks them; llm
+                 studio-e2e, doc, examples, bench (services starts PostgreSQL and Redis when CI is set, else only checks them; llm
                  builds llama-server and fetches the test models into the cache when
                  missing; bench runs every benchmark workload once, checked, in the debug
                  profile)
@@ -60,6 +63,9 @@ tasks:
                  with the official langgraph-sdk against weft-server and against
                  langgraph dev (both pinned in a venv under target/server-e2e, made when
                  missing), side by side
+  studio-e2e     run weft Studio's browser test (tests/studio_e2e): headless chromium
+                 and chromedriver against the server example, screenshots under
+                 target/studio-e2e/screenshots
   fakellm        install fakellm (the openai tests' scripted server) into
                  target/fakellm-venv when missing; print the WEFT_FAKELLM_BIN to export
   services       make sure PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) are up
@@ -81,6 +87,7 @@ fn main() -> ExitCode {
         "bench" => bench::run(rest),
         "langgraph-diff" => langgraph_diff::run(rest),
         "server-e2e" => server_e2e::run(rest),
+        "studio-e2e" => studio_e2e::run(rest),
         "fakellm" if rest.is_empty() => fakellm::run(),
         "services" if rest.is_empty() => services::ensure(services::Policy::from_env()),
         "llm-server" => llm::serve(rest),

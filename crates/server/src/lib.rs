@@ -41,6 +41,7 @@ mod metrics;
 mod model;
 mod runs;
 mod storage;
+mod studio;
 mod webhook;
 
 /// The crate's README, whose snippet must compile: tested as a doc test here.

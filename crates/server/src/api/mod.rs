@@ -208,4 +208,6 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&app), guard::authenticate))
         .layer(axum::middleware::from_fn(cors::cors))
         .with_state(app)
+        // The studio's files carry no data: served without authentication (its API calls authenticate).
+        .merge(crate::studio::router())
 }
