@@ -84,7 +84,11 @@ pub struct PostgresOptions {
     /// path on the server role instead). `None`: the server's default search path.
     pub schema: Option<String>,
     /// Retries of operations that fail for a passing reason: the retry budget (default 3 retries, 50 ms
-    /// to 2 s apart; [`RetryPolicy::none`] fails at the first error).
+    /// to 2 s apart; [`RetryPolicy::none`] fails at the first error). Pooled connections are not pinged
+    /// before use (a round trip per save): one that broke while idle (a server restart, a proxy's idle
+    /// timeout) fails its statement, which a retry runs again on a new connection. With
+    /// [`RetryPolicy::none`] that first statement after such a break fails instead (as unavailable,
+    /// retryable by the caller).
     pub retry: RetryPolicy,
     /// How append-only channels are stored (savers only; default: deltas).
     pub delta: DeltaStorage,
