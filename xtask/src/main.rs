@@ -55,11 +55,12 @@ tasks:
                  target/bench (made when missing) and against weft, compared after
                  normalisation; known bugs and documented differences are listed in
                  tests/langgraph_diff/*.txt
-  server-e2e [TEST...]
+  server-e2e [--instances N] [TEST...]
                  run the server suite (tests/server_e2e): every test (or the named ones)
                  with the official langgraph-sdk against weft-server and against
                  langgraph dev (both pinned in a venv under target/server-e2e, made when
-                 missing), side by side
+                 missing), side by side; with --instances N, weft as N instances of one
+                 scaled-out server on the local PostgreSQL and Redis, requests spread
   fakellm        install fakellm (the openai tests' scripted server) into
                  target/fakellm-venv when missing; print the WEFT_FAKELLM_BIN to export
   services       make sure PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) are up

@@ -40,6 +40,8 @@ mod graphs;
 mod metrics;
 mod model;
 mod runs;
+#[cfg(feature = "scale")]
+mod scale;
 mod storage;
 mod webhook;
 
