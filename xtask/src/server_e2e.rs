@@ -65,11 +65,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             test => tests.push(test.to_owned()),
         }
     }
-    if instances > 1 {
-        run_scaled(&tests, Build::Alone, instances)
-    } else {
-        run_with(&tests, Build::Alone)
-    }
+    if instances > 1 { run_scaled(&tests, Build::Alone, instances) } else { run_with(&tests, Build::Alone) }
 }
 
 /// Runs the suite with weft as `instances` instances of one scaled-out server, on a fresh PostgreSQL
@@ -104,7 +100,17 @@ pub(crate) fn run_scaled(tests: &[String], build: Build, instances: u32) -> Resu
 }
 
 fn psql(sql: &str) -> Result<(), String> {
-    exec::run(Command::new("psql").args(["-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-q", "-c", sql]))
+    exec::run(Command::new("psql").args([
+        "-h",
+        "127.0.0.1",
+        "-U",
+        "postgres",
+        "-d",
+        "postgres",
+        "-q",
+        "-c",
+        sql,
+    ]))
 }
 
 /// Deletes the keys under `prefix` (the streams of the runs, expiring anyway).

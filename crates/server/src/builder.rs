@@ -125,8 +125,12 @@ impl ScaleSettings {
                 lease: self.lease,
                 poll: self.poll,
             })),
-            (Some(_), None) => Err(ServerError::ScaleConfig("PostgreSQL is set but Redis is not (REDIS_URI)".into())),
-            (None, Some(_)) => Err(ServerError::ScaleConfig("Redis is set but PostgreSQL is not (DATABASE_URI)".into())),
+            (Some(_), None) => {
+                Err(ServerError::ScaleConfig("PostgreSQL is set but Redis is not (REDIS_URI)".into()))
+            }
+            (None, Some(_)) => {
+                Err(ServerError::ScaleConfig("Redis is set but PostgreSQL is not (DATABASE_URI)".into()))
+            }
         }
     }
 }
@@ -439,15 +443,18 @@ impl ServerBuilder {
 }
 
 /// The embedded database: checkpointer, store and records in one SQLite file (or in memory).
-async fn open_sqlite(database: &Database) -> Result<(Arc<dyn Checkpointer>, Arc<dyn Store>, Records), ServerError> {
+async fn open_sqlite(
+    database: &Database,
+) -> Result<(Arc<dyn Checkpointer>, Arc<dyn Store>, Records), ServerError> {
     let saver = match database {
         Database::File(path) => SqliteSaver::open(path).await,
         Database::Memory => SqliteSaver::in_memory().await,
     }
     .map_err(|e| ServerError::Storage(e.to_string()))?;
     let pool = saver.pool().clone();
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::from_pool(pool.clone()).await.map_err(|e| ServerError::Storage(e.to_string()))?);
+    let store: Arc<dyn Store> = Arc::new(
+        SqliteStore::from_pool(pool.clone()).await.map_err(|e| ServerError::Storage(e.to_string()))?,
+    );
     let checkpointer: Arc<dyn Checkpointer> = Arc::new(saver);
     Ok((checkpointer, store, Records::open(pool).await?))
 }

@@ -76,7 +76,8 @@ impl Bus {
         let mut conn = self.conn.clone();
         let channel = self.wake_channel();
         tokio::spawn(async move {
-            let sent: redis::RedisResult<i64> = redis::cmd("PUBLISH").arg(channel).arg("").query_async(&mut conn).await;
+            let sent: redis::RedisResult<i64> =
+                redis::cmd("PUBLISH").arg(channel).arg("").query_async(&mut conn).await;
             if let Err(e) = sent {
                 tracing::debug!(error = %e, "cannot publish a wake-up");
             }
@@ -150,7 +151,12 @@ pub(crate) async fn listen(scale: Weak<Scale>) {
 /// Sends a worker's events to the run's stream, in batches (one round trip for what queued up meanwhile),
 /// until the run's end is sent. When Redis fails, a batch is tried again (100 ms, doubling to 2 s) for
 /// about a minute before it is dropped.
-pub(crate) async fn publish(bus: Bus, run_id: String, resumable: bool, mut outgoing: UnboundedReceiver<Outgoing>) {
+pub(crate) async fn publish(
+    bus: Bus,
+    run_id: String,
+    resumable: bool,
+    mut outgoing: UnboundedReceiver<Outgoing>,
+) {
     let key = bus.stream_key(&run_id);
     let mut conn = bus.conn.clone();
     let keep = if resumable { KEEP_RESUMABLE } else { KEEP_OTHERS };
@@ -207,7 +213,17 @@ pub(crate) async fn publish(bus: Bus, run_id: String, resumable: bool, mut outgo
 }
 
 fn add(pipe: &mut redis::Pipeline, key: &str, name: &str, data: &str) {
-    pipe.cmd("XADD").arg(key).arg("MAXLEN").arg("~").arg(MAX_EVENTS).arg("*").arg("e").arg(name).arg("d").arg(data).ignore();
+    pipe.cmd("XADD")
+        .arg(key)
+        .arg("MAXLEN")
+        .arg("~")
+        .arg(MAX_EVENTS)
+        .arg("*")
+        .arg("e")
+        .arg(name)
+        .arg("d")
+        .arg(data)
+        .ignore();
 }
 
 /// One entry of a run's stream: id, event name, data.
@@ -353,7 +369,9 @@ async fn follow(app: Weak<App>, bus: Bus, pool: sqlx::PgPool, run_id: String, ch
         for (id, name, data) in got {
             last.clone_from(&id);
             if name == END {
-                channel.set_result(serde_json::from_str(&data).ok().filter(|v: &serde_json::Value| !v.is_null()));
+                channel.set_result(
+                    serde_json::from_str(&data).ok().filter(|v: &serde_json::Value| !v.is_null()),
+                );
                 channel.finish();
                 break;
             }
@@ -389,8 +407,14 @@ mod tests {
         let reply = Value::Array(vec![Value::Array(vec![
             bulk("weft:run:r:stream"),
             Value::Array(vec![
-                Value::Array(vec![bulk("1-0"), Value::Array(vec![bulk("e"), bulk("values"), bulk("d"), bulk("{}")])]),
-                Value::Array(vec![bulk("1-1"), Value::Array(vec![bulk("e"), bulk(END), bulk("d"), bulk("null")])]),
+                Value::Array(vec![
+                    bulk("1-0"),
+                    Value::Array(vec![bulk("e"), bulk("values"), bulk("d"), bulk("{}")]),
+                ]),
+                Value::Array(vec![
+                    bulk("1-1"),
+                    Value::Array(vec![bulk("e"), bulk(END), bulk("d"), bulk("null")]),
+                ]),
                 Value::Array(vec![bulk("1-2"), Value::Array(vec![bulk("x"), bulk("y")])]),
             ]),
         ])]);

@@ -178,7 +178,10 @@ impl Scale {
         match queue::holds(&self.pool, &self.worker, run_id).await {
             Ok(held) => {
                 if !held {
-                    tracing::warn!(run_id, "the run's lease went to another worker: its end is theirs to record");
+                    tracing::warn!(
+                        run_id,
+                        "the run's lease went to another worker: its end is theirs to record"
+                    );
                 }
                 held
             }

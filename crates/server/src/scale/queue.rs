@@ -103,12 +103,13 @@ pub(crate) async fn ask_cancel(pool: &PgPool, run_id: &str, action: CancelAction
 
 /// Whether this worker still holds the run's lease.
 pub(crate) async fn holds(pool: &PgPool, worker: &str, run_id: &str) -> Result<bool, sqlx::Error> {
-    let found: Option<i32> =
-        sqlx::query_scalar("SELECT 1 FROM weft_server_queue WHERE run_id = $1 AND worker = $2 AND lease_until >= now()")
-            .bind(run_id)
-            .bind(worker)
-            .fetch_optional(pool)
-            .await?;
+    let found: Option<i32> = sqlx::query_scalar(
+        "SELECT 1 FROM weft_server_queue WHERE run_id = $1 AND worker = $2 AND lease_until >= now()",
+    )
+    .bind(run_id)
+    .bind(worker)
+    .fetch_optional(pool)
+    .await?;
     Ok(found.is_some())
 }
 

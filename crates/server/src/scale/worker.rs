@@ -76,14 +76,17 @@ async fn start(
     drop(records);
     let (outlet, outgoing) = tokio::sync::mpsc::unbounded_channel();
     let channel = Arc::new(RunChannel::with_outlet(record.run.kwargs.resumable, outlet));
-    tokio::spawn(super::bus::publish(scale.bus.clone(), run_id.clone(), record.run.kwargs.resumable, outgoing));
+    tokio::spawn(super::bus::publish(
+        scale.bus.clone(),
+        run_id.clone(),
+        record.run.kwargs.resumable,
+        outgoing,
+    ));
     if let Some(action) = cancel {
         channel.cancel_here(action);
     }
-    lock(scale).insert(
-        run_id.clone(),
-        Working { channel: Arc::clone(&channel), abort: None, finishing: false },
-    );
+    lock(scale)
+        .insert(run_id.clone(), Working { channel: Arc::clone(&channel), abort: None, finishing: false });
     let (app_for_run, scale_for_run, id) = (Arc::clone(app), Arc::clone(scale), run_id.clone());
     let task = tokio::spawn(async move {
         crate::runs::execute_on(&app_for_run, record, channel).await;

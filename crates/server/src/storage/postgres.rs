@@ -40,10 +40,12 @@ const SCHEMA: [&str; 6] = [
 /// other).
 pub(crate) async fn migrate(pool: &PgPool) -> Result<(), ServerError> {
     let mut tx = pool.begin().await.map_err(storage)?;
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':weft_server_migrate', 0))")
-        .execute(&mut *tx)
-        .await
-        .map_err(storage)?;
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':weft_server_migrate', 0))",
+    )
+    .execute(&mut *tx)
+    .await
+    .map_err(storage)?;
     for statement in SCHEMA {
         sqlx::query(statement).execute(&mut *tx).await.map_err(storage)?;
     }
@@ -147,7 +149,8 @@ impl PgRecords {
         ops: &[(&'static str, &str, Option<&str>)],
         changes: &[Change],
     ) -> Result<(), ServerError> {
-        let held = self.held.as_mut().ok_or_else(|| ServerError::Storage("the records' lock is not held".into()))?;
+        let held =
+            self.held.as_mut().ok_or_else(|| ServerError::Storage("the records' lock is not held".into()))?;
         let conn = held.conn()?;
         let mut tx = sqlx::Connection::begin(&mut **conn).await.map_err(storage)?;
         let mut last = self.seq;
