@@ -17,7 +17,7 @@ struct Stage {
 }
 
 /// Every stage, in the order they run.
-const STAGES: [Stage; 11] = [
+const STAGES: [Stage; 12] = [
     Stage { name: "services", run: services_stage },
     Stage { name: "fmt", run: fmt },
     Stage { name: "clippy", run: clippy },
@@ -25,6 +25,7 @@ const STAGES: [Stage; 11] = [
     Stage { name: "test", run: test },
     Stage { name: "langgraph-diff", run: langgraph_diff_stage },
     Stage { name: "server-e2e", run: server_e2e_stage },
+    Stage { name: "server-e2e-scaled", run: server_e2e_scaled_stage },
     Stage { name: "studio-e2e", run: studio_e2e_stage },
     Stage { name: "doc", run: doc },
     Stage { name: "examples", run: examples },
@@ -73,6 +74,12 @@ fn bench_smoke(_: &mut Tally) -> Result<(), String> {
 /// except in CI), built as the later stages build, so that the engine is compiled once for them all.
 fn langgraph_diff_stage(_: &mut Tally) -> Result<(), String> {
     langgraph_diff::run_with(&[], langgraph_diff::Build::Shared)
+}
+
+/// The server suite with weft as two instances of one scaled-out server on the local PostgreSQL and
+/// Redis, requests spread over both.
+fn server_e2e_scaled_stage(_: &mut Tally) -> Result<(), String> {
+    server_e2e::run_scaled(&[], server_e2e::Build::Shared, 2)
 }
 
 /// The server suite against weft-server and `langgraph dev` (skipped with a loud message where Python is

@@ -1,14 +1,14 @@
 //! weft's task runner, started with `cargo xtask TASK` (an alias in `.cargo/config.toml`).
 //!
 //! - `cargo xtask ci [STAGE...]`: every check CI runs, in order (services when `CI` is set, fmt, clippy, llm,
-//!   test, langgraph-diff, server-e2e, studio-e2e, doc, examples, bench), each with a header and its
-//!   duration, stopping at the first failure. Naming stages runs only those.
+//!   test, langgraph-diff, server-e2e, server-e2e-scaled, studio-e2e, doc, examples, bench), each with a
+//!   header and its duration, stopping at the first failure. Naming stages runs only those.
 //! - `cargo xtask bench [--only NAME] [--quick] [--compare]`: builds the benchmarks in release mode and
 //!   runs each workload of `bench/langgraph/WORKLOADS.md` in its own process, one JSON line each;
 //!   `--compare` puts LangGraph's figures beside them.
 //! - `cargo xtask langgraph-diff [SCENARIO...]`: the differential suite of `tests/langgraph_diff/`: each
 //!   scenario run against LangGraph 1.2.22 (in the pinned venv of `bench`) and against weft, compared.
-//! - `cargo xtask server-e2e [TEST...]`: the server suite of `tests/server_e2e/`: the official Python
+//! - `cargo xtask server-e2e [--instances N] [TEST...]`: the server suite of `tests/server_e2e/`: the official Python
 //!   `langgraph-sdk` (pinned, in a venv under the target folder) against weft-server and against LangGraph's
 //!   own server (`langgraph dev`), side by side.
 //! - `cargo xtask studio-e2e`: weft Studio in headless Chromium (Debian's `chromium` and `chromedriver`),
@@ -42,7 +42,7 @@ usage: cargo xtask TASK
 tasks:
   ci [STAGE...]  run every check CI runs, in order, stopping at the first failure;
                  stages: services, fmt, clippy, llm, test, langgraph-diff, server-e2e,
-                 studio-e2e, doc, examples, bench (services starts PostgreSQL and Redis when CI is set, else only checks them; llm
+                 server-e2e-scaled, studio-e2e, doc, examples, bench (services starts PostgreSQL and Redis when CI is set, else only checks them; llm
                  builds llama-server and fetches the test models into the cache when
                  missing; bench runs every benchmark workload once, checked, in the debug
                  profile)
@@ -58,11 +58,12 @@ tasks:
                  target/bench (made when missing) and against weft, compared after
                  normalisation; known bugs and documented differences are listed in
                  tests/langgraph_diff/*.txt
-  server-e2e [TEST...]
+  server-e2e [--instances N] [TEST...]
                  run the server suite (tests/server_e2e): every test (or the named ones)
                  with the official langgraph-sdk against weft-server and against
                  langgraph dev (both pinned in a venv under target/server-e2e, made when
-                 missing), side by side
+                 missing), side by side; with --instances N, weft as N instances of one
+                 scaled-out server on the local PostgreSQL and Redis, requests spread
   studio-e2e     run weft Studio's browser test (tests/studio_e2e): headless chromium
                  and chromedriver against the server example, screenshots under
                  target/studio-e2e/screenshots

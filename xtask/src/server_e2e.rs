@@ -3,6 +3,11 @@
 //! (`langgraph-sdk`, and `langgraph-cli[inmem]` for the reference server) under `target/server-e2e/venv`,
 //! and runs `python/run.py`: every test with the official SDK against weft and against `langgraph dev`,
 //! side by side.
+//!
+//! `cargo xtask server-e2e --instances N [TEST...]` (N > 1) runs the weft half as N instances of one
+//! scaled-out server (the binary built with `scale`) on the machine's PostgreSQL and Redis: a fresh
+//! database per pair of servers (made with `psql`, dropped after) and a Redis key prefix per run (its keys
+//! deleted after); the suite's clients send each request to the next instance in turn.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -42,19 +47,97 @@ fn python_env() -> Result<PathBuf, String> {
     })
 }
 
-/// `cargo xtask server-e2e [TEST...]`.
+/// `cargo xtask server-e2e [--instances N] [TEST...]`.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    if let Some(flag) = args.iter().find(|a| a.starts_with('-')) {
-        return Err(format!("unknown server-e2e argument `{flag}`"));
+    let mut instances = 1;
+    let mut tests = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--instances" => {
+                instances = rest
+                    .next()
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .filter(|n| *n >= 1)
+                    .ok_or("--instances needs a number of at least 1")?;
+            }
+            flag if flag.starts_with('-') => return Err(format!("unknown server-e2e argument `{flag}`")),
+            test => tests.push(test.to_owned()),
+        }
     }
-    run_with(args, Build::Alone)
+    if instances > 1 { run_scaled(&tests, Build::Alone, instances) } else { run_with(&tests, Build::Alone) }
+}
+
+/// Runs the suite with weft as `instances` instances of one scaled-out server, on a fresh PostgreSQL
+/// database per pair of servers and a Redis key prefix of its own, removed afterwards.
+pub(crate) fn run_scaled(tests: &[String], build: Build, instances: u32) -> Result<(), String> {
+    services::ensure(services::Policy::Required)?;
+    let unique = format!(
+        "{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis())
+    );
+    let databases = [format!("weft_e2e_{unique}"), format!("weft_e2e_{unique}_auth")];
+    let prefix = format!("weft-e2e-{unique}:");
+    for database in &databases {
+        psql(&format!("CREATE DATABASE {database}"))?;
+    }
+    let uri = |database: &str| format!("postgres://postgres@127.0.0.1:5432/{database}");
+    let env = [
+        ("DATABASE_URI", uri(&databases[0])),
+        ("DATABASE_URI_AUTH", uri(&databases[1])),
+        ("REDIS_URI", "redis://127.0.0.1:6379/".to_owned()),
+        ("REDIS_KEY_PREFIX", prefix.clone()),
+    ];
+    let ran = suite(tests, build, instances, &env);
+    let mut cleaned = Vec::new();
+    for database in &databases {
+        cleaned.push(psql(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)")));
+    }
+    cleaned.push(delete_keys(&prefix));
+    ran?;
+    cleaned.into_iter().collect()
+}
+
+fn psql(sql: &str) -> Result<(), String> {
+    exec::run(Command::new("psql").args([
+        "-h",
+        "127.0.0.1",
+        "-U",
+        "postgres",
+        "-d",
+        "postgres",
+        "-q",
+        "-c",
+        sql,
+    ]))
+}
+
+/// Deletes the keys under `prefix` (the streams of the runs, expiring anyway).
+fn delete_keys(prefix: &str) -> Result<(), String> {
+    let script = "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) end return 0";
+    let output = Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", "6379", "EVAL", script, "0", &format!("{prefix}*")])
+        .output()
+        .map_err(|err| format!("cannot run redis-cli: {err}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!("redis-cli could not delete the keys under {prefix}"))
+    }
 }
 
 /// Runs the suite; `tests` are test names (all when empty).
 pub(crate) fn run_with(tests: &[String], build: Build) -> Result<(), String> {
-    let build_args: &[&str] = match build {
-        Build::Alone => &["build", "-p", "weft-server-e2e"],
-        Build::Shared => bench::DEV_BUILD,
+    suite(tests, build, 1, &[])
+}
+
+/// Runs the suite with `instances` weft instances and `env` set for the servers.
+fn suite(tests: &[String], build: Build, instances: u32, env: &[(&str, String)]) -> Result<(), String> {
+    let build_args: &[&str] = match (build, instances) {
+        (Build::Alone, 1) => &["build", "-p", "weft-server-e2e"],
+        (Build::Alone, _) => &["build", "-p", "weft-server-e2e", "--features", "scale"],
+        (Build::Shared, _) => bench::DEV_BUILD,
     };
     exec::run(&mut exec::cargo(build_args))?;
     let binary = bench::target_dir(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from), &exec::root())
@@ -87,6 +170,12 @@ pub(crate) fn run_with(tests: &[String], build: Build) -> Result<(), String> {
         .arg(&langgraph);
     if !tests.is_empty() {
         command.arg("--only").arg(tests.join(","));
+    }
+    if instances > 1 {
+        command.arg("--weft-instances").arg(instances.to_string());
+    }
+    for (key, value) in env {
+        command.env(key, value);
     }
     exec::run_with_limit(&mut command, Some(LIMIT))
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use serde_json::{Map, Value};
-use tokio::sync::{Mutex, Semaphore};
+use tokio::sync::Semaphore;
 use weft_graph::Checkpointer;
 use weft_graph::store::Store;
 
@@ -13,7 +13,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::graphs::{GraphRegistry, default_assistant_id};
 use crate::model::{Assistant, Thread};
 use crate::runs::channel::Channels;
-use crate::storage::Records;
+use crate::storage::RecordsLock;
 use crate::webhook::Webhooks;
 
 /// Limits of one server.
@@ -33,7 +33,7 @@ pub(crate) struct Limits {
 #[derive(Debug)]
 pub(crate) struct App {
     pub(crate) graphs: GraphRegistry,
-    pub(crate) records: Mutex<Records>,
+    pub(crate) records: RecordsLock,
     pub(crate) checkpointer: Arc<dyn Checkpointer>,
     pub(crate) store: Arc<dyn Store>,
     pub(crate) channels: Channels,
@@ -48,6 +48,9 @@ pub(crate) struct App {
     pub(crate) cron_wake: tokio::sync::Notify,
     /// Counts of finished runs and their latencies (`GET /metrics`).
     pub(crate) metrics: crate::metrics::RunMetrics,
+    /// Scaled out: the run queue in PostgreSQL and this instance's worker, Redis.
+    #[cfg(feature = "scale")]
+    pub(crate) scale: Option<Arc<crate::scale::Scale>>,
 }
 
 /// Now, as the API writes times.
@@ -94,6 +97,14 @@ pub(crate) fn contains(target: &Value, filter: &Value) -> bool {
 }
 
 impl App {
+    /// Whether this is one instance of a scaled-out server (feature `scale`, PostgreSQL and Redis).
+    pub(crate) fn is_scaled(&self) -> bool {
+        #[cfg(feature = "scale")]
+        return self.scale.is_some();
+        #[cfg(not(feature = "scale"))]
+        false
+    }
+
     /// The assistant id a run or request names: a graph id stands for its default assistant.
     pub(crate) fn resolve_assistant_id(&self, id: &str) -> String {
         if self.graphs.get(id).is_some() { default_assistant_id(id) } else { id.to_owned() }
@@ -109,13 +120,13 @@ impl App {
 
     /// The assistant, or a 404.
     pub(crate) async fn assistant(&self, assistant_id: &str) -> ApiResult<Assistant> {
-        let records = self.records.lock().await;
+        let records = self.records.lock().await?;
         records.assistants.get(assistant_id).cloned().ok_or_else(|| ApiError::not_found("Not Found"))
     }
 
     /// The thread, or LangGraph's 404.
     pub(crate) async fn thread(&self, thread_id: &str) -> ApiResult<Thread> {
-        let records = self.records.lock().await;
+        let records = self.records.lock().await?;
         records.threads.get(thread_id).cloned().ok_or_else(|| ApiError::thread_not_found(thread_id))
     }
 

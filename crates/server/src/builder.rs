@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use tokio::net::TcpListener;
-use tokio::sync::{Mutex, Semaphore};
+use tokio::sync::Semaphore;
 use weft_graph::Checkpointer;
 use weft_graph::store::Store;
 use weft_integrations::sqlite::{SqliteSaver, SqliteStore};
@@ -19,7 +19,7 @@ use crate::error::ServerError;
 use crate::graphs::{GraphRegistry, Registered, ServerGraph, default_assistant_id};
 use crate::model::Assistant;
 use crate::runs::channel::Channels;
-use crate::storage::{Change, Records};
+use crate::storage::{Change, Records, RecordsLock};
 use crate::webhook::{WebhookConfig, Webhooks};
 
 /// The largest request body by default: 300 MiB, LangGraph's `HTTP_MAX_REQUEST_BODY_BYTES` default.
@@ -70,6 +70,69 @@ pub struct ServerBuilder {
     auth: Option<Arc<dyn Auth>>,
     allow_unauthenticated: bool,
     webhooks: WebhookConfig,
+    #[cfg(feature = "scale")]
+    scale: ScaleSettings,
+}
+
+/// What [`ServerBuilder::postgres`] and the like set.
+#[cfg(feature = "scale")]
+#[derive(Clone)]
+struct ScaleSettings {
+    database_uri: Option<String>,
+    redis_uri: Option<String>,
+    prefix: String,
+    lease: Duration,
+    poll: Duration,
+}
+
+#[cfg(feature = "scale")]
+impl Default for ScaleSettings {
+    fn default() -> Self {
+        Self {
+            database_uri: None,
+            redis_uri: None,
+            prefix: "weft:".to_owned(),
+            lease: crate::scale::DEFAULT_LEASE,
+            poll: crate::scale::DEFAULT_POLL,
+        }
+    }
+}
+
+#[cfg(feature = "scale")]
+impl std::fmt::Debug for ScaleSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Connection strings may hold passwords: only whether they are set.
+        f.debug_struct("ScaleSettings")
+            .field("database_uri", &self.database_uri.as_ref().map(|_| "<redacted>"))
+            .field("redis_uri", &self.redis_uri.as_ref().map(|_| "<redacted>"))
+            .field("prefix", &self.prefix)
+            .field("lease", &self.lease)
+            .field("poll", &self.poll)
+            .finish()
+    }
+}
+
+#[cfg(feature = "scale")]
+impl ScaleSettings {
+    /// Both connection strings, or neither; one alone is an error.
+    fn config(&self) -> Result<Option<crate::scale::ScaleConfig>, ServerError> {
+        match (&self.database_uri, &self.redis_uri) {
+            (None, None) => Ok(None),
+            (Some(database_uri), Some(redis_uri)) => Ok(Some(crate::scale::ScaleConfig {
+                database_uri: database_uri.clone(),
+                redis_uri: redis_uri.clone(),
+                prefix: self.prefix.clone(),
+                lease: self.lease,
+                poll: self.poll,
+            })),
+            (Some(_), None) => {
+                Err(ServerError::ScaleConfig("PostgreSQL is set but Redis is not (REDIS_URI)".into()))
+            }
+            (None, Some(_)) => {
+                Err(ServerError::ScaleConfig("Redis is set but PostgreSQL is not (DATABASE_URI)".into()))
+            }
+        }
+    }
 }
 
 impl Default for ServerBuilder {
@@ -86,6 +149,8 @@ impl Default for ServerBuilder {
             auth: None,
             allow_unauthenticated: false,
             webhooks: WebhookConfig::default(),
+            #[cfg(feature = "scale")]
+            scale: ScaleSettings::default(),
         }
     }
 }
@@ -216,6 +281,65 @@ impl ServerBuilder {
         self
     }
 
+    /// Scales out (feature `scale`): keeps threads, runs, assistants, crons, checkpoints and the store in
+    /// the PostgreSQL database at `uri` (LangGraph's `DATABASE_URI`) instead of SQLite, shared with every
+    /// other instance given the same database; needs [`ServerBuilder::redis`] too. Tables are made at
+    /// start-up, safely when several instances start at once.
+    #[cfg(feature = "scale")]
+    pub fn postgres(mut self, uri: impl Into<String>) -> Self {
+        self.scale.database_uri = Some(uri.into());
+        self
+    }
+
+    /// Scales out (feature `scale`): wake-ups, cancels and the runs' event streams go through the Redis
+    /// server at `uri` (LangGraph's `REDIS_URI`); needs [`ServerBuilder::postgres`] too.
+    #[cfg(feature = "scale")]
+    pub fn redis(mut self, uri: impl Into<String>) -> Self {
+        self.scale.redis_uri = Some(uri.into());
+        self
+    }
+
+    /// What every Redis key and channel of this deployment starts with (`weft:` by default; LangGraph's
+    /// `REDIS_KEY_PREFIX`): deployments that share a Redis server need one each.
+    #[cfg(feature = "scale")]
+    pub fn redis_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.scale.prefix = prefix.into();
+        self
+    }
+
+    /// How long a worker's claim on a run lasts unless renewed (10 s by default; renewed every third of
+    /// it): when an instance dies, its runs are taken up by another after this long.
+    #[cfg(feature = "scale")]
+    pub fn run_lease(mut self, lease: Duration) -> Self {
+        self.scale.lease = lease.max(Duration::from_millis(30));
+        self
+    }
+
+    /// How often an idle worker looks at the run queue when no wake-up came through Redis (1 s by
+    /// default).
+    #[cfg(feature = "scale")]
+    pub fn queue_poll(mut self, every: Duration) -> Self {
+        self.scale.poll = every.max(Duration::from_millis(10));
+        self
+    }
+
+    /// Scales out when the environment says so: `DATABASE_URI` and `REDIS_URI` (both or neither), and
+    /// `REDIS_KEY_PREFIX`, as LangGraph's server reads them. Without them the builder is unchanged.
+    #[cfg(feature = "scale")]
+    pub fn scale_from_env(mut self) -> Self {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        if let Some(uri) = var("DATABASE_URI") {
+            self.scale.database_uri = Some(uri);
+        }
+        if let Some(uri) = var("REDIS_URI") {
+            self.scale.redis_uri = Some(uri);
+        }
+        if let Some(prefix) = var("REDIS_KEY_PREFIX") {
+            self.scale.prefix = prefix;
+        }
+        self
+    }
+
     /// Opens the database, registers the graphs and their assistants, and picks up the runs a previous
     /// process left unfinished.
     pub async fn build(self) -> Result<Server, ServerError> {
@@ -235,17 +359,23 @@ impl ServerBuilder {
                 return Err(ServerError::DuplicateGraph(id.clone()));
             }
         }
-        let saver = match &self.database {
-            Database::File(path) => SqliteSaver::open(path).await,
-            Database::Memory => SqliteSaver::in_memory().await,
-        }
-        .map_err(|e| ServerError::Storage(e.to_string()))?;
-        let pool = saver.pool().clone();
-        let store: Arc<dyn Store> = Arc::new(
-            SqliteStore::from_pool(pool.clone()).await.map_err(|e| ServerError::Storage(e.to_string()))?,
-        );
-        let checkpointer: Arc<dyn Checkpointer> = Arc::new(saver);
-        let mut records = Records::open(pool).await?;
+        #[cfg(feature = "scale")]
+        let scale_config = self.scale.config()?;
+        #[cfg(feature = "scale")]
+        let (checkpointer, store, records, scale) = match &scale_config {
+            Some(config) => {
+                let (checkpointer, store, records, scale) = open_scaled(config).await?;
+                (checkpointer, store, records, Some(scale))
+            }
+            None => {
+                let (checkpointer, store, records) = open_sqlite(&self.database).await?;
+                (checkpointer, store, records, None)
+            }
+        };
+        #[cfg(not(feature = "scale"))]
+        let (checkpointer, store, records) = open_sqlite(&self.database).await?;
+        let records = RecordsLock::new(records);
+        let mut held = records.lock().await?;
         let mut registered = Vec::with_capacity(self.graphs.len());
         let mut changes = Vec::new();
         for (id, spec) in self.graphs {
@@ -255,7 +385,7 @@ impl ServerBuilder {
                 .with_store(Some(Arc::clone(&store)));
             let stateless = spec.graph.with_checkpointer(None).with_store(Some(Arc::clone(&store)));
             let assistant_id = default_assistant_id(&id);
-            if !records.assistants.contains_key(&assistant_id) {
+            if !held.assistants.contains_key(&assistant_id) {
                 let stamp = now();
                 let mut metadata = Map::new();
                 metadata.insert("created_by".into(), json!("system"));
@@ -276,10 +406,11 @@ impl ServerBuilder {
             }
             registered.push(Registered { id, spec, stateful, stateless });
         }
-        records.commit(changes).await?;
+        held.commit(changes).await?;
+        drop(held);
         let app = Arc::new(App {
             graphs: GraphRegistry::new(registered),
-            records: Mutex::new(records),
+            records,
             checkpointer,
             store,
             channels: Channels::default(),
@@ -294,7 +425,13 @@ impl ServerBuilder {
             webhooks: Arc::new(Webhooks::new(self.webhooks)?),
             cron_wake: tokio::sync::Notify::new(),
             metrics: crate::metrics::RunMetrics::default(),
+            #[cfg(feature = "scale")]
+            scale: scale.clone(),
         });
+        #[cfg(feature = "scale")]
+        if let Some(scale) = &scale {
+            scale.start(&app);
+        }
         crate::runs::recover(&app).await?;
         Ok(Server { app, allow_unauthenticated: self.allow_unauthenticated })
     }
@@ -303,6 +440,43 @@ impl ServerBuilder {
     pub async fn serve(self, addr: impl AsRef<str>) -> Result<(), ServerError> {
         self.build().await?.serve(addr).await
     }
+}
+
+/// The embedded database: checkpointer, store and records in one SQLite file (or in memory).
+async fn open_sqlite(
+    database: &Database,
+) -> Result<(Arc<dyn Checkpointer>, Arc<dyn Store>, Records), ServerError> {
+    let saver = match database {
+        Database::File(path) => SqliteSaver::open(path).await,
+        Database::Memory => SqliteSaver::in_memory().await,
+    }
+    .map_err(|e| ServerError::Storage(e.to_string()))?;
+    let pool = saver.pool().clone();
+    let store: Arc<dyn Store> = Arc::new(
+        SqliteStore::from_pool(pool.clone()).await.map_err(|e| ServerError::Storage(e.to_string()))?,
+    );
+    let checkpointer: Arc<dyn Checkpointer> = Arc::new(saver);
+    Ok((checkpointer, store, Records::open(pool).await?))
+}
+
+/// A scaled-out server's state: checkpointer, store and records in PostgreSQL, and its part in the
+/// deployment (the run queue's pool, Redis).
+#[cfg(feature = "scale")]
+async fn open_scaled(
+    config: &crate::scale::ScaleConfig,
+) -> Result<(Arc<dyn Checkpointer>, Arc<dyn Store>, Records, Arc<crate::scale::Scale>), ServerError> {
+    use weft_integrations::postgres::{PostgresOptions, PostgresSaver, PostgresStore};
+    let options = PostgresOptions { max_connections: 16, ..PostgresOptions::default() };
+    let saver = PostgresSaver::connect_with(&config.database_uri, options.clone())
+        .await
+        .map_err(|e| ServerError::Storage(e.to_string()))?;
+    let store = PostgresStore::from_pool(saver.pool().clone(), options)
+        .await
+        .map_err(|e| ServerError::Storage(e.to_string()))?;
+    let (pool, bus) = crate::scale::connect(config).await?;
+    let records = Records::open_postgres(pool.clone()).await?;
+    let scale = Arc::new(crate::scale::Scale::new(config, pool, bus));
+    Ok((Arc::new(saver), Arc::new(store), records, scale))
 }
 
 /// A LangGraph Platform API server over weft graphs. See [`ServerBuilder`].

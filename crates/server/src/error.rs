@@ -17,6 +17,13 @@ pub enum ServerError {
     /// The database could not be opened or written.
     #[error("storage failed: {0}")]
     Storage(String),
+    /// Redis (the wake-ups, cancellations and streams of a scaled-out server) could not be reached or
+    /// answered wrongly.
+    #[error("redis failed: {0}")]
+    Redis(String),
+    /// The settings of a scaled-out server do not go together (PostgreSQL without Redis, or the reverse).
+    #[error("invalid scale-out settings: {0}")]
+    ScaleConfig(String),
     /// The HTTP client that calls webhooks could not be made.
     #[error("cannot make the webhook client: {0}")]
     Webhooks(String),

@@ -9,7 +9,9 @@
 //! Everything lives in one process and one SQLite file by default: threads, runs and assistants, the
 //! checkpoints (weft-integrations' `SqliteSaver`) and the store (`SqliteStore`). Runs are saved as
 //! `pending` before a worker starts them; a run a stopped server left unfinished is picked up again at the
-//! next start, from its last checkpoint.
+//! next start, from its last checkpoint. With the `scale` feature, many instances share PostgreSQL (the
+//! records, a run queue with leases, checkpoints, the store) and Redis (wake-ups, cancels, the runs'
+//! event streams): see `docs/server.md`, "Scaling out".
 //!
 //! ```no_run
 //! use serde_json::json;
@@ -40,6 +42,8 @@ mod graphs;
 mod metrics;
 mod model;
 mod runs;
+#[cfg(feature = "scale")]
+mod scale;
 mod storage;
 mod studio;
 mod webhook;

@@ -5,9 +5,11 @@ server runs (`env.weft` or `env.langgraph`). A test that expects a different ans
 with `env.differs("why")` next to the branch, so the reasons are printed with the results.
 """
 import asyncio
+import itertools
 import uuid
 
 import httpx
+from langgraph_sdk import get_client
 from langgraph_sdk.errors import APIError
 
 NAMESPACE_GRAPH = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
@@ -18,11 +20,38 @@ def default_assistant_id(graph_id):
     return str(uuid.uuid5(NAMESPACE_GRAPH, graph_id))
 
 
+class Spread(httpx.AsyncBaseTransport):
+    """Sends each request to the next of several instances of one server, in turn (a round-robin load
+    balancer in the client)."""
+
+    def __init__(self, urls):
+        self.targets = [httpx.URL(u) for u in urls]
+        self.inner = httpx.AsyncHTTPTransport(retries=5)
+        self.turn = itertools.count()
+
+    async def handle_async_request(self, request):
+        target = self.targets[next(self.turn) % len(self.targets)]
+        request.url = request.url.copy_with(scheme=target.scheme, host=target.host, port=target.port)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self):
+        await self.inner.aclose()
+
+
 class Env:
-    def __init__(self, name, url):
+    def __init__(self, name, url, urls=None):
         self.name = name
         self.url = url
+        # Several instances of one server: every client spreads its requests over them.
+        self.urls = urls or [url]
         self.notes = []
+
+    def client(self, **kwargs):
+        """A `langgraph_sdk` client of the server (of all its instances, in turn)."""
+        client = get_client(url=self.url, timeout=60, **kwargs)
+        if len(self.urls) > 1:
+            client.http.client._transport = Spread(self.urls)
+        return client
 
     @property
     def weft(self):
@@ -40,7 +69,8 @@ class Env:
 
     def http(self):
         """A raw HTTP client on the server (for what the SDK does not expose: headers, bad bodies)."""
-        return httpx.AsyncClient(base_url=self.url, timeout=60)
+        transport = Spread(self.urls) if len(self.urls) > 1 else None
+        return httpx.AsyncClient(base_url=self.url, timeout=60, transport=transport)
 
 
 def check(condition, message="check failed"):

@@ -2,11 +2,14 @@
 own server (`langgraph dev`), side by side, and prints one line per test and server.
 
     python run.py --weft-bin PATH [--langgraph-bin PATH] [--only NAME,...] [--servers weft,langgraph]
+                  [--weft-instances N]
 
 Each server is started on a free port and stopped at the end. The tests of `AUTH_MODULES` run against a
 second pair started with authentication (`auth.py` for `langgraph dev`, `--auth` for weft), beside the
-first. The exit status is 0 when every test passes
-against every server it ran on.
+first. With `--weft-instances N` (N > 1), weft runs as N instances of one scaled-out server (on the
+PostgreSQL and Redis that `DATABASE_URI` and `REDIS_URI` name, `DATABASE_URI_AUTH` for the pair with
+authentication, each pair under a Redis key prefix of its own) and every client spreads its requests over them in turn. The exit status is 0 when every test
+passes against every server it ran on.
 """
 import sys
 
@@ -25,8 +28,6 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 import urllib.request  # noqa: E402
-
-from langgraph_sdk import get_client  # noqa: E402
 
 from kit import Env  # noqa: E402
 
@@ -57,10 +58,10 @@ def wait_ready(url, process, timeout):
     raise RuntimeError(f"the server at {url} did not answer /ok within {timeout} s")
 
 
-def start_weft(binary, log, auth):
+def start_weft(binary, log, auth, env=None):
     port = free_port()
     command = [binary, "--port", str(port)] + (["--auth"] if auth else [])
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     return f"http://127.0.0.1:{port}", process, 30
 
 
@@ -97,7 +98,7 @@ def tests(only):
 
 async def run_suite(env, cases):
     results = {}
-    client = get_client(url=env.url, timeout=60)
+    client = env.client()
     for module_name, name, fn in cases:
         started = time.time()
         try:
@@ -117,6 +118,7 @@ async def main():
     parser.add_argument("--langgraph-bin", default=os.path.join(os.path.dirname(sys.executable), "langgraph"))
     parser.add_argument("--only", default="")
     parser.add_argument("--servers", default="weft,langgraph")
+    parser.add_argument("--weft-instances", type=int, default=1)
     args = parser.parse_args()
     only = {n for n in args.only.split(",") if n}
     names = [s for s in args.servers.split(",") if s]
@@ -133,11 +135,28 @@ async def main():
             for name in names:
                 label = f"{name}-auth" if auth else name
                 logs[label] = tempfile.NamedTemporaryFile(prefix=f"weft-e2e-{label}-", suffix=".log", delete=False)
-                start = start_weft if name == "weft" else start_langgraph
-                binary = args.weft_bin if name == "weft" else args.langgraph_bin
-                url, process, timeout = start(binary, logs[label], auth)
-                processes.append((label, process, url, timeout))
-                env = Env(name, url)
+                urls = []
+                if name == "weft" and args.weft_instances > 1:
+                    if not (os.environ.get("DATABASE_URI") and os.environ.get("REDIS_URI")):
+                        raise RuntimeError("--weft-instances needs DATABASE_URI and REDIS_URI")
+                    # One deployment per pair: the auth pair's records share the database, not the keys.
+                    instance_env = dict(os.environ, REDIS_KEY_PREFIX=f"{os.environ.get('REDIS_KEY_PREFIX', 'weft:')}{label}:")
+                    if auth and os.environ.get("DATABASE_URI_AUTH"):
+                        instance_env["DATABASE_URI"] = os.environ["DATABASE_URI_AUTH"]
+                    for i in range(args.weft_instances):
+                        url, process, timeout = start_weft(args.weft_bin, logs[label], auth, instance_env)
+                        processes.append((f"{label}-{i}", process, url, timeout))
+                        urls.append(url)
+                        if i == 0:
+                            # The first instance makes the tables before the others start.
+                            wait_ready(url, process, timeout)
+                    url = urls[0]
+                else:
+                    start = start_weft if name == "weft" else start_langgraph
+                    binary = args.weft_bin if name == "weft" else args.langgraph_bin
+                    url, process, timeout = start(binary, logs[label], auth)
+                    processes.append((label, process, url, timeout))
+                env = Env(name, url, urls)
                 envs.append(env)
                 runs.append((env, group))
         for name, process, url, timeout in processes:

@@ -1,7 +1,6 @@
 """Authentication and authorization, against the second server pair (run with auth: `auth.py` for
 `langgraph dev`, `weft-server-e2e --auth`): two users with their own API keys, each blind to the other's
 threads, runs and assistants."""
-from langgraph_sdk import get_client
 
 from kit import check, eq, status_of
 
@@ -9,7 +8,7 @@ ALICE, BOB = "key-alice", "key-bob"
 
 
 def client(env, key):
-    return get_client(url=env.url, api_key=key, timeout=60)
+    return env.client(api_key=key)
 
 
 async def test_auth_missing_or_wrong_credentials_are_401(c, env):

@@ -1,5 +1,6 @@
 //! Serves the end-to-end suite's graphs with weft-server: `weft-server-e2e --port N [--db PATH] [--auth]`
-//! (an in-memory database without `--db`; with `--auth`, the users of `python/auth.py` by API key). `python/run.py` starts it beside `langgraph dev` and runs the same
+//! (an in-memory database without `--db`; with `--auth`, the users of `python/auth.py` by API key; built
+//! with the `scale` feature and `DATABASE_URI` and `REDIS_URI` set, one instance of a scaled-out server). `python/run.py` starts it beside `langgraph dev` and runs the same
 //! suite against both.
 
 mod graphs;
@@ -48,6 +49,8 @@ async fn main() -> ExitCode {
             Some(path) => builder.sqlite(path),
             None => builder.in_memory(),
         };
+        #[cfg(feature = "scale")]
+        let builder = builder.scale_from_env().run_lease(std::time::Duration::from_secs(3));
         Ok::<_, Box<dyn std::error::Error>>(builder.build().await?)
     };
     let server = match built.await {

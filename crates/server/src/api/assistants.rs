@@ -76,7 +76,7 @@ pub(crate) async fn create(State(app): AppState, caller: Caller, body: Body) -> 
     });
     let access = assistant_access(&app, &caller, Action::Create, &mut value).await?;
     body.metadata = value.get("metadata").and_then(Value::as_object).cloned();
-    let mut records = app.records.lock().await;
+    let mut records = app.records.lock().await?;
     if let Some(existing) = records.assistants.get(&assistant_id) {
         if !access.allows(&existing.metadata) {
             return Err(ApiError::conflict(format!("Assistant {assistant_id} already exists")));
@@ -148,7 +148,7 @@ pub(crate) async fn patch(
             return Err(graph_not_found(&app, graph_id));
         }
     }
-    let mut records = app.records.lock().await;
+    let mut records = app.records.lock().await?;
     let Some(mut assistant) = records.assistants.get(&id).filter(|a| access.allows(&a.metadata)).cloned()
     else {
         return Err(ApiError::not_found(format!("Assistant {id} not found")));
@@ -188,7 +188,7 @@ pub(crate) async fn delete(
 ) -> ApiResult<Response> {
     require_uuid(&id, "assistant")?;
     let access = assistant_access(&app, &caller, Action::Delete, &mut json!({"assistant_id": id})).await?;
-    let mut records = app.records.lock().await;
+    let mut records = app.records.lock().await?;
     if !records.assistants.get(&id).is_some_and(|a| access.allows(&a.metadata)) {
         return Err(ApiError::not_found(format!("Assistant with ID {id} not found")));
     }
@@ -231,7 +231,7 @@ async fn searched(app: &App, caller: &Caller, body: Body) -> ApiResult<(Vec<Assi
             return Err(graph_not_found(app, graph_id));
         }
     }
-    let all: Vec<Assistant> = app.records.lock().await.assistants.values().cloned().collect();
+    let all: Vec<Assistant> = app.records.lock().await?.assistants.values().cloned().collect();
     let found: Vec<Assistant> =
         matching(&all, &search).filter(|a| access.allows(&a.metadata)).cloned().collect();
     Ok((found, search))
@@ -402,7 +402,7 @@ pub(crate) async fn versions(
     require_uuid(&id, "assistant")?;
     let (query, _) = read::<Versions>(body, app.limits.body_bytes, &VERSIONS).await?;
     let access = assistant_access(&app, &caller, Action::Read, &mut json!({"assistant_id": id})).await?;
-    let records = app.records.lock().await;
+    let records = app.records.lock().await?;
     if !records.assistants.get(&id).is_some_and(|a| access.allows(&a.metadata)) {
         return Err(ApiError::not_found(format!("Assistant {id} not found")));
     }
@@ -432,7 +432,7 @@ pub(crate) async fn latest(
     let (Latest { version }, _) = read::<Latest>(body, app.limits.body_bytes, &LATEST).await?;
     let mut value = json!({"assistant_id": id, "version": version});
     let access = assistant_access(&app, &caller, Action::Update, &mut value).await?;
-    let mut records = app.records.lock().await;
+    let mut records = app.records.lock().await?;
     let Some(mut assistant) = records.assistants.get(&id).filter(|a| access.allows(&a.metadata)).cloned()
     else {
         return Err(ApiError::not_found(format!("Assistant {id} not found")));

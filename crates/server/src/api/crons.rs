@@ -66,7 +66,7 @@ async fn create(app: &Arc<App>, thread_id: Option<String>, body: Body) -> ApiRes
     let cron =
         new_record(cron_id, assistant_id.clone(), thread_id.clone(), &schedule, &request, payload, end)
             .map_err(unprocessable)?;
-    let mut records = app.records.lock().await;
+    let mut records = app.records.lock().await?;
     if !records.assistants.contains_key(&assistant_id) {
         return Err(ApiError::not_found(format!("Assistant '{assistant_id}' not found")));
     }
@@ -143,7 +143,7 @@ pub(crate) async fn search(State(app): AppState, body: Body) -> ApiResult<Respon
     let filter = matches(&search)?;
     let by = search.sort_by.clone().unwrap_or_else(|| "created_at".to_owned());
     let ascending = search.sort_order.as_deref() == Some("asc");
-    let records = app.records.lock().await;
+    let records = app.records.lock().await?;
     let mut found: Vec<&Cron> = records.crons.values().filter(|c| filter(c)).collect();
     found.sort_by(|a, b| {
         let order = sort_key(a, &by).cmp(&sort_key(b, &by)).then_with(|| a.cron_id.cmp(&b.cron_id));
@@ -169,7 +169,7 @@ pub(crate) async fn search(State(app): AppState, body: Body) -> ApiResult<Respon
 pub(crate) async fn count(State(app): AppState, body: Body) -> ApiResult<Response> {
     let (search, _) = read::<CronSearch>(body, app.limits.body_bytes, &CRON_COUNT).await?;
     let filter = matches(&search)?;
-    let records = app.records.lock().await;
+    let records = app.records.lock().await?;
     Ok(ok(&records.crons.values().filter(|c| filter(c)).count()))
 }
 
@@ -180,14 +180,14 @@ fn cron_id_checked(cron_id: &str) -> ApiResult<()> {
 /// `GET /runs/crons/{cron_id}`.
 pub(crate) async fn get(State(app): AppState, Path(cron_id): Path<String>) -> ApiResult<Response> {
     cron_id_checked(&cron_id)?;
-    let records = app.records.lock().await;
+    let records = app.records.lock().await?;
     records.crons.get(&cron_id).map(ok).ok_or_else(|| ApiError::not_found("Not Found"))
 }
 
 /// `DELETE /runs/crons/{cron_id}`: `204`; the runs it made stay.
 pub(crate) async fn delete(State(app): AppState, Path(cron_id): Path<String>) -> ApiResult<Response> {
     cron_id_checked(&cron_id)?;
-    let mut records = app.records.lock().await;
+    let mut records = app.records.lock().await?;
     if !records.crons.contains_key(&cron_id) {
         return Err(ApiError::not_found("Not Found"));
     }
@@ -222,7 +222,7 @@ pub(crate) async fn patch(
         Some(_) => Some(None),
         None => None,
     };
-    let mut records = app.records.lock().await;
+    let mut records = app.records.lock().await?;
     let mut cron = records
         .crons
         .get(&cron_id)

@@ -5,19 +5,36 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
-use axum::response::Response;
+use axum::response::{IntoResponse as _, Response};
 
 use crate::app::App;
 use crate::model::RunStatus;
 
 /// `GET /metrics`.
 pub(crate) async fn serve(State(app): State<Arc<App>>) -> Response {
-    let (pending, running) = {
-        let records = app.records.lock().await;
-        let count = |status| records.runs.values().filter(|r| r.run.status == status).count();
-        (count(RunStatus::Pending), count(RunStatus::Running))
+    let (pending, running) = match app.records.lock().await {
+        Ok(records) => {
+            let count = |status| records.runs.values().filter(|r| r.run.status == status).count();
+            (count(RunStatus::Pending), count(RunStatus::Running))
+        }
+        Err(e) => return crate::error::ApiError::from(e).into_response(),
     };
-    let text = app.metrics.render(pending, running);
+    #[allow(unused_mut)]
+    let mut text = app.metrics.render(pending, running);
+    #[cfg(feature = "scale")]
+    if let Some(scale) = &app.scale {
+        match crate::scale::queue::depth(&scale.pool).await {
+            Ok((waiting, leased)) => {
+                text.push_str(
+                    "# HELP weft_queue_runs Runs in the shared run queue: waiting for a worker, or leased by one.\n\
+                     # TYPE weft_queue_runs gauge\n",
+                );
+                text.push_str(&format!("weft_queue_runs{{state=\"waiting\"}} {waiting}\n"));
+                text.push_str(&format!("weft_queue_runs{{state=\"leased\"}} {leased}\n"));
+            }
+            Err(e) => return crate::error::ApiError::internal(format!("postgres: {e}")).into_response(),
+        }
+    }
     let mut response = Response::new(Body::from(text));
     response
         .headers_mut()

@@ -39,7 +39,7 @@ pub(crate) async fn create(State(app): AppState, caller: Caller, body: Body) -> 
     let mut value = json!({"thread_id": thread_id, "metadata": body.metadata, "if_exists": body.if_exists});
     let access = app.authorize(&caller, Resource::Threads, Action::Create, &mut value).await?;
     body.metadata = value.get("metadata").and_then(Value::as_object).cloned();
-    let mut records = app.records.lock().await;
+    let mut records = app.records.lock().await?;
     if let Some(existing) = records.threads.get(&thread_id) {
         if body.if_exists.as_deref() == Some("do_nothing") && access.allows(&existing.metadata) {
             return Ok(ok(existing));
@@ -85,7 +85,7 @@ pub(crate) async fn patch(
     let (body, _) = read::<ThreadPatch>(body, app.limits.body_bytes, &THREAD_PATCH).await?;
     let mut value = json!({"thread_id": thread_id, "metadata": body.metadata.unwrap_or_default()});
     let access = app.authorize(&caller, Resource::Threads, Action::Update, &mut value).await?;
-    let mut records = app.records.lock().await;
+    let mut records = app.records.lock().await?;
     let mut thread = records
         .threads
         .get(&thread_id)
@@ -103,7 +103,7 @@ pub(crate) async fn patch(
 
 /// Deletes a thread: its runs stop, its records and checkpoints go. `false` when there was none.
 pub(crate) async fn delete_thread(app: &Arc<App>, thread_id: &str, access: &Access) -> ApiResult<bool> {
-    let mut records = app.records.lock().await;
+    let mut records = app.records.lock().await?;
     if !records.threads.get(thread_id).is_some_and(|t| access.allows(&t.metadata)) {
         return Ok(false);
     }
@@ -160,7 +160,7 @@ fn matches(thread: &Thread, search: &ThreadSearch) -> bool {
 async fn found(app: &App, caller: &Caller, body: Body) -> ApiResult<(Vec<Thread>, ThreadSearch)> {
     let (search, mut value) = read::<ThreadSearch>(body, app.limits.body_bytes, &THREAD_SEARCH).await?;
     let access = app.authorize(caller, Resource::Threads, Action::Search, &mut value).await?;
-    let records = app.records.lock().await;
+    let records = app.records.lock().await?;
     let threads = records
         .threads
         .values()
@@ -229,7 +229,7 @@ pub(crate) async fn copy(
         status,
         ..source
     };
-    let mut records = app.records.lock().await;
+    let mut records = app.records.lock().await?;
     records.commit(vec![Change::Thread(copy.clone())]).await?;
     Ok(ok(&copy))
 }
@@ -248,7 +248,7 @@ pub(crate) async fn prune(State(app): AppState, caller: Caller, body: Body) -> A
         }
         if keep_latest {
             let known =
-                app.records.lock().await.threads.get(thread_id).is_some_and(|t| access.allows(&t.metadata));
+                app.records.lock().await?.threads.get(thread_id).is_some_and(|t| access.allows(&t.metadata));
             if known {
                 app.checkpointer.prune(thread_id, 1).await.map_err(|e| ApiError::internal(e.to_string()))?;
                 pruned += 1;

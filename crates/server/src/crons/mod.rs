@@ -22,6 +22,10 @@ use crate::storage::Change;
 /// The longest the scheduler sleeps without looking again (a cron made or changed wakes it sooner).
 const IDLE_WAIT: Duration = Duration::from_secs(60);
 
+/// How long the scheduler of a scaled-out instance sleeps at most: crons made or changed through other
+/// instances wake no one here.
+const SCALED_WAIT: Duration = Duration::from_secs(1);
+
 /// `t` as Python's `isoformat()` writes an aware UTC time: microseconds only when there are some.
 pub(crate) fn iso(t: SystemTime) -> String {
     let text = weft_graph::time::format_rfc3339(t);
@@ -79,30 +83,58 @@ fn run_request(cron: &Cron) -> Result<RunCreate, serde_json::Error> {
 }
 
 /// Makes the run of every cron due at `now` and moves each one's next time past `now`. Returns the ids
-/// of the runs made.
+/// of the runs made. Embedded, a cron's run is saved before its next time; scaled out, the next time is
+/// moved first (under the records' lock, which every instance shares), so that one instance only makes
+/// the run.
 pub(crate) async fn fire_due(app: &Arc<App>, now: SystemTime) -> Vec<String> {
-    let due: Vec<Cron> =
-        app.records.lock().await.crons.values().filter(|c| is_due(c, now)).cloned().collect();
+    let due: Vec<Cron> = match app.records.lock().await {
+        Ok(records) => records.crons.values().filter(|c| is_due(c, now)).cloned().collect(),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read the crons");
+            return Vec::new();
+        }
+    };
+    let claim_first = app.is_scaled();
     let mut made = Vec::new();
     for cron in due {
+        if claim_first && !advance(app, &cron, now).await {
+            continue;
+        }
         match fire(app, &cron).await {
             Ok(run_id) => made.push(run_id),
             Err(detail) => {
                 tracing::error!(cron_id = cron.cron_id, error = detail, "the cron's run was not made")
             }
         }
-        let mut records = app.records.lock().await;
-        // Deleted or changed meanwhile: a change has set its own next time.
-        let Some(mut current) = records.crons.get(&cron.cron_id).cloned() else { continue };
-        if current.next_run_date != cron.next_run_date {
-            continue;
-        }
-        current.next_run_date = next_run_date(&current, now);
-        if let Err(e) = records.commit(vec![Change::Cron(Box::new(current))]).await {
-            tracing::error!(cron_id = cron.cron_id, error = %e, "cannot save the cron's next time");
+        if !claim_first {
+            advance(app, &cron, now).await;
         }
     }
     made
+}
+
+/// Moves the cron's next time past `now`, unless it was deleted or changed meanwhile (a change sets its
+/// own next time) or another instance moved it. Whether it moved it.
+async fn advance(app: &Arc<App>, cron: &Cron, now: SystemTime) -> bool {
+    let mut records = match app.records.lock().await {
+        Ok(records) => records,
+        Err(e) => {
+            tracing::error!(cron_id = cron.cron_id, error = %e, "cannot save the cron's next time");
+            return false;
+        }
+    };
+    let Some(mut current) = records.crons.get(&cron.cron_id).cloned() else { return false };
+    if current.next_run_date != cron.next_run_date {
+        return false;
+    }
+    current.next_run_date = next_run_date(&current, now);
+    match records.commit(vec![Change::Cron(Box::new(current))]).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::error!(cron_id = cron.cron_id, error = %e, "cannot save the cron's next time");
+            false
+        }
+    }
 }
 
 /// Makes one run of the cron.
@@ -122,15 +154,22 @@ async fn fire(app: &Arc<App>, cron: &Cron) -> Result<String, String> {
 
 /// How long to sleep before the earliest next time of an enabled cron (at most [`IDLE_WAIT`]).
 async fn until_next(app: &App, now: SystemTime) -> Duration {
-    let records = app.records.lock().await;
+    let records = match app.records.lock().await {
+        Ok(records) => records,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read the crons");
+            return SCALED_WAIT;
+        }
+    };
+    let most = if app.is_scaled() { SCALED_WAIT } else { IDLE_WAIT };
     records
         .crons
         .values()
         .filter(|c| c.enabled)
         .filter_map(|c| c.next_run_date.as_deref().and_then(schedule::parse_time))
         .min()
-        .map_or(IDLE_WAIT, |next| next.duration_since(now).unwrap_or(Duration::ZERO))
-        .min(IDLE_WAIT)
+        .map_or(most, |next| next.duration_since(now).unwrap_or(Duration::ZERO))
+        .min(most)
 }
 
 /// The scheduler: fires due crons, then sleeps until the next one is due or a cron changes. Runs until

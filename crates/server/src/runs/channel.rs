@@ -34,11 +34,64 @@ pub(crate) struct Subscription {
     pub(crate) live: Option<mpsc::UnboundedReceiver<Arc<Event>>>,
 }
 
+/// A listener: where its events go, and the id it has seen up to (events up to it are not sent again).
+#[derive(Debug)]
+struct Listener {
+    tx: mpsc::UnboundedSender<Arc<Event>>,
+    after: Option<(i128, i128)>,
+}
+
+impl Listener {
+    /// Sends `event` unless the listener has seen it; false when the listener is gone.
+    fn send(&self, event: &Arc<Event>) -> bool {
+        if self.after.is_some_and(|after| parse_id(&event.id).is_some_and(|own| own <= after)) {
+            return true;
+        }
+        self.tx.send(Arc::clone(event)).is_ok()
+    }
+}
+
+/// What a worker's channel sends elsewhere instead of to listeners of this process (a scaled-out server
+/// publishes every event through Redis, and every instance's listeners read them from there).
+#[cfg_attr(not(feature = "scale"), allow(dead_code))]
+#[derive(Debug)]
+pub(crate) enum Outgoing {
+    /// An event of the run.
+    Event {
+        /// The SSE event name.
+        name: String,
+        /// The data line.
+        data: String,
+    },
+    /// The run has ended; what `/wait` and `/join` answer.
+    End(Option<serde_json::Value>),
+    /// Answers once everything sent before it is out.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
+/// Asks for a cancel beyond this process (the worker of the run may be another instance).
+pub(crate) type CancelHook = Box<dyn Fn(CancelAction) + Send + Sync>;
+
+#[derive(Default)]
+struct Remote {
+    outlet: Option<mpsc::UnboundedSender<Outgoing>>,
+    cancel: Option<CancelHook>,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("outlet", &self.outlet.is_some())
+            .field("cancel", &self.cancel.is_some())
+            .finish()
+    }
+}
+
 #[derive(Debug, Default)]
 struct State {
     resumable: bool,
     kept: Vec<Arc<Event>>,
-    listeners: Vec<mpsc::UnboundedSender<Arc<Event>>>,
+    listeners: Vec<Listener>,
     finished: bool,
     /// What `/wait` and `/join` answer, once the run has ended.
     result: Option<serde_json::Value>,
@@ -50,6 +103,7 @@ struct State {
 #[derive(Debug)]
 pub(crate) struct RunChannel {
     state: Mutex<State>,
+    remote: Remote,
     cancel: watch::Sender<Option<CancelAction>>,
     done: watch::Sender<bool>,
 }
@@ -67,13 +121,70 @@ impl RunChannel {
     pub(crate) fn new(resumable: bool) -> Self {
         Self {
             state: Mutex::new(State { resumable, ..State::default() }),
+            remote: Remote::default(),
             cancel: watch::channel(None).0,
             done: watch::channel(false).0,
         }
     }
 
+    /// A worker's channel whose events, end and result go to `outlet` instead of to listeners here.
+    #[cfg_attr(not(feature = "scale"), allow(dead_code))]
+    pub(crate) fn with_outlet(resumable: bool, outlet: mpsc::UnboundedSender<Outgoing>) -> Self {
+        let mut channel = Self::new(resumable);
+        channel.remote.outlet = Some(outlet);
+        channel
+    }
+
+    /// A listener's channel whose cancels also go to `hook` (to the run's worker, wherever it is).
+    #[cfg_attr(not(feature = "scale"), allow(dead_code))]
+    pub(crate) fn with_cancel_hook(resumable: bool, hook: CancelHook) -> Self {
+        let mut channel = Self::new(resumable);
+        channel.remote.cancel = Some(hook);
+        channel
+    }
+
+    /// Hands an event read elsewhere (with its id there) to the listeners, and keeps it when the run is
+    /// resumable. Events must come in the order of their ids.
+    #[cfg_attr(not(feature = "scale"), allow(dead_code))]
+    pub(crate) fn deliver(&self, id: String, name: String, data: String) {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let event = Arc::new(Event { id, name, data });
+        if state.resumable {
+            state.kept.push(Arc::clone(&event));
+        }
+        state.listeners.retain(|listener| listener.send(&event));
+    }
+
+    /// Whether the run's events are kept for replays.
+    #[cfg_attr(not(feature = "scale"), allow(dead_code))]
+    pub(crate) fn is_resumable(&self) -> bool {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).resumable
+    }
+
+    /// Whether the run has finished.
+    #[cfg_attr(not(feature = "scale"), allow(dead_code))]
+    pub(crate) fn is_finished(&self) -> bool {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).finished
+    }
+
+    /// Waits until everything this worker's channel sent elsewhere is out (at once without an outlet).
+    #[cfg_attr(not(feature = "scale"), allow(dead_code))]
+    pub(crate) async fn flush(&self) {
+        if let Some(outlet) = &self.remote.outlet {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            if outlet.send(Outgoing::Flush(tx)).is_ok() {
+                let _ = rx.await;
+            }
+        }
+    }
+
     /// Publishes an event to every listener (and keeps it when the run is resumable). Returns the event.
     pub(crate) fn publish(&self, name: impl Into<String>, data: String) -> Arc<Event> {
+        if let Some(outlet) = &self.remote.outlet {
+            let name = name.into();
+            let _ = outlet.send(Outgoing::Event { name: name.clone(), data: data.clone() });
+            return Arc::new(Event { id: String::new(), name, data });
+        }
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
         let (last_ms, last_seq) = state.last;
@@ -83,7 +194,7 @@ impl RunChannel {
         if state.resumable {
             state.kept.push(Arc::clone(&event));
         }
-        state.listeners.retain(|tx| tx.send(Arc::clone(&event)).is_ok());
+        state.listeners.retain(|listener| listener.send(&event));
         event
     }
 
@@ -91,6 +202,7 @@ impl RunChannel {
     /// one).
     pub(crate) fn subscribe(&self, last_event_id: Option<&str>) -> Subscription {
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let after = last_event_id.and_then(parse_id);
         let replay = match last_event_id {
             None => Vec::new(),
             Some(id) => match (parse_id(id), id.trim().parse::<i64>()) {
@@ -111,7 +223,8 @@ impl RunChannel {
             None
         } else {
             let (tx, rx) = mpsc::unbounded_channel();
-            state.listeners.push(tx);
+            let after = replay.last().and_then(|e| parse_id(&e.id)).max(after);
+            state.listeners.push(Listener { tx, after });
             Some(rx)
         };
         Subscription { replay, live }
@@ -129,6 +242,9 @@ impl RunChannel {
 
     /// Ends the stream: listeners see their channel close.
     pub(crate) fn finish(&self) {
+        if let Some(outlet) = &self.remote.outlet {
+            let _ = outlet.send(Outgoing::End(self.result()));
+        }
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         state.finished = true;
         state.listeners.clear();
@@ -138,6 +254,15 @@ impl RunChannel {
 
     /// Asks the run to stop.
     pub(crate) fn cancel(&self, action: CancelAction) {
+        if let Some(hook) = &self.remote.cancel {
+            hook(action);
+        }
+        self.cancel.send_replace(Some(action));
+    }
+
+    /// Asks the run to stop, in this process only (a cancel that came from elsewhere).
+    #[cfg_attr(not(feature = "scale"), allow(dead_code))]
+    pub(crate) fn cancel_here(&self, action: CancelAction) {
         self.cancel.send_replace(Some(action));
     }
 
@@ -175,13 +300,37 @@ const KEPT_FINISHED: usize = 1024;
 pub(crate) struct Channels {
     by_run: Mutex<HashMap<String, Arc<RunChannel>>>,
     finished: Mutex<std::collections::VecDeque<String>>,
+    /// Scaled out: makes channels fed from elsewhere (the run's events as its worker published them).
+    remote: std::sync::OnceLock<Arc<dyn RemoteChannels>>,
+}
+
+/// Makes the channels of a scaled-out server: each fed with its run's events from wherever the run's
+/// worker is, and passing its cancels there.
+pub(crate) trait RemoteChannels: Send + Sync + std::fmt::Debug {
+    /// A new channel for the run, already being fed.
+    fn open(&self, run_id: &str, resumable: bool) -> Arc<RunChannel>;
 }
 
 impl Channels {
+    /// Feeds every channel made from now on from elsewhere (see [`RemoteChannels`]).
+    #[cfg_attr(not(feature = "scale"), allow(dead_code))]
+    pub(crate) fn set_remote(&self, remote: Arc<dyn RemoteChannels>) {
+        let _ = self.remote.set(remote);
+    }
+
+    /// Whether channels are fed from elsewhere (a scaled-out server).
+    pub(crate) fn is_remote(&self) -> bool {
+        self.remote.get().is_some()
+    }
+
     /// The run's channel, made when missing.
     pub(crate) fn open(&self, run_id: &str, resumable: bool) -> Arc<RunChannel> {
         let mut map = self.by_run.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        Arc::clone(map.entry(run_id.to_owned()).or_insert_with(|| Arc::new(RunChannel::new(resumable))))
+        let remote = self.remote.get();
+        Arc::clone(map.entry(run_id.to_owned()).or_insert_with(|| match remote {
+            Some(remote) => remote.open(run_id, resumable),
+            None => Arc::new(RunChannel::new(resumable)),
+        }))
     }
 
     /// The run's channel, if it has one.

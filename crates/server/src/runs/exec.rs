@@ -171,12 +171,17 @@ async fn drive(
 
 /// Runs `record` (already marked running) to its end and records the outcome.
 pub(super) async fn execute(app: &Arc<App>, record: RunRecord) {
+    let channel = app.channels.open(&record.run.run_id, record.run.kwargs.resumable);
+    execute_on(app, record, channel).await;
+}
+
+/// Runs `record` (already marked running) to its end, publishing on `channel`, and records the outcome.
+pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<RunChannel>) {
     let run_id = record.run.run_id.clone();
     let thread_id = record.run.thread_id.clone();
     let kwargs = &record.run.kwargs;
     let started_at = now();
     let clock = std::time::Instant::now();
-    let channel = app.channels.open(&run_id, kwargs.resumable);
     channel.publish("metadata", json!({"run_id": run_id, "attempt": record.attempt}).to_string());
     let graph_id = kwargs.config.get("configurable").and_then(|c| c.get("graph_id")).and_then(Value::as_str);
     let registered = graph_id.and_then(|id| app.graphs.get(id));
@@ -212,6 +217,14 @@ pub(super) async fn execute(app: &Arc<App>, record: RunRecord) {
         result.absorb("error", error);
         channel.publish("error", error.to_string());
     }
+    #[cfg(feature = "scale")]
+    if let Some(scale) = &app.scale {
+        // Every event is out before the end is recorded; a worker that lost its run to another (its lease
+        // expired) records nothing.
+        if !scale.before_finish(&run_id, &channel).await {
+            return;
+        }
+    }
     let hook = Hook::new(&ended, &result);
     app.metrics.record(hook.status, clock.elapsed());
     let webhook = kwargs.webhook.as_str().map(|url| (url.to_owned(), hook));
@@ -223,12 +236,20 @@ pub(super) async fn execute(app: &Arc<App>, record: RunRecord) {
     let records = app.records.lock().await;
     channel.set_result(body);
     channel.finish();
-    if kwargs.resumable {
-        app.channels.keep_finished(&run_id);
-    } else {
-        app.channels.remove(&run_id);
+    if !app.channels.is_remote() {
+        if kwargs.resumable {
+            app.channels.keep_finished(&run_id);
+        } else {
+            app.channels.remove(&run_id);
+        }
     }
-    let values = records.threads.get(&thread_id).and_then(|t| t.values.clone());
+    let values = match &records {
+        Ok(records) => records.threads.get(&thread_id).and_then(|t| t.values.clone()),
+        Err(e) => {
+            tracing::error!(run_id, error = %e, "cannot read the thread's values for the webhook");
+            None
+        }
+    };
     drop(records);
     if let Some((url, hook)) = webhook {
         app.webhooks.send(url, hook.payload(&record, started_at, values));
@@ -297,12 +318,12 @@ async fn finish(
     if let Ended::Cancelled(CancelAction::Rollback) = ended {
         rollback(app, record, started_from).await?;
     }
-    let thread = app.records.lock().await.threads.get(thread_id).cloned();
+    let thread = app.records.lock().await?.threads.get(thread_id).cloned();
     let snapshot = match &thread {
         Some(thread) if !temporary => latest_state(app, thread).await.ok().flatten(),
         _ => None,
     };
-    let mut records = app.records.lock().await;
+    let mut records = app.records.lock().await?;
     let mut changes = Vec::new();
     let error = match &ended {
         Ended::Error(e) | Ended::Timeout(e) => Some(e.clone()),

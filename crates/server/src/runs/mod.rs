@@ -15,6 +15,8 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Map, Value, json};
 
 pub(crate) use self::channel::{CancelAction, RunChannel};
+#[cfg(feature = "scale")]
+pub(crate) use self::exec::execute_on;
 use crate::api::guard::Caller;
 use crate::api::requests::RunCreate;
 use crate::app::{App, is_uuid, merge, new_id, now, object};
@@ -123,7 +125,7 @@ pub(crate) async fn create(
     let config_metadata = object(config.get("metadata"));
     let not_found = || ApiError::not_found("Thread or assistant not found.");
     // An assistant made through the API must be readable by the caller (the server's own are everyone's).
-    let owned = app.records.lock().await.assistants.get(&assistant_id).map(|a| a.metadata.clone());
+    let owned = app.records.lock().await?.assistants.get(&assistant_id).map(|a| a.metadata.clone());
     if let Some(owned) = owned.filter(|m| m.get("created_by").and_then(Value::as_str) != Some("system")) {
         let mut value = json!({"assistant_id": assistant_id});
         if !app.authorize(caller, Resource::Assistants, Action::Read, &mut value).await?.allows(&owned) {
@@ -140,7 +142,7 @@ pub(crate) async fn create(
         config.insert("configurable".into(), Value::Object(configurable.clone()));
     }
 
-    let mut records = app.records.lock().await;
+    let mut records = app.records.lock().await?;
     let assistant = records.assistants.get(&assistant_id).cloned().ok_or_else(not_found)?;
     let assistant_configurable = object(assistant.config.get("configurable"));
     let ids = json!({"graph_id": assistant.graph_id, "assistant_id": assistant_id});
@@ -270,8 +272,14 @@ fn json_object(key: &str, value: Value) -> Map<String, Value> {
     map
 }
 
-/// Starts the thread's next pending run when none is running (in a task of its own).
+/// Starts the thread's next pending run when none is running (in a task of its own). Scaled out: wakes
+/// the workers of every instance, which claim it from the queue.
 pub(crate) fn schedule(app: &Arc<App>, thread_id: &str) {
+    #[cfg(feature = "scale")]
+    if let Some(scale) = &app.scale {
+        scale.wake();
+        return;
+    }
     let app = Arc::clone(app);
     let thread_id = thread_id.to_owned();
     tokio::spawn(async move {
@@ -283,7 +291,7 @@ pub(crate) fn schedule(app: &Arc<App>, thread_id: &str) {
 
 async fn start_next(app: &Arc<App>, thread_id: &str) -> Result<(), crate::error::ServerError> {
     let Ok(permit) = Arc::clone(&app.run_slots).acquire_owned().await else { return Ok(()) };
-    let mut records = app.records.lock().await;
+    let mut records = app.records.lock().await?;
     if records.active_runs(thread_id).any(|r| r.run.status == RunStatus::Running) {
         return Ok(());
     }
@@ -326,7 +334,7 @@ pub(crate) async fn cancel(
     run_ids: &[String],
     action: CancelAction,
 ) -> ApiResult<()> {
-    let mut records = app.records.lock().await;
+    let mut records = app.records.lock().await?;
     let found: Vec<RunRecord> = run_ids
         .iter()
         .filter_map(|id| records.runs.get(id))
@@ -388,7 +396,7 @@ pub(crate) async fn listen(
     crate::app::require_uuid(run_id, "run")?;
     let mut value = json!({"thread_id": thread_id, "run_id": run_id});
     let access = app.authorize(caller, Resource::Threads, Action::Read, &mut value).await?;
-    let records = app.records.lock().await;
+    let records = app.records.lock().await?;
     if !records.threads.get(thread_id).is_some_and(|t| access.allows(&t.metadata)) {
         return Err(ApiError::thread_not_found(thread_id));
     }
@@ -412,9 +420,15 @@ pub(crate) async fn listen(
 }
 
 /// At start-up: runs a stopped server left running go back to pending, and every thread with pending
-/// runs is scheduled.
+/// runs is scheduled. Scaled out, other instances may be running them: the queue's leases say which runs
+/// were left, and the worker claims them when their lease expires.
 pub(crate) async fn recover(app: &Arc<App>) -> Result<(), crate::error::ServerError> {
-    let mut records = app.records.lock().await;
+    #[cfg(feature = "scale")]
+    if let Some(scale) = &app.scale {
+        scale.wake_here();
+        return Ok(());
+    }
+    let mut records = app.records.lock().await?;
     let mut changes = Vec::new();
     let mut threads = std::collections::BTreeSet::new();
     for record in records.runs.values() {

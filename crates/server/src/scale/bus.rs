@@ -1,0 +1,431 @@
+//! Redis for a scaled-out server: wake-ups and cancels on two pub/sub channels, and each run's events in a
+//! Redis stream of its own (`XADD` by the run's worker, `XREAD` by every instance with a listener), so that
+//! a run started through one instance streams through any other, resumably: a stream's ids are the SSE
+//! ids. Streams are trimmed to their last [`MAX_EVENTS`] events and expire after their run ends.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use redis::aio::{ConnectionManager, MultiplexedConnection};
+use redis::{AsyncConnectionConfig, Client, Value};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::{Scale, queue};
+use crate::app::App;
+use crate::error::ServerError;
+use crate::runs::channel::{Outgoing, RemoteChannels};
+use crate::runs::{CancelAction, RunChannel};
+
+/// The most events a run's stream keeps (`MAXLEN ~`).
+const MAX_EVENTS: usize = 100_000;
+
+/// How long a resumable run's stream stays after the run ends (a run that is not resumable: a minute,
+/// for listeners still catching up).
+const KEEP_RESUMABLE: Duration = Duration::from_secs(3600);
+const KEEP_OTHERS: Duration = Duration::from_secs(60);
+
+/// How long a listener's read waits for events before it checks the run is still queued.
+const BLOCK: Duration = Duration::from_secs(1);
+
+/// The name of the entry that ends a run's stream (its data: the `/wait` answer).
+const END: &str = "__end__";
+
+/// This instance's Redis: a client for the connections of its own (listeners, pub/sub) and a shared
+/// connection for the rest.
+#[derive(Clone)]
+pub(crate) struct Bus {
+    client: Client,
+    conn: ConnectionManager,
+    prefix: Arc<str>,
+}
+
+impl std::fmt::Debug for Bus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bus").field("prefix", &self.prefix).finish_non_exhaustive()
+    }
+}
+
+fn redis_error(e: &redis::RedisError) -> ServerError {
+    ServerError::Redis(e.to_string())
+}
+
+impl Bus {
+    /// Connects to Redis at `uri`; every key and channel starts with `prefix`.
+    pub(crate) async fn connect(uri: &str, prefix: &str) -> Result<Self, ServerError> {
+        let client = Client::open(uri).map_err(|e| redis_error(&e))?;
+        let conn = ConnectionManager::new(client.clone()).await.map_err(|e| redis_error(&e))?;
+        Ok(Self { client, conn, prefix: prefix.into() })
+    }
+
+    fn stream_key(&self, run_id: &str) -> String {
+        format!("{}run:{run_id}:stream", self.prefix)
+    }
+
+    fn wake_channel(&self) -> String {
+        format!("{}wake", self.prefix)
+    }
+
+    fn cancel_channel(&self) -> String {
+        format!("{}cancel", self.prefix)
+    }
+
+    /// Wakes the workers of every instance (in a task of its own; a lost wake-up only delays: workers
+    /// poll).
+    pub(crate) fn publish_wake(&self) {
+        let mut conn = self.conn.clone();
+        let channel = self.wake_channel();
+        tokio::spawn(async move {
+            let sent: redis::RedisResult<i64> =
+                redis::cmd("PUBLISH").arg(channel).arg("").query_async(&mut conn).await;
+            if let Err(e) = sent {
+                tracing::debug!(error = %e, "cannot publish a wake-up");
+            }
+        });
+    }
+
+    /// Tells every instance to cancel the run (a lost message only delays: workers read cancels from the
+    /// queue when they renew their leases).
+    pub(crate) async fn publish_cancel(&self, run_id: &str, action: CancelAction) {
+        let mut conn = self.conn.clone();
+        let message = format!("{run_id} {}", queue::cancel_name(action));
+        let sent: redis::RedisResult<i64> =
+            redis::cmd("PUBLISH").arg(self.cancel_channel()).arg(message).query_async(&mut conn).await;
+        if let Err(e) = sent {
+            tracing::warn!(run_id, error = %e, "cannot publish a cancel");
+        }
+    }
+
+    /// A connection of its own, for blocking reads.
+    async fn dedicated(&self) -> redis::RedisResult<MultiplexedConnection> {
+        let config = AsyncConnectionConfig::new()
+            .set_response_timeout(Some(BLOCK + Duration::from_secs(5)))
+            .set_connection_timeout(Some(Duration::from_secs(2)));
+        self.client.get_multiplexed_async_connection_with_config(&config).await
+    }
+}
+
+/// Listens to wake-ups and cancels until the server is gone, reconnecting when Redis goes away (and waking
+/// the worker when it is back, in case a wake-up was missed).
+pub(crate) async fn listen(scale: Weak<Scale>) {
+    let mut pause = Duration::from_millis(100);
+    loop {
+        let Some(bus) = scale.upgrade().map(|s| s.bus.clone()) else { return };
+        let (wake, cancel) = (bus.wake_channel(), bus.cancel_channel());
+        let subscribed = async {
+            let mut pubsub = bus.client.get_async_pubsub().await?;
+            pubsub.subscribe(&wake).await?;
+            pubsub.subscribe(&cancel).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        }
+        .await;
+        match subscribed {
+            Ok(pubsub) => {
+                pause = Duration::from_millis(100);
+                if let Some(scale) = scale.upgrade() {
+                    scale.wake_here();
+                }
+                let mut messages = pubsub.into_on_message();
+                while let Some(message) = messages.next().await {
+                    let Some(scale) = scale.upgrade() else { return };
+                    if message.get_channel_name() == wake {
+                        scale.wake_here();
+                    } else if let Ok(text) = message.get_payload::<String>() {
+                        if let Some((run_id, action)) = text.split_once(' ') {
+                            if let Some(action) = queue::parse_cancel(action) {
+                                scale.cancel_here(run_id, action);
+                            }
+                        }
+                    }
+                }
+                tracing::warn!("lost the Redis subscription: reconnecting");
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot subscribe to Redis: retrying"),
+        }
+        drop(bus);
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(2));
+    }
+}
+
+/// Sends a worker's events to the run's stream, in batches (one round trip for what queued up meanwhile),
+/// until the run's end is sent. When Redis fails, a batch is tried again (100 ms, doubling to 2 s) for
+/// about a minute before it is dropped.
+pub(crate) async fn publish(
+    bus: Bus,
+    run_id: String,
+    resumable: bool,
+    mut outgoing: UnboundedReceiver<Outgoing>,
+) {
+    let key = bus.stream_key(&run_id);
+    let mut conn = bus.conn.clone();
+    let keep = if resumable { KEEP_RESUMABLE } else { KEEP_OTHERS };
+    while let Some(first) = outgoing.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < 512 {
+            match outgoing.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let mut pipe = redis::pipe();
+        let mut flushed = Vec::new();
+        let mut ended = false;
+        for item in batch {
+            match item {
+                Outgoing::Event { name, data } => {
+                    add(&mut pipe, &key, &name, &data);
+                }
+                Outgoing::End(result) => {
+                    let data = result.map_or_else(|| "null".to_owned(), |r| r.to_string());
+                    add(&mut pipe, &key, END, &data);
+                    pipe.cmd("EXPIRE").arg(&key).arg(keep.as_secs()).ignore();
+                    ended = true;
+                }
+                Outgoing::Flush(done) => flushed.push(done),
+            }
+        }
+        let mut pause = Duration::from_millis(100);
+        let mut waited = Duration::ZERO;
+        loop {
+            let sent: redis::RedisResult<()> = pipe.query_async(&mut conn).await;
+            match sent {
+                Ok(()) => break,
+                Err(e) if waited < Duration::from_secs(60) => {
+                    tracing::warn!(run_id, error = %e, "cannot send the run's events to Redis: retrying");
+                    tokio::time::sleep(pause).await;
+                    waited += pause;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+                Err(e) => {
+                    tracing::error!(run_id, error = %e, "the run's events could not be sent to Redis: dropped");
+                    break;
+                }
+            }
+        }
+        for done in flushed {
+            let _ = done.send(());
+        }
+        if ended {
+            return;
+        }
+    }
+}
+
+fn add(pipe: &mut redis::Pipeline, key: &str, name: &str, data: &str) {
+    pipe.cmd("XADD")
+        .arg(key)
+        .arg("MAXLEN")
+        .arg("~")
+        .arg(MAX_EVENTS)
+        .arg("*")
+        .arg("e")
+        .arg(name)
+        .arg("d")
+        .arg(data)
+        .ignore();
+}
+
+/// One entry of a run's stream: id, event name, data.
+type Entry = (String, String, String);
+
+fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// The entries of an `XREAD` answer on one stream (none when it timed out).
+fn entries(reply: &Value) -> Vec<Entry> {
+    let streams: Vec<&Value> = match reply {
+        Value::Array(streams) => streams.iter().collect(),
+        Value::Map(pairs) => pairs.iter().map(|(_, v)| v).collect(),
+        _ => Vec::new(),
+    };
+    let mut out = Vec::new();
+    for stream in streams {
+        // RESP2: [key, entries]; RESP3 map values: entries.
+        let items = match stream {
+            Value::Array(pair) if pair.len() == 2 && text(&pair[0]).is_some() => &pair[1],
+            other => other,
+        };
+        let Value::Array(items) = items else { continue };
+        for item in items {
+            let Value::Array(parts) = item else { continue };
+            let (Some(id), Some(Value::Array(fields))) = (parts.first().and_then(text), parts.get(1)) else {
+                continue;
+            };
+            let mut name = None;
+            let mut data = None;
+            for pair in fields.chunks(2) {
+                match (pair.first().and_then(text).as_deref(), pair.get(1).and_then(text)) {
+                    (Some("e"), value) => name = value,
+                    (Some("d"), value) => data = value,
+                    _ => {}
+                }
+            }
+            if let (Some(name), Some(data)) = (name, data) {
+                out.push((id, name, data));
+            }
+        }
+    }
+    out
+}
+
+/// Makes the channels of this instance's listeners, each fed from its run's stream.
+#[derive(Debug)]
+pub(crate) struct Followers {
+    app: Weak<App>,
+    scale: Arc<Scale>,
+}
+
+impl Followers {
+    pub(crate) fn new(app: Weak<App>, scale: Arc<Scale>) -> Self {
+        Self { app, scale }
+    }
+}
+
+impl RemoteChannels for Followers {
+    fn open(&self, run_id: &str, resumable: bool) -> Arc<RunChannel> {
+        let scale = Arc::downgrade(&self.scale);
+        let id = run_id.to_owned();
+        let hook = Box::new(move |action| {
+            if let Some(scale) = scale.upgrade() {
+                scale.request_cancel(&id, action);
+            }
+        });
+        let channel = Arc::new(RunChannel::with_cancel_hook(resumable, hook));
+        tokio::spawn(follow(
+            self.app.clone(),
+            self.scale.bus.clone(),
+            self.scale.pool.clone(),
+            run_id.to_owned(),
+            Arc::clone(&channel),
+        ));
+        channel
+    }
+}
+
+/// Feeds `channel` with its run's stream from the start until the run's end entry, or, when the run has
+/// left the queue and no end came within a read's wait (its stream expired, or Redis lost it), until then
+/// with the run's recorded result.
+async fn follow(app: Weak<App>, bus: Bus, pool: sqlx::PgPool, run_id: String, channel: Arc<RunChannel>) {
+    let key = bus.stream_key(&run_id);
+    let mut last = "0-0".to_owned();
+    let mut conn: Option<MultiplexedConnection> = None;
+    let mut pause = Duration::from_millis(100);
+    let mut gone_since_read = false;
+    loop {
+        if channel.is_finished() {
+            break;
+        }
+        let read = async {
+            let conn = match &mut conn {
+                Some(conn) => conn,
+                None => conn.insert(bus.dedicated().await?),
+            };
+            redis::cmd("XREAD")
+                .arg("COUNT")
+                .arg(1024)
+                .arg("BLOCK")
+                .arg(BLOCK.as_millis() as u64)
+                .arg("STREAMS")
+                .arg(&key)
+                .arg(&last)
+                .query_async::<Value>(conn)
+                .await
+        }
+        .await;
+        let got = match read {
+            Ok(reply) => {
+                pause = Duration::from_millis(100);
+                entries(&reply)
+            }
+            Err(e) => {
+                tracing::debug!(run_id, error = %e, "cannot read the run's stream: retrying");
+                conn = None;
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(2));
+                Vec::new()
+            }
+        };
+        if got.is_empty() {
+            // Nothing came: is the run still queued? Once it is not, one more wait for its end entry.
+            match queue::is_queued(&pool, &run_id).await {
+                Ok(true) => gone_since_read = false,
+                Ok(false) if gone_since_read => {
+                    let result = recorded_result(&app, &run_id).await;
+                    channel.set_result(result);
+                    channel.finish();
+                    break;
+                }
+                Ok(false) => gone_since_read = true,
+                Err(e) => tracing::debug!(run_id, error = %e, "cannot check the run is queued"),
+            }
+            continue;
+        }
+        for (id, name, data) in got {
+            last.clone_from(&id);
+            if name == END {
+                channel.set_result(
+                    serde_json::from_str(&data).ok().filter(|v: &serde_json::Value| !v.is_null()),
+                );
+                channel.finish();
+                break;
+            }
+            channel.deliver(id, name, data);
+        }
+    }
+    if let Some(app) = app.upgrade() {
+        if channel.is_resumable() {
+            app.channels.keep_finished(&run_id);
+        } else {
+            app.channels.remove(&run_id);
+        }
+    }
+}
+
+/// The run's result as recorded, when its stream ended without one.
+async fn recorded_result(app: &Weak<App>, run_id: &str) -> Option<serde_json::Value> {
+    let app = app.upgrade()?;
+    let records = app.records.lock().await.ok()?;
+    records.runs.get(run_id).and_then(|r| r.result.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn xread_answers_give_their_entries_in_order() {
+        let reply = Value::Array(vec![Value::Array(vec![
+            bulk("weft:run:r:stream"),
+            Value::Array(vec![
+                Value::Array(vec![
+                    bulk("1-0"),
+                    Value::Array(vec![bulk("e"), bulk("values"), bulk("d"), bulk("{}")]),
+                ]),
+                Value::Array(vec![
+                    bulk("1-1"),
+                    Value::Array(vec![bulk("e"), bulk(END), bulk("d"), bulk("null")]),
+                ]),
+                Value::Array(vec![bulk("1-2"), Value::Array(vec![bulk("x"), bulk("y")])]),
+            ]),
+        ])]);
+        let got = entries(&reply);
+        assert_eq!(
+            got,
+            vec![
+                ("1-0".to_owned(), "values".to_owned(), "{}".to_owned()),
+                ("1-1".to_owned(), END.to_owned(), "null".to_owned()),
+            ]
+        );
+        assert!(entries(&Value::Nil).is_empty(), "a read that timed out has no entries");
+    }
+}

@@ -1,0 +1,195 @@
+//! A scaled-out server (feature `scale`): many stateless instances on one PostgreSQL and one Redis.
+//!
+//! - **PostgreSQL is the source of truth**: the records ([`crate::storage::postgres`]), the run queue
+//!   ([`queue`]), the checkpoints and the store. Instances keep no state of their own that another
+//!   instance needs.
+//! - **Workers** ([`worker`]): each instance claims due runs from the queue (`FOR UPDATE SKIP LOCKED`, at
+//!   most its `max_concurrent_runs` at a time) under a lease that it renews; a run whose lease expires
+//!   (its instance died) is claimed again by any instance and continues from its last checkpoint.
+//! - **Redis** ([`bus`]) wakes idle workers, carries cancels to the worker of a run, and fans each run's
+//!   events out: the worker appends them to a Redis stream per run (trimmed, expiring after the run), and
+//!   any instance serving a stream or a join reads them from there, by id, so `Last-Event-ID` resumes
+//!   anywhere. Losing Redis delays work (the queue is polled, cancels are read at lease renewal) but loses
+//!   none of it; the events sent while it was down are lost to listeners.
+
+pub(crate) mod bus;
+pub(crate) mod queue;
+pub(crate) mod worker;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sqlx::PgPool;
+use tokio::sync::Notify;
+
+use crate::app::App;
+use crate::error::ServerError;
+use crate::runs::{CancelAction, RunChannel};
+
+/// How long a worker's claim on a run lasts unless renewed, by default.
+pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+
+/// How often an idle worker looks at the queue without being woken, by default.
+pub(crate) const DEFAULT_POLL: Duration = Duration::from_secs(1);
+
+/// Where a scaled-out server keeps its state, and its timings.
+#[derive(Clone)]
+pub(crate) struct ScaleConfig {
+    /// PostgreSQL's connection string (`DATABASE_URI`).
+    pub(crate) database_uri: String,
+    /// Redis' connection string (`REDIS_URI`).
+    pub(crate) redis_uri: String,
+    /// What every Redis key and channel of this deployment starts with.
+    pub(crate) prefix: String,
+    /// How long a claim lasts unless renewed (renewed every third of it).
+    pub(crate) lease: Duration,
+    /// How often an idle worker looks at the queue without being woken.
+    pub(crate) poll: Duration,
+}
+
+impl fmt::Debug for ScaleConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Connection strings may hold passwords: never shown.
+        f.debug_struct("ScaleConfig")
+            .field("database_uri", &"<redacted>")
+            .field("redis_uri", &"<redacted>")
+            .field("prefix", &self.prefix)
+            .field("lease", &self.lease)
+            .field("poll", &self.poll)
+            .finish()
+    }
+}
+
+/// A run this instance's worker is running.
+#[derive(Debug)]
+struct Working {
+    channel: Arc<RunChannel>,
+    abort: Option<tokio::task::AbortHandle>,
+    /// Its end is being recorded: a lease that ends now is the run's own end.
+    finishing: bool,
+}
+
+/// This instance's part in a scaled-out deployment.
+#[derive(Debug)]
+pub(crate) struct Scale {
+    pub(crate) pool: PgPool,
+    pub(crate) bus: bus::Bus,
+    /// This instance's worker id (a new UUID per process).
+    pub(crate) worker: String,
+    pub(crate) lease: Duration,
+    pub(crate) poll: Duration,
+    wake: Notify,
+    working: Mutex<HashMap<String, Working>>,
+    tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+}
+
+impl Drop for Scale {
+    fn drop(&mut self) {
+        for task in self.tasks.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).drain(..) {
+            task.abort();
+        }
+    }
+}
+
+/// Connects to PostgreSQL (a pool for the records and the queue) and Redis.
+pub(crate) async fn connect(config: &ScaleConfig) -> Result<(PgPool, bus::Bus), ServerError> {
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(16)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect(&config.database_uri)
+        .await
+        .map_err(|e| ServerError::Storage(format!("postgres: cannot connect: {e}")))?;
+    let bus = bus::Bus::connect(&config.redis_uri, &config.prefix).await?;
+    Ok((pool, bus))
+}
+
+impl Scale {
+    pub(crate) fn new(config: &ScaleConfig, pool: PgPool, bus: bus::Bus) -> Self {
+        Self {
+            pool,
+            bus,
+            worker: uuid::Uuid::new_v4().to_string(),
+            lease: config.lease,
+            poll: config.poll,
+            wake: Notify::new(),
+            working: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Starts this instance's worker, lease renewal and Redis listener (they stop with the server).
+    pub(crate) fn start(self: &Arc<Self>, app: &Arc<App>) {
+        app.channels.set_remote(Arc::new(bus::Followers::new(Arc::downgrade(app), Arc::clone(self))));
+        let tasks = [
+            tokio::spawn(worker::claim_loop(Arc::downgrade(app), Arc::downgrade(self))).abort_handle(),
+            tokio::spawn(worker::renew_loop(Arc::downgrade(self))).abort_handle(),
+            tokio::spawn(bus::listen(Arc::downgrade(self))).abort_handle(),
+        ];
+        self.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(tasks);
+    }
+
+    /// Wakes the workers of every instance (a run was queued or a thread's run ended).
+    pub(crate) fn wake(&self) {
+        self.wake.notify_one();
+        self.bus.publish_wake();
+    }
+
+    /// Wakes this instance's worker.
+    pub(crate) fn wake_here(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Asks for the run to be cancelled wherever it runs: recorded in the queue (read at its worker's
+    /// next renewal) and sent through Redis (at once).
+    pub(crate) fn request_cancel(self: &Arc<Self>, run_id: &str, action: CancelAction) {
+        self.cancel_here(run_id, action);
+        let scale = Arc::clone(self);
+        let run_id = run_id.to_owned();
+        tokio::spawn(async move {
+            if let Err(e) = queue::ask_cancel(&scale.pool, &run_id, action).await {
+                tracing::warn!(run_id, error = %e, "cannot record a cancel in the queue");
+            }
+            scale.bus.publish_cancel(&run_id, action).await;
+        });
+    }
+
+    /// Cancels the run when this instance runs it.
+    pub(crate) fn cancel_here(&self, run_id: &str, action: CancelAction) {
+        let working = self.working.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(working) = working.get(run_id) {
+            working.channel.cancel_here(action);
+        }
+    }
+
+    /// Before a run's end is recorded: sends out its last events (waiting at most a few seconds for
+    /// Redis) and checks that this worker still holds the run. False: another worker has it; record
+    /// nothing.
+    pub(crate) async fn before_finish(&self, run_id: &str, channel: &RunChannel) -> bool {
+        if let Some(working) =
+            self.working.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_mut(run_id)
+        {
+            working.finishing = true;
+        }
+        if tokio::time::timeout(Duration::from_secs(5), channel.flush()).await.is_err() {
+            tracing::warn!(run_id, "the run's last events are not out after 5 s: recording its end anyway");
+        }
+        match queue::holds(&self.pool, &self.worker, run_id).await {
+            Ok(held) => {
+                if !held {
+                    tracing::warn!(
+                        run_id,
+                        "the run's lease went to another worker: its end is theirs to record"
+                    );
+                }
+                held
+            }
+            // The end is recorded through the records' lock, which fails too when PostgreSQL is gone.
+            Err(e) => {
+                tracing::warn!(run_id, error = %e, "cannot check the run's lease");
+                true
+            }
+        }
+    }
+}

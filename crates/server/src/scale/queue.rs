@@ -1,0 +1,154 @@
+//! The run queue in PostgreSQL: `weft_server_queue` holds one row per run that is pending or running,
+//! written in the same transaction as the run's record ([`keep`]). Workers claim rows with
+//! `FOR UPDATE SKIP LOCKED` ([`claim`]): only the first row of a thread (by due time, then run id) can be
+//! claimed, and only when it is due and no live lease holds it, so a thread runs one run at a time
+//! whichever instance runs it. A claim is a lease that its worker renews ([`renew`]); a lease that
+//! expires (its worker died) makes the row claimable again, and the next worker continues the run from its
+//! last checkpoint.
+
+use std::time::Duration;
+
+use sqlx::{PgPool, Postgres, Transaction};
+
+use crate::runs::CancelAction;
+use crate::storage::Change;
+
+/// Keeps the queue in step with one change to the records (inside the records' transaction).
+pub(crate) async fn keep(tx: &mut Transaction<'_, Postgres>, change: &Change) -> Result<(), sqlx::Error> {
+    match change {
+        Change::Run(record) if record.run.status.is_active() => {
+            sqlx::query(
+                "INSERT INTO weft_server_queue (run_id, thread_id, due_at) VALUES ($1, $2, $3::timestamptz) \
+                 ON CONFLICT (run_id) DO NOTHING",
+            )
+            .bind(&record.run.run_id)
+            .bind(&record.run.thread_id)
+            .bind(&record.run.created_at)
+            .execute(&mut **tx)
+            .await?;
+        }
+        Change::Run(record) => {
+            delete_run(tx, &record.run.run_id).await?;
+        }
+        Change::DeleteRun(run_id) => delete_run(tx, run_id).await?,
+        Change::DeleteThread(thread_id) => {
+            sqlx::query("DELETE FROM weft_server_queue WHERE thread_id = $1")
+                .bind(thread_id)
+                .execute(&mut **tx)
+                .await?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+async fn delete_run(tx: &mut Transaction<'_, Postgres>, run_id: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("DELETE FROM weft_server_queue WHERE run_id = $1").bind(run_id).execute(&mut **tx).await?;
+    Ok(())
+}
+
+/// Claims the next run this worker may start: the first of its thread, due, not leased (or its lease
+/// expired). Returns the run's id and the cancel already asked of it, if any.
+pub(crate) async fn claim(
+    pool: &PgPool,
+    worker: &str,
+    lease: Duration,
+) -> Result<Option<(String, Option<CancelAction>)>, sqlx::Error> {
+    let row: Option<(String, Option<String>)> = sqlx::query_as(
+        "WITH next AS ( \
+           SELECT q.run_id FROM weft_server_queue q \
+           WHERE q.due_at <= now() AND (q.worker IS NULL OR q.lease_until < now()) \
+             AND NOT EXISTS (SELECT 1 FROM weft_server_queue e WHERE e.thread_id = q.thread_id \
+                             AND (e.due_at, e.run_id) < (q.due_at, q.run_id)) \
+           ORDER BY q.due_at, q.run_id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+         UPDATE weft_server_queue q SET worker = $1, lease_until = now() + $2 * interval '1 millisecond', \
+           attempts = q.attempts + 1 \
+         FROM next WHERE q.run_id = next.run_id RETURNING q.run_id, q.cancel",
+    )
+    .bind(worker)
+    .bind(millis(lease))
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|(run_id, cancel)| (run_id, cancel.as_deref().and_then(parse_cancel))))
+}
+
+/// Renews the leases of this worker's runs; returns the runs it still holds, with the cancel asked of
+/// each (a run missing from the answer has been taken from it, deleted or ended).
+pub(crate) async fn renew(
+    pool: &PgPool,
+    worker: &str,
+    lease: Duration,
+) -> Result<Vec<(String, Option<CancelAction>)>, sqlx::Error> {
+    let rows: Vec<(String, Option<String>)> = sqlx::query_as(
+        "UPDATE weft_server_queue SET lease_until = now() + $2 * interval '1 millisecond' \
+         WHERE worker = $1 RETURNING run_id, cancel",
+    )
+    .bind(worker)
+    .bind(millis(lease))
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|(run_id, cancel)| (run_id, cancel.as_deref().and_then(parse_cancel))).collect())
+}
+
+/// Records that a run is to be cancelled (its worker reads it at its next renewal, or at once through
+/// Redis).
+pub(crate) async fn ask_cancel(pool: &PgPool, run_id: &str, action: CancelAction) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE weft_server_queue SET cancel = $2 WHERE run_id = $1")
+        .bind(run_id)
+        .bind(cancel_name(action))
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// Whether this worker still holds the run's lease.
+pub(crate) async fn holds(pool: &PgPool, worker: &str, run_id: &str) -> Result<bool, sqlx::Error> {
+    let found: Option<i32> = sqlx::query_scalar(
+        "SELECT 1 FROM weft_server_queue WHERE run_id = $1 AND worker = $2 AND lease_until >= now()",
+    )
+    .bind(run_id)
+    .bind(worker)
+    .fetch_optional(pool)
+    .await?;
+    Ok(found.is_some())
+}
+
+/// Whether the run is still queued (pending or running).
+pub(crate) async fn is_queued(pool: &PgPool, run_id: &str) -> Result<bool, sqlx::Error> {
+    let found: Option<i32> = sqlx::query_scalar("SELECT 1 FROM weft_server_queue WHERE run_id = $1")
+        .bind(run_id)
+        .fetch_optional(pool)
+        .await?;
+    Ok(found.is_some())
+}
+
+/// How many runs wait (due, unclaimed or with an expired lease) and how many are leased.
+pub(crate) async fn depth(pool: &PgPool) -> Result<(i64, i64), sqlx::Error> {
+    sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE worker IS NULL OR lease_until < now()), \
+                count(*) FILTER (WHERE worker IS NOT NULL AND lease_until >= now()) FROM weft_server_queue",
+    )
+    .fetch_one(pool)
+    .await
+}
+
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// How a cancel is written in the queue.
+pub(crate) fn cancel_name(action: CancelAction) -> &'static str {
+    match action {
+        CancelAction::Interrupt => "interrupt",
+        CancelAction::Rollback => "rollback",
+    }
+}
+
+/// A cancel as written in the queue or sent through Redis.
+pub(crate) fn parse_cancel(name: &str) -> Option<CancelAction> {
+    match name {
+        "interrupt" => Some(CancelAction::Interrupt),
+        "rollback" => Some(CancelAction::Rollback),
+        _ => None,
+    }
+}

@@ -1,0 +1,136 @@
+//! This instance's worker: claims due runs from the queue while it has room for them, runs them, renews
+//! their leases, and gives up a run whose lease another worker has taken.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::{Scale, Working, queue};
+use crate::app::{App, now};
+use crate::model::RunStatus;
+use crate::runs::{CancelAction, RunChannel};
+use crate::storage::Change;
+
+/// Claims runs until the server is gone: one per free slot (`max_concurrent_runs`), waiting for a wake-up
+/// (or the poll interval) when none is due.
+pub(crate) async fn claim_loop(app: Weak<App>, scale: Weak<Scale>) {
+    loop {
+        let (Some(app_now), Some(scale_now)) = (app.upgrade(), scale.upgrade()) else { return };
+        let Ok(permit) = Arc::clone(&app_now.run_slots).acquire_owned().await else { return };
+        let woken = scale_now.wake.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        let claimed = queue::claim(&scale_now.pool, &scale_now.worker, scale_now.lease).await;
+        let poll = scale_now.poll;
+        match claimed {
+            Ok(Some((run_id, cancel))) => {
+                start(&app_now, &scale_now, run_id, cancel, permit).await;
+                continue;
+            }
+            Ok(None) => drop(permit),
+            Err(e) => {
+                drop(permit);
+                tracing::warn!(error = %e, "cannot claim a run from the queue");
+            }
+        }
+        // The server may go while this waits: only the scale part is held (the next turn finds the server
+        // gone and stops).
+        drop(app_now);
+        tokio::select! {
+            () = woken => {}
+            () = tokio::time::sleep(poll) => {}
+        }
+    }
+}
+
+/// Starts a claimed run: marks it running (a new attempt) and runs it in a task of its own, holding the
+/// slot until it ends.
+async fn start(
+    app: &Arc<App>,
+    scale: &Arc<Scale>,
+    run_id: String,
+    cancel: Option<CancelAction>,
+    permit: OwnedSemaphorePermit,
+) {
+    let mut records = match app.records.lock().await {
+        Ok(records) => records,
+        Err(e) => {
+            // The lease lapses and the run is claimed again.
+            tracing::error!(run_id, error = %e, "cannot start a claimed run");
+            return;
+        }
+    };
+    // Gone or ended meanwhile: its queue row went with it.
+    let Some(mut record) = records.runs.get(&run_id).cloned().filter(|r| r.run.status.is_active()) else {
+        return;
+    };
+    record.run.status = RunStatus::Running;
+    record.run.updated_at = now();
+    record.attempt += 1;
+    if let Err(e) = records.commit(vec![Change::Run(Box::new(record.clone()))]).await {
+        tracing::error!(run_id, error = %e, "cannot mark a claimed run running");
+        return;
+    }
+    drop(records);
+    let (outlet, outgoing) = tokio::sync::mpsc::unbounded_channel();
+    let channel = Arc::new(RunChannel::with_outlet(record.run.kwargs.resumable, outlet));
+    tokio::spawn(super::bus::publish(
+        scale.bus.clone(),
+        run_id.clone(),
+        record.run.kwargs.resumable,
+        outgoing,
+    ));
+    if let Some(action) = cancel {
+        channel.cancel_here(action);
+    }
+    lock(scale)
+        .insert(run_id.clone(), Working { channel: Arc::clone(&channel), abort: None, finishing: false });
+    let (app_for_run, scale_for_run, id) = (Arc::clone(app), Arc::clone(scale), run_id.clone());
+    let task = tokio::spawn(async move {
+        crate::runs::execute_on(&app_for_run, record, channel).await;
+        drop(permit);
+        lock(&scale_for_run).remove(&id);
+    });
+    if let Some(working) = lock(scale).get_mut(&run_id) {
+        working.abort = Some(task.abort_handle());
+    }
+}
+
+fn lock(scale: &Scale) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Working>> {
+    scale.working.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Renews this worker's leases every third of the lease until the server is gone; passes on the cancels
+/// recorded in the queue, and stops the runs whose lease another worker took (or whose run was deleted).
+pub(crate) async fn renew_loop(scale: Weak<Scale>) {
+    loop {
+        let Some(scale_now) = scale.upgrade() else { return };
+        let every = (scale_now.lease / 3).max(Duration::from_millis(10));
+        match queue::renew(&scale_now.pool, &scale_now.worker, scale_now.lease).await {
+            Ok(held) => {
+                let ids: HashSet<&str> = held.iter().map(|(id, _)| id.as_str()).collect();
+                let mut working = lock(&scale_now);
+                for (run_id, cancel) in &held {
+                    if let (Some(action), Some(run)) = (cancel, working.get(run_id)) {
+                        run.channel.cancel_here(*action);
+                    }
+                }
+                working.retain(|run_id, run| {
+                    if ids.contains(run_id.as_str()) || run.finishing {
+                        return true;
+                    }
+                    tracing::warn!(run_id, "this worker no longer holds the run: stopping it here");
+                    if let Some(abort) = &run.abort {
+                        abort.abort();
+                    }
+                    false
+                });
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot renew the leases of this worker's runs"),
+        }
+        drop(scale_now);
+        tokio::time::sleep(every).await;
+    }
+}
