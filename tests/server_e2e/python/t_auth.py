@@ -152,3 +152,35 @@ async def test_auth_crons_are_their_makers_and_run_as_them(c, env):
     finally:
         await alice.crons.delete(cid)
     eq(await alice.crons.count(metadata={"tag": tag}), 0, "deleted")
+
+
+async def test_auth_thread_stream_is_the_owners(c, env):
+    alice = client(env, ALICE)
+    tid = (await alice.threads.create())["thread_id"]
+    async with env.http() as http:
+        refused = await http.get(f"/threads/{tid}/stream", headers={"x-api-key": BOB})
+        # LangGraph's refusal comes in the stream.
+        eq((refused.status_code, refused.text),
+           (200, 'event: error\r\ndata: {"error":"HTTPException","message":"404: Thread not found"}\r\n\r\n'),
+           "bob joining alice's thread")
+        parts = []
+
+        async def listen():
+            async with http.stream("GET", f"/threads/{tid}/stream", headers={"x-api-key": ALICE}) as r:
+                eq(r.status_code, 200, "alice joining her thread")
+                async for line in r.aiter_lines():
+                    if line.startswith("event: "):
+                        parts.append(line[7:])
+
+        task = asyncio.create_task(listen())
+        await asyncio.sleep(0.5)
+        try:
+            await alice.runs.wait(tid, "simple", input={"items": []})
+            loop = asyncio.get_running_loop()
+            end = loop.time() + 30
+            while len(parts) < 5:
+                check(loop.time() < end and not task.done(), f"alice's thread stream: {parts}")
+                await asyncio.sleep(0.05)
+            eq(parts, ["metadata", "values", "values", "values", "metadata"], "alice's thread stream")
+        finally:
+            task.cancel()

@@ -181,6 +181,10 @@ pub(crate) async fn update(
     };
     let saved = graph.update_state_json(&config, values, body.as_node.as_deref()).await?;
     settle_thread(&app, &thread_id).await?;
+    if app.thread_taps.is_heard(&thread_id) {
+        let snapshot = graph.get_state_json(&thread_config(&thread_id), false).await?;
+        super::thread_stream::state_updated(&app, &thread_id, thread_state(&snapshot));
+    }
     let address = checkpoint_address(&saved);
     Ok(ok(&json!({"checkpoint": address, "configurable": address, "checkpoint_id": saved.checkpoint_id})))
 }
