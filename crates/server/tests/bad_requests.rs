@@ -202,3 +202,38 @@ async fn threads_are_found_by_their_values() {
         .collect();
     assert_eq!(ids, [tid], "not {other}, which has no values");
 }
+
+#[tokio::test]
+async fn searches_select_fields_and_refuse_unknown_ones() {
+    let server = start(builder()).await;
+    let addr = server.addr;
+    let t = thread(addr).await;
+    post(addr, &format!("/threads/{t}/runs/wait"), json!({"assistant_id": "simple", "input": {"items": []}}))
+        .await;
+    let found = post(addr, "/threads/search", json!({"ids": [t], "select": ["thread_id", "status"]})).await;
+    assert_eq!(found.json(), json!([{"thread_id": t, "status": "idle"}]));
+    let found = post(addr, "/assistants/search", json!({"graph_id": "simple", "select": ["graph_id"]})).await;
+    assert_eq!(found.json(), json!([{"graph_id": "simple"}]));
+    let runs = get(addr, &format!("/threads/{t}/runs?select=status&select=run_id")).await.json();
+    let keys: Vec<&String> = runs[0].as_object().unwrap().keys().collect();
+    assert_eq!((keys.len(), runs[0]["status"].clone()), (2, json!("success")), "{runs}");
+    // Without a selection, every field.
+    assert!(get(addr, &format!("/threads/{t}/runs")).await.json()[0]["kwargs"].is_object());
+
+    let r = post(addr, "/threads/search", json!({"select": ["thread_id", "nope"]})).await;
+    assert_eq!(r.status, 422);
+    assert!(
+        r.detail().starts_with("\"nope\" is not one of \"thread_id\", \"created_at\" or 7 other"),
+        "{}",
+        r.detail()
+    );
+    let r = post(addr, "/assistants/count", json!({"select": "name"})).await;
+    assert!(r.detail().starts_with("\"name\" is not of type \"array\""), "{}", r.detail());
+    let r = get(addr, &format!("/threads/{t}/runs?select=nope&select=status")).await;
+    assert_eq!(r.status, 422);
+    assert!(
+        r.detail().starts_with("Invalid select columns: ['nope']. Expected: {'run_id', 'thread_id'"),
+        "{}",
+        r.detail()
+    );
+}

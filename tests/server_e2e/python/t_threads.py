@@ -1,6 +1,8 @@
 """Threads and their state: create, get, update, search, count, delete, copy, prune; state now and at a
 checkpoint, history, update_state as a node, forks."""
-from kit import check, eq, status_of
+import uuid
+
+from kit import check, default_assistant_id, eq, status_of
 
 
 async def test_thread_crud_search_count(c, env):
@@ -159,3 +161,29 @@ async def test_object_shapes(c, env):
     await c.store.put_item(["shape"], key="k", value={"a": 1})
     eq(set(await c.store.get_item(["shape"], key="k")), {"namespace", "key", "value", "created_at", "updated_at"}, "item keys")
     eq(set((await c.store.search_items(["shape"]))["items"][0]), {"namespace", "key", "value", "created_at", "updated_at", "score"}, "search item keys")
+
+
+async def test_searches_select_fields(c, env):
+    tag = str(uuid.uuid4())
+    thread = await c.threads.create(metadata={"tag": tag})
+    tid = thread["thread_id"]
+    await c.runs.wait(tid, "simple", input={"items": []})
+    found = await c.threads.search(metadata={"tag": tag}, select=["thread_id", "status", "values"])
+    eq(found, [{"thread_id": tid, "status": "idle", "values": {"items": ["a", "b"], "count": 2}}], "threads selected")
+    assistants = await c.assistants.search(graph_id="simple", select=["assistant_id", "graph_id"])
+    eq(assistants, [{"assistant_id": default_assistant_id("simple"), "graph_id": "simple"}], "assistants selected")
+    runs = await c.runs.list(tid, select=["run_id", "status"])
+    eq([sorted(r) for r in runs], [["run_id", "status"]], "runs selected")
+    eq(runs[0]["status"], "success", "the run's status")
+    for what, call, first in [
+        ("threads", c.threads.search(select=["nope"]), '"thread_id", "created_at" or 7'),
+        ("assistants", c.assistants.search(select=["nope"]), '"assistant_id", "graph_id" or 8'),
+    ]:
+        code, detail = await status_of(call)
+        eq((code, detail), (422, f'"nope" is not one of {first} other candidates\n\nFailed validating "enum" in '
+                                 'schema["properties"]["select"]["items"]\n\nOn instance["select"][0]:\n    "nope"'),
+           f"{what}: a field that is not there")
+    code, detail = await status_of(c.runs.list(tid, select=["nope"]))
+    # The allowed fields follow, in Python's set order (which varies from run to run).
+    eq(code, 422, "runs: a field that is not there")
+    check(detail.startswith("Invalid select columns: ['nope']. Expected: {'") and "'langsmith_session_name'" in detail, detail)

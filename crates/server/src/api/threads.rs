@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::body::read;
 use super::guard::{Access, Caller};
-use super::reply::{empty, ok, page};
+use super::reply::{empty, ok, selected_page};
 use super::requests::{
     THREAD_CREATE, THREAD_PATCH, THREAD_PRUNE, THREAD_SEARCH, ThreadCreate, ThreadPatch, ThreadPrune,
     ThreadSearch,
@@ -190,7 +190,7 @@ pub(crate) async fn search(State(app): AppState, caller: Caller, body: Body) -> 
     let limit = usize::try_from(search.limit.unwrap_or(10)).unwrap_or(0);
     let total = threads.len();
     let items: Vec<Thread> = threads.into_iter().skip(offset).take(limit).collect();
-    Ok(page(&items, total, offset))
+    Ok(selected_page(&items, search.select.as_deref(), total, offset))
 }
 
 /// `POST /threads/count`.
