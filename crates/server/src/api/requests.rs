@@ -104,6 +104,23 @@ pub(crate) struct ThreadCreate {
     pub(crate) thread_id: Option<String>,
     pub(crate) metadata: Option<Map<String, Value>>,
     pub(crate) if_exists: Option<String>,
+    pub(crate) supersteps: Option<Vec<Superstep>>,
+}
+
+/// One superstep of a thread made with `supersteps`: its updates, applied together.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Superstep {
+    pub(crate) updates: Vec<SuperstepUpdate>,
+}
+
+/// An update of a superstep: values written as a node (or a command, which weft does not take yet).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct SuperstepUpdate {
+    pub(crate) values: Option<Value>,
+    pub(crate) command: Option<Value>,
+    pub(crate) as_node: Option<String>,
 }
 
 /// The fields a thread search may select, in LangGraph's order.
