@@ -119,13 +119,22 @@ fn live_run(
     .boxed()
 }
 
-/// The thread's stream, as one listener reads it.
+/// The thread's stream, as one listener reads it; when it ends (the client left), the thread forgets it.
 struct ThreadSse {
+    app: Arc<App>,
+    thread_id: String,
     replay: VecDeque<Arc<Event>>,
     taps: mpsc::UnboundedReceiver<ThreadItem>,
     runs: SelectAll<BoxStream<'static, Arc<Event>>>,
     modes: Vec<String>,
     keep_alive: Duration,
+}
+
+impl Drop for ThreadSse {
+    fn drop(&mut self) {
+        self.taps.close();
+        self.app.thread_taps.prune(&self.thread_id);
+    }
 }
 
 impl ThreadSse {
@@ -194,6 +203,8 @@ pub(crate) async fn stream(
         return Ok(streamed(futures::stream::once(async move { frame(&refused, false) })));
     }
     let mut sse = ThreadSse {
+        app: Arc::clone(&app),
+        thread_id: thread_id.clone(),
         replay: VecDeque::new(),
         // Replaced below, under the records' lock.
         taps: mpsc::unbounded_channel().1,

@@ -62,6 +62,17 @@ impl ThreadTaps {
         self.send(thread_id, || ThreadItem::Event(Arc::clone(&event)));
     }
 
+    /// Forgets the thread's listeners that left (a thread stream that ends calls it).
+    pub(crate) fn prune(&self, thread_id: &str) {
+        let mut map = self.by_thread.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(listeners) = map.get_mut(thread_id) {
+            listeners.retain(|tx| !tx.is_closed());
+            if listeners.is_empty() {
+                map.remove(thread_id);
+            }
+        }
+    }
+
     /// Whether the thread has listeners.
     pub(crate) fn is_heard(&self, thread_id: &str) -> bool {
         self.by_thread
@@ -104,7 +115,15 @@ mod tests {
         let taps = ThreadTaps::default();
         drop(taps.listen("t1"));
         assert_eq!(taps.threads(), 1);
+        assert!(!taps.is_heard("t1"));
         taps.publish("t1", "state_update", "{}".into());
+        assert_eq!(taps.threads(), 0);
+        let kept = taps.listen("t2");
+        drop(taps.listen("t2"));
+        taps.prune("t2");
+        assert!(taps.is_heard("t2"), "the listener still there stays");
+        drop(kept);
+        taps.prune("t2");
         assert_eq!(taps.threads(), 0);
     }
 }
