@@ -37,6 +37,8 @@ pub(crate) struct App {
     pub(crate) checkpointer: Arc<dyn Checkpointer>,
     pub(crate) store: Arc<dyn Store>,
     pub(crate) channels: Channels,
+    /// The listeners of whole threads (`GET /threads/{thread_id}/stream`).
+    pub(crate) thread_taps: crate::runs::taps::ThreadTaps,
     /// One permit per run that may execute at once.
     pub(crate) run_slots: Arc<Semaphore>,
     pub(crate) limits: Limits,

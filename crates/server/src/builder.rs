@@ -414,6 +414,7 @@ impl ServerBuilder {
             checkpointer,
             store,
             channels: Channels::default(),
+            thread_taps: crate::runs::taps::ThreadTaps::default(),
             run_slots: Arc::new(Semaphore::new(self.concurrent_runs)),
             limits: Limits {
                 body_bytes: self.body_bytes,

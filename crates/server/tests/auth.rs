@@ -177,6 +177,137 @@ async fn assistants_are_their_makers_and_the_servers_are_everyones() {
     assert_eq!((patched.status, patched.json()["metadata"]["owner"].clone()), (200, json!("alice")));
 }
 
+/// Polls alice's threads until one of the cron tagged `tag` has finished its run.
+async fn cron_thread(addr: SocketAddr, tag: &str) -> Value {
+    for _ in 0..200 {
+        let found =
+            post(addr, ALICE, "/threads/search", json!({"metadata": {"tag": tag}, "status": "idle"})).await;
+        if let Some(thread) = found.json().as_array().and_then(|t| t.first().cloned()) {
+            return thread;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no thread of the cron tagged {tag}");
+}
+
+#[tokio::test]
+async fn crons_are_their_makers_and_run_as_them() {
+    let server = start(keyed()).await;
+    let addr = server.addr;
+    let made = post(
+        addr,
+        ALICE,
+        "/runs/crons",
+        json!({"assistant_id": "simple", "schedule": "* * * * * *", "input": {"items": []},
+               "metadata": {"owner": "bob", "tag": "c1"}, "on_run_completed": "keep"}),
+    )
+    .await;
+    assert_eq!(made.status, 200, "{}", made.body);
+    let cron = made.json();
+    let c = cron["cron_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        (cron["user_id"].clone(), cron["metadata"].clone()),
+        (json!("alice"), json!({"owner": "alice", "tag": "c1"}))
+    );
+    assert_eq!(
+        cron["payload"]["metadata"],
+        json!({"owner": "alice", "tag": "c1"}),
+        "the payload's metadata too"
+    );
+
+    // Bob finds nothing of it: not by id, not by search or count, and cannot change or delete it.
+    assert_eq!(get(addr, BOB, &format!("/runs/crons/{c}")).await.status, 404);
+    let r = call(addr, BOB, "PATCH", &format!("/runs/crons/{c}"), Some(json!({"enabled": false}))).await;
+    assert_eq!((r.status, r.detail()), (404, format!("Cron '{c}' not found")));
+    assert_eq!(call(addr, BOB, "DELETE", &format!("/runs/crons/{c}"), None).await.status, 404);
+    assert_eq!(post(addr, BOB, "/runs/crons/search", json!({})).await.json(), json!([]));
+    assert_eq!(post(addr, BOB, "/runs/crons/count", json!({})).await.json(), json!(0));
+    assert_eq!(post(addr, ALICE, "/runs/crons/count", json!({})).await.json(), json!(1));
+    assert_eq!(get(addr, ALICE, &format!("/runs/crons/{c}")).await.json()["cron_id"], json!(c));
+
+    // Its runs are alice's: the thread it makes, and the user in the run's configuration.
+    let thread = cron_thread(addr, "c1").await;
+    let t = thread["thread_id"].as_str().unwrap();
+    assert_eq!(thread["metadata"]["owner"], "alice", "{thread}");
+    assert_eq!(thread["values"]["items"], json!(["a", "b"]));
+    let runs = get(addr, ALICE, &format!("/threads/{t}/runs")).await.json();
+    let configurable = &runs[0]["kwargs"]["config"]["configurable"];
+    assert_eq!(configurable["langgraph_auth_user_id"], "alice", "{runs}");
+    assert_eq!(configurable["langgraph_auth_user"]["identity"], "alice");
+    assert_eq!(configurable["cron_id"], json!(c));
+    assert_eq!(get(addr, BOB, &format!("/threads/{t}")).await.status, 404);
+    assert_eq!(post(addr, BOB, "/threads/count", json!({})).await.json(), json!(0));
+
+    // Alice stops it; the owner stays hers whatever the patch says.
+    let r = call(
+        addr,
+        ALICE,
+        "PATCH",
+        &format!("/runs/crons/{c}"),
+        Some(json!({"enabled": false, "metadata": {"owner": "bob"}})),
+    )
+    .await;
+    assert_eq!((r.status, r.json()["metadata"]["owner"].clone()), (200, json!("alice")), "{}", r.body);
+
+    // Bob may not put a cron on alice's thread, nor on her assistant; on his own thread he may.
+    let a = post(addr, ALICE, "/assistants", json!({"graph_id": "simple"})).await.json();
+    let a = a["assistant_id"].as_str().unwrap();
+    let r = post(
+        addr,
+        BOB,
+        &format!("/threads/{t}/runs/crons"),
+        json!({"assistant_id": "simple", "schedule": "0 9 * * *"}),
+    )
+    .await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert!(r.detail().starts_with(&format!("Thread with ID '{t}' not found")), "{}", r.detail());
+    let r = post(addr, BOB, "/runs/crons", json!({"assistant_id": a, "schedule": "0 9 * * *"})).await;
+    assert_eq!((r.status, r.detail()), (404, format!("Assistant '{a}' not found")));
+    let bobs = post(addr, BOB, "/threads", json!({})).await.json();
+    let bt = bobs["thread_id"].as_str().unwrap();
+    let r = post(
+        addr,
+        BOB,
+        &format!("/threads/{bt}/runs/crons"),
+        json!({"assistant_id": "simple", "schedule": "0 9 * * *"}),
+    )
+    .await;
+    assert_eq!((r.status, r.json()["user_id"].clone()), (200, json!("bob")), "{}", r.body);
+    let found = post(addr, BOB, "/runs/crons/search", json!({"thread_id": bt})).await.json();
+    assert_eq!(found.as_array().map(Vec::len), Some(1));
+    // Alice deletes hers; it is gone for her too.
+    assert_eq!(call(addr, ALICE, "DELETE", &format!("/runs/crons/{c}"), None).await.status, 204);
+    assert_eq!(post(addr, ALICE, "/runs/crons/count", json!({})).await.json(), json!(0));
+}
+
+#[test]
+fn a_crons_owner_survives_a_restart() {
+    let dir = std::env::temp_dir().join(format!("weft-server-cron-owner-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("server.db");
+    let server = || keyed().sqlite(&db);
+    let cron_id = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let s = start(server()).await;
+        let body = json!({"assistant_id": "simple", "schedule": "* * * * * *", "input": {"items": []},
+                          "metadata": {"tag": "c2"}, "on_run_completed": "keep", "enabled": false});
+        let cron = post(s.addr, ALICE, "/runs/crons", body).await.json();
+        cron["cron_id"].as_str().unwrap().to_owned()
+    });
+    let thread = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let s = start(server()).await;
+        assert_eq!(get(s.addr, BOB, &format!("/runs/crons/{cron_id}")).await.status, 404);
+        let r =
+            call(s.addr, ALICE, "PATCH", &format!("/runs/crons/{cron_id}"), Some(json!({"enabled": true})))
+                .await;
+        assert_eq!((r.status, r.json()["user_id"].clone()), (200, json!("alice")), "{}", r.body);
+        let thread = cron_thread(s.addr, "c2").await;
+        call(s.addr, ALICE, "DELETE", &format!("/runs/crons/{cron_id}"), None).await;
+        thread
+    });
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(thread["metadata"]["owner"], "alice", "{thread}");
+}
+
 /// Users by bearer token; `readonly` may read but not write; every user has store namespaces of its own
 /// and sees only threads of its team.
 #[derive(Debug)]

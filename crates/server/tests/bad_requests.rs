@@ -202,3 +202,91 @@ async fn threads_are_found_by_their_values() {
         .collect();
     assert_eq!(ids, [tid], "not {other}, which has no values");
 }
+
+#[tokio::test]
+async fn searches_select_fields_and_refuse_unknown_ones() {
+    let server = start(builder()).await;
+    let addr = server.addr;
+    let t = thread(addr).await;
+    post(addr, &format!("/threads/{t}/runs/wait"), json!({"assistant_id": "simple", "input": {"items": []}}))
+        .await;
+    let found = post(addr, "/threads/search", json!({"ids": [t], "select": ["thread_id", "status"]})).await;
+    assert_eq!(found.json(), json!([{"thread_id": t, "status": "idle"}]));
+    let found = post(addr, "/assistants/search", json!({"graph_id": "simple", "select": ["graph_id"]})).await;
+    assert_eq!(found.json(), json!([{"graph_id": "simple"}]));
+    let runs = get(addr, &format!("/threads/{t}/runs?select=status&select=run_id")).await.json();
+    let keys: Vec<&String> = runs[0].as_object().unwrap().keys().collect();
+    assert_eq!((keys.len(), runs[0]["status"].clone()), (2, json!("success")), "{runs}");
+    // Without a selection, every field.
+    assert!(get(addr, &format!("/threads/{t}/runs")).await.json()[0]["kwargs"].is_object());
+
+    let r = post(addr, "/threads/search", json!({"select": ["thread_id", "nope"]})).await;
+    assert_eq!(r.status, 422);
+    assert!(
+        r.detail().starts_with("\"nope\" is not one of \"thread_id\", \"created_at\" or 7 other"),
+        "{}",
+        r.detail()
+    );
+    let r = post(addr, "/assistants/count", json!({"select": "name"})).await;
+    assert!(r.detail().starts_with("\"name\" is not of type \"array\""), "{}", r.detail());
+    let r = get(addr, &format!("/threads/{t}/runs?select=nope&select=status")).await;
+    assert_eq!(r.status, 422);
+    assert!(
+        r.detail().starts_with("Invalid select columns: ['nope']. Expected: {'run_id', 'thread_id'"),
+        "{}",
+        r.detail()
+    );
+}
+
+#[tokio::test]
+async fn threads_made_with_supersteps_apply_them_or_say_why_not() {
+    let server = start(builder()).await;
+    let addr = server.addr;
+    let steps = json!([
+        {"updates": [{"values": {"items": ["a"]}, "as_node": "a"}]},
+        {"updates": [{"values": {"items": ["x"]}, "as_node": "a"}, {"values": {"items": ["y"]}, "as_node": "a"}]},
+    ]);
+    let made = post(addr, "/threads", json!({"metadata": {"graph_id": "simple"}, "supersteps": steps})).await;
+    assert_eq!(made.status, 200, "{}", made.body);
+    let thread = made.json();
+    assert_eq!(
+        (thread["status"].clone(), thread["values"].clone()),
+        (json!("interrupted"), json!({"items": ["a", "x", "y"]}))
+    );
+    let t = thread["thread_id"].as_str().unwrap();
+    let state = get(addr, &format!("/threads/{t}/state")).await.json();
+    assert_eq!(state["next"], json!(["b"]));
+    let history = get(addr, &format!("/threads/{t}/history?limit=10")).await.json();
+    assert_eq!(history.as_array().map(Vec::len), Some(2), "one checkpoint per superstep: {history}");
+    let done =
+        post(addr, &format!("/threads/{t}/runs/wait"), json!({"assistant_id": "simple", "input": null}))
+            .await;
+    assert_eq!(done.json()["items"], json!(["a", "x", "y", "b"]));
+
+    // A command is not taken yet, and nothing is made.
+    let command = json!([{"updates": [{"command": {"goto": "b"}, "as_node": "a"}]}]);
+    let r = post(addr, "/threads", json!({"metadata": {"graph_id": "simple"}, "supersteps": command})).await;
+    assert_eq!(
+        (r.status, r.detail().starts_with("Commands in supersteps are not supported")),
+        (422, true),
+        "{}",
+        r.body
+    );
+    let count = post(addr, "/threads/count", json!({})).await.json();
+    assert_eq!(count, json!(1));
+    // Without a graph the thread is made; the 201 says why its state is not.
+    let bare = json!([{"updates": [{"values": {"items": ["z"]}, "as_node": "a"}]}]);
+    let r = post(addr, "/threads", json!({"supersteps": bare})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert!(
+        r.detail().contains("was created, but there were problems updating the state: Thread '"),
+        "{}",
+        r.detail()
+    );
+    assert_eq!(post(addr, "/threads/count", json!({})).await.json(), json!(2));
+    let unknown = json!([{"updates": [{"values": {"items": ["z"]}, "as_node": "nowhere"}]}]);
+    let r = post(addr, "/threads", json!({"metadata": {"graph_id": "simple"}, "supersteps": unknown})).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let r = post(addr, "/threads", json!({"supersteps": [{"updates": "x"}]})).await;
+    assert_eq!(r.status, 422, "{}", r.body);
+}

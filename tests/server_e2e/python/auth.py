@@ -1,6 +1,7 @@
 """The auth of the suite's second server pair, for `langgraph dev` (weft's half: `weft-server-e2e --auth`,
 which serves the same users with `ServerBuilder::api_keys`): two users by API key, each seeing only the
-threads (with their runs) and the assistants it made, and the assistants the server made for its graphs.
+threads (with their runs), the assistants and the crons it made, and the assistants the server made for its
+graphs.
 """
 from langgraph_sdk import Auth
 
@@ -42,3 +43,10 @@ async def assistants(ctx: Auth.types.AuthContext, value: dict):
     if ctx.action in ("create", "update"):
         _stamp(ctx, value)
     return {"$or": [{"owner": ctx.user.identity}, {"created_by": "system"}]}
+
+
+@auth.on.crons
+async def crons(ctx: Auth.types.AuthContext, value: dict):
+    if ctx.action in ("create", "update"):
+        _stamp(ctx, value)
+    return {"owner": ctx.user.identity}

@@ -1,6 +1,9 @@
 """Authentication and authorization, against the second server pair (run with auth: `auth.py` for
 `langgraph dev`, `weft-server-e2e --auth`): two users with their own API keys, each blind to the other's
-threads, runs and assistants."""
+threads, runs, assistants and crons."""
+import asyncio
+import uuid
+
 
 from kit import check, eq, status_of
 
@@ -91,3 +94,92 @@ async def test_auth_assistants_are_their_makers(c, env):
     check("simple" in names and "alice-only" in names, f"alice's search: {names}")
     out = await bob.runs.wait(None, "simple", input={"items": []})
     eq(out["items"], ["a", "b"], "the server's own assistant runs for everyone")
+
+
+async def test_auth_crons_are_their_makers_and_run_as_them(c, env):
+    alice, bob = client(env, ALICE), client(env, BOB)
+    tag = str(uuid.uuid4())
+    cron = await alice.crons.create("simple", schedule="* * * * * *", input={"items": []},
+                                    metadata={"tag": tag, "owner": "bob"}, on_run_completed="keep")
+    cid = cron["cron_id"]
+    try:
+        eq((cron["user_id"], cron["metadata"]), ("alice", {"tag": tag, "owner": "alice"}), "the cron's user and owner")
+        eq(cron["payload"]["metadata"], {"tag": tag, "owner": "alice"}, "the payload's metadata")
+        code, _ = await status_of(bob.crons.update(cid, enabled=False))
+        eq(code, 404, "bob cannot change alice's cron")
+        code, _ = await status_of(bob.crons.delete(cid))
+        eq(code, 404, "nor delete it")
+        async with env.http() as http:
+            got = await http.get(f"/runs/crons/{cid}", headers={"x-api-key": BOB})
+            eq(got.status_code, 404, "nor read it")
+            got = await http.get(f"/runs/crons/{cid}", headers={"x-api-key": ALICE})
+            eq((got.status_code, got.json()["cron_id"]), (200, cid), "alice reads it")
+        eq(await bob.crons.search(metadata={"tag": tag}), [], "bob's search")
+        eq(await bob.crons.count(metadata={"tag": tag}), 0, "bob's count")
+        eq([x["cron_id"] for x in await alice.crons.search(metadata={"tag": tag})], [cid], "alice's search")
+        eq(await alice.crons.count(metadata={"tag": tag}), 1, "alice's count")
+
+        # The cron's runs are alice's: the thread made for them, and the user in their configuration.
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 30
+        kept = []
+        while not kept:
+            kept = [t for t in await alice.threads.search(metadata={"tag": tag}) if t["status"] == "idle"]
+            if loop.time() > end:
+                raise AssertionError("no thread of alice's cron within 30 s")
+            await asyncio.sleep(0.2)
+        thread = kept[0]
+        eq(thread["metadata"]["owner"], "alice", "the owner of the cron's thread")
+        eq(thread["values"]["items"][:2], ["a", "b"], "the run's values")
+        run = (await alice.runs.list(thread["thread_id"]))[-1]
+        configurable = run["kwargs"]["config"]["configurable"]
+        eq((configurable["langgraph_auth_user_id"], configurable["langgraph_auth_user"]["identity"]), ("alice", "alice"),
+           "the run's user")
+        eq((run["metadata"]["owner"], configurable["cron_id"]), ("alice", cid), "the run's owner and cron")
+        eq(await bob.threads.search(metadata={"tag": tag}), [], "bob does not see the cron's threads")
+
+        changed = await alice.crons.update(cid, enabled=False, metadata={"owner": "bob"})
+        eq((changed["enabled"], changed["metadata"]["owner"]), (False, "alice"), "alice's change keeps her the owner")
+
+        # Bob may not put a cron on alice's thread, nor on her assistant.
+        status, detail = await status_of(bob.crons.create_for_thread(thread["thread_id"], "simple", schedule="0 9 * * *"))
+        eq(status, 404, "bob's cron on alice's thread")
+        check(detail.startswith(f"Thread with ID '{thread['thread_id']}' not found"), detail)
+        assistant = await alice.assistants.create("simple", metadata={"suite": "auth"})
+        status, detail = await status_of(bob.crons.create(assistant["assistant_id"], schedule="0 9 * * *"))
+        eq((status, detail), (404, f"Assistant '{assistant['assistant_id']}' not found"), "bob's cron on alice's assistant")
+    finally:
+        await alice.crons.delete(cid)
+    eq(await alice.crons.count(metadata={"tag": tag}), 0, "deleted")
+
+
+async def test_auth_thread_stream_is_the_owners(c, env):
+    alice = client(env, ALICE)
+    tid = (await alice.threads.create())["thread_id"]
+    async with env.http() as http:
+        refused = await http.get(f"/threads/{tid}/stream", headers={"x-api-key": BOB})
+        # LangGraph's refusal comes in the stream.
+        eq((refused.status_code, refused.text),
+           (200, 'event: error\r\ndata: {"error":"HTTPException","message":"404: Thread not found"}\r\n\r\n'),
+           "bob joining alice's thread")
+        parts = []
+
+        async def listen():
+            async with http.stream("GET", f"/threads/{tid}/stream", headers={"x-api-key": ALICE}) as r:
+                eq(r.status_code, 200, "alice joining her thread")
+                async for line in r.aiter_lines():
+                    if line.startswith("event: "):
+                        parts.append(line[7:])
+
+        task = asyncio.create_task(listen())
+        await asyncio.sleep(0.5)
+        try:
+            await alice.runs.wait(tid, "simple", input={"items": []})
+            loop = asyncio.get_running_loop()
+            end = loop.time() + 30
+            while len(parts) < 5:
+                check(loop.time() < end and not task.done(), f"alice's thread stream: {parts}")
+                await asyncio.sleep(0.05)
+            eq(parts, ["metadata", "values", "values", "values", "metadata"], "alice's thread stream")
+        finally:
+            task.cancel()

@@ -1,6 +1,9 @@
 """Streamed runs in every stream mode, on a thread and stateless, with subgraphs; wait; the stream's
-HTTP framing."""
-from kit import check, collect, eq, events
+HTTP framing; a thread's stream."""
+import asyncio
+import json
+
+from kit import check, collect, eq, events, status_of
 
 
 async def test_values_stream(c, env):
@@ -153,3 +156,113 @@ async def test_events_stream(c, env):
         check("on_chain_stream" not in kinds, f"events: {kinds}")
     else:
         check("on_chain_stream" in kinds, f"events: {kinds}")
+
+
+class ThreadListener:
+    """Reads a thread's stream (`GET /threads/{id}/stream`) in a task, until told to stop."""
+
+    def __init__(self, env, tid, params=None, headers=None):
+        self.env, self.tid, self.params, self.headers = env, tid, params or {}, headers or {}
+        self.parts = []
+        self.task = None
+
+    async def _read(self):
+        async with self.env.http() as http:
+            async with http.stream("GET", f"/threads/{self.tid}/stream", params=self.params, headers=self.headers) as r:
+                eq(r.status_code, 200, "the thread stream's status")
+                event = None
+                async for line in r.aiter_lines():
+                    if line.startswith("event: "):
+                        event = line[7:]
+                    elif line.startswith("data: "):
+                        self.parts.append((event, json.loads(line[6:])))
+
+    async def __aenter__(self):
+        self.task = asyncio.create_task(self._read())
+        # Both servers are listening once the stream has answered; LangGraph's also looks for runs every 20 ms.
+        await asyncio.sleep(0.5)
+        return self
+
+    async def __aexit__(self, *exc):
+        self.task.cancel()
+        try:
+            await self.task
+        except asyncio.CancelledError:
+            pass
+
+    async def until(self, done, timeout=30):
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        while not done(self.parts):
+            if self.task.done():
+                self.task.result()
+                raise AssertionError(f"the thread stream ended: {self.parts}")
+            if loop.time() > end:
+                raise AssertionError(f"the thread stream did not get there within {timeout} s: {self.parts}")
+            await asyncio.sleep(0.05)
+        return self.parts
+
+
+def run_dones(parts):
+    return [data["run_id"] for event, data in parts if event == "metadata" and data.get("status") == "run_done"]
+
+
+async def test_thread_stream_joins_every_run_of_the_thread(c, env):
+    tid = (await c.threads.create())["thread_id"]
+    async with ThreadListener(env, tid) as everything, ThreadListener(env, tid, {"stream_modes": "lifecycle"}) as ends:
+        for _ in range(2):
+            run = await c.runs.create(tid, "simple", input={"items": []}, stream_mode=["values", "updates"])
+            await c.runs.join(tid, run["run_id"])
+        parts = await everything.until(lambda p: len(run_dones(p)) == 2)
+        runs = [r["run_id"] for r in reversed(await c.runs.list(tid))]
+        eq(run_dones(parts), runs, "each run's end, in order")
+        one = ["metadata", "values", "updates", "values", "updates", "values", "metadata"]
+        eq([event for event, _ in parts], one + one, "the events of both runs")
+        eq(parts[0][1], {"run_id": runs[0], "attempt": 1}, "a run's first event")
+        eq(parts[5][1]["items"], ["a", "b"], "the first run's last values")
+        lifecycle = await ends.until(lambda p: len(run_dones(p)) == 2)
+        eq(lifecycle, [("metadata", {"run_id": runs[0], "attempt": 1}), ("metadata", {"status": "run_done", "run_id": runs[0]}),
+                       ("metadata", {"run_id": runs[1], "attempt": 1}), ("metadata", {"status": "run_done", "run_id": runs[1]})],
+           "lifecycle: the runs' starts and ends")
+
+
+async def test_thread_stream_through_the_sdk_and_its_refusals(c, env):
+    tid = (await c.threads.create())["thread_id"]
+    parts = []
+
+    async def listen():
+        async for part in await c.threads.join_stream(tid):
+            parts.append((part.event, part.data))
+
+    task = asyncio.create_task(listen())
+    await asyncio.sleep(0.5)
+    try:
+        await c.runs.wait(tid, "simple", input={"items": []})
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 30
+        while not run_dones(parts):
+            check(loop.time() < end, f"no run_done within 30 s: {parts}")
+            await asyncio.sleep(0.05)
+        eq([event for event, _ in parts], ["metadata", "values", "values", "values", "metadata"], "join_stream")
+    finally:
+        task.cancel()
+    async with env.http() as http:
+        bad = await http.get(f"/threads/{tid}/stream", params={"stream_modes": "values"})
+        eq((bad.status_code, bad.json()), (422, {"detail": "Invalid stream mode: values"}), "a bad mode")
+        bad = await http.get(f"/threads/{tid}/stream", headers={"last-event-id": "-1"})
+        eq((bad.status_code, bad.json()), (422, {"detail": "Invalid last-event-id: must be a valid Redis stream ID"}),
+           "a bad Last-Event-ID")
+        bad = await http.get("/threads/nope/stream")
+        eq((bad.status_code, bad.json()), (422, {"detail": "Invalid thread ID: must be a UUID"}), "a bad thread id")
+
+
+async def test_thread_stream_replays_resumable_runs(c, env):
+    tid = (await c.threads.create())["thread_id"]
+    run = await c.runs.create(tid, "simple", input={"items": []}, stream_resumable=True)
+    await c.runs.join(tid, run["run_id"])
+    async with ThreadListener(env, tid, headers={"last-event-id": "-"}) as replay:
+        await replay.until(lambda p: len(p) >= 5)
+        await asyncio.sleep(0.3)
+        eq([event for event, _ in replay.parts], ["metadata", "values", "values", "values", "metadata"],
+           "the resumable run's events, replayed, and its end")
+        eq(replay.parts[-1][1], {"status": "run_done", "run_id": run["run_id"]}, "the run's end")

@@ -1,6 +1,9 @@
 """Threads and their state: create, get, update, search, count, delete, copy, prune; state now and at a
 checkpoint, history, update_state as a node, forks."""
-from kit import check, eq, status_of
+import asyncio
+import uuid
+
+from kit import check, default_assistant_id, eq, status_of
 
 
 async def test_thread_crud_search_count(c, env):
@@ -159,3 +162,65 @@ async def test_object_shapes(c, env):
     await c.store.put_item(["shape"], key="k", value={"a": 1})
     eq(set(await c.store.get_item(["shape"], key="k")), {"namespace", "key", "value", "created_at", "updated_at"}, "item keys")
     eq(set((await c.store.search_items(["shape"]))["items"][0]), {"namespace", "key", "value", "created_at", "updated_at", "score"}, "search item keys")
+
+
+async def test_searches_select_fields(c, env):
+    tag = str(uuid.uuid4())
+    thread = await c.threads.create(metadata={"tag": tag})
+    tid = thread["thread_id"]
+    await c.runs.wait(tid, "simple", input={"items": []})
+    found = await c.threads.search(metadata={"tag": tag}, select=["thread_id", "status", "values"])
+    eq(found, [{"thread_id": tid, "status": "idle", "values": {"items": ["a", "b"], "count": 2}}], "threads selected")
+    assistants = await c.assistants.search(graph_id="simple", select=["assistant_id", "graph_id"])
+    eq(assistants, [{"assistant_id": default_assistant_id("simple"), "graph_id": "simple"}], "assistants selected")
+    runs = await c.runs.list(tid, select=["run_id", "status"])
+    eq([sorted(r) for r in runs], [["run_id", "status"]], "runs selected")
+    eq(runs[0]["status"], "success", "the run's status")
+    for what, call, first in [
+        ("threads", c.threads.search(select=["nope"]), '"thread_id", "created_at" or 7'),
+        ("assistants", c.assistants.search(select=["nope"]), '"assistant_id", "graph_id" or 8'),
+    ]:
+        code, detail = await status_of(call)
+        eq((code, detail), (422, f'"nope" is not one of {first} other candidates\n\nFailed validating "enum" in '
+                                 'schema["properties"]["select"]["items"]\n\nOn instance["select"][0]:\n    "nope"'),
+           f"{what}: a field that is not there")
+    code, detail = await status_of(c.runs.list(tid, select=["nope"]))
+    # The allowed fields follow, in Python's set order (which varies from run to run).
+    eq(code, 422, "runs: a field that is not there")
+    check(detail.startswith("Invalid select columns: ['nope']. Expected: {'") and "'langsmith_session_name'" in detail, detail)
+
+
+async def test_thread_made_with_supersteps(c, env):
+    steps = [
+        {"updates": [{"values": {"items": ["a"], "count": 1}, "as_node": "node_a"}]},
+        {"updates": [{"values": {"items": ["x"]}, "as_node": "node_a"}, {"values": {"items": ["y"]}, "as_node": "node_a"}]},
+    ]
+    thread = await c.threads.create(graph_id="simple", metadata={"suite": "supersteps"}, supersteps=steps)
+    tid = thread["thread_id"]
+    eq((thread["status"], thread["values"], thread["metadata"]),
+       ("interrupted", {"items": ["a", "x", "y"], "count": 1}, {"suite": "supersteps", "graph_id": "simple"}),
+       "the thread made: node_b is next")
+    state = await c.threads.get_state(tid)
+    eq((state["values"], state["next"]), ({"items": ["a", "x", "y"], "count": 1}, ["node_b"]), "its state")
+    history = await c.threads.get_history(tid)
+    eq([(h["metadata"]["source"], h["metadata"]["step"], h["next"]) for h in history],
+       [("update", 1, ["node_b"]), ("update", 0, ["node_b"])], "one checkpoint per superstep")
+    out = await c.runs.wait(tid, "simple", input=None)
+    eq(out["items"], ["a", "x", "y", "b"], "a run goes on from there")
+    last = await c.threads.create(graph_id="simple", supersteps=[
+        {"updates": [{"values": {"items": ["a"]}, "as_node": "node_a"}]},
+        {"updates": [{"values": {"items": ["b"]}, "as_node": "node_b"}]},
+    ])
+    eq((last["status"], last["values"]["items"]), ("idle", ["a", "b"]), "a thread whose supersteps reach the end")
+
+    # Without a graph the thread is made, and the answer (a 201) says why its state is not.
+    made = await c.threads.create(supersteps=[{"updates": [{"values": {"items": ["z"]}, "as_node": "node_a"}]}])
+    check(made["detail"].endswith("there were problems updating the state: Thread '" + made["detail"].split()[1]
+                                  + "' has no assigned graph ID. This usually occurs when no runs have been made on "
+                                  "this particular thread. This operation requires a graph ID. Please ensure a run has "
+                                  "been made for the thread or manually update the thread metadata (by setting the "
+                                  "'graph_id' field) before running this operation."), made)
+    eq((await c.threads.get(made["detail"].split()[1]))["values"], None, "the thread without a graph, made")
+    code, _ = await status_of(c.threads.create(graph_id="simple", supersteps=[
+        {"updates": [{"values": {"items": ["z"]}, "as_node": "nowhere"}]}]))
+    eq(code, 400, "a node that does not exist")

@@ -37,7 +37,9 @@ async fn main() -> ExitCode {
             .graph("chat", graphs::chat()?)
             .graph("nested", graphs::nested()?)
             .graph("slow", graphs::slow()?)
-            .graph("fail", graphs::fail()?);
+            .graph("fail", graphs::fail()?)
+            // The suite's webhook receivers listen on this machine (`python/langgraph.json` allows them too).
+            .allow_loopback_webhooks(true);
         // The users of `python/auth.py`, each seeing what it made.
         let builder = if auth {
             let users = [("key-alice", "alice"), ("key-bob", "bob")];

@@ -102,6 +102,24 @@ pub trait ErasedGraph: Send + Sync + std::fmt::Debug + 'static {
         values: Option<Value>,
         as_node: Option<&str>,
     ) -> GraphResult<CheckpointConfig>;
+
+    /// Applies several supersteps of updates, one checkpoint each ([`CompiledGraph::bulk_update_state`]):
+    /// within a superstep every update must name its node. Returns the last checkpoint's address.
+    async fn bulk_update_state_json(
+        &self,
+        config: &RunnableConfig,
+        supersteps: Vec<Vec<JsonStateUpdate>>,
+    ) -> GraphResult<CheckpointConfig>;
+}
+
+/// One update of [`ErasedGraph::bulk_update_state_json`]: a JSON object of channel writes (`None` writes
+/// nothing) and the node they are attributed to.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JsonStateUpdate {
+    /// The writes.
+    pub values: Option<Value>,
+    /// The node the writes come from (`None` infers it, in a superstep of one update).
+    pub as_node: Option<String>,
 }
 
 impl<S: State> CompiledGraph<S> {
@@ -212,6 +230,29 @@ impl<S: State> ErasedGraph for CompiledGraph<S> {
             Some(values) => vec![update_from_object(&self.inner.spec.initial, values)?],
         };
         self.update_state(config, updates, as_node).await
+    }
+
+    async fn bulk_update_state_json(
+        &self,
+        config: &RunnableConfig,
+        supersteps: Vec<Vec<JsonStateUpdate>>,
+    ) -> GraphResult<CheckpointConfig> {
+        let typed = supersteps
+            .into_iter()
+            .map(|superstep| {
+                superstep
+                    .into_iter()
+                    .map(|update| {
+                        let updates = match update.values {
+                            None | Some(Value::Null) => Vec::new(),
+                            Some(values) => vec![update_from_object(&self.inner.spec.initial, values)?],
+                        };
+                        Ok(crate::state_api::StateUpdate { as_node: update.as_node, updates })
+                    })
+                    .collect::<GraphResult<Vec<_>>>()
+            })
+            .collect::<GraphResult<Vec<_>>>()?;
+        self.bulk_update_state(config, typed).await
     }
 }
 

@@ -113,6 +113,38 @@ async fn update_state_json_writes_as_a_node_and_lists_pairs_as_updates() {
 }
 
 #[tokio::test]
+async fn bulk_update_state_json_makes_one_checkpoint_per_superstep() {
+    let graph = graph().erase().with_checkpointer(Some(Arc::new(InMemorySaver::new())));
+    let config = thread("t-bulk");
+    let update =
+        |values: Value, node: &str| JsonStateUpdate { values: Some(values), as_node: Some(node.into()) };
+    graph
+        .bulk_update_state_json(
+            &config,
+            vec![
+                vec![update(json!({"items": ["p"], "count": 1}), "a")],
+                vec![update(json!({"items": ["q"]}), "a"), update(json!({"items": ["r"]}), "ask")],
+            ],
+        )
+        .await
+        .unwrap();
+    let state = graph.get_state_json(&config, false).await.unwrap();
+    assert_eq!(
+        (state.values["items"].clone(), state.values["count"].clone()),
+        (json!(["p", "q", "r"]), json!(1))
+    );
+    let history = graph.get_state_history_json(&config, ListOptions::default()).await.unwrap();
+    assert_eq!(history.len(), 2, "one checkpoint per superstep");
+
+    let nameless = JsonStateUpdate { values: Some(json!({"items": ["x"]})), as_node: None };
+    let bad = graph.bulk_update_state_json(&config, vec![vec![nameless.clone(), nameless]]).await;
+    assert!(matches!(bad, Err(GraphError::AsNodeRequired)), "{bad:?}");
+    let bad = graph.bulk_update_state_json(&config, vec![vec![update(json!([1]), "a")]]).await;
+    assert!(matches!(bad, Err(GraphError::Serialization(_))), "{bad:?}");
+    assert!(graph.bulk_update_state_json(&config, Vec::new()).await.is_err(), "nothing to apply");
+}
+
+#[tokio::test]
 async fn an_input_that_is_not_an_object_is_an_error_and_a_bad_write_is_the_streams_only_item() {
     assert!(
         matches!(JsonInput::from_json(json!([1])), Err(GraphError::Serialization(m)) if m.contains("expected dict"))

@@ -13,7 +13,7 @@ use weft_graph::erased::ErasedGraph;
 
 use super::body::read;
 use super::guard::{Access, Caller};
-use super::reply::{empty, ok, page};
+use super::reply::{empty, ok, selected_page};
 use super::requests::{
     ASSISTANT_CREATE, ASSISTANT_PATCH, ASSISTANT_SEARCH, AssistantCreate, AssistantPatch, AssistantSearch,
     LATEST, Latest, VERSIONS, Versions,
@@ -259,7 +259,7 @@ pub(crate) async fn search(State(app): AppState, caller: Caller, body: Body) -> 
     let limit = usize::try_from(search.limit.unwrap_or(10)).unwrap_or(0);
     let total = found.len();
     let items: Vec<Assistant> = found.into_iter().skip(offset).take(limit).collect();
-    Ok(page(&items, total, offset))
+    Ok(selected_page(&items, search.select.as_deref(), total, offset))
 }
 
 /// `POST /assistants/count`.

@@ -19,6 +19,11 @@ use crate::error::{ApiError, ApiResult};
 pub(crate) struct Caller(Option<Arc<User>>);
 
 impl Caller {
+    /// A caller authenticated as `user` (a cron's owner, when the cron makes its runs).
+    pub(crate) fn new(user: User) -> Self {
+        Self(Some(Arc::new(user)))
+    }
+
     /// The user, when the server authenticates.
     pub(crate) fn user(&self) -> Option<&User> {
         self.0.as_deref()

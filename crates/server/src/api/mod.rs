@@ -13,6 +13,7 @@ mod runs;
 mod sse;
 mod state;
 mod store;
+mod thread_stream;
 mod threads;
 pub(crate) mod validate;
 
@@ -140,6 +141,7 @@ pub(crate) fn routes() -> Vec<Route> {
             .patch("Update a thread's metadata", threads::patch)
             .delete("Delete a thread", threads::delete),
         Route::new("/threads/{thread_id}/copy").post("Copy a thread", threads::copy),
+        Route::new("/threads/{thread_id}/stream").get("Join a thread's stream", thread_stream::stream),
         Route::new("/threads/{thread_id}/state")
             .get("A thread's latest state", state::get)
             .post("Update a thread's state", state::update),

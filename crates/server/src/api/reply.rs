@@ -37,6 +37,31 @@ pub(crate) fn with_header(mut response: Response, name: &'static str, value: &st
     response
 }
 
+/// A page of `items` with only the `select`ed fields of each (every field without a selection).
+pub(crate) fn selected_page<T: Serialize>(
+    items: &[T],
+    select: Option<&[String]>,
+    total: usize,
+    offset: usize,
+) -> Response {
+    let Some(select) = select.filter(|s| !s.is_empty()) else { return page(items, total, offset) };
+    let picked: Vec<serde_json::Value> = items
+        .iter()
+        .map(|item| match serde_json::to_value(item) {
+            Ok(serde_json::Value::Object(mut map)) => {
+                map.retain(|k, _| select.contains(k));
+                serde_json::Value::Object(map)
+            }
+            Ok(other) => other,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot encode a response");
+                serde_json::Value::Null
+            }
+        })
+        .collect();
+    page(&picked, total, offset)
+}
+
 /// A list with LangGraph's `x-pagination-total` header (`x-pagination-next` when more follow).
 pub(crate) fn page<T: Serialize>(items: &[T], total: usize, offset: usize) -> Response {
     let response = with_header(ok(items), "x-pagination-total", &total.to_string());

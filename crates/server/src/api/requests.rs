@@ -104,7 +104,65 @@ pub(crate) struct ThreadCreate {
     pub(crate) thread_id: Option<String>,
     pub(crate) metadata: Option<Map<String, Value>>,
     pub(crate) if_exists: Option<String>,
+    pub(crate) supersteps: Option<Vec<Superstep>>,
 }
+
+/// One superstep of a thread made with `supersteps`: its updates, applied together.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Superstep {
+    pub(crate) updates: Vec<SuperstepUpdate>,
+}
+
+/// An update of a superstep: values written as a node (or a command, which weft does not take yet).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct SuperstepUpdate {
+    pub(crate) values: Option<Value>,
+    pub(crate) command: Option<Value>,
+    pub(crate) as_node: Option<String>,
+}
+
+/// The fields a thread search may select, in LangGraph's order.
+pub(crate) const THREAD_FIELDS: &[&str] = &[
+    "thread_id",
+    "created_at",
+    "updated_at",
+    "state_updated_at",
+    "metadata",
+    "config",
+    "status",
+    "values",
+    "interrupts",
+];
+
+/// The fields an assistant search may select, in LangGraph's order.
+pub(crate) const ASSISTANT_FIELDS: &[&str] = &[
+    "assistant_id",
+    "graph_id",
+    "name",
+    "description",
+    "config",
+    "context",
+    "created_at",
+    "updated_at",
+    "metadata",
+    "version",
+];
+
+/// The fields a listing of a thread's runs may select, in LangGraph's order.
+pub(crate) const RUN_FIELDS: &[&str] = &[
+    "run_id",
+    "thread_id",
+    "assistant_id",
+    "created_at",
+    "updated_at",
+    "status",
+    "metadata",
+    "kwargs",
+    "multitask_strategy",
+    "langsmith_session_name",
+];
 
 /// `POST /threads/search` and `/threads/count`.
 pub(crate) const THREAD_SEARCH: Schema = Schema {
@@ -119,6 +177,7 @@ pub(crate) const THREAD_SEARCH: Schema = Schema {
         ("sort_by", Rule::Enum(&["thread_id", "status", "created_at", "updated_at"], true)),
         ("sort_order", SORT_ORDER),
         ("ids", ARRAY),
+        ("select", Rule::Items(THREAD_FIELDS)),
     ],
 };
 
@@ -134,6 +193,7 @@ pub(crate) struct ThreadSearch {
     pub(crate) sort_by: Option<String>,
     pub(crate) sort_order: Option<String>,
     pub(crate) ids: Option<Vec<String>>,
+    pub(crate) select: Option<Vec<String>>,
 }
 
 /// `PATCH /threads/{id}`.
@@ -287,6 +347,7 @@ pub(crate) const ASSISTANT_SEARCH: Schema = Schema {
         ("offset", INTEGER),
         ("sort_by", Rule::Enum(&["assistant_id", "graph_id", "name", "created_at", "updated_at"], true)),
         ("sort_order", SORT_ORDER),
+        ("select", Rule::Items(ASSISTANT_FIELDS)),
     ],
 };
 
@@ -301,6 +362,7 @@ pub(crate) struct AssistantSearch {
     pub(crate) offset: Option<i64>,
     pub(crate) sort_by: Option<String>,
     pub(crate) sort_order: Option<String>,
+    pub(crate) select: Option<Vec<String>>,
 }
 
 /// `POST /assistants/{id}/versions`.

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::body::read;
 use super::guard::{Access, Caller};
 use super::reply::{empty, ok, with_header};
-use super::requests::{RUN_STATEFUL, RUN_STATELESS, RUNS_CANCEL, RunCreate, RunsCancel};
+use super::requests::{RUN_FIELDS, RUN_STATEFUL, RUN_STATELESS, RUNS_CANCEL, RunCreate, RunsCancel};
 use super::sse;
 use crate::app::{App, require_uuid};
 use crate::auth::{Action, Resource};
@@ -242,14 +242,33 @@ pub(crate) async fn get(
     Ok(ok(&existing_run(&app, &caller, Action::Read, &thread_id, &run_id).await?.run))
 }
 
-/// `GET /threads/{thread_id}/runs`: newest first, `limit` (10) and `offset`, optionally by `status`.
+/// A `select` of fields that are not all `allowed`: LangGraph's `422`, its text as Python writes it.
+fn check_columns(select: &[String], allowed: &[&str]) -> ApiResult<()> {
+    let quoted =
+        |items: &mut dyn Iterator<Item = &str>| -> Vec<String> { items.map(|s| format!("'{s}'")).collect() };
+    let wrong = quoted(&mut select.iter().map(String::as_str).filter(|f| !allowed.contains(f)));
+    if wrong.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::unprocessable(format!(
+        "Invalid select columns: [{}]. Expected: {{{}}}",
+        wrong.join(", "),
+        quoted(&mut allowed.iter().copied()).join(", ")
+    )))
+}
+
+/// `GET /threads/{thread_id}/runs`: newest first, `limit` (10) and `offset`, optionally by `status`;
+/// `select` (repeated) picks fields.
 pub(crate) async fn list(
     State(app): AppState,
     caller: Caller,
     Path(thread_id): Path<String>,
-    Query(query): Query<HashMap<String, String>>,
+    Query(pairs): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
     require_uuid(&thread_id, "thread")?;
+    let select: Vec<String> = pairs.iter().filter(|(k, _)| k == "select").map(|(_, v)| v.clone()).collect();
+    check_columns(&select, RUN_FIELDS)?;
+    let query: HashMap<String, String> = pairs.into_iter().collect();
     let number = |key: &str, default: usize| -> ApiResult<usize> {
         query
             .get(key)
@@ -271,7 +290,20 @@ pub(crate) async fn list(
         .collect();
     runs.sort_by(|a, b| (&b.created_at, &b.run_id).cmp(&(&a.created_at, &a.run_id)));
     let page: Vec<_> = runs.into_iter().skip(offset).take(limit).collect();
-    Ok(ok(&page))
+    if select.is_empty() {
+        return Ok(ok(&page));
+    }
+    let picked: Vec<Value> = page
+        .iter()
+        .map(|run| {
+            let mut value = serde_json::to_value(run).unwrap_or(Value::Null);
+            if let Value::Object(map) = &mut value {
+                map.retain(|k, _| select.contains(k));
+            }
+            value
+        })
+        .collect();
+    Ok(ok(&picked))
 }
 
 /// `GET /threads/{thread_id}/runs/{run_id}/join`.

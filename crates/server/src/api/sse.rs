@@ -34,7 +34,7 @@ impl Drop for Disconnect {
 }
 
 /// One event as SSE text.
-fn frame(event: &Event, with_id: bool) -> String {
+pub(crate) fn frame(event: &Event, with_id: bool) -> String {
     let mut out = String::with_capacity(event.name.len() + event.data.len() + 40);
     out.push_str("event: ");
     out.push_str(&event.name);
@@ -109,16 +109,23 @@ pub(crate) fn events(
     };
     let stream = futures::stream::unfold(state, |mut state| async move {
         let text = state.next().await?;
-        Some((Ok::<_, Infallible>(text), state))
+        Some((text, state))
     });
+    let response = streamed(stream);
+    let response = with_header(response, "location", location);
+    with_header(response, "content-location", content_location)
+}
+
+/// An SSE response of `texts` (frames and heartbeats).
+pub(crate) fn streamed(texts: impl futures::Stream<Item = String> + Send + 'static) -> Response {
+    let stream = texts.map(Ok::<_, Infallible>);
     let mut response = Response::new(Body::from_stream(stream.boxed()));
     *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    let response = with_header(response, "location", location);
-    with_header(response, "content-location", content_location)
+    response
 }
 
 /// A `/wait` or `/join` response: a newline every `keep_alive` until the run ends, then `answer()` as

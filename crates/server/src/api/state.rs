@@ -181,8 +181,19 @@ pub(crate) async fn update(
     };
     let saved = graph.update_state_json(&config, values, body.as_node.as_deref()).await?;
     settle_thread(&app, &thread_id).await?;
+    announce(&app, &thread_id, graph.as_ref()).await?;
     let address = checkpoint_address(&saved);
     Ok(ok(&json!({"checkpoint": address, "configurable": address, "checkpoint_id": saved.checkpoint_id})))
+}
+
+/// Tells the thread's listeners (`GET /threads/{id}/stream`) its state was written: LangGraph's
+/// `state_update`, with the state as `GET /threads/{id}/state` shows it.
+pub(crate) async fn announce(app: &App, thread_id: &str, graph: &dyn ErasedGraph) -> ApiResult<()> {
+    if app.thread_taps.is_heard(thread_id) {
+        let snapshot = graph.get_state_json(&thread_config(thread_id), false).await?;
+        super::thread_stream::state_updated(app, thread_id, thread_state(&snapshot));
+    }
+    Ok(())
 }
 
 async fn history(app: &App, caller: &Caller, thread_id: &str, query: History) -> ApiResult<Response> {

@@ -10,28 +10,26 @@ use serde_json::{Map, Value, json};
 
 use super::body::read;
 use super::guard::{Access, Caller};
-use super::reply::{empty, ok, page};
+use super::reply::{empty, ok, selected_page};
 use super::requests::{
-    THREAD_CREATE, THREAD_PATCH, THREAD_PRUNE, THREAD_SEARCH, ThreadCreate, ThreadPatch, ThreadPrune,
-    ThreadSearch,
+    Superstep, THREAD_CREATE, THREAD_PATCH, THREAD_PRUNE, THREAD_SEARCH, ThreadCreate, ThreadPatch,
+    ThreadPrune, ThreadSearch,
 };
 use crate::app::{App, contains, new_id, now, object, require_uuid};
 use crate::auth::{Action, Resource};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{Thread, ThreadStatus};
 use crate::runs::CancelAction;
+use crate::runs::settle::{settle_thread, thread_config};
 use crate::storage::Change;
+use weft_graph::erased::JsonStateUpdate;
 
 type AppState = State<Arc<App>>;
 
 /// `POST /threads`.
 pub(crate) async fn create(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
-    let (mut body, raw) = read::<ThreadCreate>(body, app.limits.body_bytes, &THREAD_CREATE).await?;
-    if raw.get("supersteps").and_then(Value::as_array).is_some_and(|s| !s.is_empty()) {
-        return Err(ApiError::unprocessable(
-            "Creating a thread with supersteps is not supported by weft-server yet: create the thread, run it              once, then write its state with POST /threads/{thread_id}/state",
-        ));
-    }
+    let (mut body, _) = read::<ThreadCreate>(body, app.limits.body_bytes, &THREAD_CREATE).await?;
+    let supersteps = supersteps(body.supersteps.take().unwrap_or_default())?;
     if let Some(id) = &body.thread_id {
         require_uuid(id, "thread")?;
     }
@@ -60,7 +58,71 @@ pub(crate) async fn create(State(app): AppState, caller: Caller, body: Body) -> 
         interrupts: Map::new(),
     };
     records.commit(vec![Change::Thread(thread.clone())]).await?;
-    Ok(ok(&thread))
+    drop(records);
+    if supersteps.is_empty() {
+        return Ok(ok(&thread));
+    }
+    apply_supersteps(&app, &caller, &thread, supersteps).await?;
+    Ok(ok(&app.thread(&thread.thread_id).await?))
+}
+
+/// The `supersteps` of a new thread as updates; a `422` for a command (not taken yet).
+fn supersteps(given: Vec<Superstep>) -> ApiResult<Vec<Vec<JsonStateUpdate>>> {
+    given
+        .into_iter()
+        .map(|superstep| {
+            superstep
+                .updates
+                .into_iter()
+                .map(|update| match update.command.filter(|c| !c.is_null()) {
+                    Some(_) => Err(ApiError::unprocessable(
+                        "Commands in supersteps are not supported by weft-server yet: write values as a node",
+                    )),
+                    None => Ok(JsonStateUpdate { values: update.values, as_node: update.as_node }),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Applies a new thread's supersteps as `update_state` calls of its graph (the `graph_id` of its metadata),
+/// one checkpoint each, then settles the thread (its values, status and interrupts) as LangGraph does. A
+/// thread with no graph stays made: LangGraph's answer is then a `201` saying what went wrong.
+async fn apply_supersteps(
+    app: &Arc<App>,
+    caller: &Caller,
+    thread: &Thread,
+    supersteps: Vec<Vec<JsonStateUpdate>>,
+) -> ApiResult<()> {
+    let thread_id = &thread.thread_id;
+    let problem = |detail: String| {
+        ApiError::new(
+            StatusCode::CREATED,
+            format!("Thread {thread_id} was created, but there were problems updating the state: {detail}"),
+        )
+    };
+    let mut value = json!({"thread_id": thread_id});
+    let access = app.authorize(caller, Resource::Threads, Action::Update, &mut value).await?;
+    if !access.allows(&thread.metadata) {
+        return Err(problem("Forbidden".to_owned()));
+    }
+    let graph = match thread.graph_id() {
+        None => {
+            return Err(problem(format!(
+                "Thread '{thread_id}' has no assigned graph ID. This usually occurs when no runs have been made on \
+                 this particular thread. This operation requires a graph ID. Please ensure a run has been made for the \
+                 thread or manually update the thread metadata (by setting the 'graph_id' field) before running this \
+                 operation."
+            )));
+        }
+        Some(id) => match app.graphs.get(id) {
+            Some(graph) => Arc::clone(&graph.stateful),
+            None => return Err(problem(format!("Graph '{id}' not found"))),
+        },
+    };
+    graph.bulk_update_state_json(&thread_config(thread_id), supersteps).await?;
+    settle_thread(app, thread_id).await?;
+    super::state::announce(app, thread_id, graph.as_ref()).await
 }
 
 /// `GET /threads/{thread_id}`.
@@ -190,7 +252,7 @@ pub(crate) async fn search(State(app): AppState, caller: Caller, body: Body) -> 
     let limit = usize::try_from(search.limit.unwrap_or(10)).unwrap_or(0);
     let total = threads.len();
     let items: Vec<Thread> = threads.into_iter().skip(offset).take(limit).collect();
-    Ok(page(&items, total, offset))
+    Ok(selected_page(&items, search.select.as_deref(), total, offset))
 }
 
 /// `POST /threads/count`.

@@ -56,6 +56,8 @@ pub(crate) enum Rule {
     Enum(&'static [&'static str], bool),
     /// Passes one of these checks (`anyOf`): reported as a whole.
     AnyOf(fn(&Value) -> bool),
+    /// A list of these strings (a search's `select`), or null.
+    Items(&'static [&'static str]),
 }
 
 /// A request body's schema.
@@ -143,6 +145,27 @@ pub(crate) fn check(schema: &Schema, body: &Value) -> Result<(), ApiError> {
                     return Err(failure(enum_message(value, options), "enum", at(), &instance_path, value));
                 }
             }
+            Rule::Items(_) if value.is_null() => {}
+            Rule::Items(_) if !value.is_array() => {
+                return Err(failure(types_message(value, &[Ty::Array]), "type", at(), &instance_path, value));
+            }
+            Rule::Items(options) => {
+                let items = value.as_array().map(Vec::as_slice).unwrap_or_default();
+                let wrong = items
+                    .iter()
+                    .enumerate()
+                    .find(|(_, item)| !item.as_str().is_some_and(|s| options.contains(&s)));
+                if let Some((i, item)) = wrong {
+                    let at = format!("{}[\"items\"]", at());
+                    return Err(failure(
+                        enum_message(item, options),
+                        "enum",
+                        at,
+                        &format!("{instance_path}[{i}]"),
+                        item,
+                    ));
+                }
+            }
             Rule::AnyOf(test) if !test(value) => {
                 let message = format!(
                     "{} is not valid under any of the schemas listed in the 'anyOf' keyword",
@@ -169,6 +192,7 @@ mod tests {
             ("value", Rule::Types(&[Ty::Object])),
             ("prefix", Rule::Types(&[Ty::Array, Ty::Null])),
             ("status", Rule::Enum(&["idle", "busy", "interrupted", "error"], false)),
+            ("select", Rule::Items(&["a", "b", "c"])),
         ],
     };
 
@@ -190,5 +214,13 @@ mod tests {
         let e = check(&S, &json!([1, 2])).unwrap_err();
         assert!(e.detail.starts_with("[1,2] is not of type \"object\""), "{}", e.detail);
         assert!(check(&S, &json!({"value": {}, "prefix": null})).is_ok());
+        let e = check(&S, &json!({"value": {}, "select": ["a", "x"]})).unwrap_err();
+        assert_eq!(
+            e.detail,
+            "\"x\" is not one of \"a\", \"b\" or 1 other candidates\n\nFailed validating \"enum\" in schema[\"properties\"][\"select\"][\"items\"]\n\nOn instance[\"select\"][1]:\n    \"x\""
+        );
+        let e = check(&S, &json!({"value": {}, "select": "a"})).unwrap_err();
+        assert!(e.detail.starts_with("\"a\" is not of type \"array\""), "{}", e.detail);
+        assert!(check(&S, &json!({"value": {}, "select": ["c", "a"]})).is_ok());
     }
 }

@@ -1,6 +1,6 @@
 //! Static credentials ([`crate::ServerBuilder::api_keys`], [`crate::ServerBuilder::bearer_tokens`]): API keys
-//! and bearer tokens that stand for users, each user seeing only the threads (with their runs) and the
-//! assistants it made.
+//! and bearer tokens that stand for users, each user seeing only the threads (with their runs), the
+//! assistants and the crons it made.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -80,7 +80,7 @@ impl Auth for StaticCredentials {
             // The store is shared by every user (LangGraph's servers share it too unless a handler
             // rewrites namespaces).
             Resource::Store => Ok(None),
-            Resource::Threads => {
+            Resource::Threads | Resource::Crons => {
                 if matches!(ctx.action, Action::Create | Action::CreateRun | Action::Update) {
                     stamp_owner(value, owner);
                 }
@@ -113,6 +113,11 @@ mod tests {
         let ctx = AuthContext { user: &alice, resource: Resource::Assistants, action: Action::Read };
         let filter = keys.authorize(&ctx, &mut json!({})).await.unwrap().unwrap();
         assert!(filter.matches(json!({"created_by": "system"}).as_object().unwrap()));
+        assert!(!filter.matches(json!({"owner": "bob"}).as_object().unwrap()));
+        let ctx = AuthContext { user: &alice, resource: Resource::Crons, action: Action::Create };
+        let mut value = json!({"schedule": "* * * * *"});
+        let filter = keys.authorize(&ctx, &mut value).await.unwrap().unwrap();
+        assert_eq!(value["metadata"], json!({"owner": "alice"}));
         assert!(!filter.matches(json!({"owner": "bob"}).as_object().unwrap()));
         let ctx = AuthContext { user: &alice, resource: Resource::Store, action: Action::Put };
         assert!(keys.authorize(&ctx, &mut json!({})).await.unwrap().is_none());

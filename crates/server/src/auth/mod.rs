@@ -77,7 +77,7 @@ impl User {
     }
 }
 
-/// What an action is on (LangGraph's resources; `crons` are not served yet).
+/// What an action is on (LangGraph's resources).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Resource {
@@ -87,25 +87,28 @@ pub enum Resource {
     Assistants,
     /// The store.
     Store,
+    /// Crons, and the runs they make (made as the cron's owner, each authorized as a thread's run).
+    Crons,
 }
 
 impl Resource {
-    /// LangGraph's name: `threads`, `assistants`, `store`.
+    /// LangGraph's name: `threads`, `assistants`, `store`, `crons`.
     pub fn as_str(self) -> &'static str {
         match self {
             Resource::Threads => "threads",
             Resource::Assistants => "assistants",
             Resource::Store => "store",
+            Resource::Crons => "crons",
         }
     }
 }
 
-/// What is done (LangGraph's actions). Threads and assistants see `Create`, `Read`, `Update`, `Delete`,
-/// `Search` (threads also `CreateRun`); the store sees `Put`, `Get`, `Delete`, `Search`, `ListNamespaces`.
+/// What is done (LangGraph's actions). Threads, assistants and crons see `Create`, `Read`, `Update`,
+/// `Delete`, `Search` (threads also `CreateRun`); the store sees `Put`, `Get`, `Delete`, `Search`, `ListNamespaces`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Action {
-    /// A thread or an assistant is made (the value has its `metadata`, which may be changed).
+    /// A thread, an assistant or a cron is made (the value has its `metadata`, which may be changed).
     Create,
     /// A run is made on a thread (the value has the run's `metadata`, also the new thread's).
     CreateRun,

@@ -16,6 +16,7 @@ use self::schedule::Schedule;
 use crate::api::guard::Caller;
 use crate::api::requests::RunCreate;
 use crate::app::{App, now, object};
+use crate::auth::User;
 use crate::model::Cron;
 use crate::storage::Change;
 
@@ -137,14 +138,22 @@ async fn advance(app: &Arc<App>, cron: &Cron, now: SystemTime) -> bool {
     }
 }
 
-/// Makes one run of the cron.
+/// Who a cron's runs are made as: its owner (LangGraph's user of that identity, without permissions), or
+/// nobody on a server without authentication or for a cron made without it.
+fn owner(app: &App, cron: &Cron) -> Caller {
+    match cron.user_id.as_deref().filter(|id| !id.is_empty()) {
+        Some(identity) if app.auth.is_some() => Caller::new(User::new(identity)),
+        _ => Caller::default(),
+    }
+}
+
+/// Makes one run of the cron, as its owner: authorized as the owner's run, on a thread it owns.
 async fn fire(app: &Arc<App>, cron: &Cron) -> Result<String, String> {
     let request = run_request(cron).map_err(|e| format!("the cron's payload is not a run request: {e}"))?;
+    let caller = owner(app, cron);
     let created = match &cron.thread_id {
-        Some(thread_id) => {
-            crate::runs::create(app, &Caller::default(), Some(thread_id), request, false, false).await
-        }
-        None => crate::runs::create(app, &Caller::default(), None, request, true, false).await,
+        Some(thread_id) => crate::runs::create(app, &caller, Some(thread_id), request, false, false).await,
+        None => crate::runs::create(app, &caller, None, request, true, false).await,
     }
     .map_err(|e| e.detail)?;
     crate::runs::schedule(app, &created.record.run.thread_id);
@@ -210,7 +219,7 @@ pub(crate) fn new_record(
         cron_id,
         assistant_id,
         thread_id,
-        // The user of a server without authentication, as LangGraph writes it.
+        // The user of a server without authentication, as LangGraph writes it (the route sets the caller's).
         user_id: Some(String::new()),
         end_time,
         schedule: request.schedule.clone(),

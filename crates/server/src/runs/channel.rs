@@ -18,6 +18,15 @@ pub(crate) struct Event {
     pub(crate) data: String,
 }
 
+/// Which kept events a listener replays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Replay {
+    /// Those whose id comes after `(ms, seq)`.
+    After((i128, i128)),
+    /// All but the first n.
+    Skip(usize),
+}
+
 /// How a cancel asks the run to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CancelAction {
@@ -108,9 +117,31 @@ pub(crate) struct RunChannel {
     done: watch::Sender<bool>,
 }
 
+/// The milliseconds since the epoch.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// An id for an event published outside a run's channel: `<ms>-0`, now.
+pub(crate) fn id_now() -> String {
+    format!("{}-0", now_ms())
+}
+
+/// The id following both `after` (an id given before, if any) and now: `<ms>-0` now, or the next
+/// sequence number of `after`'s millisecond when that is not past yet.
+pub(crate) fn id_after(after: Option<&str>) -> String {
+    let now = i128::from(now_ms());
+    match after.and_then(parse_id) {
+        Some((ms, seq)) if ms >= now => format!("{ms}-{}", seq + 1),
+        _ => format!("{now}-0"),
+    }
+}
+
 /// An event id as `(ms, seq)`: `<ms>-<seq>`, or a plain integer `n` (LangGraph's index form: events after
 /// the n-th, so `-1` replays everything).
-fn parse_id(id: &str) -> Option<(i128, i128)> {
+pub(crate) fn parse_id(id: &str) -> Option<(i128, i128)> {
     match id.split_once('-') {
         Some((ms, seq)) if !ms.is_empty() => Some((ms.parse().ok()?, seq.parse().ok()?)),
         _ => None,
@@ -186,7 +217,7 @@ impl RunChannel {
             return Arc::new(Event { id: String::new(), name, data });
         }
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let ms = now_ms();
         let (last_ms, last_seq) = state.last;
         state.last = if ms > last_ms { (ms, 0) } else { (last_ms, last_seq + 1) };
         let event =
@@ -201,23 +232,30 @@ impl RunChannel {
     /// Listens from now on, after replaying the kept events that come after `last_event_id` (none without
     /// one).
     pub(crate) fn subscribe(&self, last_event_id: Option<&str>) -> Subscription {
+        let after = last_event_id.map(|id| match (parse_id(id), id.trim().parse::<i64>()) {
+            (Some(after), _) => Replay::After(after),
+            (None, Ok(index)) => Replay::Skip(usize::try_from(index.saturating_add(1)).unwrap_or(0)),
+            (None, Err(_)) => Replay::Skip(usize::MAX),
+        });
+        self.subscribe_from(after)
+    }
+
+    /// Listens from now on, after replaying the kept events `replay` picks (none without one).
+    pub(crate) fn subscribe_from(&self, replay: Option<Replay>) -> Subscription {
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let after = last_event_id.and_then(parse_id);
-        let replay = match last_event_id {
+        let after = match &replay {
+            Some(Replay::After(after)) => Some(*after),
+            _ => None,
+        };
+        let replay = match replay {
             None => Vec::new(),
-            Some(id) => match (parse_id(id), id.trim().parse::<i64>()) {
-                (Some(after), _) => state
-                    .kept
-                    .iter()
-                    .filter(|e| parse_id(&e.id).is_some_and(|own| own > after))
-                    .cloned()
-                    .collect(),
-                (None, Ok(index)) => {
-                    let skip = usize::try_from(index.saturating_add(1)).unwrap_or(0);
-                    state.kept.iter().skip(skip).cloned().collect()
-                }
-                (None, Err(_)) => Vec::new(),
-            },
+            Some(Replay::After(after)) => state
+                .kept
+                .iter()
+                .filter(|e| parse_id(&e.id).is_some_and(|own| own > after))
+                .cloned()
+                .collect(),
+            Some(Replay::Skip(skip)) => state.kept.iter().skip(skip).cloned().collect(),
         };
         let live = if state.finished {
             None

@@ -7,6 +7,7 @@ mod exec;
 pub(crate) mod modes;
 pub(crate) mod result;
 pub(crate) mod settle;
+pub(crate) mod taps;
 pub(crate) mod wire;
 
 use std::sync::Arc;
@@ -257,6 +258,8 @@ pub(crate) async fn create(
     records.commit(vec![Change::Thread(thread), Change::Run(Box::new(record.clone()))]).await?;
     let channel = app.channels.open(&run_id, record.run.kwargs.resumable);
     let subscription = subscribe.then(|| channel.subscribe(None));
+    // The thread's listeners hear of the run before a worker can start it.
+    app.thread_taps.run_made(&thread_id, &run_id, &channel);
     drop(records);
     if matches!(strategy.as_str(), "interrupt" | "rollback") && !inflight.is_empty() {
         let action = if strategy == "rollback" { CancelAction::Rollback } else { CancelAction::Interrupt };
