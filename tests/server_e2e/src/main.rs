@@ -34,7 +34,8 @@ async fn main() -> ExitCode {
             .graph("chat", graphs::chat()?)
             .graph("nested", graphs::nested()?)
             .graph("slow", graphs::slow()?)
-            .graph("fail", graphs::fail()?);
+            .graph("fail", graphs::fail()?)
+            .graph("three", graphs::three()?);
         let builder = match db {
             Some(path) => builder.sqlite(path),
             None => builder.in_memory(),
