@@ -33,7 +33,11 @@ use workloads::{Figures, NAMES, Params};
 
 const USAGE: &str = "\
 usage: weft-bench-server --weft-bin PATH [--langgraph-bin PATH --graphs DIR] [--only NAME[,NAME...]]
-                         [--quick] [--langgraph-paused N] [--list]";
+                         [--quick] [--langgraph-paused N] [--connections N] [--seconds S] [--list]
+
+  --langgraph-paused N  threads server_paused_10k pauses on langgraph dev (10000)
+  --connections N       connections of server_runs_per_s (8)
+  --seconds S           how long server_runs_per_s runs (weft 10, langgraph 30)";
 
 /// The parsed command line.
 #[derive(Debug, Default)]
@@ -44,6 +48,8 @@ struct Args {
     only: Vec<String>,
     quick: bool,
     langgraph_paused: Option<usize>,
+    connections: Option<usize>,
+    seconds: Option<f64>,
     list: bool,
 }
 
@@ -64,6 +70,10 @@ fn parse(args: &[String]) -> Result<Args, String> {
                 parsed.langgraph_paused =
                     Some(value(arg)?.parse().map_err(|e| format!("--langgraph-paused: {e}"))?)
             }
+            "--connections" => {
+                parsed.connections = Some(value(arg)?.parse().map_err(|e| format!("--connections: {e}"))?)
+            }
+            "--seconds" => parsed.seconds = Some(value(arg)?.parse().map_err(|e| format!("--seconds: {e}"))?),
             "--list" => parsed.list = true,
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
@@ -195,10 +205,12 @@ async fn run(args: Args) -> Result<bool, String> {
     if let Some(langgraph) = &args.langgraph {
         servers::require_file(langgraph, "langgraph")?;
     }
+    // Absolute: `langgraph dev` runs in a folder of its own.
+    let absolute = |path: PathBuf| std::path::absolute(&path).map_err(|e| format!("{}: {e}", path.display()));
     let programs = Programs {
-        weft,
-        langgraph: args.langgraph.clone(),
-        python_graphs: args.graphs.clone().unwrap_or_default(),
+        weft: absolute(weft)?,
+        langgraph: args.langgraph.clone().map(absolute).transpose()?,
+        python_graphs: args.graphs.clone().map(absolute).transpose()?.unwrap_or_default(),
     };
     let mut sides = vec![Side::Weft];
     if programs.langgraph.is_some() {
@@ -212,7 +224,14 @@ async fn run(args: Args) -> Result<bool, String> {
         let mut line = json!({"workload": name, "what": what(name), "quick": args.quick});
         let mut results: Vec<Option<Figures>> = Vec::new();
         for &side in &sides {
-            let params = params(side, args.quick, args.langgraph_paused);
+            let mut params = params(side, args.quick, args.langgraph_paused);
+            if let Some(connections) = args.connections {
+                params.throughput_connections = connections.max(1);
+            }
+            if let Some(seconds) = args.seconds {
+                params.throughput_time =
+                    Duration::try_from_secs_f64(seconds).map_err(|e| format!("--seconds: {e}"))?;
+            }
             let result = measure(name, side, &programs, &params).await;
             let value = match &result {
                 Ok(figures) => Value::Object(figures.clone()),
