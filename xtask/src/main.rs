@@ -44,7 +44,7 @@ tasks:
                  doc, examples, bench (services starts PostgreSQL and Redis when CI is set, else only checks them; llm
                  builds llama-server and fetches the test models into the cache when
                  missing; bench runs every benchmark workload once, checked, in the debug
-                 profile)
+                 profile, then the server workloads against weft with a few checked runs each)
   bench [--server] [--only NAME[,NAME]] [--quick] [--compare]
                  build the benchmarks in release mode and run each workload in its own
                  process (one JSON line each, saved under target/bench/); --quick: one
@@ -64,7 +64,8 @@ tasks:
                  run the server suite (tests/server_e2e): every test (or the named ones)
                  with the official langgraph-sdk against weft-server and against
                  langgraph dev (both pinned in a venv under target/server-e2e, made when
-                 missing), side by side
+                 missing), side by side; with the JS SDK check (tests/server_e2e/js, npm ci
+                 into target/server-e2e/js)
   fakellm        install fakellm (the openai tests' scripted server) into
                  target/fakellm-venv when missing; print the WEFT_FAKELLM_BIN to export
   services       make sure PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) are up
