@@ -98,8 +98,7 @@ impl Conn {
         let mut body = response.into_body();
         if !status.is_success() {
             let bytes = body.collect().await.map(|c| c.to_bytes()).unwrap_or_default();
-            return check_status(status, &Method::POST, path, &bytes)
-                .and(Err(format!("POST {path}: {status}")));
+            return Err(format!("POST {path}: {status}: {}", String::from_utf8_lossy(&bytes)));
         }
         let mut parser = Parser::default();
         let mut events = Vec::new();

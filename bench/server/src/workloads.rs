@@ -271,3 +271,33 @@ async fn paused(server: &Server, threads: usize, connections: usize) -> Result<F
     figures.insert("server_pid".into(), json!(server.pid()));
     Ok(figures)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sse::Event;
+
+    fn streamed(events: &[(&str, &str)]) -> Streamed {
+        Streamed {
+            first_event: Duration::from_millis(1),
+            total: Duration::from_millis(2),
+            events: events
+                .iter()
+                .map(|(n, d)| Event { name: (*n).to_owned(), data: (*d).to_owned() })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_run_passes_only_with_metadata_first_no_error_and_count_three() {
+        let good = [("metadata", "{}"), ("values", r#"{"count":0}"#), ("values", r#"{"count":3}"#)];
+        assert_eq!(check_three(&streamed(&good)), Ok(()));
+        let late = [("values", r#"{"count":3}"#), ("metadata", "{}")];
+        assert!(check_three(&streamed(&late)).unwrap_err().contains("not metadata"));
+        let failed = [("metadata", "{}"), ("values", r#"{"count":3}"#), ("error", r#"{"error":"X"}"#)];
+        assert!(check_three(&streamed(&failed)).unwrap_err().contains("failed"));
+        let short = [("metadata", "{}"), ("values", r#"{"count":2}"#)];
+        assert!(check_three(&streamed(&short)).unwrap_err().contains("expected count 3"));
+        assert!(check_three(&streamed(&[("metadata", "{}")])).unwrap_err().contains("no values"));
+    }
+}

@@ -6,7 +6,6 @@ import asyncio
 import os
 
 JS_DIR = os.environ.get("WEFT_E2E_JS_DIR")
-NODE = os.environ.get("WEFT_E2E_NODE", "node")
 
 
 def available():
@@ -16,7 +15,7 @@ def available():
 
 async def test_js_sdk_streams_tokens_and_resumes_an_interrupt(c, env):
     process = await asyncio.create_subprocess_exec(
-        NODE, "check.mjs", env.url, cwd=JS_DIR, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        "node", "check.mjs", env.url, cwd=JS_DIR, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
     )
     try:
         out, _ = await process.communicate()
