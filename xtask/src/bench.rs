@@ -1,11 +1,12 @@
 //! `cargo xtask bench`: builds `weft-bench` and runs every workload in its own process; `--compare` runs
 //! LangGraph's script beside it (in a virtual environment under the target folder) or, without Python
-//! or network, reads the stored LangGraph baseline, and prints the two side by side.
+//! or network, reads the stored LangGraph baseline, and prints the two side by side. `--server` runs the
+//! server benchmarks instead (`bench/server`: weft-server, and `langgraph dev` with `--compare`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::{exec, pyenv};
+use crate::{exec, pyenv, server_e2e};
 
 /// The LangGraph packages of the baseline (`bench/langgraph/BASELINE.md`), pinned to its versions.
 const LANGGRAPH_PACKAGES: &[&str] = &[
@@ -27,6 +28,8 @@ pub(crate) struct Args {
     pub(crate) quick: bool,
     /// Run or read LangGraph's figures and print the comparison.
     pub(crate) compare: bool,
+    /// The server benchmarks instead of the engine's.
+    pub(crate) server: bool,
 }
 
 /// Parses the arguments after `bench`.
@@ -37,6 +40,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Args, String> {
         match arg.as_str() {
             "--quick" => parsed.quick = true,
             "--compare" => parsed.compare = true,
+            "--server" => parsed.server = true,
             "--only" => {
                 let names = args.next().ok_or("--only needs a workload name")?;
                 parsed.only.extend(names.split(',').filter(|n| !n.is_empty()).map(str::to_owned));
@@ -50,6 +54,9 @@ pub(crate) fn parse(args: &[String]) -> Result<Args, String> {
 /// Runs `cargo xtask bench ARGS`.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let args = parse(args)?;
+    if args.server {
+        return server(&args);
+    }
     let binary = build(Profile::Release)?;
     if args.compare {
         return compare(&binary, &args);
@@ -72,7 +79,59 @@ pub(crate) fn smoke() -> Result<(), String> {
     for line in lines {
         println!("{}", summary(line));
     }
+    outcome.map(drop).map_err(|(_, err)| err)?;
+    server_smoke()
+}
+
+/// `--server`: builds the load client and weft's server of the end-to-end graphs in release mode and runs
+/// the server workloads, with `langgraph dev` from the server suite's venv beside weft when comparing.
+fn server(args: &Args) -> Result<(), String> {
+    exec::run(&mut exec::cargo(&["build", "--release", "-p", "weft-bench-server", "-p", "weft-server-e2e"]))?;
+    let release =
+        target_dir(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from), &exec::root()).join("release");
+    let mut command = server_command(&release, args.quick, &args.only);
+    if args.compare {
+        match server_e2e::python_env() {
+            Ok(python) => {
+                let graphs = exec::root().join("tests").join("server_e2e").join("python");
+                command
+                    .arg("--langgraph-bin")
+                    .arg(python.with_file_name("langgraph"))
+                    .arg("--graphs")
+                    .arg(graphs);
+            }
+            Err(reason) => println!("langgraph dev cannot be run here ({reason}): weft's figures only"),
+        }
+    }
+    let outcome = capture(&mut command, true);
+    let lines = match &outcome {
+        Ok(lines) | Err((lines, _)) => lines,
+    };
+    save(lines, "server.jsonl")?;
     outcome.map(drop).map_err(|(_, err)| err)
+}
+
+/// The command that runs `weft-bench-server` from `dir` (a cargo profile's folder) against the
+/// `weft-server-e2e` beside it.
+fn server_command(dir: &Path, quick: bool, only: &[String]) -> Command {
+    let exe = |name: &str| dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    let mut command = Command::new(exe("weft-bench-server"));
+    command.arg("--weft-bin").arg(exe("weft-server-e2e"));
+    if quick {
+        command.arg("--quick");
+    }
+    if !only.is_empty() {
+        command.arg("--only").arg(only.join(","));
+    }
+    command
+}
+
+/// The server workloads once each against weft, a few checked runs apiece, in the debug build of
+/// [`DEV_BUILD`] (what `cargo xtask ci` runs after the engine's smoke run).
+fn server_smoke() -> Result<(), String> {
+    let debug =
+        target_dir(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from), &exec::root()).join("debug");
+    capture(&mut server_command(&debug, true, &[]), true).map(drop).map_err(|(_, err)| err)
 }
 
 /// One line of the smoke run: the workload and whether it ran and passed its check.
@@ -388,8 +447,14 @@ mod tests {
             parse(&strings(&["--only", "chain100,loop1000", "--quick", "--only", "react10", "--compare"]));
         assert_eq!(
             args.unwrap(),
-            Args { only: strings(&["chain100", "loop1000", "react10"]), quick: true, compare: true }
+            Args {
+                only: strings(&["chain100", "loop1000", "react10"]),
+                quick: true,
+                compare: true,
+                server: false
+            }
         );
+        assert!(parse(&strings(&["--server", "--compare"])).unwrap().server);
     }
 
     #[test]

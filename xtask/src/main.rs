@@ -5,7 +5,8 @@
 //!   header and its duration, stopping at the first failure. Naming stages runs only those.
 //! - `cargo xtask bench [--only NAME] [--quick] [--compare]`: builds the benchmarks in release mode and
 //!   runs each workload of `bench/langgraph/WORKLOADS.md` in its own process, one JSON line each;
-//!   `--compare` puts LangGraph's figures beside them.
+//!   `--compare` puts LangGraph's figures beside them. `--server` runs the server benchmarks
+//!   (`bench/server`) instead, against weft-server and, with `--compare`, `langgraph dev`.
 //! - `cargo xtask langgraph-diff [SCENARIO...]`: the differential suite of `tests/langgraph_diff/`: each
 //!   scenario run against LangGraph 1.2.22 (in the pinned venv of `bench`) and against weft, compared.
 //! - `cargo xtask server-e2e [--instances N] [TEST...]`: the server suite of `tests/server_e2e/`: the official Python
@@ -29,6 +30,7 @@ mod exec;
 mod fakellm;
 mod langgraph_diff;
 mod llm;
+mod nodeenv;
 mod pyenv;
 mod server_e2e;
 mod services;
@@ -45,13 +47,16 @@ tasks:
                  server-e2e-scaled, studio-e2e, doc, examples, bench (services starts PostgreSQL and Redis when CI is set, else only checks them; llm
                  builds llama-server and fetches the test models into the cache when
                  missing; bench runs every benchmark workload once, checked, in the debug
-                 profile)
-  bench [--only NAME[,NAME]] [--quick] [--compare]
+                 profile, then the server workloads against weft with a few checked runs each)
+  bench [--server] [--only NAME[,NAME]] [--quick] [--compare]
                  build the benchmarks in release mode and run each workload in its own
                  process (one JSON line each, saved under target/bench/); --quick: one
                  checked op per workload; --compare: LangGraph's figures beside weft's
                  (LangGraph run in a venv under target/bench/ when Python and the network
-                 allow, else the stored baseline) in a table
+                 allow, else the stored baseline) in a table; --server: the server
+                 workloads (time to first event, runs/s, 1,000 concurrent runs, 10,000
+                 paused threads) against weft-server, and with --compare against
+                 langgraph dev too (the venv of server-e2e), into target/bench/server.jsonl
   langgraph-diff [SCENARIO...]
                  run the differential suite (tests/langgraph_diff): every scenario (or
                  the named ones) against LangGraph 1.2.22 in the pinned venv under
@@ -62,7 +67,8 @@ tasks:
                  run the server suite (tests/server_e2e): every test (or the named ones)
                  with the official langgraph-sdk against weft-server and against
                  langgraph dev (both pinned in a venv under target/server-e2e, made when
-                 missing), side by side; with --instances N, weft as N instances of one
+                 missing), side by side, with the JS SDK check (tests/server_e2e/js, npm ci
+                 into target/server-e2e/js); with --instances N, weft as N instances of one
                  scaled-out server on the local PostgreSQL and Redis, requests spread
   studio-e2e     run weft Studio's browser test (tests/studio_e2e): headless chromium
                  and chromedriver against the server example, screenshots under

@@ -2,7 +2,8 @@
 //! (`weft-server-e2e`, the suite's graphs served by weft-server), makes the pinned Python environment
 //! (`langgraph-sdk`, and `langgraph-cli[inmem]` for the reference server) under `target/server-e2e/venv`,
 //! and runs `python/run.py`: every test with the official SDK against weft and against `langgraph dev`,
-//! side by side.
+//! side by side. The suite's JS SDK check (`tests/server_e2e/js`, node with a pinned
+//! `@langchain/langgraph-sdk`) is installed into `target/server-e2e/js` and runs as one of its tests.
 //!
 //! `cargo xtask server-e2e --instances N [TEST...]` (N > 1) runs the weft half as N instances of one
 //! scaled-out server (the binary built with `scale`) on the machine's PostgreSQL and Redis: a fresh
@@ -13,7 +14,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::{bench, exec, pyenv, services};
+use crate::{bench, exec, nodeenv, pyenv, services};
 
 /// How long the suite may run (both servers, every test) before it counts as hung.
 const LIMIT: Duration = Duration::from_secs(900);
@@ -31,8 +32,8 @@ fn suite_dir() -> PathBuf {
     exec::root().join("tests").join("server_e2e").join("python")
 }
 
-/// The suite's Python: the pinned requirements in `target/server-e2e/venv`.
-fn python_env() -> Result<PathBuf, String> {
+/// The suite's Python: the pinned requirements in `target/server-e2e/venv` (`langgraph dev` beside it).
+pub(crate) fn python_env() -> Result<PathBuf, String> {
     let requirements = suite_dir().join("requirements.txt");
     let stamp = std::fs::read_to_string(&requirements)
         .map_err(|err| format!("cannot read {}: {err}", requirements.display()))?;
@@ -45,6 +46,23 @@ fn python_env() -> Result<PathBuf, String> {
         stamp: Some(stamp),
         what: "langgraph-sdk and langgraph-cli[inmem]",
     })
+}
+
+/// The JS SDK check installed under the target folder, or why it cannot be (a failure in CI; elsewhere the
+/// check is left out with a loud message).
+fn js_env() -> Result<Option<PathBuf>, String> {
+    let source = exec::root().join("tests").join("server_e2e").join("js");
+    let target = bench::target_dir(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from), &exec::root());
+    match nodeenv::ensure(&source, &target.join("server-e2e").join("js")) {
+        Ok(dir) => Ok(Some(dir)),
+        Err(reason) if services::is_ci() => {
+            Err(format!("the JS SDK check cannot be installed ({reason}), and CI is set: it must run"))
+        }
+        Err(reason) => {
+            println!("\n!!! the JS SDK check is SKIPPED: {reason} (in CI this is a failure)\n");
+            Ok(None)
+        }
+    }
 }
 
 /// `cargo xtask server-e2e [--instances N] [TEST...]`.
@@ -159,7 +177,11 @@ fn suite(tests: &[String], build: Build, instances: u32, env: &[(&str, String)])
         }
     };
     let langgraph = python.with_file_name("langgraph");
+    let js = js_env()?;
     let mut command = Command::new(&python);
+    if let Some(dir) = js {
+        command.env("WEFT_E2E_JS_DIR", dir);
+    }
     command
         .current_dir(suite_dir())
         .env("PYTHONDONTWRITEBYTECODE", "1")

@@ -146,3 +146,22 @@ def _fail():
 
 
 fail = _fail().compile()
+
+
+def count_up(state: State):
+    return {"count": state.get("count", 0) + 1}
+
+
+def _three():
+    builder = StateGraph(State)
+    builder.add_node("one", count_up)
+    builder.add_node("two", count_up)
+    builder.add_node("three", count_up)
+    builder.add_edge(START, "one")
+    builder.add_edge("one", "two")
+    builder.add_edge("two", "three")
+    builder.add_edge("three", END)
+    return builder
+
+
+three = _three().compile()

@@ -121,6 +121,23 @@ pub(crate) fn slow() -> GraphResult<CompiledGraph<JsonState>> {
     g.compile()
 }
 
+fn count_up(s: &JsonState) -> Result<Value> {
+    Ok(json!({"count": next_count(s)?}))
+}
+
+/// `one` → `two` → `three`, each adding 1 to `count`: the benchmarks' three-node graph.
+pub(crate) fn three() -> GraphResult<CompiledGraph<JsonState>> {
+    let mut g = StateGraph::with_initial(state());
+    g.add_node("one", count_up);
+    g.add_node("two", count_up);
+    g.add_node("three", count_up);
+    g.add_edge(START, "one");
+    g.add_edge("one", "two");
+    g.add_edge("two", "three");
+    g.add_edge("three", END);
+    g.compile()
+}
+
 /// `node_a` → `explode` (fails with "boom").
 pub(crate) fn fail() -> GraphResult<CompiledGraph<JsonState>> {
     let mut g = StateGraph::with_initial(state());

@@ -38,6 +38,7 @@ async fn main() -> ExitCode {
             .graph("nested", graphs::nested()?)
             .graph("slow", graphs::slow()?)
             .graph("fail", graphs::fail()?)
+            .graph("three", graphs::three()?)
             // The suite's webhook receivers listen on this machine (`python/langgraph.json` allows them too).
             .allow_loopback_webhooks(true);
         // The users of `python/auth.py`, each seeing what it made.

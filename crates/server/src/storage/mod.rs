@@ -12,11 +12,13 @@ pub(crate) mod postgres;
 
 pub(crate) use lock::RecordsLock;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use sqlx::SqlitePool;
+use sqlx::pool::PoolConnection;
+use sqlx::sqlite::{Sqlite, SqliteArguments};
+use sqlx::{Arguments as _, AssertSqlSafe, SqlitePool};
 
 use crate::error::ServerError;
 use crate::model::{Assistant, AssistantVersion, Cron, RunRecord, Thread};
@@ -78,8 +80,12 @@ pub(crate) struct Records {
     pub(crate) assistants: BTreeMap<String, Assistant>,
     pub(crate) versions: BTreeMap<(String, i64), AssistantVersion>,
     pub(crate) threads: HashMap<String, Thread>,
+    /// Every run, by id. Changed through [`Records::commit`] only, which keeps `active` in step.
     pub(crate) runs: HashMap<String, RunRecord>,
     pub(crate) crons: BTreeMap<String, Cron>,
+    /// The ids of each thread's pending and running runs, so that finding them does not look at every
+    /// run the server keeps.
+    active: HashMap<String, BTreeSet<String>>,
 }
 
 fn version_key(assistant_id: &str, version: i64) -> String {
@@ -119,6 +125,7 @@ impl Records {
             threads: HashMap::new(),
             runs: HashMap::new(),
             crons: BTreeMap::new(),
+            active: HashMap::new(),
         }
     }
 
@@ -151,10 +158,12 @@ impl Records {
             }
             ("run", Some(body)) => {
                 let r: RunRecord = decode(kind, id, body)?;
-                self.runs.insert(r.run.run_id.clone(), r);
+                self.put_run(r);
             }
             ("run", None) => {
-                self.runs.remove(id);
+                if let Some(old) = self.runs.remove(id) {
+                    self.unmark_active(&old.run.thread_id, id);
+                }
             }
             ("cron", Some(body)) => {
                 let c: Cron = decode(kind, id, body)?;
@@ -247,9 +256,7 @@ impl Records {
                 Change::Thread(t) => {
                     self.threads.insert(t.thread_id.clone(), t);
                 }
-                Change::Run(r) => {
-                    self.runs.insert(r.run.run_id.clone(), *r);
-                }
+                Change::Run(r) => self.put_run(*r),
                 Change::DeleteAssistant(id) => {
                     self.assistants.remove(&id);
                 }
@@ -260,7 +267,9 @@ impl Records {
                     self.threads.remove(&id);
                 }
                 Change::DeleteRun(id) => {
-                    self.runs.remove(&id);
+                    if let Some(old) = self.runs.remove(&id) {
+                        self.unmark_active(&old.run.thread_id, &id);
+                    }
                 }
                 Change::Cron(c) => {
                     self.crons.insert(c.cron_id.clone(), *c);
@@ -273,32 +282,216 @@ impl Records {
         Ok(())
     }
 
+    /// Keeps `record` in memory, and its id among its thread's active runs while it is pending or running.
+    fn put_run(&mut self, record: RunRecord) {
+        let (run_id, thread_id) = (record.run.run_id.clone(), record.run.thread_id.clone());
+        if let Some(old) = self.runs.get(&run_id) {
+            if old.run.thread_id != thread_id {
+                let old_thread = old.run.thread_id.clone();
+                self.unmark_active(&old_thread, &run_id);
+            }
+        }
+        if record.run.status.is_active() {
+            self.active.entry(thread_id).or_default().insert(run_id.clone());
+        } else {
+            self.unmark_active(&thread_id, &run_id);
+        }
+        self.runs.insert(run_id, record);
+    }
+
+    fn unmark_active(&mut self, thread_id: &str, run_id: &str) {
+        if let Some(ids) = self.active.get_mut(thread_id) {
+            ids.remove(run_id);
+            if ids.is_empty() {
+                self.active.remove(thread_id);
+            }
+        }
+    }
+
     /// The runs of a thread that are pending or running.
     pub(crate) fn active_runs<'a>(&'a self, thread_id: &'a str) -> impl Iterator<Item = &'a RunRecord> + 'a {
-        self.runs.values().filter(move |r| r.run.thread_id == thread_id && r.run.status.is_active())
+        self.active
+            .get(thread_id)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.runs.get(id))
+            .filter(|r| r.run.status.is_active())
+    }
+}
+
+const UPSERT: &str = "INSERT INTO weft_server_records (kind, id, body) VALUES (?, ?, ?) \
+    ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body;\n";
+const DELETE: &str = "DELETE FROM weft_server_records WHERE kind = ? AND id = ?;\n";
+
+/// One transaction writing `ops` (an upsert with a body, else a delete), as one script with its
+/// arguments: the writer connection's thread gets one message instead of one per statement.
+fn script(ops: &[(Kind, String, Option<String>)]) -> Result<(String, SqliteArguments), ServerError> {
+    let mut text = String::with_capacity(32 + ops.len() * UPSERT.len());
+    let mut args = SqliteArguments::default();
+    let bind_error = |e| ServerError::Storage(format!("sqlite: cannot bind a record: {e}"));
+    text.push_str("BEGIN IMMEDIATE;\n");
+    for (kind, id, body) in ops {
+        args.add(kind.name()).map_err(bind_error)?;
+        args.add(id.clone()).map_err(bind_error)?;
+        match body {
+            Some(body) => {
+                text.push_str(UPSERT);
+                args.add(body.clone()).map_err(bind_error)?;
+            }
+            None => text.push_str(DELETE),
+        }
+    }
+    text.push_str("COMMIT;");
+    Ok((text, args))
+}
+
+/// The writer connection while a script's transaction may be open: dropped then (the caller went away
+/// mid-write), it is rolled back before the connection goes back to the pool.
+struct Writer {
+    conn: Option<PoolConnection<Sqlite>>,
+    open: bool,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let (true, Some(mut conn)) = (self.open, self.conn.take()) else { return };
+        match tokio::runtime::Handle::try_current() {
+            // Queued behind the script on the connection's thread: a no-op error if it committed.
+            Ok(runtime) => drop(runtime.spawn(async move {
+                let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+            })),
+            Err(_) => conn.close_on_drop(),
+        }
     }
 }
 
 async fn write_sqlite(pool: &SqlitePool, ops: &[(Kind, String, Option<String>)]) -> Result<(), ServerError> {
-    let mut tx = pool.begin().await.map_err(storage)?;
-    for (kind, id, body) in ops {
-        let query = match body {
-            Some(body) => sqlx::query(
-                "INSERT INTO weft_server_records (kind, id, body) VALUES (?, ?, ?) \
-                 ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body",
-            )
-            .bind(kind.name())
-            .bind(id)
-            .bind(body),
-            None => sqlx::query("DELETE FROM weft_server_records WHERE kind = ? AND id = ?")
-                .bind(kind.name())
-                .bind(id),
-        };
-        query.execute(&mut *tx).await.map_err(storage)?;
+    let (text, args) = script(ops)?;
+    let conn = pool.acquire().await.map_err(storage)?;
+    let mut writer = Writer { conn: Some(conn), open: true };
+    if let Some(conn) = writer.conn.as_mut() {
+        let result = sqlx::query_with(AssertSqlSafe(text), args).execute(&mut **conn).await;
+        if let Err(e) = result {
+            // A failed statement leaves the transaction open; when none is open the rollback fails.
+            let _ = sqlx::query("ROLLBACK").execute(&mut **conn).await;
+            writer.open = false;
+            return Err(storage(e));
+        }
     }
-    tx.commit().await.map_err(storage)
+    writer.open = false;
+    Ok(())
 }
 
 fn storage(e: sqlx::Error) -> ServerError {
     ServerError::Storage(format!("sqlite: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::RunStatus;
+
+    fn run(run_id: &str, thread_id: &str, status: &str) -> RunRecord {
+        serde_json::from_value(json!({
+            "run": {
+                "run_id": run_id, "thread_id": thread_id, "assistant_id": "a", "metadata": {},
+                "status": status, "multitask_strategy": "enqueue", "created_at": "t", "updated_at": "t",
+                "langsmith_session_name": null,
+                "kwargs": {
+                    "input": null, "command": null, "config": {}, "context": {}, "stream_mode": ["values"],
+                    "interrupt_before": null, "interrupt_after": null, "webhook": null, "feedback_keys": null,
+                    "temporary": false, "subgraphs": false, "resumable": false, "checkpoint_during": true,
+                    "durability": "async"
+                }
+            }
+        }))
+        .unwrap()
+    }
+
+    fn active(records: &Records, thread_id: &str) -> Vec<String> {
+        let mut ids: Vec<String> = records.active_runs(thread_id).map(|r| r.run.run_id.clone()).collect();
+        ids.sort();
+        ids
+    }
+
+    /// One connection: every connection of `sqlite::memory:` is a database of its own.
+    async fn pool() -> SqlitePool {
+        sqlx::sqlite::SqlitePoolOptions::new().max_connections(1).connect("sqlite::memory:").await.unwrap()
+    }
+
+    async fn open() -> Records {
+        Records::open(pool().await).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn active_runs_follow_status_changes_and_deletes() {
+        let mut records = open().await;
+        let changes = vec![
+            Change::Run(Box::new(run("r1", "t1", "pending"))),
+            Change::Run(Box::new(run("r2", "t1", "running"))),
+            Change::Run(Box::new(run("r3", "t2", "pending"))),
+            Change::Run(Box::new(run("r4", "t1", "success"))),
+        ];
+        records.commit(changes).await.unwrap();
+        assert_eq!(active(&records, "t1"), ["r1", "r2"]);
+        assert_eq!(active(&records, "t2"), ["r3"]);
+        assert!(active(&records, "t3").is_empty());
+
+        records.commit(vec![Change::Run(Box::new(run("r2", "t1", "success")))]).await.unwrap();
+        assert_eq!(active(&records, "t1"), ["r1"]);
+        records.commit(vec![Change::DeleteRun("r1".into()), Change::DeleteRun("r3".into())]).await.unwrap();
+        assert!(active(&records, "t1").is_empty());
+        assert!(active(&records, "t2").is_empty());
+        assert_eq!(records.runs.len(), 2, "r2 and r4 stay, finished");
+        assert_eq!(records.runs["r4"].run.status, RunStatus::Success);
+    }
+
+    #[tokio::test]
+    async fn a_failed_commit_changes_nothing_and_the_next_one_works() {
+        let pool = pool().await;
+        let mut records = Records::open(pool.clone()).await.unwrap();
+        records.commit(vec![Change::Run(Box::new(run("r1", "t1", "pending")))]).await.unwrap();
+        // A trigger makes the second statement of the next script fail, after the first has run.
+        sqlx::query(
+            "CREATE TRIGGER no_r3 BEFORE INSERT ON weft_server_records WHEN NEW.id = 'r3' \
+             BEGIN SELECT RAISE(ABORT, 'r3 refused'); END",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        let failed = records
+            .commit(vec![
+                Change::Run(Box::new(run("r2", "t1", "pending"))),
+                Change::Run(Box::new(run("r3", "t1", "pending"))),
+            ])
+            .await
+            .unwrap_err();
+        assert!(failed.to_string().contains("r3 refused"), "{failed}");
+        assert_eq!(active(&records, "t1"), ["r1"], "memory untouched");
+        let stored: Vec<String> = sqlx::query_scalar("SELECT id FROM weft_server_records ORDER BY id")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+        assert_eq!(stored, ["r1"], "r2 rolled back with r3");
+        records.commit(vec![Change::DeleteRun("r1".into())]).await.unwrap();
+        assert!(active(&records, "t1").is_empty());
+        let stored: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM weft_server_records").fetch_one(&pool).await.unwrap();
+        assert_eq!(stored, 0);
+    }
+
+    #[tokio::test]
+    async fn active_runs_are_found_again_after_a_reopen() {
+        let pool = pool().await;
+        let mut records = Records::open(pool.clone()).await.unwrap();
+        let changes = vec![
+            Change::Run(Box::new(run("r1", "t1", "running"))),
+            Change::Run(Box::new(run("r2", "t1", "interrupted"))),
+        ];
+        records.commit(changes).await.unwrap();
+        let reopened = Records::open(pool).await.unwrap();
+        assert_eq!(active(&reopened, "t1"), ["r1"]);
+    }
 }

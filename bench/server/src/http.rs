@@ -1,0 +1,128 @@
+//! One keep-alive HTTP/1.1 connection (hyper's client connection, no pool on top: each load worker owns
+//! one), JSON requests, and streamed runs read as server-sent events.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::TcpStream;
+
+use crate::sse::{Event, Parser};
+
+/// A connection to the server under test.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    sender: SendRequest<Full<Bytes>>,
+    host: String,
+}
+
+/// What a streamed run gave.
+#[derive(Debug)]
+pub(crate) struct Streamed {
+    /// From sending the request to the first whole event.
+    pub(crate) first_event: Duration,
+    /// From sending the request to the end of the body.
+    pub(crate) total: Duration,
+    /// Every event, in order.
+    pub(crate) events: Vec<Event>,
+}
+
+impl Conn {
+    /// Opens a connection to `addr` (`127.0.0.1:PORT`).
+    pub(crate) async fn open(addr: &str) -> Result<Self, String> {
+        let stream = TcpStream::connect(addr).await.map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+        stream.set_nodelay(true).map_err(|e| format!("TCP_NODELAY: {e}"))?;
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| format!("HTTP handshake with {addr}: {e}"))?;
+        tokio::spawn(async move {
+            // The connection ends when its sender is dropped or the server closes it; either is fine here.
+            let _ = connection.await;
+        });
+        Ok(Self { sender, host: addr.to_owned() })
+    }
+
+    async fn send(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, String> {
+        self.sender.ready().await.map_err(|e| format!("connection lost before {method} {path}: {e}"))?;
+        let bytes = body.map_or_else(Bytes::new, |b| Bytes::from(b.to_string()));
+        let request = Request::builder()
+            .method(method.clone())
+            .uri(path)
+            .header("host", &self.host)
+            .header("content-type", "application/json")
+            .header("accept", "*/*")
+            .body(Full::new(bytes))
+            .map_err(|e| format!("bad request {method} {path}: {e}"))?;
+        self.sender.send_request(request).await.map_err(|e| format!("{method} {path}: {e}"))
+    }
+
+    /// `method path` with a JSON body; the answer's JSON (`null` for an empty body). A status other than
+    /// 2xx is an error quoting the body.
+    pub(crate) async fn json(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, String> {
+        let response = self.send(method.clone(), path, body).await?;
+        let status = response.status();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("{method} {path}: reading the body: {e}"))?
+            .to_bytes();
+        check_status(status, &method, path, &bytes)?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice(&bytes).map_err(|e| {
+            format!("{method} {path}: the answer is not JSON ({e}): {}", String::from_utf8_lossy(&bytes))
+        })
+    }
+
+    /// `POST path` with `body`, read to its end as server-sent events.
+    pub(crate) async fn stream(&mut self, path: &str, body: &Value) -> Result<Streamed, String> {
+        let started = Instant::now();
+        let response = self.send(Method::POST, path, Some(body)).await?;
+        let status = response.status();
+        let mut body = response.into_body();
+        if !status.is_success() {
+            let bytes = body.collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+            return Err(format!("POST {path}: {status}: {}", String::from_utf8_lossy(&bytes)));
+        }
+        let mut parser = Parser::default();
+        let mut events = Vec::new();
+        let mut first_event = None;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| format!("POST {path}: the stream broke: {e}"))?;
+            if let Ok(data) = frame.into_data() {
+                parser.feed(&data, &mut events);
+                if first_event.is_none() && !events.is_empty() {
+                    first_event = Some(started.elapsed());
+                }
+            }
+        }
+        let total = started.elapsed();
+        let first_event =
+            first_event.ok_or_else(|| format!("POST {path}: the stream ended without an event"))?;
+        Ok(Streamed { first_event, total, events })
+    }
+}
+
+fn check_status(status: StatusCode, method: &Method, path: &str, body: &[u8]) -> Result<(), String> {
+    if status.is_success() {
+        Ok(())
+    } else {
+        Err(format!("{method} {path}: {status}: {}", String::from_utf8_lossy(body)))
+    }
+}

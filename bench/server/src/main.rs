@@ -1,0 +1,404 @@
+//! `weft-bench-server`: the server benchmarks. A load client (hyper's HTTP/1.1 client on one tokio thread)
+//! that starts weft-server (`weft-server-e2e`, the end-to-end suite's graphs, on a SQLite file) and, when
+//! comparing, `langgraph dev` with the same graphs in Python, each afresh for every workload, and measures:
+//!
+//! - `server_ttfe`: time from `POST /threads/{id}/runs/stream` to the first SSE event, one run at a time;
+//! - `server_runs_per_s`: streamed runs of a three-node graph per second over a pool of keep-alive
+//!   connections, each streaming one run after another on its own thread;
+//! - `server_concurrent_1000`: 1,000 runs streamed at once, one connection each: all must complete;
+//! - `server_paused_10k`: 10,000 threads paused at an interrupt, then the server's resident memory
+//!   (`VmRSS` of its processes).
+//!
+//! ```text
+//! weft-bench-server --weft-bin PATH [--langgraph-bin PATH --graphs DIR] [--only NAME[,NAME]] [--quick]
+//! ```
+//!
+//! One JSON line per workload on stdout, both servers' figures in it; progress on stderr. A failed run or
+//! check makes the exit status non-zero. `cargo xtask bench --server [--compare]` builds and runs it.
+
+mod http;
+mod servers;
+mod sse;
+mod stats;
+mod workloads;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use servers::{Programs, Server, Side};
+use workloads::{Figures, NAMES, Params};
+
+const USAGE: &str = "\
+usage: weft-bench-server --weft-bin PATH [--langgraph-bin PATH --graphs DIR] [--only NAME[,NAME...]]
+                         [--quick] [--langgraph-paused N] [--connections N] [--seconds S] [--list]
+
+  --langgraph-paused N  threads server_paused_10k pauses on langgraph dev (10000)
+  --connections N       connections of server_runs_per_s (8)
+  --seconds S           how long server_runs_per_s runs (weft 10, langgraph 30)";
+
+/// The parsed command line.
+#[derive(Debug, Default)]
+struct Args {
+    weft: Option<PathBuf>,
+    langgraph: Option<PathBuf>,
+    graphs: Option<PathBuf>,
+    only: Vec<String>,
+    quick: bool,
+    langgraph_paused: Option<usize>,
+    connections: Option<usize>,
+    seconds: Option<f64>,
+    list: bool,
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
+    let mut parsed = Args::default();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().cloned().ok_or_else(|| format!("{name} needs a value"));
+        match arg.as_str() {
+            "--weft-bin" => parsed.weft = Some(value(arg)?.into()),
+            "--langgraph-bin" => parsed.langgraph = Some(value(arg)?.into()),
+            "--graphs" => parsed.graphs = Some(value(arg)?.into()),
+            "--only" => {
+                parsed.only.extend(value(arg)?.split(',').filter(|s| !s.is_empty()).map(str::to_owned))
+            }
+            "--quick" => parsed.quick = true,
+            "--langgraph-paused" => {
+                parsed.langgraph_paused =
+                    Some(value(arg)?.parse().map_err(|e| format!("--langgraph-paused: {e}"))?)
+            }
+            "--connections" => {
+                parsed.connections = Some(value(arg)?.parse().map_err(|e| format!("--connections: {e}"))?)
+            }
+            "--seconds" => parsed.seconds = Some(value(arg)?.parse().map_err(|e| format!("--seconds: {e}"))?),
+            "--list" => parsed.list = true,
+            "-h" | "--help" => return Err(USAGE.to_owned()),
+            other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
+        }
+    }
+    if let Some(unknown) = parsed.only.iter().find(|name| !NAMES.contains(&name.as_str())) {
+        return Err(format!("unknown workload `{unknown}` (workloads: {})", NAMES.join(", ")));
+    }
+    if parsed.langgraph.is_some() != parsed.graphs.is_some() {
+        return Err("--langgraph-bin and --graphs go together".to_owned());
+    }
+    if !parsed.list && parsed.weft.is_none() {
+        return Err(format!("--weft-bin is required\n{USAGE}"));
+    }
+    Ok(parsed)
+}
+
+/// What each workload does on `side`: the full figures, or a few checked runs with `quick`. LangGraph
+/// takes about 0.8 s per run at low load, so it gets fewer sequential samples and a longer window.
+fn params(side: Side, quick: bool, langgraph_paused: Option<usize>) -> Params {
+    if quick {
+        return Params {
+            ttfe_samples: 5,
+            throughput_time: Duration::from_millis(500),
+            throughput_connections: 4,
+            concurrent_runs: 20,
+            paused_threads: 50,
+            paused_connections: 8,
+        };
+    }
+    match side {
+        Side::Weft => Params {
+            ttfe_samples: 1000,
+            throughput_time: Duration::from_secs(10),
+            throughput_connections: 8,
+            concurrent_runs: 1000,
+            paused_threads: 10_000,
+            paused_connections: 32,
+        },
+        Side::LangGraph => Params {
+            ttfe_samples: 50,
+            throughput_time: Duration::from_secs(30),
+            throughput_connections: 8,
+            concurrent_runs: 1000,
+            paused_threads: langgraph_paused.unwrap_or(10_000),
+            paused_connections: 32,
+        },
+    }
+}
+
+/// What a workload measures, for the JSON line.
+fn what(name: &str) -> &'static str {
+    match name {
+        "server_ttfe" => {
+            "time from POST /threads/{id}/runs/stream (three-node graph) to the first SSE event, one run at a time on one keep-alive connection"
+        }
+        "server_runs_per_s" => {
+            "streamed runs of a three-node graph per second; each keep-alive connection streams one run after another on its own thread"
+        }
+        "server_concurrent_1000" => {
+            "runs of the three-node graph streamed at once, one connection and thread each; latency from the request to the stream's end"
+        }
+        _ => {
+            "threads run to the hitl graph's interrupt (POST /threads, then /runs/wait), then the server's VmRSS (its processes summed)"
+        }
+    }
+}
+
+fn figure(figures: Option<&Figures>, key: &str) -> Option<f64> {
+    figures?.get(key)?.as_f64()
+}
+
+/// The comparison and the goal of the issue for one workload.
+fn verdict(
+    name: &str,
+    weft: Option<&Figures>,
+    langgraph: Option<&Figures>,
+) -> (Option<f64>, &'static str, Option<bool>) {
+    let ratio = |ours: Option<f64>, theirs: Option<f64>, higher_is_better: bool| match (ours, theirs) {
+        (Some(o), Some(t)) if o > 0.0 && t > 0.0 => {
+            Some(stats::round(if higher_is_better { o / t } else { t / o }, 1))
+        }
+        _ => None,
+    };
+    match name {
+        "server_ttfe" => {
+            let ours = figure(weft, "median_s");
+            (ratio(ours, figure(langgraph, "median_s"), false), "median under 2 ms", ours.map(|m| m < 0.002))
+        }
+        "server_runs_per_s" => {
+            let r = ratio(figure(weft, "runs_per_s"), figure(langgraph, "runs_per_s"), true);
+            (r, "100 times LangGraph's runs per second", r.map(|r| r >= 100.0))
+        }
+        "server_concurrent_1000" => {
+            let all = match (figure(weft, "completed"), figure(weft, "runs")) {
+                (Some(done), Some(runs)) => Some(done == runs && runs >= 1000.0),
+                _ => None,
+            };
+            (
+                ratio(figure(weft, "p99_s"), figure(langgraph, "p99_s"), false),
+                "1,000 at once, all complete",
+                all,
+            )
+        }
+        _ => {
+            let ours = figure(weft, "rss_mb");
+            let met = match (ours, figure(weft, "threads")) {
+                (Some(mb), Some(threads)) => Some(mb < 200.0 && threads >= 10_000.0),
+                _ => None,
+            };
+            (ratio(ours, figure(langgraph, "rss_mb"), false), "10,000 paused threads in under 200 MB", met)
+        }
+    }
+}
+
+/// Runs `name` on a fresh server of `side`.
+async fn measure(name: &str, side: Side, programs: &Programs, params: &Params) -> Result<Figures, String> {
+    eprintln!("{name}: starting the {} server", side.name());
+    let server = Server::start(side, programs).await?;
+    eprintln!("{name}: measuring {} (pid {})", side.name(), server.pid());
+    let figures = workloads::run(name, &server, params).await;
+    drop(server);
+    figures
+}
+
+async fn run(args: Args) -> Result<bool, String> {
+    let weft = args.weft.ok_or("--weft-bin is required")?;
+    servers::require_file(&weft, "weft-server-e2e")?;
+    if let Some(langgraph) = &args.langgraph {
+        servers::require_file(langgraph, "langgraph")?;
+    }
+    // Absolute: `langgraph dev` runs in a folder of its own.
+    let absolute = |path: PathBuf| std::path::absolute(&path).map_err(|e| format!("{}: {e}", path.display()));
+    let programs = Programs {
+        weft: absolute(weft)?,
+        langgraph: args.langgraph.clone().map(absolute).transpose()?,
+        python_graphs: args.graphs.clone().map(absolute).transpose()?.unwrap_or_default(),
+    };
+    let mut sides = vec![Side::Weft];
+    if programs.langgraph.is_some() {
+        sides.push(Side::LangGraph);
+    }
+    let names: Vec<&str> =
+        NAMES.iter().copied().filter(|n| args.only.is_empty() || args.only.iter().any(|o| o == n)).collect();
+    let mut ok = true;
+    let mut summaries = Vec::new();
+    for name in names {
+        let mut line = json!({"workload": name, "what": what(name), "quick": args.quick});
+        let mut results: Vec<Option<Figures>> = Vec::new();
+        for &side in &sides {
+            let mut params = params(side, args.quick, args.langgraph_paused);
+            if let Some(connections) = args.connections {
+                params.throughput_connections = connections.max(1);
+            }
+            if let Some(seconds) = args.seconds {
+                params.throughput_time =
+                    Duration::try_from_secs_f64(seconds).map_err(|e| format!("--seconds: {e}"))?;
+            }
+            let result = measure(name, side, &programs, &params).await;
+            let value = match &result {
+                Ok(figures) => Value::Object(figures.clone()),
+                Err(err) => {
+                    ok = false;
+                    eprintln!("{name}: {} FAILED: {err}", side.name());
+                    json!({"error": err})
+                }
+            };
+            line[side.name()] = value;
+            results.push(result.ok());
+        }
+        let langgraph = results.get(1).and_then(Option::as_ref);
+        let (ratio, goal, met) = verdict(name, results.first().and_then(Option::as_ref), langgraph);
+        line["ratio"] = json!(ratio);
+        line["goal"] = json!(goal);
+        // A quick run checks that every workload runs; its counts are too small to judge a goal.
+        line["goal_met"] = if args.quick { Value::Null } else { json!(met) };
+        println!("{line}");
+        summaries.push(summary(name, &line));
+    }
+    eprintln!();
+    for text in summaries {
+        eprintln!("{text}");
+    }
+    Ok(ok)
+}
+
+/// One side's main figures as text.
+fn side_text(name: &str, figures: &Value) -> String {
+    if let Some(err) = figures.get("error").and_then(Value::as_str) {
+        return format!("FAILED ({err})");
+    }
+    let get = |key: &str| figures.get(key).and_then(Value::as_f64).unwrap_or(f64::NAN);
+    let ms = |key: &str| format!("{:.2} ms", get(key) * 1e3);
+    match name {
+        "server_ttfe" => format!("median {} p99 {} ({} runs)", ms("median_s"), ms("p99_s"), get("samples")),
+        "server_runs_per_s" => {
+            format!(
+                "{} runs/s ({} connections, run median {})",
+                get("runs_per_s"),
+                get("connections"),
+                ms("run_median_s")
+            )
+        }
+        "server_concurrent_1000" => format!(
+            "{}/{} complete, p50 {} p99 {}, all in {:.2} s",
+            get("completed"),
+            get("runs"),
+            ms("p50_s"),
+            ms("p99_s"),
+            get("wall_s")
+        ),
+        _ => format!(
+            "{} MB for {} threads ({} MB idle), filled in {:.1} s",
+            get("rss_mb"),
+            get("threads"),
+            get("rss_idle_mb"),
+            get("fill_s")
+        ),
+    }
+}
+
+/// The human summary of one workload's line.
+fn summary(name: &str, line: &Value) -> String {
+    let mut text = format!("{name}\n  weft:      {}", side_text(name, &line["weft"]));
+    if !line["langgraph"].is_null() {
+        text.push_str(&format!("\n  langgraph: {}", side_text(name, &line["langgraph"])));
+    }
+    if let Some(ratio) = line["ratio"].as_f64() {
+        text.push_str(&format!("\n  ratio:     {ratio}x in weft's favour"));
+    }
+    let met = match line["goal_met"].as_bool() {
+        Some(true) => "met",
+        Some(false) => "NOT met",
+        None if line["quick"] == json!(true) => "not judged by a quick run",
+        None => "not known from this run",
+    };
+    text.push_str(&format!("\n  goal:      {}: {met}", line["goal"].as_str().unwrap_or("")));
+    text
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = match parse(&args) {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.list {
+        for name in NAMES {
+            println!("{name}");
+        }
+        return ExitCode::SUCCESS;
+    }
+    // One thread for the client: the servers get the rest of the machine.
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("weft-bench-server: cannot start tokio: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(err) => {
+            eprintln!("weft-bench-server: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn parses_and_rejects_arguments() {
+        let args = parse(&strings(&["--weft-bin", "/w", "--only", "server_ttfe", "--quick"])).unwrap();
+        assert_eq!(args.only, ["server_ttfe"]);
+        assert!(args.quick);
+        assert!(
+            parse(&strings(&["--weft-bin", "/w", "--only", "nope"]))
+                .unwrap_err()
+                .contains("unknown workload")
+        );
+        assert!(
+            parse(&strings(&["--weft-bin", "/w", "--langgraph-bin", "/l"])).unwrap_err().contains("together")
+        );
+        assert!(parse(&strings(&["--quick"])).unwrap_err().contains("--weft-bin is required"));
+        assert!(parse(&strings(&["--weft-bin"])).unwrap_err().contains("needs a value"));
+    }
+
+    #[test]
+    fn verdicts_compare_in_the_right_direction() {
+        let figures = |pairs: &[(&str, f64)]| -> Figures {
+            pairs.iter().map(|(k, v)| ((*k).to_owned(), json!(v))).collect()
+        };
+        let (ratio, _, met) = verdict(
+            "server_ttfe",
+            Some(&figures(&[("median_s", 0.001)])),
+            Some(&figures(&[("median_s", 0.8)])),
+        );
+        assert_eq!((ratio, met), (Some(800.0), Some(true)));
+        let (ratio, _, met) = verdict(
+            "server_runs_per_s",
+            Some(&figures(&[("runs_per_s", 500.0)])),
+            Some(&figures(&[("runs_per_s", 10.0)])),
+        );
+        assert_eq!((ratio, met), (Some(50.0), Some(false)));
+        let (_, _, met) = verdict("server_runs_per_s", Some(&figures(&[("runs_per_s", 500.0)])), None);
+        assert_eq!(met, None, "no goal without LangGraph's figure");
+        let (_, _, met) = verdict(
+            "server_concurrent_1000",
+            Some(&figures(&[("completed", 999.0), ("runs", 1000.0)])),
+            None,
+        );
+        assert_eq!(met, Some(false));
+        let (_, _, met) =
+            verdict("server_paused_10k", Some(&figures(&[("rss_mb", 150.0), ("threads", 10_000.0)])), None);
+        assert_eq!(met, Some(true));
+    }
+}

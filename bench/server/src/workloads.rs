@@ -1,0 +1,303 @@
+//! The four server workloads. Each takes a freshly started server and returns its figures as a JSON
+//! object, or why it failed; every run it makes is checked (the first event is `metadata`, no `error`
+//! event, the three-node graph ends with `count` 3, a paused thread holds its interrupt).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use hyper::Method;
+use serde_json::{Map, Value, json};
+use tokio::sync::Barrier;
+use tokio::task::JoinSet;
+
+use crate::http::{Conn, Streamed};
+use crate::servers::Server;
+use crate::stats::{percentile, round, secs};
+
+/// The workloads, in the order they run.
+pub(crate) const NAMES: [&str; 4] =
+    ["server_ttfe", "server_runs_per_s", "server_concurrent_1000", "server_paused_10k"];
+
+/// How much each workload does.
+#[derive(Debug, Clone)]
+pub(crate) struct Params {
+    /// Streamed runs timed one after another for `server_ttfe`.
+    pub(crate) ttfe_samples: usize,
+    /// How long `server_runs_per_s` keeps its connections busy.
+    pub(crate) throughput_time: Duration,
+    /// Its connections, each streaming one run after another.
+    pub(crate) throughput_connections: usize,
+    /// Runs streamed at once by `server_concurrent_1000`.
+    pub(crate) concurrent_runs: usize,
+    /// Threads paused at an interrupt by `server_paused_10k`.
+    pub(crate) paused_threads: usize,
+    /// Connections that fill them.
+    pub(crate) paused_connections: usize,
+}
+
+/// The figures of one workload on one server.
+pub(crate) type Figures = Map<String, Value>;
+
+/// How long one run may take before the workload counts as failed.
+const RUN_LIMIT: Duration = Duration::from_secs(900);
+
+/// Runs workload `name` against `server`.
+pub(crate) async fn run(name: &str, server: &Server, params: &Params) -> Result<Figures, String> {
+    match name {
+        "server_ttfe" => ttfe(server, params.ttfe_samples).await,
+        "server_runs_per_s" => {
+            throughput(server, params.throughput_connections, params.throughput_time).await
+        }
+        "server_concurrent_1000" => concurrent(server, params.concurrent_runs).await,
+        "server_paused_10k" => paused(server, params.paused_threads, params.paused_connections).await,
+        other => Err(format!("unknown workload `{other}`")),
+    }
+}
+
+async fn create_thread(conn: &mut Conn) -> Result<String, String> {
+    let thread = conn.json(Method::POST, "/threads", Some(&json!({}))).await?;
+    thread["thread_id"].as_str().map(str::to_owned).ok_or_else(|| format!("no thread_id in {thread}"))
+}
+
+/// Streams the three-node graph on `thread` and checks what came: `metadata` first, no error, the last
+/// `values` event with `count` 3.
+async fn stream_three(conn: &mut Conn, thread: &str) -> Result<Streamed, String> {
+    let body = json!({"assistant_id": "three", "input": {"count": 0}, "stream_mode": ["values"]});
+    let streamed = conn.stream(&format!("/threads/{thread}/runs/stream"), &body).await?;
+    check_three(&streamed)?;
+    Ok(streamed)
+}
+
+/// The checks of [`stream_three`].
+pub(crate) fn check_three(streamed: &Streamed) -> Result<(), String> {
+    let names: Vec<&str> = streamed.events.iter().map(|e| e.name.as_str()).collect();
+    if names.first() != Some(&"metadata") {
+        return Err(format!("the first event is not metadata: {names:?}"));
+    }
+    if let Some(error) = streamed.events.iter().find(|e| e.name == "error") {
+        return Err(format!("the run failed: {}", error.data));
+    }
+    let last = streamed.events.iter().rev().find(|e| e.name == "values").ok_or("no values event")?;
+    let values: Value = serde_json::from_str(&last.data).map_err(|e| format!("values not JSON: {e}"))?;
+    if values["count"] != json!(3) {
+        return Err(format!("the run ended with {values}, expected count 3"));
+    }
+    Ok(())
+}
+
+fn duration_figures(figures: &mut Figures, prefix: &str, samples: &[Duration]) {
+    for (name, p) in [("median", 50.0), ("p99", 99.0), ("min", 0.0), ("max", 100.0)] {
+        if let Some(d) = percentile(samples, p) {
+            figures.insert(format!("{prefix}{name}_s"), json!(secs(d)));
+        }
+    }
+}
+
+/// Time to first event: one connection, one run at a time, each on a new thread (made untimed).
+async fn ttfe(server: &Server, samples: usize) -> Result<Figures, String> {
+    let mut conn = Conn::open(&server.addr).await?;
+    for _ in 0..3 {
+        let thread = create_thread(&mut conn).await?;
+        stream_three(&mut conn, &thread).await?;
+    }
+    let mut firsts = Vec::with_capacity(samples);
+    let mut totals = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let thread = create_thread(&mut conn).await?;
+        let streamed = stream_three(&mut conn, &thread).await?;
+        firsts.push(streamed.first_event);
+        totals.push(streamed.total);
+    }
+    let mut figures = Figures::new();
+    duration_figures(&mut figures, "", &firsts);
+    duration_figures(&mut figures, "run_", &totals);
+    figures.insert("samples".into(), json!(samples));
+    Ok(figures)
+}
+
+/// Streamed runs per second: `connections` keep-alive connections, each with its own thread, each
+/// streaming one run after another for `time`; runs still going at the end finish and count.
+async fn throughput(server: &Server, connections: usize, time: Duration) -> Result<Figures, String> {
+    let barrier = Arc::new(Barrier::new(connections + 1));
+    let mut workers = JoinSet::new();
+    for _ in 0..connections {
+        let addr = server.addr.clone();
+        let barrier = Arc::clone(&barrier);
+        workers.spawn(async move {
+            let prepared = async {
+                let mut conn = Conn::open(&addr).await?;
+                let thread = create_thread(&mut conn).await?;
+                for _ in 0..2 {
+                    stream_three(&mut conn, &thread).await?;
+                }
+                Ok::<_, String>((conn, thread))
+            }
+            .await;
+            barrier.wait().await;
+            let (mut conn, thread) = prepared?;
+            let end = Instant::now() + time;
+            let mut latencies = Vec::new();
+            while Instant::now() < end {
+                latencies.push(stream_three(&mut conn, &thread).await?.total);
+            }
+            Ok::<_, String>(latencies)
+        });
+    }
+    barrier.wait().await;
+    let started = Instant::now();
+    let mut latencies = Vec::new();
+    while let Some(joined) = workers.join_next().await {
+        latencies.extend(joined.map_err(|e| format!("a worker stopped: {e}"))??);
+    }
+    let elapsed = started.elapsed();
+    let mut figures = Figures::new();
+    figures.insert("runs_per_s".into(), json!(round(latencies.len() as f64 / elapsed.as_secs_f64(), 1)));
+    figures.insert("runs".into(), json!(latencies.len()));
+    figures.insert("elapsed_s".into(), json!(round(elapsed.as_secs_f64(), 3)));
+    figures.insert("connections".into(), json!(connections));
+    duration_figures(&mut figures, "run_", &latencies);
+    Ok(figures)
+}
+
+/// `runs` streamed runs at once, each on its own connection and thread (both made untimed before): how
+/// many complete, and their latencies from the request to the end of the stream.
+async fn concurrent(server: &Server, runs: usize) -> Result<Figures, String> {
+    let mut conns = Vec::with_capacity(runs);
+    while conns.len() < runs {
+        let batch = (runs - conns.len()).min(100);
+        let mut opening = JoinSet::new();
+        for _ in 0..batch {
+            let addr = server.addr.clone();
+            opening.spawn(async move {
+                let mut conn = Conn::open(&addr).await?;
+                let thread = create_thread(&mut conn).await?;
+                Ok::<_, String>((conn, thread))
+            });
+        }
+        while let Some(joined) = opening.join_next().await {
+            conns.push(joined.map_err(|e| format!("a connection task stopped: {e}"))??);
+        }
+    }
+    let barrier = Arc::new(Barrier::new(runs + 1));
+    let mut streams = JoinSet::new();
+    for (mut conn, thread) in conns {
+        let barrier = Arc::clone(&barrier);
+        streams.spawn(async move {
+            barrier.wait().await;
+            match tokio::time::timeout(RUN_LIMIT, stream_three(&mut conn, &thread)).await {
+                Ok(result) => result,
+                Err(_) => Err(format!("no end after {} s", RUN_LIMIT.as_secs())),
+            }
+        });
+    }
+    barrier.wait().await;
+    let started = Instant::now();
+    let mut latencies = Vec::with_capacity(runs);
+    let mut firsts = Vec::with_capacity(runs);
+    let mut errors = Vec::new();
+    while let Some(joined) = streams.join_next().await {
+        match joined {
+            Ok(Ok(streamed)) => {
+                latencies.push(streamed.total);
+                firsts.push(streamed.first_event);
+            }
+            Ok(Err(err)) => errors.push(err),
+            Err(err) => errors.push(format!("a run task stopped: {err}")),
+        }
+    }
+    let wall = started.elapsed();
+    let mut figures = Figures::new();
+    figures.insert("runs".into(), json!(runs));
+    figures.insert("completed".into(), json!(latencies.len()));
+    duration_figures(&mut figures, "", &latencies);
+    if let Some(d) = percentile(&latencies, 50.0) {
+        figures.insert("p50_s".into(), json!(secs(d)));
+    }
+    duration_figures(&mut figures, "first_event_", &firsts);
+    figures.insert("wall_s".into(), json!(round(wall.as_secs_f64(), 3)));
+    if let Some(first) = errors.first() {
+        return Err(format!("{} of {runs} runs failed; the first: {first}", errors.len()));
+    }
+    Ok(figures)
+}
+
+/// `threads` threads, each run to the `hitl` graph's interrupt (by `connections` connections, `/wait`
+/// runs), then the server's resident memory.
+async fn paused(server: &Server, threads: usize, connections: usize) -> Result<Figures, String> {
+    let idle_mb = server.rss_mb()?;
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut workers = JoinSet::new();
+    for _ in 0..connections.min(threads.max(1)) {
+        let addr = server.addr.clone();
+        let next = Arc::clone(&next);
+        workers.spawn(async move {
+            let mut conn = Conn::open(&addr).await?;
+            while next.fetch_add(1, Ordering::Relaxed) < threads {
+                let thread = create_thread(&mut conn).await?;
+                let body = json!({"assistant_id": "hitl", "input": {"items": ["x"]}});
+                let out =
+                    conn.json(Method::POST, &format!("/threads/{thread}/runs/wait"), Some(&body)).await?;
+                let question = &out["__interrupt__"][0]["value"]["question"];
+                if question != "approve?" || out["items"] != json!(["x"]) {
+                    return Err(format!("thread {thread} did not pause at the interrupt: {out}"));
+                }
+            }
+            Ok::<_, String>(())
+        });
+    }
+    while let Some(joined) = workers.join_next().await {
+        joined.map_err(|e| format!("a worker stopped: {e}"))??;
+    }
+    let fill = started.elapsed();
+    let mut conn = Conn::open(&server.addr).await?;
+    let count = conn.json(Method::POST, "/threads/count", Some(&json!({"status": "interrupted"}))).await?;
+    if count.as_u64() != Some(threads as u64) {
+        return Err(format!("{count} threads are interrupted, expected {threads}"));
+    }
+    // Let the last runs' bookkeeping settle before reading the memory.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let rss_mb = server.rss_mb()?;
+    let mut figures = Figures::new();
+    figures.insert("threads".into(), json!(threads));
+    figures.insert("rss_mb".into(), json!(round(rss_mb, 1)));
+    figures.insert("rss_idle_mb".into(), json!(round(idle_mb, 1)));
+    figures
+        .insert("kb_per_thread".into(), json!(round((rss_mb - idle_mb) * 1024.0 / threads.max(1) as f64, 2)));
+    figures.insert("fill_s".into(), json!(round(fill.as_secs_f64(), 3)));
+    figures.insert("threads_per_s".into(), json!(round(threads as f64 / fill.as_secs_f64(), 1)));
+    figures.insert("connections".into(), json!(connections));
+    figures.insert("server_pid".into(), json!(server.pid()));
+    Ok(figures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sse::Event;
+
+    fn streamed(events: &[(&str, &str)]) -> Streamed {
+        Streamed {
+            first_event: Duration::from_millis(1),
+            total: Duration::from_millis(2),
+            events: events
+                .iter()
+                .map(|(n, d)| Event { name: (*n).to_owned(), data: (*d).to_owned() })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_run_passes_only_with_metadata_first_no_error_and_count_three() {
+        let good = [("metadata", "{}"), ("values", r#"{"count":0}"#), ("values", r#"{"count":3}"#)];
+        assert_eq!(check_three(&streamed(&good)), Ok(()));
+        let late = [("values", r#"{"count":3}"#), ("metadata", "{}")];
+        assert!(check_three(&streamed(&late)).unwrap_err().contains("not metadata"));
+        let failed = [("metadata", "{}"), ("values", r#"{"count":3}"#), ("error", r#"{"error":"X"}"#)];
+        assert!(check_three(&streamed(&failed)).unwrap_err().contains("failed"));
+        let short = [("metadata", "{}"), ("values", r#"{"count":2}"#)];
+        assert!(check_three(&streamed(&short)).unwrap_err().contains("expected count 3"));
+        assert!(check_three(&streamed(&[("metadata", "{}")])).unwrap_err().contains("no values"));
+    }
+}
