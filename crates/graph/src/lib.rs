@@ -39,6 +39,7 @@ pub mod compiled;
 pub mod draw;
 pub mod erased;
 pub mod error;
+pub mod func;
 pub mod json_state;
 pub mod messages;
 pub mod node;

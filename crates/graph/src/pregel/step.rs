@@ -1,11 +1,14 @@
 //! Running one superstep's tasks: reusing saved writes, running the rest concurrently, saving their writes.
 
+use std::sync::Arc;
+
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt as _, StreamExt as _};
 use serde_json::Value;
 
 use crate::checkpoint::{ChannelName, special};
 use crate::error::{GraphError, GraphResult};
+use crate::pregel::calls::{CallSite, CallStep};
 use crate::pregel::channels::Channels;
 use crate::pregel::emit::{emit_task_result, emit_update, emit_whole_messages};
 use crate::pregel::execute::execute;
@@ -56,6 +59,15 @@ pub(crate) async fn run_step<S: State>(
         }
     }
 
+    // The task calls of an entrypoint's step (functional API): ids from the step's checkpoint.
+    let calls = spec.functional.then(|| {
+        let current = ctx.saver.as_ref().map(|s| Arc::clone(s.current_config()));
+        let checkpoint_id = match &ctx.unsaved {
+            Some((id, _)) => id.clone(),
+            None => current.and_then(|c| c.checkpoint_id.clone()).unwrap_or_default(),
+        };
+        Arc::new(CallStep::new(ctx, saved, &checkpoint_id, step))
+    });
     let limit = ctx.config.max_concurrency.unwrap_or(usize::MAX).max(1);
     let inner = ctx.inner;
     let is_subgraph = ctx.parent.is_some();
@@ -72,7 +84,7 @@ pub(crate) async fn run_step<S: State>(
         if let Some(running) = running.as_mut() {
             while running.len() < limit {
                 let Some(i) = queue.next() else { break };
-                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop);
+                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop, calls.as_ref());
                 let task = &tasks[i];
                 running
                     .push(execute(inner, ch, task, runtime, route_inline, is_subgraph).map(move |r| (i, r)));
@@ -80,7 +92,7 @@ pub(crate) async fn run_step<S: State>(
         }
         let next = match (lone.take(), running.as_mut()) {
             (Some(i), _) => {
-                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop);
+                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop, calls.as_ref());
                 Some((i, execute(inner, ch, &tasks[i], runtime, route_inline, is_subgraph).await))
             }
             (None, Some(running)) => running.next().await,
@@ -88,6 +100,10 @@ pub(crate) async fn run_step<S: State>(
         };
         let Some((i, result)) = next else { break };
         let task = &tasks[i];
+        // The results of the tasks it called are saved before its own writes.
+        if let Some(calls) = &calls {
+            save_calls(ctx, calls).await?;
+        }
         match &result {
             // Its result follows its `updates` chunk (below, or after routing for a lone task).
             Ok((TaskOutcome::Done(_), _)) => {}
@@ -176,6 +192,17 @@ pub(crate) async fn run_step<S: State>(
     ))
 }
 
+/// Saves the writes of the task calls that finished, in the order they finished.
+async fn save_calls<S: State>(ctx: &mut Ctx<'_, S>, calls: &CallStep) -> GraphResult<()> {
+    let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
+    for (id, path, writes) in calls.take_writes() {
+        if let Some(op) = saver.put_writes(&id, &path, writes)? {
+            saver.submit(op).await?;
+        }
+    }
+    Ok(())
+}
+
 /// Makes a task's runtime and reports its start in the `tasks` stream mode.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn start_task<S: State>(
@@ -185,6 +212,7 @@ pub(crate) fn start_task<S: State>(
     saved: &SavedWrites,
     step: i64,
     stop: i64,
+    calls: Option<&Arc<CallStep>>,
 ) -> Runtime {
     // Named only where someone reads them: task events and the metadata of observed runs.
     let events = ctx.sink.is_some_and(|s| s.modes.tasks() || s.modes.has(StreamMode::Messages));
@@ -193,7 +221,8 @@ pub(crate) fn start_task<S: State>(
     } else {
         Vec::new()
     };
-    let runtime = make_runtime(ctx, task, saved, step, stop, triggers.clone());
+    let calls = calls.map(|c| Arc::new(CallSite::new(Arc::clone(c), Arc::clone(&task.path))));
+    let runtime = make_runtime(ctx, task, saved, step, stop, triggers.clone(), calls);
     if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks()) {
         if task.kind != TaskKind::Start {
             let input = match &task.input {

@@ -244,6 +244,11 @@ impl Wire {
                 "updates",
                 json!({"__interrupt__": interrupts.iter().map(interrupt_json).collect::<Vec<_>>()}),
             ),
+            JsonStreamData::Returned { node, value } => {
+                let mut chunk = Map::new();
+                chunk.insert(node, value);
+                one(modes.updates, "updates", Value::Object(chunk))
+            }
             JsonStreamData::Custom { value, .. } => one(modes.custom, "custom", value),
             JsonStreamData::Checkpoint(event) => {
                 one(modes.checkpoints, "checkpoints", checkpoint_payload(&event))
