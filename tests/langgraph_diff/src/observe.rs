@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value, json};
 use weft::graph::checkpoint::{CheckpointConfig, CheckpointMetadata};
+use weft::graph::func::{FuncState, FuncValue};
 use weft::graph::{
     GraphError, Interrupt, JsonSnapshot, JsonState, MessagesState, PregelTask, State, StateSnapshot,
     TaskState,
@@ -69,6 +70,17 @@ impl Observe for weft::agents::AgentState {
             }
         }
         Value::Object(out)
+    }
+}
+
+impl<I: FuncValue, O: FuncValue, P: FuncValue> Observe for FuncState<I, O, P> {
+    /// A functional graph's state as LangGraph shows it: the bare last return value.
+    fn values(&self) -> Value {
+        compact(self.value().and_then(|v| serde_json::to_value(v).ok()).unwrap_or(Value::Null))
+    }
+
+    fn update_json(update: &Self::Update) -> Value {
+        compact(update.value().and_then(|v| serde_json::to_value(v).ok()).unwrap_or(Value::Null))
     }
 }
 

@@ -517,7 +517,13 @@ pub(crate) async fn run_inner<S: State>(
             ctx.unsaved = Some(checkpoint_stamps());
         }
         if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Values)) {
-            if (0..ch.layout.n_state).any(|i| changed.contains(i)) {
+            // As LangGraph: after a step that wrote an output channel (an entrypoint's is its return value).
+            let output = if spec.functional {
+                ch.state.channel_index(crate::func::END_CHANNEL).is_some_and(|i| changed.contains(i))
+            } else {
+                (0..ch.layout.n_state).any(|i| changed.contains(i))
+            };
+            if output {
                 sink.send(StreamData::Values { state: ch.state.clone(), interrupts: Vec::new() });
             }
         }
