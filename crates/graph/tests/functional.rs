@@ -313,7 +313,7 @@ async fn tasks_stream_their_start_and_result_in_tasks_mode() {
     assert_eq!(
         seen,
         [
-            r#"start wf {"__entrypoint_input__":4} ["branch:to:wf"]"#.to_owned(),
+            r#"start wf 4 ["__start__"]"#.to_owned(),
             r#"start double 4 ["__pregel_push"]"#.to_owned(),
             r#"end double [("__return__", Number(8))] None"#.to_owned(),
             r#"end wf [("__end__", Number(8)), ("__previous__", Number(8))] None"#.to_owned(),

@@ -126,3 +126,23 @@ def functional_task_error_fails_the_run_and_resume_reruns_it(rec: Rec):
     rec.invoke(flow, 1, cfg)
     rec.invoke(flow, None, cfg)
     rec.note(op="runs", n=runs["runs"], tries=tries["n"])
+
+
+@scenario
+def functional_history_and_saved_checkpoints(rec: Rec):
+    runs = counter()
+    ten = times_ten(runs)
+
+    @entrypoint(checkpointer=saver())
+    def review(n: int) -> dict:
+        result = ten(n).result()
+        verdict = interrupt(result)
+        return {"result": result, "verdict": verdict}
+
+    cfg = thread()
+    rec.invoke(review, 1, cfg)
+    rec.state(review, cfg)
+    rec.saved(review, cfg)
+    rec.invoke(review, Command(resume="ok"), cfg)
+    rec.history(review, cfg)
+    rec.saved(review, cfg)

@@ -21,6 +21,7 @@ scenarios![
     functional_interrupt_with_a_bare_value_hides_it,
     functional_previous_and_final,
     functional_task_error_fails_the_run_and_resume_reruns_it,
+    functional_history_and_saved_checkpoints,
 ];
 
 /// A task multiplying by ten that counts its runs; later inputs finish first.
@@ -147,9 +148,7 @@ fn functional_task_error_fails_the_run_and_resume_reruns_it(rec: &mut Rec) -> Bo
             let tries = Arc::clone(&tries);
             task("flaky", move |x: i64| {
                 let n = tries.fetch_add(1, Ordering::SeqCst);
-                async move {
-                    if n == 0 { Err(weft::Error::msg("first try fails")) } else { Ok(x + 1) }
-                }
+                async move { if n == 0 { Err(weft::Error::msg("first try fails")) } else { Ok(x + 1) } }
             })
         };
         let flow = entrypoint("flow", move |x: i64, _previous: Option<i64>, _rt| {
@@ -160,7 +159,34 @@ fn functional_task_error_fails_the_run_and_resume_reruns_it(rec: &mut Rec) -> Bo
         let cfg = thread("t");
         rec.invoke(&flow, 1, &cfg).await;
         rec.invoke(&flow, GraphInput::Resume, &cfg).await;
-        rec.note(json!({"op": "runs", "n": count.load(Ordering::SeqCst), "tries": tries.load(Ordering::SeqCst)}));
+        rec.note(
+            json!({"op": "runs", "n": count.load(Ordering::SeqCst), "tries": tries.load(Ordering::SeqCst)}),
+        );
+        Ok(())
+    })
+}
+
+fn functional_history_and_saved_checkpoints(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let count = Arc::new(AtomicUsize::new(0));
+        let ten = times_ten(&count);
+        let app = entrypoint("review", move |n: i64, _previous: Option<Value>, rt| {
+            let ten = ten.clone();
+            async move {
+                let result = ten.call(n).await?;
+                let verdict: Value = rt.interrupt(result)?;
+                Ok(json!({"result": result, "verdict": verdict}))
+            }
+        })
+        .compile_with(saver())?;
+        let cfg = thread("t");
+        let fields = ["versions_seen", "updated_channels"];
+        rec.invoke(&app, 1, &cfg).await;
+        rec.state(&app, &cfg, false).await;
+        rec.saved(&app, "t", &fields).await;
+        rec.invoke(&app, Command::resume("ok"), &cfg).await;
+        rec.history(&app, &cfg).await;
+        rec.saved(&app, "t", &fields).await;
         Ok(())
     })
 }

@@ -148,7 +148,12 @@ fn task(t: &PregelTask) -> Value {
         out["error"] = json!(true);
     }
     if let Some(result) = &t.result {
-        out["result"] = pairs(result);
+        out["result"] = match result.as_slice() {
+            // An entrypoint's result is its return value alone: LangGraph shows it bare (a functional
+            // graph's output channel is `__end__` itself, not a dict of channels).
+            [(channel, value)] if channel == weft::graph::func::END_CHANNEL => compact(value.clone()),
+            _ => pairs(result),
+        };
     }
     match &t.state {
         Some(TaskState::Config(c)) => out["state"] = config(Some(c)),

@@ -46,6 +46,8 @@ pub(crate) struct CallStep {
     returned: Mutex<HashMap<String, Value>>,
     /// Writes of finished calls, saved by the step (in order) when their caller's task ends.
     outbox: Mutex<Vec<CallWrites>>,
+    /// The names of the tasks called in the step.
+    called: Mutex<std::collections::BTreeSet<Arc<str>>>,
     emit: Option<Emit>,
 }
 
@@ -113,8 +115,14 @@ impl CallStep {
             step,
             returned: Mutex::new(returned),
             outbox: Mutex::new(Vec::new()),
+            called: Mutex::default(),
             emit,
         }
+    }
+
+    /// The names of the tasks called in the step so far.
+    pub(crate) fn called(&self) -> std::collections::BTreeSet<Arc<str>> {
+        self.called.lock().map(|c| c.clone()).unwrap_or_default()
     }
 
     /// Takes the writes waiting to be saved, in the order the calls finished.
@@ -157,6 +165,9 @@ impl CallSite {
         let path: Arc<str> = Arc::from(format!("~{}, {}, {index:010}, True", special::PUSH, self.path));
         let step = &self.step;
         let id = task_id(&step.checkpoint_id, &step.ns, step.step, name, &format!("call:{path}"));
+        if let Ok(mut called) = step.called.lock() {
+            called.insert(Arc::clone(name));
+        }
         Call { id, path, name: Arc::clone(name), step: Arc::clone(step) }
     }
 }

@@ -53,6 +53,8 @@ pub(crate) struct Ctx<'a, S: State> {
     pub(crate) interrupt_before: std::borrow::Cow<'a, [bool]>,
     /// Per node: whether the run pauses after it.
     pub(crate) interrupt_after: std::borrow::Cow<'a, [bool]>,
+    /// The functional-API tasks the step's tasks called, by name (for `versions_seen`).
+    pub(crate) called: std::collections::BTreeSet<Arc<str>>,
 }
 
 /// The breakpoint flags of a run: its own list (root runs only: a run's breakpoints apply to the root graph,
@@ -137,6 +139,7 @@ pub(crate) async fn run<S: State>(
         unsaved: None,
         interrupt_before,
         interrupt_after,
+        called: std::collections::BTreeSet::new(),
     };
     let result = run_inner(&mut ctx, input, limit).await;
     let result = match ctx.saver.as_mut() {
@@ -442,7 +445,9 @@ pub(crate) async fn run_inner<S: State>(
             }
         };
 
-        // The versions each task was triggered by (a `Send`'s task records none, as in LangGraph).
+        // The versions each task was triggered by (a `Send`'s task records none, as in LangGraph; nor does
+        // a task call of the functional API).
+        ch.called.append(&mut ctx.called);
         for task in &tasks {
             let slot = task.node().unwrap_or(ch.layout.n_nodes);
             ch.ran[slot] = true;

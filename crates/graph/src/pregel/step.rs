@@ -175,6 +175,9 @@ pub(crate) async fn run_step<S: State>(
         }
     }
     drop(running);
+    if let Some(calls) = &calls {
+        ctx.called.extend(calls.called());
+    }
     if let Some(err) = first_error {
         return Err(err);
     }
@@ -227,6 +230,8 @@ pub(crate) fn start_task<S: State>(
         if task.kind != TaskKind::Start {
             let input = match &task.input {
                 Some(p) => p.to_json().unwrap_or(Value::Null),
+                // An entrypoint's input is the run's input, as LangGraph shows it.
+                None if ctx.inner.spec.functional => entrypoint_input(ch),
                 None => state_json(&ch.state),
             };
             sink.send(StreamData::TaskStart {
@@ -239,6 +244,17 @@ pub(crate) fn start_task<S: State>(
         }
     }
     runtime
+}
+
+/// The input an entrypoint runs on, as JSON (`null` when none is pending).
+fn entrypoint_input<S: State>(ch: &Channels<S>) -> Value {
+    let index = ch.state.channel_index(crate::func::INPUT_CHANNEL);
+    ch.start
+        .iter()
+        .flatten()
+        .flat_map(|u| ch.state.update_to_json(u).unwrap_or_default())
+        .find(|(i, _)| Some(*i) == index)
+        .map_or(Value::Null, |(_, v)| v)
 }
 
 /// Saves the writes of a single-task step (made after its routes were computed).
