@@ -358,3 +358,38 @@ async fn an_entrypoint_is_a_node_of_another_graph_and_resumes_inside_it() {
     assert_eq!(done.value.notes, ["essay on cats", "good"]);
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test]
+async fn a_task_result_is_saved_as_it_finishes_while_the_entrypoint_still_runs() {
+    use weft_graph::Checkpointer;
+    use weft_graph::checkpoint::CheckpointConfig;
+    for durability in [Durability::Sync, Durability::Async] {
+        let saver = Arc::new(InMemorySaver::new());
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let double = task("double", |x: i64| async move { Ok(x * 2) });
+        let (probe, record) = (Arc::clone(&saver), Arc::clone(&seen));
+        let app = entrypoint("wf", move |x: i64, _p: Option<i64>, _rt| {
+            let (double, probe, record) = (double.clone(), Arc::clone(&probe), Arc::clone(&record));
+            async move {
+                let y = double.call(x).await?;
+                // Give the run a turn, then look at what the thread holds: the call's result is saved
+                // before the entrypoint returns, so a run that died here would not run it again.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let tuple = probe.get_tuple(&CheckpointConfig::thread("t")).await.unwrap().unwrap();
+                let writes: Vec<(String, serde_json::Value)> =
+                    tuple.pending_writes.into_iter().map(|w| (w.channel, w.value)).collect();
+                record.lock().unwrap().extend(writes);
+                Ok(y)
+            }
+        })
+        .compile_with(CompileConfig::new().checkpointer(saver))
+        .unwrap();
+        let options = RunOptions { durability, ..RunOptions::default() };
+        app.invoke_with(4, &thread("t"), options).await.unwrap();
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [("__return__".to_owned(), serde_json::json!(8))],
+            "{durability:?}"
+        );
+    }
+}

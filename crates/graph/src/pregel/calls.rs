@@ -48,6 +48,8 @@ pub(crate) struct CallStep {
     outbox: Mutex<Vec<CallWrites>>,
     /// The names of the tasks called in the step.
     called: Mutex<std::collections::BTreeSet<Arc<str>>>,
+    /// Signals a write waiting in the outbox.
+    kept: tokio::sync::Notify,
     emit: Option<Emit>,
 }
 
@@ -116,6 +118,7 @@ impl CallStep {
             returned: Mutex::new(returned),
             outbox: Mutex::new(Vec::new()),
             called: Mutex::default(),
+            kept: tokio::sync::Notify::new(),
             emit,
         }
     }
@@ -123,6 +126,11 @@ impl CallStep {
     /// The names of the tasks called in the step so far.
     pub(crate) fn called(&self) -> std::collections::BTreeSet<Arc<str>> {
         self.called.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// Resolves when a call's writes are waiting to be saved (at once if some wait already).
+    pub(crate) async fn finished(&self) {
+        self.kept.notified().await;
     }
 
     /// Takes the writes waiting to be saved, in the order the calls finished.
@@ -214,5 +222,7 @@ impl Call {
         if let Ok(mut outbox) = self.step.outbox.lock() {
             outbox.push((Arc::clone(&self.id), Arc::clone(&self.path), writes));
         }
+        // Stored as a permit when nobody waits yet: the step saves it at its next turn.
+        self.step.kept.notify_one();
     }
 }

@@ -93,7 +93,13 @@ pub(crate) async fn run_step<S: State>(
         let next = match (lone.take(), running.as_mut()) {
             (Some(i), _) => {
                 let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop, calls.as_ref());
-                Some((i, execute(inner, ch, &tasks[i], runtime, route_inline, is_subgraph).await))
+                let run = execute(inner, ch, &tasks[i], runtime, route_inline, is_subgraph);
+                let result = match &calls {
+                    // An entrypoint: the results of its task calls are saved as they come.
+                    Some(calls) => run_saving_calls(ctx, calls, run).await?,
+                    None => run.await,
+                };
+                Some((i, result))
             }
             (None, Some(running)) => running.next().await,
             (None, None) => None,
@@ -193,6 +199,23 @@ pub(crate) async fn run_step<S: State>(
     Ok(StepOutcome::Done(
         results.into_iter().map(|r| r.unwrap_or_else(|| (TaskWrites::default(), true))).collect(),
     ))
+}
+
+/// Runs a task that calls tasks, saving each call's result as soon as it finishes (so a run that dies
+/// while the task still runs resumes without running the finished calls again).
+async fn run_saving_calls<S: State, T>(
+    ctx: &mut Ctx<'_, S>,
+    calls: &CallStep,
+    run: impl std::future::Future<Output = T>,
+) -> GraphResult<T> {
+    let mut run = std::pin::pin!(run);
+    loop {
+        let finished = std::pin::pin!(calls.finished());
+        match futures::future::select(run.as_mut(), finished).await {
+            futures::future::Either::Left((result, _)) => return Ok(result),
+            futures::future::Either::Right(((), _)) => save_calls(ctx, calls).await?,
+        }
+    }
 }
 
 /// Saves the writes of the task calls that finished, in the order they finished.
