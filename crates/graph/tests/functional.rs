@@ -37,8 +37,11 @@ fn counted(name: &str, runs: &Arc<AtomicUsize>) -> Task<i64, i64> {
     })
 }
 
-/// Doubles each number in parallel tasks, asks a question, returns the tasks' results and the answer.
-fn review(runs: &Arc<AtomicUsize>) -> CompiledGraph<FuncState<Vec<i64>, (Vec<i64>, String)>> {
+/// The review workflow's graph: numbers in, the tasks' results and the answer out.
+type Review = CompiledGraph<FuncState<Vec<i64>, (Vec<i64>, String)>>;
+
+/// Multiplies each number in parallel tasks, asks a question, returns the tasks' results and the answer.
+fn review(runs: &Arc<AtomicUsize>) -> Review {
     let times = counted("times_ten", runs);
     entrypoint("review", move |numbers: Vec<i64>, _previous: Option<(Vec<i64>, String)>, rt| {
         let times = times.clone();
