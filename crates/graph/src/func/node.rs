@@ -48,15 +48,25 @@ impl<I: FuncValue, O: FuncValue, P: FuncValue> NodeFn<FuncState<I, O, P>> for En
         input: NodeInput<'a, FuncState<I, O, P>>,
         runtime: Runtime,
     ) -> BoxFuture<'a, Result<NodeOutput<FuncState<I, O, P>>>> {
-        let (arg, previous) = match input {
-            NodeInput::State(s) => (s.input().cloned(), s.previous().cloned()),
-            NodeInput::Payload(_) => (None, None),
+        let previous = match input {
+            NodeInput::State(s) => s.previous().cloned(),
+            NodeInput::Payload(_) => None,
         };
-        let Some(arg) = arg else {
-            let err = FuncError::NoInput { entrypoint: self.name.to_string() };
-            return futures::future::ready(Err(Error::Custom(Arc::new(err)))).boxed();
-        };
+        // The run's input comes with the task (an entrypoint's graph has no START task writing it).
         let site = runtime.inner.calls.clone();
+        let arg = match site.as_ref().and_then(|s| s.input()) {
+            None => {
+                let err = FuncError::NoInput { entrypoint: self.name.to_string() };
+                return futures::future::ready(Err(Error::Custom(Arc::new(err)))).boxed();
+            }
+            Some(json) => match serde_json::from_value::<I>(json) {
+                Ok(arg) => arg,
+                Err(e) => {
+                    let err = Error::InvalidInput(format!("input of entrypoint '{}': {e}", self.name));
+                    return futures::future::ready(Err(err)).boxed();
+                }
+            },
+        };
         let run = (self.body)(arg, previous, runtime);
         async move {
             let done = match site {

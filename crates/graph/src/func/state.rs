@@ -15,7 +15,8 @@ pub trait FuncValue: Serialize + DeserializeOwned + Clone + std::fmt::Debug + Se
 
 impl<T: Serialize + DeserializeOwned + Clone + std::fmt::Debug + Send + Sync + 'static> FuncValue for T {}
 
-/// The input channel: written by the run's input, read by the entrypoint, cleared after it ran.
+/// The input channel: the run's input is written to it (and saved as the checkpoint's `__start__`); the
+/// entrypoint reads it from there, in the step after the input, as LangGraph's functional graphs do.
 pub const INPUT_CHANNEL: &str = "__entrypoint_input__";
 /// The entrypoint's return value (LangGraph's `__end__` channel of a functional graph).
 pub const END_CHANNEL: &str = "__end__";
@@ -61,11 +62,6 @@ impl<I, O, P> FuncState<I, O, P> {
     /// The value saved for the next run (what the entrypoint receives as `previous`).
     pub fn previous(&self) -> Option<&P> {
         self.previous.as_ref()
-    }
-
-    /// The input of the run in progress (set between the input and the entrypoint's end).
-    pub fn input(&self) -> Option<&I> {
-        self.input.as_ref()
     }
 }
 

@@ -146,6 +146,8 @@ pub(crate) struct CallSite {
     path: Arc<str>,
     /// How many calls the caller has made.
     counter: AtomicUsize,
+    /// The input of the run, for an entrypoint's task (`None` for a task call).
+    input: Option<Value>,
 }
 
 /// One call of a task: where it is saved, and what it finds there.
@@ -157,14 +159,19 @@ pub(crate) struct Call {
 }
 
 impl CallSite {
-    /// The calls of the task at `path`.
-    pub(crate) fn new(step: Arc<CallStep>, path: Arc<str>) -> Self {
-        Self { step, path, counter: AtomicUsize::new(0) }
+    /// The calls of the task at `path`, which runs on `input` (an entrypoint's task: the run's input).
+    pub(crate) fn new(step: Arc<CallStep>, path: Arc<str>, input: Option<Value>) -> Self {
+        Self { step, path, counter: AtomicUsize::new(0), input }
+    }
+
+    /// The input of the run, as JSON (`None` for a task call).
+    pub(crate) fn input(&self) -> Option<Value> {
+        self.input.clone()
     }
 
     /// The same caller starting again (a retried node): its calls are numbered from the first again.
     pub(crate) fn restart(&self) -> Self {
-        Self::new(Arc::clone(&self.step), Arc::clone(&self.path))
+        Self::new(Arc::clone(&self.step), Arc::clone(&self.path), self.input.clone())
     }
 
     /// The next call this caller makes, of task `name`.
@@ -189,7 +196,7 @@ impl Call {
 
     /// A site for the calls this call makes.
     pub(crate) fn site(&self) -> CallSite {
-        CallSite::new(Arc::clone(&self.step), Arc::clone(&self.path))
+        CallSite::new(Arc::clone(&self.step), Arc::clone(&self.path), None)
     }
 
     /// Reports the call's start to the stream.

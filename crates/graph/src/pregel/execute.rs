@@ -47,25 +47,13 @@ pub(crate) async fn execute<S: State>(
     let Some(func) = &node.func else { return Ok((TaskOutcome::Done(TaskWrites::default()), None)) };
     let policy = node.config.retry.as_ref().or(inner.config.retry.as_ref());
     let step = runtime.inner.site.step;
-    // An entrypoint sees its input with the state (its graph has no START task to write it).
-    let with_input = match (&ch.start, spec.functional) {
-        (Some(updates), true) => {
-            let mut view = ch.state.clone();
-            view.apply(updates.clone()).map_err(|error| GraphError::InvalidUpdate {
-                error,
-                step,
-                nodes: vec![node.name.to_string()],
-            })?;
-            Some(view)
-        }
-        _ => None,
-    };
-    let state = with_input.as_ref().unwrap_or(&ch.state);
     let cache_key = match (&node.config.cache, &inner.config.cache) {
         (Some(cp), Some(_)) => {
             let input = match &task.input {
                 Some(p) => p.to_json().unwrap_or(Value::Null),
-                None => state_json(state),
+                // An entrypoint's input is the run's, not in the state.
+                None if spec.functional => runtime.inner.calls.as_ref().and_then(|c| c.input()).unwrap_or_default(),
+                None => state_json(&ch.state),
             };
             Some(cp.key_of(&input))
         }
@@ -83,7 +71,7 @@ pub(crate) async fn execute<S: State>(
         let rt = if attempt == 1 { runtime.clone() } else { with_attempt(&runtime, attempt) };
         let input = match &task.input {
             Some(payload) => NodeInput::Payload(payload.clone()),
-            None => NodeInput::State(state),
+            None => NodeInput::State(&ch.state),
         };
         let scope = (rt.inner.observed && rt.config().callbacks.is_some()).then(|| {
             let input_json = match &input {

@@ -60,14 +60,7 @@ pub(crate) async fn run_step<S: State>(
     }
 
     // The task calls of an entrypoint's step (functional API): ids from the step's checkpoint.
-    let calls = spec.functional.then(|| {
-        let current = ctx.saver.as_ref().map(|s| Arc::clone(s.current_config()));
-        let checkpoint_id = match &ctx.unsaved {
-            Some((id, _)) => id.clone(),
-            None => current.and_then(|c| c.checkpoint_id.clone()).unwrap_or_default(),
-        };
-        Arc::new(CallStep::new(ctx, saved, &checkpoint_id, step))
-    });
+    let calls = if spec.functional { Some(call_step(ctx, saved, step)) } else { None };
     let limit = ctx.config.max_concurrency.unwrap_or(usize::MAX).max(1);
     let inner = ctx.inner;
     let is_subgraph = ctx.parent.is_some();
@@ -95,8 +88,9 @@ pub(crate) async fn run_step<S: State>(
                 let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop, calls.as_ref());
                 let run = execute(inner, ch, &tasks[i], runtime, route_inline, is_subgraph);
                 let result = match &calls {
-                    // An entrypoint: the results of its task calls are saved as they come.
-                    Some(calls) => run_saving_calls(ctx, calls, run).await?,
+                    // An entrypoint: the results of its task calls are saved as they come (boxed: other
+                    // graphs' steps keep a small future).
+                    Some(calls) => Box::pin(run_saving_calls(ctx, calls, run)).await?,
                     None => run.await,
                 };
                 Some((i, result))
@@ -108,7 +102,8 @@ pub(crate) async fn run_step<S: State>(
         let task = &tasks[i];
         // The results of the tasks it called are saved before its own writes.
         if let Some(calls) = &calls {
-            save_calls(ctx, calls).await?;
+            // Boxed: other graphs' steps keep a small future.
+            Box::pin(save_calls(ctx, calls)).await?;
         }
         match &result {
             // Its result follows its `updates` chunk (below, or after routing for a lone task).
@@ -201,6 +196,26 @@ pub(crate) async fn run_step<S: State>(
     ))
 }
 
+/// The task calls of an entrypoint's step (functional API): ids from the step's checkpoint.
+#[cold]
+#[inline(never)]
+fn call_step<S: State>(ctx: &Ctx<'_, S>, saved: &SavedWrites, step: i64) -> Arc<CallStep> {
+    let current = ctx.saver.as_ref().map(|s| Arc::clone(s.current_config()));
+    let checkpoint_id = match &ctx.unsaved {
+        Some((id, _)) => id.clone(),
+        None => current.and_then(|c| c.checkpoint_id.clone()).unwrap_or_default(),
+    };
+    Arc::new(CallStep::new(ctx, saved, &checkpoint_id, step))
+}
+
+/// The call site of an entrypoint's task: it reads the run's input from there (its graph has no START
+/// task writing it).
+#[cold]
+#[inline(never)]
+fn call_site<S: State>(ch: &Channels<S>, task: &Task<S>, calls: &Arc<CallStep>) -> Arc<CallSite> {
+    Arc::new(CallSite::new(Arc::clone(calls), Arc::clone(&task.path), entrypoint_input(ch)))
+}
+
 /// Runs a task that calls tasks, saving each call's result as soon as it finishes (so a run that dies
 /// while the task still runs resumes without running the finished calls again).
 async fn run_saving_calls<S: State, T>(
@@ -247,14 +262,14 @@ pub(crate) fn start_task<S: State>(
     } else {
         Vec::new()
     };
-    let calls = calls.map(|c| Arc::new(CallSite::new(Arc::clone(c), Arc::clone(&task.path))));
+    let calls = calls.map(|c| call_site(ch, task, c));
     let runtime = make_runtime(ctx, task, saved, step, stop, triggers.clone(), calls);
     if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks()) {
         if task.kind != TaskKind::Start {
             let input = match &task.input {
                 Some(p) => p.to_json().unwrap_or(Value::Null),
                 // An entrypoint's input is the run's input, as LangGraph shows it.
-                None if ctx.inner.spec.functional => entrypoint_input(ch),
+                None if ctx.inner.spec.functional => entrypoint_input(ch).unwrap_or_default(),
                 None => state_json(&ch.state),
             };
             sink.send(StreamData::TaskStart {
@@ -269,15 +284,15 @@ pub(crate) fn start_task<S: State>(
     runtime
 }
 
-/// The input an entrypoint runs on, as JSON (`null` when none is pending).
-fn entrypoint_input<S: State>(ch: &Channels<S>) -> Value {
+/// The input an entrypoint runs on, as JSON (`None` when none is pending).
+fn entrypoint_input<S: State>(ch: &Channels<S>) -> Option<Value> {
     let index = ch.state.channel_index(crate::func::INPUT_CHANNEL);
     ch.start
         .iter()
         .flatten()
         .flat_map(|u| ch.state.update_to_json(u).unwrap_or_default())
         .find(|(i, _)| Some(*i) == index)
-        .map_or(Value::Null, |(_, v)| v)
+        .map(|(_, v)| v)
 }
 
 /// Saves the writes of a single-task step (made after its routes were computed).
