@@ -424,7 +424,12 @@ pub(crate) async fn run_inner<S: State>(
             return Ok(GraphOutput { value: ch.state, interrupts: Vec::new() });
         }
 
-        let outcome = match run_step(ctx, &ch, &tasks, &saved, step, stop).await {
+        let outcome = if spec.functional {
+            Box::pin(run_step::<S, true>(ctx, &ch, &tasks, &saved, step, stop)).await
+        } else {
+            run_step::<S, false>(ctx, &ch, &tasks, &saved, step, stop).await
+        };
+        let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(err) => {
                 save_on_exit(ctx, &mut ch, step, &dirty).await?;

@@ -33,7 +33,9 @@ pub(crate) enum StepOutcome<S: State> {
     Interrupted { interrupts: Vec<Interrupt>, finished: Vec<TaskWrites<S>> },
 }
 
-pub(crate) async fn run_step<S: State>(
+/// Runs one superstep's tasks. `CALLS` is set for an entrypoint's graph, whose task may call tasks
+/// (functional API); other graphs' steps are compiled without that bookkeeping.
+pub(crate) async fn run_step<S: State, const CALLS: bool>(
     ctx: &mut Ctx<'_, S>,
     ch: &Channels<S>,
     tasks: &[Task<S>],
@@ -60,7 +62,7 @@ pub(crate) async fn run_step<S: State>(
     }
 
     // The task calls of an entrypoint's step (functional API): ids from the step's checkpoint.
-    let calls = if spec.functional { Some(call_step(ctx, saved, step)) } else { None };
+    let calls = if CALLS { Some(call_step(ctx, saved, step)) } else { None };
     let limit = ctx.config.max_concurrency.unwrap_or(usize::MAX).max(1);
     let inner = ctx.inner;
     let is_subgraph = ctx.parent.is_some();
