@@ -373,6 +373,22 @@ mod tests {
     }
 
     #[test]
+    fn a_functional_task_return_is_an_updates_event_keyed_by_the_task() {
+        let mut wire = Wire::new(Modes { updates: true, ..Modes::default() }, false, Map::new());
+        let part = JsonStreamPart {
+            ns: Vec::new(),
+            data: JsonStreamData::Returned { node: "write_essay".into(), value: json!("an essay") },
+        };
+        assert_eq!(wire.events(part), vec![("updates".to_owned(), json!({"write_essay": "an essay"}))]);
+        let mut quiet = Wire::new(Modes { values: true, ..Modes::default() }, false, Map::new());
+        let part = JsonStreamPart {
+            ns: Vec::new(),
+            data: JsonStreamData::Returned { node: "write_essay".into(), value: json!(1) },
+        };
+        assert!(quiet.events(part).is_empty());
+    }
+
+    #[test]
     fn subgraph_events_are_named_with_their_namespace() {
         let modes = Modes { custom: true, ..Modes::default() };
         let mut wire = Wire::new(modes, true, Map::new());
