@@ -396,3 +396,25 @@ async fn a_task_result_is_saved_as_it_finishes_while_the_entrypoint_still_runs()
         );
     }
 }
+
+#[tokio::test]
+async fn an_entrypoint_reaches_the_store_and_the_run_context() {
+    use weft_graph::{InMemoryStore, Store};
+    let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
+    let app = entrypoint("remember", |fact: String, _p: Option<usize>, rt: weft_graph::Runtime| async move {
+        let store = rt.store().ok_or_else(|| Error::msg("no store"))?;
+        let user = rt.context::<String>().cloned().unwrap_or_default();
+        store
+            .put(&[user.clone()], "fact", serde_json::json!({"text": fact}))
+            .await
+            .map_err(|e| Error::msg(e.to_string()))?;
+        Ok(store.search(&[user], Default::default()).await.map_err(|e| Error::msg(e.to_string()))?.len())
+    })
+    .compile_with(CompileConfig::new().store(Arc::clone(&store)))
+    .unwrap();
+    let options = RunOptions { context: Some(Arc::new("ada".to_owned())), ..RunOptions::default() };
+    let out = app.invoke_with("likes tea".to_owned(), &RunnableConfig::default(), options).await.unwrap();
+    assert_eq!(out.value.value(), Some(&1));
+    let item = store.get(&["ada".to_owned()], "fact").await.unwrap().unwrap();
+    assert_eq!(item.value, serde_json::json!({"text": "likes tea"}));
+}
