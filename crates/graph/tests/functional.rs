@@ -405,7 +405,7 @@ async fn an_entrypoint_reaches_the_store_and_the_run_context() {
         let store = rt.store().ok_or_else(|| Error::msg("no store"))?;
         let user = rt.context::<String>().cloned().unwrap_or_default();
         store
-            .put(&[user.clone()], "fact", serde_json::json!({"text": fact}))
+            .put(std::slice::from_ref(&user), "fact", serde_json::json!({"text": fact}))
             .await
             .map_err(|e| Error::msg(e.to_string()))?;
         Ok(store.search(&[user], Default::default()).await.map_err(|e| Error::msg(e.to_string()))?.len())
