@@ -418,3 +418,40 @@ async fn an_entrypoint_reaches_the_store_and_the_run_context() {
     let item = store.get(&["ada".to_owned()], "fact").await.unwrap().unwrap();
     assert_eq!(item.value, serde_json::json!({"text": "likes tea"}));
 }
+
+#[tokio::test]
+async fn a_task_may_interrupt_and_its_resume_reaches_it_by_id() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let before = counted("before", &runs);
+    let ask = task("ask", |q: String| async move {
+        let answer: String = weft_graph::func::interrupt(format!("{q}?"))?;
+        Ok(format!("{q}: {answer}"))
+    });
+    let app = entrypoint("flow", move |x: i64, _p: Option<String>, _rt| {
+        let (before, ask) = (before.clone(), ask.clone());
+        async move {
+            let n = before.call(x).await?;
+            ask.call(format!("got {n}")).await
+        }
+    })
+    .compile_with(saver())
+    .unwrap();
+    let cfg = thread("t");
+    let paused = app.invoke(1, &cfg).await.unwrap();
+    assert_eq!(paused.interrupts.len(), 1);
+    assert_eq!(paused.interrupts[0].value, "got 10?");
+    // The pause is the task's and its caller's: one pending interrupt.
+    let snapshot = app.get_state(&cfg).await.unwrap();
+    assert_eq!(snapshot.interrupts.len(), 1);
+    let mut answers = serde_json::Map::new();
+    answers.insert(paused.interrupts[0].id.clone(), serde_json::json!("yes"));
+    let done = app.invoke(Command::resume_by_id(answers), &cfg).await.unwrap();
+    assert_eq!(done.value.value().map(String::as_str), Some("got 10: yes"));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    // Outside an entrypoint there is nothing to pause.
+    let err = weft_graph::func::interrupt::<String>("anyone?").unwrap_err();
+    let Error::Custom(inner) = &err else { panic!("{err:?}") };
+    assert_eq!(inner.downcast_ref::<FuncError>(), Some(&FuncError::InterruptOutsideEntrypoint));
+    assert!(weft_graph::func::runtime().is_none());
+}

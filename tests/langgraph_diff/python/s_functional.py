@@ -146,3 +146,35 @@ def functional_history_and_saved_checkpoints(rec: Rec):
     rec.invoke(review, Command(resume="ok"), cfg)
     rec.history(review, cfg)
     rec.saved(review, cfg)
+
+
+@scenario
+def functional_interrupt_inside_a_task(rec: Rec):
+    runs = counter()
+
+    @task
+    def step_1(query: str) -> str:
+        runs["runs"] += 1
+        return f"{query} bar"
+
+    @task
+    def human_feedback(query: str) -> str:
+        feedback = interrupt(f"Please provide feedback: {query}")
+        return f"{query} {feedback}"
+
+    @task
+    def step_3(query: str) -> str:
+        return f"{query} qux"
+
+    @entrypoint(checkpointer=saver())
+    def graph(query: str) -> str:
+        result_1 = step_1(query).result()
+        result_2 = human_feedback(result_1).result()
+        return step_3(result_2).result()
+
+    cfg = thread()
+    rec.stream(graph, "foo", cfg, ["updates"])
+    paused_state(rec, graph, cfg)
+    rec.stream(graph, Command(resume="baz"), cfg, ["updates"])
+    rec.note(op="runs", n=runs["runs"])
+    paused_state(rec, graph, cfg)

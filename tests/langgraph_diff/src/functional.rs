@@ -22,6 +22,7 @@ scenarios![
     functional_previous_and_final,
     functional_task_error_fails_the_run_and_resume_reruns_it,
     functional_history_and_saved_checkpoints,
+    functional_interrupt_inside_a_task,
 ];
 
 /// A task multiplying by ten that counts its runs; later inputs finish first.
@@ -187,6 +188,40 @@ fn functional_history_and_saved_checkpoints(rec: &mut Rec) -> BoxFuture<'_, Outc
         rec.invoke(&app, Command::resume("ok"), &cfg).await;
         rec.history(&app, &cfg).await;
         rec.saved(&app, "t", &fields).await;
+        Ok(())
+    })
+}
+
+fn functional_interrupt_inside_a_task(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let count = Arc::new(AtomicUsize::new(0));
+        let step_1 = {
+            let count = Arc::clone(&count);
+            task("step_1", move |query: String| {
+                count.fetch_add(1, Ordering::SeqCst);
+                async move { Ok(format!("{query} bar")) }
+            })
+        };
+        let human_feedback = task("human_feedback", |query: String| async move {
+            let feedback: String = weft::graph::func::interrupt(format!("Please provide feedback: {query}"))?;
+            Ok(format!("{query} {feedback}"))
+        });
+        let step_3 = task("step_3", |query: String| async move { Ok(format!("{query} qux")) });
+        let graph = entrypoint("graph", move |query: String, _previous: Option<String>, _rt| {
+            let (step_1, human_feedback, step_3) = (step_1.clone(), human_feedback.clone(), step_3.clone());
+            async move {
+                let result_1 = step_1.call(query).await?;
+                let result_2 = human_feedback.call(result_1).await?;
+                step_3.call(result_2).await
+            }
+        })
+        .compile_with(saver())?;
+        let cfg = thread("t");
+        rec.stream(&graph, "foo".to_owned(), &cfg, &[StreamMode::Updates], RunOptions::default()).await;
+        paused_state(rec, &graph, "t").await?;
+        rec.stream(&graph, Command::resume("baz"), &cfg, &[StreamMode::Updates], RunOptions::default()).await;
+        runs(rec, &count);
+        paused_state(rec, &graph, "t").await?;
         Ok(())
     })
 }

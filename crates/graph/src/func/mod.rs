@@ -6,7 +6,8 @@
 //! last return value in `get_state`. A [`task`] is an async function whose calls made inside the
 //! entrypoint are saved as they finish, so a run resumed after an interrupt (or a failure) gets their
 //! results back without running them again. A [`Final`] returns one value and saves another for the next
-//! run (LangGraph's `entrypoint.final`).
+//! run (LangGraph's `entrypoint.final`). [`interrupt`] pauses the entrypoint or task running now (a task
+//! paused runs again from the top when resumed, and gets its answer there).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -53,7 +54,7 @@ use weft_runnable_core::Result;
 
 pub use node::EntrypointNode;
 pub use state::{END_CHANNEL, FuncState, FuncUpdate, FuncValue, INPUT_CHANNEL, PREVIOUS_CHANNEL};
-pub use task::{Task, TaskFuture, task};
+pub use task::{Task, TaskFuture, interrupt, runtime, task};
 
 use crate::builder::StateGraph;
 use crate::compiled::{GraphInput, IntoGraphInput};
@@ -83,6 +84,9 @@ pub enum FuncError {
         /// What went wrong.
         message: String,
     },
+    /// [`interrupt`] was called outside an entrypoint or a task.
+    #[error("interrupt was called outside an entrypoint or a task")]
+    InterruptOutsideEntrypoint,
     /// The entrypoint ran without an input (a run continued with no input pending).
     #[error("entrypoint '{entrypoint}' has no input to run on")]
     NoInput {

@@ -8,7 +8,7 @@ use weft_runnable_core::{Error, Result};
 
 use crate::compiled::CompiledGraph;
 use crate::func::state::{FuncState, FuncUpdate, FuncValue};
-use crate::func::task::with_caller;
+use crate::func::task::{Caller, with_caller};
 use crate::func::{Final, FuncError};
 use crate::node::{IntoNodeOutput, NodeFn, NodeInput, NodeOutput};
 use crate::runtime::Runtime;
@@ -67,10 +67,11 @@ impl<I: FuncValue, O: FuncValue, P: FuncValue> NodeFn<FuncState<I, O, P>> for En
                 }
             },
         };
+        let caller = runtime.clone();
         let run = (self.body)(arg, previous, runtime);
         async move {
             let done = match site {
-                Some(site) => with_caller(site, run).await,
+                Some(site) => with_caller(Caller { site, runtime: caller }, run).await,
                 None => run.await,
             }?;
             Ok(NodeOutput::Update(FuncUpdate::returned(done.value, done.save)))

@@ -15,16 +15,43 @@ use weft_runnable_core::{Error, Result};
 use crate::func::FuncError;
 use crate::func::state::FuncValue;
 use crate::pregel::calls::{Call, CallSite};
+use crate::pregel::execute::{control_interrupt, resume_to_save};
 use crate::retry::RetryPolicy;
+use crate::runtime::{GraphInterrupt, Runtime};
+
+/// The entrypoint or task running now: where its task calls go, and its runtime.
+#[derive(Clone)]
+pub(crate) struct Caller {
+    pub(crate) site: Arc<CallSite>,
+    pub(crate) runtime: Runtime,
+}
 
 tokio::task_local! {
     /// The caller of task calls made by the code running now: an entrypoint or a task.
-    static CALLER: Arc<CallSite>;
+    static CALLER: Caller;
 }
 
-/// Runs `fut` with `site` as the caller of the tasks it calls.
-pub(crate) fn with_caller<F: Future>(site: Arc<CallSite>, fut: F) -> impl Future<Output = F::Output> {
-    CALLER.scope(site, fut)
+/// Runs `fut` with `caller` as the caller of the tasks it calls.
+pub(crate) fn with_caller<F: Future>(caller: Caller, fut: F) -> impl Future<Output = F::Output> {
+    CALLER.scope(caller, fut)
+}
+
+/// The runtime of the entrypoint or task running now (`None` outside an entrypoint): its config, store,
+/// context and stream writer, and [`interrupt`] for its pauses.
+pub fn runtime() -> Option<Runtime> {
+    CALLER.try_with(|c| c.runtime.clone()).ok()
+}
+
+/// Pauses the entrypoint or task running now with `value` shown to the caller, or returns the answer when
+/// the run is resumed (LangGraph's `interrupt()` inside an `@entrypoint` or `@task`). Inside a task the
+/// pause is the task's: the resumed entrypoint calls the task again, which runs from the top and gets its
+/// answer here. Use with `?`, as [`Runtime::interrupt`]; outside an entrypoint it is
+/// [`FuncError::InterruptOutsideEntrypoint`].
+pub fn interrupt<T: serde::de::DeserializeOwned>(value: impl Serialize) -> Result<T> {
+    match runtime() {
+        Some(rt) => rt.interrupt(value),
+        None => Err(Error::Custom(Arc::new(FuncError::InterruptOutsideEntrypoint))),
+    }
 }
 
 type TaskBody<A, T> = Arc<dyn Fn(A) -> BoxFuture<'static, Result<T>> + Send + Sync>;
@@ -95,7 +122,7 @@ impl<A: Serialize + Clone + Send + 'static, T: FuncValue> Task<A, T> {
     /// is the task's result, or the error it failed with; an interrupt raised inside the task travels up
     /// the same way (return it with `?` to pause the entrypoint).
     pub fn call(&self, input: A) -> TaskFuture<T> {
-        let call = match CALLER.try_with(|site| site.next_call(&self.name)) {
+        let call = match CALLER.try_with(|c| (c.site.next_call(&self.name), c.runtime.clone())) {
             Ok(call) => call,
             Err(_) => {
                 let err = FuncError::OutsideEntrypoint { task: self.name.to_string() };
@@ -110,7 +137,7 @@ impl<A: Serialize + Clone + Send + 'static, T: FuncValue> Task<A, T> {
 }
 
 async fn run_call<A: Serialize + Clone + Send + 'static, T: FuncValue>(
-    call: Call,
+    (call, caller): (Call, Runtime),
     body: TaskBody<A, T>,
     retry: Option<RetryPolicy>,
     input: A,
@@ -126,8 +153,14 @@ async fn run_call<A: Serialize + Clone + Send + 'static, T: FuncValue>(
     call.started(|| serde_json::to_value(&input).unwrap_or(Value::Null));
     let mut attempt = 1u32;
     let result = loop {
-        let site = Arc::new(call.site());
-        let result = with_caller(site, body(input.clone())).await;
+        let runtime = call.runtime(&caller);
+        let scope = Caller { site: Arc::new(call.site()), runtime: runtime.clone() };
+        let result = with_caller(scope, body(input.clone())).await;
+        if let Err(err) = &result {
+            if let Some(GraphInterrupt(list)) = control_interrupt(err) {
+                call.paused(&list, resume_to_save(&runtime));
+            }
+        }
         match result {
             Err(err) if !err.is_control_flow() => match &retry {
                 Some(p) if attempt < p.max_attempts && p.should_retry(&err) => {

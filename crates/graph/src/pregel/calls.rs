@@ -44,6 +44,10 @@ pub(crate) struct CallStep {
     /// The results of the step's call tasks that finished (before the step was resumed, or in an earlier
     /// attempt of their caller), by task id.
     returned: Mutex<HashMap<String, Value>>,
+    /// The answers each call task received before the step was resumed, by task id.
+    resumes: HashMap<String, Vec<Value>>,
+    /// Answers given by interrupt id with the resume.
+    resume_by_id: serde_json::Map<String, Value>,
     /// Writes of finished calls, saved by the step (in order) when their caller's task ends.
     outbox: Mutex<Vec<CallWrites>>,
     /// The names of the tasks called in the step.
@@ -116,6 +120,8 @@ impl CallStep {
             ns: ctx.ns.clone(),
             step,
             returned: Mutex::new(returned),
+            resumes: saved.by_task.keys().map(|id| (id.clone(), saved.resume_values(id))).collect(),
+            resume_by_id: ctx.resume_by_id.clone(),
             outbox: Mutex::new(Vec::new()),
             called: Mutex::default(),
             kept: tokio::sync::Notify::new(),
@@ -204,6 +210,25 @@ impl Call {
         if let Some(emit) = &self.step.emit {
             emit(CallEvent::Start { id: Arc::clone(&self.id), name: Arc::clone(&self.name), input: input() });
         }
+    }
+
+    /// The runtime the call runs with: its own id, name and answers, the rest its caller's.
+    pub(crate) fn runtime(&self, caller: &crate::runtime::Runtime) -> crate::runtime::Runtime {
+        let resume = self.step.resumes.get(&*self.id).cloned().unwrap_or_default();
+        crate::pregel::task_runtime::for_call(caller, &self.name, &self.id, resume, &self.step.resume_by_id)
+    }
+
+    /// Records that the call paused: its interrupts (and the answers it consumed) are saved with the step,
+    /// so the resumed call gets its answers back.
+    pub(crate) fn paused(&self, interrupts: &[crate::types::Interrupt], resumed: Option<Vec<Value>>) {
+        let mut writes = vec![(
+            ChannelName::from(special::INTERRUPT),
+            serde_json::to_value(interrupts).unwrap_or(Value::Null),
+        )];
+        if let Some(r) = resumed {
+            writes.push((ChannelName::from(special::RESUME), Value::Array(r)));
+        }
+        self.keep(writes);
     }
 
     /// Records the call's result: saved with the step, and streamed.
