@@ -66,6 +66,8 @@ pub struct StateGraph<S: State> {
     waiting_edges: Vec<(Vec<String>, String)>,
     branches: Vec<(String, Branch<S>)>,
     errors: Vec<GraphError>,
+    /// Set for the graph of a functional-API entrypoint.
+    pub(crate) functional: bool,
 }
 
 impl<S: State> std::fmt::Debug for StateGraph<S> {
@@ -103,6 +105,7 @@ impl<S: State> StateGraph<S> {
             waiting_edges: Vec::new(),
             branches: Vec::new(),
             errors: Vec::new(),
+            functional: false,
         }
     }
 
@@ -373,8 +376,15 @@ impl<S: State> StateGraph<S> {
         let node_names: BTreeMap<String, usize> =
             nodes.iter().enumerate().map(|(i, n)| (n.name.to_string(), i)).collect();
         let insertion_order = self.nodes.iter().filter_map(|n| index_of(&n.name)).collect();
-        let spec =
-            GraphSpec { initial: self.initial.clone(), nodes, node_names, start, joins, insertion_order };
+        let spec = GraphSpec {
+            initial: self.initial.clone(),
+            nodes,
+            node_names,
+            start,
+            joins,
+            insertion_order,
+            functional: self.functional,
+        };
         Ok(CompiledGraph::new(spec, config))
     }
 }

@@ -5,7 +5,8 @@
 //! start of the step; their writes are applied together, in a deterministic order, through each channel's
 //! reducer), with conditional edges, cycles, [`Send`] fan-out, [`Command`]s, interrupts and resumes,
 //! checkpoints ([`checkpoint`]: the [`Checkpointer`] trait, [`InMemorySaver`], a conformance suite for
-//! backends), time travel, subgraphs and long-term memory ([`store`]).
+//! backends), time travel, subgraphs and long-term memory ([`store`]). [`func`] is LangGraph's functional API:
+//! an `entrypoint` function run as a graph, and `task`s whose results a resumed run reuses.
 //!
 //! ```
 //! use serde::{Deserialize, Serialize};
@@ -39,6 +40,7 @@ pub mod compiled;
 pub mod draw;
 pub mod erased;
 pub mod error;
+pub mod func;
 pub mod json_state;
 pub mod messages;
 pub mod node;

@@ -94,6 +94,8 @@ pub(crate) struct RuntimeInner {
     pub(crate) null_resume: Arc<Mutex<Option<Value>>>,
     pub(crate) context: Option<Arc<dyn Any + Send + Sync>>,
     pub(crate) store: Option<Arc<dyn crate::store::Store>>,
+    /// Where the task calls of a functional-API entrypoint go (`None` in other graphs).
+    pub(crate) calls: Option<Arc<crate::pregel::calls::CallSite>>,
 }
 
 /// Handed to nodes that ask for it: `|state: S, rt: &Runtime|` (sync) or `|state: S, rt: Runtime|` (async).

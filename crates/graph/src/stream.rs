@@ -60,6 +60,14 @@ pub enum StreamData<S: State> {
     },
     /// `updates`: the run paused; empty for a static breakpoint.
     Interrupt(Vec<Interrupt>),
+    /// `updates`: what a functional-API task or entrypoint returned, as JSON (LangGraph's
+    /// `{name: value}` chunk).
+    Returned {
+        /// The task or entrypoint.
+        node: String,
+        /// Its return value.
+        value: Value,
+    },
     /// `values` of a subgraph (its state type differs from the parent's, so it comes as JSON); the chunk's
     /// `ns` names the subgraph. Only when the run streams subgraphs.
     SubgraphValues {
@@ -216,6 +224,13 @@ pub enum JsonStreamData {
     },
     /// `updates`: the run paused; empty for a static breakpoint.
     Interrupt(Vec<Interrupt>),
+    /// `updates`: what a functional-API task or entrypoint returned (see [`StreamData::Returned`]).
+    Returned {
+        /// The task or entrypoint.
+        node: String,
+        /// Its return value.
+        value: Value,
+    },
     /// `messages`: a chat-model token or a whole message a node wrote, with the node's metadata.
     Message {
         /// The chunk or message.
@@ -278,7 +293,9 @@ impl JsonStreamData {
     pub fn mode(&self) -> StreamMode {
         match self {
             JsonStreamData::Values { .. } => StreamMode::Values,
-            JsonStreamData::Updates { .. } | JsonStreamData::Interrupt(_) => StreamMode::Updates,
+            JsonStreamData::Updates { .. }
+            | JsonStreamData::Interrupt(_)
+            | JsonStreamData::Returned { .. } => StreamMode::Updates,
             JsonStreamData::Message { .. } => StreamMode::Messages,
             JsonStreamData::Custom { .. } => StreamMode::Custom,
             JsonStreamData::Checkpoint(_) => StreamMode::Checkpoints,
@@ -322,6 +339,7 @@ impl JsonStreamData {
                 JsonStreamData::Updates { node, updates, cached }
             }
             StreamData::Interrupt(i) => JsonStreamData::Interrupt(i),
+            StreamData::Returned { node, value } => JsonStreamData::Returned { node, value },
             StreamData::Message { chunk, metadata } => JsonStreamData::Message { chunk, metadata },
             StreamData::Custom { node, value } => JsonStreamData::Custom { node, value },
             StreamData::Checkpoint(event) => JsonStreamData::Checkpoint(event),
@@ -347,6 +365,7 @@ impl JsonStreamData {
                 StreamData::SubgraphUpdates { node, updates, cached }
             }
             JsonStreamData::Interrupt(i) => StreamData::Interrupt(i),
+            JsonStreamData::Returned { node, value } => StreamData::Returned { node, value },
             JsonStreamData::Message { chunk, metadata } => StreamData::Message { chunk, metadata },
             JsonStreamData::Custom { node, value } => StreamData::Custom { node, value },
             JsonStreamData::Checkpoint(event) => StreamData::Checkpoint(event),

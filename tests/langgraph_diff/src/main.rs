@@ -7,6 +7,7 @@
 mod agents;
 mod channels;
 mod durability;
+mod functional;
 mod interrupts;
 mod kit;
 mod nodes;
@@ -45,6 +46,7 @@ fn all() -> Vec<(&'static str, Scenario)> {
         agents::SCENARIOS,
         nodes::SCENARIOS,
         threads::SCENARIOS,
+        functional::SCENARIOS,
     ]
     .concat()
 }

@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value, json};
 use weft::graph::checkpoint::{CheckpointConfig, CheckpointMetadata};
+use weft::graph::func::{FuncState, FuncValue};
 use weft::graph::{
     GraphError, Interrupt, JsonSnapshot, JsonState, MessagesState, PregelTask, State, StateSnapshot,
     TaskState,
@@ -72,6 +73,17 @@ impl Observe for weft::agents::AgentState {
     }
 }
 
+impl<I: FuncValue, O: FuncValue, P: FuncValue> Observe for FuncState<I, O, P> {
+    /// A functional graph's state as LangGraph shows it: the bare last return value.
+    fn values(&self) -> Value {
+        compact(self.value().and_then(|v| serde_json::to_value(v).ok()).unwrap_or(Value::Null))
+    }
+
+    fn update_json(update: &Self::Update) -> Value {
+        compact(update.value().and_then(|v| serde_json::to_value(v).ok()).unwrap_or(Value::Null))
+    }
+}
+
 const MESSAGE_TYPES: [&str; 5] = ["human", "ai", "tool", "system", "AIMessageChunk"];
 
 /// Messages anywhere in `value` in the suite's compact form: type, content, id, tool calls, tool call id,
@@ -136,7 +148,12 @@ fn task(t: &PregelTask) -> Value {
         out["error"] = json!(true);
     }
     if let Some(result) = &t.result {
-        out["result"] = pairs(result);
+        out["result"] = match result.as_slice() {
+            // An entrypoint's result is its return value alone: LangGraph shows it bare (a functional
+            // graph's output channel is `__end__` itself, not a dict of channels).
+            [(channel, value)] if channel == weft::graph::func::END_CHANNEL => compact(value.clone()),
+            _ => pairs(result),
+        };
     }
     match &t.state {
         Some(TaskState::Config(c)) => out["state"] = config(Some(c)),

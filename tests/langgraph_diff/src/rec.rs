@@ -51,12 +51,7 @@ impl Rec {
     ) -> Option<GraphOutput<S>> {
         match app.invoke_with(input, cfg, options).await {
             Ok(out) => {
-                let mut values = out.value.values();
-                if !out.interrupts.is_empty() {
-                    if let Value::Object(map) = &mut values {
-                        map.insert("__interrupt__".to_owned(), interrupts(&out.interrupts));
-                    }
-                }
+                let values = with_interrupts(out.value.values(), &out.interrupts);
                 self.note(json!({"op": "invoke", "out": values}));
                 Some(out)
             }
@@ -97,6 +92,7 @@ impl Rec {
                     ("updates", updates_chunk(&node, merged, cached))
                 }
                 StreamData::Interrupt(list) => ("updates", json!({"__interrupt__": interrupts(&list)})),
+                StreamData::Returned { node, value } => ("updates", json!({ node: compact(value) })),
                 StreamData::SubgraphValues { values, interrupts: list } => {
                     ("values", with_interrupts(compact(values), &list))
                 }
@@ -297,11 +293,16 @@ fn updates_chunk(node: &str, merged: Value, cached: bool) -> Value {
     Value::Object(out)
 }
 
-/// A values chunk as LangGraph v1 shows it: the state, with `__interrupt__` when a task paused.
+/// A values chunk (or an invoke result) as LangGraph v1 shows it: the state, with `__interrupt__` when
+/// a task paused; a state that is not a dict (a functional graph's bare value) is replaced by the
+/// interrupts then.
 fn with_interrupts(mut values: Value, list: &[weft::graph::Interrupt]) -> Value {
     if !list.is_empty() {
-        if let Value::Object(map) = &mut values {
-            map.insert("__interrupt__".to_owned(), interrupts(list));
+        match &mut values {
+            Value::Object(map) => {
+                map.insert("__interrupt__".to_owned(), interrupts(list));
+            }
+            _ => values = json!({"__interrupt__": interrupts(list)}),
         }
     }
     values

@@ -55,6 +55,8 @@ pub mod special {
     pub const NO_WRITES: &str = "__no_writes__";
     /// A task scheduled by `Send`.
     pub const TASKS: &str = "__pregel_tasks";
+    /// The trigger of a pushed task (a `Send`'s, or a functional-API task call's).
+    pub const PUSH: &str = "__pregel_push";
     /// The graph input.
     pub const START: &str = "__start__";
     /// The input's entry in `versions_seen`.

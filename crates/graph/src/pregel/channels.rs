@@ -35,6 +35,8 @@ pub(crate) struct Channels<S: State> {
     pub(crate) ran: Vec<bool>,
     /// Whether input was written to the thread (`versions_seen` then has an empty `__input__` entry).
     pub(crate) input_seen: bool,
+    /// Functional-API tasks called on the thread: each has an empty `versions_seen` entry, as in LangGraph.
+    pub(crate) called: std::collections::BTreeSet<Arc<str>>,
     /// Versions at the last static breakpoint.
     pub(crate) interrupt_seen: BTreeMap<usize, u64>,
     pub(crate) layout: Layout,
@@ -104,6 +106,7 @@ impl<S: State> Channels<S> {
             seen: vec![BTreeMap::new(); layout.n_nodes + 1],
             ran: vec![false; layout.n_nodes + 1],
             input_seen: false,
+            called: std::collections::BTreeSet::new(),
             interrupt_seen: BTreeMap::new(),
             layout,
             max: 0,
@@ -300,6 +303,9 @@ impl<S: State> Channels<S> {
             let seen = self.seen_strings(names, None);
             versions_seen.insert(Arc::clone(&names.interrupt), seen);
         }
+        for name in &self.called {
+            versions_seen.insert(Arc::clone(name), ChannelVersions::new());
+        }
         let checkpoint = Checkpoint {
             v: crate::checkpoint::CHECKPOINT_VERSION,
             id,
@@ -404,7 +410,12 @@ impl<S: State> Channels<S> {
             } else {
                 match spec.node_names.get(&**node) {
                     Some(&i) => Some(i),
-                    None => continue,
+                    None => {
+                        if spec.functional {
+                            ch.called.insert(Arc::clone(node));
+                        }
+                        continue;
+                    }
                 }
             };
             let parsed: BTreeMap<usize, u64> =

@@ -17,6 +17,19 @@ pub(crate) fn emit_update<S: State>(ctx: &Ctx<'_, S>, task: &Task<S>, writes: &T
         return;
     }
     if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
+        if ctx.inner.spec.functional {
+            // An entrypoint's chunk is its return value, as LangGraph streams a functional graph's.
+            let state = &ctx.inner.spec.initial;
+            let end = state.channel_index(crate::func::END_CHANNEL);
+            let value = writes
+                .updates
+                .iter()
+                .flat_map(|u| state.update_to_json(u).unwrap_or_default())
+                .find(|(i, _)| Some(*i) == end)
+                .map_or(Value::Null, |(_, v)| v);
+            sink.send(StreamData::Returned { node: task.name.to_string(), value });
+            return;
+        }
         sink.send(StreamData::Updates {
             node: task.name.to_string(),
             updates: writes.updates.clone(),

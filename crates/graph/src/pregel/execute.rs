@@ -51,6 +51,10 @@ pub(crate) async fn execute<S: State>(
         (Some(cp), Some(_)) => {
             let input = match &task.input {
                 Some(p) => p.to_json().unwrap_or(Value::Null),
+                // An entrypoint's input is the run's, not in the state.
+                None if spec.functional => {
+                    runtime.inner.calls.as_ref().and_then(|c| c.input()).unwrap_or_default()
+                }
                 None => state_json(&ch.state),
             };
             Some(cp.key_of(&input))

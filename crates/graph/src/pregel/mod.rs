@@ -1,6 +1,7 @@
 //! The superstep engine: plan tasks, run them concurrently, apply their writes, checkpoint, repeat.
 
 pub(crate) mod apply;
+pub(crate) mod calls;
 pub(crate) mod channels;
 pub(crate) mod emit;
 pub(crate) mod execute;

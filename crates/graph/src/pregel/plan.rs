@@ -15,6 +15,8 @@ pub(crate) fn triggers_of<S: State>(
 ) -> Vec<usize> {
     match task.kind {
         TaskKind::Start => vec![ch.layout.start()],
+        // An entrypoint reads the input itself, as LangGraph's functional graphs do.
+        TaskKind::Pull(_) if spec.functional => vec![ch.layout.start()],
         TaskKind::Pull(n) => {
             let mut t = vec![ch.layout.branch(n)];
             t.extend(
@@ -40,6 +42,22 @@ pub(crate) fn plan_tasks<S: State>(
     ns: &str,
 ) -> Vec<Task<S>> {
     let mut tasks = Vec::new();
+    if spec.functional {
+        // An entrypoint's graph has no START task: its one node runs on the input, in the step after it.
+        if ch.start.is_some() {
+            if let Some(node) = spec.nodes.first() {
+                tasks.push(Task {
+                    id: task_id(checkpoint_id, ns, step, &node.name, "pull"),
+                    kind: TaskKind::Pull(0),
+                    name: Arc::clone(&node.name),
+                    path: Arc::clone(&node.pull_path),
+                    input: None,
+                    _state: std::marker::PhantomData,
+                });
+            }
+        }
+        return tasks;
+    }
     if ch.start.is_some() {
         tasks.push(Task {
             id: task_id(checkpoint_id, ns, step, special::START, "start"),
@@ -110,6 +128,11 @@ pub(crate) fn consume_tasks<S: State>(
                     changed.insert(ch.layout.start());
                 }
             }
+            TaskKind::Pull(_) if spec.functional => {
+                if ch.start.take().is_some() {
+                    changed.insert(ch.layout.start());
+                }
+            }
             TaskKind::Pull(n) => {
                 if std::mem::replace(&mut ch.triggered[n], false) {
                     changed.insert(ch.layout.branch(n));
@@ -148,6 +171,7 @@ pub(crate) fn task_triggers<S: State>(
     match task.kind {
         TaskKind::Start => vec![special::START.to_owned()],
         TaskKind::Push { .. } => vec!["__pregel_push".to_owned()],
+        TaskKind::Pull(_) if spec.functional => vec![special::START.to_owned()],
         TaskKind::Pull(n) => {
             let mut out = Vec::new();
             if ch.triggered[n] {

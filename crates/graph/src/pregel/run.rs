@@ -53,6 +53,8 @@ pub(crate) struct Ctx<'a, S: State> {
     pub(crate) interrupt_before: std::borrow::Cow<'a, [bool]>,
     /// Per node: whether the run pauses after it.
     pub(crate) interrupt_after: std::borrow::Cow<'a, [bool]>,
+    /// The functional-API tasks the step's tasks called, by name (for `versions_seen`).
+    pub(crate) called: std::collections::BTreeSet<Arc<str>>,
 }
 
 /// The breakpoint flags of a run: its own list (root runs only: a run's breakpoints apply to the root graph,
@@ -137,6 +139,7 @@ pub(crate) async fn run<S: State>(
         unsaved: None,
         interrupt_before,
         interrupt_after,
+        called: std::collections::BTreeSet::new(),
     };
     let result = run_inner(&mut ctx, input, limit).await;
     let result = match ctx.saver.as_mut() {
@@ -421,7 +424,12 @@ pub(crate) async fn run_inner<S: State>(
             return Ok(GraphOutput { value: ch.state, interrupts: Vec::new() });
         }
 
-        let outcome = match run_step(ctx, &ch, &tasks, &saved, step, stop).await {
+        let outcome = if spec.functional {
+            Box::pin(run_step::<S, true>(ctx, &ch, &tasks, &saved, step, stop)).await
+        } else {
+            run_step::<S, false>(ctx, &ch, &tasks, &saved, step, stop).await
+        };
+        let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(err) => {
                 save_on_exit(ctx, &mut ch, step, &dirty).await?;
@@ -442,7 +450,9 @@ pub(crate) async fn run_inner<S: State>(
             }
         };
 
-        // The versions each task was triggered by (a `Send`'s task records none, as in LangGraph).
+        // The versions each task was triggered by (a `Send`'s task records none, as in LangGraph; nor does
+        // a task call of the functional API).
+        ch.called.append(&mut ctx.called);
         for task in &tasks {
             let slot = task.node().unwrap_or(ch.layout.n_nodes);
             ch.ran[slot] = true;
@@ -517,7 +527,13 @@ pub(crate) async fn run_inner<S: State>(
             ctx.unsaved = Some(checkpoint_stamps());
         }
         if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Values)) {
-            if (0..ch.layout.n_state).any(|i| changed.contains(i)) {
+            // As LangGraph: after a step that wrote an output channel (an entrypoint's is its return value).
+            let output = if spec.functional {
+                ch.state.channel_index(crate::func::END_CHANNEL).is_some_and(|i| changed.contains(i))
+            } else {
+                (0..ch.layout.n_state).any(|i| changed.contains(i))
+            };
+            if output {
                 sink.send(StreamData::Values { state: ch.state.clone(), interrupts: Vec::new() });
             }
         }

@@ -73,6 +73,8 @@ impl SavedWrites {
             .flat_map(|(_, writes)| last_interrupts(writes))
             .collect();
         out.sort_by(|a, b| a.id.cmp(&b.id));
+        // A functional-API task's pause is its caller's too: both saved it.
+        out.dedup_by(|a, b| a.id == b.id);
         out
     }
 }

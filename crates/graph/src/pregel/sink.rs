@@ -37,6 +37,16 @@ impl<S: State> Sink<S> {
         Self { send, modes, subgraphs, seen: StreamedIds::default() }
     }
 
+    /// Another handle on this sink (for senders that outlive a borrow of it).
+    pub(crate) fn share(&self) -> Self {
+        Self {
+            send: Arc::clone(&self.send),
+            modes: self.modes,
+            subgraphs: self.subgraphs,
+            seen: Arc::clone(&self.seen),
+        }
+    }
+
     /// A sink of a subgraph run, forwarding its chunks (state erased) to the parent's stream.
     pub(crate) fn forwarding(parent: ParentStream, state: S) -> Self {
         let ParentStream { forward, modes, seen } = parent;

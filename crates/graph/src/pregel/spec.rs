@@ -60,6 +60,9 @@ pub(crate) struct GraphSpec<S: State> {
     pub(crate) joins: Vec<JoinSpec>,
     /// Indexes into `nodes` in the order the nodes were added (drawing lists them that way).
     pub(crate) insertion_order: Vec<usize>,
+    /// Whether the graph is a functional-API entrypoint: its tasks may call tasks
+    /// ([`crate::func::Task`]), and its node's `updates` chunk is the bare return value.
+    pub(crate) functional: bool,
 }
 
 /// Where each channel sits in the flat version table: state channels, `__start__`, one `branch:to:<node>`

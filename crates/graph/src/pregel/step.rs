@@ -1,11 +1,14 @@
 //! Running one superstep's tasks: reusing saved writes, running the rest concurrently, saving their writes.
 
+use std::sync::Arc;
+
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt as _, StreamExt as _};
 use serde_json::Value;
 
 use crate::checkpoint::{ChannelName, special};
 use crate::error::{GraphError, GraphResult};
+use crate::pregel::calls::{CallSite, CallStep};
 use crate::pregel::channels::Channels;
 use crate::pregel::emit::{emit_task_result, emit_update, emit_whole_messages};
 use crate::pregel::execute::execute;
@@ -30,7 +33,9 @@ pub(crate) enum StepOutcome<S: State> {
     Interrupted { interrupts: Vec<Interrupt>, finished: Vec<TaskWrites<S>> },
 }
 
-pub(crate) async fn run_step<S: State>(
+/// Runs one superstep's tasks. `CALLS` is set for an entrypoint's graph, whose task may call tasks
+/// (functional API); other graphs' steps are compiled without that bookkeeping.
+pub(crate) async fn run_step<S: State, const CALLS: bool>(
     ctx: &mut Ctx<'_, S>,
     ch: &Channels<S>,
     tasks: &[Task<S>],
@@ -56,6 +61,8 @@ pub(crate) async fn run_step<S: State>(
         }
     }
 
+    // The task calls of an entrypoint's step (functional API): ids from the step's checkpoint.
+    let calls = if CALLS { Some(call_step(ctx, saved, step)) } else { None };
     let limit = ctx.config.max_concurrency.unwrap_or(usize::MAX).max(1);
     let inner = ctx.inner;
     let is_subgraph = ctx.parent.is_some();
@@ -72,7 +79,7 @@ pub(crate) async fn run_step<S: State>(
         if let Some(running) = running.as_mut() {
             while running.len() < limit {
                 let Some(i) = queue.next() else { break };
-                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop);
+                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop, calls.as_ref());
                 let task = &tasks[i];
                 running
                     .push(execute(inner, ch, task, runtime, route_inline, is_subgraph).map(move |r| (i, r)));
@@ -80,14 +87,26 @@ pub(crate) async fn run_step<S: State>(
         }
         let next = match (lone.take(), running.as_mut()) {
             (Some(i), _) => {
-                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop);
-                Some((i, execute(inner, ch, &tasks[i], runtime, route_inline, is_subgraph).await))
+                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop, calls.as_ref());
+                let run = execute(inner, ch, &tasks[i], runtime, route_inline, is_subgraph);
+                let result = match &calls {
+                    // An entrypoint: the results of its task calls are saved as they come (boxed: other
+                    // graphs' steps keep a small future).
+                    Some(calls) => Box::pin(run_saving_calls(ctx, calls, run)).await?,
+                    None => run.await,
+                };
+                Some((i, result))
             }
             (None, Some(running)) => running.next().await,
             (None, None) => None,
         };
         let Some((i, result)) = next else { break };
         let task = &tasks[i];
+        // The results of the tasks it called are saved before its own writes.
+        if let Some(calls) = &calls {
+            // Boxed: other graphs' steps keep a small future.
+            Box::pin(save_calls(ctx, calls)).await?;
+        }
         match &result {
             // Its result follows its `updates` chunk (below, or after routing for a lone task).
             Ok((TaskOutcome::Done(_), _)) => {}
@@ -159,6 +178,9 @@ pub(crate) async fn run_step<S: State>(
         }
     }
     drop(running);
+    if let Some(calls) = &calls {
+        ctx.called.extend(calls.called());
+    }
     if let Some(err) = first_error {
         return Err(err);
     }
@@ -176,6 +198,54 @@ pub(crate) async fn run_step<S: State>(
     ))
 }
 
+/// The task calls of an entrypoint's step (functional API): ids from the step's checkpoint.
+#[cold]
+#[inline(never)]
+fn call_step<S: State>(ctx: &Ctx<'_, S>, saved: &SavedWrites, step: i64) -> Arc<CallStep> {
+    let current = ctx.saver.as_ref().map(|s| Arc::clone(s.current_config()));
+    let checkpoint_id = match &ctx.unsaved {
+        Some((id, _)) => id.clone(),
+        None => current.and_then(|c| c.checkpoint_id.clone()).unwrap_or_default(),
+    };
+    Arc::new(CallStep::new(ctx, saved, &checkpoint_id, step))
+}
+
+/// The call site of an entrypoint's task: it reads the run's input from there (its graph has no START
+/// task writing it).
+#[cold]
+#[inline(never)]
+fn call_site<S: State>(ch: &Channels<S>, task: &Task<S>, calls: &Arc<CallStep>) -> Arc<CallSite> {
+    Arc::new(CallSite::new(Arc::clone(calls), Arc::clone(&task.path), entrypoint_input(ch)))
+}
+
+/// Runs a task that calls tasks, saving each call's result as soon as it finishes (so a run that dies
+/// while the task still runs resumes without running the finished calls again).
+async fn run_saving_calls<S: State, T>(
+    ctx: &mut Ctx<'_, S>,
+    calls: &CallStep,
+    run: impl std::future::Future<Output = T>,
+) -> GraphResult<T> {
+    let mut run = std::pin::pin!(run);
+    loop {
+        let finished = std::pin::pin!(calls.finished());
+        match futures::future::select(run.as_mut(), finished).await {
+            futures::future::Either::Left((result, _)) => return Ok(result),
+            futures::future::Either::Right(((), _)) => save_calls(ctx, calls).await?,
+        }
+    }
+}
+
+/// Saves the writes of the task calls that finished, in the order they finished.
+async fn save_calls<S: State>(ctx: &mut Ctx<'_, S>, calls: &CallStep) -> GraphResult<()> {
+    let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
+    for (id, path, writes) in calls.take_writes() {
+        if let Some(op) = saver.put_writes(&id, &path, writes)? {
+            saver.submit(op).await?;
+        }
+    }
+    Ok(())
+}
+
 /// Makes a task's runtime and reports its start in the `tasks` stream mode.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn start_task<S: State>(
@@ -185,6 +255,7 @@ pub(crate) fn start_task<S: State>(
     saved: &SavedWrites,
     step: i64,
     stop: i64,
+    calls: Option<&Arc<CallStep>>,
 ) -> Runtime {
     // Named only where someone reads them: task events and the metadata of observed runs.
     let events = ctx.sink.is_some_and(|s| s.modes.tasks() || s.modes.has(StreamMode::Messages));
@@ -193,11 +264,14 @@ pub(crate) fn start_task<S: State>(
     } else {
         Vec::new()
     };
-    let runtime = make_runtime(ctx, task, saved, step, stop, triggers.clone());
+    let calls = calls.map(|c| call_site(ch, task, c));
+    let runtime = make_runtime(ctx, task, saved, step, stop, triggers.clone(), calls);
     if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks()) {
         if task.kind != TaskKind::Start {
             let input = match &task.input {
                 Some(p) => p.to_json().unwrap_or(Value::Null),
+                // An entrypoint's input is the run's input, as LangGraph shows it.
+                None if ctx.inner.spec.functional => entrypoint_input(ch).unwrap_or_default(),
                 None => state_json(&ch.state),
             };
             sink.send(StreamData::TaskStart {
@@ -210,6 +284,17 @@ pub(crate) fn start_task<S: State>(
         }
     }
     runtime
+}
+
+/// The input an entrypoint runs on, as JSON (`None` when none is pending).
+fn entrypoint_input<S: State>(ch: &Channels<S>) -> Option<Value> {
+    let index = ch.state.channel_index(crate::func::INPUT_CHANNEL);
+    ch.start
+        .iter()
+        .flatten()
+        .flat_map(|u| ch.state.update_to_json(u).unwrap_or_default())
+        .find(|(i, _)| Some(*i) == index)
+        .map(|(_, v)| v)
 }
 
 /// Saves the writes of a single-task step (made after its routes were computed).

@@ -317,7 +317,7 @@ pub(crate) fn writes_from_json<S: State>(
                 .position(|j| &j.name == channel)
                 .ok_or_else(|| damaged(format!("unknown barrier '{channel}'")))?;
             writes.joins.push(j);
-        } else if channel.starts_with("__") {
+        } else if channel.starts_with("__") && state.channel_index(channel).is_none() {
             continue;
         } else {
             let i = state

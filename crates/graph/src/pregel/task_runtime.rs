@@ -21,6 +21,7 @@ pub(crate) fn make_runtime<S: State>(
     step: i64,
     stop: i64,
     triggers: Vec<String>,
+    calls: Option<Arc<crate::pregel::calls::CallSite>>,
 ) -> Runtime {
     let messages_sink = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages));
     let observed = ctx.config.callbacks.is_some() || messages_sink.is_some();
@@ -111,6 +112,42 @@ pub(crate) fn make_runtime<S: State>(
             null_resume: Arc::clone(&ctx.null_resume),
             context: ctx.options.context.clone(),
             store: ctx.store.clone(),
+            calls,
+        }),
+    }
+}
+
+/// The runtime of a functional-API task call made by the task that `parent` serves: the call's own name,
+/// id and answers (`resume`, plus one given by id for its next interrupt), the parent's config, stream
+/// writer, store and context.
+pub(crate) fn for_call(
+    parent: &Runtime,
+    name: &Arc<str>,
+    id: &Arc<str>,
+    mut resume: Vec<Value>,
+    resume_by_id: &serde_json::Map<String, Value>,
+) -> Runtime {
+    let mut resume_changed = false;
+    if let Some(v) = resume_by_id.get(&interrupt_id(&task_ns(name, id), resume.len())) {
+        resume.push(v.clone());
+        resume_changed = true;
+    }
+    let site = TaskSite { task_id: Arc::clone(id), attempt: 1, ..parent.inner.site.clone() };
+    Runtime {
+        inner: Arc::new(RuntimeInner {
+            node: Arc::clone(name),
+            config: std::sync::OnceLock::from(parent.config().clone()),
+            config_builder: Mutex::new(None),
+            observed: parent.inner.observed,
+            site,
+            info: std::sync::OnceLock::new(),
+            stop: parent.inner.stop,
+            scratchpad: Mutex::new(Scratchpad { counter: 0, resume, resume_changed }),
+            writer: parent.inner.writer.clone(),
+            null_resume: Arc::clone(&parent.inner.null_resume),
+            context: parent.inner.context.clone(),
+            store: parent.inner.store.clone(),
+            calls: None,
         }),
     }
 }
@@ -144,6 +181,8 @@ pub(crate) fn rebuild(rt: &Runtime, site: TaskSite, config: RunnableConfig) -> R
             null_resume: Arc::clone(&rt.inner.null_resume),
             context: rt.inner.context.clone(),
             store: rt.inner.store.clone(),
+            // A retried node calls its tasks again from the first: finished ones return their results.
+            calls: rt.inner.calls.as_ref().map(|c| Arc::new(c.restart())),
         }),
     }
 }

@@ -286,7 +286,11 @@ impl<S: State> CompiledGraph<S> {
         // A task's result holds its writes to state channels, not the engine's own (`branch:to:*`,
         // barriers, `__pregel_tasks`, control writes).
         let state_names = &self.inner.names.channels[..ch.layout.n_state];
-        let state_channel = |c: &str| state_names.iter().any(|n| &**n == c);
+        // An entrypoint's result is its return value (LangGraph's output channel), not what it saved.
+        let functional = spec.functional;
+        let state_channel = |c: &str| {
+            if functional { c == crate::func::END_CHANNEL } else { state_names.iter().any(|n| &**n == c) }
+        };
         let mut tasks = Vec::new();
         let mut interrupts = Vec::new();
         let mut finished: Vec<TaskWrites<S>> = Vec::new();

@@ -244,6 +244,11 @@ impl Wire {
                 "updates",
                 json!({"__interrupt__": interrupts.iter().map(interrupt_json).collect::<Vec<_>>()}),
             ),
+            JsonStreamData::Returned { node, value } => {
+                let mut chunk = Map::new();
+                chunk.insert(node, value);
+                one(modes.updates, "updates", Value::Object(chunk))
+            }
             JsonStreamData::Custom { value, .. } => one(modes.custom, "custom", value),
             JsonStreamData::Checkpoint(event) => {
                 one(modes.checkpoints, "checkpoints", checkpoint_payload(&event))
@@ -365,6 +370,22 @@ mod tests {
             v,
             json!({"items": [], "__interrupt__": [{"value": {"q": 1}, "id": "abc", "response_schema": null}]})
         );
+    }
+
+    #[test]
+    fn a_functional_task_return_is_an_updates_event_keyed_by_the_task() {
+        let mut wire = Wire::new(Modes { updates: true, ..Modes::default() }, false, Map::new());
+        let part = JsonStreamPart {
+            ns: Vec::new(),
+            data: JsonStreamData::Returned { node: "write_essay".into(), value: json!("an essay") },
+        };
+        assert_eq!(wire.events(part), vec![("updates".to_owned(), json!({"write_essay": "an essay"}))]);
+        let mut quiet = Wire::new(Modes { values: true, ..Modes::default() }, false, Map::new());
+        let part = JsonStreamPart {
+            ns: Vec::new(),
+            data: JsonStreamData::Returned { node: "write_essay".into(), value: json!(1) },
+        };
+        assert!(quiet.events(part).is_empty());
     }
 
     #[test]
