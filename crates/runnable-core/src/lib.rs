@@ -41,6 +41,7 @@ pub mod retry;
 pub mod runnable;
 pub mod sequence;
 pub mod tools;
+pub mod trace;
 pub mod with_config;
 
 pub use assign::RunnableAssign;

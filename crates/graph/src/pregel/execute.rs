@@ -1,6 +1,8 @@
 //! Executing one task: cache, retries, interrupts, commands to the parent graph, routes.
 
 use serde_json::Value;
+use tracing::Instrument as _;
+use weft_runnable_core::trace::{record_error, records_content};
 use weft_runnable_core::{Error, RunKind, RunScope};
 
 use crate::checkpoint::owned_writes;
@@ -13,6 +15,7 @@ use crate::pregel::task::{
     Replay, Task, TaskOutcome, TaskWrites, flatten_output, state_json, writes_from_json, writes_to_json,
 };
 use crate::pregel::task_runtime::{with_attempt, with_config};
+use crate::pregel::trace;
 use crate::runtime::{GraphInterrupt, Runtime};
 use crate::state::State;
 use crate::subgraph::{ParentCommand, parent_command, raise_parent_command};
@@ -71,23 +74,43 @@ pub(crate) async fn execute<S: State>(
             Some(payload) => NodeInput::Payload(payload.clone()),
             None => NodeInput::State(&ch.state),
         };
+        let span = trace::task_span(&node.name, &rt);
+        let input_json = |input: &NodeInput<'_, S>| match input {
+            NodeInput::State(s) => state_json(*s),
+            NodeInput::Payload(p) => p.to_json().unwrap_or(Value::Null),
+        };
+        if records_content() && !span.is_disabled() {
+            span.record("input.value", input_json(&input).to_string().as_str());
+        }
         let scope = (rt.inner.observed && rt.config().callbacks.is_some()).then(|| {
-            let input_json = match &input {
-                NodeInput::State(s) => state_json(*s),
-                NodeInput::Payload(p) => p.to_json().unwrap_or(Value::Null),
-            };
+            let input_json = input_json(&input);
             // Boxed: it lives across the node's await, and most tasks have none (a smaller task future).
-            Box::new(RunScope::start(rt.config(), &node.name, RunKind::Chain, Some(input_json)))
+            Box::new(RunScope::start_in_span(
+                rt.config(),
+                &node.name,
+                RunKind::Chain,
+                Some(input_json),
+                span.clone(),
+            ))
         });
         let rt = match &scope {
             Some(s) => with_config(&rt, s.child_config().clone()),
             None => rt,
         };
-        let result = func.call(input, rt.clone()).await;
+        let result = func.call(input, rt.clone()).instrument(span.clone()).await;
         if let Some(scope) = &scope {
             match &result {
                 Ok(_) => scope.end(None, &Value::Null),
                 Err(e) => scope.fail(None, e),
+            }
+        } else if let Err(e) = &result {
+            if !matches!(e, Error::ControlFlow(_)) {
+                record_error(&span, e);
+            }
+        }
+        if let Err(e) = &result {
+            if let Some(GraphInterrupt(list)) = control_interrupt(e) {
+                trace::record_interrupts(&span, &list);
             }
         }
         match result {
