@@ -74,12 +74,13 @@ pub(crate) async fn execute<S: State>(
             Some(payload) => NodeInput::Payload(payload.clone()),
             None => NodeInput::State(&ch.state),
         };
-        let span = trace::task_span(&node.name, &rt);
+        let traced = trace::enabled();
+        let span = if traced { trace::task_span(&node.name, &rt) } else { tracing::Span::none() };
         let input_json = |input: &NodeInput<'_, S>| match input {
             NodeInput::State(s) => state_json(*s),
             NodeInput::Payload(p) => p.to_json().unwrap_or(Value::Null),
         };
-        if records_content() && !span.is_disabled() {
+        if traced && records_content() && !span.is_disabled() {
             span.record("input.value", input_json(&input).to_string().as_str());
         }
         let scope = (rt.inner.observed && rt.config().callbacks.is_some()).then(|| {
@@ -97,20 +98,23 @@ pub(crate) async fn execute<S: State>(
             Some(s) => with_config(&rt, s.child_config().clone()),
             None => rt,
         };
-        let result = func.call(input, rt.clone()).instrument(span.clone()).await;
+        let result = if traced {
+            func.call(input, rt.clone()).instrument(span.clone()).await
+        } else {
+            func.call(input, rt.clone()).await
+        };
         if let Some(scope) = &scope {
             match &result {
                 Ok(_) => scope.end(None, &Value::Null),
                 Err(e) => scope.fail(None, e),
             }
-        } else if let Err(e) = &result {
-            if !matches!(e, Error::ControlFlow(_)) {
-                record_error(&span, e);
-            }
         }
-        if let Err(e) = &result {
-            if let Some(GraphInterrupt(list)) = control_interrupt(e) {
-                trace::record_interrupts(&span, &list);
+        if let (true, Err(e)) = (traced, &result) {
+            match control_interrupt(e) {
+                Some(GraphInterrupt(list)) => trace::record_interrupts(&span, &list),
+                // An observed run's scope recorded it.
+                None if scope.is_none() && !matches!(e, Error::ControlFlow(_)) => record_error(&span, e),
+                None => {}
             }
         }
         match result {

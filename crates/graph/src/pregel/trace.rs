@@ -16,6 +16,13 @@ use crate::error::GraphError;
 use crate::runtime::Runtime;
 use crate::types::Interrupt;
 
+/// Whether anybody may want weft's debug spans: a load of `tracing`'s global level, checked before a task
+/// opens its span so that a run nobody traces pays one branch per task.
+#[inline]
+pub(crate) fn enabled() -> bool {
+    tracing::level_enabled!(tracing::Level::DEBUG)
+}
+
 /// Opens the span of a run of the graph `name` (its parent: the current span).
 pub(crate) fn graph_span(name: &str, agent: bool, config: &RunnableConfig) -> Span {
     tracing::debug_span!(
