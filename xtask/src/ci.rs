@@ -5,7 +5,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::exec::{self, Tally, format_duration};
-use crate::{bench, fakellm, langgraph_diff, llm, server_e2e, services, studio_e2e};
+use crate::{bench, fakellm, langgraph_diff, llm, phoenix, server_e2e, services, studio_e2e};
 
 /// How long one example may run before it counts as hung.
 const EXAMPLE_LIMIT: Duration = Duration::from_secs(300);
@@ -17,7 +17,7 @@ struct Stage {
 }
 
 /// Every stage, in the order they run.
-const STAGES: [Stage; 11] = [
+const STAGES: [Stage; 12] = [
     Stage { name: "services", run: services_stage },
     Stage { name: "fmt", run: fmt },
     Stage { name: "clippy", run: clippy },
@@ -26,6 +26,7 @@ const STAGES: [Stage; 11] = [
     Stage { name: "langgraph-diff", run: langgraph_diff_stage },
     Stage { name: "server-e2e", run: server_e2e_stage },
     Stage { name: "studio-e2e", run: studio_e2e_stage },
+    Stage { name: "phoenix", run: phoenix_stage },
     Stage { name: "doc", run: doc },
     Stage { name: "examples", run: examples },
     Stage { name: "bench", run: bench_smoke },
@@ -85,6 +86,12 @@ fn server_e2e_stage(_: &mut Tally) -> Result<(), String> {
 /// CI), on the shared debug build.
 fn studio_e2e_stage(_: &mut Tally) -> Result<(), String> {
     studio_e2e::run_with(studio_e2e::Build::Shared)
+}
+
+/// The quickstart's traces checked in Arize Phoenix (skipped with a loud message where Phoenix cannot be
+/// installed, except in CI), on the shared debug build.
+fn phoenix_stage(_: &mut Tally) -> Result<(), String> {
+    phoenix::run_with(phoenix::Build::Shared)
 }
 
 /// The stages named in `args`, in their fixed order; all of them when `args` is empty.

@@ -14,7 +14,7 @@
 
 mod fetch;
 mod gguf;
-mod server;
+pub(crate) mod server;
 mod sha256;
 mod template;
 

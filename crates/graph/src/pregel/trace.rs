@@ -85,7 +85,7 @@ pub(crate) fn task_span(node: &str, rt: &Runtime) -> Span {
         openinference.span.kind = "CHAIN",
         step = rt.inner.site.step,
         task_id = &*rt.inner.site.task_id,
-        attempt = rt.inner.site.attempt,
+        attempt = u64::from(rt.inner.site.attempt),
         run_id = tracing::field::Empty,
         thread_id = tracing::field::Empty,
         checkpoint_ns = tracing::field::Empty,
