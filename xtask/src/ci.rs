@@ -242,6 +242,8 @@ mod tests {
                 "test",
                 "langgraph-diff",
                 "server-e2e",
+                "studio-e2e",
+                "phoenix",
                 "doc",
                 "examples",
                 "bench"
