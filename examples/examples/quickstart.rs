@@ -133,7 +133,11 @@ async fn stream(
 const MAX_REVIEWS: usize = 3;
 
 #[tokio::main]
-async fn main() -> weft::Result<()> {
+async fn main() -> std::process::ExitCode {
+    weft_examples::report(example().await)
+}
+
+async fn example() -> weft::Result<()> {
     // The model's script: check the weather, ask to book, then answer.
     let models = Models::from_env();
     // With WEFT_OTEL_ENDPOINT set, the run's traces go to that OpenTelemetry backend (docs/observability.md).

@@ -1,4 +1,5 @@
-//! Trace export for the examples: on when `WEFT_OTEL_ENDPOINT` is set.
+//! How the examples start and end: trace export when `WEFT_OTEL_ENDPOINT` is set, and errors printed as
+//! readable chains.
 
 use weft::otel::{OtelConfig, OtelError, OtelGuard};
 
@@ -16,4 +17,16 @@ pub fn otel_from_env() -> Result<Option<OtelGuard>, OtelError> {
     let guard = weft::otel::init_with(config)?;
     println!("traces: exported to {endpoint}");
     Ok(Some(guard))
+}
+
+/// Ends an example: on an error, prints it as a readable chain (`error: what failed: why`) rather than
+/// its `Debug` form, and exits with status 1.
+pub fn report<E: std::error::Error + 'static>(result: Result<(), E>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {}", weft::trace::error_chain(&err));
+            std::process::ExitCode::FAILURE
+        }
+    }
 }

@@ -91,8 +91,10 @@ pub enum GraphError {
     #[error("recursion_limit must be at least 1")]
     InvalidRecursionLimit,
     /// A node failed.
-    #[error("node '{node}' failed at step {step}: {source}")]
+    #[error("node '{node}' of graph '{graph}' failed at step {step}: {source}")]
     Node {
+        /// The graph the node belongs to (its compiled name, `LangGraph` by default).
+        graph: String,
         /// The node.
         node: String,
         /// The step.
@@ -255,7 +257,8 @@ mod tests {
     fn a_subgraphs_storage_error_is_reachable_from_the_node_error() {
         let inner = GraphError::Storage(CheckpointError::unavailable("postgres: connection refused"));
         assert!(inner.is_retryable());
-        let outer = GraphError::Node { node: "sub".into(), step: 1, source: Error::from(inner) };
+        let outer =
+            GraphError::Node { graph: "g".into(), node: "sub".into(), step: 1, source: Error::from(inner) };
         assert_eq!(outer.checkpoint_error_kind(), Some(CheckpointErrorKind::Unavailable));
         assert!(outer.is_retryable());
         assert_eq!(GraphError::EmptyInput.checkpoint_error_kind(), None);

@@ -82,7 +82,13 @@ pub(crate) fn route<S: State>(
     for branch in &node.branches {
         let routes = branch
             .route(view)
-            .map_err(|source| GraphError::Node { node: node.name.to_string(), step, source })?
+            // The run names the graph (`run` fills in `graph`).
+            .map_err(|source| GraphError::Node {
+                graph: String::new(),
+                node: node.name.to_string(),
+                step,
+                source,
+            })?
             .map_err(|_| GraphError::NoDestination {
                 node: node.name.to_string(),
                 branch: branch.name.clone(),

@@ -123,6 +123,7 @@ pub(crate) async fn execute<S: State>(
                 if let Some(cmd) = parent_command(&err) {
                     // A subgraph sent this command to us: it is this node's output.
                     let cmd = cmd.decode(spec).map_err(|source| GraphError::Node {
+                        graph: inner.name.clone(),
                         node: node.name.to_string(),
                         step,
                         source,
@@ -138,13 +139,21 @@ pub(crate) async fn execute<S: State>(
                         Box::pin(tokio::time::sleep(p.delay(attempt))).await;
                         attempt += 1;
                     }
-                    _ => return Err(GraphError::Node { node: node.name.to_string(), step, source: err }),
+                    _ => {
+                        return Err(GraphError::Node {
+                            graph: inner.name.clone(),
+                            node: node.name.to_string(),
+                            step,
+                            source: err,
+                        });
+                    }
                 }
             }
         }
     };
     let mut writes = TaskWrites::default();
     let output = lift_parent_commands(&ch.state, output, is_subgraph).map_err(|source| GraphError::Node {
+        graph: inner.name.clone(),
         node: node.name.to_string(),
         step,
         source,

@@ -150,7 +150,15 @@ pub(crate) async fn run<S: State>(
     if !span.is_disabled() {
         span.record("checkpoint_ns", ctx.ns.as_str());
     }
-    let result = run_inner(&mut ctx, input, limit).instrument(span.clone()).await;
+    let result = run_inner(&mut ctx, input, limit).instrument(span.clone()).await.map_err(|mut e| {
+        // A router's failure is raised where only the node is known.
+        if let GraphError::Node { graph, .. } = &mut e {
+            if graph.is_empty() {
+                graph.clone_from(&inner.name);
+            }
+        }
+        e
+    });
     let result = match ctx.saver.as_mut() {
         Some(saver) => match saver.finish().await {
             Ok(()) => result,
