@@ -75,7 +75,7 @@ pub use history::{
     ChatMessageHistory, InMemoryChatMessageHistory, InMemoryHistoryStore, RunnableWithMessageHistory,
     ToHistoryMessages,
 };
-pub use lambda::{RunnableGenerator, RunnableLambda};
+pub use lambda::{RunnableGenerator, RunnableLambda, SyncLambdaOutput};
 pub use messages::{
     AiMessage, AiMessageChunk, Content, HumanMessage, InvalidToolCall, Message, PromptValue,
     REMOVE_ALL_MESSAGES, RemoveMessage, SystemMessage, ToolCall, ToolCallChunk, ToolMessage, ToolStatus,
