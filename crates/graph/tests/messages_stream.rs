@@ -29,7 +29,7 @@ where
     g.add_node("reply", move |s: MessagesState, rt: Runtime| {
         let model = model.clone();
         async move {
-            let reply = model.invoke(s.messages.to_vec().into(), rt.config()).await?;
+            let reply = model.invoke(s.messages.into(), rt.config()).await?;
             Ok::<_, weft_runnable_core::Error>(MessagesState::update().messages(vec![reply.into()]))
         }
     });
