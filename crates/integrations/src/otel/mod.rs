@@ -206,6 +206,7 @@ where
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
         .with_tracked_inactivity(false)
+        .with_location(false)
         .with_threads(false)
         .with_filter(Targets::new().with_target("weft", Level::DEBUG));
     Ok((layer, OtelGuard { provider: Some(provider), endpoint }))
