@@ -17,7 +17,7 @@ struct Stage {
 }
 
 /// Every stage, in the order they run.
-const STAGES: [Stage; 12] = [
+const STAGES: [Stage; 13] = [
     Stage { name: "services", run: services_stage },
     Stage { name: "fmt", run: fmt },
     Stage { name: "clippy", run: clippy },
@@ -30,6 +30,18 @@ const STAGES: [Stage; 12] = [
     Stage { name: "doc", run: doc },
     Stage { name: "examples", run: examples },
     Stage { name: "bench", run: bench_smoke },
+    Stage { name: "package", run: package },
+];
+
+/// The crates published, in dependency order (cargo orders them too; the list is what CI checks).
+const PUBLISHED: [&str; 7] = [
+    "weft-macros",
+    "weft-runnable-core",
+    "weft-graph",
+    "weft-integrations",
+    "weft-agents",
+    "weft-server",
+    "weft",
 ];
 
 /// Runs the stages named in `args` (all when empty), in their fixed order.
@@ -171,6 +183,22 @@ fn fakellm_for_tests() -> Result<Option<std::path::PathBuf>, String> {
     }
 }
 
+/// Every published crate packages and passes `cargo publish --dry-run` (the workspace's unpublished crates
+/// stand in for crates.io through cargo's local overlay), and its rustdoc builds without a warning. The
+/// packages are not compiled again on their own (`--no-verify`): the earlier stages built the same sources.
+fn package(_: &mut Tally) -> Result<(), String> {
+    let mut args = vec!["publish", "--dry-run", "--no-verify", "--allow-dirty"];
+    for name in PUBLISHED {
+        args.extend(["-p", name]);
+    }
+    exec::run(&mut exec::cargo(&args))?;
+    let mut args = vec!["doc", "--no-deps", "--all-features"];
+    for name in PUBLISHED {
+        args.extend(["-p", name]);
+    }
+    exec::run(exec::cargo(&args).env("RUSTDOCFLAGS", "-D warnings"))
+}
+
 fn doc(tally: &mut Tally) -> Result<(), String> {
     exec::run_counting(&mut exec::cargo(&["test", "--workspace", "--all-features", "--doc"]), tally)
 }
@@ -246,7 +274,8 @@ mod tests {
                 "phoenix",
                 "doc",
                 "examples",
-                "bench"
+                "bench",
+                "package"
             ]
         );
     }

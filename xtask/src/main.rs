@@ -43,7 +43,7 @@ usage: cargo xtask TASK
 tasks:
   ci [STAGE...]  run every check CI runs, in order, stopping at the first failure;
                  stages: services, fmt, clippy, llm, test, langgraph-diff, server-e2e,
-                 studio-e2e, phoenix, doc, examples, bench (services starts PostgreSQL and Redis when CI is set, else only checks them; llm
+                 studio-e2e, phoenix, doc, examples, bench, package (services starts PostgreSQL and Redis when CI is set, else only checks them; llm
                  builds llama-server and fetches the test models into the cache when
                  missing; bench runs every benchmark workload once, checked, in the debug
                  profile)
