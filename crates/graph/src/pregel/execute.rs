@@ -7,7 +7,7 @@ use weft_runnable_core::{Error, RunKind, RunScope};
 
 use crate::checkpoint::owned_writes;
 use crate::compiled::Inner;
-use crate::error::{GraphError, GraphResult};
+use crate::error::{GraphError, GraphResult, NodeRef};
 use crate::node::NodeInput;
 use crate::pregel::apply::route;
 use crate::pregel::channels::Channels;
@@ -123,8 +123,7 @@ pub(crate) async fn execute<S: State>(
                 if let Some(cmd) = parent_command(&err) {
                     // A subgraph sent this command to us: it is this node's output.
                     let cmd = cmd.decode(spec).map_err(|source| GraphError::Node {
-                        graph: inner.name.clone(),
-                        node: node.name.to_string(),
+                        node: NodeRef::new(inner.name.as_str(), &*node.name),
                         step,
                         source,
                     })?;
@@ -141,8 +140,7 @@ pub(crate) async fn execute<S: State>(
                     }
                     _ => {
                         return Err(GraphError::Node {
-                            graph: inner.name.clone(),
-                            node: node.name.to_string(),
+                            node: NodeRef::new(inner.name.as_str(), &*node.name),
                             step,
                             source: err,
                         });
@@ -153,8 +151,7 @@ pub(crate) async fn execute<S: State>(
     };
     let mut writes = TaskWrites::default();
     let output = lift_parent_commands(&ch.state, output, is_subgraph).map_err(|source| GraphError::Node {
-        graph: inner.name.clone(),
-        node: node.name.to_string(),
+        node: NodeRef::new(inner.name.as_str(), &*node.name),
         step,
         source,
     })?;

@@ -152,9 +152,9 @@ pub(crate) async fn run<S: State>(
     }
     let result = run_inner(&mut ctx, input, limit).instrument(span.clone()).await.map_err(|mut e| {
         // A router's failure is raised where only the node is known.
-        if let GraphError::Node { graph, .. } = &mut e {
-            if graph.is_empty() {
-                graph.clone_from(&inner.name);
+        if let GraphError::Node { node, .. } = &mut e {
+            if node.graph().is_empty() {
+                *node = crate::error::NodeRef::new(inner.name.as_str(), node.name());
             }
         }
         e
