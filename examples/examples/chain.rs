@@ -26,7 +26,11 @@ fn add(
 }
 
 #[tokio::main]
-async fn main() -> weft::Result<()> {
+async fn main() -> std::process::ExitCode {
+    weft_examples::report(example().await)
+}
+
+async fn example() -> weft::Result<()> {
     // The prompt: instructions, the question, then the tool calls made so far (none at first).
     let prompt = ChatPromptTemplate::from_messages([
         ("system", "You are a calculator. Use the tools you are given."),

@@ -42,7 +42,11 @@ fn concurrency_probe() -> (EventSink, Arc<AtomicUsize>) {
 }
 
 #[tokio::main]
-async fn main() -> weft::Result<()> {
+async fn main() -> std::process::ExitCode {
+    weft_examples::report(example().await)
+}
+
+async fn example() -> weft::Result<()> {
     // One scripted reply per call, in order; each call takes 20 ms, so overlapping calls can be seen.
     let replies =
         ["Paris is the capital of France.", "Rome.", "Oslo.", "Bern.", "Tokyo is the capital.", "Lima."];

@@ -109,7 +109,11 @@ fn concurrency_probe() -> (EventSink, Arc<AtomicUsize>) {
 }
 
 #[tokio::main]
-async fn main() -> weft::Result<()> {
+async fn main() -> std::process::ExitCode {
+    weft_examples::report(example().await)
+}
+
+async fn example() -> weft::Result<()> {
     let models = Models::from_env().with_latency(Duration::from_millis(50));
     let (planner, comedian, judge) = scripts(&models);
 

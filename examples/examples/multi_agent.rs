@@ -217,7 +217,11 @@ const QUESTION: &str =
 const ANSWER: &str = "The 24 tickets (12 people, there and back, at 45 euros each) cost 1080 euros in all.";
 
 #[tokio::main]
-async fn main() -> weft::Result<()> {
+async fn main() -> std::process::ExitCode {
+    weft_examples::report(example().await)
+}
+
+async fn example() -> weft::Result<()> {
     let models = Models::from_env();
     let researcher = models.chat_model(
         "researcher",

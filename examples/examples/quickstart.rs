@@ -30,6 +30,7 @@ use futures::StreamExt as _;
 use serde_json::json;
 use weft::agents::ApprovalRequest;
 use weft::graph::{CompiledGraph, IntoGraphInput, ListOptions};
+use weft::messages::UsageMetadata;
 use weft::prelude::*;
 use weft_examples::{ExampleModel, Models};
 use weft_integrations::sqlite::SqliteSaver;
@@ -132,20 +133,36 @@ async fn stream(
 const MAX_REVIEWS: usize = 3;
 
 #[tokio::main]
-async fn main() -> weft::Result<()> {
+async fn main() -> std::process::ExitCode {
+    weft_examples::report(example().await)
+}
+
+async fn example() -> weft::Result<()> {
     // The model's script: check the weather, ask to book, then answer.
     let models = Models::from_env();
-    let asks = |text: &str, name: &str, args, id: &str| AiMessage {
+    // With WEFT_OTEL_ENDPOINT set, the run's traces go to that OpenTelemetry backend (docs/observability.md).
+    let _traces = weft_examples::otel_from_env().map_err(Error::custom)?;
+    // Scripted replies report token usage, as a provider's do.
+    let usage = |input, output| {
+        Some(UsageMetadata {
+            input_tokens: input,
+            output_tokens: output,
+            total_tokens: input + output,
+            ..Default::default()
+        })
+    };
+    let asks = |text: &str, name: &str, args, id: &str, tokens: (u64, u64)| AiMessage {
         tool_calls: vec![ToolCall { name: name.into(), args, id: Some(id.into()) }],
+        usage_metadata: usage(tokens.0, tokens.1),
         ..AiMessage::new(text)
     };
     let booking = json!({"restaurant": "Casa Azul", "people": 2, "time": "20:00"});
     let model = models.chat_model(
         "agent",
         [
-            asks("Checking the weather.", "get_weather", json!({"city": "Lisbon"}), "call-1"),
-            asks("Clear and warm: booking the terrace.", "book_table", booking, "call-2"),
-            AiMessage::new(ANSWER),
+            asks("Checking the weather.", "get_weather", json!({"city": "Lisbon"}), "call-1", (112, 9)),
+            asks("Clear and warm: booking the terrace.", "book_table", booking, "call-2", (151, 14)),
+            AiMessage { usage_metadata: usage(187, 26), ..AiMessage::new(ANSWER) },
         ],
     );
 

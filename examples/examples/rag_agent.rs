@@ -451,7 +451,11 @@ fn check_protocol(state: &Rag, path: &[String]) {
 }
 
 #[tokio::main]
-async fn main() -> weft::Result<()> {
+async fn main() -> std::process::ExitCode {
+    weft_examples::report(example().await)
+}
+
+async fn example() -> weft::Result<()> {
     let models = Models::from_env();
     let roles = roles(&models);
 

@@ -176,7 +176,11 @@ fn last_draft(state: &Review) -> String {
 }
 
 #[tokio::main]
-async fn main() -> weft::Result<()> {
+async fn main() -> std::process::ExitCode {
+    weft_examples::report(example().await)
+}
+
+async fn example() -> weft::Result<()> {
     let models = Models::from_env();
     let (writer, critic) = scripts(&models);
     let graph = build(writer.clone(), critic.clone())?;

@@ -41,7 +41,11 @@ fn add(
 }
 
 #[tokio::main]
-async fn main() -> weft::Result<()> {
+async fn main() -> std::process::ExitCode {
+    weft_examples::report(example().await)
+}
+
+async fn example() -> weft::Result<()> {
     // What the model will write, one reply per call. The executor binds the stop sequence
     // "\nObservation", so the model stops where the tool's result belongs: the first reply's invented
     // observation is cut off.

@@ -9,6 +9,8 @@
 
 mod embeddings;
 mod models;
+mod trace;
 
 pub use embeddings::WordEmbeddings;
 pub use models::{ExampleModel, Models, structured};
+pub use trace::{otel_from_env, report};

@@ -26,7 +26,31 @@ use weft_integrations::openai::ChatOpenAI;
 #[derive(Clone)]
 pub struct Models {
     live: Option<Arc<dyn ChatModel>>,
+    /// Where the live model is served, for the output.
+    at: Option<String>,
     latency: Option<Duration>,
+}
+
+/// Whether a live model was asked for, and which.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum LiveRequest {
+    /// The script; `configured` when OPENAI_* variables are set anyway.
+    No { configured: bool },
+    /// A live model: its name and base URL (`None`: OpenAI's).
+    Yes { model: String, base_url: Option<String> },
+}
+
+/// Reads the live model's settings from the environment when `asked`.
+pub(crate) fn live_request(asked: bool) -> LiveRequest {
+    let configured =
+        ["OPENAI_API_KEY", "OPENAI_BASE_URL"].iter().any(|name| std::env::var_os(name).is_some());
+    if !asked {
+        return LiveRequest::No { configured };
+    }
+    LiveRequest::Yes {
+        model: std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".to_owned()),
+        base_url: std::env::var("OPENAI_BASE_URL").ok(),
+    }
 }
 
 impl fmt::Debug for Models {
@@ -38,25 +62,40 @@ impl fmt::Debug for Models {
 impl Models {
     /// The models every example runs on: **the one place that chooses them**.
     ///
-    /// With `OPENAI_API_KEY` or `OPENAI_BASE_URL` set (for example to the local server that
-    /// `cargo xtask llm-server` starts), every role talks to [`ChatOpenAI`] at temperature 0, model
-    /// `OPENAI_MODEL` (default `gpt-4o-mini`); otherwise the examples run on their scripts. A model that
-    /// cannot be built (a malformed URL or key) ends the example with the reason, rather than silently
-    /// falling back to the script.
+    /// The script, unless a live model is asked for: with the `--live` argument or `WEFT_EXAMPLES_LIVE=1`,
+    /// every role talks to [`ChatOpenAI`] at temperature 0, model `OPENAI_MODEL` (default `gpt-4o-mini`),
+    /// at `OPENAI_BASE_URL` (for example the local server that `cargo xtask llm-server` starts; default
+    /// OpenAI's API, which needs `OPENAI_API_KEY`). An API key in the environment alone never switches an
+    /// example to a paid model. The first line of output says which model runs, and where. A live model
+    /// that cannot be built (a malformed URL or key) ends the example with the reason.
     pub fn from_env() -> Self {
-        let configured =
-            ["OPENAI_API_KEY", "OPENAI_BASE_URL"].iter().any(|name| std::env::var_os(name).is_some());
-        let models = if configured {
-            let name = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".to_owned());
-            match ChatOpenAI::builder().model(name).temperature(0.0).build() {
-                Ok(model) => Self::live(model),
-                Err(err) => {
-                    eprintln!("cannot use the OpenAI model configured in the environment: {err}");
-                    std::process::exit(2);
+        let asked = std::env::args().skip(1).any(|arg| arg == "--live")
+            || std::env::var("WEFT_EXAMPLES_LIVE").is_ok_and(|v| v == "1");
+        let models = match live_request(asked) {
+            LiveRequest::No { configured } => {
+                if configured {
+                    println!(
+                        "note: OPENAI_* is set but unused; pass --live (or WEFT_EXAMPLES_LIVE=1) to run on it"
+                    );
+                }
+                Self::scripted()
+            }
+            LiveRequest::Yes { model, base_url } => {
+                let mut builder = ChatOpenAI::builder().model(model).temperature(0.0);
+                if let Some(url) = &base_url {
+                    builder = builder.base_url(url.clone());
+                }
+                match builder.build() {
+                    Ok(model) => {
+                        let at = base_url.unwrap_or_else(|| "https://api.openai.com/v1".to_owned());
+                        Self { at: Some(at), ..Self::live(model) }
+                    }
+                    Err(err) => {
+                        eprintln!("cannot use the live OpenAI model (--live): {err}");
+                        std::process::exit(2);
+                    }
                 }
             }
-        } else {
-            Self::scripted()
         };
         println!("model: {}", models.describe());
         models
@@ -64,7 +103,7 @@ impl Models {
 
     /// Scripted models: each role answers with the replies it is given.
     pub fn scripted() -> Self {
-        Self { live: None, latency: None }
+        Self { live: None, at: None, latency: None }
     }
 
     /// Makes each scripted reply take `latency`, as a live model's would, so that concurrent calls
@@ -76,7 +115,7 @@ impl Models {
 
     /// A live model for every role; scripts are ignored and only protocol checks apply.
     pub fn live(model: impl ChatModel + 'static) -> Self {
-        Self { live: Some(Arc::new(model)), latency: None }
+        Self { live: Some(Arc::new(model)), at: None, latency: None }
     }
 
     /// Whether the models follow their scripts (and exact checks apply).
@@ -88,7 +127,10 @@ impl Models {
     pub fn describe(&self) -> String {
         match &self.live {
             None => "scripted (weft's FakeChatModel: no API key or server needed)".to_owned(),
-            Some(model) => format!("{} ({})", model.model_name(), model.provider()),
+            Some(model) => match &self.at {
+                Some(at) => format!("{} ({}) at {at}, live", model.model_name(), model.provider()),
+                None => format!("{} ({}), live", model.model_name(), model.provider()),
+            },
         }
     }
 

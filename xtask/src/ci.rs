@@ -5,7 +5,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::exec::{self, Tally, format_duration};
-use crate::{bench, fakellm, langgraph_diff, llm, server_e2e, services, studio_e2e};
+use crate::{bench, fakellm, langgraph_diff, llm, phoenix, server_e2e, services, studio_e2e};
 
 /// How long one example may run before it counts as hung.
 const EXAMPLE_LIMIT: Duration = Duration::from_secs(300);
@@ -17,7 +17,7 @@ struct Stage {
 }
 
 /// Every stage, in the order they run.
-const STAGES: [Stage; 12] = [
+const STAGES: [Stage; 14] = [
     Stage { name: "services", run: services_stage },
     Stage { name: "fmt", run: fmt },
     Stage { name: "clippy", run: clippy },
@@ -27,9 +27,22 @@ const STAGES: [Stage; 12] = [
     Stage { name: "server-e2e", run: server_e2e_stage },
     Stage { name: "server-e2e-scaled", run: server_e2e_scaled_stage },
     Stage { name: "studio-e2e", run: studio_e2e_stage },
+    Stage { name: "phoenix", run: phoenix_stage },
     Stage { name: "doc", run: doc },
     Stage { name: "examples", run: examples },
     Stage { name: "bench", run: bench_smoke },
+    Stage { name: "package", run: package },
+];
+
+/// The crates published, in dependency order (cargo orders them too; the list is what CI checks).
+const PUBLISHED: [&str; 7] = [
+    "weft-macros",
+    "weft-runnable-core",
+    "weft-graph",
+    "weft-integrations",
+    "weft-agents",
+    "weft-server",
+    "weft",
 ];
 
 /// Runs the stages named in `args` (all when empty), in their fixed order.
@@ -92,6 +105,12 @@ fn server_e2e_stage(_: &mut Tally) -> Result<(), String> {
 /// CI), on the shared debug build.
 fn studio_e2e_stage(_: &mut Tally) -> Result<(), String> {
     studio_e2e::run_with(studio_e2e::Build::Shared)
+}
+
+/// The quickstart's traces checked in Arize Phoenix (skipped with a loud message where Phoenix cannot be
+/// installed, except in CI), on the shared debug build.
+fn phoenix_stage(_: &mut Tally) -> Result<(), String> {
+    phoenix::run_with(phoenix::Build::Shared)
 }
 
 /// The stages named in `args`, in their fixed order; all of them when `args` is empty.
@@ -171,6 +190,22 @@ fn fakellm_for_tests() -> Result<Option<std::path::PathBuf>, String> {
     }
 }
 
+/// Every published crate packages and passes `cargo publish --dry-run` (the workspace's unpublished crates
+/// stand in for crates.io through cargo's local overlay), and its rustdoc builds without a warning. The
+/// packages are not compiled again on their own (`--no-verify`): the earlier stages built the same sources.
+fn package(_: &mut Tally) -> Result<(), String> {
+    let mut args = vec!["publish", "--dry-run", "--no-verify", "--allow-dirty"];
+    for name in PUBLISHED {
+        args.extend(["-p", name]);
+    }
+    exec::run(&mut exec::cargo(&args))?;
+    let mut args = vec!["doc", "--no-deps", "--all-features"];
+    for name in PUBLISHED {
+        args.extend(["-p", name]);
+    }
+    exec::run(exec::cargo(&args).env("RUSTDOCFLAGS", "-D warnings"))
+}
+
 fn doc(tally: &mut Tally) -> Result<(), String> {
     exec::run_counting(&mut exec::cargo(&["test", "--workspace", "--all-features", "--doc"]), tally)
 }
@@ -242,9 +277,13 @@ mod tests {
                 "test",
                 "langgraph-diff",
                 "server-e2e",
+                "server-e2e-scaled",
+                "studio-e2e",
+                "phoenix",
                 "doc",
                 "examples",
-                "bench"
+                "bench",
+                "package"
             ]
         );
     }

@@ -31,6 +31,7 @@ mod fakellm;
 mod langgraph_diff;
 mod llm;
 mod nodeenv;
+mod phoenix;
 mod pyenv;
 mod server_e2e;
 mod services;
@@ -44,7 +45,7 @@ usage: cargo xtask TASK
 tasks:
   ci [STAGE...]  run every check CI runs, in order, stopping at the first failure;
                  stages: services, fmt, clippy, llm, test, langgraph-diff, server-e2e,
-                 server-e2e-scaled, studio-e2e, doc, examples, bench (services starts PostgreSQL and Redis when CI is set, else only checks them; llm
+                 server-e2e-scaled, studio-e2e, phoenix, doc, examples, bench, package (services starts PostgreSQL and Redis when CI is set, else only checks them; llm
                  builds llama-server and fetches the test models into the cache when
                  missing; bench runs every benchmark workload once, checked, in the debug
                  profile, then the server workloads against weft with a few checked runs each)
@@ -73,6 +74,10 @@ tasks:
   studio-e2e     run weft Studio's browser test (tests/studio_e2e): headless chromium
                  and chromedriver against the server example, screenshots under
                  target/studio-e2e/screenshots
+  phoenix        run the quickstart example with its traces exported to Arize Phoenix
+                 (pinned, in target/phoenix-venv, made when missing; started offline on
+                 free ports) and check the span tree through Phoenix's API
+                 (tests/phoenix/check_trace.py)
   fakellm        install fakellm (the openai tests' scripted server) into
                  target/fakellm-venv when missing; print the WEFT_FAKELLM_BIN to export
   services       make sure PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) are up
@@ -95,6 +100,7 @@ fn main() -> ExitCode {
         "langgraph-diff" => langgraph_diff::run(rest),
         "server-e2e" => server_e2e::run(rest),
         "studio-e2e" => studio_e2e::run(rest),
+        "phoenix" => phoenix::run(rest),
         "fakellm" if rest.is_empty() => fakellm::run(),
         "services" if rest.is_empty() => services::ensure(services::Policy::from_env()),
         "llm-server" => llm::serve(rest),

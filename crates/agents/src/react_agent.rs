@@ -258,7 +258,7 @@ impl<S: ReactAgentState> ReactAgentBuilder<S> {
             handle_tool_errors: HandleToolErrors::default(),
             version: AgentVersion::default(),
             name: None,
-            compile: CompileConfig::default(),
+            compile: CompileConfig::default().trace_as_agent(true),
         }
     }
 

@@ -57,6 +57,9 @@ pub struct CompileConfig {
     /// Which checkpoints of a thread to keep; applied at the end of every run on the thread (the newest
     /// checkpoint is always kept).
     pub retention: Option<crate::checkpoint::RetentionPolicy>,
+    /// Whether traces show the graph's runs as an agent (OpenInference span kind `AGENT`) rather than a
+    /// chain; `create_react_agent` sets it.
+    pub trace_as_agent: bool,
 }
 
 /// How a graph used as a subgraph keeps checkpoints (LangGraph's `checkpointer=None/True/False`).
@@ -77,6 +80,12 @@ impl CompileConfig {
     /// Default settings.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Shows the graph's runs as an agent in traces (OpenInference span kind `AGENT`).
+    pub fn trace_as_agent(mut self, agent: bool) -> Self {
+        self.trace_as_agent = agent;
+        self
     }
 
     /// Sets the checkpointer.

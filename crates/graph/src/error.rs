@@ -91,10 +91,11 @@ pub enum GraphError {
     #[error("recursion_limit must be at least 1")]
     InvalidRecursionLimit,
     /// A node failed.
-    #[error("node '{node}' failed at step {step}: {source}")]
+    #[error("node '{node}' of graph '{}' failed at step {step}: {source}", .node.graph())]
     Node {
-        /// The node.
-        node: String,
+        /// The node, and the graph it belongs to ([`NodeRef::graph`]); it compares with and reads as the
+        /// node's name.
+        node: NodeRef,
         /// The step.
         step: i64,
         /// The node's error.
@@ -247,6 +248,66 @@ impl From<GraphError> for Error {
     }
 }
 
+/// The node a [`GraphError::Node`] happened in: its name and its graph's, behind one pointer so that
+/// `GraphResult` stays small. It reads as the node's name (`Deref<Target = str>`, `Display`) and compares
+/// with strings (`node == "tools"`).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct NodeRef(std::sync::Arc<(String, String)>);
+
+impl NodeRef {
+    /// Node `node` of graph `graph`.
+    pub fn new(graph: impl Into<String>, node: impl Into<String>) -> Self {
+        Self(std::sync::Arc::new((graph.into(), node.into())))
+    }
+
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        &self.0.1
+    }
+
+    /// The graph's name (its compiled name, `LangGraph` by default).
+    pub fn graph(&self) -> &str {
+        &self.0.0
+    }
+}
+
+impl std::ops::Deref for NodeRef {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.name()
+    }
+}
+
+impl std::fmt::Display for NodeRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::fmt::Debug for NodeRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?} (graph {:?})", self.name(), self.graph())
+    }
+}
+
+impl PartialEq<str> for NodeRef {
+    fn eq(&self, other: &str) -> bool {
+        self.name() == other
+    }
+}
+
+impl PartialEq<&str> for NodeRef {
+    fn eq(&self, other: &&str) -> bool {
+        self.name() == *other
+    }
+}
+
+impl PartialEq<String> for NodeRef {
+    fn eq(&self, other: &String) -> bool {
+        self.name() == other
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,7 +316,7 @@ mod tests {
     fn a_subgraphs_storage_error_is_reachable_from_the_node_error() {
         let inner = GraphError::Storage(CheckpointError::unavailable("postgres: connection refused"));
         assert!(inner.is_retryable());
-        let outer = GraphError::Node { node: "sub".into(), step: 1, source: Error::from(inner) };
+        let outer = GraphError::Node { node: NodeRef::new("g", "sub"), step: 1, source: Error::from(inner) };
         assert_eq!(outer.checkpoint_error_kind(), Some(CheckpointErrorKind::Unavailable));
         assert!(outer.is_retryable());
         assert_eq!(GraphError::EmptyInput.checkpoint_error_kind(), None);

@@ -72,7 +72,7 @@ pub use compiled::{
     IntoGraphInput, RunOptions, SubgraphCheckpoints,
 };
 pub use draw::{CurveStyle, DrawEdge, DrawNode, DrawableGraph, MermaidOptions, NodeStyles};
-pub use error::{GraphError, GraphResult};
+pub use error::{GraphError, GraphResult, NodeRef};
 pub use json_state::{JsonChannel, JsonState, JsonStateBuilder, JsonUpdate};
 pub use messages::{Messages, MessagesState, MessagesStateUpdate, add_messages};
 pub use node::{IntoNode, IntoNodeOutput, NodeOutput};

@@ -414,3 +414,35 @@ fn the_update_type_has_the_state_visibility_and_raw_names_lose_their_prefix() {
     assert_eq!(update.n, Some(1));
     assert_eq!(serde_json::to_value(&update).unwrap(), json!({"n": 1, "type": "kind"}));
 }
+
+#[derive(State, Debug, Clone, Default, PartialEq)]
+pub struct Flags {
+    approved: Option<bool>,
+    retries: Option<u32>,
+    done: bool,
+    level: u8,
+    ratio: Option<f32>,
+    note: Option<String>,
+}
+
+#[test]
+fn setters_take_values_that_convert_into_the_field_option_bool_included() {
+    // `Option` fields take the bare value, `None` or `Some(..)`; numbers take literals of their own type.
+    let update =
+        Flags::update().approved(true).retries(3).done(true).level(7).ratio(0.5).note("ok".to_owned());
+    let mut state = Flags::default();
+    state.apply(vec![update]).unwrap();
+    assert_eq!(
+        state,
+        Flags {
+            approved: Some(true),
+            retries: Some(3),
+            done: true,
+            level: 7,
+            ratio: Some(0.5),
+            note: Some("ok".to_owned())
+        }
+    );
+    state.apply(vec![Flags::update().approved(None).retries(Some(4))]).unwrap();
+    assert_eq!((state.approved, state.retries), (None, Some(4)));
+}

@@ -29,7 +29,7 @@ where
     g.add_node("reply", move |s: MessagesState, rt: Runtime| {
         let model = model.clone();
         async move {
-            let reply = model.invoke(s.messages.to_vec().into(), rt.config()).await?;
+            let reply = model.invoke(s.messages.into(), rt.config()).await?;
             Ok::<_, weft_runnable_core::Error>(MessagesState::update().messages(vec![reply.into()]))
         }
     });
@@ -163,4 +163,28 @@ async fn a_model_that_does_not_stream_sends_its_reply_as_one_whole_message() {
     let shown: Vec<(Value, Value)> =
         seen.iter().map(|(_, m, _)| (m["type"].clone(), m["content"].clone())).collect();
     assert_eq!(shown, vec![(json!("ai"), json!("all at once")), (json!("ai"), json!("signed"))]);
+}
+
+#[tokio::test]
+async fn a_node_gives_the_state_messages_to_a_model_directly() {
+    let model = FakeChatModel::new(["pong"]);
+    let seen = model.clone();
+    let mut g = StateGraph::<MessagesState>::new();
+    g.add_node("reply", move |s: MessagesState, rt: Runtime| {
+        let model = model.clone();
+        async move {
+            let reply = model.invoke(s.messages.into(), rt.config()).await?;
+            Ok::<_, weft_runnable_core::Error>(MessagesState::update().messages(vec![reply.into()]))
+        }
+    });
+    g.add_edge(START, "reply");
+    let out = g.compile().unwrap().invoke(hi(), &RunnableConfig::default()).await.unwrap();
+    assert_eq!(out.value.messages.last().unwrap().text(), "pong");
+    let asked = seen.calls();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].messages.iter().map(Message::text).collect::<Vec<_>>(), ["hi"]);
+    // Borrowed: the list stays with the state.
+    let state = MessagesState { messages: vec![Message::human("a"), Message::ai("b")].into() };
+    let prompt: weft_runnable_core::PromptValue = (&state.messages).into();
+    assert_eq!(prompt.into_messages().len(), 2);
 }

@@ -241,7 +241,7 @@ async fn node_error_names_node_and_step() {
     });
     g.add_edge(START, "boom");
     let err = g.compile().unwrap().invoke(CounterUpdate::default(), &cfg()).await.unwrap_err();
-    assert_eq!(err.to_string(), "node 'boom' failed at step 1: kaboom");
+    assert_eq!(err.to_string(), "node 'boom' of graph 'LangGraph' failed at step 1: kaboom");
 }
 
 #[tokio::test]

@@ -66,7 +66,7 @@ async fn retry_stops_after_max_attempts_counting_the_first() {
     let app = flaky_graph(5, Some(quick(2)), None, Arc::clone(&attempts));
     let err = app.invoke(CounterUpdate::default(), &RunnableConfig::default()).await.unwrap_err();
     assert!(matches!(&err, GraphError::Node { node, .. } if node == "flaky"), "{err}");
-    assert_eq!(err.to_string(), "node 'flaky' failed at step 1: flaky");
+    assert_eq!(err.to_string(), "node 'flaky' of graph 'LangGraph' failed at step 1: flaky");
     assert_eq!(attempts.lock().unwrap().len(), 2);
 }
 

@@ -9,6 +9,8 @@
 //!   Redis (no modules).
 //! - `openai`: [`openai::ChatOpenAI`] and [`openai::OpenAIEmbeddings`], chat models and embeddings from
 //!   OpenAI or any server that speaks its API (vLLM, llama.cpp, Ollama, ...).
+//! - `otel`: [`otel::init`], which exports weft's `tracing` spans (graph runs, node tasks, model and tool
+//!   calls) over OTLP to any OpenTelemetry backend (Arize Phoenix, Jaeger, Langfuse, ...).
 //!
 //! Every saver passes weft's checkpointer conformance suite and every store its store conformance suite
 //! (`weft_graph::checkpoint::conformance`, `weft_graph::store::conformance`).
@@ -27,6 +29,9 @@ pub mod redis;
 
 #[cfg(feature = "openai")]
 pub mod openai;
+
+#[cfg(feature = "otel")]
+pub mod otel;
 
 #[cfg(feature = "_sql")]
 pub use sql::delta::DeltaStorage;

@@ -3,7 +3,7 @@
 //! Every weft runnable traces itself: its `invoke`, `stream` and `transform` open a [`RunScope`], which emits
 //! `on_<kind>_start`, `on_<kind>_stream` and `on_<kind>_end` events to the config's [`EventSink`] (when
 //! there is one) and opens a `tracing` span (named `weft.run`, at debug level, so nothing is printed by
-//! default). A runnable written outside weft gets the same by calling [`trace_invoke`] or [`trace_stream`].
+//! default; its fields are described in [`crate::trace`]). A runnable written outside weft gets the same by calling [`trace_invoke`] or [`trace_stream`].
 
 use std::fmt;
 use std::pin::Pin;
@@ -235,10 +235,11 @@ pub fn to_event_value<T: Serialize + ?Sized>(value: &T) -> Value {
 }
 
 /// The input a run reports in its start event: `input` as JSON when somebody listens (`config` has an
-/// event sink), else `None`, so that unobserved runs never pay for serialization. Pass it to
+/// event sink, or spans record content: [`crate::trace::set_record_content`]), else `None`, so that
+/// unobserved runs never pay for serialization. Pass it to
 /// [`trace_stream`].
 pub fn event_input<T: Serialize + ?Sized>(config: &RunnableConfig, input: &T) -> Option<Value> {
-    config.callbacks.is_some().then(|| to_event_value(input))
+    (config.callbacks.is_some() || crate::trace::records_content()).then(|| to_event_value(input))
 }
 
 /// One run in progress: emits its events and hands its children a config that names it as their parent.
@@ -262,13 +263,35 @@ impl RunScope {
         let run_id = config.run_id.unwrap_or_else(Uuid::now_v7);
         let name = config.run_name.clone().unwrap_or_else(|| name.to_owned());
         let parent = config.parent_ids.last().copied();
-        let span = tracing::debug_span!(
-            "weft.run",
-            name = %name,
-            kind = kind.as_str(),
-            run_id = %run_id,
-            parent_run_id = parent.map(|p| p.to_string()),
-        );
+        let span = crate::trace::run_span(&name, kind, run_id, parent);
+        Self::with_span(config, name, kind, input, run_id, span)
+    }
+
+    /// Starts a run as [`start`](Self::start) does, in a span the caller opened (a graph's run or task
+    /// span, which carries fields of its own); the run's id is recorded in its `run_id` field.
+    pub fn start_in_span(
+        config: &RunnableConfig,
+        name: &str,
+        kind: RunKind,
+        input: Option<Value>,
+        span: tracing::Span,
+    ) -> Self {
+        let run_id = config.run_id.unwrap_or_else(Uuid::now_v7);
+        let name = config.run_name.clone().unwrap_or_else(|| name.to_owned());
+        if !span.is_disabled() {
+            span.record("run_id", run_id.to_string().as_str());
+        }
+        Self::with_span(config, name, kind, input, run_id, span)
+    }
+
+    fn with_span(
+        config: &RunnableConfig,
+        name: String,
+        kind: RunKind,
+        input: Option<Value>,
+        run_id: Uuid,
+        span: tracing::Span,
+    ) -> Self {
         let mut child_config = config.child(None);
         let mut ids = Vec::with_capacity(config.parent_ids.len() + 1);
         ids.extend_from_slice(&config.parent_ids);
@@ -326,6 +349,7 @@ impl RunScope {
 
     /// Ends the run successfully.
     pub fn end<T: Serialize + ?Sized>(&self, input: Option<Value>, output: &T) {
+        crate::trace::record_output(&self.span, output);
         if self.sink.is_some() {
             self.emit(
                 EventPhase::End,
@@ -336,6 +360,7 @@ impl RunScope {
 
     /// Ends the run with an error (tools report `on_tool_error`, other kinds an end event with `error`).
     pub fn fail(&self, input: Option<Value>, error: &Error) {
+        crate::trace::record_run_error(&self.span, error);
         if self.sink.is_some() {
             let phase = if self.kind == RunKind::Tool { EventPhase::Error } else { EventPhase::End };
             self.emit(phase, EventData { input, error: Some(error.to_string()), ..EventData::default() });
@@ -401,6 +426,9 @@ where
     use tracing::Instrument as _;
     let input_value = event_input(config, &input);
     let scope = RunScope::start(config, name, kind, input_value.clone());
+    if let Some(value) = &input_value {
+        crate::trace::record_input(&scope.span, value);
+    }
     let span = scope.span.clone();
     let result = body(input, scope.child_config.clone()).instrument(span).await;
     match &result {
@@ -475,6 +503,9 @@ where
                 return Poll::Ready(None);
             };
             let scope = RunScope::start(&config, &name, kind, input.clone());
+            if let Some(input) = &input {
+                crate::trace::record_input(&scope.span, input);
+            }
             let inner = {
                 let _entered = scope.span.enter();
                 make(scope.child_config.clone())
@@ -492,7 +523,7 @@ where
             Poll::Pending => Poll::Pending,
             Poll::Ready(Some(Ok(chunk))) => {
                 scope.on_stream(&chunk);
-                if scope.is_observed() {
+                if scope.is_observed() || (crate::trace::records_content() && !scope.span.is_disabled()) {
                     let merged = match this.acc.take() {
                         None => Ok(chunk.clone()),
                         Some(acc) => (this.merge)(acc, chunk.clone()),

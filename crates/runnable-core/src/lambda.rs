@@ -41,17 +41,31 @@ impl<I, O> fmt::Debug for RunnableLambda<I, O> {
     }
 }
 
-impl<I: RunValue, O: RunValue> RunnableLambda<I, O> {
-    fn from_boxed(func: Arc<LambdaFn<I, O>>) -> Self {
-        Self { func, name: Cow::Borrowed("RunnableLambda") }
-    }
+/// What a sync function given to [`RunnableLambda::new`] returns: any [`RunValue`]. A future is not one;
+/// the diagnostic points an async closure at [`RunnableLambda::new_async`].
+#[diagnostic::on_unimplemented(
+    message = "`RunnableLambda::new` takes a sync function, whose output `{Self}` must be a value weft can pass on",
+    label = "the function given to `RunnableLambda::new` returns `{Self}`",
+    note = "for an async closure (`|x| async move {{ .. }}`) use `RunnableLambda::new_async`, which expects it to return `Result<O>`",
+    note = "a sync function's output must be `Serialize + Clone + Send + Sync + 'static`"
+)]
+pub trait SyncLambdaOutput: RunValue {}
 
-    /// An infallible sync function.
+impl<T: RunValue> SyncLambdaOutput for T {}
+
+impl<I: RunValue, O: SyncLambdaOutput> RunnableLambda<I, O> {
+    /// An infallible sync function. For an async one, see [`new_async`](Self::new_async).
     pub fn new(f: impl Fn(I) -> O + Send + Sync + 'static) -> Self {
         Self::from_boxed(Arc::new(move |input, _| {
             let out = f(input);
             Box::pin(async move { Ok(out) })
         }))
+    }
+}
+
+impl<I: RunValue, O: RunValue> RunnableLambda<I, O> {
+    fn from_boxed(func: Arc<LambdaFn<I, O>>) -> Self {
+        Self { func, name: Cow::Borrowed("RunnableLambda") }
     }
 
     /// A fallible sync function.

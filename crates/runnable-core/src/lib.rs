@@ -41,6 +41,7 @@ pub mod retry;
 pub mod runnable;
 pub mod sequence;
 pub mod tools;
+pub mod trace;
 pub mod with_config;
 
 pub use assign::RunnableAssign;
@@ -74,7 +75,7 @@ pub use history::{
     ChatMessageHistory, InMemoryChatMessageHistory, InMemoryHistoryStore, RunnableWithMessageHistory,
     ToHistoryMessages,
 };
-pub use lambda::{RunnableGenerator, RunnableLambda};
+pub use lambda::{RunnableGenerator, RunnableLambda, SyncLambdaOutput};
 pub use messages::{
     AiMessage, AiMessageChunk, Content, HumanMessage, InvalidToolCall, Message, PromptValue,
     REMOVE_ALL_MESSAGES, RemoveMessage, SystemMessage, ToolCall, ToolCallChunk, ToolMessage, ToolStatus,

@@ -14,6 +14,31 @@ pub use weft_graph as graph;
 /// [`AgentExecutor`](agents::AgentExecutor) (the `weft-agents` crate). The names most programs use are also in the [`prelude`].
 pub use weft_agents as agents;
 
+/// SQLite checkpointer and store ([`SqliteSaver`](sqlite::SqliteSaver), [`SqliteStore`](sqlite::SqliteStore));
+/// feature `sqlite`.
+#[cfg(feature = "sqlite")]
+pub use weft_integrations::sqlite;
+
+/// PostgreSQL checkpointer and store; feature `postgres`.
+#[cfg(feature = "postgres")]
+pub use weft_integrations::postgres;
+
+/// Redis checkpointer and store; feature `redis`.
+#[cfg(feature = "redis")]
+pub use weft_integrations::redis;
+
+/// OpenAI-compatible chat models and embeddings ([`ChatOpenAI`](openai::ChatOpenAI)); feature `openai`.
+#[cfg(feature = "openai")]
+pub use weft_integrations::openai;
+
+/// OpenTelemetry export of weft's traces ([`otel::init`]); feature `otel`.
+#[cfg(feature = "otel")]
+pub use weft_integrations::otel;
+
+/// The HTTP server (LangGraph Platform API) and the studio; feature `server`.
+#[cfg(feature = "server")]
+pub use weft_server as server;
+
 /// The traits and types most programs use: `use weft::prelude::*;`.
 ///
 /// It holds the traits (`Runnable`, `RunnableExt`, `ChatModel`, `ChatModelExt`, `Tool`, `ToolExt`), the

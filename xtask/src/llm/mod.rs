@@ -14,7 +14,7 @@
 
 mod fetch;
 mod gguf;
-mod server;
+pub(crate) mod server;
 mod sha256;
 mod template;
 
@@ -206,6 +206,7 @@ pub(crate) fn serve(args: &[String]) -> Result<(), String> {
     println!("\nllama-server is serving {name} at {base}\n");
     println!("export OPENAI_BASE_URL={base}");
     println!("export OPENAI_API_KEY=sk-local   # not checked by llama-server, but clients want one");
+    println!("cargo run --example quickstart -- --live   # the examples use it only when asked");
     println!("\nFor the real-model tests (they start servers of their own):");
     for (name, path) in artifacts.env() {
         println!("export {name}={}", path.display());

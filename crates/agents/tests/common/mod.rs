@@ -1,5 +1,7 @@
-//! Helpers shared by the agent tests: tools, calls, messages.
+//! Helpers shared by the agent tests: tools, calls, messages, captured spans.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+
+pub mod spans;
 
 use std::sync::{Arc, Mutex};
 

@@ -230,6 +230,21 @@ impl IntoIterator for Messages {
     }
 }
 
+/// A state's messages as a chat model's input: `model.invoke(state.messages.into(), config)`. The list is
+/// taken without a copy when no other state holds it.
+impl From<Messages> for weft_runnable_core::PromptValue {
+    fn from(messages: Messages) -> Self {
+        weft_runnable_core::PromptValue::from(messages.into_vec())
+    }
+}
+
+/// A borrowed state's messages as a chat model's input: `model.invoke((&state.messages).into(), config)`.
+impl From<&Messages> for weft_runnable_core::PromptValue {
+    fn from(messages: &Messages) -> Self {
+        weft_runnable_core::PromptValue::from(messages.list.to_vec())
+    }
+}
+
 impl Serialize for Messages {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.list.serialize(serializer)

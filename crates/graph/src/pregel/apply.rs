@@ -1,6 +1,6 @@
 //! Applying a step's writes to the channels, and routing a node's output along its edges.
 
-use crate::error::{GraphError, GraphResult};
+use crate::error::{GraphError, GraphResult, NodeRef};
 use crate::pregel::channels::Channels;
 use crate::pregel::run::invalid;
 use crate::pregel::task::{Task, TaskWrites, push_goto};
@@ -82,7 +82,8 @@ pub(crate) fn route<S: State>(
     for branch in &node.branches {
         let routes = branch
             .route(view)
-            .map_err(|source| GraphError::Node { node: node.name.to_string(), step, source })?
+            // The run names the graph (`run` fills it in).
+            .map_err(|source| GraphError::Node { node: NodeRef::new("", &*node.name), step, source })?
             .map_err(|_| GraphError::NoDestination {
                 node: node.name.to_string(),
                 branch: branch.name.clone(),

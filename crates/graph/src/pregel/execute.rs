@@ -1,11 +1,13 @@
 //! Executing one task: cache, retries, interrupts, commands to the parent graph, routes.
 
 use serde_json::Value;
+use tracing::Instrument as _;
+use weft_runnable_core::trace::{record_error, records_content};
 use weft_runnable_core::{Error, RunKind, RunScope};
 
 use crate::checkpoint::owned_writes;
 use crate::compiled::Inner;
-use crate::error::{GraphError, GraphResult};
+use crate::error::{GraphError, GraphResult, NodeRef};
 use crate::node::NodeInput;
 use crate::pregel::apply::route;
 use crate::pregel::channels::Channels;
@@ -13,6 +15,7 @@ use crate::pregel::task::{
     Replay, Task, TaskOutcome, TaskWrites, flatten_output, state_json, writes_from_json, writes_to_json,
 };
 use crate::pregel::task_runtime::{with_attempt, with_config};
+use crate::pregel::trace;
 use crate::runtime::{GraphInterrupt, Runtime};
 use crate::state::State;
 use crate::subgraph::{ParentCommand, parent_command, raise_parent_command};
@@ -75,23 +78,47 @@ pub(crate) async fn execute<S: State>(
             Some(payload) => NodeInput::Payload(payload.clone()),
             None => NodeInput::State(&ch.state),
         };
+        let traced = trace::enabled();
+        let span = if traced { trace::task_span(&node.name, &rt) } else { tracing::Span::none() };
+        let input_json = |input: &NodeInput<'_, S>| match input {
+            NodeInput::State(s) => state_json(*s),
+            NodeInput::Payload(p) => p.to_json().unwrap_or(Value::Null),
+        };
+        if traced && records_content() && !span.is_disabled() {
+            span.record("input.value", input_json(&input).to_string().as_str());
+        }
         let scope = (rt.inner.observed && rt.config().callbacks.is_some()).then(|| {
-            let input_json = match &input {
-                NodeInput::State(s) => state_json(*s),
-                NodeInput::Payload(p) => p.to_json().unwrap_or(Value::Null),
-            };
+            let input_json = input_json(&input);
             // Boxed: it lives across the node's await, and most tasks have none (a smaller task future).
-            Box::new(RunScope::start(rt.config(), &node.name, RunKind::Chain, Some(input_json)))
+            Box::new(RunScope::start_in_span(
+                rt.config(),
+                &node.name,
+                RunKind::Chain,
+                Some(input_json),
+                span.clone(),
+            ))
         });
         let rt = match &scope {
             Some(s) => with_config(&rt, s.child_config().clone()),
             None => rt,
         };
-        let result = func.call(input, rt.clone()).await;
+        let result = if traced {
+            func.call(input, rt.clone()).instrument(span.clone()).await
+        } else {
+            func.call(input, rt.clone()).await
+        };
         if let Some(scope) = &scope {
             match &result {
                 Ok(_) => scope.end(None, &Value::Null),
                 Err(e) => scope.fail(None, e),
+            }
+        }
+        if let (true, Err(e)) = (traced, &result) {
+            match control_interrupt(e) {
+                Some(GraphInterrupt(list)) => trace::record_interrupts(&span, &list),
+                // An observed run's scope recorded it.
+                None if scope.is_none() && !matches!(e, Error::ControlFlow(_)) => record_error(&span, e),
+                None => {}
             }
         }
         match result {
@@ -100,7 +127,7 @@ pub(crate) async fn execute<S: State>(
                 if let Some(cmd) = parent_command(&err) {
                     // A subgraph sent this command to us: it is this node's output.
                     let cmd = cmd.decode(spec).map_err(|source| GraphError::Node {
-                        node: node.name.to_string(),
+                        node: NodeRef::new(inner.name.as_str(), &*node.name),
                         step,
                         source,
                     })?;
@@ -115,14 +142,20 @@ pub(crate) async fn execute<S: State>(
                         Box::pin(tokio::time::sleep(p.delay(attempt))).await;
                         attempt += 1;
                     }
-                    _ => return Err(GraphError::Node { node: node.name.to_string(), step, source: err }),
+                    _ => {
+                        return Err(GraphError::Node {
+                            node: NodeRef::new(inner.name.as_str(), &*node.name),
+                            step,
+                            source: err,
+                        });
+                    }
                 }
             }
         }
     };
     let mut writes = TaskWrites::default();
     let output = lift_parent_commands(&ch.state, output, is_subgraph).map_err(|source| GraphError::Node {
-        node: node.name.to_string(),
+        node: NodeRef::new(inner.name.as_str(), &*node.name),
         step,
         source,
     })?;

@@ -16,3 +16,4 @@ pub(crate) mod stamp;
 pub(crate) mod step;
 pub(crate) mod task;
 pub(crate) mod task_runtime;
+pub(crate) mod trace;

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
+use tracing::Instrument as _;
 use weft_runnable_core::{Error, RunKind, RunScope, RunnableConfig};
 
 use crate::checkpoint::{CheckpointConfig, CheckpointSource, special};
@@ -22,6 +23,7 @@ use crate::pregel::step::{StepOutcome, persist_single, run_step, save_failed};
 use crate::pregel::task::{
     Task, TaskKind, TaskWrites, push_goto, state_json, writes_from_json, writes_to_json,
 };
+use crate::pregel::trace;
 use crate::state::{ChannelSet, State};
 use crate::stream::{StreamData, StreamMode};
 use crate::subgraph::ParentRun;
@@ -40,6 +42,8 @@ pub(crate) struct Ctx<'a, S: State> {
     pub(crate) ns: String,
     pub(crate) thread_id: Option<String>,
     pub(crate) scope: Option<RunScope>,
+    /// The run's `tracing` span (disabled when nobody subscribes).
+    pub(crate) span: tracing::Span,
     /// Set when this run is a subgraph of another run.
     pub(crate) parent: Option<ParentRun>,
     /// Whether the run continues a paused or failed step (its subgraphs then resume too).
@@ -83,14 +87,18 @@ pub(crate) async fn run<S: State>(
     if limit < 1 {
         return Err(GraphError::InvalidRecursionLimit);
     }
+    let span = trace::graph_span(&inner.name, inner.config.trace_as_agent, config);
     let scope = config.callbacks.as_ref().map(|_| {
         let input_json = match &input {
             GraphInput::Update(_) => json!("<input>"),
             GraphInput::Command(_) => json!("<command>"),
             GraphInput::Resume => Value::Null,
         };
-        RunScope::start(config, &inner.name, RunKind::Chain, Some(input_json))
+        RunScope::start_in_span(config, &inner.name, RunKind::Chain, Some(input_json), span.clone())
     });
+    if scope.is_none() {
+        trace::record_run_id(&span, config);
+    }
     let run_config = scope.as_ref().map_or_else(|| config.clone(), |s| s.child_config().clone());
     let parent = config.extensions.get::<ParentRun>().cloned();
     if let Some(p) = &parent {
@@ -134,6 +142,7 @@ pub(crate) async fn run<S: State>(
         store: inner.config.store.clone().or_else(|| parent.as_ref().and_then(|p| p.store.clone())),
         thread_id: config.configurable_str("thread_id").map(str::to_owned),
         scope,
+        span: span.clone(),
         parent,
         resuming,
         unsaved: None,
@@ -141,7 +150,18 @@ pub(crate) async fn run<S: State>(
         interrupt_after,
         called: std::collections::BTreeSet::new(),
     };
-    let result = run_inner(&mut ctx, input, limit).await;
+    if !span.is_disabled() {
+        span.record("checkpoint_ns", ctx.ns.as_str());
+    }
+    let result = run_inner(&mut ctx, input, limit).instrument(span.clone()).await.map_err(|mut e| {
+        // A router's failure is raised where only the node is known.
+        if let GraphError::Node { node, .. } = &mut e {
+            if node.graph().is_empty() {
+                *node = crate::error::NodeRef::new(inner.name.as_str(), node.name());
+            }
+        }
+        e
+    });
     let result = match ctx.saver.as_mut() {
         Some(saver) => match saver.finish().await {
             Ok(()) => result,
@@ -160,6 +180,14 @@ pub(crate) async fn run<S: State>(
         }
         _ => result,
     };
+    if !span.is_disabled() {
+        let checkpoint = ctx.saver.as_ref().and_then(|s| s.current_config().checkpoint_id.clone());
+        let interrupts = result.as_ref().map(|out| out.interrupts.as_slice());
+        trace::record_graph_end(&span, checkpoint.as_deref(), interrupts);
+        if let Ok(out) = &result {
+            trace::record_output(&span, || state_json(&out.value));
+        }
+    }
     if let Some(scope) = &ctx.scope {
         match &result {
             Ok(out) => scope.end(None, &state_json(&out.value)),
@@ -392,6 +420,7 @@ pub(crate) async fn run_inner<S: State>(
         if step > stop {
             return Err(GraphError::RecursionLimit { limit });
         }
+        trace::record_step(&ctx.span, step);
         let current = ctx.saver.as_ref().map(|s| Arc::clone(s.current_config()));
         let current_id = match &ctx.unsaved {
             Some((id, _)) => id.as_str(),

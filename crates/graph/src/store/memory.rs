@@ -18,7 +18,7 @@ use super::{
 /// TTL settings of a store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TtlConfig {
-    /// The TTL of items put with [`Ttl::Default`] (`None`: they never expire).
+    /// The TTL of items put with [`Ttl::Default`](crate::store::Ttl::Default) (`None`: they never expire).
     pub default_ttl: Option<Duration>,
     /// Whether reads (get, search) restart the TTL of the items they return, unless the call says.
     pub refresh_on_read: bool,

@@ -1,6 +1,6 @@
 //! Subgraphs: a compiled graph used as a node, or invoked inside a node.
 //!
-//! A subgraph run finds a [`ParentRun`] in its config's extensions (put there by the parent for each task).
+//! A subgraph run finds a `ParentRun` in its config's extensions (put there by the parent for each task).
 //! It inherits the parent's checkpointer when it has none of its own, saves its checkpoints under the
 //! namespace `<node>:<task id>` (nested with `|`), shares the parent's resume values, and resumes from its
 //! own checkpoint when the parent is resuming, so the subgraph's finished nodes are not re-run.

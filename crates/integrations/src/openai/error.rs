@@ -20,6 +20,9 @@ pub struct ApiError {
     pub param: Option<String>,
     /// How long the server asked us to wait (`retry-after-ms` or `Retry-After` headers).
     pub retry_after: Option<Duration>,
+    /// The request that failed, `POST https://host/v1/chat/completions` (no query, no credentials);
+    /// `None` for an error object sent in the middle of a stream.
+    pub request: Option<String>,
 }
 
 /// A failure of [`ChatOpenAI`](super::ChatOpenAI) or [`OpenAIEmbeddings`](super::OpenAIEmbeddings).
@@ -54,9 +57,26 @@ pub enum OpenAIError {
 }
 
 fn describe_api(error: &ApiError) -> String {
+    let request = error.request.as_ref().map(|r| format!("{r}: ")).unwrap_or_default();
     match error.status {
-        Some(status) => format!("api error {status}: {}", api_message(error)),
-        None => format!("api error: {}", api_message(error)),
+        Some(status) => format!("{request}api error {status}: {}{}", api_message(error), hint(error)),
+        None => format!("{request}api error: {}", api_message(error)),
+    }
+}
+
+/// A hint for the commonest misconfiguration: a 404 from a base URL without the `/v1` that
+/// OpenAI-compatible servers serve under.
+fn hint(error: &ApiError) -> String {
+    let Some(request) = &error.request else { return String::new() };
+    let url = request.split_once(' ').map_or(request.as_str(), |(_, url)| url);
+    if error.status == Some(404) && !url.contains("/v1/") {
+        let base = ["/chat/completions", "/embeddings"]
+            .iter()
+            .find_map(|endpoint| url.strip_suffix(endpoint))
+            .unwrap_or_else(|| url.rsplit_once('/').map_or(url, |(base, _)| base));
+        format!("; hint: OpenAI-compatible servers serve under /v1: is the base URL {base}/v1?")
+    } else {
+        String::new()
     }
 }
 
@@ -185,7 +205,10 @@ impl OpenAIError {
 impl From<OpenAIError> for ModelError {
     fn from(error: OpenAIError) -> Self {
         let message = match &error {
-            OpenAIError::Api(api) => api_message(api),
+            OpenAIError::Api(api) => {
+                let request = api.request.as_ref().map(|r| format!("{r}: ")).unwrap_or_default();
+                format!("{request}{}{}", api_message(api), hint(api))
+            }
             other => other.to_string(),
         };
         let mut model_error = ModelError::new("openai", error.kind(), message);
@@ -219,6 +242,7 @@ pub(crate) fn from_transport(error: async_openai::error::OpenAIError) -> OpenAIE
                 code: api.code,
                 param: api.param,
                 retry_after: None,
+                request: None,
             }))
         }
         Transport::JSONDeserialize(error, body) => {

@@ -193,9 +193,10 @@ impl RetryService {
                 *request.timeout_mut() = Some(limit);
             }
             let path = request.url().path().to_owned();
+            let described = describe_request(request.method(), request.url());
             let error = match self.http.execute(request).await {
                 Ok(response) if response.status().is_success() => return Ok(response),
-                Ok(response) => error_from_response(response).await,
+                Ok(response) => error_from_response(response, described).await,
                 Err(error) => from_reqwest(&error),
             };
             if retry >= self.retry.max_retries || !error.is_retryable() {
@@ -212,7 +213,17 @@ impl RetryService {
 
 /// Reads an error answer: the status, the `Retry-After`, and the error object of the body (or the body
 /// itself when it has none).
-async fn error_from_response(response: reqwest::Response) -> OpenAIError {
+/// `METHOD scheme://host/path` of a request: no query, no user or password.
+fn describe_request(method: &reqwest::Method, url: &reqwest::Url) -> String {
+    let mut shown = url.clone();
+    shown.set_query(None);
+    shown.set_fragment(None);
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    format!("{method} {shown}")
+}
+
+async fn error_from_response(response: reqwest::Response, request: String) -> OpenAIError {
     let status = response.status().as_u16();
     let retry_after = retry_after(response.headers());
     let body = match response.text().await {
@@ -221,6 +232,7 @@ async fn error_from_response(response: reqwest::Response) -> OpenAIError {
     };
     let mut error = parse_error_body(Some(status), &body);
     error.retry_after = retry_after;
+    error.request = Some(request);
     OpenAIError::Api(Box::new(error))
 }
 
@@ -243,6 +255,7 @@ pub(crate) fn parse_error_body(status: Option<u16>, body: &str) -> ApiError {
             code: text(object.get("code")),
             param: text(object.get("param")),
             retry_after: None,
+            request: None,
         },
         _ => ApiError {
             status,

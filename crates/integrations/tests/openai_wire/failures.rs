@@ -327,3 +327,55 @@ async fn the_api_key_never_appears_in_errors_debug_output_or_logs() {
         assert!(!shown.contains("SECRET"), "the key leaked: {shown}");
     }
 }
+
+#[tokio::test]
+async fn an_http_error_names_the_request_the_status_and_the_body() {
+    let server = MockServer::start().await;
+    mount(&server, ResponseTemplate::new(500).set_body_string("upstream exploded: worker 3 is gone")).await;
+    let model = ChatOpenAI::builder()
+        .model("gpt-test")
+        .base_url(format!("{}/v1", server.uri()))
+        .max_retries(0)
+        .build()
+        .unwrap();
+    let err = model.invoke(prompt("hi"), &RunnableConfig::default()).await.unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains(&format!("POST {}/v1/chat/completions", server.uri())), "{text}");
+    assert!(text.contains("500"), "{text}");
+    assert!(text.contains("upstream exploded: worker 3 is gone"), "{text}");
+    assert!(!text.contains("hint"), "a 500 is not a base URL problem: {text}");
+    let openai = openai_error(&err).to_string();
+    assert!(
+        openai.starts_with(&format!("POST {}/v1/chat/completions: api error 500:", server.uri())),
+        "{openai}"
+    );
+}
+
+#[tokio::test]
+async fn a_404_from_a_base_url_without_v1_hints_at_v1() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(ResponseTemplate::new(404).set_body_string("404 page not found"))
+        .mount(&server)
+        .await;
+    let model =
+        ChatOpenAI::builder().model("gpt-test").base_url(server.uri()).max_retries(0).build().unwrap();
+    let err = model.invoke(prompt("hi"), &RunnableConfig::default()).await.unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains(&format!("POST {}/chat/completions", server.uri())), "{text}");
+    assert!(text.contains("404 page not found"), "{text}");
+    assert!(text.contains(&format!("is the base URL {}/v1?", server.uri())), "{text}");
+    // With /v1 a 404 is something else (an unknown model, say): no hint.
+    let with_v1 = MockServer::start().await;
+    mount(&with_v1, ResponseTemplate::new(404).set_body_json(json!({"error": {"message": "no such model"}})))
+        .await;
+    let model = ChatOpenAI::builder()
+        .model("gpt-test")
+        .base_url(format!("{}/v1", with_v1.uri()))
+        .max_retries(0)
+        .build()
+        .unwrap();
+    let err = model.invoke(prompt("hi"), &RunnableConfig::default()).await.unwrap_err();
+    assert!(err.to_string().contains("no such model") && !err.to_string().contains("hint"), "{err}");
+}

@@ -158,19 +158,16 @@ fn option_inner(ty: &Type) -> Option<Type> {
     }
 }
 
-/// Whether `ty` is a primitive number, `bool` or `char`, or an `Option` of one (setters take those by value, not `impl Into`,
-/// so that integer literals infer).
-pub(crate) fn is_primitive(ty: &Type) -> bool {
-    const PRIMITIVES: &[&str] = &[
+/// Whether `ty` is a primitive number: its setter takes it by value, not `impl Into`, so that an integer
+/// literal infers (`impl Into<u8>` would see an `i32`). Everything else, `bool` and `Option`s of numbers
+/// included, takes `impl Into<T>` (`Option<u64>` accepts `5`, `None` and `Some(5)`).
+pub(crate) fn is_number(ty: &Type) -> bool {
+    const NUMBERS: &[&str] = &[
         "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize", "f32", "f64",
-        "bool", "char",
     ];
-    if let Some(inner) = option_inner(ty) {
-        return is_primitive(&inner);
-    }
     match ty {
         Type::Path(p) if p.qself.is_none() => {
-            p.path.get_ident().is_some_and(|i| PRIMITIVES.iter().any(|n| i == n))
+            p.path.get_ident().is_some_and(|i| NUMBERS.iter().any(|n| i == n))
         }
         _ => false,
     }

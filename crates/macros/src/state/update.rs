@@ -5,7 +5,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned as _;
 
 use super::Input;
-use super::attrs::{Kind, is_primitive};
+use super::attrs::{Kind, is_number};
 
 pub(super) fn generate(input: &Input) -> TokenStream {
     let Input { ident, vis, update, krate, fields } = input;
@@ -33,7 +33,7 @@ pub(super) fn generate(input: &Input) -> TokenStream {
     let setters = fields.iter().enumerate().map(|(index, f)| {
         let name = &f.ident;
         let ty = input.write_type(f);
-        let by_value = is_primitive(&f.ty) || matches!(&f.kind, Kind::Ephemeral(inner) if is_primitive(inner));
+        let by_value = is_number(&f.ty) || matches!(&f.kind, Kind::Ephemeral(inner) if is_number(inner));
         let (param, value) =
             if by_value { (quote!(value: #ty), quote!(value)) } else { (quote!(value: impl ::core::convert::Into<#ty>), quote!(value.into())) };
         let doc = format!("Writes `{}`.", f.name);

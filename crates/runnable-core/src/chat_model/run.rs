@@ -40,7 +40,12 @@ pub async fn invoke_chat_model<M: ChatModel + ?Sized>(
     let input = ChatModelInput { messages: [messages] };
     trace_invoke(&name, RunKind::ChatModel, input, config, |input, child| async move {
         let [messages] = input.messages;
+        let span = tracing::Span::current();
+        crate::trace::record_model(&span, model.model_name(), model.provider());
         let message = model.generate(messages, &options, &child).await?;
+        let mut stats = crate::trace::ReplyStats::default();
+        stats.add(&message);
+        stats.record(&span);
         Ok(with_run_id(message, run_id_of(&child).as_deref()))
     })
     .await
@@ -76,8 +81,20 @@ fn traced_stream<'a, M: ChatModel + ?Sized>(
         config,
         move |child| {
             let run_id = run_id_of(&child);
+            // Called inside the model's run span: the model, then the usage its chunks report.
+            let span = tracing::Span::current();
+            crate::trace::record_model(&span, model.model_name(), model.provider());
+            let mut stats = crate::trace::ReplyStats::default();
             run_chunks(model.stream_chunks(messages, &options, &child), run_id)
-                .map(|chunk| chunk.map(EventChunk))
+                .map(move |chunk| {
+                    if let Ok(chunk) = &chunk {
+                        if !span.is_disabled() {
+                            stats.add(chunk);
+                            stats.record(&span);
+                        }
+                    }
+                    chunk.map(EventChunk)
+                })
                 .boxed()
         },
         |acc: EventChunk, next: EventChunk| acc.0.merge(next.0).map(EventChunk),
