@@ -261,6 +261,11 @@ pub(crate) async fn create(
     // The thread's listeners hear of the run before a worker can start it.
     app.thread_taps.run_made(&thread_id, &run_id, &channel);
     drop(records);
+    // Scaled out, the thread's listeners on other instances hear of it through Redis.
+    #[cfg(feature = "scale")]
+    if let Some(scale) = &app.scale {
+        scale.announce_run(&thread_id, &run_id);
+    }
     if matches!(strategy.as_str(), "interrupt" | "rollback") && !inflight.is_empty() {
         let action = if strategy == "rollback" { CancelAction::Rollback } else { CancelAction::Interrupt };
         // The runs may have finished meanwhile: then there is nothing to cancel, and the new run goes on.

@@ -14,6 +14,7 @@
 
 pub(crate) mod bus;
 pub(crate) mod queue;
+mod threads;
 pub(crate) mod worker;
 
 use std::collections::HashMap;
