@@ -283,7 +283,7 @@ mod tests {
             total: Duration::from_millis(2),
             events: events
                 .iter()
-                .map(|(n, d)| Event { name: (*n).to_owned(), data: (*d).to_owned() })
+                .map(|(n, d)| Event { name: (*n).to_owned(), data: (*d).to_owned(), id: None })
                 .collect(),
         }
     }

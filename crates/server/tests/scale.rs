@@ -301,3 +301,24 @@ async fn a_thread_stream_hears_the_runs_and_state_updates_made_through_another_i
     let rest = heard.quiet_for(Duration::from_millis(1500)).await;
     assert_eq!(common::open::parse(&rest).len(), 11, "{rest}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_resumable_run_replays_through_an_instance_that_never_saw_it() {
+    let Some(deployment) = deployment().await else { return };
+    let a = common::start(deployment.builder().graph("simple", common::simple())).await;
+    let thread = common::thread(a.addr).await;
+    let body = json!({"assistant_id": "simple", "input": {"items": []}, "stream_resumable": true});
+    let run = common::post(a.addr, &format!("/threads/{thread}/runs"), body).await.json();
+    let run_id = run["run_id"].as_str().unwrap();
+    wait_for_status(a.addr, &thread, run_id, "success").await;
+    // An instance started after the run ended holds nothing of it: its events come from Redis.
+    let b = common::start(deployment.builder().graph("simple", common::simple())).await;
+    let path = format!("/threads/{thread}/runs/{run_id}/stream");
+    let all = common::send(b.addr, "GET", &path, None, &[("Last-Event-ID", "-1")]).await;
+    let events = common::open::parse(&all.body);
+    let names: Vec<&str> = events.iter().map(|(name, _, _)| name.as_str()).collect();
+    assert_eq!(names, ["metadata", "values", "values", "values"], "{}", all.body);
+    assert_eq!(events[3].1["items"], json!(["a", "b"]));
+    let after_first = common::send(b.addr, "GET", &path, None, &[("Last-Event-ID", &events[0].2)]).await;
+    assert_eq!(common::open::parse(&after_first.body).len(), 3, "{}", after_first.body);
+}
