@@ -52,7 +52,7 @@ tasks:
                  builds llama-server and fetches the test models into the cache when
                  missing; bench runs every benchmark workload once, checked, in the debug
                  profile, then the server workloads against weft with a few checked runs each)
-  bench [--server] [--only NAME[,NAME]] [--quick] [--compare]
+  bench [--server [--instances N,M]] [--only NAME[,NAME]] [--quick] [--compare]
                  build the benchmarks in release mode and run each workload in its own
                  process (one JSON line each, saved under target/bench/); --quick: one
                  checked op per workload; --compare: LangGraph's figures beside weft's
@@ -60,7 +60,9 @@ tasks:
                  allow, else the stored baseline) in a table; --server: the server
                  workloads (time to first event, runs/s, 1,000 concurrent runs, 10,000
                  paused threads) against weft-server, and with --compare against
-                 langgraph dev too (the venv of server-e2e), into target/bench/server.jsonl
+                 langgraph dev too (the venv of server-e2e), into target/bench/server.jsonl;
+                 --instances 1,2,3: weft scaled out as that many instances on the local
+                 PostgreSQL and Redis (a fresh database each), into server-scaled.jsonl
   langgraph-diff [SCENARIO...]
                  run the differential suite (tests/langgraph_diff): every scenario (or
                  the named ones) against LangGraph 1.2.22 in the pinned venv under

@@ -117,7 +117,7 @@ pub(crate) fn run_scaled(tests: &[String], build: Build, instances: u32) -> Resu
     cleaned.into_iter().collect()
 }
 
-fn psql(sql: &str) -> Result<(), String> {
+pub(crate) fn psql(sql: &str) -> Result<(), String> {
     exec::run(Command::new("psql").args([
         "-h",
         "127.0.0.1",
@@ -132,7 +132,7 @@ fn psql(sql: &str) -> Result<(), String> {
 }
 
 /// Deletes the keys under `prefix` (the streams of the runs, expiring anyway).
-fn delete_keys(prefix: &str) -> Result<(), String> {
+pub(crate) fn delete_keys(prefix: &str) -> Result<(), String> {
     let script = "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) end return 0";
     let output = Command::new("redis-cli")
         .args(["-h", "127.0.0.1", "-p", "6379", "EVAL", script, "0", &format!("{prefix}*")])

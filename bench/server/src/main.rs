@@ -43,6 +43,9 @@ usage: weft-bench-server --weft-bin PATH [--langgraph-bin PATH --graphs DIR] [--
   --langgraph-paused N  threads server_paused_10k pauses on langgraph dev (10000)
   --connections N       connections of server_runs_per_s (8)
   --seconds S           how long server_runs_per_s runs (weft 10, langgraph 30)
+  --instances N --database-uri URI --redis-uri URI [--redis-prefix P]
+                        weft as N instances of one scaled-out server (weft-server-e2e built with
+                        `scale`) on PostgreSQL and Redis; the load spreads over the instances
 
        weft-bench-server --chaos --weft-bin PATH --database-uri URI [--redis-server PATH]
                          [--instances N] [--runs N] [--concurrency N]
@@ -67,6 +70,8 @@ struct Args {
     database_uri: Option<String>,
     redis_server: Option<PathBuf>,
     instances: Option<usize>,
+    redis_uri: Option<String>,
+    redis_prefix: Option<String>,
     runs: Option<usize>,
     concurrency: Option<usize>,
 }
@@ -103,6 +108,8 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--chaos" => parsed.chaos = true,
             "--database-uri" => parsed.database_uri = Some(value(arg)?),
             "--redis-server" => parsed.redis_server = Some(value(arg)?.into()),
+            "--redis-uri" => parsed.redis_uri = Some(value(arg)?),
+            "--redis-prefix" => parsed.redis_prefix = Some(value(arg)?),
             "--instances" => parsed.instances = Some(count(arg, &value(arg)?)?),
             "--runs" => parsed.runs = Some(count(arg, &value(arg)?)?),
             "--concurrency" => parsed.concurrency = Some(count(arg, &value(arg)?)?),
@@ -118,6 +125,12 @@ fn parse(args: &[String]) -> Result<Args, String> {
     }
     if parsed.chaos && parsed.database_uri.is_none() {
         return Err("--chaos needs --database-uri (a database of its own)".to_owned());
+    }
+    if !parsed.chaos
+        && parsed.instances.is_some()
+        && (parsed.database_uri.is_none() || parsed.redis_uri.is_none())
+    {
+        return Err("--instances needs --database-uri and --redis-uri (a scaled-out weft)".to_owned());
     }
     if !parsed.list && parsed.weft.is_none() {
         return Err(format!("--weft-bin is required\n{USAGE}"));
@@ -245,6 +258,15 @@ async fn run(args: Args) -> Result<bool, String> {
         weft: absolute(weft)?,
         langgraph: args.langgraph.clone().map(absolute).transpose()?,
         python_graphs: args.graphs.clone().map(absolute).transpose()?.unwrap_or_default(),
+        scale: args.instances.map(|instances| servers::Scale {
+            instances,
+            database_uri: args.database_uri.clone().unwrap_or_default(),
+            redis_uri: args.redis_uri.clone().unwrap_or_default(),
+            prefix: args
+                .redis_prefix
+                .clone()
+                .unwrap_or_else(|| format!("weft-bench-{}:", std::process::id())),
+        }),
     };
     let mut sides = vec![Side::Weft];
     if programs.langgraph.is_some() {
@@ -256,6 +278,10 @@ async fn run(args: Args) -> Result<bool, String> {
     let mut summaries = Vec::new();
     for name in names {
         let mut line = json!({"workload": name, "what": what(name), "quick": args.quick});
+        if let Some(instances) = args.instances {
+            // weft scaled out: its instances on PostgreSQL and Redis.
+            line["weft_instances"] = json!(instances);
+        }
         let mut results: Vec<Option<Figures>> = Vec::new();
         for &side in &sides {
             let mut params = params(side, args.quick, args.langgraph_paused);
