@@ -191,7 +191,7 @@ pub(crate) async fn update(
 pub(crate) async fn announce(app: &App, thread_id: &str, graph: &dyn ErasedGraph) -> ApiResult<()> {
     if super::thread_stream::is_heard(app, thread_id) {
         let snapshot = graph.get_state_json(&thread_config(thread_id), false).await?;
-        super::thread_stream::state_updated(app, thread_id, thread_state(&snapshot)).await;
+        super::thread_stream::state_updated(app, thread_id, thread_state(&snapshot));
     }
     Ok(())
 }

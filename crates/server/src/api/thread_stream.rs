@@ -302,11 +302,11 @@ pub(crate) fn is_heard(app: &App, thread_id: &str) -> bool {
 
 /// Tells the thread's listeners that its state was written (LangGraph's `state_update`); scaled out,
 /// through the thread's stream in Redis, which every instance's listeners read.
-pub(crate) async fn state_updated(app: &App, thread_id: &str, state: Value) {
+pub(crate) fn state_updated(app: &App, thread_id: &str, state: Value) {
     let data = json!({"state": state, "thread_id": thread_id}).to_string();
     #[cfg(feature = "scale")]
     if let Some(scale) = &app.scale {
-        scale.publish_thread_event(thread_id, "state_update", &data).await;
+        scale.publish_thread_event(thread_id, "state_update", data);
         return;
     }
     app.thread_taps.publish(thread_id, "state_update", data);

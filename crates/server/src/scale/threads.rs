@@ -28,6 +28,9 @@ const MAX_ENTRIES: usize = 1000;
 /// How long a thread's stream stays after its last entry.
 const KEEP: Duration = Duration::from_secs(3600);
 
+/// How long an entry is tried again while Redis fails.
+const RETRY_FOR: Duration = Duration::from_secs(60);
+
 /// The name of the entry that announces a run (its data: `{"run_id"}`).
 const RUN: &str = "__run__";
 
@@ -36,17 +39,35 @@ impl Bus {
         format!("{}thread:{thread_id}:stream", self.prefix())
     }
 
-    /// Appends an entry to the thread's stream (a lost one is lost to the thread's listeners only).
-    async fn append_thread(&self, thread_id: &str, name: &str, data: &str) {
+    /// Appends an entry to the thread's stream, in a task of its own; when Redis fails, tried again (100 ms,
+    /// doubling to 2 s) for about a minute before it is dropped (lost to the thread's listeners only).
+    fn append_thread(&self, thread_id: &str, name: &str, data: String) {
         let key = self.thread_key(thread_id);
         let mut pipe = redis::pipe();
-        bus::add(&mut pipe, &key, MAX_ENTRIES, name, data);
+        bus::add(&mut pipe, &key, MAX_ENTRIES, name, &data);
         pipe.cmd("EXPIRE").arg(&key).arg(KEEP.as_secs()).ignore();
         let mut conn = self.shared();
-        let sent: redis::RedisResult<()> = pipe.query_async(&mut conn).await;
-        if let Err(e) = sent {
-            tracing::warn!(thread_id, error = %e, "cannot send to the thread's stream in Redis");
-        }
+        let thread_id = thread_id.to_owned();
+        tokio::spawn(async move {
+            let mut pause = Duration::from_millis(100);
+            let mut waited = Duration::ZERO;
+            loop {
+                let sent: redis::RedisResult<()> = pipe.query_async(&mut conn).await;
+                match sent {
+                    Ok(()) => return,
+                    Err(e) if waited < RETRY_FOR => {
+                        tracing::warn!(thread_id, error = %e, "cannot send to the thread's stream in Redis: retrying");
+                        tokio::time::sleep(pause).await;
+                        waited += pause;
+                        pause = (pause * 2).min(Duration::from_secs(2));
+                    }
+                    Err(e) => {
+                        tracing::error!(thread_id, error = %e, "the thread's entry could not be sent to Redis: dropped");
+                        return;
+                    }
+                }
+            }
+        });
     }
 
     /// The id a new listener of the thread reads after: the last entry of the thread's stream, or the
@@ -72,17 +93,14 @@ impl Bus {
 }
 
 impl Scale {
-    /// Tells the thread's listeners on every instance that the run was made (in a task of its own, once the
-    /// run is committed).
+    /// Tells the thread's listeners on every instance that the run was made (call once it is committed).
     pub(crate) fn announce_run(&self, thread_id: &str, run_id: &str) {
-        let bus = self.bus.clone();
-        let (thread_id, data) = (thread_id.to_owned(), json!({"run_id": run_id}));
-        tokio::spawn(async move { bus.append_thread(&thread_id, RUN, &data.to_string()).await });
+        self.bus.append_thread(thread_id, RUN, json!({"run_id": run_id}).to_string());
     }
 
     /// Sends an event of the thread itself (`state_update`) to its listeners on every instance.
-    pub(crate) async fn publish_thread_event(&self, thread_id: &str, name: &str, data: &str) {
-        self.bus.append_thread(thread_id, name, data).await;
+    pub(crate) fn publish_thread_event(&self, thread_id: &str, name: &str, data: String) {
+        self.bus.append_thread(thread_id, name, data);
     }
 
     /// Where a new listener of the thread starts reading its stream (to take before the records are read).
