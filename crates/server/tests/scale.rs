@@ -321,4 +321,12 @@ async fn a_finished_resumable_run_replays_through_an_instance_that_never_saw_it(
     assert_eq!(events[3].1["items"], json!(["a", "b"]));
     let after_first = common::send(b.addr, "GET", &path, None, &[("Last-Event-ID", &events[0].2)]).await;
     assert_eq!(common::open::parse(&after_first.body).len(), 3, "{}", after_first.body);
+    // So does the thread's stream through another such instance, then the run's end.
+    let c = common::start(deployment.builder().graph("simple", common::simple())).await;
+    let mut thread_stream =
+        Open::get(c.addr, &format!("/threads/{thread}/stream"), &[("Last-Event-ID", "-")]).await;
+    let replayed = thread_stream.events(5).await;
+    let names: Vec<&str> = replayed.iter().map(|(name, _, _)| name.as_str()).collect();
+    assert_eq!(names, ["metadata", "values", "values", "values", "metadata"]);
+    assert_eq!(replayed[4].1, json!({"status": "run_done", "run_id": run_id}));
 }

@@ -273,12 +273,14 @@ pub(crate) async fn stream(
         scale.feed_thread(&app, &thread_id, start, tx);
     }
     if let Some(replay) = replay {
-        for run_id in elsewhere {
-            // Its stream is read to its end (kept, as the run is resumable) before it is replayed.
-            let channel = app.channels.open(&run_id, true);
-            if tokio::time::timeout(Duration::from_secs(5), channel.finished()).await.is_err() {
-                tracing::warn!(run_id, "a finished run's events are not all read after 5 s");
-            }
+        // Their streams are read to their ends (kept, as the runs are resumable), all at once, before they
+        // are replayed.
+        let opened: Vec<_> = elsewhere.into_iter().map(|id| (app.channels.open(&id, true), id)).collect();
+        let read = futures::future::join_all(opened.iter().map(|(channel, _)| channel.finished()));
+        if tokio::time::timeout(Duration::from_secs(5), read).await.is_err() {
+            tracing::warn!(thread_id, "the thread's finished runs are not all read from Redis after 5 s");
+        }
+        for (channel, run_id) in opened {
             sse.replay_finished(&run_id, &channel, replay);
         }
     }
