@@ -30,6 +30,8 @@ pub(crate) struct Args {
     pub(crate) compare: bool,
     /// The server benchmarks instead of the engine's.
     pub(crate) server: bool,
+    /// With `server`: weft scaled out, once per number of instances (none: embedded, on SQLite).
+    pub(crate) instances: Vec<usize>,
 }
 
 /// Parses the arguments after `bench`.
@@ -41,6 +43,15 @@ pub(crate) fn parse(args: &[String]) -> Result<Args, String> {
             "--quick" => parsed.quick = true,
             "--compare" => parsed.compare = true,
             "--server" => parsed.server = true,
+            "--instances" => {
+                let list = args.next().ok_or("--instances needs numbers of instances (1,2,3)")?;
+                for n in list.split(',').filter(|n| !n.is_empty()) {
+                    match n.parse::<usize>() {
+                        Ok(n) if n > 0 => parsed.instances.push(n),
+                        _ => return Err(format!("--instances: `{n}` is not a number of instances")),
+                    }
+                }
+            }
             "--only" => {
                 let names = args.next().ok_or("--only needs a workload name")?;
                 parsed.only.extend(names.split(',').filter(|n| !n.is_empty()).map(str::to_owned));
@@ -86,6 +97,9 @@ pub(crate) fn smoke() -> Result<(), String> {
 /// `--server`: builds the load client and weft's server of the end-to-end graphs in release mode and runs
 /// the server workloads, with `langgraph dev` from the server suite's venv beside weft when comparing.
 fn server(args: &Args) -> Result<(), String> {
+    if !args.instances.is_empty() {
+        return server_scaled(args);
+    }
     exec::run(&mut exec::cargo(&["build", "--release", "-p", "weft-bench-server", "-p", "weft-server-e2e"]))?;
     let release =
         target_dir(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from), &exec::root()).join("release");
@@ -109,6 +123,58 @@ fn server(args: &Args) -> Result<(), String> {
     };
     save(lines, "server.jsonl")?;
     outcome.map(drop).map_err(|(_, err)| err)
+}
+
+/// `--server --instances N,M,...`: the server workloads against weft scaled out, once per number of
+/// instances, each on a fresh database of the local PostgreSQL (dropped after) and a key prefix of its own
+/// on the local Redis (deleted after); the load spreads over the instances.
+fn server_scaled(args: &Args) -> Result<(), String> {
+    crate::services::ensure(crate::services::Policy::Required)?;
+    exec::run(&mut exec::cargo(&[
+        "build",
+        "--release",
+        "-p",
+        "weft-bench-server",
+        "-p",
+        "weft-server-e2e",
+        "--features",
+        "weft-server-e2e/scale",
+    ]))?;
+    let release =
+        target_dir(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from), &exec::root()).join("release");
+    let mut all = Vec::new();
+    let mut failure = None;
+    for &instances in &args.instances {
+        let unique = format!("{}_{instances}", std::process::id());
+        let database = format!("weft_bench_{unique}");
+        let prefix = format!("weft-bench-{unique}:");
+        server_e2e::psql(&format!("CREATE DATABASE {database}"))?;
+        let mut command = server_command(&release, args.quick, &args.only);
+        command
+            .arg("--instances")
+            .arg(instances.to_string())
+            .arg("--database-uri")
+            .arg(format!("postgres://postgres@127.0.0.1:5432/{database}"))
+            .arg("--redis-uri")
+            .arg("redis://127.0.0.1:6379/")
+            .arg("--redis-prefix")
+            .arg(&prefix);
+        let outcome = capture(&mut command, true);
+        let dropped = server_e2e::psql(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"));
+        let deleted = server_e2e::delete_keys(&prefix);
+        match outcome {
+            Ok(lines) => all.extend(lines),
+            Err((lines, err)) => {
+                all.extend(lines);
+                failure = Some(err);
+                break;
+            }
+        }
+        dropped?;
+        deleted?;
+    }
+    save(&all, "server-scaled.jsonl")?;
+    failure.map_or(Ok(()), Err)
 }
 
 /// The command that runs `weft-bench-server` from `dir` (a cargo profile's folder) against the
@@ -451,10 +517,13 @@ mod tests {
                 only: strings(&["chain100", "loop1000", "react10"]),
                 quick: true,
                 compare: true,
-                server: false
+                server: false,
+                instances: Vec::new(),
             }
         );
         assert!(parse(&strings(&["--server", "--compare"])).unwrap().server);
+        assert_eq!(parse(&strings(&["--server", "--instances", "1,2,3"])).unwrap().instances, [1, 2, 3]);
+        assert!(parse(&strings(&["--instances", "0"])).unwrap_err().contains("not a number of instances"));
     }
 
     #[test]

@@ -17,7 +17,7 @@ struct Stage {
 }
 
 /// Every stage, in the order they run.
-const STAGES: [Stage; 14] = [
+const STAGES: [Stage; 15] = [
     Stage { name: "services", run: services_stage },
     Stage { name: "fmt", run: fmt },
     Stage { name: "clippy", run: clippy },
@@ -26,6 +26,7 @@ const STAGES: [Stage; 14] = [
     Stage { name: "langgraph-diff", run: langgraph_diff_stage },
     Stage { name: "server-e2e", run: server_e2e_stage },
     Stage { name: "server-e2e-scaled", run: server_e2e_scaled_stage },
+    Stage { name: "server-chaos", run: server_chaos_stage },
     Stage { name: "studio-e2e", run: studio_e2e_stage },
     Stage { name: "phoenix", run: phoenix_stage },
     Stage { name: "doc", run: doc },
@@ -93,6 +94,12 @@ fn langgraph_diff_stage(_: &mut Tally) -> Result<(), String> {
 /// Redis, requests spread over both.
 fn server_e2e_scaled_stage(_: &mut Tally) -> Result<(), String> {
     server_e2e::run_scaled(&[], server_e2e::Build::Shared, 2)
+}
+
+/// The chaos test of a scaled-out server: three instances, one SIGKILLed and restarted, Redis restarted,
+/// while 200 runs stream.
+fn server_chaos_stage(_: &mut Tally) -> Result<(), String> {
+    server_e2e::chaos(&[], server_e2e::Build::Shared)
 }
 
 /// The server suite against weft-server and `langgraph dev` (skipped with a loud message where Python is
@@ -278,6 +285,7 @@ mod tests {
                 "langgraph-diff",
                 "server-e2e",
                 "server-e2e-scaled",
+                "server-chaos",
                 "studio-e2e",
                 "phoenix",
                 "doc",

@@ -1,7 +1,8 @@
 //! weft's task runner, started with `cargo xtask TASK` (an alias in `.cargo/config.toml`).
 //!
 //! - `cargo xtask ci [STAGE...]`: every check CI runs, in order (services when `CI` is set, fmt, clippy, llm,
-//!   test, langgraph-diff, server-e2e, server-e2e-scaled, studio-e2e, doc, examples, bench), each with a
+//!   test, langgraph-diff, server-e2e, server-e2e-scaled, server-chaos, studio-e2e, doc, examples, bench),
+//!   each with a
 //!   header and its duration, stopping at the first failure. Naming stages runs only those.
 //! - `cargo xtask bench [--only NAME] [--quick] [--compare]`: builds the benchmarks in release mode and
 //!   runs each workload of `bench/langgraph/WORKLOADS.md` in its own process, one JSON line each;
@@ -12,6 +13,8 @@
 //! - `cargo xtask server-e2e [--instances N] [TEST...]`: the server suite of `tests/server_e2e/`: the official Python
 //!   `langgraph-sdk` (pinned, in a venv under the target folder) against weft-server and against LangGraph's
 //!   own server (`langgraph dev`), side by side.
+//! - `cargo xtask server-chaos [--instances N] [--runs N]`: the chaos test of a scaled-out server: runs
+//!   streamed across instances while one is SIGKILLed and restarted and Redis is restarted.
 //! - `cargo xtask studio-e2e`: weft Studio in headless Chromium (Debian's `chromium` and `chromedriver`),
 //!   driven over WebDriver against the `server` example; screenshots under `target/studio-e2e/`.
 //! - `cargo xtask fakellm`: installs fakellm (a scripted OpenAI-compatible server, for the `openai` tests)
@@ -45,11 +48,12 @@ usage: cargo xtask TASK
 tasks:
   ci [STAGE...]  run every check CI runs, in order, stopping at the first failure;
                  stages: services, fmt, clippy, llm, test, langgraph-diff, server-e2e,
-                 server-e2e-scaled, studio-e2e, phoenix, doc, examples, bench, package (services starts PostgreSQL and Redis when CI is set, else only checks them; llm
+                 server-e2e-scaled, server-chaos, studio-e2e, phoenix, doc, examples, bench, package
+                 (services starts PostgreSQL and Redis when CI is set, else only checks them; llm
                  builds llama-server and fetches the test models into the cache when
                  missing; bench runs every benchmark workload once, checked, in the debug
                  profile, then the server workloads against weft with a few checked runs each)
-  bench [--server] [--only NAME[,NAME]] [--quick] [--compare]
+  bench [--server [--instances N,M]] [--only NAME[,NAME]] [--quick] [--compare]
                  build the benchmarks in release mode and run each workload in its own
                  process (one JSON line each, saved under target/bench/); --quick: one
                  checked op per workload; --compare: LangGraph's figures beside weft's
@@ -57,7 +61,9 @@ tasks:
                  allow, else the stored baseline) in a table; --server: the server
                  workloads (time to first event, runs/s, 1,000 concurrent runs, 10,000
                  paused threads) against weft-server, and with --compare against
-                 langgraph dev too (the venv of server-e2e), into target/bench/server.jsonl
+                 langgraph dev too (the venv of server-e2e), into target/bench/server.jsonl;
+                 --instances 1,2,3: weft scaled out as that many instances on the local
+                 PostgreSQL and Redis (a fresh database each), into server-scaled.jsonl
   langgraph-diff [SCENARIO...]
                  run the differential suite (tests/langgraph_diff): every scenario (or
                  the named ones) against LangGraph 1.2.22 in the pinned venv under
@@ -71,6 +77,12 @@ tasks:
                  missing), side by side, with the JS SDK check (tests/server_e2e/js, npm ci
                  into target/server-e2e/js); with --instances N, weft as N instances of one
                  scaled-out server on the local PostgreSQL and Redis, requests spread
+  server-chaos [--instances N] [--runs N]
+                 the chaos test of a scaled-out server (weft-bench-server --chaos): N runs
+                 (200) of a four-step graph streamed across N instances (3) on a fresh
+                 database of the local PostgreSQL and a private Redis, while one instance
+                 is SIGKILLed and restarted and Redis is restarted; every run must end
+                 once, with its state, no finished step run twice, no event lost
   studio-e2e     run weft Studio's browser test (tests/studio_e2e): headless chromium
                  and chromedriver against the server example, screenshots under
                  target/studio-e2e/screenshots
@@ -99,6 +111,7 @@ fn main() -> ExitCode {
         "bench" => bench::run(rest),
         "langgraph-diff" => langgraph_diff::run(rest),
         "server-e2e" => server_e2e::run(rest),
+        "server-chaos" => server_e2e::chaos(rest, server_e2e::Build::Alone),
         "studio-e2e" => studio_e2e::run(rest),
         "phoenix" => phoenix::run(rest),
         "fakellm" if rest.is_empty() => fakellm::run(),

@@ -117,7 +117,7 @@ pub(crate) fn run_scaled(tests: &[String], build: Build, instances: u32) -> Resu
     cleaned.into_iter().collect()
 }
 
-fn psql(sql: &str) -> Result<(), String> {
+pub(crate) fn psql(sql: &str) -> Result<(), String> {
     exec::run(Command::new("psql").args([
         "-h",
         "127.0.0.1",
@@ -132,7 +132,7 @@ fn psql(sql: &str) -> Result<(), String> {
 }
 
 /// Deletes the keys under `prefix` (the streams of the runs, expiring anyway).
-fn delete_keys(prefix: &str) -> Result<(), String> {
+pub(crate) fn delete_keys(prefix: &str) -> Result<(), String> {
     let script = "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) end return 0";
     let output = Command::new("redis-cli")
         .args(["-h", "127.0.0.1", "-p", "6379", "EVAL", script, "0", &format!("{prefix}*")])
@@ -144,6 +144,63 @@ fn delete_keys(prefix: &str) -> Result<(), String> {
         Err(format!("redis-cli could not delete the keys under {prefix}"))
     }
 }
+
+/// `cargo xtask server-chaos [--instances N] [--runs N]`: the chaos test of a scaled-out server
+/// (`weft-bench-server --chaos`, see `bench/server/src/chaos.rs`) on a fresh database of the local
+/// PostgreSQL, dropped after, and a private Redis the test starts itself.
+pub(crate) fn chaos(args: &[String], build: Build) -> Result<(), String> {
+    let mut extra = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--instances" | "--runs" => {
+                let value = rest.next().ok_or_else(|| format!("{arg} needs a number"))?;
+                extra.push(arg.clone());
+                extra.push(value.clone());
+            }
+            other => return Err(format!("unknown server-chaos argument `{other}`")),
+        }
+    }
+    services::ensure(services::Policy::Required)?;
+    let build_args: &[&str] = match build {
+        Build::Alone => &[
+            "build",
+            "-p",
+            "weft-bench-server",
+            "-p",
+            "weft-server-e2e",
+            "--features",
+            "weft-server-e2e/scale",
+        ],
+        Build::Shared => bench::DEV_BUILD,
+    };
+    exec::run(&mut exec::cargo(build_args))?;
+    let debug = bench::target_dir(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from), &exec::root())
+        .join("debug");
+    let exe = |name: &str| debug.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    let database = format!(
+        "weft_chaos_{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis())
+    );
+    psql(&format!("CREATE DATABASE {database}"))?;
+    let ran = exec::run_with_limit(
+        Command::new(exe("weft-bench-server"))
+            .arg("--chaos")
+            .arg("--weft-bin")
+            .arg(exe("weft-server-e2e"))
+            .arg("--database-uri")
+            .arg(format!("postgres://postgres@127.0.0.1:5432/{database}"))
+            .args(&extra),
+        Some(CHAOS_LIMIT),
+    );
+    let dropped = psql(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"));
+    ran?;
+    dropped
+}
+
+/// How long the chaos test may run before it counts as hung.
+const CHAOS_LIMIT: Duration = Duration::from_secs(600);
 
 /// Runs the suite; `tests` are test names (all when empty).
 pub(crate) fn run_with(tests: &[String], build: Build) -> Result<(), String> {

@@ -52,16 +52,29 @@ impl Conn {
         path: &str,
         body: Option<&Value>,
     ) -> Result<hyper::Response<hyper::body::Incoming>, String> {
+        self.send_with(method, path, body, &[]).await
+    }
+
+    async fn send_with(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        headers: &[(&str, &str)],
+    ) -> Result<hyper::Response<hyper::body::Incoming>, String> {
         self.sender.ready().await.map_err(|e| format!("connection lost before {method} {path}: {e}"))?;
         let bytes = body.map_or_else(Bytes::new, |b| Bytes::from(b.to_string()));
-        let request = Request::builder()
+        let mut request = Request::builder()
             .method(method.clone())
             .uri(path)
             .header("host", &self.host)
             .header("content-type", "application/json")
-            .header("accept", "*/*")
-            .body(Full::new(bytes))
-            .map_err(|e| format!("bad request {method} {path}: {e}"))?;
+            .header("accept", "*/*");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request =
+            request.body(Full::new(bytes)).map_err(|e| format!("bad request {method} {path}: {e}"))?;
         self.sender.send_request(request).await.map_err(|e| format!("{method} {path}: {e}"))
     }
 
@@ -116,6 +129,47 @@ impl Conn {
         let first_event =
             first_event.ok_or_else(|| format!("POST {path}: the stream ended without an event"))?;
         Ok(Streamed { first_event, total, events })
+    }
+}
+
+/// What [`Conn::stream_events`] learnt before the stream ended or broke.
+#[derive(Debug, Default)]
+pub(crate) struct Partial {
+    /// The events, as they came (kept when the stream breaks).
+    pub(crate) events: Vec<Event>,
+    /// The response's `Content-Location` header.
+    pub(crate) location: Option<String>,
+}
+
+impl Conn {
+    /// Sends a request whose answer is an SSE stream and adds its events to `into` as they come: `Ok` when
+    /// the stream ended, an error when the request failed or the stream broke (what came before stays).
+    pub(crate) async fn stream_events(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        headers: &[(&str, &str)],
+        into: &mut Partial,
+    ) -> Result<(), String> {
+        let response = self.send_with(method.clone(), path, body, headers).await?;
+        let status = response.status();
+        if let Some(location) = response.headers().get("content-location").and_then(|v| v.to_str().ok()) {
+            into.location = Some(location.to_owned());
+        }
+        let mut body = response.into_body();
+        if !status.is_success() {
+            let bytes = body.collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+            return Err(format!("{method} {path}: {status}: {}", String::from_utf8_lossy(&bytes)));
+        }
+        let mut parser = Parser::default();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| format!("{method} {path}: the stream broke: {e}"))?;
+            if let Ok(data) = frame.into_data() {
+                parser.feed(&data, &mut into.events);
+            }
+        }
+        Ok(())
     }
 }
 

@@ -11,12 +11,17 @@
 //!
 //! ```text
 //! weft-bench-server --weft-bin PATH [--langgraph-bin PATH --graphs DIR] [--only NAME[,NAME]] [--quick]
+//! weft-bench-server --chaos --weft-bin PATH --database-uri URI [--instances N] [--runs N]
 //! ```
+//!
+//! `--chaos` runs the chaos test of a scaled-out server instead (see [`chaos`]).
 //!
 //! One JSON line per workload on stdout, both servers' figures in it; progress on stderr. A failed run or
 //! check makes the exit status non-zero. `cargo xtask bench --server [--compare]` builds and runs it.
 
+mod chaos;
 mod http;
+mod resp;
 mod servers;
 mod sse;
 mod stats;
@@ -37,7 +42,17 @@ usage: weft-bench-server --weft-bin PATH [--langgraph-bin PATH --graphs DIR] [--
 
   --langgraph-paused N  threads server_paused_10k pauses on langgraph dev (10000)
   --connections N       connections of server_runs_per_s (8)
-  --seconds S           how long server_runs_per_s runs (weft 10, langgraph 30)";
+  --seconds S           how long server_runs_per_s runs (weft 10, langgraph 30)
+  --instances N --database-uri URI --redis-uri URI [--redis-prefix P]
+                        weft as N instances of one scaled-out server (weft-server-e2e built with
+                        `scale`) on PostgreSQL and Redis; the load spreads over the instances
+
+       weft-bench-server --chaos --weft-bin PATH --database-uri URI [--redis-server PATH]
+                         [--instances N] [--runs N] [--concurrency N]
+
+  --chaos               the chaos test of a scaled-out server (weft-server-e2e built with `scale`) on
+                        the PostgreSQL database URI and a private Redis: N instances (3), one SIGKILLed
+                        and restarted, Redis restarted, while N runs (200) stream, N at once (30)";
 
 /// The parsed command line.
 #[derive(Debug, Default)]
@@ -51,6 +66,21 @@ struct Args {
     connections: Option<usize>,
     seconds: Option<f64>,
     list: bool,
+    chaos: bool,
+    database_uri: Option<String>,
+    redis_server: Option<PathBuf>,
+    instances: Option<usize>,
+    redis_uri: Option<String>,
+    redis_prefix: Option<String>,
+    runs: Option<usize>,
+    concurrency: Option<usize>,
+}
+
+fn count(name: &str, value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{name} needs a whole number above 0, not `{value}`")),
+    }
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
@@ -75,6 +105,14 @@ fn parse(args: &[String]) -> Result<Args, String> {
             }
             "--seconds" => parsed.seconds = Some(value(arg)?.parse().map_err(|e| format!("--seconds: {e}"))?),
             "--list" => parsed.list = true,
+            "--chaos" => parsed.chaos = true,
+            "--database-uri" => parsed.database_uri = Some(value(arg)?),
+            "--redis-server" => parsed.redis_server = Some(value(arg)?.into()),
+            "--redis-uri" => parsed.redis_uri = Some(value(arg)?),
+            "--redis-prefix" => parsed.redis_prefix = Some(value(arg)?),
+            "--instances" => parsed.instances = Some(count(arg, &value(arg)?)?),
+            "--runs" => parsed.runs = Some(count(arg, &value(arg)?)?),
+            "--concurrency" => parsed.concurrency = Some(count(arg, &value(arg)?)?),
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
         }
@@ -84,6 +122,15 @@ fn parse(args: &[String]) -> Result<Args, String> {
     }
     if parsed.langgraph.is_some() != parsed.graphs.is_some() {
         return Err("--langgraph-bin and --graphs go together".to_owned());
+    }
+    if parsed.chaos && parsed.database_uri.is_none() {
+        return Err("--chaos needs --database-uri (a database of its own)".to_owned());
+    }
+    if !parsed.chaos
+        && parsed.instances.is_some()
+        && (parsed.database_uri.is_none() || parsed.redis_uri.is_none())
+    {
+        return Err("--instances needs --database-uri and --redis-uri (a scaled-out weft)".to_owned());
     }
     if !parsed.list && parsed.weft.is_none() {
         return Err(format!("--weft-bin is required\n{USAGE}"));
@@ -211,6 +258,15 @@ async fn run(args: Args) -> Result<bool, String> {
         weft: absolute(weft)?,
         langgraph: args.langgraph.clone().map(absolute).transpose()?,
         python_graphs: args.graphs.clone().map(absolute).transpose()?.unwrap_or_default(),
+        scale: args.instances.map(|instances| servers::Scale {
+            instances,
+            database_uri: args.database_uri.clone().unwrap_or_default(),
+            redis_uri: args.redis_uri.clone().unwrap_or_default(),
+            prefix: args
+                .redis_prefix
+                .clone()
+                .unwrap_or_else(|| format!("weft-bench-{}:", std::process::id())),
+        }),
     };
     let mut sides = vec![Side::Weft];
     if programs.langgraph.is_some() {
@@ -222,6 +278,10 @@ async fn run(args: Args) -> Result<bool, String> {
     let mut summaries = Vec::new();
     for name in names {
         let mut line = json!({"workload": name, "what": what(name), "quick": args.quick});
+        if let Some(instances) = args.instances {
+            // weft scaled out: its instances on PostgreSQL and Redis.
+            line["weft_instances"] = json!(instances);
+        }
         let mut results: Vec<Option<Figures>> = Vec::new();
         for &side in &sides {
             let mut params = params(side, args.quick, args.langgraph_paused);
@@ -337,11 +397,42 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if args.chaos {
+        return chaos_main(&runtime, args);
+    }
     match runtime.block_on(run(args)) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(err) => {
             eprintln!("weft-bench-server: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--chaos`: runs the chaos test and prints its report as one JSON line.
+fn chaos_main(runtime: &tokio::runtime::Runtime, args: Args) -> ExitCode {
+    let defaults = chaos::ChaosConfig::default();
+    let config = chaos::ChaosConfig {
+        weft: args.weft.unwrap_or_default(),
+        database_uri: args.database_uri.unwrap_or_default(),
+        redis_server: args.redis_server.unwrap_or(defaults.redis_server),
+        instances: args.instances.unwrap_or(defaults.instances).max(2),
+        runs: args.runs.unwrap_or(defaults.runs),
+        concurrency: args.concurrency.unwrap_or(defaults.concurrency),
+        delay: defaults.delay,
+    };
+    if let Err(err) = servers::require_file(&config.weft, "weft-server-e2e") {
+        eprintln!("weft-bench-server: {err}");
+        return ExitCode::FAILURE;
+    }
+    match runtime.block_on(chaos::run(config)) {
+        Ok(report) => {
+            println!("{}", json!({"workload": "server_chaos", "weft": report}));
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("weft-bench-server: the chaos test FAILED: {err}");
             ExitCode::FAILURE
         }
     }
@@ -370,6 +461,20 @@ mod tests {
         );
         assert!(parse(&strings(&["--quick"])).unwrap_err().contains("--weft-bin is required"));
         assert!(parse(&strings(&["--weft-bin"])).unwrap_err().contains("needs a value"));
+        let chaos = parse(&strings(&[
+            "--chaos",
+            "--weft-bin",
+            "/w",
+            "--database-uri",
+            "postgres://x",
+            "--runs",
+            "5",
+        ]))
+        .unwrap();
+        assert!(chaos.chaos);
+        assert_eq!(chaos.runs, Some(5));
+        assert!(parse(&strings(&["--chaos", "--weft-bin", "/w"])).unwrap_err().contains("--database-uri"));
+        assert!(parse(&strings(&["--weft-bin", "/w", "--runs", "0"])).unwrap_err().contains("above 0"));
     }
 
     #[test]

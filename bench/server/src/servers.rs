@@ -37,6 +37,21 @@ pub(crate) struct Programs {
     pub(crate) langgraph: Option<PathBuf>,
     /// The folder of the suite's `graphs.py` and `langgraph.json`.
     pub(crate) python_graphs: PathBuf,
+    /// weft scaled out instead of on a SQLite file, when set.
+    pub(crate) scale: Option<Scale>,
+}
+
+/// weft as several instances of one scaled-out server (`weft-server-e2e` built with `scale`).
+#[derive(Debug, Clone)]
+pub(crate) struct Scale {
+    /// How many instances.
+    pub(crate) instances: usize,
+    /// PostgreSQL's connection string (`DATABASE_URI`).
+    pub(crate) database_uri: String,
+    /// Redis' connection string (`REDIS_URI`).
+    pub(crate) redis_uri: String,
+    /// What the deployment's Redis keys start with (`REDIS_KEY_PREFIX`).
+    pub(crate) prefix: String,
 }
 
 /// A running server; stopped when dropped.
@@ -45,6 +60,10 @@ pub(crate) struct Server {
     child: Child,
     /// `127.0.0.1:PORT`.
     pub(crate) addr: String,
+    /// The other instances of a scaled-out weft.
+    others: Vec<Child>,
+    /// Every instance's `127.0.0.1:PORT`, the first being `addr`.
+    pub(crate) addrs: Vec<String>,
     /// A folder to remove at the end (the database, the project copy).
     scratch: PathBuf,
 }
@@ -72,7 +91,11 @@ impl Server {
         let mut command = match side {
             Side::Weft => {
                 let mut command = Command::new(&programs.weft);
-                command.arg("--port").arg(port.to_string()).arg("--db").arg(scratch.join("weft.db"));
+                command.arg("--port").arg(port.to_string());
+                match &programs.scale {
+                    Some(scale) => scaled(&mut command, scale),
+                    None => command.arg("--db").arg(scratch.join("weft.db")),
+                };
                 command
             }
             Side::LangGraph => {
@@ -103,13 +126,59 @@ impl Server {
             .stderr(log_err)
             .spawn()
             .map_err(|e| format!("cannot start the {} server: {e}", side.name()))?;
-        let mut server = Self { child, addr: format!("127.0.0.1:{port}"), scratch };
+        let addr = format!("127.0.0.1:{port}");
+        let mut server = Self { child, addrs: vec![addr.clone()], addr, others: Vec::new(), scratch };
         let limit = if side == Side::Weft { Duration::from_secs(30) } else { Duration::from_secs(180) };
         server
             .wait_ready(limit)
             .await
             .map_err(|e| format!("{e}; its log: {}", server.log_path().display()))?;
+        // The first instance has made the tables: the others start now.
+        if let (Side::Weft, Some(scale)) = (side, &programs.scale) {
+            for _ in 1..scale.instances {
+                server.start_other(programs, scale).await?;
+            }
+        }
         Ok(server)
+    }
+
+    /// Starts one more instance of a scaled-out weft and waits until it answers `/ok`.
+    async fn start_other(&mut self, programs: &Programs, scale: &Scale) -> Result<(), String> {
+        let port = free_port()?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .map_err(|e| format!("server log: {e}"))?;
+        let log_err = log.try_clone().map_err(|e| format!("server log: {e}"))?;
+        let mut command = Command::new(&programs.weft);
+        command.arg("--port").arg(port.to_string());
+        scaled(&mut command, scale);
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err)
+            .spawn()
+            .map_err(|e| format!("cannot start a weft instance: {e}"))?;
+        self.others.push(child);
+        let addr = format!("127.0.0.1:{port}");
+        let end = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(mut conn) = Conn::open(&addr).await {
+                if conn.json(Method::GET, "/ok", None).await.is_ok() {
+                    break;
+                }
+            }
+            if Instant::now() > end {
+                return Err(format!(
+                    "a weft instance did not answer /ok within 30 s; see {}",
+                    self.log_path().display()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        self.addrs.push(addr);
+        Ok(())
     }
 
     fn log_path(&self) -> PathBuf {
@@ -134,9 +203,9 @@ impl Server {
         }
     }
 
-    /// The server's resident memory: `VmRSS` of its process and every descendant, in MB.
+    /// The server's resident memory: `VmRSS` of its processes (every instance) and their descendants, in MB.
     pub(crate) fn rss_mb(&self) -> Result<f64, String> {
-        let tree = descendants(self.child.id());
+        let tree = std::iter::once(&self.child).chain(&self.others).flat_map(|child| descendants(child.id()));
         let mut kib = 0.0;
         for pid in tree {
             kib += vm_rss_kib(pid).ok_or_else(|| format!("no VmRSS for process {pid}"))?;
@@ -150,8 +219,27 @@ impl Server {
     }
 }
 
+/// Sets `command` up as an instance of the scaled-out deployment `scale`.
+fn scaled<'a>(command: &'a mut Command, scale: &Scale) -> &'a mut Command {
+    command
+        .env("DATABASE_URI", &scale.database_uri)
+        .env("REDIS_URI", &scale.redis_uri)
+        .env("REDIS_KEY_PREFIX", &scale.prefix)
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
+        for other in &mut self.others {
+            let _ = Command::new("kill").arg("-TERM").arg(other.id().to_string()).status();
+        }
+        let end = Instant::now() + Duration::from_secs(10);
+        for other in &mut self.others {
+            while Instant::now() < end && matches!(other.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = other.kill();
+            let _ = other.wait();
+        }
         // SIGTERM first, so that `langgraph dev` stops its own children; then SIGKILL.
         let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
         let end = Instant::now() + Duration::from_secs(10);

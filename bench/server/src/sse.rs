@@ -6,6 +6,8 @@
 pub(crate) struct Event {
     pub(crate) name: String,
     pub(crate) data: String,
+    /// Its `id:` field, when it had one (a resumable run's events do).
+    pub(crate) id: Option<String>,
 }
 
 /// Turns bytes into events as they come.
@@ -15,6 +17,7 @@ pub(crate) struct Parser {
     partial: Vec<u8>,
     name: Option<String>,
     data: Option<String>,
+    id: Option<String>,
 }
 
 impl Parser {
@@ -39,6 +42,7 @@ impl Parser {
                 out.push(Event {
                     name: self.name.take().unwrap_or_else(|| "message".to_owned()),
                     data: self.data.take().unwrap_or_default(),
+                    id: self.id.take(),
                 });
             }
             return;
@@ -50,6 +54,7 @@ impl Parser {
         let value = value.strip_prefix(' ').unwrap_or(value);
         match field {
             "event" => self.name = Some(value.to_owned()),
+            "id" => self.id = Some(value.to_owned()),
             "data" => match &mut self.data {
                 Some(data) => {
                     data.push('\n');
@@ -76,14 +81,15 @@ mod tests {
     }
 
     fn event(name: &str, data: &str) -> Event {
-        Event { name: name.to_owned(), data: data.to_owned() }
+        Event { name: name.to_owned(), data: data.to_owned(), id: None }
     }
 
     #[test]
     fn crlf_events_split_anywhere_come_out_whole() {
         let text = b"event: metadata\r\ndata: {\"run_id\":\"r\"}\r\n\r\nevent: values\r\ndata: {\"count\":3}\r\nid: 1-0\r\n\r\n";
         let whole = parse(&[text]);
-        assert_eq!(whole, [event("metadata", "{\"run_id\":\"r\"}"), event("values", "{\"count\":3}")]);
+        let values = Event { id: Some("1-0".to_owned()), ..event("values", "{\"count\":3}") };
+        assert_eq!(whole, [event("metadata", "{\"run_id\":\"r\"}"), values]);
         for cut in 0..text.len() {
             assert_eq!(parse(&[&text[..cut], &text[cut..]]), whole, "cut at {cut}");
         }

@@ -121,8 +121,9 @@ async fn ttfe(server: &Server, samples: usize) -> Result<Figures, String> {
 async fn throughput(server: &Server, connections: usize, time: Duration) -> Result<Figures, String> {
     let barrier = Arc::new(Barrier::new(connections + 1));
     let mut workers = JoinSet::new();
-    for _ in 0..connections {
-        let addr = server.addr.clone();
+    for i in 0..connections {
+        // Scaled out, the connections spread over the instances.
+        let addr = server.addrs[i % server.addrs.len()].clone();
         let barrier = Arc::clone(&barrier);
         workers.spawn(async move {
             let prepared = async {
@@ -167,8 +168,8 @@ async fn concurrent(server: &Server, runs: usize) -> Result<Figures, String> {
     while conns.len() < runs {
         let batch = (runs - conns.len()).min(100);
         let mut opening = JoinSet::new();
-        for _ in 0..batch {
-            let addr = server.addr.clone();
+        for i in 0..batch {
+            let addr = server.addrs[(conns.len() + i) % server.addrs.len()].clone();
             opening.spawn(async move {
                 let mut conn = Conn::open(&addr).await?;
                 let thread = create_thread(&mut conn).await?;
@@ -283,7 +284,7 @@ mod tests {
             total: Duration::from_millis(2),
             events: events
                 .iter()
-                .map(|(n, d)| Event { name: (*n).to_owned(), data: (*d).to_owned() })
+                .map(|(n, d)| Event { name: (*n).to_owned(), data: (*d).to_owned(), id: None })
                 .collect(),
         }
     }

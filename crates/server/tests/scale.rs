@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use common::open::Open;
 use serde_json::{Value, json};
 use sqlx::Connection as _;
 use weft_graph::{CompiledGraph, END, JsonState, START, StateGraph};
@@ -233,4 +234,99 @@ async fn a_run_whose_instance_dies_is_taken_over_from_its_last_checkpoint() {
     assert_eq!(state["values"]["items"], json!(["a", "slept", "b"]), "the run's input is not applied twice");
     assert_eq!(a_runs.load(Ordering::SeqCst), 1, "a finished step is not run again");
     assert_eq!(waits.load(Ordering::SeqCst), 2, "the step in flight at the death runs again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_joined_through_another_instance_answers_as_soon_as_it_ends() {
+    let Some(deployment) = deployment().await else { return };
+    let a = common::start(deployment.builder().graph("simple", common::simple())).await;
+    let b = common::start(deployment.builder().graph("simple", common::simple())).await;
+    let thread = common::thread(a.addr).await;
+    for _ in 0..3 {
+        let started = std::time::Instant::now();
+        let run = common::post(
+            a.addr,
+            &format!("/threads/{thread}/runs"),
+            json!({"assistant_id": "simple", "input": {"items": []}}),
+        )
+        .await
+        .json();
+        let run_id = run["run_id"].as_str().unwrap();
+        let joined = common::get(b.addr, &format!("/threads/{thread}/runs/{run_id}/join")).await.json();
+        assert!(joined["items"].as_array().is_some_and(|items| items.ends_with(&[json!("a"), json!("b")])));
+        // The worker's last events go out at once: a join elsewhere does not wait for a timeout.
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(3), "the run took {took:?} to join through another instance");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_stream_hears_the_runs_and_state_updates_made_through_another_instance() {
+    let Some(deployment) = deployment().await else { return };
+    let a = common::start(deployment.builder().graph("simple", common::simple())).await;
+    let b = common::start(deployment.builder().graph("simple", common::simple())).await;
+    let thread = common::thread(a.addr).await;
+    let path = format!("/threads/{thread}/stream?stream_mode=run_modes&stream_mode=state_update");
+    let mut heard = Open::get(b.addr, &path, &[]).await;
+    assert_eq!(heard.status, 200);
+    let mut run_ids = Vec::new();
+    for _ in 0..2 {
+        let run = common::post(
+            a.addr,
+            &format!("/threads/{thread}/runs"),
+            json!({"assistant_id": "simple", "input": {"items": []}}),
+        )
+        .await
+        .json();
+        let run_id = run["run_id"].as_str().unwrap().to_owned();
+        common::get(a.addr, &format!("/threads/{thread}/runs/{run_id}/join")).await;
+        run_ids.push(run_id);
+    }
+    let updated =
+        common::post(a.addr, &format!("/threads/{thread}/state"), json!({"values": {"items": ["x"]}})).await;
+    assert_eq!(updated.status, 200, "{}", updated.body);
+    let events = heard.events(11).await;
+    let names: Vec<&str> = events.iter().map(|(name, _, _)| name.as_str()).collect();
+    let one_run = ["metadata", "values", "values", "values", "metadata"];
+    assert_eq!(names[..5], one_run, "{events:?}");
+    assert_eq!(names[5..10], one_run, "{events:?}");
+    assert_eq!(names[10], "state_update", "{events:?}");
+    for (i, run_id) in run_ids.iter().enumerate() {
+        assert_eq!(events[i * 5].1, json!({"run_id": run_id, "attempt": 1}), "the run's first event");
+        assert_eq!(events[i * 5 + 4].1, json!({"status": "run_done", "run_id": run_id}), "the run's end");
+    }
+    assert_eq!(events[10].1["thread_id"], json!(thread));
+    assert_eq!(events[10].1["state"]["values"]["items"], json!(["a", "b", "a", "b", "x"]));
+    // Every event once: what this instance and Redis both told of is not repeated.
+    let rest = heard.quiet_for(Duration::from_millis(1500)).await;
+    assert_eq!(common::open::parse(&rest).len(), 11, "{rest}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_resumable_run_replays_through_an_instance_that_never_saw_it() {
+    let Some(deployment) = deployment().await else { return };
+    let a = common::start(deployment.builder().graph("simple", common::simple())).await;
+    let thread = common::thread(a.addr).await;
+    let body = json!({"assistant_id": "simple", "input": {"items": []}, "stream_resumable": true});
+    let run = common::post(a.addr, &format!("/threads/{thread}/runs"), body).await.json();
+    let run_id = run["run_id"].as_str().unwrap();
+    wait_for_status(a.addr, &thread, run_id, "success").await;
+    // An instance started after the run ended holds nothing of it: its events come from Redis.
+    let b = common::start(deployment.builder().graph("simple", common::simple())).await;
+    let path = format!("/threads/{thread}/runs/{run_id}/stream");
+    let all = common::send(b.addr, "GET", &path, None, &[("Last-Event-ID", "-1")]).await;
+    let events = common::open::parse(&all.body);
+    let names: Vec<&str> = events.iter().map(|(name, _, _)| name.as_str()).collect();
+    assert_eq!(names, ["metadata", "values", "values", "values"], "{}", all.body);
+    assert_eq!(events[3].1["items"], json!(["a", "b"]));
+    let after_first = common::send(b.addr, "GET", &path, None, &[("Last-Event-ID", &events[0].2)]).await;
+    assert_eq!(common::open::parse(&after_first.body).len(), 3, "{}", after_first.body);
+    // So does the thread's stream through another such instance, then the run's end.
+    let c = common::start(deployment.builder().graph("simple", common::simple())).await;
+    let mut thread_stream =
+        Open::get(c.addr, &format!("/threads/{thread}/stream"), &[("Last-Event-ID", "-")]).await;
+    let replayed = thread_stream.events(5).await;
+    let names: Vec<&str> = replayed.iter().map(|(name, _, _)| name.as_str()).collect();
+    assert_eq!(names, ["metadata", "values", "values", "values", "metadata"]);
+    assert_eq!(replayed[4].1, json!({"status": "run_done", "run_id": run_id}));
 }

@@ -148,3 +148,45 @@ pub(crate) fn fail() -> GraphResult<CompiledGraph<JsonState>> {
     g.add_edge("explode", END);
     g.compile()
 }
+
+/// The chaos test's steps, in order.
+const CHAOS_STEPS: [&str; 4] = ["step_1", "step_2", "step_3", "step_4"];
+
+/// One step of `chaos`: notes its start in the file `WEFT_CHAOS_LOG` names, when set (a line
+/// `<run_id> <node> <pid>`, appended at once, so that a killed process leaves it behind), waits `delay`
+/// seconds, and adds its name to `items`.
+async fn chaos_step(s: Value, rt: Runtime) -> Result<Value> {
+    let node = rt.node().to_owned();
+    if let Some(path) = std::env::var_os("WEFT_CHAOS_LOG") {
+        let run_id = rt.config().configurable.get("run_id").and_then(Value::as_str).unwrap_or("-");
+        let line = format!("{run_id} {node} {}\n", std::process::id());
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, line.as_bytes()));
+        written.map_err(|e| Error::InvalidConfig(format!("cannot note the step in WEFT_CHAOS_LOG: {e}")))?;
+    }
+    let delay = s.get("delay").and_then(Value::as_f64).unwrap_or(0.0);
+    tokio::time::sleep(Duration::from_secs_f64(delay.clamp(0.0, 60.0))).await;
+    Ok(json!({"items": [node]}))
+}
+
+/// `step_1` → `step_2` → `step_3` → `step_4`, each waiting `delay` seconds: the scaled-out chaos test's
+/// multi-step graph (`cargo xtask server-chaos`).
+pub(crate) fn chaos() -> GraphResult<CompiledGraph<JsonState>> {
+    let state = JsonState::builder()
+        .channel("items", ChannelKind::Reducer)
+        .channel("delay", ChannelKind::LastValue)
+        .build();
+    let mut g = StateGraph::with_initial(state);
+    for step in CHAOS_STEPS {
+        g.add_node(step, chaos_step);
+    }
+    g.add_edge(START, CHAOS_STEPS[0]);
+    for pair in CHAOS_STEPS.windows(2) {
+        g.add_edge(pair[0], pair[1]);
+    }
+    g.add_edge(CHAOS_STEPS[3], END);
+    g.compile()
+}

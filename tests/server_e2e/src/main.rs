@@ -1,7 +1,8 @@
-//! Serves the end-to-end suite's graphs with weft-server: `weft-server-e2e --port N [--db PATH] [--auth]`
-//! (an in-memory database without `--db`; with `--auth`, the users of `python/auth.py` by API key; built
-//! with the `scale` feature and `DATABASE_URI` and `REDIS_URI` set, one instance of a scaled-out server). `python/run.py` starts it beside `langgraph dev` and runs the same
-//! suite against both.
+//! Serves the end-to-end suite's graphs with weft-server: `weft-server-e2e --port N [--db PATH] [--auth]
+//! [--chaos]` (an in-memory database without `--db`; with `--auth`, the users of `python/auth.py` by API
+//! key; with `--chaos`, also the chaos test's graph; built with the `scale` feature and `DATABASE_URI` and
+//! `REDIS_URI` set, one instance of a scaled-out server). `python/run.py` starts it beside
+//! `langgraph dev` and runs the same suite against both.
 
 mod graphs;
 
@@ -10,7 +11,7 @@ use std::process::ExitCode;
 use weft_server::Server;
 
 fn usage() -> ExitCode {
-    eprintln!("usage: weft-server-e2e --port PORT [--db PATH] [--auth]");
+    eprintln!("usage: weft-server-e2e --port PORT [--db PATH] [--auth] [--chaos]");
     ExitCode::FAILURE
 }
 
@@ -20,12 +21,14 @@ async fn main() -> ExitCode {
     let mut port = None;
     let mut db = None;
     let mut auth = false;
+    let mut chaos = false;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
             "--port" => port = rest.next().and_then(|p| p.parse::<u16>().ok()),
             "--db" => db = rest.next().cloned(),
             "--auth" => auth = true,
+            "--chaos" => chaos = true,
             _ => return usage(),
         }
     }
@@ -41,6 +44,8 @@ async fn main() -> ExitCode {
             .graph("three", graphs::three()?)
             // The suite's webhook receivers listen on this machine (`python/langgraph.json` allows them too).
             .allow_loopback_webhooks(true);
+        // The chaos test's graph, served for it alone (the suite compares the assistants with LangGraph's).
+        let builder = if chaos { builder.graph("chaos", graphs::chaos()?) } else { builder };
         // The users of `python/auth.py`, each seeing what it made.
         let builder = if auth {
             let users = [("key-alice", "alice"), ("key-bob", "bob")];

@@ -189,7 +189,7 @@ pub(crate) async fn update(
 /// Tells the thread's listeners (`GET /threads/{id}/stream`) its state was written: LangGraph's
 /// `state_update`, with the state as `GET /threads/{id}/state` shows it.
 pub(crate) async fn announce(app: &App, thread_id: &str, graph: &dyn ErasedGraph) -> ApiResult<()> {
-    if app.thread_taps.is_heard(thread_id) {
+    if super::thread_stream::is_heard(app, thread_id) {
         let snapshot = graph.get_state_json(&thread_config(thread_id), false).await?;
         super::thread_stream::state_updated(app, thread_id, thread_state(&snapshot));
     }

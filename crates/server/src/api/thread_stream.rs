@@ -8,7 +8,7 @@
 //! thread the caller may not read (or that does not exist) gets a stream of one `error` event, as
 //! LangGraph answers it.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,7 +25,7 @@ use super::sse::{frame, streamed};
 use crate::app::{App, require_uuid};
 use crate::auth::Action;
 use crate::error::{ApiError, ApiResult};
-use crate::runs::channel::{Event, Replay, Subscription, id_after, parse_id};
+use crate::runs::channel::{Event, Replay, RunChannel, Subscription, id_after, parse_id};
 use crate::runs::taps::ThreadItem;
 
 type AppState = State<Arc<App>>;
@@ -126,6 +126,8 @@ struct ThreadSse {
     replay: VecDeque<Arc<Event>>,
     taps: mpsc::UnboundedReceiver<ThreadItem>,
     runs: SelectAll<BoxStream<'static, Arc<Event>>>,
+    /// The runs followed (scaled out, a run may be told of twice: by this instance and through Redis).
+    followed: HashSet<String>,
     modes: Vec<String>,
     keep_alive: Duration,
 }
@@ -138,12 +140,31 @@ impl Drop for ThreadSse {
 }
 
 impl ThreadSse {
-    /// Adds a run's events: the replayed ones to the replay, the live ones to the runs followed.
+    /// Adds a run's events: the replayed ones to the replay, the live ones to the runs followed. A run
+    /// followed already is not followed again.
     fn follow(&mut self, run_id: String, subscription: Subscription) {
+        if !self.followed.insert(run_id.clone()) {
+            return;
+        }
         let last = subscription.replay.last().map(|e| e.id.clone());
         self.replay.extend(subscription.replay);
         if let Some(live) = subscription.live {
             self.runs.push(live_run(run_id, live, last));
+        }
+    }
+
+    /// Adds a finished run's kept events after `replay`, then its end (when it kept any).
+    fn replay_finished(&mut self, run_id: &str, channel: &RunChannel, replay: Replay) {
+        let subscription = channel.subscribe_from(Some(replay));
+        let kept = channel.subscribe_from(Some(Replay::Skip(0))).replay;
+        let done = run_done(run_id, kept.last().map(|e| e.id.as_str()));
+        let after = match replay {
+            Replay::After(after) => parse_id(&done.id).is_some_and(|own| own > after),
+            Replay::Skip(_) => true,
+        };
+        self.follow(run_id.to_owned(), subscription);
+        if after && !kept.is_empty() {
+            self.replay.push_back(done);
         }
     }
 
@@ -209,9 +230,20 @@ pub(crate) async fn stream(
         // Replaced below, under the records' lock.
         taps: mpsc::unbounded_channel().1,
         runs: SelectAll::new(),
+        followed: HashSet::new(),
         modes,
         keep_alive: app.limits.keep_alive,
     };
+    // Scaled out, runs made elsewhere come through the thread's stream in Redis, read from what it holds
+    // now: a run made after this is either among the records read below or announced after it.
+    #[cfg(feature = "scale")]
+    let start = match &app.scale {
+        Some(scale) => Some(scale.thread_start(&thread_id).await),
+        None => None,
+    };
+    // Finished resumable runs whose events this instance does not hold (scaled out: read from Redis).
+    let mut elsewhere = Vec::new();
+    let (tx, rx) = mpsc::unbounded_channel();
     {
         // Under the records' lock, as runs are made: each run is either seen here or told to the tap.
         let records = app.records.lock().await?;
@@ -222,22 +254,35 @@ pub(crate) async fn stream(
             if run.status.is_active() {
                 let channel = app.channels.open(&run.run_id, run.kwargs.resumable);
                 sse.follow(run.run_id.clone(), channel.subscribe_from(replay));
-            } else if let (Some(replay), Some(channel)) = (replay, app.channels.get(&run.run_id)) {
+            } else if let Some(replay) = replay {
                 // A finished run's kept events, and its end.
-                let subscription = channel.subscribe_from(Some(replay));
-                let kept = channel.subscribe_from(Some(Replay::Skip(0))).replay;
-                let done = run_done(&run.run_id, kept.last().map(|e| e.id.as_str()));
-                let after = match replay {
-                    Replay::After(after) => parse_id(&done.id).is_some_and(|own| own > after),
-                    Replay::Skip(_) => true,
-                };
-                sse.follow(run.run_id.clone(), subscription);
-                if after && !kept.is_empty() {
-                    sse.replay.push_back(done);
+                match app.channels.get(&run.run_id) {
+                    Some(channel) => sse.replay_finished(&run.run_id, &channel, replay),
+                    None if run.kwargs.resumable && app.channels.is_remote() => {
+                        elsewhere.push(run.run_id.clone());
+                    }
+                    None => {}
                 }
             }
         }
-        sse.taps = app.thread_taps.listen(&thread_id);
+        app.thread_taps.listen_with(&thread_id, tx.clone());
+        sse.taps = rx;
+    }
+    #[cfg(feature = "scale")]
+    if let (Some(scale), Some(start)) = (&app.scale, start) {
+        scale.feed_thread(&app, &thread_id, start, tx);
+    }
+    if let Some(replay) = replay {
+        // Their streams are read to their ends (kept, as the runs are resumable), all at once, before they
+        // are replayed.
+        let opened: Vec<_> = elsewhere.into_iter().map(|id| (app.channels.open(&id, true), id)).collect();
+        let read = futures::future::join_all(opened.iter().map(|(channel, _)| channel.finished()));
+        if tokio::time::timeout(Duration::from_secs(5), read).await.is_err() {
+            tracing::warn!(thread_id, "the thread's finished runs are not all read from Redis after 5 s");
+        }
+        for (channel, run_id) in opened {
+            sse.replay_finished(&run_id, &channel, replay);
+        }
     }
     // Replayed events in the order they were made, across runs.
     sse.replay.make_contiguous().sort_by_key(|e| parse_id(&e.id));
@@ -248,10 +293,25 @@ pub(crate) async fn stream(
     Ok(streamed(stream))
 }
 
-/// Tells the thread's listeners that its state was written (LangGraph's `state_update`).
+/// Whether the thread may have listeners (scaled out, they may be on any instance: always).
+pub(crate) fn is_heard(app: &App, thread_id: &str) -> bool {
+    #[cfg(feature = "scale")]
+    if app.scale.is_some() {
+        return true;
+    }
+    app.thread_taps.is_heard(thread_id)
+}
+
+/// Tells the thread's listeners that its state was written (LangGraph's `state_update`); scaled out,
+/// through the thread's stream in Redis, which every instance's listeners read.
 pub(crate) fn state_updated(app: &App, thread_id: &str, state: Value) {
-    let data = json!({"state": state, "thread_id": thread_id});
-    app.thread_taps.publish(thread_id, "state_update", data.to_string());
+    let data = json!({"state": state, "thread_id": thread_id}).to_string();
+    #[cfg(feature = "scale")]
+    if let Some(scale) = &app.scale {
+        scale.publish_thread_event(thread_id, "state_update", data);
+        return;
+    }
+    app.thread_taps.publish(thread_id, "state_update", data);
 }
 
 #[cfg(test)]

@@ -192,6 +192,13 @@ impl RunChannel {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).resumable
     }
 
+    /// Whether someone still listens to the run's live events.
+    #[cfg_attr(not(feature = "scale"), allow(dead_code))]
+    pub(crate) fn is_heard(&self) -> bool {
+        let state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.listeners.iter().any(|listener| !listener.tx.is_closed())
+    }
+
     /// Whether the run has finished.
     #[cfg_attr(not(feature = "scale"), allow(dead_code))]
     pub(crate) fn is_finished(&self) -> bool {

@@ -261,6 +261,11 @@ pub(crate) async fn create(
     // The thread's listeners hear of the run before a worker can start it.
     app.thread_taps.run_made(&thread_id, &run_id, &channel);
     drop(records);
+    // Scaled out, the thread's listeners on other instances hear of it through Redis.
+    #[cfg(feature = "scale")]
+    if let Some(scale) = &app.scale {
+        scale.announce_run(&thread_id, &run_id);
+    }
     if matches!(strategy.as_str(), "interrupt" | "rollback") && !inflight.is_empty() {
         let action = if strategy == "rollback" { CancelAction::Rollback } else { CancelAction::Interrupt };
         // The runs may have finished meanwhile: then there is nothing to cancel, and the new run goes on.
@@ -387,8 +392,9 @@ pub(crate) async fn cancel(
 }
 
 /// A run of the thread and the channel to listen to it on: its live channel while it is pending or
-/// running (opened if its worker has not yet), else the one it kept (resumable runs), else a closed one
-/// holding its result. Decided under the records' lock, as workers close channels under it.
+/// running (opened if its worker has not yet), else the one it kept (resumable runs; scaled out, one fed
+/// from the run's stream in Redis when this instance kept none), else a closed one holding its result.
+/// Decided under the records' lock, as workers close channels under it.
 pub(crate) async fn listen(
     app: &App,
     caller: &Caller,
@@ -413,6 +419,9 @@ pub(crate) async fn listen(
         app.channels.open(run_id, record.run.kwargs.resumable)
     } else if let Some(kept) = app.channels.get(run_id) {
         kept
+    } else if record.run.kwargs.resumable && app.channels.is_remote() {
+        // Scaled out, a finished resumable run's events are still in its stream in Redis: read from there.
+        app.channels.open(run_id, true)
     } else {
         let closed = Arc::new(RunChannel::new(false));
         closed.set_result(record.result.clone());

@@ -27,15 +27,21 @@ pub(crate) struct ThreadTaps {
 
 impl ThreadTaps {
     /// Listens to the thread from now on.
-    pub(crate) fn listen(&self, thread_id: &str) -> mpsc::UnboundedReceiver<ThreadItem> {
+    #[cfg(test)]
+    fn listen(&self, thread_id: &str) -> mpsc::UnboundedReceiver<ThreadItem> {
         let (tx, rx) = mpsc::unbounded_channel();
+        self.listen_with(thread_id, tx);
+        rx
+    }
+
+    /// Listens to the thread from now on, through `tx`.
+    pub(crate) fn listen_with(&self, thread_id: &str, tx: mpsc::UnboundedSender<ThreadItem>) {
         self.by_thread
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .entry(thread_id.to_owned())
             .or_default()
             .push(tx);
-        rx
     }
 
     /// Sends to each listener of the thread what `item` makes for it, forgetting those that left.

@@ -14,7 +14,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::{Scale, queue};
 use crate::app::App;
 use crate::error::ServerError;
-use crate::runs::channel::{Outgoing, RemoteChannels};
+use crate::runs::channel::{Outgoing, RemoteChannels, Subscription};
 use crate::runs::{CancelAction, RunChannel};
 
 /// The most events a run's stream keeps (`MAXLEN ~`).
@@ -26,7 +26,7 @@ const KEEP_RESUMABLE: Duration = Duration::from_secs(3600);
 const KEEP_OTHERS: Duration = Duration::from_secs(60);
 
 /// How long a listener's read waits for events before it checks the run is still queued.
-const BLOCK: Duration = Duration::from_secs(1);
+pub(super) const BLOCK: Duration = Duration::from_secs(1);
 
 /// The name of the entry that ends a run's stream (its data: the `/wait` answer).
 const END: &str = "__end__";
@@ -56,6 +56,16 @@ impl Bus {
         let client = Client::open(uri).map_err(|e| redis_error(&e))?;
         let conn = ConnectionManager::new(client.clone()).await.map_err(|e| redis_error(&e))?;
         Ok(Self { client, conn, prefix: prefix.into() })
+    }
+
+    /// What every key and channel of the deployment starts with.
+    pub(super) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The connection shared by this instance's short commands.
+    pub(super) fn shared(&self) -> ConnectionManager {
+        self.conn.clone()
     }
 
     fn stream_key(&self, run_id: &str) -> String {
@@ -97,7 +107,7 @@ impl Bus {
     }
 
     /// A connection of its own, for blocking reads.
-    async fn dedicated(&self) -> redis::RedisResult<MultiplexedConnection> {
+    pub(super) async fn dedicated(&self) -> redis::RedisResult<MultiplexedConnection> {
         let config = AsyncConnectionConfig::new()
             .set_response_timeout(Some(BLOCK + Duration::from_secs(5)))
             .set_connection_timeout(Some(Duration::from_secs(2)));
@@ -174,11 +184,11 @@ pub(crate) async fn publish(
         for item in batch {
             match item {
                 Outgoing::Event { name, data } => {
-                    add(&mut pipe, &key, &name, &data);
+                    add(&mut pipe, &key, MAX_EVENTS, &name, &data);
                 }
                 Outgoing::End(result) => {
                     let data = result.map_or_else(|| "null".to_owned(), |r| r.to_string());
-                    add(&mut pipe, &key, END, &data);
+                    add(&mut pipe, &key, MAX_EVENTS, END, &data);
                     pipe.cmd("EXPIRE").arg(&key).arg(keep.as_secs()).ignore();
                     ended = true;
                 }
@@ -187,7 +197,8 @@ pub(crate) async fn publish(
         }
         let mut pause = Duration::from_millis(100);
         let mut waited = Duration::ZERO;
-        loop {
+        // A batch of flushes alone has nothing to send (and an empty pipeline gets no answer).
+        while !pipe.is_empty() {
             let sent: redis::RedisResult<()> = pipe.query_async(&mut conn).await;
             match sent {
                 Ok(()) => break,
@@ -212,12 +223,13 @@ pub(crate) async fn publish(
     }
 }
 
-fn add(pipe: &mut redis::Pipeline, key: &str, name: &str, data: &str) {
+/// Queues on `pipe` the `XADD` of an entry (trimmed to about `max` entries).
+pub(super) fn add(pipe: &mut redis::Pipeline, key: &str, max: usize, name: &str, data: &str) {
     pipe.cmd("XADD")
         .arg(key)
         .arg("MAXLEN")
         .arg("~")
-        .arg(MAX_EVENTS)
+        .arg(max)
         .arg("*")
         .arg("e")
         .arg(name)
@@ -227,7 +239,7 @@ fn add(pipe: &mut redis::Pipeline, key: &str, name: &str, data: &str) {
 }
 
 /// One entry of a run's stream: id, event name, data.
-type Entry = (String, String, String);
+pub(super) type Entry = (String, String, String);
 
 fn text(value: &Value) -> Option<String> {
     match value {
@@ -238,7 +250,7 @@ fn text(value: &Value) -> Option<String> {
 }
 
 /// The entries of an `XREAD` answer on one stream (none when it timed out).
-fn entries(reply: &Value) -> Vec<Entry> {
+pub(super) fn entries(reply: &Value) -> Vec<Entry> {
     let streams: Vec<&Value> = match reply {
         Value::Array(streams) => streams.iter().collect(),
         Value::Map(pairs) => pairs.iter().map(|(_, v)| v).collect(),
@@ -251,24 +263,31 @@ fn entries(reply: &Value) -> Vec<Entry> {
             Value::Array(pair) if pair.len() == 2 && text(&pair[0]).is_some() => &pair[1],
             other => other,
         };
-        let Value::Array(items) = items else { continue };
-        for item in items {
-            let Value::Array(parts) = item else { continue };
-            let (Some(id), Some(Value::Array(fields))) = (parts.first().and_then(text), parts.get(1)) else {
-                continue;
-            };
-            let mut name = None;
-            let mut data = None;
-            for pair in fields.chunks(2) {
-                match (pair.first().and_then(text).as_deref(), pair.get(1).and_then(text)) {
-                    (Some("e"), value) => name = value,
-                    (Some("d"), value) => data = value,
-                    _ => {}
-                }
+        out.extend(range_entries(items));
+    }
+    out
+}
+
+/// The entries of an `XRANGE` or `XREVRANGE` answer (in its order).
+pub(super) fn range_entries(reply: &Value) -> Vec<Entry> {
+    let Value::Array(items) = reply else { return Vec::new() };
+    let mut out = Vec::new();
+    for item in items {
+        let Value::Array(parts) = item else { continue };
+        let (Some(id), Some(Value::Array(fields))) = (parts.first().and_then(text), parts.get(1)) else {
+            continue;
+        };
+        let mut name = None;
+        let mut data = None;
+        for pair in fields.chunks(2) {
+            match (pair.first().and_then(text).as_deref(), pair.get(1).and_then(text)) {
+                (Some("e"), value) => name = value,
+                (Some("d"), value) => data = value,
+                _ => {}
             }
-            if let (Some(name), Some(data)) = (name, data) {
-                out.push((id, name, data));
-            }
+        }
+        if let (Some(name), Some(data)) = (name, data) {
+            out.push((id, name, data));
         }
     }
     out
@@ -303,15 +322,34 @@ impl RemoteChannels for Followers {
             self.scale.pool.clone(),
             run_id.to_owned(),
             Arc::clone(&channel),
+            true,
         ));
         channel
     }
 }
 
+/// A subscription to the run's events from its first, through a channel of the caller's own (not this
+/// instance's shared one, which may have sent some already): fed from the run's stream until the run ends
+/// or the subscription is dropped.
+pub(super) fn follow_alone(app: Weak<App>, scale: &Scale, run_id: &str) -> Subscription {
+    let channel = Arc::new(RunChannel::new(false));
+    let subscription = channel.subscribe(None);
+    tokio::spawn(follow(app, scale.bus.clone(), scale.pool.clone(), run_id.to_owned(), channel, false));
+    subscription
+}
+
 /// Feeds `channel` with its run's stream from the start until the run's end entry, or, when the run has
 /// left the queue and no end came within a read's wait (its stream expired, or Redis lost it), until then
-/// with the run's recorded result.
-async fn follow(app: Weak<App>, bus: Bus, pool: sqlx::PgPool, run_id: String, channel: Arc<RunChannel>) {
+/// with the run's recorded result. A channel that is not `shared` (this instance's channel of the run)
+/// stops being fed once no one listens to it.
+async fn follow(
+    app: Weak<App>,
+    bus: Bus,
+    pool: sqlx::PgPool,
+    run_id: String,
+    channel: Arc<RunChannel>,
+    shared: bool,
+) {
     let key = bus.stream_key(&run_id);
     let mut last = "0-0".to_owned();
     let mut conn: Option<MultiplexedConnection> = None;
@@ -320,6 +358,9 @@ async fn follow(app: Weak<App>, bus: Bus, pool: sqlx::PgPool, run_id: String, ch
     loop {
         if channel.is_finished() {
             break;
+        }
+        if !shared && !channel.is_heard() {
+            return;
         }
         let read = async {
             let conn = match &mut conn {
@@ -378,7 +419,7 @@ async fn follow(app: Weak<App>, bus: Bus, pool: sqlx::PgPool, run_id: String, ch
             channel.deliver(id, name, data);
         }
     }
-    if let Some(app) = app.upgrade() {
+    if let Some(app) = app.upgrade().filter(|_| shared) {
         if channel.is_resumable() {
             app.channels.keep_finished(&run_id);
         } else {

@@ -14,6 +14,7 @@
 
 pub(crate) mod bus;
 pub(crate) mod queue;
+mod threads;
 pub(crate) mod worker;
 
 use std::collections::HashMap;
@@ -98,6 +99,13 @@ pub(crate) async fn connect(config: &ScaleConfig) -> Result<(PgPool, bus::Bus), 
     let pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(16)
         .acquire_timeout(Duration::from_secs(10))
+        // Plans made for each query's values: a plan cached while the tables were small (a scan of the
+        // records for "the rows written since seq N") would stay, and cost more as they grow.
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                sqlx::query("SET plan_cache_mode = force_custom_plan").execute(conn).await.map(drop)
+            })
+        })
         .connect(&config.database_uri)
         .await
         .map_err(|e| ServerError::Storage(format!("postgres: cannot connect: {e}")))?;

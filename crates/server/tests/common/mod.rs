@@ -1,6 +1,8 @@
 //! A server on a free port and a bare HTTP/1.1 client, for the integration tests.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+pub mod open;
+
 use std::net::SocketAddr;
 
 use serde_json::{Value, json};
