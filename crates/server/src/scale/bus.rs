@@ -10,6 +10,7 @@ use futures::StreamExt as _;
 use redis::aio::{ConnectionManager, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Client, Value};
 use tokio::sync::mpsc::UnboundedReceiver;
+use weft_runnable_core::retry::Backoff;
 
 use super::{Scale, queue};
 use crate::app::App;
@@ -158,6 +159,35 @@ pub(crate) async fn listen(scale: Weak<Scale>) {
     }
 }
 
+/// How long a batch sent to Redis is tried again while Redis fails.
+pub(crate) const RETRY_FOR: Duration = Duration::from_secs(60);
+
+/// Sends `pipe`, trying again while Redis fails (waits from 100 ms, doubling to 2 s, the core's
+/// [`Backoff`]) for about [`RETRY_FOR`]; the last error when it gives up. `about` names what is sent (a
+/// run or thread id) in the warnings.
+pub(crate) async fn send_retrying<C: redis::aio::ConnectionLike>(
+    conn: &mut C,
+    pipe: &redis::Pipeline,
+    about: &str,
+) -> redis::RedisResult<()> {
+    let backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
+    let mut waited = Duration::ZERO;
+    let mut retry = 0;
+    loop {
+        match pipe.query_async::<()>(conn).await {
+            Ok(()) => return Ok(()),
+            Err(e) if waited < RETRY_FOR => {
+                tracing::warn!(about, error = %e, "cannot send to Redis: retrying");
+                let pause = backoff.delay(retry);
+                retry += 1;
+                tokio::time::sleep(pause).await;
+                waited += pause;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Sends a worker's events to the run's stream, in batches (one round trip for what queued up meanwhile),
 /// until the run's end is sent. When Redis fails, a batch is tried again (100 ms, doubling to 2 s) for
 /// about a minute before it is dropped.
@@ -195,23 +225,10 @@ pub(crate) async fn publish(
                 Outgoing::Flush(done) => flushed.push(done),
             }
         }
-        let mut pause = Duration::from_millis(100);
-        let mut waited = Duration::ZERO;
         // A batch of flushes alone has nothing to send (and an empty pipeline gets no answer).
-        while !pipe.is_empty() {
-            let sent: redis::RedisResult<()> = pipe.query_async(&mut conn).await;
-            match sent {
-                Ok(()) => break,
-                Err(e) if waited < Duration::from_secs(60) => {
-                    tracing::warn!(run_id, error = %e, "cannot send the run's events to Redis: retrying");
-                    tokio::time::sleep(pause).await;
-                    waited += pause;
-                    pause = (pause * 2).min(Duration::from_secs(2));
-                }
-                Err(e) => {
-                    tracing::error!(run_id, error = %e, "the run's events could not be sent to Redis: dropped");
-                    break;
-                }
+        if !pipe.is_empty() {
+            if let Err(e) = send_retrying(&mut conn, &pipe, &run_id).await {
+                tracing::error!(run_id, error = %e, "the run's events could not be sent to Redis: dropped");
             }
         }
         for done in flushed {

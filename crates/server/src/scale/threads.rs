@@ -28,9 +28,6 @@ const MAX_ENTRIES: usize = 1000;
 /// How long a thread's stream stays after its last entry.
 const KEEP: Duration = Duration::from_secs(3600);
 
-/// How long an entry is tried again while Redis fails.
-const RETRY_FOR: Duration = Duration::from_secs(60);
-
 /// The name of the entry that announces a run (its data: `{"run_id"}`).
 const RUN: &str = "__run__";
 
@@ -49,23 +46,8 @@ impl Bus {
         let mut conn = self.shared();
         let thread_id = thread_id.to_owned();
         tokio::spawn(async move {
-            let mut pause = Duration::from_millis(100);
-            let mut waited = Duration::ZERO;
-            loop {
-                let sent: redis::RedisResult<()> = pipe.query_async(&mut conn).await;
-                match sent {
-                    Ok(()) => return,
-                    Err(e) if waited < RETRY_FOR => {
-                        tracing::warn!(thread_id, error = %e, "cannot send to the thread's stream in Redis: retrying");
-                        tokio::time::sleep(pause).await;
-                        waited += pause;
-                        pause = (pause * 2).min(Duration::from_secs(2));
-                    }
-                    Err(e) => {
-                        tracing::error!(thread_id, error = %e, "the thread's entry could not be sent to Redis: dropped");
-                        return;
-                    }
-                }
+            if let Err(e) = bus::send_retrying(&mut conn, &pipe, &thread_id).await {
+                tracing::error!(thread_id, error = %e, "the thread's entry could not be sent to Redis: dropped");
             }
         });
     }
