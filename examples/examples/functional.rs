@@ -27,7 +27,7 @@ use serde_json::json;
 use weft::graph::func::{FuncState, Task, entrypoint, task};
 use weft::graph::{CompiledGraph, StreamData};
 use weft::prelude::*;
-use weft_integrations::sqlite::SqliteSaver;
+use weft::sqlite::SqliteSaver;
 
 /// What the workflow returns: the essay and the reviewer's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -32,8 +32,8 @@ use weft::agents::ApprovalRequest;
 use weft::graph::{CompiledGraph, IntoGraphInput, ListOptions};
 use weft::messages::UsageMetadata;
 use weft::prelude::*;
+use weft::sqlite::SqliteSaver;
 use weft_examples::{ExampleModel, Models};
-use weft_integrations::sqlite::SqliteSaver;
 
 /// Returns tonight's weather in a city.
 #[tool]

@@ -10,10 +10,10 @@ use futures::stream::BoxStream;
 use schemars::JsonSchema;
 use serde::Serialize;
 use weft::fakes::{FakeChatModel, FakeReply};
+use weft::openai::ChatOpenAI;
 use weft::{
     AiMessage, CallOptions, ChatModel, Message, RunnableConfig, StructuredOutputMethod, ToolCall, ToolSpec,
 };
-use weft_integrations::openai::ChatOpenAI;
 
 /// Where the examples' chat models come from, and how strictly the examples check what they say.
 ///

@@ -228,7 +228,24 @@ fn examples(_: &mut Tally) -> Result<(), String> {
         command.args(example_args(name));
         exec::run_with_limit(&mut command, Some(EXAMPLE_LIMIT))?;
     }
+    // Then each example that talks to a model again, `--live` against fakellm serving the examples'
+    // rules: the same programs through `ChatOpenAI` and real HTTP, and a check of the rules file.
+    let fakellm = fakellm::FakeLlm::start(&fakellm::ensure()?, &fakellm::examples_rules(), None, true)?;
+    for name in names.iter().filter(|name| runs_live(name)) {
+        let mut command: Command = exec::cargo(&["run", "--all-features", "--example", name, "--", "--live"]);
+        command
+            .env("OPENAI_BASE_URL", fakellm.base_url())
+            .env("OPENAI_API_KEY", "sk-fakellm")
+            .env("OPENAI_MODEL", "gpt-4o-mini");
+        exec::run_with_limit(&mut command, Some(EXAMPLE_LIMIT))?;
+    }
     Ok(())
+}
+
+/// Whether an example runs `--live` against fakellm in CI: all but the server, which serves until stopped
+/// and whose graphs are scripted.
+fn runs_live(name: &str) -> bool {
+    name != "server"
 }
 
 /// What an example is run with in CI: the `server` example serves until Ctrl-C, so CI runs its

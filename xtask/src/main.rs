@@ -17,8 +17,9 @@
 //!   streamed across instances while one is SIGKILLed and restarted and Redis is restarted.
 //! - `cargo xtask studio-e2e`: weft Studio in headless Chromium (Debian's `chromium` and `chromedriver`),
 //!   driven over WebDriver against the `server` example; screenshots under `target/studio-e2e/`.
-//! - `cargo xtask fakellm`: installs fakellm (a scripted OpenAI-compatible server, for the `openai` tests)
-//!   into `target/fakellm-venv` when missing and prints the `WEFT_FAKELLM_BIN` line to export.
+//! - `cargo xtask fakellm [serve]`: installs fakellm (a scripted OpenAI-compatible server, for the `openai`
+//!   tests) into `target/fakellm-venv` when missing and prints the `WEFT_FAKELLM_BIN` line to export; `serve`
+//!   serves it with the examples' rules until Ctrl-C.
 //! - `cargo xtask services`: makes sure PostgreSQL and Redis answer on their local ports, starting them if
 //!   not. With `CI` set a backend that stays unreachable is a failure; elsewhere a loud warning.
 //! - `cargo xtask llm-server [--small] [--port N]`: a local OpenAI-compatible server (llama.cpp's
@@ -90,8 +91,11 @@ tasks:
                  (pinned, in target/phoenix-venv, made when missing; started offline on
                  free ports) and check the span tree through Phoenix's API
                  (tests/phoenix/check_trace.py)
-  fakellm        install fakellm (the openai tests' scripted server) into
-                 target/fakellm-venv when missing; print the WEFT_FAKELLM_BIN to export
+  fakellm [serve [--port N] [--rules FILE]]
+                 install fakellm (the openai tests' scripted server) into
+                 target/fakellm-venv when missing; print the WEFT_FAKELLM_BIN to export;
+                 with `serve`, serve it with the examples' rules (examples/fakellm.yaml)
+                 on 127.0.0.1 until Ctrl-C, printing the OPENAI_BASE_URL to export
   services       make sure PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) are up
   llm-server [--small] [--port N]
                  run llama-server with Qwen2.5-Coder-0.5B-Instruct (--small: SmolLM2-135M,
@@ -114,7 +118,7 @@ fn main() -> ExitCode {
         "server-chaos" => server_e2e::chaos(rest, server_e2e::Build::Alone),
         "studio-e2e" => studio_e2e::run(rest),
         "phoenix" => phoenix::run(rest),
-        "fakellm" if rest.is_empty() => fakellm::run(),
+        "fakellm" => fakellm::run(rest),
         "services" if rest.is_empty() => services::ensure(services::Policy::from_env()),
         "llm-server" => llm::serve(rest),
         "help" | "-h" | "--help" => {

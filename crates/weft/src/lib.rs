@@ -86,3 +86,9 @@ pub struct GraphGuide;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/agents.md")]
 pub struct AgentsGuide;
+
+/// The text ReAct guide (`docs/text-react.md`), whose snippets must compile and run: they are tested as
+/// doc tests here.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/text-react.md")]
+pub struct TextReactGuide;

@@ -32,7 +32,7 @@ mod graphs;
 
 use std::process::ExitCode;
 
-use weft_server::{Server, ServerBuilder, ServerGraph};
+use weft::server::{Server, ServerBuilder, ServerGraph};
 
 const HOW_TO: &str = r#"From Python (pip install langgraph-sdk):
 

@@ -13,7 +13,7 @@ const START_LIMIT: Duration = Duration::from_secs(120);
 
 /// Runs the server given as arguments in the background and kills it when standard input closes, which
 /// happens when xtask ends however it ends (Ctrl-C, a kill, a panic); exits with the server's status.
-const WATCHDOG: &str = r#"exec 3<&0
+pub(crate) const WATCHDOG: &str = r#"exec 3<&0
 "$@" </dev/null 3<&- &
 server=$!
 (cat <&3 >/dev/null; kill "$server" 2>/dev/null) &

@@ -66,8 +66,3 @@ pub use state::{
     INVALID_RESPONSE_OBSERVATION, INVALID_TOOL_NAME, Next, ParsingErrorPolicy, STOPPED_OUTPUT, ToolRun,
     TrimSteps, invalid_tool_observation,
 };
-
-/// The text ReAct guide (`docs/text-react.md`), whose snippets must compile and run.
-#[cfg(doctest)]
-#[doc = include_str!("../../../../docs/text-react.md")]
-pub struct TextReactGuide;

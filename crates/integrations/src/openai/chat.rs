@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::stream::{self, BoxStream, StreamExt as _};
 use serde_json::{Map, Value};
-use weft_runnable_core::{AiMessage, CallOptions, ChatModel, Message, Result, RunnableConfig};
+use weft_runnable_core::{AiMessage, CallOptions, ChatModel, Message, PromptValue, Result, RunnableConfig};
 
 use super::OpenAIError;
 use super::error::from_transport;
@@ -164,6 +164,18 @@ impl ChatModel for ChatOpenAI {
 }
 
 weft_runnable_core::impl_chat_model_runnable!(ChatOpenAI);
+
+impl ChatOpenAI {
+    /// Streams the reply to `input` as [`Runnable::stream`](weft_runnable_core::Runnable::stream) does, with a stream that owns a handle on the
+    /// model (a cheap clone), so it may be called on a temporary and outlive it.
+    pub fn stream(
+        &self,
+        input: impl Into<PromptValue>,
+        config: &RunnableConfig,
+    ) -> BoxStream<'static, Result<AiMessage>> {
+        weft_runnable_core::chat_model::stream_chat_model_owned(self.clone(), input.into(), config)
+    }
+}
 
 /// Builds a [`ChatOpenAI`]; every setting but the model has a default.
 #[derive(Clone, Default)]

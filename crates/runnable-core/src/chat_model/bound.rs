@@ -71,3 +71,16 @@ impl<M: ChatModel> ChatModel for BoundChatModel<M> {
 }
 
 crate::impl_chat_model_runnable!([M: ChatModel] BoundChatModel<M>);
+
+impl<M: ChatModel + Clone + 'static> BoundChatModel<M> {
+    /// Streams the reply to `input` as [`Runnable::stream`](crate::Runnable::stream) does, with a stream
+    /// that owns a clone of the bound model, so it may be called on a temporary
+    /// (`model.bind_tools(..).stream(..)`).
+    pub fn stream(
+        &self,
+        input: impl Into<crate::PromptValue>,
+        config: &RunnableConfig,
+    ) -> BoxStream<'static, Result<AiMessage>> {
+        super::stream_chat_model_owned(self.clone(), input.into(), config)
+    }
+}

@@ -43,7 +43,7 @@ use crate::tools::ToolSpec;
 
 pub use bound::BoundChatModel;
 pub use options::{CallOptions, ToolChoice};
-pub use run::{invoke_chat_model, stream_chat_model};
+pub use run::{invoke_chat_model, stream_chat_model, stream_chat_model_owned};
 pub use structured::{
     ParsedWithRaw, StructuredOutput, StructuredOutputMethod, StructuredOutputParser, StructuredOutputWithRaw,
 };

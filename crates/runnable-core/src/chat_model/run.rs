@@ -67,6 +67,32 @@ pub fn stream_chat_model<'a, M: ChatModel + ?Sized>(
     traced_stream(model, input.into_messages(), options, &config)
 }
 
+/// Like [`stream_chat_model`], but the stream owns `model`, so it may outlive the value it was made from:
+/// `ChatOpenAI::builder(..).build()?.stream(..)` on a temporary, or a stream handed to another task.
+///
+/// The chunks are produced by a future that holds the model and the model's borrowing stream, and are
+/// handed over through a channel of one (the model runs at most a chunk ahead of the reader); dropping the
+/// stream drops both.
+pub fn stream_chat_model_owned<M: ChatModel + 'static>(
+    model: M,
+    input: PromptValue,
+    config: &RunnableConfig,
+) -> BoxStream<'static, Result<AiMessage>> {
+    let config = config.clone();
+    let (mut tx, rx) = futures::channel::mpsc::channel::<Result<AiMessage>>(0);
+    let produce = async move {
+        let mut chunks = stream_chat_model(&model, input, &config);
+        while let Some(chunk) = chunks.next().await {
+            if futures::SinkExt::send(&mut tx, chunk).await.is_err() {
+                break;
+            }
+        }
+    };
+    // The producer's end yields nothing; the receiver ends once the producer (its sender) is gone.
+    let produced = stream::once(produce).map(|()| None);
+    stream::select(rx.map(Some), produced).filter_map(std::future::ready).boxed()
+}
+
 fn traced_stream<'a, M: ChatModel + ?Sized>(
     model: &'a M,
     messages: Vec<Message>,

@@ -10,7 +10,7 @@ use super::script::{FakeReply, Script, TokenSplit};
 use crate::chat_model::{CallOptions, ChatModel};
 use crate::config::RunnableConfig;
 use crate::error::Result;
-use crate::messages::{AiMessage, Content, Message, ToolCallChunk};
+use crate::messages::{AiMessage, Content, Message, PromptValue, ToolCallChunk};
 
 /// What a [`FakeChatModel`] was asked: the messages and the call options.
 #[derive(Debug, Clone, PartialEq)]
@@ -185,3 +185,15 @@ impl ChatModel for FakeChatModel {
 }
 
 crate::impl_chat_model_runnable!(FakeChatModel);
+
+impl FakeChatModel {
+    /// Streams the reply to `input` as [`Runnable::stream`](crate::Runnable::stream) does, with a stream
+    /// that owns a clone of the model, so it may be called on a temporary.
+    pub fn stream(
+        &self,
+        input: impl Into<PromptValue>,
+        config: &RunnableConfig,
+    ) -> BoxStream<'static, Result<AiMessage>> {
+        crate::chat_model::stream_chat_model_owned(self.clone(), input.into(), config)
+    }
+}
