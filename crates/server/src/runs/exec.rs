@@ -251,7 +251,8 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
     // itself, or wakes a worker when it cannot).
     let waiting = match &records {
         Ok(records) => {
-            records.active_runs(&thread_id).any(|r| r.run.status == RunStatus::Pending) || !super::starts_here(app)
+            records.active_runs(&thread_id).any(|r| r.run.status == RunStatus::Pending)
+                || !super::starts_here(app)
         }
         Err(_) => true,
     };
