@@ -288,3 +288,122 @@ async fn a_shutdown_does_not_wait_past_its_grace_for_open_streams() {
         .unwrap();
     assert!(started.elapsed() < Duration::from_secs(2), "stopped after its grace: {:?}", started.elapsed());
 }
+
+/// Waits until the run's record says `status`.
+async fn wait_for_status(addr: std::net::SocketAddr, tid: &str, rid: &str, status: &str) {
+    for _ in 0..300 {
+        if get(addr, &format!("/threads/{tid}/runs/{rid}")).await.json()["status"] == status {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("run {rid} never became {status}");
+}
+
+#[tokio::test]
+async fn a_run_on_a_free_thread_is_running_as_soon_as_it_is_made_and_the_next_one_waits() {
+    let server = start(builder()).await;
+    let tid = thread(server.addr).await;
+    let first = post(
+        server.addr,
+        &format!("/threads/{tid}/runs"),
+        json!({"assistant_id": "slow", "input": {"delay": 0.5}}),
+    )
+    .await
+    .json();
+    assert_eq!(first["status"], "pending", "a creation answers with the run as made, as LangGraph does");
+    let first_id = first["run_id"].as_str().unwrap().to_owned();
+    let stored = get(server.addr, &format!("/threads/{tid}/runs/{first_id}")).await.json();
+    assert_eq!(stored["status"], "running", "stored running in the transaction that made it");
+    assert_eq!(get(server.addr, &format!("/threads/{tid}")).await.json()["status"], "busy");
+    let second = post(
+        server.addr,
+        &format!("/threads/{tid}/runs"),
+        json!({"assistant_id": "slow", "input": {"delay": 0}, "multitask_strategy": "enqueue"}),
+    )
+    .await
+    .json();
+    let second_id = second["run_id"].as_str().unwrap().to_owned();
+    let queued = get(server.addr, &format!("/threads/{tid}/runs/{second_id}")).await.json();
+    assert_eq!(queued["status"], "pending", "a busy thread's next run waits");
+    wait_for_status(server.addr, &tid, &second_id, "success").await;
+    let first_done = get(server.addr, &format!("/threads/{tid}/runs/{first_id}")).await.json();
+    assert_eq!(first_done["status"], "success");
+    let values = get(server.addr, &format!("/threads/{tid}/state")).await.json()["values"].clone();
+    assert_eq!(values["items"], json!(["slept", "b", "slept", "b"]));
+}
+
+#[tokio::test]
+async fn a_rolled_back_run_leaves_the_thread_where_it_found_it() {
+    let server = start(builder()).await;
+    let tid = thread(server.addr).await;
+    let done = post(
+        server.addr,
+        &format!("/threads/{tid}/runs/wait"),
+        json!({"assistant_id": "simple", "input": {}}),
+    )
+    .await
+    .json();
+    assert_eq!(done["items"], json!(["a", "b"]));
+    let before = get(server.addr, &format!("/threads/{tid}/state")).await.json();
+    let run = post(
+        server.addr,
+        &format!("/threads/{tid}/runs"),
+        json!({"assistant_id": "slow", "input": {"delay": 30, "items": ["input"]}}),
+    )
+    .await
+    .json();
+    let rid = run["run_id"].as_str().unwrap().to_owned();
+    // Until the run has saved its input, a rollback has nothing of the run's to walk back over.
+    for _ in 0..300 {
+        let now = get(server.addr, &format!("/threads/{tid}/state")).await.json();
+        if now["values"]["items"] == json!(["a", "b", "input"]) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let r = post(server.addr, &format!("/threads/{tid}/runs/{rid}/cancel?action=rollback"), json!({})).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    for _ in 0..300 {
+        if get(server.addr, &format!("/threads/{tid}/runs/{rid}")).await.status == 404 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        get(server.addr, &format!("/threads/{tid}/runs/{rid}")).await.status,
+        404,
+        "rolled back: gone"
+    );
+    let after = get(server.addr, &format!("/threads/{tid}/state")).await.json();
+    assert_eq!(after["values"], before["values"], "the run's writes are undone");
+
+    // A thread that had no checkpoint before the run has none after it.
+    let fresh = thread(server.addr).await;
+    let run = post(
+        server.addr,
+        &format!("/threads/{fresh}/runs"),
+        json!({"assistant_id": "slow", "input": {"delay": 30}}),
+    )
+    .await
+    .json();
+    let rid = run["run_id"].as_str().unwrap().to_owned();
+    for _ in 0..300 {
+        let history = post(server.addr, &format!("/threads/{fresh}/history"), json!({})).await.json();
+        if history.as_array().is_some_and(|h| !h.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let r =
+        post(server.addr, &format!("/threads/{fresh}/runs/{rid}/cancel?action=rollback"), json!({})).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    for _ in 0..300 {
+        if get(server.addr, &format!("/threads/{fresh}/runs/{rid}")).await.status == 404 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let history = post(server.addr, &format!("/threads/{fresh}/history"), json!({})).await.json();
+    assert_eq!(history, json!([]), "every checkpoint of the run is gone");
+}

@@ -152,8 +152,13 @@ impl Db {
             .connect_with(connect.clone())
             .await
             .map_err(fail)?;
+        // Readers are not pinged before use either: each ping is a round trip to the connection's worker
+        // thread, one more per read.
         let reader = SqlitePoolOptions::new()
             .max_connections(options.read_connections.max(1))
+            .test_before_acquire(false)
+            .idle_timeout(None)
+            .max_lifetime(None)
             .connect_with(connect)
             .await
             .map_err(fail)?;

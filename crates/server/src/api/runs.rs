@@ -49,7 +49,7 @@ pub(crate) async fn create(
 ) -> ApiResult<Response> {
     let body = create_body(&app, body, false).await?;
     let created = runs::create(&app, &caller, Some(&thread_id), body, false, false).await?;
-    runs::schedule(&app, &created.record.run.thread_id);
+    created.schedule(&app);
     let (location, _) = paths(&thread_id, &created.record.run.run_id, false);
     Ok(with_header(ok(&created.record.run), "content-location", &location))
 }
@@ -62,7 +62,7 @@ pub(crate) async fn create_stateless(
 ) -> ApiResult<Response> {
     let body = create_body(&app, body, true).await?;
     let created = runs::create(&app, &caller, None, body, true, false).await?;
-    runs::schedule(&app, &created.record.run.thread_id);
+    created.schedule(&app);
     let (location, _) = paths("", &created.record.run.run_id, true);
     Ok(with_header(ok(&created.record.run), "content-location", &location))
 }
@@ -78,8 +78,8 @@ async fn stream_run(
     let cancel_on_disconnect = body.on_disconnect.as_deref() == Some("cancel");
     let created = runs::create(&app, &caller, thread_id.as_deref(), body, stateless, true).await?;
     let run = &created.record.run;
+    created.schedule(&app);
     let subscription = created.subscription.unwrap_or_else(|| created.channel.subscribe(None));
-    runs::schedule(&app, &run.thread_id);
     let (content_location, location) = paths(&run.thread_id, &run.run_id, stateless);
     Ok(sse::events(
         app.limits.keep_alive,
@@ -150,8 +150,8 @@ async fn wait_run(
     let body = create_body(&app, body, stateless).await?;
     let cancel_on_disconnect = body.on_disconnect.as_deref() == Some("cancel");
     let created = runs::create(&app, &caller, thread_id.as_deref(), body, stateless, false).await?;
+    created.schedule(&app);
     let run = &created.record.run;
-    runs::schedule(&app, &run.thread_id);
     let content_location = format!("/threads/{}/runs/{}", run.thread_id, run.run_id);
     let location = format!("{content_location}/join");
     let answer = answer(Arc::clone(&app), run.run_id.clone(), run.thread_id.clone());
@@ -199,7 +199,7 @@ pub(crate) async fn batch(State(app): AppState, caller: Caller, body: Body) -> A
     let mut made = Vec::with_capacity(bodies.len());
     for body in bodies {
         let created = runs::create(&app, &caller, None, body, true, false).await?;
-        runs::schedule(&app, &created.record.run.thread_id);
+        created.schedule(&app);
         made.push(created.record.run);
     }
     Ok(ok(&made))

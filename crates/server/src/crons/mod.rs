@@ -156,7 +156,7 @@ async fn fire(app: &Arc<App>, cron: &Cron) -> Result<String, String> {
         None => crate::runs::create(app, &caller, None, request, true, false).await,
     }
     .map_err(|e| e.detail)?;
-    crate::runs::schedule(app, &created.record.run.thread_id);
+    created.schedule(app);
     tracing::debug!(cron_id = cron.cron_id, run_id = created.record.run.run_id, "cron fired");
     Ok(created.record.run.run_id)
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use futures::StreamExt as _;
 use serde_json::{Value, json};
+use weft_graph::checkpoint::{CheckpointConfig, CheckpointTuple, ListOptions};
 use weft_graph::erased::{ErasedGraph, JsonCommand, JsonInput};
 use weft_graph::{Durability, GraphError, RunOptions};
 use weft_runnable_core::{EventSink, RunnableConfig};
@@ -186,31 +187,26 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
     let graph_id = kwargs.config.get("configurable").and_then(|c| c.get("graph_id")).and_then(Value::as_str);
     let registered = graph_id.and_then(|id| app.graphs.get(id));
     let mut result = RunResult::default();
-    let (ended, started_from) = match registered {
-        None => (
-            Ended::Error(
-                json!({"error": "GraphNotFound", "message": format!("graph '{}' is not served", graph_id.unwrap_or_default())}),
-            ),
-            None,
+    let ended = match registered {
+        None => Ended::Error(
+            json!({"error": "GraphNotFound", "message": format!("graph '{}' is not served", graph_id.unwrap_or_default())}),
         ),
         Some(registered) => {
             let graph = if kwargs.temporary { &registered.stateless } else { &registered.stateful };
-            // Where the thread stood (so that a rollback can return there), and whether this run saved it
-            // before a stop (then it continues from there).
-            let head = if kwargs.temporary {
-                None
-            } else {
-                graph.get_state_json(&thread_config(&thread_id), false).await.ok()
-            };
-            let started_from = head.as_ref().map(|s| s.config.as_ref().and_then(|c| c.checkpoint_id.clone()));
-            let saved_by_run = head
-                .as_ref()
-                .and_then(|s| s.metadata.as_ref())
-                .and_then(|m| m.extra.get("run_id"))
-                .is_some_and(|id| id.as_str() == Some(run_id.as_str()));
-            let continues = record.attempt > 1 && saved_by_run;
+            // A run started again after a stop continues from the thread's head when it saved that head
+            // (its input is in it). A first attempt reads nothing here: where the thread stood before the
+            // run (for a rollback) is found when a rollback asks for it.
+            let continues = record.attempt > 1
+                && !kwargs.temporary
+                && app
+                    .checkpointer
+                    .get_tuple(&CheckpointConfig::thread(thread_id.as_str()))
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some_and(|head| made_by(&head, &run_id));
             let timeout = app.limits.run_timeout;
-            (drive(&record, graph, continues, &channel, &mut result, timeout).await, started_from)
+            drive(&record, graph, continues, &channel, &mut result, timeout).await
         }
     };
     if let Ended::Error(error) | Ended::Timeout(error) = &ended {
@@ -228,7 +224,7 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
     let hook = Hook::new(&ended, &result);
     app.metrics.record(hook.status, clock.elapsed());
     let webhook = kwargs.webhook.as_str().map(|url| (url.to_owned(), hook));
-    let body = finish(app, &record, ended, started_from, result).await.unwrap_or_else(|e| {
+    let body = finish(app, &record, ended, result).await.unwrap_or_else(|e| {
         tracing::error!(run_id, error = %e.detail, "cannot record the end of a run");
         None
     });
@@ -243,18 +239,30 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
             app.channels.remove(&run_id);
         }
     }
-    let values = match &records {
-        Ok(records) => records.threads.get(&thread_id).and_then(|t| t.values.clone()),
-        Err(e) => {
+    let values = match (&records, &webhook) {
+        (_, None) => None,
+        (Ok(records), Some(_)) => records.threads.get(&thread_id).and_then(|t| t.values.clone()),
+        (Err(e), Some(_)) => {
             tracing::error!(run_id, error = %e, "cannot read the thread's values for the webhook");
             None
         }
+    };
+    // The thread's next run, if one waits (a run made from now on finds the thread free and starts
+    // itself, or wakes a worker when it cannot).
+    let waiting = match &records {
+        Ok(records) => {
+            records.active_runs(&thread_id).any(|r| r.run.status == RunStatus::Pending)
+                || !super::starts_here(app)
+        }
+        Err(_) => true,
     };
     drop(records);
     if let Some((url, hook)) = webhook {
         app.webhooks.send(url, hook.payload(&record, started_at, values));
     }
-    super::schedule(app, &thread_id);
+    if waiting {
+        super::schedule(app, &thread_id);
+    }
 }
 
 /// What a run's webhook says of its end.
@@ -310,13 +318,12 @@ async fn finish(
     app: &Arc<App>,
     record: &RunRecord,
     ended: Ended,
-    started_from: Option<Option<String>>,
     result: RunResult,
 ) -> Result<Option<Value>, crate::error::ApiError> {
     let thread_id = &record.run.thread_id;
     let temporary = record.run.kwargs.temporary;
     if let Ended::Cancelled(CancelAction::Rollback) = ended {
-        rollback(app, record, started_from).await?;
+        rollback(app, record).await?;
     }
     let thread = app.records.lock().await?.threads.get(thread_id).cloned();
     let snapshot = match &thread {
@@ -384,16 +391,43 @@ async fn finish(
     Ok(body)
 }
 
+/// Whether the checkpoint was saved by the run `run_id` (its metadata names the run).
+fn made_by(tuple: &CheckpointTuple, run_id: &str) -> bool {
+    tuple.metadata.extra.get("run_id").and_then(Value::as_str) == Some(run_id)
+}
+
+/// Where the thread stood before the run: its newest root checkpoint that the run did not save (`None`
+/// when it has none). The run's own checkpoints are the newest, so this walks back over them only.
+async fn started_from(app: &App, record: &RunRecord) -> Result<Option<String>, crate::error::ApiError> {
+    let thread = CheckpointConfig::thread(record.run.thread_id.as_str());
+    let mut before = None;
+    loop {
+        let options = ListOptions { before, limit: Some(1), ..ListOptions::default() };
+        let found = app
+            .checkpointer
+            .list(Some(&thread), options)
+            .await
+            .map_err(|e| crate::error::ApiError::internal(e.to_string()))?;
+        let Some(tuple) = found.into_iter().next() else { return Ok(None) };
+        if !made_by(&tuple, &record.run.run_id) {
+            return Ok(tuple.config.checkpoint_id);
+        }
+        before = tuple.config.checkpoint_id;
+        if before.is_none() {
+            return Ok(None);
+        }
+    }
+}
+
 /// Puts the thread back where the run found it: a thread that had no checkpoint loses them all; one that
 /// had gets a copy of that checkpoint as its latest (the run's checkpoints stay in its history, behind it).
-async fn rollback(
-    app: &Arc<App>,
-    record: &RunRecord,
-    started_from: Option<Option<String>>,
-) -> Result<(), crate::error::ApiError> {
+async fn rollback(app: &Arc<App>, record: &RunRecord) -> Result<(), crate::error::ApiError> {
     let thread_id = &record.run.thread_id;
-    match started_from {
-        Some(Some(checkpoint_id)) => {
+    if record.run.kwargs.temporary {
+        return Ok(());
+    }
+    match started_from(app, record).await? {
+        Some(checkpoint_id) => {
             let graph_id = record
                 .run
                 .kwargs
@@ -406,13 +440,12 @@ async fn rollback(
             config.configurable.insert("checkpoint_id".into(), Value::String(checkpoint_id));
             registered.stateful.update_state_json(&config, None, Some("__copy__")).await?;
         }
-        Some(None) => {
+        None => {
             app.checkpointer
                 .delete_thread(thread_id)
                 .await
                 .map_err(|e| crate::error::ApiError::internal(e.to_string()))?;
         }
-        None => {}
     }
     Ok(())
 }

@@ -33,6 +33,18 @@ pub(crate) struct Created {
     pub(crate) record: RunRecord,
     pub(crate) channel: Arc<RunChannel>,
     pub(crate) subscription: Option<channel::Subscription>,
+    /// Whether the run was started as it was made (its thread was free and a run slot too), so that no
+    /// worker needs waking for it.
+    started: bool,
+}
+
+impl Created {
+    /// Starts the thread's next run unless this one was started as it was made.
+    pub(crate) fn schedule(&self, app: &Arc<App>) {
+        if !self.started {
+            schedule(app, &self.record.run.thread_id);
+        }
+    }
 }
 
 /// The stream modes of a request: a name or a list; none (or an empty list) is `["values"]`.
@@ -255,7 +267,23 @@ pub(crate) async fn create(
         attempt: 0,
         delete_thread: temporary,
     };
-    records.commit(vec![Change::Thread(thread), Change::Run(Box::new(record.clone()))]).await?;
+    // A run that can start at once (nothing else on its thread, no delay, a free run slot; embedded) is
+    // stored running, in the transaction that makes it: one write and no hand-off to a worker task.
+    let slot = if inflight.is_empty() && after_seconds == 0.0 && starts_here(app) {
+        Arc::clone(&app.run_slots).try_acquire_owned().ok()
+    } else {
+        None
+    };
+    let stored = match &slot {
+        Some(_) => {
+            let mut running = record.clone();
+            running.run.status = RunStatus::Running;
+            running.attempt = 1;
+            running
+        }
+        None => record.clone(),
+    };
+    records.commit(vec![Change::Thread(thread), Change::Run(Box::new(stored.clone()))]).await?;
     let channel = app.channels.open(&run_id, record.run.kwargs.resumable);
     let subscription = subscribe.then(|| channel.subscribe(None));
     // The thread's listeners hear of the run before a worker can start it.
@@ -271,13 +299,33 @@ pub(crate) async fn create(
         // The runs may have finished meanwhile: then there is nothing to cancel, and the new run goes on.
         let _ = cancel(app, &thread_id, &inflight, action).await;
     }
-    Ok(Created { record, channel, subscription })
+    let started = slot.is_some();
+    if let Some(permit) = slot {
+        let app = Arc::clone(app);
+        let channel = Arc::clone(&channel);
+        tokio::spawn(async move {
+            exec::execute_on(&app, stored, channel).await;
+            drop(permit);
+        });
+    }
+    // The run as made (`pending`, as LangGraph answers a creation), whether or not it started since.
+    Ok(Created { record, channel, subscription, started })
 }
 
 fn json_object(key: &str, value: Value) -> Map<String, Value> {
     let mut map = Map::new();
     map.insert(key.to_owned(), value);
     map
+}
+
+/// Whether this process starts its runs itself (embedded); scaled out, workers claim them from the queue.
+fn starts_here(app: &App) -> bool {
+    #[cfg(feature = "scale")]
+    if app.scale.is_some() {
+        return false;
+    }
+    let _ = app;
+    true
 }
 
 /// Starts the thread's next pending run when none is running (in a task of its own). Scaled out: wakes
