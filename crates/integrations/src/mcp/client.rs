@@ -36,7 +36,9 @@ pub struct MultiServerMcpClient {
 impl MultiServerMcpClient {
     /// Connects to every server at once. If one cannot be reached, the others are closed and the error
     /// names the one that failed.
-    pub async fn connect<N: Into<String>>(servers: impl IntoIterator<Item = (N, Connection)>) -> Result<Self> {
+    pub async fn connect<N: Into<String>>(
+        servers: impl IntoIterator<Item = (N, Connection)>,
+    ) -> Result<Self> {
         let servers: Vec<(String, Connection)> = servers.into_iter().map(|(n, c)| (n.into(), c)).collect();
         let mut names = BTreeSet::new();
         if let Some((dup, _)) = servers.iter().find(|(name, _)| !names.insert(name.clone())) {
@@ -154,4 +156,3 @@ impl MultiServerMcpClient {
         join_all(self.sessions.values().map(McpSession::close)).await;
     }
 }
-

@@ -107,7 +107,8 @@ mod secs {
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
         let secs = f64::deserialize(deserializer)?;
-        Duration::try_from_secs_f64(secs).map_err(|e| serde::de::Error::custom(format!("timeout {secs}: {e}")))
+        Duration::try_from_secs_f64(secs)
+            .map_err(|e| serde::de::Error::custom(format!("timeout {secs}: {e}")))
     }
 }
 
@@ -205,7 +206,8 @@ mod tests {
 
     #[test]
     fn bad_configurations_are_errors_that_say_what_is_wrong() {
-        let unknown = serde_json::from_value::<Connection>(serde_json::json!({"transport": "sse", "url": "u"}));
+        let unknown =
+            serde_json::from_value::<Connection>(serde_json::json!({"transport": "sse", "url": "u"}));
         assert!(unknown.unwrap_err().to_string().contains("unknown variant `sse`"));
         let missing = serde_json::from_value::<Connection>(serde_json::json!({"transport": "stdio"}));
         assert!(missing.unwrap_err().to_string().contains("missing field `command`"));

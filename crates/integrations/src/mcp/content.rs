@@ -82,7 +82,8 @@ pub fn tool_output_from_mcp(server: &str, tool: &str, result: &Value) -> Result<
     let blocks = result.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
         let text = content_from_mcp(blocks).text();
-        let message = if text.is_empty() { "the tool reported an error without a message".to_owned() } else { text };
+        let message =
+            if text.is_empty() { "the tool reported an error without a message".to_owned() } else { text };
         return Err(McpError::ToolFailed { server: server.to_owned(), tool: tool.to_owned(), message });
     }
     let structured = result.get("structuredContent").filter(|v| !v.is_null());
@@ -104,7 +105,8 @@ pub fn tool_output_from_mcp(server: &str, tool: &str, result: &Value) -> Result<
 /// A prompt message (`{"role", "content"}`) as a weft message: `user` becomes a human message,
 /// `assistant` an AI message.
 pub fn message_from_mcp(message: &Value) -> Result<Message, String> {
-    let content = message.get("content").map(|c| content_from_mcp(std::slice::from_ref(c))).unwrap_or_default();
+    let content =
+        message.get("content").map(|c| content_from_mcp(std::slice::from_ref(c))).unwrap_or_default();
     match message.get("role").and_then(Value::as_str) {
         Some("user") => Ok(Message::human(content)),
         Some("assistant") => Ok(Message::ai(content)),
@@ -208,15 +210,20 @@ mod tests {
 
     #[test]
     fn structured_content_is_the_artifact_and_stands_in_for_missing_text() {
-        let with_text = json!({"content": [{"type": "text", "text": "22.5"}], "structuredContent": {"t": 22.5}});
+        let with_text =
+            json!({"content": [{"type": "text", "text": "22.5"}], "structuredContent": {"t": 22.5}});
         let ToolOutput::ContentAndArtifact { content, artifact } =
             tool_output_from_mcp("s", "w", &with_text).unwrap()
         else {
             panic!("expected an artifact")
         };
-        assert_eq!((content.text(), artifact), ("22.5".to_owned(), json!({"structured_content": {"t": 22.5}})));
+        assert_eq!(
+            (content.text(), artifact),
+            ("22.5".to_owned(), json!({"structured_content": {"t": 22.5}}))
+        );
         let alone = json!({"structuredContent": {"t": 1}});
-        let ToolOutput::ContentAndArtifact { content, .. } = tool_output_from_mcp("s", "w", &alone).unwrap() else {
+        let ToolOutput::ContentAndArtifact { content, .. } = tool_output_from_mcp("s", "w", &alone).unwrap()
+        else {
             panic!("expected an artifact")
         };
         assert_eq!(content.text(), r#"{"t":1}"#);
@@ -234,9 +241,11 @@ mod tests {
 
     #[test]
     fn prompt_messages_map_roles_and_reject_unknown_ones() {
-        let user = message_from_mcp(&json!({"role": "user", "content": {"type": "text", "text": "hi"}})).unwrap();
+        let user =
+            message_from_mcp(&json!({"role": "user", "content": {"type": "text", "text": "hi"}})).unwrap();
         assert_eq!(user, Message::human("hi"));
-        let ai = message_from_mcp(&json!({"role": "assistant", "content": {"type": "text", "text": "yo"}})).unwrap();
+        let ai = message_from_mcp(&json!({"role": "assistant", "content": {"type": "text", "text": "yo"}}))
+            .unwrap();
         assert_eq!(ai, Message::ai("yo"));
         let bad = message_from_mcp(&json!({"role": "system", "content": {"type": "text", "text": "x"}}));
         assert_eq!(bad.unwrap_err(), "unknown prompt message role Some(\"system\")");
@@ -262,7 +271,8 @@ mod tests {
     #[test]
     fn resource_contents_read_text_and_blobs() {
         let text: ResourceContent =
-            serde_json::from_value(json!({"uri": "a://1", "mimeType": "text/plain", "text": "hello"})).unwrap();
+            serde_json::from_value(json!({"uri": "a://1", "mimeType": "text/plain", "text": "hello"}))
+                .unwrap();
         assert_eq!(text.text(), Some("hello"));
         let blob: ResourceContent = serde_json::from_value(json!({"uri": "a://2", "blob": "AAE="})).unwrap();
         assert_eq!((blob.data, blob.mime_type), (ResourceData::Blob("AAE=".into()), None));

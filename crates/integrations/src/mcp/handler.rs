@@ -1,6 +1,6 @@
 //! The client side of a session as rmcp sees it: who we are, and where progress notifications go.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
@@ -36,10 +36,33 @@ pub(crate) fn token_key(token: &ProgressToken) -> String {
     }
 }
 
+/// How many notifications for tokens nobody listens to (yet) are kept.
+const UNROUTED_LIMIT: usize = 64;
+
 /// The rmcp client handler of one session.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ClientState {
     pub(crate) progress: ProgressRoutes,
+    /// Notifications that came before their call registered its route (the token is known only once
+    /// the request is sent), oldest first.
+    unrouted: Arc<Mutex<VecDeque<(String, Progress)>>>,
+}
+
+impl ClientState {
+    /// Sends the progress of token `key` to `sender`, starting with what already came.
+    pub(crate) fn route(&self, key: String, sender: UnboundedSender<Progress>) {
+        let mut routes = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut unrouted = self.unrouted.lock().unwrap_or_else(PoisonError::into_inner);
+        unrouted.retain(|(token, progress)| {
+            if *token == key {
+                let _ = sender.send(progress.clone());
+                false
+            } else {
+                true
+            }
+        });
+        routes.insert(key, sender);
+    }
 }
 
 impl ClientHandler for ClientState {
@@ -52,14 +75,20 @@ impl ClientHandler for ClientState {
 
     async fn on_progress(&self, params: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
         let key = token_key(&params.progress_token);
+        let progress = Progress { progress: params.progress, total: params.total, message: params.message };
         let routes = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(sender) = routes.get(&key) {
+        match routes.get(&key) {
             // A closed receiver means the call already ended: the late notification is dropped.
-            let _ = sender.send(Progress {
-                progress: params.progress,
-                total: params.total,
-                message: params.message.clone(),
-            });
+            Some(sender) => {
+                let _ = sender.send(progress);
+            }
+            None => {
+                let mut unrouted = self.unrouted.lock().unwrap_or_else(PoisonError::into_inner);
+                if unrouted.len() == UNROUTED_LIMIT {
+                    unrouted.pop_front();
+                }
+                unrouted.push_back((key, progress));
+            }
         }
     }
 }

@@ -3,18 +3,17 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
+use rmcp::RoleClient;
 use rmcp::model::{
-    CallToolRequestParams, GetPromptRequestParams, NumberOrString, ProgressToken, ReadResourceRequestParams,
-    RequestMetaObject,
+    CallToolRequest, CallToolRequestParams, ClientRequest, GetPromptRequestParams, ReadResourceRequestParams,
+    ServerResult,
 };
-use rmcp::service::{Peer, RunningService, ServiceError, ServiceExt as _};
+use rmcp::service::{Peer, PeerRequestOptions, RunningService, ServiceError, ServiceExt as _};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::RoleClient;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -24,7 +23,7 @@ use weft_runnable_core::{Message, ToolOutput};
 use super::connection::{Connection, HttpConnection, Timeouts};
 use super::content::{ResourceContent, message_from_mcp, tool_output_from_mcp};
 use super::error::{McpError, Result};
-use super::handler::{ClientState, Progress};
+use super::handler::{ClientState, Progress, token_key};
 use super::process::ServerProcess;
 use super::tool::McpTool;
 
@@ -114,7 +113,6 @@ struct Inner {
     process: Mutex<Option<ServerProcess>>,
     pid: Option<u32>,
     timeouts: Timeouts,
-    next_token: AtomicU64,
 }
 
 impl fmt::Debug for McpSession {
@@ -147,7 +145,12 @@ impl McpSession {
     }
 
     /// Connects over an already open byte stream (a socket, a pipe, `tokio::io::duplex` in tests).
-    pub async fn connect_io<R, W>(name: impl Into<String>, read: R, write: W, timeouts: Timeouts) -> Result<Self>
+    pub async fn connect_io<R, W>(
+        name: impl Into<String>,
+        read: R,
+        write: W,
+        timeouts: Timeouts,
+    ) -> Result<Self>
     where
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
@@ -193,7 +196,6 @@ impl McpSession {
                 process: Mutex::new(process),
                 pid,
                 timeouts,
-                next_token: AtomicU64::new(1),
             }),
         })
     }
@@ -253,15 +255,22 @@ impl McpSession {
                 });
             }
         };
-        let token = format!("weft-{}", self.inner.next_token.fetch_add(1, Ordering::Relaxed));
-        let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-        params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(NumberOrString::String(
-            token.as_str().into(),
-        ))));
+        // rmcp gives every request a progress token of its own; the route is registered under it once the
+        // request is sent (notifications that arrive before that wait in the handler).
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+            CallToolRequestParams::new(name.to_owned()).with_arguments(arguments),
+        ));
+        let timeout = self.inner.timeouts.request;
+        let options = PeerRequestOptions::with_timeout(timeout);
+        let handle = match self.inner.peer.send_request_with_option(request, options).await {
+            Ok(handle) => handle,
+            Err(err) => return Err(self.service_error(&op, err).await),
+        };
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
-        self.inner.state.progress.lock().unwrap_or_else(PoisonError::into_inner).insert(token.clone(), sender);
+        let token = token_key(&handle.progress_token);
+        self.inner.state.route(token.clone(), sender);
         let _route = RouteGuard { routes: &self.inner.state.progress, token };
-        let call = self.request(&op, self.inner.timeouts.request, self.inner.peer.call_tool(params));
+        let call = handle.await_response();
         tokio::pin!(call);
         let result = loop {
             tokio::select! {
@@ -278,7 +287,15 @@ impl McpSession {
                 report(progress);
             }
         }
-        serde_json::to_value(result?).map_err(|e| self.protocol_error(&op, e.to_string()))
+        let result = match result {
+            Ok(ServerResult::CallToolResult(result)) => serde_json::to_value(result),
+            Ok(other) => {
+                let got = serde_json::to_value(other).unwrap_or_default();
+                return Err(self.protocol_error(&op, format!("unexpected answer {got}")));
+            }
+            Err(err) => return Err(self.service_error(&op, err).await),
+        };
+        result.map_err(|e| self.protocol_error(&op, e.to_string()))
     }
 
     /// Calls tool `name` and maps its result (see [`tool_output_from_mcp`]): an `isError` result is
@@ -296,7 +313,8 @@ impl McpSession {
     /// The server's prompt templates (every page).
     pub async fn list_prompts(&self) -> Result<Vec<PromptInfo>> {
         let op = "prompts/list";
-        let prompts = self.request(op, self.inner.timeouts.request, self.inner.peer.list_all_prompts()).await?;
+        let prompts =
+            self.request(op, self.inner.timeouts.request, self.inner.peer.list_all_prompts()).await?;
         prompts.iter().map(|prompt| self.decode(op, prompt)).collect()
     }
 
@@ -308,10 +326,14 @@ impl McpSession {
             params.arguments =
                 Some(arguments.into_iter().map(|(key, value)| (key, Value::String(value))).collect());
         }
-        let result = self.request(&op, self.inner.timeouts.request, self.inner.peer.get_prompt(params)).await?;
+        let result =
+            self.request(&op, self.inner.timeouts.request, self.inner.peer.get_prompt(params)).await?;
         let result = serde_json::to_value(result).map_err(|e| self.protocol_error(&op, e.to_string()))?;
         let messages = result.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
-        messages.iter().map(|m| message_from_mcp(m).map_err(|message| self.protocol_error(&op, message))).collect()
+        messages
+            .iter()
+            .map(|m| message_from_mcp(m).map_err(|message| self.protocol_error(&op, message)))
+            .collect()
     }
 
     /// The server's resources (every page).
@@ -326,7 +348,8 @@ impl McpSession {
     pub async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContent>> {
         let op = format!("resources/read '{uri}'");
         let params = ReadResourceRequestParams::new(uri.to_owned());
-        let result = self.request(&op, self.inner.timeouts.request, self.inner.peer.read_resource(params)).await?;
+        let result =
+            self.request(&op, self.inner.timeouts.request, self.inner.peer.read_resource(params)).await?;
         let result = serde_json::to_value(result).map_err(|e| self.protocol_error(&op, e.to_string()))?;
         let contents = result.get("contents").cloned().unwrap_or(Value::Array(Vec::new()));
         serde_json::from_value(contents).map_err(|e| self.protocol_error(&op, e.to_string()))
@@ -365,11 +388,16 @@ impl McpSession {
         let server = self.inner.name.clone();
         let operation = operation.to_owned();
         match err {
-            ServiceError::McpError(data) => {
-                McpError::Protocol { server, operation, message: data.message.into_owned(), code: Some(data.code.0) }
-            }
+            ServiceError::McpError(data) => McpError::Protocol {
+                server,
+                operation,
+                message: data.message.into_owned(),
+                code: Some(data.code.0),
+            },
             ServiceError::Timeout { timeout } => McpError::Timeout { server, operation, timeout },
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) | ServiceError::Cancelled { .. } => {
+            ServiceError::TransportClosed
+            | ServiceError::TransportSend(_)
+            | ServiceError::Cancelled { .. } => {
                 let detail = match self.inner.process.lock().await.as_mut() {
                     Some(process) => process.describe_exit().await,
                     None => Some(err.to_string()),
@@ -381,7 +409,12 @@ impl McpSession {
     }
 
     fn protocol_error(&self, operation: &str, message: String) -> McpError {
-        McpError::Protocol { server: self.inner.name.clone(), operation: operation.to_owned(), message, code: None }
+        McpError::Protocol {
+            server: self.inner.name.clone(),
+            operation: operation.to_owned(),
+            message,
+            code: None,
+        }
     }
 
     /// Reads one listed item through its wire JSON.
@@ -405,11 +438,15 @@ impl Drop for RouteGuard<'_> {
 }
 
 /// The Streamable HTTP client transport for `http`, on a reqwest client of the workspace's TLS setup.
-fn http_transport(server: &str, http: &HttpConnection) -> Result<StreamableHttpClientTransport<reqwest::Client>> {
+fn http_transport(
+    server: &str,
+    http: &HttpConnection,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>> {
     use reqwest::header::{HeaderName, HeaderValue};
 
-    let url = reqwest::Url::parse(&http.url)
-        .map_err(|e| McpError::Config(format!("mcp server '{server}' has an invalid url {:?}: {e}", http.url)))?;
+    let url = reqwest::Url::parse(&http.url).map_err(|e| {
+        McpError::Config(format!("mcp server '{server}' has an invalid url {:?}: {e}", http.url))
+    })?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(McpError::Config(format!("mcp server '{server}' url {:?} is not http(s)", http.url)));
     }
@@ -421,7 +458,8 @@ fn http_transport(server: &str, http: &HttpConnection) -> Result<StreamableHttpC
             config = config.auth_header(token.to_owned());
             continue;
         }
-        let bad = |what: &str| McpError::Config(format!("mcp server '{server}' header {name:?}: invalid {what}"));
+        let bad =
+            |what: &str| McpError::Config(format!("mcp server '{server}' header {name:?}: invalid {what}"));
         let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("name"))?;
         let value = HeaderValue::from_str(value).map_err(|_| bad("value"))?;
         headers.insert(name, value);

@@ -41,11 +41,8 @@ pub struct McpTool {
 impl McpTool {
     /// The tool `definition` of the server behind `session`.
     pub fn new(session: McpSession, definition: ToolDefinition) -> Self {
-        let description = definition
-            .description
-            .clone()
-            .or_else(|| definition.title.clone())
-            .unwrap_or_default();
+        let description =
+            definition.description.clone().or_else(|| definition.title.clone()).unwrap_or_default();
         let mut schema = clean_schema(definition.input_schema.clone());
         if let Some(obj) = schema.as_object_mut() {
             obj.entry("type").or_insert_with(|| Value::String("object".to_owned()));

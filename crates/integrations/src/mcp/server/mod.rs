@@ -159,7 +159,10 @@ impl McpServer {
     async fn call(&self, request: CallToolRequestParams) -> std::result::Result<CallToolResult, ErrorData> {
         let Some(tool) = self.tools.get(request.name.as_ref()) else {
             let known: Vec<&String> = self.tools.keys().collect();
-            return Err(ErrorData::invalid_params(format!("unknown tool '{}' (tools: {known:?})", request.name), None));
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool '{}' (tools: {known:?})", request.name),
+                None,
+            ));
         };
         let args = request.arguments.map(Value::Object).unwrap_or_else(|| json!({}));
         let call = ToolCall { name: request.name.to_string(), args, id: None };
@@ -175,7 +178,9 @@ impl McpServer {
                 }
                 result
             }
-            Ok(ToolCallOutput::Command(_)) => error_result("the tool returned a graph command, which MCP cannot carry"),
+            Ok(ToolCallOutput::Command(_)) => {
+                error_result("the tool returned a graph command, which MCP cannot carry")
+            }
             Err(Error::ToolArguments { errors, .. }) => {
                 error_result(&format!("invalid arguments for tool '{}': {}", request.name, errors.join("; ")))
             }
@@ -222,7 +227,8 @@ impl ServerHandler for Handler {
                 })
             })
             .collect();
-        serde_json::from_value(json!({"tools": tools})).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+        serde_json::from_value(json!({"tools": tools}))
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
     }
 
     async fn call_tool(
