@@ -35,6 +35,12 @@ pub use weft_integrations::openai;
 #[cfg(feature = "otel")]
 pub use weft_integrations::otel;
 
+/// Model Context Protocol: MCP servers' tools, prompts and resources for weft agents
+/// ([`MultiServerMcpClient`](mcp::MultiServerMcpClient)), and weft tools and graphs served over MCP
+/// ([`McpServer`](mcp::McpServer)); feature `mcp`.
+#[cfg(feature = "mcp")]
+pub use weft_integrations::mcp;
+
 /// The HTTP server (LangGraph Platform API) and the studio; feature `server`.
 #[cfg(feature = "server")]
 pub use weft_server as server;
