@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    PaginatedRequestParams, ResultType, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -186,7 +186,11 @@ impl McpServer {
             }
             Err(err) => error_result(&err.to_string()),
         };
-        serde_json::from_value(result).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+        let mut result: CallToolResult =
+            serde_json::from_value(result).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        // Required from protocol 2026-07-28 on; rmcp clears it for peers of older versions.
+        result.result_type = Some(ResultType::COMPLETE);
+        Ok(result)
     }
 }
 
@@ -215,20 +219,20 @@ impl ServerHandler for Handler {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> std::result::Result<ListToolsResult, ErrorData> {
-        let tools: Vec<Value> = self
+        let tools = self
             .0
             .tools
             .values()
             .map(|tool| {
-                json!({
-                    "name": tool.name(),
-                    "description": tool.description(),
-                    "inputSchema": tool.model_schema().into_owned(),
-                })
+                let schema = match tool.model_schema().into_owned() {
+                    Value::Object(schema) => schema,
+                    _ => serde_json::Map::from_iter([("type".to_owned(), json!("object"))]),
+                };
+                rmcp::model::Tool::new(tool.name().to_owned(), tool.description().to_owned(), schema)
             })
             .collect();
-        serde_json::from_value(json!({"tools": tools}))
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+        // The constructor sets `resultType`, which clients of protocol 2026-07-28 require.
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
