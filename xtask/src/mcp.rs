@@ -17,6 +17,12 @@ pub(crate) const ENV: &str = "WEFT_MCP_EVERYTHING";
 /// The npm package of the reference server.
 const EVERYTHING: &str = "@modelcontextprotocol/server-everything";
 
+/// The MCP tests: package, test binaries, and whether its `mcp::` unit tests run too.
+const TESTS: &[(&str, &[&str], bool)] = &[
+    ("weft-integrations", &["mcp_everything", "mcp_server", "mcp_connect"], true),
+    ("weft", &["mcp_agent"], false),
+];
+
 /// How long the Python check may run before it counts as hung.
 const CHECK_LIMIT: Duration = Duration::from_secs(180);
 
@@ -92,33 +98,19 @@ pub(crate) fn ci_stage(tally: &mut Tally) -> Result<(), String> {
     }
     let python = required("the Python MCP client", install_python_client())?;
 
+    // Only the MCP test binaries are built, not every test of the two crates.
     let has_nextest =
         exec::cargo(&["nextest", "--version"]).output().is_ok_and(|output| output.status.success());
-    if has_nextest {
-        let filter = "binary(/^mcp_/) | test(/^mcp::/)";
-        let mut command = exec::cargo(&[
-            "nextest",
-            "run",
-            "-p",
-            "weft-integrations",
-            "-p",
-            "weft",
-            "--all-features",
-            "-E",
-            filter,
-        ]);
-        exec::run_counting(with_test_env(&mut command), tally)?;
-    } else {
-        println!("cargo-nextest is not installed: running the MCP tests with cargo test");
-        for (package, tests) in
-            [("weft-integrations", &["mcp_everything", "mcp_server"][..]), ("weft", &["mcp_agent"][..])]
-        {
-            let mut args = vec!["test", "-p", package, "--all-features"];
-            for test in tests {
-                args.extend(["--test", test]);
-            }
-            exec::run_counting(with_test_env(&mut exec::cargo(&args)), tally)?;
+    for (package, tests, lib) in TESTS {
+        let mut args = if has_nextest { vec!["nextest", "run"] } else { vec!["test"] };
+        args.extend(["-p", package, "--all-features"]);
+        for test in *tests {
+            args.extend(["--test", test]);
         }
+        if *lib {
+            args.extend(["--lib", "--", "mcp::"]);
+        }
+        exec::run_counting(with_test_env(&mut exec::cargo(&args)), tally)?;
     }
 
     let Some(python) = python else { return Ok(()) };
@@ -143,6 +135,23 @@ pub(crate) fn ci_stage(tally: &mut Tally) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_mcp_test_binary_is_run() {
+        let dir = exec::root().join("crates/integrations/tests");
+        let mut found: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|entry| entry.unwrap().file_name().into_string().ok())
+            .filter_map(|name| {
+                name.strip_prefix("mcp_").and_then(|n| n.strip_suffix(".rs")).map(|n| format!("mcp_{n}"))
+            })
+            .collect();
+        found.sort();
+        let mut listed: Vec<String> = TESTS[0].1.iter().map(|t| (*t).to_owned()).collect();
+        listed.sort();
+        assert_eq!(found, listed, "a test file of crates/integrations/tests is missing from TESTS");
+        assert!(exec::root().join("crates/weft/tests/mcp_agent.rs").is_file());
+    }
 
     #[test]
     fn the_reference_server_runs_from_its_dist_entry_script() {

@@ -87,6 +87,11 @@ pub struct RepositoryReadme;
 #[doc = include_str!("../../../docs/graph.md")]
 pub struct GraphGuide;
 
+/// The MCP guide (`docs/mcp.md`), whose snippets must compile: they are tested as doc tests here.
+#[cfg(all(doctest, feature = "mcp"))]
+#[doc = include_str!("../../../docs/mcp.md")]
+pub struct McpGuide;
+
 /// The agents guide (`docs/agents.md`), whose snippets must compile and run: they are tested as doc tests
 /// here.
 #[cfg(doctest)]

@@ -45,7 +45,10 @@ use super::error::{McpError, Result};
 ///     "Adds two numbers.",
 ///     serde_json::json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
 ///                        "required": ["a", "b"]}),
-///     |args, _ctx| async move { Ok(args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0)) },
+///     |args, _ctx| async move {
+///         let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
+///         Ok(serde_json::json!(sum))
+///     },
 /// );
 /// McpServer::new("math").with_tool(add.shared()).serve_stdio().await?;
 /// # Ok(()) }
