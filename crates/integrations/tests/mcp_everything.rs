@@ -150,10 +150,8 @@ async fn a_long_running_tool_reports_its_progress() {
         .await
         .unwrap();
     assert!(message.content.text().starts_with("Long running operation completed"), "{:?}", message.content);
-    let seen = seen.lock().unwrap();
-    let steps: Vec<(f64, Option<f64>)> = seen.iter().map(|p| (p.progress, p.total)).collect();
+    let steps: Vec<(f64, Option<f64>)> = seen.lock().unwrap().iter().map(|p| (p.progress, p.total)).collect();
     assert_eq!(steps, (1..=5).map(|i| (f64::from(i), Some(5.0))).collect::<Vec<_>>());
-    drop(seen);
     session.close().await;
 }
 
