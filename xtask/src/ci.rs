@@ -5,7 +5,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::exec::{self, Tally, format_duration};
-use crate::{bench, fakellm, langgraph_diff, llm, phoenix, server_e2e, services, studio_e2e};
+use crate::{bench, fakellm, langgraph_diff, llm, mcp, phoenix, server_e2e, services, studio_e2e};
 
 /// How long one example may run before it counts as hung.
 const EXAMPLE_LIMIT: Duration = Duration::from_secs(300);
@@ -17,11 +17,12 @@ struct Stage {
 }
 
 /// Every stage, in the order they run.
-const STAGES: [Stage; 15] = [
+const STAGES: [Stage; 16] = [
     Stage { name: "services", run: services_stage },
     Stage { name: "fmt", run: fmt },
     Stage { name: "clippy", run: clippy },
     Stage { name: "llm", run: llm_stage },
+    Stage { name: "mcp", run: mcp::ci_stage },
     Stage { name: "test", run: test },
     Stage { name: "langgraph-diff", run: langgraph_diff_stage },
     Stage { name: "server-e2e", run: server_e2e_stage },
@@ -164,7 +165,7 @@ fn clippy(_: &mut Tally) -> Result<(), String> {
 
 /// Unit and integration tests of every crate: nextest when installed, else cargo test. Doc tests are the
 /// next stage (nextest cannot run them), so the cargo test fallback leaves them out too. The real-model
-/// tests get the paths of the `llm` stage.
+/// tests get the paths of the `llm` stage, the MCP tests the reference server of the `mcp` stage.
 fn test(tally: &mut Tally) -> Result<(), String> {
     let fakellm = fakellm_for_tests()?;
     let has_nextest =
@@ -178,7 +179,7 @@ fn test(tally: &mut Tally) -> Result<(), String> {
     if let Some(executable) = fakellm {
         command.env(fakellm::ENV, executable);
     }
-    exec::run_counting(llm::with_test_env(&mut command), tally)
+    exec::run_counting(mcp::with_test_env(llm::with_test_env(&mut command)), tally)
 }
 
 /// fakellm for the `openai` tests, installed when missing. Without it those tests fail in CI and skip
@@ -226,6 +227,8 @@ fn examples(_: &mut Tally) -> Result<(), String> {
     for name in &names {
         let mut command: Command = exec::cargo(&["run", "--all-features", "--example", name]);
         command.args(example_args(name));
+        // `mcp_agent` also uses the MCP reference server when the `mcp` stage installed it.
+        mcp::with_test_env(&mut command);
         exec::run_with_limit(&mut command, Some(EXAMPLE_LIMIT))?;
     }
     // Then each example that talks to a model again, `--live` against fakellm serving the examples'
@@ -298,6 +301,7 @@ mod tests {
                 "fmt",
                 "clippy",
                 "llm",
+                "mcp",
                 "test",
                 "langgraph-diff",
                 "server-e2e",

@@ -1,7 +1,7 @@
 //! weft's task runner, started with `cargo xtask TASK` (an alias in `.cargo/config.toml`).
 //!
 //! - `cargo xtask ci [STAGE...]`: every check CI runs, in order (services when `CI` is set, fmt, clippy, llm,
-//!   test, langgraph-diff, server-e2e, server-e2e-scaled, server-chaos, studio-e2e, doc, examples, bench),
+//!   mcp, test, langgraph-diff, server-e2e, server-e2e-scaled, server-chaos, studio-e2e, doc, examples, bench),
 //!   each with a
 //!   header and its duration, stopping at the first failure. Naming stages runs only those.
 //! - `cargo xtask bench [--only NAME] [--quick] [--compare]`: builds the benchmarks in release mode and
@@ -34,6 +34,7 @@ mod exec;
 mod fakellm;
 mod langgraph_diff;
 mod llm;
+mod mcp;
 mod nodeenv;
 mod phoenix;
 mod pyenv;
@@ -48,11 +49,13 @@ usage: cargo xtask TASK
 
 tasks:
   ci [STAGE...]  run every check CI runs, in order, stopping at the first failure;
-                 stages: services, fmt, clippy, llm, test, langgraph-diff, server-e2e,
+                 stages: services, fmt, clippy, llm, mcp, test, langgraph-diff, server-e2e,
                  server-e2e-scaled, server-chaos, studio-e2e, phoenix, doc, examples, bench, package
                  (services starts PostgreSQL and Redis when CI is set, else only checks them; llm
                  builds llama-server and fetches the test models into the cache when
-                 missing; bench runs every benchmark workload once, checked, in the debug
+                 missing; mcp installs the MCP reference server and the Python MCP
+                 client, runs the MCP tests and checks weft's MCP server with that client;
+                 bench runs every benchmark workload once, checked, in the debug
                  profile, then the server workloads against weft with a few checked runs each)
   bench [--server [--instances N,M]] [--only NAME[,NAME]] [--quick] [--compare]
                  build the benchmarks in release mode and run each workload in its own

@@ -9,6 +9,9 @@
 //!   Redis (no modules).
 //! - `openai`: [`openai::ChatOpenAI`] and [`openai::OpenAIEmbeddings`], chat models and embeddings from
 //!   OpenAI or any server that speaks its API (vLLM, llama.cpp, Ollama, ...).
+//! - `mcp`: [`mcp::MultiServerMcpClient`] and [`mcp::McpSession`], the tools, prompts and resources of
+//!   Model Context Protocol servers (stdio or Streamable HTTP) as weft tools and messages; and
+//!   [`mcp::McpServer`], weft tools and graphs served over MCP.
 //! - `otel`: [`otel::init`], which exports weft's `tracing` spans (graph runs, node tasks, model and tool
 //!   calls) over OTLP to any OpenTelemetry backend (Arize Phoenix, Jaeger, Langfuse, ...).
 //!
@@ -32,6 +35,18 @@ pub mod openai;
 
 #[cfg(feature = "otel")]
 pub mod otel;
+
+#[cfg(feature = "mcp")]
+pub mod mcp;
+
+/// rustls needs a process-wide cryptography provider; install ring's unless the program installed one.
+#[cfg(any(feature = "openai", feature = "mcp"))]
+pub(crate) fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Fails only when another thread installed one first, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
 
 #[cfg(feature = "_sql")]
 pub use sql::delta::DeltaStorage;

@@ -35,6 +35,12 @@ pub use weft_integrations::openai;
 #[cfg(feature = "otel")]
 pub use weft_integrations::otel;
 
+/// Model Context Protocol: MCP servers' tools, prompts and resources for weft agents
+/// ([`MultiServerMcpClient`](mcp::MultiServerMcpClient)), and weft tools and graphs served over MCP
+/// ([`McpServer`](mcp::McpServer)); feature `mcp`.
+#[cfg(feature = "mcp")]
+pub use weft_integrations::mcp;
+
 /// The HTTP server (LangGraph Platform API) and the studio; feature `server`.
 #[cfg(feature = "server")]
 pub use weft_server as server;
@@ -80,6 +86,11 @@ pub struct RepositoryReadme;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/graph.md")]
 pub struct GraphGuide;
+
+/// The MCP guide (`docs/mcp.md`), whose snippets must compile: they are tested as doc tests here.
+#[cfg(all(doctest, feature = "mcp"))]
+#[doc = include_str!("../../../docs/mcp.md")]
+pub struct McpGuide;
 
 /// The agents guide (`docs/agents.md`), whose snippets must compile and run: they are tested as doc tests
 /// here.

@@ -115,7 +115,7 @@ impl Connection {
     /// request), one for streams (the timeout bounds the wait for each piece of the stream).
     pub(crate) fn clients(&self) -> Result<Clients, OpenAIError> {
         self.validate()?;
-        install_crypto_provider();
+        crate::install_crypto_provider();
         let http = reqwest::Client::builder()
             .connect_timeout(self.timeout)
             .read_timeout(self.timeout)
@@ -143,14 +143,6 @@ impl Connection {
 pub(crate) struct Clients {
     pub(crate) whole: Client<OpenAIConfig>,
     pub(crate) stream: Client<OpenAIConfig>,
-}
-
-/// rustls needs a process-wide cryptography provider; install ring's unless the program installed one.
-fn install_crypto_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Fails only when another thread installed one first, which is as good.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
 }
 
 /// Sends requests with retries; every failure comes out as an [`OpenAIError`] boxed into async-openai's
