@@ -4,9 +4,11 @@
 //! `--serve-stdio`), connects to it with `MultiServerMcpClient` (and also to the MCP reference server
 //! when `WEFT_MCP_EVERYTHING` names its `dist/index.js`), and hands the servers' tools to a ReAct agent.
 //! The agent's model is weft's scripted chat model, so no API key or network is needed; every result is
-//! checked, and a wrong one makes the exit status non-zero.
+//! checked, and a wrong one makes the exit status non-zero. With `--live`, the model is `ChatOpenAI` at
+//! `OPENAI_BASE_URL` (see `weft_examples::Models`; `cargo xtask fakellm serve` serves rules that follow the
+//! script), and the agent's results are then reported rather than checked.
 //!
-//! - `cargo run --example mcp_agent`: the agent.
+//! - `cargo run --example mcp_agent`: the agent (`-- --live`: on a live model).
 //! - `cargo run --example mcp_agent -- --serve-stdio`: the weft MCP server alone, over stdin and stdout
 //!   (what an MCP host such as Claude Desktop starts).
 //! - `cargo run --example mcp_agent -- --serve-http 127.0.0.1:8000`: the same over Streamable HTTP, at
@@ -15,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::json;
-use weft::fakes::{FakeChatModel, FakeReply};
+use weft::fakes::FakeReply;
 use weft::mcp::{Connection, McpServer, MultiServerMcpClient};
 use weft::prelude::*;
 use weft::{ToolCall, ToolOutput, ToolStatus};
@@ -73,7 +75,7 @@ async fn main() -> std::process::ExitCode {
     let result = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         ["--serve-stdio"] => serve_stdio().await,
         ["--serve-http", addr] => serve_http(addr).await,
-        [] => agent().await,
+        [] | ["--live"] => agent().await,
         other => Err(Error::msg(format!(
             "unknown arguments {other:?}; see the doc comment of examples/mcp_agent.rs"
         ))),
@@ -121,7 +123,8 @@ async fn agent() -> weft::Result<()> {
         script.push(FakeReply::tool_call("everything_echo", json!({"message": "hi"}), "c4"));
     }
     script.push("Lisbon is sunny at 24°C; Atlantis has no forecast.".into());
-    let model = FakeChatModel::new(script);
+    let models = weft_examples::Models::from_env();
+    let model = models.chat_model("agent", script);
     let app = create_react_agent(model, tools).build()?;
     let out = app
         .invoke(
@@ -147,14 +150,20 @@ async fn agent() -> weft::Result<()> {
         .filter_map(Message::as_tool)
         .map(|t| (t.content.text(), t.status))
         .collect();
-    check(results[0] == ("sunny, 24°C".to_owned(), ToolStatus::Success), "the Lisbon forecast")?;
-    check(
-        results[1].1 == ToolStatus::Error && results[1].0.contains("no forecast for Atlantis"),
-        "the error",
-    )?;
-    check(results[2].0 == "27.0", "the sum")?;
+    // The tools' results: exact on the script; on a live model, reported next to what the script expects.
+    let texts: Vec<&str> = results.iter().map(|(text, _)| text.as_str()).collect();
+    let statuses: Vec<ToolStatus> = results.iter().map(|(_, status)| *status).collect();
+    let mut expected_statuses = vec![ToolStatus::Success, ToolStatus::Error, ToolStatus::Success];
     if everything.is_some() {
-        check(results[3].0 == "Echo: hi", "the reference server's echo")?;
+        expected_statuses.push(ToolStatus::Success);
+    }
+    models.expect_eq("the tools' statuses", &statuses, &expected_statuses);
+    let found_error = texts.get(1).is_some_and(|text| text.contains("no forecast for Atlantis"));
+    models.expect_eq("the Lisbon forecast", texts.first().copied(), Some("sunny, 24°C"));
+    models.expect_eq("the forecast error reached the model", found_error, true);
+    models.expect_eq("the sum", texts.get(2).copied(), Some("27.0"));
+    if everything.is_some() {
+        models.expect_eq("the reference server's echo", texts.get(3).copied(), Some("Echo: hi"));
     }
 
     // The served graph, called as a tool; and a prompt of the reference server, when it is there.
