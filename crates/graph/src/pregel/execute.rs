@@ -53,7 +53,7 @@ pub(crate) async fn execute<S: State>(
     let cache_key = match (&node.config.cache, &inner.config.cache) {
         (Some(cp), Some(_)) => {
             let input = match &task.input {
-                Some(p) => p.to_json().unwrap_or(Value::Null),
+                Some(p) => crate::pregel::channels::payload_json(&ch.state, p),
                 // An entrypoint's input is the run's, not in the state.
                 None if spec.functional => {
                     runtime.inner.calls.as_ref().and_then(|c| c.input()).unwrap_or_default()
@@ -82,7 +82,7 @@ pub(crate) async fn execute<S: State>(
         let span = if traced { trace::task_span(&node.name, &rt) } else { tracing::Span::none() };
         let input_json = |input: &NodeInput<'_, S>| match input {
             NodeInput::State(s) => state_json(*s),
-            NodeInput::Payload(p) => p.to_json().unwrap_or(Value::Null),
+            NodeInput::Payload(p) => crate::pregel::channels::payload_json(&ch.state, p),
         };
         if traced && records_content() && !span.is_disabled() {
             span.record("input.value", input_json(&input).to_string().as_str());

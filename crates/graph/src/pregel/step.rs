@@ -269,7 +269,7 @@ pub(crate) fn start_task<S: State>(
     if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks()) {
         if task.kind != TaskKind::Start {
             let input = match &task.input {
-                Some(p) => p.to_json().unwrap_or(Value::Null),
+                Some(p) => crate::pregel::channels::payload_json(&ch.state, p),
                 // An entrypoint's input is the run's input, as LangGraph shows it.
                 None if ctx.inner.spec.functional => entrypoint_input(ch).unwrap_or_default(),
                 None => state_json(&ch.state),
