@@ -205,7 +205,7 @@ fn send_carrying_a_command_runs_its_reemitted_goto(rec: &mut Rec) -> BoxFuture<'
     Box::pin(async move {
         let app = relay_graph().compile_with(saver())?;
         rec.invoke(&app, input(json!({"log": []})), &thread("t")).await;
-        rec.state(&app, &thread("t")).await;
+        rec.state(&app, &thread("t"), false).await;
         Ok(())
     })
 }
@@ -214,9 +214,9 @@ fn send_carrying_a_command_resumes_from_a_breakpoint(rec: &mut Rec) -> BoxFuture
     Box::pin(async move {
         let app = relay_graph().compile_with(saver().interrupt_before(["2"]))?;
         rec.invoke(&app, input(json!({"log": []})), &thread("t")).await;
-        rec.state(&app, &thread("t")).await;
+        rec.state(&app, &thread("t"), false).await;
         rec.invoke(&app, GraphInput::Resume, &thread("t")).await;
-        rec.state(&app, &thread("t")).await;
+        rec.state(&app, &thread("t"), false).await;
         Ok(())
     })
 }
