@@ -16,8 +16,9 @@ use crate::types::{END, START};
 pub struct NodeConfig {
     /// Run the node only once nothing else is pending (LangGraph's `defer=True`).
     pub defer: bool,
-    /// Retry the node on failure.
-    pub retry: Option<crate::retry::RetryPolicy>,
+    /// Retry the node on failure: the first policy whose `retry_on` matches the error applies (none:
+    /// the graph's policies, if any).
+    pub retry: Vec<crate::retry::RetryPolicy>,
     /// Metadata attached to the node's runs and stream chunks.
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// Cache the node's writes by input (needs a cache in the compile config).
@@ -42,9 +43,16 @@ impl NodeConfig {
         self
     }
 
-    /// Sets a retry policy.
+    /// Adds a retry policy after the ones already given (LangGraph's list of policies: the first whose
+    /// `retry_on` matches the error applies).
     pub fn retry(mut self, policy: crate::retry::RetryPolicy) -> Self {
-        self.retry = Some(policy);
+        self.retry.push(policy);
+        self
+    }
+
+    /// Sets the list of retry policies (the first whose `retry_on` matches the error applies).
+    pub fn retry_policies(mut self, policies: impl IntoIterator<Item = crate::retry::RetryPolicy>) -> Self {
+        self.retry = policies.into_iter().collect();
         self
     }
 }

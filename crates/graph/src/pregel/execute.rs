@@ -48,7 +48,7 @@ pub(crate) async fn execute<S: State>(
     };
     let node = &spec.nodes[n];
     let Some(func) = &node.func else { return Ok((TaskOutcome::Done(TaskWrites::default()), None)) };
-    let policy = node.config.retry.as_ref().or(inner.config.retry.as_ref());
+    let policies = if node.config.retry.is_empty() { &inner.config.retry } else { &node.config.retry };
     let step = runtime.inner.site.step;
     let cache_key = match (&node.config.cache, &inner.config.cache) {
         (Some(cp), Some(_)) => {
@@ -137,12 +137,12 @@ pub(crate) async fn execute<S: State>(
                     let resumed = resume_to_save(&rt);
                     return Ok((TaskOutcome::Interrupted(list), resumed));
                 }
-                match policy {
-                    Some(p) if attempt < p.max_attempts && p.should_retry(&err) => {
-                        Box::pin(tokio::time::sleep(p.delay(attempt))).await;
+                match crate::retry::next_retry(policies, &err, attempt) {
+                    Some(wait) => {
+                        Box::pin(tokio::time::sleep(wait)).await;
                         attempt += 1;
                     }
-                    _ => {
+                    None => {
                         return Err(GraphError::Node {
                             node: NodeRef::new(inner.name.as_str(), &*node.name),
                             step,
