@@ -52,11 +52,21 @@ pub(crate) struct TaskWrites<S: State> {
     pub(crate) joins: Vec<usize>,
     /// Whether the writes came from the node cache instead of a run.
     pub(crate) cached: bool,
+    /// The answers to its interrupts the task used, when this run gave it new ones: saved with its writes
+    /// (`__resume__`), as LangGraph saves them.
+    pub(crate) resumed: Option<Vec<serde_json::Value>>,
 }
 
 impl<S: State> Default for TaskWrites<S> {
     fn default() -> Self {
-        Self { updates: Vec::new(), goto: Vec::new(), sends: Vec::new(), joins: Vec::new(), cached: false }
+        Self {
+            updates: Vec::new(),
+            goto: Vec::new(),
+            sends: Vec::new(),
+            joins: Vec::new(),
+            cached: false,
+            resumed: None,
+        }
     }
 }
 
@@ -68,6 +78,7 @@ impl<S: State> Clone for TaskWrites<S> {
             sends: self.sends.clone(),
             joins: self.joins.clone(),
             cached: self.cached,
+            resumed: self.resumed.clone(),
         }
     }
 }
