@@ -343,8 +343,12 @@ pub(crate) fn writes_from_json<S: State>(
     Ok(writes)
 }
 
-/// A state as a JSON object of its non-empty tracked channels (for events and snapshots).
+/// A state as a JSON object of its non-empty tracked channels (for events and snapshots); a root-value
+/// state as its bare value.
 pub(crate) fn state_json<S: State>(state: &S) -> Value {
+    if state.is_root_value() {
+        return state.channel_to_json(0).ok().flatten().unwrap_or(Value::Null);
+    }
     let mut map = Map::new();
     for (i, spec) in state.channels().iter().enumerate() {
         if let Ok(Some(v)) = state.channel_to_json(i) {
