@@ -255,6 +255,42 @@ impl<S: State> StateGraph<S> {
         self.nodes.iter().map(|n| n.name.as_str()).collect()
     }
 
+    /// The nodes that no path of edges from `START` reaches (static edges, waiting edges, routers' path
+    /// maps; a router without a path map may go anywhere): only a `Command` or a `Send` can run them.
+    /// `compile` logs a warning for each.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use weft_graph::{START, State, StateGraph};
+    ///
+    /// #[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+    /// struct Empty {}
+    ///
+    /// let mut graph = StateGraph::<Empty>::new();
+    /// graph.add_node("a", |_: Empty| ());
+    /// graph.add_node("orphan", |_: Empty| ());
+    /// graph.add_edge(START, "a");
+    /// assert_eq!(graph.unreached_nodes(), ["orphan"]);
+    /// ```
+    pub fn unreached_nodes(&self) -> Vec<String> {
+        let mut topology = crate::topology::Topology::new(self.nodes.iter().map(|n| n.name.as_str()));
+        for (from, to) in &self.edges {
+            topology.edge(from, to);
+        }
+        for (sources, to) in &self.waiting_edges {
+            for from in sources {
+                topology.edge(from, to);
+            }
+        }
+        for (source, branch) in &self.branches {
+            match &branch.path_map.0 {
+                Some(map) => map.values().for_each(|to| topology.edge(source, to)),
+                None => topology.open_router(source),
+            }
+        }
+        topology.unreached().into_iter().map(str::to_owned).collect()
+    }
+
     /// Validates the graph and compiles it with default settings (no checkpointer).
     pub fn compile(&self) -> GraphResult<CompiledGraph<S>> {
         self.compile_with(CompileConfig::default())
@@ -313,6 +349,14 @@ impl<S: State> StateGraph<S> {
         for name in config.interrupt_before.iter().chain(config.interrupt_after.iter()) {
             if name != "*" && !known.contains(name.as_str()) {
                 return Err(GraphError::UnknownInterruptNode(name.clone()));
+            }
+        }
+        if !self.functional {
+            for node in self.unreached_nodes() {
+                tracing::warn!(
+                    node = %node,
+                    "node '{node}' is reached by no edge from START: only a Command or a Send can run it"
+                );
             }
         }
 

@@ -53,6 +53,7 @@ pub mod state_api;
 pub mod store;
 pub mod stream;
 pub mod subgraph;
+mod topology;
 pub mod types;
 
 /// RFC 3339 timestamps in UTC with microseconds, as Python's `isoformat()` writes them.
