@@ -44,6 +44,7 @@ pub mod func;
 pub mod json_state;
 pub mod messages;
 pub mod node;
+mod node_input_fields;
 mod pregel;
 pub mod retry;
 pub mod root;

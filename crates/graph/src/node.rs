@@ -103,6 +103,12 @@ pub trait NodeFn<S: State>: std::marker::Send + Sync {
     fn subgraph(&self) -> Option<&dyn crate::subgraph::SubgraphStateReader> {
         None
     }
+
+    /// The channels the node reads when it gets the state, when its input type names them (see
+    /// [`NodeInputType::input_fields`]); compile checks them for a node an edge reaches.
+    fn input_fields(&self) -> Option<&'static [&'static str]> {
+        None
+    }
 }
 
 /// Input types a node can take: the state itself, a `Send` payload type, a struct whose fields name
@@ -114,6 +120,12 @@ pub trait NodeInputType<S: State>: Clone + std::marker::Send + Sync + 'static {
 
     /// Reads a `Send` payload of this type back from JSON (a `Send` restored from a checkpoint).
     fn payload_from_json(value: serde_json::Value) -> Result<Payload>;
+
+    /// The channels this type reads when the node gets the state: a struct's field names (LangGraph's
+    /// node input schema); `None` for the state itself and for types that are not structs.
+    fn input_fields() -> Option<&'static [&'static str]> {
+        None
+    }
 }
 
 /// A node taking the graph's `Command` is run by a `Send` carrying one (`Send::command`), as LangGraph
@@ -149,6 +161,13 @@ where
 {
     fn payload_from_json(value: serde_json::Value) -> Result<Payload> {
         Ok(Payload::new(serde_json::from_value::<T>(value)?))
+    }
+
+    fn input_fields() -> Option<&'static [&'static str]> {
+        if std::any::TypeId::of::<T>() == std::any::TypeId::of::<S>() {
+            return None;
+        }
+        crate::node_input_fields::struct_fields::<T>()
     }
 
     fn from_input(input: NodeInput<'_, S>, node: &str) -> Result<Self> {
@@ -235,6 +254,10 @@ where
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
         T::payload_from_json(value)
     }
+
+    fn input_fields(&self) -> Option<&'static [&'static str]> {
+        T::input_fields()
+    }
 }
 
 impl<S, T, R, F> IntoNode<S, marker::Sync<T, R>> for F
@@ -264,6 +287,10 @@ where
 
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
         T::payload_from_json(value)
+    }
+
+    fn input_fields(&self) -> Option<&'static [&'static str]> {
+        T::input_fields()
     }
 }
 
@@ -296,6 +323,10 @@ where
 
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
         T::payload_from_json(value)
+    }
+
+    fn input_fields(&self) -> Option<&'static [&'static str]> {
+        T::input_fields()
     }
 }
 
@@ -330,6 +361,10 @@ where
 
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
         T::payload_from_json(value)
+    }
+
+    fn input_fields(&self) -> Option<&'static [&'static str]> {
+        T::input_fields()
     }
 }
 
@@ -376,6 +411,10 @@ where
 
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
         T::payload_from_json(value)
+    }
+
+    fn input_fields(&self) -> Option<&'static [&'static str]> {
+        T::input_fields()
     }
 }
 
