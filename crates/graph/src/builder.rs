@@ -16,8 +16,9 @@ use crate::types::{END, START};
 pub struct NodeConfig {
     /// Run the node only once nothing else is pending (LangGraph's `defer=True`).
     pub defer: bool,
-    /// Retry the node on failure.
-    pub retry: Option<crate::retry::RetryPolicy>,
+    /// Retry the node on failure: the first policy whose `retry_on` matches the error applies (none:
+    /// the graph's policies, if any).
+    pub retry: Vec<crate::retry::RetryPolicy>,
     /// Metadata attached to the node's runs and stream chunks.
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// Cache the node's writes by input (needs a cache in the compile config).
@@ -42,9 +43,16 @@ impl NodeConfig {
         self
     }
 
-    /// Sets a retry policy.
+    /// Adds a retry policy after the ones already given (LangGraph's list of policies: the first whose
+    /// `retry_on` matches the error applies).
     pub fn retry(mut self, policy: crate::retry::RetryPolicy) -> Self {
-        self.retry = Some(policy);
+        self.retry.push(policy);
+        self
+    }
+
+    /// Sets the list of retry policies (the first whose `retry_on` matches the error applies).
+    pub fn retry_policies(mut self, policies: impl IntoIterator<Item = crate::retry::RetryPolicy>) -> Self {
+        self.retry = policies.into_iter().collect();
         self
     }
 }
@@ -247,6 +255,42 @@ impl<S: State> StateGraph<S> {
         self.nodes.iter().map(|n| n.name.as_str()).collect()
     }
 
+    /// The nodes that no path of edges from `START` reaches (static edges, waiting edges, routers' path
+    /// maps; a router without a path map may go anywhere): only a `Command` or a `Send` can run them.
+    /// `compile` logs a warning for each.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use weft_graph::{START, State, StateGraph};
+    ///
+    /// #[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+    /// struct Empty {}
+    ///
+    /// let mut graph = StateGraph::<Empty>::new();
+    /// graph.add_node("a", |_: Empty| ());
+    /// graph.add_node("orphan", |_: Empty| ());
+    /// graph.add_edge(START, "a");
+    /// assert_eq!(graph.unreached_nodes(), ["orphan"]);
+    /// ```
+    pub fn unreached_nodes(&self) -> Vec<String> {
+        let mut topology = crate::topology::Topology::new(self.nodes.iter().map(|n| n.name.as_str()));
+        for (from, to) in &self.edges {
+            topology.edge(from, to);
+        }
+        for (sources, to) in &self.waiting_edges {
+            for from in sources {
+                topology.edge(from, to);
+            }
+        }
+        for (source, branch) in &self.branches {
+            match &branch.path_map.0 {
+                Some(map) => map.values().for_each(|to| topology.edge(source, to)),
+                None => topology.open_router(source),
+            }
+        }
+        topology.unreached().into_iter().map(str::to_owned).collect()
+    }
+
     /// Validates the graph and compiles it with default settings (no checkpointer).
     pub fn compile(&self) -> GraphResult<CompiledGraph<S>> {
         self.compile_with(CompileConfig::default())
@@ -305,6 +349,38 @@ impl<S: State> StateGraph<S> {
         for name in config.interrupt_before.iter().chain(config.interrupt_after.iter()) {
             if name != "*" && !known.contains(name.as_str()) {
                 return Err(GraphError::UnknownInterruptNode(name.clone()));
+            }
+        }
+        // A node an edge surely reaches gets the state: its input type must name channels only.
+        let channels: Vec<String> = self.initial.channels().iter().map(|c| c.name.to_string()).collect();
+        let edge_targets: HashSet<&str> = self
+            .edges
+            .iter()
+            .map(|(_, t)| t.as_str())
+            .chain(self.waiting_edges.iter().map(|(_, t)| t.as_str()))
+            .chain(
+                self.branches
+                    .iter()
+                    .flat_map(|(_, b)| b.path_map.0.iter().flat_map(|m| m.values().map(String::as_str))),
+            )
+            .collect();
+        for node in self.nodes.iter().filter(|n| edge_targets.contains(n.name.as_str())) {
+            for field in node.func.input_fields().unwrap_or_default() {
+                if !channels.iter().any(|c| c == field) {
+                    return Err(GraphError::UnknownInputChannel {
+                        node: node.name.clone(),
+                        field: (*field).to_owned(),
+                        channels,
+                    });
+                }
+            }
+        }
+        if !self.functional {
+            for node in self.unreached_nodes() {
+                tracing::warn!(
+                    node = %node,
+                    "node '{node}' is reached by no edge from START: only a Command or a Send can run it"
+                );
             }
         }
 

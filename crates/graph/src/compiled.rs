@@ -45,8 +45,9 @@ pub struct CompileConfig {
     pub interrupt_after: Vec<String>,
     /// The graph's name in events (default `LangGraph`).
     pub name: Option<String>,
-    /// Retry policy of nodes that have none of their own.
-    pub retry: Option<RetryPolicy>,
+    /// Retry policies of nodes that have none of their own (the first whose `retry_on` matches the error
+    /// applies).
+    pub retry: Vec<RetryPolicy>,
     /// Where nodes with a cache policy keep their writes.
     pub cache: Option<Arc<dyn crate::cache::NodeCache>>,
     /// Long-term memory shared across threads, reachable from nodes through
@@ -136,9 +137,16 @@ impl CompileConfig {
         self
     }
 
-    /// Sets the default node retry policy.
+    /// Adds a default node retry policy after the ones already given (the first whose `retry_on` matches
+    /// the error applies).
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
+        self.retry.push(policy);
+        self
+    }
+
+    /// Sets the default node retry policies (the first whose `retry_on` matches the error applies).
+    pub fn retry_policies(mut self, policies: impl IntoIterator<Item = RetryPolicy>) -> Self {
+        self.retry = policies.into_iter().collect();
         self
     }
 }

@@ -37,6 +37,19 @@ pub enum GraphError {
     /// `interrupt_before`/`interrupt_after` names an unknown node.
     #[error("interrupt node '{0}' not found")]
     UnknownInterruptNode(String),
+    /// A node reached by an edge takes an input type with a field that is no channel of the state.
+    #[error(
+        "node '{node}' takes an input type with field '{field}', which is not a channel of the state (channels: {})",
+        .channels.join(", ")
+    )]
+    UnknownInputChannel {
+        /// The node.
+        node: String,
+        /// The field of its input type.
+        field: String,
+        /// The state's channels.
+        channels: Vec<String>,
+    },
     /// A node name is used twice.
     #[error("node '{0}' already present")]
     DuplicateNode(String),

@@ -44,14 +44,17 @@ pub mod func;
 pub mod json_state;
 pub mod messages;
 pub mod node;
+mod node_input_fields;
 mod pregel;
 pub mod retry;
+pub mod root;
 pub mod runtime;
 pub mod state;
 pub mod state_api;
 pub mod store;
 pub mod stream;
 pub mod subgraph;
+mod topology;
 pub mod types;
 
 /// RFC 3339 timestamps in UTC with microseconds, as Python's `isoformat()` writes them.
@@ -77,6 +80,7 @@ pub use json_state::{JsonChannel, JsonState, JsonStateBuilder, JsonUpdate};
 pub use messages::{Messages, MessagesState, MessagesStateUpdate, add_messages};
 pub use node::{IntoNode, IntoNodeOutput, NodeOutput};
 pub use retry::RetryPolicy;
+pub use root::RootState;
 pub use runtime::{ExecutionInfo, GraphInterrupt, Runtime};
 pub use state::{ChannelKind, ChannelSet, ChannelSpec, Overwrite, State, UpdateError, append};
 pub use state_api::{JsonSnapshot, PregelTask, StateSnapshot, StateUpdate, TaskState};

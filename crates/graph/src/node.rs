@@ -103,20 +103,73 @@ pub trait NodeFn<S: State>: std::marker::Send + Sync {
     fn subgraph(&self) -> Option<&dyn crate::subgraph::SubgraphStateReader> {
         None
     }
+
+    /// The channels the node reads when it gets the state, when its input type names them (see
+    /// [`NodeInputType::input_fields`]); compile checks them for a node an edge reaches.
+    fn input_fields(&self) -> Option<&'static [&'static str]> {
+        None
+    }
 }
 
-/// Input types a node can take: the state itself, a `Send` payload type, or a struct whose fields name
-/// state channels (the node then reads just those channels).
+/// Input types a node can take: the state itself, a `Send` payload type, a struct whose fields name
+/// state channels (the node then reads just those channels), or the graph's [`Command`] (a node run by
+/// `Send::command`).
 pub trait NodeInputType<S: State>: Clone + std::marker::Send + Sync + 'static {
     /// Extracts the input from what the engine hands the task.
     fn from_input(input: NodeInput<'_, S>, node: &str) -> Result<Self>;
+
+    /// Reads a `Send` payload of this type back from JSON (a `Send` restored from a checkpoint).
+    fn payload_from_json(value: serde_json::Value) -> Result<Payload>;
+
+    /// The channels this type reads when the node gets the state: a struct's field names (LangGraph's
+    /// node input schema); `None` for the state itself and for types that are not structs.
+    fn input_fields() -> Option<&'static [&'static str]> {
+        None
+    }
+}
+
+/// A node taking the graph's `Command` is run by a `Send` carrying one (`Send::command`), as LangGraph
+/// hands a `Send(node, Command(...))` its command; returning it re-emits it, so its update applies and its
+/// `goto` runs.
+impl<S: State> NodeInputType<S> for Command<S> {
+    fn from_input(input: NodeInput<'_, S>, node: &str) -> Result<Self> {
+        match input {
+            NodeInput::Payload(payload) => payload.downcast_ref::<Self>().cloned().ok_or_else(|| {
+                Error::InvalidInput(format!(
+                    "node '{node}' takes a Command but a Send carried {}",
+                    payload.type_name()
+                ))
+            }),
+            NodeInput::State(_) => Err(Error::InvalidInput(format!(
+                "node '{node}' takes a Command and runs only from a Send carrying one (Send::command), not \
+                 from an edge"
+            ))),
+        }
+    }
+
+    fn payload_from_json(_value: serde_json::Value) -> Result<Payload> {
+        // The graph reads a saved command packet itself (it needs the state's channels and nodes); a
+        // packet reaching the node's own reader was not written as a command.
+        Err(Error::InvalidInput("a saved Send to a node taking a Command carries no command".to_owned()))
+    }
 }
 
 impl<S, T> NodeInputType<S> for T
 where
     S: State,
-    T: Clone + DeserializeOwned + std::marker::Send + Sync + 'static,
+    T: Clone + Serialize + DeserializeOwned + std::marker::Send + Sync + 'static,
 {
+    fn payload_from_json(value: serde_json::Value) -> Result<Payload> {
+        Ok(Payload::new(serde_json::from_value::<T>(value)?))
+    }
+
+    fn input_fields() -> Option<&'static [&'static str]> {
+        if std::any::TypeId::of::<T>() == std::any::TypeId::of::<S>() {
+            return None;
+        }
+        crate::node_input_fields::struct_fields::<T>()
+    }
+
     fn from_input(input: NodeInput<'_, S>, node: &str) -> Result<Self> {
         match input {
             NodeInput::State(state) => match (state as &dyn Any).downcast_ref::<T>() {
@@ -186,16 +239,10 @@ struct FnNode<F, T> {
     _t: std::marker::PhantomData<fn(T)>,
 }
 
-fn payload_from<T: DeserializeOwned + Serialize + std::marker::Send + Sync + 'static>(
-    value: serde_json::Value,
-) -> Result<Payload> {
-    Ok(Payload::new(serde_json::from_value::<T>(value)?))
-}
-
 impl<S, T, R, F> NodeFn<S> for FnNode<F, marker::Sync<T, R>>
 where
     S: State,
-    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    T: NodeInputType<S>,
     R: IntoNodeOutput<S> + 'static,
     F: Fn(T) -> R + std::marker::Send + Sync + 'static,
 {
@@ -205,14 +252,18 @@ where
     }
 
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
-        payload_from::<T>(value)
+        T::payload_from_json(value)
+    }
+
+    fn input_fields(&self) -> Option<&'static [&'static str]> {
+        T::input_fields()
     }
 }
 
 impl<S, T, R, F> IntoNode<S, marker::Sync<T, R>> for F
 where
     S: State,
-    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    T: NodeInputType<S>,
     R: IntoNodeOutput<S> + 'static,
     F: Fn(T) -> R + std::marker::Send + Sync + 'static,
 {
@@ -224,7 +275,7 @@ where
 impl<S, T, R, F> NodeFn<S> for FnNode<F, marker::SyncRt<T, R>>
 where
     S: State,
-    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    T: NodeInputType<S>,
     R: IntoNodeOutput<S> + 'static,
     F: Fn(T, &Runtime) -> R + std::marker::Send + Sync + 'static,
 {
@@ -235,14 +286,18 @@ where
     }
 
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
-        payload_from::<T>(value)
+        T::payload_from_json(value)
+    }
+
+    fn input_fields(&self) -> Option<&'static [&'static str]> {
+        T::input_fields()
     }
 }
 
 impl<S, T, R, F> IntoNode<S, marker::SyncRt<T, R>> for F
 where
     S: State,
-    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    T: NodeInputType<S>,
     R: IntoNodeOutput<S> + 'static,
     F: Fn(T, &Runtime) -> R + std::marker::Send + Sync + 'static,
 {
@@ -254,7 +309,7 @@ where
 impl<S, T, R, F, Fut> NodeFn<S> for FnNode<F, marker::Async<T, R>>
 where
     S: State,
-    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    T: NodeInputType<S>,
     R: IntoNodeOutput<S> + 'static,
     F: Fn(T) -> Fut + std::marker::Send + Sync + 'static,
     Fut: Future<Output = R> + std::marker::Send + 'static,
@@ -267,14 +322,18 @@ where
     }
 
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
-        payload_from::<T>(value)
+        T::payload_from_json(value)
+    }
+
+    fn input_fields(&self) -> Option<&'static [&'static str]> {
+        T::input_fields()
     }
 }
 
 impl<S, T, R, F, Fut> IntoNode<S, marker::Async<T, R>> for F
 where
     S: State,
-    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    T: NodeInputType<S>,
     R: IntoNodeOutput<S> + 'static,
     F: Fn(T) -> Fut + std::marker::Send + Sync + 'static,
     Fut: Future<Output = R> + std::marker::Send + 'static,
@@ -287,7 +346,7 @@ where
 impl<S, T, R, F, Fut> NodeFn<S> for FnNode<F, marker::AsyncRt<T, R>>
 where
     S: State,
-    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    T: NodeInputType<S>,
     R: IntoNodeOutput<S> + 'static,
     F: Fn(T, Runtime) -> Fut + std::marker::Send + Sync + 'static,
     Fut: Future<Output = R> + std::marker::Send + 'static,
@@ -301,14 +360,18 @@ where
     }
 
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
-        payload_from::<T>(value)
+        T::payload_from_json(value)
+    }
+
+    fn input_fields(&self) -> Option<&'static [&'static str]> {
+        T::input_fields()
     }
 }
 
 impl<S, T, R, F, Fut> IntoNode<S, marker::AsyncRt<T, R>> for F
 where
     S: State,
-    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    T: NodeInputType<S>,
     R: IntoNodeOutput<S> + 'static,
     F: Fn(T, Runtime) -> Fut + std::marker::Send + Sync + 'static,
     Fut: Future<Output = R> + std::marker::Send + 'static,
@@ -334,7 +397,7 @@ struct RunnableNode<R, T, O> {
 impl<S, T, O, R> NodeFn<S> for RunnableNode<R, T, O>
 where
     S: State,
-    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    T: NodeInputType<S>,
     O: IntoNodeOutput<S> + std::marker::Send + 'static,
     R: weft_runnable_core::Runnable<T, O> + 'static,
 {
@@ -347,7 +410,11 @@ where
     }
 
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
-        payload_from::<T>(value)
+        T::payload_from_json(value)
+    }
+
+    fn input_fields(&self) -> Option<&'static [&'static str]> {
+        T::input_fields()
     }
 }
 
@@ -355,7 +422,7 @@ where
 impl<S, T, O> IntoNode<S, marker::Runnable<T, O>> for weft_runnable_core::BoxRunnable<T, O>
 where
     S: State,
-    T: NodeInputType<S> + Serialize + DeserializeOwned,
+    T: NodeInputType<S>,
     O: IntoNodeOutput<S> + std::marker::Send + 'static,
 {
     fn into_node(self) -> Arc<dyn NodeFn<S>> {

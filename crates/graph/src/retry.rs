@@ -9,7 +9,9 @@ use weft_runnable_core::retry::{Backoff, Jitter};
 type RetryOn = Arc<dyn Fn(&Error) -> bool + Send + Sync>;
 
 /// How a failing node is retried: exponential backoff with optional jitter, up to `max_attempts` runs in
-/// all (the first included). The writes of a failed attempt are discarded. The waits are computed by
+/// all (the first included). The writes of a failed attempt are discarded. A node (or a graph, or a task)
+/// may take several policies: the first whose [`retry_on`](Self::retry_on) matches the error applies
+/// (see [`next_retry`]). The waits are computed by
 /// weft's one [`Backoff`] (see [`backoff`](Self::backoff)).
 #[derive(Clone)]
 pub struct RetryPolicy {
@@ -127,4 +129,30 @@ impl RetryPolicy {
     pub fn delay(&self, retry: u32) -> Duration {
         self.backoff().delay(retry)
     }
+}
+
+/// The wait before the next run of a task that has failed `failures` times, the last time with `err`,
+/// under a list of policies (LangGraph's `retry_policy=[...]`): the first policy whose `retry_on` matches
+/// the error decides, counting every failure of the task; `None` when no policy matches or that policy's
+/// `max_attempts` are used up (the error is then the task's).
+///
+/// ```
+/// use std::time::Duration;
+/// use weft_graph::retry::{RetryPolicy, next_retry};
+/// use weft_runnable_core::Error;
+///
+/// let policies = [
+///     RetryPolicy::new().jitter(false).max_attempts(5).retry_on(|e| matches!(e, Error::Timeout { .. })),
+///     RetryPolicy::new().jitter(false).max_attempts(2).initial_interval(Duration::from_millis(10)),
+/// ];
+/// let timeout = Error::Timeout { what: "model".into(), after: Duration::from_secs(1) };
+/// assert_eq!(next_retry(&policies, &timeout, 3), Some(Duration::from_secs(2)));
+/// let other = Error::msg("boom");
+/// assert_eq!(next_retry(&policies, &other, 1), Some(Duration::from_millis(10)));
+/// assert_eq!(next_retry(&policies, &other, 2), None);
+/// assert_eq!(next_retry(&policies, &Error::InvalidInput("bad".into()), 1), None);
+/// ```
+pub fn next_retry(policies: &[RetryPolicy], err: &Error, failures: u32) -> Option<Duration> {
+    let policy = policies.iter().find(|p| p.should_retry(err))?;
+    (failures < policy.max_attempts).then(|| policy.delay(failures))
 }

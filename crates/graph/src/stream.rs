@@ -319,6 +319,10 @@ impl JsonStreamData {
     pub(crate) fn erase<C: State>(data: StreamData<C>, state: &C) -> Self {
         let names = state.channels();
         let update_json = |u: &C::Update| -> Value {
+            if state.is_root_value() {
+                // The bare value written (the last one when a node wrote several).
+                return state.update_to_json(u).unwrap_or_default().pop().map_or(Value::Null, |(_, v)| v);
+            }
             let mut map = Map::new();
             for (i, v) in state.update_to_json(u).unwrap_or_default() {
                 map.insert(names[i].name.to_string(), v);

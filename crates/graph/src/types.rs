@@ -39,6 +39,20 @@ impl Payload {
         Self { value: Arc::new(value), type_name: std::any::type_name::<T>(), to_json: to_json::<T> }
     }
 
+    /// Wraps a command of a graph over `S` (see [`Send::command`]). Only its graph can write it as JSON
+    /// (the updates need the state's channels), so [`Payload::to_json`] reports an error for it.
+    pub fn command<S: State>(command: Command<S>) -> Self {
+        fn to_json(_: &(dyn Any + std::marker::Send + Sync)) -> Result<Value, String> {
+            Err("a Command carried by a Send is written as JSON by its graph alone".to_owned())
+        }
+        Self { value: Arc::new(command), type_name: std::any::type_name::<Command<S>>(), to_json }
+    }
+
+    /// The command, if the value is a `Command` of a graph over `S`.
+    pub fn as_command<S: State>(&self) -> Option<&Command<S>> {
+        self.value.downcast_ref::<Command<S>>()
+    }
+
     /// The value, if it is a `T`.
     pub fn downcast_ref<T: 'static>(&self) -> Option<&T> {
         self.value.downcast_ref::<T>()
@@ -79,6 +93,37 @@ impl Send {
         payload: T,
     ) -> Self {
         Self { node: node.into(), payload: Payload::new(payload) }
+    }
+
+    /// A packet for `node` carrying a [`Command`] of the graph, as LangGraph's `Send(node, Command(...))`:
+    /// the node takes `Command<S>` as its input and may return it (re-emit it), so that its update
+    /// applies and its `goto` runs, as if the node had returned it.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use weft_graph::{Command, END, START, Send, State, StateGraph};
+    /// # tokio_test::block_on(async {
+    /// #[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+    /// struct Log {
+    ///     #[state(append)]
+    ///     seen: Vec<String>,
+    /// }
+    ///
+    /// let mut graph = StateGraph::<Log>::new();
+    /// graph.add_node("fan", |_: Log| ());
+    /// // Runs once per Send: it re-emits the command it was sent, so its goto runs in the next step.
+    /// graph.add_node("relay", |cmd: Command<Log>| vec![cmd, Command::new().update(LogUpdate::new().seen(vec!["relayed".into()]))]);
+    /// graph.add_node("done", |_: Log| LogUpdate::new().seen(vec!["done".into()]));
+    /// graph.add_edge(START, "fan");
+    /// graph.add_conditional_edges("fan", |_: &Log| vec![Send::command("relay", Command::<Log>::new().goto("done"))], None);
+    /// graph.add_edge("done", END);
+    /// let app = graph.compile().unwrap();
+    /// let out = app.invoke(LogUpdate::new(), &Default::default()).await.unwrap();
+    /// assert_eq!(out.value.seen, vec!["relayed", "done"]);
+    /// # });
+    /// ```
+    pub fn command<S: State>(node: impl Into<String>, command: Command<S>) -> Self {
+        Self { node: node.into(), payload: Payload::command(command) }
     }
 
     /// The target node.

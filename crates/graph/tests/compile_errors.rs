@@ -130,3 +130,27 @@ fn waiting_edge_from_start_is_rejected() {
     g.add_waiting_edge([START, "a"], "b");
     assert_eq!(err_of(&g), "need to add_node '__start__' first");
 }
+
+#[test]
+fn nodes_no_edge_reaches_are_listed_and_routers_with_path_maps_count_as_edges() {
+    let mut g = StateGraph::<Counter>::new();
+    for n in ["a", "b", "c", "joined", "orphan", "only_by_command"] {
+        g.add_node(n, |_: Counter| CounterUpdate::default());
+    }
+    g.add_edge(START, "a");
+    g.add_conditional_edges("a", |_: &Counter| "b", Some(["b", "c"].into()));
+    g.add_waiting_edge(["b", "c"], "joined");
+    g.add_edge("orphan", "b");
+    assert_eq!(g.unreached_nodes(), ["orphan", "only_by_command"]);
+    // Still compiles: a Command or a Send may run them.
+    assert!(g.compile().is_ok());
+}
+
+#[test]
+fn a_router_without_a_path_map_may_reach_every_node() {
+    let mut g = StateGraph::<Counter>::new();
+    g.add_node("a", |_: Counter| CounterUpdate::default());
+    g.add_node("b", |_: Counter| CounterUpdate::default());
+    g.set_conditional_entry_point(|_: &Counter| "b", None);
+    assert!(g.unreached_nodes().is_empty());
+}

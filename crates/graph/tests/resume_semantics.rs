@@ -323,3 +323,32 @@ async fn sent_subgraphs_pause_and_resume_one_at_a_time() {
     assert!(done.interrupts.is_empty());
     assert_eq!(done.value.log, ["x", "x:A", "y", "y:B"]);
 }
+
+#[tokio::test]
+async fn a_resume_finishing_a_lone_task_saves_both_answers_with_the_resumed_checkpoint() {
+    let saver = Arc::new(InMemorySaver::new());
+    let mut g = StateGraph::<Doc>::new();
+    g.add_node("ask", |_: Doc, rt: &weft_graph::Runtime| -> weft_runnable_core::Result<DocUpdate> {
+        let answer: String = rt.interrupt("name?")?;
+        Ok(log(&answer))
+    });
+    g.add_edge(START, "ask");
+    let app = g.compile_with(CompileConfig::new().checkpointer(saver.clone())).unwrap();
+    app.invoke(log("s"), &thread("t")).await.unwrap();
+    let paused = app.get_state(&thread("t")).await.unwrap().config.unwrap();
+    let out = app.invoke(Command::resume("ada"), &thread("t")).await.unwrap();
+    assert_eq!(out.value.log, vec!["s", "ada"]);
+    // As LangGraph: the resumed checkpoint holds the command's answer (the null task's) and the answers
+    // the task used, beside the task's writes.
+    let tuple = weft_graph::Checkpointer::get_tuple(&*saver, &paused).await.unwrap().unwrap();
+    let resumes: Vec<(bool, serde_json::Value)> = tuple
+        .pending_writes
+        .iter()
+        .filter(|w| w.channel == "__resume__")
+        .map(|w| (w.task_id == weft_graph::checkpoint::special::NULL_TASK_ID, w.value.clone()))
+        .collect();
+    assert_eq!(resumes.len(), 2, "{resumes:?}");
+    assert!(resumes.contains(&(true, json!("ada"))), "{resumes:?}");
+    assert!(resumes.contains(&(false, json!(["ada"]))), "{resumes:?}");
+    assert!(tuple.pending_writes.iter().any(|w| w.channel == "log" && w.value == json!(["ada"])));
+}

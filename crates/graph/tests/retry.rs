@@ -109,3 +109,90 @@ fn backoff_intervals_grow_by_the_factor_up_to_the_maximum() {
     let jittered = quick(10).jitter(true).delay(1);
     assert!(jittered >= Duration::from_millis(100) && jittered < Duration::from_millis(1100), "{jittered:?}");
 }
+
+/// A graph of one node that fails with the scripted errors in order (`None`: a timeout, `Some(m)`: a
+/// custom error), then succeeds; `policies` are the node's list of retry policies.
+fn scripted_graph(
+    errors: Vec<Option<&'static str>>,
+    policies: Vec<RetryPolicy>,
+    attempts: Arc<std::sync::Mutex<Vec<u32>>>,
+) -> CompiledGraph<Counter> {
+    let runs = AtomicU32::new(0);
+    let mut g = StateGraph::<Counter>::new();
+    let node = move |_: Counter, rt: &Runtime| -> weft_runnable_core::Result<CounterUpdate> {
+        attempts.lock().unwrap().push(rt.execution_info().attempt);
+        let run = runs.fetch_add(1, Ordering::SeqCst) as usize;
+        match errors.get(run) {
+            Some(None) => Err(Error::Timeout { what: "model".into(), after: Duration::from_secs(1) }),
+            Some(Some(m)) => Err(Error::msg(*m)),
+            None => Ok(CounterUpdate::log("done")),
+        }
+    };
+    g.add_node_with("scripted", node, NodeConfig::new().retry_policies(policies));
+    g.add_edge(START, "scripted");
+    g.compile().unwrap()
+}
+
+fn on_timeouts(max_attempts: u32) -> RetryPolicy {
+    quick(max_attempts).retry_on(|e| matches!(e, Error::Timeout { .. }))
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_first_policy_whose_retry_on_matches_the_error_applies() {
+    let attempts = Arc::default();
+    let slow = RetryPolicy::new().max_attempts(4).initial_interval(Duration::from_secs(1)).jitter(false);
+    let app =
+        scripted_graph(vec![None, None, Some("flaky")], vec![on_timeouts(5), slow], Arc::clone(&attempts));
+    let started = tokio::time::Instant::now();
+    let out = app.invoke(CounterUpdate::default(), &RunnableConfig::default()).await.unwrap();
+    assert_eq!(out.value.log, vec!["done"]);
+    assert_eq!(*attempts.lock().unwrap(), vec![1, 2, 3, 4]);
+    // Two timeouts under the first policy (100 ms, 200 ms), then the custom error under the second, which
+    // counts every failure so far: its third wait, 1 s x 2^2.
+    assert_eq!(started.elapsed(), Duration::from_millis(100 + 200 + 4000));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_error_no_policy_matches_fails_the_node_at_once() {
+    let attempts = Arc::default();
+    let app = scripted_graph(vec![Some("flaky")], vec![on_timeouts(5)], Arc::clone(&attempts));
+    let err = app.invoke(CounterUpdate::default(), &RunnableConfig::default()).await.unwrap_err();
+    assert!(matches!(err, GraphError::Node { .. }), "{err:?}");
+    assert!(err.to_string().contains("flaky"), "{err}");
+    assert_eq!(*attempts.lock().unwrap(), vec![1]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_matching_policy_counts_failures_under_earlier_policies() {
+    let attempts = Arc::default();
+    let app = scripted_graph(
+        vec![None, None, Some("flaky")],
+        vec![on_timeouts(5), quick(3)],
+        Arc::clone(&attempts),
+    );
+    let err = app.invoke(CounterUpdate::default(), &RunnableConfig::default()).await.unwrap_err();
+    assert!(err.to_string().contains("flaky"), "{err}");
+    // The third failure reaches the second policy's three attempts.
+    assert_eq!(*attempts.lock().unwrap(), vec![1, 2, 3]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_graphs_policy_list_serves_nodes_without_their_own() {
+    let attempts: Arc<std::sync::Mutex<Vec<u32>>> = Arc::default();
+    let runs = AtomicU32::new(0);
+    let seen = Arc::clone(&attempts);
+    let mut g = StateGraph::<Counter>::new();
+    g.add_node("n", move |_: Counter, rt: &Runtime| -> weft_runnable_core::Result<CounterUpdate> {
+        seen.lock().unwrap().push(rt.execution_info().attempt);
+        match runs.fetch_add(1, Ordering::SeqCst) {
+            0 => Err(Error::Timeout { what: "model".into(), after: Duration::from_secs(1) }),
+            1 => Err(Error::msg("flaky")),
+            _ => Ok(CounterUpdate::log("done")),
+        }
+    });
+    g.add_edge(START, "n");
+    let app = g.compile_with(CompileConfig::new().retry(on_timeouts(2)).retry(quick(3))).unwrap();
+    let out = app.invoke(CounterUpdate::default(), &RunnableConfig::default()).await.unwrap();
+    assert_eq!(out.value.log, vec!["done"]);
+    assert_eq!(*attempts.lock().unwrap(), vec![1, 2, 3]);
+}

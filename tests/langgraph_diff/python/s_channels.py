@@ -192,3 +192,20 @@ def router_to_an_unknown_node(rec):
     g.add_edge(START, "a")
     g.add_conditional_edges("a", lambda s: "nowhere")
     rec.invoke(g.compile(), {"log": []})
+
+
+@scenario
+def root_value_state_is_the_bare_value(rec):
+    g = StateGraph(Annotated[list, operator.add])
+    g.add_node("a", lambda s: [f"a saw {len(s)}"])
+    g.add_node("b", lambda s: ["b"])
+    g.add_node("c", lambda s: [f"c saw {len(s)}"])
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")
+    g.add_edge("a", "c")
+    g.add_edge("b", "c")
+    app = g.compile(checkpointer=saver(), interrupt_before=["c"])
+    rec.stream(app, ["0"], thread(), ["values", "updates"])
+    rec.state(app, thread())
+    rec.invoke(app, None, thread())
+    rec.state(app, thread())

@@ -81,6 +81,30 @@ def retry_policy_gives_up_after_max_attempts(rec):
 
 
 @scenario
+def retry_policy_list_applies_the_first_matching_policy(rec):
+    tries = []
+
+    def shaky(s):
+        tries.append(1)
+        if len(tries) <= 2:
+            raise TimeoutError("slow")
+        if len(tries) == 3:
+            raise NodeFailure("not yet")
+        return {"log": [f"shaky after {len(tries)} tries"]}
+
+    policies = [
+        RetryPolicy(max_attempts=5, initial_interval=0.001, jitter=False, retry_on=TimeoutError),
+        RetryPolicy(max_attempts=4, initial_interval=0.001, jitter=False, retry_on=NodeFailure),
+    ]
+    g = StateGraph(Log)
+    g.add_node("shaky", shaky, retry_policy=policies)
+    g.add_edge(START, "shaky")
+    app = g.compile(checkpointer=saver())
+    rec.invoke(app, {"log": []}, thread())
+    rec.note(op="tries", tries=len(tries))
+
+
+@scenario
 def cached_node_reuses_its_writes(rec):
     calls = []
 

@@ -111,3 +111,45 @@ def node_returning_several_commands_and_updates(rec):
     g.add_node("b", lambda s: {"log": ["b"]})
     g.add_edge(START, "a")
     rec.invoke(g.compile(), {"log": []})
+
+
+def relay(cmd):
+    return [cmd, Command(update={"log": ["2"]})]
+
+
+def relay_sends(s):
+    return [
+        Send("2", Command(goto=Send("w", {"topic": "x"}))),
+        Send("2", Command(update={"log": ["cmd"]}, goto=Send("w", {"topic": "y"}))),
+        "3",
+    ]
+
+
+@scenario
+def send_carrying_a_command_runs_its_reemitted_goto(rec):
+    g = StateGraph(Jobs)
+    g.add_node("1", lambda s: {"log": ["1"]})
+    g.add_node("2", relay)
+    g.add_node("w", worker)
+    g.add_node("3", lambda s: {"log": ["3"]})
+    g.add_edge(START, "1")
+    g.add_conditional_edges("1", relay_sends)
+    app = g.compile(checkpointer=saver())
+    rec.invoke(app, {"log": []}, thread())
+    rec.state(app, thread())
+
+
+@scenario
+def send_carrying_a_command_resumes_from_a_breakpoint(rec):
+    g = StateGraph(Jobs)
+    g.add_node("1", lambda s: {"log": ["1"]})
+    g.add_node("2", relay)
+    g.add_node("w", worker)
+    g.add_node("3", lambda s: {"log": ["3"]})
+    g.add_edge(START, "1")
+    g.add_conditional_edges("1", relay_sends)
+    app = g.compile(checkpointer=saver(), interrupt_before=["2"])
+    rec.invoke(app, {"log": []}, thread())
+    rec.state(app, thread())
+    rec.invoke(app, None, thread())
+    rec.state(app, thread())

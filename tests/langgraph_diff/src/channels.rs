@@ -10,6 +10,7 @@ use crate::rec::{Rec, thread};
 use crate::{Outcome, scenarios};
 
 scenarios![
+    root_value_state_is_the_bare_value,
     reducer_fan_out_appends_in_node_order,
     last_value_two_writes_in_a_step_is_an_error,
     overwrite_replaces_a_reducer_value,
@@ -238,6 +239,25 @@ fn router_to_an_unknown_node(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
         g.add_edge(START, "a");
         g.add_conditional_edges("a", |_: &JsonState| "nowhere", None);
         rec.invoke(&g.compile()?, input(json!({"log": []})), &thread("t")).await;
+        Ok(())
+    })
+}
+
+fn root_value_state_is_the_bare_value(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let mut g = weft::graph::StateGraph::<
+            weft::graph::root::RootState<Vec<String>, weft::graph::root::Append>,
+        >::new();
+        g.add_node("a", |s: Vec<String>| vec![format!("a saw {}", s.len())]);
+        g.add_node("b", |_: Vec<String>| vec!["b".to_owned()]);
+        g.add_node("c", |s: Vec<String>| vec![format!("c saw {}", s.len())]);
+        g.add_edge(START, "a").add_edge(START, "b").add_edge("a", "c").add_edge("b", "c");
+        let app = g.compile_with(saver().interrupt_before(["c"]))?;
+        let modes = [weft::graph::StreamMode::Values, weft::graph::StreamMode::Updates];
+        rec.stream(&app, vec!["0".to_owned()], &thread("t"), &modes, Default::default()).await;
+        rec.state(&app, &thread("t"), false).await;
+        rec.invoke(&app, weft::graph::GraphInput::Resume, &thread("t")).await;
+        rec.state(&app, &thread("t"), false).await;
         Ok(())
     })
 }

@@ -21,6 +21,7 @@ scenarios![
     deferred_node_runs_once_after_branches_of_unequal_length,
     retry_policy_reruns_a_failing_node,
     retry_policy_gives_up_after_max_attempts,
+    retry_policy_list_applies_the_first_matching_policy,
     cached_node_reuses_its_writes,
     remaining_steps_count_down_to_the_limit,
     messages_are_replaced_by_id_and_removed,
@@ -103,6 +104,38 @@ fn retry_policy_gives_up_after_max_attempts(rec: &mut Rec) -> BoxFuture<'_, Outc
         rec.invoke(&app, input(json!({"log": []})), &thread("t")).await;
         rec.note(json!({"op": "tries", "tries": tries.load(Ordering::SeqCst)}));
         rec.state(&app, &thread("t"), false).await;
+        Ok(())
+    })
+}
+
+fn retry_policy_list_applies_the_first_matching_policy(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let tries = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&tries);
+        let quick =
+            |n| RetryPolicy::new().max_attempts(n).initial_interval(Duration::from_millis(1)).jitter(false);
+        let policies = [
+            quick(5).retry_on(|e| matches!(e, weft::Error::Timeout { .. })),
+            quick(4).retry_on(|e| matches!(e, weft::Error::Custom(_))),
+        ];
+        let mut g = graph(log_state());
+        g.add_node_with(
+            "shaky",
+            move |_: &JsonState| -> weft::Result<Value> {
+                match counted.fetch_add(1, Ordering::SeqCst) + 1 {
+                    n @ 1..=2 => {
+                        Err(weft::Error::Timeout { what: format!("try {n}"), after: Duration::ZERO })
+                    }
+                    3 => Err(weft::Error::msg("not yet")),
+                    n => Ok(json!({"log": [format!("shaky after {n} tries")]})),
+                }
+            },
+            NodeConfig::new().retry_policies(policies),
+        );
+        g.add_edge(START, "shaky");
+        let app = g.compile_with(saver())?;
+        rec.invoke(&app, input(json!({"log": []})), &thread("t")).await;
+        rec.note(json!({"op": "tries", "tries": tries.load(Ordering::SeqCst)}));
         Ok(())
     })
 }

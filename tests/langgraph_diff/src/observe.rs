@@ -84,6 +84,20 @@ impl<I: FuncValue, O: FuncValue, P: FuncValue> Observe for FuncState<I, O, P> {
     }
 }
 
+impl<T: weft::graph::root::RootValue, R: weft::graph::root::RootReducer<T>> Observe
+    for weft::graph::root::RootState<T, R>
+{
+    /// A root-value state as LangGraph shows it: the bare value.
+    fn values(&self) -> Value {
+        compact(serde_json::to_value(&**self).unwrap_or(Value::Null))
+    }
+
+    /// The value a node wrote (the last one when it wrote several).
+    fn update_json(update: &Self::Update) -> Value {
+        compact(update.0.last().and_then(|v| serde_json::to_value(v).ok()).unwrap_or(Value::Null))
+    }
+}
+
 const MESSAGE_TYPES: [&str; 5] = ["human", "ai", "tool", "system", "AIMessageChunk"];
 
 /// Messages anywhere in `value` in the suite's compact form: type, content, id, tool calls, tool call id,

@@ -275,13 +275,21 @@ pub(crate) fn mode_name(mode: StreamMode) -> &'static str {
 fn merge(updates: impl Iterator<Item = Value>) -> Value {
     let mut out = Map::new();
     let mut any = false;
+    // A root-value state's updates are bare values: the last one is the chunk.
+    let mut bare = None;
     for update in updates {
         any = true;
-        if let Value::Object(map) = update {
-            out.extend(map);
+        match update {
+            Value::Object(map) => out.extend(map),
+            Value::Null => {}
+            other => bare = Some(other),
         }
     }
-    if any && !out.is_empty() { Value::Object(out) } else { Value::Null }
+    match bare {
+        Some(v) => v,
+        None if any && !out.is_empty() => Value::Object(out),
+        None => Value::Null,
+    }
 }
 
 fn updates_chunk(node: &str, merged: Value, cached: bool) -> Value {

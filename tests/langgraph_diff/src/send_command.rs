@@ -3,7 +3,7 @@
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use weft::graph::{Command, END, GraphInput, JsonChannel, JsonState, START, Send};
+use weft::graph::{Command, END, GraphInput, JsonChannel, JsonState, Route, START, Send};
 
 use crate::kit::{graph, input, len, lists, saver, text};
 use crate::rec::{Rec, thread};
@@ -18,6 +18,8 @@ scenarios![
     command_goto_send_packets,
     command_as_input_updates_and_goes_to_a_node,
     node_returning_several_commands_and_updates,
+    send_carrying_a_command_runs_its_reemitted_goto,
+    send_carrying_a_command_resumes_from_a_breakpoint,
 ];
 
 type Cmd = Command<JsonState>;
@@ -166,6 +168,55 @@ fn node_returning_several_commands_and_updates(rec: &mut Rec) -> BoxFuture<'_, O
         g.add_node("b", |_: &JsonState| json!({"log": ["b"]}));
         g.add_edge(START, "a");
         rec.invoke(&g.compile()?, input(json!({"log": []})), &weft::RunnableConfig::default()).await;
+        Ok(())
+    })
+}
+
+/// Node "2" of the command scenarios: re-emits the command it was sent, with its own update.
+fn relay(cmd: Cmd) -> Vec<Cmd> {
+    vec![cmd, Cmd::new().update(crate::kit::upd(json!({"log": ["2"]})))]
+}
+
+fn relay_sends(_: &JsonState) -> Vec<Route> {
+    vec![
+        Route::Send(Send::command("2", Cmd::new().goto(Send::new("w", json!({"topic": "x"}))))),
+        Route::Send(Send::command(
+            "2",
+            Cmd::new()
+                .update(crate::kit::upd(json!({"log": ["cmd"]})))
+                .goto(Send::new("w", json!({"topic": "y"}))),
+        )),
+        Route::Node("3".to_owned()),
+    ]
+}
+
+fn relay_graph() -> weft::graph::StateGraph<JsonState> {
+    let mut g = graph(jobs());
+    g.add_node("1", |_: &JsonState| json!({"log": ["1"]}));
+    g.add_node("2", relay);
+    g.add_node("w", worker);
+    g.add_node("3", |_: &JsonState| json!({"log": ["3"]}));
+    g.add_edge(START, "1");
+    g.add_conditional_edges("1", relay_sends, None);
+    g
+}
+
+fn send_carrying_a_command_runs_its_reemitted_goto(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let app = relay_graph().compile_with(saver())?;
+        rec.invoke(&app, input(json!({"log": []})), &thread("t")).await;
+        rec.state(&app, &thread("t"), false).await;
+        Ok(())
+    })
+}
+
+fn send_carrying_a_command_resumes_from_a_breakpoint(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let app = relay_graph().compile_with(saver().interrupt_before(["2"]))?;
+        rec.invoke(&app, input(json!({"log": []})), &thread("t")).await;
+        rec.state(&app, &thread("t"), false).await;
+        rec.invoke(&app, GraphInput::Resume, &thread("t")).await;
+        rec.state(&app, &thread("t"), false).await;
         Ok(())
     })
 }

@@ -72,7 +72,7 @@ type TaskBody<A, T> = Arc<dyn Fn(A) -> BoxFuture<'static, Result<T>> + Send + Sy
 pub struct Task<A, T> {
     name: Arc<str>,
     body: TaskBody<A, T>,
-    retry: Option<RetryPolicy>,
+    retry: Vec<RetryPolicy>,
 }
 
 impl<A, T> Clone for Task<A, T> {
@@ -103,7 +103,7 @@ where
     Fut: Future<Output = Result<T>> + Send + 'static,
 {
     let body: TaskBody<A, T> = Arc::new(move |input| f(input).boxed());
-    Task { name: Arc::from(name.into()), body, retry: None }
+    Task { name: Arc::from(name.into()), body, retry: Vec::new() }
 }
 
 impl<A: Serialize + Clone + Send + 'static, T: FuncValue> Task<A, T> {
@@ -112,9 +112,10 @@ impl<A: Serialize + Clone + Send + 'static, T: FuncValue> Task<A, T> {
         &self.name
     }
 
-    /// Retries a failed call as `policy` says (the errors it retries, attempts, backoff).
+    /// Retries a failed call as `policy` says (the errors it retries, attempts, backoff). Called again, it
+    /// adds a policy: the first whose `retry_on` matches the error applies.
     pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
+        self.retry.push(policy);
         self
     }
 
@@ -139,7 +140,7 @@ impl<A: Serialize + Clone + Send + 'static, T: FuncValue> Task<A, T> {
 async fn run_call<A: Serialize + Clone + Send + 'static, T: FuncValue>(
     (call, caller): (Call, Runtime),
     body: TaskBody<A, T>,
-    retry: Option<RetryPolicy>,
+    retry: Vec<RetryPolicy>,
     input: A,
 ) -> Result<T> {
     if let Some(saved) = call.saved() {
@@ -162,12 +163,12 @@ async fn run_call<A: Serialize + Clone + Send + 'static, T: FuncValue>(
             }
         }
         match result {
-            Err(err) if !err.is_control_flow() => match &retry {
-                Some(p) if attempt < p.max_attempts && p.should_retry(&err) => {
-                    tokio::time::sleep(p.delay(attempt)).await;
+            Err(err) if !err.is_control_flow() => match crate::retry::next_retry(&retry, &err, attempt) {
+                Some(wait) => {
+                    tokio::time::sleep(wait).await;
                     attempt += 1;
                 }
-                _ => break Err(err),
+                None => break Err(err),
             },
             other => break other,
         }

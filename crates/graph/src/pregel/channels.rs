@@ -441,12 +441,13 @@ pub(crate) fn source_name<S: State>(spec: &GraphSpec<S>, source: Option<usize>) 
     }
 }
 
+/// The key of a saved `Send` argument that is a [`Command`](crate::Command) (`Send::command`).
+const COMMAND_KEY: &str = "__command__";
+
 /// A `Send` packet as saved: an argument's keys that name untracked channels are left out (as LangGraph
 /// does), so an untracked value never reaches a checkpoint.
 pub(crate) fn send_to_json<S: State>(state: &S, send: &Send) -> GraphResult<Value> {
-    let mut arg = send
-        .payload
-        .to_json()
+    let mut arg = payload_to_json(state, &send.payload)
         .map_err(|e| GraphError::Serialization(format!("send to '{}': {e}", send.node)))?;
     if let Value::Object(fields) = &mut arg {
         for channel in state.channels().iter().filter(|c| !c.kind.is_tracked()) {
@@ -456,14 +457,81 @@ pub(crate) fn send_to_json<S: State>(state: &S, send: &Send) -> GraphResult<Valu
     Ok(json!({"node": send.node, "arg": arg}))
 }
 
+/// A payload as JSON; a command of the graph (`Send::command`) is written as
+/// `{"__command__": {"update": [[[channel, value], ...], ...], "goto": [node or send, ...], "graph": ...}}`.
+pub(crate) fn payload_to_json<S: State>(state: &S, payload: &crate::types::Payload) -> Result<Value, String> {
+    let Some(cmd) = payload.as_command::<S>() else { return payload.to_json() };
+    let names = state.channels();
+    let mut updates = Vec::with_capacity(cmd.update.len());
+    for u in &cmd.update {
+        let writes = state.update_to_json(u).map_err(|e| e.to_string())?;
+        updates.push(Value::Array(
+            writes.into_iter().map(|(i, v)| json!([names[i].name.as_ref(), v])).collect(),
+        ));
+    }
+    let mut goto = Vec::with_capacity(cmd.goto.len());
+    for g in &cmd.goto {
+        goto.push(match g {
+            crate::types::Goto::Node(n) => Value::String(n.clone()),
+            crate::types::Goto::Send(send) => send_to_json(state, send).map_err(|e| e.to_string())?,
+        });
+    }
+    let graph = match cmd.graph {
+        crate::types::CommandGraph::Current => Value::Null,
+        crate::types::CommandGraph::Parent => Value::String("__parent__".to_owned()),
+    };
+    Ok(json!({COMMAND_KEY: {"update": updates, "goto": goto, "graph": graph}}))
+}
+
+/// A payload as JSON for what the user reads (task events, traces, cache keys): `null` where it has none.
+pub(crate) fn payload_json<S: State>(state: &S, payload: &crate::types::Payload) -> Value {
+    payload_to_json(state, payload).unwrap_or(Value::Null)
+}
+
 pub(crate) fn send_from_json<S: State>(spec: &GraphSpec<S>, value: &Value) -> Result<Send, String> {
     let node = value.get("node").and_then(Value::as_str).ok_or("send without a node")?;
     let &i = spec.node_names.get(node).ok_or_else(|| format!("send to unknown node '{node}'"))?;
     let func = spec.nodes[i].func.as_ref().ok_or("send to a node without a function")?;
-    let payload = func
-        .payload_from_json(value.get("arg").cloned().unwrap_or(Value::Null))
-        .map_err(|e| format!("send to '{node}': {e}"))?;
+    let arg = value.get("arg").cloned().unwrap_or(Value::Null);
+    let payload = match arg.get(COMMAND_KEY) {
+        Some(cmd) if arg.as_object().is_some_and(|o| o.len() == 1) => crate::types::Payload::command(
+            command_from_json(spec, cmd).map_err(|e| format!("send to '{node}': {e}"))?,
+        ),
+        _ => func.payload_from_json(arg).map_err(|e| format!("send to '{node}': {e}"))?,
+    };
     Ok(Send { node: node.to_owned(), payload })
+}
+
+/// Reads back a command written by [`payload_to_json`].
+fn command_from_json<S: State>(
+    spec: &GraphSpec<S>,
+    value: &Value,
+) -> Result<crate::types::Command<S>, String> {
+    let state = &spec.initial;
+    let mut cmd = crate::types::Command::new();
+    for update in value.get("update").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default() {
+        let mut writes = Vec::new();
+        for pair in update.as_array().ok_or("a saved command update is not a list")? {
+            let (Some(name), Some(v)) = (pair.get(0).and_then(Value::as_str), pair.get(1)) else {
+                return Err(format!("a saved command write is not a [channel, value] pair: {pair}"));
+            };
+            let i = state
+                .channel_index(name)
+                .ok_or_else(|| format!("a saved command writes unknown channel '{name}'"))?;
+            writes.push((i, v.clone()));
+        }
+        cmd.update.push(state.update_from_json(writes).map_err(|e| e.to_string())?);
+    }
+    for g in value.get("goto").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default() {
+        cmd.goto.push(match g {
+            Value::String(n) => crate::types::Goto::Node(n.clone()),
+            send => crate::types::Goto::Send(send_from_json(spec, send)?),
+        });
+    }
+    if value.get("graph").and_then(Value::as_str) == Some("__parent__") {
+        cmd.graph = crate::types::CommandGraph::Parent;
+    }
+    Ok(cmd)
 }
 
 pub(crate) fn parse_version(v: &str) -> Option<(u64, u64)> {

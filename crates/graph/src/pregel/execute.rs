@@ -48,12 +48,12 @@ pub(crate) async fn execute<S: State>(
     };
     let node = &spec.nodes[n];
     let Some(func) = &node.func else { return Ok((TaskOutcome::Done(TaskWrites::default()), None)) };
-    let policy = node.config.retry.as_ref().or(inner.config.retry.as_ref());
+    let policies = if node.config.retry.is_empty() { &inner.config.retry } else { &node.config.retry };
     let step = runtime.inner.site.step;
     let cache_key = match (&node.config.cache, &inner.config.cache) {
         (Some(cp), Some(_)) => {
             let input = match &task.input {
-                Some(p) => p.to_json().unwrap_or(Value::Null),
+                Some(p) => crate::pregel::channels::payload_json(&ch.state, p),
                 // An entrypoint's input is the run's, not in the state.
                 None if spec.functional => {
                     runtime.inner.calls.as_ref().and_then(|c| c.input()).unwrap_or_default()
@@ -82,7 +82,7 @@ pub(crate) async fn execute<S: State>(
         let span = if traced { trace::task_span(&node.name, &rt) } else { tracing::Span::none() };
         let input_json = |input: &NodeInput<'_, S>| match input {
             NodeInput::State(s) => state_json(*s),
-            NodeInput::Payload(p) => p.to_json().unwrap_or(Value::Null),
+            NodeInput::Payload(p) => crate::pregel::channels::payload_json(&ch.state, p),
         };
         if traced && records_content() && !span.is_disabled() {
             span.record("input.value", input_json(&input).to_string().as_str());
@@ -137,12 +137,12 @@ pub(crate) async fn execute<S: State>(
                     let resumed = resume_to_save(&rt);
                     return Ok((TaskOutcome::Interrupted(list), resumed));
                 }
-                match policy {
-                    Some(p) if attempt < p.max_attempts && p.should_retry(&err) => {
-                        Box::pin(tokio::time::sleep(p.delay(attempt))).await;
+                match crate::retry::next_retry(policies, &err, attempt) {
+                    Some(wait) => {
+                        Box::pin(tokio::time::sleep(wait)).await;
                         attempt += 1;
                     }
-                    _ => {
+                    None => {
                         return Err(GraphError::Node {
                             node: NodeRef::new(inner.name.as_str(), &*node.name),
                             step,

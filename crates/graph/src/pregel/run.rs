@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use tracing::Instrument as _;
 use weft_runnable_core::{Error, RunKind, RunScope, RunnableConfig};
 
-use crate::checkpoint::{CheckpointConfig, CheckpointSource, special};
+use crate::checkpoint::{ChannelName, CheckpointConfig, CheckpointSource, special};
 use crate::compiled::{DEFAULT_GRAPH_RECURSION_LIMIT, GraphInput, GraphOutput, Inner, RunOptions};
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::apply::{apply_control_writes, apply_new_writes, apply_new_writes_with_tasks, route};
@@ -319,6 +319,7 @@ pub(crate) async fn run_inner<S: State>(
             if cmd.is_empty() {
                 return Err(GraphError::EmptyCommand);
             }
+            let mut null_answer: Option<Value> = None;
             if let Some(resume) = cmd.resume.clone() {
                 if ctx.saver.is_none() {
                     return Err(GraphError::ResumeWithoutCheckpointer);
@@ -331,6 +332,9 @@ pub(crate) async fn run_inner<S: State>(
                                 pending.into_iter().map(|i| i.id).collect(),
                             ));
                         }
+                        // Saved below as the null task's answer on the checkpoint being resumed, as
+                        // LangGraph saves it.
+                        null_answer = Some(v.clone());
                         if let Ok(mut slot) = ctx.null_resume.lock() {
                             *slot = Some(v);
                         }
@@ -365,7 +369,10 @@ pub(crate) async fn run_inner<S: State>(
                 // Saved as the null task's writes on the checkpoint being resumed, so they hold until
                 // the step completes (in `exit` mode they go with the checkpoint saved at exit).
                 if let Some(saver) = ctx.saver.as_mut() {
-                    let json = writes_to_json(spec, names, &ch.state, &writes)?;
+                    let mut json = writes_to_json(spec, names, &ch.state, &writes)?;
+                    if let Some(v) = null_answer.take() {
+                        json.push((ChannelName::from(special::RESUME), v));
+                    }
                     let (id, path) = (Arc::from(special::NULL_TASK_ID), Arc::from(""));
                     saver.put_writes_now(&id, &path, json).await?;
                 }
@@ -373,6 +380,10 @@ pub(crate) async fn run_inner<S: State>(
                 apply_new_writes(&mut ch, spec, std::slice::from_mut(&mut writes), &mut changed, step)?;
                 ch.bump(&changed);
                 dirty.union_with(&changed);
+            }
+            if let (Some(v), Some(saver)) = (null_answer, ctx.saver.as_mut()) {
+                let (id, path) = (Arc::from(special::NULL_TASK_ID), Arc::from(""));
+                saver.put_writes_now(&id, &path, vec![(ChannelName::from(special::RESUME), v)]).await?;
             }
             // The run proceeds past the checkpoint it resumes, the command's update included: a static
             // breakpoint already taken there does not pause it again.

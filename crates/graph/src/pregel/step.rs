@@ -128,7 +128,7 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
             Err(e) => emit_task_result(ctx, &ch.state, task, Some(e.to_string()), None, Vec::new(), step),
         }
         match result {
-            Ok((TaskOutcome::Done(writes), resumed)) => {
+            Ok((TaskOutcome::Done(mut writes), resumed)) => {
                 if ctx.sink.is_some_and(|s| s.modes.has(StreamMode::Messages)) {
                     let triggers = task_triggers(ch, spec, task);
                     emit_whole_messages(ctx, &ch.state, task, &writes, step, &triggers);
@@ -149,6 +149,8 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
                     emit_task_result(ctx, &ch.state, task, None, Some(&writes), Vec::new(), step);
                     results[i] = Some((writes, true));
                 } else {
+                    // Saved with the writes once the task's routes are known (`persist_single`).
+                    writes.resumed = resumed;
                     results[i] = Some((writes, false));
                 }
             }
@@ -269,7 +271,7 @@ pub(crate) fn start_task<S: State>(
     if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks()) {
         if task.kind != TaskKind::Start {
             let input = match &task.input {
-                Some(p) => p.to_json().unwrap_or(Value::Null),
+                Some(p) => crate::pregel::channels::payload_json(&ch.state, p),
                 // An entrypoint's input is the run's input, as LangGraph shows it.
                 None if ctx.inner.spec.functional => entrypoint_input(ch).unwrap_or_default(),
                 None => state_json(&ch.state),
@@ -310,8 +312,11 @@ pub(crate) async fn persist_single<S: State>(
         return Ok(());
     }
     let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
-    let json = writes_to_json(&ctx.inner.spec, &ctx.inner.names, state, writes)
+    let mut json = writes_to_json(&ctx.inner.spec, &ctx.inner.names, state, writes)
         .map_err(|e| unsaveable(e, &saver.thread.thread_id, &task.name, step))?;
+    if let Some(r) = &writes.resumed {
+        json.push((ChannelName::from(special::RESUME), Value::Array(r.clone())));
+    }
     match saver.put_writes(&task.id, &task.path, json)? {
         Some(op) => saver.submit(op).await,
         None => Ok(()),

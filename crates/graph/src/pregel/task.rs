@@ -52,11 +52,21 @@ pub(crate) struct TaskWrites<S: State> {
     pub(crate) joins: Vec<usize>,
     /// Whether the writes came from the node cache instead of a run.
     pub(crate) cached: bool,
+    /// The answers to its interrupts the task used, when this run gave it new ones: saved with its writes
+    /// (`__resume__`), as LangGraph saves them.
+    pub(crate) resumed: Option<Vec<serde_json::Value>>,
 }
 
 impl<S: State> Default for TaskWrites<S> {
     fn default() -> Self {
-        Self { updates: Vec::new(), goto: Vec::new(), sends: Vec::new(), joins: Vec::new(), cached: false }
+        Self {
+            updates: Vec::new(),
+            goto: Vec::new(),
+            sends: Vec::new(),
+            joins: Vec::new(),
+            cached: false,
+            resumed: None,
+        }
     }
 }
 
@@ -68,6 +78,7 @@ impl<S: State> Clone for TaskWrites<S> {
             sends: self.sends.clone(),
             joins: self.joins.clone(),
             cached: self.cached,
+            resumed: self.resumed.clone(),
         }
     }
 }
@@ -332,8 +343,12 @@ pub(crate) fn writes_from_json<S: State>(
     Ok(writes)
 }
 
-/// A state as a JSON object of its non-empty tracked channels (for events and snapshots).
+/// A state as a JSON object of its non-empty tracked channels (for events and snapshots); a root-value
+/// state as its bare value.
 pub(crate) fn state_json<S: State>(state: &S) -> Value {
+    if state.is_root_value() {
+        return state.channel_to_json(0).ok().flatten().unwrap_or(Value::Null);
+    }
     let mut map = Map::new();
     for (i, spec) in state.channels().iter().enumerate() {
         if let Ok(Some(v)) = state.channel_to_json(i) {

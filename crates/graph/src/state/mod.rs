@@ -190,6 +190,12 @@ pub trait State: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// error, so replaying several writes to one channel takes one update per write.
     fn update_from_json(&self, writes: Vec<(usize, Value)>) -> Result<Self::Update, UpdateError>;
 
+    /// Whether the state is one bare value (a [`RootState`](crate::root::RootState)): its JSON form (stream
+    /// chunks, snapshots) is then the value of its one channel, not an object of channels.
+    fn is_root_value(&self) -> bool {
+        false
+    }
+
     /// The index of the channel named `name`.
     fn channel_index(&self, name: &str) -> Option<usize> {
         self.channels().iter().position(|c| c.name == name)

@@ -223,6 +223,13 @@ impl<S: State, C: State> NodeFn<S> for SubgraphNode<C> {
                 // A `Send`: its packet is the subgraph's input (its keys naming the subgraph's channels),
                 // and the channels the subgraph has at the end go back to the parent by name.
                 NodeInput::Payload(payload) => {
+                    if payload.as_command::<S>().is_some() {
+                        return Err(Error::InvalidInput(format!(
+                            "a Send to subgraph node '{}' carries a Command; a subgraph takes an object of \
+                             its channels",
+                            runtime.node()
+                        )));
+                    }
                     let update = payload_update(&payload, child_initial)?;
                     let out = self
                         .graph

@@ -1,0 +1,70 @@
+//! Node input schemas: a node taking a narrower input type reads just those channels, private ones
+//! included; an input type naming no channel of the state is a compile error.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use weft_graph::{GraphError, START, Send, State, StateGraph};
+use weft_runnable_core::RunnableConfig;
+
+#[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+struct Overall {
+    question: String,
+    answer: String,
+    /// Written and read by the nodes only: the graph's output type leaves it out.
+    scratch: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SeesScratch {
+    scratch: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Output {
+    answer: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Typo {
+    questoin: String,
+}
+
+#[tokio::test]
+async fn a_node_reads_only_its_input_channels_private_ones_included() {
+    let mut g = StateGraph::<Overall>::new();
+    g.add_node("think", |s: Overall| OverallUpdate::new().scratch(format!("thinking about {}", s.question)));
+    g.add_node("say", |s: SeesScratch| OverallUpdate::new().answer(s.scratch.unwrap_or_default()));
+    g.add_edge(START, "think");
+    g.add_edge("think", "say");
+    let app = g.compile().unwrap();
+    let out: weft_graph::GraphOutput<Output> =
+        app.invoke_as(&json!({"question": "tea"}), &RunnableConfig::default()).await.unwrap();
+    assert_eq!(out.value.answer, "thinking about tea");
+}
+
+#[test]
+fn an_input_type_naming_an_unknown_channel_is_a_compile_error() {
+    let mut g = StateGraph::<Overall>::new();
+    g.add_node("ask", |t: Typo| OverallUpdate::new().answer(t.questoin));
+    g.add_edge(START, "ask");
+    let err = g.compile().unwrap_err();
+    assert!(
+        matches!(&err, GraphError::UnknownInputChannel { node, field, .. } if node == "ask" && field == "questoin")
+    );
+    assert_eq!(
+        err.to_string(),
+        "node 'ask' takes an input type with field 'questoin', which is not a channel of the state \
+         (channels: question, answer, scratch)"
+    );
+}
+
+#[tokio::test]
+async fn a_send_payload_struct_is_not_an_input_schema() {
+    // Reached only by Sends, the node gets packets, not the state: its fields need not be channels.
+    let mut g = StateGraph::<Overall>::new();
+    g.add_node("ask", |t: Typo| OverallUpdate::new().answer(t.questoin));
+    g.set_conditional_entry_point(|_: &Overall| vec![Send::new("ask", Typo { questoin: "x".into() })], None);
+    let out = g.compile().unwrap().invoke(OverallUpdate::new(), &RunnableConfig::default()).await.unwrap();
+    assert_eq!(out.value.answer, "x");
+}
