@@ -56,6 +56,12 @@ impl RecordsLock {
         }
     }
 
+    /// How many callers wait for the records.
+    #[cfg(test)]
+    pub(crate) fn waiting(&self) -> usize {
+        self.shared.waiting.load(Ordering::SeqCst)
+    }
+
     /// Waits for the records: this process's turn, and scaled out every instance's, brought up to date
     /// with what the others wrote. Fails when PostgreSQL cannot be reached or holds an unreadable record.
     pub(crate) async fn lock(&self) -> Result<RecordsGuard<'_>, ServerError> {

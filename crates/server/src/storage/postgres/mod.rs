@@ -294,3 +294,6 @@ impl PgRecords {
 fn storage(e: sqlx::Error) -> ServerError {
     ServerError::Storage(format!("postgres: {e}"))
 }
+
+#[cfg(test)]
+mod tests;
