@@ -151,6 +151,9 @@ pub(crate) struct PgRecords {
 /// A row read at a turn's start: kind, id, body (none: deleted).
 pub(crate) type Row = (String, String, Option<String>);
 
+/// A row as read: kind, id, body, `seq`.
+type SeqRow = (String, String, Option<String>, i64);
+
 /// A turn's writes to the run queue, one entry per operation (see `weft_server_records_write`).
 #[derive(Debug, Default)]
 struct QueueOps {
@@ -206,7 +209,7 @@ impl PgRecords {
         tokio::spawn(async move {
             let taken = async {
                 let mut conn = pool.acquire().await?;
-                let rows: Result<Vec<(String, String, Option<String>, i64)>, sqlx::Error> =
+                let rows: Result<Vec<SeqRow>, sqlx::Error> =
                     sqlx::query_as("SELECT kind, id, body, seq FROM weft_server_records_enter($1)")
                         .bind(since)
                         .fetch_all(&mut *conn)
