@@ -1,11 +1,6 @@
 //! Reads of the PostgreSQL saver: one statement returns each checkpoint with the blobs it needs (delta
 //! bases included, through a recursive query) and its pending writes, so a read is one round trip and
 //! sees one snapshot.
-//!
-//! Each needed blob is looked up by its whole key (a `LATERAL` subquery with `LIMIT 1`, which the planner
-//! cannot turn into a join): as a plain join, PostgreSQL 15 hashed every blob of the thread at every read
-//! (it guesses 100 rows for `jsonb_each_text`), a cost growing with the thread's history: 593 buffers
-//! against 35 after 30 runs of a three-node graph on one thread.
 
 use serde_json::Value;
 use sqlx::Row;
@@ -29,20 +24,16 @@ LEFT JOIN LATERAL (
             CASE WHEN jsonb_typeof(c.checkpoint -> 'channel_versions') = 'object'
             THEN c.checkpoint -> 'channel_versions' ELSE '{}'::jsonb END) v
         UNION
-        SELECT bl.channel, bl.base_version FROM need CROSS JOIN LATERAL (
-            SELECT bl.channel, bl.base_version FROM checkpoint_blobs bl
-            WHERE bl.thread_key = c.thread_key AND bl.ns_key = c.ns_key AND bl.thread_id = c.thread_id
-                AND bl.checkpoint_ns = c.checkpoint_ns AND bl.channel = need.channel
-                AND bl.version = need.version AND bl.base_version IS NOT NULL
-            LIMIT 1) bl
+        SELECT bl.channel, bl.base_version FROM need JOIN checkpoint_blobs bl
+            ON bl.thread_key = c.thread_key AND bl.ns_key = c.ns_key AND bl.thread_id = c.thread_id
+            AND bl.checkpoint_ns = c.checkpoint_ns AND bl.channel = need.channel AND bl.version = need.version
+        WHERE bl.base_version IS NOT NULL
     )
     SELECT array_agg(bl.channel) AS channels, array_agg(bl.version) AS versions,
         array_agg(bl.base_version) AS bases, array_agg(bl.blob) AS blobs
-    FROM need CROSS JOIN LATERAL (
-        SELECT bl.channel, bl.version, bl.blob, bl.base_version FROM checkpoint_blobs bl
-        WHERE bl.thread_key = c.thread_key AND bl.ns_key = c.ns_key AND bl.thread_id = c.thread_id
-            AND bl.checkpoint_ns = c.checkpoint_ns AND bl.channel = need.channel AND bl.version = need.version
-        LIMIT 1) bl
+    FROM need JOIN checkpoint_blobs bl
+        ON bl.thread_key = c.thread_key AND bl.ns_key = c.ns_key AND bl.thread_id = c.thread_id
+        AND bl.checkpoint_ns = c.checkpoint_ns AND bl.channel = need.channel AND bl.version = need.version
 ) b ON true
 LEFT JOIN LATERAL (
     SELECT array_agg(cw.task_id) AS task_ids, array_agg(cw.task_path) AS task_paths,
