@@ -99,6 +99,9 @@ pub(crate) async fn connect(config: &ScaleConfig) -> Result<(PgPool, bus::Bus), 
     let pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(16)
         .acquire_timeout(Duration::from_secs(10))
+        // No ping before each use: a round trip per query (a broken connection fails its query instead,
+        // and the pool drops it).
+        .test_before_acquire(false)
         // Plans made for each query's values: a plan cached while the tables were small (a scan of the
         // records for "the rows written since seq N") would stay, and cost more as they grow.
         .after_connect(|conn, _| {

@@ -1,5 +1,5 @@
 //! The run queue in PostgreSQL: `weft_server_queue` holds one row per run that is pending or running,
-//! written in the same transaction as the run's record ([`keep`]). Workers claim rows with
+//! written in the same transaction as the run's record (by [`crate::storage::postgres`]). Workers claim rows with
 //! `FOR UPDATE SKIP LOCKED` ([`claim`]): only the first row of a thread (by due time, then run id) can be
 //! claimed, and only when it is due and no live lease holds it, so a thread runs one run at a time
 //! whichever instance runs it. A claim is a lease that its worker renews ([`renew`]); a lease that
@@ -8,44 +8,9 @@
 
 use std::time::Duration;
 
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::PgPool;
 
 use crate::runs::CancelAction;
-use crate::storage::Change;
-
-/// Keeps the queue in step with one change to the records (inside the records' transaction).
-pub(crate) async fn keep(tx: &mut Transaction<'_, Postgres>, change: &Change) -> Result<(), sqlx::Error> {
-    match change {
-        Change::Run(record) if record.run.status.is_active() => {
-            sqlx::query(
-                "INSERT INTO weft_server_queue (run_id, thread_id, due_at) VALUES ($1, $2, $3::timestamptz) \
-                 ON CONFLICT (run_id) DO NOTHING",
-            )
-            .bind(&record.run.run_id)
-            .bind(&record.run.thread_id)
-            .bind(&record.run.created_at)
-            .execute(&mut **tx)
-            .await?;
-        }
-        Change::Run(record) => {
-            delete_run(tx, &record.run.run_id).await?;
-        }
-        Change::DeleteRun(run_id) => delete_run(tx, run_id).await?,
-        Change::DeleteThread(thread_id) => {
-            sqlx::query("DELETE FROM weft_server_queue WHERE thread_id = $1")
-                .bind(thread_id)
-                .execute(&mut **tx)
-                .await?;
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-async fn delete_run(tx: &mut Transaction<'_, Postgres>, run_id: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("DELETE FROM weft_server_queue WHERE run_id = $1").bind(run_id).execute(&mut **tx).await?;
-    Ok(())
-}
 
 /// Claims the next run this worker may start: the first of its thread, due, not leased (or its lease
 /// expired). Returns the run's id and the cancel already asked of it, if any.

@@ -184,7 +184,7 @@ impl Records {
             let (rows, seq) = pg.enter().await?;
             for (kind, id, body) in &rows {
                 if let Err(e) = self.apply_row(kind, id, body.as_deref()) {
-                    self.leave();
+                    self.leave(false);
                     return Err(e);
                 }
             }
@@ -195,12 +195,15 @@ impl Records {
         Ok(())
     }
 
-    /// Ends the records' turn (scaled out: lets go of PostgreSQL's lock, in a task of its own).
-    fn leave(&mut self) {
+    /// Ends the records' turn. Scaled out, lets go of PostgreSQL's lock (in a task of its own), unless
+    /// `keep` (another caller of this process waits) and it may be kept: whether it was kept.
+    fn leave(&mut self, keep: bool) -> bool {
         #[cfg(feature = "scale")]
         if let Backend::Postgres(pg) = &mut self.backend {
-            pg.leave();
+            return pg.leave(keep);
         }
+        let _ = keep;
+        false
     }
 
     /// Opens the records on PostgreSQL: the tables made (once, whatever the number of instances starting
@@ -210,7 +213,7 @@ impl Records {
         postgres::migrate(&pool).await?;
         let mut records = Records::empty(Backend::Postgres(postgres::PgRecords::new(pool)));
         records.enter().await?;
-        records.leave();
+        records.leave(false);
         Ok(records)
     }
 

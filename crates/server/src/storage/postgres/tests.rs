@@ -1,0 +1,219 @@
+//! The records on PostgreSQL: turns across instances, the lock kept for waiting callers, the queue kept in
+//! step. Each test gets a database of its own (dropped after). Without PostgreSQL at 127.0.0.1:5432
+//! (`WEFT_TEST_PG_ADMIN_URL` overrides it) the tests skip loudly, and fail in CI (`CI` set).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::json;
+use sqlx::{Connection as _, PgPool};
+
+use super::super::{Change, Records, RecordsLock};
+use crate::model::{RunRecord, Thread};
+
+fn admin_url() -> String {
+    std::env::var("WEFT_TEST_PG_ADMIN_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// A database of one test, dropped when this goes.
+struct Database {
+    name: String,
+    uri: String,
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+            runtime.block_on(async {
+                let mut conn = sqlx::PgConnection::connect(&admin_url()).await.ok()?;
+                let sql = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await.ok()
+            })
+        })
+        .join();
+    }
+}
+
+async fn database() -> Option<Database> {
+    let connect =
+        tokio::time::timeout(Duration::from_secs(5), sqlx::PgConnection::connect(&admin_url())).await;
+    let Ok(Ok(mut conn)) = connect else {
+        let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false"));
+        assert!(!ci, "PostgreSQL is needed in CI");
+        eprintln!("!!! SKIPPED: PostgreSQL at 127.0.0.1:5432 cannot be reached (in CI this is a failure)");
+        return None;
+    };
+    let name = format!("weft_records_{}", uuid::Uuid::new_v4().simple());
+    let sql = format!("CREATE DATABASE \"{name}\"");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await.unwrap();
+    let uri = format!("{}/{name}", admin_url().rsplit_once('/').unwrap().0);
+    Some(Database { name, uri })
+}
+
+/// An instance's records on the database.
+async fn instance(db: &Database) -> (RecordsLock, PgPool) {
+    let pool = sqlx::postgres::PgPoolOptions::new().max_connections(4).connect(&db.uri).await.unwrap();
+    (RecordsLock::new(Records::open_postgres(pool.clone()).await.unwrap()), pool)
+}
+
+fn thread(thread_id: &str) -> Change {
+    let thread: Thread = serde_json::from_value(json!({
+        "thread_id": thread_id, "created_at": "2026-11-27T00:00:00Z", "updated_at": "2026-11-27T00:00:00Z",
+        "state_updated_at": "2026-11-27T00:00:00Z", "metadata": {}, "status": "idle", "config": {},
+        "values": null, "error": null, "interrupts": {}
+    }))
+    .unwrap();
+    Change::Thread(thread)
+}
+
+fn run(run_id: &str, thread_id: &str, status: &str) -> Change {
+    let record: RunRecord = serde_json::from_value(json!({
+        "run": {
+            "run_id": run_id, "thread_id": thread_id, "assistant_id": "a", "metadata": {},
+            "status": status, "multitask_strategy": "enqueue",
+            "created_at": "2026-11-27T00:00:00Z", "updated_at": "2026-11-27T00:00:00Z",
+            "langsmith_session_name": null,
+            "kwargs": {
+                "input": null, "command": null, "config": {}, "context": {}, "stream_mode": ["values"],
+                "interrupt_before": null, "interrupt_after": null, "webhook": null, "feedback_keys": null,
+                "temporary": false, "subgraphs": false, "resumable": false, "checkpoint_during": true,
+                "durability": "async"
+            }
+        }
+    }))
+    .unwrap();
+    Change::Run(Box::new(record))
+}
+
+async fn queued(pool: &PgPool) -> Vec<String> {
+    sqlx::query_scalar("SELECT run_id FROM weft_server_queue ORDER BY run_id").fetch_all(pool).await.unwrap()
+}
+
+#[tokio::test]
+async fn the_queue_follows_the_runs_written_in_one_turn() {
+    let Some(db) = database().await else { return };
+    let (a, pool) = instance(&db).await;
+    let mut records = a.lock().await.unwrap();
+    records
+        .commit(vec![
+            thread("t1"),
+            run("r1", "t1", "pending"),
+            run("r2", "t1", "pending"),
+            run("r3", "t2", "running"),
+            run("r2", "t1", "success"),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(queued(&pool).await, ["r1", "r3"], "r2 queued, then ended in the same turn");
+    records.commit(vec![Change::DeleteThread("t1".into()), run("r4", "t1", "pending")]).await.unwrap();
+    assert_eq!(queued(&pool).await, ["r3", "r4"], "t1's runs went with it, then r4 came");
+    records.commit(vec![Change::DeleteRun("r3".into()), run("r4", "t1", "error")]).await.unwrap();
+    assert!(queued(&pool).await.is_empty());
+    drop(records);
+    let (b, _) = instance(&db).await;
+    let seen = b.lock().await.unwrap();
+    assert_eq!(seen.runs["r4"].run.status, crate::model::RunStatus::Error);
+    assert!(!seen.runs.contains_key("r3") && !seen.threads.contains_key("t1"));
+    assert!(seen.active_runs("t1").all(|r| r.run.run_id == "r1"), "r4 ended");
+}
+
+#[tokio::test]
+async fn writes_made_while_the_lock_was_kept_reach_the_other_instance() {
+    let Some(db) = database().await else { return };
+    let (a, _) = instance(&db).await;
+    let (b, _) = instance(&db).await;
+    let a = Arc::new(a);
+    // The first turn lets go while the second caller waits: the lock is kept for it.
+    let mut first = a.lock().await.unwrap();
+    let second = tokio::spawn({
+        let a = Arc::clone(&a);
+        async move {
+            let mut records = a.lock().await.unwrap();
+            records.commit(vec![thread("t2")]).await.unwrap();
+        }
+    });
+    while a.waiting() == 0 {
+        tokio::task::yield_now().await;
+    }
+    first.commit(vec![thread("t1")]).await.unwrap();
+    drop(first);
+    second.await.unwrap();
+    let seen =
+        tokio::time::timeout(Duration::from_secs(5), b.lock()).await.expect("b gets its turn").unwrap();
+    assert!(seen.threads.contains_key("t1") && seen.threads.contains_key("t2"));
+}
+
+#[tokio::test]
+async fn a_kept_lock_that_nobody_takes_is_let_go() {
+    let Some(db) = database().await else { return };
+    let (a, _) = instance(&db).await;
+    let (b, _) = instance(&db).await;
+    let a = Arc::new(a);
+    let first = a.lock().await.unwrap();
+    let waiter = tokio::spawn({
+        let a = Arc::clone(&a);
+        async move { drop(a.lock().await) }
+    });
+    while a.waiting() == 0 {
+        tokio::task::yield_now().await;
+    }
+    // Let go while the waiter waits (kept for it), and the waiter goes away before its turn.
+    drop(first);
+    waiter.abort();
+    let _ = waiter.await;
+    let mut seen = tokio::time::timeout(Duration::from_secs(5), b.lock())
+        .await
+        .expect("the kept lock is let go")
+        .unwrap();
+    seen.commit(vec![thread("from-b")]).await.unwrap();
+    drop(seen);
+    let records = a.lock().await.unwrap();
+    assert!(records.threads.contains_key("from-b"), "a reads what b wrote once it takes the lock again");
+}
+
+#[tokio::test]
+async fn an_instance_busy_with_its_own_callers_lets_the_others_in() {
+    let Some(db) = database().await else { return };
+    let (a, _) = instance(&db).await;
+    let (b, _) = instance(&db).await;
+    let a = Arc::new(a);
+    let stop = Arc::new(AtomicBool::new(false));
+    let turns = Arc::new(AtomicUsize::new(0));
+    let mut callers = Vec::new();
+    for caller in 0..4 {
+        let (a, stop, turns) = (Arc::clone(&a), Arc::clone(&stop), Arc::clone(&turns));
+        callers.push(tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let mut records = a.lock().await.unwrap();
+                records.commit(vec![thread(&format!("a{caller}-{n}"))]).await.unwrap();
+                n += 1;
+                turns.fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+    }
+    while turns.load(Ordering::SeqCst) < 20 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // a always has callers waiting, so it keeps the lock turn after turn: for a bounded time only.
+    for _ in 0..3 {
+        let mut seen = tokio::time::timeout(Duration::from_secs(2), b.lock())
+            .await
+            .expect("b gets a turn while a is busy")
+            .unwrap();
+        seen.commit(vec![thread("from-b")]).await.unwrap();
+        assert!(seen.threads.contains_key("a0-0"));
+    }
+    stop.store(true, Ordering::SeqCst);
+    for caller in callers {
+        caller.await.unwrap();
+    }
+    let records = a.lock().await.unwrap();
+    assert!(records.threads.contains_key("from-b"));
+    let written = turns.load(Ordering::SeqCst);
+    assert_eq!(records.threads.len(), written + 1, "every turn of a and b's thread, none lost");
+}
