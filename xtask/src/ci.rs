@@ -240,6 +240,7 @@ fn examples(_: &mut Tally) -> Result<(), String> {
             .env("OPENAI_BASE_URL", fakellm.base_url())
             .env("OPENAI_API_KEY", "sk-fakellm")
             .env("OPENAI_MODEL", "gpt-4o-mini");
+        mcp::with_test_env(&mut command);
         exec::run_with_limit(&mut command, Some(EXAMPLE_LIMIT))?;
     }
     Ok(())
