@@ -351,18 +351,15 @@ impl<S: State> StateGraph<S> {
                 return Err(GraphError::UnknownInterruptNode(name.clone()));
             }
         }
-        // A node an edge surely reaches gets the state: its input type must name channels only.
+        // A node a plain edge reaches gets the state: its input type must name channels only. A router's
+        // destinations are left out: a router may reach them with `Send`s, whose payloads are their own
+        // types (the map step of a map-reduce names its workers in its path map).
         let channels: Vec<String> = self.initial.channels().iter().map(|c| c.name.to_string()).collect();
         let edge_targets: HashSet<&str> = self
             .edges
             .iter()
             .map(|(_, t)| t.as_str())
             .chain(self.waiting_edges.iter().map(|(_, t)| t.as_str()))
-            .chain(
-                self.branches
-                    .iter()
-                    .flat_map(|(_, b)| b.path_map.0.iter().flat_map(|m| m.values().map(String::as_str))),
-            )
             .collect();
         for node in self.nodes.iter().filter(|n| edge_targets.contains(n.name.as_str())) {
             for field in node.func.input_fields().unwrap_or_default() {

@@ -68,3 +68,19 @@ async fn a_send_payload_struct_is_not_an_input_schema() {
     let out = g.compile().unwrap().invoke(OverallUpdate::new(), &RunnableConfig::default()).await.unwrap();
     assert_eq!(out.value.answer, "x");
 }
+
+#[tokio::test]
+async fn a_routers_destination_may_take_send_payloads() {
+    // The map step of a map-reduce names its worker in its path map and reaches it with Sends only.
+    let mut g = StateGraph::<Overall>::new();
+    g.add_node("plan", |_: Overall| OverallUpdate::new().scratch("planned".to_owned()));
+    g.add_node("ask", |t: Typo| OverallUpdate::new().answer(t.questoin));
+    g.add_edge(START, "plan");
+    g.add_conditional_edges(
+        "plan",
+        |_: &Overall| vec![Send::new("ask", Typo { questoin: "y".into() })],
+        ["ask"],
+    );
+    let out = g.compile().unwrap().invoke(OverallUpdate::new(), &RunnableConfig::default()).await.unwrap();
+    assert_eq!(out.value.answer, "y");
+}
