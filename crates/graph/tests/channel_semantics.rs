@@ -92,6 +92,44 @@ async fn untracked_values_never_reach_saved_send_packets() {
     }
 }
 
+#[tokio::test]
+async fn untracked_values_never_reach_saved_sent_commands() {
+    let mut g = StateGraph::<Board>::new();
+    g.add_node("a", |_: Board| BoardUpdate::new().log(vec!["a".to_owned()]));
+    g.add_node("w", |cmd: weft_graph::Command<Board>, rt: &weft_graph::Runtime| {
+        let _: String = rt.interrupt("q")?;
+        Ok::<_, weft_runnable_core::Error>(cmd)
+    });
+    g.add_edge(START, "a");
+    g.add_conditional_edges(
+        "a",
+        |_: &Board| {
+            let update = BoardUpdate::new().secret("TOKEN".to_owned()).log(vec!["sent".to_owned()]);
+            vec![Send::command("w", weft_graph::Command::<Board>::new().update(update))]
+        },
+        None,
+    );
+    let saver = Arc::new(InMemorySaver::new());
+    let app = g.compile_with(CompileConfig::new().checkpointer(saver.clone())).unwrap();
+    let out = app.invoke(Board::update(), &thread("t")).await.unwrap();
+    assert_eq!(out.interrupts.len(), 1);
+    let tuples = saver
+        .list(Some(&weft_graph::checkpoint::CheckpointConfig::thread("t")), Default::default())
+        .await
+        .unwrap();
+    let mut saw_command = false;
+    for tuple in tuples {
+        let text = serde_json::to_string(&tuple.checkpoint).unwrap();
+        assert!(!text.contains("TOKEN"), "an untracked value was saved: {text}");
+        for write in tuple.pending_writes {
+            let value = write.value.to_string();
+            saw_command |= value.contains("__command__") && value.contains("sent");
+            assert!(!value.contains("TOKEN"), "an untracked value was saved in {write:?}");
+        }
+    }
+    assert!(saw_command, "the sent command was saved");
+}
+
 fn json_graph() -> StateGraph<JsonState> {
     let state = JsonState::builder().channel("count", ChannelKind::LastValue).append("log").build();
     StateGraph::with_initial(state)

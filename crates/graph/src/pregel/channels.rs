@@ -465,8 +465,13 @@ pub(crate) fn payload_to_json<S: State>(state: &S, payload: &crate::types::Paylo
     let mut updates = Vec::with_capacity(cmd.update.len());
     for u in &cmd.update {
         let writes = state.update_to_json(u).map_err(|e| e.to_string())?;
+        // Untracked channels never reach a checkpoint, as in `send_to_json` and the tasks' writes.
         updates.push(Value::Array(
-            writes.into_iter().map(|(i, v)| json!([names[i].name.as_ref(), v])).collect(),
+            writes
+                .into_iter()
+                .filter(|(i, _)| names[*i].kind.is_tracked())
+                .map(|(i, v)| json!([names[i].name.as_ref(), v]))
+                .collect(),
         ));
     }
     let mut goto = Vec::with_capacity(cmd.goto.len());

@@ -398,8 +398,10 @@ impl McpSession {
             ServiceError::TransportClosed
             | ServiceError::TransportSend(_)
             | ServiceError::Cancelled { .. } => {
+                // A stdio server's exit status and stderr say most; when it is still up and said
+                // nothing, the transport's own reason.
                 let detail = match self.inner.process.lock().await.as_mut() {
-                    Some(process) => process.describe_exit().await,
+                    Some(process) => process.describe_exit().await.or_else(|| Some(err.to_string())),
                     None => Some(err.to_string()),
                 };
                 McpError::Closed { server, operation, detail }
@@ -437,6 +439,13 @@ impl Drop for RouteGuard<'_> {
     }
 }
 
+/// The token of an `Authorization` value of the Bearer scheme (its name in any case), `None` for another
+/// scheme.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim_start())
+}
+
 /// The Streamable HTTP client transport for `http`, on a reqwest client of the workspace's TLS setup.
 fn http_transport(
     server: &str,
@@ -453,10 +462,13 @@ fn http_transport(
     let mut config = StreamableHttpClientTransportConfig::with_uri(http.url.clone());
     let mut headers = std::collections::HashMap::new();
     for (name, value) in &http.headers {
+        // A bearer token (the scheme in any case) goes through rmcp's auth header, which writes the
+        // `Bearer ` prefix itself; any other scheme (`Basic ...`) is sent as written.
         if name.eq_ignore_ascii_case("authorization") {
-            let token = value.strip_prefix("Bearer ").unwrap_or(value);
-            config = config.auth_header(token.to_owned());
-            continue;
+            if let Some(token) = bearer_token(value) {
+                config = config.auth_header(token.to_owned());
+                continue;
+            }
         }
         let bad =
             |what: &str| McpError::Config(format!("mcp server '{server}' header {name:?}: invalid {what}"));
@@ -472,4 +484,18 @@ fn http_transport(
         .build()
         .map_err(|e| McpError::Config(format!("mcp server '{server}': cannot build the http client: {e}")))?;
     Ok(StreamableHttpClientTransport::with_client(client, config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer_token;
+
+    #[test]
+    fn only_the_bearer_scheme_in_any_case_gives_a_token() {
+        assert_eq!(bearer_token("Bearer s3cret"), Some("s3cret"));
+        assert_eq!(bearer_token("bearer  s3cret"), Some("s3cret"));
+        assert_eq!(bearer_token("BEARER s3cret"), Some("s3cret"));
+        assert_eq!(bearer_token("Basic dXNlcjpwYXNz"), None);
+        assert_eq!(bearer_token("s3cret"), None);
+    }
 }

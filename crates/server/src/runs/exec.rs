@@ -414,7 +414,8 @@ async fn started_from(app: &App, record: &RunRecord) -> Result<Option<String>, c
         }
         before = tuple.config.checkpoint_id;
         if before.is_none() {
-            return Ok(None);
+            // Not "nothing before": a rollback would then delete the thread's older checkpoints too.
+            return Err(crate::error::ApiError::internal("a listed checkpoint has no id"));
         }
     }
 }

@@ -104,9 +104,16 @@ pub(crate) async fn connect(config: &ScaleConfig) -> Result<(PgPool, bus::Bus), 
         .test_before_acquire(false)
         // Plans made for each query's values: a plan cached while the tables were small (a scan of the
         // records for "the rows written since seq N") would stay, and cost more as they grow.
+        // Read committed whatever the database's default: a records turn takes the lock and reads the
+        // rows written since in one statement, which sees them only if its read's snapshot is taken after
+        // the lock is granted.
         .after_connect(|conn, _| {
             Box::pin(async move {
-                sqlx::query("SET plan_cache_mode = force_custom_plan").execute(conn).await.map(drop)
+                sqlx::query("SET plan_cache_mode = force_custom_plan").execute(&mut *conn).await?;
+                sqlx::query("SET default_transaction_isolation = 'read committed'")
+                    .execute(conn)
+                    .await
+                    .map(drop)
             })
         })
         .connect(&config.database_uri)

@@ -107,11 +107,16 @@ impl Drop for RecordsGuard<'_> {
         if let Some(runtime) = runtime {
             let shared = Arc::clone(self.shared);
             runtime.spawn(async move {
-                tokio::time::sleep(UNUSED_KEPT_LOCK).await;
-                shared.armed.store(false, Ordering::SeqCst);
-                if let Ok(mut records) = shared.inner.try_lock() {
-                    records.leave(false);
+                // The records may be handed to a waiter that is then cancelled before it takes them: so
+                // the timer waits again until it finds them free (nobody holding or queued), then lets go.
+                loop {
+                    tokio::time::sleep(UNUSED_KEPT_LOCK).await;
+                    if let Ok(mut records) = shared.inner.try_lock() {
+                        records.leave(false);
+                        break;
+                    }
                 }
+                shared.armed.store(false, Ordering::SeqCst);
             });
         }
     }

@@ -207,8 +207,7 @@ struct Handler(Arc<McpServer>);
 
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
-        let capabilities: ServerCapabilities =
-            serde_json::from_value(json!({"tools": {"listChanged": false}})).unwrap_or_default();
+        let capabilities = ServerCapabilities::builder().enable_tools().build();
         let mut info = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(self.0.name.clone(), self.0.version.clone()));
         if let Some(instructions) = &self.0.instructions {
