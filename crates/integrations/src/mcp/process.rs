@@ -24,6 +24,8 @@ pub(crate) struct ServerProcess {
     child: Option<Child>,
     pid: u32,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    /// Set once the stderr reader has read to the end of the pipe.
+    stderr_read: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ServerProcess {
@@ -51,7 +53,8 @@ impl ServerProcess {
         let mut child = command.spawn().map_err(spawn_error)?;
         let pid = child.id();
         let pipes = (child.stdout.take(), child.stdin.take(), child.stderr.take());
-        let mut process = Self { child: Some(child), pid, stderr: Arc::default() };
+        let mut process =
+            Self { child: Some(child), pid, stderr: Arc::default(), stderr_read: Arc::default() };
         let (Some(stdout), Some(stdin), stderr) = pipes else {
             return Err(spawn_error(std::io::Error::other("the child's pipes are missing")));
         };
@@ -66,6 +69,7 @@ impl ServerProcess {
     /// Reads stderr on a thread of its own: each line goes to `tracing` (debug) and the last ones are kept.
     fn keep_stderr(&mut self, server: &str, stderr: std::process::ChildStderr) {
         let lines = Arc::clone(&self.stderr);
+        let read = Arc::clone(&self.stderr_read);
         let server = server.to_owned();
         let spawned = std::thread::Builder::new().name(format!("mcp-stderr-{}", self.pid)).spawn(move || {
             for line in BufReader::new(stderr).lines() {
@@ -77,6 +81,7 @@ impl ServerProcess {
                 }
                 kept.push_back(line);
             }
+            read.store(true, std::sync::atomic::Ordering::Release);
         });
         if let Err(err) = spawned {
             tracing::warn!(target: "weft::mcp", "cannot read the stderr of mcp server process {}: {err}", self.pid);
@@ -101,6 +106,13 @@ impl ServerProcess {
                 _ => break None,
             }
         };
+        // Once it has exited, its last lines may still be on their way through the pipe: wait (until the
+        // same deadline) for the reader to reach the end.
+        if status.is_some() {
+            while !self.stderr_read.load(std::sync::atomic::Ordering::Acquire) && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
         let stderr: Vec<String> =
             self.stderr.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned().collect();
         let mut parts = Vec::new();
