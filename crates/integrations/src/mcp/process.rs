@@ -178,9 +178,9 @@ impl Drop for ServerProcess {
             if matches!(child.try_wait(), Ok(None)) {
                 let _ = child.kill();
             }
-            let spawned = std::thread::Builder::new()
-                .name(format!("mcp-reap-{pid}"))
-                .spawn(move || kill_and_reap(child));
+            let spawned = std::thread::Builder::new().name(format!("mcp-reap-{pid}")).spawn(move || {
+                let _ = child.wait();
+            });
             if let Err(err) = spawned {
                 tracing::warn!(target: "weft::mcp", "cannot reap mcp server process {pid}: {err}");
             }

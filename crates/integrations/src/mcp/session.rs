@@ -328,11 +328,13 @@ impl McpSession {
         }
         let result =
             self.request(&op, self.inner.timeouts.request, self.inner.peer.get_prompt(params)).await?;
-        let result = serde_json::to_value(result).map_err(|e| self.protocol_error(&op, e.to_string()))?;
-        let messages = result.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
-        messages
+        result
+            .messages
             .iter()
-            .map(|m| message_from_mcp(m).map_err(|message| self.protocol_error(&op, message)))
+            .map(|m| {
+                let m = serde_json::to_value(m).map_err(|e| self.protocol_error(&op, e.to_string()))?;
+                message_from_mcp(&m).map_err(|message| self.protocol_error(&op, message))
+            })
             .collect()
     }
 
@@ -350,8 +352,8 @@ impl McpSession {
         let params = ReadResourceRequestParams::new(uri.to_owned());
         let result =
             self.request(&op, self.inner.timeouts.request, self.inner.peer.read_resource(params)).await?;
-        let result = serde_json::to_value(result).map_err(|e| self.protocol_error(&op, e.to_string()))?;
-        let contents = result.get("contents").cloned().unwrap_or(Value::Array(Vec::new()));
+        let contents =
+            serde_json::to_value(result.contents).map_err(|e| self.protocol_error(&op, e.to_string()))?;
         serde_json::from_value(contents).map_err(|e| self.protocol_error(&op, e.to_string()))
     }
 
