@@ -20,6 +20,7 @@
 //! Not covered: targets declared by nodes that return a `Command` (LangGraph's `destinations=`). When a path map sends several keys to one node, the edge is
 //! labelled with the last key in key order, where LangGraph takes the last in insertion order.
 
+mod ascii;
 mod channel;
 mod mermaid;
 mod simulate;
@@ -128,6 +129,25 @@ impl DrawableGraph {
     /// Mermaid text in LangGraph's dialect, with the given options.
     pub fn draw_mermaid_with(&self, options: &MermaidOptions) -> String {
         mermaid::render(self, options)
+    }
+
+    /// A text drawing (langchain-core's `draw_ascii()`): a box per node (its id), in layers from the
+    /// top; plain edges drawn with `*`, conditional ones with `.`, without arrowheads or labels, as
+    /// langchain draws them. The layout is weft's own (langchain uses grandalf's), so the picture is not
+    /// the same character for character, but a graph always draws the same. Self-loops are not drawn.
+    ///
+    /// ```
+    /// use weft_graph::{ChannelKind, JsonState, JsonUpdate, START, StateGraph};
+    ///
+    /// let mut g = StateGraph::with_initial(JsonState::builder().channel("n", ChannelKind::LastValue).build());
+    /// g.add_node("agent", |_: &JsonState| JsonUpdate::new());
+    /// g.add_edge(START, "agent");
+    /// let text = g.compile()?.get_graph().draw_ascii();
+    /// assert!(text.contains("| agent |"));
+    /// # Ok::<(), weft_graph::GraphError>(())
+    /// ```
+    pub fn draw_ascii(&self) -> String {
+        ascii::render(self)
     }
 }
 
