@@ -4,8 +4,10 @@
 //! Which edges appear, and how:
 //! - plain edges are solid; the targets of a conditional edge come from its path map and are dotted,
 //!   labelled with the path-map key when it differs from the target;
-//! - a conditional edge without a path map declares no targets: like LangGraph for a router without a
-//!   `Literal` return annotation, nothing is drawn for it (what it leads to may still appear as a dotted
+//! - a router returning an enum with `#[derive(Destinations)]` declares the enum's variants, as a path map
+//!   listing them would (LangGraph's `Literal` return annotation);
+//! - a conditional edge without a path map or typed destinations declares no targets: like LangGraph for a
+//!   router without a `Literal` return annotation, nothing is drawn for it (what it leads to may still appear as a dotted
 //!   edge when nothing else explains why that node runs);
 //! - a waiting edge is a solid edge from each source;
 //! - plain edges to `END` are not drawn as such: a node that is a target but never a source gets a solid
