@@ -29,6 +29,53 @@ pub enum Route {
 pub trait IntoRoutes {
     /// Converts into routes.
     fn into_routes(self) -> Result<Vec<Route>>;
+
+    /// Every node this type can route to (`END` included), when the type says so: an enum with
+    /// `#[derive(Destinations)]`. A router returning such a type needs no path map: its destinations are
+    /// drawn and checked at compile as a path map's would be.
+    fn destinations() -> Option<&'static [&'static str]>
+    where
+        Self: Sized,
+    {
+        None
+    }
+}
+
+/// What [`IntoRoutes::into_routes`] returns (named for the code `#[derive(Destinations)]` writes).
+pub type RoutesResult = Result<Vec<Route>>;
+
+/// A type whose values are the destinations of a router: `#[derive(Destinations)]` on an enum of unit
+/// variants, each a node (its name in snake case, or `#[route(name = "node")]`) or `END`
+/// (`#[route(end)]`). The derive also implements [`IntoRoutes`], so a router may return the enum, and
+/// `add_conditional_edges` then needs no path map.
+///
+/// ```
+/// use weft_graph::{Destinations, JsonState, JsonUpdate, PathMap, START, StateGraph, ChannelKind};
+///
+/// #[derive(Destinations)]
+/// enum Next {
+///     CallTool,
+///     #[route(name = "writer")]
+///     Write,
+///     #[route(end)]
+///     Done,
+/// }
+///
+/// assert_eq!(<Next as Destinations>::destinations(), ["call_tool", "writer", "__end__"]);
+///
+/// let mut g = StateGraph::with_initial(JsonState::builder().channel("n", ChannelKind::LastValue).build());
+/// for name in ["agent", "call_tool", "writer"] {
+///     g.add_node(name, |_: &JsonState| JsonUpdate::new());
+/// }
+/// g.add_edge(START, "agent");
+/// g.add_conditional_edges("agent", |_: &JsonState| Next::Done, PathMap::none());
+/// let mermaid = g.compile()?.get_graph().draw_mermaid();
+/// assert!(mermaid.contains("agent -.-> call_tool;") && mermaid.contains("agent -.-> __end__;"));
+/// # Ok::<(), weft_graph::GraphError>(())
+/// ```
+pub trait Destinations {
+    /// The node names, in variant order (`END` is `"__end__"`).
+    fn destinations() -> &'static [&'static str];
 }
 
 impl IntoRoutes for Route {
@@ -56,6 +103,10 @@ impl IntoRoutes for Send {
 }
 
 impl<T: IntoRoutes> IntoRoutes for Vec<T> {
+    fn destinations() -> Option<&'static [&'static str]> {
+        T::destinations()
+    }
+
     fn into_routes(self) -> Result<Vec<Route>> {
         let mut routes = Vec::new();
         for item in self {
@@ -70,6 +121,10 @@ impl<T: IntoRoutes> IntoRoutes for Vec<T> {
 const NO_DESTINATION: &str = "branch did not return a valid destination";
 
 impl<T: IntoRoutes> IntoRoutes for Option<T> {
+    fn destinations() -> Option<&'static [&'static str]> {
+        T::destinations()
+    }
+
     fn into_routes(self) -> Result<Vec<Route>> {
         match self {
             Some(v) => v.into_routes(),
@@ -79,6 +134,10 @@ impl<T: IntoRoutes> IntoRoutes for Option<T> {
 }
 
 impl<T: IntoRoutes, E: Into<Error>> IntoRoutes for std::result::Result<T, E> {
+    fn destinations() -> Option<&'static [&'static str]> {
+        T::destinations()
+    }
+
     fn into_routes(self) -> Result<Vec<Route>> {
         self.map_err(Into::into)?.into_routes()
     }
@@ -158,6 +217,11 @@ impl<S: State> Branch<S> {
         router: impl Fn(&S) -> R + std::marker::Send + Sync + 'static,
         path_map: PathMap,
     ) -> Self {
+        // A router typed with its destinations maps each to itself, as a path map listing them would.
+        let path_map = match (path_map.0, R::destinations()) {
+            (None, Some(names)) => PathMap::from(names.to_vec()),
+            (map, _) => PathMap(map),
+        };
         Self { name: name.into(), router: Arc::new(move |s: &S| router(s).into_routes()), path_map }
     }
 

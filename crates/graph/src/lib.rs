@@ -62,7 +62,7 @@ pub mod time {
     pub use crate::store::time::{format_rfc3339, parse_rfc3339};
 }
 
-pub use branch::{Branch, IntoRoutes, PathMap, Route};
+pub use branch::{Branch, Destinations, IntoRoutes, PathMap, Route};
 pub use builder::{NodeConfig, StateGraph};
 pub use cache::{CachePolicy, InMemoryCache, NodeCache};
 pub use checkpoint::{
@@ -74,7 +74,7 @@ pub use compiled::{
     CompileConfig, CompiledGraph, DEFAULT_GRAPH_RECURSION_LIMIT, Durability, GraphInput, GraphOutput,
     IntoGraphInput, RunOptions, SubgraphCheckpoints,
 };
-pub use draw::{CurveStyle, DrawEdge, DrawNode, DrawableGraph, MermaidOptions, NodeStyles};
+pub use draw::{CurveStyle, DrawEdge, DrawNode, DrawableGraph, MermaidOptions, NodeStyles, Xray};
 pub use error::{GraphError, GraphResult, NodeRef};
 pub use json_state::{JsonChannel, JsonState, JsonStateBuilder, JsonUpdate};
 pub use messages::{Messages, MessagesState, MessagesStateUpdate, add_messages};
@@ -87,4 +87,4 @@ pub use state_api::{JsonSnapshot, PregelTask, StateSnapshot, StateUpdate, TaskSt
 pub use store::{InMemoryStore, IndexConfig, Item, SearchItem, Store, StoreError};
 pub use stream::{CheckpointEvent, JsonStreamData, JsonStreamPart, StreamData, StreamMode, StreamPart};
 pub use types::{Command, CommandGraph, END, Goto, Interrupt, Payload, Resume, START, Send};
-pub use weft_macros::State;
+pub use weft_macros::{Destinations, State};

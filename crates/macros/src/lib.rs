@@ -2,6 +2,7 @@
 
 use proc_macro::TokenStream;
 
+mod destinations;
 mod krate;
 mod state;
 mod tool;
@@ -99,6 +100,35 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 pub fn derive_state(item: TokenStream) -> TokenStream {
     match syn::parse::<syn::DeriveInput>(item) {
         Ok(input) => state::expand(input).unwrap_or_else(syn::Error::into_compile_error).into(),
+        Err(err) => err.into_compile_error().into(),
+    }
+}
+
+/// Derives `weft_graph::Destinations` and `weft_graph::IntoRoutes` for an enum of unit variants, the
+/// destinations of a router: each variant is a node, named after the variant in snake case
+/// (`CallTool` → `call_tool`), or `#[route(name = "node")]`, or `END` with `#[route(end)]`. A router that
+/// returns the enum needs no path map: its destinations are drawn and checked at compile (an unknown
+/// node is a compile error naming it). On the enum, `#[route(crate = path)]` names the path of the
+/// `weft_graph` crate.
+///
+/// ```
+/// use weft_graph::Destinations;
+///
+/// #[derive(Destinations)]
+/// enum Next {
+///     Agent,
+///     #[route(name = "search_web")]
+///     Search,
+///     #[route(end)]
+///     Finish,
+/// }
+///
+/// assert_eq!(<Next as Destinations>::destinations(), ["agent", "search_web", "__end__"]);
+/// ```
+#[proc_macro_derive(Destinations, attributes(route))]
+pub fn derive_destinations(item: TokenStream) -> TokenStream {
+    match syn::parse::<syn::DeriveInput>(item) {
+        Ok(input) => destinations::expand(input).unwrap_or_else(syn::Error::into_compile_error).into(),
         Err(err) => err.into_compile_error().into(),
     }
 }

@@ -290,3 +290,37 @@ async fn threads_made_with_supersteps_apply_them_or_say_why_not() {
     let r = post(addr, "/threads", json!({"supersteps": [{"updates": "x"}]})).await;
     assert_eq!(r.status, 422, "{}", r.body);
 }
+
+#[tokio::test]
+async fn graph_drawings_take_xray_as_langgraph_does() {
+    let mut outer = weft_graph::StateGraph::with_initial(common::state());
+    outer.add_node("sub", common::simple());
+    outer.add_edge(weft_graph::START, "sub");
+    let server = start(builder().graph("nested", outer.compile().unwrap())).await;
+    let ids = |r: &common::Reply| -> Vec<String> {
+        r.json()["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap().to_owned()).collect()
+    };
+    let made = post(server.addr, "/assistants", json!({"graph_id": "nested"})).await.json();
+    let path = format!("/assistants/{}/graph", made["assistant_id"].as_str().unwrap());
+    let r = get(server.addr, &path).await;
+    assert_eq!((r.status, ids(&r)), (200, vec!["__start__".into(), "sub".into(), "__end__".into()]));
+    for xray in ["true", "1"] {
+        let r = get(server.addr, &format!("{path}?xray={xray}")).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(ids(&r), ["__start__", "__end__", "sub:a", "sub:b"]);
+        let json = r.json();
+        assert_eq!(json["nodes"][2]["data"]["name"], json!("sub:a"));
+        assert_eq!(
+            json["edges"],
+            json!([
+                {"source": "__start__", "target": "sub:a"},
+                {"source": "sub:b", "target": "__end__"},
+                {"source": "sub:a", "target": "sub:b"}
+            ])
+        );
+    }
+    for bad in ["maybe", "0", "-1"] {
+        let r = get(server.addr, &format!("{path}?xray={bad}")).await;
+        assert_eq!((r.status, r.detail()), (422, "Invalid xray value".to_owned()));
+    }
+}

@@ -1,5 +1,6 @@
 //! Mermaid output in LangGraph's dialect (langchain-core's `draw_mermaid`), byte for byte.
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use serde_json::Value;
@@ -127,41 +128,61 @@ pub(super) fn render(graph: &DrawableGraph, options: &MermaidOptions) -> String 
         let _ = write!(out, "---\nconfig:\n  flowchart:\n    curve: {}\n---\n", options.curve_style.as_str());
     }
     out.push_str("graph TD;\n");
-    if options.with_styles {
-        let first = graph.first_node().map(|n| n.name.as_str());
-        let last = graph.last_node().map(|n| n.name.as_str());
-        for node in graph.nodes() {
-            let id = safe_id(&node.name);
-            let label = node_label(node);
-            let name = Some(node.name.as_str());
-            let _ = if name == last {
-                writeln!(out, "\t{id}([{label}]):::last")
-            } else if name == first {
-                writeln!(out, "\t{id}([{label}]):::first")
-            } else {
-                writeln!(out, "\t{id}({label})")
-            };
+    let mut renderer = Renderer {
+        out,
+        options,
+        first: graph.first_node().map(|n| n.id.as_str()),
+        last: graph.last_node().map(|n| n.id.as_str()),
+        subgraph_nodes: Vec::new(),
+        edge_groups: Vec::new(),
+        seen: HashSet::new(),
+    };
+    // Nodes inside subgraphs are listed in their deepest subgraph's block, the others first.
+    for node in graph.nodes() {
+        match node.id.rsplit_once(':') {
+            Some((prefix, _)) => group(&mut renderer.subgraph_nodes, prefix, node),
+            None if options.with_styles => renderer.node(node),
+            None => {}
         }
     }
-    // Edges are grouped by the common prefix of their ends; without subgraphs only a self-loop has one,
-    // so self-loops come after the other edges.
-    let (loops, others): (Vec<DrawEdge<'_>>, Vec<DrawEdge<'_>>) =
-        graph.edges().partition(|e| e.source == e.target);
-    for edge in others.iter().chain(loops.iter()) {
-        let arrow = match edge.label {
-            Some(data) => {
-                let data = wrap_words(data, options.wrap_label_n_words.max(1));
-                if edge.conditional {
-                    format!(" -. &nbsp;{data}&nbsp; .-> ")
-                } else {
-                    format!(" -- &nbsp;{data}&nbsp; --> ")
-                }
-            }
-            None if edge.conditional => " -.-> ".to_owned(),
-            None => " --> ".to_owned(),
-        };
-        let _ = writeln!(out, "\t{}{arrow}{};", safe_id(edge.source), safe_id(edge.target));
+    // Edges are grouped by the parts their ends' ids share: a subgraph's inner edges by its name, a
+    // self-loop by the node's id, every other edge in the top-level group.
+    for edge in graph.edges() {
+        let prefix: Vec<&str> = edge
+            .source
+            .split(':')
+            .zip(edge.target.split(':'))
+            .filter(|(s, t)| s == t)
+            .map(|(s, _)| s)
+            .collect();
+        group(&mut renderer.edge_groups, &prefix.join(":"), edge);
     }
+    renderer.block("");
+    let tops: Vec<String> = renderer
+        .edge_groups
+        .iter()
+        .map(|(p, _)| p.clone())
+        .filter(|p| !p.is_empty() && !p.contains(':'))
+        .collect();
+    for prefix in tops {
+        renderer.block(&prefix);
+        renderer.seen.insert(prefix);
+    }
+    // Subgraphs with no inner edge still show their nodes.
+    if options.with_styles {
+        for (prefix, nodes) in &renderer.subgraph_nodes {
+            if prefix.contains(':') || renderer.seen.contains(prefix) {
+                continue;
+            }
+            let _ = writeln!(renderer.out, "\tsubgraph {prefix}");
+            for node in nodes {
+                let line = renderer.node_line(node);
+                renderer.out.push_str(&line);
+            }
+            renderer.out.push_str("\tend\n");
+        }
+    }
+    let mut out = renderer.out;
     if options.with_styles {
         let styles = &options.node_styles;
         let _ = writeln!(out, "\tclassDef default {}", styles.default);
@@ -171,15 +192,113 @@ pub(super) fn render(graph: &DrawableGraph, options: &MermaidOptions) -> String 
     out
 }
 
+/// Appends `item` to the group of `key`, groups kept in the order their keys first appear.
+fn group<T>(groups: &mut Vec<(String, Vec<T>)>, key: &str, item: T) {
+    match groups.iter_mut().find(|(k, _)| k == key) {
+        Some((_, items)) => items.push(item),
+        None => groups.push((key.to_owned(), vec![item])),
+    }
+}
+
+/// LangGraph's `draw_mermaid` walk: top-level edges, then each subgraph's block with its nodes, its edges
+/// and its nested subgraphs' blocks.
+struct Renderer<'a> {
+    out: String,
+    options: &'a MermaidOptions,
+    first: Option<&'a str>,
+    last: Option<&'a str>,
+    subgraph_nodes: Vec<(String, Vec<&'a DrawNode>)>,
+    edge_groups: Vec<(String, Vec<DrawEdge<'a>>)>,
+    seen: HashSet<String>,
+}
+
+impl Renderer<'_> {
+    fn node_line(&self, node: &DrawNode) -> String {
+        let id = safe_id(&node.id);
+        let label = node_label(node);
+        let key = Some(node.id.as_str());
+        if key == self.last {
+            format!("\t{id}([{label}]):::last\n")
+        } else if key == self.first {
+            format!("\t{id}([{label}]):::first\n")
+        } else {
+            format!("\t{id}({label})\n")
+        }
+    }
+
+    fn node(&mut self, node: &DrawNode) {
+        let line = self.node_line(node);
+        self.out.push_str(&line);
+    }
+
+    /// The block of the edges grouped under `prefix` (none for the top level and for a self-loop).
+    fn block(&mut self, prefix: &str) {
+        let edges =
+            self.edge_groups.iter().find(|(p, _)| p == prefix).map(|(_, e)| e.clone()).unwrap_or_default();
+        let self_loop = matches!(edges.as_slice(), [e] if e.source == e.target);
+        let framed = !prefix.is_empty() && !self_loop;
+        if framed {
+            // LangGraph refuses two subgraphs of one name; weft draws both.
+            let name = prefix.rsplit(':').next().unwrap_or(prefix);
+            self.seen.insert(name.to_owned());
+            let _ = writeln!(self.out, "\tsubgraph {name}");
+            if self.options.with_styles {
+                let lines: Vec<String> = self
+                    .subgraph_nodes
+                    .iter()
+                    .filter(|(p, _)| p == prefix)
+                    .flat_map(|(_, nodes)| nodes.iter().map(|n| self.node_line(n)))
+                    .collect();
+                self.out.extend(lines);
+            }
+        }
+        for edge in &edges {
+            self.edge(edge);
+        }
+        let nested: Vec<String> = self
+            .edge_groups
+            .iter()
+            .map(|(p, _)| p.clone())
+            .filter(|p| {
+                p.strip_prefix(prefix)
+                    .and_then(|rest| rest.strip_prefix(':'))
+                    .is_some_and(|rest| !rest.contains(':'))
+            })
+            .collect();
+        for p in nested {
+            self.block(&p);
+        }
+        if framed {
+            self.out.push_str("\tend\n");
+        }
+    }
+
+    fn edge(&mut self, edge: &DrawEdge<'_>) {
+        let arrow = match edge.label {
+            Some(data) => {
+                let data = wrap_words(data, self.options.wrap_label_n_words.max(1));
+                if edge.conditional {
+                    format!(" -. &nbsp;{data}&nbsp; .-> ")
+                } else {
+                    format!(" -- &nbsp;{data}&nbsp; --> ")
+                }
+            }
+            None if edge.conditional => " -.-> ".to_owned(),
+            None => " --> ".to_owned(),
+        };
+        let _ = writeln!(self.out, "\t{}{arrow}{};", safe_id(edge.source), safe_id(edge.target));
+    }
+}
+
 /// The node's label: its name (in `<p>` when it starts and ends with a Markdown character, as
 /// `__start__` does), then its metadata.
 fn node_label(node: &DrawNode) -> String {
     const MARKDOWN: [char; 3] = ['*', '_', '`'];
-    let name = &node.name;
+    let name = node.name.rsplit(':').next().unwrap_or(&node.name);
     let mut label = if name.starts_with(MARKDOWN) && name.ends_with(MARKDOWN) {
         format!("<p>{name}</p>")
     } else {
-        name.clone()
+        name.to_owned()
     };
     if let Some(metadata) = node.metadata.as_ref().filter(|m| !m.is_empty()) {
         let lines: Vec<String> = metadata.iter().map(|(k, v)| format!("{k} = {}", py_str(v))).collect();

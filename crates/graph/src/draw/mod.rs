@@ -4,8 +4,10 @@
 //! Which edges appear, and how:
 //! - plain edges are solid; the targets of a conditional edge come from its path map and are dotted,
 //!   labelled with the path-map key when it differs from the target;
-//! - a conditional edge without a path map declares no targets: like LangGraph for a router without a
-//!   `Literal` return annotation, nothing is drawn for it (what it leads to may still appear as a dotted
+//! - a router returning an enum with `#[derive(Destinations)]` declares the enum's variants, as a path map
+//!   listing them would (LangGraph's `Literal` return annotation);
+//! - a conditional edge without a path map or typed destinations declares no targets: like LangGraph for a
+//!   router without a `Literal` return annotation, nothing is drawn for it (what it leads to may still appear as a dotted
 //!   edge when nothing else explains why that node runs);
 //! - a waiting edge is a solid edge from each source;
 //! - plain edges to `END` are not drawn as such: a node that is a target but never a source gets a solid
@@ -13,13 +15,18 @@
 //!   single node (a loop does, after LangGraph's 250 steps), that node gets a dotted edge to `END`;
 //! - edges are sorted by (source, target, conditional, label), self-loops last, as LangGraph prints them.
 //!
-//! Not covered: subgraphs drawn inline (LangGraph's `xray`), and targets declared by nodes that return a
-//! `Command` (LangGraph's `destinations=`). When a path map sends several keys to one node, the edge is
+//! With [`Xray`] ([`CompiledGraph::get_graph_xray`]) subgraph nodes are drawn inline, as LangGraph's
+//! `get_graph(xray=...)` draws them: ids `parent:child`, Mermaid `subgraph` blocks. Only compiled graphs
+//! added as nodes are expanded (LangGraph also finds subgraphs a node's function calls).
+//!
+//! Not covered: targets declared by nodes that return a `Command` (LangGraph's `destinations=`). When a path map sends several keys to one node, the edge is
 //! labelled with the last key in key order, where LangGraph takes the last in insertion order.
 
+mod ascii;
 mod channel;
 mod mermaid;
 mod simulate;
+mod xray;
 
 use std::collections::HashMap;
 
@@ -28,6 +35,9 @@ use petgraph::visit::EdgeRef as _;
 use serde_json::{Map, Value};
 
 pub use mermaid::{CurveStyle, MermaidOptions, NodeStyles};
+pub use xray::Xray;
+
+use xray::Draft;
 
 use crate::compiled::CompiledGraph;
 use crate::pregel::spec::{GraphSpec, NodeSpec};
@@ -37,7 +47,10 @@ use crate::types::{END, START};
 /// A node of a [`DrawableGraph`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct DrawNode {
-    /// The node's name, also its id: `__start__`, `__end__`, or a node of the graph.
+    /// The node's id: its name, prefixed with the names of the subgraph nodes it is drawn inside
+    /// (`parent:child`, as LangGraph names them) when subgraphs are drawn inline.
+    pub id: String,
+    /// The node's name: `__start__`, `__end__`, or a node of the graph (or of a subgraph drawn inline).
     pub name: String,
     /// Shown under the name: the node's metadata, plus `defer = True` for deferred nodes and `__interrupt`
     /// (`before`, `after` or `before,after`) for nodes named in `interrupt_before` / `interrupt_after`.
@@ -53,9 +66,9 @@ struct EdgeData {
 /// An edge of a [`DrawableGraph`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DrawEdge<'a> {
-    /// The source node's name.
+    /// The source node's id.
     pub source: &'a str,
-    /// The target node's name.
+    /// The target node's id.
     pub target: &'a str,
     /// The path-map key that leads there, when it differs from the target's name.
     pub label: Option<&'a str>,
@@ -79,16 +92,16 @@ impl DrawableGraph {
     /// The edges, in drawing order.
     pub fn edges(&self) -> impl Iterator<Item = DrawEdge<'_>> + '_ {
         self.graph.edge_references().map(|e| DrawEdge {
-            source: &self.graph[e.source()].name,
-            target: &self.graph[e.target()].name,
+            source: &self.graph[e.source()].id,
+            target: &self.graph[e.target()].id,
             label: e.weight().label.as_deref(),
             conditional: e.weight().conditional,
         })
     }
 
-    /// The node of that name.
-    pub fn node(&self, name: &str) -> Option<&DrawNode> {
-        self.graph.node_weights().find(|n| n.name == name)
+    /// The node of that id (its name, or `parent:child` inside a subgraph drawn inline).
+    pub fn node(&self, id: &str) -> Option<&DrawNode> {
+        self.graph.node_weights().find(|n| n.id == id)
     }
 
     /// The only node that is no edge's target, if there is exactly one (drawn as the first node).
@@ -119,18 +132,78 @@ impl DrawableGraph {
     pub fn draw_mermaid_with(&self, options: &MermaidOptions) -> String {
         mermaid::render(self, options)
     }
+
+    /// A text drawing (langchain-core's `draw_ascii()`): a box per node (its id), in layers from the
+    /// top; plain edges drawn with `*`, conditional ones with `.`, without arrowheads or labels, as
+    /// langchain draws them. The layout is weft's own (langchain uses grandalf's), so the picture is not
+    /// the same character for character, but a graph always draws the same. Self-loops are not drawn.
+    ///
+    /// ```
+    /// use weft_graph::{ChannelKind, JsonState, JsonUpdate, START, StateGraph};
+    ///
+    /// let mut g = StateGraph::with_initial(JsonState::builder().channel("n", ChannelKind::LastValue).build());
+    /// g.add_node("agent", |_: &JsonState| JsonUpdate::new());
+    /// g.add_edge(START, "agent");
+    /// let text = g.compile()?.get_graph().draw_ascii();
+    /// assert!(text.contains("| agent |"));
+    /// # Ok::<(), weft_graph::GraphError>(())
+    /// ```
+    pub fn draw_ascii(&self) -> String {
+        ascii::render(self)
+    }
 }
 
 impl<S: State> CompiledGraph<S> {
     /// The graph's topology for drawing (LangGraph's `get_graph()`): see [`DrawableGraph`].
     pub fn get_graph(&self) -> DrawableGraph {
+        self.get_graph_xray(Xray::Off)
+    }
+
+    /// The graph's topology with subgraphs drawn inline (LangGraph's `get_graph(xray=...)`): `true` for
+    /// every level, a number for that many levels. A node that is a compiled graph is replaced by the
+    /// nodes of the subgraph's own drawing, ids prefixed `node:` (`node:child`); the subgraph's
+    /// `__start__` and `__end__` are left out when a single edge leaves or enters them, and the edges to
+    /// and from the node go to its first node and leave from its last.
+    ///
+    /// ```
+    /// use weft_graph::{ChannelKind, JsonState, JsonUpdate, START, StateGraph};
+    ///
+    /// let state = JsonState::builder().channel("n", ChannelKind::LastValue).build();
+    /// let mut inner = StateGraph::with_initial(state.clone());
+    /// inner.add_node("a", |_: &JsonState| JsonUpdate::new()).add_node("b", |_: &JsonState| JsonUpdate::new());
+    /// inner.add_edge(START, "a").add_edge("a", "b");
+    /// let mut outer = StateGraph::with_initial(state);
+    /// outer.add_node("sub", inner.compile()?);
+    /// outer.add_edge(START, "sub");
+    /// let drawn = outer.compile()?.get_graph_xray(true);
+    /// assert!(drawn.node("sub:a").is_some() && drawn.node("sub").is_none());
+    /// assert!(drawn.draw_mermaid().contains("\tsubgraph sub\n"));
+    /// # Ok::<(), weft_graph::GraphError>(())
+    /// ```
+    pub fn get_graph_xray(&self, xray: impl Into<Xray>) -> DrawableGraph {
+        let xray = xray.into();
+        let mut draft = self.draft();
+        if xray.expands() {
+            let spec = &self.inner.spec;
+            for &n in &spec.insertion_order {
+                let node = &spec.nodes[n];
+                let Some(sub) = node.func.as_ref().and_then(|f| f.subgraph()).and_then(|r| r.erased()) else {
+                    continue;
+                };
+                draft.inline(&node.name, sub.get_graph_xray(xray.nested()).draft());
+            }
+        }
+        DrawableGraph::from_draft(draft)
+    }
+
+    /// This graph's own drawing, subgraphs as single nodes, before it becomes a petgraph.
+    fn draft(&self) -> Draft {
         let inner = &self.inner;
         let spec = &inner.spec;
         let found = simulate::discover(&plan(spec));
 
-        let mut graph: DiGraph<DrawNode, EdgeData> = DiGraph::new();
-        let mut index: HashMap<String, NodeIndex> = HashMap::new();
-        index.insert(START.to_owned(), graph.add_node(DrawNode { name: START.to_owned(), metadata: None }));
+        let mut draft = Draft::default();
+        draft.nodes.push(DrawNode { id: START.to_owned(), name: START.to_owned(), metadata: None });
         for &n in &spec.insertion_order {
             let node = &spec.nodes[n];
             let mut metadata = node.config.metadata.clone();
@@ -149,23 +222,46 @@ impl<S: State> CompiledGraph<S> {
                 metadata.insert("__interrupt".to_owned(), Value::from(when));
             }
             let metadata = (!metadata.is_empty()).then_some(metadata);
-            index.insert(
-                node.name.to_string(),
-                graph.add_node(DrawNode { name: node.name.to_string(), metadata }),
-            );
+            draft.nodes.push(DrawNode { id: node.name.to_string(), name: node.name.to_string(), metadata });
         }
         for (source, target, label, conditional) in found {
-            if target == END && !index.contains_key(END) {
-                index.insert(
-                    END.to_owned(),
-                    graph.add_node(DrawNode { name: END.to_owned(), metadata: None }),
-                );
+            if target == END && !draft.nodes.iter().any(|n| n.id == END) {
+                draft.nodes.push(DrawNode { id: END.to_owned(), name: END.to_owned(), metadata: None });
             }
+            draft.edges.push((source, target, EdgeData { label, conditional }));
+        }
+        draft
+    }
+}
+
+impl DrawableGraph {
+    fn from_draft(draft: Draft) -> Self {
+        let mut graph: DiGraph<DrawNode, EdgeData> = DiGraph::new();
+        let mut index: HashMap<String, NodeIndex> = HashMap::new();
+        for node in draft.nodes {
+            let id = node.id.clone();
+            index.insert(id, graph.add_node(node));
+        }
+        for (source, target, data) in draft.edges {
             if let (Some(&s), Some(&t)) = (index.get(&source), index.get(&target)) {
-                graph.add_edge(s, t, EdgeData { label, conditional });
+                graph.add_edge(s, t, data);
             }
         }
-        DrawableGraph { graph }
+        Self { graph }
+    }
+
+    /// Back to a draft, to be drawn inline in a parent's drawing.
+    fn draft(&self) -> Draft {
+        Draft {
+            nodes: self.graph.node_weights().cloned().collect(),
+            edges: self
+                .graph
+                .edge_references()
+                .map(|e| {
+                    (self.graph[e.source()].id.clone(), self.graph[e.target()].id.clone(), e.weight().clone())
+                })
+                .collect(),
+        }
     }
 }
 

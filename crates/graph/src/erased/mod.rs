@@ -43,7 +43,7 @@ pub use input::{JsonCommand, JsonGoto, JsonInput};
 
 use crate::checkpoint::{CheckpointConfig, Checkpointer, ListOptions};
 use crate::compiled::{CompiledGraph, RunOptions};
-use crate::draw::DrawableGraph;
+use crate::draw::{DrawableGraph, Xray};
 use crate::error::{GraphError, GraphResult};
 use crate::state::{ChannelSpec, State};
 use crate::state_api::JsonSnapshot;
@@ -61,6 +61,9 @@ pub trait ErasedGraph: Send + Sync + std::fmt::Debug + 'static {
 
     /// The graph's topology (LangGraph's `get_graph()`).
     fn get_graph(&self) -> DrawableGraph;
+
+    /// The graph's topology with subgraphs drawn inline (LangGraph's `get_graph(xray=...)`).
+    fn get_graph_xray(&self, xray: Xray) -> DrawableGraph;
 
     /// The nodes that are compiled subgraphs, with the subgraph each runs, in node order.
     fn subgraphs(&self) -> Vec<(String, Arc<dyn ErasedGraph>)>;
@@ -156,6 +159,10 @@ impl<S: State> ErasedGraph for CompiledGraph<S> {
 
     fn get_graph(&self) -> DrawableGraph {
         CompiledGraph::get_graph(self)
+    }
+
+    fn get_graph_xray(&self, xray: Xray) -> DrawableGraph {
+        CompiledGraph::get_graph_xray(self, xray)
     }
 
     fn subgraphs(&self) -> Vec<(String, Arc<dyn ErasedGraph>)> {

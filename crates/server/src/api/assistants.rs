@@ -9,6 +9,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Map, Value, json};
+use weft_graph::Xray;
 use weft_graph::erased::ErasedGraph;
 
 use super::body::read;
@@ -282,22 +283,24 @@ pub(crate) async fn graph(
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
-    if let Some(xray) = query.get("xray").filter(|x| !x.is_empty()) {
-        let valid = matches!(xray.as_str(), "true" | "True" | "false" | "False")
-            || xray.parse::<u32>().is_ok_and(|n| n > 0);
-        if !valid {
-            return Err(ApiError::unprocessable("Invalid xray value"));
-        }
-    }
+    let xray = match query.get("xray").map(String::as_str) {
+        None | Some("" | "false" | "False") => Xray::Off,
+        Some("true" | "True") => Xray::All,
+        Some(depth) => match depth.parse::<u32>() {
+            Ok(n) if n > 0 => Xray::Depth(n),
+            _ => return Err(ApiError::unprocessable("Invalid xray value")),
+        },
+    };
     let assistant = existing(&app, &caller, &id).await?;
-    let drawn = graph_of(&app, &assistant)?.get_graph();
+    let drawn = graph_of(&app, &assistant)?.get_graph_xray(xray);
+    // LangGraph's JSON form names a node by its id (`parent:child` inside a subgraph drawn inline).
     let nodes: Vec<Value> = drawn
         .nodes()
         .map(|n| {
             if n.name == weft_graph::END {
-                return json!({"id": n.name});
+                return json!({"id": n.id});
             }
-            let mut node = json!({"id": n.name, "type": "runnable", "data": {"name": n.name}});
+            let mut node = json!({"id": n.id, "type": "runnable", "data": {"name": n.id}});
             if let (Some(metadata), Value::Object(map)) = (&n.metadata, &mut node) {
                 map.insert("metadata".into(), Value::Object(metadata.clone()));
             }
