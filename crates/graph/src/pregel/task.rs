@@ -274,7 +274,31 @@ pub(crate) fn writes_to_json<S: State>(
     if out.is_empty() {
         out.push((ChannelName::from(special::NO_WRITES), Value::Null));
     }
+    if let Some(answers) = &writes.resumed {
+        out.push(resume_write(Value::Array(answers.clone())));
+    }
     Ok(out)
+}
+
+/// The `__resume__` write: the answers a task used (a list), or the answer a `Command::resume` gave the
+/// null task (the bare value), as LangGraph saves them.
+pub(crate) fn resume_write(answers: Value) -> (ChannelName, Value) {
+    (ChannelName::from(special::RESUME), answers)
+}
+
+/// The writes of a task that paused: its interrupts, and the answers it used before pausing.
+pub(crate) fn paused_writes(
+    interrupts: &[crate::types::Interrupt],
+    resumed: Option<Vec<Value>>,
+) -> Vec<(ChannelName, Value)> {
+    let mut writes = vec![(
+        ChannelName::from(special::INTERRUPT),
+        serde_json::to_value(interrupts).unwrap_or(Value::Null),
+    )];
+    if let Some(answers) = resumed {
+        writes.push(resume_write(Value::Array(answers)));
+    }
+    writes
 }
 
 /// Where writes being replayed were saved, for the error when they do not read back.
