@@ -304,6 +304,15 @@ pub(crate) async fn run_inner<S: State>(
         GraphInput::Resume => {
             let Some(s) = loaded_step else { return Err(GraphError::EmptyInput) };
             step = s + 1;
+            // An answer an earlier `Command::resume` saved on this checkpoint (the null task's
+            // `__resume__` write) still answers the first question that has none, as LangGraph's
+            // scratchpad reads it from the checkpoint's pending writes.
+            if ctx.parent.is_none()
+                && let Some((_, v)) = null_writes.iter().rev().find(|(c, _)| c == special::RESUME)
+                && let Ok(mut slot) = ctx.null_resume.lock()
+            {
+                *slot = Some(v.clone());
+            }
             ch.interrupt_seen = current_versions(&ch);
             if replay {
                 // Time travel: fork the addressed checkpoint, then re-run what follows it.
