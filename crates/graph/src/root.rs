@@ -99,6 +99,11 @@ pub struct RootState<T, R = LastValue> {
     _reducer: PhantomData<fn() -> R>,
 }
 
+impl<T: RootValue, R: RootReducer<T>> RootState<T, R> {
+    /// The one channel, made once per reducer.
+    const CHANNELS: &'static [ChannelSpec] = &[ChannelSpec::new(ROOT_CHANNEL, R::KIND)];
+}
+
 impl<T: RootValue, R> RootState<T, R> {
     /// A state holding `value`.
     pub fn new(value: T) -> Self {
@@ -167,7 +172,7 @@ impl<T: RootValue, R: RootReducer<T>> State for RootState<T, R> {
     type Update = RootUpdate<T>;
 
     fn channels(&self) -> Cow<'_, [ChannelSpec]> {
-        Cow::Owned(vec![ChannelSpec::new(ROOT_CHANNEL, R::KIND)])
+        Cow::Borrowed(Self::CHANNELS)
     }
 
     fn written(&self, update: &RootUpdate<T>, out: &mut ChannelSet) {
@@ -177,15 +182,15 @@ impl<T: RootValue, R: RootReducer<T>> State for RootState<T, R> {
     }
 
     fn apply(&mut self, updates: Vec<RootUpdate<T>>) -> Result<ChannelSet, UpdateError> {
-        let writes: Vec<T> = updates.into_iter().flat_map(|u| u.0).collect();
+        let count: usize = updates.iter().map(|u| u.0.len()).sum();
         let mut changed = ChannelSet::new();
-        if writes.is_empty() {
+        if count == 0 {
             return Ok(changed);
         }
-        if matches!(R::KIND, ChannelKind::LastValue) && writes.len() > 1 {
+        if matches!(R::KIND, ChannelKind::LastValue) && count > 1 {
             return Err(UpdateError::ConcurrentUpdate { key: ROOT_CHANNEL.to_owned(), writers: Vec::new() });
         }
-        for w in writes {
+        for w in updates.into_iter().flat_map(|u| u.0) {
             R::reduce(&mut self.value, w);
         }
         changed.insert(0);
@@ -225,8 +230,18 @@ impl<T: RootValue, R: RootReducer<T>> State for RootState<T, R> {
         Ok(RootUpdate(values))
     }
 
-    fn is_root_value(&self) -> bool {
-        true
+    /// The bare value.
+    fn to_json_value(&self) -> Value {
+        serde_json::to_value(&self.value).unwrap_or(Value::Null)
+    }
+
+    /// Each value written, bare: a node that wrote several shows them as a list, as LangGraph groups a
+    /// task's writes to its root channel.
+    fn update_chunks(&self, update: &RootUpdate<T>, out: &mut Vec<Value>) -> Result<(), UpdateError> {
+        for v in &update.0 {
+            out.push(serde_json::to_value(v).map_err(serialization)?);
+        }
+        Ok(())
     }
 }
 

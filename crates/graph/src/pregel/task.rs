@@ -383,14 +383,5 @@ pub(crate) fn channels_json<S: State>(state: &S, indexes: &[usize]) -> Value {
 /// A state as a JSON object of its non-empty tracked channels (for events and snapshots); a root-value
 /// state as its bare value.
 pub(crate) fn state_json<S: State>(state: &S) -> Value {
-    if state.is_root_value() {
-        return state.channel_to_json(0).ok().flatten().unwrap_or(Value::Null);
-    }
-    let mut map = Map::new();
-    for (i, spec) in state.channels().iter().enumerate() {
-        if let Ok(Some(v)) = state.channel_to_json(i) {
-            map.insert(spec.name.to_string(), v);
-        }
-    }
-    Value::Object(map)
+    state.to_json_value()
 }
