@@ -286,6 +286,15 @@ struct RootNode<F, M> {
     _m: PhantomData<fn(M)>,
 }
 
+/// How a root-state node's function is called: each marker's function, as one future of the value to
+/// fold in, so the three kinds share one [`NodeFn`] implementation.
+trait RootCall<T>: Send + Sync + 'static {
+    /// The call's future.
+    type Fut: Future<Output = Result<Option<T>>> + Send + 'static;
+    /// Calls the function with the bare value.
+    fn call_root(&self, value: T, runtime: Runtime) -> Self::Fut;
+}
+
 /// A node's input: the state's value, or a `Send` packet of the value's type.
 fn root_input<T: RootValue, R>(input: NodeInput<'_, RootState<T, R>>, node: &str) -> Result<T> {
     match input {
@@ -310,28 +319,37 @@ where
     })
 }
 
-fn root_payload<T: RootValue>(value: Value) -> Result<Payload> {
-    Ok(Payload::new(serde_json::from_value::<T>(value)?))
-}
-
-impl<T, R, O, F> NodeFn<RootState<T, R>> for RootNode<F, RootFnMarker<O>>
+impl<T, R, F, M> NodeFn<RootState<T, R>> for RootNode<F, M>
 where
     T: RootValue,
     R: RootReducer<T>,
-    O: IntoRootOutput<T> + 'static,
-    F: Fn(T) -> O + Send + Sync + 'static,
+    Self: RootCall<T>,
 {
     fn call<'a>(
         &'a self,
         input: NodeInput<'a, RootState<T, R>>,
         runtime: Runtime,
     ) -> BoxFuture<'a, Result<NodeOutput<RootState<T, R>>>> {
-        let out = root_input(input, runtime.node()).and_then(|v| (self.f)(v).into_root_output());
-        futures::future::ready(root_output(out)).boxed()
+        match root_input(input, runtime.node()) {
+            Ok(v) => self.call_root(v, runtime).map(root_output).boxed(),
+            Err(e) => futures::future::ready(Err(e)).boxed(),
+        }
     }
 
     fn payload_from_json(&self, value: Value) -> Result<Payload> {
-        root_payload::<T>(value)
+        Ok(Payload::new(serde_json::from_value::<T>(value)?))
+    }
+}
+
+impl<T, O, F> RootCall<T> for RootNode<F, RootFnMarker<O>>
+where
+    T: RootValue,
+    O: IntoRootOutput<T> + 'static,
+    F: Fn(T) -> O + Send + Sync + 'static,
+{
+    type Fut = futures::future::Ready<Result<Option<T>>>;
+    fn call_root(&self, value: T, _: Runtime) -> Self::Fut {
+        futures::future::ready((self.f)(value).into_root_output())
     }
 }
 
@@ -348,24 +366,15 @@ where
     }
 }
 
-impl<T, R, O, F> NodeFn<RootState<T, R>> for RootNode<F, RootFnRtMarker<O>>
+impl<T, O, F> RootCall<T> for RootNode<F, RootFnRtMarker<O>>
 where
     T: RootValue,
-    R: RootReducer<T>,
     O: IntoRootOutput<T> + 'static,
     F: Fn(T, &Runtime) -> O + Send + Sync + 'static,
 {
-    fn call<'a>(
-        &'a self,
-        input: NodeInput<'a, RootState<T, R>>,
-        runtime: Runtime,
-    ) -> BoxFuture<'a, Result<NodeOutput<RootState<T, R>>>> {
-        let out = root_input(input, runtime.node()).and_then(|v| (self.f)(v, &runtime).into_root_output());
-        futures::future::ready(root_output(out)).boxed()
-    }
-
-    fn payload_from_json(&self, value: Value) -> Result<Payload> {
-        root_payload::<T>(value)
+    type Fut = futures::future::Ready<Result<Option<T>>>;
+    fn call_root(&self, value: T, runtime: Runtime) -> Self::Fut {
+        futures::future::ready((self.f)(value, &runtime).into_root_output())
     }
 }
 
@@ -382,27 +391,16 @@ where
     }
 }
 
-impl<T, R, O, F, Fut> NodeFn<RootState<T, R>> for RootNode<F, RootAsyncMarker<(O, Fut)>>
+impl<T, O, F, Fut> RootCall<T> for RootNode<F, RootAsyncMarker<(O, Fut)>>
 where
     T: RootValue,
-    R: RootReducer<T>,
     O: IntoRootOutput<T> + 'static,
     F: Fn(T, Runtime) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = O> + Send + 'static,
 {
-    fn call<'a>(
-        &'a self,
-        input: NodeInput<'a, RootState<T, R>>,
-        runtime: Runtime,
-    ) -> BoxFuture<'a, Result<NodeOutput<RootState<T, R>>>> {
-        match root_input(input, runtime.node()) {
-            Ok(v) => (self.f)(v, runtime).map(|o| root_output(o.into_root_output())).boxed(),
-            Err(e) => futures::future::ready(Err(e)).boxed(),
-        }
-    }
-
-    fn payload_from_json(&self, value: Value) -> Result<Payload> {
-        root_payload::<T>(value)
+    type Fut = futures::future::Map<Fut, fn(O) -> Result<Option<T>>>;
+    fn call_root(&self, value: T, runtime: Runtime) -> Self::Fut {
+        (self.f)(value, runtime).map(IntoRootOutput::into_root_output as fn(O) -> Result<Option<T>>)
     }
 }
 
