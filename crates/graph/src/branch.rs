@@ -93,26 +93,25 @@ pub mod marker {
     /// A function of a reference to the state.
     #[derive(Debug)]
     pub struct Ref<R>(std::marker::PhantomData<fn() -> R>);
-    /// A function of an input type: the state itself, or a struct whose fields name the channels it reads.
+    /// A ready-made [`Router`](super::Router).
     #[derive(Debug)]
-    pub struct Input<T, R>(std::marker::PhantomData<fn(T) -> R>);
+    pub struct Made;
 }
 
-/// Things a conditional edge accepts as its router: a function of `&S`, or of an input type that is the
-/// state or a struct whose fields name the channels it reads (private channels included), returning
-/// something [`IntoRoutes`] accepts. A field that is no channel of the state is a compile error
-/// ([`GraphError::UnknownRouterInputChannel`](crate::GraphError::UnknownRouterInputChannel)).
+/// Things a conditional edge accepts as its router: a function of `&S` returning something
+/// [`IntoRoutes`] accepts, or a [`Router`] (one taking an input type: [`Router::with_input`]).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be used as a router of a graph over `{S}`",
     label = "not a router",
-    note = "a router is a fn of `&S` or of an input type (the state, or a Deserialize struct naming some of its channels) returning a node name, END, a Send, a Route, or a Vec/Option/Result of those"
+    note = "a router is a fn of `&S` returning a node name, END, a Send, a Route, or a Vec/Option/Result of those; a fn of a narrower input type goes through `Router::with_input`"
 )]
 pub trait IntoRouter<S: State, M> {
     /// Converts into a router.
     fn into_router(self) -> Router<S>;
 }
 
-/// A router ready for a [`Branch`], made by [`IntoRouter`].
+/// A router ready for a [`Branch`]: made from a function of `&S` by [`IntoRouter`], or from a function of
+/// an input type by [`Router::with_input`].
 pub struct Router<S> {
     call: Arc<RouterFn<S>>,
     /// The fields of its input type, when that is a struct other than the state.
@@ -131,7 +130,7 @@ impl<S> fmt::Debug for Router<S> {
     }
 }
 
-impl<S: State> IntoRouter<S, ()> for Router<S> {
+impl<S: State> IntoRouter<S, marker::Made> for Router<S> {
     fn into_router(self) -> Router<S> {
         self
     }
@@ -151,20 +150,46 @@ where
     }
 }
 
-impl<S, T, R, F> IntoRouter<S, marker::Input<T, R>> for F
-where
-    S: State,
-    T: serde::de::DeserializeOwned + Clone + 'static,
-    R: IntoRoutes,
-    F: Fn(T) -> R + std::marker::Send + Sync + 'static,
-{
-    fn into_router(self) -> Router<S> {
+impl<S: State> Router<S> {
+    /// A router taking an input type instead of `&S` (LangGraph's path function input schema): the state
+    /// itself by value, or a `Deserialize` struct whose fields name the channels it reads, private ones
+    /// included; it is handed just those channels. A field that is no channel of the state is a compile
+    /// error ([`GraphError::UnknownRouterInputChannel`](crate::GraphError::UnknownRouterInputChannel)); a
+    /// value that does not read as the type fails the run, naming the type.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use weft_graph::{END, Router, START, State, StateGraph};
+    ///
+    /// #[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+    /// struct Loop {
+    ///     count: i64,
+    ///     notes: Vec<String>,
+    /// }
+    ///
+    /// #[derive(Debug, Clone, Deserialize)]
+    /// struct Count {
+    ///     count: i64,
+    /// }
+    ///
+    /// let mut graph = StateGraph::<Loop>::new();
+    /// graph.add_node("inc", |s: Loop| LoopUpdate::new().count(s.count + 1));
+    /// graph.add_edge(START, "inc");
+    /// graph.add_conditional_edges("inc", Router::with_input(|c: Count| if c.count < 3 { "inc" } else { END }), None);
+    /// assert!(graph.compile().is_ok());
+    /// ```
+    pub fn with_input<T, R, F>(router: F) -> Self
+    where
+        T: serde::de::DeserializeOwned + Clone + 'static,
+        R: IntoRoutes,
+        F: Fn(T) -> R + std::marker::Send + Sync + 'static,
+    {
         let input_fields = if std::any::TypeId::of::<T>() == std::any::TypeId::of::<S>() {
             None
         } else {
             crate::node_input_fields::struct_fields::<T>()
         };
-        let router = move |state: &S, channels: Option<&[usize]>| {
+        let call = move |state: &S, channels: Option<&[usize]>| {
             let input = match (state as &dyn std::any::Any).downcast_ref::<T>() {
                 // `T` is the state itself.
                 Some(state) => state.clone(),
@@ -181,9 +206,9 @@ where
                     })?
                 }
             };
-            self(input).into_routes()
+            router(input).into_routes()
         };
-        Router { call: Arc::new(router), input_fields }
+        Router { call: Arc::new(call), input_fields }
     }
 }
 

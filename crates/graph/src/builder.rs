@@ -189,7 +189,7 @@ impl<S: State> StateGraph<S> {
     /// applied) picks the next nodes, `END`, or `Send`s; `path_map` maps its answers to node names.
     ///
     /// The router takes `&S`, or an input type: the state, or a struct whose fields name the channels it
-    /// reads, private ones included (see [`IntoRouter`]).
+    /// reads, private ones included, through [`Router::with_input`](crate::Router::with_input).
     pub fn add_conditional_edges<M>(
         &mut self,
         source: impl Into<String>,

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use weft_graph::{END, GraphError, START, Send, State, StateGraph};
+use weft_graph::{END, GraphError, Router, START, Send, State, StateGraph};
 use weft_runnable_core::RunnableConfig;
 
 #[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
@@ -101,7 +101,7 @@ async fn a_router_reads_only_its_input_channels_private_ones_included() {
     g.add_edge(START, "think");
     g.add_conditional_edges(
         "think",
-        |v: RouterView| if v.scratch.is_some() { "yes" } else { "no" },
+        Router::with_input(|v: RouterView| if v.scratch.is_some() { "yes" } else { "no" }),
         ["yes", "no"],
     );
     let app = g.compile().unwrap();
@@ -121,8 +121,15 @@ async fn a_conditional_entry_router_takes_an_input_type_or_the_state_by_value() 
     let mut g = StateGraph::<Overall>::new();
     g.add_node("short", |_: Overall| OverallUpdate::new().answer("short".to_owned()));
     g.add_node("long", |_: Overall| OverallUpdate::new().answer("long".to_owned()));
-    g.set_conditional_entry_point(|q: Question| if q.question.len() < 5 { "short" } else { "long" }, None);
-    g.add_conditional_edges("short", |s: Overall| if s.answer == "short" { END } else { "long" }, None);
+    g.set_conditional_entry_point(
+        Router::with_input(|q: Question| if q.question.len() < 5 { "short" } else { "long" }),
+        None,
+    );
+    g.add_conditional_edges(
+        "short",
+        Router::with_input(|s: Overall| if s.answer == "short" { END } else { "long" }),
+        None,
+    );
     let app = g.compile().unwrap();
     let out = app
         .invoke(OverallUpdate::new().question("tea".to_owned()), &RunnableConfig::default())
@@ -141,7 +148,11 @@ fn a_router_input_type_naming_an_unknown_channel_is_a_compile_error() {
     let mut g = StateGraph::<Overall>::new();
     g.add_node("ask", |_: Overall| OverallUpdate::new());
     g.add_edge(START, "ask");
-    g.add_conditional_edges("ask", |t: Typo| if t.questoin.is_empty() { END } else { "ask" }, None);
+    g.add_conditional_edges(
+        "ask",
+        Router::with_input(|t: Typo| if t.questoin.is_empty() { END } else { "ask" }),
+        None,
+    );
     let err = g.compile().unwrap_err();
     assert!(matches!(
         &err,
@@ -166,7 +177,7 @@ async fn a_router_input_that_cannot_be_read_fails_the_run_naming_the_type() {
     g.add_node("ask", |_: Overall| OverallUpdate::new());
     g.add_edge(START, "ask");
     // `scratch` is empty: a required field of the router's input type is missing.
-    g.add_conditional_edges("ask", |_: NeedsScratch| END, None);
+    g.add_conditional_edges("ask", Router::with_input(|_: NeedsScratch| END), None);
     let err =
         g.compile().unwrap().invoke(OverallUpdate::new(), &RunnableConfig::default()).await.unwrap_err();
     let message = err.to_string();
