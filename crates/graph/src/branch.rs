@@ -143,7 +143,143 @@ impl<T: IntoRoutes, E: Into<Error>> IntoRoutes for std::result::Result<T, E> {
     }
 }
 
-type RouterFn<S> = dyn Fn(&S) -> Result<Vec<Route>> + std::marker::Send + Sync;
+/// A router as the engine calls it: the state (with the source node's writes applied) and the indexes of
+/// the channels its input type reads (`None`: the whole state).
+type RouterFn<S> = dyn Fn(&S, Option<&[usize]>) -> Result<Vec<Route>> + std::marker::Send + Sync;
+
+/// Marker types that keep the [`IntoRouter`] implementations apart.
+pub mod marker {
+    /// A function of a reference to the state.
+    #[derive(Debug)]
+    pub struct Ref<R>(std::marker::PhantomData<fn() -> R>);
+    /// A ready-made [`Router`](super::Router).
+    #[derive(Debug)]
+    pub struct Made;
+}
+
+/// Things a conditional edge accepts as its router: a function of `&S` returning something
+/// [`IntoRoutes`] accepts, or a [`Router`] (one taking an input type: [`Router::with_input`]).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be used as a router of a graph over `{S}`",
+    label = "not a router",
+    note = "a router is a fn of `&S` returning a node name, END, a Send, a Route, or a Vec/Option/Result of those; a fn of a narrower input type goes through `Router::with_input`"
+)]
+pub trait IntoRouter<S: State, M> {
+    /// Converts into a router.
+    fn into_router(self) -> Router<S>;
+}
+
+/// A router ready for a [`Branch`]: made from a function of `&S` by [`IntoRouter`], or from a function of
+/// an input type by [`Router::with_input`].
+pub struct Router<S> {
+    call: Arc<RouterFn<S>>,
+    /// The fields of its input type, when that is a struct other than the state.
+    input_fields: Option<&'static [&'static str]>,
+    /// The nodes its return type can name, when the type says so ([`IntoRoutes::destinations`]).
+    destinations: Option<&'static [&'static str]>,
+}
+
+impl<S> Clone for Router<S> {
+    fn clone(&self) -> Self {
+        Self {
+            call: Arc::clone(&self.call),
+            input_fields: self.input_fields,
+            destinations: self.destinations,
+        }
+    }
+}
+
+impl<S> fmt::Debug for Router<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Router")
+            .field("input_fields", &self.input_fields)
+            .field("destinations", &self.destinations)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: State> IntoRouter<S, marker::Made> for Router<S> {
+    fn into_router(self) -> Router<S> {
+        self
+    }
+}
+
+impl<S, R, F> IntoRouter<S, marker::Ref<R>> for F
+where
+    S: State,
+    R: IntoRoutes,
+    F: Fn(&S) -> R + std::marker::Send + Sync + 'static,
+{
+    fn into_router(self) -> Router<S> {
+        Router {
+            call: Arc::new(move |state: &S, _: Option<&[usize]>| self(state).into_routes()),
+            input_fields: None,
+            destinations: R::destinations(),
+        }
+    }
+}
+
+impl<S: State> Router<S> {
+    /// A router taking an input type instead of `&S` (LangGraph's path function input schema): the state
+    /// itself by value, or a `Deserialize` struct whose fields name the channels it reads, private ones
+    /// included; it is handed just those channels. A field that is no channel of the state is a compile
+    /// error ([`GraphError::UnknownRouterInputChannel`](crate::GraphError::UnknownRouterInputChannel)); a
+    /// value that does not read as the type fails the run, naming the type.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use weft_graph::{END, Router, START, State, StateGraph};
+    ///
+    /// #[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+    /// struct Loop {
+    ///     count: i64,
+    ///     notes: Vec<String>,
+    /// }
+    ///
+    /// #[derive(Debug, Clone, Deserialize)]
+    /// struct Count {
+    ///     count: i64,
+    /// }
+    ///
+    /// let mut graph = StateGraph::<Loop>::new();
+    /// graph.add_node("inc", |s: Loop| LoopUpdate::new().count(s.count + 1));
+    /// graph.add_edge(START, "inc");
+    /// graph.add_conditional_edges("inc", Router::with_input(|c: Count| if c.count < 3 { "inc" } else { END }), None);
+    /// assert!(graph.compile().is_ok());
+    /// ```
+    pub fn with_input<T, R, F>(router: F) -> Self
+    where
+        T: serde::de::DeserializeOwned + Clone + 'static,
+        R: IntoRoutes,
+        F: Fn(T) -> R + std::marker::Send + Sync + 'static,
+    {
+        let input_fields = if std::any::TypeId::of::<T>() == std::any::TypeId::of::<S>() {
+            None
+        } else {
+            crate::node_input_fields::struct_fields::<T>()
+        };
+        let call = move |state: &S, channels: Option<&[usize]>| {
+            let input = match (state as &dyn std::any::Any).downcast_ref::<T>() {
+                // `T` is the state itself.
+                Some(state) => state.clone(),
+                None => {
+                    let json = match channels {
+                        Some(indexes) => crate::pregel::task::channels_json(state, indexes),
+                        None => crate::pregel::task::state_json(state),
+                    };
+                    serde_json::from_value::<T>(json).map_err(|e| {
+                        Error::InvalidInput(format!(
+                            "a router takes {}, which cannot be read from the state: {e}",
+                            std::any::type_name::<T>()
+                        ))
+                    })?
+                }
+            };
+            router(input).into_routes()
+        };
+        Router { call: Arc::new(call), input_fields, destinations: R::destinations() }
+    }
+}
 
 /// Maps what a router returns to node names; `None` means the router returns node names itself.
 #[derive(Debug, Clone, Default)]
@@ -194,13 +330,20 @@ impl From<Option<PathMap>> for PathMap {
 /// A conditional edge: a router and its optional path map.
 pub struct Branch<S> {
     pub(crate) name: String,
-    pub(crate) router: Arc<RouterFn<S>>,
+    pub(crate) router: Router<S>,
     pub(crate) path_map: PathMap,
+    /// The indexes of the channels the router's input type reads, resolved by compile.
+    pub(crate) input_channels: Option<Arc<[usize]>>,
 }
 
 impl<S> Clone for Branch<S> {
     fn clone(&self) -> Self {
-        Self { name: self.name.clone(), router: Arc::clone(&self.router), path_map: self.path_map.clone() }
+        Self {
+            name: self.name.clone(),
+            router: self.router.clone(),
+            path_map: self.path_map.clone(),
+            input_channels: self.input_channels.clone(),
+        }
     }
 }
 
@@ -211,24 +354,28 @@ impl<S> fmt::Debug for Branch<S> {
 }
 
 impl<S: State> Branch<S> {
-    /// A branch from a router function.
-    pub fn new<R: IntoRoutes>(
-        name: impl Into<String>,
-        router: impl Fn(&S) -> R + std::marker::Send + Sync + 'static,
-        path_map: PathMap,
-    ) -> Self {
-        // A router typed with its destinations maps each to itself, as a path map listing them would.
-        let path_map = match (path_map.0, R::destinations()) {
+    /// A branch from a router: a function of `&S`, or of an input type naming the channels it reads (see
+    /// [`IntoRouter`]).
+    /// A router typed with its destinations ([`Destinations`]) and no path map maps each destination to
+    /// itself, as a path map listing them would.
+    pub fn new<M>(name: impl Into<String>, router: impl IntoRouter<S, M>, path_map: PathMap) -> Self {
+        let router = router.into_router();
+        let path_map = match (path_map.0, router.destinations) {
             (None, Some(names)) => PathMap::from(names.to_vec()),
             (map, _) => PathMap(map),
         };
-        Self { name: name.into(), router: Arc::new(move |s: &S| router(s).into_routes()), path_map }
+        Self { name: name.into(), router, path_map, input_channels: None }
+    }
+
+    /// The fields of the router's input type, when it reads named channels rather than the whole state.
+    pub(crate) fn input_fields(&self) -> Option<&'static [&'static str]> {
+        self.router.input_fields
     }
 
     /// Runs the router and resolves names through the path map.
     /// `Ok(Err(NoDestination))` is a router that returned `None`; `Err` is the router's own error.
     pub(crate) fn route(&self, state: &S) -> Result<std::result::Result<Vec<Route>, NoDestination>> {
-        let routes = match (self.router)(state) {
+        let routes = match (self.router.call)(state, self.input_channels.as_deref()) {
             Err(Error::InvalidInput(message)) if message == NO_DESTINATION => return Ok(Err(NoDestination)),
             other => other?,
         };

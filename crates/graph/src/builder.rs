@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use crate::branch::{Branch, IntoRoutes, PathMap};
+use crate::branch::{Branch, IntoRouter, PathMap};
 use crate::compiled::{CompileConfig, CompiledGraph};
 use crate::error::{GraphError, GraphResult};
 use crate::node::{IntoNode, NodeFn};
@@ -187,10 +187,13 @@ impl<S: State> StateGraph<S> {
 
     /// Adds a conditional edge: after `source` runs, `router` (seeing the state with `source`'s own writes
     /// applied) picks the next nodes, `END`, or `Send`s; `path_map` maps its answers to node names.
-    pub fn add_conditional_edges<R: IntoRoutes>(
+    ///
+    /// The router takes `&S`, or an input type: the state, or a struct whose fields name the channels it
+    /// reads, private ones included, through [`Router::with_input`](crate::Router::with_input).
+    pub fn add_conditional_edges<M>(
         &mut self,
         source: impl Into<String>,
-        router: impl Fn(&S) -> R + std::marker::Send + Sync + 'static,
+        router: impl IntoRouter<S, M>,
         path_map: impl Into<PathMap>,
     ) -> &mut Self {
         let source = source.into();
@@ -212,9 +215,9 @@ impl<S: State> StateGraph<S> {
     }
 
     /// Conditional entry: a router from `START`.
-    pub fn set_conditional_entry_point<R: IntoRoutes>(
+    pub fn set_conditional_entry_point<M>(
         &mut self,
-        router: impl Fn(&S) -> R + std::marker::Send + Sync + 'static,
+        router: impl IntoRouter<S, M>,
         path_map: impl Into<PathMap>,
     ) -> &mut Self {
         self.add_conditional_edges(START, router, path_map)
@@ -354,7 +357,7 @@ impl<S: State> StateGraph<S> {
         // A node a plain edge reaches gets the state: its input type must name channels only. A router's
         // destinations are left out: a router may reach them with `Send`s, whose payloads are their own
         // types (the map step of a map-reduce names its workers in its path map).
-        let channels: Vec<String> = self.initial.channels().iter().map(|c| c.name.to_string()).collect();
+        let channel_names = || self.initial.channels().iter().map(|c| c.name.to_string()).collect::<Vec<_>>();
         let edge_targets: HashSet<&str> = self
             .edges
             .iter()
@@ -363,14 +366,37 @@ impl<S: State> StateGraph<S> {
             .collect();
         for node in self.nodes.iter().filter(|n| edge_targets.contains(n.name.as_str())) {
             for field in node.func.input_fields().unwrap_or_default() {
-                if !channels.iter().any(|c| c == field) {
+                if self.initial.channel_index(field).is_none() {
                     return Err(GraphError::UnknownInputChannel {
                         node: node.name.clone(),
                         field: (*field).to_owned(),
-                        channels,
+                        channels: channel_names(),
                     });
                 }
             }
+        }
+        // A router's input type reads channels too (LangGraph's path function input schema).
+        let mut router_inputs: Vec<Option<Arc<[usize]>>> = Vec::with_capacity(self.branches.len());
+        for (source, branch) in &self.branches {
+            let Some(fields) = branch.input_fields() else {
+                router_inputs.push(None);
+                continue;
+            };
+            let mut indexes = Vec::with_capacity(fields.len());
+            for field in fields {
+                match self.initial.channel_index(field) {
+                    Some(i) => indexes.push(i),
+                    None => {
+                        return Err(GraphError::UnknownRouterInputChannel {
+                            source_node: source.clone(),
+                            branch: branch.name.clone(),
+                            field: (*field).to_owned(),
+                            channels: channel_names(),
+                        });
+                    }
+                }
+            }
+            router_inputs.push(Some(indexes.into()));
         }
         if !self.functional {
             for node in self.unreached_nodes() {
@@ -415,7 +441,7 @@ impl<S: State> StateGraph<S> {
                 None => spec.ends = true,
             }
         }
-        for (source, branch) in &self.branches {
+        for ((source, branch), input_channels) in self.branches.iter().zip(router_inputs) {
             let spec = if source == START {
                 &mut start
             } else {
@@ -423,7 +449,9 @@ impl<S: State> StateGraph<S> {
                     .map(|i| &mut nodes[i])
                     .ok_or_else(|| GraphError::UnknownEdgeSource(source.clone()))?
             };
-            spec.branches.push(branch.clone());
+            let mut branch = branch.clone();
+            branch.input_channels = input_channels;
+            spec.branches.push(branch);
         }
         let mut joins = Vec::new();
         for (sources, target) in &self.waiting_edges {

@@ -50,6 +50,22 @@ pub enum GraphError {
         /// The state's channels.
         channels: Vec<String>,
     },
+    /// A router takes an input type with a field that is no channel of the state.
+    #[error(
+        "router '{branch}' of node '{source_node}' takes an input type with field '{field}', which is not a channel \
+         of the state (channels: {})",
+        .channels.join(", ")
+    )]
+    UnknownRouterInputChannel {
+        /// The node the branch leaves (`__start__` for a conditional entry).
+        source_node: String,
+        /// The branch's name.
+        branch: String,
+        /// The field of the router's input type.
+        field: String,
+        /// The state's channels.
+        channels: Vec<String>,
+    },
     /// A node name is used twice.
     #[error("node '{0}' already present")]
     DuplicateNode(String),

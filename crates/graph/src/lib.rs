@@ -62,7 +62,7 @@ pub mod time {
     pub use crate::store::time::{format_rfc3339, parse_rfc3339};
 }
 
-pub use branch::{Branch, Destinations, IntoRoutes, PathMap, Route};
+pub use branch::{Branch, Destinations, IntoRouter, IntoRoutes, PathMap, Route, Router};
 pub use builder::{NodeConfig, StateGraph};
 pub use cache::{CachePolicy, InMemoryCache, NodeCache};
 pub use checkpoint::{

@@ -99,6 +99,11 @@ pub struct RootState<T, R = LastValue> {
     _reducer: PhantomData<fn() -> R>,
 }
 
+impl<T: RootValue, R: RootReducer<T>> RootState<T, R> {
+    /// The one channel, made once per reducer.
+    const CHANNELS: &'static [ChannelSpec] = &[ChannelSpec::new(ROOT_CHANNEL, R::KIND)];
+}
+
 impl<T: RootValue, R> RootState<T, R> {
     /// A state holding `value`.
     pub fn new(value: T) -> Self {
@@ -167,7 +172,7 @@ impl<T: RootValue, R: RootReducer<T>> State for RootState<T, R> {
     type Update = RootUpdate<T>;
 
     fn channels(&self) -> Cow<'_, [ChannelSpec]> {
-        Cow::Owned(vec![ChannelSpec::new(ROOT_CHANNEL, R::KIND)])
+        Cow::Borrowed(Self::CHANNELS)
     }
 
     fn written(&self, update: &RootUpdate<T>, out: &mut ChannelSet) {
@@ -177,15 +182,15 @@ impl<T: RootValue, R: RootReducer<T>> State for RootState<T, R> {
     }
 
     fn apply(&mut self, updates: Vec<RootUpdate<T>>) -> Result<ChannelSet, UpdateError> {
-        let writes: Vec<T> = updates.into_iter().flat_map(|u| u.0).collect();
+        let count: usize = updates.iter().map(|u| u.0.len()).sum();
         let mut changed = ChannelSet::new();
-        if writes.is_empty() {
+        if count == 0 {
             return Ok(changed);
         }
-        if matches!(R::KIND, ChannelKind::LastValue) && writes.len() > 1 {
+        if matches!(R::KIND, ChannelKind::LastValue) && count > 1 {
             return Err(UpdateError::ConcurrentUpdate { key: ROOT_CHANNEL.to_owned(), writers: Vec::new() });
         }
-        for w in writes {
+        for w in updates.into_iter().flat_map(|u| u.0) {
             R::reduce(&mut self.value, w);
         }
         changed.insert(0);
@@ -225,8 +230,18 @@ impl<T: RootValue, R: RootReducer<T>> State for RootState<T, R> {
         Ok(RootUpdate(values))
     }
 
-    fn is_root_value(&self) -> bool {
-        true
+    /// The bare value.
+    fn to_json_value(&self) -> Value {
+        serde_json::to_value(&self.value).unwrap_or(Value::Null)
+    }
+
+    /// Each value written, bare: a node that wrote several shows them as a list, as LangGraph groups a
+    /// task's writes to its root channel.
+    fn update_chunks(&self, update: &RootUpdate<T>, out: &mut Vec<Value>) -> Result<(), UpdateError> {
+        for v in &update.0 {
+            out.push(serde_json::to_value(v).map_err(serialization)?);
+        }
+        Ok(())
     }
 }
 
@@ -271,6 +286,15 @@ struct RootNode<F, M> {
     _m: PhantomData<fn(M)>,
 }
 
+/// How a root-state node's function is called: each marker's function, as one future of the value to
+/// fold in, so the three kinds share one [`NodeFn`] implementation.
+trait RootCall<T>: Send + Sync + 'static {
+    /// The call's future.
+    type Fut: Future<Output = Result<Option<T>>> + Send + 'static;
+    /// Calls the function with the bare value.
+    fn call_root(&self, value: T, runtime: Runtime) -> Self::Fut;
+}
+
 /// A node's input: the state's value, or a `Send` packet of the value's type.
 fn root_input<T: RootValue, R>(input: NodeInput<'_, RootState<T, R>>, node: &str) -> Result<T> {
     match input {
@@ -295,28 +319,37 @@ where
     })
 }
 
-fn root_payload<T: RootValue>(value: Value) -> Result<Payload> {
-    Ok(Payload::new(serde_json::from_value::<T>(value)?))
-}
-
-impl<T, R, O, F> NodeFn<RootState<T, R>> for RootNode<F, RootFnMarker<O>>
+impl<T, R, F, M> NodeFn<RootState<T, R>> for RootNode<F, M>
 where
     T: RootValue,
     R: RootReducer<T>,
-    O: IntoRootOutput<T> + 'static,
-    F: Fn(T) -> O + Send + Sync + 'static,
+    Self: RootCall<T>,
 {
     fn call<'a>(
         &'a self,
         input: NodeInput<'a, RootState<T, R>>,
         runtime: Runtime,
     ) -> BoxFuture<'a, Result<NodeOutput<RootState<T, R>>>> {
-        let out = root_input(input, runtime.node()).and_then(|v| (self.f)(v).into_root_output());
-        futures::future::ready(root_output(out)).boxed()
+        match root_input(input, runtime.node()) {
+            Ok(v) => self.call_root(v, runtime).map(root_output).boxed(),
+            Err(e) => futures::future::ready(Err(e)).boxed(),
+        }
     }
 
     fn payload_from_json(&self, value: Value) -> Result<Payload> {
-        root_payload::<T>(value)
+        Ok(Payload::new(serde_json::from_value::<T>(value)?))
+    }
+}
+
+impl<T, O, F> RootCall<T> for RootNode<F, RootFnMarker<O>>
+where
+    T: RootValue,
+    O: IntoRootOutput<T> + 'static,
+    F: Fn(T) -> O + Send + Sync + 'static,
+{
+    type Fut = futures::future::Ready<Result<Option<T>>>;
+    fn call_root(&self, value: T, _: Runtime) -> Self::Fut {
+        futures::future::ready((self.f)(value).into_root_output())
     }
 }
 
@@ -333,24 +366,15 @@ where
     }
 }
 
-impl<T, R, O, F> NodeFn<RootState<T, R>> for RootNode<F, RootFnRtMarker<O>>
+impl<T, O, F> RootCall<T> for RootNode<F, RootFnRtMarker<O>>
 where
     T: RootValue,
-    R: RootReducer<T>,
     O: IntoRootOutput<T> + 'static,
     F: Fn(T, &Runtime) -> O + Send + Sync + 'static,
 {
-    fn call<'a>(
-        &'a self,
-        input: NodeInput<'a, RootState<T, R>>,
-        runtime: Runtime,
-    ) -> BoxFuture<'a, Result<NodeOutput<RootState<T, R>>>> {
-        let out = root_input(input, runtime.node()).and_then(|v| (self.f)(v, &runtime).into_root_output());
-        futures::future::ready(root_output(out)).boxed()
-    }
-
-    fn payload_from_json(&self, value: Value) -> Result<Payload> {
-        root_payload::<T>(value)
+    type Fut = futures::future::Ready<Result<Option<T>>>;
+    fn call_root(&self, value: T, runtime: Runtime) -> Self::Fut {
+        futures::future::ready((self.f)(value, &runtime).into_root_output())
     }
 }
 
@@ -367,27 +391,16 @@ where
     }
 }
 
-impl<T, R, O, F, Fut> NodeFn<RootState<T, R>> for RootNode<F, RootAsyncMarker<(O, Fut)>>
+impl<T, O, F, Fut> RootCall<T> for RootNode<F, RootAsyncMarker<(O, Fut)>>
 where
     T: RootValue,
-    R: RootReducer<T>,
     O: IntoRootOutput<T> + 'static,
     F: Fn(T, Runtime) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = O> + Send + 'static,
 {
-    fn call<'a>(
-        &'a self,
-        input: NodeInput<'a, RootState<T, R>>,
-        runtime: Runtime,
-    ) -> BoxFuture<'a, Result<NodeOutput<RootState<T, R>>>> {
-        match root_input(input, runtime.node()) {
-            Ok(v) => (self.f)(v, runtime).map(|o| root_output(o.into_root_output())).boxed(),
-            Err(e) => futures::future::ready(Err(e)).boxed(),
-        }
-    }
-
-    fn payload_from_json(&self, value: Value) -> Result<Payload> {
-        root_payload::<T>(value)
+    type Fut = futures::future::Map<Fut, fn(O) -> Result<Option<T>>>;
+    fn call_root(&self, value: T, runtime: Runtime) -> Self::Fut {
+        (self.f)(value, runtime).map(IntoRootOutput::into_root_output as fn(O) -> Result<Option<T>>)
     }
 }
 

@@ -317,24 +317,24 @@ pub struct JsonStreamPart {
 impl JsonStreamData {
     /// Erases the state type of a chunk of a graph over `C` (`state` names its channels).
     pub(crate) fn erase<C: State>(data: StreamData<C>, state: &C) -> Self {
-        let names = state.channels();
-        let update_json = |u: &C::Update| -> Value {
-            if state.is_root_value() {
-                // The bare value written (the last one when a node wrote several).
-                return state.update_to_json(u).unwrap_or_default().pop().map_or(Value::Null, |(_, v)| v);
+        let updates_json = |updates: &[C::Update]| -> Vec<Value> {
+            let mut out = Vec::with_capacity(updates.len());
+            for u in updates {
+                let before = out.len();
+                if state.update_chunks(u, &mut out).is_err() {
+                    // An update that cannot be written as JSON shows as an empty object.
+                    out.truncate(before);
+                    out.push(Value::Object(Map::new()));
+                }
             }
-            let mut map = Map::new();
-            for (i, v) in state.update_to_json(u).unwrap_or_default() {
-                map.insert(names[i].name.to_string(), v);
-            }
-            Value::Object(map)
+            out
         };
         match data {
             StreamData::Values { state, interrupts } => {
                 JsonStreamData::Values { values: crate::pregel::task::state_json(&state), interrupts }
             }
             StreamData::Updates { node, updates, cached } => {
-                JsonStreamData::Updates { node, updates: updates.iter().map(update_json).collect(), cached }
+                JsonStreamData::Updates { node, updates: updates_json(&updates), cached }
             }
             StreamData::SubgraphValues { values, interrupts } => {
                 JsonStreamData::Values { values, interrupts }

@@ -78,3 +78,38 @@ async fn a_custom_key_ignores_fields() {
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert_eq!(out.value.log, vec!["double 2"], "the cached writes are reused as they were");
 }
+
+/// A packet whose map keys are not strings cannot be written as JSON.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct Grid {
+    cells: std::collections::BTreeMap<(i64, i64), i64>,
+}
+
+#[tokio::test]
+async fn a_packet_that_cannot_be_written_as_json_runs_uncached() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&runs);
+    let mut g = StateGraph::<Counter>::new();
+    g.add_node_with(
+        "sum",
+        move |grid: Grid| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            CounterUpdate::log(&format!("sum {}", grid.cells.values().sum::<i64>()))
+        },
+        NodeConfig::new().cache(CachePolicy::new()),
+    );
+    g.set_conditional_entry_point(
+        |_: &Counter| {
+            [1, 2]
+                .map(|v| weft_graph::Send::new("sum", Grid { cells: [((0, 0), v)].into_iter().collect() }))
+                .to_vec()
+        },
+        None,
+    );
+    let app = g.compile_with(CompileConfig::new().cache(Arc::new(InMemoryCache::new()))).unwrap();
+    let out = app.invoke(CounterUpdate::count(0), &RunnableConfig::default()).await.unwrap();
+    let mut log = out.value.log.clone();
+    log.sort();
+    assert_eq!(log, ["sum 1", "sum 2"], "each packet ran with its own input");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}

@@ -352,3 +352,61 @@ async fn a_resume_finishing_a_lone_task_saves_both_answers_with_the_resumed_chec
     assert!(resumes.contains(&(false, json!(["ada"]))), "{resumes:?}");
     assert!(tuple.pending_writes.iter().any(|w| w.channel == "log" && w.value == json!(["ada"])));
 }
+
+/// `ask` asks one question, then fails the first time it has an answer (a crash after the resume).
+fn asks_then_fails_once(fails: Arc<AtomicUsize>) -> CompiledGraph<Doc> {
+    let mut g = StateGraph::<Doc>::new();
+    g.add_node("ask", move |_: Doc, rt: &weft_graph::Runtime| -> weft_runnable_core::Result<DocUpdate> {
+        let v: String = rt.interrupt("q")?;
+        if fails.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Err(weft_runnable_core::Error::msg("lost the connection"));
+        }
+        Ok(log(&format!("ask:{v}")))
+    });
+    g.add_edge(START, "ask");
+    g.compile_with(CompileConfig::new().checkpointer(Arc::new(InMemorySaver::new()))).unwrap()
+}
+
+#[tokio::test]
+async fn a_run_without_input_reuses_the_answer_a_failed_resume_saved() {
+    let app = asks_then_fails_once(Arc::new(AtomicUsize::new(0)));
+    let first = app.invoke(Doc::update(), &thread("t")).await.unwrap();
+    assert_eq!(first.interrupts.len(), 1);
+    let err = app.invoke(Command::<Doc>::resume(json!("yes")), &thread("t")).await.unwrap_err();
+    assert!(err.to_string().contains("lost the connection"), "{err}");
+    // The answer is saved on the checkpoint: running again without input answers the question with it.
+    let done = app.invoke(weft_graph::GraphInput::Resume, &thread("t")).await.unwrap();
+    assert!(done.interrupts.is_empty(), "{:?}", done.interrupts);
+    assert_eq!(done.value.log, ["ask:yes"]);
+}
+
+#[tokio::test]
+async fn a_run_without_input_answers_the_next_question_with_the_saved_answer() {
+    // LangGraph: the null task's answer is read again from the checkpoint by every run that resumes it;
+    // the first question with no answer of its own takes it.
+    let mut g = StateGraph::<Doc>::new();
+    g.add_node("ask", |_: Doc, rt: &weft_graph::Runtime| -> weft_runnable_core::Result<DocUpdate> {
+        let a: String = rt.interrupt("first")?;
+        let b: String = rt.interrupt("second")?;
+        Ok(log(&format!("{a}+{b}")))
+    });
+    g.add_edge(START, "ask");
+    let app = g.compile_with(CompileConfig::new().checkpointer(Arc::new(InMemorySaver::new()))).unwrap();
+    app.invoke(Doc::update(), &thread("t")).await.unwrap();
+    let second = app.invoke(Command::<Doc>::resume(json!("x")), &thread("t")).await.unwrap();
+    assert_eq!(second.interrupts.len(), 1);
+    assert_eq!(second.interrupts[0].value, "second");
+    let done = app.invoke(weft_graph::GraphInput::Resume, &thread("t")).await.unwrap();
+    assert!(done.interrupts.is_empty(), "{:?}", done.interrupts);
+    assert_eq!(done.value.log, ["x+x"]);
+}
+
+#[tokio::test]
+async fn a_run_without_input_and_no_saved_answer_asks_again() {
+    let app = asks_then_fails_once(Arc::new(AtomicUsize::new(0)));
+    app.invoke(Doc::update(), &thread("t")).await.unwrap();
+    let again = app.invoke(weft_graph::GraphInput::Resume, &thread("t")).await.unwrap();
+    assert_eq!(again.interrupts.len(), 1);
+    assert_eq!(again.interrupts[0].value, "q");
+    assert!(again.value.log.is_empty());
+}

@@ -161,3 +161,31 @@ async fn an_add_root_sums_parallel_writes_and_node_errors_surface() {
     let err = g.compile().unwrap().invoke(2_i64, &RunnableConfig::default()).await.unwrap_err();
     assert!(err.to_string().contains("no"), "{err}");
 }
+
+#[tokio::test]
+async fn a_node_writing_several_root_values_streams_them_all_as_a_list() {
+    // LangGraph groups a task's writes to its root channel: one value bare, several as a list.
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("one", |_: Vec<String>| s("a"));
+    g.add_node("two", |_: Vec<String>| RootUpdate(vec![s("b"), s("c")]));
+    g.add_edge(START, "one");
+    g.add_edge("one", "two");
+    let erased = g.compile().unwrap().erase();
+    let input = weft_graph::erased::JsonInput::Values(json!({"__root__": []}).as_object().cloned().unwrap());
+    let parts: Vec<_> = erased
+        .stream_json(input, &RunnableConfig::default(), &[StreamMode::Updates], Default::default())
+        .map(|p| p.unwrap().data)
+        .collect()
+        .await;
+    let updates: Vec<(String, Vec<serde_json::Value>)> = parts
+        .into_iter()
+        .filter_map(|d| match d {
+            weft_graph::JsonStreamData::Updates { node, updates, .. } => Some((node, updates)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        updates,
+        [("one".to_owned(), vec![json!(["a"])]), ("two".to_owned(), vec![json!(["b"]), json!(["c"])])]
+    );
+}

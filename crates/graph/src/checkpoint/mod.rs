@@ -38,7 +38,7 @@ pub use error::{CheckpointError, CheckpointErrorKind, ErrorSource, HeadConflict}
 pub use flat_map::FlatMap;
 pub use memory::InMemorySaver;
 pub use retention::{RetentionPolicy, checkpoint_time};
-pub use version::{get_next_version, try_next_version, version_counter};
+pub use version::{default_next_version, get_next_version, try_next_version, version_counter};
 
 /// Format version of [`Checkpoint`].
 pub const CHECKPOINT_VERSION: u32 = 1;
@@ -394,6 +394,19 @@ pub trait Checkpointer: std::fmt::Debug + Send + Sync {
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> Result<CheckpointConfig, CheckpointError>;
+
+    /// The version a step gives the channels it changes, following `current`, the highest version of
+    /// the checkpoint (`None` on a new thread), as LangGraph's `BaseCheckpointSaver.get_next_version`
+    /// decides it. The engine calls it once per step and needs its counter (the integer before the first
+    /// `.`, see [`version_counter`]) to grow; a version whose counter does not grow fails the run.
+    ///
+    /// The default, [`default_next_version`], is the engine's own form, `"{counter:032}.{tag:016}"` with
+    /// a random integer tag, which sorts as a string and keeps forks of one checkpoint apart; LangGraph's
+    /// savers' form (a float tag) is [`get_next_version`], and plain integers (`"1"`, `"2"`, ...) are
+    /// LangGraph's base form. A saver that wraps another forwards this method to it.
+    fn get_next_version(&self, current: Option<&str>) -> ChannelVersion {
+        default_next_version(current)
+    }
 
     /// Whether this saver stores [`AppendDelta`]s itself in
     /// [`put_with_appends`](Self::put_with_appends). The engine passes deltas only to savers that say so

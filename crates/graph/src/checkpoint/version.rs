@@ -37,6 +37,14 @@ pub fn get_next_version(current: Option<&str>) -> ChannelVersion {
     format_version(counter.saturating_add(1), rand::random::<f64>()).into()
 }
 
+/// The version that follows `current` in the engine's form, `"{counter:032}.{tag:016}"` with a random
+/// 16-digit integer tag (`None`, or a version whose counter cannot be read: counter 1): the default of
+/// [`Checkpointer::get_next_version`](super::Checkpointer::get_next_version).
+pub fn default_next_version(current: Option<&str>) -> ChannelVersion {
+    let counter = current.and_then(version_counter).unwrap_or(0);
+    crate::pregel::stamp::version_shared(counter.saturating_add(1), rand::random::<u64>() >> 12)
+}
+
 fn format_version(counter: u64, tag: f64) -> String {
     format!("{counter:032}.{tag:016}")
 }
@@ -90,6 +98,17 @@ mod tests {
     fn try_next_version_names_unreadable_version() {
         let err = try_next_version(Some("zz.1")).unwrap_err();
         assert!(err.to_string().contains("'zz.1'"), "{err}");
+    }
+
+    #[test]
+    fn default_next_version_has_the_engines_integer_tag() {
+        let v = default_next_version(Some("00000000000000000000000000000004.0000000000000001"));
+        assert_eq!(version_counter(&v), Some(5));
+        let (counter, tag) = v.split_once('.').unwrap();
+        assert_eq!((counter.len(), tag.len()), (32, 16));
+        assert!(tag.bytes().all(|b| b.is_ascii_digit()), "{v}");
+        assert_eq!(version_counter(&default_next_version(None)), Some(1));
+        assert_eq!(version_counter(&default_next_version(Some("7"))), Some(8));
     }
 
     #[test]

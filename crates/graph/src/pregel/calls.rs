@@ -221,14 +221,7 @@ impl Call {
     /// Records that the call paused: its interrupts (and the answers it consumed) are saved with the step,
     /// so the resumed call gets its answers back.
     pub(crate) fn paused(&self, interrupts: &[crate::types::Interrupt], resumed: Option<Vec<Value>>) {
-        let mut writes = vec![(
-            ChannelName::from(special::INTERRUPT),
-            serde_json::to_value(interrupts).unwrap_or(Value::Null),
-        )];
-        if let Some(r) = resumed {
-            writes.push((ChannelName::from(special::RESUME), Value::Array(r)));
-        }
-        self.keep(writes);
+        self.keep(crate::pregel::task::paused_writes(interrupts, resumed));
     }
 
     /// Records the call's result: saved with the step, and streamed.

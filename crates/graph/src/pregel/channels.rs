@@ -7,7 +7,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use crate::checkpoint::{
-    AppendDelta, ChannelAppends, ChannelValues, ChannelVersion, ChannelVersions, Checkpoint, FlatMap, special,
+    AppendDelta, ChannelAppends, ChannelValues, ChannelVersion, ChannelVersions, Checkpoint, Checkpointer,
+    FlatMap, special,
 };
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::spec::{CheckpointNames, GraphSpec, Layout};
@@ -15,7 +16,9 @@ use crate::pregel::stamp::{counter_shared, version_shared};
 use crate::state::{AppendLog, ChannelSet, State, UpdateError};
 use crate::types::Send;
 
-/// Versions are counters; the checkpoint form adds a random tag per step (see `version_string`).
+/// Versions are counters; each version also has the string checkpoints carry, made by the checkpointer's
+/// [`get_next_version`](crate::checkpoint::Checkpointer::get_next_version) once per step and shared by
+/// the channels that step changed.
 pub(crate) struct Channels<S: State> {
     pub(crate) state: S,
     /// `__start__`: input waiting for the START task.
@@ -27,7 +30,8 @@ pub(crate) struct Channels<S: State> {
     /// `__pregel_tasks`: Sends for the next step.
     pub(crate) sends: Vec<Send>,
     pub(crate) versions: Vec<u64>,
-    pub(crate) tags: Vec<u64>,
+    /// Per channel, the string of its current version (`None` at version 0).
+    texts: Vec<Option<ChannelVersion>>,
     /// Per node (and START at index `n_nodes`), the trigger versions it has seen.
     pub(crate) seen: Vec<BTreeMap<usize, u64>>,
     /// Per node (and START), whether it has run: a node that ran from `Send`s only has an entry in
@@ -40,56 +44,21 @@ pub(crate) struct Channels<S: State> {
     /// Versions at the last static breakpoint.
     pub(crate) interrupt_seen: BTreeMap<usize, u64>,
     pub(crate) layout: Layout,
-    /// The highest version of any channel (versions only grow).
+    /// The highest version of any channel (versions only grow), and its string.
     max: u64,
-    /// Per state channel, the (version, tag) whose value the saver holds: the channel's version at the
-    /// last checkpoint saved or loaded; `(0, 0)` when none.
-    saved_at: Vec<(u64, u64)>,
+    max_text: Option<ChannelVersion>,
+    /// The checkpointer that decides the next version's string (`None`: the engine's default form).
+    versioner: Option<Arc<dyn Checkpointer>>,
+    /// Per state channel, the version whose value the saver holds: the channel's version at the last
+    /// checkpoint saved or loaded, and its string; `(0, None)` when none.
+    saved_at: Vec<(u64, Option<ChannelVersion>)>,
     /// Per state channel, how many items were only appended to it since then (`None`: changed otherwise,
     /// or unknown).
     appended: Vec<Option<usize>>,
-    /// Per channel, the version strings made for checkpoints, kept while they are still in use.
-    strings: Vec<VersionStrings>,
+    /// Per channel, the counter string last made for `versions_seen`.
+    counters: Vec<Option<(u64, ChannelVersion)>>,
     /// Scratch log of one `apply`.
     log: AppendLog,
-}
-
-/// A channel's version strings as checkpoints carry them, made once and then shared: a version appears
-/// in every checkpoint until the channel changes, and cloning one only counts a reference.
-#[derive(Default)]
-struct VersionStrings {
-    /// The tagged version last made (normally the channel's current one).
-    current: Option<((u64, u64), ChannelVersion)>,
-    /// The one made before it (normally the version the saver holds: the base of an append delta).
-    previous: Option<((u64, u64), ChannelVersion)>,
-    /// The counter last made for `versions_seen`.
-    counter: Option<(u64, ChannelVersion)>,
-}
-
-impl VersionStrings {
-    /// `"{version:032}.{tag:016}"`, made once per version.
-    fn tagged(&mut self, key: (u64, u64)) -> ChannelVersion {
-        for (k, text) in self.current.iter().chain(&self.previous) {
-            if *k == key {
-                return Arc::clone(text);
-            }
-        }
-        let text = version_shared(key.0, key.1);
-        self.previous = self.current.replace((key, Arc::clone(&text)));
-        text
-    }
-
-    /// `"{counter:032}"`, made once per counter.
-    fn counter(&mut self, counter: u64) -> ChannelVersion {
-        match &self.counter {
-            Some((k, text)) if *k == counter => Arc::clone(text),
-            _ => {
-                let text = counter_shared(counter);
-                self.counter = Some((counter, Arc::clone(&text)));
-                text
-            }
-        }
-    }
 }
 
 impl<S: State> Channels<S> {
@@ -102,7 +71,7 @@ impl<S: State> Channels<S> {
             joins: spec.joins.iter().map(|j| vec![false; j.sources.len()]).collect(),
             sends: Vec::new(),
             versions: vec![0; layout.len()],
-            tags: vec![0; layout.len()],
+            texts: vec![None; layout.len()],
             seen: vec![BTreeMap::new(); layout.n_nodes + 1],
             ran: vec![false; layout.n_nodes + 1],
             input_seen: false,
@@ -110,9 +79,11 @@ impl<S: State> Channels<S> {
             interrupt_seen: BTreeMap::new(),
             layout,
             max: 0,
-            saved_at: vec![(0, 0); layout.n_state],
+            max_text: None,
+            versioner: None,
+            saved_at: vec![(0, None); layout.n_state],
             appended: vec![None; layout.n_state],
-            strings: (0..layout.len()).map(|_| VersionStrings::default()).collect(),
+            counters: vec![None; layout.len()],
             log: AppendLog::new(),
         }
     }
@@ -150,29 +121,58 @@ impl<S: State> Channels<S> {
     /// Records that the saver now holds every channel's current value (a checkpoint was saved).
     pub(crate) fn mark_saved(&mut self) {
         for i in 0..self.layout.n_state {
-            self.saved_at[i] = (self.versions[i], self.tags[i]);
+            self.saved_at[i] = (self.versions[i], self.texts[i].clone());
             self.appended[i] = Some(0);
         }
     }
 
-    pub(crate) fn max_version(&self) -> u64 {
-        self.max
+    /// Lets `checkpointer` decide the strings of the versions made from now on.
+    pub(crate) fn set_versioner(&mut self, checkpointer: Arc<dyn Checkpointer>) {
+        self.versioner = Some(checkpointer);
+    }
+
+    /// The version that follows the highest one: from the checkpointer's
+    /// [`get_next_version`](Checkpointer::get_next_version) when there is one (once per step, given the
+    /// highest version, as LangGraph calls it), else the engine's default form. An error when its counter
+    /// does not grow.
+    pub(crate) fn next_version(&self) -> GraphResult<(u64, ChannelVersion)> {
+        let Some(saver) = &self.versioner else {
+            let next = self.max + 1;
+            return Ok((next, version_shared(next, rand::random::<u64>() >> 12)));
+        };
+        let text = saver.get_next_version(self.max_text.as_deref());
+        match crate::checkpoint::version_counter(&text) {
+            Some(next) if next > self.max => Ok((next, text)),
+            _ => Err(GraphError::Storage(crate::checkpoint::CheckpointError::Invalid(format!(
+                "the checkpointer's next version '{text}' has no counter above the current version '{}'",
+                self.max_text.as_deref().unwrap_or("none")
+            )))),
+        }
     }
 
     /// Bumps every channel of `changed` to one new version (LangGraph: one version per step).
-    pub(crate) fn bump(&mut self, changed: &ChannelSet) {
+    pub(crate) fn bump(&mut self, changed: &ChannelSet) -> GraphResult<()> {
+        if changed.is_empty() {
+            return Ok(());
+        }
+        let next = self.next_version()?;
+        self.bump_to(changed, next);
+        Ok(())
+    }
+
+    /// Bumps every channel of `changed` to `version`, made by [`next_version`](Self::next_version).
+    pub(crate) fn bump_to(&mut self, changed: &ChannelSet, (next, text): (u64, ChannelVersion)) {
         if changed.is_empty() {
             return;
         }
-        let next = self.max + 1;
-        self.max = next;
-        let tag = rand::random::<u64>() >> 12;
         for i in changed.iter() {
             if let Some(v) = self.versions.get_mut(i) {
                 *v = next;
-                self.tags[i] = tag;
+                self.texts[i] = Some(Arc::clone(&text));
             }
         }
+        self.max = next;
+        self.max_text = Some(text);
     }
 
     pub(crate) fn join_complete(&self, join: usize) -> bool {
@@ -180,24 +180,27 @@ impl<S: State> Channels<S> {
     }
 
     /// The checkpoint string of channel `index`'s current version.
-    fn version_text(&mut self, index: usize) -> ChannelVersion {
-        self.strings[index].tagged((self.versions[index], self.tags[index]))
+    fn version_text(&self, index: usize) -> ChannelVersion {
+        match &self.texts[index] {
+            Some(text) => Arc::clone(text),
+            None => counter_shared(self.versions[index]),
+        }
     }
 
     /// What was appended to state channel `index` since the saver last got its value, as a delta on
     /// that value; `None` when the channel must be saved whole.
     fn append_delta(&mut self, index: usize) -> GraphResult<Option<AppendDelta>> {
-        let (Some(&Some(count)), Some(&(base, tag))) = (self.appended.get(index), self.saved_at.get(index))
+        let (Some(&Some(count)), Some((base, Some(base_text)))) =
+            (self.appended.get(index), self.saved_at.get(index))
         else {
             return Ok(None);
         };
-        if base == 0 || base == self.versions[index] {
+        if *base == 0 || *base == self.versions[index] {
             return Ok(None);
         }
+        let base_version = Arc::clone(base_text);
         match self.state.channel_tail_to_json(index, count).map_err(invalid(-1))? {
-            Some(Value::Array(items)) => {
-                Ok(Some(AppendDelta { base_version: self.strings[index].tagged((base, tag)), items }))
-            }
+            Some(Value::Array(items)) => Ok(Some(AppendDelta { base_version, items })),
             _ => Ok(None),
         }
     }
@@ -330,8 +333,20 @@ impl<S: State> Channels<S> {
             Some(node) => &self.seen[node],
             None => &self.interrupt_seen,
         };
-        let strings = &mut self.strings;
-        seen.iter().map(|(&ch, &v)| (Arc::clone(&names.channels[ch]), strings[ch].counter(v))).collect()
+        let counters = &mut self.counters;
+        seen.iter()
+            .map(|(&ch, &v)| {
+                let text = match &counters[ch] {
+                    Some((k, text)) if *k == v => Arc::clone(text),
+                    _ => {
+                        let text = counter_shared(v);
+                        counters[ch] = Some((v, Arc::clone(&text)));
+                        text
+                    }
+                };
+                (Arc::clone(&names.channels[ch]), text)
+            })
+            .collect()
     }
 
     /// Restores channels from a whole checkpoint of `thread`.
@@ -349,11 +364,14 @@ impl<S: State> Channels<S> {
             names.channels.iter().enumerate().map(|(i, n)| (&**n, i)).collect();
         for (name, version) in &cp.channel_versions {
             if let Some(&i) = index.get(&**name) {
-                let (n, tag) = parse_version(version)
+                let n = crate::checkpoint::version_counter(version)
                     .ok_or_else(|| corrupt(format!("bad version '{version}' of '{name}'")))?;
                 ch.versions[i] = n;
-                ch.tags[i] = tag;
-                ch.max = ch.max.max(n);
+                ch.texts[i] = Some(Arc::clone(version));
+                if n > ch.max || ch.max_text.is_none() {
+                    ch.max = n;
+                    ch.max_text = Some(Arc::clone(version));
+                }
             }
         }
         let layout = ch.layout;
@@ -418,8 +436,10 @@ impl<S: State> Channels<S> {
                     }
                 }
             };
-            let parsed: BTreeMap<usize, u64> =
-                seen.iter().filter_map(|(c, v)| Some((*index.get(&**c)?, parse_version(v)?.0))).collect();
+            let parsed: BTreeMap<usize, u64> = seen
+                .iter()
+                .filter_map(|(c, v)| Some((*index.get(&**c)?, crate::checkpoint::version_counter(v)?)))
+                .collect();
             match slot {
                 Some(i) => {
                     ch.seen[i] = parsed;
@@ -537,13 +557,6 @@ fn command_from_json<S: State>(
         cmd.graph = crate::types::CommandGraph::Parent;
     }
     Ok(cmd)
-}
-
-pub(crate) fn parse_version(v: &str) -> Option<(u64, u64)> {
-    let mut parts = v.splitn(2, '.');
-    let n = parts.next()?.parse().ok()?;
-    let tag = parts.next().and_then(|t| t.parse().ok()).unwrap_or(0);
-    Some((n, tag))
 }
 
 fn invalid(step: i64) -> impl Fn(crate::state::UpdateError) -> GraphError {

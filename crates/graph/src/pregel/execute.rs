@@ -53,14 +53,24 @@ pub(crate) async fn execute<S: State>(
     let cache_key = match (&node.config.cache, &inner.config.cache) {
         (Some(cp), Some(_)) => {
             let input = match &task.input {
-                Some(p) => crate::pregel::channels::payload_json(&ch.state, p),
+                // A packet that cannot be written as JSON has no key: the task runs uncached (a shared
+                // `null` key would hand one packet's writes to another).
+                Some(p) => crate::pregel::channels::payload_to_json(&ch.state, p)
+                    .inspect_err(|e| {
+                        tracing::warn!(
+                            node = %node.name,
+                            "node '{}' runs uncached: its input cannot be written as JSON for a cache key: {e}",
+                            node.name
+                        );
+                    })
+                    .ok(),
                 // An entrypoint's input is the run's, not in the state.
                 None if spec.functional => {
-                    runtime.inner.calls.as_ref().and_then(|c| c.input()).unwrap_or_default()
+                    Some(runtime.inner.calls.as_ref().and_then(|c| c.input()).unwrap_or_default())
                 }
-                None => state_json(&ch.state),
+                None => Some(state_json(&ch.state)),
             };
-            Some(cp.key_of(&input))
+            input.map(|input| cp.key_of(&input))
         }
         _ => None,
     };

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use tracing::Instrument as _;
 use weft_runnable_core::{Error, RunKind, RunScope, RunnableConfig};
 
-use crate::checkpoint::{ChannelName, CheckpointConfig, CheckpointSource, special};
+use crate::checkpoint::{CheckpointConfig, CheckpointSource, special};
 use crate::compiled::{DEFAULT_GRAPH_RECURSION_LIMIT, GraphInput, GraphOutput, Inner, RunOptions};
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::apply::{apply_control_writes, apply_new_writes, apply_new_writes_with_tasks, route};
@@ -269,6 +269,7 @@ pub(crate) async fn run_inner<S: State>(
                 address.thread_id
             ))));
         }
+        ch.set_versioner(Arc::clone(cp));
         saver.set_head(head);
         ctx.saver = Some(saver);
     }
@@ -295,7 +296,7 @@ pub(crate) async fn run_inner<S: State>(
         let mut changed = ChannelSet::new();
         let step = loaded_step.map_or(0, |s| s + 1);
         apply_new_writes(&mut ch, spec, std::slice::from_mut(&mut writes), &mut changed, step)?;
-        ch.bump(&changed);
+        ch.bump(&changed)?;
         dirty.union_with(&changed);
     }
     let resumed = !matches!(input, GraphInput::Update(_));
@@ -303,6 +304,15 @@ pub(crate) async fn run_inner<S: State>(
         GraphInput::Resume => {
             let Some(s) = loaded_step else { return Err(GraphError::EmptyInput) };
             step = s + 1;
+            // An answer an earlier `Command::resume` saved on this checkpoint (the null task's
+            // `__resume__` write) still answers the first question that has none, as LangGraph's
+            // scratchpad reads it from the checkpoint's pending writes.
+            if ctx.parent.is_none()
+                && let Some((_, v)) = null_writes.iter().rev().find(|(c, _)| c == special::RESUME)
+                && let Ok(mut slot) = ctx.null_resume.lock()
+            {
+                *slot = Some(v.clone());
+            }
             ch.interrupt_seen = current_versions(&ch);
             if replay {
                 // Time travel: fork the addressed checkpoint, then re-run what follows it.
@@ -371,19 +381,19 @@ pub(crate) async fn run_inner<S: State>(
                 if let Some(saver) = ctx.saver.as_mut() {
                     let mut json = writes_to_json(spec, names, &ch.state, &writes)?;
                     if let Some(v) = null_answer.take() {
-                        json.push((ChannelName::from(special::RESUME), v));
+                        json.push(crate::pregel::task::resume_write(v));
                     }
                     let (id, path) = (Arc::from(special::NULL_TASK_ID), Arc::from(""));
                     saver.put_writes_now(&id, &path, json).await?;
                 }
                 let mut changed = ChannelSet::new();
                 apply_new_writes(&mut ch, spec, std::slice::from_mut(&mut writes), &mut changed, step)?;
-                ch.bump(&changed);
+                ch.bump(&changed)?;
                 dirty.union_with(&changed);
             }
             if let (Some(v), Some(saver)) = (null_answer, ctx.saver.as_mut()) {
                 let (id, path) = (Arc::from(special::NULL_TASK_ID), Arc::from(""));
-                saver.put_writes_now(&id, &path, vec![(ChannelName::from(special::RESUME), v)]).await?;
+                saver.put_writes_now(&id, &path, vec![crate::pregel::task::resume_write(v)]).await?;
             }
             // The run proceeds past the checkpoint it resumes, the command's update included: a static
             // breakpoint already taken there does not pause it again.
@@ -401,7 +411,7 @@ pub(crate) async fn run_inner<S: State>(
             ch.start = Some(updates);
             ch.input_seen = true;
             changed.insert(ch.layout.start());
-            ch.bump(&changed);
+            ch.bump(&changed)?;
             step = base;
             saved = SavedWrites::default();
             dirty.union_with(&changed);
@@ -552,7 +562,7 @@ pub(crate) async fn run_inner<S: State>(
         let ended = ch.end_step(&written);
         changed.union_with(&ended);
         changed.union_with(&consumed);
-        ch.bump(&changed);
+        ch.bump(&changed)?;
         dirty.union_with(&changed);
         saved = SavedWrites::default();
         if let Some(saver) = ctx.saver.as_mut() {

@@ -133,14 +133,12 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
                     let triggers = task_triggers(ch, spec, task);
                     emit_whole_messages(ctx, &ch.state, task, &writes, step, &triggers);
                 }
+                writes.resumed = resumed;
                 if route_inline {
                     if let Some(saver) = ctx.saver.as_mut() {
                         let thread = saver.thread.thread_id.clone();
-                        let mut json = writes_to_json(spec, &inner.names, &ch.state, &writes)
+                        let json = writes_to_json(spec, &inner.names, &ch.state, &writes)
                             .map_err(|e| unsaveable(e, &thread, &task.name, step))?;
-                        if let Some(r) = resumed {
-                            json.push((ChannelName::from(special::RESUME), Value::Array(r)));
-                        }
                         if let Some(op) = saver.put_writes(&task.id, &task.path, json)? {
                             saver.submit(op).await?;
                         }
@@ -150,18 +148,11 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
                     results[i] = Some((writes, true));
                 } else {
                     // Saved with the writes once the task's routes are known (`persist_single`).
-                    writes.resumed = resumed;
                     results[i] = Some((writes, false));
                 }
             }
             Ok((TaskOutcome::Interrupted(list), resumed)) => {
-                let mut json = vec![(
-                    ChannelName::from(special::INTERRUPT),
-                    serde_json::to_value(&list).unwrap_or(Value::Null),
-                )];
-                if let Some(r) = resumed {
-                    json.push((ChannelName::from(special::RESUME), Value::Array(r)));
-                }
+                let json = crate::pregel::task::paused_writes(&list, resumed);
                 if let Some(saver) = ctx.saver.as_mut() {
                     saver.put_writes_now(&task.id, &task.path, json).await?;
                 }
@@ -312,11 +303,8 @@ pub(crate) async fn persist_single<S: State>(
         return Ok(());
     }
     let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
-    let mut json = writes_to_json(&ctx.inner.spec, &ctx.inner.names, state, writes)
+    let json = writes_to_json(&ctx.inner.spec, &ctx.inner.names, state, writes)
         .map_err(|e| unsaveable(e, &saver.thread.thread_id, &task.name, step))?;
-    if let Some(r) = &writes.resumed {
-        json.push((ChannelName::from(special::RESUME), Value::Array(r.clone())));
-    }
     match saver.put_writes(&task.id, &task.path, json)? {
         Some(op) => saver.submit(op).await,
         None => Ok(()),

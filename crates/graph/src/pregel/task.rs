@@ -274,7 +274,31 @@ pub(crate) fn writes_to_json<S: State>(
     if out.is_empty() {
         out.push((ChannelName::from(special::NO_WRITES), Value::Null));
     }
+    if let Some(answers) = &writes.resumed {
+        out.push(resume_write(Value::Array(answers.clone())));
+    }
     Ok(out)
+}
+
+/// The `__resume__` write: the answers a task used (a list), or the answer a `Command::resume` gave the
+/// null task (the bare value), as LangGraph saves them.
+pub(crate) fn resume_write(answers: Value) -> (ChannelName, Value) {
+    (ChannelName::from(special::RESUME), answers)
+}
+
+/// The writes of a task that paused: its interrupts, and the answers it used before pausing.
+pub(crate) fn paused_writes(
+    interrupts: &[crate::types::Interrupt],
+    resumed: Option<Vec<Value>>,
+) -> Vec<(ChannelName, Value)> {
+    let mut writes = vec![(
+        ChannelName::from(special::INTERRUPT),
+        serde_json::to_value(interrupts).unwrap_or(Value::Null),
+    )];
+    if let Some(answers) = resumed {
+        writes.push(resume_write(Value::Array(answers)));
+    }
+    writes
 }
 
 /// Where writes being replayed were saved, for the error when they do not read back.
@@ -343,17 +367,21 @@ pub(crate) fn writes_from_json<S: State>(
     Ok(writes)
 }
 
-/// A state as a JSON object of its non-empty tracked channels (for events and snapshots); a root-value
-/// state as its bare value.
-pub(crate) fn state_json<S: State>(state: &S) -> Value {
-    if state.is_root_value() {
-        return state.channel_to_json(0).ok().flatten().unwrap_or(Value::Null);
-    }
-    let mut map = Map::new();
-    for (i, spec) in state.channels().iter().enumerate() {
-        if let Ok(Some(v)) = state.channel_to_json(i) {
+/// The channels at `indexes` of a state as a JSON object (empty channels left out): the input of a router
+/// or node whose input type names them.
+pub(crate) fn channels_json<S: State>(state: &S, indexes: &[usize]) -> Value {
+    let channels = state.channels();
+    let mut map = Map::with_capacity(indexes.len());
+    for &i in indexes {
+        if let (Some(spec), Ok(Some(v))) = (channels.get(i), state.channel_to_json(i)) {
             map.insert(spec.name.to_string(), v);
         }
     }
     Value::Object(map)
+}
+
+/// A state as a JSON object of its non-empty tracked channels (for events and snapshots); a root-value
+/// state as its bare value.
+pub(crate) fn state_json<S: State>(state: &S) -> Value {
+    state.to_json_value()
 }

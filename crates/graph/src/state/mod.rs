@@ -190,10 +190,31 @@ pub trait State: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// error, so replaying several writes to one channel takes one update per write.
     fn update_from_json(&self, writes: Vec<(usize, Value)>) -> Result<Self::Update, UpdateError>;
 
-    /// Whether the state is one bare value (a [`RootState`](crate::root::RootState)): its JSON form (stream
-    /// chunks, snapshots) is then the value of its one channel, not an object of channels.
-    fn is_root_value(&self) -> bool {
-        false
+    /// The state as stream chunks and snapshots show it: an object of its non-empty channels (channels that
+    /// cannot be written as JSON left out). A [`RootState`](crate::root::RootState) shows its bare value.
+    fn to_json_value(&self) -> Value {
+        let mut map = serde_json::Map::new();
+        for (i, spec) in self.channels().iter().enumerate() {
+            if let Ok(Some(v)) = self.channel_to_json(i) {
+                map.insert(spec.name.to_string(), v);
+            }
+        }
+        Value::Object(map)
+    }
+
+    /// Adds to `out` what `update` shows in an `updates` stream chunk: one object of the channels it
+    /// writes. A [`RootState`](crate::root::RootState) adds each bare value it writes (a task that wrote
+    /// several values then shows a list of them, as in LangGraph).
+    fn update_chunks(&self, update: &Self::Update, out: &mut Vec<Value>) -> Result<(), UpdateError> {
+        let channels = self.channels();
+        let mut map = serde_json::Map::new();
+        for (i, v) in self.update_to_json(update)? {
+            if let Some(spec) = channels.get(i) {
+                map.insert(spec.name.to_string(), v);
+            }
+        }
+        out.push(Value::Object(map));
+        Ok(())
     }
 
     /// The index of the channel named `name`.

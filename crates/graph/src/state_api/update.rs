@@ -89,6 +89,9 @@ impl<S: State> CompiledGraph<S> {
             // A fresh thread's first update is step 0 (new input: step -1), as in LangGraph.
             None => (Channels::new(spec), -1, None),
         };
+        ch.set_versioner(Arc::clone(saver));
+        // The version this update gives what it changes (nodes it runs as have seen it).
+        let next_version = ch.next_version()?;
         let planned = crate::pregel::plan::plan_tasks(
             &ch,
             spec,
@@ -185,7 +188,15 @@ impl<S: State> CompiledGraph<S> {
                             task_writes.push((task.id.to_string(), task.path.to_string(), json));
                         }
                     }
-                    self.apply_as_node(&mut ch, &planned, name, updates, step + 1, &mut changed)?;
+                    self.apply_as_node(
+                        &mut ch,
+                        &planned,
+                        name,
+                        updates,
+                        step + 1,
+                        next_version.0,
+                        &mut changed,
+                    )?;
                 }
             }
         }
@@ -195,13 +206,14 @@ impl<S: State> CompiledGraph<S> {
                 saver.put_writes(&t.config, writes, &task_id, &path).await.map_err(cp_err)?;
             }
         }
-        ch.bump(&changed);
+        ch.bump_to(&changed, next_version);
         self.put_update(saver, address, (parent, latest), &mut ch, source, next_step, &changed, &changed)
             .await
     }
 
     /// Applies `updates` as the output of node `name` (its planned task consumed, its edges and routers
-    /// run).
+    /// run); the node has seen `seen_version`, the version the update gives.
+    #[allow(clippy::too_many_arguments)]
     fn apply_as_node(
         &self,
         ch: &mut Channels<S>,
@@ -209,6 +221,7 @@ impl<S: State> CompiledGraph<S> {
         name: &str,
         updates: Vec<S::Update>,
         step: i64,
+        seen_version: u64,
         changed: &mut ChannelSet,
     ) -> GraphResult<()> {
         let spec = &self.inner.spec;
@@ -234,7 +247,6 @@ impl<S: State> CompiledGraph<S> {
         let source_index = if name == START { None } else { spec.node_names.get(name).copied() };
         crate::pregel::apply::apply_control(ch, spec, &writes, source_index, changed);
         if let Some(n) = source_index {
-            let seen_version = ch.max_version() + 1;
             ch.seen[n].insert(ch.layout.branch(n), seen_version);
         }
         Ok(())

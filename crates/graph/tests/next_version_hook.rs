@@ -1,0 +1,164 @@
+//! The checkpointer decides the next channel version (`Checkpointer::get_next_version`): a saver using
+//! LangGraph's plain integer versions runs, pauses, resumes and takes state updates; a saver whose
+//! versions do not grow fails the run with an error naming them.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use weft_graph::checkpoint::{
+    ChannelAppends, ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError,
+    CheckpointMetadata, CheckpointTuple, Checkpointer, InMemorySaver, ListOptions, version_counter,
+};
+use weft_graph::{Command, CompileConfig, CompiledGraph, START, State, StateGraph};
+use weft_runnable_core::RunnableConfig;
+
+/// An in-memory saver with its own versions: plain integers (LangGraph's base form), or always `"1"`.
+#[derive(Debug)]
+struct Versions {
+    inner: InMemorySaver,
+    stuck: bool,
+}
+
+#[async_trait]
+impl Checkpointer for Versions {
+    fn get_next_version(&self, current: Option<&str>) -> ChannelVersion {
+        if self.stuck {
+            return "1".into();
+        }
+        (current.and_then(version_counter).unwrap_or(0) + 1).to_string().into()
+    }
+
+    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
+        self.inner.get_tuple(config).await
+    }
+
+    async fn list(
+        &self,
+        config: Option<&CheckpointConfig>,
+        options: ListOptions,
+    ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
+        self.inner.list(config, options).await
+    }
+
+    async fn put(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        self.inner.put(config, checkpoint, metadata, new_versions).await
+    }
+
+    fn stores_appends(&self) -> bool {
+        self.inner.stores_appends()
+    }
+
+    async fn put_with_appends(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        appends: ChannelAppends,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        self.inner.put_with_appends(config, checkpoint, metadata, new_versions, appends).await
+    }
+
+    async fn put_writes(
+        &self,
+        config: &CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<(), CheckpointError> {
+        self.inner.put_writes(config, writes, task_id, task_path).await
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError> {
+        self.inner.delete_thread(thread_id).await
+    }
+
+    async fn copy_thread(&self, src: &str, dst: &str) -> Result<(), CheckpointError> {
+        self.inner.copy_thread(src, dst).await
+    }
+
+    async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError> {
+        self.inner.prune(thread_id, keep_latest).await
+    }
+}
+
+#[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+struct Doc {
+    #[state(append)]
+    log: Vec<String>,
+}
+
+fn thread(id: &str) -> RunnableConfig {
+    RunnableConfig::default().with_configurable("thread_id", id)
+}
+
+fn app(saver: Arc<Versions>) -> CompiledGraph<Doc> {
+    let mut g = StateGraph::<Doc>::new();
+    g.add_node("a", |_: Doc| DocUpdate::new().log(vec!["a".to_owned()]));
+    g.add_node("ask", |_: Doc, rt: &weft_graph::Runtime| -> weft_runnable_core::Result<DocUpdate> {
+        let answer: String = rt.interrupt("go on?")?;
+        Ok(DocUpdate::new().log(vec![answer]))
+    });
+    g.add_edge(START, "a");
+    g.add_edge("a", "ask");
+    g.compile_with(CompileConfig::new().checkpointer(saver)).unwrap()
+}
+
+async fn latest_versions(saver: &Versions, thread_id: &str) -> Vec<(String, String)> {
+    let tuple = saver.get_tuple(&CheckpointConfig::thread(thread_id)).await.unwrap().unwrap();
+    tuple.checkpoint.channel_versions.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+#[tokio::test]
+async fn a_saver_with_integer_versions_runs_pauses_resumes_and_takes_updates() {
+    let saver = Arc::new(Versions { inner: InMemorySaver::new(), stuck: false });
+    let app = app(Arc::clone(&saver));
+    let first = app.invoke(Doc::update(), &thread("t")).await.unwrap();
+    assert_eq!(first.interrupts.len(), 1);
+    let versions = latest_versions(&saver, "t").await;
+    assert!(!versions.is_empty());
+    for (channel, v) in &versions {
+        assert!(v.bytes().all(|b| b.is_ascii_digit()), "{channel} has version '{v}'");
+    }
+    // Input (1), START (2), a (3): `log` was last written by `a`.
+    assert!(versions.contains(&("log".to_owned(), "3".to_owned())), "{versions:?}");
+
+    let done = app.invoke(Command::<Doc>::resume(json!("yes")), &thread("t")).await.unwrap();
+    assert_eq!(done.value.log, ["a", "yes"]);
+    assert!(latest_versions(&saver, "t").await.contains(&("log".to_owned(), "4".to_owned())));
+
+    app.update_state(&thread("t"), vec![DocUpdate::new().log(vec!["edited".to_owned()])], Some("ask"))
+        .await
+        .unwrap();
+    assert!(latest_versions(&saver, "t").await.contains(&("log".to_owned(), "5".to_owned())));
+    let state = app.get_state(&thread("t")).await.unwrap();
+    assert_eq!(state.values.log, ["a", "yes", "edited"]);
+}
+
+#[tokio::test]
+async fn a_saver_whose_versions_do_not_grow_fails_the_run_naming_them() {
+    let saver = Arc::new(Versions { inner: InMemorySaver::new(), stuck: true });
+    let err = app(saver).invoke(Doc::update(), &thread("t")).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("the checkpointer's next version '1' has no counter above the current version '1'"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn the_default_versions_keep_the_engines_form() {
+    let saver = InMemorySaver::new();
+    let v = saver.get_next_version(Some("00000000000000000000000000000002.0000000000000007"));
+    assert_eq!(version_counter(&v), Some(3));
+    assert_eq!(v.len(), 32 + 1 + 16);
+}
