@@ -12,7 +12,7 @@ use weft_graph::checkpoint::{
     ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource,
     Checkpointer, ExpectedHead, ListOptions, SaveOp,
 };
-use weft_integrations::sqlite::SqliteSaver;
+use weft_integrations::sqlite::{SqlParam, SqlStatement, SqliteSaver};
 
 async fn saver() -> SqliteSaver {
     let dir = std::env::temp_dir().join(format!("weft-batch-{}", uuid::Uuid::new_v4().simple()));
@@ -101,6 +101,73 @@ async fn a_batch_abandoned_part_way_is_all_or_nothing_and_the_writer_goes_on() {
     assert_eq!(stored(&saver, &other).await, (1, 1));
     let left = stored(&saver, &thread).await;
     assert!(left == (0, 0) || left == (1, 1), "the abandoned batch was stored in part: {left:?}");
+}
+
+fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+async fn notes(saver: &SqliteSaver) -> Vec<String> {
+    sqlx::query_scalar("SELECT id FROM notes ORDER BY id").fetch_all(saver.pool()).await.unwrap()
+}
+
+fn note(id: &str) -> SqlStatement {
+    SqlStatement::new("INSERT INTO notes (id) VALUES (?)", vec![SqlParam::Text(id.to_owned())])
+}
+
+#[tokio::test]
+async fn batches_queued_together_commit_together_and_a_conflict_fails_only_its_own() {
+    let saver = saver().await;
+    let create = SqlStatement::new("CREATE TABLE notes (id TEXT PRIMARY KEY)", Vec::new());
+    saver.write_with_checkpoints(vec![create]).await.unwrap();
+    let taken = CheckpointConfig::thread("group-taken");
+    saver.put_batch(batch(&taken, &new_id(), "first")).await.unwrap();
+    let (a, b) = (CheckpointConfig::thread("group-a"), CheckpointConfig::thread("group-b"));
+    // Queued in one turn of this single-threaded runtime: the committer takes them as one group. The
+    // second batch expects an empty thread, which `taken` is not.
+    let (saved_a, refused, saved_b, noted) = tokio::join!(
+        saver.put_batch(batch(&a, &new_id(), "a")),
+        saver.put_batch(batch(&taken, &new_id(), "second")),
+        saver.put_batch(batch(&b, &new_id(), "b")),
+        saver.write_with_checkpoints(vec![note("n1")]),
+    );
+    saved_a.unwrap();
+    saved_b.unwrap();
+    // Stored once: a group whose checks failed stored none of its statements before it was split up (the
+    // note's second insert would fail on its key).
+    noted.unwrap();
+    assert!(refused.as_ref().is_err_and(|e| e.is_conflict()), "{refused:?}");
+    assert_eq!(stored(&saver, &a).await, (1, 1));
+    assert_eq!(stored(&saver, &b).await, (1, 1));
+    assert_eq!(stored(&saver, &taken).await, (1, 1), "the refused batch stored part of itself");
+    assert_eq!(notes(&saver).await, ["n1"]);
+}
+
+#[tokio::test]
+async fn a_failing_statement_fails_its_own_caller_and_not_the_checkpoints_beside_it() {
+    let saver = saver().await;
+    let create = SqlStatement::new("CREATE TABLE notes (id TEXT PRIMARY KEY)", Vec::new());
+    let refuse = SqlStatement::new(
+        "CREATE TRIGGER refuse BEFORE INSERT ON notes WHEN NEW.id = 'bad' \
+         BEGIN SELECT RAISE(ABORT, 'note refused by the test'); END",
+        Vec::new(),
+    );
+    saver.write_with_checkpoints(vec![create, refuse]).await.unwrap();
+    let thread = CheckpointConfig::thread("beside-a-bad-note");
+    let (saved, refused, noted) = tokio::join!(
+        saver.put_batch(batch(&thread, &new_id(), "t")),
+        saver.write_with_checkpoints(vec![note("before-bad"), note("bad")]),
+        saver.write_with_checkpoints(vec![note("good")]),
+    );
+    saved.unwrap();
+    noted.unwrap();
+    let err = refused.unwrap_err();
+    assert!(err.to_string().contains("note refused by the test"), "{err}");
+    assert_eq!(stored(&saver, &thread).await, (1, 1));
+    assert_eq!(notes(&saver).await, ["good"], "the refused caller's statements are all or nothing");
+    // And nothing is left open: the next write goes through.
+    saver.write_with_checkpoints(vec![note("after")]).await.unwrap();
+    assert_eq!(notes(&saver).await, ["after", "good"]);
 }
 
 #[tokio::test]

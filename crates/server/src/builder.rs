@@ -452,12 +452,16 @@ async fn open_sqlite(
         Database::Memory => SqliteSaver::in_memory().await,
     }
     .map_err(|e| ServerError::Storage(e.to_string()))?;
-    let pool = saver.pool().clone();
     let store: Arc<dyn Store> = Arc::new(
-        SqliteStore::from_pool(pool.clone()).await.map_err(|e| ServerError::Storage(e.to_string()))?,
+        SqliteStore::from_pool(saver.pool().clone())
+            .await
+            .map_err(|e| ServerError::Storage(e.to_string()))?,
     );
-    let checkpointer: Arc<dyn Checkpointer> = Arc::new(saver);
-    Ok((checkpointer, store, Records::open(pool).await?))
+    let saver = Arc::new(saver);
+    let checkpointer: Arc<dyn Checkpointer> = Arc::clone(&saver) as Arc<dyn Checkpointer>;
+    // The records go through the saver's queue: a run's record changes and the checkpoints saved at the
+    // same time share a transaction.
+    Ok((checkpointer, store, Records::open(saver).await?))
 }
 
 /// A scaled-out server's state: checkpointer, store and records in PostgreSQL, and its part in the

@@ -176,6 +176,15 @@ pub(crate) struct RunRecord {
     pub(crate) delete_thread: bool,
 }
 
+impl RunRecord {
+    /// Marks the run started by a worker: `running`, one attempt more, updated now.
+    pub(crate) fn mark_running(&mut self) {
+        self.run.status = RunStatus::Running;
+        self.run.updated_at = crate::app::now();
+        self.attempt += 1;
+    }
+}
+
 /// A cron: a run made on a schedule, on its thread or (stateless) on a new thread each time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Cron {

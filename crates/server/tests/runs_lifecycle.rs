@@ -186,6 +186,68 @@ fn a_run_a_stopped_server_left_running_finishes_after_a_restart_from_its_checkpo
     );
 }
 
+/// Calls of the unreadable-head test's slow node.
+static STUCK_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+/// `first`, then a node whose first call never returns in time.
+fn stuck_once() -> weft_graph::CompiledGraph<JsonState> {
+    let mut g = StateGraph::with_initial(common::state());
+    g.add_node("first", |_: &JsonState| json!({"items": ["first"]}));
+    g.add_node("stuck", |_: Value| async move {
+        if STUCK_CALLS.fetch_add(1, Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+        Ok::<_, weft_runnable_core::Error>(json!({"items": ["stuck"]}))
+    });
+    g.add_edge(START, "first");
+    g.add_edge("first", "stuck");
+    g.add_edge("stuck", END);
+    g.compile().unwrap()
+}
+
+#[test]
+fn a_restarted_run_that_cannot_read_its_threads_head_fails_saying_so() {
+    let dir = std::env::temp_dir().join(format!("weft-server-head-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("server.db");
+    let server = || weft_server::Server::builder().graph("g", stuck_once()).sqlite(&db);
+    let (tid, rid) = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let s = start(server()).await;
+        let tid = thread(s.addr).await;
+        let run = post(s.addr, &format!("/threads/{tid}/runs"), json!({"assistant_id": "g", "input": {}}))
+            .await
+            .json();
+        for _ in 0..400 {
+            if STUCK_CALLS.load(Ordering::SeqCst) > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(STUCK_CALLS.load(Ordering::SeqCst), 1, "the run reached its slow node");
+        (tid, run["run_id"].as_str().unwrap().to_owned())
+    });
+    // Stopped mid-run; then the checkpoints cannot be read (their table is gone).
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&db);
+        let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+        sqlx::query("ALTER TABLE checkpoints RENAME TO checkpoints_gone").execute(&pool).await.unwrap();
+        pool.close().await;
+    });
+    let run = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let s = start(server()).await;
+        let joined = get(s.addr, &format!("/threads/{tid}/runs/{rid}/join")).await;
+        assert_eq!(joined.status, 200, "{}", joined.body);
+        (joined.json(), get(s.addr, &format!("/threads/{tid}/runs/{rid}")).await.json())
+    });
+    std::fs::remove_dir_all(&dir).unwrap();
+    let (joined, run) = run;
+    assert_eq!(run["status"], "error", "{run}");
+    let error = &joined["__error__"];
+    assert_eq!(error["error"], "CheckpointError", "{joined}");
+    assert!(error["message"].as_str().unwrap().contains("cannot read the head of thread"), "{joined}");
+    assert_eq!(STUCK_CALLS.load(Ordering::SeqCst), 1, "the run did not start over from its input");
+}
+
 #[tokio::test]
 async fn quiet_streams_send_heartbeats_and_waits_send_newlines() {
     let server = start(builder().keep_alive(Duration::from_millis(100))).await;
@@ -406,4 +468,24 @@ async fn a_rolled_back_run_leaves_the_thread_where_it_found_it() {
     }
     let history = post(server.addr, &format!("/threads/{fresh}/history"), json!({})).await.json();
     assert_eq!(history, json!([]), "every checkpoint of the run is gone");
+}
+
+#[tokio::test]
+async fn a_root_value_graph_takes_its_bare_value_as_input_as_langgraph_does() {
+    use weft_graph::root::{Append, RootState};
+    let mut g = StateGraph::<RootState<Vec<Value>, Append>>::new();
+    g.add_node("n", |_: Vec<Value>| vec![json!("n")]);
+    g.add_edge(START, "n");
+    let server = start(builder().graph("root", g.compile().unwrap())).await;
+    let tid = thread(server.addr).await;
+    let path = format!("/threads/{tid}/runs/wait");
+    let done = post(server.addr, &path, json!({"assistant_id": "root", "input": ["x"]})).await;
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert_eq!(done.json(), json!(["x", "n"]));
+    // An object is a value like any other (here not a list: the run fails, as in LangGraph).
+    let failed =
+        post(server.addr, &path, json!({"assistant_id": "root", "input": {"__root__": ["y"]}})).await;
+    assert!(failed.json()["__error__"]["error"].is_string(), "{}", failed.body);
+    let state = get(server.addr, &format!("/threads/{tid}/state")).await.json();
+    assert_eq!(state["values"], json!(["x", "n"]));
 }

@@ -165,3 +165,19 @@ def _three():
 
 
 three = _three().compile()
+
+
+def add_n(items: list):
+    return ["n"]
+
+
+def _root():
+    # The whole state is one list (a bare `__root__` schema): input, node returns and values are lists.
+    builder = StateGraph(Annotated[list, operator.add])
+    builder.add_node("n", add_n)
+    builder.add_edge(START, "n")
+    builder.add_edge("n", END)
+    return builder
+
+
+root = _root().compile()

@@ -121,6 +121,15 @@ async def test_a_failing_run(c, env):
     eq(parts[1][1], {"items": [], "count": "notint"}, "the input state")
 
 
+async def test_a_bare_list_graph_takes_and_shows_bare_lists(c, env):
+    tid = (await c.threads.create())["thread_id"]
+    eq(await c.runs.wait(tid, "root", input=["x"]), ["x", "n"], "the run's result")
+    parts = await collect(c.runs.stream(tid, "root", input=["y"], stream_mode="values"))
+    eq([p[1] for p in parts if p[0] == "values"], [["x", "n", "y"], ["x", "n", "y", "n"]], "values events")
+    eq((await c.threads.get_state(tid))["values"], ["x", "n", "y", "n"], "the thread's state")
+    eq((await c.threads.get(tid))["values"], ["x", "n", "y", "n"], "the thread's values")
+
+
 async def test_cancel_a_running_run(c, env):
     tid = (await c.threads.create())["thread_id"]
     run = await c.runs.create(tid, "slow", input={"delay": 5})

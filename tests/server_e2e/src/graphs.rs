@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use weft_graph::root::{Append, RootState};
 use weft_graph::{
     ChannelKind, CompiledGraph, END, GraphResult, JsonState, MessagesState, MessagesStateUpdate, Runtime,
     START, StateGraph,
@@ -135,6 +136,16 @@ pub(crate) fn three() -> GraphResult<CompiledGraph<JsonState>> {
     g.add_edge("one", "two");
     g.add_edge("two", "three");
     g.add_edge("three", END);
+    g.compile()
+}
+
+/// `n`, appending `"n"`: the whole state is one list (LangGraph's bare `Annotated[list, operator.add]`
+/// schema), so input, values and results are bare lists.
+pub(crate) fn root() -> GraphResult<CompiledGraph<RootState<Vec<Value>, Append>>> {
+    let mut g = StateGraph::<RootState<Vec<Value>, Append>>::new();
+    g.add_node("n", |_: Vec<Value>| vec![json!("n")]);
+    g.add_edge(START, "n");
+    g.add_edge("n", END);
     g.compile()
 }
 

@@ -42,6 +42,7 @@ async fn main() -> ExitCode {
             .graph("slow", graphs::slow()?)
             .graph("fail", graphs::fail()?)
             .graph("three", graphs::three()?)
+            .graph("root", graphs::root()?)
             // The suite's webhook receivers listen on this machine (`python/langgraph.json` allows them too).
             .allow_loopback_webhooks(true);
         // The chaos test's graph, served for it alone (the suite compares the assistants with LangGraph's).

@@ -18,17 +18,22 @@ pub enum JsonInput {
     Command(JsonCommand),
     /// Continue the thread from its checkpoint (LangGraph's `None` input).
     Resume,
+    /// A value that is not an object (a list, a string, a number, a boolean): the whole input of a
+    /// root-value graph ([`RootState`](crate::root::RootState)); any other graph rejects it with
+    /// LangGraph's "expected dict".
+    Bare(Value),
 }
 
 impl JsonInput {
-    /// LangGraph's input forms: an object of channel writes, or `null` to continue the thread. Anything
-    /// else is an error that says what it got (LangGraph's "Expected dict").
+    /// LangGraph's input forms: an object of channel writes, `null` to continue the thread, or any other
+    /// value, the whole input of a root-value graph (a graph of any other state fails its run with an
+    /// error that says what it got, LangGraph's "Expected dict").
     pub fn from_json(value: Value) -> GraphResult<Self> {
-        match value {
-            Value::Null => Ok(JsonInput::Resume),
-            Value::Object(map) => Ok(JsonInput::Values(map)),
-            other => Err(GraphError::Serialization(format!("expected dict, got {other}"))),
-        }
+        Ok(match value {
+            Value::Null => JsonInput::Resume,
+            Value::Object(map) => JsonInput::Values(map),
+            other => JsonInput::Bare(other),
+        })
     }
 
     /// The typed input of a graph over `S`.
@@ -39,6 +44,7 @@ impl JsonInput {
             JsonInput::Values(map) => {
                 Ok(GraphInput::Update(vec![update_from_object(state, Value::Object(map))?]))
             }
+            JsonInput::Bare(value) => Ok(GraphInput::Update(vec![update_from_object(state, value)?])),
             JsonInput::Command(command) => command.into_command(spec).map(GraphInput::Command),
         }
     }
@@ -92,7 +98,8 @@ impl JsonCommand {
         let mut command = Command::<S>::new();
         match self.update {
             None => {}
-            Some(Value::Array(pairs)) if pairs.iter().all(is_pair) => {
+            // `[[key, value], ...]`; a root-value state's update is its bare value, whatever its shape.
+            Some(Value::Array(pairs)) if !state.is_root_value() && pairs.iter().all(is_pair) => {
                 for pair in pairs {
                     let Value::Array(mut pair) = pair else { continue };
                     let value = pair.pop().unwrap_or(Value::Null);

@@ -133,13 +133,18 @@ impl<S: State> CompiledGraph<S> {
 }
 
 /// Reads a JSON object of channel writes into an update of `state`: keys that are not channels are ignored
-/// (LangGraph logs them and moves on); anything but an object is an error.
+/// (LangGraph logs them and moves on); anything but an object is an error. A root-value state
+/// ([`RootState`](crate::root::RootState)) takes the whole value, whatever it is, as LangGraph writes a bare
+/// `__root__` schema's input and updates.
 fn update_from_object<S: State>(state: &S, value: Value) -> GraphResult<S::Update> {
-    let Value::Object(map) = value else {
-        return Err(GraphError::Serialization(format!("expected an object of channel writes, got {value}")));
+    let writes: Vec<(usize, Value)> = if state.is_root_value() {
+        vec![(0, value)]
+    } else {
+        let Value::Object(map) = value else {
+            return Err(GraphError::Serialization(format!("expected dict, got {value}")));
+        };
+        map.into_iter().filter_map(|(key, v)| state.channel_index(&key).map(|i| (i, v))).collect()
     };
-    let writes: Vec<(usize, Value)> =
-        map.into_iter().filter_map(|(key, v)| state.channel_index(&key).map(|i| (i, v))).collect();
     state.update_from_json(writes).map_err(|error| GraphError::InvalidUpdate {
         error,
         step: -1,

@@ -145,21 +145,69 @@ async fn bulk_update_state_json_makes_one_checkpoint_per_superstep() {
 }
 
 #[tokio::test]
-async fn an_input_that_is_not_an_object_is_an_error_and_a_bad_write_is_the_streams_only_item() {
-    assert!(
-        matches!(JsonInput::from_json(json!([1])), Err(GraphError::Serialization(m)) if m.contains("expected dict"))
-    );
+async fn an_input_that_is_not_an_object_fails_the_run_and_a_bad_write_is_the_streams_only_item() {
     let mut g = StateGraph::<crate::MessagesState>::new();
     g.add_node("n", |_s: crate::MessagesState| crate::MessagesState::update());
     g.add_edge(START, "n");
     let graph = g.compile().unwrap().erase();
-    let input = JsonInput::from_json(json!({"messages": 5})).unwrap();
-    let parts: Vec<_> = graph
-        .stream_json(input, &RunnableConfig::default(), &[StreamMode::Values], RunOptions::default())
-        .collect()
-        .await;
-    assert_eq!(parts.len(), 1);
-    assert!(parts[0].is_err());
+    for input in [json!([1]), json!({"messages": 5})] {
+        let input = JsonInput::from_json(input).unwrap();
+        let parts: Vec<_> = graph
+            .stream_json(input, &RunnableConfig::default(), &[StreamMode::Values], RunOptions::default())
+            .collect()
+            .await;
+        assert_eq!(parts.len(), 1);
+        assert!(parts[0].is_err());
+    }
+    let bare = JsonInput::from_json(json!([1])).unwrap();
+    let parts: Vec<_> =
+        graph.stream_json(bare, &RunnableConfig::default(), &[], RunOptions::default()).collect().await;
+    assert!(
+        matches!(&parts[..], [Err(GraphError::Serialization(m))] if m.contains("expected dict, got [1]")),
+        "{parts:?}"
+    );
+}
+
+/// A root-value graph (LangGraph's bare `Annotated[list, add]` schema) over a saver.
+fn root_graph() -> Arc<dyn ErasedGraph> {
+    use crate::root::{Append, RootState};
+    let saver: Arc<dyn crate::Checkpointer> = Arc::new(InMemorySaver::new());
+    let mut g = StateGraph::<RootState<Vec<Value>, Append>>::new();
+    g.add_node("a", |seen: Vec<Value>| vec![json!(seen.len())]);
+    g.add_edge(START, "a");
+    g.compile_with(CompileConfig::new().checkpointer(saver)).unwrap().erase()
+}
+
+#[tokio::test]
+async fn a_root_value_graph_takes_its_bare_value_as_input_update_and_command_update() {
+    let graph = root_graph();
+    let config = thread("root");
+    let input = JsonInput::from_json(json!(["x", {"k": 1}])).unwrap();
+    let parts: Vec<_> =
+        graph.stream_json(input, &config, &[StreamMode::Values], RunOptions::default()).collect().await;
+    assert!(parts.iter().all(Result::is_ok), "{parts:?}");
+    assert_eq!(graph.get_state_json(&config, false).await.unwrap().values, json!(["x", {"k": 1}, 2]));
+
+    // An object is a value like any other, written whole as LangGraph does: not a list, so it fails here.
+    let object = JsonInput::from_json(json!({"__root__": ["y"]})).unwrap();
+    let parts: Vec<_> = graph.stream_json(object, &config, &[], RunOptions::default()).collect().await;
+    assert!(matches!(&parts[..], [Err(GraphError::InvalidUpdate { .. })]), "{parts:?}");
+
+    graph.update_state_json(&config, Some(json!(["u"])), Some("a")).await.unwrap();
+    let command = JsonCommand::from_json(json!({"update": [["p", 1]], "goto": "a"})).unwrap();
+    let _: Vec<_> =
+        graph.stream_json(JsonInput::Command(command), &config, &[], RunOptions::default()).collect().await;
+    let values = graph.get_state_json(&config, false).await.unwrap().values;
+    assert_eq!(values, json!(["x", {"k": 1}, 2, "u", ["p", 1], 5]), "a list of pairs is a bare value too");
+}
+
+#[tokio::test]
+async fn a_root_value_of_the_wrong_type_is_an_invalid_update() {
+    let graph = root_graph();
+    let input = JsonInput::from_json(json!("not a list")).unwrap();
+    let parts: Vec<_> =
+        graph.stream_json(input, &thread("root-bad"), &[], RunOptions::default()).collect().await;
+    assert!(matches!(&parts[..], [Err(GraphError::InvalidUpdate { .. })]), "{parts:?}");
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use weft_graph::checkpoint::{CheckpointConfig, CheckpointError, ExpectedHead, HeadConflict, SaveOp};
 
 /// One checkpoint of the batch on a checked thread and namespace.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct PutHead {
     config: CheckpointConfig,
     id: String,
@@ -64,6 +64,21 @@ impl HeadChecks {
                 _ => None,
             })
             .collect();
+        Some(Self { keys: keys.into_iter().collect(), puts })
+    }
+
+    /// The checks of several batches written as one (in order), or `None` when none checks a head.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+    pub(crate) fn merge<'a>(checks: impl IntoIterator<Item = &'a HeadChecks>) -> Option<Self> {
+        let mut keys = BTreeSet::new();
+        let mut puts = Vec::new();
+        for c in checks {
+            keys.extend(c.keys.iter().cloned());
+            puts.extend(c.puts.iter().cloned());
+        }
+        if keys.is_empty() {
+            return None;
+        }
         Some(Self { keys: keys.into_iter().collect(), puts })
     }
 

@@ -14,6 +14,7 @@ use sqlx::sqlite::{Sqlite, SqliteArguments};
 use sqlx::{Arguments, AssertSqlSafe, Encode, Row, Type};
 use weft_graph::checkpoint::{CheckpointError, SaveOp};
 
+use super::group::{SqlParam, SqlStatement};
 use super::saver::backend;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
 use crate::sql::heads::{self, AssumedHead, Attempt, HeadChecks};
@@ -100,6 +101,11 @@ const CHECKS: &str = "INSERT OR REPLACE INTO temp.weft_batch_checks (rowid, base
 /// heads.
 const CHECKED: &str = " WHERE (SELECT bases AND heads FROM temp.weft_batch_checks)";
 
+/// Stops a script whose checks failed with an error (an invalid JSON text is one; read from the table so
+/// that SQLite does not compute it ahead as a constant), before the callers' statements that follow it.
+const CHECKED_OR_FAIL: &str = "SELECT CASE WHEN (SELECT bases AND heads FROM temp.weft_batch_checks) THEN 1 \
+    ELSE json('a check of the batch failed: ' || (SELECT found FROM temp.weft_batch_checks)) END;\n";
+
 /// The head of one thread and namespace (binds: thread, namespace).
 const HEAD: &str = "(SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?)";
 
@@ -145,6 +151,38 @@ pub(super) struct Rows {
     blobs: Vec<BlobIn>,
     has_deltas: bool,
     writes: Vec<WriteIn>,
+}
+
+impl Rows {
+    /// How many checkpoints, blobs and writes it holds.
+    pub(super) fn sizes(&self) -> [usize; 3] {
+        [self.checkpoints.len(), self.blobs.len(), self.writes.len()]
+    }
+
+    /// Moves `other`'s rows after these (a batch written after this one, in the same transaction).
+    pub(super) fn append(&mut self, other: &mut Rows) {
+        self.checkpoints.append(&mut other.checkpoints);
+        self.blobs.append(&mut other.blobs);
+        self.writes.append(&mut other.writes);
+        self.has_deltas |= std::mem::take(&mut other.has_deltas);
+    }
+
+    /// Cuts appended batches apart again, by their [`sizes`](Rows::sizes) in order.
+    pub(super) fn split(mut self, sizes: &[[usize; 3]]) -> Vec<Rows> {
+        let mut parts = Vec::with_capacity(sizes.len());
+        for &[checkpoints, blobs, writes] in sizes.iter().rev() {
+            let cut = |n: usize, len: usize| len.saturating_sub(n);
+            let blobs = self.blobs.split_off(cut(blobs, self.blobs.len()));
+            parts.push(Rows {
+                checkpoints: self.checkpoints.split_off(cut(checkpoints, self.checkpoints.len())),
+                has_deltas: blobs.iter().any(|b| b.record.base_version.is_some()),
+                blobs,
+                writes: self.writes.split_off(cut(writes, self.writes.len())),
+            });
+        }
+        parts.reverse();
+        parts
+    }
 }
 
 /// Whether the batch can go through the batch statements: no NUL characters in names (the check of
@@ -315,10 +353,11 @@ impl Script {
 /// stored as whole lists because a base they extend is gone (pruned or deleted meanwhile).
 pub(super) async fn write(
     writer: &mut Writer,
-    mut rows: Rows,
+    rows: &mut Rows,
     checks: Option<&HeadChecks>,
+    statements: &[&SqlStatement],
 ) -> Result<bool, CheckpointError> {
-    if run(writer, &rows, rows.has_deltas, checks).await? {
+    if run(writer, rows, rows.has_deltas, checks, statements).await? {
         return Ok(true);
     }
     // The engine's appends have no whole list to fall back on.
@@ -332,7 +371,8 @@ pub(super) async fn write(
             record.base_version = None;
         }
     }
-    if run(writer, &rows, false, checks).await? {
+    rows.has_deltas = false;
+    if run(writer, rows, false, checks, statements).await? {
         return Ok(false);
     }
     Err(CheckpointError::backend("a batch of checkpoints was not stored: its values' bases are gone"))
@@ -345,10 +385,11 @@ async fn run(
     rows: &Rows,
     check_bases: bool,
     checks: Option<&HeadChecks>,
+    statements: &[&SqlStatement],
 ) -> Result<bool, CheckpointError> {
     let mut attempts = heads::Attempts::new(checks);
     loop {
-        let outcome = run_assuming(writer, rows, check_bases, checks, attempts.assumed()).await?;
+        let outcome = run_assuming(writer, rows, check_bases, checks, attempts.assumed(), statements).await?;
         if let Some(stored) = attempts.settle(outcome)? {
             return Ok(stored);
         }
@@ -362,9 +403,10 @@ async fn run_assuming(
     check_bases: bool,
     checks: Option<&HeadChecks>,
     assumed: &[AssumedHead],
+    statements: &[&SqlStatement],
 ) -> Result<Attempt, CheckpointError> {
     heads::precheck(checks, assumed)?;
-    let script = script(rows, check_bases, assumed, writer.temp_ready)?;
+    let script = script(rows, check_bases, assumed, writer.temp_ready, statements)?;
     let Some(conn) = writer.conn.as_mut() else {
         return Err(CheckpointError::backend("sqlite: the writer connection is gone"));
     };
@@ -407,6 +449,7 @@ fn script(
     check_bases: bool,
     assumed: &[AssumedHead],
     temp_ready: bool,
+    statements: &[&SqlStatement],
 ) -> Result<Script, CheckpointError> {
     let mut s = Script { text: String::with_capacity(1024), args: SqliteArguments::default() };
     s.text.push_str("BEGIN IMMEDIATE;\n");
@@ -474,6 +517,22 @@ fn script(
         s.arg(r.body.as_str())?;
         s.arg(r.metadata.as_str())
     })?;
+    // The callers' own statements, only when the checks passed: otherwise the script stops here with an
+    // error (and the transaction is rolled back), so that they are never stored without the batch.
+    if !statements.is_empty() {
+        s.text.push_str(CHECKED_OR_FAIL);
+    }
+    for statement in statements {
+        s.text.push_str(statement.sql());
+        s.text.push_str(";\n");
+        for param in statement.params() {
+            match param {
+                SqlParam::Null => s.arg(Option::<&str>::None)?,
+                SqlParam::Integer(n) => s.arg(*n)?,
+                SqlParam::Text(t) => s.arg(t.as_str())?,
+            }
+        }
+    }
     s.text.push_str("COMMIT;");
     Ok(s)
 }

@@ -21,6 +21,13 @@
 //! to [`SqliteOptions::busy_timeout`] and then fail as
 //! [`Unavailable`](weft_graph::checkpoint::CheckpointErrorKind::Unavailable) (database locked: retryable).
 //!
+//! Batches of saves ([`put_batch`](weft_graph::checkpoint::Checkpointer::put_batch), what a graph's run
+//! sends) are committed in groups: the batches that queue while the writer commits go together in its
+//! next transaction, so that runs saving at the same time share one commit instead of one each. Each is
+//! answered once that transaction is committed (so nothing is acknowledged before it is stored), and a
+//! group that fails is written again batch by batch, so that a batch's error (a conflict, below) is its
+//! own. [`SqliteSaver::write_with_checkpoints`] puts the caller's own statements in the same queue.
+//!
 //! A checkpoint's expected head ([`ExpectedHead`](weft_graph::checkpoint::ExpectedHead): one run per
 //! thread) is checked inside the write transaction (`BEGIN IMMEDIATE`, so no other writer can move the
 //! head in between); a batch whose expectation fails stores nothing and is a
@@ -47,6 +54,7 @@ pub use crate::sql::delta::DeltaStorage;
 use crate::sql::migrate::{self, Migration};
 
 mod batch;
+mod group;
 mod read;
 mod saver;
 mod schema;
@@ -54,6 +62,7 @@ mod statements;
 mod store;
 
 pub use crate::sql::StorageStats;
+pub use group::{SqlParam, SqlStatement};
 pub use saver::SqliteSaver;
 pub use store::SqliteStore;
 

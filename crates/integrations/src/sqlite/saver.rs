@@ -11,6 +11,7 @@ use weft_graph::checkpoint::{
     CheckpointTuple, Checkpointer, ExpectedHead, ListOptions, SaveOp, owned_writes,
 };
 
+use super::group::{GroupCommit, SqlStatement};
 use super::statements::{
     COPY, DELETE, HAS_CHECKPOINTS, HEAD, PRUNE_BLOBS, PRUNE_CHECKPOINTS, PRUNE_WRITES, PUT_BLOB,
     PUT_CHECKPOINT, PUT_DELTA, PUT_WRITE,
@@ -38,6 +39,9 @@ use crate::sql::rows;
 pub struct SqliteSaver {
     db: Db,
     delta: DeltaPlanner,
+    /// The queue every batch of saves (and [`write_with_checkpoints`](Self::write_with_checkpoints)) goes
+    /// through: what queues while one transaction commits goes in the next, together.
+    group: GroupCommit,
 }
 
 impl fmt::Debug for SqliteSaver {
@@ -76,7 +80,7 @@ impl SqliteSaver {
 
     async fn with_db(db: Db, delta: DeltaStorage) -> Result<Self, CheckpointError> {
         db.migrate("checkpoint", schema::CHECKPOINT).await?;
-        Ok(Self { db, delta: DeltaPlanner::new(delta) })
+        Ok(Self { group: GroupCommit::new(db.clone()), db, delta: DeltaPlanner::new(delta) })
     }
 
     /// The same saver storing append-only channels as `delta` says.
@@ -88,6 +92,31 @@ impl SqliteSaver {
     /// The pool writes go through (share it with a [`SqliteStore`](super::SqliteStore)).
     pub fn pool(&self) -> &SqlitePool {
         &self.db.writer
+    }
+
+    /// Runs `statements` (in order) in one transaction of the saver's writer, the next one: together with
+    /// the batches of checkpoints that runs are saving at that moment (group commit), or alone. Returns
+    /// once that transaction is committed; on an error none of them is stored. For the rows of the
+    /// caller's own tables on the saver's database (a server's records of its runs), written without a
+    /// transaction and a commit of their own.
+    ///
+    /// ```
+    /// use weft_integrations::sqlite::{SqlParam, SqlStatement, SqliteSaver};
+    /// # tokio_test::block_on(async {
+    /// let saver = SqliteSaver::in_memory().await.unwrap();
+    /// let create = SqlStatement::new("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)", vec![]);
+    /// let insert = SqlStatement::new(
+    ///     "INSERT INTO notes (id, body) VALUES (?, ?)",
+    ///     vec![SqlParam::Integer(1), SqlParam::Text("hello".into())],
+    /// );
+    /// saver.write_with_checkpoints(vec![create, insert]).await.unwrap();
+    /// # });
+    /// ```
+    pub async fn write_with_checkpoints(&self, statements: Vec<SqlStatement>) -> Result<(), CheckpointError> {
+        if statements.is_empty() {
+            return Ok(());
+        }
+        self.group.commit(batch::Rows::default(), None, statements).await.map(drop)
     }
 
     /// Row counts and data bytes of every thread.
@@ -327,7 +356,8 @@ impl SqliteSaver {
         })
     }
 
-    /// Writes a batch in one transaction; `Ok(false)` when its deltas had to be stored whole.
+    /// Writes a batch in one transaction (with the others queued meanwhile); `Ok(false)` when its deltas
+    /// had to be stored whole.
     async fn write_batch(
         &self,
         ops: Vec<SaveOp>,
@@ -335,8 +365,7 @@ impl SqliteSaver {
     ) -> Result<bool, CheckpointError> {
         let checks = HeadChecks::of(&ops);
         let rows = batch::rows_of(&self.delta, ops, threads)?;
-        let conn = self.db.writer.acquire().await.map_err(backend)?;
-        batch::write(&mut batch::Writer::new(conn, self.db.temp_ready), rows, checks.as_ref()).await
+        self.group.commit(rows, checks, Vec::new()).await
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::StreamExt as _;
 use serde_json::{Value, json};
-use weft_graph::checkpoint::{CheckpointConfig, CheckpointTuple, ListOptions};
+use weft_graph::checkpoint::{CheckpointConfig, CheckpointError, CheckpointTuple, Checkpointer, ListOptions};
 use weft_graph::erased::{ErasedGraph, JsonCommand, JsonInput};
 use weft_graph::{Durability, GraphError, RunOptions};
 use weft_runnable_core::{EventSink, RunnableConfig};
@@ -196,17 +196,19 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
             // A run started again after a stop continues from the thread's head when it saved that head
             // (its input is in it). A first attempt reads nothing here: where the thread stood before the
             // run (for a rollback) is found when a rollback asks for it.
-            let continues = record.attempt > 1
-                && !kwargs.temporary
-                && app
-                    .checkpointer
-                    .get_tuple(&CheckpointConfig::thread(thread_id.as_str()))
-                    .await
-                    .ok()
-                    .flatten()
-                    .is_some_and(|head| made_by(&head, &run_id));
-            let timeout = app.limits.run_timeout;
-            drive(&record, graph, continues, &channel, &mut result, timeout).await
+            match continues(app, &record).await {
+                Ok(continues) => {
+                    let timeout = app.limits.run_timeout;
+                    drive(&record, graph, continues, &channel, &mut result, timeout).await
+                }
+                Err(e) => {
+                    tracing::error!(run_id, error = %e, "cannot read the thread's head to continue a run");
+                    Ended::Error(json!({
+                        "error": "CheckpointError",
+                        "message": format!("cannot read the head of thread '{thread_id}' to continue the run: {e}"),
+                    }))
+                }
+            }
         }
     };
     if let Ended::Error(error) | Ended::Timeout(error) = &ended {
@@ -396,27 +398,49 @@ fn made_by(tuple: &CheckpointTuple, run_id: &str) -> bool {
     tuple.metadata.extra.get("run_id").and_then(Value::as_str) == Some(run_id)
 }
 
-/// Where the thread stood before the run: its newest root checkpoint that the run did not save (`None`
-/// when it has none). The run's own checkpoints are the newest, so this walks back over them only.
-async fn started_from(app: &App, record: &RunRecord) -> Result<Option<String>, crate::error::ApiError> {
-    let thread = CheckpointConfig::thread(record.run.thread_id.as_str());
-    let mut before = None;
-    loop {
-        let options = ListOptions { before, limit: Some(1), ..ListOptions::default() };
-        let found = app
-            .checkpointer
-            .list(Some(&thread), options)
-            .await
-            .map_err(|e| crate::error::ApiError::internal(e.to_string()))?;
-        let Some(tuple) = found.into_iter().next() else { return Ok(None) };
-        if !made_by(&tuple, &record.run.run_id) {
-            return Ok(tuple.config.checkpoint_id);
-        }
-        before = tuple.config.checkpoint_id;
-        if before.is_none() {
+/// Whether the run continues from the thread's head: a run started again after a stop (attempt 2 on) on a
+/// thread whose head it saved. A first attempt and a stateless run read nothing.
+async fn continues(app: &App, record: &RunRecord) -> Result<bool, CheckpointError> {
+    if record.attempt <= 1 || record.run.kwargs.temporary {
+        return Ok(false);
+    }
+    let head = app.checkpointer.get_tuple(&CheckpointConfig::thread(record.run.thread_id.as_str())).await?;
+    Ok(head.is_some_and(|head| made_by(&head, &record.run.run_id)))
+}
+
+/// Where a thread stood before a run, as its saved checkpoints say.
+#[derive(Debug, PartialEq)]
+enum Before {
+    /// The run saved no root checkpoint: the thread is where the run found it.
+    Untouched,
+    /// The checkpoint the run's first one was made from.
+    At(String),
+    /// The run's first checkpoint is the thread's first: the thread had none.
+    Empty,
+}
+
+/// Where the thread stood before the run `run_id`: the parent of the oldest root checkpoint that names the
+/// run in its metadata, in one listing (other writers' checkpoints among the run's do not stop it).
+async fn started_from(
+    checkpointer: &dyn Checkpointer,
+    thread_id: &str,
+    run_id: &str,
+) -> Result<Before, crate::error::ApiError> {
+    let mut filter = serde_json::Map::new();
+    filter.insert("run_id".into(), Value::String(run_id.to_owned()));
+    let listed = checkpointer
+        .list(Some(&CheckpointConfig::thread(thread_id)), ListOptions { filter, ..ListOptions::default() })
+        .await
+        .map_err(|e| crate::error::ApiError::internal(e.to_string()))?;
+    // Newest first: the run's first checkpoint is the last listed.
+    let Some(first) = listed.into_iter().last() else { return Ok(Before::Untouched) };
+    match first.parent_config {
+        None => Ok(Before::Empty),
+        Some(parent) => match parent.checkpoint_id {
+            Some(id) => Ok(Before::At(id)),
             // Not "nothing before": a rollback would then delete the thread's older checkpoints too.
-            return Err(crate::error::ApiError::internal("a listed checkpoint has no id"));
-        }
+            None => Err(crate::error::ApiError::internal("a checkpoint's parent has no id")),
+        },
     }
 }
 
@@ -427,8 +451,9 @@ async fn rollback(app: &Arc<App>, record: &RunRecord) -> Result<(), crate::error
     if record.run.kwargs.temporary {
         return Ok(());
     }
-    match started_from(app, record).await? {
-        Some(checkpoint_id) => {
+    match started_from(app.checkpointer.as_ref(), thread_id, &record.run.run_id).await? {
+        Before::Untouched => {}
+        Before::At(checkpoint_id) => {
             let graph_id = record
                 .run
                 .kwargs
@@ -441,7 +466,7 @@ async fn rollback(app: &Arc<App>, record: &RunRecord) -> Result<(), crate::error
             config.configurable.insert("checkpoint_id".into(), Value::String(checkpoint_id));
             registered.stateful.update_state_json(&config, None, Some("__copy__")).await?;
         }
-        None => {
+        Before::Empty => {
             app.checkpointer
                 .delete_thread(thread_id)
                 .await
@@ -450,3 +475,6 @@ async fn rollback(app: &Arc<App>, record: &RunRecord) -> Result<(), crate::error
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

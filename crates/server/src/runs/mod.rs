@@ -277,8 +277,7 @@ pub(crate) async fn create(
     let stored = match &slot {
         Some(_) => {
             let mut running = record.clone();
-            running.run.status = RunStatus::Running;
-            running.attempt = 1;
+            running.mark_running();
             running
         }
         None => record.clone(),
@@ -369,9 +368,7 @@ async fn start_next(app: &Arc<App>, thread_id: &str) -> Result<(), crate::error:
         });
         return Ok(());
     }
-    next.run.status = RunStatus::Running;
-    next.run.updated_at = now();
-    next.attempt += 1;
+    next.mark_running();
     records.commit(vec![Change::Run(Box::new(next.clone()))]).await?;
     drop(records);
     let app = Arc::clone(app);

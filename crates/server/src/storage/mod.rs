@@ -14,11 +14,11 @@ pub(crate) use lock::RecordsLock;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use sqlx::pool::PoolConnection;
-use sqlx::sqlite::{Sqlite, SqliteArguments};
-use sqlx::{Arguments as _, AssertSqlSafe, SqlitePool};
+use weft_integrations::sqlite::{SqlParam, SqlStatement, SqliteSaver};
 
 use crate::error::ServerError;
 use crate::model::{Assistant, AssistantVersion, Cron, RunRecord, Thread};
@@ -66,8 +66,9 @@ pub(crate) enum Change {
 /// Where the records are written through to.
 #[derive(Debug)]
 enum Backend {
-    /// The embedded SQLite file: this process is the only writer.
-    Sqlite(SqlitePool),
+    /// The embedded SQLite file: this process is the only writer. Written through the checkpoint saver's
+    /// queue, in the transactions of the checkpoints saved at the same time.
+    Sqlite(Arc<SqliteSaver>),
     /// PostgreSQL, shared by every instance.
     #[cfg(feature = "scale")]
     Postgres(postgres::PgRecords),
@@ -103,14 +104,15 @@ fn encode<T: Serialize>(value: &T) -> Result<String, ServerError> {
 
 impl Records {
     /// Creates the table if missing and reads every record.
-    pub(crate) async fn open(pool: SqlitePool) -> Result<Self, ServerError> {
-        sqlx::query(SCHEMA).execute(&pool).await.map_err(storage)?;
+    pub(crate) async fn open(saver: Arc<SqliteSaver>) -> Result<Self, ServerError> {
+        let pool = saver.pool();
+        sqlx::query(SCHEMA).execute(pool).await.map_err(storage)?;
         let rows: Vec<(String, String, String)> =
             sqlx::query_as("SELECT kind, id, body FROM weft_server_records")
-                .fetch_all(&pool)
+                .fetch_all(pool)
                 .await
                 .map_err(storage)?;
-        let mut records = Records::empty(Backend::Sqlite(pool));
+        let mut records = Records::empty(Backend::Sqlite(saver));
         for (kind, id, body) in rows {
             records.apply_row(&kind, &id, Some(&body))?;
         }
@@ -240,7 +242,10 @@ impl Records {
             });
         }
         match &mut self.backend {
-            Backend::Sqlite(pool) => write_sqlite(pool, &ops).await?,
+            Backend::Sqlite(saver) => saver
+                .write_with_checkpoints(statements(ops))
+                .await
+                .map_err(|e| ServerError::Storage(e.to_string()))?,
             #[cfg(feature = "scale")]
             Backend::Postgres(pg) => {
                 let ops: Vec<(&'static str, &str, Option<&str>)> =
@@ -323,66 +328,20 @@ impl Records {
 }
 
 const UPSERT: &str = "INSERT INTO weft_server_records (kind, id, body) VALUES (?, ?, ?) \
-    ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body;\n";
-const DELETE: &str = "DELETE FROM weft_server_records WHERE kind = ? AND id = ?;\n";
+    ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body";
+const DELETE: &str = "DELETE FROM weft_server_records WHERE kind = ? AND id = ?";
 
-/// One transaction writing `ops` (an upsert with a body, else a delete), as one script with its
-/// arguments: the writer connection's thread gets one message instead of one per statement.
-fn script(ops: &[(Kind, String, Option<String>)]) -> Result<(String, SqliteArguments), ServerError> {
-    let mut text = String::with_capacity(32 + ops.len() * UPSERT.len());
-    let mut args = SqliteArguments::default();
-    let bind_error = |e| ServerError::Storage(format!("sqlite: cannot bind a record: {e}"));
-    text.push_str("BEGIN IMMEDIATE;\n");
-    for (kind, id, body) in ops {
-        args.add(kind.name()).map_err(bind_error)?;
-        args.add(id.clone()).map_err(bind_error)?;
-        match body {
-            Some(body) => {
-                text.push_str(UPSERT);
-                args.add(body.clone()).map_err(bind_error)?;
+/// The statements writing `ops` (an upsert with a body, else a delete), committed together.
+fn statements(ops: Vec<(Kind, String, Option<String>)>) -> Vec<SqlStatement> {
+    ops.into_iter()
+        .map(|(kind, id, body)| {
+            let (kind, id) = (SqlParam::Text(kind.name().to_owned()), SqlParam::Text(id));
+            match body {
+                Some(body) => SqlStatement::new(UPSERT, vec![kind, id, SqlParam::Text(body)]),
+                None => SqlStatement::new(DELETE, vec![kind, id]),
             }
-            None => text.push_str(DELETE),
-        }
-    }
-    text.push_str("COMMIT;");
-    Ok((text, args))
-}
-
-/// The writer connection while a script's transaction may be open: dropped then (the caller went away
-/// mid-write), it is rolled back before the connection goes back to the pool.
-struct Writer {
-    conn: Option<PoolConnection<Sqlite>>,
-    open: bool,
-}
-
-impl Drop for Writer {
-    fn drop(&mut self) {
-        let (true, Some(mut conn)) = (self.open, self.conn.take()) else { return };
-        match tokio::runtime::Handle::try_current() {
-            // Queued behind the script on the connection's thread: a no-op error if it committed.
-            Ok(runtime) => drop(runtime.spawn(async move {
-                let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
-            })),
-            Err(_) => conn.close_on_drop(),
-        }
-    }
-}
-
-async fn write_sqlite(pool: &SqlitePool, ops: &[(Kind, String, Option<String>)]) -> Result<(), ServerError> {
-    let (text, args) = script(ops)?;
-    let conn = pool.acquire().await.map_err(storage)?;
-    let mut writer = Writer { conn: Some(conn), open: true };
-    if let Some(conn) = writer.conn.as_mut() {
-        let result = sqlx::query_with(AssertSqlSafe(text), args).execute(&mut **conn).await;
-        if let Err(e) = result {
-            // A failed statement leaves the transaction open; when none is open the rollback fails.
-            let _ = sqlx::query("ROLLBACK").execute(&mut **conn).await;
-            writer.open = false;
-            return Err(storage(e));
-        }
-    }
-    writer.open = false;
-    Ok(())
+        })
+        .collect()
 }
 
 fn storage(e: sqlx::Error) -> ServerError {
@@ -420,12 +379,16 @@ mod tests {
     }
 
     /// One connection: every connection of `sqlite::memory:` is a database of its own.
-    async fn pool() -> SqlitePool {
+    async fn pool() -> sqlx::SqlitePool {
         sqlx::sqlite::SqlitePoolOptions::new().max_connections(1).connect("sqlite::memory:").await.unwrap()
     }
 
+    async fn saver(pool: &sqlx::SqlitePool) -> Arc<SqliteSaver> {
+        Arc::new(SqliteSaver::from_pool(pool.clone()).await.unwrap())
+    }
+
     async fn open() -> Records {
-        Records::open(pool().await).await.unwrap()
+        Records::open(saver(&pool().await).await).await.unwrap()
     }
 
     #[tokio::test]
@@ -454,7 +417,7 @@ mod tests {
     #[tokio::test]
     async fn a_failed_commit_changes_nothing_and_the_next_one_works() {
         let pool = pool().await;
-        let mut records = Records::open(pool.clone()).await.unwrap();
+        let mut records = Records::open(saver(&pool).await).await.unwrap();
         records.commit(vec![Change::Run(Box::new(run("r1", "t1", "pending")))]).await.unwrap();
         // A trigger makes the second statement of the next script fail, after the first has run.
         sqlx::query(
@@ -488,13 +451,13 @@ mod tests {
     #[tokio::test]
     async fn active_runs_are_found_again_after_a_reopen() {
         let pool = pool().await;
-        let mut records = Records::open(pool.clone()).await.unwrap();
+        let mut records = Records::open(saver(&pool).await).await.unwrap();
         let changes = vec![
             Change::Run(Box::new(run("r1", "t1", "running"))),
             Change::Run(Box::new(run("r2", "t1", "interrupted"))),
         ];
         records.commit(changes).await.unwrap();
-        let reopened = Records::open(pool).await.unwrap();
+        let reopened = Records::open(saver(&pool).await).await.unwrap();
         assert_eq!(active(&reopened, "t1"), ["r1"]);
     }
 }

@@ -1,0 +1,51 @@
+//! Where a rolled-back run found its thread, from the checkpoints it saved.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+use weft_graph::checkpoint::{
+    CHECKPOINT_VERSION, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource, Checkpointer,
+    InMemorySaver,
+};
+
+use super::{Before, started_from};
+
+/// Saves one checkpoint after `parent`, by `run_id` when one is given (another writer's otherwise).
+async fn save(
+    saver: &InMemorySaver,
+    parent: &CheckpointConfig,
+    id: &str,
+    run_id: Option<&str>,
+) -> CheckpointConfig {
+    let checkpoint = Checkpoint {
+        v: CHECKPOINT_VERSION,
+        id: id.to_owned(),
+        ts: "2026-11-27T00:00:00+00:00".to_owned(),
+        channel_values: Default::default(),
+        channel_versions: Default::default(),
+        versions_seen: Default::default(),
+        updated_channels: Vec::new(),
+    };
+    let mut extra = Map::new();
+    if let Some(run_id) = run_id {
+        extra.insert("run_id".into(), Value::String(run_id.to_owned()));
+    }
+    let metadata =
+        CheckpointMetadata { source: CheckpointSource::Loop, step: 0, parents: BTreeMap::new(), extra };
+    saver.put(parent, checkpoint, metadata, Default::default()).await.unwrap()
+}
+
+#[tokio::test]
+async fn the_rollback_point_is_the_parent_of_the_runs_first_checkpoint_past_other_writers() {
+    let saver = InMemorySaver::new();
+    let thread = CheckpointConfig::thread("t");
+    let before = save(&saver, &thread, "01", Some("earlier-run")).await;
+    let first = save(&saver, &before, "02", Some("run")).await;
+    // Another writer saves between the run's checkpoints: the run's first one still says where it began.
+    let other = save(&saver, &first, "03", None).await;
+    save(&saver, &other, "04", Some("run")).await;
+    assert_eq!(started_from(&saver, "t", "run").await.unwrap(), Before::At("01".into()));
+    assert_eq!(started_from(&saver, "t", "earlier-run").await.unwrap(), Before::Empty);
+    assert_eq!(started_from(&saver, "t", "never-ran").await.unwrap(), Before::Untouched);
+    assert_eq!(started_from(&saver, "elsewhere", "run").await.unwrap(), Before::Untouched, "another thread");
+}
