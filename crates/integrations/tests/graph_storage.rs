@@ -143,6 +143,67 @@ mod postgres {
         assert!(stats.blobs <= 205, "pruning drops what the kept checkpoint does not need: {stats:?}");
         drop(saver);
     }
+
+    /// Blob rows PostgreSQL has fetched from `checkpoint_blobs`, as its statistics count them. Every
+    /// statement the test runs goes through the pool's one connection, which is told to publish its
+    /// counts when it next goes idle (`pg_stat_force_next_flush`, before it answers).
+    async fn blobs_fetched(pool: &weft_integrations::postgres::PgPool) -> i64 {
+        sqlx::query("SELECT pg_stat_force_next_flush()").execute(pool).await.unwrap();
+        sqlx::query_scalar(
+            "SELECT coalesce(idx_tup_fetch, 0) + seq_tup_read FROM pg_stat_user_tables \
+             WHERE relid = 'checkpoint_blobs'::regclass",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap()
+    }
+
+    /// The blob rows one read of the latest checkpoint fetches.
+    async fn fetched_by_one_read(saver: &weft_integrations::postgres::PostgresSaver, thread_id: &str) -> i64 {
+        let before = blobs_fetched(saver.pool()).await;
+        sqlx::query("SELECT pg_stat_force_next_flush()").execute(saver.pool()).await.unwrap();
+        let latest = saver.get_tuple(&CheckpointConfig::thread(thread_id)).await.unwrap().unwrap();
+        assert!(!latest.checkpoint.channel_values.is_empty());
+        blobs_fetched(saver.pool()).await - before
+    }
+
+    #[tokio::test]
+    async fn reading_a_checkpoint_fetches_its_blobs_whatever_the_history() {
+        let one =
+            |o: PostgresOptions| PostgresOptions { max_connections: 1, delta: DeltaStorage::off(), ..o };
+        let Some(test) = common::saver_with(one).await else { return };
+        let saver = Arc::new(test.saver);
+        run_and_check(saver.clone(), "short", 3).await;
+        let short = fetched_by_one_read(&saver, "short").await;
+        run_and_check(saver.clone(), "long", 120).await;
+        let long = fetched_by_one_read(&saver, "long").await;
+        let stored = saver.storage_stats().await.unwrap().blobs;
+        // The latest checkpoint of either thread has the same channels, one blob each.
+        assert!(short > 0, "the read fetches the checkpoint's blobs");
+        assert_eq!(long, short, "120 supersteps of history ({stored} blobs stored) cost the read nothing");
+    }
+
+    #[tokio::test]
+    async fn a_delta_chain_that_runs_in_a_circle_is_an_error_not_a_hang() {
+        let Some(test) = common::saver().await else { return };
+        let saver = Arc::new(test.saver);
+        run_and_check(saver.clone(), "circle", 10).await;
+        let damaged = sqlx::query(
+            "UPDATE checkpoint_blobs SET base_version = version WHERE thread_id = 'circle' \
+             AND base_version IS NOT NULL",
+        )
+        .execute(saver.pool())
+        .await
+        .unwrap();
+        assert!(damaged.rows_affected() > 0, "the list is stored as deltas");
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            saver.get_tuple(&CheckpointConfig::thread("circle")),
+        )
+        .await
+        .expect("the read ends");
+        assert!(read.is_err(), "a delta based on itself is reported: {read:?}");
+    }
 }
 
 /// Bytes stored by LangGraph's `messages1000` workload (1,000 supersteps, one message each) on each SQL

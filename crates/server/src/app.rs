@@ -122,13 +122,13 @@ impl App {
 
     /// The assistant, or a 404.
     pub(crate) async fn assistant(&self, assistant_id: &str) -> ApiResult<Assistant> {
-        let records = self.records.lock().await?;
+        let records = self.records.read().await?;
         records.assistants.get(assistant_id).cloned().ok_or_else(|| ApiError::not_found("Not Found"))
     }
 
     /// The thread, or LangGraph's 404.
     pub(crate) async fn thread(&self, thread_id: &str) -> ApiResult<Thread> {
-        let records = self.records.lock().await?;
+        let records = self.records.read().await?;
         records.threads.get(thread_id).cloned().ok_or_else(|| ApiError::thread_not_found(thread_id))
     }
 

@@ -1,6 +1,7 @@
 //! Reads of the PostgreSQL saver: one statement returns each checkpoint with the blobs it needs (delta
-//! bases included, through a recursive query) and its pending writes, so a read is one round trip and
-//! sees one snapshot.
+//! bases included, each looked up by key in `weft_checkpoint_blobs`, see [`super::schema`]) and its
+//! pending writes, so a read is one round trip and sees one snapshot, and its cost does not grow with
+//! the thread's history.
 
 use serde_json::Value;
 use sqlx::Row;
@@ -12,29 +13,16 @@ use super::saver::backend;
 use crate::sql::rows::{self, BlobRow, CheckpointRow, Parsed, Values, WriteRow};
 
 macro_rules! select_tuples {
-    ($where:literal) => {
+    ($pick:literal, $order:literal) => {
         concat!(
             r#"SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,
-    c.checkpoint::text, c.metadata::text, b.channels, b.versions, b.bases, b.blobs,
+    c.checkpoint::text, c.metadata::text, b.channel_list, b.version_list, b.base_list, b.blob_list,
     w.task_ids, w.task_paths, w.idxs, w.channels, w.blobs
-FROM checkpoints c
-LEFT JOIN LATERAL (
-    WITH RECURSIVE need(channel, version) AS (
-        SELECT v.key COLLATE "C", v.value COLLATE "C" FROM jsonb_each_text(
-            CASE WHEN jsonb_typeof(c.checkpoint -> 'channel_versions') = 'object'
-            THEN c.checkpoint -> 'channel_versions' ELSE '{}'::jsonb END) v
-        UNION
-        SELECT bl.channel, bl.base_version FROM need JOIN checkpoint_blobs bl
-            ON bl.thread_key = c.thread_key AND bl.ns_key = c.ns_key AND bl.thread_id = c.thread_id
-            AND bl.checkpoint_ns = c.checkpoint_ns AND bl.channel = need.channel AND bl.version = need.version
-        WHERE bl.base_version IS NOT NULL
-    )
-    SELECT array_agg(bl.channel) AS channels, array_agg(bl.version) AS versions,
-        array_agg(bl.base_version) AS bases, array_agg(bl.blob) AS blobs
-    FROM need JOIN checkpoint_blobs bl
-        ON bl.thread_key = c.thread_key AND bl.ns_key = c.ns_key AND bl.thread_id = c.thread_id
-        AND bl.checkpoint_ns = c.checkpoint_ns AND bl.channel = need.channel AND bl.version = need.version
-) b ON true
+FROM (SELECT * FROM checkpoints c "#,
+            $pick,
+            r#") c
+CROSS JOIN LATERAL weft_checkpoint_blobs(c.thread_key, c.ns_key, c.thread_id, c.checkpoint_ns,
+    c.checkpoint -> 'channel_versions') b
 LEFT JOIN LATERAL (
     SELECT array_agg(cw.task_id) AS task_ids, array_agg(cw.task_path) AS task_paths,
         array_agg(cw.idx) AS idxs, array_agg(cw.channel) AS channels, array_agg(cw.blob) AS blobs
@@ -42,25 +30,28 @@ LEFT JOIN LATERAL (
     WHERE cw.thread_key = c.thread_key AND cw.ns_key = c.ns_key AND cw.thread_id = c.thread_id
         AND cw.checkpoint_ns = c.checkpoint_ns AND cw.checkpoint_id = c.checkpoint_id
 ) w ON true
-"#,
-            $where
+ORDER BY "#,
+            $order
         )
     };
 }
 
 /// Checkpoints of one thread and namespace: `$3` an id (or null), `$4` before (or null), `$5` a metadata
-/// containment filter (or null), `$6` a limit (or null).
+/// containment filter (or null), `$6` a limit (or null). The checkpoints are picked (and limited) before
+/// their blobs and writes are read, so that PostgreSQL never reads those of checkpoints it then drops.
 const OF_THREAD: &str = select_tuples!(
     "WHERE c.thread_key = md5($1)::uuid AND c.thread_id = $1 AND c.ns_key = md5($2)::uuid
     AND c.checkpoint_ns = $2 AND ($3::text IS NULL OR c.checkpoint_id = $3)
     AND ($4::text IS NULL OR c.checkpoint_id < $4) AND ($5::jsonb IS NULL OR c.metadata @> $5::jsonb)
-ORDER BY c.checkpoint_id DESC LIMIT $6"
+ORDER BY c.checkpoint_id DESC LIMIT $6",
+    "c.checkpoint_id DESC"
 );
 
 /// Checkpoints of every thread: `$1` before, `$2` filter, `$3` limit (each may be null).
 const EVERY: &str = select_tuples!(
     "WHERE ($1::text IS NULL OR c.checkpoint_id < $1) AND ($2::jsonb IS NULL OR c.metadata @> $2::jsonb)
-ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC LIMIT $3"
+ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC LIMIT $3",
+    "c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC"
 );
 
 /// The checkpoint at `config` (by id or the latest), whole.

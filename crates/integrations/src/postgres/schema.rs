@@ -90,6 +90,45 @@ $fn$;"#,
         // most of a save's time on the server. The generic plans are the same index lookups.
         sql: "ALTER FUNCTION weft_checkpoint_heads(TEXT[], TEXT[]) SET plan_cache_mode = force_generic_plan",
     },
+    Migration {
+        version: 4,
+        name: "weft_checkpoint_blobs: a checkpoint's blobs looked up by key, without JIT",
+        // Each wanted channel version, then each delta's base, is one lookup by the whole primary key (a
+        // `LIMIT 1` subquery is always planned as one), so a read costs what the checkpoint needs, not
+        // what the thread has stored (a join let PostgreSQL hash every blob of the thread). In a function
+        // of its own because the recursive lookups' cost estimate (PostgreSQL guesses 100 channels and 10
+        // levels of deltas) passes `jit_above_cost` and a read would then spend 50 to 90 ms compiling:
+        // `SET jit = off` applies to the function's query alone, and the calling query's estimate stays
+        // small. `seen` stops a chain that would run in a circle (the caller reports it). STABLE: it
+        // reads in the calling statement's snapshot.
+        sql: r#"
+CREATE OR REPLACE FUNCTION weft_checkpoint_blobs(at_thread_key UUID, at_ns_key UUID, at_thread TEXT,
+    at_ns TEXT, wanted JSONB)
+RETURNS TABLE (channel_list TEXT[], version_list TEXT[], base_list TEXT[], blob_list BYTEA[])
+LANGUAGE plpgsql STABLE ROWS 1 SET jit = off AS $fn$
+BEGIN
+    RETURN QUERY WITH RECURSIVE chain(channel, version, base_version, blob, seen) AS (
+        SELECT b.channel, b.version, b.base_version, b.blob, ARRAY[b.version]
+        FROM jsonb_each_text(CASE WHEN jsonb_typeof(wanted) = 'object' THEN wanted ELSE '{}'::jsonb END) v
+        CROSS JOIN LATERAL (SELECT bl.channel, bl.version, bl.base_version, bl.blob FROM checkpoint_blobs bl
+            WHERE bl.thread_key = at_thread_key AND bl.ns_key = at_ns_key AND bl.thread_id = at_thread
+            AND bl.checkpoint_ns = at_ns AND bl.channel = v.key COLLATE "C"
+            AND bl.version = v.value COLLATE "C" LIMIT 1) b
+        UNION ALL
+        SELECT b.channel, b.version, b.base_version, b.blob, chain.seen || b.version
+        FROM chain CROSS JOIN LATERAL (SELECT bl.channel, bl.version, bl.base_version, bl.blob
+            FROM checkpoint_blobs bl
+            WHERE bl.thread_key = at_thread_key AND bl.ns_key = at_ns_key AND bl.thread_id = at_thread
+            AND bl.checkpoint_ns = at_ns AND bl.channel = chain.channel AND bl.version = chain.base_version
+            LIMIT 1) b
+        WHERE NOT chain.base_version = ANY (chain.seen)
+    )
+    SELECT array_agg(chain.channel), array_agg(chain.version), array_agg(chain.base_version),
+        array_agg(chain.blob)
+    FROM chain;
+END
+$fn$"#,
+    },
 ];
 
 /// Steps of the store's tables.

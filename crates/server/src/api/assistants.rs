@@ -232,7 +232,7 @@ async fn searched(app: &App, caller: &Caller, body: Body) -> ApiResult<(Vec<Assi
             return Err(graph_not_found(app, graph_id));
         }
     }
-    let all: Vec<Assistant> = app.records.lock().await?.assistants.values().cloned().collect();
+    let all: Vec<Assistant> = app.records.read().await?.assistants.values().cloned().collect();
     let found: Vec<Assistant> =
         matching(&all, &search).filter(|a| access.allows(&a.metadata)).cloned().collect();
     Ok((found, search))
@@ -405,7 +405,7 @@ pub(crate) async fn versions(
     require_uuid(&id, "assistant")?;
     let (query, _) = read::<Versions>(body, app.limits.body_bytes, &VERSIONS).await?;
     let access = assistant_access(&app, &caller, Action::Read, &mut json!({"assistant_id": id})).await?;
-    let records = app.records.lock().await?;
+    let records = app.records.read().await?;
     if !records.assistants.get(&id).is_some_and(|a| access.allows(&a.metadata)) {
         return Err(ApiError::not_found(format!("Assistant {id} not found")));
     }

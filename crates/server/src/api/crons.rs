@@ -99,7 +99,7 @@ async fn create(
     cron.user_id = Some(user_id(caller));
     // An assistant made through the API must be the caller's to read, a thread the caller's to read (as
     // LangGraph checks them): else they answer as missing ones.
-    let owned = app.records.lock().await?.assistants.get(&assistant_id).map(|a| a.metadata.clone());
+    let owned = app.records.read().await?.assistants.get(&assistant_id).map(|a| a.metadata.clone());
     let assistant_access =
         match owned.filter(|m| m.get("created_by").and_then(Value::as_str) != Some("system")) {
             Some(_) => {
@@ -242,7 +242,7 @@ pub(crate) async fn search(State(app): AppState, caller: Caller, body: Body) -> 
         Visible::of(&app, &caller, &search, search.limit.unwrap_or(10), search.offset.unwrap_or(0)).await?;
     let by = search.sort_by.clone().unwrap_or_else(|| "created_at".to_owned());
     let ascending = search.sort_order.as_deref() == Some("asc");
-    let records = app.records.lock().await?;
+    let records = app.records.read().await?;
     let mut found: Vec<&Cron> =
         records.crons.values().filter(|c| filter(c) && visible.allows(c, &records)).collect();
     found.sort_by(|a, b| {
@@ -270,7 +270,7 @@ pub(crate) async fn count(State(app): AppState, caller: Caller, body: Body) -> A
     let (search, _) = read::<CronSearch>(body, app.limits.body_bytes, &CRON_COUNT).await?;
     let filter = matches(&search)?;
     let visible = Visible::of(&app, &caller, &search, 0, 0).await?;
-    let records = app.records.lock().await?;
+    let records = app.records.read().await?;
     Ok(ok(&records.crons.values().filter(|c| filter(c) && visible.allows(c, &records)).count()))
 }
 
@@ -292,7 +292,7 @@ pub(crate) async fn get(
 ) -> ApiResult<Response> {
     cron_id_checked(&cron_id)?;
     let access = cron_access(&app, &caller, Action::Read, &cron_id).await?;
-    let records = app.records.lock().await?;
+    let records = app.records.read().await?;
     records
         .crons
         .get(&cron_id)

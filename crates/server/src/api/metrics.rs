@@ -12,7 +12,7 @@ use crate::model::RunStatus;
 
 /// `GET /metrics`.
 pub(crate) async fn serve(State(app): State<Arc<App>>) -> Response {
-    let (pending, running) = match app.records.lock().await {
+    let (pending, running) = match app.records.read().await {
         Ok(records) => {
             let count = |status| records.runs.values().filter(|r| r.run.status == status).count();
             (count(RunStatus::Pending), count(RunStatus::Running))

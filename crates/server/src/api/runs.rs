@@ -124,7 +124,7 @@ fn answer(
             if let Some(value) = held {
                 return value;
             }
-            let records = match app.records.lock().await {
+            let records = match app.records.read().await {
                 Ok(records) => records,
                 Err(e) => {
                     tracing::error!(run_id, error = %e, "cannot read the run's result");
@@ -221,7 +221,7 @@ async fn existing_run(
     require_uuid(thread_id, "thread")?;
     require_uuid(run_id, "run")?;
     let access = thread_access(app, caller, action, thread_id).await?;
-    let records = app.records.lock().await?;
+    let records = app.records.read().await?;
     if !records.threads.get(thread_id).is_some_and(|t| access.allows(&t.metadata)) {
         return Err(ApiError::thread_not_found(thread_id));
     }
@@ -276,7 +276,7 @@ pub(crate) async fn list(
     };
     let (limit, offset) = (number("limit", 10)?, number("offset", 0)?);
     let access = thread_access(&app, &caller, Action::Search, &thread_id).await?;
-    let records = app.records.lock().await?;
+    let records = app.records.read().await?;
     if !records.threads.get(&thread_id).is_some_and(|t| access.allows(&t.metadata)) {
         return Err(ApiError::thread_not_found(&thread_id));
     }
@@ -378,7 +378,7 @@ pub(crate) async fn cancel(
     require_uuid(&thread_id, "thread")?;
     require_uuid(&run_id, "run")?;
     let access = thread_access(&app, &caller, Action::Update, &thread_id).await?;
-    if !app.records.lock().await?.threads.get(&thread_id).is_some_and(|t| access.allows(&t.metadata)) {
+    if !app.records.read().await?.threads.get(&thread_id).is_some_and(|t| access.allows(&t.metadata)) {
         return Err(ApiError::not_found("No runs found to cancel."));
     }
     let channel = app.channels.get(&run_id);
@@ -416,7 +416,7 @@ pub(crate) async fn cancel_many(
         // Only the runs of threads the caller may update.
         let access = app.authorize(&caller, Resource::Threads, Action::Update, &mut raw).await?;
         let by_thread: Vec<(String, String)> = {
-            let records = app.records.lock().await?;
+            let records = app.records.read().await?;
             records
                 .runs
                 .values()
@@ -448,7 +448,7 @@ pub(crate) async fn cancel_many(
         require_uuid(run_id, "run")?;
     }
     let access = thread_access(&app, &caller, Action::Update, &thread_id).await?;
-    if !app.records.lock().await?.threads.get(&thread_id).is_some_and(|t| access.allows(&t.metadata)) {
+    if !app.records.read().await?.threads.get(&thread_id).is_some_and(|t| access.allows(&t.metadata)) {
         return Err(ApiError::not_found("No runs found to cancel."));
     }
     runs::cancel(&app, &thread_id, &run_ids, action).await?;

@@ -154,7 +154,7 @@ pub(crate) async fn update(
     let (body, _) = read::<StateUpdate>(body, app.limits.body_bytes, &STATE_UPDATE).await?;
     let thread = app.thread_for(&caller, Action::Update, &thread_id).await?;
     let inflight: Vec<String> =
-        app.records.lock().await?.active_runs(&thread_id).map(|r| r.run.run_id.clone()).collect();
+        app.records.read().await?.active_runs(&thread_id).map(|r| r.run.run_id.clone()).collect();
     if !inflight.is_empty() {
         return Err(ApiError::conflict(format!(
             "Thread {thread_id} has in-flight runs: {}",

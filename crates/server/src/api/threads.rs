@@ -222,7 +222,7 @@ fn matches(thread: &Thread, search: &ThreadSearch) -> bool {
 async fn found(app: &App, caller: &Caller, body: Body) -> ApiResult<(Vec<Thread>, ThreadSearch)> {
     let (search, mut value) = read::<ThreadSearch>(body, app.limits.body_bytes, &THREAD_SEARCH).await?;
     let access = app.authorize(caller, Resource::Threads, Action::Search, &mut value).await?;
-    let records = app.records.lock().await?;
+    let records = app.records.read().await?;
     let threads = records
         .threads
         .values()
@@ -310,7 +310,7 @@ pub(crate) async fn prune(State(app): AppState, caller: Caller, body: Body) -> A
         }
         if keep_latest {
             let known =
-                app.records.lock().await?.threads.get(thread_id).is_some_and(|t| access.allows(&t.metadata));
+                app.records.read().await?.threads.get(thread_id).is_some_and(|t| access.allows(&t.metadata));
             if known {
                 app.checkpointer.prune(thread_id, 1).await.map_err(|e| ApiError::internal(e.to_string()))?;
                 pruned += 1;

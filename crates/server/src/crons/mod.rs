@@ -88,7 +88,7 @@ fn run_request(cron: &Cron) -> Result<RunCreate, serde_json::Error> {
 /// moved first (under the records' lock, which every instance shares), so that one instance only makes
 /// the run.
 pub(crate) async fn fire_due(app: &Arc<App>, now: SystemTime) -> Vec<String> {
-    let due: Vec<Cron> = match app.records.lock().await {
+    let due: Vec<Cron> = match app.records.read().await {
         Ok(records) => records.crons.values().filter(|c| is_due(c, now)).cloned().collect(),
         Err(e) => {
             tracing::error!(error = %e, "cannot read the crons");
@@ -163,7 +163,7 @@ async fn fire(app: &Arc<App>, cron: &Cron) -> Result<String, String> {
 
 /// How long to sleep before the earliest next time of an enabled cron (at most [`IDLE_WAIT`]).
 async fn until_next(app: &App, now: SystemTime) -> Duration {
-    let records = match app.records.lock().await {
+    let records = match app.records.read().await {
         Ok(records) => records,
         Err(e) => {
             tracing::error!(error = %e, "cannot read the crons");

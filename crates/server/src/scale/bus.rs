@@ -448,7 +448,7 @@ async fn follow(
 /// The run's result as recorded, when its stream ended without one.
 async fn recorded_result(app: &Weak<App>, run_id: &str) -> Option<serde_json::Value> {
     let app = app.upgrade()?;
-    let records = app.records.lock().await.ok()?;
+    let records = app.records.read().await.ok()?;
     records.runs.get(run_id).and_then(|r| r.result.clone())
 }
 

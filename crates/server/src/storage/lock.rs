@@ -1,7 +1,8 @@
 //! [`RecordsLock`]: the one way to the records. Embedded, a mutex of this process. Scaled out, also
 //! PostgreSQL's advisory lock of the records, held on one connection while the guard lives, after which the
 //! rows other instances wrote since this one last looked are read in: what a guard shows is never stale,
-//! and no other instance changes the records while it is held.
+//! and no other instance changes the records while it is held. [`RecordsLock::read`] brings them up to
+//! date the same way without PostgreSQL's lock, for callers that only read.
 //!
 //! Scaled out, a guard let go while other callers of this process wait for the records keeps
 //! PostgreSQL's lock for them (for a bounded time, see [`super::postgres`]): their turns then cost no
@@ -71,6 +72,31 @@ impl RecordsLock {
         drop(waiting);
         guard.enter().await?;
         Ok(RecordsGuard { guard, shared: &self.shared })
+    }
+
+    /// Waits for the records to read them: this process's turn, brought up to date with what the other
+    /// instances committed, without PostgreSQL's lock of the records (a reader neither waits for the
+    /// other instances nor makes them wait). Another instance may change what it shows at once, as with
+    /// any read of a shared database; a caller that decides a change on what it read takes
+    /// [`RecordsLock::lock`] instead.
+    pub(crate) async fn read(&self) -> Result<RecordsView<'_>, ServerError> {
+        let mut guard = self.shared.inner.lock().await;
+        guard.refresh().await?;
+        Ok(RecordsView { guard })
+    }
+}
+
+/// The records while they are read; let go when dropped. Nothing can be changed through it.
+#[derive(Debug)]
+pub(crate) struct RecordsView<'a> {
+    guard: MutexGuard<'a, Records>,
+}
+
+impl Deref for RecordsView<'_> {
+    type Target = Records;
+
+    fn deref(&self) -> &Records {
+        &self.guard
     }
 }
 

@@ -4,7 +4,8 @@
 //! PostgreSQL, the source of truth shared by every instance: see [`postgres`].
 //!
 //! Every change is a [`Change`] list committed in one transaction before memory is touched: a failed write
-//! changes nothing. Records are read and changed only through [`RecordsLock::lock`].
+//! changes nothing. Records are changed only through [`RecordsLock::lock`], and read through it or
+//! [`RecordsLock::read`].
 
 mod lock;
 #[cfg(feature = "scale")]
@@ -189,6 +190,22 @@ impl Records {
                     self.leave(false);
                     return Err(e);
                 }
+            }
+            if let Backend::Postgres(pg) = &mut self.backend {
+                pg.seen(seq);
+            }
+        }
+        Ok(())
+    }
+
+    /// Brings the records up to date for a reader, without the records' lock (see
+    /// [`postgres::PgRecords::catch_up`]). Embedded, nothing to do: this process is the only writer.
+    async fn refresh(&mut self) -> Result<(), ServerError> {
+        #[cfg(feature = "scale")]
+        if let Backend::Postgres(pg) = &mut self.backend {
+            let (rows, seq) = pg.catch_up().await?;
+            for (kind, id, body) in &rows {
+                self.apply_row(kind, id, body.as_deref())?;
             }
             if let Backend::Postgres(pg) = &mut self.backend {
                 pg.seen(seq);

@@ -10,6 +10,9 @@
 //!   (`weft_server_records_enter`, a function whose read takes its snapshot after the lock is granted);
 //!   a turn's writes, records and queue rows together, are one call (`weft_server_records_write`, one
 //!   statement, so one transaction without `BEGIN` and `COMMIT`).
+//! - Readers take no turn: they read the rows past the last `seq` they know without the lock (see
+//!   [`PgRecords::catch_up`] for why they never miss one), so requests that only read neither wait for
+//!   other instances nor make them wait.
 //! - An instance whose own callers wait for the records keeps the lock for the next of them (no unlock,
 //!   no lock, no catch-up read: no one else wrote meanwhile), for at most [`KEEP_FOR`] before it lets
 //!   the other instances have their turn. When nobody took the kept lock, a timer lets go of it.
@@ -234,6 +237,26 @@ impl PgRecords {
             .map_err(|_| ServerError::Storage("the records' lock was not taken".into()))?
             .map_err(storage)?;
         self.turn = Some(Turn { held, since: Instant::now() });
+        let last = rows.last().map_or(self.seq, |row| row.3);
+        Ok((rows.into_iter().map(|(kind, id, body, _)| (kind, id, body)).collect(), last))
+    }
+
+    /// Brings a reader up to date without the lock: the rows written since the last turn or read, on any
+    /// pooled connection; returns them and the last `seq` among them, as [`PgRecords::enter`] does. A
+    /// read never sees a gap in `seq`: `seq` is drawn only by the lock's holder, and each of its writes
+    /// is one transaction, committed before the holder writes again or lets go of the lock; so the
+    /// writes every snapshot holds are exactly those up to some point of `seq` order. While this instance
+    /// holds or keeps the lock nobody else wrote: no round trip.
+    pub(crate) async fn catch_up(&mut self) -> Result<(Vec<Row>, i64), ServerError> {
+        if self.turn.is_some() {
+            return Ok((Vec::new(), self.seq));
+        }
+        let rows: Vec<SeqRow> =
+            sqlx::query_as("SELECT kind, id, body, seq FROM weft_server_records WHERE seq > $1 ORDER BY seq")
+                .bind(self.seq)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(storage)?;
         let last = rows.last().map_or(self.seq, |row| row.3);
         Ok((rows.into_iter().map(|(kind, id, body, _)| (kind, id, body)).collect(), last))
     }

@@ -217,3 +217,74 @@ async fn an_instance_busy_with_its_own_callers_lets_the_others_in() {
     let written = turns.load(Ordering::SeqCst);
     assert_eq!(records.threads.len(), written + 1, "every turn of a and b's thread, none lost");
 }
+
+#[tokio::test]
+async fn a_reader_neither_waits_for_the_lock_nor_misses_what_was_committed() {
+    let Some(db) = database().await else { return };
+    let (a, _) = instance(&db).await;
+    let (b, _) = instance(&db).await;
+    let mut held = a.lock().await.unwrap();
+    held.commit(vec![thread("t1")]).await.unwrap();
+    // a keeps the lock (its guard lives): b's reader does not wait for it, and sees a's committed write.
+    let seen = tokio::time::timeout(Duration::from_secs(5), b.read())
+        .await
+        .expect("a reader does not wait for another instance's lock")
+        .unwrap();
+    assert!(seen.threads.contains_key("t1"));
+    drop(seen);
+    held.commit(vec![thread("t2"), run("r1", "t2", "pending")]).await.unwrap();
+    let seen = b.read().await.unwrap();
+    assert!(
+        seen.threads.contains_key("t2") && seen.runs.contains_key("r1"),
+        "a later read sees the later write"
+    );
+    drop(seen);
+    drop(held);
+    // A writer of b after its reads starts from where they left off, and reads what came since.
+    let mut turn = a.lock().await.unwrap();
+    turn.commit(vec![Change::DeleteThread("t1".into())]).await.unwrap();
+    drop(turn);
+    let mut turn = b.lock().await.unwrap();
+    assert!(!turn.threads.contains_key("t1") && turn.threads.contains_key("t2"));
+    turn.commit(vec![thread("t3")]).await.unwrap();
+    drop(turn);
+    let seen = a.read().await.unwrap();
+    assert!(seen.threads.contains_key("t3"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_never_see_a_write_without_the_ones_before_it() {
+    let Some(db) = database().await else { return };
+    let (reader, _) = instance(&db).await;
+    let mut writers = Vec::new();
+    for w in 0..2 {
+        let (records, _) = instance(&db).await;
+        writers.push(tokio::spawn(async move {
+            for n in 0..60 {
+                let mut turn = records.lock().await.unwrap();
+                turn.commit(vec![thread(&format!("w{w}-{n}"))]).await.unwrap();
+            }
+        }));
+    }
+    // Each writer's threads are committed in order: a reader that sees one of them sees those before.
+    let mut reads = 0;
+    loop {
+        let done = writers.iter().all(tokio::task::JoinHandle::is_finished);
+        let seen = reader.read().await.unwrap();
+        for w in 0..2 {
+            let count = (0..60).take_while(|n| seen.threads.contains_key(&format!("w{w}-{n}"))).count();
+            let any_after = (count..60).any(|n| seen.threads.contains_key(&format!("w{w}-{n}")));
+            assert!(!any_after, "read {reads}: writer {w}'s thread {count} is missing before later ones");
+        }
+        drop(seen);
+        reads += 1;
+        if done {
+            break;
+        }
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let seen = reader.read().await.unwrap();
+    assert_eq!(seen.threads.len(), 120, "the last read sees every write");
+}
