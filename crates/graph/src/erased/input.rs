@@ -99,7 +99,7 @@ impl JsonCommand {
         match self.update {
             None => {}
             // `[[key, value], ...]`; a root-value state's update is its bare value, whatever its shape.
-            Some(Value::Array(pairs)) if !state.is_root_value() && pairs.iter().all(is_pair) => {
+            Some(Value::Array(pairs)) if !super::is_root_value(state) && pairs.iter().all(is_pair) => {
                 for pair in pairs {
                     let Value::Array(mut pair) = pair else { continue };
                     let value = pair.pop().unwrap_or(Value::Null);

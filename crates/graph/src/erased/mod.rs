@@ -137,7 +137,7 @@ impl<S: State> CompiledGraph<S> {
 /// ([`RootState`](crate::root::RootState)) takes the whole value, whatever it is, as LangGraph writes a bare
 /// `__root__` schema's input and updates.
 fn update_from_object<S: State>(state: &S, value: Value) -> GraphResult<S::Update> {
-    let writes: Vec<(usize, Value)> = if state.is_root_value() {
+    let writes: Vec<(usize, Value)> = if is_root_value(state) {
         vec![(0, value)]
     } else {
         let Value::Object(map) = value else {
@@ -150,6 +150,12 @@ fn update_from_object<S: State>(state: &S, value: Value) -> GraphResult<S::Updat
         step: -1,
         nodes: Vec::new(),
     })
+}
+
+/// Whether `state` is one bare value (a [`RootState`](crate::root::RootState): its one channel is
+/// `__root__`).
+pub(crate) fn is_root_value<S: State>(state: &S) -> bool {
+    matches!(&*state.channels(), [only] if only.name == crate::root::ROOT_CHANNEL)
 }
 
 #[async_trait]
