@@ -110,3 +110,32 @@ fn an_explicit_path_map_still_wins() {
     );
     assert!(g.compile().is_ok());
 }
+
+/// The channels a router with an input type reads.
+#[derive(Debug, Clone, serde::Deserialize)]
+struct CountOnly {
+    count: i64,
+}
+
+#[tokio::test]
+async fn a_router_with_an_input_type_returning_the_enum_is_drawn_and_routes() {
+    let mut g = StateGraph::<Counter>::new();
+    g.add_node("agent", |s: Counter| CounterUpdate::count(s.count + 1));
+    g.add_node("tools", log("tools")).add_node("human review", log("review"));
+    g.add_edge(START, "agent").add_edge("tools", "agent").add_edge("human review", "agent");
+    g.add_conditional_edges(
+        "agent",
+        weft_graph::Router::with_input(|c: CountOnly| match c.count {
+            1 => Next::Tools,
+            2 => Next::Review,
+            _ => Next::Done,
+        }),
+        PathMap::none(),
+    );
+    let app = g.compile().unwrap();
+    let drawn = app.get_graph().draw_mermaid_with(&MermaidOptions::new().with_styles(false));
+    assert!(drawn.contains("agent -.-> human\\20review;"), "{drawn}");
+    assert!(drawn.contains("agent -.-> tools;"), "{drawn}");
+    let out = app.invoke(CounterUpdate::count(0), &RunnableConfig::default()).await.unwrap();
+    assert_eq!(out.value.log, ["tools", "review"]);
+}
