@@ -168,6 +168,7 @@ async fn migrations_from_many_processes_at_once_run_once() {
             ("checkpoint".to_owned(), 1),
             ("checkpoint".to_owned(), 2),
             ("checkpoint".to_owned(), 3),
+            ("checkpoint".to_owned(), 4),
             ("store".to_owned(), 1)
         ]
     );
