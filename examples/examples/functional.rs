@@ -2,7 +2,8 @@
 //! `task` instead of a graph of nodes.
 //!
 //! This is the workflow of LangGraph's functional-API guide (`@task write_essay`, `@entrypoint workflow`
-//! with `interrupt` for approval), with the essay written as three sections in parallel tasks:
+//! with `interrupt` for approval), written with weft's `#[task]` and `#[entrypoint]`, with the essay
+//! written as three sections in parallel tasks:
 //!
 //! ```text
 //! workflow(topic) ─→ write_section × 3 (together) ─→ interrupt: approve? ─→ { essay, approved }
@@ -24,7 +25,7 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use weft::graph::func::{FuncState, Task, entrypoint, task};
+use weft::graph::func::{FuncState, entrypoint, task};
 use weft::graph::{CompiledGraph, StreamData};
 use weft::prelude::*;
 use weft::sqlite::SqliteSaver;
@@ -41,38 +42,35 @@ struct Reviewed {
 /// The parts of an essay, each written by its own task.
 const SECTIONS: [&str; 3] = ["introduction", "body", "conclusion"];
 
-/// A task that writes one section of an essay (a model call in a real program; slow, so worth saving).
-fn write_section(runs: &Arc<AtomicUsize>) -> Task<(String, String), String> {
-    let runs = Arc::clone(runs);
-    task("write_section", move |(topic, section): (String, String)| {
-        runs.fetch_add(1, Ordering::SeqCst);
-        async move {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            Ok(format!("The {section} of an essay about {topic}."))
-        }
-    })
+/// Writes one section of an essay (a model call in a real program; slow, so worth saving). `#[task]`
+/// makes it a task: called inside the entrypoint, it returns a future of its result, which the run saves.
+#[task]
+async fn write_section(topic: String, section: String) -> weft::Result<String> {
+    SECTIONS_WRITTEN.fetch_add(1, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    Ok(format!("The {section} of an essay about {topic}."))
 }
 
-/// The workflow, its checkpoints in the SQLite file `db`.
-async fn workflow(
-    db: &Path,
-    runs: &Arc<AtomicUsize>,
-) -> weft::Result<CompiledGraph<FuncState<String, Reviewed>>> {
+/// How many sections `write_section` has written in this process.
+static SECTIONS_WRITTEN: AtomicUsize = AtomicUsize::new(0);
+
+/// The workflow: three sections written together, then a review. `#[entrypoint]` makes `workflow()` its
+/// graph, to compile; `previous` is what the thread's last run returned.
+#[entrypoint]
+async fn workflow(topic: String, previous: Option<Reviewed>, rt: Runtime) -> weft::Result<Reviewed> {
+    // The three calls run together; a resumed run gets their saved results back.
+    let calls = SECTIONS.iter().map(|section| write_section(topic.clone(), (*section).to_owned()));
+    let essay = futures::future::try_join_all(calls).await?.join(" ");
+    let approved: bool =
+        rt.interrupt(json!({"essay": essay, "action": "Please approve or reject the essay"}))?;
+    let essays = previous.map_or(1, |p| p.essays + 1);
+    Ok(Reviewed { essay, approved, essays })
+}
+
+/// The workflow compiled with its checkpoints in the SQLite file `db`.
+async fn open(db: &Path) -> weft::Result<CompiledGraph<FuncState<String, Reviewed>>> {
     let saver = SqliteSaver::open(db).await.map_err(Error::custom)?;
-    let write = write_section(runs);
-    let graph = entrypoint("workflow", move |topic: String, previous: Option<Reviewed>, rt: Runtime| {
-        let write = write.clone();
-        async move {
-            // The three calls run together; a resumed run gets their saved results back.
-            let calls = SECTIONS.iter().map(|section| write.call((topic.clone(), (*section).to_owned())));
-            let essay = futures::future::try_join_all(calls).await?.join(" ");
-            let approved: bool =
-                rt.interrupt(json!({"essay": essay, "action": "Please approve or reject the essay"}))?;
-            let essays = previous.map_or(1, |p| p.essays + 1);
-            Ok(Reviewed { essay, approved, essays })
-        }
-    });
-    graph.compile_with(CompileConfig::new().checkpointer(Arc::new(saver))).map_err(Error::custom)
+    workflow().compile_with(CompileConfig::new().checkpointer(Arc::new(saver))).map_err(Error::custom)
 }
 
 /// Streams one run in `updates` mode, printing each chunk; returns the question of the interrupt, if it
@@ -112,12 +110,11 @@ async fn main() -> weft::Result<()> {
     std::fs::create_dir_all(&dir.0).map_err(Error::custom)?;
     let db = dir.0.join("threads.db");
     println!("checkpoints: {}", db.display());
-    let runs = Arc::new(AtomicUsize::new(0));
     let thread = RunnableConfig::default().with_configurable("thread_id", "essay-1");
 
     // Run 1: the sections are written, then the workflow pauses for the review.
     println!("run 1: an essay about cats");
-    let app = workflow(&db, &runs).await?;
+    let app = open(&db).await?;
     let (chunks, question) = run(&app, "cats".to_owned(), &thread).await?;
     check(
         "run 1's chunks",
@@ -138,10 +135,10 @@ async fn main() -> weft::Result<()> {
 
     // Later, in a new workflow on the same file: the reviewer approves, the thread resumes.
     println!("run 2: the reviewer approves");
-    let app = workflow(&db, &runs).await?;
+    let app = open(&db).await?;
     let (chunks, _) = run(&app, Command::resume(true), &thread).await?;
     check("run 2's chunks", chunks, vec!["workflow".to_owned()])?;
-    check("the sections written", runs.load(Ordering::SeqCst), 3)?;
+    check("the sections written", SECTIONS_WRITTEN.load(Ordering::SeqCst), 3)?;
     let done = app.get_state(&thread).await?.values.into_value();
     let first = Reviewed { essay: essay.to_owned(), approved: true, essays: 1 };
     check("the result", done, Some(first))?;
@@ -153,8 +150,12 @@ async fn main() -> weft::Result<()> {
     let out = app.invoke(Command::resume(false), &thread).await?;
     let second = out.value.into_value().ok_or_else(|| Error::msg("run 3 returned nothing"))?;
     check("the second essay's count", (second.approved, second.essays), (false, 2))?;
-    check("the sections written", runs.load(Ordering::SeqCst), 6)?;
-    println!("done: {} essays reviewed, {} sections written", second.essays, runs.load(Ordering::SeqCst));
+    check("the sections written", SECTIONS_WRITTEN.load(Ordering::SeqCst), 6)?;
+    println!(
+        "done: {} essays reviewed, {} sections written",
+        second.essays,
+        SECTIONS_WRITTEN.load(Ordering::SeqCst)
+    );
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 use proc_macro::TokenStream;
 
 mod destinations;
+mod func;
 mod krate;
 mod state;
 mod tool;
@@ -129,6 +130,109 @@ pub fn derive_state(item: TokenStream) -> TokenStream {
 pub fn derive_destinations(item: TokenStream) -> TokenStream {
     match syn::parse::<syn::DeriveInput>(item) {
         Ok(input) => destinations::expand(input).unwrap_or_else(syn::Error::into_compile_error).into(),
+        Err(err) => err.into_compile_error().into(),
+    }
+}
+
+/// Makes an async function a task of LangGraph's functional API (`@task`): a plain function of the same
+/// parameters that, called inside an [`entrypoint`](macro@entrypoint) (or another task), returns a
+/// `weft_graph::func::TaskFuture` of its result. The result is saved with the run, so a resumed run gets
+/// it back without running the task again. Await several calls together to run them in parallel.
+///
+/// - the function is `async`, not generic, and returns weft's `Result<T>`; its parameters (owned,
+///   `Serialize + Clone`) are the task's input: the one parameter's value, or a tuple of several;
+/// - `name = ".."` names the task (its `updates` chunks carry the name; the function's name by default);
+/// - `retry = policy` (repeatable) adds a `RetryPolicy`, as `Task::with_retry` does;
+/// - `crate = path` names the path of `weft_graph` (`::weft::graph` through the facade).
+///
+/// Called outside an entrypoint, the future fails with `FuncError::OutsideEntrypoint`. The builder this
+/// stands for is `weft_graph::func::task`, for tasks made at run time (closures that capture values).
+///
+/// ```
+/// use weft_graph::func::{entrypoint, task};
+/// use weft_graph::{Command, InMemorySaver, Runtime};
+/// use weft_runnable_core::{Result, RunnableConfig};
+///
+/// /// Writes one part of an essay (a model call in a real program).
+/// #[task]
+/// async fn write(topic: String, part: u32) -> Result<String> {
+///     Ok(format!("part {part} on {topic}"))
+/// }
+///
+/// /// Writes two parts together, then asks for approval.
+/// #[entrypoint]
+/// async fn review(topic: String, rt: Runtime) -> Result<String> {
+///     let (a, b) = futures::try_join!(write(topic.clone(), 1), write(topic, 2))?;
+///     let approved: bool = rt.interrupt(format!("{a}; {b}"))?;
+///     Ok(if approved { format!("{a}; {b}") } else { "rejected".to_owned() })
+/// }
+///
+/// # tokio_test::block_on(async {
+/// let app = review().compile_with(
+///     weft_graph::CompileConfig::new().checkpointer(std::sync::Arc::new(InMemorySaver::new())),
+/// )?;
+/// let thread = RunnableConfig::default().with_configurable("thread_id", "1");
+/// let paused = app.invoke("cats".to_owned(), &thread).await?;
+/// assert_eq!(paused.interrupts[0].value, "part 1 on cats; part 2 on cats");
+/// let done = app.invoke(Command::resume(true), &thread).await?;
+/// assert_eq!(done.value.into_value().as_deref(), Some("part 1 on cats; part 2 on cats"));
+/// # Ok::<(), weft_runnable_core::Error>(())
+/// # }).unwrap();
+/// ```
+#[proc_macro_attribute]
+pub fn task(attr: TokenStream, item: TokenStream) -> TokenStream {
+    match syn::parse::<syn::ItemFn>(item) {
+        Ok(item) => {
+            func::expand_task(attr.into(), item).unwrap_or_else(syn::Error::into_compile_error).into()
+        }
+        Err(err) => err.into_compile_error().into(),
+    }
+}
+
+/// Makes an async function an entrypoint of LangGraph's functional API (`@entrypoint`): a function of no
+/// parameters returning its `StateGraph` (one node, named after the function), to compile with a
+/// checkpointer, store or cache. The run's input is the first parameter's type (or a `Command` to
+/// resume); its state a `FuncState` whose `value()` is what the function returned.
+///
+/// - the function is `async`, not generic, and returns weft's `Result<R>`, where `R` is the returned
+///   value, or `Final<O, P>` to return `O` and save `P` for the thread's next run;
+/// - parameters: the input, then optionally `previous: Option<P>` (what the thread's last run saved) and a
+///   `Runtime` (for `interrupt`, the store, the stream writer), in that order;
+/// - `name = ".."` names the entrypoint's node (the function's name by default);
+/// - `crate = path` names the path of `weft_graph` (`::weft::graph` through the facade).
+///
+/// Inside, [`task`](macro@task) functions run as the run's tasks. The builder this stands for is
+/// `weft_graph::func::entrypoint`, for entrypoints made at run time.
+///
+/// ```
+/// use weft_graph::InMemorySaver;
+/// use weft_graph::func::{Final, entrypoint};
+/// use weft_runnable_core::{Result, RunnableConfig};
+///
+/// /// Returns the running total, and saves it for the thread's next run.
+/// #[entrypoint(name = "accumulate")]
+/// async fn total(add: i64, previous: Option<i64>) -> Result<Final<String, i64>> {
+///     let sum = previous.unwrap_or(0) + add;
+///     Ok(Final::new(format!("total {sum}"), sum))
+/// }
+///
+/// # tokio_test::block_on(async {
+/// let app = total().compile_with(
+///     weft_graph::CompileConfig::new().checkpointer(std::sync::Arc::new(InMemorySaver::new())),
+/// )?;
+/// let thread = RunnableConfig::default().with_configurable("thread_id", "1");
+/// app.invoke(2, &thread).await?;
+/// let out = app.invoke(3, &thread).await?;
+/// assert_eq!(out.value.into_value().as_deref(), Some("total 5"));
+/// # Ok::<(), weft_runnable_core::Error>(())
+/// # }).unwrap();
+/// ```
+#[proc_macro_attribute]
+pub fn entrypoint(attr: TokenStream, item: TokenStream) -> TokenStream {
+    match syn::parse::<syn::ItemFn>(item) {
+        Ok(item) => {
+            func::expand_entrypoint(attr.into(), item).unwrap_or_else(syn::Error::into_compile_error).into()
+        }
         Err(err) => err.into_compile_error().into(),
     }
 }

@@ -55,6 +55,7 @@ use weft_runnable_core::Result;
 pub use node::EntrypointNode;
 pub use state::{END_CHANNEL, FuncState, FuncUpdate, FuncValue, INPUT_CHANNEL, PREVIOUS_CHANNEL};
 pub use task::{Task, TaskFuture, interrupt, runtime, task};
+pub use weft_macros::{entrypoint, task};
 
 use crate::builder::StateGraph;
 use crate::compiled::{GraphInput, IntoGraphInput};

@@ -1,0 +1,8 @@
+use weft_graph::func::task;
+
+#[task]
+fn double(x: i64) -> weft_runnable_core::Result<i64> {
+    Ok(x * 2)
+}
+
+fn main() {}
