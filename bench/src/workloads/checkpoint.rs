@@ -8,10 +8,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
-use weft_graph::checkpoint::{ChannelAppends, ChannelVersions, CheckpointError, SaveOp};
+use weft_graph::checkpoint::{
+    ChannelAppends, ChannelVersions, CheckpointError, Intercept, Intercepted, SaveOp,
+};
 use weft_graph::{
-    Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointTuple, Checkpointer, CompileConfig,
-    CompiledGraph, Durability, GraphOutput, InMemorySaver, ListOptions, RunOptions,
+    Checkpoint, CheckpointConfig, CheckpointMetadata, Checkpointer, CompileConfig, CompiledGraph, Durability,
+    GraphOutput, InMemorySaver, RunOptions,
 };
 use weft_runnable_core::RunnableConfig;
 
@@ -48,9 +50,8 @@ impl ThreadIds {
 }
 
 /// Counts the calls made to a checkpointer.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Counting {
-    inner: Arc<dyn Checkpointer>,
     puts: AtomicUsize,
     put_writes: AtomicUsize,
     writes: AtomicUsize,
@@ -67,98 +68,69 @@ impl Counting {
         }
     }
 
+    /// Adds one call with these counts.
     fn count(&self, (puts, put_writes, writes): (usize, usize, usize)) {
         self.puts.fetch_add(puts, Ordering::Relaxed);
         self.put_writes.fetch_add(put_writes, Ordering::Relaxed);
         self.writes.fetch_add(writes, Ordering::Relaxed);
+        self.calls.fetch_add(1, Ordering::Relaxed);
     }
 }
 
 #[async_trait]
-impl Checkpointer for Counting {
-    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
-        self.inner.get_tuple(config).await
-    }
-
-    async fn list(
-        &self,
-        config: Option<&CheckpointConfig>,
-        options: ListOptions,
-    ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
-        self.inner.list(config, options).await
-    }
-
+impl Intercept for Counting {
     async fn put(
         &self,
+        inner: &dyn Checkpointer,
         config: &CheckpointConfig,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> Result<CheckpointConfig, CheckpointError> {
-        self.puts.fetch_add(1, Ordering::Relaxed);
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.inner.put(config, checkpoint, metadata, new_versions).await
-    }
-
-    fn stores_appends(&self) -> bool {
-        self.inner.stores_appends()
+        self.count((1, 0, 0));
+        inner.put(config, checkpoint, metadata, new_versions).await
     }
 
     async fn put_with_appends(
         &self,
+        inner: &dyn Checkpointer,
         config: &CheckpointConfig,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
         appends: ChannelAppends,
     ) -> Result<CheckpointConfig, CheckpointError> {
-        self.puts.fetch_add(1, Ordering::Relaxed);
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.inner.put_with_appends(config, checkpoint, metadata, new_versions, appends).await
+        self.count((1, 0, 0));
+        inner.put_with_appends(config, checkpoint, metadata, new_versions, appends).await
     }
 
     async fn put_writes(
         &self,
+        inner: &dyn Checkpointer,
         config: &CheckpointConfig,
         writes: Vec<(String, Value)>,
         task_id: &str,
         task_path: &str,
     ) -> Result<(), CheckpointError> {
-        self.put_writes.fetch_add(1, Ordering::Relaxed);
-        self.writes.fetch_add(writes.len(), Ordering::Relaxed);
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.inner.put_writes(config, writes, task_id, task_path).await
+        self.count((0, 1, writes.len()));
+        inner.put_writes(config, writes, task_id, task_path).await
     }
 
-    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
-        for op in &ops {
-            self.count(Self::tally(op));
-        }
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.inner.put_batch(ops).await
+    async fn put_batch(&self, inner: &dyn Checkpointer, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+        let (puts, put_writes, writes) =
+            ops.iter().map(Self::tally).fold((0, 0, 0), |(a, b, c), (x, y, z)| (a + x, b + y, c + z));
+        self.count((puts, put_writes, writes));
+        inner.put_batch(ops).await
     }
 
-    fn save_now(&self, op: SaveOp) -> Result<Option<SaveOp>, CheckpointError> {
+    fn save_now(&self, inner: &dyn Checkpointer, op: SaveOp) -> Result<Option<SaveOp>, CheckpointError> {
         // Counted once saved here: an op handed back reaches `put_batch` and is counted there.
         let tally = Self::tally(&op);
-        let back = self.inner.save_now(op)?;
+        let back = inner.save_now(op)?;
         if back.is_none() {
             self.count(tally);
-            self.calls.fetch_add(1, Ordering::Relaxed);
         }
         Ok(back)
-    }
-
-    async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError> {
-        self.inner.delete_thread(thread_id).await
-    }
-
-    async fn copy_thread(&self, src: &str, dst: &str) -> Result<(), CheckpointError> {
-        self.inner.copy_thread(src, dst).await
-    }
-
-    async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError> {
-        self.inner.prune(thread_id, keep_latest).await
     }
 }
 
@@ -169,14 +141,9 @@ where
     F: FnOnce(Arc<dyn Checkpointer>) -> Fut,
     Fut: Future<Output = Result<(), String>>,
 {
-    let counting = Arc::new(Counting {
-        inner: saver,
-        puts: AtomicUsize::new(0),
-        put_writes: AtomicUsize::new(0),
-        writes: AtomicUsize::new(0),
-        calls: AtomicUsize::new(0),
-    });
-    rt.block_on(run(counting.clone()))?;
+    let counted = Arc::new(Intercepted::new(saver, Counting::default()));
+    rt.block_on(run(counted.clone()))?;
+    let counting = counted.intercept();
     let mut line = Line::new();
     line.insert("checkpoint_puts_per_run".into(), json!(counting.puts.load(Ordering::Relaxed)));
     line.insert("put_writes_calls_per_run".into(), json!(counting.put_writes.load(Ordering::Relaxed)));

@@ -12,8 +12,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use weft_graph::checkpoint::{
-    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple,
-    Checkpointer, InMemorySaver, ListOptions, SaveOp,
+    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, Checkpointer,
+    InMemorySaver, Intercept, Intercepted, SaveOp,
 };
 use weft_graph::{
     CompileConfig, CompiledGraph, Durability, END, GraphError, RunOptions, START, State, StateGraph,
@@ -25,11 +25,11 @@ struct Count {
     n: i64,
 }
 
-/// An in-memory saver whose batches take `delay` (as I/O does); it records the newest step whose
+/// Makes an in-memory saver's batches take `delay` (as I/O does); it records the newest step whose
 /// checkpoint it has stored, and refuses every batch from the one holding step `fail_from`'s checkpoint.
+/// Every save reaches it as a batch (none is saved at once).
 #[derive(Debug)]
 struct Backend {
-    inner: InMemorySaver,
     delay: Duration,
     stored_step: AtomicI64,
     fail_from: Option<i64>,
@@ -37,58 +37,14 @@ struct Backend {
 }
 
 impl Backend {
-    fn new(delay: Duration, fail_from: Option<i64>) -> Self {
-        Self {
-            inner: InMemorySaver::new(),
-            delay,
-            stored_step: AtomicI64::new(i64::MIN),
-            fail_from,
-            failed: AtomicUsize::new(0),
-        }
+    fn new(delay: Duration, fail_from: Option<i64>) -> Arc<Intercepted<Self>> {
+        let backend =
+            Self { delay, stored_step: AtomicI64::new(i64::MIN), fail_from, failed: AtomicUsize::new(0) };
+        Arc::new(Intercepted::new(Arc::new(InMemorySaver::new()), backend))
     }
-}
 
-#[async_trait]
-impl Checkpointer for Backend {
-    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
-        self.inner.get_tuple(config).await
-    }
-    async fn list(
-        &self,
-        config: Option<&CheckpointConfig>,
-        options: ListOptions,
-    ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
-        self.inner.list(config, options).await
-    }
-    async fn put(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> Result<CheckpointConfig, CheckpointError> {
-        self.put_batch(vec![SaveOp::Put {
-            config: Arc::new(config.clone()),
-            checkpoint: checkpoint.clone(),
-            metadata,
-            new_versions,
-            appends: Default::default(),
-            expected_head: Default::default(),
-        }])
-        .await?;
-        Ok(CheckpointConfig { checkpoint_id: Some(checkpoint.id), ..config.clone() })
-    }
-    async fn put_writes(
-        &self,
-        config: &CheckpointConfig,
-        writes: Vec<(String, Value)>,
-        task_id: &str,
-        task_path: &str,
-    ) -> Result<(), CheckpointError> {
-        tokio::time::sleep(self.delay).await;
-        self.inner.put_writes(config, writes, task_id, task_path).await
-    }
-    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+    /// Stores a batch, after `delay`, unless it fails.
+    async fn save(&self, inner: &dyn Checkpointer, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
         tokio::time::sleep(self.delay).await;
         let steps = ops.iter().filter_map(|op| match op {
             SaveOp::Put { metadata, .. } => Some(metadata.step),
@@ -101,27 +57,58 @@ impl Checkpointer for Backend {
                 return Err(CheckpointError::backend("connection refused"));
             }
         }
-        weft_graph::checkpoint::put_one_by_one(&self.inner, ops).await?;
+        weft_graph::checkpoint::put_one_by_one(inner, ops).await?;
         if let Some(step) = newest {
             self.stored_step.fetch_max(step, Ordering::SeqCst);
         }
         Ok(())
     }
-    async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError> {
-        self.inner.delete_thread(thread_id).await
+}
+
+#[async_trait]
+impl Intercept for Backend {
+    async fn put(
+        &self,
+        inner: &dyn Checkpointer,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Result<CheckpointConfig, CheckpointError> {
+        let op = SaveOp::Put {
+            config: Arc::new(config.clone()),
+            checkpoint: checkpoint.clone(),
+            metadata,
+            new_versions,
+            appends: Default::default(),
+            expected_head: Default::default(),
+        };
+        self.save(inner, vec![op]).await?;
+        Ok(CheckpointConfig { checkpoint_id: Some(checkpoint.id), ..config.clone() })
     }
-    async fn copy_thread(&self, src: &str, dst: &str) -> Result<(), CheckpointError> {
-        self.inner.copy_thread(src, dst).await
+    async fn put_writes(
+        &self,
+        inner: &dyn Checkpointer,
+        config: &CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<(), CheckpointError> {
+        tokio::time::sleep(self.delay).await;
+        inner.put_writes(config, writes, task_id, task_path).await
     }
-    async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError> {
-        self.inner.prune(thread_id, keep_latest).await
+    fn save_now(&self, _inner: &dyn Checkpointer, op: SaveOp) -> Result<Option<SaveOp>, CheckpointError> {
+        Ok(Some(op))
+    }
+    async fn put_batch(&self, inner: &dyn Checkpointer, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+        self.save(inner, ops).await
     }
 }
 
 /// A loop of "inc" (step k runs the k-th "inc") that records, for each execution, its step and the
 /// newest step whose checkpoint the backend had stored when it started.
 fn counting_loop(
-    backend: Arc<Backend>,
+    backend: Arc<Intercepted<Backend>>,
     limit: i64,
     starts: Arc<std::sync::Mutex<Vec<(i64, i64)>>>,
 ) -> CompiledGraph<Count> {
@@ -131,7 +118,7 @@ fn counting_loop(
         let (seen, starts) = (Arc::clone(&seen), Arc::clone(&starts));
         async move {
             let step = s.n + 1;
-            starts.lock().unwrap().push((step, seen.stored_step.load(Ordering::SeqCst)));
+            starts.lock().unwrap().push((step, seen.intercept().stored_step.load(Ordering::SeqCst)));
             // Work that takes a little time, so that saves and steps overlap.
             tokio::time::sleep(Duration::from_millis(1)).await;
             CountUpdate::new().n(step)
@@ -151,7 +138,7 @@ fn asynchronous() -> RunOptions {
 }
 
 async fn never_two_steps_ahead() {
-    let backend = Arc::new(Backend::new(Duration::from_millis(4), None));
+    let backend = Backend::new(Duration::from_millis(4), None);
     let starts = Arc::new(std::sync::Mutex::new(Vec::new()));
     let app = counting_loop(Arc::clone(&backend), 40, Arc::clone(&starts));
     let out = app.invoke_with(CountUpdate::new().n(0), &thread(), asynchronous()).await.unwrap();
@@ -183,7 +170,7 @@ async fn a_step_never_starts_two_steps_ahead_of_an_unconfirmed_checkpoint_on_sev
 
 async fn failed_save_stops_the_run() {
     let fail_from = 10;
-    let backend = Arc::new(Backend::new(Duration::from_millis(2), Some(fail_from)));
+    let backend = Backend::new(Duration::from_millis(2), Some(fail_from));
     let starts = Arc::new(std::sync::Mutex::new(Vec::new()));
     let app = counting_loop(Arc::clone(&backend), 200, Arc::clone(&starts));
     let err = app.invoke_with(CountUpdate::new().n(0), &thread(), asynchronous()).await.unwrap_err();
@@ -197,7 +184,7 @@ async fn failed_save_stops_the_run() {
     let ran = starts.lock().unwrap().iter().map(|&(step, _)| step).max().unwrap();
     assert!(ran <= fail_from + 1, "ran up to step {ran} after the save of step {fail_from} failed");
     // What was stored before the failure stays (a batch fails whole: it may have held the step before).
-    let latest = backend.inner.get_tuple(&CheckpointConfig::thread("t")).await.unwrap().unwrap();
+    let latest = backend.inner().get_tuple(&CheckpointConfig::thread("t")).await.unwrap().unwrap();
     let step = latest.metadata.step;
     assert!((fail_from - 2..fail_from).contains(&step), "latest stored checkpoint is step {step}");
     assert_eq!(latest.checkpoint.channel_values.get("n"), Some(&Value::from(step)));
@@ -215,7 +202,7 @@ async fn a_failed_save_stops_the_run_at_the_next_step_boundary_on_several_thread
 
 #[tokio::test]
 async fn sync_durability_waits_for_every_save() {
-    let backend = Arc::new(Backend::new(Duration::from_millis(1), None));
+    let backend = Backend::new(Duration::from_millis(1), None);
     let starts = Arc::new(std::sync::Mutex::new(Vec::new()));
     let app = counting_loop(Arc::clone(&backend), 10, Arc::clone(&starts));
     let options = RunOptions { durability: Durability::Sync, ..Default::default() };

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use weft_graph::checkpoint::{
     ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
-    CheckpointTuple, Checkpointer, InMemorySaver, ListOptions, RetentionPolicy,
+    Checkpointer, InMemorySaver, Intercept, Intercepted, ListOptions, RetentionPolicy, SaveOp,
 };
 use weft_graph::messages::Messages;
 use weft_graph::{CompileConfig, CompiledGraph, END, GraphInput, START, State, StateGraph};
@@ -25,25 +25,32 @@ struct Chat {
     turn: i64,
 }
 
-/// Forwards to an `InMemorySaver`, takes deltas or not, and records how list channels arrive.
+/// Wraps an `InMemorySaver`, takes deltas or not, and records how list channels arrive.
 #[derive(Debug)]
 struct Recording {
-    inner: InMemorySaver,
     deltas: bool,
     /// Per put: the list channels given as deltas, and those given whole.
     puts: Mutex<Vec<(Vec<String>, Vec<String>)>>,
 }
 
 impl Recording {
-    fn new(deltas: bool) -> Arc<Self> {
-        Arc::new(Self { inner: InMemorySaver::new(), deltas, puts: Mutex::new(Vec::new()) })
+    fn new(deltas: bool) -> Arc<Intercepted<Self>> {
+        let recording = Self { deltas, puts: Mutex::new(Vec::new()) };
+        Arc::new(Intercepted::new(Arc::new(InMemorySaver::new()), recording))
     }
 
     fn record(&self, checkpoint: &Checkpoint, appends: &ChannelAppends) {
+        assert!(self.deltas || appends.is_empty(), "deltas sent to a saver that does not take them");
         let lists = ["messages", "log"];
         let whole =
             lists.iter().filter(|c| checkpoint.channel_values.contains_key(**c)).map(|c| c.to_string());
         self.puts.lock().unwrap().push((appends.keys().map(|k| k.to_string()).collect(), whole.collect()));
+    }
+
+    fn record_op(&self, op: &SaveOp) {
+        if let SaveOp::Put { checkpoint, appends, .. } = op {
+            self.record(checkpoint, appends);
+        }
     }
 
     fn deltas_of(&self, channel: &str) -> usize {
@@ -56,67 +63,48 @@ impl Recording {
 }
 
 #[async_trait]
-impl Checkpointer for Recording {
-    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
-        self.inner.get_tuple(config).await
-    }
-
-    async fn list(
-        &self,
-        config: Option<&CheckpointConfig>,
-        options: ListOptions,
-    ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
-        self.inner.list(config, options).await
-    }
-
+impl Intercept for Recording {
     async fn put(
         &self,
+        inner: &dyn Checkpointer,
         config: &CheckpointConfig,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> Result<CheckpointConfig, CheckpointError> {
         self.record(&checkpoint, &ChannelAppends::new());
-        self.inner.put(config, checkpoint, metadata, new_versions).await
+        inner.put(config, checkpoint, metadata, new_versions).await
     }
 
-    fn stores_appends(&self) -> bool {
+    fn stores_appends(&self, _inner: &dyn Checkpointer) -> bool {
         self.deltas
     }
 
     async fn put_with_appends(
         &self,
+        inner: &dyn Checkpointer,
         config: &CheckpointConfig,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
         appends: ChannelAppends,
     ) -> Result<CheckpointConfig, CheckpointError> {
-        assert!(self.deltas || appends.is_empty(), "deltas sent to a saver that does not take them");
         self.record(&checkpoint, &appends);
-        self.inner.put_with_appends(config, checkpoint, metadata, new_versions, appends).await
+        inner.put_with_appends(config, checkpoint, metadata, new_versions, appends).await
     }
 
-    async fn put_writes(
-        &self,
-        config: &CheckpointConfig,
-        writes: Vec<(String, Value)>,
-        task_id: &str,
-        task_path: &str,
-    ) -> Result<(), CheckpointError> {
-        self.inner.put_writes(config, writes, task_id, task_path).await
+    fn save_now(&self, inner: &dyn Checkpointer, op: SaveOp) -> Result<Option<SaveOp>, CheckpointError> {
+        // An op handed back comes again through `put_batch`, and is recorded there.
+        let saved = inner.save_now(op.clone())?;
+        if saved.is_none() {
+            self.record_op(&op);
+        }
+        Ok(saved)
     }
 
-    async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError> {
-        self.inner.delete_thread(thread_id).await
-    }
-
-    async fn copy_thread(&self, src: &str, dst: &str) -> Result<(), CheckpointError> {
-        self.inner.copy_thread(src, dst).await
-    }
-
-    async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError> {
-        self.inner.prune(thread_id, keep_latest).await
+    async fn put_batch(&self, inner: &dyn Checkpointer, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+        ops.iter().for_each(|op| self.record_op(op));
+        inner.put_batch(ops).await
     }
 }
 
@@ -145,7 +133,7 @@ fn talk(s: &Chat) -> ChatUpdate {
     if t == 12 { update.overwrite_log(vec![-1]) } else { update.log(vec![t]) }
 }
 
-fn graph(saver: Arc<Recording>, retention: Option<RetentionPolicy>) -> CompiledGraph<Chat> {
+fn graph(saver: Arc<Intercepted<Recording>>, retention: Option<RetentionPolicy>) -> CompiledGraph<Chat> {
     let mut g = StateGraph::<Chat>::new();
     g.add_node("talk", |s: &Chat| talk(s));
     g.add_edge(START, "talk");
@@ -198,7 +186,7 @@ async fn each_checkpoint_reads_alike(saver: &dyn Checkpointer, thread_id: &str) 
 }
 
 /// Runs the same operations on a saver that takes deltas and on one that does not.
-async fn both<F, Fut>(ops: F) -> (Arc<Recording>, Arc<Recording>)
+async fn both<F, Fut>(ops: F) -> (Arc<Intercepted<Recording>>, Arc<Intercepted<Recording>>)
 where
     F: Fn(CompiledGraph<Chat>) -> Fut,
     Fut: std::future::Future<Output = ()>,
@@ -222,10 +210,10 @@ async fn every_checkpoint_of_a_run_reads_back_exactly() {
     each_checkpoint_reads_alike(deltas.as_ref(), "t").await;
 
     // Appends went as deltas; replacements, removals, the remove-all and the overwrite went whole.
-    assert!(deltas.deltas_of("messages") >= 15, "{:?}", deltas.puts.lock().unwrap());
-    assert!(deltas.wholes_of("messages") >= 8, "{:?}", deltas.puts.lock().unwrap());
-    assert!(deltas.deltas_of("log") >= 25);
-    assert_eq!(whole.deltas_of("messages"), 0);
+    assert!(deltas.intercept().deltas_of("messages") >= 15, "{:?}", deltas.intercept().puts.lock().unwrap());
+    assert!(deltas.intercept().wholes_of("messages") >= 8, "{:?}", deltas.intercept().puts.lock().unwrap());
+    assert!(deltas.intercept().deltas_of("log") >= 25);
+    assert_eq!(whole.intercept().deltas_of("messages"), 0);
 
     // The final state is the one the whole-value run has.
     let last = expected.last().unwrap().2.clone();
@@ -268,7 +256,7 @@ async fn update_state_forks_and_time_travel_read_back_exactly() {
     assert!(expected.iter().any(|(_, source, ..)| source == "fork"));
     assert_eq!(history(deltas.as_ref(), "t").await, expected);
     each_checkpoint_reads_alike(deltas.as_ref(), "t").await;
-    assert!(deltas.deltas_of("messages") > whole.deltas_of("messages"));
+    assert!(deltas.intercept().deltas_of("messages") > whole.intercept().deltas_of("messages"));
 }
 
 #[tokio::test]
@@ -354,5 +342,5 @@ async fn queued_async_saves_keep_their_order() {
     let expected = history(whole.as_ref(), "t").await;
     assert_eq!(expected.len(), 32);
     assert_eq!(history(deltas.as_ref(), "t").await, expected);
-    assert!(deltas.deltas_of("messages") >= 15);
+    assert!(deltas.intercept().deltas_of("messages") >= 15);
 }

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use weft_graph::checkpoint::{
-    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple,
-    Checkpointer, InMemorySaver, ListOptions, SaveOp,
+    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, Checkpointer,
+    InMemorySaver, Intercept, Intercepted, ListOptions, SaveOp,
 };
 use weft_graph::{
     CompileConfig, CompiledGraph, Durability, END, GraphError, RunOptions, START, State, StateGraph,
@@ -24,32 +24,27 @@ struct Count {
     seen: Vec<i64>,
 }
 
-/// An in-memory saver whose every call waits like I/O does (unless `instant`), recording each batch as
+/// Makes an in-memory saver's every save wait like I/O does (unless `instant`), recording each batch as
 /// its ops, `W` for writes and `P` for a checkpoint; it fails every batch once `fail_after` saves have
-/// been stored.
+/// been stored. Every save reaches it as a batch (none is saved at once).
 #[derive(Debug, Default)]
 struct Slow {
-    inner: InMemorySaver,
     batches: Mutex<Vec<String>>,
     stored: AtomicUsize,
     fail_after: Option<usize>,
     instant: bool,
 }
 
+/// An in-memory saver slowed down by `slow`.
+fn slowed(slow: Slow) -> Arc<Intercepted<Slow>> {
+    Arc::new(Intercepted::new(Arc::new(InMemorySaver::new()), slow))
+}
+
 #[async_trait]
-impl Checkpointer for Slow {
-    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
-        self.inner.get_tuple(config).await
-    }
-    async fn list(
-        &self,
-        config: Option<&CheckpointConfig>,
-        options: ListOptions,
-    ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
-        self.inner.list(config, options).await
-    }
+impl Intercept for Slow {
     async fn put(
         &self,
+        inner: &dyn Checkpointer,
         config: &CheckpointConfig,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
@@ -57,10 +52,11 @@ impl Checkpointer for Slow {
     ) -> Result<CheckpointConfig, CheckpointError> {
         tokio::time::sleep(std::time::Duration::from_micros(200)).await;
         self.stored.fetch_add(1, Ordering::SeqCst);
-        self.inner.put(config, checkpoint, metadata, new_versions).await
+        inner.put(config, checkpoint, metadata, new_versions).await
     }
     async fn put_writes(
         &self,
+        inner: &dyn Checkpointer,
         config: &CheckpointConfig,
         writes: Vec<(String, Value)>,
         task_id: &str,
@@ -68,9 +64,12 @@ impl Checkpointer for Slow {
     ) -> Result<(), CheckpointError> {
         tokio::time::sleep(std::time::Duration::from_micros(200)).await;
         self.stored.fetch_add(1, Ordering::SeqCst);
-        self.inner.put_writes(config, writes, task_id, task_path).await
+        inner.put_writes(config, writes, task_id, task_path).await
     }
-    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+    fn save_now(&self, _inner: &dyn Checkpointer, op: SaveOp) -> Result<Option<SaveOp>, CheckpointError> {
+        Ok(Some(op))
+    }
+    async fn put_batch(&self, inner: &dyn Checkpointer, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
         let kinds = ops.iter().map(|op| if matches!(op, SaveOp::Put { .. }) { 'P' } else { 'W' }).collect();
         self.batches.lock().unwrap().push(kinds);
         if self.fail_after.is_some_and(|n| self.stored.load(Ordering::SeqCst) >= n) {
@@ -80,16 +79,7 @@ impl Checkpointer for Slow {
             tokio::time::sleep(std::time::Duration::from_micros(500)).await;
         }
         self.stored.fetch_add(ops.len(), Ordering::SeqCst);
-        weft_graph::checkpoint::put_one_by_one(&self.inner, ops).await
-    }
-    async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError> {
-        self.inner.delete_thread(thread_id).await
-    }
-    async fn copy_thread(&self, src: &str, dst: &str) -> Result<(), CheckpointError> {
-        self.inner.copy_thread(src, dst).await
-    }
-    async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError> {
-        self.inner.prune(thread_id, keep_latest).await
+        weft_graph::checkpoint::put_one_by_one(inner, ops).await
     }
 }
 
@@ -124,13 +114,13 @@ async fn history(saver: &dyn Checkpointer, id: &str) -> Vec<(i64, Value, Value, 
 
 async fn run_on_this_runtime() {
     let limit = 200;
-    let batched = Arc::new(Slow::default());
+    let batched = slowed(Slow::default());
     let app = counting_loop(batched.clone(), limit);
     let out =
         app.invoke_with(CountUpdate::new().n(0), &thread("t"), options(Durability::Async)).await.unwrap();
     assert_eq!(out.value.n, limit);
     // Everything is stored when the run returns, in batches, some of many saves.
-    let batches = batched.batches.lock().unwrap().clone();
+    let batches = batched.intercept().batches.lock().unwrap().clone();
     assert!(batches.iter().any(|b| b.len() > 1), "queued saves went to the saver one by one: {batches:?}");
     let reference = Arc::new(InMemorySaver::new());
     let app = counting_loop(reference.clone(), limit);
@@ -152,7 +142,7 @@ async fn queued_saves_are_batched_in_order_on_several_threads() {
 
 #[tokio::test]
 async fn a_failed_batch_fails_the_run() {
-    let failing = Arc::new(Slow { fail_after: Some(20), ..Slow::default() });
+    let failing = slowed(Slow { fail_after: Some(20), ..Slow::default() });
     let app = counting_loop(failing.clone(), 300);
     let err =
         app.invoke_with(CountUpdate::new().n(0), &thread("t"), options(Durability::Async)).await.unwrap_err();
@@ -164,10 +154,10 @@ async fn a_failed_batch_fails_the_run() {
 #[tokio::test]
 async fn on_one_thread_a_tasks_writes_are_saved_as_soon_as_it_finishes() {
     // A saver that is done at its first poll, as the in-memory saver is.
-    let recording = Arc::new(Slow { instant: true, ..Slow::default() });
+    let recording = slowed(Slow { instant: true, ..Slow::default() });
     let app = counting_loop(recording.clone(), 3);
     app.invoke_with(CountUpdate::new().n(0), &thread("t"), options(Durability::Async)).await.unwrap();
-    let batches = recording.batches.lock().unwrap().clone();
+    let batches = recording.intercept().batches.lock().unwrap().clone();
     // The input checkpoint, then per step (START's, then three of "inc") the task's writes, saved when
     // the task finishes (a process that dies later in the step keeps them), then the step's checkpoint.
     assert_eq!(batches, ["P", "W", "P", "W", "P", "W", "P", "W", "P"]);
@@ -219,10 +209,10 @@ async fn on_one_thread_a_saver_doing_io_gets_one_batch_per_two_steps() {
     // The writer runs while the loop waits at a step boundary for the step before last: it then finds
     // two steps' saves queued and stores them together (one transaction for two supersteps).
     let limit = 100;
-    let batched = Arc::new(Slow::default());
+    let batched = slowed(Slow::default());
     let app = counting_loop(batched.clone(), limit);
     app.invoke_with(CountUpdate::new().n(0), &thread("t"), options(Durability::Async)).await.unwrap();
-    let batches = batched.batches.lock().unwrap().clone();
+    let batches = batched.intercept().batches.lock().unwrap().clone();
     let saves: usize = batches.iter().map(String::len).sum();
     // The input checkpoint, then a write and a checkpoint per step (START's and `limit` of "inc").
     assert_eq!(saves, 1 + 2 * (usize::try_from(limit).unwrap() + 1));

@@ -5,90 +5,32 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 use weft_graph::checkpoint::{
-    ChannelAppends, ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError,
-    CheckpointMetadata, CheckpointTuple, Checkpointer, InMemorySaver, ListOptions, version_counter,
+    ChannelVersion, CheckpointConfig, Checkpointer, InMemorySaver, Intercept, Intercepted, version_counter,
 };
 use weft_graph::{Command, CompileConfig, CompiledGraph, START, State, StateGraph};
 use weft_runnable_core::RunnableConfig;
 
-/// An in-memory saver with its own versions: plain integers (LangGraph's base form), or always `"1"`.
+/// Gives an in-memory saver its own versions: plain integers (LangGraph's base form), or always `"1"`.
 #[derive(Debug)]
 struct Versions {
-    inner: InMemorySaver,
     stuck: bool,
 }
 
-#[async_trait]
-impl Checkpointer for Versions {
-    fn get_next_version(&self, current: Option<&str>) -> ChannelVersion {
+impl Intercept for Versions {
+    fn get_next_version(&self, _inner: &dyn Checkpointer, current: Option<&str>) -> ChannelVersion {
         if self.stuck {
             return "1".into();
         }
         (current.and_then(version_counter).unwrap_or(0) + 1).to_string().into()
     }
+}
 
-    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
-        self.inner.get_tuple(config).await
-    }
-
-    async fn list(
-        &self,
-        config: Option<&CheckpointConfig>,
-        options: ListOptions,
-    ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
-        self.inner.list(config, options).await
-    }
-
-    async fn put(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> Result<CheckpointConfig, CheckpointError> {
-        self.inner.put(config, checkpoint, metadata, new_versions).await
-    }
-
-    fn stores_appends(&self) -> bool {
-        self.inner.stores_appends()
-    }
-
-    async fn put_with_appends(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        appends: ChannelAppends,
-    ) -> Result<CheckpointConfig, CheckpointError> {
-        self.inner.put_with_appends(config, checkpoint, metadata, new_versions, appends).await
-    }
-
-    async fn put_writes(
-        &self,
-        config: &CheckpointConfig,
-        writes: Vec<(String, Value)>,
-        task_id: &str,
-        task_path: &str,
-    ) -> Result<(), CheckpointError> {
-        self.inner.put_writes(config, writes, task_id, task_path).await
-    }
-
-    async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError> {
-        self.inner.delete_thread(thread_id).await
-    }
-
-    async fn copy_thread(&self, src: &str, dst: &str) -> Result<(), CheckpointError> {
-        self.inner.copy_thread(src, dst).await
-    }
-
-    async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError> {
-        self.inner.prune(thread_id, keep_latest).await
-    }
+/// An in-memory saver with the versions `Versions { stuck }` gives.
+fn versioned(stuck: bool) -> Arc<Intercepted<Versions>> {
+    Arc::new(Intercepted::new(Arc::new(InMemorySaver::new()), Versions { stuck }))
 }
 
 #[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
@@ -101,7 +43,7 @@ fn thread(id: &str) -> RunnableConfig {
     RunnableConfig::default().with_configurable("thread_id", id)
 }
 
-fn app(saver: Arc<Versions>) -> CompiledGraph<Doc> {
+fn app(saver: Arc<Intercepted<Versions>>) -> CompiledGraph<Doc> {
     let mut g = StateGraph::<Doc>::new();
     g.add_node("a", |_: Doc| DocUpdate::new().log(vec!["a".to_owned()]));
     g.add_node("ask", |_: Doc, rt: &weft_graph::Runtime| -> weft_runnable_core::Result<DocUpdate> {
@@ -113,14 +55,14 @@ fn app(saver: Arc<Versions>) -> CompiledGraph<Doc> {
     g.compile_with(CompileConfig::new().checkpointer(saver)).unwrap()
 }
 
-async fn latest_versions(saver: &Versions, thread_id: &str) -> Vec<(String, String)> {
+async fn latest_versions(saver: &Intercepted<Versions>, thread_id: &str) -> Vec<(String, String)> {
     let tuple = saver.get_tuple(&CheckpointConfig::thread(thread_id)).await.unwrap().unwrap();
     tuple.checkpoint.channel_versions.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 #[tokio::test]
 async fn a_saver_with_integer_versions_runs_pauses_resumes_and_takes_updates() {
-    let saver = Arc::new(Versions { inner: InMemorySaver::new(), stuck: false });
+    let saver = versioned(false);
     let app = app(Arc::clone(&saver));
     let first = app.invoke(Doc::update(), &thread("t")).await.unwrap();
     assert_eq!(first.interrupts.len(), 1);
@@ -146,7 +88,7 @@ async fn a_saver_with_integer_versions_runs_pauses_resumes_and_takes_updates() {
 
 #[tokio::test]
 async fn a_saver_whose_versions_do_not_grow_fails_the_run_naming_them() {
-    let saver = Arc::new(Versions { inner: InMemorySaver::new(), stuck: true });
+    let saver = versioned(true);
     let err = app(saver).invoke(Doc::update(), &thread("t")).await.unwrap_err();
     assert!(
         err.to_string()

@@ -122,9 +122,9 @@ mod postgres {
         else {
             return;
         };
-        let (saver, schema) = (Arc::new(deltas.saver), deltas.schema);
+        let (saver, schema) = deltas.into_parts();
         run_and_check(saver.clone(), "deltas", 150).await;
-        let whole_saver = Arc::new(whole.saver);
+        let (whole_saver, _whole_schema) = whole.into_parts();
         run_and_check(whole_saver.clone(), "whole", 150).await;
         let (small, big) = (saver.storage_stats().await.unwrap(), whole_saver.storage_stats().await.unwrap());
         assert!(small.data_bytes * 5 < big.data_bytes, "deltas {small:?} against whole copies {big:?}");
@@ -172,7 +172,7 @@ mod postgres {
         let one =
             |o: PostgresOptions| PostgresOptions { max_connections: 1, delta: DeltaStorage::off(), ..o };
         let Some(test) = common::saver_with(one).await else { return };
-        let saver = Arc::new(test.saver);
+        let (saver, _schema) = test.into_parts();
         run_and_check(saver.clone(), "short", 3).await;
         let short = fetched_by_one_read(&saver, "short").await;
         run_and_check(saver.clone(), "long", 120).await;
@@ -186,7 +186,7 @@ mod postgres {
     #[tokio::test]
     async fn a_delta_chain_that_runs_in_a_circle_is_an_error_not_a_hang() {
         let Some(test) = common::saver().await else { return };
-        let saver = Arc::new(test.saver);
+        let (saver, _schema) = test.into_parts();
         run_and_check(saver.clone(), "circle", 10).await;
         let damaged = sqlx::query(
             "UPDATE checkpoint_blobs SET base_version = version WHERE thread_id = 'circle' \
@@ -232,7 +232,7 @@ async fn report_messages1000_bytes() {
     for (label, delta) in [("deltas", DeltaStorage::default()), ("whole copies", DeltaStorage::off())] {
         use weft_integrations::postgres::PostgresOptions;
         let Some(saver) = common::saver_with(|o| PostgresOptions { delta, ..o }).await else { return };
-        let (saver, _schema) = (Arc::new(saver.saver), saver.schema);
+        let (saver, _schema) = saver.into_parts();
         let started = std::time::Instant::now();
         run_and_check(saver.clone(), "messages1000", 1000).await;
         let took = started.elapsed();
@@ -286,7 +286,7 @@ async fn report_loop1000() {
     #[cfg(feature = "postgres")]
     {
         let Some(saver) = common::saver().await else { return };
-        let (saver, _schema) = (Arc::new(saver.saver), saver.schema);
+        let (saver, _schema) = saver.into_parts();
         let graph = app(saver.clone());
         let mut times = Vec::new();
         for run in 0..5 {

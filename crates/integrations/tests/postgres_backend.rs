@@ -122,13 +122,13 @@ async fn prepared_statement_count(saver: &PostgresSaver) -> i64 {
 async fn pooler_mode_uses_no_named_prepared_statements() {
     let single = |o: PostgresOptions| PostgresOptions { max_connections: 1, ..o };
     let Some(pooled) = common::saver_with(|o| single(o).without_prepared_statements()).await else { return };
-    chain(&pooled.saver, "pooled", 3).await;
-    pooled.saver.list(None, ListOptions::default()).await.unwrap();
-    assert_eq!(prepared_statement_count(&pooled.saver).await, 0);
+    chain(pooled.inner(), "pooled", 3).await;
+    pooled.inner().list(None, ListOptions::default()).await.unwrap();
+    assert_eq!(prepared_statement_count(pooled.inner()).await, 0);
 
     let Some(cached) = common::saver_with(single).await else { return };
-    chain(&cached.saver, "cached", 3).await;
-    assert!(prepared_statement_count(&cached.saver).await > 0, "the default mode does prepare statements");
+    chain(cached.inner(), "cached", 3).await;
+    assert!(prepared_statement_count(cached.inner()).await > 0, "the default mode does prepare statements");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -231,11 +231,11 @@ async fn two_hundred_threads_at_once_through_one_saver() {
     let Some(saver) = common::saver().await else { return };
     let threads: Vec<String> =
         (0..200).map(|i| format!("many-{i}-{}", uuid::Uuid::new_v4().simple())).collect();
-    let runs = threads.iter().map(|thread| chain(&saver.saver, thread, 5));
+    let runs = threads.iter().map(|thread| chain(saver.inner(), thread, 5));
     let saved = join_all(runs).await;
     for (thread, saved) in threads.iter().zip(saved) {
         let listed = saver
-            .saver
+            .inner()
             .list(Some(&CheckpointConfig::thread(thread.as_str())), ListOptions::default())
             .await
             .unwrap();

@@ -47,7 +47,7 @@ const DAMAGE: Damage = Damage {
 macro_rules! saver_or_skip {
     () => {{
         let Some(saver) = common::saver().await else { return };
-        let raw = Pool(saver.saver.pool().clone());
+        let raw = Pool(saver.inner().pool().clone());
         (saver, raw)
     }};
 }

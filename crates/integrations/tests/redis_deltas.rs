@@ -48,7 +48,8 @@ async fn growing_lists_are_stored_as_appended_elements_and_read_back_exactly() -
         l.iter().map(|t| json!(t.checkpoint.channel_values)).collect()
     };
     assert_eq!(values(&listed), values(&whole_listed), "the same values as when every version is whole");
-    let (small, big) = (saver.stored_bytes("t").await.unwrap(), whole.stored_bytes("t").await.unwrap());
+    let (small, big) =
+        (saver.inner().stored_bytes("t").await.unwrap(), whole.inner().stored_bytes("t").await.unwrap());
     // Whole: 200 * 201 / 2 messages; appended with a copy every 16: about 200 + 200 * 100 / 16.
     assert!(small * 5 < big, "appended storage is much smaller: {small} bytes against {big}");
     Ok(())

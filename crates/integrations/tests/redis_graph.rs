@@ -68,7 +68,7 @@ fn expected_log(owner: &str, rounds: usize) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_hundred_threads_at_once_each_keep_their_own_history() -> TestResult {
     let saver = saver_or_skip!("graph-200");
-    let app = Arc::new(app(Arc::new(saver.saver.clone())));
+    let app = Arc::new(app(Arc::new(saver.inner().clone())));
     let runs = (0..200).map(|i| {
         let app = app.clone();
         tokio::spawn(async move {
@@ -111,11 +111,12 @@ async fn two_hundred_threads_at_once_each_keep_their_own_history() -> TestResult
 #[tokio::test]
 async fn a_second_saver_on_the_same_prefix_continues_a_thread() -> TestResult {
     let first = saver_or_skip!("graph-resume");
-    app(Arc::new(first.saver.clone())).invoke(input("t", 0), &thread("t")).await.unwrap();
-    let second =
-        RedisSaver::connect_with(RedisOptions::new(redis_common::url()).prefix(first.prefix.clone()))
-            .await
-            .unwrap();
+    app(Arc::new(first.inner().clone())).invoke(input("t", 0), &thread("t")).await.unwrap();
+    let second = RedisSaver::connect_with(
+        RedisOptions::new(redis_common::url()).prefix(first.intercept().prefix().to_owned()),
+    )
+    .await
+    .unwrap();
     let out = app(Arc::new(second)).invoke(input("t", 1), &thread("t")).await.unwrap();
     assert_eq!(out.value.log, expected_log("t", 2));
     Ok(())
@@ -130,14 +131,14 @@ async fn messages1000(saver: &redis_common::TestSaver) -> u64 {
     });
     g.add_edge(START, "talk");
     g.add_conditional_edges("talk", |s: &Chat| if s.messages.len() < 1000 { "talk" } else { END }, None);
-    let app = g.compile_with(CompileConfig::new().checkpointer(Arc::new(saver.saver.clone()))).unwrap();
+    let app = g.compile_with(CompileConfig::new().checkpointer(Arc::new(saver.inner().clone()))).unwrap();
     let config = thread("messages1000").with_recursion_limit(2000);
     let out = app.invoke(Chat::update().messages(vec![]), &config).await.unwrap();
     assert_eq!(out.value.messages.len(), 1000);
     assert_eq!(out.value.messages[999].text(), "m999");
     let state = app.get_state(&config).await.unwrap();
     assert_eq!(state.values.messages.len(), 1000, "the latest checkpoint reads back whole");
-    saver.stored_bytes("messages1000").await.unwrap()
+    saver.inner().stored_bytes("messages1000").await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -173,15 +174,16 @@ fn texts(chat: &Chat) -> Vec<String> {
 async fn the_engines_appends_continue_after_a_restart_and_from_a_fork() -> TestResult {
     let first = saver_or_skip!("graph-appends");
     let config = thread("chat");
-    let first_app = chat_app(Arc::new(first.saver.clone()));
+    let first_app = chat_app(Arc::new(first.inner().clone()));
     let out = first_app.invoke(Chat::update().messages(vec![Message::human("hi")]), &config).await.unwrap();
     assert_eq!(out.value.messages.len(), 5);
     // A second saver on the same prefix remembers nothing of the lists: the engine's appends still find
     // their base, stored by the first.
-    let second =
-        RedisSaver::connect_with(RedisOptions::new(redis_common::url()).prefix(first.prefix.clone()))
-            .await
-            .unwrap();
+    let second = RedisSaver::connect_with(
+        RedisOptions::new(redis_common::url()).prefix(first.intercept().prefix().to_owned()),
+    )
+    .await
+    .unwrap();
     assert!(second.stores_appends());
     let app = chat_app(Arc::new(second));
     let out = app.invoke(Chat::update().messages(vec![Message::human("again")]), &config).await.unwrap();
@@ -211,7 +213,7 @@ async fn the_engines_appends_continue_after_a_restart_and_from_a_fork() -> TestR
 #[tokio::test]
 async fn the_engines_appends_are_stored_whole_every_few_versions() -> TestResult {
     let saver = saver_or_skip!("graph-append-chains", |o| o.deltas(4, 100));
-    let app = chat_app(Arc::new(saver.saver.clone()));
+    let app = chat_app(Arc::new(saver.inner().clone()));
     let config = thread("chat");
     for round in 0..4 {
         let input = Chat::update().messages(vec![Message::human(format!("round {round}"))]);
@@ -226,7 +228,7 @@ async fn the_engines_appends_are_stored_whole_every_few_versions() -> TestResult
     }
     let mut conn = redis_common::raw().await;
     let bases: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
-        .arg(format!("{}:t:chat:n::bases", saver.prefix))
+        .arg(format!("{}:t:chat:n::bases", saver.intercept().prefix()))
         .query_async(&mut conn)
         .await
         .unwrap();

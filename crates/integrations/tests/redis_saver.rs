@@ -68,10 +68,10 @@ async fn deleting_every_thread_leaves_no_key_behind() -> TestResult {
     saver.put_writes(&saved[0].at("never-put"), vec![("b".into(), json!(2))], "task", "").await.unwrap();
     saver.copy_thread("t", "u").await.unwrap();
     saver.prune("u", 1).await.unwrap();
-    assert!(!keys_under(&saver.prefix).await.is_empty());
+    assert!(!keys_under(saver.intercept().prefix()).await.is_empty());
     saver.delete_thread("t").await.unwrap();
     saver.delete_thread("u").await.unwrap();
-    assert_eq!(keys_under(&saver.prefix).await, Vec::<String>::new());
+    assert_eq!(keys_under(saver.intercept().prefix()).await, Vec::<String>::new());
     Ok(())
 }
 
@@ -176,7 +176,7 @@ async fn a_ten_thousand_character_thread_id_and_dotted_namespaces_work() -> Test
     assert_eq!(everything.len(), 2);
     assert_eq!(everything[1].config, c1);
     saver.delete_thread(&long).await.unwrap();
-    assert_eq!(keys_under(&saver.prefix).await, Vec::<String>::new());
+    assert_eq!(keys_under(saver.intercept().prefix()).await, Vec::<String>::new());
     Ok(())
 }
 
@@ -186,8 +186,8 @@ async fn pttl(key: &str) -> i64 {
 }
 
 async fn thread_keys(saver: &TestSaver, thread: &str) -> Vec<String> {
-    let head = format!("{}:t:{thread}:", saver.prefix);
-    keys_under(&saver.prefix).await.into_iter().filter(|k| k.starts_with(&head)).collect()
+    let head = format!("{}:t:{thread}:", saver.intercept().prefix());
+    keys_under(saver.intercept().prefix()).await.into_iter().filter(|k| k.starts_with(&head)).collect()
 }
 
 #[tokio::test]
@@ -222,8 +222,11 @@ async fn a_thread_expires_whole_after_its_ttl_and_reads_refresh_it() -> TestResu
     // `list(None)` forgets the expired thread in the thread index.
     saver.list(None, ListOptions::default()).await.unwrap();
     let mut conn = raw().await;
-    let members: Vec<String> =
-        redis::cmd("SMEMBERS").arg(format!("{}:threads", saver.prefix)).query_async(&mut conn).await.unwrap();
+    let members: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(format!("{}:threads", saver.intercept().prefix()))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
     assert_eq!(members, vec!["read".to_owned()]);
     Ok(())
 }

@@ -22,28 +22,7 @@ async fn saver() -> SqliteSaver {
 
 /// The first checkpoint of `thread` and one write of `task` against it, as one batch.
 fn batch(thread: &CheckpointConfig, id: &str, task: &str) -> Vec<SaveOp> {
-    let versions: ChannelVersions = [("n".into(), "1".into())].into_iter().collect();
-    let put = SaveOp::Put {
-        config: Arc::new(thread.clone()),
-        checkpoint: Checkpoint {
-            v: 1,
-            id: id.to_owned(),
-            ts: "2025-01-01T00:00:00+00:00".to_owned(),
-            channel_values: [("n".into(), json!(1))].into_iter().collect(),
-            channel_versions: versions.clone(),
-            versions_seen: Default::default(),
-            updated_channels: Vec::new(),
-        },
-        metadata: CheckpointMetadata {
-            source: CheckpointSource::Loop,
-            step: 0,
-            parents: Default::default(),
-            extra: Default::default(),
-        },
-        new_versions: versions,
-        appends: ChannelAppends::new(),
-        expected_head: ExpectedHead::Empty,
-    };
+    let put = one_channel_put(thread, None, id, ("n", "1", json!(1)), ExpectedHead::Empty);
     let writes = SaveOp::Writes {
         config: Arc::new(CheckpointConfig { checkpoint_id: Some(id.to_owned()), ..thread.clone() }),
         writes: vec![("n".into(), json!(2))],
@@ -195,14 +174,25 @@ fn list_put(
     version: &str,
     items: &[&str],
 ) -> SaveOp {
-    let versions: ChannelVersions = [("messages".into(), version.into())].into_iter().collect();
+    one_channel_put(thread, parent, id, ("messages", version, json!(items)), ExpectedHead::Any)
+}
+
+/// A checkpoint `id` of `thread` after `parent` that stores one channel: its name, version and value.
+fn one_channel_put(
+    thread: &CheckpointConfig,
+    parent: Option<&str>,
+    id: &str,
+    (channel, version, value): (&str, &str, serde_json::Value),
+    expected_head: ExpectedHead,
+) -> SaveOp {
+    let versions: ChannelVersions = [(channel.into(), version.into())].into_iter().collect();
     SaveOp::Put {
         config: Arc::new(CheckpointConfig { checkpoint_id: parent.map(str::to_owned), ..thread.clone() }),
         checkpoint: Checkpoint {
             v: 1,
             id: id.to_owned(),
             ts: "2025-01-01T00:00:00+00:00".to_owned(),
-            channel_values: [("messages".into(), json!(items))].into_iter().collect(),
+            channel_values: [(channel.into(), value)].into_iter().collect(),
             channel_versions: versions.clone(),
             versions_seen: Default::default(),
             updated_channels: Vec::new(),
@@ -215,7 +205,7 @@ fn list_put(
         },
         new_versions: versions,
         appends: ChannelAppends::new(),
-        expected_head: ExpectedHead::Any,
+        expected_head,
     }
 }
 

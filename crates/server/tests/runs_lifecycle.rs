@@ -10,6 +10,7 @@ use std::time::Duration;
 use common::{builder, get, post, start, thread};
 use serde_json::{Value, json};
 use weft_graph::{END, JsonState, START, StateGraph};
+use weft_server::ServerBuilder;
 
 #[tokio::test]
 async fn a_stream_is_crlf_framed_starts_with_metadata_and_ends_without_an_end_event() {
@@ -128,12 +129,13 @@ async fn a_client_that_leaves_cancels_a_run_with_on_disconnect_cancel() {
 /// Calls of the recovery test's slow node.
 static CALLS: AtomicUsize = AtomicUsize::new(0);
 
-fn once_slow() -> weft_graph::CompiledGraph<JsonState> {
+/// `first`, then `stuck`, whose first call (counted in `calls`) never returns in time (its server is
+/// stopped meanwhile); later calls return at once.
+fn stuck_once(calls: &'static AtomicUsize) -> weft_graph::CompiledGraph<JsonState> {
     let mut g = StateGraph::with_initial(common::state());
     g.add_node("first", |_: &JsonState| json!({"items": ["first"]}));
-    // The first call never returns in time (its server is stopped meanwhile); later calls return at once.
-    g.add_node("stuck", |_: Value| async move {
-        if CALLS.fetch_add(1, Ordering::SeqCst) == 0 {
+    g.add_node("stuck", move |_: Value| async move {
+        if calls.fetch_add(1, Ordering::SeqCst) == 0 {
             tokio::time::sleep(Duration::from_secs(3600)).await;
         }
         Ok::<_, weft_runnable_core::Error>(json!({"items": ["stuck"]}))
@@ -144,32 +146,35 @@ fn once_slow() -> weft_graph::CompiledGraph<JsonState> {
     g.compile().unwrap()
 }
 
+/// Starts a server, runs graph `g` with `input` on a new thread and waits until the run reaches its
+/// `stuck` node (counted in `calls`); returns the thread and run ids, the run still going.
+async fn run_until_stuck(server: ServerBuilder, calls: &AtomicUsize, input: Value) -> (String, String) {
+    let s = start(server).await;
+    let tid = thread(s.addr).await;
+    let run = post(s.addr, &format!("/threads/{tid}/runs"), json!({"assistant_id": "g", "input": input}))
+        .await
+        .json();
+    for _ in 0..400 {
+        if calls.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "the run reached its slow node");
+    (tid, run["run_id"].as_str().unwrap().to_owned())
+}
+
 #[test]
 fn a_run_a_stopped_server_left_running_finishes_after_a_restart_from_its_checkpoint() {
     let dir = std::env::temp_dir().join(format!("weft-server-recovery-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let db = dir.join("server.db");
-    let server = || weft_server::Server::builder().graph("g", once_slow()).sqlite(&db);
-    let (tid, rid) = tokio::runtime::Runtime::new().unwrap().block_on(async {
-        let s = start(server()).await;
-        let tid = thread(s.addr).await;
-        let run = post(
-            s.addr,
-            &format!("/threads/{tid}/runs"),
-            json!({"assistant_id": "g", "input": {"items": ["in"]}}),
-        )
-        .await
-        .json();
-        let rid = run["run_id"].as_str().unwrap().to_owned();
-        for _ in 0..400 {
-            if CALLS.load(Ordering::SeqCst) > 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert_eq!(CALLS.load(Ordering::SeqCst), 1, "the run reached its slow node");
-        (tid, rid)
-    });
+    let server = || weft_server::Server::builder().graph("g", stuck_once(&CALLS)).sqlite(&db);
+    let (tid, rid) = tokio::runtime::Runtime::new().unwrap().block_on(run_until_stuck(
+        server(),
+        &CALLS,
+        json!({"items": ["in"]}),
+    ));
     // The runtime is gone: so is the run's worker, mid-node, as in a crash.
     let (state, run) = tokio::runtime::Runtime::new().unwrap().block_on(async {
         let s = start(server()).await;
@@ -189,43 +194,14 @@ fn a_run_a_stopped_server_left_running_finishes_after_a_restart_from_its_checkpo
 /// Calls of the unreadable-head test's slow node.
 static STUCK_CALLS: AtomicUsize = AtomicUsize::new(0);
 
-/// `first`, then a node whose first call never returns in time.
-fn stuck_once() -> weft_graph::CompiledGraph<JsonState> {
-    let mut g = StateGraph::with_initial(common::state());
-    g.add_node("first", |_: &JsonState| json!({"items": ["first"]}));
-    g.add_node("stuck", |_: Value| async move {
-        if STUCK_CALLS.fetch_add(1, Ordering::SeqCst) == 0 {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-        }
-        Ok::<_, weft_runnable_core::Error>(json!({"items": ["stuck"]}))
-    });
-    g.add_edge(START, "first");
-    g.add_edge("first", "stuck");
-    g.add_edge("stuck", END);
-    g.compile().unwrap()
-}
-
 #[test]
 fn a_restarted_run_that_cannot_read_its_threads_head_fails_saying_so() {
     let dir = std::env::temp_dir().join(format!("weft-server-head-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let db = dir.join("server.db");
-    let server = || weft_server::Server::builder().graph("g", stuck_once()).sqlite(&db);
-    let (tid, rid) = tokio::runtime::Runtime::new().unwrap().block_on(async {
-        let s = start(server()).await;
-        let tid = thread(s.addr).await;
-        let run = post(s.addr, &format!("/threads/{tid}/runs"), json!({"assistant_id": "g", "input": {}}))
-            .await
-            .json();
-        for _ in 0..400 {
-            if STUCK_CALLS.load(Ordering::SeqCst) > 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert_eq!(STUCK_CALLS.load(Ordering::SeqCst), 1, "the run reached its slow node");
-        (tid, run["run_id"].as_str().unwrap().to_owned())
-    });
+    let server = || weft_server::Server::builder().graph("g", stuck_once(&STUCK_CALLS)).sqlite(&db);
+    let (tid, rid) =
+        tokio::runtime::Runtime::new().unwrap().block_on(run_until_stuck(server(), &STUCK_CALLS, json!({})));
     // Stopped mid-run; then the checkpoints cannot be read (their table is gone).
     tokio::runtime::Runtime::new().unwrap().block_on(async {
         let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&db);

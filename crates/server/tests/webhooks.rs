@@ -31,6 +31,13 @@ async fn receive(State(r): State<Receiver>, body: String) -> StatusCode {
     StatusCode::from_u16(status).unwrap()
 }
 
+/// Runs graph `graph` statelessly on `server` with `{"items": []}` and waits, its webhook at `hook`.
+async fn wait_with_webhook(server: SocketAddr, graph: &str, hook: SocketAddr) {
+    let body =
+        json!({"assistant_id": graph, "input": {"items": []}, "webhook": format!("http://{hook}/hook")});
+    post(server, "/runs/wait", body).await;
+}
+
 async fn receiver(answers: &[u16]) -> (SocketAddr, Receiver) {
     let r =
         Receiver { got: Arc::default(), answers: Arc::new(Mutex::new(answers.iter().copied().collect())) };
@@ -94,20 +101,13 @@ async fn a_stateless_or_failed_run_says_so() {
         g.compile().unwrap()
     };
     let server = start(fast(builder().graph("fail", failing))).await;
-    let url = format!("http://{hook}/hook");
-    post(
-        server.addr,
-        "/runs/wait",
-        json!({"assistant_id": "simple", "input": {"items": []}, "webhook": url}),
-    )
-    .await;
+    wait_with_webhook(server.addr, "simple", hook).await;
     let got = calls(&r, 1).await;
     assert_eq!(
         (got[0]["status"].clone(), got[0]["values"].clone()),
         (json!("success"), json!({"items": ["a", "b"]}))
     );
-    post(server.addr, "/runs/wait", json!({"assistant_id": "fail", "input": {"items": []}, "webhook": url}))
-        .await;
+    wait_with_webhook(server.addr, "fail", hook).await;
     let got = calls(&r, 2).await;
     assert_eq!(got[1]["status"], "error");
     assert_eq!(got[1]["error"]["error"], "ValueError");
@@ -118,13 +118,7 @@ async fn a_stateless_or_failed_run_says_so() {
 async fn failures_and_5xx_are_retried_with_backoff_4xx_is_not() {
     let (hook, r) = receiver(&[500, 503]).await;
     let server = start(fast(builder())).await;
-    let url = format!("http://{hook}/hook");
-    post(
-        server.addr,
-        "/runs/wait",
-        json!({"assistant_id": "simple", "input": {"items": []}, "webhook": url}),
-    )
-    .await;
+    wait_with_webhook(server.addr, "simple", hook).await;
     let got = calls(&r, 3).await;
     assert_eq!(got.len(), 3, "two failures, then success");
     assert_eq!(got[0]["run_id"], got[2]["run_id"]);
@@ -133,26 +127,14 @@ async fn failures_and_5xx_are_retried_with_backoff_4xx_is_not() {
 
     let (hook, r) = receiver(&[500, 500, 500, 500, 500]).await;
     let server = start(fast(builder()).webhook_attempts(3)).await;
-    let url = format!("http://{hook}/hook");
-    post(
-        server.addr,
-        "/runs/wait",
-        json!({"assistant_id": "simple", "input": {"items": []}, "webhook": url}),
-    )
-    .await;
+    wait_with_webhook(server.addr, "simple", hook).await;
     calls(&r, 3).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(r.got.lock().unwrap().len(), 3, "three attempts, no more");
 
     let (hook, r) = receiver(&[404]).await;
     let server = start(fast(builder())).await;
-    let url = format!("http://{hook}/hook");
-    post(
-        server.addr,
-        "/runs/wait",
-        json!({"assistant_id": "simple", "input": {"items": []}, "webhook": url}),
-    )
-    .await;
+    wait_with_webhook(server.addr, "simple", hook).await;
     calls(&r, 1).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(r.got.lock().unwrap().len(), 1, "a 404 is not retried");

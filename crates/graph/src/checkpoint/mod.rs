@@ -18,7 +18,7 @@
 //!
 //! [`InMemorySaver`] is the reference implementation; [`conformance`] holds the cases every saver must
 //! pass; [`RetentionPolicy`] says which old checkpoints a running thread drops; [`get_next_version`] makes
-//! channel versions.
+//! channel versions; [`Intercepted`] wraps a saver to count, delay or change some of its calls.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,12 +30,14 @@ use serde_json::{Map, Value};
 pub mod conformance;
 mod error;
 pub mod flat_map;
+pub mod intercept;
 mod memory;
 mod retention;
 mod version;
 
 pub use error::{CheckpointError, CheckpointErrorKind, ErrorSource, HeadConflict};
 pub use flat_map::FlatMap;
+pub use intercept::{Intercept, Intercepted};
 pub use memory::InMemorySaver;
 pub use retention::{RetentionPolicy, checkpoint_time};
 pub use version::{default_next_version, get_next_version, try_next_version, version_counter};

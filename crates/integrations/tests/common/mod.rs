@@ -8,15 +8,13 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::io::Write;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::Connection;
-use weft_graph::checkpoint::{
-    ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
-    CheckpointTuple, Checkpointer, ListOptions, SaveOp,
-};
+use weft_graph::checkpoint::{Intercept, Intercepted};
 use weft_graph::store::{
     IndexConfig, Item, ListNamespacesOptions, PutOptions, SearchItem, SearchOptions, Store, StoreError,
 };
@@ -107,12 +105,11 @@ fn unreachable<T>(why: &str) -> Option<T> {
     None
 }
 
-/// A saver in a fresh schema, with the schema's guard.
-#[derive(Debug)]
-pub struct TestSaver {
-    pub saver: PostgresSaver,
-    pub schema: TestSchema,
-}
+/// A saver in a fresh schema, with the schema's guard (`inner()` is the saver, `intercept()` the guard).
+pub type TestSaver = Intercepted<TestSchema, PostgresSaver>;
+
+/// The guard rides along with the saver and intercepts nothing.
+impl Intercept<PostgresSaver> for TestSchema {}
 
 /// A saver in a fresh schema (`None`: skipped).
 pub async fn saver() -> Option<TestSaver> {
@@ -123,7 +120,7 @@ pub async fn saver() -> Option<TestSaver> {
 pub async fn saver_with(adjust: impl FnOnce(PostgresOptions) -> PostgresOptions) -> Option<TestSaver> {
     let schema = schema().await?;
     let saver = PostgresSaver::connect_with(&pg_url(), adjust(schema.options())).await.unwrap();
-    Some(TestSaver { saver, schema })
+    Some(Intercepted::new(Arc::new(saver), schema))
 }
 
 /// A store in a fresh schema, with the schema's guard.
@@ -138,76 +135,6 @@ pub async fn store(index: Option<IndexConfig>) -> Option<TestStore> {
     let schema = schema().await?;
     let store = PostgresStore::connect_with(&pg_url(), schema.options()).await.unwrap().with_index(index);
     Some(TestStore { store, schema })
-}
-
-#[async_trait]
-impl Checkpointer for TestSaver {
-    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
-        self.saver.get_tuple(config).await
-    }
-
-    async fn list(
-        &self,
-        config: Option<&CheckpointConfig>,
-        options: ListOptions,
-    ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
-        self.saver.list(config, options).await
-    }
-
-    async fn put(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> Result<CheckpointConfig, CheckpointError> {
-        self.saver.put(config, checkpoint, metadata, new_versions).await
-    }
-
-    fn stores_appends(&self) -> bool {
-        self.saver.stores_appends()
-    }
-
-    async fn put_with_appends(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        appends: ChannelAppends,
-    ) -> Result<CheckpointConfig, CheckpointError> {
-        self.saver.put_with_appends(config, checkpoint, metadata, new_versions, appends).await
-    }
-
-    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
-        self.saver.put_batch(ops).await
-    }
-
-    async fn put_writes(
-        &self,
-        config: &CheckpointConfig,
-        writes: Vec<(String, Value)>,
-        task_id: &str,
-        task_path: &str,
-    ) -> Result<(), CheckpointError> {
-        self.saver.put_writes(config, writes, task_id, task_path).await
-    }
-
-    async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError> {
-        self.saver.delete_thread(thread_id).await
-    }
-
-    async fn copy_thread(&self, src: &str, dst: &str) -> Result<(), CheckpointError> {
-        self.saver.copy_thread(src, dst).await
-    }
-
-    async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError> {
-        self.saver.prune(thread_id, keep_latest).await
-    }
-
-    async fn list_ids(&self, config: &CheckpointConfig) -> Result<Vec<String>, CheckpointError> {
-        self.saver.list_ids(config).await
-    }
 }
 
 #[async_trait]

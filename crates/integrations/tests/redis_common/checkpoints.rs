@@ -63,5 +63,5 @@ pub(crate) async fn put(
 }
 
 pub(crate) fn key(saver: &TestSaver, thread: &str, rest: &str) -> String {
-    format!("{}:t:{thread}:{rest}", saver.prefix)
+    format!("{}:t:{thread}:{rest}", saver.intercept().prefix())
 }

@@ -6,16 +6,10 @@ pub(crate) mod checkpoints;
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::ops::Deref;
-use std::sync::Once;
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use serde_json::Value;
-use weft_graph::checkpoint::{
-    ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
-    CheckpointTuple, Checkpointer, ListOptions, SaveOp,
-};
+use weft_graph::checkpoint::{Intercept, Intercepted};
 use weft_integrations::redis::{RedisOptions, RedisSaver};
 
 /// The server the tests use: `WEFT_TEST_REDIS_ADDR` (host:port), by default the local one.
@@ -78,7 +72,7 @@ pub(crate) async fn saver_with(
     let options = options(RedisOptions::new(url()).prefix(prefix.clone()));
     let saver =
         RedisSaver::connect_with(options).await.map_err(|e| format!("{test}: connect failed: {e}"))?;
-    Ok(Some(TestSaver { saver, _cleanup: Cleanup(prefix.clone()), prefix }))
+    Ok(Some(Intercepted::new(Arc::new(saver), Cleanup(prefix))))
 }
 
 /// A saver on a fresh prefix with default options, or `None` when the test is skipped.
@@ -122,24 +116,23 @@ fn glob_escape(s: &str) -> String {
         .collect()
 }
 
-/// A [`RedisSaver`] on its own prefix; dropping it deletes every key under the prefix.
-#[derive(Debug)]
-pub(crate) struct TestSaver {
-    pub(crate) saver: RedisSaver,
-    pub(crate) prefix: String,
-    _cleanup: Cleanup,
-}
-
-impl Deref for TestSaver {
-    type Target = RedisSaver;
-    fn deref(&self) -> &RedisSaver {
-        &self.saver
-    }
-}
+/// A [`RedisSaver`] on its own prefix (`intercept()` is its [`Cleanup`]); dropping it deletes every key
+/// under the prefix.
+pub(crate) type TestSaver = Intercepted<Cleanup, RedisSaver>;
 
 /// Deletes every key under its prefix when dropped (even when the test panics).
 #[derive(Debug)]
 pub(crate) struct Cleanup(pub(crate) String);
+
+impl Cleanup {
+    /// The key prefix it cleans up.
+    pub(crate) fn prefix(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The guard rides along with the saver and intercepts nothing.
+impl Intercept<RedisSaver> for Cleanup {}
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
@@ -150,75 +143,5 @@ impl Drop for Cleanup {
         for chunk in keys.chunks(500) {
             let _: Result<(), _> = redis::cmd("UNLINK").arg(chunk).query(&mut conn);
         }
-    }
-}
-
-#[async_trait]
-impl Checkpointer for TestSaver {
-    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
-        self.saver.get_tuple(config).await
-    }
-
-    async fn list(
-        &self,
-        config: Option<&CheckpointConfig>,
-        options: ListOptions,
-    ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
-        self.saver.list(config, options).await
-    }
-
-    async fn put(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> Result<CheckpointConfig, CheckpointError> {
-        self.saver.put(config, checkpoint, metadata, new_versions).await
-    }
-
-    fn stores_appends(&self) -> bool {
-        self.saver.stores_appends()
-    }
-
-    async fn put_with_appends(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        appends: ChannelAppends,
-    ) -> Result<CheckpointConfig, CheckpointError> {
-        self.saver.put_with_appends(config, checkpoint, metadata, new_versions, appends).await
-    }
-
-    async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
-        self.saver.put_batch(ops).await
-    }
-
-    async fn put_writes(
-        &self,
-        config: &CheckpointConfig,
-        writes: Vec<(String, Value)>,
-        task_id: &str,
-        task_path: &str,
-    ) -> Result<(), CheckpointError> {
-        self.saver.put_writes(config, writes, task_id, task_path).await
-    }
-
-    async fn delete_thread(&self, thread_id: &str) -> Result<(), CheckpointError> {
-        self.saver.delete_thread(thread_id).await
-    }
-
-    async fn copy_thread(&self, src: &str, dst: &str) -> Result<(), CheckpointError> {
-        self.saver.copy_thread(src, dst).await
-    }
-
-    async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError> {
-        self.saver.prune(thread_id, keep_latest).await
-    }
-
-    async fn list_ids(&self, config: &CheckpointConfig) -> Result<Vec<String>, CheckpointError> {
-        self.saver.list_ids(config).await
     }
 }

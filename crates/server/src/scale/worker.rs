@@ -8,8 +8,7 @@ use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::{Scale, Working, queue};
-use crate::app::{App, now};
-use crate::model::RunStatus;
+use crate::app::App;
 use crate::runs::{CancelAction, RunChannel};
 use crate::storage::Change;
 
@@ -66,9 +65,7 @@ async fn start(
     let Some(mut record) = records.runs.get(&run_id).cloned().filter(|r| r.run.status.is_active()) else {
         return;
     };
-    record.run.status = RunStatus::Running;
-    record.run.updated_at = now();
-    record.attempt += 1;
+    record.mark_running();
     if let Err(e) = records.commit(vec![Change::Run(Box::new(record.clone()))]).await {
         tracing::error!(run_id, error = %e, "cannot mark a claimed run running");
         return;
