@@ -1,16 +1,9 @@
 //! `RunnableBinding`: extra call options (`stop`, `tools`, ...) bound to a runnable, and `BoundKwargs`,
 //! through which the runnable reads them.
 
-use std::borrow::Cow;
-
-use async_trait::async_trait;
-use futures::stream::BoxStream;
 use serde_json::{Map, Value};
 
 use crate::config::RunnableConfig;
-use crate::error::Result;
-use crate::events::RunKind;
-use crate::runnable::{ChunkStream, RunValue, Runnable};
 
 /// Call options bound with [`RunnableExt::bind`](crate::RunnableExt::bind), as a runnable finds them in
 /// its config: a chat model reads `stop`, `tools`, `tool_choice`, ... here.
@@ -99,45 +92,13 @@ impl<R> RunnableBinding<R> {
         config.extensions.insert(BoundKwargs(merged));
         config
     }
-}
 
-#[async_trait]
-impl<I: RunValue, O: RunValue, R: Runnable<I, O>> Runnable<I, O> for RunnableBinding<R> {
-    fn name(&self) -> Cow<'_, str> {
-        self.inner.name()
-    }
-
-    fn kind(&self) -> RunKind {
-        self.inner.kind()
-    }
-
-    async fn invoke(&self, input: I, config: &RunnableConfig) -> Result<O> {
-        self.inner.invoke(input, &self.effective(config)).await
-    }
-
-    async fn batch(&self, inputs: Vec<I>, config: &RunnableConfig) -> Result<Vec<O>> {
-        self.inner.batch(inputs, &self.effective(config)).await
-    }
-
-    async fn batch_results(&self, inputs: Vec<I>, config: &RunnableConfig) -> Vec<Result<O>> {
-        self.inner.batch_results(inputs, &self.effective(config)).await
-    }
-
-    fn stream<'a>(&'a self, input: I, config: &RunnableConfig) -> BoxStream<'a, Result<O>> {
-        self.inner.stream(input, &self.effective(config))
-    }
-
-    fn transform<'a>(
-        &'a self,
-        input: ChunkStream<'a, I>,
-        config: &RunnableConfig,
-    ) -> BoxStream<'a, Result<O>> {
-        self.inner.transform(input, &self.effective(config))
-    }
-
-    fn merge_chunks(&self, acc: O, next: O) -> Result<O> {
-        self.inner.merge_chunks(acc, next)
+    /// A binding adds no run of its own: the runnable keeps its name.
+    fn bound_name(&self) -> Option<&str> {
+        None
     }
 }
+
+crate::with_config::config_wrapper_runnable!(RunnableBinding);
 
 crate::impl_pipe_operator!([R: crate::ext::FixedOutput] RunnableBinding<R> => R::Output);

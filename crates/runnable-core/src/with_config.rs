@@ -1,14 +1,6 @@
 //! `WithConfig`: a runnable with a bound config.
 
-use std::borrow::Cow;
-
-use async_trait::async_trait;
-use futures::stream::BoxStream;
-
 use crate::config::RunnableConfig;
-use crate::error::Result;
-use crate::events::RunKind;
-use crate::runnable::{ChunkStream, RunValue, Runnable};
 
 /// A runnable whose calls get a bound config merged under the caller's (see
 /// [`RunnableExt::with_config`](crate::RunnableExt::with_config)).
@@ -27,48 +19,85 @@ impl<R> WithConfig<R> {
     fn effective(&self, config: &RunnableConfig) -> RunnableConfig {
         self.config.merge(config)
     }
+
+    /// The bound `run_name`, which names the run instead of the inner runnable's name.
+    fn bound_name(&self) -> Option<&str> {
+        self.config.run_name.as_deref()
+    }
 }
 
-#[async_trait]
-impl<I: RunValue, O: RunValue, R: Runnable<I, O>> Runnable<I, O> for WithConfig<R> {
-    fn name(&self) -> Cow<'_, str> {
-        match &self.config.run_name {
-            Some(name) => Cow::Borrowed(name),
-            None => self.inner.name(),
+/// Implements `Runnable` for a wrapper `$ty<R>` (fields `inner: R`) that calls `inner` with the config
+/// its inherent `effective(&self, &RunnableConfig) -> RunnableConfig` makes, under the name its
+/// `bound_name(&self) -> Option<&str>` gives (else the inner runnable's), keeping the inner kind and
+/// chunk merging: the config-binding wrappers `WithConfig` and `RunnableBinding`.
+macro_rules! config_wrapper_runnable {
+    ($ty:ident) => {
+        #[async_trait::async_trait]
+        impl<I, O, R> crate::runnable::Runnable<I, O> for $ty<R>
+        where
+            I: crate::runnable::RunValue,
+            O: crate::runnable::RunValue,
+            R: crate::runnable::Runnable<I, O>,
+        {
+            fn name(&self) -> std::borrow::Cow<'_, str> {
+                match self.bound_name() {
+                    Some(name) => std::borrow::Cow::Borrowed(name),
+                    None => self.inner.name(),
+                }
+            }
+
+            fn kind(&self) -> crate::events::RunKind {
+                self.inner.kind()
+            }
+
+            async fn invoke(
+                &self,
+                input: I,
+                config: &crate::config::RunnableConfig,
+            ) -> crate::error::Result<O> {
+                self.inner.invoke(input, &self.effective(config)).await
+            }
+
+            async fn batch(
+                &self,
+                inputs: Vec<I>,
+                config: &crate::config::RunnableConfig,
+            ) -> crate::error::Result<Vec<O>> {
+                self.inner.batch(inputs, &self.effective(config)).await
+            }
+
+            async fn batch_results(
+                &self,
+                inputs: Vec<I>,
+                config: &crate::config::RunnableConfig,
+            ) -> Vec<crate::error::Result<O>> {
+                self.inner.batch_results(inputs, &self.effective(config)).await
+            }
+
+            fn stream<'a>(
+                &'a self,
+                input: I,
+                config: &crate::config::RunnableConfig,
+            ) -> futures::stream::BoxStream<'a, crate::error::Result<O>> {
+                self.inner.stream(input, &self.effective(config))
+            }
+
+            fn transform<'a>(
+                &'a self,
+                input: crate::runnable::ChunkStream<'a, I>,
+                config: &crate::config::RunnableConfig,
+            ) -> futures::stream::BoxStream<'a, crate::error::Result<O>> {
+                self.inner.transform(input, &self.effective(config))
+            }
+
+            fn merge_chunks(&self, acc: O, next: O) -> crate::error::Result<O> {
+                self.inner.merge_chunks(acc, next)
+            }
         }
-    }
-
-    fn kind(&self) -> RunKind {
-        self.inner.kind()
-    }
-
-    async fn invoke(&self, input: I, config: &RunnableConfig) -> Result<O> {
-        self.inner.invoke(input, &self.effective(config)).await
-    }
-
-    async fn batch(&self, inputs: Vec<I>, config: &RunnableConfig) -> Result<Vec<O>> {
-        self.inner.batch(inputs, &self.effective(config)).await
-    }
-
-    async fn batch_results(&self, inputs: Vec<I>, config: &RunnableConfig) -> Vec<Result<O>> {
-        self.inner.batch_results(inputs, &self.effective(config)).await
-    }
-
-    fn stream<'a>(&'a self, input: I, config: &RunnableConfig) -> BoxStream<'a, Result<O>> {
-        self.inner.stream(input, &self.effective(config))
-    }
-
-    fn transform<'a>(
-        &'a self,
-        input: ChunkStream<'a, I>,
-        config: &RunnableConfig,
-    ) -> BoxStream<'a, Result<O>> {
-        self.inner.transform(input, &self.effective(config))
-    }
-
-    fn merge_chunks(&self, acc: O, next: O) -> Result<O> {
-        self.inner.merge_chunks(acc, next)
-    }
+    };
 }
+pub(crate) use config_wrapper_runnable;
+
+config_wrapper_runnable!(WithConfig);
 
 crate::impl_pipe_operator!([R: crate::ext::FixedOutput] WithConfig<R> => R::Output);
