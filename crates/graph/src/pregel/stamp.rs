@@ -177,13 +177,13 @@ thread_local! {
 fn second_text(secs: u64) -> [u8; SECOND_LEN] {
     let secs = i64::try_from(secs).unwrap_or(i64::MAX);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = crate::store::time::civil_from_days(days);
     let mut out = Digits::new();
     out.padded(y.max(0) as u64, 4);
     out.byte(b'-');
-    out.padded(u64::from(m), 2);
+    out.padded(m as u64, 2);
     out.byte(b'-');
-    out.padded(u64::from(d), 2);
+    out.padded(d as u64, 2);
     out.byte(b'T');
     out.padded((rem / 3600) as u64, 2);
     out.byte(b':');
@@ -233,20 +233,6 @@ fn checkpoint_id_at(now: Duration) -> String {
         (u128::from(ms) << 80) | (0x7 << 76) | ((bits >> 62) << 64) | (0b10 << 62) | (bits & ((1 << 62) - 1));
     let mut buf = uuid::Uuid::encode_buffer();
     uuid::Uuid::from_u128(value).hyphenated().encode_lower(&mut buf).to_owned()
-}
-
-/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 #[cfg(test)]
@@ -304,8 +290,8 @@ mod tests {
         ] {
             assert_eq!(rfc3339_at(Duration::from_micros(micros)), text);
         }
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(crate::store::time::civil_from_days(0), (1970, 1, 1));
+        assert_eq!(crate::store::time::civil_from_days(19_723), (2024, 1, 1));
     }
 
     #[test]
