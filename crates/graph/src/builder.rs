@@ -10,11 +10,12 @@ use crate::error::{GraphError, GraphResult};
 use crate::node::{IntoNode, NodeFn};
 use crate::pregel::spec::{GraphSpec, JoinSpec, NodeSpec};
 use crate::state::State;
+use crate::subgraph::SubgraphStateReader;
 use crate::topology::Topology;
 use crate::types::{END, START};
 
 /// Per-node options.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct NodeConfig {
     /// Run the node only once nothing else is pending (LangGraph's `defer=True`).
     pub defer: bool,
@@ -25,6 +26,22 @@ pub struct NodeConfig {
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// Cache the node's writes by input (needs a cache in the compile config).
     pub cache: Option<crate::cache::CachePolicy>,
+    /// The subgraph the node's function invokes, declared so that `get_graph_xray`, the erased graph's
+    /// `subgraphs()` (the server's `/assistants/{id}/subgraphs`) and `get_state` see it as they see a
+    /// compiled graph added as a node (LangGraph finds it by inspecting the function).
+    pub subgraph: Option<Arc<dyn SubgraphStateReader>>,
+}
+
+impl std::fmt::Debug for NodeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeConfig")
+            .field("defer", &self.defer)
+            .field("retry", &self.retry)
+            .field("metadata", &self.metadata)
+            .field("cache", &self.cache)
+            .field("subgraph", &self.subgraph.as_ref().and_then(|s| s.erased()).map(|g| g.name().to_owned()))
+            .finish()
+    }
 }
 
 impl NodeConfig {
@@ -49,6 +66,43 @@ impl NodeConfig {
     /// `retry_on` matches the error applies).
     pub fn retry(mut self, policy: crate::retry::RetryPolicy) -> Self {
         self.retry.push(policy);
+        self
+    }
+
+    /// Declares the subgraph the node's function invokes (through `rt.config()`), so that the drawing
+    /// with xray, the list of subgraphs and `get_state` see it before the node runs, as they see a
+    /// compiled graph added as a node. A node has one subgraph, as LangGraph's drawing and state
+    /// calls see one: declaring another replaces it.
+    ///
+    /// ```
+    /// use weft_graph::{ChannelKind, GraphInput, JsonState, JsonUpdate, NodeConfig, Runtime, START, StateGraph};
+    ///
+    /// let state = JsonState::builder().channel("n", ChannelKind::LastValue).build();
+    /// let mut inner = StateGraph::with_initial(state.clone());
+    /// inner.add_node("a", |_: &JsonState| JsonUpdate::new()).add_node("b", |_: &JsonState| JsonUpdate::new());
+    /// inner.add_edge(START, "a").add_edge("a", "b");
+    /// let inner = inner.compile()?;
+    ///
+    /// let called = inner.clone();
+    /// let mut outer = StateGraph::with_initial(state);
+    /// outer.add_node_with(
+    ///     "call",
+    ///     move |_: JsonState, rt: Runtime| {
+    ///         let called = called.clone();
+    ///         async move {
+    ///             called.invoke(GraphInput::Update(vec![JsonUpdate::new()]), rt.config()).await?;
+    ///             Ok::<_, weft_graph::GraphError>(JsonUpdate::new())
+    ///         }
+    ///     },
+    ///     NodeConfig::new().subgraph(&inner),
+    /// );
+    /// outer.add_edge(START, "call");
+    /// let drawn = outer.compile()?.get_graph_xray(true);
+    /// assert!(drawn.node("call:a").is_some() && drawn.node("call").is_none());
+    /// # Ok::<(), weft_graph::GraphError>(())
+    /// ```
+    pub fn subgraph<C: State>(mut self, graph: &CompiledGraph<C>) -> Self {
+        self.subgraph = Some(Arc::new(graph.clone()));
         self
     }
 

@@ -1,5 +1,6 @@
-//! Drawing a compiled graph: [`CompiledGraph::get_graph`] finds its topology the way LangGraph's
-//! `get_graph()` does, and [`DrawableGraph::draw_mermaid`] renders it in LangGraph's Mermaid dialect.
+//! Drawing a compiled graph: [`CompiledGraph::get_graph`] dry-runs the graph's compile-time topology
+//! (`crate::topology`) the way LangGraph's `get_graph()` does, and [`DrawableGraph::draw_mermaid`]
+//! renders it in LangGraph's Mermaid dialect.
 //!
 //! Which edges appear, and how:
 //! - plain edges are solid; the targets of a conditional edge come from its path map and are dotted,
@@ -16,8 +17,9 @@
 //! - edges are sorted by (source, target, conditional, label), self-loops last, as LangGraph prints them.
 //!
 //! With [`Xray`] ([`CompiledGraph::get_graph_xray`]) subgraph nodes are drawn inline, as LangGraph's
-//! `get_graph(xray=...)` draws them: ids `parent:child`, Mermaid `subgraph` blocks. Only compiled graphs
-//! added as nodes are expanded (LangGraph also finds subgraphs a node's function calls).
+//! `get_graph(xray=...)` draws them: ids `parent:child`, Mermaid `subgraph` blocks. Compiled graphs added
+//! as nodes are expanded, and subgraphs a node's function calls when the node declares them
+//! ([`NodeConfig::subgraph`](crate::NodeConfig::subgraph); LangGraph finds them by inspecting the function).
 //!
 //! Not covered: targets declared by nodes that return a `Command` (LangGraph's `destinations=`). When a path map sends several keys to one node, the edge is
 //! labelled with the last key in key order, where LangGraph takes the last in insertion order.
@@ -188,7 +190,7 @@ impl<S: State> CompiledGraph<S> {
             let spec = &self.inner.spec;
             for &n in &spec.insertion_order {
                 let node = &spec.nodes[n];
-                let Some(sub) = node.func.as_ref().and_then(|f| f.subgraph()).and_then(|r| r.erased()) else {
+                let Some(sub) = node.subgraph().and_then(|r| r.erased()) else {
                     continue;
                 };
                 draft.inline(&node.name, sub.get_graph_xray(xray.nested()).draft());

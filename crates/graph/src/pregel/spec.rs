@@ -27,6 +27,12 @@ pub(crate) struct NodeSpec<S: State> {
 }
 
 impl<S: State> NodeSpec<S> {
+    /// The subgraph the node runs: the compiled graph it is, or the one its options declare its function
+    /// invokes.
+    pub(crate) fn subgraph(&self) -> Option<&dyn crate::subgraph::SubgraphStateReader> {
+        self.func.as_ref().and_then(|f| f.subgraph()).or(self.config.subgraph.as_deref())
+    }
+
     pub(crate) fn start() -> Self {
         Self {
             name: Arc::from(START),
