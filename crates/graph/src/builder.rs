@@ -75,23 +75,29 @@ impl NodeConfig {
     /// calls see one: declaring another replaces it.
     ///
     /// ```
-    /// use weft_graph::{ChannelKind, GraphInput, JsonState, JsonUpdate, NodeConfig, Runtime, START, StateGraph};
+    /// use serde::{Deserialize, Serialize};
+    /// use weft_graph::{GraphError, NodeConfig, Runtime, START, State, StateGraph};
     ///
-    /// let state = JsonState::builder().channel("n", ChannelKind::LastValue).build();
-    /// let mut inner = StateGraph::with_initial(state.clone());
-    /// inner.add_node("a", |_: &JsonState| JsonUpdate::new()).add_node("b", |_: &JsonState| JsonUpdate::new());
+    /// #[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+    /// struct Count {
+    ///     n: i64,
+    /// }
+    ///
+    /// let mut inner = StateGraph::<Count>::new();
+    /// inner.add_node("a", |s: Count| Count::update().n(s.n + 1));
+    /// inner.add_node("b", |s: Count| Count::update().n(s.n * 2));
     /// inner.add_edge(START, "a").add_edge("a", "b");
     /// let inner = inner.compile()?;
     ///
     /// let called = inner.clone();
-    /// let mut outer = StateGraph::with_initial(state);
+    /// let mut outer = StateGraph::<Count>::new();
     /// outer.add_node_with(
     ///     "call",
-    ///     move |_: JsonState, rt: Runtime| {
+    ///     move |s: Count, rt: Runtime| {
     ///         let called = called.clone();
     ///         async move {
-    ///             called.invoke(GraphInput::Update(vec![JsonUpdate::new()]), rt.config()).await?;
-    ///             Ok::<_, weft_graph::GraphError>(JsonUpdate::new())
+    ///             let out = called.invoke(Count::update().n(s.n), rt.config()).await?;
+    ///             Ok::<_, GraphError>(Count::update().n(out.value.n))
     ///         }
     ///     },
     ///     NodeConfig::new().subgraph(&inner),
