@@ -1,6 +1,7 @@
 //! `StateGraph`: the builder. Add nodes and edges, then `compile()`.
 
 use std::collections::{BTreeMap, HashSet};
+
 use std::sync::Arc;
 
 use crate::branch::{Branch, IntoRouter, PathMap};
@@ -9,10 +10,12 @@ use crate::error::{GraphError, GraphResult};
 use crate::node::{IntoNode, NodeFn};
 use crate::pregel::spec::{GraphSpec, JoinSpec, NodeSpec};
 use crate::state::State;
+use crate::subgraph::SubgraphStateReader;
+use crate::topology::Topology;
 use crate::types::{END, START};
 
 /// Per-node options.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct NodeConfig {
     /// Run the node only once nothing else is pending (LangGraph's `defer=True`).
     pub defer: bool,
@@ -23,6 +26,22 @@ pub struct NodeConfig {
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// Cache the node's writes by input (needs a cache in the compile config).
     pub cache: Option<crate::cache::CachePolicy>,
+    /// The subgraph the node's function invokes, declared so that `get_graph_xray`, the erased graph's
+    /// `subgraphs()` (the server's `/assistants/{id}/subgraphs`) and `get_state` see it as they see a
+    /// compiled graph added as a node (LangGraph finds it by inspecting the function).
+    pub subgraph: Option<Arc<dyn SubgraphStateReader>>,
+}
+
+impl std::fmt::Debug for NodeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeConfig")
+            .field("defer", &self.defer)
+            .field("retry", &self.retry)
+            .field("metadata", &self.metadata)
+            .field("cache", &self.cache)
+            .field("subgraph", &self.subgraph.as_ref().and_then(|s| s.erased()).map(|g| g.name().to_owned()))
+            .finish()
+    }
 }
 
 impl NodeConfig {
@@ -47,6 +66,49 @@ impl NodeConfig {
     /// `retry_on` matches the error applies).
     pub fn retry(mut self, policy: crate::retry::RetryPolicy) -> Self {
         self.retry.push(policy);
+        self
+    }
+
+    /// Declares the subgraph the node's function invokes (through `rt.config()`), so that the drawing
+    /// with xray, the list of subgraphs and `get_state` see it before the node runs, as they see a
+    /// compiled graph added as a node. A node has one subgraph, as LangGraph's drawing and state
+    /// calls see one: declaring another replaces it.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use weft_graph::{GraphError, NodeConfig, Runtime, START, State, StateGraph};
+    ///
+    /// #[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+    /// struct Count {
+    ///     n: i64,
+    /// }
+    ///
+    /// let mut inner = StateGraph::<Count>::new();
+    /// inner.add_node("a", |s: Count| Count::update().n(s.n + 1));
+    /// inner.add_node("b", |s: Count| Count::update().n(s.n * 2));
+    /// inner.add_edge(START, "a").add_edge("a", "b");
+    /// let inner = inner.compile()?;
+    ///
+    /// let called = inner.clone();
+    /// let mut outer = StateGraph::<Count>::new();
+    /// outer.add_node_with(
+    ///     "call",
+    ///     move |s: Count, rt: Runtime| {
+    ///         let called = called.clone();
+    ///         async move {
+    ///             let out = called.invoke(Count::update().n(s.n), rt.config()).await?;
+    ///             Ok::<_, GraphError>(Count::update().n(out.value.n))
+    ///         }
+    ///     },
+    ///     NodeConfig::new().subgraph(&inner),
+    /// );
+    /// outer.add_edge(START, "call");
+    /// let drawn = outer.compile()?.get_graph_xray(true);
+    /// assert!(drawn.node("call:a").is_some() && drawn.node("call").is_none());
+    /// # Ok::<(), weft_graph::GraphError>(())
+    /// ```
+    pub fn subgraph<C: State>(mut self, graph: &CompiledGraph<C>) -> Self {
+        self.subgraph = Some(Arc::new(graph.clone()));
         self
     }
 
@@ -276,22 +338,23 @@ impl<S: State> StateGraph<S> {
     /// assert_eq!(graph.unreached_nodes(), ["orphan"]);
     /// ```
     pub fn unreached_nodes(&self) -> Vec<String> {
-        let mut topology = crate::topology::Topology::new(self.nodes.iter().map(|n| n.name.as_str()));
+        self.topology().unreached().into_iter().map(str::to_owned).collect()
+    }
+
+    /// The graph's topology: nodes, `START`, `END` and every edge, for validation, reachability and
+    /// drawing.
+    fn topology(&self) -> Topology {
+        let mut topology = Topology::new(self.nodes.iter().map(|n| n.name.as_str()));
         for (from, to) in &self.edges {
             topology.edge(from, to);
         }
         for (sources, to) in &self.waiting_edges {
-            for from in sources {
-                topology.edge(from, to);
-            }
+            topology.waiting_edge(sources, to);
         }
         for (source, branch) in &self.branches {
-            match &branch.path_map.0 {
-                Some(map) => map.values().for_each(|to| topology.edge(source, to)),
-                None => topology.open_router(source),
-            }
+            topology.branch(source, &branch.name, branch.path_map.0.as_ref());
         }
-        topology.unreached().into_iter().map(str::to_owned).collect()
+        topology
     }
 
     /// Validates the graph and compiles it with default settings (no checkpointer).
@@ -307,50 +370,11 @@ impl<S: State> StateGraph<S> {
         let mut names: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
         names.sort_unstable();
         let index_of = |name: &str| names.binary_search(&name).ok();
-        let known: HashSet<&str> = names.iter().copied().collect();
-
+        let topology = self.topology();
         // Validation, in LangGraph's order.
-        for (from, _) in &self.edges {
-            if from != START && !known.contains(from.as_str()) {
-                return Err(GraphError::UnknownEdgeSource(from.clone()));
-            }
-        }
-        for (sources, _) in &self.waiting_edges {
-            for s in sources {
-                if s != START && !known.contains(s.as_str()) {
-                    return Err(GraphError::UnknownWaitingSource(s.clone()));
-                }
-            }
-        }
-        for (source, _) in &self.branches {
-            if source != START && !known.contains(source.as_str()) {
-                return Err(GraphError::UnknownEdgeSource(source.clone()));
-            }
-        }
-        let has_entry = self.edges.iter().any(|(f, _)| f == START)
-            || self.branches.iter().any(|(s, _)| s == START)
-            || self.waiting_edges.iter().any(|(f, _)| f.iter().any(|s| s == START));
-        if !has_entry {
-            return Err(GraphError::NoEntryPoint);
-        }
-        for (source, branch) in &self.branches {
-            for (_, target) in branch.path_map.targets() {
-                if target != END && !known.contains(target.as_str()) {
-                    return Err(GraphError::UnknownBranchTarget {
-                        source_node: source.clone(),
-                        branch: branch.name.clone(),
-                        target,
-                    });
-                }
-            }
-        }
-        for to in self.edges.iter().map(|(_, t)| t).chain(self.waiting_edges.iter().map(|(_, t)| t)) {
-            if to != END && !known.contains(to.as_str()) {
-                return Err(GraphError::UnknownEdgeTarget(to.clone()));
-            }
-        }
+        topology.validate()?;
         for name in config.interrupt_before.iter().chain(config.interrupt_after.iter()) {
-            if name != "*" && !known.contains(name.as_str()) {
+            if name != "*" && !topology.is_node(name) {
                 return Err(GraphError::UnknownInterruptNode(name.clone()));
             }
         }
@@ -399,7 +423,7 @@ impl<S: State> StateGraph<S> {
             router_inputs.push(Some(indexes.into()));
         }
         if !self.functional {
-            for node in self.unreached_nodes() {
+            for node in topology.unreached() {
                 tracing::warn!(
                     node = %node,
                     "node '{node}' is reached by no edge from START: only a Command or a Send can run it"
@@ -416,7 +440,6 @@ impl<S: State> StateGraph<S> {
                 func: Some(Arc::clone(&n.func)),
                 config: n.config.clone(),
                 edges: Vec::new(),
-                ends: false,
                 branches: Vec::new(),
                 joins: Vec::new(),
                 pull_path: Arc::from(format!("~__pregel_pull, {}", n.name)),
@@ -432,13 +455,10 @@ impl<S: State> StateGraph<S> {
                     .map(|i| &mut nodes[i])
                     .ok_or_else(|| GraphError::UnknownEdgeSource(from.clone()))?
             };
-            match index_of(to) {
-                Some(t) => {
-                    if !spec.edges.contains(&t) {
-                        spec.edges.push(t);
-                    }
+            if let Some(t) = index_of(to) {
+                if !spec.edges.contains(&t) {
+                    spec.edges.push(t);
                 }
-                None => spec.ends = true,
             }
         }
         for ((source, branch), input_channels) in self.branches.iter().zip(router_inputs) {
@@ -485,6 +505,7 @@ impl<S: State> StateGraph<S> {
             joins,
             insertion_order,
             functional: self.functional,
+            topology,
         };
         Ok(CompiledGraph::new(spec, config))
     }

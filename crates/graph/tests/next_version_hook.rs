@@ -8,7 +8,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use weft_graph::checkpoint::{
-    ChannelVersion, CheckpointConfig, Checkpointer, InMemorySaver, Intercept, Intercepted, version_counter,
+    ChannelVersion, CheckpointConfig, Checkpointer, InMemorySaver, Intercept, Intercepted, ListOptions,
+    version_counter,
 };
 use weft_graph::{Command, CompileConfig, CompiledGraph, START, State, StateGraph};
 use weft_runnable_core::RunnableConfig;
@@ -43,7 +44,7 @@ fn thread(id: &str) -> RunnableConfig {
     RunnableConfig::default().with_configurable("thread_id", id)
 }
 
-fn app(saver: Arc<Intercepted<Versions>>) -> CompiledGraph<Doc> {
+fn app(saver: Arc<dyn Checkpointer>) -> CompiledGraph<Doc> {
     let mut g = StateGraph::<Doc>::new();
     g.add_node("a", |_: Doc| DocUpdate::new().log(vec!["a".to_owned()]));
     g.add_node("ask", |_: Doc, rt: &weft_graph::Runtime| -> weft_runnable_core::Result<DocUpdate> {
@@ -63,7 +64,7 @@ async fn latest_versions(saver: &Intercepted<Versions>, thread_id: &str) -> Vec<
 #[tokio::test]
 async fn a_saver_with_integer_versions_runs_pauses_resumes_and_takes_updates() {
     let saver = versioned(false);
-    let app = app(Arc::clone(&saver));
+    let app = app(saver.clone());
     let first = app.invoke(Doc::update(), &thread("t")).await.unwrap();
     assert_eq!(first.interrupts.len(), 1);
     let versions = latest_versions(&saver, "t").await;
@@ -103,4 +104,72 @@ async fn the_default_versions_keep_the_engines_form() {
     let v = saver.get_next_version(Some("00000000000000000000000000000002.0000000000000007"));
     assert_eq!(version_counter(&v), Some(3));
     assert_eq!(v.len(), 32 + 1 + 16);
+}
+
+/// `versions_seen` of node `node` in the latest checkpoint of `thread_id`, and whether each of its versions
+/// is one `channel_versions` gave that channel in some checkpoint of the thread.
+async fn seen_of(saver: &dyn Checkpointer, thread_id: &str, node: &str) -> (Vec<(String, String)>, bool) {
+    let history =
+        saver.list(Some(&CheckpointConfig::thread(thread_id)), ListOptions::default()).await.unwrap();
+    let seen: Vec<(String, String)> = history[0]
+        .checkpoint
+        .versions_seen
+        .iter()
+        .find(|(n, _)| &***n == node)
+        .map(|(_, m)| m.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        .unwrap_or_default();
+    let given = seen.iter().all(|(channel, v)| {
+        history.iter().any(|t| {
+            t.checkpoint
+                .channel_versions
+                .iter()
+                .any(|(c, cv)| &**c == channel.as_str() && &**cv == v.as_str())
+        })
+    });
+    (seen, given)
+}
+
+#[tokio::test]
+async fn versions_seen_holds_the_savers_versions_as_channel_versions_does() {
+    let saver = versioned(false);
+    app(saver.clone()).invoke(Doc::update(), &thread("t")).await.unwrap();
+    let (seen, given) = seen_of(saver.as_ref(), "t", "a").await;
+    // `a` ran on `branch:to:a` at version 2, written by the START step.
+    assert_eq!(seen, [("branch:to:a".to_owned(), "2".to_owned())]);
+    assert!(given);
+}
+
+#[tokio::test]
+async fn versions_seen_holds_the_default_versions_as_channel_versions_does() {
+    let saver = Arc::new(InMemorySaver::new());
+    app(saver.clone()).invoke(Doc::update(), &thread("t")).await.unwrap();
+    let (seen, given) = seen_of(saver.as_ref(), "t", "a").await;
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].1.len(), 32 + 1 + 16, "{seen:?}");
+    assert!(given, "{seen:?}");
+}
+
+#[tokio::test]
+async fn a_checkpoint_with_counter_versions_seen_from_an_older_weft_still_loads() {
+    let saver = Arc::new(InMemorySaver::new());
+    let app = app(saver.clone());
+    app.invoke(Doc::update(), &thread("t")).await.unwrap();
+    app.invoke(Command::<Doc>::resume(json!("yes")), &thread("t")).await.unwrap();
+    let tuple = saver.get_tuple(&CheckpointConfig::thread("t")).await.unwrap().unwrap();
+    // Older weft versions wrote `versions_seen` as bare 32-digit counters.
+    let mut checkpoint = tuple.checkpoint.clone();
+    for (_, seen) in checkpoint.versions_seen.iter_mut() {
+        for (_, v) in seen.iter_mut() {
+            *v = format!("{:032}", version_counter(v).unwrap()).into();
+        }
+    }
+    let versions = checkpoint.channel_versions.clone();
+    saver.put(&CheckpointConfig::thread("old"), checkpoint, tuple.metadata.clone(), versions).await.unwrap();
+
+    let state = app.get_state(&thread("old")).await.unwrap();
+    assert!(state.next.is_empty(), "nothing is left to run: {:?}", state.next);
+    assert_eq!(state.values.log, ["a", "yes"]);
+    let again = app.invoke(Doc::update(), &thread("old")).await.unwrap();
+    assert_eq!(again.value.log, ["a", "yes", "a"]);
+    assert_eq!(again.interrupts.len(), 1);
 }

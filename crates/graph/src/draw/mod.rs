@@ -1,5 +1,6 @@
-//! Drawing a compiled graph: [`CompiledGraph::get_graph`] finds its topology the way LangGraph's
-//! `get_graph()` does, and [`DrawableGraph::draw_mermaid`] renders it in LangGraph's Mermaid dialect.
+//! Drawing a compiled graph: [`CompiledGraph::get_graph`] dry-runs the graph's compile-time topology
+//! (`crate::topology`) the way LangGraph's `get_graph()` does, and [`DrawableGraph::draw_mermaid`]
+//! renders it in LangGraph's Mermaid dialect.
 //!
 //! Which edges appear, and how:
 //! - plain edges are solid; the targets of a conditional edge come from its path map and are dotted,
@@ -16,8 +17,9 @@
 //! - edges are sorted by (source, target, conditional, label), self-loops last, as LangGraph prints them.
 //!
 //! With [`Xray`] ([`CompiledGraph::get_graph_xray`]) subgraph nodes are drawn inline, as LangGraph's
-//! `get_graph(xray=...)` draws them: ids `parent:child`, Mermaid `subgraph` blocks. Only compiled graphs
-//! added as nodes are expanded (LangGraph also finds subgraphs a node's function calls).
+//! `get_graph(xray=...)` draws them: ids `parent:child`, Mermaid `subgraph` blocks. Compiled graphs added
+//! as nodes are expanded, and subgraphs a node's function calls when the node declares them
+//! ([`NodeConfig::subgraph`](crate::NodeConfig::subgraph); LangGraph finds them by inspecting the function).
 //!
 //! Not covered: targets declared by nodes that return a `Command` (LangGraph's `destinations=`). When a path map sends several keys to one node, the edge is
 //! labelled with the last key in key order, where LangGraph takes the last in insertion order.
@@ -40,8 +42,9 @@ pub use xray::Xray;
 use xray::Draft;
 
 use crate::compiled::CompiledGraph;
-use crate::pregel::spec::{GraphSpec, NodeSpec};
+use crate::pregel::spec::GraphSpec;
 use crate::state::State;
+use crate::topology::Kind;
 use crate::types::{END, START};
 
 /// A node of a [`DrawableGraph`].
@@ -187,7 +190,7 @@ impl<S: State> CompiledGraph<S> {
             let spec = &self.inner.spec;
             for &n in &spec.insertion_order {
                 let node = &spec.nodes[n];
-                let Some(sub) = node.func.as_ref().and_then(|f| f.subgraph()).and_then(|r| r.erased()) else {
+                let Some(sub) = node.subgraph().and_then(|r| r.erased()) else {
                     continue;
                 };
                 draft.inline(&node.name, sub.get_graph_xray(xray.nested()).draft());
@@ -265,41 +268,55 @@ impl DrawableGraph {
     }
 }
 
-/// The dry-run view of a graph: process 0 is `START`, process `i + 1` is node `i`.
+/// The dry-run view of a graph, read from its topology: process 0 is `START`, process `i + 1` is node `i`
+/// of the spec (nodes sorted by name).
 fn plan<S: State>(spec: &GraphSpec<S>) -> simulate::Plan {
-    let proc = |node: &NodeSpec<S>| simulate::Proc {
-        name: node.name.to_string(),
-        defer: node.config.defer,
-        edges: node.edges.iter().map(|t| t + 1).collect(),
-        joins: node.joins.clone(),
-        branches: node
-            .branches
-            .iter()
-            .filter_map(|b| b.path_map.0.as_ref())
-            .map(|map| {
-                map.iter()
-                    .filter_map(|(key, target)| {
-                        let target = if target == END {
-                            None
-                        } else {
-                            Some(spec.node_names.get(target).map(|i| i + 1)?)
-                        };
-                        Some((key.clone(), target))
-                    })
-                    .collect()
-            })
-            .collect(),
+    let topology = &spec.topology;
+    let proc_of = |v: NodeIndex| {
+        let vertex = topology.vertex_at(v);
+        match vertex.kind {
+            Kind::Start => Some(0),
+            Kind::Node => spec.node_names.get(&vertex.name).map(|i| i + 1),
+            Kind::End | Kind::Undeclared => None,
+        }
     };
-    simulate::Plan {
-        procs: std::iter::once(&spec.start).chain(spec.nodes.iter()).map(proc).collect(),
-        joins: spec
-            .joins
+    let mut procs: Vec<simulate::Proc> = std::iter::once(&spec.start)
+        .chain(spec.nodes.iter())
+        .map(|node| simulate::Proc {
+            name: node.name.to_string(),
+            defer: node.config.defer,
+            ..simulate::Proc::default()
+        })
+        .collect();
+    for (from, to) in topology.plain_edges() {
+        if let (Some(from), Some(to)) = (proc_of(from), proc_of(to)) {
+            if !procs[from].edges.contains(&to) {
+                procs[from].edges.push(to);
+            }
+        }
+    }
+    let mut joins = Vec::with_capacity(topology.joins().len());
+    for (j, join) in topology.joins().iter().enumerate() {
+        let sources: Vec<usize> = join.sources.iter().map(|&s| proc_of(s).unwrap_or(0)).collect();
+        for &s in &sources {
+            procs[s].joins.push(j);
+        }
+        joins.push(simulate::Join { sources, target: proc_of(join.target) });
+    }
+    for branch in topology.branches() {
+        let (Some(source), Some(targets)) = (proc_of(branch.source), &branch.targets) else { continue };
+        let targets = targets
             .iter()
-            .map(|j| simulate::Join {
-                sources: j.sources.iter().map(|s| s.map_or(0, |i| i + 1)).collect(),
-                target: j.target.map(|t| t + 1),
+            .filter_map(|(key, to)| match topology.vertex_at(*to).kind {
+                Kind::End => Some((key.clone(), None)),
+                _ => Some((key.clone(), Some(proc_of(*to)?))),
             })
-            .collect(),
-        insertion_order: spec.insertion_order.iter().map(|i| i + 1).collect(),
+            .collect();
+        procs[source].branches.push(targets);
+    }
+    simulate::Plan {
+        procs,
+        joins,
+        insertion_order: topology.nodes().filter_map(|n| spec.node_names.get(n).map(|i| i + 1)).collect(),
     }
 }

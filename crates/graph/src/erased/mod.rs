@@ -182,7 +182,7 @@ impl<S: State> ErasedGraph for CompiledGraph<S> {
             .iter()
             .filter_map(|&n| {
                 let node = &spec.nodes[n];
-                let graph = node.func.as_ref()?.subgraph()?.erased()?;
+                let graph = node.subgraph()?.erased()?;
                 Some((node.name.to_string(), graph))
             })
             .collect()

@@ -55,8 +55,14 @@ pub(crate) struct Channels<S: State> {
     /// Per state channel, how many items were only appended to it since then (`None`: changed otherwise,
     /// or unknown).
     appended: Vec<Option<usize>>,
-    /// Per channel, the counter string last made for `versions_seen`.
+    /// Per channel, the counter string last made for `versions_seen` (for versions whose string is not
+    /// known, as in checkpoints of older weft versions).
     counters: Vec<Option<(u64, ChannelVersion)>>,
+    /// Per node (and START), the strings of the versions in `seen`, as `channel_versions` had them: what
+    /// `versions_seen` stores, as in LangGraph.
+    seen_texts: Vec<BTreeMap<usize, ChannelVersion>>,
+    /// The strings of the versions in `interrupt_seen`.
+    interrupt_texts: BTreeMap<usize, ChannelVersion>,
     /// Scratch log of one `apply`.
     log: AppendLog,
 }
@@ -84,8 +90,34 @@ impl<S: State> Channels<S> {
             saved_at: vec![(0, None); layout.n_state],
             appended: vec![None; layout.n_state],
             counters: vec![None; layout.len()],
+            seen_texts: vec![BTreeMap::new(); layout.n_nodes + 1],
+            interrupt_texts: BTreeMap::new(),
             log: AppendLog::new(),
         }
+    }
+
+    /// Records that node `slot` (START at `n_nodes`) has seen channel `channel` at its current version.
+    pub(crate) fn see(&mut self, slot: usize, channel: usize) {
+        let text = self.version_text(channel);
+        self.see_version(slot, channel, (self.versions[channel], text));
+    }
+
+    /// Records that node `slot` has seen channel `channel` at `version`.
+    pub(crate) fn see_version(
+        &mut self,
+        slot: usize,
+        channel: usize,
+        (version, text): (u64, ChannelVersion),
+    ) {
+        self.seen[slot].insert(channel, version);
+        self.seen_texts[slot].insert(channel, text);
+    }
+
+    /// Records the current versions as those the static breakpoints have seen.
+    pub(crate) fn see_for_interrupts(&mut self) {
+        let current: Vec<usize> = (0..self.versions.len()).filter(|&i| self.versions[i] > 0).collect();
+        self.interrupt_texts = current.iter().map(|&i| (i, self.version_text(i))).collect();
+        self.interrupt_seen = current.into_iter().map(|i| (i, self.versions[i])).collect();
     }
 
     /// Folds `updates` into the state (see [`State::apply`]), keeping track of the list channels that
@@ -329,16 +361,19 @@ impl<S: State> Channels<S> {
     /// The versions node `node` (START at `n_nodes`; the static breakpoint's when `None`) has seen, as a
     /// checkpoint stores them.
     fn seen_strings(&mut self, names: &CheckpointNames, node: Option<usize>) -> ChannelVersions {
-        let seen = match node {
-            Some(node) => &self.seen[node],
-            None => &self.interrupt_seen,
+        let (seen, texts) = match node {
+            Some(node) => (&self.seen[node], &self.seen_texts[node]),
+            None => (&self.interrupt_seen, &self.interrupt_texts),
         };
         let counters = &mut self.counters;
         seen.iter()
             .map(|(&ch, &v)| {
-                let text = match &counters[ch] {
-                    Some((k, text)) if *k == v => Arc::clone(text),
-                    _ => {
+                // `seen` and `seen_texts` are written together (`see_version`, `from_checkpoint`).
+                let known = texts.get(&ch);
+                let text = match (known, &counters[ch]) {
+                    (Some(text), _) => Arc::clone(text),
+                    (None, Some((k, text))) if *k == v => Arc::clone(text),
+                    (None, _) => {
                         let text = counter_shared(v);
                         counters[ch] = Some((v, Arc::clone(&text)));
                         text
@@ -436,16 +471,26 @@ impl<S: State> Channels<S> {
                     }
                 }
             };
-            let parsed: BTreeMap<usize, u64> = seen
-                .iter()
-                .filter_map(|(c, v)| Some((*index.get(&**c)?, crate::checkpoint::version_counter(v)?)))
-                .collect();
+            let mut parsed = BTreeMap::new();
+            let mut texts = BTreeMap::new();
+            for (c, v) in seen {
+                let (Some(&c), Some(counter)) = (index.get(&**c), crate::checkpoint::version_counter(v))
+                else {
+                    continue;
+                };
+                parsed.insert(c, counter);
+                texts.insert(c, Arc::clone(v));
+            }
             match slot {
                 Some(i) => {
                     ch.seen[i] = parsed;
+                    ch.seen_texts[i] = texts;
                     ch.ran[i] = true;
                 }
-                None => ch.interrupt_seen = parsed,
+                None => {
+                    ch.interrupt_seen = parsed;
+                    ch.interrupt_texts = texts;
+                }
             }
         }
         // The saver holds the value of every channel at the version just read.

@@ -1,6 +1,5 @@
 //! The run loop: load the thread, apply the input, then plan, run, apply and save superstep by superstep.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
@@ -313,7 +312,7 @@ pub(crate) async fn run_inner<S: State>(
             {
                 *slot = Some(v.clone());
             }
-            ch.interrupt_seen = current_versions(&ch);
+            ch.see_for_interrupts();
             if replay {
                 // Time travel: fork the addressed checkpoint, then re-run what follows it.
                 let all = (0..names.channels.len()).collect::<ChannelSet>();
@@ -397,7 +396,7 @@ pub(crate) async fn run_inner<S: State>(
             }
             // The run proceeds past the checkpoint it resumes, the command's update included: a static
             // breakpoint already taken there does not pause it again.
-            ch.interrupt_seen = current_versions(&ch);
+            ch.see_for_interrupts();
         }
         GraphInput::Update(mut updates) => {
             for u in &mut updates {
@@ -456,7 +455,7 @@ pub(crate) async fn run_inner<S: State>(
         if tasks.iter().any(|t| t.node().is_some_and(|n| ctx.interrupt_before[n]))
             && changed_since_interrupt(&ch)
         {
-            ch.interrupt_seen = current_versions(&ch);
+            ch.see_for_interrupts();
             if !dirty.is_empty() {
                 save_checkpoint(
                     ctx,
@@ -508,7 +507,7 @@ pub(crate) async fn run_inner<S: State>(
             ch.ran[slot] = true;
             if !matches!(task.kind, TaskKind::Push { .. }) {
                 for trigger in triggers_of(&ch, spec, task) {
-                    ch.seen[slot].insert(trigger, ch.versions[trigger]);
+                    ch.see(slot, trigger);
                 }
             }
         }
@@ -592,7 +591,7 @@ pub(crate) async fn run_inner<S: State>(
         if tasks.iter().any(|t| t.node().is_some_and(|n| ctx.interrupt_after[n]))
             && changed_since_interrupt(&ch)
         {
-            ch.interrupt_seen = current_versions(&ch);
+            ch.see_for_interrupts();
             if !durable {
                 save_checkpoint(ctx, &mut ch, CheckpointSource::Loop, step, Some(&dirty), &updated).await?;
             }
@@ -643,10 +642,6 @@ pub(crate) fn invalid<S: State>(
     tasks: &[Task<S>],
 ) -> GraphError {
     GraphError::InvalidUpdate { error, step, nodes: tasks.iter().map(|t| t.name.to_string()).collect() }
-}
-
-pub(crate) fn current_versions<S: State>(ch: &Channels<S>) -> BTreeMap<usize, u64> {
-    (0..ch.versions.len()).filter(|&i| ch.versions[i] > 0).map(|i| (i, ch.versions[i])).collect()
 }
 
 pub(crate) fn changed_since_interrupt<S: State>(ch: &Channels<S>) -> bool {

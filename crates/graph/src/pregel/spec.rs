@@ -17,8 +17,6 @@ pub(crate) struct NodeSpec<S: State> {
     pub(crate) config: NodeConfig,
     /// Targets of plain edges.
     pub(crate) edges: Vec<usize>,
-    /// Whether a plain edge goes to END (drawing only).
-    pub(crate) ends: bool,
     pub(crate) branches: Vec<Branch<S>>,
     /// Waiting edges this node is a source of.
     pub(crate) joins: Vec<usize>,
@@ -29,13 +27,18 @@ pub(crate) struct NodeSpec<S: State> {
 }
 
 impl<S: State> NodeSpec<S> {
+    /// The subgraph the node runs: the compiled graph it is, or the one its options declare its function
+    /// invokes.
+    pub(crate) fn subgraph(&self) -> Option<&dyn crate::subgraph::SubgraphStateReader> {
+        self.func.as_ref().and_then(|f| f.subgraph()).or(self.config.subgraph.as_deref())
+    }
+
     pub(crate) fn start() -> Self {
         Self {
             name: Arc::from(START),
             func: None,
             config: NodeConfig::default(),
             edges: Vec::new(),
-            ends: false,
             branches: Vec::new(),
             joins: Vec::new(),
             pull_path: Arc::from(format!("~__pregel_pull, {START}")),
@@ -63,6 +66,8 @@ pub(crate) struct GraphSpec<S: State> {
     /// Whether the graph is a functional-API entrypoint: its tasks may call tasks
     /// ([`crate::func::Task`]), and its node's `updates` chunk is the bare return value.
     pub(crate) functional: bool,
+    /// The compile-time topology (drawing reads it).
+    pub(crate) topology: crate::topology::Topology,
 }
 
 /// Where each channel sits in the flat version table: state channels, `__start__`, one `branch:to:<node>`

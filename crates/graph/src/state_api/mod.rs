@@ -209,7 +209,7 @@ impl<S: State> CompiledGraph<S> {
             let Some(&n) = self.inner.spec.node_names.get(&task.name) else { continue };
             // A subgraph node, or (nested snapshots only) the subgraph a function node called.
             let called = if nested { self.inner.called_subgraphs.get(&task.name) } else { None };
-            let declared = self.inner.spec.nodes[n].func.as_ref().and_then(|f| f.subgraph());
+            let declared = self.inner.spec.nodes[n].subgraph();
             let Some(reader) = declared.or(called.as_deref()) else { continue };
             let segment = format!("{}:{}", task.name, task.id);
             let prefix = |s: &str| {

@@ -194,7 +194,7 @@ impl<S: State> CompiledGraph<S> {
                         name,
                         updates,
                         step + 1,
-                        next_version.0,
+                        &next_version,
                         &mut changed,
                     )?;
                 }
@@ -221,7 +221,7 @@ impl<S: State> CompiledGraph<S> {
         name: &str,
         updates: Vec<S::Update>,
         step: i64,
-        seen_version: u64,
+        seen_version: &(u64, crate::checkpoint::ChannelVersion),
         changed: &mut ChannelSet,
     ) -> GraphResult<()> {
         let spec = &self.inner.spec;
@@ -247,7 +247,7 @@ impl<S: State> CompiledGraph<S> {
         let source_index = if name == START { None } else { spec.node_names.get(name).copied() };
         crate::pregel::apply::apply_control(ch, spec, &writes, source_index, changed);
         if let Some(n) = source_index {
-            ch.seen[n].insert(ch.layout.branch(n), seen_version);
+            ch.see_version(n, ch.layout.branch(n), seen_version.clone());
         }
         Ok(())
     }

@@ -209,7 +209,7 @@ impl<C: State> SubgraphStateReader for CompiledGraph<C> {
 
     fn subgraph(&self, node: &str) -> Option<Arc<dyn SubgraphStateReader>> {
         let &n = self.inner.spec.node_names.get(node)?;
-        let declared = self.inner.spec.nodes[n].func.as_ref().and_then(|f| f.subgraph());
+        let declared = self.inner.spec.nodes[n].subgraph();
         declared.map(SubgraphStateReader::shared).or_else(|| self.inner.called_subgraphs.get(node))
     }
 
