@@ -76,7 +76,8 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!("weft-server-e2e listening on http://127.0.0.1:{port}");
+    let mode = if in_memory { " (in memory, no database)" } else { "" };
+    println!("weft-server-e2e listening on http://127.0.0.1:{port}{mode}");
     match server.serve(format!("127.0.0.1:{port}")).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
