@@ -32,6 +32,8 @@ pub(crate) struct Args {
     pub(crate) server: bool,
     /// With `server`: weft scaled out, once per number of instances (none: embedded, on SQLite).
     pub(crate) instances: Vec<usize>,
+    /// With `server`: weft in its in-memory mode too (no database, as `langgraph dev` runs).
+    pub(crate) weft_in_memory: bool,
 }
 
 /// Parses the arguments after `bench`.
@@ -43,6 +45,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Args, String> {
             "--quick" => parsed.quick = true,
             "--compare" => parsed.compare = true,
             "--server" => parsed.server = true,
+            "--weft-in-memory" => parsed.weft_in_memory = true,
             "--instances" => {
                 let list = args.next().ok_or("--instances needs numbers of instances (1,2,3)")?;
                 for n in list.split(',').filter(|n| !n.is_empty()) {
@@ -104,6 +107,9 @@ fn server(args: &Args) -> Result<(), String> {
     let release =
         target_dir(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from), &exec::root()).join("release");
     let mut command = server_command(&release, args.quick, &args.only);
+    if args.weft_in_memory {
+        command.arg("--weft-in-memory");
+    }
     if args.compare {
         match server_e2e::python_env() {
             Ok(python) => {
@@ -519,8 +525,10 @@ mod tests {
                 compare: true,
                 server: false,
                 instances: Vec::new(),
+                weft_in_memory: false,
             }
         );
+        assert!(parse(&strings(&["--server", "--weft-in-memory"])).unwrap().weft_in_memory);
         assert!(parse(&strings(&["--server", "--compare"])).unwrap().server);
         assert_eq!(parse(&strings(&["--server", "--instances", "1,2,3"])).unwrap().instances, [1, 2, 3]);
         assert!(parse(&strings(&["--instances", "0"])).unwrap_err().contains("not a number of instances"));

@@ -57,7 +57,7 @@ tasks:
                  client, runs the MCP tests and checks weft's MCP server with that client;
                  bench runs every benchmark workload once, checked, in the debug
                  profile, then the server workloads against weft with a few checked runs each)
-  bench [--server [--instances N,M]] [--only NAME[,NAME]] [--quick] [--compare]
+  bench [--server [--instances N,M | --weft-in-memory]] [--only NAME[,NAME]] [--quick] [--compare]
                  build the benchmarks in release mode and run each workload in its own
                  process (one JSON line each, saved under target/bench/); --quick: one
                  checked op per workload; --compare: LangGraph's figures beside weft's
@@ -67,20 +67,22 @@ tasks:
                  paused threads) against weft-server, and with --compare against
                  langgraph dev too (the venv of server-e2e), into target/bench/server.jsonl;
                  --instances 1,2,3: weft scaled out as that many instances on the local
-                 PostgreSQL and Redis (a fresh database each), into server-scaled.jsonl
+                 PostgreSQL and Redis (a fresh database each), into server-scaled.jsonl;
+                 --weft-in-memory: weft in its in-memory mode too (as langgraph dev runs)
   langgraph-diff [SCENARIO...]
                  run the differential suite (tests/langgraph_diff): every scenario (or
                  the named ones) against LangGraph 1.2.22 in the pinned venv under
                  target/bench (made when missing) and against weft, compared after
                  normalisation; known bugs and documented differences are listed in
                  tests/langgraph_diff/*.txt
-  server-e2e [--instances N] [TEST...]
+  server-e2e [--instances N | --in-memory] [TEST...]
                  run the server suite (tests/server_e2e): every test (or the named ones)
                  with the official langgraph-sdk against weft-server and against
                  langgraph dev (both pinned in a venv under target/server-e2e, made when
                  missing), side by side, with the JS SDK check (tests/server_e2e/js, npm ci
                  into target/server-e2e/js); with --instances N, weft as N instances of one
-                 scaled-out server on the local PostgreSQL and Redis, requests spread
+                 scaled-out server on the local PostgreSQL and Redis, requests spread;
+                 with --in-memory, weft without a database (as langgraph dev runs)
   server-chaos [--instances N] [--runs N]
                  the chaos test of a scaled-out server (weft-bench-server --chaos): N runs
                  (200) of a four-step graph streamed across N instances (3) on a fresh

@@ -9,6 +9,9 @@
 //! scaled-out server (the binary built with `scale`) on the machine's PostgreSQL and Redis: a fresh
 //! database per pair of servers (made with `psql`, dropped after) and a Redis key prefix per run (its keys
 //! deleted after); the suite's clients send each request to the next instance in turn.
+//!
+//! `cargo xtask server-e2e --in-memory [TEST...]` runs the weft half in its in-memory mode (no database,
+//! as `langgraph dev` runs) instead of on a SQLite database.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -65,9 +68,10 @@ fn js_env() -> Result<Option<PathBuf>, String> {
     }
 }
 
-/// `cargo xtask server-e2e [--instances N] [TEST...]`.
+/// `cargo xtask server-e2e [--instances N | --in-memory] [TEST...]`.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut instances = 1;
+    let mut in_memory = false;
     let mut tests = Vec::new();
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
@@ -79,11 +83,17 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                     .filter(|n| *n >= 1)
                     .ok_or("--instances needs a number of at least 1")?;
             }
+            "--in-memory" => in_memory = true,
             flag if flag.starts_with('-') => return Err(format!("unknown server-e2e argument `{flag}`")),
             test => tests.push(test.to_owned()),
         }
     }
-    if instances > 1 { run_scaled(&tests, Build::Alone, instances) } else { run_with(&tests, Build::Alone) }
+    match (instances, in_memory) {
+        (1, true) => suite(&tests, Build::Alone, 1, &[], true),
+        (1, false) => run_with(&tests, Build::Alone),
+        (_, false) => run_scaled(&tests, Build::Alone, instances),
+        (_, true) => Err("--in-memory is one process's mode: it does not go with --instances".to_owned()),
+    }
 }
 
 /// Runs the suite with weft as `instances` instances of one scaled-out server, on a fresh PostgreSQL
@@ -107,7 +117,7 @@ pub(crate) fn run_scaled(tests: &[String], build: Build, instances: u32) -> Resu
         ("REDIS_URI", "redis://127.0.0.1:6379/".to_owned()),
         ("REDIS_KEY_PREFIX", prefix.clone()),
     ];
-    let ran = suite(tests, build, instances, &env);
+    let ran = suite(tests, build, instances, &env, false);
     let mut cleaned = Vec::new();
     for database in &databases {
         cleaned.push(psql(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)")));
@@ -204,11 +214,18 @@ const CHAOS_LIMIT: Duration = Duration::from_secs(600);
 
 /// Runs the suite; `tests` are test names (all when empty).
 pub(crate) fn run_with(tests: &[String], build: Build) -> Result<(), String> {
-    suite(tests, build, 1, &[])
+    suite(tests, build, 1, &[], false)
 }
 
-/// Runs the suite with `instances` weft instances and `env` set for the servers.
-fn suite(tests: &[String], build: Build, instances: u32, env: &[(&str, String)]) -> Result<(), String> {
+/// Runs the suite with `instances` weft instances and `env` set for the servers; weft in its in-memory
+/// mode when `in_memory`.
+fn suite(
+    tests: &[String],
+    build: Build,
+    instances: u32,
+    env: &[(&str, String)],
+    in_memory: bool,
+) -> Result<(), String> {
     let build_args: &[&str] = match (build, instances) {
         (Build::Alone, 1) => &["build", "-p", "weft-server-e2e"],
         (Build::Alone, _) => &["build", "-p", "weft-server-e2e", "--features", "scale"],
@@ -252,6 +269,9 @@ fn suite(tests: &[String], build: Build, instances: u32, env: &[(&str, String)])
     }
     if instances > 1 {
         command.arg("--weft-instances").arg(instances.to_string());
+    }
+    if in_memory {
+        command.arg("--weft-in-memory");
     }
     for (key, value) in env {
         command.env(key, value);

@@ -1,6 +1,7 @@
 //! `weft-bench-server`: the server benchmarks. A load client (hyper's HTTP/1.1 client on one tokio thread)
-//! that starts weft-server (`weft-server-e2e`, the end-to-end suite's graphs, on a SQLite file) and, when
-//! comparing, `langgraph dev` with the same graphs in Python, each afresh for every workload, and measures:
+//! that starts weft-server (`weft-server-e2e`, the end-to-end suite's graphs, on a SQLite file; with
+//! `--weft-in-memory` also in its in-memory mode, as `langgraph dev` runs) and, when comparing,
+//! `langgraph dev` with the same graphs in Python, each afresh for every workload, and measures:
 //!
 //! - `server_ttfe`: time from `POST /threads/{id}/runs/stream` to the first SSE event, one run at a time;
 //! - `server_runs_per_s`: streamed runs of a three-node graph per second over a pool of keep-alive
@@ -10,13 +11,16 @@
 //!   (`VmRSS` of its processes).
 //!
 //! ```text
-//! weft-bench-server --weft-bin PATH [--langgraph-bin PATH --graphs DIR] [--only NAME[,NAME]] [--quick]
+//! weft-bench-server --weft-bin PATH [--weft-in-memory] [--langgraph-bin PATH --graphs DIR]
+//!                   [--only NAME[,NAME]] [--quick]
 //! weft-bench-server --chaos --weft-bin PATH --database-uri URI [--instances N] [--runs N]
 //! ```
 //!
 //! `--chaos` runs the chaos test of a scaled-out server instead (see [`chaos`]).
 //!
-//! One JSON line per workload on stdout, both servers' figures in it; progress on stderr. A failed run or
+//! One JSON line per workload on stdout, every server's figures in it (`weft`, `weft_in_memory`,
+//! `langgraph`), with `ratio` (weft on SQLite against LangGraph) and, with `--weft-in-memory`,
+//! `ratio_in_memory` (like with like: both in memory); progress on stderr. A failed run or
 //! check makes the exit status non-zero. `cargo xtask bench --server [--compare]` builds and runs it.
 
 mod chaos;
@@ -37,8 +41,12 @@ use servers::{Programs, Server, Side};
 use workloads::{Figures, NAMES, Params};
 
 const USAGE: &str = "\
-usage: weft-bench-server --weft-bin PATH [--langgraph-bin PATH --graphs DIR] [--only NAME[,NAME...]]
-                         [--quick] [--langgraph-paused N] [--connections N] [--seconds S] [--list]
+usage: weft-bench-server --weft-bin PATH [--weft-in-memory] [--langgraph-bin PATH --graphs DIR]
+                         [--only NAME[,NAME...]] [--quick] [--langgraph-paused N] [--connections N]
+                         [--seconds S] [--list]
+
+  --weft-in-memory      also weft in its in-memory mode (no database, as langgraph dev runs): the
+                        figures under `weft_in_memory`, the like-for-like ratio as `ratio_in_memory`
 
   --langgraph-paused N  threads server_paused_10k pauses on langgraph dev (10000)
   --connections N       connections of server_runs_per_s (8)
@@ -58,6 +66,7 @@ usage: weft-bench-server --weft-bin PATH [--langgraph-bin PATH --graphs DIR] [--
 #[derive(Debug, Default)]
 struct Args {
     weft: Option<PathBuf>,
+    weft_in_memory: bool,
     langgraph: Option<PathBuf>,
     graphs: Option<PathBuf>,
     only: Vec<String>,
@@ -90,6 +99,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         let mut value = |name: &str| args.next().cloned().ok_or_else(|| format!("{name} needs a value"));
         match arg.as_str() {
             "--weft-bin" => parsed.weft = Some(value(arg)?.into()),
+            "--weft-in-memory" => parsed.weft_in_memory = true,
             "--langgraph-bin" => parsed.langgraph = Some(value(arg)?.into()),
             "--graphs" => parsed.graphs = Some(value(arg)?.into()),
             "--only" => {
@@ -152,7 +162,7 @@ fn params(side: Side, quick: bool, langgraph_paused: Option<usize>) -> Params {
         };
     }
     match side {
-        Side::Weft => Params {
+        Side::Weft | Side::WeftMemory => Params {
             ttfe_samples: 1000,
             throughput_time: Duration::from_secs(10),
             throughput_connections: 8,
@@ -269,6 +279,9 @@ async fn run(args: Args) -> Result<bool, String> {
         }),
     };
     let mut sides = vec![Side::Weft];
+    if args.weft_in_memory {
+        sides.push(Side::WeftMemory);
+    }
     if programs.langgraph.is_some() {
         sides.push(Side::LangGraph);
     }
@@ -282,7 +295,7 @@ async fn run(args: Args) -> Result<bool, String> {
             // weft scaled out: its instances on PostgreSQL and Redis.
             line["weft_instances"] = json!(instances);
         }
-        let mut results: Vec<Option<Figures>> = Vec::new();
+        let mut results: Vec<(Side, Option<Figures>)> = Vec::new();
         for &side in &sides {
             let mut params = params(side, args.quick, args.langgraph_paused);
             if let Some(connections) = args.connections {
@@ -302,14 +315,21 @@ async fn run(args: Args) -> Result<bool, String> {
                 }
             };
             line[side.name()] = value;
-            results.push(result.ok());
+            results.push((side, result.ok()));
         }
-        let langgraph = results.get(1).and_then(Option::as_ref);
-        let (ratio, goal, met) = verdict(name, results.first().and_then(Option::as_ref), langgraph);
+        let of =
+            |wanted: Side| results.iter().find(|(side, _)| *side == wanted).and_then(|(_, f)| f.as_ref());
+        let langgraph = of(Side::LangGraph);
+        let (ratio, goal, met) = verdict(name, of(Side::Weft), langgraph);
         line["ratio"] = json!(ratio);
         line["goal"] = json!(goal);
         // A quick run checks that every workload runs; its counts are too small to judge a goal.
         line["goal_met"] = if args.quick { Value::Null } else { json!(met) };
+        if args.weft_in_memory {
+            let (ratio, _, met) = verdict(name, of(Side::WeftMemory), langgraph);
+            line["ratio_in_memory"] = json!(ratio);
+            line["goal_met_in_memory"] = if args.quick { Value::Null } else { json!(met) };
+        }
         println!("{line}");
         summaries.push(summary(name, &line));
     }
@@ -358,11 +378,17 @@ fn side_text(name: &str, figures: &Value) -> String {
 /// The human summary of one workload's line.
 fn summary(name: &str, line: &Value) -> String {
     let mut text = format!("{name}\n  weft:      {}", side_text(name, &line["weft"]));
+    if !line["weft_in_memory"].is_null() {
+        text.push_str(&format!("\n  weft mem:  {}", side_text(name, &line["weft_in_memory"])));
+    }
     if !line["langgraph"].is_null() {
         text.push_str(&format!("\n  langgraph: {}", side_text(name, &line["langgraph"])));
     }
     if let Some(ratio) = line["ratio"].as_f64() {
         text.push_str(&format!("\n  ratio:     {ratio}x in weft's favour"));
+    }
+    if let Some(ratio) = line["ratio_in_memory"].as_f64() {
+        text.push_str(&format!("\n  ratio mem: {ratio}x in weft's favour (both in memory)"));
     }
     let met = match line["goal_met"].as_bool() {
         Some(true) => "met",

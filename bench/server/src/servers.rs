@@ -1,6 +1,6 @@
 //! The servers under test, each started on a free port for one workload and stopped after it: weft
-//! (`weft-server-e2e`, the end-to-end suite's graphs, on a SQLite file) and LangGraph (`langgraph dev`
-//! with the suite's Python graphs, in a temporary copy of the project).
+//! (`weft-server-e2e`, the end-to-end suite's graphs, on a SQLite file, or in its in-memory mode) and
+//! LangGraph (`langgraph dev` with the suite's Python graphs, in a temporary copy of the project).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -14,7 +14,10 @@ use crate::http::Conn;
 /// Which server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Side {
+    /// weft on a SQLite file (or scaled out), its durable default.
     Weft,
+    /// weft in its in-memory mode (`--in-memory`: no database), as `langgraph dev` runs.
+    WeftMemory,
     LangGraph,
 }
 
@@ -23,6 +26,7 @@ impl Side {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Side::Weft => "weft",
+            Side::WeftMemory => "weft_in_memory",
             Side::LangGraph => "langgraph",
         }
     }
@@ -98,6 +102,11 @@ impl Server {
                 };
                 command
             }
+            Side::WeftMemory => {
+                let mut command = Command::new(&programs.weft);
+                command.arg("--port").arg(port.to_string()).arg("--in-memory");
+                command
+            }
             Side::LangGraph => {
                 let program = programs.langgraph.as_ref().ok_or("no langgraph program given")?;
                 for name in ["graphs.py", "langgraph.json"] {
@@ -128,7 +137,7 @@ impl Server {
             .map_err(|e| format!("cannot start the {} server: {e}", side.name()))?;
         let addr = format!("127.0.0.1:{port}");
         let mut server = Self { child, addrs: vec![addr.clone()], addr, others: Vec::new(), scratch };
-        let limit = if side == Side::Weft { Duration::from_secs(30) } else { Duration::from_secs(180) };
+        let limit = if side == Side::LangGraph { Duration::from_secs(180) } else { Duration::from_secs(30) };
         server
             .wait_ready(limit)
             .await

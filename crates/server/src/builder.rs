@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
-use weft_graph::Checkpointer;
 use weft_graph::store::Store;
+use weft_graph::{Checkpointer, InMemorySaver, InMemoryStore};
 use weft_integrations::sqlite::{SqliteSaver, SqliteStore};
 use weft_runnable_core::retry::Backoff;
 
@@ -36,7 +36,11 @@ const DEFAULT_CONCURRENT_RUNS: usize = 256;
 
 #[derive(Debug, Clone)]
 enum Database {
+    /// A SQLite file.
     File(PathBuf),
+    /// A SQLite database in memory: the durable code paths, without a file.
+    SqliteMemory,
+    /// No database: records, checkpoints and the store in this process's memory.
     Memory,
 }
 
@@ -171,9 +175,23 @@ impl ServerBuilder {
         self
     }
 
-    /// Keeps everything in memory: nothing survives the process.
+    /// Keeps everything in this process's memory, with no database at all, as `langgraph dev` does:
+    /// threads, runs, assistants and crons in maps, checkpoints in an [`InMemorySaver`], the store in an
+    /// [`InMemoryStore`]. Nothing is written per run, and nothing survives a restart: for development and
+    /// tests, not for production.
+    ///
+    /// [`InMemorySaver`]: weft_graph::InMemorySaver
+    /// [`InMemoryStore`]: weft_graph::InMemoryStore
     pub fn in_memory(mut self) -> Self {
         self.database = Database::Memory;
+        self
+    }
+
+    /// Keeps everything in a SQLite database in memory: the durable mode's code paths (every record and
+    /// checkpoint written through SQLite) without a file. Nothing survives the process; meant for testing
+    /// the SQLite mode.
+    pub fn sqlite_in_memory(mut self) -> Self {
+        self.database = Database::SqliteMemory;
         self
     }
 
@@ -443,13 +461,19 @@ impl ServerBuilder {
     }
 }
 
-/// The embedded database: checkpointer, store and records in one SQLite file (or in memory).
+/// The embedded database: checkpointer, store and records in one SQLite file (or a SQLite database in
+/// memory), or, in the in-memory mode, no database.
 async fn open_sqlite(
     database: &Database,
 ) -> Result<(Arc<dyn Checkpointer>, Arc<dyn Store>, Records), ServerError> {
     let saver = match database {
         Database::File(path) => SqliteSaver::open(path).await,
-        Database::Memory => SqliteSaver::in_memory().await,
+        Database::SqliteMemory => SqliteSaver::in_memory().await,
+        Database::Memory => {
+            let checkpointer: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
+            let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
+            return Ok((checkpointer, store, Records::memory()));
+        }
     }
     .map_err(|e| ServerError::Storage(e.to_string()))?;
     let store: Arc<dyn Store> = Arc::new(

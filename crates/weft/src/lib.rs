@@ -98,6 +98,12 @@ pub struct McpGuide;
 #[doc = include_str!("../../../docs/agents.md")]
 pub struct AgentsGuide;
 
+/// The server guide (`docs/server.md`), whose runnable snippets must compile and run: they are tested as
+/// doc tests here (the others are marked `ignore`: they serve until Ctrl-C or need a deployment).
+#[cfg(all(doctest, feature = "server"))]
+#[doc = include_str!("../../../docs/server.md")]
+pub struct ServerGuide;
+
 /// The text ReAct guide (`docs/text-react.md`), whose snippets must compile and run: they are tested as
 /// doc tests here.
 #[cfg(doctest)]

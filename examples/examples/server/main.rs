@@ -8,12 +8,14 @@
 //! - `chat`: a chat model that streams its reply token by token (`stream_mode="messages-tuple"`).
 //!
 //! The chat model follows rules instead of calling a provider, so no API key or network is needed.
-//! Threads, runs and checkpoints are kept in `weft-server.db` (SQLite) in the working directory.
+//! Threads, runs and checkpoints are kept in `weft-server.db` (SQLite) in the working directory; with
+//! `--in-memory`, in the process's memory only, as `langgraph dev` keeps them (nothing survives a restart).
 //!
 //! ```text
 //! cargo run --example server                     # serves on http://127.0.0.1:2024 until Ctrl-C
+//! cargo run --example server -- --in-memory      # the same without a database, for development
 //! WEFT_API_KEY=secret cargo run --example server -- --addr 0.0.0.0:8123   # beyond loopback: a key
-//! cargo run --example server -- --check          # serves on a free port, drives each graph, exits
+//! cargo run --example server -- --check          # serves in memory on a free port, drives each graph, exits
 //! ```
 //!
 //! Then, from Python (`pip install langgraph-sdk`):
@@ -77,10 +79,12 @@ async fn check() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-async fn serve(addr: &str) -> Result<(), Box<dyn std::error::Error>> {
-    println!("weft server on http://{addr} (Ctrl-C to stop): graphs agent, review, chat");
+/// Serves until Ctrl-C: on `weft-server.db`, or with nothing kept past the process when `in_memory`.
+async fn serve(addr: &str, in_memory: bool) -> Result<(), Box<dyn std::error::Error>> {
+    let kept = if in_memory { "in memory: nothing survives a restart" } else { "in weft-server.db" };
+    println!("weft server on http://{addr} (Ctrl-C to stop), {kept}: graphs agent, review, chat");
     println!("{}", HOW_TO.replace("ADDR", addr));
-    let mut builder = builder()?.sqlite("weft-server.db");
+    let mut builder = if in_memory { builder()?.in_memory() } else { builder()?.sqlite("weft-server.db") };
     // Other machines may reach a server beyond loopback: it then asks for this key (`x-api-key`).
     if let Ok(key) = std::env::var("WEFT_API_KEY") {
         builder = builder.api_keys([(key, "user".to_owned())]);
@@ -94,9 +98,11 @@ async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let outcome = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         ["--check"] => check().await,
-        [] => serve("127.0.0.1:2024").await,
-        ["--addr", addr] => serve(addr).await,
-        _ => Err("usage: server [--check | --addr HOST:PORT]".into()),
+        [] => serve("127.0.0.1:2024", false).await,
+        ["--in-memory"] => serve("127.0.0.1:2024", true).await,
+        ["--addr", addr] => serve(addr, false).await,
+        ["--addr", addr, "--in-memory"] | ["--in-memory", "--addr", addr] => serve(addr, true).await,
+        _ => Err("usage: server [--check | [--addr HOST:PORT] [--in-memory]]".into()),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

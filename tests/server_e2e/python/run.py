@@ -58,9 +58,12 @@ def wait_ready(url, process, timeout):
     raise RuntimeError(f"the server at {url} did not answer /ok within {timeout} s")
 
 
+WEFT_ARGS = []  # `--in-memory` with `--weft-in-memory`
+
+
 def start_weft(binary, log, auth, env=None):
     port = free_port()
-    command = [binary, "--port", str(port)] + (["--auth"] if auth else [])
+    command = [binary, "--port", str(port)] + (["--auth"] if auth else []) + WEFT_ARGS
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     return f"http://127.0.0.1:{port}", process, 30
 
@@ -123,7 +126,10 @@ async def main():
     parser.add_argument("--only", default="")
     parser.add_argument("--servers", default="weft,langgraph")
     parser.add_argument("--weft-instances", type=int, default=1)
+    parser.add_argument("--weft-in-memory", action="store_true", help="weft without a database, as langgraph dev runs")
     args = parser.parse_args()
+    if args.weft_in_memory:
+        WEFT_ARGS.append("--in-memory")
     only = {n for n in args.only.split(",") if n}
     names = [s for s in args.servers.split(",") if s]
     cases = tests(only)

@@ -1,6 +1,7 @@
-//! Serves the end-to-end suite's graphs with weft-server: `weft-server-e2e --port N [--db PATH] [--auth]
-//! [--chaos]` (an in-memory database without `--db`; with `--auth`, the users of `python/auth.py` by API
-//! key; with `--chaos`, also the chaos test's graph; built with the `scale` feature and `DATABASE_URI` and
+//! Serves the end-to-end suite's graphs with weft-server: `weft-server-e2e --port N [--db PATH |
+//! --in-memory] [--auth] [--chaos]` (a SQLite database in memory without `--db`; with `--in-memory`, no
+//! database at all, as `langgraph dev` runs; with `--auth`, the users of `python/auth.py` by API key; with
+//! `--chaos`, also the chaos test's graph; built with the `scale` feature and `DATABASE_URI` and
 //! `REDIS_URI` set, one instance of a scaled-out server). `python/run.py` starts it beside
 //! `langgraph dev` and runs the same suite against both.
 
@@ -11,7 +12,7 @@ use std::process::ExitCode;
 use weft_server::Server;
 
 fn usage() -> ExitCode {
-    eprintln!("usage: weft-server-e2e --port PORT [--db PATH] [--auth] [--chaos]");
+    eprintln!("usage: weft-server-e2e --port PORT [--db PATH | --in-memory] [--auth] [--chaos]");
     ExitCode::FAILURE
 }
 
@@ -22,6 +23,7 @@ async fn main() -> ExitCode {
     let mut db = None;
     let mut auth = false;
     let mut chaos = false;
+    let mut in_memory = false;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
@@ -29,10 +31,14 @@ async fn main() -> ExitCode {
             "--db" => db = rest.next().cloned(),
             "--auth" => auth = true,
             "--chaos" => chaos = true,
+            "--in-memory" => in_memory = true,
             _ => return usage(),
         }
     }
     let Some(port) = port else { return usage() };
+    if in_memory && db.is_some() {
+        return usage();
+    }
     let built = async {
         let builder = Server::builder()
             .graph("simple", graphs::simple()?)
@@ -56,7 +62,8 @@ async fn main() -> ExitCode {
         };
         let builder = match db {
             Some(path) => builder.sqlite(path),
-            None => builder.in_memory(),
+            None if in_memory => builder.in_memory(),
+            None => builder.sqlite_in_memory(),
         };
         #[cfg(feature = "scale")]
         let builder = builder.scale_from_env().run_lease(std::time::Duration::from_secs(3));
@@ -69,7 +76,8 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!("weft-server-e2e listening on http://127.0.0.1:{port}");
+    let mode = if in_memory { " (in memory, no database)" } else { "" };
+    println!("weft-server-e2e listening on http://127.0.0.1:{port}{mode}");
     match server.serve(format!("127.0.0.1:{port}")).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -13,6 +13,7 @@ use axum::response::Response;
 use futures::StreamExt as _;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::mpsc::error::TryRecvError;
 
 use super::reply::with_header;
 use crate::runs::channel::{CancelAction, Event, RunChannel, Subscription};
@@ -36,6 +37,12 @@ impl Drop for Disconnect {
 /// One event as SSE text.
 pub(crate) fn frame(event: &Event, with_id: bool) -> String {
     let mut out = String::with_capacity(event.name.len() + event.data.len() + 40);
+    push_frame(&mut out, event, with_id);
+    out
+}
+
+/// Appends one event as SSE text to `out`.
+fn push_frame(out: &mut String, event: &Event, with_id: bool) {
     out.push_str("event: ");
     out.push_str(&event.name);
     out.push_str("\r\ndata: ");
@@ -47,8 +54,11 @@ pub(crate) fn frame(event: &Event, with_id: bool) -> String {
         out.push_str("\r\n");
     }
     out.push_str("\r\n");
-    out
 }
+
+/// How much text of events already published one chunk of the body takes at most (more waits for the
+/// next chunk).
+const CHUNK_BYTES: usize = 64 * 1024;
 
 struct Sse {
     replay: VecDeque<Arc<Event>>,
@@ -61,6 +71,8 @@ struct Sse {
 }
 
 impl Sse {
+    /// The next chunk of the body: the next event, with the events published since that are already
+    /// there (one write for all of them), or a heartbeat; `None` once the run's events are over.
     async fn next(&mut self) -> Option<String> {
         loop {
             let passes = |e: &Event, filter: &[String]| event_matches(&e.name, filter);
@@ -71,15 +83,44 @@ impl Sse {
                 continue;
             }
             let live = self.live.as_mut()?;
-            match tokio::time::timeout(self.keep_alive, live.recv()).await {
-                Ok(Some(event)) if passes(&event, &self.filter) => return Some(frame(&event, self.with_ids)),
-                Ok(Some(_)) => {}
-                Ok(None) => {
-                    self.live = None;
-                    self.disconnect.armed = false;
-                    return None;
+            // An event already there needs no timer.
+            let first = match live.try_recv() {
+                Ok(event) => Some(event),
+                Err(TryRecvError::Disconnected) => None,
+                Err(TryRecvError::Empty) => match tokio::time::timeout(self.keep_alive, live.recv()).await {
+                    Ok(event) => event,
+                    Err(_) => return Some(": heartbeat\r\n\r\n".to_owned()),
+                },
+            };
+            let mut out = String::new();
+            let mut ended = first.is_none();
+            if let Some(event) = first {
+                if passes(&event, &self.filter) {
+                    push_frame(&mut out, &event, self.with_ids);
                 }
-                Err(_) => return Some(": heartbeat\r\n\r\n".to_owned()),
+                while out.len() < CHUNK_BYTES {
+                    match live.try_recv() {
+                        Ok(event) if passes(&event, &self.filter) => {
+                            push_frame(&mut out, &event, self.with_ids)
+                        }
+                        Ok(_) => {}
+                        Err(TryRecvError::Empty) => break,
+                        Err(TryRecvError::Disconnected) => {
+                            ended = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            if ended {
+                self.live = None;
+                self.disconnect.armed = false;
+            }
+            if !out.is_empty() {
+                return Some(out);
+            }
+            if ended {
+                return None;
             }
         }
     }
@@ -172,5 +213,34 @@ mod tests {
         let event = Event { id: "1-0".into(), name: "values".into(), data: "{\"a\":1}".into() };
         assert_eq!(frame(&event, false), "event: values\r\ndata: {\"a\":1}\r\n\r\n");
         assert_eq!(frame(&event, true), "event: values\r\ndata: {\"a\":1}\r\nid: 1-0\r\n\r\n");
+    }
+
+    fn event(name: &str) -> Arc<Event> {
+        Arc::new(Event { id: "1-0".into(), name: name.into(), data: "{}".into() })
+    }
+
+    #[tokio::test]
+    async fn events_already_there_go_out_in_one_chunk_then_a_heartbeat_then_the_end() {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let channel = Arc::new(RunChannel::new(false));
+        let mut sse = Sse {
+            replay: VecDeque::new(),
+            live: Some(rx),
+            filter: vec!["values".into()],
+            with_ids: false,
+            disconnect: Disconnect { channel, armed: true },
+            keep_alive: Duration::from_millis(20),
+        };
+        for name in ["values", "updates", "values"] {
+            tx.send(event(name)).unwrap();
+        }
+        let both = "event: values\r\ndata: {}\r\n\r\n".repeat(2);
+        assert_eq!(sse.next().await.as_deref(), Some(both.as_str()), "the update is filtered out");
+        assert_eq!(sse.next().await.as_deref(), Some(": heartbeat\r\n\r\n"));
+        tx.send(event("values")).unwrap();
+        drop(tx);
+        assert_eq!(sse.next().await.as_deref(), Some("event: values\r\ndata: {}\r\n\r\n"));
+        assert!(!sse.disconnect.armed, "the run's end disarms the cancel on disconnect");
+        assert_eq!(sse.next().await, None);
     }
 }

@@ -25,7 +25,9 @@ async fn app_at(path: Option<&std::path::Path>) -> Arc<App> {
     let builder = Server::builder().graph("simple", graph());
     let builder = match path {
         Some(path) => builder.sqlite(path),
-        None => builder.in_memory(),
+        // The durable mode's code paths without a file, or the in-memory mode when the suite runs on it.
+        None if std::env::var("WEFT_SERVER_TEST_STORAGE").as_deref() == Ok("memory") => builder.in_memory(),
+        None => builder.sqlite_in_memory(),
     };
     builder.build().await.unwrap().app
 }

@@ -13,7 +13,7 @@ use weft_runnable_core::{EventSink, RunnableConfig};
 use super::channel::{CancelAction, RunChannel};
 use super::modes::Modes;
 use super::result::{RunResult, from_thread};
-use super::settle::{apply_state, latest_state, status, thread_config};
+use super::settle::{apply_state, status, thread_config};
 use super::wire::Wire;
 use crate::app::{App, now, object};
 use crate::model::{RunRecord, RunStatus};
@@ -170,6 +170,16 @@ async fn drive(
     }
 }
 
+/// The served graph a run runs (`graph_id` in its config).
+fn graph_of<'a>(app: &'a App, record: &RunRecord) -> Option<&'a crate::graphs::Registered> {
+    let config = &record.run.kwargs.config;
+    config
+        .get("configurable")
+        .and_then(|c| c.get("graph_id"))
+        .and_then(Value::as_str)
+        .and_then(|id| app.graphs.get(id))
+}
+
 /// Runs `record` (already marked running) to its end and records the outcome.
 pub(super) async fn execute(app: &Arc<App>, record: RunRecord) {
     let channel = app.channels.open(&record.run.run_id, record.run.kwargs.resumable);
@@ -185,7 +195,7 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
     let clock = std::time::Instant::now();
     channel.publish("metadata", json!({"run_id": run_id, "attempt": record.attempt}).to_string());
     let graph_id = kwargs.config.get("configurable").and_then(|c| c.get("graph_id")).and_then(Value::as_str);
-    let registered = graph_id.and_then(|id| app.graphs.get(id));
+    let registered = graph_of(app, &record);
     let mut result = RunResult::default();
     let ended = match registered {
         None => Ended::Error(
@@ -327,9 +337,12 @@ async fn finish(
     if let Ended::Cancelled(CancelAction::Rollback) = ended {
         rollback(app, record).await?;
     }
-    let thread = app.records.lock().await?.threads.get(thread_id).cloned();
-    let snapshot = match &thread {
-        Some(thread) if !temporary => latest_state(app, thread).await.ok().flatten(),
+    // The thread's state as the run left it, read through the run's graph (the thread's own), without
+    // the records' lock.
+    let snapshot = match graph_of(app, record) {
+        Some(registered) if !temporary => {
+            registered.stateful.get_state_json(&thread_config(thread_id), false).await.ok()
+        }
         _ => None,
     };
     let mut records = app.records.lock().await?;
@@ -454,14 +467,7 @@ async fn rollback(app: &Arc<App>, record: &RunRecord) -> Result<(), crate::error
     match started_from(app.checkpointer.as_ref(), thread_id, &record.run.run_id).await? {
         Before::Untouched => {}
         Before::At(checkpoint_id) => {
-            let graph_id = record
-                .run
-                .kwargs
-                .config
-                .get("configurable")
-                .and_then(|c| c.get("graph_id"))
-                .and_then(Value::as_str);
-            let Some(registered) = graph_id.and_then(|id| app.graphs.get(id)) else { return Ok(()) };
+            let Some(registered) = graph_of(app, record) else { return Ok(()) };
             let mut config = thread_config(thread_id);
             config.configurable.insert("checkpoint_id".into(), Value::String(checkpoint_id));
             registered.stateful.update_state_json(&config, None, Some("__copy__")).await?;

@@ -1,7 +1,8 @@
 //! Where the server keeps assistants, threads, runs and crons: in memory for reads, written through to one
 //! table of JSON rows so that they survive a restart. Embedded, the table is in SQLite (on the
 //! checkpointer's database) and this process is its only writer. Scaled out (feature `scale`), it is in
-//! PostgreSQL, the source of truth shared by every instance: see [`postgres`].
+//! PostgreSQL, the source of truth shared by every instance: see [`postgres`]. In the in-memory mode
+//! (as `langgraph dev` runs), nothing is written through: the maps are all there is.
 //!
 //! Every change is a [`Change`] list committed in one transaction before memory is touched: a failed write
 //! changes nothing. Records are changed only through [`RecordsLock::lock`], and read through it or
@@ -73,6 +74,8 @@ enum Backend {
     /// PostgreSQL, shared by every instance.
     #[cfg(feature = "scale")]
     Postgres(postgres::PgRecords),
+    /// Nowhere: the records live and die with the process.
+    Memory,
 }
 
 /// The records in memory, and the table they are written through to.
@@ -118,6 +121,11 @@ impl Records {
             records.apply_row(&kind, &id, Some(&body))?;
         }
         Ok(records)
+    }
+
+    /// Records kept in memory only, written nowhere.
+    pub(crate) fn memory() -> Self {
+        Records::empty(Backend::Memory)
     }
 
     fn empty(backend: Backend) -> Self {
@@ -241,8 +249,17 @@ impl Records {
         if changes.is_empty() {
             return Ok(());
         }
+        if !matches!(self.backend, Backend::Memory) {
+            self.write_through(&changes).await?;
+        }
+        self.apply(changes);
+        Ok(())
+    }
+
+    /// Writes `changes` to the backend's table in one transaction.
+    async fn write_through(&mut self, changes: &[Change]) -> Result<(), ServerError> {
         let mut ops: Vec<(Kind, String, Option<String>)> = Vec::with_capacity(changes.len());
-        for change in &changes {
+        for change in changes {
             ops.push(match change {
                 Change::Assistant(a) => (Kind::Assistant, a.assistant_id.clone(), Some(encode(a)?)),
                 Change::Version(v) => {
@@ -267,9 +284,15 @@ impl Records {
             Backend::Postgres(pg) => {
                 let ops: Vec<(&'static str, &str, Option<&str>)> =
                     ops.iter().map(|(kind, id, body)| (kind.name(), id.as_str(), body.as_deref())).collect();
-                pg.write(&ops, &changes).await?;
+                pg.write(&ops, changes).await?;
             }
+            Backend::Memory => {}
         }
+        Ok(())
+    }
+
+    /// Applies `changes` (written already) in memory.
+    fn apply(&mut self, changes: Vec<Change>) {
         for change in changes {
             match change {
                 Change::Assistant(a) => {
@@ -304,7 +327,6 @@ impl Records {
                 }
             }
         }
-        Ok(())
     }
 
     /// Keeps `record` in memory, and its id among its thread's active runs while it is pending or running.

@@ -168,11 +168,18 @@ pub fn slow() -> CompiledGraph<JsonState> {
     g.compile().unwrap()
 }
 
-/// A server over `simple`, `hitl` and `slow`, in memory.
+/// Where the tests' servers keep things: a SQLite database in memory (the durable mode's code paths), or,
+/// with `WEFT_SERVER_TEST_STORAGE=memory`, the in-memory mode (no database at all).
+pub fn storage(builder: ServerBuilder) -> ServerBuilder {
+    match std::env::var("WEFT_SERVER_TEST_STORAGE").as_deref() {
+        Ok("memory") => builder.in_memory(),
+        _ => builder.sqlite_in_memory(),
+    }
+}
+
+/// A server over `simple`, `hitl` and `slow`, without a file (see [`storage`]).
 pub fn builder() -> ServerBuilder {
-    weft_server::Server::builder()
-        .graph("simple", simple())
-        .graph("hitl", hitl())
-        .graph("slow", slow())
-        .in_memory()
+    storage(
+        weft_server::Server::builder().graph("simple", simple()).graph("hitl", hitl()).graph("slow", slow()),
+    )
 }
