@@ -1,13 +1,14 @@
 //! The functional API: LangGraph's `@entrypoint` and `@task` in Rust.
 //!
-//! An [`entrypoint`] is an async function of `(input, previous, runtime)` run as a graph of one node:
+//! An [`entrypoint`](fn@entrypoint) is an async function of `(input, previous, runtime)` run as a graph of one node:
 //! compiled like any [`StateGraph`] (checkpointer, store, cache, durability), it streams, pauses at
 //! interrupts and resumes, keeps `previous` (what the thread's last run returned or saved) and shows its
-//! last return value in `get_state`. A [`task`] is an async function whose calls made inside the
+//! last return value in `get_state`. A [`task`](fn@task) is an async function whose calls made inside the
 //! entrypoint are saved as they finish, so a run resumed after an interrupt (or a failure) gets their
 //! results back without running them again. A [`Final`] returns one value and saves another for the next
 //! run (LangGraph's `entrypoint.final`). [`interrupt`] pauses the entrypoint or task running now (a task
-//! paused runs again from the top when resumed, and gets its answer there).
+//! paused runs again from the top when resumed, and gets its answer there). The attributes
+//! [`#[entrypoint]`](macro@entrypoint) and [`#[task]`](macro@task) make plain `async fn`s into the same.
 //!
 //! ```
 //! use std::sync::Arc;

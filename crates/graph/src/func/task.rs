@@ -57,7 +57,7 @@ pub fn interrupt<T: serde::de::DeserializeOwned>(value: impl Serialize) -> Resul
 type TaskBody<A, T> = Arc<dyn Fn(A) -> BoxFuture<'static, Result<T>> + Send + Sync>;
 
 /// A task of the functional API: an async function of one input whose calls made inside an
-/// [`entrypoint`](crate::func::entrypoint) are tasks of the entrypoint's run. Each call's result is saved
+/// [`entrypoint`](fn@crate::func::entrypoint) are tasks of the entrypoint's run. Each call's result is saved
 /// with the run (as a pending write of its step, LangGraph's `__return__`), so after an interrupt or a
 /// failure, the resumed entrypoint gets the result of every call that finished without running it again.
 ///
