@@ -81,6 +81,13 @@ impl Versions {
     }
 
     fn get(&self, version: &Ver) -> Option<&Stored> {
+        // The newest version is the one a thread's head reads: no search for it, however long the
+        // history.
+        if let Some((newest, stored)) = self.ordered.last_key_value() {
+            if newest == version {
+                return Some(stored);
+            }
+        }
         self.ordered.get(version).or_else(|| self.others.get(version))
     }
 
