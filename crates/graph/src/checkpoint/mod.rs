@@ -175,9 +175,10 @@ pub struct CheckpointMetadata {
     /// Parent namespace to checkpoint id (subgraphs); empty at the root.
     #[serde(default)]
     pub parents: BTreeMap<String, String>,
-    /// The caller's metadata (scalar values of the config's metadata and configurable).
+    /// The caller's metadata (scalar values of the config's metadata and configurable). Shared: the
+    /// checkpoints of one run carry the same map, built once per run ([`Arc::make_mut`] to change one).
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub extra: Arc<Map<String, Value>>,
 }
 
 /// One saved write of a task.

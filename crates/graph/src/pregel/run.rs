@@ -58,6 +58,8 @@ pub(crate) struct Ctx<'a, S: State> {
     pub(crate) interrupt_after: std::borrow::Cow<'a, [bool]>,
     /// The functional-API tasks the step's tasks called, by name (for `versions_seen`).
     pub(crate) called: std::collections::BTreeSet<Arc<str>>,
+    /// The caller's metadata every checkpoint of the run carries, built at its first save.
+    pub(crate) checkpoint_extra: Option<Arc<Map<String, Value>>>,
 }
 
 /// The breakpoint flags of a run: its own list (root runs only: a run's breakpoints apply to the root graph,
@@ -148,6 +150,7 @@ pub(crate) async fn run<S: State>(
         interrupt_before,
         interrupt_after,
         called: std::collections::BTreeSet::new(),
+        checkpoint_extra: None,
     };
     if !span.is_disabled() {
         span.record("checkpoint_ns", ctx.ns.as_str());

@@ -1,6 +1,9 @@
 //! Saving checkpoints from the run loop.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
+use weft_runnable_core::RunnableConfig;
 
 use crate::checkpoint::{ChannelAppends, CheckpointConfig, CheckpointMetadata, CheckpointSource};
 use crate::error::{GraphError, GraphResult};
@@ -27,6 +30,23 @@ pub(crate) fn unsaveable(err: GraphError, thread: &str, node: &str, step: i64) -
         }),
         other => other,
     }
+}
+
+/// What of the run's config every checkpoint's metadata carries: the scalar values of its metadata and
+/// configurable, less the engine's own keys.
+fn checkpoint_extra(config: &RunnableConfig) -> Map<String, Value> {
+    let mut extra = Map::new();
+    for (k, v) in config.metadata.iter().chain(config.configurable.iter()) {
+        let scalar = matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_));
+        let reserved =
+            matches!(k.as_str(), "thread_id" | "checkpoint_id" | "checkpoint_ns" | "checkpoint_map")
+                || k.starts_with("langgraph_")
+                || k.starts_with("__");
+        if scalar && !reserved {
+            extra.insert(k.clone(), v.clone());
+        }
+    }
+    extra
 }
 
 pub(crate) async fn save_checkpoint<S: State>(
@@ -64,17 +84,7 @@ pub(crate) async fn save_checkpoint<S: State>(
             other => other,
         })?;
     checkpoint.id = id;
-    let mut extra = Map::new();
-    for (k, v) in ctx.config.metadata.iter().chain(ctx.config.configurable.iter()) {
-        let scalar = matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_));
-        let reserved =
-            matches!(k.as_str(), "thread_id" | "checkpoint_id" | "checkpoint_ns" | "checkpoint_map")
-                || k.starts_with("langgraph_")
-                || k.starts_with("__");
-        if scalar && !reserved {
-            extra.insert(k.clone(), v.clone());
-        }
-    }
+    let extra = Arc::clone(ctx.checkpoint_extra.get_or_insert_with(|| Arc::new(checkpoint_extra(&ctx.config))));
     let parents = ctx.parent.as_ref().map(|p| p.parents.clone()).unwrap_or_default();
     let metadata = CheckpointMetadata { source, step, parents, extra };
     // The `checkpoints` event: what was saved, where, on top of what, and the tasks it plans.

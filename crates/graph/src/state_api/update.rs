@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use weft_runnable_core::RunnableConfig;
 
 use super::{Addressed, StateUpdate, cp_err};
@@ -298,7 +298,7 @@ impl<S: State> CompiledGraph<S> {
             updated,
             saver.stores_appends().then_some(&mut appends),
         )?;
-        let metadata = CheckpointMetadata { source, step, parents: BTreeMap::new(), extra: Map::new() };
+        let metadata = CheckpointMetadata { source, step, parents: BTreeMap::new(), extra: Default::default() };
         // The checkpoint must extend the thread's head (`head`, read before the update was made), also
         // when it forks an older checkpoint or copies one.
         let saved = CheckpointConfig { checkpoint_id: Some(checkpoint.id.clone()), ..address.clone() };

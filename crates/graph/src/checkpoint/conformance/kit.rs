@@ -91,7 +91,7 @@ pub(super) fn metadata(step: i64, extra: Value) -> CheckpointMetadata {
         Value::Object(map) => map,
         _ => Map::new(),
     };
-    CheckpointMetadata { source: CheckpointSource::Loop, step, parents: BTreeMap::new(), extra }
+    CheckpointMetadata { source: CheckpointSource::Loop, step, parents: BTreeMap::new(), extra: extra.into() }
 }
 
 /// Puts `n` checkpoints in a chain on `base`'s thread and namespace; checkpoint `i` sets channel

@@ -31,7 +31,7 @@ async fn save(
         extra.insert("run_id".into(), Value::String(run_id.to_owned()));
     }
     let metadata =
-        CheckpointMetadata { source: CheckpointSource::Loop, step: 0, parents: BTreeMap::new(), extra };
+        CheckpointMetadata { source: CheckpointSource::Loop, step: 0, parents: BTreeMap::new(), extra: extra.into() };
     saver.put(parent, checkpoint, metadata, Default::default()).await.unwrap()
 }
 
