@@ -1,6 +1,7 @@
 //! `CompiledGraph`: a validated graph, ready to invoke, stream and inspect.
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -341,8 +342,14 @@ impl<S: State> CompiledGraph<S> {
         config: &RunnableConfig,
         options: RunOptions,
     ) -> GraphResult<GraphOutput<S>> {
-        let out =
-            crate::pregel::run::run(&self.inner, input.into_graph_input(), config, &options, None).await?;
+        let out = crate::pregel::run::run(
+            &self.inner,
+            input.into_graph_input(),
+            Cow::Borrowed(config),
+            &options,
+            None,
+        )
+        .await?;
         // Inside another graph's node, a pause travels up as an error the node returns with `?`.
         if out.is_interrupted() && config.extensions.get::<crate::subgraph::ParentRun>().is_some() {
             return Err(GraphError::Interrupted(out.interrupts));
@@ -403,14 +410,24 @@ impl<S: State> CompiledGraph<S> {
         modes: &[StreamMode],
         options: RunOptions,
     ) -> BoxStream<'static, GraphResult<StreamPart<S>>> {
+        self.stream_owned(input.into_graph_input(), config.clone(), modes, options)
+    }
+
+    /// [`stream_with`](CompiledGraph::stream_with) with a config the run takes over (no copy of it).
+    pub(crate) fn stream_owned(
+        &self,
+        input: GraphInput<S>,
+        config: RunnableConfig,
+        modes: &[StreamMode],
+        options: RunOptions,
+    ) -> BoxStream<'static, GraphResult<StreamPart<S>>> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let sink =
             crate::pregel::sink::Sink::root(tx, crate::stream::Modes::from_slice(modes), options.subgraphs);
         let inner = Arc::clone(&self.inner);
-        let input = input.into_graph_input();
-        let config = config.clone();
         let run = async move {
-            let result = crate::pregel::run::run(&inner, input, &config, &options, Some(&sink)).await;
+            let result =
+                crate::pregel::run::run(&inner, input, Cow::Owned(config), &options, Some(&sink)).await;
             result.err()
         };
         crate::pregel::sink::drive(run, rx)

@@ -173,7 +173,7 @@ async fn a_node_writing_several_root_values_streams_them_all_as_a_list() {
     let erased = g.compile().unwrap().erase();
     let input = weft_graph::erased::JsonInput::from_json(json!([])).unwrap();
     let parts: Vec<_> = erased
-        .stream_json(input, &RunnableConfig::default(), &[StreamMode::Updates], Default::default())
+        .stream_json(input, RunnableConfig::default(), &[StreamMode::Updates], Default::default())
         .map(|p| p.unwrap().data)
         .collect()
         .await;

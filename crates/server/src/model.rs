@@ -1,5 +1,7 @@
 //! The server's records, in the shapes LangGraph's API gives them: assistants, threads and runs.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -152,9 +154,9 @@ pub(crate) struct Run {
     pub(crate) run_id: String,
     pub(crate) thread_id: String,
     pub(crate) assistant_id: String,
-    pub(crate) metadata: Object,
+    pub(crate) metadata: Arc<Object>,
     pub(crate) status: RunStatus,
-    pub(crate) kwargs: RunKwargs,
+    pub(crate) kwargs: Arc<RunKwargs>,
     pub(crate) multitask_strategy: String,
     pub(crate) created_at: String,
     pub(crate) updated_at: String,

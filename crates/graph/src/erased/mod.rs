@@ -18,7 +18,7 @@
 //! graph.add_edge(START, "inc");
 //! let erased = graph.compile().unwrap().erase();
 //! let input = JsonInput::from_json(json!({"count": 1})).unwrap();
-//! let mut stream = erased.stream_json(input, &Default::default(), &[StreamMode::Values], RunOptions::default());
+//! let mut stream = erased.stream_json(input, Default::default(), &[StreamMode::Values], RunOptions::default());
 //! let mut last = None;
 //! while let Some(part) = stream.next().await {
 //!     if let JsonStreamData::Values { values, .. } = part.unwrap().data {
@@ -81,7 +81,7 @@ pub trait ErasedGraph: Send + Sync + std::fmt::Debug + 'static {
     fn stream_json(
         &self,
         input: JsonInput,
-        config: &RunnableConfig,
+        config: RunnableConfig,
         modes: &[StreamMode],
         options: RunOptions,
     ) -> BoxStream<'static, GraphResult<JsonStreamPart>>;
@@ -203,7 +203,7 @@ impl<S: State> ErasedGraph for CompiledGraph<S> {
     fn stream_json(
         &self,
         input: JsonInput,
-        config: &RunnableConfig,
+        config: RunnableConfig,
         modes: &[StreamMode],
         options: RunOptions,
     ) -> BoxStream<'static, GraphResult<JsonStreamPart>> {
@@ -212,7 +212,7 @@ impl<S: State> ErasedGraph for CompiledGraph<S> {
             Ok(input) => input,
             Err(e) => return futures::stream::once(futures::future::ready(Err(e))).boxed(),
         };
-        self.stream_with(input, config, modes, options)
+        self.stream_owned(input, config, modes, options)
             .map(move |part| {
                 part.map(|p| JsonStreamPart { ns: p.ns, data: JsonStreamData::erase(p.data, &state) })
             })

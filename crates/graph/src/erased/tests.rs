@@ -50,7 +50,7 @@ async fn run(
     config: &RunnableConfig,
     modes: &[StreamMode],
 ) -> Vec<JsonStreamPart> {
-    graph.stream_json(input, config, modes, RunOptions::default()).map(|p| p.unwrap()).collect().await
+    graph.stream_json(input, config.clone(), modes, RunOptions::default()).map(|p| p.unwrap()).collect().await
 }
 
 #[tokio::test]
@@ -153,7 +153,7 @@ async fn an_input_that_is_not_an_object_fails_the_run_and_a_bad_write_is_the_str
     for input in [json!([1]), json!({"messages": 5})] {
         let input = JsonInput::from_json(input).unwrap();
         let parts: Vec<_> = graph
-            .stream_json(input, &RunnableConfig::default(), &[StreamMode::Values], RunOptions::default())
+            .stream_json(input, RunnableConfig::default(), &[StreamMode::Values], RunOptions::default())
             .collect()
             .await;
         assert_eq!(parts.len(), 1);
@@ -161,7 +161,7 @@ async fn an_input_that_is_not_an_object_fails_the_run_and_a_bad_write_is_the_str
     }
     let bare = JsonInput::from_json(json!([1])).unwrap();
     let parts: Vec<_> =
-        graph.stream_json(bare, &RunnableConfig::default(), &[], RunOptions::default()).collect().await;
+        graph.stream_json(bare, RunnableConfig::default(), &[], RunOptions::default()).collect().await;
     assert!(
         matches!(&parts[..], [Err(GraphError::Serialization(m))] if m.contains("expected dict, got [1]")),
         "{parts:?}"
@@ -183,20 +183,24 @@ async fn a_root_value_graph_takes_its_bare_value_as_input_update_and_command_upd
     let graph = root_graph();
     let config = thread("root");
     let input = JsonInput::from_json(json!(["x", {"k": 1}])).unwrap();
-    let parts: Vec<_> =
-        graph.stream_json(input, &config, &[StreamMode::Values], RunOptions::default()).collect().await;
+    let parts: Vec<_> = graph
+        .stream_json(input, config.clone(), &[StreamMode::Values], RunOptions::default())
+        .collect()
+        .await;
     assert!(parts.iter().all(Result::is_ok), "{parts:?}");
     assert_eq!(graph.get_state_json(&config, false).await.unwrap().values, json!(["x", {"k": 1}, 2]));
 
     // An object is a value like any other, written whole as LangGraph does: not a list, so it fails here.
     let object = JsonInput::from_json(json!({"__root__": ["y"]})).unwrap();
-    let parts: Vec<_> = graph.stream_json(object, &config, &[], RunOptions::default()).collect().await;
+    let parts: Vec<_> = graph.stream_json(object, config.clone(), &[], RunOptions::default()).collect().await;
     assert!(matches!(&parts[..], [Err(GraphError::InvalidUpdate { .. })]), "{parts:?}");
 
     graph.update_state_json(&config, Some(json!(["u"])), Some("a")).await.unwrap();
     let command = JsonCommand::from_json(json!({"update": [["p", 1]], "goto": "a"})).unwrap();
-    let _: Vec<_> =
-        graph.stream_json(JsonInput::Command(command), &config, &[], RunOptions::default()).collect().await;
+    let _: Vec<_> = graph
+        .stream_json(JsonInput::Command(command), config.clone(), &[], RunOptions::default())
+        .collect()
+        .await;
     let values = graph.get_state_json(&config, false).await.unwrap().values;
     assert_eq!(values, json!(["x", {"k": 1}, 2, "u", ["p", 1], 5]), "a list of pairs is a bare value too");
 }
@@ -206,7 +210,7 @@ async fn a_root_value_of_the_wrong_type_is_an_invalid_update() {
     let graph = root_graph();
     let input = JsonInput::from_json(json!("not a list")).unwrap();
     let parts: Vec<_> =
-        graph.stream_json(input, &thread("root-bad"), &[], RunOptions::default()).collect().await;
+        graph.stream_json(input, thread("root-bad"), &[], RunOptions::default()).collect().await;
     assert!(matches!(&parts[..], [Err(GraphError::InvalidUpdate { .. })]), "{parts:?}");
 }
 
@@ -223,14 +227,16 @@ async fn per_run_breakpoints_replace_the_compiled_ones() {
 
     let config = thread("t4");
     let options = RunOptions { interrupt_before: Some(vec!["b".into()]), ..RunOptions::default() };
-    let _: Vec<_> =
-        graph.stream_json(JsonInput::from_json(json!({})).unwrap(), &config, &[], options).collect().await;
+    let _: Vec<_> = graph
+        .stream_json(JsonInput::from_json(json!({})).unwrap(), config.clone(), &[], options)
+        .collect()
+        .await;
     let state = graph.get_state_json(&config, false).await.unwrap();
     assert_eq!(state.next, vec!["b"], "the run's own breakpoint, not the compiled one before `a`");
 
     let config = thread("t5");
     let _: Vec<_> = graph
-        .stream_json(JsonInput::from_json(json!({})).unwrap(), &config, &[], RunOptions::default())
+        .stream_json(JsonInput::from_json(json!({})).unwrap(), config.clone(), &[], RunOptions::default())
         .collect()
         .await;
     assert_eq!(graph.get_state_json(&config, false).await.unwrap().next, vec!["a"]);

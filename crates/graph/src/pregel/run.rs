@@ -1,5 +1,6 @@
 //! The run loop: load the thread, apply the input, then plan, run, apply and save superstep by superstep.
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
@@ -30,9 +31,8 @@ use crate::types::{CommandGraph, Resume};
 
 pub(crate) struct Ctx<'a, S: State> {
     pub(crate) inner: &'a Inner<S>,
-    pub(crate) config: RunnableConfig,
     /// The run's config, shared by the tasks' lazily built configs.
-    pub(crate) base_config: Arc<RunnableConfig>,
+    pub(crate) config: Arc<RunnableConfig>,
     pub(crate) sink: Option<&'a Sink<S>>,
     pub(crate) saver: Option<RunSaver>,
     pub(crate) options: &'a RunOptions,
@@ -80,7 +80,7 @@ fn breakpoints<'a, S: State>(
 pub(crate) async fn run<S: State>(
     inner: &Arc<Inner<S>>,
     input: GraphInput<S>,
-    config: &RunnableConfig,
+    config: Cow<'_, RunnableConfig>,
     options: &RunOptions,
     sink: Option<&Sink<S>>,
 ) -> GraphResult<GraphOutput<S>> {
@@ -88,20 +88,26 @@ pub(crate) async fn run<S: State>(
     if limit < 1 {
         return Err(GraphError::InvalidRecursionLimit);
     }
-    let span = trace::graph_span(&inner.name, inner.config.trace_as_agent, config);
+    let span = trace::graph_span(&inner.name, inner.config.trace_as_agent, &config);
     let scope = config.callbacks.as_ref().map(|_| {
         let input_json = match &input {
             GraphInput::Update(_) => json!("<input>"),
             GraphInput::Command(_) => json!("<command>"),
             GraphInput::Resume => Value::Null,
         };
-        RunScope::start_in_span(config, &inner.name, RunKind::Chain, Some(input_json), span.clone())
+        RunScope::start_in_span(&config, &inner.name, RunKind::Chain, Some(input_json), span.clone())
     });
     if scope.is_none() {
-        trace::record_run_id(&span, config);
+        trace::record_run_id(&span, &config);
     }
-    let run_config = scope.as_ref().map_or_else(|| config.clone(), |s| s.child_config().clone());
     let parent = config.extensions.get::<ParentRun>().cloned();
+    let config_ns = config.configurable_str("checkpoint_ns").unwrap_or_default().to_owned();
+    let thread_id = config.configurable_str("thread_id").map(str::to_owned);
+    // A streamed run owns its config: no copy is made of it here.
+    let run_config = match &scope {
+        Some(scope) => scope.child_config().clone(),
+        None => config.into_owned(),
+    };
     if let Some(p) = &parent {
         let (called, node) = &p.called;
         called.record(node, || Arc::new(crate::compiled::CompiledGraph { inner: Arc::clone(inner) }));
@@ -122,8 +128,7 @@ pub(crate) async fn run<S: State>(
     let interrupt_after = breakpoints(inner, &options.interrupt_after, &inner.interrupt_after, root);
     let mut ctx = Ctx {
         inner,
-        base_config: Arc::new(run_config.clone()),
-        config: run_config,
+        config: Arc::new(run_config),
         sink,
         saver: None,
         options,
@@ -138,10 +143,10 @@ pub(crate) async fn run<S: State>(
                 node_ns
             }
             (Some(ns), _) => ns,
-            _ => config.configurable_str("checkpoint_ns").unwrap_or_default().to_owned(),
+            _ => config_ns,
         },
         store: inner.config.store.clone().or_else(|| parent.as_ref().and_then(|p| p.store.clone())),
-        thread_id: config.configurable_str("thread_id").map(str::to_owned),
+        thread_id,
         scope,
         span: span.clone(),
         parent,

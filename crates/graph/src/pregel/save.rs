@@ -84,7 +84,8 @@ pub(crate) async fn save_checkpoint<S: State>(
             other => other,
         })?;
     checkpoint.id = id;
-    let extra = Arc::clone(ctx.checkpoint_extra.get_or_insert_with(|| Arc::new(checkpoint_extra(&ctx.config))));
+    let extra =
+        Arc::clone(ctx.checkpoint_extra.get_or_insert_with(|| Arc::new(checkpoint_extra(&ctx.config))));
     let parents = ctx.parent.as_ref().map(|p| p.parents.clone()).unwrap_or_default();
     let metadata = CheckpointMetadata { source, step, parents, extra };
     // The `checkpoints` event: what was saved, where, on top of what, and the tasks it plans.

@@ -30,7 +30,7 @@ pub(crate) fn make_runtime<S: State>(
     // Everything the task's config needs, captured cheaply (shared handles); strings and maps are made if
     // the node asks for its config.
     let builder: crate::runtime::ConfigBuilder = {
-        let base = Arc::clone(&ctx.base_config);
+        let base = Arc::clone(&ctx.config);
         let (name, path, id, run_ns) =
             (Arc::clone(&task.name), Arc::clone(&task.path), Arc::clone(&task.id), ctx.ns.clone());
         let messages = messages_sink.map(|sink| (Arc::clone(&sink.send), Arc::clone(&sink.seen)));

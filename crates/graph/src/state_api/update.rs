@@ -298,7 +298,8 @@ impl<S: State> CompiledGraph<S> {
             updated,
             saver.stores_appends().then_some(&mut appends),
         )?;
-        let metadata = CheckpointMetadata { source, step, parents: BTreeMap::new(), extra: Default::default() };
+        let metadata =
+            CheckpointMetadata { source, step, parents: BTreeMap::new(), extra: Default::default() };
         // The checkpoint must extend the thread's head (`head`, read before the update was made), also
         // when it forks an older checkpoint or copies one.
         let saved = CheckpointConfig { checkpoint_id: Some(checkpoint.id.clone()), ..address.clone() };

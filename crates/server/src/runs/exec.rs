@@ -135,7 +135,7 @@ async fn drive(
             events.publish("events", super::wire::run_event(&event).to_string());
         }));
     }
-    let mut stream = graph.stream_json(input, &config, &modes.graph_modes(), options);
+    let mut stream = graph.stream_json(input, config, &modes.graph_modes(), options);
     let cancelled = channel.cancelled();
     tokio::pin!(cancelled);
     let deadline = async move {

@@ -156,16 +156,16 @@ pub(crate) async fn create(
     }
 
     let mut records = app.records.lock().await?;
-    let assistant = records.assistants.get(&assistant_id).cloned().ok_or_else(not_found)?;
+    let assistant = records.assistants.get(&assistant_id).ok_or_else(not_found)?;
     let assistant_configurable = object(assistant.config.get("configurable"));
     let ids = json!({"graph_id": assistant.graph_id, "assistant_id": assistant_id});
     let ids = ids.as_object().cloned().unwrap_or_default();
-    let existing = records.threads.get(&thread_id).cloned();
+    let existing = records.threads.get(&thread_id);
     if existing.as_ref().is_some_and(|t| !access.allows(&t.metadata)) {
         return Err(not_found());
     }
     let stamp = now();
-    let thread = match &existing {
+    let thread = match existing {
         None if if_not_exists == "create" => Thread {
             thread_id: thread_id.clone(),
             created_at: stamp.clone(),
@@ -240,9 +240,9 @@ pub(crate) async fn create(
             run_id: run_id.clone(),
             thread_id: thread_id.clone(),
             assistant_id: assistant_id.clone(),
-            metadata: run_metadata,
+            metadata: Arc::new(run_metadata),
             status: RunStatus::Pending,
-            kwargs: RunKwargs {
+            kwargs: Arc::new(RunKwargs {
                 input: body.input.clone(),
                 command: body.command.clone().map_or(Value::Null, Value::Object),
                 config: Value::Object(run_config),
@@ -257,7 +257,7 @@ pub(crate) async fn create(
                 resumable: body.stream_resumable.unwrap_or(false),
                 checkpoint_during: body.checkpoint_during.unwrap_or(true),
                 durability,
-            },
+            }),
             multitask_strategy: strategy.clone(),
             created_at,
             updated_at: stamp,

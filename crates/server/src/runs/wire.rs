@@ -2,6 +2,7 @@
 //! the shapes of its SSE events, messages as LangChain's dicts.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use weft_graph::checkpoint::CheckpointConfig;
@@ -201,13 +202,13 @@ pub(crate) struct Wire {
     modes: Modes,
     subgraphs: bool,
     /// The run's metadata, shown on `tasks` events.
-    metadata: Map<String, Value>,
+    metadata: Arc<Map<String, Value>>,
     /// Legacy `messages` mode: the message so far, by id.
     partial: HashMap<String, Message>,
 }
 
 impl Wire {
-    pub(crate) fn new(modes: Modes, subgraphs: bool, metadata: Map<String, Value>) -> Self {
+    pub(crate) fn new(modes: Modes, subgraphs: bool, metadata: Arc<Map<String, Value>>) -> Self {
         Self { modes, subgraphs, metadata, partial: HashMap::new() }
     }
 
@@ -256,7 +257,7 @@ impl Wire {
             JsonStreamData::TaskStart { id, name, input, triggers, .. } => one(
                 modes.tasks,
                 "tasks",
-                json!({"id": id, "name": name, "input": state_values(input), "triggers": triggers, "metadata": self.metadata}),
+                json!({"id": id, "name": name, "input": state_values(input), "triggers": triggers, "metadata": *self.metadata}),
             ),
             JsonStreamData::TaskResult { id, name, error, result, interrupts, .. } => {
                 let result: Map<String, Value> = result.into_iter().collect();
@@ -374,13 +375,13 @@ mod tests {
 
     #[test]
     fn a_functional_task_return_is_an_updates_event_keyed_by_the_task() {
-        let mut wire = Wire::new(Modes { updates: true, ..Modes::default() }, false, Map::new());
+        let mut wire = Wire::new(Modes { updates: true, ..Modes::default() }, false, Arc::default());
         let part = JsonStreamPart {
             ns: Vec::new(),
             data: JsonStreamData::Returned { node: "write_essay".into(), value: json!("an essay") },
         };
         assert_eq!(wire.events(part), vec![("updates".to_owned(), json!({"write_essay": "an essay"}))]);
-        let mut quiet = Wire::new(Modes { values: true, ..Modes::default() }, false, Map::new());
+        let mut quiet = Wire::new(Modes { values: true, ..Modes::default() }, false, Arc::default());
         let part = JsonStreamPart {
             ns: Vec::new(),
             data: JsonStreamData::Returned { node: "write_essay".into(), value: json!(1) },
@@ -391,7 +392,7 @@ mod tests {
     #[test]
     fn subgraph_events_are_named_with_their_namespace() {
         let modes = Modes { custom: true, ..Modes::default() };
-        let mut wire = Wire::new(modes, true, Map::new());
+        let mut wire = Wire::new(modes, true, Arc::default());
         let part = JsonStreamPart {
             ns: vec!["inner:1".into()],
             data: JsonStreamData::Custom { node: "x".into(), value: json!(1) },

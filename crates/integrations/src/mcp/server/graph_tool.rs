@@ -79,7 +79,7 @@ impl Tool for GraphTool {
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput> {
         let input = JsonInput::from_json(args).map_err(Error::from)?;
         let mut stream =
-            self.graph.stream_json(input, ctx.config(), &[StreamMode::Values], RunOptions::default());
+            self.graph.stream_json(input, ctx.config().clone(), &[StreamMode::Values], RunOptions::default());
         let mut last = None;
         let mut paused = Vec::new();
         while let Some(part) = stream.next().await {

@@ -30,8 +30,12 @@ async fn save(
     if let Some(run_id) = run_id {
         extra.insert("run_id".into(), Value::String(run_id.to_owned()));
     }
-    let metadata =
-        CheckpointMetadata { source: CheckpointSource::Loop, step: 0, parents: BTreeMap::new(), extra: extra.into() };
+    let metadata = CheckpointMetadata {
+        source: CheckpointSource::Loop,
+        step: 0,
+        parents: BTreeMap::new(),
+        extra: extra.into(),
+    };
     saver.put(parent, checkpoint, metadata, Default::default()).await.unwrap()
 }
 
