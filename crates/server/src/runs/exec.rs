@@ -161,8 +161,9 @@ async fn drive(
                 Some(Err(e)) => return Ended::Error(error_json(&e)),
                 Some(Ok(part)) => {
                     for (name, data) in wire.events(part) {
-                        result.absorb(&name, &data);
-                        channel.publish(name, data.to_string());
+                        let text = data.to_string();
+                        result.absorb(&name, data);
+                        channel.publish(name, text);
                     }
                 }
             }
@@ -222,7 +223,7 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
         }
     };
     if let Ended::Error(error) | Ended::Timeout(error) = &ended {
-        result.absorb("error", error);
+        result.absorb("error", error.clone());
         channel.publish("error", error.to_string());
     }
     #[cfg(feature = "scale")]
@@ -233,9 +234,9 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
             return;
         }
     }
-    let hook = Hook::new(&ended, &result);
-    app.metrics.record(hook.status, clock.elapsed());
-    let webhook = kwargs.webhook.as_str().map(|url| (url.to_owned(), hook));
+    app.metrics.record(Hook::status_of(&ended).0, clock.elapsed());
+    // Built only for a run with a webhook (it copies the run's last values).
+    let webhook = kwargs.webhook.as_str().map(|url| (url.to_owned(), Hook::new(&ended, &result)));
     let body = finish(app, &record, ended, result).await.unwrap_or_else(|e| {
         tracing::error!(run_id, error = %e.detail, "cannot record the end of a run");
         None
@@ -287,14 +288,20 @@ struct Hook {
 }
 
 impl Hook {
-    fn new(ended: &Ended, result: &RunResult) -> Self {
-        let (status, error) = match ended {
+    /// How the run ended, as the webhook and the metrics name it, and its error.
+    fn status_of(ended: &Ended) -> (&'static str, Option<&Value>) {
+        match ended {
             Ended::Success => ("success", None),
-            Ended::Error(e) => ("error", Some(e.clone())),
-            Ended::Timeout(e) => ("timeout", Some(e.clone())),
+            Ended::Error(e) => ("error", Some(e)),
+            Ended::Timeout(e) => ("timeout", Some(e)),
             Ended::Cancelled(CancelAction::Rollback) => ("rollback", None),
             Ended::Cancelled(_) => ("interrupted", None),
-        };
+        }
+    }
+
+    fn new(ended: &Ended, result: &RunResult) -> Self {
+        let (status, error) = Self::status_of(ended);
+        let error = error.cloned();
         let values = if status == "rollback" { None } else { result.values().cloned() };
         Self { status, error, values }
     }
@@ -353,11 +360,11 @@ async fn finish(
     };
     let mut thread = records.threads.get(thread_id).cloned();
     if let Some(thread) = thread.as_mut() {
-        if let Some(snapshot) = &snapshot {
+        let paused = snapshot.as_ref().is_some_and(|s| !s.next.is_empty());
+        if let Some(snapshot) = snapshot {
             apply_state(thread, snapshot);
         }
         let active = records.active_runs(thread_id).any(|r| r.run.run_id != record.run.run_id);
-        let paused = snapshot.as_ref().is_some_and(|s| !s.next.is_empty());
         thread.error = error.clone();
         thread.status = status(active, error.is_some(), paused);
         thread.updated_at = now();

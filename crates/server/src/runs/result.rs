@@ -11,8 +11,18 @@ use crate::model::{Thread, ThreadStatus};
 pub(crate) struct RunResult {
     errored: bool,
     interrupted: Vec<Value>,
-    latest: Option<Value>,
+    latest: Latest,
     values: Option<Value>,
+}
+
+/// The body so far, when no pause wins: none yet, the last `values` event (kept once, in `values`), or
+/// another event's.
+#[derive(Debug, Default)]
+enum Latest {
+    #[default]
+    Nothing,
+    Values,
+    Other(Value),
 }
 
 fn interrupts_in(data: &Value) -> Option<&Vec<Value>> {
@@ -20,22 +30,24 @@ fn interrupts_in(data: &Value) -> Option<&Vec<Value>> {
 }
 
 impl RunResult {
-    /// Takes in one published event (subgraph events, named `mode|ns`, are not the run's result).
-    pub(crate) fn absorb(&mut self, name: &str, data: &Value) {
+    /// Takes in one published event (subgraph events, named `mode|ns`, are not the run's result). Only a
+    /// pause is copied: the last values are kept as given.
+    pub(crate) fn absorb(&mut self, name: &str, data: Value) {
         match name {
             "error" => {
-                self.latest = Some(json!({"__error__": data}));
+                self.latest = Latest::Other(json!({"__error__": data}));
                 self.errored = true;
             }
             "values" | "updates" => {
-                if interrupts_in(data).is_some() {
+                let paused = interrupts_in(&data).is_some();
+                if paused {
                     self.interrupted.push(data.clone());
-                    self.latest = Some(data.clone());
-                } else if name == "values" {
-                    self.latest = Some(data.clone());
                 }
                 if name == "values" {
-                    self.values = Some(data.clone());
+                    self.values = Some(data);
+                    self.latest = Latest::Values;
+                } else if paused {
+                    self.latest = Latest::Other(data);
                 }
             }
             _ => {}
@@ -57,7 +69,11 @@ impl RunResult {
                 self.interrupted.iter().filter_map(interrupts_in).flatten().cloned().collect();
             return json!({"__interrupt__": all});
         }
-        self.latest.unwrap_or_else(fallback)
+        match self.latest {
+            Latest::Other(latest) => latest,
+            Latest::Values => self.values.unwrap_or_else(fallback),
+            Latest::Nothing => fallback(),
+        }
     }
 }
 
@@ -88,18 +104,18 @@ mod tests {
     #[test]
     fn the_last_values_win_and_a_pause_is_kept() {
         let mut r = RunResult::default();
-        r.absorb("values", &json!({"n": 1}));
-        r.absorb("values|sub:1", &json!({"n": 9}));
-        r.absorb("values", &json!({"n": 2, "__interrupt__": [{"id": "a"}]}));
-        r.absorb("values", &json!({"n": 3}));
+        r.absorb("values", json!({"n": 1}));
+        r.absorb("values|sub:1", json!({"n": 9}));
+        r.absorb("values", json!({"n": 2, "__interrupt__": [{"id": "a"}]}));
+        r.absorb("values", json!({"n": 3}));
         assert_eq!(r.body(|| json!({})), json!({"n": 2, "__interrupt__": [{"id": "a"}]}));
     }
 
     #[test]
     fn an_error_wins_and_silence_falls_back() {
         let mut r = RunResult::default();
-        r.absorb("values", &json!({"n": 1}));
-        r.absorb("error", &json!({"error": "E", "message": "m"}));
+        r.absorb("values", json!({"n": 1}));
+        r.absorb("error", json!({"error": "E", "message": "m"}));
         assert_eq!(r.body(|| json!({})), json!({"__error__": {"error": "E", "message": "m"}}));
         assert_eq!(RunResult::default().body(|| json!({"fallback": true})), json!({"fallback": true}));
     }

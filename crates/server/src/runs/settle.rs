@@ -42,11 +42,11 @@ pub(crate) fn status(active: bool, error: bool, paused: bool) -> ThreadStatus {
 
 /// Copies a state into the thread: its values and its unanswered interrupts by task (`{task id: [{id,
 /// value}]}`). A thread without a checkpoint keeps what it has.
-pub(crate) fn apply_state(thread: &mut Thread, snapshot: &JsonSnapshot) {
+pub(crate) fn apply_state(thread: &mut Thread, snapshot: JsonSnapshot) {
     if snapshot.config.is_none() {
         return;
     }
-    thread.values = Some(state_values(snapshot.values.clone()));
+    thread.values = Some(state_values(snapshot.values));
     let mut interrupts = Map::new();
     for task in snapshot.tasks.iter().filter(|t| !t.interrupts.is_empty()) {
         interrupts.insert(task.id.clone(), task.interrupts.iter().map(interrupt_record).collect());
@@ -64,11 +64,11 @@ pub(crate) async fn settle_thread(app: &Arc<App>, thread_id: &str) -> ApiResult<
     let snapshot = latest_state(app, &thread).await?;
     let mut records = app.records.lock().await?;
     let Some(mut thread) = records.threads.get(thread_id).cloned() else { return Ok(()) };
-    if let Some(snapshot) = &snapshot {
+    let paused = snapshot.as_ref().is_some_and(|s| !s.next.is_empty());
+    if let Some(snapshot) = snapshot {
         apply_state(&mut thread, snapshot);
     }
     let active = records.active_runs(thread_id).next().is_some();
-    let paused = snapshot.as_ref().is_some_and(|s| !s.next.is_empty());
     // As in LangGraph, only a run's failure marks a thread `error`; anything else settles it afresh.
     thread.error = None;
     thread.status = status(active, false, paused);
