@@ -390,13 +390,21 @@ fn summary(name: &str, line: &Value) -> String {
     if let Some(ratio) = line["ratio_in_memory"].as_f64() {
         text.push_str(&format!("\n  ratio mem: {ratio}x in weft's favour (both in memory)"));
     }
-    let met = match line["goal_met"].as_bool() {
+    let met = |judged: &Value| match judged.as_bool() {
         Some(true) => "met",
         Some(false) => "NOT met",
         None if line["quick"] == json!(true) => "not judged by a quick run",
         None => "not known from this run",
     };
-    text.push_str(&format!("\n  goal:      {}: {met}", line["goal"].as_str().unwrap_or("")));
+    text.push_str(&format!(
+        "\n  goal:      {}: {}",
+        line["goal"].as_str().unwrap_or(""),
+        met(&line["goal_met"])
+    ));
+    // With weft in memory too, the goal is judged for each mode (the durable one above).
+    if line["goal_met_in_memory"].is_boolean() {
+        text.push_str(&format!(" (durable), {} (both in memory)", met(&line["goal_met_in_memory"])));
+    }
     text
 }
 
@@ -501,6 +509,22 @@ mod tests {
         assert_eq!(chaos.runs, Some(5));
         assert!(parse(&strings(&["--chaos", "--weft-bin", "/w"])).unwrap_err().contains("--database-uri"));
         assert!(parse(&strings(&["--weft-bin", "/w", "--runs", "0"])).unwrap_err().contains("above 0"));
+    }
+
+    #[test]
+    fn the_summary_judges_each_mode_when_weft_ran_in_memory_too() {
+        let line = json!({
+            "weft": {"runs_per_s": 800.0, "connections": 8, "run_median_s": 0.009},
+            "weft_in_memory": {"runs_per_s": 13000.0, "connections": 8, "run_median_s": 0.0006},
+            "langgraph": {"runs_per_s": 120.0, "connections": 8, "run_median_s": 0.06},
+            "ratio": 6.7, "ratio_in_memory": 108.3,
+            "goal": "100 times LangGraph's runs per second", "goal_met": false, "goal_met_in_memory": true,
+        });
+        let text = summary("server_runs_per_s", &line);
+        assert!(text.ends_with("runs per second: NOT met (durable), met (both in memory)"), "{text}");
+        let mut durable_only = line.clone();
+        durable_only["goal_met_in_memory"] = Value::Null;
+        assert!(summary("server_runs_per_s", &durable_only).ends_with("runs per second: NOT met"));
     }
 
     #[test]
