@@ -101,7 +101,16 @@ pub(crate) async fn run<S: State>(
         trace::record_run_id(&span, &config);
     }
     let parent = config.extensions.get::<ParentRun>().cloned();
-    let config_ns = config.configurable_str("checkpoint_ns").unwrap_or_default().to_owned();
+    let (parent_ns, parent_node_ns) = parent.as_ref().map(ParentRun::next_namespaces).unzip();
+    let ns = match (parent_ns, parent_node_ns) {
+        (Some(_), Some(node_ns))
+            if inner.config.subgraph_checkpoints == crate::compiled::SubgraphCheckpoints::PerNode =>
+        {
+            node_ns
+        }
+        (Some(ns), _) => ns,
+        _ => config.configurable_str("checkpoint_ns").unwrap_or_default().to_owned(),
+    };
     let thread_id = config.configurable_str("thread_id").map(str::to_owned);
     // A streamed run owns its config: no copy is made of it here.
     let run_config = match &scope {
@@ -122,7 +131,6 @@ pub(crate) async fn run<S: State>(
         _ => None,
     };
     let sink = sink.or(child_sink.as_ref());
-    let (parent_ns, parent_node_ns) = parent.as_ref().map(ParentRun::next_namespaces).unzip();
     let root = parent.is_none();
     let interrupt_before = breakpoints(inner, &options.interrupt_before, &inner.interrupt_before, root);
     let interrupt_after = breakpoints(inner, &options.interrupt_after, &inner.interrupt_after, root);
@@ -136,15 +144,7 @@ pub(crate) async fn run<S: State>(
             .as_ref()
             .map_or_else(|| Arc::new(Mutex::new(None)), |p| Arc::clone(&p.null_resume)),
         resume_by_id: parent.as_ref().map(|p| p.resume_by_id.clone()).unwrap_or_default(),
-        ns: match (parent_ns, parent_node_ns) {
-            (Some(_), Some(node_ns))
-                if inner.config.subgraph_checkpoints == crate::compiled::SubgraphCheckpoints::PerNode =>
-            {
-                node_ns
-            }
-            (Some(ns), _) => ns,
-            _ => config_ns,
-        },
+        ns,
         store: inner.config.store.clone().or_else(|| parent.as_ref().and_then(|p| p.store.clone())),
         thread_id,
         scope,
