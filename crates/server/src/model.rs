@@ -96,6 +96,22 @@ impl Thread {
     pub(crate) fn graph_id(&self) -> Option<&str> {
         self.metadata.get("graph_id").and_then(Value::as_str)
     }
+
+    /// A copy without the values and interrupts, for a caller about to set them.
+    pub(crate) fn without_state(&self) -> Self {
+        Self {
+            thread_id: self.thread_id.clone(),
+            created_at: self.created_at.clone(),
+            updated_at: self.updated_at.clone(),
+            state_updated_at: self.state_updated_at.clone(),
+            metadata: self.metadata.clone(),
+            status: self.status,
+            config: self.config.clone(),
+            values: None,
+            error: self.error.clone(),
+            interrupts: Object::new(),
+        }
+    }
 }
 
 /// Where a run is in its life.

@@ -48,7 +48,7 @@ pub(crate) async fn create(
     body: Body,
 ) -> ApiResult<Response> {
     let body = create_body(&app, body, false).await?;
-    let created = runs::create(&app, &caller, Some(&thread_id), body, false, false).await?;
+    let mut created = runs::create(&app, &caller, Some(&thread_id), body, false, false).await?;
     created.schedule(&app);
     let (location, _) = paths(&thread_id, &created.record.run.run_id, false);
     Ok(with_header(ok(&created.record.run), "content-location", &location))
@@ -61,7 +61,7 @@ pub(crate) async fn create_stateless(
     body: Body,
 ) -> ApiResult<Response> {
     let body = create_body(&app, body, true).await?;
-    let created = runs::create(&app, &caller, None, body, true, false).await?;
+    let mut created = runs::create(&app, &caller, None, body, true, false).await?;
     created.schedule(&app);
     let (location, _) = paths("", &created.record.run.run_id, true);
     Ok(with_header(ok(&created.record.run), "content-location", &location))
@@ -76,18 +76,18 @@ async fn stream_run(
     let stateless = thread_id.is_none();
     let body = create_body(&app, body, stateless).await?;
     let cancel_on_disconnect = body.on_disconnect.as_deref() == Some("cancel");
-    let created = runs::create(&app, &caller, thread_id.as_deref(), body, stateless, true).await?;
-    let run = &created.record.run;
+    let mut created = runs::create(&app, &caller, thread_id.as_deref(), body, stateless, true).await?;
+    // A run started as it was made runs in the body's task until it first waits.
+    let started = created.take_started();
     created.schedule(&app);
+    let run = &created.record.run;
     let subscription = created.subscription.unwrap_or_else(|| created.channel.subscribe(None));
     let (content_location, location) = paths(&run.thread_id, &run.run_id, stateless);
     Ok(sse::events(
         app.limits.keep_alive,
         subscription,
         created.channel,
-        Vec::new(),
-        run.kwargs.resumable,
-        cancel_on_disconnect,
+        sse::Options { filter: Vec::new(), resumable: run.kwargs.resumable, cancel_on_disconnect, started },
         &location,
         &content_location,
     ))
@@ -149,7 +149,7 @@ async fn wait_run(
     let stateless = thread_id.is_none();
     let body = create_body(&app, body, stateless).await?;
     let cancel_on_disconnect = body.on_disconnect.as_deref() == Some("cancel");
-    let created = runs::create(&app, &caller, thread_id.as_deref(), body, stateless, false).await?;
+    let mut created = runs::create(&app, &caller, thread_id.as_deref(), body, stateless, false).await?;
     created.schedule(&app);
     let run = &created.record.run;
     let content_location = format!("/threads/{}/runs/{}", run.thread_id, run.run_id);
@@ -198,7 +198,7 @@ pub(crate) async fn batch(State(app): AppState, caller: Caller, body: Body) -> A
     }
     let mut made = Vec::with_capacity(bodies.len());
     for body in bodies {
-        let created = runs::create(&app, &caller, None, body, true, false).await?;
+        let mut created = runs::create(&app, &caller, None, body, true, false).await?;
         created.schedule(&app);
         made.push(created.record.run);
     }
@@ -351,9 +351,12 @@ pub(crate) async fn join_stream(
         app.limits.keep_alive,
         subscription,
         channel,
-        filter,
-        record.run.kwargs.resumable,
-        cancel,
+        sse::Options {
+            filter,
+            resumable: record.run.kwargs.resumable,
+            cancel_on_disconnect: cancel,
+            started: None,
+        },
         &location,
         &content_location,
     ))

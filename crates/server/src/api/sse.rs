@@ -16,6 +16,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::mpsc::error::TryRecvError;
 
 use super::reply::with_header;
+use crate::runs::Started;
 use crate::runs::channel::{CancelAction, Event, RunChannel, Subscription};
 use crate::runs::modes::event_matches;
 
@@ -68,12 +69,17 @@ struct Sse {
     disconnect: Disconnect,
     /// How long a quiet stream waits before it sends a heartbeat.
     keep_alive: Duration,
+    /// The run, started as it was made, driven here before the first chunk (see [`Options::started`]).
+    started: Option<Started>,
 }
 
 impl Sse {
     /// The next chunk of the body: the next event, with the events published since that are already
     /// there (one write for all of them), or a heartbeat; `None` once the run's events are over.
     async fn next(&mut self) -> Option<String> {
+        if let Some(started) = self.started.take() {
+            started.run_inline().await;
+        }
         loop {
             let passes = |e: &Event, filter: &[String]| event_matches(&e.name, filter);
             if let Some(event) = self.replay.pop_front() {
@@ -126,20 +132,34 @@ impl Sse {
     }
 }
 
+/// How a stream of a run's events is sent.
+#[derive(Debug)]
+pub(crate) struct Options {
+    /// The modes a listener asked for (none: every event).
+    pub(crate) filter: Vec<String>,
+    /// Whether events carry their ids.
+    pub(crate) resumable: bool,
+    /// Whether the client going away cancels the run.
+    pub(crate) cancel_on_disconnect: bool,
+    /// The run itself, when it was started as it was made for this stream: the body drives it before its
+    /// first chunk, in the connection's task, as far as it goes without waiting. A run that never waits
+    /// (no I/O, no contended lock) thus runs to its end with no hand-off between tasks, and all its events
+    /// go out in one write; one that waits goes on in a task of its own from there, as any other. A body
+    /// dropped before it is polled hands the run to a task too.
+    pub(crate) started: Option<Started>,
+}
+
 /// An SSE response of a run's events: `subscription`'s replayed events (with their ids), then its live
-/// ones, filtered by `filter` when a listener asked for some modes only (none: every event); a heartbeat
-/// comment after `keep_alive` of silence.
-#[allow(clippy::too_many_arguments)]
+/// ones, filtered as `options` say; a heartbeat comment after `keep_alive` of silence.
 pub(crate) fn events(
     keep_alive: Duration,
     subscription: Subscription,
     channel: Arc<RunChannel>,
-    filter: Vec<String>,
-    resumable: bool,
-    cancel_on_disconnect: bool,
+    options: Options,
     location: &str,
     content_location: &str,
 ) -> Response {
+    let Options { filter, resumable, cancel_on_disconnect, started } = options;
     let state = Sse {
         replay: subscription.replay.into(),
         live: subscription.live,
@@ -147,6 +167,7 @@ pub(crate) fn events(
         with_ids: resumable,
         disconnect: Disconnect { channel, armed: cancel_on_disconnect },
         keep_alive,
+        started,
     };
     let stream = futures::stream::unfold(state, |mut state| async move {
         let text = state.next().await?;
@@ -230,6 +251,7 @@ mod tests {
             with_ids: false,
             disconnect: Disconnect { channel, armed: true },
             keep_alive: Duration::from_millis(20),
+            started: None,
         };
         for name in ["values", "updates", "values"] {
             tx.send(event(name)).unwrap();

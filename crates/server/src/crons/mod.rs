@@ -151,7 +151,7 @@ fn owner(app: &App, cron: &Cron) -> Caller {
 async fn fire(app: &Arc<App>, cron: &Cron) -> Result<String, String> {
     let request = run_request(cron).map_err(|e| format!("the cron's payload is not a run request: {e}"))?;
     let caller = owner(app, cron);
-    let created = match &cron.thread_id {
+    let mut created = match &cron.thread_id {
         Some(thread_id) => crate::runs::create(app, &caller, Some(thread_id), request, false, false).await,
         None => crate::runs::create(app, &caller, None, request, true, false).await,
     }

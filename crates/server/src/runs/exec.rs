@@ -7,7 +7,7 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 use weft_graph::checkpoint::{CheckpointConfig, CheckpointError, CheckpointTuple, Checkpointer, ListOptions};
 use weft_graph::erased::{ErasedGraph, JsonCommand, JsonInput};
-use weft_graph::{Durability, GraphError, RunOptions};
+use weft_graph::{Durability, GraphError, JsonSnapshot, RunOptions};
 use weft_runnable_core::{EventSink, RunnableConfig};
 
 use super::channel::{CancelAction, RunChannel};
@@ -17,7 +17,7 @@ use super::settle::{apply_state, status, thread_config};
 use super::wire::Wire;
 use crate::app::{App, now, object};
 use crate::model::{RunRecord, RunStatus};
-use crate::storage::Change;
+use crate::storage::{Change, Records};
 
 /// How a run ended.
 #[derive(Debug)]
@@ -237,12 +237,22 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
     app.metrics.record(Hook::status_of(&ended).0, clock.elapsed());
     // Built only for a run with a webhook (it copies the run's last values).
     let webhook = kwargs.webhook.as_str().map(|url| (url.to_owned(), Hook::new(&ended, &result)));
-    let body = finish(app, &record, ended, result).await.unwrap_or_else(|e| {
-        tracing::error!(run_id, error = %e.detail, "cannot record the end of a run");
-        None
-    });
-    // Under the records' lock, so that a listener who finds the run still going also finds its channel.
-    let records = app.records.lock().await;
+    let log = |e: crate::error::ApiError| tracing::error!(run_id, error = %e.detail, "cannot record the end of a run");
+    // Read before the records' lock: a rolled-back run's undoing, and where the run left its thread.
+    let state = end_state(app, &record, &ended).await.map_err(log).ok();
+    // One turn of the records: the run's end written, then its channel finished, so that a listener who
+    // finds the run still going also finds its channel.
+    let mut records = app.records.lock().await;
+    let (body, delete_thread) = match (&mut records, state) {
+        (Ok(records), Some(snapshot)) => {
+            record_end(records, &record, ended, result, snapshot).await.map_err(log).unwrap_or_default()
+        }
+        (Err(e), Some(_)) => {
+            tracing::error!(run_id, error = %e, "cannot record the end of a run");
+            (None, false)
+        }
+        (_, None) => (None, false),
+    };
     channel.set_result(body);
     channel.finish();
     if !app.channels.is_remote() {
@@ -270,6 +280,10 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
         Err(_) => true,
     };
     drop(records);
+    // A stateless run's thread goes with it: its checkpoints last (its records are gone already).
+    if delete_thread && let Err(e) = app.checkpointer.delete_thread(&thread_id).await {
+        tracing::error!(run_id, error = %e, "cannot delete a stateless run's checkpoints");
+    }
     if let Some((url, hook)) = webhook {
         app.webhooks.send(url, hook.payload(&record, started_at, values));
     }
@@ -331,34 +345,45 @@ impl Hook {
     }
 }
 
-/// Writes the run's end: its status and result, the thread's state and status; undoes a rolled-back run;
-/// deletes a stateless run's thread. Returns the `/wait` body (none for a rolled-back run).
-async fn finish(
+/// What [`record_end`] needs read before the records' lock: undoes a rolled-back run, then reads the
+/// thread's state as the run left it, through the run's graph (the thread's own); `None` inside for a
+/// stateless run or a graph no longer served.
+async fn end_state(
     app: &Arc<App>,
     record: &RunRecord,
-    ended: Ended,
-    result: RunResult,
-) -> Result<Option<Value>, crate::error::ApiError> {
-    let thread_id = &record.run.thread_id;
-    let temporary = record.run.kwargs.temporary;
+    ended: &Ended,
+) -> Result<Option<JsonSnapshot>, crate::error::ApiError> {
     if let Ended::Cancelled(CancelAction::Rollback) = ended {
         rollback(app, record).await?;
     }
-    // The thread's state as the run left it, read through the run's graph (the thread's own), without
-    // the records' lock.
-    let snapshot = match graph_of(app, record) {
-        Some(registered) if !temporary => {
-            registered.stateful.get_state_json(&thread_config(thread_id), false).await.ok()
+    Ok(match graph_of(app, record) {
+        Some(registered) if !record.run.kwargs.temporary => {
+            registered.stateful.get_state_json(&thread_config(&record.run.thread_id), false).await.ok()
         }
         _ => None,
-    };
-    let mut records = app.records.lock().await?;
+    })
+}
+
+/// Writes the run's end under the records' lock: its status and result, the thread's state (`snapshot`)
+/// and status; forgets a rolled-back run; deletes a stateless run's thread from the records. Returns the
+/// `/wait` body (none for a rolled-back run) and whether the thread's checkpoints are to be deleted.
+async fn record_end(
+    records: &mut Records,
+    record: &RunRecord,
+    ended: Ended,
+    result: RunResult,
+    snapshot: Option<JsonSnapshot>,
+) -> Result<(Option<Value>, bool), crate::error::ApiError> {
+    let thread_id = &record.run.thread_id;
     let mut changes = Vec::new();
     let error = match &ended {
         Ended::Error(e) | Ended::Timeout(e) => Some(e.clone()),
         _ => None,
     };
-    let mut thread = records.threads.get(thread_id).cloned();
+    // The thread's values and interrupts are not copied where the run's end state replaces them.
+    let replaced = snapshot.as_ref().is_some_and(|s| s.config.is_some());
+    let mut thread =
+        records.threads.get(thread_id).map(|t| if replaced { t.without_state() } else { t.clone() });
     if let Some(thread) = thread.as_mut() {
         let paused = snapshot.as_ref().is_some_and(|s| !s.next.is_empty());
         if let Some(snapshot) = snapshot {
@@ -403,14 +428,7 @@ async fn finish(
         None => {}
     }
     records.commit(changes).await?;
-    drop(records);
-    if delete_thread {
-        app.checkpointer
-            .delete_thread(thread_id)
-            .await
-            .map_err(|e| crate::error::ApiError::internal(e.to_string()))?;
-    }
-    Ok(body)
+    Ok((body, delete_thread))
 }
 
 /// Whether the checkpoint was saved by the run `run_id` (its metadata names the run).

@@ -10,7 +10,9 @@ pub(crate) mod settle;
 pub(crate) mod taps;
 pub(crate) mod wire;
 
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value, json};
@@ -18,13 +20,57 @@ use serde_json::{Map, Value, json};
 pub(crate) use self::channel::{CancelAction, RunChannel};
 #[cfg(feature = "scale")]
 pub(crate) use self::exec::execute_on;
-use crate::api::guard::Caller;
+use crate::api::guard::{Access, Caller};
 use crate::api::requests::RunCreate;
 use crate::app::{App, is_uuid, merge, new_id, now, object};
 use crate::auth::{Action, Resource};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{Run, RunKwargs, RunRecord, RunStatus, Thread, ThreadStatus};
 use crate::storage::Change;
+
+/// A run started as it was made (stored running, holding its run slot), not yet handed to a task: the
+/// whole of its execution, to the record of its end.
+pub(crate) type Start = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A run started as it was made that must run whoever holds it: handed to a task of its own when
+/// dropped unrun (its thread would stay busy otherwise).
+pub(crate) struct Started(Option<Start>);
+
+impl Started {
+    /// Drives the run in the caller's task as far as it goes without waiting (a run that never waits runs
+    /// to its end here, its events ready to go out together); one that waits goes on in a task of its own.
+    pub(crate) async fn run_inline(mut self) {
+        let Some(mut run) = self.0.take() else { return };
+        let done = std::future::poll_fn(|cx| std::task::Poll::Ready(run.as_mut().poll(cx).is_ready())).await;
+        if !done {
+            tokio::spawn(run);
+        }
+    }
+
+    /// Hands the run to a task of its own.
+    fn spawn(&mut self) {
+        if let Some(run) = self.0.take() {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => drop(runtime.spawn(run)),
+                Err(_) => {
+                    tracing::error!("a started run was dropped outside the runtime; its thread stays busy")
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        self.spawn();
+    }
+}
+
+impl std::fmt::Debug for Started {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Started").field(&self.0.is_some()).finish()
+    }
+}
 
 /// A run just made, with its channel and, when asked for, a subscription made before any worker could
 /// start the run (so it sees all of it).
@@ -33,17 +79,30 @@ pub(crate) struct Created {
     pub(crate) record: RunRecord,
     pub(crate) channel: Arc<RunChannel>,
     pub(crate) subscription: Option<channel::Subscription>,
-    /// Whether the run was started as it was made (its thread was free and a run slot too), so that no
-    /// worker needs waking for it.
-    started: bool,
+    /// The run, when it was started as it was made (its thread was free and a run slot too), so that no
+    /// worker needs waking for it: [`schedule`](Self::schedule) hands it to a task, a streamed run's
+    /// body drives it first ([`take_started`](Self::take_started)).
+    started: Option<Started>,
 }
 
 impl Created {
-    /// Starts the thread's next run unless this one was started as it was made.
-    pub(crate) fn schedule(&self, app: &Arc<App>) {
-        if !self.started {
-            schedule(app, &self.record.run.thread_id);
+    /// Runs this run if it was started as it was made (in a task of its own), else starts the thread's
+    /// next run if it can.
+    pub(crate) fn schedule(&mut self, app: &Arc<App>) {
+        match &mut self.started {
+            Some(started) => started.spawn(),
+            None => schedule(app, &self.record.run.thread_id),
         }
+    }
+
+    /// The run, when it was started as it was made, for the caller to drive
+    /// ([`Started::run_inline`]); [`schedule`](Self::schedule) then has nothing left to do.
+    pub(crate) fn take_started(&mut self) -> Option<Started> {
+        let started = self.started.take();
+        if started.is_some() {
+            self.started = Some(Started(None));
+        }
+        started
     }
 }
 
@@ -66,7 +125,7 @@ pub(crate) async fn create(
     app: &Arc<App>,
     caller: &Caller,
     thread_id: Option<&str>,
-    body: RunCreate,
+    mut body: RunCreate,
     stateless: bool,
     subscribe: bool,
 ) -> ApiResult<Created> {
@@ -89,8 +148,8 @@ pub(crate) async fn create(
     }
     let temporary = stateless && body.on_completion.as_deref().unwrap_or("delete") == "delete";
     let stream_mode = stream_modes(&body.stream_mode);
-    let mut config = body.config.clone().unwrap_or_default();
-    let mut context = body.context.clone().unwrap_or_default();
+    let mut config = body.config.take().unwrap_or_default();
+    let mut context = body.context.take().unwrap_or_default();
     let mut configurable = object(config.get("configurable"));
     if !configurable.is_empty() && !context.is_empty() {
         return Err(ApiError::bad_request(
@@ -103,46 +162,54 @@ pub(crate) async fn create(
     } else {
         configurable = context.clone();
     }
-    if let Some(checkpoint_id) = &body.checkpoint_id {
-        configurable.insert("checkpoint_id".into(), json!(checkpoint_id));
+    if let Some(checkpoint_id) = body.checkpoint_id.take() {
+        configurable.insert("checkpoint_id".into(), Value::String(checkpoint_id));
     }
-    if let Some(checkpoint) = &body.checkpoint {
-        configurable.extend(checkpoint.clone());
+    if let Some(checkpoint) = body.checkpoint.take() {
+        configurable.extend(checkpoint);
     }
-    if let Some(cron_id) = &body.cron_id {
-        configurable.insert("cron_id".into(), json!(cron_id));
+    if let Some(cron_id) = body.cron_id.take() {
+        configurable.insert("cron_id".into(), Value::String(cron_id));
     }
     let after_seconds = body.after_seconds.unwrap_or(0.0).max(0.0);
     configurable.insert("__after_seconds__".into(), json!(after_seconds));
-    config.insert("configurable".into(), Value::Object(configurable.clone()));
-    let durability = body.durability.clone().unwrap_or_else(|| {
+    let durability = body.durability.take().unwrap_or_else(|| {
         if body.checkpoint_during == Some(false) { "exit".to_owned() } else { "async".to_owned() }
     });
-    let strategy = body.multitask_strategy.clone().unwrap_or_else(|| "enqueue".to_owned());
+    let strategy = body.multitask_strategy.take().unwrap_or_else(|| "enqueue".to_owned());
     let if_not_exists = if stateless {
         "create".to_owned()
     } else {
-        body.if_not_exists.clone().unwrap_or_else(|| "reject".into())
+        body.if_not_exists.take().unwrap_or_else(|| "reject".into())
     };
-    let mut value = json!({
-        "thread_id": if stateless { None } else { thread_id },
-        "assistant_id": assistant_id,
-        "metadata": body.metadata.clone().unwrap_or_default(),
-        "multitask_strategy": strategy,
-        "if_not_exists": if_not_exists,
-        "after_seconds": after_seconds,
-    });
-    let access = app.authorize(caller, Resource::Threads, Action::CreateRun, &mut value).await?;
-    let metadata = object(value.get("metadata"));
+    let metadata = body.metadata.take().unwrap_or_default();
+    // The request as an authorization hook sees it (and may change its metadata); built only for one.
+    let (access, metadata) = if app.auth.is_some() && caller.user().is_some() {
+        let mut value = json!({
+            "thread_id": if stateless { None } else { thread_id },
+            "assistant_id": assistant_id,
+            "metadata": metadata,
+            "multitask_strategy": strategy,
+            "if_not_exists": if_not_exists,
+            "after_seconds": after_seconds,
+        });
+        let access = app.authorize(caller, Resource::Threads, Action::CreateRun, &mut value).await?;
+        (access, object(value.get("metadata")))
+    } else {
+        (Access::default(), metadata)
+    };
     let thread_id = thread_id.map_or_else(new_id, str::to_owned);
     let config_metadata = object(config.get("metadata"));
     let not_found = || ApiError::not_found("Thread or assistant not found.");
-    // An assistant made through the API must be readable by the caller (the server's own are everyone's).
-    let owned = app.records.lock().await?.assistants.get(&assistant_id).map(|a| a.metadata.clone());
-    if let Some(owned) = owned.filter(|m| m.get("created_by").and_then(Value::as_str) != Some("system")) {
-        let mut value = json!({"assistant_id": assistant_id});
-        if !app.authorize(caller, Resource::Assistants, Action::Read, &mut value).await?.allows(&owned) {
-            return Err(not_found());
+    // An assistant made through the API must be readable by the caller (the server's own are everyone's;
+    // without authentication, all are).
+    if app.auth.is_some() && caller.user().is_some() {
+        let owned = app.records.lock().await?.assistants.get(&assistant_id).map(|a| a.metadata.clone());
+        if let Some(owned) = owned.filter(|m| m.get("created_by").and_then(Value::as_str) != Some("system")) {
+            let mut value = json!({"assistant_id": assistant_id});
+            if !app.authorize(caller, Resource::Assistants, Action::Read, &mut value).await?.allows(&owned) {
+                return Err(not_found());
+            }
         }
     }
     if let Some(user) = caller.user() {
@@ -152,54 +219,61 @@ pub(crate) async fn create(
             "langgraph_auth_user".into(),
             json!({"identity": user.identity(), "display_name": user.display_name(), "permissions": user.permissions()}),
         );
-        config.insert("configurable".into(), Value::Object(configurable.clone()));
     }
+    // The request's config as LangGraph merges it: its own configurable set last.
+    config.insert("configurable".into(), Value::Object(configurable.clone()));
 
     let mut records = app.records.lock().await?;
     let assistant = records.assistants.get(&assistant_id).ok_or_else(not_found)?;
-    let assistant_configurable = object(assistant.config.get("configurable"));
-    let ids = json!({"graph_id": assistant.graph_id, "assistant_id": assistant_id});
-    let ids = ids.as_object().cloned().unwrap_or_default();
+    let assistant_config = assistant.config.as_object().unwrap_or(&*EMPTY);
+    let assistant_configurable = inner_object(&assistant.config, "configurable");
+    let mut ids = Map::new();
+    ids.insert("graph_id".into(), Value::String(assistant.graph_id.clone()));
+    ids.insert("assistant_id".into(), Value::String(assistant_id.clone()));
     let existing = records.threads.get(&thread_id);
     if existing.as_ref().is_some_and(|t| !access.allows(&t.metadata)) {
         return Err(not_found());
     }
     let stamp = now();
     let thread = match existing {
-        None if if_not_exists == "create" => Thread {
-            thread_id: thread_id.clone(),
-            created_at: stamp.clone(),
-            updated_at: stamp.clone(),
-            state_updated_at: stamp.clone(),
-            metadata: merge(&[&ids, &config_metadata, &metadata]),
-            status: ThreadStatus::Busy,
-            config: Value::Object(merge(&[
-                &object(Some(&assistant.config)),
-                &config,
-                &json_object("configurable", Value::Object(assistant_configurable.clone())),
-            ])),
-            values: None,
-            error: None,
-            interrupts: Map::new(),
-        },
+        None if if_not_exists == "create" => {
+            let mut thread_config = merge(&[assistant_config, &config]);
+            thread_config.insert("configurable".into(), Value::Object(assistant_configurable.clone()));
+            Thread {
+                thread_id: thread_id.clone(),
+                created_at: stamp.clone(),
+                updated_at: stamp.clone(),
+                state_updated_at: stamp.clone(),
+                metadata: merge(&[&ids, &config_metadata, &metadata]),
+                status: ThreadStatus::Busy,
+                config: Value::Object(thread_config),
+                values: None,
+                error: None,
+                interrupts: Map::new(),
+            }
+        }
         None => return Err(not_found()),
         Some(thread) if thread.status == ThreadStatus::Busy => thread.clone(),
         Some(thread) => {
-            let thread_configurable = object(thread.config.get("configurable"));
+            let thread_configurable = inner_object(&thread.config, "configurable");
+            let mut thread_config =
+                merge(&[assistant_config, thread.config.as_object().unwrap_or(&*EMPTY), &config]);
+            thread_config.insert(
+                "configurable".into(),
+                Value::Object(merge(&[assistant_configurable, thread_configurable])),
+            );
+            // Field by field: what the run replaces is not copied.
             Thread {
-                status: ThreadStatus::Busy,
-                metadata: merge(&[&thread.metadata, &ids]),
-                config: Value::Object(merge(&[
-                    &object(Some(&assistant.config)),
-                    &object(Some(&thread.config)),
-                    &config,
-                    &json_object(
-                        "configurable",
-                        Value::Object(merge(&[&assistant_configurable, &thread_configurable])),
-                    ),
-                ])),
+                thread_id: thread.thread_id.clone(),
+                created_at: thread.created_at.clone(),
                 updated_at: stamp.clone(),
-                ..thread.clone()
+                state_updated_at: thread.state_updated_at.clone(),
+                metadata: merge(&[&thread.metadata, &ids]),
+                status: ThreadStatus::Busy,
+                config: Value::Object(thread_config),
+                values: thread.values.clone(),
+                error: thread.error.clone(),
+                interrupts: thread.interrupts.clone(),
             }
         }
     };
@@ -210,30 +284,28 @@ pub(crate) async fn create(
         ));
     }
     let run_id = new_id();
-    let thread_configurable =
-        existing.as_ref().map(|t| object(t.config.get("configurable"))).unwrap_or_default();
-    let own = json!({"run_id": run_id, "thread_id": thread_id, "graph_id": assistant.graph_id, "assistant_id": assistant_id});
-    let run_configurable = merge(&[
-        &assistant_configurable,
-        &thread_configurable,
-        &configurable,
-        &own.as_object().cloned().unwrap_or_default(),
-    ]);
+    let thread_configurable = existing.map_or(&*EMPTY, |t| inner_object(&t.config, "configurable"));
+    let mut run_configurable = merge(&[assistant_configurable, thread_configurable, &configurable]);
+    run_configurable.insert("run_id".into(), Value::String(run_id.clone()));
+    run_configurable.insert("thread_id".into(), Value::String(thread_id.clone()));
+    run_configurable.insert("graph_id".into(), Value::String(assistant.graph_id.clone()));
+    run_configurable.insert("assistant_id".into(), Value::String(assistant_id.clone()));
     // An existing thread's metadata as this run updates it (with the graph and assistant); a new one's
     // adds nothing (as in LangGraph).
-    let thread_metadata = if existing.is_some() { thread.metadata.clone() } else { Map::new() };
-    let mut run_metadata = merge(&[&assistant.metadata, &thread_metadata, &config_metadata, &metadata]);
+    let thread_metadata = if existing.is_some() { &thread.metadata } else { &*EMPTY };
+    let mut run_metadata = merge(&[&assistant.metadata, thread_metadata, &config_metadata, &metadata]);
     run_metadata.insert("assistant_id".into(), json!(assistant_id));
-    let run_config = merge(&[
-        &object(Some(&assistant.config)),
-        &config,
-        &json_object("configurable", Value::Object(run_configurable)),
-        &json_object("metadata", Value::Object(run_metadata.clone())),
-    ]);
+    let mut run_config = merge(&[assistant_config, &config]);
+    run_config.insert("configurable".into(), Value::Object(run_configurable));
+    run_config.insert("metadata".into(), Value::Object(run_metadata.clone()));
     let created_at = if after_seconds > 0.0 {
         weft_graph::time::format_rfc3339(SystemTime::now() + Duration::from_secs_f64(after_seconds))
     } else {
         stamp.clone()
+    };
+    let context = match assistant.context.as_object().filter(|c| !c.is_empty()) {
+        Some(defaults) => merge(&[defaults, &context]),
+        None => context,
     };
     let record = RunRecord {
         run: Run {
@@ -243,15 +315,15 @@ pub(crate) async fn create(
             metadata: Arc::new(run_metadata),
             status: RunStatus::Pending,
             kwargs: Arc::new(RunKwargs {
-                input: body.input.clone(),
-                command: body.command.clone().map_or(Value::Null, Value::Object),
+                input: std::mem::take(&mut body.input),
+                command: body.command.take().map_or(Value::Null, Value::Object),
                 config: Value::Object(run_config),
-                context: Value::Object(merge(&[&object(Some(&assistant.context)), &context])),
+                context: Value::Object(context),
                 stream_mode,
-                interrupt_before: body.interrupt_before.clone(),
-                interrupt_after: body.interrupt_after.clone(),
-                webhook: body.webhook.clone().map_or(Value::Null, Value::String),
-                feedback_keys: body.feedback_keys.clone(),
+                interrupt_before: std::mem::take(&mut body.interrupt_before),
+                interrupt_after: std::mem::take(&mut body.interrupt_after),
+                webhook: body.webhook.take().map_or(Value::Null, Value::String),
+                feedback_keys: std::mem::take(&mut body.feedback_keys),
                 temporary,
                 subgraphs: body.stream_subgraphs.unwrap_or(false),
                 resumable: body.stream_resumable.unwrap_or(false),
@@ -298,23 +370,27 @@ pub(crate) async fn create(
         // The runs may have finished meanwhile: then there is nothing to cancel, and the new run goes on.
         let _ = cancel(app, &thread_id, &inflight, action).await;
     }
-    let started = slot.is_some();
-    if let Some(permit) = slot {
+    // Not spawned here: a streamed run's body drives it first, so that a run that never waits runs in
+    // the connection's task and its events go out in one write.
+    let started = slot.map(|permit| {
         let app = Arc::clone(app);
         let channel = Arc::clone(&channel);
-        tokio::spawn(async move {
+        let run: Start = Box::pin(async move {
             exec::execute_on(&app, stored, channel).await;
             drop(permit);
         });
-    }
+        Started(Some(run))
+    });
     // The run as made (`pending`, as LangGraph answers a creation), whether or not it started since.
     Ok(Created { record, channel, subscription, started })
 }
 
-fn json_object(key: &str, value: Value) -> Map<String, Value> {
-    let mut map = Map::new();
-    map.insert(key.to_owned(), value);
-    map
+/// An object with no keys, for merges of objects that may be missing.
+static EMPTY: LazyLock<Map<String, Value>> = LazyLock::new(Map::new);
+
+/// The object `value[key]`, or an empty one.
+fn inner_object<'a>(value: &'a Value, key: &str) -> &'a Map<String, Value> {
+    value.get(key).and_then(Value::as_object).unwrap_or(&*EMPTY)
 }
 
 /// Whether this process starts its runs itself (embedded); scaled out, workers claim them from the queue.
@@ -504,4 +580,47 @@ pub(crate) async fn recover(app: &Arc<App>) -> Result<(), crate::error::ServerEr
         schedule(app, &thread_id);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    fn started(run: impl Future<Output = ()> + Send + 'static) -> Started {
+        Started(Some(Box::pin(run)))
+    }
+
+    #[tokio::test]
+    async fn a_run_that_never_waits_runs_to_its_end_in_the_callers_task() {
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ran);
+        started(async move { flag.store(true, Ordering::SeqCst) }).run_inline().await;
+        assert!(ran.load(Ordering::SeqCst), "ran to its end before run_inline returned");
+    }
+
+    #[tokio::test]
+    async fn a_run_that_waits_goes_on_in_a_task_of_its_own() {
+        let (go, wait) = tokio::sync::oneshot::channel::<()>();
+        let (done, finished) = tokio::sync::oneshot::channel::<()>();
+        started(async move {
+            let _ = wait.await;
+            let _ = done.send(());
+        })
+        .run_inline()
+        .await;
+        // The caller is back while the run waits; the run finishes without the caller.
+        go.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), finished).await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_run_dropped_unrun_runs_in_a_task_of_its_own() {
+        let (done, finished) = tokio::sync::oneshot::channel::<()>();
+        drop(started(async move {
+            let _ = done.send(());
+        }));
+        tokio::time::timeout(Duration::from_secs(5), finished).await.unwrap().unwrap();
+    }
 }

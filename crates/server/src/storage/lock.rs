@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{Mutex, MutexGuard};
+use futures::lock::{Mutex, MutexGuard};
 
 use super::Records;
 use crate::error::ServerError;
@@ -137,7 +137,7 @@ impl Drop for RecordsGuard<'_> {
                 // the timer waits again until it finds them free (nobody holding or queued), then lets go.
                 loop {
                     tokio::time::sleep(UNUSED_KEPT_LOCK).await;
-                    if let Ok(mut records) = shared.inner.try_lock() {
+                    if let Some(mut records) = shared.inner.try_lock() {
                         records.leave(false);
                         break;
                     }
