@@ -7,13 +7,18 @@
 //! Scaled out, a guard let go while other callers of this process wait for the records keeps
 //! PostgreSQL's lock for them (for a bounded time, see [`super::postgres`]): their turns then cost no
 //! lock, no unlock and no catch-up read. Should none of them take it (they went away), a timer lets go.
+//!
+//! The mutex is unfair until a waiter has starved for 0.5 ms (`async_lock`'s eventual fairness). A fair
+//! mutex hands the lock to the first waiter, which holds it before it is even running again: under load
+//! the records were then mostly "taken" by waiters waiting to be scheduled on the other worker, and most
+//! turns queued behind them. An unfair one is taken by whoever is running when it is let go.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use futures::lock::{Mutex, MutexGuard};
+use async_lock::{Mutex, MutexGuard};
 
 use super::Records;
 use crate::error::ServerError;
