@@ -58,12 +58,13 @@ pub(crate) fn apply_state(thread: &mut Thread, snapshot: JsonSnapshot) {
 }
 
 /// Re-reads the thread's state and sets its values and status from it and its runs (after a cancel or a
-/// state update). A thread that is gone is left alone.
+/// state update). A thread that is gone is left alone. The state is read under the records' lock: a run
+/// that ends meanwhile (a rolled-back one puts the thread's state back first) then records its end before
+/// or after this, never between a stale read and its write.
 pub(crate) async fn settle_thread(app: &Arc<App>, thread_id: &str) -> ApiResult<()> {
-    let Some(thread) = app.records.lock().await?.threads.get(thread_id).cloned() else { return Ok(()) };
-    let snapshot = latest_state(app, &thread).await?;
     let mut records = app.records.lock().await?;
     let Some(mut thread) = records.threads.get(thread_id).cloned() else { return Ok(()) };
+    let snapshot = latest_state(app, &thread).await?;
     let paused = snapshot.as_ref().is_some_and(|s| !s.next.is_empty());
     if let Some(snapshot) = snapshot {
         apply_state(&mut thread, snapshot);
