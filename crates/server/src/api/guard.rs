@@ -70,6 +70,13 @@ impl Access {
 }
 
 impl App {
+    /// Whether [`App::authorize`] asks anything for this caller: a server with [`crate::Auth`] and a
+    /// caller it authenticated. Otherwise everything is allowed and the request it would see need not be
+    /// built.
+    pub(crate) fn authorizes(&self, caller: &Caller) -> bool {
+        self.auth.is_some() && caller.user().is_some()
+    }
+
     /// Asks the server's [`crate::Auth`] whether the caller may do `action` on `resource`; `value` is the
     /// request as the hook sees it, and may come back changed. Everything is allowed without auth.
     pub(crate) async fn authorize(

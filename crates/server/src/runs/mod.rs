@@ -40,14 +40,16 @@ impl Started {
     /// Drives the run in the caller's task as far as it goes without waiting (a run that never waits runs
     /// to its end here, its events ready to go out together); one that waits goes on in a task of its own.
     pub(crate) async fn run_inline(mut self) {
-        let Some(mut run) = self.0.take() else { return };
+        let Some(run) = self.0.as_mut() else { return };
         let done = std::future::poll_fn(|cx| std::task::Poll::Ready(run.as_mut().poll(cx).is_ready())).await;
-        if !done {
-            tokio::spawn(run);
+        if done {
+            self.0 = None;
+        } else {
+            self.spawn();
         }
     }
 
-    /// Hands the run to a task of its own.
+    /// Hands the run, unless it ran to its end, to a task of its own.
     fn spawn(&mut self) {
         if let Some(run) = self.0.take() {
             match tokio::runtime::Handle::try_current() {
@@ -79,30 +81,28 @@ pub(crate) struct Created {
     pub(crate) record: RunRecord,
     pub(crate) channel: Arc<RunChannel>,
     pub(crate) subscription: Option<channel::Subscription>,
-    /// The run, when it was started as it was made (its thread was free and a run slot too), so that no
-    /// worker needs waking for it: [`schedule`](Self::schedule) hands it to a task, a streamed run's
-    /// body drives it first ([`take_started`](Self::take_started)).
-    started: Option<Started>,
+    /// Whether the run was started as it was made (its thread was free and a run slot too), so that no
+    /// worker needs waking for it.
+    started: bool,
+    /// That run, until [`schedule`](Self::schedule) hands it to a task or a streamed run's body takes it
+    /// to drive it first ([`take_started`](Self::take_started)).
+    run: Option<Started>,
 }
 
 impl Created {
-    /// Runs this run if it was started as it was made (in a task of its own), else starts the thread's
-    /// next run if it can.
+    /// Runs this run if it was started as it was made (in a task of its own, unless taken), else starts
+    /// the thread's next run if it can.
     pub(crate) fn schedule(&mut self, app: &Arc<App>) {
-        match &mut self.started {
-            Some(started) => started.spawn(),
-            None => schedule(app, &self.record.run.thread_id),
+        if let Some(mut run) = self.run.take() {
+            run.spawn();
+        } else if !self.started {
+            schedule(app, &self.record.run.thread_id);
         }
     }
 
-    /// The run, when it was started as it was made, for the caller to drive
-    /// ([`Started::run_inline`]); [`schedule`](Self::schedule) then has nothing left to do.
+    /// The run, when it was started as it was made, for the caller to drive ([`Started::run_inline`]).
     pub(crate) fn take_started(&mut self) -> Option<Started> {
-        let started = self.started.take();
-        if started.is_some() {
-            self.started = Some(Started(None));
-        }
-        started
+        self.run.take()
     }
 }
 
@@ -184,7 +184,7 @@ pub(crate) async fn create(
     };
     let metadata = body.metadata.take().unwrap_or_default();
     // The request as an authorization hook sees it (and may change its metadata); built only for one.
-    let (access, metadata) = if app.auth.is_some() && caller.user().is_some() {
+    let (access, metadata) = if app.authorizes(caller) {
         let mut value = json!({
             "thread_id": if stateless { None } else { thread_id },
             "assistant_id": assistant_id,
@@ -203,7 +203,7 @@ pub(crate) async fn create(
     let not_found = || ApiError::not_found("Thread or assistant not found.");
     // An assistant made through the API must be readable by the caller (the server's own are everyone's;
     // without authentication, all are).
-    if app.auth.is_some() && caller.user().is_some() {
+    if app.authorizes(caller) {
         let owned = app.records.lock().await?.assistants.get(&assistant_id).map(|a| a.metadata.clone());
         if let Some(owned) = owned.filter(|m| m.get("created_by").and_then(Value::as_str) != Some("system")) {
             let mut value = json!({"assistant_id": assistant_id});
@@ -372,7 +372,7 @@ pub(crate) async fn create(
     }
     // Not spawned here: a streamed run's body drives it first, so that a run that never waits runs in
     // the connection's task and its events go out in one write.
-    let started = slot.map(|permit| {
+    let run = slot.map(|permit| {
         let app = Arc::clone(app);
         let channel = Arc::clone(&channel);
         let run: Start = Box::pin(async move {
@@ -382,7 +382,7 @@ pub(crate) async fn create(
         Started(Some(run))
     });
     // The run as made (`pending`, as LangGraph answers a creation), whether or not it started since.
-    Ok(Created { record, channel, subscription, started })
+    Ok(Created { record, channel, subscription, started: run.is_some(), run })
 }
 
 /// An object with no keys, for merges of objects that may be missing.

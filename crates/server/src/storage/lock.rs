@@ -138,8 +138,8 @@ impl Drop for RecordsGuard<'_> {
         if let Some(runtime) = runtime {
             let shared = Arc::clone(self.shared);
             runtime.spawn(async move {
-                // The records may be handed to a waiter that is then cancelled before it takes them: so
-                // the timer waits again until it finds them free (nobody holding or queued), then lets go.
+                // The timer waits until it finds the records free (nobody holding them), then lets go. A
+                // waiter woken meanwhile that finds it gone takes PostgreSQL's lock again in its turn.
                 loop {
                     tokio::time::sleep(UNUSED_KEPT_LOCK).await;
                     if let Some(mut records) = shared.inner.try_lock() {
