@@ -94,6 +94,9 @@ pub enum Error {
     /// A value in the config (for example a `configurable` key) is not one the runnable accepts.
     #[error("invalid config: {0}")]
     InvalidConfig(String),
+    /// User code panicked (a graph's node, for one); the panic's message. Never retried by default.
+    #[error("panicked: {0}")]
+    Panicked(String),
 }
 
 impl Error {
@@ -108,6 +111,17 @@ impl Error {
     /// An error with just a message, for user code that has no error type of its own.
     pub fn msg(message: impl Into<String>) -> Self {
         Self::Custom(Arc::new(MessageError(message.into())))
+    }
+
+    /// The error of a caught panic, from its payload (`std::panic::catch_unwind`'s `Err`): its message when
+    /// it is text, else a placeholder.
+    pub fn from_panic(payload: &(dyn Any + Send)) -> Self {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|text| (*text).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_owned());
+        Self::Panicked(message)
     }
 
     /// Whether this error is control flow rather than a failure.
@@ -359,6 +373,18 @@ mod tests {
         let source = std::error::Error::source(model).map(ToString::to_string);
         assert_eq!(source.as_deref(), Some("vendor failure 503"));
         assert_eq!(error.to_string(), "vendor error: boom");
+    }
+
+    #[test]
+    fn a_caught_panic_keeps_its_message() {
+        let text = std::panic::catch_unwind(|| std::panic::panic_any("static text")).unwrap_err();
+        assert_eq!(Error::from_panic(text.as_ref()).to_string(), "panicked: static text");
+        let owned = std::panic::catch_unwind(|| std::panic::panic_any(format!("n = {}", 3))).unwrap_err();
+        assert_eq!(Error::from_panic(owned.as_ref()).to_string(), "panicked: n = 3");
+        let other = std::panic::catch_unwind(|| std::panic::panic_any(7_u8)).unwrap_err();
+        assert!(
+            matches!(Error::from_panic(other.as_ref()), Error::Panicked(m) if m == "a panic without a message")
+        );
     }
 
     #[test]

@@ -465,3 +465,62 @@ async fn a_root_value_graph_takes_its_bare_value_as_input_as_langgraph_does() {
     let state = get(server.addr, &format!("/threads/{tid}/state")).await.json();
     assert_eq!(state["values"], json!(["x", "n"]));
 }
+
+/// `a`, then `boom`, a node that panics; `routed` → a router that panics.
+fn panicking() -> ServerBuilder {
+    let mut nodes = StateGraph::with_initial(common::state());
+    nodes.add_node("a", |_: &JsonState| json!({"items": ["a"]}));
+    nodes.add_node("boom", |_: &JsonState| -> Value { panic!("the node gave up") });
+    nodes.add_edge(START, "a");
+    nodes.add_edge("a", "boom");
+    let mut routed = StateGraph::with_initial(common::state());
+    routed.add_node("a", |_: &JsonState| json!({"items": ["a"]}));
+    routed.add_conditional_edges(
+        "a",
+        |_: &JsonState| -> &'static str { panic!("the router gave up") },
+        [END],
+    );
+    routed.add_edge(START, "a");
+    builder().graph("boom", nodes.compile().unwrap()).graph("routed", routed.compile().unwrap())
+}
+
+#[tokio::test]
+async fn a_panicking_node_fails_its_run_and_the_server_goes_on() {
+    let server = start(panicking()).await;
+    // A router runs as part of its node's task: that task fails with it, and its writes are not kept.
+    let cases = [
+        ("boom", "panicked: the node gave up", json!(["a"]), json!(["boom"])),
+        ("routed", "panicked: the router gave up", Value::Null, json!(["a"])),
+    ];
+    for (graph, message, items, next) in cases {
+        let tid = thread(server.addr).await;
+        let body = json!({"assistant_id": graph, "input": {}, "stream_mode": ["values"]});
+        // A panic that escaped would leave the stream open (and the run `running`): bounded here.
+        let path = format!("/threads/{tid}/runs/stream");
+        let streamed = post(server.addr, &path, body);
+        let r = tokio::time::timeout(Duration::from_secs(10), streamed).await.expect("the stream ends");
+        assert_eq!(r.status, 200, "{}", r.body);
+        let events = common::open::parse(&r.body);
+        let (name, error, _) = events.last().unwrap();
+        assert_eq!(name, "error", "{graph}: {events:?}");
+        assert!(error["message"].as_str().unwrap().contains(message), "{graph}: {error}");
+        // The run and its thread say so; nothing is left running.
+        let run_path = r.header("content-location").unwrap();
+        assert_eq!(get(server.addr, run_path).await.json()["status"], "error", "{graph}");
+        let thread = get(server.addr, &format!("/threads/{tid}")).await.json();
+        assert_eq!(thread["status"], "error", "{graph}: {thread}");
+        // What ran before the panic is the thread's state; the failed task is next.
+        let state = get(server.addr, &format!("/threads/{tid}/state")).await.json();
+        assert_eq!(state["values"]["items"], items, "{graph}: {state}");
+        assert_eq!(state["next"], next, "{graph}: {state}");
+    }
+    // The same server streams the next run.
+    let tid = thread(server.addr).await;
+    let done = post(
+        server.addr,
+        &format!("/threads/{tid}/runs/wait"),
+        json!({"assistant_id": "simple", "input": {}}),
+    )
+    .await;
+    assert_eq!(done.json()["items"], json!(["a", "b"]), "{}", done.body);
+}

@@ -1,5 +1,8 @@
 //! Executing one task: cache, retries, interrupts, commands to the parent graph, routes.
 
+use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt as _;
 use serde_json::Value;
 use tracing::Instrument as _;
 use weft_runnable_core::trace::{record_error, records_content};
@@ -112,10 +115,16 @@ pub(crate) async fn execute<S: State>(
             Some(s) => with_config(&rt, s.child_config().clone()),
             None => rt,
         };
-        let result = if traced {
-            func.call(input, rt.clone()).instrument(span.clone()).await
-        } else {
-            func.call(input, rt.clone()).await
+        // A node that panics fails like one that returns an error (`Error::Panicked`): its run ends with
+        // that error instead of unwinding through the caller (a server's connection, say).
+        // (A function node runs when called, an async one when polled: both are caught.)
+        let result = match std::panic::catch_unwind(AssertUnwindSafe(|| func.call(input, rt.clone()))) {
+            Ok(call) => {
+                let call = AssertUnwindSafe(call).catch_unwind();
+                let result = if traced { call.instrument(span.clone()).await } else { call.await };
+                result.unwrap_or_else(|payload| Err(Error::from_panic(payload.as_ref())))
+            }
+            Err(payload) => Err(Error::from_panic(payload.as_ref())),
         };
         if let Some(scope) = &scope {
             match &result {

@@ -1,9 +1,10 @@
 //! Running one run: its graph streamed into the run's channel as SSE events, stopped by a cancel, and its
 //! outcome written to the run and its thread.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use futures::StreamExt as _;
+use futures::{FutureExt as _, StreamExt as _};
 use serde_json::{Value, json};
 use weft_graph::checkpoint::{CheckpointConfig, CheckpointError, CheckpointTuple, Checkpointer, ListOptions};
 use weft_graph::erased::{ErasedGraph, JsonCommand, JsonInput};
@@ -210,7 +211,15 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
             match continues(app, &record).await {
                 Ok(continues) => {
                     let timeout = app.limits.run_timeout;
-                    drive(&record, graph, continues, &channel, &mut result, timeout).await
+                    // A node's panic is its error already (the engine catches it); one anywhere else in
+                    // the run (a router, a reducer) ends the run as an error too, not its task or its
+                    // connection, with the run left `running`.
+                    let driven = drive(&record, graph, continues, &channel, &mut result, timeout);
+                    AssertUnwindSafe(driven).catch_unwind().await.unwrap_or_else(|payload| {
+                        let error = weft_runnable_core::Error::from_panic(payload.as_ref());
+                        tracing::error!(run_id, %error, "a run panicked");
+                        Ended::Error(json!({"error": "GraphError", "message": format!("the run {error}")}))
+                    })
                 }
                 Err(e) => {
                     tracing::error!(run_id, error = %e, "cannot read the thread's head to continue a run");
