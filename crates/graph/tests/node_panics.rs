@@ -1,6 +1,6 @@
-//! A node that panics: its run fails with the node's error (`Error::Panicked`), as a node returning an
-//! error does, instead of unwinding through the caller; what was saved before it stays, and the thread
-//! runs again.
+//! A node or a router that panics: its run fails with the node's error (`Error::Panicked`), as a node
+//! or a router returning an error does, instead of unwinding through the caller; what was saved before
+//! it stays, and the thread runs again.
 #![allow(clippy::unwrap_used, clippy::panic, missing_docs)]
 
 mod common;
@@ -81,4 +81,23 @@ async fn a_policy_that_retries_panics_runs_the_node_again() {
     let out = app.invoke(CounterUpdate::log("in"), &thread("r")).await.unwrap();
     assert_eq!(out.value.log, vec!["in", "first", "boom"]);
     assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_panicking_router_fails_its_nodes_task() {
+    let mut g = StateGraph::<Counter>::new();
+    g.add_node("first", |_: Counter| CounterUpdate::log("first"));
+    g.add_node("second", |_: Counter| CounterUpdate::log("second"));
+    g.add_edge(START, "first");
+    g.add_conditional_edges("first", |_: &Counter| -> &'static str { panic!("no way out") }, ["second"]);
+    let app = g.compile_with(CompileConfig::new().checkpointer(Arc::new(InMemorySaver::new()))).unwrap();
+    let err = app.invoke(CounterUpdate::log("in"), &thread("r")).await.unwrap_err();
+    let GraphError::Node { node, source, .. } = &err else { panic!("a node error: {err:?}") };
+    assert_eq!(node.name(), "first");
+    assert!(matches!(source, Error::Panicked(m) if m == "no way out"), "{source:?}");
+    let state = app.get_state(&thread("r")).await.unwrap();
+    // As for a router's error: the node's writes are saved with the error (as LangGraph saves a failing
+    // task's writes), and the task counts as finished.
+    assert_eq!(state.values.log, vec!["in", "first"]);
+    assert!(state.next.is_empty(), "{:?}", state.next);
 }

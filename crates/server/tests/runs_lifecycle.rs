@@ -481,18 +481,32 @@ fn panicking() -> ServerBuilder {
         [END],
     );
     routed.add_edge(START, "a");
-    builder().graph("boom", nodes.compile().unwrap()).graph("routed", routed.compile().unwrap())
+    // A reducer that panics: caught by the server, not the engine.
+    let fragile = JsonState::builder()
+        .channel("items", weft_graph::ChannelKind::Reducer)
+        .reducer("fragile", |_: &mut Value, _: Value| -> Result<(), String> { panic!("the reducer gave up") })
+        .build();
+    let mut reduced = StateGraph::with_initial(fragile);
+    reduced.add_node("a", |_: &JsonState| json!({"items": ["a"], "fragile": 0})); // the first value is set
+    reduced.add_node("b", |_: &JsonState| json!({"fragile": 1}));
+    reduced.add_edge(START, "a");
+    reduced.add_edge("a", "b");
+    builder()
+        .graph("boom", nodes.compile().unwrap())
+        .graph("routed", routed.compile().unwrap())
+        .graph("reduced", reduced.compile().unwrap())
 }
 
 #[tokio::test]
 async fn a_panicking_node_fails_its_run_and_the_server_goes_on() {
     let server = start(panicking()).await;
-    // A router runs as part of its node's task: that task fails with it, and its writes are not kept.
     let cases = [
-        ("boom", "panicked: the node gave up", json!(["a"]), json!(["boom"])),
-        ("routed", "panicked: the router gave up", Value::Null, json!(["a"])),
+        ("boom", "panicked: the node gave up", json!(["boom"])),
+        // The node's writes are kept with the router's error, and its task counts as finished.
+        ("routed", "panicked: the router gave up", json!([])),
+        ("reduced", "the run panicked: the reducer gave up", json!(["b"])),
     ];
-    for (graph, message, items, next) in cases {
+    for (graph, message, next) in cases {
         let tid = thread(server.addr).await;
         let body = json!({"assistant_id": graph, "input": {}, "stream_mode": ["values"]});
         // A panic that escaped would leave the stream open (and the run `running`): bounded here.
@@ -511,7 +525,7 @@ async fn a_panicking_node_fails_its_run_and_the_server_goes_on() {
         assert_eq!(thread["status"], "error", "{graph}: {thread}");
         // What ran before the panic is the thread's state; the failed task is next.
         let state = get(server.addr, &format!("/threads/{tid}/state")).await.json();
-        assert_eq!(state["values"]["items"], items, "{graph}: {state}");
+        assert_eq!(state["values"]["items"], json!(["a"]), "{graph}: {state}");
         assert_eq!(state["next"], next, "{graph}: {state}");
     }
     // The same server streams the next run.

@@ -80,8 +80,9 @@ pub(crate) fn route<S: State>(
     writes.goto.extend(node.edges.iter().copied());
     writes.joins.extend(node.joins.iter().copied());
     for branch in &node.branches {
-        let routes = branch
-            .route(view)
+        // A router that panics fails like one that returns an error (`Error::Panicked`).
+        let routes = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| branch.route(view)))
+            .unwrap_or_else(|payload| Err(weft_runnable_core::Error::from_panic(payload.as_ref())))
             // The run names the graph (`run` fills it in).
             .map_err(|source| GraphError::Node { node: NodeRef::new("", &*node.name), step, source })?
             .map_err(|_| GraphError::NoDestination {

@@ -211,9 +211,9 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
             match continues(app, &record).await {
                 Ok(continues) => {
                     let timeout = app.limits.run_timeout;
-                    // A node's panic is its error already (the engine catches it); one anywhere else in
-                    // the run (a router, a reducer) ends the run as an error too, not its task or its
-                    // connection, with the run left `running`.
+                    // A node's or a router's panic is its error already (the engine catches it); one
+                    // anywhere else in the run (a reducer, say) ends the run as an error too, instead of
+                    // ending its task or its connection with the run left `running`.
                     let driven = drive(&record, graph, continues, &channel, &mut result, timeout);
                     AssertUnwindSafe(driven).catch_unwind().await.unwrap_or_else(|payload| {
                         let error = weft_runnable_core::Error::from_panic(payload.as_ref());
