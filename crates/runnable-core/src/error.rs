@@ -94,7 +94,8 @@ pub enum Error {
     /// A value in the config (for example a `configurable` key) is not one the runnable accepts.
     #[error("invalid config: {0}")]
     InvalidConfig(String),
-    /// User code panicked (a graph's node, for one); the panic's message. Never retried by default.
+    /// User code panicked (a graph's node or router, for one); the panic's message. A graph's default
+    /// retry policy skips it (its `retry_on` may ask for it).
     #[error("panicked: {0}")]
     Panicked(String),
 }

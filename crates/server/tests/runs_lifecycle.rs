@@ -466,7 +466,8 @@ async fn a_root_value_graph_takes_its_bare_value_as_input_as_langgraph_does() {
     assert_eq!(state["values"], json!(["x", "n"]));
 }
 
-/// `a`, then `boom`, a node that panics; `routed` → a router that panics.
+/// Graphs whose user code panics: `boom` a node (after `a`), `routed` the router after `a`, `reduced` a
+/// reducer (on `b`'s write, after `a`).
 fn panicking() -> ServerBuilder {
     let mut nodes = StateGraph::with_initial(common::state());
     nodes.add_node("a", |_: &JsonState| json!({"items": ["a"]}));
@@ -498,7 +499,7 @@ fn panicking() -> ServerBuilder {
 }
 
 #[tokio::test]
-async fn a_panicking_node_fails_its_run_and_the_server_goes_on() {
+async fn a_panic_in_a_node_router_or_reducer_fails_its_run_and_the_server_goes_on() {
     let server = start(panicking()).await;
     let cases = [
         ("boom", "panicked: the node gave up", json!(["boom"])),

@@ -7,6 +7,10 @@
 
 mod graphs;
 
+use std::process::ExitCode;
+
+use weft_server::Server;
+
 /// jemalloc, as docs/server.md recommends for a server binary: a run allocates a few large futures and
 /// keeps its records and checkpoints, and glibc's malloc serves that mix from the top of its per-thread
 /// heaps, faulting fresh pages in as they grow; jemalloc's size classes and thread caches do not (in
@@ -14,10 +18,6 @@ mod graphs;
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
-use std::process::ExitCode;
-
-use weft_server::Server;
 
 fn usage() -> ExitCode {
     eprintln!("usage: weft-server-e2e --port PORT [--db PATH | --in-memory] [--auth] [--chaos]");
