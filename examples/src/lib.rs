@@ -13,4 +13,4 @@ mod trace;
 
 pub use embeddings::WordEmbeddings;
 pub use models::{ExampleModel, Models, structured};
-pub use trace::{otel_from_env, report};
+pub use trace::{Traces, otel_from_env, report};

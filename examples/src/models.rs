@@ -10,7 +10,6 @@ use futures::stream::BoxStream;
 use schemars::JsonSchema;
 use serde::Serialize;
 use weft::fakes::{FakeChatModel, FakeReply};
-use weft::openai::ChatOpenAI;
 use weft::{
     AiMessage, CallOptions, ChatModel, Message, RunnableConfig, StructuredOutputMethod, ToolCall, ToolSpec,
 };
@@ -40,6 +39,27 @@ pub(crate) enum LiveRequest {
     Yes { model: String, base_url: Option<String> },
 }
 
+/// [`ChatOpenAI`](weft::openai::ChatOpenAI) at temperature 0, model `model`, at `base_url` (OpenAI's
+/// API when `None`).
+#[cfg(feature = "live")]
+fn live_model(model: &str, base_url: Option<&str>) -> Result<Models, String> {
+    let mut builder = weft::openai::ChatOpenAI::builder().model(model).temperature(0.0);
+    if let Some(url) = base_url {
+        builder = builder.base_url(url);
+    }
+    let chat = builder.build().map_err(|err| err.to_string())?;
+    let at = base_url.unwrap_or("https://api.openai.com/v1").to_owned();
+    Ok(Models { at: Some(at), ..Models::live(chat) })
+}
+
+/// Without the `live` feature there is no OpenAI client to run on: the error says how to build one.
+#[cfg(not(feature = "live"))]
+fn live_model(_model: &str, _base_url: Option<&str>) -> Result<Models, String> {
+    Err("the examples were built without their `live` feature; run them with `--features live`, e.g. \
+         `cargo run --example quickstart --features live -- --live`"
+        .to_owned())
+}
+
 /// Reads the live model's settings from the environment when `asked`.
 pub(crate) fn live_request(asked: bool) -> LiveRequest {
     let configured =
@@ -63,7 +83,7 @@ impl Models {
     /// The models every example runs on: **the one place that chooses them**.
     ///
     /// The script, unless a live model is asked for: with the `--live` argument or `WEFT_EXAMPLES_LIVE=1`,
-    /// every role talks to [`ChatOpenAI`] at temperature 0, model `OPENAI_MODEL` (default `gpt-4o-mini`),
+    /// every role talks to `ChatOpenAI` (the `live` feature of this package) at temperature 0, model `OPENAI_MODEL` (default `gpt-4o-mini`),
     /// at `OPENAI_BASE_URL` (for example the local server that `cargo xtask llm-server` starts; default
     /// OpenAI's API, which needs `OPENAI_API_KEY`). An API key in the environment alone never switches an
     /// example to a paid model. The first line of output says which model runs, and where. A live model
@@ -80,22 +100,13 @@ impl Models {
                 }
                 Self::scripted()
             }
-            LiveRequest::Yes { model, base_url } => {
-                let mut builder = ChatOpenAI::builder().model(model).temperature(0.0);
-                if let Some(url) = &base_url {
-                    builder = builder.base_url(url.clone());
+            LiveRequest::Yes { model, base_url } => match live_model(&model, base_url.as_deref()) {
+                Ok(models) => models,
+                Err(err) => {
+                    eprintln!("cannot use the live OpenAI model (--live): {err}");
+                    std::process::exit(2);
                 }
-                match builder.build() {
-                    Ok(model) => {
-                        let at = base_url.unwrap_or_else(|| "https://api.openai.com/v1".to_owned());
-                        Self { at: Some(at), ..Self::live(model) }
-                    }
-                    Err(err) => {
-                        eprintln!("cannot use the live OpenAI model (--live): {err}");
-                        std::process::exit(2);
-                    }
-                }
-            }
+            },
         };
         println!("model: {}", models.describe());
         models

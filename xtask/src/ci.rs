@@ -1,6 +1,6 @@
 //! `cargo xtask ci`: every check CI runs, in order, stopping at the first failure.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -218,32 +218,91 @@ fn doc(tally: &mut Tally) -> Result<(), String> {
     exec::run_counting(&mut exec::cargo(&["test", "--workspace", "--all-features", "--doc"]), tally)
 }
 
-/// Builds every example of the `examples/` package, then runs each one; an example fails the stage by
-/// exiting with a failure status (they check their own results).
+/// Checks that a new user's first build stays lean, builds every example of the `examples/` package with
+/// every feature (the debug build the later stages share), then runs each one; an example fails the stage
+/// by exiting with a failure status (they check their own results).
 fn examples(_: &mut Tally) -> Result<(), String> {
+    first_build_is_lean()?;
     let names = discover_examples(&exec::root().join("examples").join("examples"))?;
     println!("examples: {}", names.join(", "));
-    exec::run(&mut exec::cargo(&["build", "--all-features", "--examples"]))?;
-    for name in &names {
-        let mut command: Command = exec::cargo(&["run", "--all-features", "--example", name]);
-        command.args(example_args(name));
+    exec::run(&mut exec::cargo(bench::DEV_BUILD))?;
+    let dir = bench::target_dir(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from), &exec::root())
+        .join("debug")
+        .join("examples");
+    let example = |name: &str| {
+        let mut command = Command::new(dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX)));
+        command.current_dir(exec::root());
         // `mcp_agent` also uses the MCP reference server when the `mcp` stage installed it.
         mcp::with_test_env(&mut command);
-        exec::run_with_limit(&mut command, Some(EXAMPLE_LIMIT))?;
+        command
+    };
+    for name in &names {
+        exec::run_with_limit(example(name).args(example_args(name)), Some(EXAMPLE_LIMIT))?;
     }
     // Then each example that talks to a model again, `--live` against fakellm serving the examples'
     // rules: the same programs through `ChatOpenAI` and real HTTP, and a check of the rules file.
     let fakellm = fakellm::FakeLlm::start(&fakellm::ensure()?, &fakellm::examples_rules(), None, true)?;
     for name in names.iter().filter(|name| runs_live(name)) {
-        let mut command: Command = exec::cargo(&["run", "--all-features", "--example", name, "--", "--live"]);
+        let mut command = example(name);
         command
+            .arg("--live")
             .env("OPENAI_BASE_URL", fakellm.base_url())
             .env("OPENAI_API_KEY", "sk-fakellm")
             .env("OPENAI_MODEL", "gpt-4o-mini");
-        mcp::with_test_env(&mut command);
         exec::run_with_limit(&mut command, Some(EXAMPLE_LIMIT))?;
     }
     Ok(())
+}
+
+/// Crates that `cargo run --example quickstart` on a fresh clone must not compile: the server, the MCP
+/// SDK, OpenTelemetry, the OpenAI client and its HTTP stack, and the PostgreSQL and Redis backends.
+const NOT_IN_FIRST_BUILD: [&str; 9] = [
+    "axum",
+    "rmcp",
+    "opentelemetry",
+    "async-openai",
+    "reqwest",
+    "hyper",
+    "sqlx-postgres",
+    "redis",
+    "weft-server",
+];
+
+/// What a new user's first command compiles: the dependency tree of the repository root's default
+/// members with their default features (what a bare `cargo run --example quickstart` resolves), checked
+/// against [`NOT_IN_FIRST_BUILD`].
+fn first_build_is_lean() -> Result<(), String> {
+    let mut command = exec::cargo(&["tree", "--locked", "--edges", "normal,build", "--prefix", "none"]);
+    println!("$ {}", exec::describe(&command));
+    let output = command.output().map_err(|err| format!("cannot run cargo tree: {err}"))?;
+    if !output.status.success() {
+        return Err(format!("cargo tree failed: {}", String::from_utf8_lossy(&output.stderr)));
+    }
+    let crates = crate_names(&String::from_utf8_lossy(&output.stdout));
+    let heavy: Vec<&str> =
+        NOT_IN_FIRST_BUILD.into_iter().filter(|name| crates.iter().any(|c| c == name)).collect();
+    if !heavy.is_empty() {
+        return Err(format!(
+            "`cargo run --example quickstart` would compile {}: an example's feature is on by default, or \
+             a default member enables it (see `default-members` in Cargo.toml)",
+            heavy.join(", ")
+        ));
+    }
+    println!(
+        "a new user's first build compiles {} crates, none of {}",
+        crates.len(),
+        NOT_IN_FIRST_BUILD.join(", ")
+    );
+    Ok(())
+}
+
+/// The distinct crate names of `cargo tree --prefix none` output, sorted.
+fn crate_names(tree: &str) -> Vec<String> {
+    let mut names: Vec<String> =
+        tree.lines().filter_map(|line| line.split_whitespace().next()).map(str::to_owned).collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// Whether an example runs `--live` against fakellm in CI: all but the server, which serves until stopped
@@ -256,7 +315,7 @@ fn runs_live(name: &str) -> bool {
 /// `--check` (a free port, each graph driven through the API, then exit).
 fn example_args(name: &str) -> &'static [&'static str] {
     match name {
-        "server" => &["--", "--check"],
+        "server" => &["--check"],
         _ => &[],
     }
 }
@@ -345,10 +404,17 @@ mod tests {
 
     #[test]
     fn the_server_example_runs_its_check_and_the_others_run_plain() {
-        assert_eq!(example_args("server"), ["--", "--check"]);
+        assert_eq!(example_args("server"), ["--check"]);
         assert!(example_args("quickstart").is_empty());
         let found = discover_examples(&exec::root().join("examples").join("examples")).unwrap();
         assert!(found.iter().any(|name| name == "server"), "{found:?}");
+    }
+
+    #[test]
+    fn crate_names_are_the_first_word_of_each_line_once() {
+        let tree = "weft-examples v0.1.0 (/x/examples)\nweft v0.1.0 (/x/crates/weft)\nserde v1.0.0\n\
+                    serde v1.0.0 (*)\nsyn v2.0.1\nsyn v3.0.0\n";
+        assert_eq!(crate_names(tree), ["serde", "syn", "weft", "weft-examples"]);
     }
 
     #[test]

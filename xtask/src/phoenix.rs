@@ -71,7 +71,7 @@ pub(crate) fn run_with(build: Build) -> Result<(), String> {
         }
     };
     let build_args: &[&str] = match build {
-        Build::Alone => &["build", "-p", "weft-examples", "--example", "quickstart"],
+        Build::Alone => &["build", "-p", "weft-examples", "--features", "otel", "--example", "quickstart"],
         Build::Shared => bench::DEV_BUILD,
     };
     exec::run(&mut exec::cargo(build_args))?;

@@ -54,7 +54,7 @@ pub(crate) fn run_with(build: Build) -> Result<(), String> {
         return Ok(());
     };
     let build_args: &[&str] = match build {
-        Build::Alone => &["build", "-p", "weft-examples", "--example", "server"],
+        Build::Alone => &["build", "-p", "weft-examples", "--features", "server", "--example", "server"],
         Build::Shared => bench::DEV_BUILD,
     };
     exec::run(&mut exec::cargo(build_args))?;
