@@ -8,10 +8,10 @@
 //! `OPENAI_BASE_URL` (see `weft_examples::Models`; `cargo xtask fakellm serve` serves rules that follow the
 //! script), and the agent's results are then reported rather than checked.
 //!
-//! - `cargo run --example mcp_agent`: the agent (`-- --live`: on a live model).
-//! - `cargo run --example mcp_agent -- --serve-stdio`: the weft MCP server alone, over stdin and stdout
+//! - `cargo run --example mcp_agent --features mcp`: the agent (`-- --live`: on a live model).
+//! - `cargo run --example mcp_agent --features mcp -- --serve-stdio`: the weft MCP server alone, over stdin and stdout
 //!   (what an MCP host such as Claude Desktop starts).
-//! - `cargo run --example mcp_agent -- --serve-http 127.0.0.1:8000`: the same over Streamable HTTP, at
+//! - `cargo run --example mcp_agent --features mcp -- --serve-http 127.0.0.1:8000`: the same over Streamable HTTP, at
 //!   `http://127.0.0.1:8000/mcp`.
 
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
 """The studio in a real browser: headless Chromium driven over WebDriver against the example server
-(`cargo run --example server`). Runs the agent, answers its approval, forks from an earlier checkpoint with an
+(`cargo run --example server --features server`). Runs the agent, answers its approval, forks from an earlier checkpoint with an
 edited state, opens a failed run's thread, checks the page at a phone's width and with an API key; saves a
 screenshot of each step and fails on any console error or a page that loads in 1 s or more.
 

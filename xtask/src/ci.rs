@@ -5,7 +5,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::exec::{self, Tally, format_duration};
-use crate::{bench, fakellm, langgraph_diff, llm, mcp, phoenix, server_e2e, services, studio_e2e};
+use crate::{
+    bench, docs_lines, fakellm, langgraph_diff, llm, mcp, names, phoenix, server_e2e, services, studio_e2e,
+};
 
 /// How long one example may run before it counts as hung.
 const EXAMPLE_LIMIT: Duration = Duration::from_secs(300);
@@ -17,9 +19,10 @@ struct Stage {
 }
 
 /// Every stage, in the order they run.
-const STAGES: [Stage; 16] = [
+const STAGES: [Stage; 18] = [
     Stage { name: "services", run: services_stage },
     Stage { name: "fmt", run: fmt },
+    Stage { name: "names", run: names_stage },
     Stage { name: "clippy", run: clippy },
     Stage { name: "llm", run: llm_stage },
     Stage { name: "mcp", run: mcp::ci_stage },
@@ -30,6 +33,7 @@ const STAGES: [Stage; 16] = [
     Stage { name: "server-chaos", run: server_chaos_stage },
     Stage { name: "studio-e2e", run: studio_e2e_stage },
     Stage { name: "phoenix", run: phoenix_stage },
+    Stage { name: "docs-lines", run: docs_lines_stage },
     Stage { name: "doc", run: doc },
     Stage { name: "examples", run: examples },
     Stage { name: "bench", run: bench_smoke },
@@ -44,7 +48,7 @@ const PUBLISHED: [&str; 7] = [
     "weft-integrations",
     "weft-agents",
     "weft-server",
-    "weft",
+    "weft-llm",
 ];
 
 /// Runs the stages named in `args` (all when empty), in their fixed order.
@@ -145,6 +149,16 @@ fn services_stage(_: &mut Tally) -> Result<(), String> {
 /// llama-server and the test models in the cache (built or downloaded when missing), for the test stage.
 fn llm_stage(_: &mut Tally) -> Result<(), String> {
     llm::ci_stage()
+}
+
+/// The install and run lines of README and the docs work as written.
+fn docs_lines_stage(_: &mut Tally) -> Result<(), String> {
+    docs_lines::check()
+}
+
+/// Every published crate's name is free on crates.io or the project's own.
+fn names_stage(_: &mut Tally) -> Result<(), String> {
+    names::check(&PUBLISHED)
 }
 
 fn fmt(_: &mut Tally) -> Result<(), String> {
@@ -321,7 +335,7 @@ fn example_args(name: &str) -> &'static [&'static str] {
 }
 
 /// The examples cargo finds in `dir`: `NAME.rs` and `NAME/main.rs`, sorted by name.
-fn discover_examples(dir: &Path) -> Result<Vec<String>, String> {
+pub(crate) fn discover_examples(dir: &Path) -> Result<Vec<String>, String> {
     let entries = std::fs::read_dir(dir).map_err(|err| format!("cannot list {}: {err}", dir.display()))?;
     let mut names = Vec::new();
     for entry in entries {
@@ -359,6 +373,7 @@ mod tests {
             vec![
                 "services",
                 "fmt",
+                "names",
                 "clippy",
                 "llm",
                 "mcp",
@@ -369,6 +384,7 @@ mod tests {
                 "server-chaos",
                 "studio-e2e",
                 "phoenix",
+                "docs-lines",
                 "doc",
                 "examples",
                 "bench",

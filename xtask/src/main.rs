@@ -1,9 +1,9 @@
 //! weft's task runner, started with `cargo xtask TASK` (an alias in `.cargo/config.toml`).
 //!
-//! - `cargo xtask ci [STAGE...]`: every check CI runs, in order (services when `CI` is set, fmt, clippy, llm,
-//!   mcp, test, langgraph-diff, server-e2e, server-e2e-scaled, server-chaos, studio-e2e, doc, examples, bench),
-//!   each with a
-//!   header and its duration, stopping at the first failure. Naming stages runs only those.
+//! - `cargo xtask ci [STAGE...]`: every check CI runs, in order (services when `CI` is set, fmt, names,
+//!   clippy, llm, mcp, test, langgraph-diff, server-e2e, server-e2e-scaled, server-chaos, studio-e2e,
+//!   phoenix, docs-lines, doc, examples, bench, package), each with a header and its duration, stopping at the first
+//!   failure. Naming stages runs only those.
 //! - `cargo xtask bench [--only NAME] [--quick] [--compare]`: builds the benchmarks in release mode and
 //!   runs each workload of `bench/langgraph/WORKLOADS.md` in its own process, one JSON line each;
 //!   `--compare` puts LangGraph's figures beside them. `--server` runs the server benchmarks
@@ -30,11 +30,13 @@
 
 mod bench;
 mod ci;
+mod docs_lines;
 mod exec;
 mod fakellm;
 mod langgraph_diff;
 mod llm;
 mod mcp;
+mod names;
 mod nodeenv;
 mod phoenix;
 mod pyenv;
@@ -49,9 +51,13 @@ usage: cargo xtask TASK
 
 tasks:
   ci [STAGE...]  run every check CI runs, in order, stopping at the first failure;
-                 stages: services, fmt, clippy, llm, mcp, test, langgraph-diff, server-e2e,
-                 server-e2e-scaled, server-chaos, studio-e2e, phoenix, doc, examples, bench, package
-                 (services starts PostgreSQL and Redis when CI is set, else only checks them; llm
+                 stages: services, fmt, names, clippy, llm, mcp, test, langgraph-diff, server-e2e,
+                 server-e2e-scaled, server-chaos, studio-e2e, phoenix, docs-lines, doc, examples, bench,
+                 package
+                 (services starts PostgreSQL and Redis when CI is set, else only checks them; names
+                 fails when a crate we publish has a name taken on crates.io by someone else;
+                 docs-lines checks the `cargo run --example` and `cargo xtask` lines of the docs
+                 and compiles each install line in a new crate; llm
                  builds llama-server and fetches the test models into the cache when
                  missing; mcp installs the MCP reference server and the Python MCP
                  client, runs the MCP tests and checks weft's MCP server with that client;

@@ -20,7 +20,7 @@ const EVERYTHING: &str = "@modelcontextprotocol/server-everything";
 /// The MCP tests: package, test binaries, and whether its `mcp::` unit tests run too.
 const TESTS: &[(&str, &[&str], bool)] = &[
     ("weft-integrations", &["mcp_everything", "mcp_server", "mcp_connect"], true),
-    ("weft", &["mcp_agent"], false),
+    ("weft-llm", &["mcp_agent"], false),
 ];
 
 /// How long the Python check may run before it counts as hung.

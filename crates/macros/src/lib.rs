@@ -23,7 +23,7 @@ mod tool;
 ///   `std::error::Error`, or anything `Display`;
 /// - `return_direct` marks the tool as ending an agent's loop;
 /// - `crate = path` names the path of `weft_runnable_core`; by default it is `::weft_runnable_core`, or
-///   `::weft::core` when the calling crate depends on the `weft` facade and not on the core crate.
+///   `::weft::core` when the calling crate depends on the `weft` facade (package `weft-llm`) and not on the core crate.
 ///
 /// The original function stays callable as `<name>::run(...)`.
 ///

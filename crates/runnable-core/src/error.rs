@@ -12,7 +12,22 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 ///
 /// Variants carry enough context to act on (which variable is missing, which tool failed); large payloads
 /// are boxed so that `Result` stays small.
-#[derive(Debug, Clone, thiserror::Error)]
+///
+/// `?` converts into it the errors a weft program meets: I/O, `serde_json`, the graph's, the
+/// checkpointers' and stores', the providers' and the server's (each crate converts its own). Its `Debug`
+/// form is the readable chain, the message then each cause, as `anyhow` prints it, so that
+/// `fn main() -> weft::Result<()>` reports a failure well; `{:#?}` gives the variant and its fields.
+///
+/// ```
+/// fn read_config(path: &str) -> weft::Result<serde_json::Value> {
+///     let text = std::fs::read_to_string(path)?; // std::io::Error
+///     Ok(serde_json::from_str(&text)?) // serde_json::Error
+/// }
+/// let err = read_config("/no/such/weft/config.json").unwrap_err();
+/// assert!(format!("{err:?}").starts_with("No such file or directory"), "{err:?}");
+/// assert!(format!("{err:#?}").starts_with("Custom("), "{err:#?}");
+/// ```
+#[derive(Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A prompt was formatted with missing variables.
@@ -88,8 +103,9 @@ pub enum Error {
     /// It is never retried and never handled by fallbacks.
     #[error("{0}")]
     ControlFlow(ControlFlow),
-    /// An error raised by user code.
-    #[error("{0}")]
+    /// An error raised by user code, or another crate's error converted with `?` (its message and
+    /// causes are this error's).
+    #[error(transparent)]
     Custom(Arc<dyn std::error::Error + Send + Sync + 'static>),
     /// A value in the config (for example a `configurable` key) is not one the runnable accepts.
     #[error("invalid config: {0}")]
@@ -152,6 +168,94 @@ impl Error {
             Self::Custom(e) => e.downcast_ref::<E>(),
             _ => None,
         }
+    }
+}
+
+/// Readable: the message, then each cause that says something new, numbered as `anyhow` numbers them.
+/// The alternate form (`{:#?}`) is the variant and its fields.
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.alternate() {
+            return self.dump(f);
+        }
+        let message = self.to_string();
+        f.write_str(&message)?;
+        let causes = causes(self, &message);
+        match causes.as_slice() {
+            [] => Ok(()),
+            [only] => write!(f, "\n\nCaused by:\n    {only}"),
+            many => {
+                f.write_str("\n\nCaused by:")?;
+                many.iter().enumerate().try_for_each(|(n, cause)| write!(f, "\n    {n}: {cause}"))
+            }
+        }
+    }
+}
+
+/// The messages of `error`'s sources, leaving out each one that an earlier message already holds (many
+/// errors repeat their source's message in their own).
+fn causes(error: &(dyn std::error::Error + 'static), message: &str) -> Vec<String> {
+    let mut said = message.to_owned();
+    let mut causes = Vec::new();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !said.contains(&text) {
+            said.push('\n');
+            said.push_str(&text);
+            causes.push(text);
+        }
+        source = cause.source();
+    }
+    causes
+}
+
+impl Error {
+    /// The variant and its fields, as a derived `Debug` would print them.
+    fn dump(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::MissingVariables { template, missing, expected, received } => f
+                .debug_struct("MissingVariables")
+                .field("template", template)
+                .field("missing", missing)
+                .field("expected", expected)
+                .field("received", received)
+                .finish(),
+            Self::InvalidInput(m) => f.debug_tuple("InvalidInput").field(m).finish(),
+            Self::InvalidTemplate(m) => f.debug_tuple("InvalidTemplate").field(m).finish(),
+            Self::OutputParser(e) => f.debug_tuple("OutputParser").field(e).finish(),
+            Self::ToolArguments { tool, args, errors } => f
+                .debug_struct("ToolArguments")
+                .field("tool", tool)
+                .field("args", args)
+                .field("errors", errors)
+                .finish(),
+            Self::Tool { tool, message } => {
+                f.debug_struct("Tool").field("tool", tool).field("message", message).finish()
+            }
+            Self::Model(e) => f.debug_tuple("Model").field(e).finish(),
+            Self::MissingConfigKeys { missing, expected } => f
+                .debug_struct("MissingConfigKeys")
+                .field("missing", missing)
+                .field("expected", expected)
+                .finish(),
+            Self::EmptyStream(m) => f.debug_tuple("EmptyStream").field(m).finish(),
+            Self::Timeout { what, after } => {
+                f.debug_struct("Timeout").field("what", what).field("after", after).finish()
+            }
+            Self::Serialization(m) => f.debug_tuple("Serialization").field(m).finish(),
+            Self::ControlFlow(c) => f.debug_tuple("ControlFlow").field(c).finish(),
+            Self::Custom(e) => f.debug_tuple("Custom").field(e).finish(),
+            Self::InvalidConfig(m) => f.debug_tuple("InvalidConfig").field(m).finish(),
+            Self::Panicked(m) => f.debug_tuple("Panicked").field(m).finish(),
+        }
+    }
+}
+
+/// An I/O error in user code (a file, a socket), kept whole: [`Error::downcast_custom`] gives it back.
+impl From<std::io::Error> for Error {
+    fn from(err: std::io::Error) -> Self {
+        Self::custom(err)
     }
 }
 
@@ -385,6 +489,56 @@ mod tests {
         let other = std::panic::catch_unwind(|| std::panic::panic_any(7_u8)).unwrap_err();
         assert!(
             matches!(Error::from_panic(other.as_ref()), Error::Panicked(m) if m == "a panic without a message")
+        );
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot load the thread")]
+    struct Load(#[source] std::io::Error);
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("the run failed: {0}")]
+    struct Repeats(#[source] Load);
+
+    #[test]
+    fn debug_is_the_message_then_each_new_cause() {
+        let io = || std::io::Error::new(std::io::ErrorKind::NotFound, "threads.db is missing");
+        let plain = Error::msg("no model");
+        assert_eq!(format!("{plain:?}"), "no model");
+        let one = Error::custom(Load(io()));
+        assert_eq!(format!("{one:?}"), "cannot load the thread\n\nCaused by:\n    threads.db is missing");
+        // A cause whose message the error already repeats is said once.
+        let repeated = Error::custom(Repeats(Load(io())));
+        assert_eq!(
+            format!("{repeated:?}"),
+            "the run failed: cannot load the thread\n\nCaused by:\n    threads.db is missing"
+        );
+        let model: Error =
+            ModelError::new("vendor", ModelErrorKind::Server, "boom").with_source(Load(io())).into();
+        assert_eq!(
+            format!("{model:?}"),
+            "vendor error: boom\n\nCaused by:\n    0: cannot load the thread\n    1: threads.db is missing"
+        );
+    }
+
+    #[test]
+    fn the_alternate_debug_form_is_the_variant_and_its_fields() {
+        let err = Error::Tool { tool: "search".into(), message: "down".into() };
+        assert_eq!(format!("{err:#?}"), "Tool {\n    tool: \"search\",\n    message: \"down\",\n}");
+        assert_eq!(format!("{:#?}", Error::Panicked("x".into())), "Panicked(\n    \"x\",\n)");
+    }
+
+    #[test]
+    fn io_errors_convert_and_come_back() {
+        fn open() -> Result<()> {
+            Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, "read-only"))?;
+            Ok(())
+        }
+        let err = open().unwrap_err();
+        assert_eq!(err.to_string(), "read-only");
+        assert_eq!(
+            err.downcast_custom::<std::io::Error>().map(std::io::Error::kind),
+            Some(std::io::ErrorKind::PermissionDenied)
         );
     }
 

@@ -129,3 +129,11 @@ impl IntoResponse for ApiError {
 
 /// Result of a route.
 pub(crate) type ApiResult<T> = Result<T, ApiError>;
+
+/// The server's error met in `main` (building or serving) converts with `?`, kept whole
+/// (`Error::downcast_custom`), so `fn main() -> weft::Result<()>` can serve.
+impl From<ServerError> for weft_runnable_core::Error {
+    fn from(err: ServerError) -> Self {
+        Self::custom(err)
+    }
+}

@@ -12,10 +12,10 @@
 //! `--in-memory`, in the process's memory only, as `langgraph dev` keeps them (nothing survives a restart).
 //!
 //! ```text
-//! cargo run --example server                     # serves on http://127.0.0.1:2024 until Ctrl-C
-//! cargo run --example server -- --in-memory      # the same without a database, for development
-//! WEFT_API_KEY=secret cargo run --example server -- --addr 0.0.0.0:8123   # beyond loopback: a key
-//! cargo run --example server -- --check          # serves in memory on a free port, drives each graph, exits
+//! cargo run --example server --features server                     # serves on http://127.0.0.1:2024 until Ctrl-C
+//! cargo run --example server --features server -- --in-memory      # the same without a database, for development
+//! WEFT_API_KEY=secret cargo run --example server --features server -- --addr 0.0.0.0:8123   # beyond loopback: a key
+//! cargo run --example server --features server -- --check          # serves in memory on a free port, drives each graph, exits
 //! ```
 //!
 //! Then, from Python (`pip install langgraph-sdk`):

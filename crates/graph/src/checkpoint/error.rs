@@ -231,6 +231,14 @@ impl CheckpointError {
     }
 }
 
+/// A saver's error met in user code (opening a checkpointer, reading a thread) converts with `?`, kept
+/// whole: `Error::downcast_custom::<CheckpointError>()` gives it back with its kind.
+impl From<CheckpointError> for weft_runnable_core::Error {
+    fn from(err: CheckpointError) -> Self {
+        Self::custom(err)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::error::Error as _;

@@ -33,3 +33,10 @@ pub enum StoreError {
     #[error("store backend error: {0}")]
     Backend(String),
 }
+
+/// A store's error met in user code converts with `?`, kept whole (`Error::downcast_custom`).
+impl From<StoreError> for weft_runnable_core::Error {
+    fn from(err: StoreError) -> Self {
+        Self::custom(err)
+    }
+}

@@ -212,6 +212,13 @@ where
     Ok((layer, OtelGuard { provider: Some(provider), endpoint }))
 }
 
+/// The export's error met in `main` converts with `?`, kept whole (`Error::downcast_custom`).
+impl From<OtelError> for weft_runnable_core::Error {
+    fn from(err: OtelError) -> Self {
+        Self::custom(err)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
