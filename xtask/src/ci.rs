@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use crate::exec::{self, Tally, format_duration};
 use crate::{
-    bench, docs_lines, fakellm, langgraph_diff, llm, mcp, names, phoenix, server_e2e, services, studio_e2e,
+    bench, docs_lines, fakellm, langgraph_diff, llm, mcp, msrv, names, phoenix, server_e2e, services,
+    studio_e2e,
 };
 
 /// How long one example may run before it counts as hung.
@@ -19,10 +20,11 @@ struct Stage {
 }
 
 /// Every stage, in the order they run.
-const STAGES: [Stage; 18] = [
+const STAGES: [Stage; 19] = [
     Stage { name: "services", run: services_stage },
     Stage { name: "fmt", run: fmt },
     Stage { name: "names", run: names_stage },
+    Stage { name: "msrv", run: msrv_stage },
     Stage { name: "clippy", run: clippy },
     Stage { name: "llm", run: llm_stage },
     Stage { name: "mcp", run: mcp::ci_stage },
@@ -154,6 +156,11 @@ fn llm_stage(_: &mut Tally) -> Result<(), String> {
 /// The install and run lines of README and the docs work as written.
 fn docs_lines_stage(_: &mut Tally) -> Result<(), String> {
     docs_lines::check()
+}
+
+/// The declared rust-version is true of the published crates and clippy's msrv agrees.
+fn msrv_stage(_: &mut Tally) -> Result<(), String> {
+    msrv::check(&PUBLISHED)
 }
 
 /// Every published crate's name is free on crates.io or the project's own.
@@ -374,6 +381,7 @@ mod tests {
                 "services",
                 "fmt",
                 "names",
+                "msrv",
                 "clippy",
                 "llm",
                 "mcp",

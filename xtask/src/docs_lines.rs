@@ -217,7 +217,9 @@ fn scratch_package(name: &str, block: &str) -> (String, String) {
          [dependencies]\n{}\n",
         dependencies.join("\n")
     );
-    let mut main = String::from("// Made by `cargo xtask ci docs-lines` from an install line of the docs.\n");
+    let mut main = String::from(
+        "// Made by `cargo xtask ci docs-lines` from an install line of the docs.\n#![allow(unused_imports)]\n",
+    );
     for feature in facade_line(block).map(facade_features).unwrap_or_default() {
         main.push_str(&format!("use weft::{feature} as _;\n"));
     }
@@ -307,7 +309,10 @@ mod tests {
                     WEFT_OTEL_ENDPOINT=http://127.0.0.1:6006 cargo run --example lcel\n";
         assert_eq!(
             run_line_problems(text, &examples(), MANIFEST),
-            [(1, "`lcel` needs `--features live`".to_owned()), (3, "`lcel` needs `--features otel`".to_owned())]
+            [
+                (1, "`lcel` needs `--features live`".to_owned()),
+                (3, "`lcel` needs `--features otel`".to_owned())
+            ]
         );
     }
 

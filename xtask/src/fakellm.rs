@@ -85,7 +85,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     println!("\nfakellm is serving the rules of {} at {base}\n", options.rules.display());
     println!("export OPENAI_BASE_URL={base}");
     println!("export OPENAI_API_KEY=sk-fakellm   # not checked by fakellm, but clients want one");
-    println!("cargo run --example quickstart --features live -- --live   # only when asked, and built with `live`");
+    println!(
+        "cargo run --example quickstart --features live -- --live   # only when asked, and built with `live`"
+    );
     println!("\nIts dashboard (requests, matched rules): http://127.0.0.1:{}/_fakellm", server.port);
     println!("Ctrl-C stops it.");
     server.wait()

@@ -1,7 +1,7 @@
 //! weft's task runner, started with `cargo xtask TASK` (an alias in `.cargo/config.toml`).
 //!
 //! - `cargo xtask ci [STAGE...]`: every check CI runs, in order (services when `CI` is set, fmt, names,
-//!   clippy, llm, mcp, test, langgraph-diff, server-e2e, server-e2e-scaled, server-chaos, studio-e2e,
+//!   msrv, clippy, llm, mcp, test, langgraph-diff, server-e2e, server-e2e-scaled, server-chaos, studio-e2e,
 //!   phoenix, docs-lines, doc, examples, bench, package), each with a header and its duration, stopping at the first
 //!   failure. Naming stages runs only those.
 //! - `cargo xtask bench [--only NAME] [--quick] [--compare]`: builds the benchmarks in release mode and
@@ -36,6 +36,7 @@ mod fakellm;
 mod langgraph_diff;
 mod llm;
 mod mcp;
+mod msrv;
 mod names;
 mod nodeenv;
 mod phoenix;
@@ -51,11 +52,12 @@ usage: cargo xtask TASK
 
 tasks:
   ci [STAGE...]  run every check CI runs, in order, stopping at the first failure;
-                 stages: services, fmt, names, clippy, llm, mcp, test, langgraph-diff, server-e2e,
+                 stages: services, fmt, names, msrv, clippy, llm, mcp, test, langgraph-diff, server-e2e,
                  server-e2e-scaled, server-chaos, studio-e2e, phoenix, docs-lines, doc, examples, bench,
                  package
                  (services starts PostgreSQL and Redis when CI is set, else only checks them; names
                  fails when a crate we publish has a name taken on crates.io by someone else;
+                 msrv checks that no dependency needs a newer rustc than our rust-version;
                  docs-lines checks the `cargo run --example` and `cargo xtask` lines of the docs
                  and compiles each install line in a new crate; llm
                  builds llama-server and fetches the test models into the cache when

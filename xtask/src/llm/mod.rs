@@ -206,7 +206,9 @@ pub(crate) fn serve(args: &[String]) -> Result<(), String> {
     println!("\nllama-server is serving {name} at {base}\n");
     println!("export OPENAI_BASE_URL={base}");
     println!("export OPENAI_API_KEY=sk-local   # not checked by llama-server, but clients want one");
-    println!("cargo run --example quickstart --features live -- --live   # only when asked, and built with `live`");
+    println!(
+        "cargo run --example quickstart --features live -- --live   # only when asked, and built with `live`"
+    );
     println!("\nFor the real-model tests (they start servers of their own):");
     for (name, path) in artifacts.env() {
         println!("export {name}={}", path.display());
