@@ -27,6 +27,38 @@ mod tool;
 ///
 /// The original function stays callable as `<name>::run(...)`.
 ///
+/// On a method taking `&self` (in an `impl` block), the method stays as it is and a second one,
+/// `<name>_tool(&self)`, returns a `StructuredTool` that holds a clone of the value: a tool that needs a
+/// database handle or a working folder captures it this way, without statics (the type must be
+/// `Clone + Send + Sync + 'static`; wrap a handle in an `Arc` if need be).
+///
+/// ```
+/// use weft_runnable_core::{Tool, tool};
+///
+/// #[derive(Clone)]
+/// struct Shop {
+///     prices: std::sync::Arc<std::collections::HashMap<String, u32>>,
+/// }
+///
+/// impl Shop {
+///     /// Looks up the price of an item, in cents.
+///     #[tool]
+///     fn price(
+///         &self,
+///         /// The item.
+///         item: String,
+///     ) -> Result<u32, String> {
+///         self.prices.get(&item).copied().ok_or(format!("no item {item}"))
+///     }
+/// }
+///
+/// let shop = Shop { prices: std::sync::Arc::new([("tea".to_owned(), 250)].into()) };
+/// let tool = shop.price_tool();
+/// assert_eq!(Tool::name(&tool), "price");
+/// assert_eq!(tool.description(), "Looks up the price of an item, in cents.");
+/// assert_eq!(shop.price("tea".into()), Ok(250));
+/// ```
+///
 /// ```
 /// use serde_json::json;
 /// use weft_runnable_core::{Runnable, RunnableConfig, Tool, ToolCall, tool};

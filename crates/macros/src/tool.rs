@@ -121,7 +121,7 @@ fn parse_params(func: &mut ItemFn, krate: &syn::Path) -> syn::Result<Vec<Param>>
     let mut params = Vec::new();
     for input in &mut func.sig.inputs {
         let FnArg::Typed(pat_type) = input else {
-            return Err(syn::Error::new(input.span(), "#[tool] goes on a free function, not a method"));
+            return Err(syn::Error::new(input.span(), "a #[tool] method's receiver must come first"));
         };
         let Pat::Ident(pat) = &*pat_type.pat else {
             return Err(syn::Error::new(pat_type.pat.span(), "tool parameters must be plain names"));
@@ -156,77 +156,106 @@ fn parse_params(func: &mut ItemFn, krate: &syn::Path) -> syn::Result<Vec<Param>>
     Ok(params)
 }
 
-pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let options = parse_options(attr)?;
-    let mut func: ItemFn = syn::parse2(item)?;
-    if !func.sig.generics.params.is_empty() || func.sig.generics.where_clause.is_some() {
-        return Err(syn::Error::new(func.sig.generics.span(), "#[tool] functions cannot be generic"));
-    }
-    let krate = &options.krate;
-    let params = parse_params(&mut func, krate)?;
-    let fn_name = func.sig.ident.clone();
-    let tool_name = options.name.clone().unwrap_or_else(|| {
-        let name = fn_name.to_string();
-        LitStr::new(name.strip_prefix("r#").unwrap_or(&name), fn_name.span())
-    });
-    let description = match &options.description {
-        Some(d) => d.value(),
-        None => doc_text(&func.attrs),
-    };
-    if description.is_empty() {
-        return Err(syn::Error::new(
-            fn_name.span(),
-            "#[tool] needs a doc comment (it becomes the tool's description) or description = \"...\"",
-        ));
-    }
-    let (doc_attrs, other_attrs): (Vec<Attribute>, Vec<Attribute>) =
-        std::mem::take(&mut func.attrs).into_iter().partition(|a| a.path().is_ident("doc"));
+/// What both expansions (a free function, a method) share: the tool's name and description, the
+/// function's attributes split into docs and the rest, and the arguments struct's pieces.
+struct Parts {
+    tool_name: LitStr,
+    description: String,
+    doc_attrs: Vec<Attribute>,
+    other_attrs: Vec<Attribute>,
+    params: Vec<Param>,
+    /// The arguments struct's fields, with their docs.
+    fields: Vec<TokenStream>,
+    field_idents: Vec<syn::Ident>,
+    /// The `InjectedArg`s of injected parameters.
+    injected: Vec<TokenStream>,
+    /// Paths of the core's serde and schemars, for the derives.
+    serde_path: String,
+    schemars_path: String,
+    krate: syn::Path,
+}
 
-    let krate_text = krate.to_token_stream().to_string().replace(' ', "");
-    let serde_path = format!("{krate_text}::__private::serde");
-    let schemars_path = format!("{krate_text}::__private::schemars");
-
-    let mut fields = Vec::new();
-    let mut field_idents = Vec::new();
-    let mut call_args = Vec::new();
-    let mut injected = Vec::new();
-    for param in &params {
-        match param {
-            Param::Field { ident, ty, docs, injection } => {
+impl Parts {
+    fn new(options: &Options, func: &mut ItemFn) -> syn::Result<Self> {
+        let krate = &options.krate;
+        let params = parse_params(func, krate)?;
+        let fn_name = func.sig.ident.clone();
+        let tool_name = options.name.clone().unwrap_or_else(|| {
+            let name = fn_name.to_string();
+            LitStr::new(name.strip_prefix("r#").unwrap_or(&name), fn_name.span())
+        });
+        let description = match &options.description {
+            Some(d) => d.value(),
+            None => doc_text(&func.attrs),
+        };
+        if description.is_empty() {
+            return Err(syn::Error::new(
+                fn_name.span(),
+                "#[tool] needs a doc comment (it becomes the tool's description) or description = \"...\"",
+            ));
+        }
+        let (doc_attrs, other_attrs): (Vec<Attribute>, Vec<Attribute>) =
+            std::mem::take(&mut func.attrs).into_iter().partition(|a| a.path().is_ident("doc"));
+        let krate_text = krate.to_token_stream().to_string().replace(' ', "");
+        let value_path = format!("{krate_text}::__private::serde_json::Value");
+        let mut parts = Self {
+            tool_name,
+            description,
+            doc_attrs,
+            other_attrs,
+            params: Vec::new(),
+            fields: Vec::new(),
+            field_idents: Vec::new(),
+            injected: Vec::new(),
+            serde_path: format!("{krate_text}::__private::serde"),
+            schemars_path: format!("{krate_text}::__private::schemars"),
+            krate: krate.clone(),
+        };
+        for param in &params {
+            if let Param::Field { ident, ty, docs, injection } = param {
                 // An injected argument comes from the caller, never from the model: its type needs no
                 // schema of its own (a state slice of messages has none), so it is described as any JSON.
-                let any_json = injection.as_ref().map(|_| {
-                    let value = format!("{krate_text}::__private::serde_json::Value");
-                    quote!(#[schemars(with = #value)])
-                });
-                fields.push(quote!(#(#docs)* #any_json #ident: #ty));
-                field_idents.push(ident.clone());
-                call_args.push(quote!(#ident));
-                injected.extend(injection.clone());
+                let any_json = injection.as_ref().map(|_| quote!(#[schemars(with = #value_path)]));
+                parts.fields.push(quote!(#(#docs)* #any_json #ident: #ty));
+                parts.field_idents.push(ident.clone());
+                parts.injected.extend(injection.clone());
             }
-            Param::Context => call_args.push(quote!(__weft_ctx)),
+        }
+        parts.params = params;
+        Ok(parts)
+    }
+
+    /// The arguments the function is called with: the fields by name, the context as `ctx`.
+    fn call_args(&self, ctx: &TokenStream) -> Vec<TokenStream> {
+        self.params
+            .iter()
+            .map(|param| match param {
+                Param::Field { ident, .. } => quote!(#ident),
+                Param::Context => ctx.clone(),
+            })
+            .collect()
+    }
+
+    /// The arguments struct `name`, deriving its deserializer and JSON schema.
+    fn args_struct(&self, name: &syn::Ident) -> TokenStream {
+        let (krate, serde_path, schemars_path, fields) =
+            (&self.krate, &self.serde_path, &self.schemars_path, &self.fields);
+        quote! {
+            #[derive(#krate::__private::serde::Deserialize, #krate::__private::schemars::JsonSchema)]
+            #[serde(crate = #serde_path)]
+            #[schemars(crate = #schemars_path)]
+            #[allow(non_camel_case_types, dead_code)]
+            struct #name {
+                #(#fields,)*
+            }
         }
     }
-    let injected_fn = (!injected.is_empty()).then(|| {
-        quote! {
-            fn injected_args(&self) -> &[#krate::InjectedArg] {
-                static INJECTED: ::std::sync::OnceLock<::std::vec::Vec<#krate::InjectedArg>> =
-                    ::std::sync::OnceLock::new();
-                INJECTED.get_or_init(|| ::std::vec![#(#injected),*])
-            }
-        }
-    });
+}
 
-    let vis = &func.vis;
-    let asyncness = &func.sig.asyncness;
-    let await_call = asyncness.map(|_| quote!(.await));
-    let inputs = &func.sig.inputs;
-    let output = &func.sig.output;
-    let block = &func.block;
-    let return_direct = options.return_direct;
-    let args_struct = format_ident!("__WeftToolArgs");
+/// The code turning the function's output `__weft_out` into `Result<ToolOutput>`, by autoref dispatch.
+fn convert_output(krate: &syn::Path, output: &ReturnType) -> TokenStream {
     let support = quote!(#krate::tools::macro_support);
-    let convert = if is_result(&func.sig.output) {
+    if is_result(output) {
         quote! {
             match __weft_out {
                 ::std::result::Result::Ok(__weft_value) => {
@@ -246,9 +275,121 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
             use #support::{SerializeKind as _, ToolOutputKind as _};
             (&&#support::Wrap(&__weft_out)).weft_output_kind().convert(__weft_out)
         }
-    };
+    }
+}
 
-    Ok(quote! {
+pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let options = parse_options(attr)?;
+    let mut func: ItemFn = syn::parse2(item)?;
+    if !func.sig.generics.params.is_empty() || func.sig.generics.where_clause.is_some() {
+        return Err(syn::Error::new(func.sig.generics.span(), "#[tool] functions cannot be generic"));
+    }
+    let receiver = match func.sig.inputs.first() {
+        Some(FnArg::Receiver(receiver)) if receiver.reference.is_some() && receiver.mutability.is_none() => {
+            Some(receiver.clone())
+        }
+        Some(FnArg::Receiver(receiver)) => {
+            return Err(syn::Error::new(
+                receiver.span(),
+                "a #[tool] method takes `&self` (the tool holds a clone of the value and calls it)",
+            ));
+        }
+        _ => None,
+    };
+    if receiver.is_some() {
+        let inputs = std::mem::take(&mut func.sig.inputs);
+        func.sig.inputs = inputs.into_iter().skip(1).collect();
+    }
+    let parts = Parts::new(&options, &mut func)?;
+    match receiver {
+        Some(receiver) => Ok(expand_method(&options, &parts, &func, receiver)),
+        None => Ok(expand_fn(&options, &parts, &func)),
+    }
+}
+
+/// `#[tool]` on a method taking `&self`: the method stays as it is, and a second method, `NAME_tool`,
+/// returns a `StructuredTool` holding a clone of the value, so tools capture what they need (a database
+/// handle, a folder) without statics.
+fn expand_method(options: &Options, parts: &Parts, func: &ItemFn, receiver: syn::Receiver) -> TokenStream {
+    let krate = &options.krate;
+    let fn_name = &func.sig.ident;
+    let tool_fn = format_ident!("{}_tool", fn_name.to_string().trim_start_matches("r#"));
+    let Parts { tool_name, description, doc_attrs, other_attrs, field_idents, injected, .. } = parts;
+    let vis = &func.vis;
+    let asyncness = &func.sig.asyncness;
+    let await_call = asyncness.map(|_| quote!(.await));
+    let inputs = &func.sig.inputs;
+    let output = &func.sig.output;
+    let block = &func.block;
+    let return_direct = options.return_direct;
+    let args_struct = format_ident!("__WeftToolArgs");
+    let args_def = parts.args_struct(&args_struct);
+    let call_args = parts.call_args(&quote!(&__weft_ctx));
+    let convert = convert_output(krate, output);
+    let tool_doc = format!(
+        " The `{}` tool of this value (see [`Self::{fn_name}`]): a `StructuredTool` holding a clone of it.",
+        tool_name.value()
+    );
+    let comma = (!inputs.is_empty()).then(|| quote!(,));
+    quote! {
+        #(#doc_attrs)*
+        #(#other_attrs)*
+        #vis #asyncness fn #fn_name(#receiver #comma #inputs) #output #block
+
+        #[doc = #tool_doc]
+        #vis fn #tool_fn(&self) -> #krate::StructuredTool
+        where
+            Self: ::std::clone::Clone + ::std::marker::Send + ::std::marker::Sync + 'static,
+        {
+            #args_def
+            let __weft_this = ::std::clone::Clone::clone(self);
+            let __weft_tool = #krate::StructuredTool::from_typed_with_context(
+                #tool_name,
+                #description,
+                move |__weft_args: #args_struct, __weft_ctx: #krate::ToolContext| {
+                    let __weft_this = ::std::clone::Clone::clone(&__weft_this);
+                    async move {
+                        let #args_struct { #(#field_idents),* } = __weft_args;
+                        let __weft_out = __weft_this.#fn_name(#(#call_args),*) #await_call;
+                        #convert
+                    }
+                },
+            )
+            .with_return_direct(#return_direct);
+            [#(#injected),*].into_iter().fold(__weft_tool, #krate::StructuredTool::with_injected)
+        }
+    }
+}
+
+/// `#[tool]` on a free function: a unit struct of the function's name that is the tool, with the function
+/// kept as its `run`.
+fn expand_fn(options: &Options, parts: &Parts, func: &ItemFn) -> TokenStream {
+    let krate = &options.krate;
+    let fn_name = &func.sig.ident;
+    let Parts { tool_name, description, doc_attrs, other_attrs, field_idents, injected, .. } = parts;
+    let injected_fn = (!injected.is_empty()).then(|| {
+        quote! {
+            fn injected_args(&self) -> &[#krate::InjectedArg] {
+                static INJECTED: ::std::sync::OnceLock<::std::vec::Vec<#krate::InjectedArg>> =
+                    ::std::sync::OnceLock::new();
+                INJECTED.get_or_init(|| ::std::vec![#(#injected),*])
+            }
+        }
+    });
+    let vis = &func.vis;
+    let asyncness = &func.sig.asyncness;
+    let await_call = asyncness.map(|_| quote!(.await));
+    let inputs = &func.sig.inputs;
+    let output = &func.sig.output;
+    let block = &func.block;
+    let return_direct = options.return_direct;
+    let args_struct = format_ident!("__WeftToolArgs");
+    let args_def = parts.args_struct(&args_struct);
+    let call_args = parts.call_args(&quote!(__weft_ctx));
+    let support = quote!(#krate::tools::macro_support);
+    let convert = convert_output(krate, output);
+
+    quote! {
         #(#doc_attrs)*
         #[allow(non_camel_case_types)]
         #[derive(Debug, Clone, Copy, Default)]
@@ -261,13 +402,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
         }
 
         const _: () = {
-            #[derive(#krate::__private::serde::Deserialize, #krate::__private::schemars::JsonSchema)]
-            #[serde(crate = #serde_path)]
-            #[schemars(crate = #schemars_path)]
-            #[allow(non_camel_case_types, dead_code)]
-            struct #args_struct {
-                #(#fields,)*
-            }
+            #args_def
 
             #[#krate::__private::async_trait]
             impl #krate::Tool for #fn_name {
@@ -305,5 +440,5 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
 
             #krate::impl_tool_runnable!(#fn_name);
         };
-    })
+    }
 }

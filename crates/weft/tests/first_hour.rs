@@ -45,3 +45,73 @@ async fn a_failed_run_debug_prints_the_readable_chain() {
     // The structure stays reachable.
     assert!(format!("{err:#?}").starts_with("Custom(\n    Node {"), "{err:#?}");
 }
+
+/// A tool that needs a value (a working directory, a database handle) is a `#[tool]` method taking
+/// `&self`: `NAME_tool()` makes a tool holding a clone of the value. No statics.
+#[derive(Clone)]
+struct Workspace {
+    root: std::path::PathBuf,
+    /// A stand-in for a database handle: shared, and seen by every clone.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Workspace {
+    /// Reads a file of the workspace.
+    #[tool]
+    async fn read_file(
+        &self,
+        /// The file's path, relative to the workspace.
+        path: String,
+    ) -> weft::Result<String> {
+        self.log.lock().unwrap().push(format!("read {path}"));
+        Ok(std::fs::read_to_string(self.root.join(path))?)
+    }
+
+    /// Counts what the workspace has done.
+    #[tool(name = "count_actions", return_direct)]
+    fn count(&self, tool_call_id: Option<String>, #[inject(tool_call_id)] call: String) -> String {
+        let _ = tool_call_id;
+        format!("{} actions (call {call})", self.log.lock().unwrap().len())
+    }
+}
+
+#[tokio::test]
+async fn a_tool_method_captures_its_value() {
+    let root = std::env::temp_dir().join(format!("weft-first-hour-tools-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("notes.txt"), "buy milk").unwrap();
+    let workspace = Workspace { root: root.clone(), log: Default::default() };
+    let read = workspace.read_file_tool();
+    assert_eq!(Tool::name(&read), "read_file");
+    assert_eq!(read.description(), "Reads a file of the workspace.");
+    assert_eq!(
+        read.args_schema()["properties"]["path"]["description"],
+        "The file's path, relative to the workspace."
+    );
+    let config = RunnableConfig::default();
+    let call = |name: &str, args| ToolCall { name: name.into(), args, id: Some("call-1".into()) };
+    let out =
+        read.invoke(call("read_file", serde_json::json!({"path": "notes.txt"})), &config).await.unwrap();
+    assert_eq!(out.content.text(), "buy milk");
+    // A failed read is the tool's error (a ToolNode reports it to the model), not a panic.
+    let missing = read.invoke(call("read_file", serde_json::json!({"path": "none.txt"})), &config).await;
+    let err = missing.unwrap_err();
+    assert_eq!(
+        err.downcast_custom::<std::io::Error>().map(std::io::Error::kind),
+        Some(std::io::ErrorKind::NotFound)
+    );
+    // Bad arguments are refused with the tool's name.
+    let bad = read.invoke(call("read_file", serde_json::json!({"path": 3})), &config).await.unwrap_err();
+    assert!(bad.to_string().contains("read_file"), "{bad}");
+
+    let count = workspace.count_tool();
+    assert_eq!(Tool::name(&count), "count_actions");
+    assert!(count.return_direct());
+    // The injected argument is hidden from the model.
+    assert!(count.model_schema()["properties"].get("call").is_none(), "{}", count.model_schema());
+    let out = count.invoke(call("count_actions", serde_json::json!({})), &config).await.unwrap();
+    assert_eq!(out.content.text(), "2 actions (call call-1)");
+    // The method itself stays callable.
+    assert_eq!(workspace.read_file("notes.txt".into()).await.unwrap(), "buy milk");
+    let _ = std::fs::remove_dir_all(&root);
+}
