@@ -78,7 +78,7 @@ pub use draw::{CurveStyle, DrawEdge, DrawNode, DrawableGraph, MermaidOptions, No
 pub use error::{GraphError, GraphResult, NodeRef};
 pub use json_state::{JsonChannel, JsonState, JsonStateBuilder, JsonUpdate};
 pub use messages::{Messages, MessagesState, MessagesStateUpdate, add_messages};
-pub use node::{IntoNode, IntoNodeOutput, NodeOutput};
+pub use node::{BoxNode, IntoNode, IntoNodeOutput, NodeFn, NodeOutput};
 pub use retry::RetryPolicy;
 pub use root::RootState;
 pub use runtime::{ExecutionInfo, GraphInterrupt, Runtime};
@@ -87,4 +87,10 @@ pub use state_api::{JsonSnapshot, PregelTask, StateSnapshot, StateUpdate, TaskSt
 pub use store::{InMemoryStore, IndexConfig, Item, SearchItem, Store, StoreError};
 pub use stream::{CheckpointEvent, JsonStreamData, JsonStreamPart, StreamData, StreamMode, StreamPart};
 pub use types::{Command, CommandGraph, END, Goto, Interrupt, Payload, Resume, START, Send};
-pub use weft_macros::{Destinations, State};
+pub use weft_macros::{Destinations, State, node};
+
+#[doc(hidden)]
+pub mod __private {
+    //! Re-exports used by weft's macros. Not a public API.
+    pub use weft_runnable_core as core;
+}

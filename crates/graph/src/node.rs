@@ -91,6 +91,11 @@ pub enum NodeInput<'a, S> {
     Payload(Payload),
 }
 
+/// A node, boxed: what a node factory returns (`fn agent(model: M) -> BoxNode<MyState>`) and what
+/// `add_node` takes as it is. Make one with [`IntoNode::into_node`] from any function a node can be, or
+/// with `#[node]` on a method taking `&self` (`value.NAME_node()`).
+pub type BoxNode<S> = Arc<dyn NodeFn<S>>;
+
 /// A node as the engine calls it.
 pub trait NodeFn<S: State>: std::marker::Send + Sync {
     /// Runs the node.

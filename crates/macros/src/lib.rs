@@ -5,6 +5,7 @@ use proc_macro::TokenStream;
 mod destinations;
 mod func;
 mod krate;
+mod node;
 mod state;
 mod tool;
 
@@ -267,4 +268,68 @@ pub fn entrypoint(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
         Err(err) => err.into_compile_error().into(),
     }
+}
+
+/// Makes an `async fn` a graph node as it reads: `(state)` or `(state, runtime)`, the runtime by value or
+/// by reference (`&Runtime`), returning an update, a `Command` (or anything a node returns), or a
+/// `Result` of one with **any** error (weft's own as it is, a `std::error::Error` kept whole, anything
+/// `Display` as its message).
+///
+/// On a free function, the function keeps its name and becomes `async fn(state, Runtime) ->
+/// weft::Result<...>`, which `add_node("name", name)` takes. On a method taking `&self`, the method stays
+/// as it is and `NAME_node(&self)` returns a [`BoxNode`](../weft_graph/type.BoxNode.html) holding a clone
+/// of the value: a node that needs a model or a client captures it this way, with no closure that clones
+/// it into an `async move` block (`#[node(state = S)]` names the graph's state when the first parameter
+/// is another input type).
+///
+/// `crate = path` names the path of `weft_graph` (`::weft::graph` through the facade).
+///
+/// ```
+/// use weft_graph::{BoxNode, MessagesState, Runtime, START, StateGraph, node};
+///
+/// #[derive(Debug)]
+/// struct Closed;
+///
+/// impl std::fmt::Display for Closed {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         f.write_str("the archive is closed")
+///     }
+/// }
+///
+/// impl std::error::Error for Closed {}
+///
+/// /// Reads nothing, fails with an error of its own.
+/// #[node]
+/// async fn archive(_state: MessagesState, _runtime: &Runtime) -> Result<MessagesState, Closed> {
+///     Err(Closed)
+/// }
+///
+/// #[derive(Clone)]
+/// struct Greeter {
+///     greeting: String,
+/// }
+///
+/// impl Greeter {
+///     #[node]
+///     async fn greet(&self, state: MessagesState) -> Result<weft_graph::MessagesStateUpdate, String> {
+///         let who = state.messages.len();
+///         let text = format!("{} ({who})", self.greeting);
+///         Ok(MessagesState::update().messages(vec![weft_runnable_core::Message::ai(text)]))
+///     }
+/// }
+///
+/// let greeter = Greeter { greeting: "hello".into() };
+/// let node: BoxNode<MessagesState> = greeter.greet_node();
+/// let mut graph = StateGraph::<MessagesState>::new();
+/// graph.add_node("greet", node).add_node("archive", archive);
+/// graph.add_edge(START, "greet").add_edge("greet", "archive");
+/// let app = graph.compile().unwrap();
+/// # tokio_test::block_on(async {
+/// let err = app.invoke(MessagesState::update(), &Default::default()).await.unwrap_err();
+/// assert!(err.to_string().contains("the archive is closed"), "{err}");
+/// # });
+/// ```
+#[proc_macro_attribute]
+pub fn node(attr: TokenStream, item: TokenStream) -> TokenStream {
+    node::expand(attr.into(), item.into()).unwrap_or_else(syn::Error::into_compile_error).into()
 }

@@ -50,7 +50,7 @@ pub use weft_server as server;
 /// It holds the traits (`Runnable`, `RunnableExt`, `ChatModel`, `ChatModelExt`, `Tool`, `ToolExt`), the
 /// building blocks of a chain (prompts, parsers, lambdas, parallel maps, passthrough, branches), messages,
 /// run events and the `#[tool]` attribute; and for graphs `StateGraph`, `START`, `END`, the `State` trait
-/// and its derive, `Command`, `Runtime`, `CompileConfig`, `GraphInput`, `StreamMode`, `StreamData`,
+/// and its derive, `#[node]` and `BoxNode`, `Command`, `Runtime`, `CompileConfig`, `GraphInput`, `StreamMode`, `StreamData`,
 /// `MessagesState` and `Messages`; for agents `create_react_agent`, `AgentState`, `ToolNode`,
 /// `tools_condition`, `HumanApproval` and `ApprovalDecision`. It leaves out names that would shadow the standard prelude: write
 /// `weft::Result`, and `weft::graph::Send` for a graph's `Send` packet. The test fakes live in
@@ -63,16 +63,16 @@ pub mod prelude {
         AgentState, ApprovalDecision, HumanApproval, ToolNode, create_react_agent, tools_condition,
     };
     pub use weft_graph::{
-        Command, CompileConfig, END, GraphInput, Messages, MessagesState, Runtime, START, State, StateGraph,
-        StreamData, StreamMode,
+        BoxNode, Command, CompileConfig, END, GraphInput, Messages, MessagesState, Runtime, START, State,
+        StateGraph, StreamData, StreamMode, node,
     };
     pub use weft_runnable_core::{
         AiMessage, BoxRunnable, CallOptions, ChatModel, ChatModelExt, ChatPromptTemplate, Error, EventFilter,
         ExponentialBackoff, HumanMessage, JsonOutputParser, Merge, Message, MessagesPlaceholder,
         PromptTemplate, PromptValue, RunValue, Runnable, RunnableBranch, RunnableConfig, RunnableExt,
         RunnableGenerator, RunnableLambda, RunnableParallel, RunnablePassthrough, StrOutputParser,
-        StreamEvent, StructuredTool, SystemMessage, Tool, ToolCall, ToolChoice, ToolExt, ToolMessage,
-        TypedOutputParser, tool,
+        StreamEvent, StructuredOutputMethod, StructuredTool, SystemMessage, Tool, ToolCall, ToolChoice,
+        ToolExt, ToolMessage, TypedOutputParser, tool,
     };
 }
 

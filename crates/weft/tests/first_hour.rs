@@ -115,3 +115,47 @@ async fn a_tool_method_captures_its_value() {
     assert_eq!(workspace.read_file("notes.txt".into()).await.unwrap(), "buy milk");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// A node that needs a model is a `#[node]` method of a value holding it: no closure cloning the model
+/// into an `async move` block, no `Ok::<_, weft::Error>`; the node factory's type is `BoxNode<S>`.
+#[derive(Clone)]
+struct Agent {
+    model: weft::fakes::FakeChatModel,
+}
+
+impl Agent {
+    #[node]
+    async fn call_model(&self, state: MessagesState, rt: &Runtime) -> weft::Result<Command<MessagesState>> {
+        let reply = self.model.invoke(state.messages.into(), rt.config()).await?;
+        let done = reply.text().contains("done");
+        let update = MessagesState::update().messages(vec![reply.into()]);
+        Ok(Command::new().update(update).goto(if done { END } else { "notes" }))
+    }
+}
+
+/// A free `async fn` node with an error of its own type: `?` on `std::io::Error`, no conversion by hand.
+#[node]
+async fn notes(state: MessagesState) -> Result<weft::graph::MessagesStateUpdate, std::io::Error> {
+    let count = state.messages.len();
+    if count > 10 {
+        return Err(std::io::Error::other("too many messages"));
+    }
+    Ok(MessagesState::update().messages(vec![Message::human(format!("{count} messages so far"))]))
+}
+
+/// A node factory says what it returns in two words.
+fn agent_node(replies: &[&str]) -> BoxNode<MessagesState> {
+    Agent { model: weft::fakes::FakeChatModel::new(replies.iter().copied()) }.call_model_node()
+}
+
+#[tokio::test]
+async fn nodes_without_ceremony() {
+    let mut graph = StateGraph::<MessagesState>::new();
+    graph.add_node("agent", agent_node(&["thinking", "done"])).add_node("notes", notes);
+    graph.add_edge(START, "agent").add_edge("notes", "agent");
+    let app: weft::graph::CompiledGraph<MessagesState> = graph.compile().unwrap();
+    let input = MessagesState::update().messages(vec![Message::human("go")]);
+    let out = app.invoke(input, &RunnableConfig::default()).await.unwrap();
+    let texts: Vec<String> = out.value.messages.iter().map(Message::text).collect();
+    assert_eq!(texts, ["go", "thinking", "2 messages so far", "done"]);
+}
