@@ -185,6 +185,14 @@ impl<S: State> StateGraph<S> {
         self.add_node_with(name, node, NodeConfig::default())
     }
 
+    /// Adds a compiled graph as a node named after it (the name given by [`CompileConfig::name`]), as
+    /// LangGraph's `add_node(subgraph)` takes the graph's name. Two subgraphs left unnamed would both be
+    /// `LangGraph`, which `compile` reports as a duplicate node.
+    pub fn add_subgraph<C: State>(&mut self, graph: CompiledGraph<C>) -> &mut Self {
+        let name = graph.name().to_owned();
+        self.add_node(name, graph)
+    }
+
     /// Adds a node with options (defer, retry policy, metadata).
     pub fn add_node_with<M>(
         &mut self,

@@ -159,3 +159,44 @@ async fn nodes_without_ceremony() {
     let texts: Vec<String> = out.value.messages.iter().map(Message::text).collect();
     assert_eq!(texts, ["go", "thinking", "2 messages so far", "done"]);
 }
+
+/// A compiled graph joins another under its own name, and a prompt of one human message needs no list.
+#[tokio::test]
+async fn a_subgraph_is_added_under_its_name_and_a_prompt_from_one_template() {
+    let prompt = ChatPromptTemplate::from_template("Summarise {topic}").unwrap();
+    let mut inner = StateGraph::<MessagesState>::new();
+    inner.add_node("write", move |state: MessagesState| {
+        let line = format!("{} notes", state.messages.len());
+        MessagesState::update().messages(vec![Message::ai(line)])
+    });
+    inner.add_edge(START, "write");
+    let research = inner.compile_with(CompileConfig::new().name("research")).unwrap();
+
+    let mut outer = StateGraph::<MessagesState>::new();
+    outer.add_subgraph(research);
+    outer.add_edge(START, "research");
+    let app = outer.compile().unwrap();
+    let asked =
+        prompt.invoke(serde_json::json!({"topic": "tides"}), &RunnableConfig::default()).await.unwrap();
+    let input = MessagesState::update().messages(asked.into_messages());
+    let out = app.invoke(input, &RunnableConfig::default()).await.unwrap();
+    let texts: Vec<String> = out.value.messages.iter().map(Message::text).collect();
+    assert_eq!(texts, ["Summarise tides", "1 notes"]);
+}
+
+/// `with_structured_output` takes `None` for the default method (function calling); the method is in the
+/// prelude.
+#[tokio::test]
+async fn structured_output_has_a_default_method() {
+    #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    struct Route {
+        next: String,
+    }
+    let call =
+        ToolCall { name: "Route".into(), args: serde_json::json!({"next": "search"}), id: Some("c1".into()) };
+    let model = weft::fakes::FakeChatModel::new([weft::fakes::FakeReply::tool_calls([call])]);
+    let router = model.with_structured_output::<Route>(None);
+    let route = router.invoke("where next?".into(), &RunnableConfig::default()).await.unwrap();
+    assert_eq!(route, Route { next: "search".into() });
+    assert_eq!(StructuredOutputMethod::default(), StructuredOutputMethod::FunctionCalling);
+}

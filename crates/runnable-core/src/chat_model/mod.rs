@@ -152,11 +152,16 @@ pub trait ChatModelExt: ChatModel + Sized {
     }
 
     /// A runnable that asks the model for a `T` and returns it parsed (see [`StructuredOutputMethod`]).
-    fn with_structured_output<T>(self, method: StructuredOutputMethod) -> StructuredOutput<Self, T>
+    /// `None` takes the default method, function calling (langchain-core's default for any chat model):
+    /// `model.with_structured_output::<Route>(None)`.
+    fn with_structured_output<T>(
+        self,
+        method: impl Into<Option<StructuredOutputMethod>>,
+    ) -> StructuredOutput<Self, T>
     where
         T: DeserializeOwned + JsonSchema + RunValue,
     {
-        StructuredOutput::new(self, method)
+        StructuredOutput::new(self, method.into().unwrap_or_default())
     }
 }
 

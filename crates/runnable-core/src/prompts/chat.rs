@@ -180,6 +180,23 @@ impl ChatPromptTemplate {
         Ok(Self { parts, required: required.into_iter().collect(), optional, partials: Partials::default() })
     }
 
+    /// A prompt of one human message made from `template` (LangChain's `ChatPromptTemplate.from_template`).
+    ///
+    /// ```
+    /// use weft_runnable_core::{ChatPromptTemplate, Runnable, RunnableConfig};
+    /// let prompt = ChatPromptTemplate::from_template("Tell me a joke about {topic}")?;
+    /// assert_eq!(prompt.input_variables(), ["topic"]);
+    /// # tokio_test::block_on(async {
+    /// let value = prompt.invoke(serde_json::json!({"topic": "crabs"}), &RunnableConfig::default()).await?;
+    /// assert_eq!(value.into_messages(), [weft_runnable_core::Message::human("Tell me a joke about crabs")]);
+    /// # Ok::<(), weft_runnable_core::Error>(())
+    /// # }).unwrap();
+    /// # Ok::<(), weft_runnable_core::Error>(())
+    /// ```
+    pub fn from_template(template: &str) -> Result<Self> {
+        Self::from_messages([("human", template)])
+    }
+
     /// The variables an input must supply, sorted (pre-filled ones are left out).
     pub fn input_variables(&self) -> Vec<String> {
         self.required.iter().filter(|name| !self.partials.contains(name)).cloned().collect()
