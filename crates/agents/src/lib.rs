@@ -26,6 +26,13 @@ pub use react_agent::{
     AgentVersion, NEED_MORE_STEPS, Prompt, ReactAgentBuilder, ReactAgentError, create_react_agent,
 };
 pub use state::{AgentState, AgentStateUpdate, HasMessages, ReactAgentState};
+pub use weft_macros::HasMessages;
+
+#[doc(hidden)]
+pub mod __private {
+    //! Re-exports used by weft's macros. Not a public API.
+    pub use weft_graph as graph;
+}
 pub use text_react::{AgentExecutor, create_text_react_agent};
 pub use tool_node::{
     HandleToolErrors, ToolCallWithContext, ToolNode, ToolNodeError, ToolNodeMarker,

@@ -11,8 +11,8 @@ use weft_runnable_core::Message;
 /// reads the tool calls from it and writes tool messages to it, [`tools_condition`](crate::tools_condition)
 /// routes on it.
 ///
-/// Implemented for [`MessagesState`] and [`AgentState`]. For a state of your own, point at its
-/// `#[state(add_messages)]` field:
+/// Implemented for [`MessagesState`] and [`AgentState`]. For a state of your own, derive it: the
+/// conversation is the field named `messages`, or else the one field marked `#[state(add_messages)]`.
 ///
 /// ```
 /// use serde::{Deserialize, Serialize};
@@ -20,13 +20,30 @@ use weft_runnable_core::Message;
 /// use weft_graph::{Messages, State};
 /// use weft_runnable_core::Message;
 ///
-/// #[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+/// #[derive(State, HasMessages, Debug, Clone, Default, Serialize, Deserialize)]
 /// struct Chat {
 ///     #[state(add_messages)]
 ///     history: Messages,
 ///     user: String,
 /// }
 ///
+/// let chat = Chat { history: vec![Message::human("hi")].into(), user: "ada".into() };
+/// assert_eq!(chat.messages()[0].text(), "hi");
+/// let _update: ChatUpdate = Chat::messages_update(vec![Message::ai("hello")]);
+/// ```
+///
+/// By hand, the same is:
+///
+/// ```
+/// # use serde::{Deserialize, Serialize};
+/// # use weft_agents::HasMessages;
+/// # use weft_graph::{Messages, State};
+/// # use weft_runnable_core::Message;
+/// # #[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+/// # struct Chat {
+/// #     #[state(add_messages)]
+/// #     history: Messages,
+/// # }
 /// impl HasMessages for Chat {
 ///     fn messages(&self) -> &[Message] {
 ///         &self.history

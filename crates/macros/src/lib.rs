@@ -4,6 +4,7 @@ use proc_macro::TokenStream;
 
 mod destinations;
 mod func;
+mod has_messages;
 mod krate;
 mod node;
 mod state;
@@ -332,4 +333,17 @@ pub fn entrypoint(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn node(attr: TokenStream, item: TokenStream) -> TokenStream {
     node::expand(attr.into(), item.into()).unwrap_or_else(syn::Error::into_compile_error).into()
+}
+
+/// Derives `weft_agents::HasMessages` for a state struct (also `#[derive(State)]`): its conversation is
+/// the field named `messages`, or else the one field marked `#[state(add_messages)]`. The prebuilt agents
+/// (`ToolNode`, `tools_condition`, `create_react_agent`) then work on the state as they do on
+/// `MessagesState`. `#[has_messages(crate = path)]` names the path of `weft_agents` (by default
+/// `::weft_agents`, or `::weft::agents` through the facade). The example is on the trait's page.
+#[proc_macro_derive(HasMessages, attributes(has_messages, state))]
+pub fn derive_has_messages(input: TokenStream) -> TokenStream {
+    match syn::parse::<syn::DeriveInput>(input) {
+        Ok(input) => has_messages::expand(input).unwrap_or_else(syn::Error::into_compile_error).into(),
+        Err(err) => err.into_compile_error().into(),
+    }
 }

@@ -200,3 +200,40 @@ async fn structured_output_has_a_default_method() {
     assert_eq!(route, Route { next: "search".into() });
     assert_eq!(StructuredOutputMethod::default(), StructuredOutputMethod::FunctionCalling);
 }
+
+/// A custom state with a `messages` field works with the prebuilt `ToolNode` and `tools_condition` by
+/// deriving `HasMessages`.
+#[derive(State, weft::agents::HasMessages, Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+struct Support {
+    #[state(add_messages)]
+    messages: Messages,
+    ticket: String,
+}
+
+/// Says which ticket it is.
+#[tool]
+fn ticket_status(
+    /// The ticket.
+    ticket: String,
+) -> String {
+    format!("{ticket} is open")
+}
+
+#[tokio::test]
+async fn a_custom_state_derives_has_messages_for_the_prebuilt_nodes() {
+    let mut graph = StateGraph::<Support>::new();
+    graph.add_node("tools", ToolNode::new([ticket_status.shared()]));
+    graph.add_conditional_edges(START, tools_condition::<Support>, None);
+    let app = graph.compile().unwrap();
+    let ask = AiMessage {
+        tool_calls: vec![ToolCall {
+            name: "ticket_status".into(),
+            args: serde_json::json!({"ticket": "T-7"}),
+            id: Some("c1".into()),
+        }],
+        ..AiMessage::new("")
+    };
+    let input = Support::update().messages(vec![ask.into()]).ticket("T-7".to_owned());
+    let state = app.invoke(input, &RunnableConfig::default()).await.unwrap().value;
+    assert_eq!(state.messages.last().map(Message::text).as_deref(), Some("T-7 is open"));
+}

@@ -1,6 +1,6 @@
 //! `#[derive(State)]`: channels, the partial-update type and the `State` implementation of a struct.
 
-mod attrs;
+pub(crate) mod attrs;
 mod state_impl;
 mod update;
 
