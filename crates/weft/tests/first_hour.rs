@@ -237,3 +237,12 @@ async fn a_custom_state_derives_has_messages_for_the_prebuilt_nodes() {
     let state = app.invoke(input, &RunnableConfig::default()).await.unwrap().value;
     assert_eq!(state.messages.last().map(Message::text).as_deref(), Some("T-7 is open"));
 }
+
+/// Prompt variables that are lists are written as JSON (README, "A taste"), not as Python's repr.
+#[tokio::test]
+async fn list_variables_render_as_json() {
+    let prompt = PromptTemplate::from_template("Buy {items} ({count} things)").unwrap();
+    let input = serde_json::json!({"items": ["tea", "milk"], "count": 2});
+    let value = prompt.invoke(input, &RunnableConfig::default()).await.unwrap();
+    assert_eq!(value.to_text(), "Buy [\"tea\",\"milk\"] (2 things)");
+}
