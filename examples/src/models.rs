@@ -25,6 +25,10 @@ use weft::{
 #[derive(Clone)]
 pub struct Models {
     live: Option<Arc<dyn ChatModel>>,
+    /// The live server answers by the scripts (`WEFT_EXAMPLES_EXACT=1`): exact checks apply.
+    exact_live: bool,
+    /// The exact checks a live run could not make, listed when the last clone is dropped.
+    unchecked: Arc<Unchecked>,
     /// Where the live model is served, for the output.
     at: Option<String>,
     latency: Option<Duration>,
@@ -37,6 +41,32 @@ pub(crate) enum LiveRequest {
     No { configured: bool },
     /// A live model: its name and base URL (`None`: OpenAI's).
     Yes { model: String, base_url: Option<String> },
+}
+
+/// The exact checks a live run could not make; printed when the example's models are dropped, so the
+/// output says what a real model's run did not check.
+#[derive(Debug, Default)]
+struct Unchecked(std::sync::Mutex<Vec<String>>);
+
+impl Unchecked {
+    fn note(&self, what: &str) {
+        if let Ok(mut list) = self.0.lock() {
+            list.push(what.to_owned());
+        }
+    }
+}
+
+impl Drop for Unchecked {
+    fn drop(&mut self) {
+        let list = self.0.get_mut().map(std::mem::take).unwrap_or_default();
+        if !list.is_empty() {
+            println!(
+                "not checked on a live model ({} exact checks that hold on the script only): {}",
+                list.len(),
+                list.join("; ")
+            );
+        }
+    }
 }
 
 /// [`ChatOpenAI`](weft::openai::ChatOpenAI) at temperature 0, model `model`, at `base_url` (OpenAI's
@@ -101,6 +131,9 @@ impl Models {
                 Self::scripted()
             }
             LiveRequest::Yes { model, base_url } => match live_model(&model, base_url.as_deref()) {
+                Ok(models) if std::env::var("WEFT_EXAMPLES_EXACT").is_ok_and(|v| v == "1") => {
+                    models.answering_by_script()
+                }
                 Ok(models) => models,
                 Err(err) => {
                     eprintln!("cannot use the live OpenAI model (--live): {err}");
@@ -114,7 +147,7 @@ impl Models {
 
     /// Scripted models: each role answers with the replies it is given.
     pub fn scripted() -> Self {
-        Self { live: None, at: None, latency: None }
+        Self { live: None, exact_live: false, unchecked: Arc::default(), at: None, latency: None }
     }
 
     /// Makes each scripted reply take `latency`, as a live model's would, so that concurrent calls
@@ -126,10 +159,23 @@ impl Models {
 
     /// A live model for every role; scripts are ignored and only protocol checks apply.
     pub fn live(model: impl ChatModel + 'static) -> Self {
-        Self { live: Some(Arc::new(model)), at: None, latency: None }
+        Self {
+            live: Some(Arc::new(model)),
+            exact_live: false,
+            unchecked: Arc::default(),
+            at: None,
+            latency: None,
+        }
     }
 
-    /// Whether the models follow their scripts (and exact checks apply).
+    /// Declares that the live model answers by the examples' scripts (fakellm with
+    /// `examples/fakellm.yaml`), so that the exact checks apply to it too.
+    pub fn answering_by_script(mut self) -> Self {
+        self.exact_live = self.live.is_some();
+        self
+    }
+
+    /// Whether the models follow their scripts (scripted `FakeChatModel`s, not a live model).
     pub fn is_scripted(&self) -> bool {
         self.live.is_none()
     }
@@ -138,10 +184,14 @@ impl Models {
     pub fn describe(&self) -> String {
         match &self.live {
             None => "scripted (weft's FakeChatModel: no API key or server needed)".to_owned(),
-            Some(model) => match &self.at {
-                Some(at) => format!("{} ({}) at {at}, live", model.model_name(), model.provider()),
-                None => format!("{} ({}), live", model.model_name(), model.provider()),
-            },
+            Some(model) => {
+                let exact =
+                    if self.exact_live { ", answering by the scripts: exact checks apply" } else { "" };
+                match &self.at {
+                    Some(at) => format!("{} ({}) at {at}, live{exact}", model.model_name(), model.provider()),
+                    None => format!("{} ({}), live{exact}", model.model_name(), model.provider()),
+                }
+            }
         }
     }
 
@@ -153,29 +203,48 @@ impl Models {
         script: impl IntoIterator<Item = R>,
     ) -> ExampleModel {
         match &self.live {
-            Some(model) => ExampleModel { role: role.to_owned(), model: Arc::clone(model), script: None },
+            Some(model) => ExampleModel {
+                role: role.to_owned(),
+                model: Arc::clone(model),
+                script: None,
+                prompts: Arc::default(),
+            },
             None => {
                 let mut fake = FakeChatModel::new(script).with_model_name(format!("scripted-{role}"));
                 if let Some(latency) = self.latency {
                     fake = fake.with_delay(latency);
                 }
-                ExampleModel { role: role.to_owned(), model: Arc::new(fake.clone()), script: Some(fake) }
+                ExampleModel {
+                    role: role.to_owned(),
+                    model: Arc::new(fake.clone()),
+                    script: Some(fake),
+                    prompts: Arc::default(),
+                }
             }
         }
     }
 
-    /// Checks that `actual` is `expected` on the script, where every reply is known, and panics with
-    /// `what` if not; on a live model it only prints the value. Protocol checks that hold on any model
-    /// are plain `assert!`s in the examples.
+    /// Whether exact checks apply: on the script, and on a live server that answers by the examples'
+    /// scripts (fakellm serving `examples/fakellm.yaml`, as CI runs it), which `WEFT_EXAMPLES_EXACT=1`
+    /// declares.
+    pub fn checks_exactly(&self) -> bool {
+        self.is_scripted() || self.exact_live
+    }
+
+    /// Checks that `actual` is `expected` where every reply is known ([`checks_exactly`](Self::checks_exactly))
+    /// and panics with `what` if not; on another live model it cannot be checked, so it prints the value
+    /// and counts the check among those the run could not make (listed when the example ends). Protocol
+    /// checks that hold on any model are plain `assert!`s in the examples.
     pub fn expect_eq<A, E>(&self, what: &str, actual: A, expected: E)
     where
         A: PartialEq<E> + fmt::Debug,
         E: fmt::Debug,
     {
-        if self.is_scripted() {
+        if self.checks_exactly() {
             assert_eq!(actual, expected, "{what}");
         } else {
-            println!("  ({what}: {actual:?}; the script expects {expected:?})");
+            println!("  (not checked on a live model: {what}: {actual:?}; the script expects {expected:?})");
+            self.unchecked.note(what);
         }
     }
 }
@@ -187,6 +256,8 @@ pub struct ExampleModel {
     role: String,
     model: Arc<dyn ChatModel>,
     script: Option<FakeChatModel>,
+    /// The messages of each call, whatever the model.
+    prompts: Arc<std::sync::Mutex<Vec<Vec<Message>>>>,
 }
 
 impl fmt::Debug for ExampleModel {
@@ -222,12 +293,15 @@ impl ExampleModel {
         self.script.as_ref()
     }
 
-    /// The messages of each call so far, on the script; empty on a live model.
+    /// The messages of each call so far, on the script and on a live model alike.
     pub fn prompts(&self) -> Vec<Vec<Message>> {
-        self.script
-            .as_ref()
-            .map(|fake| fake.calls().into_iter().map(|c| c.messages).collect())
-            .unwrap_or_default()
+        self.prompts.lock().map(|prompts| prompts.clone()).unwrap_or_default()
+    }
+
+    fn record(&self, messages: &[Message]) {
+        if let Ok(mut prompts) = self.prompts.lock() {
+            prompts.push(messages.to_vec());
+        }
     }
 }
 
@@ -251,6 +325,7 @@ impl ChatModel for ExampleModel {
         options: &CallOptions,
         config: &RunnableConfig,
     ) -> weft::Result<AiMessage> {
+        self.record(&messages);
         self.model.generate(messages, options, config).await
     }
 
@@ -260,6 +335,7 @@ impl ChatModel for ExampleModel {
         options: &CallOptions,
         config: &RunnableConfig,
     ) -> BoxStream<'a, weft::Result<AiMessage>> {
+        self.record(&messages);
         self.model.stream_chunks(messages, options, config)
     }
 }
