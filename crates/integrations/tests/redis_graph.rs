@@ -162,7 +162,11 @@ fn chat_app(saver: Arc<dyn Checkpointer>) -> CompiledGraph<Chat> {
         Chat::update().messages(vec![Message::ai(format!("m{}", s.messages.len()))])
     });
     g.add_edge(START, "talk");
-    g.add_conditional_edges("talk", |s: &Chat| if s.messages.len() % 5 == 0 { END } else { "talk" }, None);
+    g.add_conditional_edges(
+        "talk",
+        |s: &Chat| if s.messages.len().is_multiple_of(5) { END } else { "talk" },
+        None,
+    );
     g.compile_with(CompileConfig::new().checkpointer(saver)).unwrap()
 }
 

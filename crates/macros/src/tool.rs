@@ -307,6 +307,30 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
     }
 }
 
+/// The pieces of the function that both expansions write back.
+struct Sig<'a> {
+    vis: &'a syn::Visibility,
+    asyncness: &'a Option<syn::Token![async]>,
+    /// `.await` after the call when the function is async.
+    await_call: Option<TokenStream>,
+    inputs: &'a syn::punctuated::Punctuated<FnArg, syn::Token![,]>,
+    output: &'a ReturnType,
+    block: &'a syn::Block,
+}
+
+impl<'a> Sig<'a> {
+    fn of(func: &'a ItemFn) -> Self {
+        Self {
+            vis: &func.vis,
+            asyncness: &func.sig.asyncness,
+            await_call: func.sig.asyncness.map(|_| quote!(.await)),
+            inputs: &func.sig.inputs,
+            output: &func.sig.output,
+            block: &func.block,
+        }
+    }
+}
+
 /// `#[tool]` on a method taking `&self`: the method stays as it is, and a second method, `NAME_tool`,
 /// returns a `StructuredTool` holding a clone of the value, so tools capture what they need (a database
 /// handle, a folder) without statics.
@@ -315,12 +339,7 @@ fn expand_method(options: &Options, parts: &Parts, func: &ItemFn, receiver: syn:
     let fn_name = &func.sig.ident;
     let tool_fn = format_ident!("{}_tool", fn_name.to_string().trim_start_matches("r#"));
     let Parts { tool_name, description, doc_attrs, other_attrs, field_idents, injected, .. } = parts;
-    let vis = &func.vis;
-    let asyncness = &func.sig.asyncness;
-    let await_call = asyncness.map(|_| quote!(.await));
-    let inputs = &func.sig.inputs;
-    let output = &func.sig.output;
-    let block = &func.block;
+    let Sig { vis, asyncness, await_call, inputs, output, block } = Sig::of(func);
     let return_direct = options.return_direct;
     let args_struct = format_ident!("__WeftToolArgs");
     let args_def = parts.args_struct(&args_struct);
@@ -376,12 +395,7 @@ fn expand_fn(options: &Options, parts: &Parts, func: &ItemFn) -> TokenStream {
             }
         }
     });
-    let vis = &func.vis;
-    let asyncness = &func.sig.asyncness;
-    let await_call = asyncness.map(|_| quote!(.await));
-    let inputs = &func.sig.inputs;
-    let output = &func.sig.output;
-    let block = &func.block;
+    let Sig { vis, asyncness, await_call, inputs, output, block } = Sig::of(func);
     let return_direct = options.return_direct;
     let args_struct = format_ident!("__WeftToolArgs");
     let args_def = parts.args_struct(&args_struct);

@@ -194,7 +194,7 @@ impl fmt::Debug for Error {
 
 /// The messages of `error`'s sources, leaving out each one that an earlier message already holds (many
 /// errors repeat their source's message in their own).
-fn causes(error: &(dyn std::error::Error + 'static), message: &str) -> Vec<String> {
+pub(crate) fn causes(error: &(dyn std::error::Error + 'static), message: &str) -> Vec<String> {
     let mut said = message.to_owned();
     let mut causes = Vec::new();
     let mut source = error.source();

@@ -110,17 +110,11 @@ pub fn record_error(span: &Span, error: &(dyn std::error::Error + 'static)) {
 /// An error and its sources, `outer: inner: innermost`, skipping a source whose text its outer error
 /// already shows.
 pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(inner) = source {
-        let part = inner.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = inner.source();
-    }
-    text
+    let message = error.to_string();
+    std::iter::once(message.clone())
+        .chain(crate::error::causes(error, &message))
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 /// Records `value` as the span's `input.value` when content recording is on.

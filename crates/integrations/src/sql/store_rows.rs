@@ -43,7 +43,7 @@ pub(crate) fn vector_bytes(vector: &[f32]) -> Vec<u8> {
 
 /// A vector from little-endian `f32` bytes (`None` when the length is not a multiple of 4).
 pub(crate) fn vector_from_bytes(bytes: &[u8]) -> Option<Vec<f32>> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return None;
     }
     Some(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
