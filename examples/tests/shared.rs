@@ -41,7 +41,8 @@ async fn a_live_model_ignores_the_scripts() {
     assert!(writer.script().is_none());
     let reply = writer.invoke("hi".into(), &RunnableConfig::default()).await.unwrap();
     assert_eq!(reply.text(), "live answer");
-    assert!(writer.prompts().is_empty(), "prompts are recorded on the script only");
+    assert_eq!(writer.prompts().len(), 1, "prompts are recorded on a live model too");
+    assert_eq!(writer.prompts()[0][0].text(), "hi");
     assert_eq!(live.calls().len(), 1);
 }
 
@@ -54,7 +55,20 @@ fn exact_checks_hold_on_the_script() {
 
 #[test]
 fn exact_checks_only_print_on_a_live_model() {
-    Models::live(FakeChatModel::new(["x"])).expect_eq("the answer", 1, 2);
+    let models = Models::live(FakeChatModel::new(["x"]));
+    assert!(!models.checks_exactly());
+    models.expect_eq("the answer", 1, 2);
+}
+
+#[test]
+fn exact_checks_hold_on_a_live_server_that_answers_by_the_scripts() {
+    let models = Models::live(FakeChatModel::new(["x"])).answering_by_script();
+    assert!(models.checks_exactly());
+    models.expect_eq("same", 1, 1);
+    let mismatch = std::panic::catch_unwind(|| models.expect_eq("the answer", 1, 2));
+    assert!(mismatch.is_err(), "a drifting rule fails the example");
+    // On the script, declaring it changes nothing.
+    assert!(Models::scripted().answering_by_script().checks_exactly());
 }
 
 #[tokio::test]
