@@ -65,7 +65,8 @@ fn exact_checks_hold_on_a_live_server_that_answers_by_the_scripts() {
     let models = Models::live(FakeChatModel::new(["x"])).answering_by_script();
     assert!(models.checks_exactly());
     models.expect_eq("same", 1, 1);
-    let mismatch = std::panic::catch_unwind(|| models.expect_eq("the answer", 1, 2));
+    let mismatch =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| models.expect_eq("the answer", 1, 2)));
     assert!(mismatch.is_err(), "a drifting rule fails the example");
     // On the script, declaring it changes nothing.
     assert!(Models::scripted().answering_by_script().checks_exactly());
