@@ -19,7 +19,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// `fn main() -> weft::Result<()>` reports a failure well; `{:#?}` gives the variant and its fields.
 ///
 /// ```
-/// fn read_config(path: &str) -> weft::Result<serde_json::Value> {
+/// fn read_config(path: &str) -> weft_runnable_core::Result<serde_json::Value> {
 ///     let text = std::fs::read_to_string(path)?; // std::io::Error
 ///     Ok(serde_json::from_str(&text)?) // serde_json::Error
 /// }
