@@ -121,7 +121,7 @@ fn build() -> weft_graph::GraphResult<CompiledGraph<ChatState>> {
         for call in calls {
             match invoke_tool(&add, call, ToolContext::new(rt.config().clone())).await? {
                 ToolCallOutput::Message(message) => results.push(Message::Tool(message)),
-                ToolCallOutput::Command(_) => return Err(Error::msg("the add tool returned a command")),
+                _ => return Err(Error::msg("the add tool returned a command")),
             }
         }
         Ok(ChatState::update().messages(results))

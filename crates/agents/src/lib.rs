@@ -14,13 +14,17 @@
 //! The guide with runnable examples is `docs/agents.md` in the repository; `weft::agents` re-exports this
 //! crate.
 
+pub mod agent;
 mod approval;
+pub mod middleware;
 mod react_agent;
 mod state;
 pub mod text_react;
 mod tool_node;
+mod tool_runtime;
 mod tools_condition;
 
+pub use agent::{AgentBuilder, AgentError, Middleware, create_agent};
 pub use approval::{ActionRequest, ApprovalDecision, ApprovalError, ApprovalRequest, HumanApproval};
 pub use react_agent::{
     AgentVersion, NEED_MORE_STEPS, Prompt, ReactAgentBuilder, ReactAgentError, create_react_agent,
@@ -32,6 +36,7 @@ pub use tool_node::{
     invalid_tool_call_message, invalid_tool_call_text, invalid_tool_text, pending_invalid_tool_calls,
     pending_tool_calls, tool_command, tool_runtime, tool_store,
 };
+pub use tool_runtime::ToolRuntime;
 pub use tools_condition::{route_messages, tools_condition};
 
 /// The crate's README, whose example is tested as a doc test so that it cannot fall out of date.

@@ -37,6 +37,7 @@ pub mod partial_json;
 pub mod passthrough;
 pub mod pick;
 pub mod prompts;
+pub mod py;
 pub mod retry;
 pub mod runnable;
 pub mod sequence;

@@ -6,6 +6,7 @@
 
 mod agents;
 mod channels;
+mod create_agent;
 mod durability;
 mod functional;
 mod interrupts;
@@ -47,6 +48,7 @@ fn all() -> Vec<(&'static str, Scenario)> {
         nodes::SCENARIOS,
         threads::SCENARIOS,
         functional::SCENARIOS,
+        create_agent::SCENARIOS,
     ]
     .concat()
 }
