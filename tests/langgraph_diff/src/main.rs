@@ -11,6 +11,7 @@ mod durability;
 mod functional;
 mod interrupts;
 mod kit;
+mod middleware;
 mod nodes;
 mod observe;
 mod rec;
@@ -49,6 +50,7 @@ fn all() -> Vec<(&'static str, Scenario)> {
         threads::SCENARIOS,
         functional::SCENARIOS,
         create_agent::SCENARIOS,
+        middleware::SCENARIOS,
     ]
     .concat()
 }

@@ -159,6 +159,10 @@ pub(crate) fn compact(value: Value) -> Value {
 /// An error as the suite's error record: the variant's name (the comparer maps it to the shared
 /// vocabulary).
 pub(crate) fn error(err: &GraphError) -> Value {
+    // A node that refused its input (a middleware's ValueError in LangChain) keeps that kind.
+    if let GraphError::Node { source: weft::Error::InvalidInput(_), .. } = err {
+        return json!({"type": "NodeInvalidInput"});
+    }
     let debug = format!("{err:?}");
     let name: String = debug.chars().take_while(char::is_ascii_alphanumeric).collect();
     json!({"type": name})

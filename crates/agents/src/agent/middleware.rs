@@ -395,6 +395,8 @@ pub struct ToolCallRequest<C = ()> {
     /// The tool it names, `None` when the agent has no such tool (running it then answers with the
     /// invalid-tool message).
     pub tool: Option<SharedTool>,
+    /// Every tool the agent runs (LangChain's `ToolRuntime.tools`).
+    pub tools: Arc<[SharedTool]>,
     /// The agent's state as of the step.
     pub state: AgentState,
     /// The tool node's runtime.
@@ -406,6 +408,7 @@ impl<C> Clone for ToolCallRequest<C> {
         Self {
             tool_call: self.tool_call.clone(),
             tool: self.tool.clone(),
+            tools: Arc::clone(&self.tools),
             state: self.state.clone(),
             runtime: self.runtime.clone(),
         }

@@ -385,7 +385,8 @@ impl<C: ContextType> Assembly<C> {
         };
         graph.add_node(MODEL, Arc::new(model) as Arc<dyn weft_graph::node::NodeFn<AgentState>>);
         if has_tools {
-            let node = AgentToolsNode { node: tool_node, wrappers: tool_wrappers };
+            let all: Arc<[SharedTool]> = Arc::from(tool_node.tools().to_vec());
+            let node = AgentToolsNode { node: tool_node, tools: all, wrappers: tool_wrappers };
             graph.add_node(TOOLS, Arc::new(node) as Arc<dyn weft_graph::node::NodeFn<AgentState>>);
         }
         for m in &builder.middleware {

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use weft_graph::node::{NodeFn, NodeInput};
 use weft_graph::{NodeOutput, Payload, Runtime};
-use weft_runnable_core::{Error, Result, ToolCall, ToolCallOutput};
+use weft_runnable_core::{Error, Result, SharedTool, ToolCall, ToolCallOutput};
 
 use super::middleware::{Middleware, ToolCallRequest, ToolExecute, run_tool_chain};
 use super::runtime::{AgentRuntime, ContextType};
@@ -21,6 +21,7 @@ use crate::tool_node::{
 /// The agent's tools node.
 pub(crate) struct AgentToolsNode<C> {
     pub(crate) node: ToolNode,
+    pub(crate) tools: Arc<[SharedTool]>,
     pub(crate) wrappers: Vec<Arc<dyn Middleware<C>>>,
 }
 
@@ -36,6 +37,7 @@ impl<C: ContextType> AgentToolsNode<C> {
             let request = ToolCallRequest {
                 tool_call: call.clone(),
                 tool: self.node.tool(&call.name).cloned(),
+                tools: Arc::clone(&self.tools),
                 state: state.clone(),
                 runtime: agent_runtime.clone(),
             };
@@ -52,7 +54,7 @@ impl<C: ContextType> AgentToolsNode<C> {
 impl<C: ContextType> ToolExecute<C> for AgentToolsNode<C> {
     fn call<'a>(&'a self, request: ToolCallRequest<C>) -> BoxFuture<'a, Result<ToolCallOutput>> {
         Box::pin(async move {
-            let ToolCallRequest { tool_call, tool, state, runtime } = request;
+            let ToolCallRequest { tool_call, tool, state, runtime, .. } = request;
             let needs_state = tool.as_ref().is_some_and(|t| {
                 t.injected_args().iter().any(|a| {
                     matches!(
