@@ -229,13 +229,17 @@ pub enum ToolNodeError {
 pub struct ToolNode {
     tools: Vec<SharedTool>,
     handle_tool_errors: HandleToolErrors,
+    fallback: Option<Arc<FallbackFn>>,
 }
+
+type FallbackFn = dyn Fn(&Error, &ToolCall) -> String + Send + Sync;
 
 impl fmt::Debug for ToolNode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolNode")
             .field("tools", &self.tool_names())
             .field("handle_tool_errors", &self.handle_tool_errors)
+            .field("fallback", &self.fallback.is_some())
             .finish()
     }
 }
@@ -243,7 +247,50 @@ impl fmt::Debug for ToolNode {
 impl ToolNode {
     /// A node running `tools`. When two tools share a name, the first wins.
     pub fn new(tools: impl IntoIterator<Item = SharedTool>) -> Self {
-        Self { tools: tools.into_iter().collect(), handle_tool_errors: HandleToolErrors::default() }
+        Self {
+            tools: tools.into_iter().collect(),
+            handle_tool_errors: HandleToolErrors::default(),
+            fallback: None,
+        }
+    }
+
+    /// When running the calls fails (an error the policy lets through), answers every call of the AI
+    /// message with an error tool message whose content `f` makes of the error and the call: the
+    /// LangGraph tutorials' `ToolNode(tools).with_fallbacks([handle_tool_error], exception_key="error")`.
+    /// Control flow (an interrupt, a command for the parent graph) is never answered this way.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use weft_agents::ToolNode;
+    /// use weft_runnable_core::{AiMessage, Error, Message, Runnable, RunnableConfig, StructuredTool, ToolCall, ToolExt};
+    ///
+    /// # tokio_test::block_on(async {
+    /// let broken = StructuredTool::from_fn("lookup", "Looks up.", json!({"type": "object"}), |_args, _ctx| async move {
+    ///     Err::<serde_json::Value, _>(Error::msg("the database is down"))
+    /// });
+    /// let node = ToolNode::new([broken.shared()])
+    ///     .on_error(|err, _call| format!("Error: {err}\n please fix your mistakes."));
+    /// let call = |id: &str| ToolCall { name: "lookup".into(), args: json!({}), id: Some(id.into()) };
+    /// let ask = AiMessage { tool_calls: vec![call("1"), call("2")], ..AiMessage::default() };
+    /// let out = node.invoke(vec![Message::from(ask)], &RunnableConfig::default()).await.unwrap();
+    /// assert_eq!(out.len(), 2);
+    /// assert_eq!(out[1].content.text(), "Error: the database is down\n please fix your mistakes.");
+    /// # });
+    /// ```
+    pub fn on_error(mut self, f: impl Fn(&Error, &ToolCall) -> String + Send + Sync + 'static) -> Self {
+        self.fallback = Some(Arc::new(f));
+        self
+    }
+
+    /// The outputs of `calls`, or, when that fails and a fallback is set, every call answered with it.
+    async fn run_or_answer(&self, calls: Vec<ToolCall>, ctx: &ToolContext) -> Result<Vec<ToolCallOutput>> {
+        match (self.run_calls(calls.clone(), ctx).await, &self.fallback) {
+            (Err(err), Some(fallback)) if !err.is_control_flow() => Ok(calls
+                .iter()
+                .map(|call| ToolCallOutput::Message(error_message(call, fallback(&err, call))))
+                .collect()),
+            (result, _) => result,
+        }
     }
 
     /// Sets which tool errors become tool messages.
@@ -633,7 +680,7 @@ impl<S: HasMessages + Default> ToolNodeFn<S> {
             }
         };
         let ctx = task_context(&runtime, state, json);
-        let mut outputs = self.node.run_calls(calls.clone(), &ctx).await?;
+        let mut outputs = self.node.run_or_answer(calls.clone(), &ctx).await?;
         // Calls whose arguments could not be parsed are answered after the others, with the error.
         let mut calls = calls;
         for call in &invalid {
@@ -683,7 +730,7 @@ impl Runnable<Vec<Message>, Vec<ToolMessage>> for ToolNode {
         let (_, calls) =
             pending_tool_calls(&input).ok_or_else(|| Error::custom(ToolNodeError::NoAiMessage))?;
         let ctx = ToolContext::new(config.clone());
-        let outputs = self.run_calls(calls.clone(), &ctx).await?;
+        let outputs = self.run_or_answer(calls.clone(), &ctx).await?;
         let mut messages = outputs
             .into_iter()
             .zip(&calls)
