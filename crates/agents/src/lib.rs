@@ -2,10 +2,14 @@
 //!
 //! Prebuilt agents, built from the public API of `weft-runnable-core` and `weft-graph` only.
 //!
+//! - [`create_agent`]: LangChain 1.x's agent with [`Middleware`] around its loop ([`agent`]), and the
+//!   built-in middleware ([`middleware`]): human review, summarization, limits, retries, fallbacks, PII,
+//!   planning, tool selection, context editing.
+//! - [`ToolRuntime`]: what a tool running in a tool node reaches.
 //! - [`ToolNode`]: a graph node that runs the tool calls of the last AI message concurrently and answers
 //!   each with a tool message, with LangGraph's error policy, commands and injected arguments.
 //! - [`tools_condition`]: routes to the tool node while the model asks for tools.
-//! - [`create_react_agent`]: the tool-calling agent loop as a compiled graph (prompt, structured
+//! - [`create_react_agent`] (LangGraph's older prebuilt): the tool-calling agent loop (prompt, structured
 //!   response, pre- and post-model hooks, checkpointer, store, breakpoints, v1/v2 tool dispatch), with
 //!   [`HumanApproval`] of chosen tool calls.
 //! - [`text_react`]: the classic text ReAct loop for models without function calling,
