@@ -20,23 +20,8 @@ use weft_runnable_core::{
     AiMessage, CallOptions, ChatModel, Message, Result, RunnableConfig, SharedTool, ToolCall, ToolExt as _, tool,
 };
 
+use super::react::{FINAL, ROUNDS, add};
 use crate::measure::{Info, Line, Options, Threads, Workload, ensure, err, measure};
-
-/// The number of tool rounds before the final answer.
-const ROUNDS: usize = 10;
-
-const FINAL: &str = "final answer after 10 tool calls";
-
-/// Add two integers.
-#[tool]
-fn add(
-    /// The first integer.
-    a: i64,
-    /// The second integer.
-    b: i64,
-) -> i64 {
-    a + b
-}
 
 /// Send an email.
 #[tool]

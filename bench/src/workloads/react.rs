@@ -22,14 +22,14 @@ use crate::graphs::ChatState;
 use crate::measure::{Info, Line, Options, Threads, Workload, ensure, err, measure};
 
 /// The number of tool rounds before the final answer.
-const ROUNDS: usize = 10;
+pub(crate) const ROUNDS: usize = 10;
 
 /// The text of the model's final answer.
-const FINAL: &str = "final answer after 10 tool calls";
+pub(crate) const FINAL: &str = "final answer after 10 tool calls";
 
 /// Add two integers.
 #[tool]
-fn add(
+pub(crate) fn add(
     /// The first integer.
     a: i64,
     /// The second integer.
