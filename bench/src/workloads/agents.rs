@@ -17,7 +17,8 @@ use weft_agents::create_agent;
 use weft_agents::middleware::{ContextSize, HumanInTheLoop, Summarization};
 use weft_graph::{CompiledGraph, GraphOutput};
 use weft_runnable_core::{
-    AiMessage, CallOptions, ChatModel, Message, Result, RunnableConfig, SharedTool, ToolCall, ToolExt as _, tool,
+    AiMessage, CallOptions, ChatModel, Message, Result, RunnableConfig, SharedTool, ToolCall, ToolExt as _,
+    tool,
 };
 
 use super::react::{FINAL, ROUNDS, add};
@@ -50,10 +51,16 @@ impl ChatModel for Scripted {
         "fake"
     }
 
-    async fn generate(&self, messages: Vec<Message>, _: &CallOptions, _: &RunnableConfig) -> Result<AiMessage> {
+    async fn generate(
+        &self,
+        messages: Vec<Message>,
+        _: &CallOptions,
+        _: &RunnableConfig,
+    ) -> Result<AiMessage> {
         let k = messages.iter().filter(|m| m.as_tool().is_some()).count();
         if k < ROUNDS {
-            let call = ToolCall { name: "add".into(), args: json!({"a": k, "b": 1}), id: Some(format!("call_{k}")) };
+            let call =
+                ToolCall { name: "add".into(), args: json!({"a": k, "b": 1}), id: Some(format!("call_{k}")) };
             return Ok(AiMessage { tool_calls: vec![call], ..AiMessage::default() });
         }
         Ok(AiMessage::new(format!("final answer after {k} tool calls")))
@@ -67,7 +74,8 @@ fn agent(middleware: bool) -> std::result::Result<CompiledGraph<AgentState>, Str
     let tools: Vec<SharedTool> = vec![add.shared(), send_email.shared()];
     let mut builder = create_agent(Scripted, tools);
     if middleware {
-        let summarization = Summarization::new(Scripted).trigger([ContextSize::Tokens(100_000)]).map_err(err)?;
+        let summarization =
+            Summarization::new(Scripted).trigger([ContextSize::Tokens(100_000)]).map_err(err)?;
         builder = builder.middleware(HumanInTheLoop::new().review("send_email")).middleware(summarization);
     }
     builder.build().map_err(err)
@@ -93,7 +101,8 @@ impl Workload for Loop {
     fn check(&self, out: &Self::Out, (): &()) -> std::result::Result<(), String> {
         let messages = out.value.messages();
         ensure(messages.len() == 2 * ROUNDS + 2, || format!("{} messages, expected 22", messages.len()))?;
-        let results: Vec<String> = messages.iter().filter_map(Message::as_tool).map(|m| m.content.text()).collect();
+        let results: Vec<String> =
+            messages.iter().filter_map(Message::as_tool).map(|m| m.content.text()).collect();
         let expected: Vec<String> = (1..=ROUNDS).map(|k| k.to_string()).collect();
         ensure(results == expected, || format!("tool results {results:?}, expected \"1\" .. \"10\""))?;
         let last = messages.last().and_then(Message::as_ai);
@@ -135,7 +144,9 @@ impl Workload for Build {
     fn check(&self, out: &Self::Out, (): &()) -> std::result::Result<(), String> {
         let drawing = out.get_graph().draw_mermaid();
         ensure(drawing.contains("HumanInTheLoopMiddleware.after_model"), || "no review node".to_owned())?;
-        ensure(drawing.contains("SummarizationMiddleware.before_model"), || "no summarization node".to_owned())
+        ensure(drawing.contains("SummarizationMiddleware.before_model"), || {
+            "no summarization node".to_owned()
+        })
     }
 }
 
