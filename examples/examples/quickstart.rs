@@ -1,19 +1,20 @@
 //! Quickstart: a tool-calling agent that saves its threads in SQLite and asks a human before it acts.
 //!
-//! `create_react_agent` builds LangGraph's ReAct agent: `agent` calls the chat model with the tools bound;
-//! while the reply asks for tools, `tools` runs them and hands the results back to `agent`. Here it also
+//! `create_agent` builds LangChain 1.x's agent: `model` calls the chat model with the tools bound; while
+//! the reply asks for tools, `tools` runs them (one task per call) and hands the results back to `model`.
+//! Middleware hooks into that loop; here `HumanInTheLoop` reviews the calls of `book_table`. It also
 //!
 //! - saves every step of a thread to a SQLite file (`SqliteSaver`), so a thread can be resumed later, by
 //!   another process if need be;
-//! - pauses before `book_table` runs (`HumanApproval`): the run stops with the pending call, a human
-//!   decides (approve, edit the arguments, or reject), and the run resumes with that decision;
+//! - pauses after the model asks for `book_table`: the run stops with LangChain's `HITLRequest` (what
+//!   Agent Chat UI shows), a human decides (approve, edit the arguments, reject, or respond in the tool's
+//!   place), and the run resumes with `{"decisions": [...]}`;
 //! - streams what happens: each node's update as it finishes, and the model's tokens as they come.
 //!
 //! ```text
-//! START → agent ─tool calls─→ human_approval ──→ tools ─┐
-//!           ↑ │               (pauses for book_table)   │
-//!           │ └─answer─→ END                            │
-//!           └───────────────────────────────────────────┘
+//! START → model → HumanInTheLoopMiddleware.after_model ─tool calls─→ tools ─┐
+//!           ↑          (pauses for book_table)  └─answer─→ END              │
+//!           └──────────────────────────────────────────────────────────────┘
 //! ```
 //!
 //! At the end it prints the thread's history, one checkpoint per step. The model comes from
@@ -27,11 +28,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures::StreamExt as _;
+use serde::Deserialize;
 use serde_json::json;
-use weft::agents::ApprovalRequest;
+use weft::agents::agent::AgentState;
+use weft::agents::create_agent;
+use weft::agents::middleware::{Decision, HitlResponse, HumanInTheLoop};
 use weft::graph::{CompiledGraph, IntoGraphInput, ListOptions};
 use weft::messages::UsageMetadata;
-use weft::prelude::*;
+use weft::prelude::{
+    AiMessage, Command, Error, Message, RunnableConfig, StreamData, StreamMode, ToolCall, ToolExt as _, tool,
+};
 use weft::sqlite::SqliteSaver;
 use weft_examples::{ExampleModel, Models};
 
@@ -62,16 +68,32 @@ fn book_table(
 const ANSWER: &str =
     "It is 24°C and clear in Lisbon tonight: your table for 2 at Casa Azul is booked for 20:00.";
 
+/// The name of the review's node, where the run pauses.
+const REVIEW: &str = "HumanInTheLoopMiddleware.after_model";
+
 /// The agent, its checkpoints in the SQLite file `db`.
 async fn agent(model: ExampleModel, db: &Path) -> weft::Result<CompiledGraph<AgentState>> {
     let saver = SqliteSaver::open(db).await.map_err(Error::custom)?;
-    let agent = create_react_agent(model, [get_weather.shared(), book_table.shared()])
-        .prompt("You help plan evenings out. Check the weather before booking a terrace.")
-        .human_approval(HumanApproval::tools(["book_table"]))
+    let agent = create_agent(model, [get_weather.shared(), book_table.shared()])
+        .system_prompt("You help plan evenings out. Check the weather before booking a terrace.")
+        .middleware(HumanInTheLoop::new().review("book_table"))
         .checkpointer(Arc::new(saver))
         .build()
         .map_err(Error::custom)?;
     Ok(agent)
+}
+
+/// One call waiting for review, as the `HITLRequest` lists it.
+#[derive(Debug, Deserialize)]
+struct ActionRequest {
+    name: String,
+    args: serde_json::Value,
+}
+
+/// What the run paused on: LangChain's `HITLRequest` (its `review_configs` are not needed here).
+#[derive(Debug, Deserialize)]
+struct Review {
+    action_requests: Vec<ActionRequest>,
 }
 
 /// What a streamed run did.
@@ -81,8 +103,8 @@ struct Run {
     steps: Vec<String>,
     /// The model's streamed text, a line per model call.
     tokens: String,
-    /// Where the run paused for approval, if it did.
-    approval: Option<ApprovalRequest>,
+    /// Where the run paused for review, if it did.
+    approval: Option<Review>,
 }
 
 /// Runs (or resumes) the thread, printing node updates and model tokens as they come.
@@ -97,7 +119,7 @@ async fn stream(
         match part?.data {
             // `messages` mode: the model's tokens as they come, with the node that called it.
             StreamData::Message { chunk, metadata }
-                if metadata["langgraph_node"] == "agent" && !chunk.text().is_empty() =>
+                if metadata["langgraph_node"] == "model" && !chunk.text().is_empty() =>
             {
                 if run.tokens.is_empty() || run.tokens.ends_with('\n') {
                     print!("  tokens: ");
@@ -112,14 +134,14 @@ async fn stream(
                     println!();
                     run.tokens.push('\n');
                 }
-                for message in updates.into_iter().flat_map(|u| u.messages.unwrap_or_default()) {
-                    println!("  [{node}] {}", line(&message));
+                for message in updates.iter().flat_map(|u| u.written_messages().unwrap_or_default()) {
+                    println!("  [{node}] {}", line(message));
                 }
                 run.steps.push(node);
             }
             StreamData::Interrupt(interrupts) => {
                 for interrupt in interrupts {
-                    println!("  [paused] waiting for a human's approval");
+                    println!("  [paused] waiting for a human's review");
                     run.approval = Some(serde_json::from_value(interrupt.value)?);
                 }
             }
@@ -171,19 +193,17 @@ async fn example() -> weft::Result<()> {
     std::fs::create_dir_all(&dir.0).map_err(Error::custom)?;
     let db = dir.0.join("threads.db");
     println!("checkpoints: {}", db.display());
-    // A step budget per run: when too few steps remain for another tool round, the agent answers
-    // "Sorry, need more steps to process this request." instead of looping (small models may keep
-    // calling tools).
+    // A step budget per run, so that a live model that keeps calling tools cannot loop for long.
     let thread =
-        RunnableConfig::default().with_configurable("thread_id", "evening-1").with_recursion_limit(16);
+        RunnableConfig::default().with_configurable("thread_id", "evening-1").with_recursion_limit(24);
 
-    // Run 1: the agent checks the weather (no approval needed), then asks to book, and pauses.
+    // Run 1: the agent checks the weather (no review needed), then asks to book, and pauses.
     let question = "Is it warm in Lisbon tonight? If so, book a terrace table for 2 at Casa Azul at 20:00.";
     println!("user: {question}");
     let first = agent(model.clone(), &db).await?;
     let input = AgentState::update().messages(vec![Message::human(question)]);
     let mut run = stream(&first, input, &thread).await?;
-    models.expect_eq("the first run's steps", &run.steps, &["agent", "human_approval", "tools", "agent"]);
+    models.expect_eq("the first run's steps", &run.steps, &["model", REVIEW, "tools", "model"]);
     models.expect_eq(
         "the tokens",
         run.tokens.as_str(),
@@ -193,8 +213,9 @@ async fn example() -> weft::Result<()> {
     drop(first);
 
     // The pause is saved in the file: a new agent on a new connection resumes the thread, as a restarted
-    // process would. A human reviews each pending call; here they approve. `ApprovalDecision::edit(args)`
-    // would run the call with other arguments, `ApprovalDecision::reject(why)` would tell the model why not.
+    // process would. A human reviews each pending call; here they approve. `Decision::Edit` would run
+    // another call, `Decision::Reject` would tell the model why not, `Decision::Respond` would answer in
+    // the tool's place.
     let agent = agent(model, &db).await?;
     let mut pauses = 0;
     while let Some(request) = run.approval.take() {
@@ -211,39 +232,41 @@ async fn example() -> weft::Result<()> {
             // The first booking is approved; asking again is refused, with the reason sent to the model.
             if pauses == 1 {
                 println!("approve? {}({}): yes", call.name, call.args);
-                decisions.push(ApprovalDecision::Approve);
+                decisions.push(Decision::Approve);
             } else {
                 println!("approve? {}({}): no, already booked", call.name, call.args);
-                decisions.push(ApprovalDecision::reject("The table is already booked: do not book again."));
+                let why = "The table is already booked: do not book again.".to_owned();
+                decisions.push(Decision::Reject { message: Some(why) });
             }
         }
-        run = stream(&agent, HumanApproval::resume(decisions), &thread).await?;
+        let answer = serde_json::to_value(HitlResponse { decisions })?;
+        run = stream(&agent, Command::<AgentState>::resume(answer), &thread).await?;
     }
     models.expect_eq("the pauses", pauses, 1);
-    models.expect_eq("the resumed run's steps", &run.steps, &["human_approval", "tools", "agent"]);
+    models.expect_eq("the resumed run's steps", &run.steps, &[REVIEW, "tools", "model", REVIEW]);
 
     // Any model: the thread ends on an answer with nothing left to run, unless a live model used up
     // the reviews and the thread waits for a human.
     let state = agent.get_state(&thread).await?;
-    let answer = state.values.messages.last().and_then(Message::as_ai).cloned().unwrap_or_default();
+    let answer = state.values.messages().last().and_then(Message::as_ai).cloned().unwrap_or_default();
     if run.approval.is_none() {
         assert!(state.next.is_empty() && answer.tool_calls.is_empty(), "the run is over");
         assert!(!answer.text().trim().is_empty(), "the agent answered");
         println!("answer: {}", answer.text());
     } else {
-        assert_eq!(state.next, ["human_approval"], "the thread waits for a review");
+        assert_eq!(state.next, [REVIEW], "the thread waits for a review");
     }
     models.expect_eq("the answer", answer.text(), ANSWER);
     let results: Vec<String> =
-        state.values.messages.iter().filter_map(|m| Some(m.as_tool()?.content.text())).collect();
+        state.values.messages().iter().filter_map(|m| Some(m.as_tool()?.content.text())).collect();
     models.expect_eq(
         "the tool results",
         &results,
         &["Lisbon tonight: 24°C, clear sky", "Booked a table for 2 at Casa Azul at 20:00."],
     );
 
-    // The thread's history, newest first: a checkpoint per step (the run paused at
-    // step 4's checkpoint, where `human_approval` waited).
+    // The thread's history, newest first: a checkpoint per step (the run paused at step 4's checkpoint,
+    // where the review waited).
     println!("history (step, source, next):");
     let history = agent.get_state_history(&thread, ListOptions::default()).await?;
     let mut steps = Vec::new();
@@ -253,7 +276,7 @@ async fn example() -> weft::Result<()> {
         steps.push(meta.step);
     }
     assert_eq!(steps.last(), Some(&-1), "the history starts with the input");
-    models.expect_eq("the history's steps", &steps, &(-1..=7).rev().collect::<Vec<i64>>());
+    models.expect_eq("the history's steps", &steps, &(-1..=8).rev().collect::<Vec<i64>>());
 
     println!("quickstart: all checks passed");
     Ok(())

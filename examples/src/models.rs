@@ -10,9 +10,7 @@ use futures::stream::BoxStream;
 use schemars::JsonSchema;
 use serde::Serialize;
 use weft::fakes::{FakeChatModel, FakeReply};
-use weft::{
-    AiMessage, CallOptions, ChatModel, Message, RunnableConfig, StructuredOutputMethod, ToolCall, ToolSpec,
-};
+use weft::{AiMessage, CallOptions, ChatModel, Message, RunnableConfig, StructuredOutputMethod};
 
 /// Where the examples' chat models come from, and how strictly the examples check what they say.
 ///
@@ -346,9 +344,5 @@ weft::impl_chat_model_runnable!(ExampleModel);
 /// ([`with_structured_output`](weft::ChatModelExt::with_structured_output)'s default): one call of the
 /// tool named after `T`, with `value` as its arguments. Scripts use it to answer structured questions.
 pub fn structured<T: JsonSchema + Serialize>(value: &T) -> FakeReply {
-    let name = ToolSpec::from_type::<T>().name;
-    match serde_json::to_value(value) {
-        Ok(args) => FakeReply::tool_calls([ToolCall { id: Some(format!("call-{name}")), name, args }]),
-        Err(err) => FakeReply::error(weft::Error::msg(format!("cannot script a {name}: {err}"))),
-    }
+    FakeReply::structured(value)
 }

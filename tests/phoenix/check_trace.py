@@ -3,8 +3,8 @@
 Usage: check_trace.py PORT PROJECT. Reads the project's spans from Phoenix's REST API
 (GET /v1/projects/{project}/spans) and checks the tree the quickstart agent leaves: two graph runs (the
 first pauses for approval, the resumed one ends), node spans under them, model calls (kind LLM, with
-model name and token counts) under `agent` nodes, tool calls (kind TOOL) under `tools` nodes, and the
-approval interrupt on a `human_approval` node. Exits non-zero with what is missing.
+model name and token counts) under `model` nodes, tool calls (kind TOOL) under `tools` nodes, and the
+review interrupt on the `HumanInTheLoopMiddleware.after_model` node. Exits non-zero with what is missing.
 """
 
 import json
@@ -59,14 +59,15 @@ def check(all_spans):
 
     nodes = [s for s in all_spans if parent(s) in graphs]
     names = sorted(s["name"] for s in nodes)
-    expect(names.count("agent") == 3, f"three agent node runs, found {names}")
+    expect(names.count("model") == 3, f"three model node runs, found {names}")
     expect(names.count("tools") == 2, f"two tools node runs, found {names}")
     for n in nodes:
         expect(n["span_kind"] == "CHAIN", f"node {n['name']} span kind CHAIN, found {n['span_kind']}")
         for key in ("step", "task_id", "checkpoint_id", "thread_id"):
             expect(attr(n, key) not in (None, ""), f"node {n['name']} has {key}: {n['attributes']}")
-    approvals = [n for n in nodes if n["name"] == "human_approval" and attr(n, "interrupted") is True]
-    expect(len(approvals) == 1, "the human_approval node records the approval interrupt")
+    review = "HumanInTheLoopMiddleware.after_model"
+    approvals = [n for n in nodes if n["name"] == review and attr(n, "interrupted") is True]
+    expect(len(approvals) == 1, f"the {review} node records the review interrupt")
     if approvals:
         expect(parent(approvals[0]) in paused, "the interrupt is in the paused run")
 
@@ -74,7 +75,7 @@ def check(all_spans):
     expect(len(models) == 3, f"three model calls, found {len(models)}")
     tokens = []
     for m in models:
-        expect(parent(m) is not None and parent(m)["name"] == "agent", "a model call is under an agent node")
+        expect(parent(m) is not None and parent(m)["name"] == "model", "a model call is under a model node")
         expect(bool(attr(m, "llm.model_name")), f"model call has llm.model_name: {m['attributes']}")
         expect(attr(m, "gen_ai.operation.name") == "chat", "gen_ai.operation.name chat")
         tokens.append((attr(m, "llm.token_count.prompt"), attr(m, "llm.token_count.completion")))

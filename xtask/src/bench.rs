@@ -8,14 +8,16 @@ use std::process::{Command, Stdio};
 
 use crate::{exec, pyenv, server_e2e};
 
-/// The LangGraph packages of the baseline (`bench/langgraph/BASELINE.md`), pinned to its versions.
+/// The LangGraph packages of the baseline (`bench/langgraph/BASELINE.md`), pinned to its versions, with
+/// langchain 1.5.2 for `create_agent` (which needs langchain-core 1.8 and langgraph-prebuilt 1.1.3).
 const LANGGRAPH_PACKAGES: &[&str] = &[
     "langgraph==1.2.22",
     "langgraph-checkpoint==4.3.2",
     "langgraph-checkpoint-sqlite==3.1.2",
     "langgraph-checkpoint-postgres==3.2.0",
-    "langgraph-prebuilt==1.1.2",
-    "langchain-core==1.7.2",
+    "langgraph-prebuilt==1.1.3",
+    "langchain-core==1.8.3",
+    "langchain==1.5.2",
     "psycopg[binary]==3.3.9",
 ];
 
@@ -441,7 +443,7 @@ pub(crate) fn python_env() -> Result<PathBuf, String> {
     pyenv::ensure(&pyenv::Venv {
         dir: bench_dir().join("venv"),
         install: LANGGRAPH_PACKAGES,
-        probe: "import langgraph.graph, langgraph.checkpoint.sqlite, langgraph.checkpoint.postgres",
+        probe: "import langgraph.graph, langgraph.checkpoint.sqlite, langgraph.checkpoint.postgres, langchain.agents",
         stamp: None,
         what: "LangGraph",
     })

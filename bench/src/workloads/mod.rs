@@ -1,5 +1,6 @@
 //! Every workload of WORKLOADS.md, by name, in the order LangGraph's script runs them.
 
+mod agents;
 mod backends;
 mod basic;
 mod checkpoint;
@@ -44,6 +45,9 @@ pub(crate) const ALL: &[Entry] = &[
     required("react10", react::react10),
     required("throughput_chain100_x100", basic::throughput_chain100_x100),
     required("stream_updates_loop1000", basic::stream_updates_loop1000),
+    required("create_agent10", agents::create_agent10),
+    required("create_agent10_hitl_summarization", agents::create_agent10_hitl_summarization),
+    required("create_agent_build", agents::create_agent_build),
     supplementary("loop_scale_100", |o| {
         basic::counting_loop(o, Info::steps("loop_scale_100", 100).supplementary(), 100)
     }),

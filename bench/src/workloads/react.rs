@@ -22,14 +22,14 @@ use crate::graphs::ChatState;
 use crate::measure::{Info, Line, Options, Threads, Workload, ensure, err, measure};
 
 /// The number of tool rounds before the final answer.
-const ROUNDS: usize = 10;
+pub(crate) const ROUNDS: usize = 10;
 
 /// The text of the model's final answer.
-const FINAL: &str = "final answer after 10 tool calls";
+pub(crate) const FINAL: &str = "final answer after 10 tool calls";
 
 /// Add two integers.
 #[tool]
-fn add(
+pub(crate) fn add(
     /// The first integer.
     a: i64,
     /// The second integer.
@@ -121,7 +121,7 @@ fn build() -> weft_graph::GraphResult<CompiledGraph<ChatState>> {
         for call in calls {
             match invoke_tool(&add, call, ToolContext::new(rt.config().clone())).await? {
                 ToolCallOutput::Message(message) => results.push(Message::Tool(message)),
-                ToolCallOutput::Command(_) => return Err(Error::msg("the add tool returned a command")),
+                _ => return Err(Error::msg("the add tool returned a command")),
             }
         }
         Ok(ChatState::update().messages(results))

@@ -178,6 +178,19 @@ pub enum ToolNodeError {
     /// A tool returned a command where no graph can apply it (the node was invoked on a message list).
     #[error("tool '{0}' returned a command, which only a graph can apply")]
     CommandOutsideGraph(String),
+    /// A tool returned several outputs, and not exactly one of them answers its call.
+    #[error(
+        "Tool {tool} returned a list with {count} messages bound to tool_call_id '{id}'; expected exactly one \
+         terminating ToolMessage."
+    )]
+    TerminatorCount {
+        /// The tool.
+        tool: String,
+        /// How many tool messages answer the call.
+        count: usize,
+        /// The call's id.
+        id: String,
+    },
 }
 
 /// Runs the tool calls of the last AI message, concurrently, and answers each with a tool message, in
@@ -216,13 +229,17 @@ pub enum ToolNodeError {
 pub struct ToolNode {
     tools: Vec<SharedTool>,
     handle_tool_errors: HandleToolErrors,
+    fallback: Option<Arc<FallbackFn>>,
 }
+
+type FallbackFn = dyn Fn(&Error, &ToolCall) -> String + Send + Sync;
 
 impl fmt::Debug for ToolNode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolNode")
             .field("tools", &self.tool_names())
             .field("handle_tool_errors", &self.handle_tool_errors)
+            .field("fallback", &self.fallback.is_some())
             .finish()
     }
 }
@@ -230,7 +247,50 @@ impl fmt::Debug for ToolNode {
 impl ToolNode {
     /// A node running `tools`. When two tools share a name, the first wins.
     pub fn new(tools: impl IntoIterator<Item = SharedTool>) -> Self {
-        Self { tools: tools.into_iter().collect(), handle_tool_errors: HandleToolErrors::default() }
+        Self {
+            tools: tools.into_iter().collect(),
+            handle_tool_errors: HandleToolErrors::default(),
+            fallback: None,
+        }
+    }
+
+    /// When running the calls fails (an error the policy lets through), answers every call of the AI
+    /// message with an error tool message whose content `f` makes of the error and the call: the
+    /// LangGraph tutorials' `ToolNode(tools).with_fallbacks([handle_tool_error], exception_key="error")`.
+    /// Control flow (an interrupt, a command for the parent graph) is never answered this way.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use weft_agents::ToolNode;
+    /// use weft_runnable_core::{AiMessage, Error, Message, Runnable, RunnableConfig, StructuredTool, ToolCall, ToolExt};
+    ///
+    /// # tokio_test::block_on(async {
+    /// let broken = StructuredTool::from_fn("lookup", "Looks up.", json!({"type": "object"}), |_args, _ctx| async move {
+    ///     Err::<serde_json::Value, _>(Error::msg("the database is down"))
+    /// });
+    /// let node = ToolNode::new([broken.shared()])
+    ///     .on_error(|err, _call| format!("Error: {err}\n please fix your mistakes."));
+    /// let call = |id: &str| ToolCall { name: "lookup".into(), args: json!({}), id: Some(id.into()) };
+    /// let ask = AiMessage { tool_calls: vec![call("1"), call("2")], ..AiMessage::default() };
+    /// let out = node.invoke(vec![Message::from(ask)], &RunnableConfig::default()).await.unwrap();
+    /// assert_eq!(out.len(), 2);
+    /// assert_eq!(out[1].content.text(), "Error: the database is down\n please fix your mistakes.");
+    /// # });
+    /// ```
+    pub fn on_error(mut self, f: impl Fn(&Error, &ToolCall) -> String + Send + Sync + 'static) -> Self {
+        self.fallback = Some(Arc::new(f));
+        self
+    }
+
+    /// The outputs of `calls`, or, when that fails and a fallback is set, every call answered with it.
+    async fn run_or_answer(&self, calls: Vec<ToolCall>, ctx: &ToolContext) -> Result<Vec<ToolCallOutput>> {
+        match (self.run_calls(calls.clone(), ctx).await, &self.fallback) {
+            (Err(err), Some(fallback)) if !err.is_control_flow() => Ok(calls
+                .iter()
+                .map(|call| ToolCallOutput::Message(error_message(call, fallback(&err, call))))
+                .collect()),
+            (result, _) => result,
+        }
     }
 
     /// Sets which tool errors become tool messages.
@@ -262,7 +322,18 @@ impl ToolNode {
     /// Runs one call: an unknown tool gives the invalid-tool message, a tool error goes through the
     /// error policy.
     pub async fn run_call(&self, call: ToolCall, ctx: ToolContext) -> Result<ToolCallOutput> {
-        let Some(tool) = self.tool(&call.name) else {
+        self.run_tool(self.tool(&call.name), call, ctx).await
+    }
+
+    /// Runs one call on `tool` (which a middleware may have chosen in place of the call's name); no tool
+    /// gives the invalid-tool message, a tool error goes through the error policy.
+    pub async fn run_tool(
+        &self,
+        tool: Option<&SharedTool>,
+        call: ToolCall,
+        ctx: ToolContext,
+    ) -> Result<ToolCallOutput> {
+        let Some(tool) = tool else {
             let text = invalid_tool_text(&call.name, &self.tool_names());
             return Ok(ToolCallOutput::Message(error_message(&call, text)));
         };
@@ -381,6 +452,10 @@ pub fn tool_store(ctx: &ToolContext) -> Option<&Arc<dyn Store>> {
 /// Wraps a graph command as a tool's output: run in a [`ToolNode`] of a graph over `S`, the graph applies
 /// its update and goes where it says. Unless it is for the parent graph, its update must answer the tool
 /// call with a tool message (use [`ToolContext::tool_call_id`]).
+///
+/// A command for the parent graph ([`Command::to_parent`]) is written in the parent's terms, as in
+/// LangGraph: a `Command` of the parent graph's state, whatever the state of the graph the tool runs in
+/// (a hand-off tool inside a prebuilt agent names the supervisor's nodes and keys).
 pub fn tool_command<S: State>(command: Command<S>) -> ToolOutput {
     let goto: Vec<&str> = command
         .goto
@@ -394,25 +469,38 @@ pub fn tool_command<S: State>(command: Command<S>) -> ToolOutput {
         CommandGraph::Current => "current",
         CommandGraph::Parent => "parent",
     };
-    let summary = json!({"goto": goto, "updates": command.update.len(), "graph": graph});
+    let summary = json!({
+        "goto": goto,
+        "updates": command.update.len(),
+        "graph": graph,
+        "state": std::any::type_name::<S>(),
+    });
     ToolOutput::command(CommandPayload::new(command, summary))
 }
 
-/// The context tools get in a graph task: the task's config (carrying the runtime) and the state when a
-/// tool needs it.
-fn task_context(runtime: &Runtime, state: Option<Value>) -> ToolContext {
+/// The context tools get in a graph task: the task's config carrying the runtime and the typed state
+/// (for [`ToolRuntime`](crate::ToolRuntime)), and the state as JSON when a tool has injected state
+/// arguments.
+pub(crate) fn task_context<S: State>(
+    runtime: &Runtime,
+    state: Option<&S>,
+    json: Option<Value>,
+) -> ToolContext {
     let mut config = runtime.config().clone();
     config.extensions.insert(runtime.clone());
+    if let Some(state) = state {
+        config.extensions.insert(crate::tool_runtime::ToolState::new(state.clone()));
+    }
     let ctx = ToolContext::new(config);
-    match state {
-        Some(state) => ctx.with_state(state),
+    match json {
+        Some(json) => ctx.with_state(json),
         None => ctx,
     }
 }
 
-/// Turns the outputs of `calls` into the node's output: one messages update when no tool returned a
-/// command, else each output in call order.
-fn node_output<S: HasMessages + Default>(
+/// Turns the outputs of `calls` into the node's output: one messages update when every tool answered
+/// with a message, else each output in call order (a tool's several outputs in their order).
+pub(crate) fn node_output<S: HasMessages + Default>(
     outputs: Vec<ToolCallOutput>,
     calls: &[ToolCall],
 ) -> Result<NodeOutput<S>> {
@@ -421,7 +509,7 @@ fn node_output<S: HasMessages + Default>(
             .into_iter()
             .filter_map(|o| match o {
                 ToolCallOutput::Message(m) => Some(Message::Tool(m)),
-                ToolCallOutput::Command(_) => None,
+                _ => None,
             })
             .collect();
         return Ok(NodeOutput::Update(S::messages_update(messages)));
@@ -430,24 +518,74 @@ fn node_output<S: HasMessages + Default>(
     for (output, call) in outputs.into_iter().zip(calls) {
         match output {
             ToolCallOutput::Message(m) => parts.push(NodeOutput::Update(S::messages_update(vec![m.into()]))),
-            ToolCallOutput::Command(payload) => {
-                parts.push(NodeOutput::Command(command_of::<S>(&payload, call)?))
-            }
+            ToolCallOutput::Command(payload) => parts.push(command_output::<S>(&payload, call, true)?),
+            ToolCallOutput::Many(items) => parts.extend(many_outputs::<S>(items, call)?),
         }
     }
     Ok(NodeOutput::Many(parts))
 }
 
-/// The command inside a tool's payload, checked: a command for the current graph must answer the call.
-fn command_of<S: HasMessages + Default>(payload: &CommandPayload, call: &ToolCall) -> Result<Command<S>> {
-    let command = payload.downcast_ref::<Command<S>>().cloned().ok_or_else(|| {
-        Error::custom(ToolNodeError::ForeignCommand {
+/// The outputs of one call that returned several (LangGraph's `list[Command | ToolMessage]`): exactly one
+/// tool message, at the top or in a command's update, must answer the call.
+fn many_outputs<S: HasMessages + Default>(
+    items: Vec<ToolCallOutput>,
+    call: &ToolCall,
+) -> Result<Vec<NodeOutput<S>>> {
+    let answers = |messages: &[Message]| {
+        messages
+            .iter()
+            .filter(|m| m.as_tool().is_some_and(|t| Some(t.tool_call_id.as_str()) == call.id.as_deref()))
+            .count()
+    };
+    let mut count = 0;
+    let mut parts = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            ToolCallOutput::Message(m) => {
+                count += usize::from(Some(m.tool_call_id.as_str()) == call.id.as_deref());
+                parts.push(NodeOutput::Update(S::messages_update(vec![m.into()])));
+            }
+            ToolCallOutput::Command(payload) => {
+                if let Some(command) = payload.downcast_ref::<Command<S>>() {
+                    count += answers(&command_messages::<S>(command)?);
+                }
+                parts.push(command_output::<S>(&payload, call, false)?);
+            }
+            ToolCallOutput::Many(nested) => parts.extend(many_outputs::<S>(nested, call)?),
+        }
+    }
+    if count != 1 {
+        return Err(Error::custom(ToolNodeError::TerminatorCount {
+            tool: call.name.clone(),
+            count,
+            id: call.id.clone().unwrap_or_default(),
+        }));
+    }
+    Ok(parts)
+}
+
+/// The command inside a tool's payload, checked: a command for the current graph must answer the call
+/// (unless `require_answer` is off: one of several outputs of a call). A command for the parent graph
+/// written in the parent's terms (a `Command` of the parent's state) travels up as it is.
+fn command_output<S: HasMessages + Default>(
+    payload: &CommandPayload,
+    call: &ToolCall,
+    require_answer: bool,
+) -> Result<NodeOutput<S>> {
+    let Some(command) = payload.downcast_ref::<Command<S>>().cloned() else {
+        if payload.summary().get("graph").and_then(Value::as_str) == Some("parent") {
+            let state = payload.summary().get("state").and_then(Value::as_str).unwrap_or("?").to_owned();
+            return Err(
+                weft_graph::ParentCommand::from_shared(Arc::clone(payload.value()), state).into_error()
+            );
+        }
+        return Err(Error::custom(ToolNodeError::ForeignCommand {
             tool: call.name.clone(),
             state: std::any::type_name::<S>().to_owned(),
-        })
-    })?;
-    if command.graph == CommandGraph::Parent {
-        return Ok(command);
+        }));
+    };
+    if command.graph == CommandGraph::Parent || !require_answer {
+        return Ok(NodeOutput::Command(command));
     }
     let messages = command_messages::<S>(&command)?;
     let remove_all = matches!(&messages[..], [Message::Remove(r)] if r.id == REMOVE_ALL_MESSAGES);
@@ -455,7 +593,7 @@ fn command_of<S: HasMessages + Default>(payload: &CommandPayload, call: &ToolCal
         .iter()
         .any(|m| m.as_tool().is_some_and(|t| Some(t.tool_call_id.as_str()) == call.id.as_deref()));
     if remove_all || answered {
-        return Ok(command);
+        return Ok(NodeOutput::Command(command));
     }
     Err(Error::custom(ToolNodeError::MissingToolMessage {
         tool: call.name.clone(),
@@ -506,43 +644,69 @@ struct ToolNodeFn<S> {
     _state: PhantomData<fn() -> S>,
 }
 
+impl<S: HasMessages + Default> ToolNodeFn<S> {
+    /// Runs the pending calls of the state, or the call a `Send` carried (with the step's state when the
+    /// engine hands it over).
+    async fn run(
+        &self,
+        input: NodeInput<'_, S>,
+        state: Option<&S>,
+        runtime: Runtime,
+    ) -> Result<NodeOutput<S>> {
+        let (calls, invalid, json, state) = match input {
+            NodeInput::State(state) => {
+                let (_, calls) = pending_tool_calls(state.messages())
+                    .ok_or_else(|| Error::custom(ToolNodeError::NoAiMessage))?;
+                let invalid = pending_invalid_tool_calls(state.messages());
+                let json = if calls.iter().any(|c| self.node.needs_state(&c.name)) {
+                    Some(state_json(state)?)
+                } else {
+                    None
+                };
+                (calls, invalid, json, Some(state))
+            }
+            NodeInput::Payload(payload) => {
+                let sent = payload.downcast_ref::<ToolCallWithContext>().ok_or_else(|| {
+                    Error::custom(ToolNodeError::UnexpectedPayload(payload.type_name().to_owned()))
+                })?;
+                let json = match (&sent.state, state) {
+                    (Some(json), _) => Some(json.clone()),
+                    (None, Some(state)) if self.node.needs_state(&sent.tool_call.name) => {
+                        Some(state_json(state)?)
+                    }
+                    (None, _) => None,
+                };
+                (vec![sent.tool_call.clone()], Vec::new(), json, state)
+            }
+        };
+        let ctx = task_context(&runtime, state, json);
+        let mut outputs = self.node.run_or_answer(calls.clone(), &ctx).await?;
+        // Calls whose arguments could not be parsed are answered after the others, with the error.
+        let mut calls = calls;
+        for call in &invalid {
+            outputs.push(ToolCallOutput::Message(self.node.answer_invalid_call(call)?));
+            calls.push(ToolCall {
+                name: call.name.clone().unwrap_or_default(),
+                args: Value::Null,
+                id: call.id.clone(),
+            });
+        }
+        node_output::<S>(outputs, &calls)
+    }
+}
+
 impl<S: HasMessages + Default> NodeFn<S> for ToolNodeFn<S> {
     fn call<'a>(&'a self, input: NodeInput<'a, S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
-        async move {
-            let (calls, invalid, state) = match input {
-                NodeInput::State(state) => {
-                    let (_, calls) = pending_tool_calls(state.messages())
-                        .ok_or_else(|| Error::custom(ToolNodeError::NoAiMessage))?;
-                    let invalid = pending_invalid_tool_calls(state.messages());
-                    let json = if calls.iter().any(|c| self.node.needs_state(&c.name)) {
-                        Some(state_json(state)?)
-                    } else {
-                        None
-                    };
-                    (calls, invalid, json)
-                }
-                NodeInput::Payload(payload) => {
-                    let sent = payload.downcast_ref::<ToolCallWithContext>().ok_or_else(|| {
-                        Error::custom(ToolNodeError::UnexpectedPayload(payload.type_name().to_owned()))
-                    })?;
-                    (vec![sent.tool_call.clone()], Vec::new(), sent.state.clone())
-                }
-            };
-            let ctx = task_context(&runtime, state);
-            let mut outputs = self.node.run_calls(calls.clone(), &ctx).await?;
-            // Calls whose arguments could not be parsed are answered after the others, with the error.
-            let mut calls = calls;
-            for call in &invalid {
-                outputs.push(ToolCallOutput::Message(self.node.answer_invalid_call(call)?));
-                calls.push(ToolCall {
-                    name: call.name.clone().unwrap_or_default(),
-                    args: Value::Null,
-                    id: call.id.clone(),
-                });
-            }
-            node_output::<S>(outputs, &calls)
-        }
-        .boxed()
+        self.run(input, None, runtime).boxed()
+    }
+
+    fn call_sent<'a>(
+        &'a self,
+        payload: Payload,
+        state: &'a S,
+        runtime: Runtime,
+    ) -> BoxFuture<'a, Result<NodeOutput<S>>> {
+        self.run(NodeInput::Payload(payload), Some(state), runtime).boxed()
     }
 
     fn payload_from_json(&self, value: Value) -> Result<Payload> {
@@ -566,13 +730,13 @@ impl Runnable<Vec<Message>, Vec<ToolMessage>> for ToolNode {
         let (_, calls) =
             pending_tool_calls(&input).ok_or_else(|| Error::custom(ToolNodeError::NoAiMessage))?;
         let ctx = ToolContext::new(config.clone());
-        let outputs = self.run_calls(calls.clone(), &ctx).await?;
+        let outputs = self.run_or_answer(calls.clone(), &ctx).await?;
         let mut messages = outputs
             .into_iter()
             .zip(&calls)
             .map(|(output, call)| match output {
                 ToolCallOutput::Message(message) => Ok(message),
-                ToolCallOutput::Command(_) => {
+                ToolCallOutput::Command(_) | ToolCallOutput::Many(_) => {
                     Err(Error::custom(ToolNodeError::CommandOutsideGraph(call.name.clone())))
                 }
             })

@@ -30,6 +30,9 @@ pub struct NodeConfig {
     /// `subgraphs()` (the server's `/assistants/{id}/subgraphs`) and `get_state` see it as they see a
     /// compiled graph added as a node (LangGraph finds it by inspecting the function).
     pub subgraph: Option<Arc<dyn SubgraphStateReader>>,
+    /// The nodes a `Command` returned by this node may go to (LangGraph's `destinations=`): drawn as
+    /// dotted edges and counted for reachability, so the nodes it routes to are not reported unreached.
+    pub destinations: Vec<String>,
 }
 
 impl std::fmt::Debug for NodeConfig {
@@ -40,6 +43,7 @@ impl std::fmt::Debug for NodeConfig {
             .field("metadata", &self.metadata)
             .field("cache", &self.cache)
             .field("subgraph", &self.subgraph.as_ref().and_then(|s| s.erased()).map(|g| g.name().to_owned()))
+            .field("destinations", &self.destinations)
             .finish()
     }
 }
@@ -109,6 +113,41 @@ impl NodeConfig {
     /// ```
     pub fn subgraph<C: State>(mut self, graph: &CompiledGraph<C>) -> Self {
         self.subgraph = Some(Arc::new(graph.clone()));
+        self
+    }
+
+    /// Declares where the node's `Command`s may go (LangGraph's `destinations=`, or a
+    /// `Command[Literal[...]]` return annotation): the drawing shows a dotted edge to each, reachability
+    /// counts them (so `compile` does not warn that they are unreached), and `compile` refuses one that is
+    /// no node. The node still routes with its commands; this only declares it.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use weft_graph::{Command, END, NodeConfig, START, State, StateGraph};
+    ///
+    /// #[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+    /// struct Team {
+    ///     next: String,
+    /// }
+    ///
+    /// let mut graph = StateGraph::<Team>::new();
+    /// graph.add_node_with(
+    ///     "supervisor",
+    ///     |s: Team| Command::<Team>::new().goto(if s.next.is_empty() { "researcher" } else { END }),
+    ///     NodeConfig::new().destinations(["researcher", "coder", END]),
+    /// );
+    /// graph.add_node("researcher", |_: Team| Team::update().next("done"));
+    /// graph.add_node("coder", |_: Team| Team::update().next("done"));
+    /// graph.add_edge(START, "supervisor");
+    /// graph.add_edge("researcher", "supervisor");
+    /// graph.add_edge("coder", "supervisor");
+    /// assert!(graph.unreached_nodes().is_empty());
+    /// let drawing = graph.compile()?.get_graph().draw_mermaid();
+    /// assert!(drawing.contains("supervisor -.-> coder;"), "{drawing}");
+    /// # Ok::<(), weft_graph::GraphError>(())
+    /// ```
+    pub fn destinations<I: IntoIterator<Item = T>, T: Into<String>>(mut self, nodes: I) -> Self {
+        self.destinations = nodes.into_iter().map(Into::into).collect();
         self
     }
 
@@ -361,6 +400,11 @@ impl<S: State> StateGraph<S> {
         }
         for (source, branch) in &self.branches {
             topology.branch(source, &branch.name, branch.path_map.0.as_ref());
+        }
+        // Where a node's commands may go: a branch of the topology (drawn and followed like one), no router.
+        for node in self.nodes.iter().filter(|n| !n.config.destinations.is_empty()) {
+            let targets = node.config.destinations.iter().map(|d| (d.clone(), d.clone())).collect();
+            topology.branch(&node.name, "destinations", Some(&targets));
         }
         topology
     }

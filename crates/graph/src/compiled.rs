@@ -62,6 +62,9 @@ pub struct CompileConfig {
     /// Whether traces show the graph's runs as an agent (OpenInference span kind `AGENT`) rather than a
     /// chain; `create_react_agent` sets it.
     pub trace_as_agent: bool,
+    /// The recursion limit of runs whose config sets none (LangChain's agents compile theirs with
+    /// `with_config(recursion_limit=9999)`); `None` keeps LangGraph's default of 25.
+    pub recursion_limit: Option<u32>,
 }
 
 /// How a graph used as a subgraph keeps checkpoints (LangGraph's `checkpointer=None/True/False`).

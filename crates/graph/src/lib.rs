@@ -86,6 +86,7 @@ pub use state::{ChannelKind, ChannelSet, ChannelSpec, Overwrite, State, UpdateEr
 pub use state_api::{JsonSnapshot, PregelTask, StateSnapshot, StateUpdate, TaskState};
 pub use store::{InMemoryStore, IndexConfig, Item, SearchItem, Store, StoreError};
 pub use stream::{CheckpointEvent, JsonStreamData, JsonStreamPart, StreamData, StreamMode, StreamPart};
+pub use subgraph::ParentCommand;
 pub use types::{Command, CommandGraph, END, Goto, Interrupt, Payload, Resume, START, Send};
 pub use weft_macros::{Destinations, State, node};
 

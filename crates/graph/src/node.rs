@@ -101,6 +101,19 @@ pub trait NodeFn<S: State>: std::marker::Send + Sync {
     /// Runs the node.
     fn call<'a>(&'a self, input: NodeInput<'a, S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>>;
 
+    /// Runs the node on a `Send` payload, with the state as of the start of the step at hand: LangGraph
+    /// lets a `Send` task read the graph's state (its `ToolNode` hands it to tools as `ToolRuntime.state`).
+    /// The default ignores the state and calls [`call`](NodeFn::call).
+    fn call_sent<'a>(
+        &'a self,
+        payload: Payload,
+        state: &'a S,
+        runtime: Runtime,
+    ) -> BoxFuture<'a, Result<NodeOutput<S>>> {
+        let _ = state;
+        self.call(NodeInput::Payload(payload), runtime)
+    }
+
     /// Turns a JSON payload (a `Send` restored from a checkpoint) into this node's input.
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload>;
 

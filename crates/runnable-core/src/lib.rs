@@ -37,6 +37,7 @@ pub mod partial_json;
 pub mod passthrough;
 pub mod pick;
 pub mod prompts;
+pub mod py;
 pub mod retry;
 pub mod runnable;
 pub mod sequence;
@@ -76,6 +77,7 @@ pub use history::{
     ToHistoryMessages,
 };
 pub use lambda::{RunnableGenerator, RunnableLambda, SyncLambdaOutput};
+pub use messages::text::{ApproximateTokens, buffer_string_xml, count_tokens_approximately};
 pub use messages::{
     AiMessage, AiMessageChunk, Content, HumanMessage, InvalidToolCall, Message, PromptValue,
     REMOVE_ALL_MESSAGES, RemoveMessage, SystemMessage, ToolCall, ToolCallChunk, ToolMessage, ToolStatus,

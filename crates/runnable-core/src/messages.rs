@@ -6,8 +6,10 @@ use serde_json::{Map, Value};
 mod coerce;
 mod json_merge;
 mod merge;
+pub mod text;
 
 pub use coerce::convert_to_messages;
+pub use text::{ApproximateTokens, buffer_string_xml, count_tokens_approximately};
 
 /// The id of a [`RemoveMessage`] that removes every message before it (LangChain's `REMOVE_ALL_MESSAGES`).
 pub const REMOVE_ALL_MESSAGES: &str = "__remove_all__";

@@ -50,9 +50,10 @@ pub use weft_server as server;
 /// It holds the traits (`Runnable`, `RunnableExt`, `ChatModel`, `ChatModelExt`, `Tool`, `ToolExt`), the
 /// building blocks of a chain (prompts, parsers, lambdas, parallel maps, passthrough, branches), messages,
 /// run events and the `#[tool]` attribute; and for graphs `StateGraph`, `START`, `END`, the `State` trait
-/// and its derive, `#[node]` and `BoxNode`, `Command`, `Runtime`, `CompileConfig`, `GraphInput`, `StreamMode`, `StreamData`,
-/// `MessagesState` and `Messages`; for agents `create_react_agent`, `AgentState`, `ToolNode`,
-/// `tools_condition`, `HumanApproval` and `ApprovalDecision`. It leaves out names that would shadow the standard prelude: write
+/// and its derive, `#[node]` and `BoxNode`, `Command`, `Runtime`, `CompileConfig`, `GraphInput`, `StreamMode`,
+/// `StreamData`, `MessagesState` and `Messages`; for agents `create_agent` and `Middleware` (the agent's state is
+/// `weft::agents::agent::AgentState`), and the older `create_react_agent` with its `AgentState`,
+/// `ToolNode`, `tools_condition`, `HumanApproval` and `ApprovalDecision`. It leaves out names that would shadow the standard prelude: write
 /// `weft::Result`, and `weft::graph::Send` for a graph's `Send` packet. The test fakes live in
 /// [`weft::fakes`](crate::fakes).
 ///
@@ -60,7 +61,8 @@ pub use weft_server as server;
 /// `Tool::name(&tool)`.
 pub mod prelude {
     pub use weft_agents::{
-        AgentState, ApprovalDecision, HumanApproval, ToolNode, create_react_agent, tools_condition,
+        AgentState, ApprovalDecision, HumanApproval, Middleware, ToolNode, create_agent, create_react_agent,
+        tools_condition,
     };
     pub use weft_graph::{
         BoxNode, Command, CompileConfig, END, GraphInput, Messages, MessagesState, Runtime, START, State,

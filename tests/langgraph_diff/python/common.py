@@ -227,6 +227,8 @@ class ScriptedChatModel(BaseChatModel):
     def _next(self):
         reply = self.replies[self.index]
         self.index += 1
+        if isinstance(reply, BaseException):
+            raise reply
         return AIMessage(content=reply) if isinstance(reply, str) else reply
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):

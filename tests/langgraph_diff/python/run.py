@@ -24,6 +24,8 @@ import s_agents  # noqa: E402,F401
 import s_nodes  # noqa: E402,F401
 import s_threads  # noqa: E402,F401
 import s_functional  # noqa: E402,F401
+import s_create_agent  # noqa: E402,F401
+import s_middleware  # noqa: E402,F401
 
 
 def main(argv):

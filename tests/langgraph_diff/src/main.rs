@@ -6,10 +6,12 @@
 
 mod agents;
 mod channels;
+mod create_agent;
 mod durability;
 mod functional;
 mod interrupts;
 mod kit;
+mod middleware;
 mod nodes;
 mod observe;
 mod rec;
@@ -47,6 +49,8 @@ fn all() -> Vec<(&'static str, Scenario)> {
         nodes::SCENARIOS,
         threads::SCENARIOS,
         functional::SCENARIOS,
+        create_agent::SCENARIOS,
+        middleware::SCENARIOS,
     ]
     .concat()
 }

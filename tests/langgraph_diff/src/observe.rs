@@ -15,6 +15,26 @@ pub(crate) trait Observe: State {
     fn values(&self) -> Value;
     /// An update as LangGraph's dict of writes.
     fn update_json(update: &Self::Update) -> Value;
+    /// The state as a snapshot and a `values` chunk show it (every channel; a run's output may show
+    /// fewer).
+    fn snapshot_values(&self) -> Value {
+        self.values()
+    }
+}
+
+impl Observe for weft::agents::agent::AgentState {
+    /// A run's output: the output channels (LangChain's output schema); streams show every channel.
+    fn values(&self) -> Value {
+        compact(self.output_json())
+    }
+
+    fn update_json(update: &Self::Update) -> Value {
+        compact(update.to_json())
+    }
+
+    fn snapshot_values(&self) -> Value {
+        compact(self.to_json_value())
+    }
 }
 
 impl Observe for JsonState {
@@ -139,6 +159,10 @@ pub(crate) fn compact(value: Value) -> Value {
 /// An error as the suite's error record: the variant's name (the comparer maps it to the shared
 /// vocabulary).
 pub(crate) fn error(err: &GraphError) -> Value {
+    // A node that refused its input (a middleware's ValueError in LangChain) keeps that kind.
+    if let GraphError::Node { source: weft::Error::InvalidInput(_), .. } = err {
+        return json!({"type": "NodeInvalidInput"});
+    }
     let debug = format!("{err:?}");
     let name: String = debug.chars().take_while(char::is_ascii_alphanumeric).collect();
     json!({"type": name})
@@ -196,7 +220,7 @@ fn json_snapshot(s: &JsonSnapshot) -> Value {
 /// A snapshot as the Python half prints `StateSnapshot`.
 pub(crate) fn snapshot<S: Observe>(s: &StateSnapshot<S>) -> Value {
     json!({
-        "values": s.values.values(),
+        "values": s.values.snapshot_values(),
         "next": s.next,
         "tasks": s.tasks.iter().map(task).collect::<Vec<_>>(),
         "interrupts": interrupts(&s.interrupts),

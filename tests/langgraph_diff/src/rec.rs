@@ -85,7 +85,7 @@ impl Rec {
             };
             let (mode, payload) = match part.data {
                 StreamData::Values { state, interrupts: list } => {
-                    ("values", with_interrupts(state.values(), &list))
+                    ("values", with_interrupts(state.snapshot_values(), &list))
                 }
                 StreamData::Updates { node, updates, cached } => {
                     let merged = merge(updates.iter().map(S::update_json));

@@ -54,6 +54,14 @@ pub(crate) const ERRORS: &[(Side, &str, &str)] = &[
     (Side::Python, "NodeFailure", "NodeError"),
     (Side::Python, "RouterFailure", "NodeError"),
     (Side::Weft, "Node", "NodeError"),
+    // Errors middleware raise in an agent's node (weft: the node's error).
+    (Side::Python, "ModelCallLimitExceededError", "NodeError"),
+    (Side::Python, "ToolCallLimitExceededError", "NodeError"),
+    (Side::Python, "PIIDetectionError", "NodeError"),
+    (Side::Python, "StructuredOutputValidationError", "NodeError"),
+    (Side::Python, "MultipleStructuredOutputsError", "NodeError"),
+    // A node refusing its input: a ValueError raised by LangChain's middleware.
+    (Side::Weft, "NodeInvalidInput", "ValueError"),
 ];
 
 /// The shared name of `name`, raised on `side`.

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
-use serde_json::Value;
+use weft_runnable_core::py::py_str;
 
 use super::{DrawEdge, DrawNode, DrawableGraph};
 
@@ -329,51 +329,6 @@ fn wrap_words(data: &str, n: usize) -> String {
     words.chunks(n).map(|c| c.join(" ")).collect::<Vec<_>>().join("&nbsp<br>&nbsp")
 }
 
-/// A metadata value as Python's `str()` prints it (LangGraph formats metadata with f-strings); floats
-/// print as serde_json prints them, which differs from Python for exponents (`1e20`).
-fn py_str(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => py_repr(other),
-    }
-}
-
-fn py_repr(value: &Value) -> String {
-    match value {
-        Value::Null => "None".to_owned(),
-        Value::Bool(true) => "True".to_owned(),
-        Value::Bool(false) => "False".to_owned(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => {
-            let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
-            let mut out = String::from(quote);
-            for ch in s.chars() {
-                match ch {
-                    '\\' => out.push_str("\\\\"),
-                    '\n' => out.push_str("\\n"),
-                    '\r' => out.push_str("\\r"),
-                    '\t' => out.push_str("\\t"),
-                    c if c == quote => {
-                        out.push('\\');
-                        out.push(c);
-                    }
-                    c => out.push(c),
-                }
-            }
-            out.push(quote);
-            out
-        }
-        Value::Array(items) => format!("[{}]", items.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
-        Value::Object(map) => format!(
-            "{{{}}}",
-            map.iter()
-                .map(|(k, v)| format!("{}: {}", py_repr(&Value::from(k.as_str())), py_repr(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -390,14 +345,5 @@ mod tests {
     fn long_labels_wrap_every_n_words() {
         assert_eq!(wrap_words("a b c", 2), "a b&nbsp<br>&nbspc");
         assert_eq!(wrap_words("a  b", 2), "a  b");
-    }
-
-    #[test]
-    fn metadata_values_print_as_python_does() {
-        assert_eq!(py_str(&Value::from("x")), "x");
-        assert_eq!(py_str(&serde_json::json!(true)), "True");
-        assert_eq!(py_str(&serde_json::json!(null)), "None");
-        assert_eq!(py_str(&serde_json::json!({"k": ["a", 1, false]})), "{'k': ['a', 1, False]}");
-        assert_eq!(py_repr(&Value::from("it's")), "\"it's\"");
     }
 }

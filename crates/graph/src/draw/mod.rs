@@ -21,8 +21,11 @@
 //! as nodes are expanded, and subgraphs a node's function calls when the node declares them
 //! ([`NodeConfig::subgraph`](crate::NodeConfig::subgraph); LangGraph finds them by inspecting the function).
 //!
-//! Not covered: targets declared by nodes that return a `Command` (LangGraph's `destinations=`). When a path map sends several keys to one node, the edge is
-//! labelled with the last key in key order, where LangGraph takes the last in insertion order.
+//! The targets a node declares for its `Command`s ([`NodeConfig::destinations`](crate::NodeConfig::destinations),
+//! LangGraph's `destinations=`) are drawn as a conditional edge's would be.
+//!
+//! When a path map sends several keys to one node, the edge is labelled with the last key in key order,
+//! where LangGraph takes the last in insertion order.
 
 mod ascii;
 mod channel;

@@ -21,7 +21,7 @@ use crate::pregel::task_runtime::{with_attempt, with_config};
 use crate::pregel::trace;
 use crate::runtime::{GraphInterrupt, Runtime};
 use crate::state::State;
-use crate::subgraph::{ParentCommand, parent_command, raise_parent_command};
+use crate::subgraph::{EncodedParentCommand, parent_command, raise_parent_command, typed_parent_command};
 
 /// Runs one task with its retry policy; returns its writes (routes included unless `route_later`) and the
 /// resume values to save when they changed.
@@ -118,7 +118,11 @@ pub(crate) async fn execute<S: State>(
         // A node that panics fails like one that returns an error (`Error::Panicked`): its run ends with
         // that error instead of unwinding through the caller (a server's connection, say).
         // (A function node runs when called, an async one when polled: both are caught.)
-        let result = match std::panic::catch_unwind(AssertUnwindSafe(|| func.call(input, rt.clone()))) {
+        let call = || match input {
+            NodeInput::Payload(payload) => func.call_sent(payload, &ch.state, rt.clone()),
+            input => func.call(input, rt.clone()),
+        };
+        let result = match std::panic::catch_unwind(AssertUnwindSafe(call)) {
             Ok(call) => {
                 let call = AssertUnwindSafe(call).catch_unwind();
                 let result = if traced { call.instrument(span.clone()).await } else { call.await };
@@ -151,6 +155,29 @@ pub(crate) async fn execute<S: State>(
                         source,
                     })?;
                     break crate::node::NodeOutput::Command(cmd);
+                }
+                if let Some(typed) = typed_parent_command(&err) {
+                    let node_error = |source| GraphError::Node {
+                        node: NodeRef::new(inner.name.as_str(), &*node.name),
+                        step,
+                        source,
+                    };
+                    if typed.is_lifted() {
+                        // A subgraph of this node sent it: it is this node's output, in this graph's terms.
+                        let cmd = typed.command::<S>().ok_or_else(|| {
+                            node_error(Error::InvalidInput(format!(
+                                "a command for the parent graph was written for state {}, but the parent graph's \
+                                 state is {}",
+                                typed.state_type(),
+                                std::any::type_name::<S>()
+                            )))
+                        })?;
+                        break crate::node::NodeOutput::Command(cmd);
+                    }
+                    if !is_subgraph {
+                        return Err(GraphError::NoParentGraph);
+                    }
+                    return Err(node_error(typed.lifted().into_error()));
                 }
                 if let Some(GraphInterrupt(list)) = control_interrupt(&err) {
                     let resumed = resume_to_save(&rt);
@@ -216,7 +243,7 @@ pub(crate) fn lift_parent_commands<S: State>(
     use crate::node::NodeOutput;
     match output {
         NodeOutput::Command(cmd) if is_subgraph && cmd.graph == crate::types::CommandGraph::Parent => {
-            Err(raise_parent_command(ParentCommand::encode(state, cmd)?))
+            Err(raise_parent_command(EncodedParentCommand::encode(state, cmd)?))
         }
         NodeOutput::Many(items) => Ok(NodeOutput::Many(
             items

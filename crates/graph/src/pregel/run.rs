@@ -84,7 +84,8 @@ pub(crate) async fn run<S: State>(
     options: &RunOptions,
     sink: Option<&Sink<S>>,
 ) -> GraphResult<GraphOutput<S>> {
-    let limit = config.recursion_limit_or(DEFAULT_GRAPH_RECURSION_LIMIT);
+    let limit =
+        config.recursion_limit_or(inner.config.recursion_limit.unwrap_or(DEFAULT_GRAPH_RECURSION_LIMIT));
     if limit < 1 {
         return Err(GraphError::InvalidRecursionLimit);
     }

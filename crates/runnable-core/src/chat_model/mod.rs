@@ -163,6 +163,34 @@ pub trait ChatModelExt: ChatModel + Sized {
     {
         StructuredOutput::new(self, method.into().unwrap_or_default())
     }
+
+    /// A runnable that asks the model for a value of `schema`, a JSON schema built at run time (LangGraph's
+    /// supervisor routing with `Literal[*members]`), and returns it as JSON: the tool is named by the
+    /// schema's `title`.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use weft_runnable_core::fakes::{FakeChatModel, FakeReply};
+    /// use weft_runnable_core::{ChatModelExt, PromptValue, Runnable, RunnableConfig, StructuredOutputMethod};
+    ///
+    /// # tokio_test::block_on(async {
+    /// let members = ["researcher", "coder"];
+    /// let route = json!({"title": "Route", "type": "object",
+    ///     "properties": {"next": {"enum": [members[0], members[1], "FINISH"]}}, "required": ["next"]});
+    /// let model = FakeChatModel::new([FakeReply::tool_call("Route", json!({"next": "coder"}), "r1")]);
+    /// let router = model.clone().with_structured_output_schema(route, StructuredOutputMethod::FunctionCalling);
+    /// let next = router.invoke(PromptValue::from("who next?"), &RunnableConfig::default()).await.unwrap();
+    /// assert_eq!(next, json!({"next": "coder"}));
+    /// assert_eq!(model.calls()[0].options.tools[0].name, "Route");
+    /// # });
+    /// ```
+    fn with_structured_output_schema(
+        self,
+        schema: serde_json::Value,
+        method: StructuredOutputMethod,
+    ) -> StructuredOutput<Self, serde_json::Value> {
+        StructuredOutput::from_schema(self, schema, method)
+    }
 }
 
 impl<M: ChatModel> ChatModelExt for M {}

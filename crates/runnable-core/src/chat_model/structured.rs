@@ -129,6 +129,18 @@ impl<T: DeserializeOwned + JsonSchema> StructuredOutputParser<T> {
     }
 }
 
+impl StructuredOutputParser<Value> {
+    /// A parser for a JSON schema built at run time (LangGraph's router with `Literal[*members]`, LangChain's
+    /// `with_structured_output(schema_dict)`): the tool (or response format) is named by the schema's
+    /// `title` (`response` without one) and described by its `description`; the value is the model's
+    /// arguments or JSON text as given, without validation, as in LangChain.
+    pub fn from_schema(schema: Value, method: StructuredOutputMethod) -> Self {
+        let name = schema.get("title").and_then(Value::as_str).unwrap_or("response").to_owned();
+        let description = schema.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
+        Self { method, spec: ToolSpec::new(name, description, schema), _output: PhantomData }
+    }
+}
+
 #[async_trait]
 impl<T: DeserializeOwned + JsonSchema + RunValue> Runnable<AiMessage, T> for StructuredOutputParser<T> {
     fn name(&self) -> Cow<'_, str> {
@@ -170,6 +182,15 @@ impl<M: ChatModel, T: DeserializeOwned + JsonSchema + RunValue> StructuredOutput
     /// Returns the raw reply too, and a parsing failure as `parsing_error` instead of an error.
     pub fn include_raw(self) -> StructuredOutputWithRaw<M, T> {
         StructuredOutputWithRaw { model: self.model, parser: self.parser }
+    }
+}
+
+impl<M: ChatModel> StructuredOutput<M, Value> {
+    /// Asks `model` for a value of a JSON schema built at run time (see
+    /// [`StructuredOutputParser::from_schema`]).
+    pub fn from_schema(model: M, schema: Value, method: StructuredOutputMethod) -> Self {
+        let parser = StructuredOutputParser::from_schema(schema, method);
+        Self { model: BoundChatModel::new(model, parser.call_options()), parser }
     }
 }
 

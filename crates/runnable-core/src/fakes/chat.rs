@@ -47,6 +47,7 @@ pub struct FakeChatModel {
     split: TokenSplit,
     delay: Option<Duration>,
     model_name: String,
+    mark_last: bool,
 }
 
 impl FakeChatModel {
@@ -57,7 +58,15 @@ impl FakeChatModel {
             split: TokenSplit::default(),
             delay: None,
             model_name: "fake-chat-model".to_owned(),
+            mark_last: false,
         }
+    }
+
+    /// Marks the last streamed chunk of each reply `chunk_position: "last"` (as langchain-core's
+    /// `GenericFakeChatModel` does), so that nothing closes the stream after it.
+    pub fn with_last_chunk_marked(mut self, mark: bool) -> Self {
+        self.mark_last = mark;
+        self
     }
 
     /// Sets how streamed replies are split into chunks.
@@ -104,8 +113,9 @@ impl FakeChatModel {
     }
 }
 
-/// Splits a reply into streamed chunks that merge back into it (once finished).
-fn chunks_of(message: AiMessage, split: TokenSplit) -> Vec<AiMessage> {
+/// Splits a reply into streamed chunks that merge back into it (once finished); the last one marked
+/// `chunk_position: "last"` when `mark_last`.
+fn chunks_of(message: AiMessage, split: TokenSplit, mark_last: bool) -> Vec<AiMessage> {
     let AiMessage {
         content,
         id,
@@ -142,6 +152,9 @@ fn chunks_of(message: AiMessage, split: TokenSplit) -> Vec<AiMessage> {
     let last = std::mem::take(&mut chunks[last_index]);
     chunks[last_index] = AiMessage { name, usage_metadata, additional_kwargs, response_metadata, ..last }
         .with_tool_call_chunks(fragments);
+    if mark_last {
+        chunks[last_index].chunk_position = Some("last".to_owned());
+    }
     chunks
 }
 
@@ -171,11 +184,11 @@ impl ChatModel for FakeChatModel {
         _config: &RunnableConfig,
     ) -> BoxStream<'a, Result<AiMessage>> {
         let options = options.clone();
-        let split = self.split;
+        let (split, mark_last) = (self.split, self.mark_last);
         stream::once(async move { self.reply(messages, &options).await })
             .flat_map(move |reply| {
                 let items: Vec<Result<AiMessage>> = match reply {
-                    Ok(message) => chunks_of(message, split).into_iter().map(Ok).collect(),
+                    Ok(message) => chunks_of(message, split, mark_last).into_iter().map(Ok).collect(),
                     Err(err) => vec![Err(err)],
                 };
                 stream::iter(items)
@@ -195,5 +208,33 @@ impl FakeChatModel {
         config: &RunnableConfig,
     ) -> BoxStream<'static, Result<AiMessage>> {
         crate::chat_model::stream_chat_model_owned(self.clone(), input.into(), config)
+    }
+}
+
+/// langchain-core's `GenericFakeChatModel`: a [`FakeChatModel`] streaming each reply as words and single
+/// whitespace characters ([`TokenSplit::WordsAndSpaces`]), the last chunk marked `chunk_position:
+/// "last"`. Unlike langchain-core's, a reply's tool calls stream too (in the last chunk), so an agent
+/// streamed token by token still gets them.
+///
+/// ```
+/// use futures::StreamExt as _;
+/// use weft_runnable_core::fakes::GenericFakeChatModel;
+/// use weft_runnable_core::RunnableConfig;
+/// # tokio_test::block_on(async {
+/// let model = GenericFakeChatModel::new(["hello big world"]);
+/// let chunks: Vec<_> = model.stream("hi", &RunnableConfig::default()).collect().await;
+/// let texts: Vec<String> = chunks.iter().map(|c| c.as_ref().unwrap().text()).collect();
+/// assert_eq!(texts, ["hello", " ", "big", " ", "world"]);
+/// assert_eq!(chunks[4].as_ref().unwrap().chunk_position.as_deref(), Some("last"));
+/// # });
+/// ```
+#[derive(Debug, Clone)]
+pub struct GenericFakeChatModel;
+
+impl GenericFakeChatModel {
+    /// A model answering with `replies`, in order (texts, messages, scripted failures).
+    #[allow(clippy::new_ret_no_self, reason = "the model is a FakeChatModel set up as LangChain's")]
+    pub fn new<R: Into<FakeReply>>(replies: impl IntoIterator<Item = R>) -> FakeChatModel {
+        FakeChatModel::new(replies).with_split(TokenSplit::WordsAndSpaces).with_last_chunk_marked(true)
     }
 }

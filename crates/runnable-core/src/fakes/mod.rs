@@ -6,7 +6,7 @@ pub mod embeddings;
 pub mod llm;
 mod script;
 
-pub use chat::{FakeCall, FakeChatModel};
+pub use chat::{FakeCall, FakeChatModel, GenericFakeChatModel};
 pub use embeddings::FakeEmbeddings;
 pub use llm::FakeListLlm;
 pub use script::{FakeReply, TokenSplit};

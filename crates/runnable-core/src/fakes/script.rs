@@ -35,6 +35,34 @@ impl FakeReply {
         Self::tool_calls([ToolCall { name: name.into(), args, id: Some(id.into()) }])
     }
 
+    /// The reply of a model asked for a `T` by function calling (what
+    /// [`with_structured_output`](crate::ChatModelExt::with_structured_output) asks by default, and
+    /// `create_agent`'s tool strategy): one call of the tool named after `T`, with `value` as its
+    /// arguments.
+    pub fn structured<T: schemars::JsonSchema + serde::Serialize>(value: &T) -> Self {
+        let name = crate::ToolSpec::from_type::<T>().name;
+        match serde_json::to_value(value) {
+            Ok(args) => Self::structured_json(name, args),
+            Err(err) => Self::error(Error::msg(format!("cannot script a {name}: {err}"))),
+        }
+    }
+
+    /// The reply of a model asked by function calling for a value of a schema named `name` (a schema
+    /// built at run time: its `title`): one call of that tool with `args`.
+    pub fn structured_json(name: impl Into<String>, args: Value) -> Self {
+        let name = name.into();
+        Self::tool_calls([ToolCall { id: Some(format!("call-{name}")), name, args }])
+    }
+
+    /// A text reply holding `value` as JSON: the answer of a model asked for structured output through its
+    /// JSON mode or JSON-schema response format (`create_agent`'s provider strategy).
+    pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> Self {
+        match serde_json::to_string(value) {
+            Ok(text) => Self::text(text),
+            Err(err) => Self::error(Error::msg(format!("cannot script the JSON reply: {err}"))),
+        }
+    }
+
     /// A failure.
     pub fn error(err: impl Into<Error>) -> Self {
         Self::Error(err.into())
@@ -87,6 +115,10 @@ pub enum TokenSplit {
     Chars,
     /// The whole text in one chunk.
     Whole,
+    /// Words and single whitespace characters as chunks of their own, as langchain-core's
+    /// `GenericFakeChatModel` splits (`re.split(r"(\s)", text)`): `"Hello  world"` streams as `"Hello"`,
+    /// `" "`, `""`, `" "`, `"world"`.
+    WordsAndSpaces,
 }
 
 impl TokenSplit {
@@ -96,6 +128,19 @@ impl TokenSplit {
             Self::Whole if text.is_empty() => Vec::new(),
             Self::Whole => vec![text.to_owned()],
             Self::Chars => text.chars().map(String::from).collect(),
+            Self::WordsAndSpaces if text.is_empty() => Vec::new(),
+            Self::WordsAndSpaces => {
+                let mut pieces = vec![String::new()];
+                for c in text.chars() {
+                    if c.is_whitespace() {
+                        pieces.push(c.to_string());
+                        pieces.push(String::new());
+                    } else if let Some(last) = pieces.last_mut() {
+                        last.push(c);
+                    }
+                }
+                pieces
+            }
             Self::Words => {
                 let mut pieces: Vec<String> = Vec::new();
                 let mut current = String::new();

@@ -18,6 +18,8 @@ pub enum ToolCallOutput {
     Message(ToolMessage),
     /// A command for the graph running the tool (see [`ToolOutput::Command`]).
     Command(CommandPayload),
+    /// Several results, in order (see [`ToolOutput::Many`]).
+    Many(Vec<ToolCallOutput>),
 }
 
 impl Serialize for ToolCallOutput {
@@ -25,6 +27,7 @@ impl Serialize for ToolCallOutput {
         match self {
             Self::Message(message) => message.serialize(serializer),
             Self::Command(command) => command.serialize(serializer),
+            Self::Many(outputs) => outputs.serialize(serializer),
         }
     }
 }
@@ -69,16 +72,7 @@ pub async fn invoke_tool<T: Tool + ?Sized>(
             ..ToolMessage::default()
         };
         match tool.call(args, &ctx).await {
-            Ok(ToolOutput::Text(text)) => {
-                Ok(ToolCallOutput::Message(message(text.into(), ToolStatus::Success, None)))
-            }
-            Ok(ToolOutput::Json(value)) => {
-                Ok(ToolCallOutput::Message(message(value.to_string().into(), ToolStatus::Success, None)))
-            }
-            Ok(ToolOutput::ContentAndArtifact { content, artifact }) => {
-                Ok(ToolCallOutput::Message(message(content, ToolStatus::Success, Some(artifact))))
-            }
-            Ok(ToolOutput::Command(command)) => Ok(ToolCallOutput::Command(command)),
+            Ok(output) => Ok(call_output(output, &message, id.as_deref(), &name)),
             Err(err) => match tool.error_policy().handle(&err) {
                 Some(text) => Ok(ToolCallOutput::Message(message(text.into(), ToolStatus::Error, None))),
                 None => Err(err),
@@ -86,6 +80,38 @@ pub async fn invoke_tool<T: Tool + ?Sized>(
         }
     })
     .await
+}
+
+/// A tool's output as the result of its call: values become tool messages built by `message`.
+fn call_output(
+    output: ToolOutput,
+    message: &dyn Fn(Content, ToolStatus, Option<Value>) -> ToolMessage,
+    id: Option<&str>,
+    name: &str,
+) -> ToolCallOutput {
+    match output {
+        ToolOutput::Text(text) => ToolCallOutput::Message(message(text.into(), ToolStatus::Success, None)),
+        ToolOutput::Json(value) => {
+            ToolCallOutput::Message(message(value.to_string().into(), ToolStatus::Success, None))
+        }
+        ToolOutput::ContentAndArtifact { content, artifact } => {
+            ToolCallOutput::Message(message(content, ToolStatus::Success, Some(artifact)))
+        }
+        ToolOutput::Command(command) => ToolCallOutput::Command(command),
+        ToolOutput::Message(own) => {
+            let mut own = *own;
+            if own.tool_call_id.is_empty() {
+                own.tool_call_id = id.unwrap_or_default().to_owned();
+            }
+            if own.name.is_none() {
+                own.name = Some(name.to_owned());
+            }
+            ToolCallOutput::Message(own)
+        }
+        ToolOutput::Many(outputs) => {
+            ToolCallOutput::Many(outputs.into_iter().map(|o| call_output(o, message, id, name)).collect())
+        }
+    }
 }
 
 /// Runs `call` on `tool` under `config` and returns the tool message (what `Runnable::invoke` does for
@@ -97,10 +123,12 @@ pub async fn invoke_tool_message<T: Tool + ?Sized>(
 ) -> Result<ToolMessage> {
     match invoke_tool(tool, call, ToolContext::new(config.clone())).await? {
         ToolCallOutput::Message(message) => Ok(message),
-        ToolCallOutput::Command(_) => Err(Error::Tool {
+        ToolCallOutput::Command(_) | ToolCallOutput::Many(_) => Err(Error::Tool {
             tool: tool.name().to_owned(),
-            message: "the tool returned a command, which only a graph can apply; run it in a tool node"
-                .to_owned(),
+            message:
+                "the tool returned a command or several outputs, which only a graph can apply; run it in a \
+                      tool node"
+                    .to_owned(),
         }),
     }
 }

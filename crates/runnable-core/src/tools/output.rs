@@ -31,6 +31,12 @@ pub enum ToolOutput {
     /// The payload is opaque here; the graph crate builds it from its own `Command` type and downcasts it
     /// back when the tool ran inside a tool node. Invoked outside a graph, such a tool is an error.
     Command(CommandPayload),
+    /// A tool message of the tool's own making (its content, status and artifact as given; the call's id
+    /// and the tool's name are filled in when missing).
+    Message(Box<crate::messages::ToolMessage>),
+    /// Several outputs: commands and tool messages, exactly one of which answers the call (LangGraph's
+    /// `list[Command | ToolMessage]`); a graph's tool node applies them in order.
+    Many(Vec<ToolOutput>),
 }
 
 impl ToolOutput {
@@ -45,6 +51,16 @@ impl ToolOutput {
             Value::String(s) => Self::Text(s),
             other => Self::Json(other),
         })
+    }
+
+    /// A tool message of the tool's own making.
+    pub fn message(message: crate::messages::ToolMessage) -> Self {
+        Self::Message(Box::new(message))
+    }
+
+    /// Several outputs: commands and tool messages, exactly one of which answers the call.
+    pub fn many(outputs: impl IntoIterator<Item = ToolOutput>) -> Self {
+        Self::Many(outputs.into_iter().collect())
     }
 
     /// Content for the model plus an artifact for the application.

@@ -1,297 +1,215 @@
-//! A validator for the subset of JSON Schema that schemars emits, to check a model's tool arguments before
-//! a tool runs.
+//! Checking a model's tool arguments against the tool's JSON schema before the tool runs, with a complete
+//! JSON Schema implementation ([boon](https://docs.rs/boon): drafts 4, 6, 7, 2019-09 and 2020-12, the
+//! default when a schema names none) — `patternProperties`, `$ref`, `if`/`then`, `dependentRequired` and
+//! every other keyword included. `format` is an annotation, not checked, as the 2020-12 draft says.
 //!
-//! Supported: boolean schemas, `type` (one or several; `integer` accepts only whole numbers written
-//! without a fraction, as Rust's integer types require), `enum`, `const`, `properties`, `required`,
-//! `additionalProperties`, `items`, `prefixItems`, `minItems`, `maxItems`, `uniqueItems`, `minimum`,
-//! `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `minLength`, `maxLength`, `anyOf`, `oneOf`, `allOf`,
-//! `not`, and `$ref` to `#/$defs/...` or `#/definitions/...`. `pattern` and `format` are not checked.
+//! Compiled schemas are kept (a bounded cache keyed by the schema itself), so a tool's schema is compiled
+//! once. A schema that is not valid JSON Schema is not enforced: the arguments pass as they are (with a
+//! warning in the log), as LangChain passes a JSON-schema tool's arguments.
 
-use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, PoisonError};
 
-/// How deep `$ref`s and nested schemas may go before the validator gives up (recursive schemas).
-const MAX_DEPTH: usize = 64;
+use boon::{Compiler, ErrorKind, SchemaIndex, Schemas, ValidationError};
+use serde_json::Value;
+
+/// How many compiled schemas are kept before the cache starts over.
+const CACHE_LIMIT: usize = 1024;
 
 /// Checks `args` against `schema`; on failure returns one `path: message` line per violation.
 ///
 /// Paths join object keys and array indices with dots (`people.0.age`); the whole value is `(root)`.
 pub fn validate_args(schema: &Value, args: &Value) -> Result<(), Vec<String>> {
-    let mut errors = Vec::new();
-    let mut path = Vec::new();
-    Validator { root: schema }.check(schema, args, &mut path, &mut errors, 0);
-    if errors.is_empty() { Ok(()) } else { Err(errors) }
+    let entry = entry(schema);
+    let Some(compiled) = &entry.compiled else { return Ok(()) };
+    match compiled.schemas.validate(args, compiled.index) {
+        Ok(()) => Ok(()),
+        Err(error) => {
+            let mut lines = Vec::new();
+            explain(&error, args, &mut lines);
+            if lines.is_empty() {
+                lines.push(format!("(root): {}", error.kind));
+            }
+            Err(lines)
+        }
+    }
 }
 
-struct Validator<'s> {
-    root: &'s Value,
+/// A schema and its compiled form (`None` when it is not valid JSON Schema).
+struct Entry {
+    schema: Value,
+    compiled: Option<Compiled>,
 }
 
-impl<'s> Validator<'s> {
-    fn check(
-        &self,
-        schema: &'s Value,
-        value: &Value,
-        path: &mut Vec<String>,
-        errors: &mut Vec<String>,
-        depth: usize,
-    ) {
-        let schema = match schema {
-            Value::Bool(true) => return,
-            Value::Bool(false) => return errors.push(line(path, "no value is allowed here")),
-            Value::Object(schema) => schema,
-            _ => return,
-        };
-        if depth > MAX_DEPTH {
-            return errors.push(line(path, "schema nests too deeply"));
+struct Compiled {
+    schemas: Schemas,
+    index: SchemaIndex,
+}
+
+type Cache = HashMap<u64, Vec<Arc<Entry>>>;
+
+static CACHE: std::sync::LazyLock<Mutex<Cache>> = std::sync::LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// `schema` compiled, from the cache or compiled now.
+fn entry(schema: &Value) -> Arc<Entry> {
+    let key = fingerprint(schema);
+    {
+        let cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(hit) = cache.get(&key).and_then(|list| list.iter().find(|e| e.schema == *schema)) {
+            return Arc::clone(hit);
         }
-        if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
-            match self.resolve(reference) {
-                Some(target) => self.check(target, value, path, errors, depth + 1),
-                None => errors.push(line(path, &format!("unresolvable schema reference {reference}"))),
-            }
+    }
+    let made = Arc::new(Entry { schema: schema.clone(), compiled: compile(schema) });
+    let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+    if cache.len() >= CACHE_LIMIT {
+        cache.clear();
+    }
+    cache.entry(key).or_default().push(Arc::clone(&made));
+    made
+}
+
+fn compile(schema: &Value) -> Option<Compiled> {
+    let mut compiler = Compiler::new();
+    let mut schemas = Schemas::new();
+    const LOCATION: &str = "weft:///tool-arguments.json";
+    let compiled = match compiler.add_resource(LOCATION, schema.clone()) {
+        Ok(()) => compiler.compile(LOCATION, &mut schemas),
+        Err(err) => Err(err),
+    };
+    match compiled {
+        Ok(index) => Some(Compiled { schemas, index }),
+        Err(err) => {
+            tracing::warn!(error = %err, "a tool's argument schema is not valid JSON Schema: its arguments are not checked");
+            None
         }
-        if let Some(types) = schema.get("type") {
-            if !type_matches(types, value) {
-                return errors
-                    .push(line(path, &format!("expected {}, got {}", type_list(types), describe(value))));
-            }
-        }
-        if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
-            if !allowed.contains(value) {
-                errors.push(line(
-                    path,
-                    &format!("expected one of {}, got {}", Value::Array(allowed.clone()), describe(value)),
-                ));
-            }
-        }
-        if let Some(constant) = schema.get("const") {
-            if constant != value {
-                errors.push(line(path, &format!("expected {constant}, got {}", describe(value))));
-            }
-        }
-        self.check_combinators(schema, value, path, errors, depth);
+    }
+}
+
+/// A hash of the schema's content (objects hashed by key, in order).
+fn fingerprint(value: &Value) -> u64 {
+    fn walk(value: &Value, h: &mut std::collections::hash_map::DefaultHasher) {
         match value {
-            Value::Object(map) => self.check_object(schema, map, path, errors, depth),
-            Value::Array(items) => self.check_array(schema, items, path, errors, depth),
-            Value::Number(n) => check_number(schema, n.as_f64().unwrap_or(f64::NAN), path, errors),
-            Value::String(s) => check_string(schema, s, path, errors),
-            _ => {}
-        }
-    }
-
-    fn resolve(&self, reference: &str) -> Option<&'s Value> {
-        let pointer = reference.strip_prefix('#')?;
-        self.root.pointer(pointer)
-    }
-
-    fn passes(&self, schema: &'s Value, value: &Value, path: &[String], depth: usize) -> Vec<String> {
-        let mut errors = Vec::new();
-        self.check(schema, value, &mut path.to_vec(), &mut errors, depth + 1);
-        errors
-    }
-
-    fn check_combinators(
-        &self,
-        schema: &'s Map<String, Value>,
-        value: &Value,
-        path: &mut Vec<String>,
-        errors: &mut Vec<String>,
-        depth: usize,
-    ) {
-        if let Some(all) = schema.get("allOf").and_then(Value::as_array) {
-            for sub in all {
-                self.check(sub, value, path, errors, depth + 1);
+            Value::Null => 0u8.hash(h),
+            Value::Bool(b) => b.hash(h),
+            Value::Number(n) => n.to_string().hash(h),
+            Value::String(s) => s.hash(h),
+            Value::Array(items) => {
+                items.len().hash(h);
+                items.iter().for_each(|i| walk(i, h));
             }
-        }
-        for keyword in ["anyOf", "oneOf"] {
-            let Some(branches) = schema.get(keyword).and_then(Value::as_array) else { continue };
-            let results: Vec<Vec<String>> =
-                branches.iter().map(|b| self.passes(b, value, path, depth)).collect();
-            let matched = results.iter().filter(|r| r.is_empty()).count();
-            if matched == 0 {
-                errors.extend(self.explain_no_match(branches, results, value, path));
-            } else if keyword == "oneOf" && matched > 1 {
-                errors.push(line(
-                    path,
-                    &format!("matches {matched} of the alternatives, expected exactly one"),
-                ));
-            }
-        }
-        if let Some(not) = schema.get("not") {
-            if self.passes(not, value, path, depth).is_empty() {
-                errors.push(line(path, "matches a schema it must not match"));
-            }
-        }
-    }
-
-    /// The errors to report when no alternative of `anyOf`/`oneOf` matched.
-    fn explain_no_match(
-        &self,
-        branches: &'s [Value],
-        mut results: Vec<Vec<String>>,
-        value: &Value,
-        path: &[String],
-    ) -> Vec<String> {
-        let constants: Option<Vec<Value>> = branches
-            .iter()
-            .map(|b| {
-                let b = self.deref(b);
-                b.get("const")
-                    .map(|c| vec![c.clone()])
-                    .or_else(|| b.get("enum").and_then(Value::as_array).cloned())
-            })
-            .collect::<Option<Vec<_>>>()
-            .map(|lists| lists.into_iter().flatten().collect());
-        if let Some(allowed) = constants {
-            return vec![line(
-                path,
-                &format!("expected one of {}, got {}", Value::Array(allowed), describe(value)),
-            )];
-        }
-        let non_null: Vec<usize> =
-            (0..branches.len()).filter(|&i| !is_null_schema(self.deref(&branches[i]))).collect();
-        if let [only] = non_null[..] {
-            if !value.is_null() {
-                return std::mem::take(&mut results[only]);
-            }
-        }
-        let tried: Vec<String> = results.iter().filter_map(|r| r.first().cloned()).collect();
-        vec![line(path, &format!("matches none of the alternatives ({})", tried.join("; ")))]
-    }
-
-    fn deref(&self, schema: &'s Value) -> &'s Value {
-        match schema.get("$ref").and_then(Value::as_str).and_then(|r| self.resolve(r)) {
-            Some(target) => target,
-            None => schema,
-        }
-    }
-
-    fn check_object(
-        &self,
-        schema: &'s Map<String, Value>,
-        map: &Map<String, Value>,
-        path: &mut Vec<String>,
-        errors: &mut Vec<String>,
-        depth: usize,
-    ) {
-        let properties = schema.get("properties").and_then(Value::as_object);
-        if let Some(required) = schema.get("required").and_then(Value::as_array) {
-            for field in required.iter().filter_map(Value::as_str) {
-                if !map.contains_key(field) {
-                    path.push(field.to_owned());
-                    errors.push(line(path, "missing required field"));
-                    path.pop();
+            Value::Object(map) => {
+                map.len().hash(h);
+                for (k, v) in map {
+                    k.hash(h);
+                    walk(v, h);
                 }
             }
         }
-        let additional = schema.get("additionalProperties");
-        for (key, item) in map {
-            path.push(key.clone());
-            match properties.and_then(|p| p.get(key)) {
-                Some(sub) => self.check(sub, item, path, errors, depth + 1),
-                None => match additional {
-                    Some(Value::Bool(false)) => errors.push(line(path, "unexpected field")),
-                    Some(sub) => self.check(sub, item, path, errors, depth + 1),
-                    None => {}
-                },
-            }
-            path.pop();
-        }
     }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    walk(value, &mut h);
+    h.finish()
+}
 
-    fn check_array(
-        &self,
-        schema: &'s Map<String, Value>,
-        items: &[Value],
-        path: &mut Vec<String>,
-        errors: &mut Vec<String>,
-        depth: usize,
-    ) {
-        let prefix = schema.get("prefixItems").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
-        for (i, item) in items.iter().enumerate() {
-            let sub = prefix.get(i).or_else(|| schema.get("items"));
-            if let Some(sub) = sub {
+/// The path of an instance location, dot-joined (`(root)` for the whole value), and the value there.
+fn located<'v>(error: &ValidationError<'_, '_>, args: &'v Value) -> (Vec<String>, Option<&'v Value>) {
+    let mut path = Vec::new();
+    let mut at = Some(args);
+    for token in &error.instance_location.tokens {
+        match token {
+            boon::InstanceToken::Prop(p) => {
+                path.push(p.to_string());
+                at = at.and_then(|v| v.get(p.as_ref()));
+            }
+            boon::InstanceToken::Item(i) => {
                 path.push(i.to_string());
-                if i >= prefix.len() && *sub == Value::Bool(false) {
-                    errors.push(line(path, "unexpected item"));
-                } else {
-                    self.check(sub, item, path, errors, depth + 1);
-                }
-                path.pop();
-            }
-        }
-        let len = items.len() as u64;
-        if let Some(min) = schema.get("minItems").and_then(Value::as_u64).filter(|&m| len < m) {
-            errors.push(line(path, &format!("expected at least {min} items, got {len}")));
-        }
-        if let Some(max) = schema.get("maxItems").and_then(Value::as_u64).filter(|&m| len > m) {
-            errors.push(line(path, &format!("expected at most {max} items, got {len}")));
-        }
-        if schema.get("uniqueItems") == Some(&Value::Bool(true)) {
-            let duplicate = items.iter().enumerate().any(|(i, a)| items[..i].contains(a));
-            if duplicate {
-                errors.push(line(path, "expected unique items"));
+                at = at.and_then(|v| v.get(*i));
             }
         }
     }
+    (path, at)
 }
 
-fn check_number(schema: &Map<String, Value>, n: f64, path: &[String], errors: &mut Vec<String>) {
-    let bound = |key: &str| schema.get(key).and_then(Value::as_f64);
-    if let Some(min) = bound("minimum").filter(|&m| n < m) {
-        errors.push(line(path, &format!("expected a number >= {min}, got {n}")));
-    }
-    if let Some(max) = bound("maximum").filter(|&m| n > m) {
-        errors.push(line(path, &format!("expected a number <= {max}, got {n}")));
-    }
-    if let Some(min) = bound("exclusiveMinimum").filter(|&m| n <= m) {
-        errors.push(line(path, &format!("expected a number > {min}, got {n}")));
-    }
-    if let Some(max) = bound("exclusiveMaximum").filter(|&m| n >= m) {
-        errors.push(line(path, &format!("expected a number < {max}, got {n}")));
-    }
+fn line(path: &[String], message: &str) -> String {
+    if path.is_empty() { format!("(root): {message}") } else { format!("{}: {message}", path.join(".")) }
 }
 
-fn check_string(schema: &Map<String, Value>, s: &str, path: &[String], errors: &mut Vec<String>) {
-    let len = s.chars().count() as u64;
-    if let Some(min) = schema.get("minLength").and_then(Value::as_u64).filter(|&m| len < m) {
-        errors.push(line(path, &format!("expected at least {min} characters, got {len}")));
-    }
-    if let Some(max) = schema.get("maxLength").and_then(Value::as_u64).filter(|&m| len > m) {
-        errors.push(line(path, &format!("expected at most {max} characters, got {len}")));
-    }
-}
-
-fn type_matches(types: &Value, value: &Value) -> bool {
-    match types {
-        Value::String(t) => is_type(t, value),
-        Value::Array(ts) => ts.iter().filter_map(Value::as_str).any(|t| is_type(t, value)),
-        _ => true,
-    }
-}
-
-fn is_type(name: &str, value: &Value) -> bool {
-    match name {
-        "null" => value.is_null(),
-        "boolean" => value.is_boolean(),
-        "object" => value.is_object(),
-        "array" => value.is_array(),
-        "number" => value.is_number(),
-        "integer" => value.is_i64() || value.is_u64(),
-        "string" => value.is_string(),
-        _ => true,
-    }
-}
-
-fn is_null_schema(schema: &Value) -> bool {
-    schema.get("type").and_then(Value::as_str) == Some("null")
-}
-
-fn type_list(types: &Value) -> String {
-    match types {
-        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" or "),
-        Value::String(t) => t.clone(),
+/// The lines of `error`: one per failed keyword, the combinators' branches summed up.
+fn explain(error: &ValidationError<'_, '_>, args: &Value, lines: &mut Vec<String>) {
+    let (path, value) = located(error, args);
+    let got = || value.map_or_else(|| "nothing".to_owned(), describe);
+    let message = match &error.kind {
+        ErrorKind::Group | ErrorKind::Schema { .. } | ErrorKind::Reference { .. } | ErrorKind::AllOf => {
+            for cause in &error.causes {
+                explain(cause, args, lines);
+            }
+            return;
+        }
+        ErrorKind::AnyOf | ErrorKind::OneOf(None) => {
+            // An optional value (`anyOf: [T, {type: null}]`) that is not null: what is wrong with the `T`.
+            let not_null: Vec<&ValidationError<'_, '_>> =
+                error.causes.iter().filter(|c| !is_null_branch(c)).collect();
+            if let ([only], true) = (not_null.as_slice(), value.is_some_and(|v| !v.is_null())) {
+                return explain(only, args, lines);
+            }
+            let mut tried = Vec::new();
+            for cause in &error.causes {
+                explain(cause, args, &mut tried);
+            }
+            format!("matches none of the alternatives ({})", tried.join("; "))
+        }
+        ErrorKind::OneOf(Some((a, b))) => format!("matches more than one alternative ({a} and {b})"),
+        ErrorKind::Required { want } => {
+            for field in want {
+                let mut at = path.clone();
+                at.push((*field).to_owned());
+                lines.push(line(&at, "missing required field"));
+            }
+            return;
+        }
+        ErrorKind::AdditionalProperties { got } => {
+            for field in got {
+                let mut at = path.clone();
+                at.push(field.to_string());
+                lines.push(line(&at, "unexpected field"));
+            }
+            return;
+        }
+        ErrorKind::AdditionalItems { got } => format!("expected at most {got} items"),
+        ErrorKind::FalseSchema => "no value is allowed here".to_owned(),
+        ErrorKind::Type { want, .. } => {
+            let want: Vec<String> = want.iter().map(|t| t.to_string()).collect();
+            format!("expected {}, got {}", want.join(" or "), got())
+        }
+        ErrorKind::Enum { want } => {
+            format!("expected one of {}, got {}", Value::Array((*want).clone()), got())
+        }
+        ErrorKind::Const { want } => format!("expected {want}, got {}", got()),
+        ErrorKind::MinItems { got: n, want } => format!("expected at least {want} items, got {n}"),
+        ErrorKind::MaxItems { got: n, want } => format!("expected at most {want} items, got {n}"),
+        ErrorKind::UniqueItems { .. } => "expected unique items".to_owned(),
+        ErrorKind::MinLength { got: n, want } => format!("expected at least {want} characters, got {n}"),
+        ErrorKind::MaxLength { got: n, want } => format!("expected at most {want} characters, got {n}"),
+        ErrorKind::Pattern { want, .. } => format!("expected a string matching {want}, got {}", got()),
+        ErrorKind::Minimum { got: n, want } => format!("expected a number >= {want}, got {n}"),
+        ErrorKind::Maximum { got: n, want } => format!("expected a number <= {want}, got {n}"),
+        ErrorKind::ExclusiveMinimum { got: n, want } => format!("expected a number > {want}, got {n}"),
+        ErrorKind::ExclusiveMaximum { got: n, want } => format!("expected a number < {want}, got {n}"),
+        ErrorKind::Not => "matches a schema it must not match".to_owned(),
         other => other.to_string(),
+    };
+    lines.push(line(&path, &message));
+}
+
+/// Whether `error` is the failure of a `{"type": "null"}` alternative.
+fn is_null_branch(error: &ValidationError<'_, '_>) -> bool {
+    match &error.kind {
+        ErrorKind::Type { want, .. } => want.iter().all(|t| t.to_string() == "null"),
+        ErrorKind::Group | ErrorKind::Schema { .. } | ErrorKind::Reference { .. } => {
+            error.causes.len() == 1 && error.causes.iter().all(is_null_branch)
+        }
+        _ => false,
     }
 }
 
@@ -313,6 +231,42 @@ fn describe(value: &Value) -> String {
     format!("{kind} {text}")
 }
 
-fn line(path: &[String], message: &str) -> String {
-    if path.is_empty() { format!("(root): {message}") } else { format!("{}: {message}", path.join(".")) }
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn integer_keyed_maps_pass_through_pattern_properties() {
+        // What schemars writes for `BTreeMap<usize, String>`.
+        let schema = json!({"type": "object", "properties": {"inserts": {"type": "object",
+            "patternProperties": {"^\\d+$": {"type": "string"}}, "additionalProperties": false}},
+            "required": ["inserts"]});
+        assert!(validate_args(&schema, &json!({"inserts": {"2": "x", "10": "y"}})).is_ok());
+        assert_eq!(
+            validate_args(&schema, &json!({"inserts": {"two": "x"}})).unwrap_err(),
+            vec!["inserts.two: unexpected field"]
+        );
+        assert_eq!(
+            validate_args(&schema, &json!({"inserts": {"2": 3}})).unwrap_err(),
+            vec!["inserts.2: expected string, got integer 3"]
+        );
+    }
+
+    #[test]
+    fn keywords_beyond_the_old_subset_are_enforced() {
+        let schema = json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "^x"}},
+            "dependentRequired": {"a": ["b"]}});
+        let errors = validate_args(&schema, &json!({"a": "y"})).unwrap_err();
+        assert!(errors.iter().any(|e| e.starts_with("a: expected a string matching ^x")), "{errors:?}");
+        assert!(validate_args(&schema, &json!({"a": "x1", "b": 1})).is_ok());
+        assert!(validate_args(&schema, &json!({"a": "x1"})).is_err());
+    }
+
+    #[test]
+    fn a_schema_that_is_not_json_schema_is_not_enforced() {
+        let broken = json!({"type": "object", "required": "a"});
+        assert!(validate_args(&broken, &json!({"anything": 1})).is_ok());
+    }
 }

@@ -181,8 +181,8 @@ impl McpServer {
                 }
                 result
             }
-            Ok(ToolCallOutput::Command(_)) => {
-                error_result("the tool returned a graph command, which MCP cannot carry")
+            Ok(ToolCallOutput::Command(_) | ToolCallOutput::Many(_)) => {
+                error_result("the tool returned a graph command or several outputs, which MCP cannot carry")
             }
             Err(Error::ToolArguments { errors, .. }) => {
                 error_result(&format!("invalid arguments for tool '{}': {}", request.name, errors.join("; ")))
