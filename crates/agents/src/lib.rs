@@ -18,6 +18,9 @@
 //! The guide with runnable examples is `docs/agents.md` in the repository; `weft::agents` re-exports this
 //! crate.
 
+#[macro_use]
+mod setters;
+
 pub mod agent;
 mod approval;
 pub mod middleware;

@@ -349,37 +349,7 @@ impl<S: ReactAgentState> ReactAgentBuilder<S> {
         self
     }
 
-    /// Names the agent: the graph's name, and the `name` of every AI message it writes.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        let name = name.into();
-        self.compile.name = Some(name.clone());
-        self.name = Some(name);
-        self
-    }
-
-    /// Saves checkpoints (memory of threads, interrupts, resumes).
-    pub fn checkpointer(mut self, checkpointer: Arc<dyn Checkpointer>) -> Self {
-        self.compile.checkpointer = Some(checkpointer);
-        self
-    }
-
-    /// Gives nodes and tools a long-term memory store ([`tool_store`](crate::tool_store)).
-    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
-        self.compile.store = Some(store);
-        self
-    }
-
-    /// Pauses before these nodes (`agent`, `tools`, ...).
-    pub fn interrupt_before<I: IntoIterator<Item = T>, T: Into<String>>(mut self, nodes: I) -> Self {
-        self.compile.interrupt_before = nodes.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Pauses after these nodes.
-    pub fn interrupt_after<I: IntoIterator<Item = T>, T: Into<String>>(mut self, nodes: I) -> Self {
-        self.compile.interrupt_after = nodes.into_iter().map(Into::into).collect();
-        self
-    }
+    compile_setters!();
 
     /// Builds and compiles the graph.
     pub fn build(self) -> std::result::Result<CompiledGraph<S>, ReactAgentError> {

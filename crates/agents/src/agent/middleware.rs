@@ -10,6 +10,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use weft_runnable_core::{
     ChatModel, Message, Result, SharedTool, SystemMessage, Tool, ToolCall, ToolCallOutput, ToolChoice,
+    ToolMessage, ToolStatus,
 };
 
 use super::runtime::AgentRuntime;
@@ -412,6 +413,29 @@ impl<C> Clone for ToolCallRequest<C> {
             state: self.state.clone(),
             runtime: self.runtime.clone(),
         }
+    }
+}
+
+impl<C> ToolCallRequest<C> {
+    /// The called tool's name: the tool's own, or the call's when the agent has no such tool.
+    pub fn tool_name(&self) -> &str {
+        self.tool.as_ref().map_or(self.tool_call.name.as_str(), |t| Tool::name(t.as_ref()))
+    }
+
+    /// Whether a middleware limited to the tools `only` names (every tool when `None`) handles this call.
+    pub fn is_for(&self, only: Option<&[String]>) -> bool {
+        only.is_none_or(|names| names.iter().any(|name| name == self.tool_name()))
+    }
+
+    /// A tool message with status `error` answering this call with `content`.
+    pub fn error_reply(&self, content: String) -> ToolCallOutput {
+        ToolCallOutput::Message(ToolMessage {
+            content: content.into(),
+            tool_call_id: self.tool_call.id.clone().unwrap_or_default(),
+            name: Some(self.tool_name().to_owned()),
+            status: ToolStatus::Error,
+            ..ToolMessage::default()
+        })
     }
 }
 

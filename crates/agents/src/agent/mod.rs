@@ -228,37 +228,7 @@ impl<C: ContextType> AgentBuilder<C> {
         self
     }
 
-    /// Names the agent: the graph's name, and the `name` of every AI message it writes.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        let name = name.into();
-        self.compile.name = Some(name.clone());
-        self.name = Some(name);
-        self
-    }
-
-    /// Saves checkpoints (threads, interrupts, resumes).
-    pub fn checkpointer(mut self, checkpointer: Arc<dyn Checkpointer>) -> Self {
-        self.compile.checkpointer = Some(checkpointer);
-        self
-    }
-
-    /// Gives hooks and tools a long-term memory store.
-    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
-        self.compile.store = Some(store);
-        self
-    }
-
-    /// Pauses before these nodes.
-    pub fn interrupt_before<I: IntoIterator<Item = T>, T: Into<String>>(mut self, nodes: I) -> Self {
-        self.compile.interrupt_before = nodes.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Pauses after these nodes.
-    pub fn interrupt_after<I: IntoIterator<Item = T>, T: Into<String>>(mut self, nodes: I) -> Self {
-        self.compile.interrupt_after = nodes.into_iter().map(Into::into).collect();
-        self
-    }
+    compile_setters!();
 
     /// The compile settings, for what the builder does not set (retry policies, retention, cache).
     pub fn compile_config(mut self, f: impl FnOnce(CompileConfig) -> CompileConfig) -> Self {

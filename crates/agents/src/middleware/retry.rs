@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use weft_runnable_core::retry::{Backoff, Jitter};
-use weft_runnable_core::{
-    AiMessage, Error, ModelErrorKind, Result, Tool, ToolCallOutput, ToolMessage, ToolStatus,
-};
+use weft_runnable_core::{AiMessage, Error, ModelErrorKind, Result, ToolCallOutput};
 
 use crate::agent::{
     Hooks, Middleware, ModelHandler, ModelRequest, ModelResponse, ToolCallRequest, ToolHandler,
@@ -263,14 +261,9 @@ impl<C: Send + Sync + 'static> Middleware<C> for ToolRetry {
         request: ToolCallRequest<C>,
         next: ToolHandler<'_, C>,
     ) -> Result<ToolCallOutput> {
-        let tool = request
-            .tool
-            .as_ref()
-            .map_or_else(|| request.tool_call.name.clone(), |t| Tool::name(t.as_ref()).to_owned());
-        if self.tools.as_ref().is_some_and(|names| !names.contains(&tool)) {
+        if !request.is_for(self.tools.as_deref()) {
             return next.call(request).await;
         }
-        let id = request.tool_call.id.clone().unwrap_or_default();
         let outcome = retry_loop(&self.settings, || next.call(request.clone())).await;
         let content = match outcome {
             Ok(output) => return Ok(output),
@@ -281,18 +274,13 @@ impl<C: Send + Sync + 'static> Middleware<C> for ToolRetry {
                 OnFailure::Continue => {
                     let (name, text) = error_parts(&err);
                     format!(
-                        "Tool '{tool}' failed after {} with {name}: {text}. Please try again.",
+                        "Tool '{}' failed after {} with {name}: {text}. Please try again.",
+                        request.tool_name(),
                         attempts(made)
                     )
                 }
             },
         };
-        Ok(ToolCallOutput::Message(ToolMessage {
-            content: content.into(),
-            tool_call_id: id,
-            name: Some(tool),
-            status: ToolStatus::Error,
-            ..ToolMessage::default()
-        }))
+        Ok(request.error_reply(content))
     }
 }

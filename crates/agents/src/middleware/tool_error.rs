@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use weft_runnable_core::{Error, Result, Tool, ToolCallOutput, ToolMessage, ToolStatus};
+use weft_runnable_core::{Error, Result, ToolCallOutput};
 
 use crate::agent::{Hooks, Middleware, ToolCallRequest, ToolHandler};
 
@@ -57,11 +57,7 @@ impl<C: Send + Sync + 'static> Middleware<C> for ToolErrorHandler<C> {
         request: ToolCallRequest<C>,
         next: ToolHandler<'_, C>,
     ) -> Result<ToolCallOutput> {
-        let tool = request
-            .tool
-            .as_ref()
-            .map_or_else(|| request.tool_call.name.clone(), |t| Tool::name(t.as_ref()).to_owned());
-        if self.tools.as_ref().is_some_and(|names| !names.contains(&tool)) {
+        if !request.is_for(self.tools.as_deref()) {
             return next.call(request).await;
         }
         let err = match next.call(request.clone()).await {
@@ -70,12 +66,6 @@ impl<C: Send + Sync + 'static> Middleware<C> for ToolErrorHandler<C> {
             Err(err) => err,
         };
         let Some(content) = (self.on_error)(&err, &request) else { return Err(err) };
-        Ok(ToolCallOutput::Message(ToolMessage {
-            content: content.into(),
-            tool_call_id: request.tool_call.id.clone().unwrap_or_default(),
-            name: Some(tool),
-            status: ToolStatus::Error,
-            ..ToolMessage::default()
-        }))
+        Ok(request.error_reply(content))
     }
 }
