@@ -2,8 +2,7 @@
 
 use serde_json::json;
 use weft_graph::messages::{
-    Message, MessagesState, MessagesStateUpdate, REMOVE_ALL_MESSAGES, convert_json_to_messages,
-    convert_to_messages,
+    Message, MessagesState, MessagesStateUpdate, REMOVE_ALL_MESSAGES, convert_to_messages, messages_from,
 };
 use weft_graph::{Messages, State, UpdateError, add_messages};
 use weft_runnable_core::{AiMessage, ToolCallChunk};
@@ -160,7 +159,7 @@ fn messages_serialize_as_a_plain_list() {
 
 #[test]
 fn message_likes_are_coerced() {
-    let messages = convert_json_to_messages(json!([
+    let messages = convert_to_messages(json!([
         "plain",
         ["user", "pair"],
         ["assistant", "reply"],
@@ -182,20 +181,33 @@ fn message_likes_are_coerced() {
     assert_eq!(messages[6], Message::ai("typed").with_id("a1"));
     let call = &messages[7].as_ai().unwrap().tool_calls[0];
     assert_eq!((call.name.as_str(), &call.args, call.id.as_deref()), ("add", &json!({"a": 1}), Some("c2")));
-    assert_eq!(convert_json_to_messages(json!("one")).unwrap(), [Message::human("one")]);
+    assert_eq!(convert_to_messages(json!("one")).unwrap(), [Message::human("one")]);
     assert_eq!(
-        convert_to_messages([("human", "a"), ("ai", "b")]).unwrap(),
+        messages_from([("human", "a"), ("ai", "b")]).unwrap(),
         [Message::human("a"), Message::ai("b")]
     );
 }
 
 #[test]
+fn malformed_tool_call_arguments_become_invalid_tool_calls() {
+    // As langchain-core: the call is kept as an invalid tool call with its raw arguments, not run with `{}`.
+    let messages = convert_to_messages(json!([{"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{not json"}}
+    ]}]))
+    .unwrap();
+    let ai = messages[0].as_ai().unwrap();
+    assert!(ai.tool_calls.is_empty(), "{ai:?}");
+    assert_eq!(ai.invalid_tool_calls.len(), 1, "{ai:?}");
+    assert_eq!(ai.invalid_tool_calls[0].args.as_deref(), Some("{not json"));
+}
+
+#[test]
 fn bad_message_likes_are_errors_that_say_where() {
-    let err = convert_json_to_messages(json!(["fine", ["wizard", "abracadabra"]])).unwrap_err();
+    let err = convert_to_messages(json!(["fine", ["wizard", "abracadabra"]])).unwrap_err();
     assert!(err.to_string().contains("at index 1: unexpected message type: 'wizard'"), "{err}");
-    let err = convert_json_to_messages(json!([{"role": "user"}])).unwrap_err();
+    let err = convert_to_messages(json!([{"role": "user"}])).unwrap_err();
     assert!(err.to_string().contains("must contain 'role' (or 'type') and 'content'"), "{err}");
-    let err = convert_json_to_messages(json!(42)).unwrap_err();
+    let err = convert_to_messages(json!(42)).unwrap_err();
     assert!(err.to_string().contains("cannot convert 42 to a message"), "{err}");
 }
 

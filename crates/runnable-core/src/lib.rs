@@ -79,9 +79,9 @@ pub use history::{
 pub use lambda::{RunnableGenerator, RunnableLambda, SyncLambdaOutput};
 pub use messages::text::{ApproximateTokens, buffer_string_xml, count_tokens_approximately};
 pub use messages::{
-    AiMessage, AiMessageChunk, Content, HumanMessage, InvalidToolCall, Message, PromptValue,
+    AiMessage, AiMessageChunk, Content, HumanMessage, InvalidToolCall, Message, MessageLike, PromptValue,
     REMOVE_ALL_MESSAGES, RemoveMessage, SystemMessage, ToolCall, ToolCallChunk, ToolMessage, ToolStatus,
-    UsageMetadata, convert_to_messages,
+    UsageMetadata, convert_to_messages, messages_from,
 };
 pub use parallel::RunnableParallel;
 pub use parsers::{AsText, JsonOutputParser, StrOutputParser, TypedOutputParser};

@@ -8,7 +8,7 @@ mod json_merge;
 mod merge;
 pub mod text;
 
-pub use coerce::convert_to_messages;
+pub use coerce::{MessageLike, convert_to_messages, messages_from};
 pub use text::{ApproximateTokens, buffer_string_xml, count_tokens_approximately};
 
 /// The id of a [`RemoveMessage`] that removes every message before it (LangChain's `REMOVE_ALL_MESSAGES`).

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::{JsonChannel, JsonState, JsonUpdate, Slot, ops};
-use crate::messages::{Messages, add_messages, convert_json_to_messages, reason};
+use crate::messages::{Messages, add_messages, convert_to_messages, reason};
 use crate::state::derive_support::{concurrent_overwrite, concurrent_update, split_overwrite, unknown_index};
 use crate::state::{ChannelSet, ChannelSpec, State, UpdateError};
 
@@ -23,7 +23,7 @@ impl JsonState {
     }
 
     fn messages_of(&self, index: usize, value: Value) -> Result<Vec<crate::messages::Message>, UpdateError> {
-        convert_json_to_messages(value)
+        convert_to_messages(value)
             .map_err(|e| UpdateError::Serialization { key: self.name(index).to_owned(), message: reason(e) })
     }
 
@@ -124,7 +124,7 @@ impl State for JsonState {
                 continue;
             }
             let (overwrite, inner) = split_overwrite(std::mem::take(value));
-            let prepared = convert_json_to_messages(inner.clone()).ok().and_then(|mut messages| {
+            let prepared = convert_to_messages(inner.clone()).ok().and_then(|mut messages| {
                 Messages::assign_ids(&mut messages);
                 serde_json::to_value(messages).ok()
             });

@@ -6,14 +6,19 @@
 //! pairs and bare strings (human messages), one or a list.
 
 mod add;
-mod coerce;
 mod list;
 mod state;
 
 pub use add::add_messages;
 pub(crate) use add::add_messages_counted;
-pub(crate) use coerce::reason;
-pub use coerce::{MessageLike, convert_json_to_messages, convert_to_messages, message_from_role};
 pub use list::Messages;
 pub use state::{MessagesState, MessagesStateUpdate};
-pub use weft_runnable_core::{Message, REMOVE_ALL_MESSAGES};
+pub use weft_runnable_core::{Message, MessageLike, REMOVE_ALL_MESSAGES, convert_to_messages, messages_from};
+
+/// The text of a coercion error, without the error kind's prefix.
+pub(crate) fn reason(err: weft_runnable_core::Error) -> String {
+    match err {
+        weft_runnable_core::Error::InvalidInput(message) => message,
+        other => other.to_string(),
+    }
+}

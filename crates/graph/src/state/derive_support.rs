@@ -11,7 +11,7 @@ pub use weft_runnable_core::Result as CoreResult;
 
 use super::reduce::{OVERWRITE_KEY, ReducerOutput};
 use super::{AppendLog, ChannelSpec, UpdateError};
-use crate::messages::{Message, Messages, convert_json_to_messages, reason};
+use crate::messages::{Message, Messages, convert_to_messages, reason};
 
 /// The JSON side of a generated update type, shared by its `State` and serde implementations.
 pub trait DerivedUpdate: Sized {
@@ -89,7 +89,7 @@ pub fn topic_from_json<T: DeserializeOwned>(key: &str, value: Value) -> Result<V
 
 /// An `add_messages` write from JSON: one message-like or a list of them.
 pub fn messages_from_json(key: &str, value: Value) -> Result<Vec<Message>, UpdateError> {
-    convert_json_to_messages(value)
+    convert_to_messages(value)
         .map_err(|e| UpdateError::Serialization { key: key.to_owned(), message: reason(e) })
 }
 

@@ -6,7 +6,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use super::{
-    AiMessage, HumanMessage, InvalidToolCall, Message, RemoveMessage, SystemMessage, ToolCall, ToolMessage,
+    AiMessage, Content, HumanMessage, InvalidToolCall, Message, RemoveMessage, SystemMessage, ToolCall,
+    ToolMessage,
 };
 use crate::error::{Error, Result};
 
@@ -107,13 +108,79 @@ impl Message {
     }
 }
 
-/// Converts a list of message-likes (or a single one) into messages, like LangChain's
-/// `convert_to_messages`.
+/// Converts a JSON list of message-likes (or a single one) into messages, like LangChain's
+/// `convert_to_messages`; an error names the position of the item at fault.
 pub fn convert_to_messages(value: Value) -> Result<Vec<Message>> {
     match value {
-        Value::Array(items) => items.into_iter().map(Message::from_like).collect(),
+        Value::Array(items) => items
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| {
+                Message::from_like(item).map_err(|err| match err {
+                    Error::InvalidInput(reason) => Error::InvalidInput(format!("at index {i}: {reason}")),
+                    other => other,
+                })
+            })
+            .collect(),
         single => Message::from_like(single).map(|m| vec![m]),
     }
+}
+
+/// A typed value that stands for a message: a [`Message`], a bare string (a human message), a
+/// `(role, content)` pair, or a JSON message-like (see [`Message::from_like`]).
+///
+/// ```
+/// use weft_runnable_core::{Message, messages_from};
+///
+/// let messages = messages_from([("system", "be brief"), ("user", "hi")]).unwrap();
+/// assert_eq!(messages, [Message::system("be brief"), Message::human("hi")]);
+/// assert_eq!(messages_from(["hello"]).unwrap(), [Message::human("hello")]);
+/// ```
+pub trait MessageLike {
+    /// Converts into a message; fails on an unknown role or a malformed message.
+    fn into_message(self) -> Result<Message>;
+}
+
+impl MessageLike for Message {
+    fn into_message(self) -> Result<Message> {
+        Ok(self)
+    }
+}
+
+impl MessageLike for &str {
+    fn into_message(self) -> Result<Message> {
+        Ok(Message::human(self))
+    }
+}
+
+impl MessageLike for String {
+    fn into_message(self) -> Result<Message> {
+        Ok(Message::human(self))
+    }
+}
+
+impl<R: AsRef<str>, C: Into<Content>> MessageLike for (R, C) {
+    fn into_message(self) -> Result<Message> {
+        let mut map = Map::new();
+        map.insert("role".into(), Value::String(self.0.as_ref().to_owned()));
+        map.insert("content".into(), serde_json::to_value(self.1.into())?);
+        Message::from_like(Value::Object(map))
+    }
+}
+
+impl MessageLike for Value {
+    fn into_message(self) -> Result<Message> {
+        Message::from_like(self)
+    }
+}
+
+/// Converts typed message-likes into messages (the typed form of [`convert_to_messages`]).
+pub fn messages_from<I>(items: I) -> Result<Vec<Message>>
+where
+    I: IntoIterator,
+    I::Item: MessageLike,
+{
+    items.into_iter().map(MessageLike::into_message).collect()
 }
 
 /// Reads a message from a JSON object in any of the accepted shapes; the error names what is wrong.
