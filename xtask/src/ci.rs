@@ -211,9 +211,8 @@ fn fakellm_for_tests() -> Result<Option<std::path::PathBuf>, String> {
             println!("{}={}", fakellm::ENV, executable.display());
             Ok(Some(executable))
         }
-        Err(err) if services::is_ci() => Err(err),
         Err(err) => {
-            println!("warning: {err}; the fakellm tests will be skipped");
+            weft_testenv::require("fakellm for the `openai` tests", &err, "see xtask/src/fakellm.rs")?;
             Ok(None)
         }
     }

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::exec::{self, Tally};
-use crate::{bench, nodeenv, pyenv, services};
+use crate::{bench, nodeenv, pyenv};
 
 /// The variable naming the reference server's entry script, read by the MCP tests.
 pub(crate) const ENV: &str = "WEFT_MCP_EVERYTHING";
@@ -71,11 +71,12 @@ fn install_python_client() -> Result<PathBuf, String> {
 fn required<T>(what: &str, outcome: Result<T, String>) -> Result<Option<T>, String> {
     match outcome {
         Ok(value) => Ok(Some(value)),
-        Err(reason) if services::is_ci() => {
-            Err(format!("{what} cannot be installed ({reason}), and CI is set"))
-        }
         Err(reason) => {
-            println!("\n!!! {what} is SKIPPED: {reason} (in CI this is a failure)\n");
+            weft_testenv::require(
+                what,
+                &format!("it cannot be installed ({reason})"),
+                "see xtask/src/mcp.rs",
+            )?;
             Ok(None)
         }
     }

@@ -57,7 +57,7 @@ impl Policy {
 
 /// Whether this is a CI run.
 pub(crate) fn is_ci() -> bool {
-    std::env::var("CI").is_ok_and(|value| !matches!(value.trim(), "" | "0" | "false"))
+    weft_testenv::is_ci()
 }
 
 /// Makes sure every backend is reachable, starting the ones that are not.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::{bench, exec, services};
+use crate::{bench, exec};
 
 /// How long the browser test may run before it counts as hung.
 const LIMIT: Duration = Duration::from_secs(300);
@@ -44,13 +44,7 @@ pub(crate) fn run_with(build: Build) -> Result<(), String> {
     let python = on_path(&["python3"]);
     let (Some(browser), Some(driver), Some(python)) = (browser, driver, python) else {
         let reason = "chromium, chromedriver (Debian: apt-get install chromium chromium-driver) and python3 are needed";
-        if services::is_ci() {
-            return Err(format!("{reason}, and CI is set: the browser test must run"));
-        }
-        println!("\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!");
-        println!("!!! studio-e2e SKIPPED: {reason}");
-        println!("!!! (in CI this is a failure)");
-        println!("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n");
+        weft_testenv::require("the studio-e2e browser test", reason, "install them")?;
         return Ok(());
     };
     let build_args: &[&str] = match build {

@@ -22,17 +22,13 @@ use weft_runnable_core::{
     StructuredOutputMethod, StructuredTool, Tool, ToolChoice, ToolSpec,
 };
 
-fn is_ci() -> bool {
-    std::env::var("CI").is_ok_and(|value| !matches!(value.trim(), "" | "0" | "false"))
-}
-
 /// Fails in CI, skips loudly elsewhere.
 fn unavailable(why: &str) -> Option<FakeLlm> {
-    if is_ci() {
-        panic!("fakellm is needed in CI: {why}");
-    }
-    eprintln!("\n*** SKIPPED: fakellm tests need the fakellm server: {why}");
-    eprintln!("*** run `cargo xtask fakellm` and export the WEFT_FAKELLM_BIN it prints\n");
+    weft_testenv::skip_or_fail(
+        "the fakellm server",
+        why,
+        "run `cargo xtask fakellm` and export the WEFT_FAKELLM_BIN it prints",
+    );
     None
 }
 

@@ -17,10 +17,6 @@ use sqlx::Connection as _;
 use weft_graph::{CompiledGraph, END, JsonState, START, StateGraph};
 use weft_server::{Server, ServerBuilder};
 
-fn is_ci() -> bool {
-    std::env::var("CI").is_ok_and(|value| !matches!(value.trim(), "" | "0" | "false"))
-}
-
 fn admin_url() -> String {
     std::env::var("WEFT_TEST_PG_ADMIN_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
@@ -60,12 +56,7 @@ impl Drop for Deployment {
 }
 
 fn unreachable(what: &str) -> Option<Deployment> {
-    if is_ci() {
-        panic!("{what} is needed in CI");
-    }
-    eprintln!("\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!");
-    eprintln!("!!! SKIPPED: {what} (in CI this is a failure)");
-    eprintln!("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n");
+    weft_testenv::skip_or_fail(what, "unreachable", "`cargo xtask services` starts PostgreSQL and Redis");
     None
 }
 

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use self::json::Json;
 use self::normalize::Side;
-use crate::{bench, exec, services};
+use crate::{bench, exec};
 
 /// How long either half may take for the whole suite.
 const LIMIT: Duration = Duration::from_secs(300);
@@ -61,14 +61,9 @@ pub(crate) fn run_with(args: &[String], build: Build) -> Result<(), String> {
         .join(format!("weft-langgraph-diff{}", std::env::consts::EXE_SUFFIX));
     let python = match bench::python_env() {
         Ok(python) => python,
-        Err(reason) if services::is_ci() => {
-            return Err(format!("LangGraph cannot be run ({reason}), and CI is set: the suite must run"));
-        }
         Err(reason) => {
-            println!("\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!");
-            println!("!!! langgraph-diff SKIPPED: LangGraph cannot be run here ({reason})");
-            println!("!!! (in CI this is a failure)");
-            println!("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n");
+            let why = format!("it cannot be run here ({reason})");
+            weft_testenv::require("LangGraph for langgraph-diff", &why, "see xtask/src/pyenv.rs")?;
             return Ok(());
         }
     };

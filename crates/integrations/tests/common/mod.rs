@@ -7,7 +7,6 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,11 +22,6 @@ use weft_integrations::postgres::{PostgresOptions, PostgresSaver, PostgresStore}
 /// The test server (`WEFT_TEST_PG_URL` overrides it).
 pub fn pg_url() -> String {
     std::env::var("WEFT_TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
-}
-
-/// Whether this is a CI run (the rule of DEVELOPERS.md and `cargo xtask ci`).
-pub fn is_ci() -> bool {
-    std::env::var("CI").is_ok_and(|value| !matches!(value.trim(), "" | "0" | "false"))
 }
 
 /// A schema of one test, dropped (with everything in it) when this goes.
@@ -86,22 +80,9 @@ fn server() -> String {
     }
 }
 
-#[allow(clippy::panic)]
 fn unreachable<T>(why: &str) -> Option<T> {
-    if is_ci() {
-        panic!(
-            "PostgreSQL at {} is unreachable in CI ({why}); start it with `cargo xtask services`",
-            server()
-        );
-    }
-    let rule = "!".repeat(78);
-    // Straight to stderr: the test harness captures `eprintln!` of passing tests, and a skip must show.
-    let _ = writeln!(
-        std::io::stderr(),
-        "{rule}\nSKIPPED: PostgreSQL at {} is unreachable ({why}).\n\
-         This test did not run. `cargo xtask services` starts the server; in CI this is a failure.\n{rule}",
-        server()
-    );
+    let what = format!("PostgreSQL at {}", server());
+    weft_testenv::skip_or_fail(&what, &format!("unreachable ({why})"), "`cargo xtask services` starts it");
     None
 }
 

@@ -6,24 +6,14 @@
 //! A missing server binary skips the test with a loud message, and fails it in CI (`CI` set).
 
 use std::fs::File;
-use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Whether `CI` is set (as `cargo xtask ci` reads it).
-pub(crate) fn is_ci() -> bool {
-    std::env::var("CI").is_ok_and(|value| !matches!(value.trim(), "" | "0" | "false"))
-}
-
 /// The rule for a missing server binary: a failure in CI, a loud skip elsewhere (`None`).
-#[allow(clippy::panic)]
 pub(crate) fn missing<T>(test: &str, what: &str) -> Option<T> {
-    assert!(!is_ci(), "{test}: {what}, and CI is set: install it (see `cargo xtask services`)");
-    let rule = "!".repeat(78);
-    // Straight to stderr: the harness captures `eprintln!` of passing tests, and a skip must show.
-    let _ = writeln!(std::io::stderr(), "{rule}\nSKIPPED {test}: {what}. In CI this is a failure.\n{rule}");
+    weft_testenv::skip_or_fail(&format!("a server binary ({test})"), what, "see `cargo xtask services`");
     None
 }
 

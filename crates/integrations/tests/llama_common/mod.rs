@@ -13,7 +13,7 @@ use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Mutex, Once, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use weft_integrations::openai::ChatOpenAI;
@@ -97,11 +97,6 @@ fn log_tail(log: &PathBuf) -> String {
     lines[lines.len().saturating_sub(25)..].join("\n")
 }
 
-/// Whether `CI` is set (as `cargo xtask ci` reads it).
-pub(crate) fn is_ci() -> bool {
-    std::env::var("CI").is_ok_and(|value| !matches!(value.trim(), "" | "0" | "false"))
-}
-
 /// The shared server for `model`, started on first use. `None` (the test is skipped, loudly) when the
 /// paths are not set or the server does not start and `CI` is not set; with `CI` set that fails the test.
 pub(crate) fn server(model: Model, test: &str) -> Option<&'static Server> {
@@ -113,28 +108,15 @@ pub(crate) fn server(model: Model, test: &str) -> Option<&'static Server> {
     };
     match cell.get_or_init(|| start(model)) {
         Ok(server) => Some(server),
-        Err(reason) if is_ci() => panic!("{test}: {reason} (CI is set, so this is a failure)"),
         Err(reason) => {
-            skip(test, reason);
+            weft_testenv::skip_or_fail(
+                &format!("a real model ({test})"),
+                reason,
+                "`cargo xtask ci llm` prepares llama-server and the models and prints the variables to export",
+            );
             None
         }
     }
-}
-
-fn skip(test: &str, reason: &str) {
-    // Written to stderr directly: the harness captures `eprintln!` of passing tests.
-    static BANNER: Once = Once::new();
-    let mut err = std::io::stderr().lock();
-    BANNER.call_once(|| {
-        let rule = "!".repeat(78);
-        let _ = writeln!(
-            err,
-            "{rule}\nWARNING: the real-model tests are SKIPPED: {reason}.\n`cargo xtask ci llm` prepares \
-             llama-server and the models and prints the variables to export. In CI (CI set) this is a \
-             failure.\n{rule}"
-        );
-    });
-    let _ = writeln!(err, "SKIPPED {test}: {reason}");
 }
 
 fn start(model: Model) -> Result<Server, String> {

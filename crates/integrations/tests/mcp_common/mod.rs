@@ -14,10 +14,6 @@ use weft_integrations::mcp::Connection;
 /// The variable naming the reference server's entry script.
 pub(crate) const ENV: &str = "WEFT_MCP_EVERYTHING";
 
-fn is_ci() -> bool {
-    std::env::var("CI").is_ok_and(|value| !matches!(value.trim(), "" | "0" | "false"))
-}
-
 /// The reference server's entry script, or `None` (after a loud message) when it is not installed.
 pub(crate) fn everything() -> Option<PathBuf> {
     let why = match std::env::var_os(ENV).map(PathBuf::from) {
@@ -25,11 +21,12 @@ pub(crate) fn everything() -> Option<PathBuf> {
         Some(path) => format!("{ENV}={} is not a file", path.display()),
         None => format!("{ENV} is not set"),
     };
-    if is_ci() {
-        panic!("the MCP reference server is needed in CI: {why}");
-    }
-    eprintln!("\n*** SKIPPED: MCP tests need @modelcontextprotocol/server-everything: {why}");
-    eprintln!("*** run `cargo xtask ci mcp` and export the {ENV} it prints\n");
+    let hint = format!("run `cargo xtask ci mcp` and export the {ENV} it prints");
+    weft_testenv::skip_or_fail(
+        "the MCP reference server (@modelcontextprotocol/server-everything)",
+        &why,
+        &hint,
+    );
     None
 }
 

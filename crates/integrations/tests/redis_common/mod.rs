@@ -4,9 +4,8 @@
 
 pub(crate) mod checkpoints;
 
-use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::Duration;
 
 use weft_graph::checkpoint::{Intercept, Intercepted};
@@ -22,11 +21,6 @@ pub(crate) fn url() -> String {
     format!("redis://{}", addr())
 }
 
-/// Whether `CI` is set (as `cargo xtask ci` reads it).
-pub(crate) fn is_ci() -> bool {
-    std::env::var("CI").is_ok_and(|value| !matches!(value.trim(), "" | "0" | "false"))
-}
-
 /// The one rule for a test whose Redis cannot be reached: with `CI` set it fails (`Err`), elsewhere it
 /// is skipped (`Ok(None)`) with a loud message. `Ok(Some(..))` when the server answers.
 pub(crate) fn reachable_or_skip(test: &str) -> Result<Option<()>, String> {
@@ -35,23 +29,11 @@ pub(crate) fn reachable_or_skip(test: &str) -> Result<Option<()>, String> {
     if TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok() {
         return Ok(Some(()));
     }
-    if is_ci() {
-        return Err(format!(
-            "{test}: Redis at {addr} is unreachable and CI is set (`cargo xtask services` starts it)"
-        ));
-    }
-    // Written to stderr directly: the test harness captures `eprintln!` of passing tests.
-    static BANNER: Once = Once::new();
-    let mut err = std::io::stderr().lock();
-    BANNER.call_once(|| {
-        let rule = "!".repeat(78);
-        let _ = writeln!(
-            err,
-            "{rule}\nWARNING: Redis at {addr} is unreachable; the tests that need it are SKIPPED \
-             (`cargo xtask services` starts it).\nIn CI (CI set) this is a failure.\n{rule}"
-        );
-    });
-    let _ = writeln!(err, "SKIPPED {test}: Redis at {addr} is unreachable");
+    weft_testenv::require(
+        &format!("Redis at {addr} ({test})"),
+        "unreachable",
+        "`cargo xtask services` starts it",
+    )?;
     Ok(None)
 }
 
