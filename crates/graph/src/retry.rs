@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use weft_runnable_core::Error;
+use weft_runnable_core::RetryPolicy as _;
 use weft_runnable_core::retry::{Backoff, Jitter};
 
 type RetryOn = Arc<dyn Fn(&Error) -> bool + Send + Sync>;
@@ -153,6 +154,13 @@ impl RetryPolicy {
 /// assert_eq!(next_retry(&policies, &Error::InvalidInput("bad".into()), 1), None);
 /// ```
 pub fn next_retry(policies: &[RetryPolicy], err: &Error, failures: u32) -> Option<Duration> {
-    let policy = policies.iter().find(|p| p.should_retry(err))?;
-    (failures < policy.max_attempts).then(|| policy.delay(failures))
+    policies.iter().find(|p| p.should_retry(err))?.retry_delay(failures, err)
+}
+
+/// A node's policy in the runnables' vocabulary: `runnable.with_retry_policy(RetryPolicy::new())` retries
+/// a runnable as a graph retries a node.
+impl weft_runnable_core::RetryPolicy for RetryPolicy {
+    fn retry_delay(&self, attempt: u32, error: &Error) -> Option<Duration> {
+        (self.should_retry(error) && attempt < self.max_attempts).then(|| self.delay(attempt))
+    }
 }

@@ -196,3 +196,23 @@ async fn the_graphs_policy_list_serves_nodes_without_their_own() {
     assert_eq!(out.value.log, vec!["done"]);
     assert_eq!(*attempts.lock().unwrap(), vec![1, 2, 3]);
 }
+
+#[tokio::test]
+async fn a_node_policy_retries_a_runnable_as_it_retries_a_node() {
+    use weft_runnable_core::{Runnable, RunnableExt, RunnableLambda};
+    let calls = Arc::new(AtomicU32::new(0));
+    let seen = Arc::clone(&calls);
+    let flaky = RunnableLambda::try_new(move |x: i64| -> weft_runnable_core::Result<i64> {
+        if seen.fetch_add(1, Ordering::SeqCst) < 2 { Err(Error::msg("flaky")) } else { Ok(x * 2) }
+    });
+    let policy = RetryPolicy::new().jitter(false).initial_interval(Duration::from_millis(1)).max_attempts(3);
+    let retried = flaky.with_retry_policy(policy.clone());
+    assert_eq!(retried.invoke(21, &RunnableConfig::default()).await.unwrap(), 42);
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    // Its attempts and its errors are the node's: invalid input is not retried.
+    let refused = RunnableLambda::try_new(|_: i64| -> weft_runnable_core::Result<i64> {
+        Err(Error::InvalidInput("bad".into()))
+    })
+    .with_retry_policy(policy);
+    assert!(matches!(refused.invoke(1, &RunnableConfig::default()).await, Err(Error::InvalidInput(_))));
+}

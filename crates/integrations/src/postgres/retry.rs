@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use weft_runnable_core::RetryPolicy as _;
 use weft_runnable_core::retry::{Backoff, Jitter};
 
 /// How a PostgreSQL backend retries an operation that failed for a passing reason: a connection that
@@ -48,19 +49,26 @@ impl RetryPolicy {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, sqlx::Error>>,
     {
-        let mut attempt = 0;
+        let mut attempt = 1;
         loop {
-            match op().await {
-                Err(e) if attempt < self.retries && is_transient(&e) => {
-                    let wait = self.delay(attempt);
-                    tracing::warn!(operation = what, attempt = attempt + 1, ?wait, error = %e,
-                        "postgres operation failed for a passing reason; retrying");
-                    tokio::time::sleep(wait).await;
-                    attempt += 1;
-                }
+            let err = match op().await {
+                Err(e) => e,
                 done => return done,
-            }
+            };
+            let Some(wait) = self.retry_delay(attempt, &err) else { return Err(err) };
+            tracing::warn!(operation = what, attempt, ?wait, error = %err,
+                "postgres operation failed for a passing reason; retrying");
+            tokio::time::sleep(wait).await;
+            attempt += 1;
         }
+    }
+}
+
+/// The backends' policy in weft's retry vocabulary: after failed attempt `attempt` (1-based), a wait
+/// while retries are left and the error is a passing one.
+impl weft_runnable_core::RetryPolicy<sqlx::Error> for RetryPolicy {
+    fn retry_delay(&self, attempt: u32, error: &sqlx::Error) -> Option<Duration> {
+        (attempt <= self.retries && is_transient(error)).then(|| self.delay(attempt.saturating_sub(1)))
     }
 }
 
@@ -92,6 +100,16 @@ mod tests {
         assert!(policy.delay(0) >= Duration::from_millis(50) && policy.delay(0) < Duration::from_millis(76));
         assert!(policy.delay(2) >= Duration::from_millis(200));
         assert_eq!(policy.delay(20), Duration::from_secs(2));
+    }
+
+    #[test]
+    fn the_policy_answers_in_the_retry_vocabulary() {
+        use weft_runnable_core::RetryPolicy as _;
+        let policy = RetryPolicy { retries: 2, ..RetryPolicy::default() };
+        assert!(policy.retry_delay(1, &io_error()).is_some_and(|d| d >= Duration::from_millis(50)));
+        assert!(policy.retry_delay(2, &io_error()).is_some());
+        assert_eq!(policy.retry_delay(3, &io_error()), None, "two retries, then the error");
+        assert_eq!(policy.retry_delay(1, &sqlx::Error::RowNotFound), None, "not a passing failure");
     }
 
     #[tokio::test(start_paused = true)]

@@ -8,22 +8,24 @@ use super::backoff::{Backoff, Jitter};
 use crate::error::Error;
 
 /// Decides whether a failed attempt is tried again and how long to wait first (tower's `retry::Policy`
-/// idea, reduced to what a runnable needs).
+/// idea, reduced to what a runnable needs): weft's one retry vocabulary. Runnables take it
+/// ([`ExponentialBackoff`], or a graph's node policy, `weft_graph::RetryPolicy`), and so do the
+/// backends for their own errors (`E`: the PostgreSQL saver's policy answers for `sqlx::Error`).
 ///
 /// [`Retry`](crate::retry::Retry) never consults the policy for control flow
 /// ([`Error::ControlFlow`]): that is never retried, whatever the policy says. Closures
-/// `Fn(u32, &Error) -> Option<Duration>` are policies.
-pub trait RetryPolicy: Send + Sync {
+/// `Fn(u32, &E) -> Option<Duration>` are policies.
+pub trait RetryPolicy<E = Error>: Send + Sync {
     /// After attempt number `attempt` (1 for the first call) failed with `error`: the delay before the
     /// next attempt, or `None` to give up and return the error.
-    fn retry_delay(&self, attempt: u32, error: &Error) -> Option<Duration>;
+    fn retry_delay(&self, attempt: u32, error: &E) -> Option<Duration>;
 }
 
-impl<F> RetryPolicy for F
+impl<F, E> RetryPolicy<E> for F
 where
-    F: Fn(u32, &Error) -> Option<Duration> + Send + Sync,
+    F: Fn(u32, &E) -> Option<Duration> + Send + Sync,
 {
-    fn retry_delay(&self, attempt: u32, error: &Error) -> Option<Duration> {
+    fn retry_delay(&self, attempt: u32, error: &E) -> Option<Duration> {
         self(attempt, error)
     }
 }
