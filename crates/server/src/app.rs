@@ -50,6 +50,8 @@ pub(crate) struct App {
     pub(crate) cron_wake: tokio::sync::Notify,
     /// Counts of finished runs and their latencies (`GET /metrics`).
     pub(crate) metrics: crate::metrics::RunMetrics,
+    /// A SQLite file's lock, held while the server lives: one process per file.
+    pub(crate) _writer: Option<crate::storage::WriterLock>,
     /// Scaled out: the run queue in PostgreSQL and this instance's worker, Redis.
     #[cfg(feature = "scale")]
     pub(crate) scale: Option<Arc<crate::scale::Scale>>,

@@ -19,7 +19,7 @@ use crate::error::ServerError;
 use crate::graphs::{GraphRegistry, Registered, ServerGraph, default_assistant_id};
 use crate::model::Assistant;
 use crate::runs::channel::Channels;
-use crate::storage::{Change, Records, RecordsLock};
+use crate::storage::{Change, Records, RecordsLock, WriterLock};
 use crate::webhook::{WebhookConfig, Webhooks};
 
 /// The largest request body by default: 300 MiB, LangGraph's `HTTP_MAX_REQUEST_BODY_BYTES` default.
@@ -170,6 +170,10 @@ impl ServerBuilder {
 
     /// Keeps everything in the SQLite file at `path` (created when missing): threads, runs, assistants,
     /// checkpoints and the store. The default is `weft-server.db` in the working directory.
+    ///
+    /// One process serves a file: [`ServerBuilder::build`] locks it (an operating-system lock on
+    /// `<path>.lock`, which holds the process id) and fails with [`ServerError::DatabaseInUse`] while
+    /// another process holds it. The lock goes with the process, however it ends.
     pub fn sqlite(mut self, path: impl Into<PathBuf>) -> Self {
         self.database = Database::File(path.into());
         self
@@ -380,18 +384,18 @@ impl ServerBuilder {
         #[cfg(feature = "scale")]
         let scale_config = self.scale.config()?;
         #[cfg(feature = "scale")]
-        let (checkpointer, store, records, scale) = match &scale_config {
+        let (checkpointer, store, records, writer, scale) = match &scale_config {
             Some(config) => {
                 let (checkpointer, store, records, scale) = open_scaled(config).await?;
-                (checkpointer, store, records, Some(scale))
+                (checkpointer, store, records, None, Some(scale))
             }
             None => {
-                let (checkpointer, store, records) = open_sqlite(&self.database).await?;
-                (checkpointer, store, records, None)
+                let (checkpointer, store, records, writer) = open_sqlite(&self.database).await?;
+                (checkpointer, store, records, writer, None)
             }
         };
         #[cfg(not(feature = "scale"))]
-        let (checkpointer, store, records) = open_sqlite(&self.database).await?;
+        let (checkpointer, store, records, writer) = open_sqlite(&self.database).await?;
         let records = RecordsLock::new(records);
         let mut held = records.lock().await?;
         let mut registered = Vec::with_capacity(self.graphs.len());
@@ -444,6 +448,7 @@ impl ServerBuilder {
             webhooks: Arc::new(Webhooks::new(self.webhooks)?),
             cron_wake: tokio::sync::Notify::new(),
             metrics: crate::metrics::RunMetrics::default(),
+            _writer: writer,
             #[cfg(feature = "scale")]
             scale: scale.clone(),
         });
@@ -461,21 +466,25 @@ impl ServerBuilder {
     }
 }
 
+/// What [`open_sqlite`] opens: checkpointer, store, records, and a file's writer lock.
+type Embedded = (Arc<dyn Checkpointer>, Arc<dyn Store>, Records, Option<WriterLock>);
+
 /// The embedded database: checkpointer, store and records in one SQLite file (or a SQLite database in
-/// memory), or, in the in-memory mode, no database.
-async fn open_sqlite(
-    database: &Database,
-) -> Result<(Arc<dyn Checkpointer>, Arc<dyn Store>, Records), ServerError> {
-    let saver = match database {
-        Database::File(path) => SqliteSaver::open(path).await,
-        Database::SqliteMemory => SqliteSaver::in_memory().await,
+/// memory), or, in the in-memory mode, no database. A file is locked first: one process per file.
+async fn open_sqlite(database: &Database) -> Result<Embedded, ServerError> {
+    let (saver, writer) = match database {
+        Database::File(path) => {
+            let writer = WriterLock::acquire(path)?;
+            (SqliteSaver::open(path).await, Some(writer))
+        }
+        Database::SqliteMemory => (SqliteSaver::in_memory().await, None),
         Database::Memory => {
             let checkpointer: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
             let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
-            return Ok((checkpointer, store, Records::memory()));
+            return Ok((checkpointer, store, Records::memory(), None));
         }
-    }
-    .map_err(|e| ServerError::Storage(e.to_string()))?;
+    };
+    let saver = saver.map_err(|e| ServerError::Storage(e.to_string()))?;
     let store: Arc<dyn Store> = Arc::new(
         SqliteStore::from_pool(saver.pool().clone())
             .await
@@ -485,7 +494,7 @@ async fn open_sqlite(
     let checkpointer: Arc<dyn Checkpointer> = Arc::clone(&saver) as Arc<dyn Checkpointer>;
     // The records go through the saver's queue: a run's record changes and the checkpoints saved at the
     // same time share a transaction.
-    Ok((checkpointer, store, Records::open(saver).await?))
+    Ok((checkpointer, store, Records::open(saver).await?, writer))
 }
 
 /// A scaled-out server's state: checkpointer, store and records in PostgreSQL, and its part in the
