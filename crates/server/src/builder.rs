@@ -218,8 +218,9 @@ impl ServerBuilder {
         self
     }
 
-    /// How long open requests may take to end once a shutdown is asked for (10 s by default); streams of
-    /// runs still going are then closed (their runs continue at the next start).
+    /// How long a shutdown may take (10 s by default): running runs drain to their next superstep
+    /// boundary, then open requests end (see [`Server::serve_with_shutdown`]); what is still going after
+    /// it stops where it is and goes on at the next start from its last checkpoint.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
         self
@@ -443,11 +444,13 @@ impl ServerBuilder {
                 keep_alive: self.keep_alive,
                 shutdown_grace: self.shutdown_grace,
                 run_timeout: self.run_timeout,
+                concurrent_runs: self.concurrent_runs,
             },
             auth,
             webhooks: Arc::new(Webhooks::new(self.webhooks)?),
             cron_wake: tokio::sync::Notify::new(),
             metrics: crate::metrics::RunMetrics::default(),
+            drain: weft_graph::RunControl::new(),
             _writer: writer,
             #[cfg(feature = "scale")]
             scale: scale.clone(),
@@ -460,7 +463,8 @@ impl ServerBuilder {
         Ok(Server { app, allow_unauthenticated: self.allow_unauthenticated })
     }
 
-    /// Builds the server and serves it on `addr` (`"127.0.0.1:2024"`) until Ctrl-C.
+    /// Builds the server and serves it on `addr` (`"127.0.0.1:2024"`) until SIGTERM or SIGINT (see
+    /// [`Server::serve`]).
     pub async fn serve(self, addr: impl AsRef<str>) -> Result<(), ServerError> {
         self.build().await?.serve(addr).await
     }
@@ -530,23 +534,25 @@ impl Server {
         ServerBuilder::default()
     }
 
-    /// Serves on `addr` (`"127.0.0.1:2024"`) until Ctrl-C. Runs still going when it stops are picked up by the next start
-    /// (from their last checkpoint) when the database is a file.
+    /// Serves on `addr` (`"127.0.0.1:2024"`) until SIGTERM or SIGINT (Ctrl-C; on platforms without
+    /// signals, Ctrl-C), then drains as [`Server::serve_with_shutdown`] describes.
     pub async fn serve(self, addr: impl AsRef<str>) -> Result<(), ServerError> {
         let addr = addr.as_ref();
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| ServerError::Bind { addr: addr.to_owned(), source })?;
-        self.serve_with_shutdown(listener, async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
+        self.serve_with_shutdown(listener, shutdown_signal()).await
     }
 
-    /// Serves on `listener` until `shutdown` resolves (crons fire while it serves), then lets open requests
-    /// finish for up to the shutdown grace ([`ServerBuilder::shutdown_grace`], 10 s by default) and
-    /// returns. Runs still going then stay `running` in the database: the next start picks them up from
-    /// their last checkpoint.
+    /// Serves on `listener` until `shutdown` resolves (crons fire while it serves), then drains, for at
+    /// most the shutdown grace ([`ServerBuilder::shutdown_grace`], 10 s by default): no new connection
+    /// and no new run is taken (runs made meanwhile stay `pending`); each running run stops at its next
+    /// superstep boundary, its checkpoint saved, and stays `running` in the records; once they have,
+    /// every stream still open ends cleanly (a client resumes it on the next process with
+    /// `Last-Event-ID`) and a `/wait` or `/join` still waiting is cut (it joins again). The next start
+    /// takes each drained run up from its checkpoint, without running a finished step again; scaled out,
+    /// another instance takes it over at once. A run whose step outlasts the grace is stopped where it
+    /// is, as by a crash: it too goes on at the next start, from its last checkpoint.
     pub async fn serve_with_shutdown<F>(self, listener: TcpListener, shutdown: F) -> Result<(), ServerError>
     where
         F: Future<Output = ()> + Send + 'static,
@@ -569,22 +575,93 @@ impl Server {
             shutdown.await;
             signal.notify_one();
         };
-        let serving = axum::serve(listener, router).with_graceful_shutdown(shutdown);
+        let serving = std::future::IntoFuture::into_future(
+            axum::serve(listener, router).with_graceful_shutdown(shutdown),
+        );
         // Crons fire while the server serves.
         let scheduler = AbortOnDrop(tokio::spawn(crate::crons::run_scheduler(Arc::clone(&self.app))));
-        let grace = self.app.limits.shutdown_grace;
-        let served = tokio::select! {
-            served = serving => served.map_err(ServerError::Serve),
-            () = async {
-                stopping.notified().await;
-                tokio::time::sleep(grace).await;
-            } => {
-                tracing::info!(?grace, "requests still open after the shutdown grace: stopping anyway");
-                Ok(())
+        let drained = async {
+            stopping.notified().await;
+            drain(&self.app).await
+        };
+        tokio::pin!(serving, drained);
+        let mut served = None;
+        let mut deadline = None;
+        let result = loop {
+            tokio::select! {
+                result = &mut serving, if served.is_none() => match result {
+                    // Before a shutdown: the server failed.
+                    Err(e) => break Err(ServerError::Serve(e)),
+                    Ok(()) if deadline.is_some() => break Ok(()),
+                    Ok(()) => served = Some(()),
+                },
+                at = &mut drained, if deadline.is_none() => {
+                    if served.is_some() {
+                        break Ok(());
+                    }
+                    deadline = Some(at);
+                }
+                () = sleep_until(deadline), if deadline.is_some() => {
+                    tracing::info!(grace = ?self.app.limits.shutdown_grace, "requests still open after the shutdown grace: stopping anyway");
+                    break Ok(());
+                }
             }
         };
         drop(scheduler);
-        served
+        result
+    }
+}
+
+/// Sleeps until `deadline` (forever without one).
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Drains the server for a shutdown (see [`Server::serve_with_shutdown`]): asks every run to stop at its
+/// next superstep boundary, waits for them (at most the grace), then ends the streams still open.
+/// Returns when the grace ends.
+async fn drain(app: &Arc<App>) -> tokio::time::Instant {
+    let grace = app.limits.shutdown_grace;
+    let deadline = tokio::time::Instant::now() + grace;
+    tracing::info!(?grace, "shutting down: draining the runs");
+    app.drain.request_drain();
+    // Every run slot back: no run is going.
+    let all = u32::try_from(app.limits.concurrent_runs).unwrap_or(u32::MAX);
+    match tokio::time::timeout_at(deadline, app.run_slots.acquire_many(all)).await {
+        Ok(_) => tracing::info!("every run is drained"),
+        Err(_) => tracing::warn!(
+            ?grace,
+            "runs still in a step after the shutdown grace: they go on at the next start from their last checkpoint"
+        ),
+    }
+    app.channels.drain_all();
+    deadline
+}
+
+/// Resolves at SIGTERM or SIGINT (Ctrl-C); where there are no such signals, at Ctrl-C.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => tracing::info!("SIGTERM"),
+                    _ = int.recv() => tracing::info!("SIGINT"),
+                }
+                return;
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM and SIGINT: stopping at Ctrl-C only");
+            }
+        }
+    }
+    if let Err(e) = tokio::signal::ctrl_c().await {
+        tracing::warn!(error = %e, "cannot listen for Ctrl-C: serving until the process is stopped");
+        std::future::pending::<()>().await;
     }
 }
 
