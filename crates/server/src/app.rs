@@ -44,6 +44,8 @@ pub(crate) struct App {
     /// One permit per run that may execute at once.
     pub(crate) run_slots: Arc<Semaphore>,
     pub(crate) limits: Limits,
+    /// The limits of connections.
+    pub(crate) connections: crate::conn::ConnLimits,
     /// Authentication and authorization; none: every request is allowed.
     pub(crate) auth: Option<Arc<dyn crate::auth::Auth>>,
     /// Calls the webhooks of runs that end.

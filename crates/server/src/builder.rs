@@ -31,6 +31,18 @@ const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(5);
 /// How long open requests (streams of runs still going) may take to end after a shutdown, by default.
 const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
+/// How long a request's head may take to arrive, from its first byte, by default.
+const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a connection with no request in flight may stay silent by default.
+const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a request's body may take to arrive, from its head, by default.
+const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How many connections are served at once by default.
+const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
 /// How many runs execute at once by default.
 const DEFAULT_CONCURRENT_RUNS: usize = 256;
 
@@ -70,6 +82,10 @@ pub struct ServerBuilder {
     keep_alive: Duration,
     shutdown_grace: Duration,
     run_timeout: Option<Duration>,
+    header_timeout: Duration,
+    idle_timeout: Duration,
+    body_timeout: Duration,
+    max_connections: usize,
     credentials: StaticCredentials,
     auth: Option<Arc<dyn Auth>>,
     allow_unauthenticated: bool,
@@ -149,6 +165,10 @@ impl Default for ServerBuilder {
             keep_alive: DEFAULT_KEEP_ALIVE,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             run_timeout: None,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             credentials: StaticCredentials::default(),
             auth: None,
             allow_unauthenticated: false,
@@ -199,9 +219,39 @@ impl ServerBuilder {
         self
     }
 
-    /// The largest request body, in bytes (300 MiB by default, as in LangGraph); larger ones get a `413`.
+    /// The largest request body, in bytes (300 MiB by default, as in LangGraph); larger ones get a `413`,
+    /// at once, before any of the body is read, when their `Content-Length` says so.
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.body_bytes = bytes;
+        self
+    }
+
+    /// How long a request's head (its request line and headers) may take to arrive, from its first byte
+    /// (30 s by default); a connection whose head is still incomplete then is closed. Heads that never
+    /// end hold a connection for no longer than this.
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long a connection with no request in flight may stay silent (60 s by default): a new
+    /// connection until its first byte, a kept-alive one after its last answer. It is then closed.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long a request's body may take to arrive, from its head (300 s by default); a body still
+    /// incomplete then gets a `408`.
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How many connections are served at once (10,000 by default; the process's file descriptor limit
+    /// must allow them). Past it, new connections wait in the system's backlog until one closes.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
         self
     }
 
@@ -446,6 +496,13 @@ impl ServerBuilder {
                 run_timeout: self.run_timeout,
                 concurrent_runs: self.concurrent_runs,
             },
+            connections: crate::conn::ConnLimits {
+                header_timeout: self.header_timeout,
+                idle_timeout: self.idle_timeout,
+                body_timeout: self.body_timeout,
+                max_connections: self.max_connections,
+                body_bytes: self.body_bytes,
+            },
             auth,
             webhooks: Arc::new(Webhooks::new(self.webhooks)?),
             cron_wake: tokio::sync::Notify::new(),
@@ -538,9 +595,8 @@ impl Server {
     /// signals, Ctrl-C), then drains as [`Server::serve_with_shutdown`] describes.
     pub async fn serve(self, addr: impl AsRef<str>) -> Result<(), ServerError> {
         let addr = addr.as_ref();
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| ServerError::Bind { addr: addr.to_owned(), source })?;
+        let listener =
+            bind(addr).await.map_err(|source| ServerError::Bind { addr: addr.to_owned(), source })?;
         self.serve_with_shutdown(listener, shutdown_signal()).await
     }
 
@@ -563,21 +619,13 @@ impl Server {
             }
         }
         let router = crate::api::router(Arc::clone(&self.app));
-        // Events go out as soon as they are written: no Nagle delay on the small SSE writes.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-            }
-        });
         let stopping = Arc::new(tokio::sync::Notify::new());
         let signal = Arc::clone(&stopping);
         let shutdown = async move {
             shutdown.await;
             signal.notify_one();
         };
-        let serving = std::future::IntoFuture::into_future(
-            axum::serve(listener, router).with_graceful_shutdown(shutdown),
-        );
+        let serving = crate::conn::serve(listener, router, self.app.connections, shutdown);
         // Crons fire while the server serves.
         let scheduler = AbortOnDrop(tokio::spawn(crate::crons::run_scheduler(Arc::clone(&self.app))));
         let drained = async {
@@ -589,12 +637,12 @@ impl Server {
         let mut deadline = None;
         let result = loop {
             tokio::select! {
-                result = &mut serving, if served.is_none() => match result {
-                    // Before a shutdown: the server failed.
-                    Err(e) => break Err(ServerError::Serve(e)),
-                    Ok(()) if deadline.is_some() => break Ok(()),
-                    Ok(()) => served = Some(()),
-                },
+                () = &mut serving, if served.is_none() => {
+                    if deadline.is_some() {
+                        break Ok(());
+                    }
+                    served = Some(());
+                }
                 at = &mut drained, if deadline.is_none() => {
                     if served.is_some() {
                         break Ok(());
@@ -610,6 +658,30 @@ impl Server {
         drop(scheduler);
         result
     }
+}
+
+/// How many connections wait in the system for the server to accept them.
+const BACKLOG: u32 = 1024;
+
+/// Listens on `addr` with a backlog of [`BACKLOG`] (the standard library's is 128: a burst of new
+/// connections beyond it waits for the client's SYN to be sent again, a second later).
+async fn bind(addr: &str) -> std::io::Result<TcpListener> {
+    let mut last = None;
+    for address in tokio::net::lookup_host(addr).await? {
+        let socket = if address.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        #[cfg(unix)]
+        socket.set_reuseaddr(true)?;
+        match socket.bind(address).and_then(|()| socket.listen(BACKLOG)) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last
+        .unwrap_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "no address to listen on")))
 }
 
 /// Sleeps until `deadline` (forever without one).
