@@ -205,6 +205,16 @@ pub enum GraphError {
     /// invalid. See [`GraphError::checkpoint_error`].
     #[error("checkpointer error: {0}")]
     Storage(#[source] CheckpointError),
+    /// The run stopped at a superstep boundary because its [`RunControl`](crate::RunControl) asked it
+    /// to drain: the steps before `next_step` finished and are saved; running the thread again with no
+    /// input continues from there.
+    #[error(
+        "the run was drained before step {next_step}: its checkpoint is saved, resume the thread to continue"
+    )]
+    Drained {
+        /// The superstep the run did not start.
+        next_step: i64,
+    },
     /// `update_state` named a node that does not exist.
     #[error("node {0} does not exist")]
     UpdateUnknownNode(String),

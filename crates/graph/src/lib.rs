@@ -37,6 +37,7 @@ pub mod builder;
 pub mod cache;
 pub mod checkpoint;
 pub mod compiled;
+mod control;
 pub mod draw;
 pub mod erased;
 pub mod error;
@@ -74,6 +75,7 @@ pub use compiled::{
     CompileConfig, CompiledGraph, DEFAULT_GRAPH_RECURSION_LIMIT, Durability, GraphInput, GraphOutput,
     IntoGraphInput, RunOptions, SubgraphCheckpoints,
 };
+pub use control::RunControl;
 pub use draw::{CurveStyle, DrawEdge, DrawNode, DrawableGraph, MermaidOptions, NodeStyles, Xray};
 pub use error::{GraphError, GraphResult, NodeRef};
 pub use json_state::{JsonChannel, JsonState, JsonStateBuilder, JsonUpdate};

@@ -27,6 +27,8 @@ pub(crate) struct Limits {
     pub(crate) shutdown_grace: std::time::Duration,
     /// How long a run may take before it ends as `timeout`; none: no limit.
     pub(crate) run_timeout: Option<std::time::Duration>,
+    /// How many runs execute at once (the permits of [`App::run_slots`]).
+    pub(crate) concurrent_runs: usize,
 }
 
 /// The server's shared state.
@@ -42,6 +44,8 @@ pub(crate) struct App {
     /// One permit per run that may execute at once.
     pub(crate) run_slots: Arc<Semaphore>,
     pub(crate) limits: Limits,
+    /// The limits of connections.
+    pub(crate) connections: crate::conn::ConnLimits,
     /// Authentication and authorization; none: every request is allowed.
     pub(crate) auth: Option<Arc<dyn crate::auth::Auth>>,
     /// Calls the webhooks of runs that end.
@@ -50,6 +54,11 @@ pub(crate) struct App {
     pub(crate) cron_wake: tokio::sync::Notify,
     /// Counts of finished runs and their latencies (`GET /metrics`).
     pub(crate) metrics: crate::metrics::RunMetrics,
+    /// Every run's control: a shutdown drains them all (each stops at its next superstep boundary, saved,
+    /// and goes on at the next start), and no run starts after it.
+    pub(crate) drain: weft_graph::RunControl,
+    /// A SQLite file's lock, held while the server lives: one process per file.
+    pub(crate) _writer: Option<crate::storage::WriterLock>,
     /// Scaled out: the run queue in PostgreSQL and this instance's worker, Redis.
     #[cfg(feature = "scale")]
     pub(crate) scale: Option<Arc<crate::scale::Scale>>,

@@ -19,7 +19,7 @@ use crate::error::ServerError;
 use crate::graphs::{GraphRegistry, Registered, ServerGraph, default_assistant_id};
 use crate::model::Assistant;
 use crate::runs::channel::Channels;
-use crate::storage::{Change, Records, RecordsLock};
+use crate::storage::{Change, Records, RecordsLock, WriterLock};
 use crate::webhook::{WebhookConfig, Webhooks};
 
 /// The largest request body by default: 300 MiB, LangGraph's `HTTP_MAX_REQUEST_BODY_BYTES` default.
@@ -30,6 +30,18 @@ const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(5);
 
 /// How long open requests (streams of runs still going) may take to end after a shutdown, by default.
 const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// How long a request's head may take to arrive, from its first byte, by default.
+const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a connection with no request in flight may stay silent by default.
+const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a request's body may take to arrive, from its head, by default.
+const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How many connections are served at once by default.
+const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
 /// How many runs execute at once by default.
 const DEFAULT_CONCURRENT_RUNS: usize = 256;
@@ -70,6 +82,10 @@ pub struct ServerBuilder {
     keep_alive: Duration,
     shutdown_grace: Duration,
     run_timeout: Option<Duration>,
+    header_timeout: Duration,
+    idle_timeout: Duration,
+    body_timeout: Duration,
+    max_connections: usize,
     credentials: StaticCredentials,
     auth: Option<Arc<dyn Auth>>,
     allow_unauthenticated: bool,
@@ -149,6 +165,10 @@ impl Default for ServerBuilder {
             keep_alive: DEFAULT_KEEP_ALIVE,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             run_timeout: None,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             credentials: StaticCredentials::default(),
             auth: None,
             allow_unauthenticated: false,
@@ -170,6 +190,10 @@ impl ServerBuilder {
 
     /// Keeps everything in the SQLite file at `path` (created when missing): threads, runs, assistants,
     /// checkpoints and the store. The default is `weft-server.db` in the working directory.
+    ///
+    /// One process serves a file: [`ServerBuilder::build`] locks it (an operating-system lock on
+    /// `<path>.lock`, which holds the process id) and fails with [`ServerError::DatabaseInUse`] while
+    /// another process holds it. The lock goes with the process, however it ends.
     pub fn sqlite(mut self, path: impl Into<PathBuf>) -> Self {
         self.database = Database::File(path.into());
         self
@@ -195,9 +219,39 @@ impl ServerBuilder {
         self
     }
 
-    /// The largest request body, in bytes (300 MiB by default, as in LangGraph); larger ones get a `413`.
+    /// The largest request body, in bytes (300 MiB by default, as in LangGraph); larger ones get a `413`,
+    /// at once, before any of the body is read, when their `Content-Length` says so.
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.body_bytes = bytes;
+        self
+    }
+
+    /// How long a request's head (its request line and headers) may take to arrive, from its first byte
+    /// (30 s by default); a connection whose head is still incomplete then is closed. Heads that never
+    /// end hold a connection for no longer than this.
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long a connection with no request in flight may stay silent (60 s by default): a new
+    /// connection until its first byte, a kept-alive one after its last answer. It is then closed.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long a request's body may take to arrive, from its head (300 s by default); a body still
+    /// incomplete then gets a `408`.
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How many connections are served at once (10,000 by default; the process's file descriptor limit
+    /// must allow them). Past it, new connections wait in the system's backlog until one closes.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
         self
     }
 
@@ -214,8 +268,9 @@ impl ServerBuilder {
         self
     }
 
-    /// How long open requests may take to end once a shutdown is asked for (10 s by default); streams of
-    /// runs still going are then closed (their runs continue at the next start).
+    /// How long a shutdown may take (10 s by default): running runs drain to their next superstep
+    /// boundary, then open requests end (see [`Server::serve_with_shutdown`]); what is still going after
+    /// it stops where it is and goes on at the next start from its last checkpoint.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
         self
@@ -380,18 +435,18 @@ impl ServerBuilder {
         #[cfg(feature = "scale")]
         let scale_config = self.scale.config()?;
         #[cfg(feature = "scale")]
-        let (checkpointer, store, records, scale) = match &scale_config {
+        let (checkpointer, store, records, writer, scale) = match &scale_config {
             Some(config) => {
                 let (checkpointer, store, records, scale) = open_scaled(config).await?;
-                (checkpointer, store, records, Some(scale))
+                (checkpointer, store, records, None, Some(scale))
             }
             None => {
-                let (checkpointer, store, records) = open_sqlite(&self.database).await?;
-                (checkpointer, store, records, None)
+                let (checkpointer, store, records, writer) = open_sqlite(&self.database).await?;
+                (checkpointer, store, records, writer, None)
             }
         };
         #[cfg(not(feature = "scale"))]
-        let (checkpointer, store, records) = open_sqlite(&self.database).await?;
+        let (checkpointer, store, records, writer) = open_sqlite(&self.database).await?;
         let records = RecordsLock::new(records);
         let mut held = records.lock().await?;
         let mut registered = Vec::with_capacity(self.graphs.len());
@@ -439,11 +494,21 @@ impl ServerBuilder {
                 keep_alive: self.keep_alive,
                 shutdown_grace: self.shutdown_grace,
                 run_timeout: self.run_timeout,
+                concurrent_runs: self.concurrent_runs,
+            },
+            connections: crate::conn::ConnLimits {
+                header_timeout: self.header_timeout,
+                idle_timeout: self.idle_timeout,
+                body_timeout: self.body_timeout,
+                max_connections: self.max_connections,
+                body_bytes: self.body_bytes,
             },
             auth,
             webhooks: Arc::new(Webhooks::new(self.webhooks)?),
             cron_wake: tokio::sync::Notify::new(),
             metrics: crate::metrics::RunMetrics::default(),
+            drain: weft_graph::RunControl::new(),
+            _writer: writer,
             #[cfg(feature = "scale")]
             scale: scale.clone(),
         });
@@ -455,27 +520,32 @@ impl ServerBuilder {
         Ok(Server { app, allow_unauthenticated: self.allow_unauthenticated })
     }
 
-    /// Builds the server and serves it on `addr` (`"127.0.0.1:2024"`) until Ctrl-C.
+    /// Builds the server and serves it on `addr` (`"127.0.0.1:2024"`) until SIGTERM or SIGINT (see
+    /// [`Server::serve`]).
     pub async fn serve(self, addr: impl AsRef<str>) -> Result<(), ServerError> {
         self.build().await?.serve(addr).await
     }
 }
 
+/// What [`open_sqlite`] opens: checkpointer, store, records, and a file's writer lock.
+type Embedded = (Arc<dyn Checkpointer>, Arc<dyn Store>, Records, Option<WriterLock>);
+
 /// The embedded database: checkpointer, store and records in one SQLite file (or a SQLite database in
-/// memory), or, in the in-memory mode, no database.
-async fn open_sqlite(
-    database: &Database,
-) -> Result<(Arc<dyn Checkpointer>, Arc<dyn Store>, Records), ServerError> {
-    let saver = match database {
-        Database::File(path) => SqliteSaver::open(path).await,
-        Database::SqliteMemory => SqliteSaver::in_memory().await,
+/// memory), or, in the in-memory mode, no database. A file is locked first: one process per file.
+async fn open_sqlite(database: &Database) -> Result<Embedded, ServerError> {
+    let (saver, writer) = match database {
+        Database::File(path) => {
+            let writer = WriterLock::acquire(path)?;
+            (SqliteSaver::open(path).await, Some(writer))
+        }
+        Database::SqliteMemory => (SqliteSaver::in_memory().await, None),
         Database::Memory => {
             let checkpointer: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
             let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
-            return Ok((checkpointer, store, Records::memory()));
+            return Ok((checkpointer, store, Records::memory(), None));
         }
-    }
-    .map_err(|e| ServerError::Storage(e.to_string()))?;
+    };
+    let saver = saver.map_err(|e| ServerError::Storage(e.to_string()))?;
     let store: Arc<dyn Store> = Arc::new(
         SqliteStore::from_pool(saver.pool().clone())
             .await
@@ -485,7 +555,7 @@ async fn open_sqlite(
     let checkpointer: Arc<dyn Checkpointer> = Arc::clone(&saver) as Arc<dyn Checkpointer>;
     // The records go through the saver's queue: a run's record changes and the checkpoints saved at the
     // same time share a transaction.
-    Ok((checkpointer, store, Records::open(saver).await?))
+    Ok((checkpointer, store, Records::open(saver).await?, writer))
 }
 
 /// A scaled-out server's state: checkpointer, store and records in PostgreSQL, and its part in the
@@ -521,23 +591,24 @@ impl Server {
         ServerBuilder::default()
     }
 
-    /// Serves on `addr` (`"127.0.0.1:2024"`) until Ctrl-C. Runs still going when it stops are picked up by the next start
-    /// (from their last checkpoint) when the database is a file.
+    /// Serves on `addr` (`"127.0.0.1:2024"`) until SIGTERM or SIGINT (Ctrl-C; on platforms without
+    /// signals, Ctrl-C), then drains as [`Server::serve_with_shutdown`] describes.
     pub async fn serve(self, addr: impl AsRef<str>) -> Result<(), ServerError> {
         let addr = addr.as_ref();
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| ServerError::Bind { addr: addr.to_owned(), source })?;
-        self.serve_with_shutdown(listener, async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
+        let listener =
+            bind(addr).await.map_err(|source| ServerError::Bind { addr: addr.to_owned(), source })?;
+        self.serve_with_shutdown(listener, shutdown_signal()).await
     }
 
-    /// Serves on `listener` until `shutdown` resolves (crons fire while it serves), then lets open requests
-    /// finish for up to the shutdown grace ([`ServerBuilder::shutdown_grace`], 10 s by default) and
-    /// returns. Runs still going then stay `running` in the database: the next start picks them up from
-    /// their last checkpoint.
+    /// Serves on `listener` until `shutdown` resolves (crons fire while it serves), then drains, for at
+    /// most the shutdown grace ([`ServerBuilder::shutdown_grace`], 10 s by default): no new connection
+    /// and no new run is taken (runs made meanwhile stay `pending`); each running run stops at its next
+    /// superstep boundary, its checkpoint saved, and stays `running` in the records; once they have,
+    /// every stream still open ends cleanly (a client resumes it on the next process with
+    /// `Last-Event-ID`) and a `/wait` or `/join` still waiting is cut (it joins again). The next start
+    /// takes each drained run up from its checkpoint, without running a finished step again; scaled out,
+    /// another instance takes it over at once. A run whose step outlasts the grace is stopped where it
+    /// is, as by a crash: it too goes on at the next start, from its last checkpoint.
     pub async fn serve_with_shutdown<F>(self, listener: TcpListener, shutdown: F) -> Result<(), ServerError>
     where
         F: Future<Output = ()> + Send + 'static,
@@ -548,34 +619,121 @@ impl Server {
             }
         }
         let router = crate::api::router(Arc::clone(&self.app));
-        // Events go out as soon as they are written: no Nagle delay on the small SSE writes.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-            }
-        });
         let stopping = Arc::new(tokio::sync::Notify::new());
         let signal = Arc::clone(&stopping);
         let shutdown = async move {
             shutdown.await;
             signal.notify_one();
         };
-        let serving = axum::serve(listener, router).with_graceful_shutdown(shutdown);
+        let serving = crate::conn::serve(listener, router, self.app.connections, shutdown);
         // Crons fire while the server serves.
         let scheduler = AbortOnDrop(tokio::spawn(crate::crons::run_scheduler(Arc::clone(&self.app))));
-        let grace = self.app.limits.shutdown_grace;
-        let served = tokio::select! {
-            served = serving => served.map_err(ServerError::Serve),
-            () = async {
-                stopping.notified().await;
-                tokio::time::sleep(grace).await;
-            } => {
-                tracing::info!(?grace, "requests still open after the shutdown grace: stopping anyway");
-                Ok(())
+        let drained = async {
+            stopping.notified().await;
+            drain(&self.app).await
+        };
+        tokio::pin!(serving, drained);
+        let mut served = None;
+        let mut deadline = None;
+        let result = loop {
+            tokio::select! {
+                () = &mut serving, if served.is_none() => {
+                    if deadline.is_some() {
+                        break Ok(());
+                    }
+                    served = Some(());
+                }
+                at = &mut drained, if deadline.is_none() => {
+                    if served.is_some() {
+                        break Ok(());
+                    }
+                    deadline = Some(at);
+                }
+                () = sleep_until(deadline), if deadline.is_some() => {
+                    tracing::info!(grace = ?self.app.limits.shutdown_grace, "requests still open after the shutdown grace: stopping anyway");
+                    break Ok(());
+                }
             }
         };
         drop(scheduler);
-        served
+        result
+    }
+}
+
+/// How many connections wait in the system for the server to accept them.
+const BACKLOG: u32 = 1024;
+
+/// Listens on `addr` with a backlog of [`BACKLOG`] (the standard library's is 128: a burst of new
+/// connections beyond it waits for the client's SYN to be sent again, a second later).
+async fn bind(addr: &str) -> std::io::Result<TcpListener> {
+    let mut last = None;
+    for address in tokio::net::lookup_host(addr).await? {
+        let socket = if address.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        #[cfg(unix)]
+        socket.set_reuseaddr(true)?;
+        match socket.bind(address).and_then(|()| socket.listen(BACKLOG)) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last
+        .unwrap_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "no address to listen on")))
+}
+
+/// Sleeps until `deadline` (forever without one).
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Drains the server for a shutdown (see [`Server::serve_with_shutdown`]): asks every run to stop at its
+/// next superstep boundary, waits for them (at most the grace), then ends the streams still open.
+/// Returns when the grace ends.
+async fn drain(app: &Arc<App>) -> tokio::time::Instant {
+    let grace = app.limits.shutdown_grace;
+    let deadline = tokio::time::Instant::now() + grace;
+    tracing::info!(?grace, "shutting down: draining the runs");
+    app.drain.request_drain();
+    // Every run slot back: no run is going.
+    let all = u32::try_from(app.limits.concurrent_runs).unwrap_or(u32::MAX);
+    match tokio::time::timeout_at(deadline, app.run_slots.acquire_many(all)).await {
+        Ok(_) => tracing::info!("every run is drained"),
+        Err(_) => tracing::warn!(
+            ?grace,
+            "runs still in a step after the shutdown grace: they go on at the next start from their last checkpoint"
+        ),
+    }
+    app.channels.drain_all();
+    deadline
+}
+
+/// Resolves at SIGTERM or SIGINT (Ctrl-C); where there are no such signals, at Ctrl-C.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => tracing::info!("SIGTERM"),
+                    _ = int.recv() => tracing::info!("SIGINT"),
+                }
+                return;
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM and SIGINT: stopping at Ctrl-C only");
+            }
+        }
+    }
+    if let Err(e) = tokio::signal::ctrl_c().await {
+        tracing::warn!(error = %e, "cannot listen for Ctrl-C: serving until the process is stopped");
+        std::future::pending::<()>().await;
     }
 }
 

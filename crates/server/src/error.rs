@@ -17,6 +17,28 @@ pub enum ServerError {
     /// The database could not be opened or written.
     #[error("storage failed: {0}")]
     Storage(String),
+    /// Another process serves the SQLite file: one process per file (see [`crate::ServerBuilder::sqlite`]).
+    #[error(
+        "the database {} is in use by another weft-server process ({}): stop it first, one process per \
+         SQLite file (scaled mode serves one database from many)",
+        .database.display(),
+        .holder.map_or_else(|| "process id unknown".to_owned(), |pid| format!("pid {pid}"))
+    )]
+    DatabaseInUse {
+        /// The database file.
+        database: std::path::PathBuf,
+        /// The holder's process id, as its lock file says.
+        holder: Option<u32>,
+    },
+    /// The lock file beside a SQLite file (`<database>.lock`) could not be made or locked.
+    #[error("cannot lock {}: {source}", .path.display())]
+    DatabaseLock {
+        /// The lock file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// Redis (the wake-ups, cancellations and streams of a scaled-out server) could not be reached or
     /// answered wrongly.
     #[error("redis failed: {0}")]

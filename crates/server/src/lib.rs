@@ -36,6 +36,7 @@ mod api;
 mod app;
 mod auth;
 mod builder;
+mod conn;
 mod crons;
 mod error;
 mod graphs;

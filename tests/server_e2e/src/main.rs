@@ -2,14 +2,17 @@
 //! --in-memory] [--auth] [--chaos]` (a SQLite database in memory without `--db`; with `--in-memory`, no
 //! database at all, as `langgraph dev` runs; with `--auth`, the users of `python/auth.py` by API key; with
 //! `--chaos`, also the chaos test's graph; built with the `scale` feature and `DATABASE_URI` and
-//! `REDIS_URI` set, one instance of a scaled-out server). `python/run.py` starts it beside
+//! `REDIS_URI` set, one instance of a scaled-out server; `--header-timeout`, `--idle-timeout` and
+//! `--body-timeout` in seconds and `--max-connections` set those limits, for the lifecycle tests). `python/run.py` starts it beside
 //! `langgraph dev` and runs the same suite against both.
 
 mod graphs;
 
 use std::process::ExitCode;
 
-use weft_server::Server;
+use std::time::Duration;
+
+use weft_server::{Server, ServerBuilder};
 
 /// jemalloc, as docs/server.md recommends for a server binary: a run allocates a few large futures and
 /// keeps its records and checkpoints, and glibc's malloc serves that mix from the top of its per-thread
@@ -19,8 +22,43 @@ use weft_server::Server;
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// The connection limits given on the command line.
+#[derive(Default)]
+struct Limits {
+    header: Option<Duration>,
+    idle: Option<Duration>,
+    body: Option<Duration>,
+    connections: Option<usize>,
+}
+
+impl Limits {
+    fn apply(&self, mut builder: ServerBuilder) -> ServerBuilder {
+        if let Some(t) = self.header {
+            builder = builder.header_timeout(t);
+        }
+        if let Some(t) = self.idle {
+            builder = builder.idle_timeout(t);
+        }
+        if let Some(t) = self.body {
+            builder = builder.body_timeout(t);
+        }
+        if let Some(n) = self.connections {
+            builder = builder.max_connections(n);
+        }
+        builder
+    }
+}
+
+/// A number of seconds (positive, finite).
+fn seconds(arg: Option<&String>) -> Option<Duration> {
+    arg.and_then(|s| s.parse::<f64>().ok()).and_then(|s| Duration::try_from_secs_f64(s).ok())
+}
+
 fn usage() -> ExitCode {
-    eprintln!("usage: weft-server-e2e --port PORT [--db PATH | --in-memory] [--auth] [--chaos]");
+    eprintln!(
+        "usage: weft-server-e2e --port PORT [--db PATH | --in-memory] [--auth] [--chaos] [--header-timeout S] \
+         [--idle-timeout S] [--body-timeout S] [--max-connections N]"
+    );
     ExitCode::FAILURE
 }
 
@@ -32,6 +70,7 @@ async fn main() -> ExitCode {
     let mut auth = false;
     let mut chaos = false;
     let mut in_memory = false;
+    let mut limits = Limits::default();
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
@@ -40,6 +79,22 @@ async fn main() -> ExitCode {
             "--auth" => auth = true,
             "--chaos" => chaos = true,
             "--in-memory" => in_memory = true,
+            "--header-timeout" => match seconds(rest.next()) {
+                Some(t) => limits.header = Some(t),
+                None => return usage(),
+            },
+            "--idle-timeout" => match seconds(rest.next()) {
+                Some(t) => limits.idle = Some(t),
+                None => return usage(),
+            },
+            "--body-timeout" => match seconds(rest.next()) {
+                Some(t) => limits.body = Some(t),
+                None => return usage(),
+            },
+            "--max-connections" => match rest.next().and_then(|n| n.parse().ok()) {
+                Some(n) => limits.connections = Some(n),
+                None => return usage(),
+            },
             _ => return usage(),
         }
     }
@@ -68,6 +123,7 @@ async fn main() -> ExitCode {
         } else {
             builder
         };
+        let builder = limits.apply(builder);
         let builder = match db {
             Some(path) => builder.sqlite(path),
             None if in_memory => builder.in_memory(),

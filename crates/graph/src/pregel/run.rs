@@ -9,6 +9,7 @@ use weft_runnable_core::{Error, RunKind, RunScope, RunnableConfig};
 
 use crate::checkpoint::{CheckpointConfig, CheckpointSource, special};
 use crate::compiled::{DEFAULT_GRAPH_RECURSION_LIMIT, GraphInput, GraphOutput, Inner, RunOptions};
+use crate::control::RunControl;
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::apply::{apply_control_writes, apply_new_writes, apply_new_writes_with_tasks, route};
 use crate::pregel::channels::Channels;
@@ -458,6 +459,13 @@ pub(crate) async fn run_inner<S: State>(
         let tasks = plan_tasks(&ch, spec, step, current_id, &ctx.ns);
         if tasks.is_empty() {
             break;
+        }
+        // A drain (root runs only: a subgraph runs inside the step in flight, which finishes).
+        if ctx.parent.is_none()
+            && ctx.config.extensions.get::<RunControl>().is_some_and(RunControl::is_drain_requested)
+        {
+            save_on_exit(ctx, &mut ch, step, &dirty).await?;
+            return Err(GraphError::Drained { next_step: step });
         }
 
         // Static breakpoints before nodes.

@@ -10,7 +10,10 @@ use crate::error::{ApiError, ApiResult};
 
 /// The body as JSON (an empty body is `{}`), over the size limit a `413`.
 pub(crate) async fn json_value(body: Body, limit: usize) -> ApiResult<Value> {
-    let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
+    let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
+        if crate::conn::is_body_timeout(&e) {
+            return ApiError::new(StatusCode::REQUEST_TIMEOUT, "The request body did not arrive in time");
+        }
         ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("Request body too large (limit: {limit} bytes)"))
     })?;
     if bytes.iter().all(u8::is_ascii_whitespace) {

@@ -210,7 +210,13 @@ where
         async move {
             let mut disconnect = disconnect?;
             match tokio::time::timeout(keep_alive, channel.finished()).await {
-                Err(_) => Some((Ok::<_, Infallible>("\n".to_owned()), (Some(disconnect), answer))),
+                Err(_) => Some((Ok::<_, std::io::Error>("\n".to_owned()), (Some(disconnect), answer))),
+                Ok(()) if channel.is_drained() => {
+                    // The server is shutting down and the run goes on at its next start: no answer,
+                    // the body is cut (the client joins the run again).
+                    disconnect.armed = false;
+                    Some((Err(std::io::Error::other("the server is shutting down")), (None, answer)))
+                }
                 Ok(()) => {
                     disconnect.armed = false;
                     let body = answer(channel.result()).await;

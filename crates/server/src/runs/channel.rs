@@ -104,6 +104,8 @@ struct State {
     finished: bool,
     /// What `/wait` and `/join` answer, once the run has ended.
     result: Option<serde_json::Value>,
+    /// Finished by a shutdown, not by the run's end: the run goes on at the next start.
+    drained: bool,
     /// The last id given: (milliseconds, sequence within that millisecond).
     last: (u64, u64),
 }
@@ -297,6 +299,26 @@ impl RunChannel {
         self.done.send_replace(true);
     }
 
+    /// Ends the stream for a shutdown ([`finish`](RunChannel::finish) here only: nothing goes to an
+    /// outlet, the run is not over): listeners see their stream end cleanly and resume it on the next
+    /// process with `Last-Event-ID`; `/wait` and `/join` see [`is_drained`](RunChannel::is_drained).
+    pub(crate) fn finish_drained(&self) {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if state.finished {
+            return;
+        }
+        state.drained = true;
+        state.finished = true;
+        state.listeners.clear();
+        drop(state);
+        self.done.send_replace(true);
+    }
+
+    /// Whether the stream was ended by a shutdown while the run goes on.
+    pub(crate) fn is_drained(&self) -> bool {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).drained
+    }
+
     /// Asks the run to stop.
     pub(crate) fn cancel(&self, action: CancelAction) {
         if let Some(hook) = &self.remote.cancel {
@@ -388,6 +410,15 @@ impl Channels {
         self.by_run.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(run_id);
     }
 
+    /// Ends every stream still open for a shutdown ([`RunChannel::finish_drained`]).
+    pub(crate) fn drain_all(&self) {
+        let open: Vec<Arc<RunChannel>> =
+            self.by_run.lock().unwrap_or_else(std::sync::PoisonError::into_inner).values().cloned().collect();
+        for channel in open {
+            channel.finish_drained();
+        }
+    }
+
     /// Keeps a finished resumable run's channel for replays, forgetting the oldest beyond
     /// [`KEPT_FINISHED`].
     pub(crate) fn keep_finished(&self, run_id: &str) {
@@ -442,6 +473,23 @@ mod tests {
         assert!(channels.get("0").is_none(), "the oldest is forgotten");
         assert!(channels.get("1").is_some());
         assert!(channels.get(&KEPT_FINISHED.to_string()).is_some());
+    }
+
+    #[tokio::test]
+    async fn a_drain_ends_every_open_stream_but_not_the_finished_ones() {
+        let channels = Channels::default();
+        let going = channels.open("going", false);
+        let done = channels.open("done", false);
+        done.finish();
+        let mut sub = going.subscribe(None);
+        going.publish("values", "1".into());
+        channels.drain_all();
+        let live = sub.live.as_mut().unwrap();
+        assert_eq!(live.recv().await.unwrap().data, "1", "what was published still goes out");
+        assert!(live.recv().await.is_none());
+        going.finished().await;
+        assert!(going.is_drained());
+        assert!(!done.is_drained(), "a run that ended is not drained");
     }
 
     #[tokio::test]

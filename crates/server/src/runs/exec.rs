@@ -29,6 +29,9 @@ enum Ended {
     /// It ran past the server's run timeout; the error event's data.
     Timeout(Value),
     Cancelled(CancelAction),
+    /// The server is shutting down: the run stopped at a superstep boundary, saved, and goes on at the
+    /// next start.
+    Drained,
 }
 
 /// The error event of a failed run: the error's kind, as LangGraph names its exceptions where there is
@@ -109,6 +112,7 @@ async fn drive(
     channel: &Arc<RunChannel>,
     result: &mut RunResult,
     timeout: Option<std::time::Duration>,
+    drain: &weft_graph::RunControl,
 ) -> Ended {
     let kwargs = &record.run.kwargs;
     let modes = Modes::from_names(&kwargs.stream_mode);
@@ -129,6 +133,7 @@ async fn drive(
         interrupt_after: breakpoints(&kwargs.interrupt_after),
     };
     let mut config = runnable_config(record);
+    drain.attach(&mut config);
     if modes.events {
         // `events`: every run event (the graph, its nodes, models, tools) as it happens.
         let events = Arc::clone(channel);
@@ -159,6 +164,7 @@ async fn drive(
             }
             part = stream.next() => match part {
                 None => return Ended::Success,
+                Some(Err(GraphError::Drained { .. })) => return Ended::Drained,
                 Some(Err(e)) => return Ended::Error(error_json(&e)),
                 Some(Ok(part)) => {
                     for (name, data) in wire.events(part) {
@@ -214,7 +220,7 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
                     // A node's or a router's panic is its error already (the engine catches it); one
                     // anywhere else in the run (a reducer, say) ends the run as an error too, instead of
                     // ending its task or its connection with the run left `running`.
-                    let driven = drive(&record, graph, continues, &channel, &mut result, timeout);
+                    let driven = drive(&record, graph, continues, &channel, &mut result, timeout, &app.drain);
                     AssertUnwindSafe(driven).catch_unwind().await.unwrap_or_else(|payload| {
                         let error = weft_runnable_core::Error::from_panic(payload.as_ref());
                         tracing::error!(run_id, %error, "a run panicked");
@@ -231,6 +237,10 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
             }
         }
     };
+    if let Ended::Drained = ended {
+        leave_drained(app, &record, &channel).await;
+        return;
+    }
     if let Ended::Error(error) | Ended::Timeout(error) = &ended {
         result.absorb("error", error.clone());
         channel.publish("error", error.to_string());
@@ -301,6 +311,22 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
     }
 }
 
+/// Leaves a drained run as a stopped server leaves its runs: `running` in the records, which the next
+/// start takes up from the checkpoint the run saved (scaled out: its lease let go, for another instance to
+/// claim now); its listeners here see their streams end cleanly, to resume them on the next process.
+async fn leave_drained(app: &Arc<App>, record: &RunRecord, channel: &Arc<RunChannel>) {
+    tracing::info!(run_id = record.run.run_id, "run drained for the shutdown: it goes on at the next start");
+    #[cfg(feature = "scale")]
+    if let Some(scale) = &app.scale {
+        // Every event is out before another instance can take the run over.
+        channel.flush().await;
+        scale.release(&record.run.run_id).await;
+        return;
+    }
+    channel.finish_drained();
+    let _ = app;
+}
+
 /// What a run's webhook says of its end.
 #[derive(Debug)]
 struct Hook {
@@ -319,6 +345,8 @@ impl Hook {
             Ended::Timeout(e) => ("timeout", Some(e)),
             Ended::Cancelled(CancelAction::Rollback) => ("rollback", None),
             Ended::Cancelled(_) => ("interrupted", None),
+            // Not an end: never recorded nor sent (see `leave_drained`).
+            Ended::Drained => ("running", None),
         }
     }
 
@@ -417,6 +445,7 @@ async fn record_end(
                 Ended::Error(_) => RunStatus::Error,
                 Ended::Timeout(_) => RunStatus::Timeout,
                 Ended::Cancelled(_) => RunStatus::Interrupted,
+                Ended::Drained => RunStatus::Running,
             };
             done.run.updated_at = now();
             done.result = Some(result.body(|| from_thread(thread.as_ref())));

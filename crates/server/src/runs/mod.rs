@@ -341,11 +341,13 @@ pub(crate) async fn create(
     };
     // A run that can start at once (nothing else on its thread, no delay, a free run slot; embedded) is
     // stored running, in the transaction that makes it: one write and no hand-off to a worker task.
-    let slot = if inflight.is_empty() && after_seconds == 0.0 && starts_here(app) {
-        Arc::clone(&app.run_slots).try_acquire_owned().ok()
-    } else {
-        None
-    };
+    let slot =
+        if inflight.is_empty() && after_seconds == 0.0 && starts_here(app) && !app.drain.is_drain_requested()
+        {
+            Arc::clone(&app.run_slots).try_acquire_owned().ok()
+        } else {
+            None
+        };
     let stored = match &slot {
         Some(_) => {
             let mut running = record.clone();
@@ -422,6 +424,10 @@ pub(crate) fn schedule(app: &Arc<App>, thread_id: &str) {
 
 async fn start_next(app: &Arc<App>, thread_id: &str) -> Result<(), crate::error::ServerError> {
     let Ok(permit) = Arc::clone(&app.run_slots).acquire_owned().await else { return Ok(()) };
+    // A shutdown: the run stays pending for the next start.
+    if app.drain.is_drain_requested() {
+        return Ok(());
+    }
     let mut records = app.records.lock().await?;
     if records.active_runs(thread_id).any(|r| r.run.status == RunStatus::Running) {
         return Ok(());

@@ -154,6 +154,17 @@ impl Scale {
         self.bus.publish_wake();
     }
 
+    /// Lets go of a drained run for another instance to take over now, and wakes their workers; should
+    /// that fail, the run's lease lapses and it is taken over then.
+    pub(crate) async fn release(&self, run_id: &str) {
+        match queue::release(&self.pool, &self.worker, run_id).await {
+            Ok(()) => self.bus.publish_wake(),
+            Err(e) => {
+                tracing::warn!(run_id, error = %e, "cannot let go of a drained run: its lease will lapse")
+            }
+        }
+    }
+
     /// Wakes this instance's worker.
     pub(crate) fn wake_here(&self) {
         self.wake.notify_one();

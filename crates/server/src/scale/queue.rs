@@ -66,6 +66,18 @@ pub(crate) async fn ask_cancel(pool: &PgPool, run_id: &str, action: CancelAction
     Ok(())
 }
 
+/// Lets go of this worker's lease on the run (a drained run, left for another worker to claim at once).
+pub(crate) async fn release(pool: &PgPool, worker: &str, run_id: &str) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE weft_server_queue SET worker = NULL, lease_until = NULL WHERE run_id = $1 AND worker = $2",
+    )
+    .bind(run_id)
+    .bind(worker)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
 /// Whether this worker still holds the run's lease.
 pub(crate) async fn holds(pool: &PgPool, worker: &str, run_id: &str) -> Result<bool, sqlx::Error> {
     let found: Option<i32> = sqlx::query_scalar(

@@ -17,6 +17,10 @@ use crate::storage::Change;
 pub(crate) async fn claim_loop(app: Weak<App>, scale: Weak<Scale>) {
     loop {
         let (Some(app_now), Some(scale_now)) = (app.upgrade(), scale.upgrade()) else { return };
+        // A shutdown: no new run here.
+        if app_now.drain.is_drain_requested() {
+            return;
+        }
         let Ok(permit) = Arc::clone(&app_now.run_slots).acquire_owned().await else { return };
         let woken = scale_now.wake.notified();
         tokio::pin!(woken);

@@ -11,8 +11,10 @@
 mod lock;
 #[cfg(feature = "scale")]
 pub(crate) mod postgres;
+mod writer;
 
 pub(crate) use lock::RecordsLock;
+pub(crate) use writer::WriterLock;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
