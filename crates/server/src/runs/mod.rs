@@ -4,6 +4,7 @@
 
 pub(crate) mod channel;
 mod exec;
+pub(crate) mod feed;
 pub(crate) mod modes;
 pub(crate) mod result;
 pub(crate) mod settle;
