@@ -79,6 +79,12 @@ pub(crate) fn is_uuid(s: &str) -> bool {
     uuid::Uuid::parse_str(s).is_ok()
 }
 
+/// A UUID as LangGraph stores it (lower case with hyphens, whether it came upper case, as `urn:uuid:…`,
+/// in braces or without hyphens); anything else as it is.
+pub(crate) fn canonical_id(s: &str) -> String {
+    uuid::Uuid::parse_str(s).map_or_else(|_| s.to_owned(), |id| id.hyphenated().to_string())
+}
+
 /// `value`'s object, or an empty one.
 pub(crate) fn object(value: Option<&Value>) -> Map<String, Value> {
     value.and_then(Value::as_object).cloned().unwrap_or_default()

@@ -324,3 +324,60 @@ async fn graph_drawings_take_xray_as_langgraph_does() {
         assert_eq!((r.status, r.detail()), (422, "Invalid xray value".to_owned()));
     }
 }
+
+#[tokio::test]
+async fn enums_bounds_and_far_delays_are_422_and_every_form_of_an_id_is_one_id() {
+    let server = start(builder()).await;
+    let id = thread(server.addr).await;
+    let run = |extra: serde_json::Value| {
+        let mut body = json!({"assistant_id": "simple", "input": {}});
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        body
+    };
+    let on_thread = format!("/threads/{id}/runs");
+    for (path, extra, first_line) in [
+        (
+            on_thread.as_str(),
+            json!({"multitask_strategy": "x"}),
+            "\"x\" is not one of \"reject\", \"rollback\" or 2 other candidates",
+        ),
+        (on_thread.as_str(), json!({"if_not_exists": "x"}), "\"x\" is not one of \"create\" or \"reject\""),
+        (
+            on_thread.as_str(),
+            json!({"interrupt_before": 3}),
+            "3 is not valid under any of the schemas listed in the 'anyOf' keyword",
+        ),
+        ("/runs", json!({"durability": "x"}), "\"x\" is not one of \"sync\", \"async\" or \"exit\""),
+        ("/runs", json!({"on_completion": "x"}), "\"x\" is not one of \"delete\" or \"keep\""),
+        ("/runs/stream", json!({"on_disconnect": "x"}), "\"x\" is not one of \"cancel\" or \"continue\""),
+        ("/runs", json!({"config": {"tags": "x"}}), "\"x\" is not of type \"array\""),
+    ] {
+        let r = post(server.addr, path, run(extra.clone())).await;
+        let detail = r.detail();
+        assert_eq!((r.status, detail.lines().next().unwrap()), (422, first_line), "{path} {extra}");
+    }
+    for far in [1e19, 1e300, 2.6e11] {
+        let r = post(server.addr, &on_thread, run(json!({"after_seconds": far}))).await;
+        assert_eq!(r.status, 422, "{far}");
+        assert!(r.detail().contains("before the year 10000"), "{}", r.detail());
+    }
+    let r = post(server.addr, "/runs", run(json!({"multitask_strategy": 3, "if_not_exists": []}))).await;
+    assert_eq!(r.status, 200, "a stateless run ignores what only a run on a thread has: {}", r.detail());
+    for bound in [json!({"limit": 0}), json!({"limit": 1001}), json!({"offset": -1})] {
+        for path in ["/threads/search", "/assistants/search", "/runs/crons/search"] {
+            assert_eq!(post(server.addr, path, bound.clone()).await.status, 422, "{path} {bound}");
+        }
+    }
+    let r = get(server.addr, &format!("/threads/{id}/runs?limit=-1&offset=-1")).await;
+    assert_eq!(r.status, 200);
+    for form in [id.to_uppercase(), format!("urn:uuid:{id}"), format!("%7B{id}%7D"), id.replace('-', "")] {
+        let r = get(server.addr, &format!("/threads/{form}")).await;
+        assert_eq!(r.status, 200, "{form}");
+        assert_eq!(r.json()["thread_id"], json!(id));
+    }
+    let upper = "6F1E1D70-5A3B-4C2D-9E8F-0A1B2C3D4E5F";
+    let r = post(server.addr, "/threads", json!({"thread_id": upper})).await;
+    assert_eq!(r.json()["thread_id"], json!(upper.to_lowercase()));
+    let r = post(server.addr, "/threads", json!({"thread_id": format!("urn:uuid:{upper}")})).await;
+    assert_eq!(r.status, 409, "the same thread, written differently");
+}

@@ -70,7 +70,10 @@ pub(crate) async fn create(State(app): AppState, caller: Caller, body: Body) -> 
     if app.graphs.get(&body.graph_id).is_none() {
         return Err(graph_not_found(&app, &body.graph_id));
     }
-    let assistant_id = body.assistant_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let assistant_id = body
+        .assistant_id
+        .as_deref()
+        .map_or_else(|| uuid::Uuid::new_v4().to_string(), crate::app::canonical_id);
     let mut value = json!({
         "assistant_id": assistant_id, "graph_id": body.graph_id, "config": config, "context": context,
         "metadata": body.metadata, "if_exists": body.if_exists, "name": body.name,

@@ -201,7 +201,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
             router = router.route(route.path, methods);
         }
     }
-    router
+    let routed = router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Bodies are read with the server's own limit and error text.
@@ -211,5 +211,86 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .layer(axum::middleware::from_fn(cors::cors))
         .with_state(app)
         // The studio's files carry no data: served without authentication (its API calls authenticate).
-        .merge(crate::studio::router())
+        .merge(crate::studio::router());
+    // Ids in paths are read as LangGraph reads them, before routing: every form of one UUID is one id.
+    Router::new().fallback_service(routed).layer(axum::middleware::map_request(canonical_path))
+}
+
+/// The request with each path segment that is a UUID in another form (upper case, `urn:uuid:…`,
+/// braces) written in the canonical one.
+async fn canonical_path(mut request: axum::extract::Request) -> axum::extract::Request {
+    let uri = request.uri();
+    let path = uri.path();
+    let segments: Vec<String> = path.split('/').map(canonical_segment).collect();
+    let rewritten = segments.join("/");
+    if rewritten != path {
+        let target = match uri.query() {
+            Some(query) => format!("{rewritten}?{query}"),
+            None => rewritten,
+        };
+        let mut parts = uri.clone().into_parts();
+        if let Ok(path_and_query) = target.parse() {
+            parts.path_and_query = Some(path_and_query);
+            if let Ok(uri) = axum::http::Uri::from_parts(parts) {
+                *request.uri_mut() = uri;
+            }
+        }
+    }
+    request
+}
+
+/// A path segment: a UUID in any of its forms as the canonical one, anything else as it is.
+fn canonical_segment(segment: &str) -> String {
+    let decoded = percent_decoded(segment);
+    match uuid::Uuid::parse_str(&decoded) {
+        Ok(id) => id.hyphenated().to_string(),
+        Err(_) => segment.to_owned(),
+    }
+}
+
+/// `%XX` escapes decoded (a segment that does not decode to UTF-8 is kept as it is).
+fn percent_decoded(segment: &str) -> String {
+    if !segment.contains('%') {
+        return segment.to_owned();
+    }
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| segment.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_form_of_a_uuid_is_the_canonical_one() {
+        let id = "01a22356-c2bf-773d-aca8-9ecf26ecb1b4";
+        for form in [
+            id.to_uppercase(),
+            format!("urn:uuid:{id}"),
+            format!("%7B{id}%7D"),
+            format!("{{{id}}}"),
+            id.replace('-', ""),
+            format!("urn%3Auuid%3A{id}"),
+        ] {
+            assert_eq!(canonical_segment(&form), id, "{form}");
+        }
+        for other in ["simple", "not-a-uuid", "%zz", "%E2%82", ""] {
+            assert_eq!(canonical_segment(other), other);
+        }
+    }
 }

@@ -24,35 +24,75 @@ const INTEGER: Rule = Rule::Types(&[Ty::Integer]);
 const STRING: Rule = Rule::Types(&[Ty::String]);
 const ARRAY: Rule = Rule::Types(&[Ty::Array]);
 const SORT_ORDER: Rule = Rule::Enum(&["asc", "desc"], true);
+/// A page's size: 1 to 1000.
+const LIMIT: Rule = Rule::Range(Some(1), Some(1000));
+/// A page's start: 0 or more.
+const OFFSET: Rule = Rule::Range(Some(0), None);
 
-const RUN_PROPERTIES: &[(&str, Rule)] = &[
-    ("assistant_id", Rule::AnyOf(Value::is_string)),
-    ("command", Rule::Types(&[Ty::Object, Ty::Null])),
-    ("metadata", OBJECT),
-    ("config", OBJECT),
-    ("context", OBJECT),
-    ("webhook", Rule::Types(&[Ty::String, Ty::Null])),
-    ("stream_mode", Rule::AnyOf(is_stream_mode)),
-    ("stream_subgraphs", BOOLEAN),
-    ("stream_resumable", BOOLEAN),
-    ("after_seconds", Rule::Types(&[Ty::Number])),
-    ("checkpoint_during", BOOLEAN),
-    ("feedback_keys", Rule::Types(&[Ty::Array, Ty::Null])),
-];
+/// A run's `config`.
+const CONFIG: Schema = Schema {
+    path: "",
+    required: &[],
+    properties: &[("tags", Rule::Each(&STRING)), ("recursion_limit", INTEGER), ("configurable", OBJECT)],
+};
+
+/// What every run's request takes, then `$extra`.
+macro_rules! run_properties {
+    ($($extra:expr),* $(,)?) => {
+        &[
+            ("assistant_id", Rule::AnyOf(Value::is_string)),
+            ("command", Rule::Types(&[Ty::Object, Ty::Null])),
+            ("metadata", OBJECT),
+            ("config", Rule::Object(&CONFIG)),
+            ("context", OBJECT),
+            ("webhook", Rule::Types(&[Ty::String, Ty::Null])),
+            ("stream_mode", Rule::AnyOf(is_stream_mode)),
+            ("stream_subgraphs", BOOLEAN),
+            ("stream_resumable", BOOLEAN),
+            ("after_seconds", Rule::Types(&[Ty::Number])),
+            ("checkpoint_during", BOOLEAN),
+            ("feedback_keys", Rule::Each(&STRING)),
+            ("durability", DURABILITY),
+            $($extra,)*
+        ]
+    };
+}
 
 /// `POST /runs/...` without a thread.
 pub(crate) const RUN_STATELESS: Schema = Schema {
     path: "schema[\"components\"][\"schemas\"][\"RunCreateStateless\"]",
     required: &["assistant_id"],
-    properties: RUN_PROPERTIES,
+    properties: run_properties![("on_completion", Rule::Enum(&["delete", "keep"], false))],
 };
 
 /// `POST /threads/{id}/runs/...`.
 pub(crate) const RUN_STATEFUL: Schema = Schema {
     path: "schema[\"components\"][\"schemas\"][\"RunCreateStateful\"]",
     required: &["assistant_id"],
-    properties: RUN_PROPERTIES,
+    properties: run_properties![
+        ("checkpoint", OBJECT),
+        ("interrupt_before", Rule::AnyOf(is_breakpoints)),
+        ("interrupt_after", Rule::AnyOf(is_breakpoints)),
+        ("multitask_strategy", MULTITASK),
+        ("if_not_exists", Rule::Enum(&["create", "reject"], false)),
+    ],
 };
+
+/// What a streamed run's request adds (`allOf` the run's schema and this one).
+pub(crate) const RUN_STREAMED: Schema = Schema {
+    path: "schema[\"allOf\"][1]",
+    required: &[],
+    properties: &[("on_disconnect", Rule::Enum(&["cancel", "continue"], false))],
+};
+
+const MULTITASK: Rule = Rule::Enum(&["reject", "rollback", "interrupt", "enqueue"], false);
+
+/// A string field that LangGraph's schema for the request has no rule for (a stateless run's
+/// `multitask_strategy`): any other JSON is taken as absent.
+fn text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    let value = Option::<Value>::deserialize(deserializer)?;
+    Ok(value.and_then(|v| v.as_str().map(str::to_owned)))
+}
 
 /// A run to create.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -69,15 +109,20 @@ pub(crate) struct RunCreate {
     pub(crate) webhook: Option<String>,
     pub(crate) interrupt_before: Value,
     pub(crate) interrupt_after: Value,
+    #[serde(deserialize_with = "text")]
     pub(crate) multitask_strategy: Option<String>,
+    #[serde(deserialize_with = "text")]
     pub(crate) on_completion: Option<String>,
+    #[serde(deserialize_with = "text")]
     pub(crate) on_disconnect: Option<String>,
     pub(crate) stream_mode: Value,
     pub(crate) stream_subgraphs: Option<bool>,
     pub(crate) stream_resumable: Option<bool>,
     pub(crate) feedback_keys: Value,
     pub(crate) after_seconds: Option<f64>,
+    #[serde(deserialize_with = "text")]
     pub(crate) if_not_exists: Option<String>,
+    #[serde(deserialize_with = "text")]
     pub(crate) durability: Option<String>,
     pub(crate) checkpoint_during: Option<bool>,
     /// The cron that makes the run (never read from a request).
@@ -93,7 +138,40 @@ pub(crate) const THREAD_CREATE: Schema = Schema {
         ("thread_id", STRING),
         ("metadata", OBJECT),
         ("if_exists", Rule::Enum(&["raise", "do_nothing"], false)),
-        ("supersteps", ARRAY),
+        ("ttl", Rule::Object(&TTL)),
+        ("supersteps", Rule::Each(&Rule::Object(&SUPERSTEP))),
+    ],
+};
+
+const TTL: Schema = Schema {
+    path: "",
+    required: &[],
+    properties: &[
+        ("strategy", Rule::Enum(&["delete", "keep_latest"], false)),
+        ("ttl", Rule::Types(&[Ty::Number])),
+    ],
+};
+
+const SUPERSTEP: Schema = Schema {
+    path: "",
+    required: &["updates"],
+    properties: &[("updates", Rule::Each(&Rule::Object(&SUPERSTEP_UPDATE)))],
+};
+
+fn is_update_values(value: &Value) -> bool {
+    match value {
+        Value::Array(items) => items.iter().all(Value::is_object),
+        other => other.is_object() || other.is_null(),
+    }
+}
+
+const SUPERSTEP_UPDATE: Schema = Schema {
+    path: "schema[\"components\"][\"schemas\"][\"ThreadSuperstepUpdate\"]",
+    required: &["as_node"],
+    properties: &[
+        ("values", Rule::AnyOf(is_update_values)),
+        ("command", Rule::Types(&[Ty::Object, Ty::Null])),
+        ("as_node", STRING),
     ],
 };
 
@@ -172,11 +250,14 @@ pub(crate) const THREAD_SEARCH: Schema = Schema {
         ("metadata", OBJECT),
         ("values", OBJECT),
         ("status", Rule::Enum(&["idle", "busy", "interrupted", "error"], false)),
-        ("limit", INTEGER),
-        ("offset", INTEGER),
-        ("sort_by", Rule::Enum(&["thread_id", "status", "created_at", "updated_at"], true)),
+        ("limit", LIMIT),
+        ("offset", OFFSET),
+        (
+            "sort_by",
+            Rule::Enum(&["thread_id", "status", "created_at", "updated_at", "state_updated_at"], true),
+        ),
         ("sort_order", SORT_ORDER),
-        ("ids", ARRAY),
+        ("ids", Rule::Each(&STRING)),
         ("select", Rule::Items(THREAD_FIELDS)),
     ],
 };
@@ -211,11 +292,7 @@ pub(crate) struct ThreadPatch {
 pub(crate) const STATE_UPDATE: Schema = Schema {
     path: "schema",
     required: &[],
-    properties: &[
-        ("as_node", Rule::Types(&[Ty::String, Ty::Null])),
-        ("checkpoint_id", Rule::Types(&[Ty::String, Ty::Null])),
-        ("checkpoint", OBJECT),
-    ],
+    properties: &[("as_node", Rule::Types(&[Ty::String, Ty::Null])), ("checkpoint", OBJECT)],
 };
 
 /// A state update.
@@ -224,6 +301,8 @@ pub(crate) const STATE_UPDATE: Schema = Schema {
 pub(crate) struct StateUpdate {
     pub(crate) values: Value,
     pub(crate) as_node: Option<String>,
+    /// Not in LangGraph's schema: read when it is a string.
+    #[serde(deserialize_with = "text")]
     pub(crate) checkpoint_id: Option<String>,
     pub(crate) checkpoint: Option<Map<String, Value>>,
 }
@@ -233,7 +312,7 @@ pub(crate) const HISTORY: Schema = Schema {
     path: "schema",
     required: &[],
     properties: &[
-        ("limit", INTEGER),
+        ("limit", LIMIT),
         ("metadata", Rule::Types(&[Ty::Object, Ty::Null])),
         ("checkpoint", OBJECT),
     ],
@@ -343,8 +422,8 @@ pub(crate) const ASSISTANT_SEARCH: Schema = Schema {
         ("graph_id", STRING),
         ("name", STRING),
         ("metadata", OBJECT),
-        ("limit", INTEGER),
-        ("offset", INTEGER),
+        ("limit", LIMIT),
+        ("offset", OFFSET),
         ("sort_by", Rule::Enum(&["assistant_id", "graph_id", "name", "created_at", "updated_at"], true)),
         ("sort_order", SORT_ORDER),
         ("select", Rule::Items(ASSISTANT_FIELDS)),
@@ -369,7 +448,7 @@ pub(crate) struct AssistantSearch {
 pub(crate) const VERSIONS: Schema = Schema {
     path: "schema",
     required: &[],
-    properties: &[("metadata", OBJECT), ("limit", INTEGER), ("offset", INTEGER)],
+    properties: &[("metadata", OBJECT), ("limit", LIMIT), ("offset", OFFSET)],
 };
 
 /// A version search.
@@ -619,8 +698,8 @@ pub(crate) const CRON_SEARCH: Schema = Schema {
         ("thread_id", STRING),
         ("enabled", BOOLEAN),
         ("metadata", OBJECT),
-        ("limit", INTEGER),
-        ("offset", INTEGER),
+        ("limit", LIMIT),
+        ("offset", OFFSET),
         (
             "sort_by",
             Rule::Enum(

@@ -14,7 +14,9 @@ use serde_json::Value;
 use super::body::read;
 use super::guard::{Access, Caller};
 use super::reply::{empty, ok, with_header};
-use super::requests::{RUN_FIELDS, RUN_STATEFUL, RUN_STATELESS, RUNS_CANCEL, RunCreate, RunsCancel};
+use super::requests::{
+    RUN_FIELDS, RUN_STATEFUL, RUN_STATELESS, RUN_STREAMED, RUNS_CANCEL, RunCreate, RunsCancel,
+};
 use super::sse;
 use crate::app::{App, require_uuid};
 use crate::auth::{Action, Resource};
@@ -35,9 +37,14 @@ fn paths(thread_id: &str, run_id: &str, stateless: bool) -> (String, String) {
     }
 }
 
-async fn create_body(app: &App, body: Body, stateless: bool) -> ApiResult<RunCreate> {
+/// A run's request, checked against its schema (and, for a streamed one, `on_disconnect`'s).
+async fn create_body(app: &App, body: Body, stateless: bool, streamed: bool) -> ApiResult<RunCreate> {
     let schema = if stateless { &RUN_STATELESS } else { &RUN_STATEFUL };
-    Ok(read::<RunCreate>(body, app.limits.body_bytes, schema).await?.0)
+    let (body, value) = read::<RunCreate>(body, app.limits.body_bytes, schema).await?;
+    if streamed {
+        super::validate::check(&RUN_STREAMED, &value)?;
+    }
+    Ok(body)
 }
 
 /// `POST /threads/{thread_id}/runs`: a background run.
@@ -47,7 +54,7 @@ pub(crate) async fn create(
     Path(thread_id): Path<String>,
     body: Body,
 ) -> ApiResult<Response> {
-    let body = create_body(&app, body, false).await?;
+    let body = create_body(&app, body, false, false).await?;
     let mut created = runs::create(&app, &caller, Some(&thread_id), body, false, false).await?;
     created.schedule(&app);
     let (location, _) = paths(&thread_id, &created.record.run.run_id, false);
@@ -60,7 +67,7 @@ pub(crate) async fn create_stateless(
     caller: Caller,
     body: Body,
 ) -> ApiResult<Response> {
-    let body = create_body(&app, body, true).await?;
+    let body = create_body(&app, body, true, false).await?;
     let mut created = runs::create(&app, &caller, None, body, true, false).await?;
     created.schedule(&app);
     let (location, _) = paths("", &created.record.run.run_id, true);
@@ -74,7 +81,7 @@ async fn stream_run(
     body: Body,
 ) -> ApiResult<Response> {
     let stateless = thread_id.is_none();
-    let body = create_body(&app, body, stateless).await?;
+    let body = create_body(&app, body, stateless, true).await?;
     let cancel_on_disconnect = body.on_disconnect.as_deref() == Some("cancel");
     let mut created = runs::create(&app, &caller, thread_id.as_deref(), body, stateless, true).await?;
     // A run started as it was made runs in the body's task until it first waits.
@@ -147,7 +154,7 @@ async fn wait_run(
     body: Body,
 ) -> ApiResult<Response> {
     let stateless = thread_id.is_none();
-    let body = create_body(&app, body, stateless).await?;
+    let body = create_body(&app, body, stateless, false).await?;
     let cancel_on_disconnect = body.on_disconnect.as_deref() == Some("cancel");
     let mut created = runs::create(&app, &caller, thread_id.as_deref(), body, stateless, false).await?;
     created.schedule(&app);
@@ -269,10 +276,12 @@ pub(crate) async fn list(
     let select: Vec<String> = pairs.iter().filter(|(k, _)| k == "select").map(|(_, v)| v.clone()).collect();
     check_columns(&select, RUN_FIELDS)?;
     let query: HashMap<String, String> = pairs.into_iter().collect();
+    // Integers, as LangGraph reads them; a negative one is taken as 0 (LangGraph answers `200` there).
     let number = |key: &str, default: usize| -> ApiResult<usize> {
-        query
-            .get(key)
-            .map_or(Ok(default), |v| v.parse().map_err(|_| ApiError::unprocessable(format!("Invalid {key}"))))
+        query.get(key).map_or(Ok(default), |v| {
+            let n: i64 = v.parse().map_err(|_| ApiError::unprocessable(format!("Invalid {key}")))?;
+            Ok(usize::try_from(n).unwrap_or(0))
+        })
     };
     let (limit, offset) = (number("limit", 10)?, number("offset", 0)?);
     let access = thread_access(&app, &caller, Action::Search, &thread_id).await?;

@@ -12,12 +12,11 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use futures::StreamExt as _;
 use serde_json::Value;
-use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::sync::mpsc::error::TryRecvError;
 
 use super::reply::with_header;
 use crate::runs::Started;
 use crate::runs::channel::{CancelAction, Event, RunChannel, Subscription};
+use crate::runs::feed::{self, Empty};
 use crate::runs::modes::event_matches;
 
 /// Cancels the run when dropped while armed: the client went away before the run ended.
@@ -63,7 +62,9 @@ const CHUNK_BYTES: usize = 64 * 1024;
 
 struct Sse {
     replay: VecDeque<Arc<Event>>,
-    live: Option<UnboundedReceiver<Arc<Event>>>,
+    live: Option<feed::Receiver<Arc<Event>>>,
+    /// The listener fell behind and was cut: the body ends in error once what it was given is out.
+    cut: bool,
     filter: Vec<String>,
     with_ids: bool,
     disconnect: Disconnect,
@@ -92,8 +93,8 @@ impl Sse {
             // An event already there needs no timer.
             let first = match live.try_recv() {
                 Ok(event) => Some(event),
-                Err(TryRecvError::Disconnected) => None,
-                Err(TryRecvError::Empty) => match tokio::time::timeout(self.keep_alive, live.recv()).await {
+                Err(Empty::Ended) => None,
+                Err(Empty::Waiting) => match tokio::time::timeout(self.keep_alive, live.recv()).await {
                     Ok(event) => event,
                     Err(_) => return Some(": heartbeat\r\n\r\n".to_owned()),
                 },
@@ -110,8 +111,8 @@ impl Sse {
                             push_frame(&mut out, &event, self.with_ids)
                         }
                         Ok(_) => {}
-                        Err(TryRecvError::Empty) => break,
-                        Err(TryRecvError::Disconnected) => {
+                        Err(Empty::Waiting) => break,
+                        Err(Empty::Ended) => {
                             ended = true;
                             break;
                         }
@@ -119,6 +120,8 @@ impl Sse {
                 }
             }
             if ended {
+                // A cut client is expected back (with `Last-Event-ID`): its leaving cancels nothing.
+                self.cut = live.was_cut();
                 self.live = None;
                 self.disconnect.armed = false;
             }
@@ -163,25 +166,42 @@ pub(crate) fn events(
     let state = Sse {
         replay: subscription.replay.into(),
         live: subscription.live,
+        cut: false,
         filter,
         with_ids: resumable,
         disconnect: Disconnect { channel, armed: cancel_on_disconnect },
         keep_alive,
         started,
     };
-    let stream = futures::stream::unfold(state, |mut state| async move {
-        let text = state.next().await?;
-        Some((text, state))
+    let stream = futures::stream::unfold(Some(state), |state| async move {
+        let mut state = state?;
+        match state.next().await {
+            Some(text) => Some((Ok(text), Some(state))),
+            None if state.cut => Some((Err(cut()), None)),
+            None => None,
+        }
     });
-    let response = streamed(stream);
+    let response = streamed_or_cut(stream);
     let response = with_header(response, "location", location);
     with_header(response, "content-location", content_location)
 }
 
+/// The error a cut stream ends in: the connection is dropped mid-body, which clients take as a failure
+/// to reconnect from (the SDK does, to `Location`, with `Last-Event-ID`), not as the run's end.
+pub(crate) fn cut() -> std::io::Error {
+    std::io::Error::other("the client fell behind the run's events: reconnect with Last-Event-ID")
+}
+
 /// An SSE response of `texts` (frames and heartbeats).
 pub(crate) fn streamed(texts: impl futures::Stream<Item = String> + Send + 'static) -> Response {
-    let stream = texts.map(Ok::<_, Infallible>);
-    let mut response = Response::new(Body::from_stream(stream.boxed()));
+    streamed_or_cut(texts.map(Ok::<_, std::io::Error>))
+}
+
+/// An SSE response of `texts`, cut (the connection dropped) at an error.
+pub(crate) fn streamed_or_cut(
+    texts: impl futures::Stream<Item = Result<String, std::io::Error>> + Send + 'static,
+) -> Response {
+    let mut response = Response::new(Body::from_stream(texts.boxed()));
     *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
@@ -248,11 +268,12 @@ mod tests {
 
     #[tokio::test]
     async fn events_already_there_go_out_in_one_chunk_then_a_heartbeat_then_the_end() {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, rx) = feed::channel(feed::LISTENER_BYTES);
         let channel = Arc::new(RunChannel::new(false));
         let mut sse = Sse {
             replay: VecDeque::new(),
             live: Some(rx),
+            cut: false,
             filter: vec!["values".into()],
             with_ids: false,
             disconnect: Disconnect { channel, armed: true },
@@ -260,12 +281,12 @@ mod tests {
             started: None,
         };
         for name in ["values", "updates", "values"] {
-            tx.send(event(name)).unwrap();
+            assert!(tx.send(event(name)));
         }
         let both = "event: values\r\ndata: {}\r\n\r\n".repeat(2);
         assert_eq!(sse.next().await.as_deref(), Some(both.as_str()), "the update is filtered out");
         assert_eq!(sse.next().await.as_deref(), Some(": heartbeat\r\n\r\n"));
-        tx.send(event("values")).unwrap();
+        assert!(tx.send(event("values")));
         drop(tx);
         assert_eq!(sse.next().await.as_deref(), Some("event: values\r\ndata: {}\r\n\r\n"));
         assert!(!sse.disconnect.armed, "the run's end disarms the cancel on disconnect");

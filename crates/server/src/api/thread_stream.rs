@@ -12,21 +12,20 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::guard::Caller;
+use super::sse::{cut, frame, streamed, streamed_or_cut};
+use crate::app::{App, require_uuid};
+use crate::auth::Action;
+use crate::error::{ApiError, ApiResult};
+use crate::runs::channel::{Event, Replay, RunChannel, Subscription, id_after, parse_id};
+use crate::runs::feed;
+use crate::runs::taps::ThreadItem;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use futures::StreamExt as _;
 use futures::stream::{BoxStream, SelectAll};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
-
-use super::guard::Caller;
-use super::sse::{frame, streamed};
-use crate::app::{App, require_uuid};
-use crate::auth::Action;
-use crate::error::{ApiError, ApiResult};
-use crate::runs::channel::{Event, Replay, RunChannel, Subscription, id_after, parse_id};
-use crate::runs::taps::ThreadItem;
 
 type AppState = State<Arc<App>>;
 
@@ -97,12 +96,12 @@ fn run_done(run_id: &str, last: Option<&str>) -> Arc<Event> {
     })
 }
 
-/// A run's live events, then its `run_done`.
+/// A run's live events, then its `run_done`; `None` when the listener fell behind and was cut.
 fn live_run(
     run_id: String,
-    live: mpsc::UnboundedReceiver<Arc<Event>>,
+    live: feed::Receiver<Arc<Event>>,
     last: Option<String>,
-) -> BoxStream<'static, Arc<Event>> {
+) -> BoxStream<'static, Option<Arc<Event>>> {
     futures::stream::unfold(Some((live, last)), move |state| {
         let run_id = run_id.clone();
         async move {
@@ -110,9 +109,10 @@ fn live_run(
             match live.recv().await {
                 Some(event) => {
                     let id = Some(event.id.clone());
-                    Some((event, Some((live, id))))
+                    Some((Some(event), Some((live, id))))
                 }
-                None => Some((run_done(&run_id, last.as_deref()), None)),
+                None if live.was_cut() => Some((None, None)),
+                None => Some((Some(run_done(&run_id, last.as_deref())), None)),
             }
         }
     })
@@ -124,8 +124,10 @@ struct ThreadSse {
     app: Arc<App>,
     thread_id: String,
     replay: VecDeque<Arc<Event>>,
-    taps: mpsc::UnboundedReceiver<ThreadItem>,
-    runs: SelectAll<BoxStream<'static, Arc<Event>>>,
+    taps: feed::Receiver<ThreadItem>,
+    runs: SelectAll<BoxStream<'static, Option<Arc<Event>>>>,
+    /// The listener fell behind (on the thread or one of its runs) and was cut: the body ends in error.
+    cut: bool,
     /// The runs followed (scaled out, a run may be told of twice: by this instance and through Redis).
     followed: HashSet<String>,
     modes: Vec<String>,
@@ -177,14 +179,24 @@ impl ThreadSse {
                 continue;
             }
             let event = tokio::select! {
-                item = self.taps.recv() => match item? {
-                    ThreadItem::Run { run_id, subscription } => {
+                item = self.taps.recv() => match item {
+                    Some(ThreadItem::Run { run_id, subscription }) => {
                         self.follow(run_id, subscription);
                         continue;
                     }
-                    ThreadItem::Event(event) => event,
+                    Some(ThreadItem::Event(event)) => event,
+                    None => {
+                        self.cut = self.taps.was_cut();
+                        return None;
+                    }
                 },
-                Some(event) = self.runs.next(), if !self.runs.is_empty() => event,
+                Some(event) = self.runs.next(), if !self.runs.is_empty() => match event {
+                    Some(event) => event,
+                    None => {
+                        self.cut = true;
+                        return None;
+                    }
+                },
                 () = tokio::time::sleep(self.keep_alive) => return Some(": heartbeat\r\n\r\n".to_owned()),
             };
             if passes(&event, &self.modes) {
@@ -228,8 +240,9 @@ pub(crate) async fn stream(
         thread_id: thread_id.clone(),
         replay: VecDeque::new(),
         // Replaced below, under the records' lock.
-        taps: mpsc::unbounded_channel().1,
+        taps: feed::channel(0).1,
         runs: SelectAll::new(),
+        cut: false,
         followed: HashSet::new(),
         modes,
         keep_alive: app.limits.keep_alive,
@@ -243,7 +256,7 @@ pub(crate) async fn stream(
     };
     // Finished resumable runs whose events this instance does not hold (scaled out: read from Redis).
     let mut elsewhere = Vec::new();
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = feed::channel(feed::LISTENER_BYTES);
     {
         // Under the records' lock, as runs are made: each run is either seen here or told to the tap.
         let records = app.records.lock().await?;
@@ -286,11 +299,15 @@ pub(crate) async fn stream(
     }
     // Replayed events in the order they were made, across runs.
     sse.replay.make_contiguous().sort_by_key(|e| parse_id(&e.id));
-    let stream = futures::stream::unfold(sse, |mut sse| async move {
-        let text = sse.next().await?;
-        Some((text, sse))
+    let stream = futures::stream::unfold(Some(sse), |sse| async move {
+        let mut sse = sse?;
+        match sse.next().await {
+            Some(text) => Some((Ok(text), Some(sse))),
+            None if sse.cut => Some((Err(cut()), None)),
+            None => None,
+        }
     });
-    Ok(streamed(stream))
+    Ok(streamed_or_cut(stream))
 }
 
 /// Whether the thread may have listeners (scaled out, they may be on any instance: always).

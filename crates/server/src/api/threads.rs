@@ -33,7 +33,7 @@ pub(crate) async fn create(State(app): AppState, caller: Caller, body: Body) -> 
     if let Some(id) = &body.thread_id {
         require_uuid(id, "thread")?;
     }
-    let thread_id = body.thread_id.unwrap_or_else(new_id);
+    let thread_id = body.thread_id.as_deref().map_or_else(new_id, crate::app::canonical_id);
     let mut value = json!({"thread_id": thread_id, "metadata": body.metadata, "if_exists": body.if_exists});
     let access = app.authorize(&caller, Resource::Threads, Action::Create, &mut value).await?;
     body.metadata = value.get("metadata").and_then(Value::as_object).cloned();
@@ -240,6 +240,7 @@ pub(crate) async fn search(State(app): AppState, caller: Caller, body: Body) -> 
             Some("thread_id") => t.thread_id.clone(),
             Some("status") => serde_json::to_string(&t.status).unwrap_or_default(),
             Some("updated_at") => t.updated_at.clone(),
+            Some("state_updated_at") => t.state_updated_at.clone(),
             _ => t.created_at.clone(),
         }
     };

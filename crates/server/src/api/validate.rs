@@ -58,6 +58,12 @@ pub(crate) enum Rule {
     AnyOf(fn(&Value) -> bool),
     /// A list of these strings (a search's `select`), or null.
     Items(&'static [&'static str]),
+    /// An integer within `minimum` and `maximum` (each where given).
+    Range(Option<i64>, Option<i64>),
+    /// A list whose every item follows the rule.
+    Each(&'static Rule),
+    /// An object following a schema of its own (named when its `path` is not empty, else inline).
+    Object(&'static Schema),
 }
 
 /// A request body's schema.
@@ -88,7 +94,7 @@ pub(crate) fn instance(value: &Value) -> String {
 fn failure(
     message: String,
     keyword: &str,
-    schema_path: String,
+    schema_path: &str,
     instance_path: &str,
     value: &Value,
 ) -> ApiError {
@@ -114,6 +120,7 @@ fn enum_message(value: &Value, options: &[&str]) -> String {
         [] => String::new(),
         [one] => one.clone(),
         [a, b] => format!("{a} or {b}"),
+        [a, b, c] => format!("{a}, {b} or {c}"),
         [a, b, rest @ ..] => format!("{a}, {b} or {} other candidates", rest.len()),
     };
     format!("{} is not one of {listed}", instance(value))
@@ -121,60 +128,105 @@ fn enum_message(value: &Value, options: &[&str]) -> String {
 
 /// Checks `body` against `schema`.
 pub(crate) fn check(schema: &Schema, body: &Value) -> Result<(), ApiError> {
+    check_object(schema, schema.path, body, "")
+}
+
+fn check_object(schema: &Schema, at: &str, body: &Value, instance_path: &str) -> Result<(), ApiError> {
     let Value::Object(map) = body else {
-        return Err(failure(types_message(body, &[Ty::Object]), "type", schema.path.to_owned(), "", body));
+        return Err(failure(types_message(body, &[Ty::Object]), "type", at, instance_path, body));
     };
     for name in schema.required {
         if !map.contains_key(*name) {
             let message = format!("\"{name}\" is a required property");
-            return Err(failure(message, "required", schema.path.to_owned(), "", body));
+            return Err(failure(message, "required", at, instance_path, body));
         }
     }
     for (name, rule) in schema.properties {
         let Some(value) = map.get(*name) else { continue };
-        let at = || format!("{}[\"properties\"][\"{name}\"]", schema.path);
-        let instance_path = format!("[\"{name}\"]");
-        match rule {
-            Rule::Types(types) if !types.iter().any(|t| t.admits(value)) => {
-                return Err(failure(types_message(value, types), "type", at(), &instance_path, value));
-            }
-            Rule::Enum(options, nullable) => {
-                let ok =
-                    (*nullable && value.is_null()) || value.as_str().is_some_and(|s| options.contains(&s));
-                if !ok {
-                    return Err(failure(enum_message(value, options), "enum", at(), &instance_path, value));
-                }
-            }
-            Rule::Items(_) if value.is_null() => {}
-            Rule::Items(_) if !value.is_array() => {
-                return Err(failure(types_message(value, &[Ty::Array]), "type", at(), &instance_path, value));
-            }
-            Rule::Items(options) => {
-                let items = value.as_array().map(Vec::as_slice).unwrap_or_default();
-                let wrong = items
-                    .iter()
-                    .enumerate()
-                    .find(|(_, item)| !item.as_str().is_some_and(|s| options.contains(&s)));
-                if let Some((i, item)) = wrong {
-                    let at = format!("{}[\"items\"]", at());
-                    return Err(failure(
-                        enum_message(item, options),
-                        "enum",
-                        at,
-                        &format!("{instance_path}[{i}]"),
-                        item,
-                    ));
-                }
-            }
-            Rule::AnyOf(test) if !test(value) => {
-                let message = format!(
-                    "{} is not valid under any of the schemas listed in the 'anyOf' keyword",
-                    instance(value)
-                );
-                return Err(failure(message, "anyOf", at(), &instance_path, value));
-            }
-            _ => {}
+        let at = format!("{at}[\"properties\"][\"{name}\"]");
+        check_rule(rule, value, &at, &format!("{instance_path}[\"{name}\"]"))?;
+    }
+    Ok(())
+}
+
+/// Checks one value against `rule`; `at` is the rule's place in the schema, `instance_path` the value's.
+fn check_rule(rule: &Rule, value: &Value, at: &str, instance_path: &str) -> Result<(), ApiError> {
+    match rule {
+        Rule::Types(types) if !types.iter().any(|t| t.admits(value)) => {
+            Err(failure(types_message(value, types), "type", at, instance_path, value))
         }
+        Rule::Enum(options, nullable) => {
+            let ok = (*nullable && value.is_null()) || value.as_str().is_some_and(|s| options.contains(&s));
+            if ok {
+                Ok(())
+            } else {
+                Err(failure(enum_message(value, options), "enum", at, instance_path, value))
+            }
+        }
+        Rule::Items(_) if value.is_null() => Ok(()),
+        Rule::Items(options) => {
+            let Some(items) = value.as_array() else {
+                return Err(failure(types_message(value, &[Ty::Array]), "type", at, instance_path, value));
+            };
+            let wrong = items
+                .iter()
+                .enumerate()
+                .find(|(_, item)| !item.as_str().is_some_and(|s| options.contains(&s)));
+            match wrong {
+                Some((i, item)) => Err(failure(
+                    enum_message(item, options),
+                    "enum",
+                    &format!("{at}[\"items\"]"),
+                    &format!("{instance_path}[{i}]"),
+                    item,
+                )),
+                None => Ok(()),
+            }
+        }
+        Rule::AnyOf(test) if !test(value) => {
+            let message = format!(
+                "{} is not valid under any of the schemas listed in the 'anyOf' keyword",
+                instance(value)
+            );
+            Err(failure(message, "anyOf", at, instance_path, value))
+        }
+        Rule::Range(minimum, maximum) => check_range(*minimum, *maximum, value, at, instance_path),
+        Rule::Each(item_rule) => {
+            let Some(items) = value.as_array() else {
+                return Err(failure(types_message(value, &[Ty::Array]), "type", at, instance_path, value));
+            };
+            let at = format!("{at}[\"items\"]");
+            for (i, item) in items.iter().enumerate() {
+                check_rule(item_rule, item, &at, &format!("{instance_path}[{i}]"))?;
+            }
+            Ok(())
+        }
+        Rule::Object(schema) => {
+            let at = if schema.path.is_empty() { at } else { schema.path };
+            check_object(schema, at, value, instance_path)
+        }
+        _ => Ok(()),
+    }
+}
+
+fn check_range(
+    minimum: Option<i64>,
+    maximum: Option<i64>,
+    value: &Value,
+    at: &str,
+    instance_path: &str,
+) -> Result<(), ApiError> {
+    if !Ty::Integer.admits(value) {
+        return Err(failure(types_message(value, &[Ty::Integer]), "type", at, instance_path, value));
+    }
+    let number = value.as_f64().unwrap_or_default();
+    if let Some(min) = minimum.filter(|m| number < *m as f64) {
+        let message = format!("{} is less than the minimum of {min}", instance(value));
+        return Err(failure(message, "minimum", at, instance_path, value));
+    }
+    if let Some(max) = maximum.filter(|m| number > *m as f64) {
+        let message = format!("{} is greater than the maximum of {max}", instance(value));
+        return Err(failure(message, "maximum", at, instance_path, value));
     }
     Ok(())
 }
@@ -217,10 +269,55 @@ mod tests {
         let e = check(&S, &json!({"value": {}, "select": ["a", "x"]})).unwrap_err();
         assert_eq!(
             e.detail,
-            "\"x\" is not one of \"a\", \"b\" or 1 other candidates\n\nFailed validating \"enum\" in schema[\"properties\"][\"select\"][\"items\"]\n\nOn instance[\"select\"][1]:\n    \"x\""
+            "\"x\" is not one of \"a\", \"b\" or \"c\"\n\nFailed validating \"enum\" in schema[\"properties\"][\"select\"][\"items\"]\n\nOn instance[\"select\"][1]:\n    \"x\""
         );
         let e = check(&S, &json!({"value": {}, "select": "a"})).unwrap_err();
         assert!(e.detail.starts_with("\"a\" is not of type \"array\""), "{}", e.detail);
         assert!(check(&S, &json!({"value": {}, "select": ["c", "a"]})).is_ok());
+    }
+
+    const INNER: Schema = Schema {
+        path: "",
+        required: &["updates"],
+        properties: &[("updates", Rule::Each(&Rule::Types(&[Ty::String])))],
+    };
+    const NESTED: Schema = Schema {
+        path: "schema",
+        required: &[],
+        properties: &[
+            ("limit", Rule::Range(Some(1), Some(1000))),
+            ("offset", Rule::Range(Some(0), None)),
+            ("steps", Rule::Each(&Rule::Object(&INNER))),
+        ],
+    };
+
+    #[test]
+    fn ranges_lists_and_nested_objects_are_checked_where_they_are() {
+        let e = check(&NESTED, &json!({"limit": 0})).unwrap_err();
+        assert_eq!(
+            e.detail,
+            "0 is less than the minimum of 1\n\nFailed validating \"minimum\" in schema[\"properties\"][\"limit\"]\n\nOn instance[\"limit\"]:\n    0"
+        );
+        let e = check(&NESTED, &json!({"limit": 1001})).unwrap_err();
+        assert!(
+            e.detail.starts_with("1001 is greater than the maximum of 1000\n\nFailed validating \"maximum\"")
+        );
+        let e = check(&NESTED, &json!({"limit": "x"})).unwrap_err();
+        assert!(e.detail.starts_with("\"x\" is not of type \"integer\""), "{}", e.detail);
+        assert!(check(&NESTED, &json!({"offset": -1})).is_err());
+        assert!(check(&NESTED, &json!({"limit": 1000, "offset": 0})).is_ok());
+        let e = check(&NESTED, &json!({"steps": [{"updates": []}, {}]})).unwrap_err();
+        assert_eq!(
+            e.detail,
+            "\"updates\" is a required property\n\nFailed validating \"required\" in schema[\"properties\"][\"steps\"][\"items\"]\n\nOn instance[\"steps\"][1]:\n    {}"
+        );
+        let e = check(&NESTED, &json!({"steps": [{"updates": ["a", 3]}]})).unwrap_err();
+        assert_eq!(
+            e.detail,
+            "3 is not of type \"string\"\n\nFailed validating \"type\" in schema[\"properties\"][\"steps\"][\"items\"][\"properties\"][\"updates\"][\"items\"]\n\nOn instance[\"steps\"][0][\"updates\"][1]:\n    3"
+        );
+        let e = check(&NESTED, &json!({"steps": "x"})).unwrap_err();
+        assert!(e.detail.starts_with("\"x\" is not of type \"array\""), "{}", e.detail);
+        assert!(check(&NESTED, &json!({"steps": [{"updates": ["a"]}]})).is_ok());
     }
 }

@@ -7,6 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{mpsc, watch};
 
+use super::feed;
+
 /// One event of a run's stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Event {
@@ -36,27 +38,28 @@ pub(crate) enum CancelAction {
     Rollback,
 }
 
-/// What a listener gets: the events to replay, then the live ones (`None` when the run is over).
+/// What a listener gets: the events to replay, then the live ones (`None` when the run is over), at most
+/// [`feed::LISTENER_BYTES`] of them waiting for the client (a listener that falls further behind is cut).
 #[derive(Debug)]
 pub(crate) struct Subscription {
     pub(crate) replay: Vec<Arc<Event>>,
-    pub(crate) live: Option<mpsc::UnboundedReceiver<Arc<Event>>>,
+    pub(crate) live: Option<feed::Receiver<Arc<Event>>>,
 }
 
 /// A listener: where its events go, and the id it has seen up to (events up to it are not sent again).
 #[derive(Debug)]
 struct Listener {
-    tx: mpsc::UnboundedSender<Arc<Event>>,
+    tx: feed::Sender<Arc<Event>>,
     after: Option<(i128, i128)>,
 }
 
 impl Listener {
-    /// Sends `event` unless the listener has seen it; false when the listener is gone.
+    /// Sends `event` unless the listener has seen it; false when the listener is gone or was cut.
     fn send(&self, event: &Arc<Event>) -> bool {
         if self.after.is_some_and(|after| parse_id(&event.id).is_some_and(|own| own <= after)) {
             return true;
         }
-        self.tx.send(Arc::clone(event)).is_ok()
+        self.tx.send(Arc::clone(event))
     }
 }
 
@@ -269,7 +272,7 @@ impl RunChannel {
         let live = if state.finished {
             None
         } else {
-            let (tx, rx) = mpsc::unbounded_channel();
+            let (tx, rx) = feed::channel(feed::LISTENER_BYTES);
             let after = replay.last().and_then(|e| parse_id(&e.id)).max(after);
             state.listeners.push(Listener { tx, after });
             Some(rx)

@@ -4,6 +4,7 @@
 
 pub(crate) mod channel;
 mod exec;
+pub(crate) mod feed;
 pub(crate) mod modes;
 pub(crate) mod result;
 pub(crate) mod settle;
@@ -116,6 +117,30 @@ fn stream_modes(value: &Value) -> Vec<String> {
     if modes.is_empty() { vec!["values".to_owned()] } else { modes }
 }
 
+/// The last moment a delayed run may start at: the end of the year 9999, the last one LangGraph's dates
+/// hold (it fails with a 500 past it).
+const LATEST_START: Duration = Duration::from_secs(253_402_300_799);
+
+/// When a run delayed by `after_seconds` starts (none when it is not delayed), or a `422` when that is past
+/// [`LATEST_START`].
+fn start_after(after_seconds: f64) -> ApiResult<Option<SystemTime>> {
+    if after_seconds <= 0.0 {
+        return Ok(None);
+    }
+    let latest = SystemTime::UNIX_EPOCH + LATEST_START;
+    let start =
+        Duration::try_from_secs_f64(after_seconds).ok().and_then(|d| SystemTime::now().checked_add(d));
+    match start {
+        Some(start) if start <= latest => Ok(Some(start)),
+        _ => {
+            let most = latest.duration_since(SystemTime::now()).unwrap_or_default().as_secs();
+            Err(ApiError::unprocessable(format!(
+                "after_seconds must be at most {most}: the run must start before the year 10000"
+            )))
+        }
+    }
+}
+
 /// Makes a run: checks the request as LangGraph does, creates or marks the thread busy, applies the
 /// multitask strategy and saves the run as pending. `stateless` runs get a thread of their own, deleted
 /// when they end unless `on_completion` is `keep`. `subscribe`: listen to the run from its first event.
@@ -172,6 +197,7 @@ pub(crate) async fn create(
         configurable.insert("cron_id".into(), Value::String(cron_id));
     }
     let after_seconds = body.after_seconds.unwrap_or(0.0).max(0.0);
+    let starts_at = start_after(after_seconds)?;
     configurable.insert("__after_seconds__".into(), json!(after_seconds));
     let durability = body.durability.take().unwrap_or_else(|| {
         if body.checkpoint_during == Some(false) { "exit".to_owned() } else { "async".to_owned() }
@@ -298,11 +324,7 @@ pub(crate) async fn create(
     let mut run_config = merge(&[assistant_config, &config]);
     run_config.insert("configurable".into(), Value::Object(run_configurable));
     run_config.insert("metadata".into(), Value::Object(run_metadata.clone()));
-    let created_at = if after_seconds > 0.0 {
-        weft_graph::time::format_rfc3339(SystemTime::now() + Duration::from_secs_f64(after_seconds))
-    } else {
-        stamp.clone()
-    };
+    let created_at = starts_at.map_or_else(|| stamp.clone(), weft_graph::time::format_rfc3339);
     let context = match assistant.context.as_object().filter(|c| !c.is_empty()) {
         Some(defaults) => merge(&[defaults, &context]),
         None => context,
@@ -593,6 +615,20 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use super::*;
+
+    #[test]
+    fn a_delayed_start_is_bounded_by_the_year_9999() {
+        assert_eq!(start_after(0.0).unwrap(), None);
+        assert_eq!(start_after(-5.0).unwrap(), None);
+        let soon = start_after(60.0).unwrap().unwrap();
+        assert!(soon > SystemTime::now() + Duration::from_secs(50));
+        assert!(start_after(1e10).unwrap().is_some());
+        for past in [2.6e11, 1e19, 1e300, f64::MAX] {
+            let e = start_after(past).unwrap_err();
+            assert_eq!(e.status.as_u16(), 422, "{past}");
+            assert!(e.detail.contains("before the year 10000"), "{}", e.detail);
+        }
+    }
 
     fn started(run: impl Future<Output = ()> + Send + 'static) -> Started {
         Started(Some(Box::pin(run)))

@@ -6,9 +6,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::mpsc;
-
 use super::channel::{Event, RunChannel, Subscription};
+use super::feed::{self, Weigh};
 
 /// What a thread's listener is told.
 #[derive(Debug)]
@@ -19,23 +18,33 @@ pub(crate) enum ThreadItem {
     Event(Arc<Event>),
 }
 
+impl Weigh for ThreadItem {
+    fn weight(&self) -> usize {
+        match self {
+            // The run's events weigh in its own subscription.
+            ThreadItem::Run { run_id, .. } => run_id.len() + 64,
+            ThreadItem::Event(event) => event.weight(),
+        }
+    }
+}
+
 /// The listeners of every thread that has some.
 #[derive(Debug, Default)]
 pub(crate) struct ThreadTaps {
-    by_thread: Mutex<HashMap<String, Vec<mpsc::UnboundedSender<ThreadItem>>>>,
+    by_thread: Mutex<HashMap<String, Vec<feed::Sender<ThreadItem>>>>,
 }
 
 impl ThreadTaps {
     /// Listens to the thread from now on.
     #[cfg(test)]
-    fn listen(&self, thread_id: &str) -> mpsc::UnboundedReceiver<ThreadItem> {
-        let (tx, rx) = mpsc::unbounded_channel();
+    fn listen(&self, thread_id: &str) -> feed::Receiver<ThreadItem> {
+        let (tx, rx) = feed::channel(feed::LISTENER_BYTES);
         self.listen_with(thread_id, tx);
         rx
     }
 
     /// Listens to the thread from now on, through `tx`.
-    pub(crate) fn listen_with(&self, thread_id: &str, tx: mpsc::UnboundedSender<ThreadItem>) {
+    pub(crate) fn listen_with(&self, thread_id: &str, tx: feed::Sender<ThreadItem>) {
         self.by_thread
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -48,7 +57,7 @@ impl ThreadTaps {
     fn send(&self, thread_id: &str, item: impl Fn() -> ThreadItem) {
         let mut map = self.by_thread.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(listeners) = map.get_mut(thread_id) else { return };
-        listeners.retain(|tx| tx.send(item()).is_ok());
+        listeners.retain(|tx| tx.send(item()));
         if listeners.is_empty() {
             map.remove(thread_id);
         }

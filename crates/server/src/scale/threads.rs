@@ -14,12 +14,12 @@ use std::time::Duration;
 use redis::Value;
 use redis::aio::MultiplexedConnection;
 use serde_json::json;
-use tokio::sync::mpsc::UnboundedSender;
 
 use super::Scale;
 use super::bus::{self, Bus};
 use crate::app::App;
 use crate::runs::channel::{Event, id_now};
+use crate::runs::feed;
 use crate::runs::taps::ThreadItem;
 
 /// The most entries a thread's stream keeps (`MAXLEN ~`): listeners read it as it grows.
@@ -97,7 +97,7 @@ impl Scale {
         app: &Arc<App>,
         thread_id: &str,
         after: String,
-        tx: UnboundedSender<ThreadItem>,
+        tx: feed::Sender<ThreadItem>,
     ) {
         tokio::spawn(read_thread(Arc::downgrade(app), Arc::downgrade(self), thread_id.to_owned(), after, tx));
     }
@@ -119,7 +119,7 @@ async fn read_thread(
     scale: Weak<Scale>,
     thread_id: String,
     mut last: String,
-    tx: UnboundedSender<ThreadItem>,
+    tx: feed::Sender<ThreadItem>,
 ) {
     let mut conn: Option<MultiplexedConnection> = None;
     let mut pause = Duration::from_millis(100);
@@ -161,7 +161,7 @@ async fn read_thread(
         for (id, name, data) in got {
             last.clone_from(&id);
             if let Some(item) = item(&app, &scale, id, name, data) {
-                if tx.send(item).is_err() {
+                if !tx.send(item) {
                     return;
                 }
             }
