@@ -3,25 +3,16 @@
 //! that never triggers: both hooks run every round), ten tool rounds then a final answer over a scripted
 //! model; and `create_agent_build`, the agent with both middleware built and compiled.
 //!
-//! The model answers as LangChain's side does: while it has seen `k < 10` tool messages, one call
-//! `add(a=k, b=1)` with id `call_<k>`; then the final answer. It records nothing (a recording fake would
-//! clone every input).
+//! The model is react10's [`Scripted`], which answers as LangChain's side's scripted model does.
 
-use std::borrow::Cow;
-
-use async_trait::async_trait;
-use serde_json::json;
 use tokio::runtime::Runtime;
 use weft_agents::agent::AgentState;
 use weft_agents::create_agent;
 use weft_agents::middleware::{ContextSize, HumanInTheLoop, Summarization};
 use weft_graph::{CompiledGraph, GraphOutput};
-use weft_runnable_core::{
-    AiMessage, CallOptions, ChatModel, Message, Result, RunnableConfig, SharedTool, ToolCall, ToolExt as _,
-    tool,
-};
+use weft_runnable_core::{Message, RunnableConfig, SharedTool, ToolExt as _, tool};
 
-use super::react::{FINAL, ROUNDS, add};
+use super::react::{ROUNDS, Scripted, add, check_conversation};
 use crate::measure::{Info, Line, Options, Threads, Workload, ensure, err, measure};
 
 /// Send an email.
@@ -32,42 +23,6 @@ fn send_email(
 ) -> String {
     format!("sent to {to}")
 }
-
-/// LangChain's side's scripted model: its answer depends only on how many tool messages it was sent.
-#[derive(Debug, Clone, Copy)]
-struct Scripted;
-
-#[async_trait]
-impl ChatModel for Scripted {
-    fn type_name(&self) -> Cow<'_, str> {
-        Cow::Borrowed("ScriptedToolCallingModel")
-    }
-
-    fn model_name(&self) -> &str {
-        "scripted-fake"
-    }
-
-    fn provider(&self) -> &str {
-        "fake"
-    }
-
-    async fn generate(
-        &self,
-        messages: Vec<Message>,
-        _: &CallOptions,
-        _: &RunnableConfig,
-    ) -> Result<AiMessage> {
-        let k = messages.iter().filter(|m| m.as_tool().is_some()).count();
-        if k < ROUNDS {
-            let call =
-                ToolCall { name: "add".into(), args: json!({"a": k, "b": 1}), id: Some(format!("call_{k}")) };
-            return Ok(AiMessage { tool_calls: vec![call], ..AiMessage::default() });
-        }
-        Ok(AiMessage::new(format!("final answer after {k} tool calls")))
-    }
-}
-
-weft_runnable_core::impl_chat_model_runnable!(Scripted);
 
 /// The agent: bare, or with human review of `send_email` and summarization past 100,000 tokens.
 fn agent(middleware: bool) -> std::result::Result<CompiledGraph<AgentState>, String> {
@@ -99,16 +54,7 @@ impl Workload for Loop {
     }
 
     fn check(&self, out: &Self::Out, (): &()) -> std::result::Result<(), String> {
-        let messages = out.value.messages();
-        ensure(messages.len() == 2 * ROUNDS + 2, || format!("{} messages, expected 22", messages.len()))?;
-        let results: Vec<String> =
-            messages.iter().filter_map(Message::as_tool).map(|m| m.content.text()).collect();
-        let expected: Vec<String> = (1..=ROUNDS).map(|k| k.to_string()).collect();
-        ensure(results == expected, || format!("tool results {results:?}, expected \"1\" .. \"10\""))?;
-        let last = messages.last().and_then(Message::as_ai);
-        ensure(last.is_some_and(|m| m.text() == FINAL && m.tool_calls.is_empty()), || {
-            format!("the last message is {:?}, expected the final answer", messages.last())
-        })
+        check_conversation(out.value.messages())
     }
 }
 

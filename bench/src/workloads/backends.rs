@@ -1,4 +1,4 @@
-//! The workloads on the durable backends, by name: loop1000_sqlite (and `_full`, `_dsync`, `_syncoff`),
+//! The workloads on the durable backends, by name: loop1000_sqlite (and `_normal`, `_dsync`, `_syncoff`),
 //! loop1000_postgres (and `_dsync`, `_asynccommit`), loop1000_redis, and messages1000 on each backend.
 
 use std::net::{SocketAddr, TcpStream};
@@ -93,16 +93,17 @@ fn postgres(
     )
 }
 
-/// `loop1000_sqlite`: weft's default durability (`synchronous = NORMAL`, no fsync per commit).
+/// `loop1000_sqlite`: `synchronous = FULL` (an fsync per commit) on both sides: LangGraph's setting (SQLite's
+/// default), and weft's `SqliteDurability::Full`.
 pub(crate) fn loop1000_sqlite(opts: &Options) -> Result<Line, String> {
     let info = Info::steps("loop1000_sqlite", 1000);
-    sqlite(opts, info, Shape::Loop, Durability::Async, SqliteDurability::Normal, false)
+    sqlite(opts, info, Shape::Loop, Durability::Async, SqliteDurability::Full, false)
 }
 
-/// `loop1000_sqlite_full`: with `synchronous = FULL` (an fsync per commit), LangGraph's setting.
-pub(crate) fn loop1000_sqlite_full(opts: &Options) -> Result<Line, String> {
-    let info = Info::steps("loop1000_sqlite_full", 1000).supplementary();
-    sqlite(opts, info, Shape::Loop, Durability::Async, SqliteDurability::Full, false)
+/// `loop1000_sqlite_normal`: `synchronous = NORMAL` (no fsync per commit) on both sides: weft's default.
+pub(crate) fn loop1000_sqlite_normal(opts: &Options) -> Result<Line, String> {
+    let info = Info::steps("loop1000_sqlite_normal", 1000);
+    sqlite(opts, info, Shape::Loop, Durability::Async, SqliteDurability::Normal, false)
 }
 
 /// `loop1000_sqlite_dsync`: durability `sync`, weft's default SQLite settings.
