@@ -472,7 +472,11 @@ fn machine_line(python: &Path) -> String {
             Some(line.split(':').nth(1)?.trim().replace(['"', '\\'], "'"))
         })
         .unwrap_or_else(|| "unknown".to_owned());
-    let commit = output_of(Path::new("git"), &["rev-parse", "--short", "HEAD"]);
+    let mut commit = output_of(Path::new("git"), &["rev-parse", "--short", "HEAD"]);
+    if !output_of(Path::new("git"), &["status", "--porcelain", "--untracked-files=no"]).is_empty() {
+        // The working tree differs from the commit: the figures are of uncommitted code.
+        commit.push_str(" with uncommitted changes");
+    }
     let langgraph =
         output_of(python, &["-c", "import importlib.metadata as m; print(m.version('langgraph'))"]);
     format!(

@@ -399,11 +399,12 @@ pub(crate) fn goals(rows: &[Row]) -> Vec<(&'static str, Verdict)> {
     ]
 }
 
-/// The goals table, in Markdown.
-pub(crate) fn goals_table(rows: &[Row]) -> String {
+/// The goals table, in Markdown; a quick run's figures are shown but not judged.
+pub(crate) fn goals_table(rows: &[Row], quick: bool) -> String {
     let mut out = String::from("| goal | figure | met? |\n|---|---|---|\n");
     for (goal, verdict) in goals(rows) {
         let (figure, met) = match verdict {
+            Verdict::Met(figure) | Verdict::Missed(figure) if quick => (figure, "not judged (quick run)"),
             Verdict::Met(figure) => (figure, "met"),
             Verdict::Missed(figure) => (figure, "**missed**"),
             Verdict::NotMeasured => (String::new(), "not measured"),
@@ -437,7 +438,7 @@ pub(crate) fn generated(source: &str, records: &[Json]) -> String {
             "No comparison has been run in this form yet: run `cargo xtask bench --compare` on a quiet machine, \
              then `cargo xtask bench --render` on the file it writes.\n\n### Goals\n\n",
         );
-        out.push_str(&goals_table(&rows));
+        out.push_str(&goals_table(&rows, false));
         out.push('\n');
         out.push_str(END);
         return out;
@@ -455,7 +456,7 @@ pub(crate) fn generated(source: &str, records: &[Json]) -> String {
     }
     out.push_str(&results_table(&rows));
     out.push_str("\n### Goals\n\n");
-    out.push_str(&goals_table(&rows));
+    out.push_str(&goals_table(&rows, quick));
     out.push('\n');
     out.push_str(END);
     out
@@ -552,6 +553,17 @@ mod tests {
     }
 
     #[test]
+    fn a_size_row_shows_bytes_and_divides_langgraph_by_weft() {
+        let rows = rows(&lines(&[
+            r#"{"side":"langgraph","round":0,"workload":"checkpoint_bytes_per_turn_sqlite","value":608682.0,"value_unit":"bytes","median_s":49.8}"#,
+            r#"{"side":"weft","round":0,"workload":"checkpoint_bytes_per_turn_sqlite","value":5484.5,"value_unit":"bytes","median_s":19.6}"#,
+        ]));
+        assert_eq!(rows[0].kind, Kind::Bytes);
+        assert_eq!(format_ratio(rows[0].ratio()), "111×");
+        assert!(results_table(&rows).contains("| 594.4 KiB | 5.4 KiB | 111× |"), "{}", results_table(&rows));
+    }
+
+    #[test]
     fn settings_that_differ_are_shown_for_each_side() {
         assert_eq!(both_settings(Some("a".into()), Some("b".into())), "LangGraph: a; weft: b");
         assert_eq!(both_settings(Some("a".into()), Some("a".into())), "a");
@@ -582,6 +594,15 @@ mod tests {
             new.contains("| loop1000 | 400.00 ms | 1.10 ms | 364× | 71.0 / 7.5 MB |  | 0.40 | 2026-11-29 |")
         );
         assert!(new.contains("2 CPUs, Xeon; commit abc; LangGraph 1.2.22"));
+        assert!(new.contains("| loop1000_sqlite (FULL against FULL) ≥ 20× | 12× | **missed** |"));
+        let mut quick = sample();
+        quick.push(
+            json::parse(r#"{"side":"weft","workload":"chain100","median_s":0.001,"quick":true}"#).unwrap(),
+        );
+        let quick = super::generated("q.jsonl", &quick);
+        assert!(
+            quick.contains("| loop1000_sqlite (FULL against FULL) ≥ 20× | 12× | not judged (quick run) |")
+        );
         assert_eq!(source_of(&new), Some("bench/results/2026-11-29/compare.jsonl"));
         assert_eq!(source_of(&page), Some("old.jsonl"));
         assert!(replace_generated("no markers", &generated).is_err());

@@ -13,7 +13,10 @@ use weft_graph::{CompiledGraph, GraphOutput};
 use weft_runnable_core::{Message, RunnableConfig, SharedTool, ToolExt as _, tool};
 
 use super::react::{ROUNDS, Scripted, add, check_conversation};
-use crate::measure::{Info, Line, Options, Threads, Workload, ensure, err, measure};
+use serde_json::json;
+
+use crate::measure::{Info, Line, Options, Threads, Workload, ensure, err, measure, secs};
+use crate::procfs;
 
 /// Send an email.
 #[tool]
@@ -100,4 +103,40 @@ impl Workload for Build {
 pub(crate) fn create_agent_build(opts: &Options) -> std::result::Result<Line, String> {
     let info = Info::steps("create_agent_build", 1).unit("agent built and compiled");
     measure(opts, info, Threads::One, |_| Ok(()), |()| Ok(Build))
+}
+
+/// Agents `create_agent_memory` builds and keeps.
+const KEPT_AGENTS: usize = 100;
+
+/// `create_agent_memory`: the memory one built agent (with both middleware) holds: the growth of the
+/// process's resident set over 100 agents built and kept, divided by 100 (5 in a quick run). The build
+/// time of the 100 is reported beside it.
+pub(crate) fn create_agent_memory(opts: &Options) -> std::result::Result<Line, String> {
+    let n = if opts.quick { 5 } else { KEPT_AGENTS };
+    // One agent first, so that what every agent shares (schemas, interned names) is not counted.
+    let first = agent(true)?;
+    let before = procfs::rss_kib().ok_or("no VmRSS in /proc/self/status")?;
+    let started = std::time::Instant::now();
+    let kept = (0..n).map(|_| agent(true)).collect::<std::result::Result<Vec<_>, String>>()?;
+    let took = started.elapsed();
+    let after = procfs::rss_kib().ok_or("no VmRSS in /proc/self/status")?;
+    ensure(kept.len() == n, || format!("{} agents built, expected {n}", kept.len()))?;
+    drop((first, kept));
+    let mut line = Line::new();
+    line.insert("workload".into(), json!("create_agent_memory"));
+    line.insert("value".into(), json!(procfs::round((after - before) * 1024.0 / n as f64, 0)));
+    line.insert("value_unit".into(), json!("bytes"));
+    line.insert("agents".into(), json!(n));
+    line.insert("median_s".into(), secs(took / u32::try_from(n).unwrap_or(1)));
+    line.insert("repeats".into(), json!(1));
+    line.insert("peak_rss_mb".into(), json!(procfs::peak_rss_mb()));
+    line.insert("loadavg_1m_end".into(), json!(procfs::loadavg_1m()));
+    line.insert(
+        "what".into(),
+        json!("growth of VmRSS over agents (create_agent with human review and summarization) built and kept, per agent; median_s: build time per agent"),
+    );
+    if opts.quick {
+        line.insert("quick".into(), json!(true));
+    }
+    Ok(line)
 }

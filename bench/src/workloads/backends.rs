@@ -15,7 +15,7 @@ use super::durable::{Backend, DurableRun, Shape};
 use crate::measure::{Info, Line, Options, Threads, err, measure};
 
 /// The PostgreSQL server of WORKLOADS.md (`WEFT_BENCH_PG_URL` overrides it).
-fn pg_url() -> String {
+pub(crate) fn pg_url() -> String {
     std::env::var("WEFT_BENCH_PG_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
 }
@@ -27,7 +27,7 @@ fn async_commit(url: &str) -> String {
 }
 
 /// Whether the server at 127.0.0.1:5432 (or the port of `WEFT_BENCH_PG_URL`'s local server) accepts TCP.
-fn pg_reachable(url: &str) -> bool {
+pub(crate) fn pg_reachable(url: &str) -> bool {
     let authority = url.split("://").nth(1).unwrap_or("").split(['/', '?']).next().unwrap_or("");
     let host_port = authority.rsplit('@').next().unwrap_or("");
     let host_port = if host_port.contains(':') { host_port.to_owned() } else { format!("{host_port}:5432") };

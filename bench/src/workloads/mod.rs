@@ -9,6 +9,7 @@ mod fanout;
 mod messages;
 mod react;
 mod startup;
+mod state_reads;
 
 use crate::measure::{Info, Line, Options};
 
@@ -49,6 +50,11 @@ pub(crate) const ALL: &[Entry] = &[
     required("create_agent10", agents::create_agent10),
     required("create_agent10_hitl_summarization", agents::create_agent10_hitl_summarization),
     required("create_agent_build", agents::create_agent_build),
+    required("create_agent_memory", agents::create_agent_memory),
+    required("get_state_1000_memory", state_reads::get_state_1000_memory),
+    required("get_state_1000_sqlite", state_reads::get_state_1000_sqlite),
+    required("get_state_1000_postgres", state_reads::get_state_1000_postgres),
+    required("checkpoint_bytes_per_turn_sqlite", state_reads::checkpoint_bytes_per_turn_sqlite),
     supplementary("loop_scale_100", |o| {
         basic::counting_loop(o, Info::steps("loop_scale_100", 100).supplementary(), 100)
     }),
