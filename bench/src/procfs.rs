@@ -4,10 +4,19 @@ use std::time::Duration;
 
 /// Peak resident set size of this process (`VmHWM`), in MB, rounded to 0.1; `None` off Linux.
 pub(crate) fn peak_rss_mb() -> Option<f64> {
+    Some(round(status_kib("VmHWM:")? / 1024.0, 1))
+}
+
+/// Resident set size of this process now (`VmRSS`), in KiB; `None` off Linux.
+pub(crate) fn rss_kib() -> Option<f64> {
+    status_kib("VmRSS:")
+}
+
+/// A KiB figure of `/proc/self/status`.
+fn status_kib(field: &str) -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(round(kib / 1024.0, 1))
+    let line = status.lines().find(|line| line.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// CPU time used so far by all threads of this process (`CLOCK_PROCESS_CPUTIME_ID`), `None` off Unix.

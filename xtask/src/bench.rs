@@ -1,12 +1,13 @@
-//! `cargo xtask bench`: builds `weft-bench` and runs every workload in its own process; `--compare` runs
-//! LangGraph's script beside it (in a virtual environment under the target folder) or, without Python
-//! or network, reads the stored LangGraph baseline, and prints the two side by side. `--server` runs the
-//! server benchmarks instead (`bench/server`: weft-server, and `langgraph dev` with `--compare`).
+//! `cargo xtask bench`: builds `weft-bench` and runs every workload in its own process. `--compare` runs
+//! LangGraph's script (in a virtual environment under the target folder) and weft by turns, several
+//! rounds per workload, then the server workloads against `langgraph dev`, writes every raw line to a
+//! file under `bench/results/` and prints the table; `--render FILE` writes docs/performance.md's results
+//! from such a file ([`bench_page`]). `--server` runs the server benchmarks alone (`bench/server`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::{exec, pyenv, server_e2e};
+use crate::{bench_page, exec, pyenv, server_e2e};
 
 /// The LangGraph packages of the baseline (`bench/langgraph/BASELINE.md`), pinned to its versions, with
 /// langchain 1.5.2 for `create_agent` (which needs langchain-core 1.8 and langgraph-prebuilt 1.1.3).
@@ -36,6 +37,12 @@ pub(crate) struct Args {
     pub(crate) instances: Vec<usize>,
     /// With `server`: weft in its in-memory mode too (no database, as `langgraph dev` runs).
     pub(crate) weft_in_memory: bool,
+    /// The server binary with jemalloc instead of the allocator a user's binary gets by default.
+    pub(crate) jemalloc: bool,
+    /// With `compare`: the engine workloads only.
+    pub(crate) no_server: bool,
+    /// Render docs/performance.md's results from this file of raw lines.
+    pub(crate) render: Option<PathBuf>,
 }
 
 /// Parses the arguments after `bench`.
@@ -48,6 +55,11 @@ pub(crate) fn parse(args: &[String]) -> Result<Args, String> {
             "--compare" => parsed.compare = true,
             "--server" => parsed.server = true,
             "--weft-in-memory" => parsed.weft_in_memory = true,
+            "--jemalloc" => parsed.jemalloc = true,
+            "--no-server" => parsed.no_server = true,
+            "--render" => {
+                parsed.render = Some(args.next().ok_or("--render needs a file of raw lines")?.into());
+            }
             "--instances" => {
                 let list = args.next().ok_or("--instances needs numbers of instances (1,2,3)")?;
                 for n in list.split(',').filter(|n| !n.is_empty()) {
@@ -70,8 +82,11 @@ pub(crate) fn parse(args: &[String]) -> Result<Args, String> {
 /// Runs `cargo xtask bench ARGS`.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let args = parse(args)?;
+    if let Some(file) = &args.render {
+        return render(file);
+    }
     if args.server {
-        return server(&args);
+        return server(&args).map(drop);
     }
     let binary = build(Profile::Release)?;
     if args.compare {
@@ -83,8 +98,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 
 /// The smoke run of `cargo xtask ci`: every workload once, with its correctness check, built in the
 /// debug profile (a release build of the engine takes minutes on a 2-core machine; the smoke run only
-/// checks that each workload runs and gives the right result).
+/// checks that each workload runs and gives the right result). It first checks that docs/performance.md
+/// still shows what the file of raw lines it names says.
 pub(crate) fn smoke() -> Result<(), String> {
+    bench_page::check_page(&exec::root())?;
     let binary = build(Profile::Dev)?;
     let mut command = Command::new(&binary);
     command.arg("--quick");
@@ -100,12 +117,17 @@ pub(crate) fn smoke() -> Result<(), String> {
 }
 
 /// `--server`: builds the load client and weft's server of the end-to-end graphs in release mode and runs
-/// the server workloads, with `langgraph dev` from the server suite's venv beside weft when comparing.
-fn server(args: &Args) -> Result<(), String> {
+/// the server workloads, with `langgraph dev` from the server suite's venv beside weft when comparing;
+/// returns the lines (also saved under the target folder).
+fn server(args: &Args) -> Result<Vec<String>, String> {
     if !args.instances.is_empty() {
-        return server_scaled(args);
+        return server_scaled(args).map(|()| Vec::new());
     }
-    exec::run(&mut exec::cargo(&["build", "--release", "-p", "weft-bench-server", "-p", "weft-server-e2e"]))?;
+    let mut build = vec!["build", "--release", "-p", "weft-bench-server", "-p", "weft-server-e2e"];
+    if args.jemalloc {
+        build.extend(["--features", "weft-server-e2e/jemalloc"]);
+    }
+    exec::run(&mut exec::cargo(&build))?;
     let release =
         target_dir(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from), &exec::root()).join("release");
     let mut command = server_command(&release, args.quick, &args.only);
@@ -127,10 +149,10 @@ fn server(args: &Args) -> Result<(), String> {
     }
     let outcome = capture(&mut command, true);
     let lines = match &outcome {
-        Ok(lines) | Err((lines, _)) => lines,
+        Ok(lines) | Err((lines, _)) => lines.clone(),
     };
-    save(lines, "server.jsonl")?;
-    outcome.map(drop).map_err(|(_, err)| err)
+    save(&lines, "server.jsonl")?;
+    outcome.map_err(|(_, err)| err)
 }
 
 /// `--server --instances N,M,...`: the server workloads against weft scaled out, once per number of
@@ -338,62 +360,191 @@ fn save(lines: &[String], name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The name of LangGraph's counterpart of a weft workload.
-pub(crate) fn langgraph_name(weft: &str) -> &str {
-    if weft == "startup" { "import_langgraph_graph" } else { weft }
+/// Rounds of each engine comparison: LangGraph and weft take turns, the first side changing every round.
+const ROUNDS: usize = 3;
+
+/// The summed op time each side measures per round, in seconds (the figure is the median over rounds).
+const ROUND_MIN_TIME: &str = "1";
+
+/// `--compare`: per workload, LangGraph and weft by turns for [`ROUNDS`] rounds, then (unless
+/// `--no-server`, or `--only` names engine workloads alone) the server workloads against `langgraph dev`
+/// with weft durable and in memory; every raw line goes to a new file under `bench/results/`, and the
+/// table is printed.
+fn compare(binary: &Path, args: &Args) -> Result<(), String> {
+    let engine = list_workloads(binary)?;
+    let names: Vec<String> = if args.only.is_empty() {
+        engine.clone()
+    } else {
+        args.only.iter().filter(|name| engine.contains(name)).cloned().collect()
+    };
+    let python = python_env().map_err(|reason| {
+        format!("LangGraph cannot be run here ({reason}); --compare measures both sides on this machine")
+    })?;
+    ensure_langgraph_database();
+    let mut records = vec![machine_line(&python)];
+    let mut failed = None;
+    let rounds = if args.quick { 1 } else { ROUNDS };
+    for name in &names {
+        for round in 0..rounds {
+            let sides = if round % 2 == 0 { ["langgraph", "weft"] } else { ["weft", "langgraph"] };
+            for side in sides {
+                let lines = match capture(&mut side_command(side, &python, binary, name, args.quick), true) {
+                    Ok(lines) => lines,
+                    Err((lines, err)) => {
+                        println!("{side}'s {name} failed: {err}");
+                        failed = Some(err);
+                        lines
+                    }
+                };
+                for line in lines.iter().filter(|line| line.starts_with('{')) {
+                    records.push(bench_page::record(side, round, &now_utc(), line)?);
+                }
+            }
+        }
+    }
+    let server_names: Vec<String> = args.only.iter().filter(|name| !engine.contains(name)).cloned().collect();
+    if !args.no_server && (args.only.is_empty() || !server_names.is_empty()) {
+        let allocator = if args.jemalloc { "jemalloc" } else { "system allocator" };
+        let server_args = Args {
+            only: server_names,
+            compare: true,
+            weft_in_memory: true,
+            quick: args.quick,
+            jemalloc: args.jemalloc,
+            ..Args::default()
+        };
+        let lines = server(&server_args).unwrap_or_else(|err| {
+            failed = Some(err);
+            Vec::new()
+        });
+        for line in lines.iter().filter(|line| line.starts_with('{')) {
+            let tagged = line.replacen('{', &format!("{{\"weft_allocator\":\"{allocator}\","), 1);
+            records.push(bench_page::record("server", 0, &now_utc(), &tagged)?);
+        }
+    }
+    let path = results_file()?;
+    let mut text = records.join("\n");
+    text.push('\n');
+    std::fs::write(&path, text).map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+    let parsed = bench_page::read(&path)?;
+    println!("\n{}", bench_page::results_table(&bench_page::rows(&parsed)));
+    println!("raw lines written to {}", path.display());
+    println!("render the page from them: cargo xtask bench --render {}", relative(&path));
+    failed.map_or(Ok(()), Err)
 }
 
-/// `--compare`: LangGraph and weft per workload, back to back, then the table.
-fn compare(binary: &Path, args: &Args) -> Result<(), String> {
-    let names = if args.only.is_empty() { list_workloads(binary)? } else { args.only.clone() };
-    let python = match python_env() {
-        Ok(python) => Some(python),
-        Err(reason) => {
-            println!("LangGraph cannot be run here ({reason}); comparing with the stored baseline");
-            println!("  {}", baseline_path().display());
-            None
-        }
+/// The command that runs one round of `name` on `side`.
+fn side_command(side: &str, python: &Path, binary: &Path, name: &str, quick: bool) -> Command {
+    let mut command = if side == "langgraph" {
+        let mut command = Command::new(python);
+        command.arg(exec::root().join("bench").join("langgraph").join("langgraph_bench.py"));
+        command
+    } else {
+        Command::new(binary)
     };
-    if python.is_some() {
-        ensure_langgraph_database();
-    }
-    let script = exec::root().join("bench").join("langgraph").join("langgraph_bench.py");
-    let mut langgraph_lines = Vec::new();
-    let mut weft_lines = Vec::new();
-    let mut failed = None;
-    for name in &names {
-        if let Some(python) = &python {
-            let mut command = Command::new(python);
-            command.arg(&script).args(["--only", langgraph_name(name)]);
-            if args.quick {
-                command.args(["--min-time", "0.2", "--min-repeats", "3"]);
-            }
-            match capture_echo(&mut command) {
-                Ok(lines) => langgraph_lines.extend(lines),
-                Err(err) => println!("LangGraph's {name} failed: {err}"),
-            }
-        }
-        let mut command = Command::new(binary);
-        command.args(["--only", name]);
-        if args.quick {
-            command.arg("--quick");
-        }
-        match capture_echo(&mut command) {
-            Ok(lines) => weft_lines.extend(lines),
-            Err(err) => failed = Some(err),
-        }
-    }
-    let (source, langgraph_lines) = match python {
-        Some(_) => ("LangGraph measured now, on this machine", langgraph_lines),
-        None => ("LangGraph from the stored baseline (reference machine)", read_baseline()?),
+    command.args(["--only", name]);
+    match (quick, side) {
+        (true, "weft") => command.arg("--quick"),
+        (true, _) => command.args(["--min-time", "0.05", "--min-repeats", "1"]),
+        (false, _) => command.args(["--min-time", ROUND_MIN_TIME]),
     };
-    save(&weft_lines, "weft.jsonl")?;
-    if python.is_some() {
-        save(&langgraph_lines, "langgraph.jsonl")?;
+    command
+}
+
+/// The output of `program args` (trimmed), or empty.
+fn output_of(program: &Path, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .current_dir(exec::root())
+        .output()
+        .ok()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().replace(['"', '\\'], "'"))
+        .unwrap_or_default()
+}
+
+/// The first raw line: when, where and what was compared.
+fn machine_line(python: &Path) -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, usize::from);
+    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            let line = info.lines().find(|line| line.starts_with("model name"))?.to_owned();
+            Some(line.split(':').nth(1)?.trim().replace(['"', '\\'], "'"))
+        })
+        .unwrap_or_else(|| "unknown".to_owned());
+    let mut commit = output_of(Path::new("git"), &["rev-parse", "--short", "HEAD"]);
+    if !output_of(Path::new("git"), &["status", "--porcelain", "--untracked-files=no"]).is_empty() {
+        // The working tree differs from the commit: the figures are of uncommitted code.
+        commit.push_str(" with uncommitted changes");
     }
-    println!("\n{source}; ratio = LangGraph median / weft median\n");
-    print!("{}", table(&names, &langgraph_lines, &weft_lines));
-    failed.map_or(Ok(()), Err)
+    let langgraph =
+        output_of(python, &["-c", "import importlib.metadata as m; print(m.version('langgraph'))"]);
+    format!(
+        "{{\"side\":\"machine\",\"at\":\"{}\",\"cpus\":{cpus},\"cpu_model\":\"{cpu_model}\",\"commit\":\"{commit}\",\"langgraph\":\"{langgraph}\"}}",
+        now_utc()
+    )
+}
+
+/// A new file for a comparison's raw lines: `bench/results/DAY/compare-HHMM.jsonl` (UTC).
+fn results_file() -> Result<PathBuf, String> {
+    let now = now_utc();
+    let dir = exec::root().join("bench").join("results").join(&now[..10]);
+    std::fs::create_dir_all(&dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
+    let stem = format!("compare-{}{}", &now[11..13], &now[14..16]);
+    let mut path = dir.join(format!("{stem}.jsonl"));
+    let mut n = 2;
+    while path.exists() {
+        path = dir.join(format!("{stem}-{n}.jsonl"));
+        n += 1;
+    }
+    Ok(path)
+}
+
+/// `path` relative to the repository root, with `/` separators.
+fn relative(path: &Path) -> String {
+    let root = exec::root();
+    let rel = path.strip_prefix(&root).unwrap_or(path);
+    rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
+}
+
+/// `--render FILE`: writes docs/performance.md's generated part from a file of raw lines (`none`: the
+/// part that says no comparison was rendered yet).
+fn render(file: &Path) -> Result<(), String> {
+    let root = exec::root();
+    let (source, records) = if file == Path::new(bench_page::NONE) {
+        (bench_page::NONE.to_owned(), Vec::new())
+    } else {
+        let absolute = if file.is_absolute() { file.to_path_buf() } else { root.join(file) };
+        (relative(&absolute), bench_page::read(&absolute)?)
+    };
+    let page_path = root.join("docs").join("performance.md");
+    let page = std::fs::read_to_string(&page_path)
+        .map_err(|err| format!("cannot read {}: {err}", page_path.display()))?;
+    let new = bench_page::replace_generated(&page, &bench_page::generated(&source, &records))?;
+    std::fs::write(&page_path, new).map_err(|err| format!("cannot write {}: {err}", page_path.display()))?;
+    println!("{} rendered from {source}", page_path.display());
+    Ok(())
+}
+
+/// Now, in UTC: `2026-11-28T18:30:05Z`.
+fn now_utc() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let (year, month, day) = civil_from_days(i64::try_from(days).unwrap_or(0));
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rest / 3600, rest % 3600 / 60, rest % 60)
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
+    let month = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
 /// LangGraph's PostgreSQL workloads use their own database (`lgbench` on the local server, unless
@@ -426,17 +577,6 @@ fn list_workloads(binary: &Path) -> Result<Vec<String>, String> {
     Ok(text.lines().filter_map(|line| line.split_whitespace().next()).map(str::to_owned).collect())
 }
 
-fn baseline_path() -> PathBuf {
-    exec::root().join("bench").join("langgraph").join("langgraph_baseline.jsonl")
-}
-
-fn read_baseline() -> Result<Vec<String>, String> {
-    let path = baseline_path();
-    let text =
-        std::fs::read_to_string(&path).map_err(|err| format!("cannot read {}: {err}", path.display()))?;
-    Ok(text.lines().map(str::to_owned).collect())
-}
-
 /// A Python with LangGraph installed, in `target/bench/venv` (made and filled on first use), or why
 /// there is none. The differential suite (`cargo xtask langgraph-diff`) runs in it too.
 pub(crate) fn python_env() -> Result<PathBuf, String> {
@@ -460,40 +600,6 @@ pub(crate) fn json_field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     }
     let end = rest.find([',', '}']).unwrap_or(rest.len());
     Some(rest[..end].trim())
-}
-
-/// The line of `workload` among `lines`.
-fn line_of<'a>(lines: &'a [String], workload: &str) -> Option<&'a str> {
-    lines.iter().map(String::as_str).find(|line| json_field(line, "workload") == Some(workload))
-}
-
-/// What a line says about the op's median: the figure, or why there is none.
-fn median_of(line: Option<&str>) -> Result<f64, String> {
-    let Some(line) = line else { return Err("not run".to_owned()) };
-    if json_field(line, "skipped") == Some("true") {
-        return Err("skipped".to_owned());
-    }
-    if json_field(line, "error").is_some() {
-        return Err("FAILED".to_owned());
-    }
-    json_field(line, "median_s").and_then(|v| v.parse().ok()).ok_or_else(|| "no median".to_owned())
-}
-
-/// The comparison table: workload, LangGraph median, weft median, ratio.
-pub(crate) fn table(names: &[String], langgraph: &[String], weft: &[String]) -> String {
-    let mut out =
-        format!("{:<32} {:>16} {:>14} {:>10}\n", "workload", "LangGraph median", "weft median", "ratio");
-    for name in names {
-        let theirs = median_of(line_of(langgraph, langgraph_name(name)));
-        let ours = median_of(line_of(weft, name));
-        let cell = |m: &Result<f64, String>| m.as_ref().map_or_else(Clone::clone, |s| format_seconds(*s));
-        let ratio = match (&theirs, &ours) {
-            (Ok(t), Ok(o)) if *o > 0.0 => format!("{:.0}x", t / o),
-            _ => "-".to_owned(),
-        };
-        out.push_str(&format!("{name:<32} {:>16} {:>14} {ratio:>10}\n", cell(&theirs), cell(&ours)));
-    }
-    out
 }
 
 /// `37.25 ms`, `209.0 µs`, `1.780 s`.
@@ -528,8 +634,16 @@ mod tests {
                 server: false,
                 instances: Vec::new(),
                 weft_in_memory: false,
+                jemalloc: false,
+                no_server: false,
+                render: None,
             }
         );
+        let render = parse(&strings(&["--render", "bench/results/x.jsonl", "--no-server", "--jemalloc"]));
+        let render = render.unwrap();
+        assert_eq!(render.render, Some(PathBuf::from("bench/results/x.jsonl")));
+        assert!(render.no_server && render.jemalloc);
+        assert_eq!(parse(&strings(&["--render"])).unwrap_err(), "--render needs a file of raw lines");
         assert!(parse(&strings(&["--server", "--weft-in-memory"])).unwrap().weft_in_memory);
         assert!(parse(&strings(&["--server", "--compare"])).unwrap().server);
         assert_eq!(parse(&strings(&["--server", "--instances", "1,2,3"])).unwrap().instances, [1, 2, 3]);
@@ -555,25 +669,13 @@ mod tests {
     }
 
     #[test]
-    fn the_table_divides_langgraph_by_weft_and_says_why_a_figure_is_missing() {
-        let langgraph = strings(&[
-            r#"{"workload": "chain100", "median_s": 0.0372}"#,
-            r#"{"workload": "import_langgraph_graph", "median_s": 1.42}"#,
-            r#"{"workload": "loop1000_sqlite", "median_s": 1.78}"#,
-        ]);
-        let weft = strings(&[
-            r#"{"workload":"chain100","median_s":0.000186}"#,
-            r#"{"workload":"startup","median_s":0.001}"#,
-            r#"{"workload":"loop1000_sqlite","skipped":true,"note":"skipped: backend not built yet"}"#,
-            r#"{"workload":"react10","error":"correctness check failed"}"#,
-        ]);
-        let names = strings(&["chain100", "startup", "loop1000_sqlite", "react10"]);
-        let table = table(&names, &langgraph, &weft);
-        let rows: Vec<Vec<&str>> = table.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
-        assert_eq!(rows[0], ["chain100", "37.20", "ms", "186.0", "µs", "200x"]);
-        assert_eq!(rows[1], ["startup", "1.420", "s", "1.00", "ms", "1420x"]);
-        assert_eq!(rows[2], ["loop1000_sqlite", "1.780", "s", "skipped", "-"]);
-        assert_eq!(rows[3], ["react10", "not", "run", "FAILED", "-"]);
+    fn days_count_to_the_gregorian_date() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(20_785), (2026, 11, 28));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        let now = now_utc();
+        assert_eq!((now.len(), &now[4..5], &now[10..11], &now[19..]), (20, "-", "T", "Z"));
     }
 
     #[test]
@@ -600,14 +702,5 @@ mod tests {
         assert_eq!(target_dir(None, root), PathBuf::from("/repo/target"));
         assert_eq!(target_dir(Some(PathBuf::from("/t/x")), root), PathBuf::from("/t/x"));
         assert_eq!(target_dir(Some(PathBuf::from("out")), root), PathBuf::from("/repo/out"));
-    }
-
-    #[test]
-    fn the_stored_baseline_has_every_required_workload() {
-        let lines = read_baseline().unwrap();
-        for name in ["chain100", "loop1000", "fanout1000", "react10", "throughput_chain100_x100"] {
-            assert!(median_of(line_of(&lines, name)).is_ok(), "{name}");
-        }
-        assert!(median_of(line_of(&lines, langgraph_name("startup"))).is_ok());
     }
 }

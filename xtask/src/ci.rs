@@ -20,7 +20,7 @@ struct Stage {
 }
 
 /// Every stage, in the order they run.
-const STAGES: [Stage; 19] = [
+const STAGES: [Stage; 20] = [
     Stage { name: "services", run: services_stage },
     Stage { name: "fmt", run: fmt },
     Stage { name: "names", run: names_stage },
@@ -31,6 +31,7 @@ const STAGES: [Stage; 19] = [
     Stage { name: "test", run: test },
     Stage { name: "langgraph-diff", run: langgraph_diff_stage },
     Stage { name: "server-e2e", run: server_e2e_stage },
+    Stage { name: "server-e2e-memory", run: server_e2e_memory_stage },
     Stage { name: "server-e2e-scaled", run: server_e2e_scaled_stage },
     Stage { name: "server-chaos", run: server_chaos_stage },
     Stage { name: "studio-e2e", run: studio_e2e_stage },
@@ -95,6 +96,12 @@ fn bench_smoke(_: &mut Tally) -> Result<(), String> {
 /// except in CI), built as the later stages build, so that the engine is compiled once for them all.
 fn langgraph_diff_stage(_: &mut Tally) -> Result<(), String> {
     langgraph_diff::run_with(&[], langgraph_diff::Build::Shared)
+}
+
+/// The server suite against weft-server in its in-memory mode alone (`langgraph dev` ran the same suite in
+/// the `server-e2e` stage), on the shared debug build.
+fn server_e2e_memory_stage(_: &mut Tally) -> Result<(), String> {
+    server_e2e::run_in_memory(&[], server_e2e::Build::Shared)
 }
 
 /// The server suite with weft as two instances of one scaled-out server on the local PostgreSQL and
@@ -398,6 +405,7 @@ mod tests {
                 "test",
                 "langgraph-diff",
                 "server-e2e",
+                "server-e2e-memory",
                 "server-e2e-scaled",
                 "server-chaos",
                 "studio-e2e",

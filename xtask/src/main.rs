@@ -1,13 +1,16 @@
 //! weft's task runner, started with `cargo xtask TASK` (an alias in `.cargo/config.toml`).
 //!
 //! - `cargo xtask ci [STAGE...]`: every check CI runs, in order (services when `CI` is set, fmt, names,
-//!   msrv, clippy, llm, mcp, test, langgraph-diff, server-e2e, server-e2e-scaled, server-chaos, studio-e2e,
+//!   msrv, clippy, llm, mcp, test, langgraph-diff, server-e2e, server-e2e-memory, server-e2e-scaled,
+//!   server-chaos, studio-e2e,
 //!   phoenix, docs-lines, doc, examples, bench, package), each with a header and its duration, stopping at the first
 //!   failure. Naming stages runs only those.
 //! - `cargo xtask bench [--only NAME] [--quick] [--compare]`: builds the benchmarks in release mode and
 //!   runs each workload of `bench/langgraph/WORKLOADS.md` in its own process, one JSON line each;
-//!   `--compare` puts LangGraph's figures beside them. `--server` runs the server benchmarks
-//!   (`bench/server`) instead, against weft-server and, with `--compare`, `langgraph dev`.
+//!   `--compare` runs LangGraph's side and weft's by turns, then the server workloads, and writes the raw
+//!   lines under `bench/results/`; `--render FILE` generates docs/performance.md's results from them.
+//!   `--server` runs the server benchmarks (`bench/server`) alone, against weft-server and, with
+//!   `--compare`, `langgraph dev`.
 //! - `cargo xtask langgraph-diff [SCENARIO...]`: the differential suite of `tests/langgraph_diff/`: each
 //!   scenario run against LangGraph 1.2.22 (in the pinned venv of `bench`) and against weft, compared.
 //! - `cargo xtask server-e2e [--instances N] [TEST...]`: the server suite of `tests/server_e2e/`: the official Python
@@ -29,10 +32,12 @@
 //! Standard library only, so that it builds in a second on a fresh clone.
 
 mod bench;
+mod bench_page;
 mod ci;
 mod docs_lines;
 mod exec;
 mod fakellm;
+mod json;
 mod langgraph_diff;
 mod llm;
 mod mcp;
@@ -53,8 +58,8 @@ usage: cargo xtask TASK
 tasks:
   ci [STAGE...]  run every check CI runs, in order, stopping at the first failure;
                  stages: services, fmt, names, msrv, clippy, llm, mcp, test, langgraph-diff, server-e2e,
-                 server-e2e-scaled, server-chaos, studio-e2e, phoenix, docs-lines, doc, examples, bench,
-                 package
+                 server-e2e-memory, server-e2e-scaled, server-chaos, studio-e2e, phoenix, docs-lines,
+                 doc, examples, bench, package
                  (services starts PostgreSQL and Redis when CI is set, else only checks them; names
                  fails when a crate we publish has a name taken on crates.io by someone else;
                  msrv checks that no dependency needs a newer rustc than our rust-version;
@@ -65,12 +70,16 @@ tasks:
                  client, runs the MCP tests and checks weft's MCP server with that client;
                  bench runs every benchmark workload once, checked, in the debug
                  profile, then the server workloads against weft with a few checked runs each)
-  bench [--server [--instances N,M | --weft-in-memory]] [--only NAME[,NAME]] [--quick] [--compare]
+  bench [--server [--instances N,M | --weft-in-memory]] [--only NAME[,NAME]] [--quick] [--compare
+        [--no-server]] [--jemalloc] [--render FILE]
                  build the benchmarks in release mode and run each workload in its own
                  process (one JSON line each, saved under target/bench/); --quick: one
-                 checked op per workload; --compare: LangGraph's figures beside weft's
-                 (LangGraph run in a venv under target/bench/ when Python and the network
-                 allow, else the stored baseline) in a table; --server: the server
+                 checked op per workload; --compare: LangGraph (in a venv under
+                 target/bench/) and weft by turns, three rounds per workload, then the
+                 server workloads (unless --no-server), every raw line written to
+                 bench/results/DAY/compare-HHMM.jsonl; --render FILE: the results table of
+                 docs/performance.md from such a file; --jemalloc: the server binary
+                 with jemalloc instead of the default allocator; --server: the server
                  workloads (time to first event, runs/s, 1,000 concurrent runs, 10,000
                  paused threads) against weft-server, and with --compare against
                  langgraph dev too (the venv of server-e2e), into target/bench/server.jsonl;

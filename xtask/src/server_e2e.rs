@@ -11,7 +11,8 @@
 //! deleted after); the suite's clients send each request to the next instance in turn.
 //!
 //! `cargo xtask server-e2e --in-memory [TEST...]` runs the weft half in its in-memory mode (no database,
-//! as `langgraph dev` runs) instead of on a SQLite database.
+//! as `langgraph dev` runs) instead of on a SQLite database; CI's `server-e2e-memory` stage runs it against
+//! weft alone (`langgraph dev` ran the same tests in the `server-e2e` stage).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -87,7 +88,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
     }
     match (instances, in_memory) {
-        (1, true) => suite(&tests, Build::Alone, 1, &[], true),
+        (1, true) => suite(&tests, Build::Alone, 1, &[], Mode::InMemory),
         (1, false) => run_with(&tests, Build::Alone),
         (_, false) => run_scaled(&tests, Build::Alone, instances),
         (_, true) => Err("--in-memory is one process's mode: it does not go with --instances".to_owned()),
@@ -115,7 +116,7 @@ pub(crate) fn run_scaled(tests: &[String], build: Build, instances: u32) -> Resu
         ("REDIS_URI", "redis://127.0.0.1:6379/".to_owned()),
         ("REDIS_KEY_PREFIX", prefix.clone()),
     ];
-    let ran = suite(tests, build, instances, &env, false);
+    let ran = suite(tests, build, instances, &env, Mode::Durable);
     let mut cleaned = Vec::new();
     for database in &databases {
         cleaned.push(psql(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)")));
@@ -212,17 +213,33 @@ const CHAOS_LIMIT: Duration = Duration::from_secs(600);
 
 /// Runs the suite; `tests` are test names (all when empty).
 pub(crate) fn run_with(tests: &[String], build: Build) -> Result<(), String> {
-    suite(tests, build, 1, &[], false)
+    suite(tests, build, 1, &[], Mode::Durable)
 }
 
-/// Runs the suite with `instances` weft instances and `env` set for the servers; weft in its in-memory
-/// mode when `in_memory`.
+/// Runs the suite against weft in its in-memory mode alone (CI's `server-e2e-memory` stage: `langgraph dev`
+/// ran the same tests in the `server-e2e` stage).
+pub(crate) fn run_in_memory(tests: &[String], build: Build) -> Result<(), String> {
+    suite(tests, build, 1, &[], Mode::InMemoryAlone)
+}
+
+/// How weft runs in the suite, and beside what.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// On its database, beside `langgraph dev`.
+    Durable,
+    /// In memory, beside `langgraph dev`.
+    InMemory,
+    /// In memory, alone.
+    InMemoryAlone,
+}
+
+/// Runs the suite with `instances` weft instances and `env` set for the servers, weft as `mode` says.
 fn suite(
     tests: &[String],
     build: Build,
     instances: u32,
     env: &[(&str, String)],
-    in_memory: bool,
+    mode: Mode,
 ) -> Result<(), String> {
     let build_args: &[&str] = match (build, instances) {
         (Build::Alone, 1) => &["build", "-p", "weft-server-e2e"],
@@ -265,8 +282,11 @@ fn suite(
     if instances > 1 {
         command.arg("--weft-instances").arg(instances.to_string());
     }
-    if in_memory {
+    if mode != Mode::Durable {
         command.arg("--weft-in-memory");
+    }
+    if mode == Mode::InMemoryAlone {
+        command.args(["--servers", "weft"]);
     }
     for (key, value) in env {
         command.env(key, value);

@@ -11,6 +11,10 @@ use hyper::Method;
 
 use crate::http::Conn;
 
+/// The jobs each `langgraph dev` worker runs at once: the LangGraph platform's default
+/// (`N_JOBS_PER_WORKER`), set with `--n-jobs-per-worker`.
+pub(crate) const LANGGRAPH_JOBS_PER_WORKER: usize = 10;
+
 /// Which server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Side {
@@ -119,6 +123,9 @@ impl Server {
                     .current_dir(&scratch)
                     .args(["dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port"])
                     .arg(port.to_string())
+                    // The platform's default concurrency (`langgraph dev` defaults to 1 job per worker,
+                    // which queues every run behind the one in flight).
+                    .args(["--n-jobs-per-worker", &LANGGRAPH_JOBS_PER_WORKER.to_string()])
                     .args(["--server-log-level", "WARNING"])
                     .env("LANGGRAPH_CLI_NO_ANALYTICS", "1")
                     .env("LANGSMITH_TRACING", "false")

@@ -3,26 +3,20 @@
 //! that never triggers: both hooks run every round), ten tool rounds then a final answer over a scripted
 //! model; and `create_agent_build`, the agent with both middleware built and compiled.
 //!
-//! The model answers as LangChain's side does: while it has seen `k < 10` tool messages, one call
-//! `add(a=k, b=1)` with id `call_<k>`; then the final answer. It records nothing (a recording fake would
-//! clone every input).
+//! The model is react10's [`Scripted`], which answers as LangChain's side's scripted model does.
 
-use std::borrow::Cow;
-
-use async_trait::async_trait;
-use serde_json::json;
 use tokio::runtime::Runtime;
 use weft_agents::agent::AgentState;
 use weft_agents::create_agent;
 use weft_agents::middleware::{ContextSize, HumanInTheLoop, Summarization};
 use weft_graph::{CompiledGraph, GraphOutput};
-use weft_runnable_core::{
-    AiMessage, CallOptions, ChatModel, Message, Result, RunnableConfig, SharedTool, ToolCall, ToolExt as _,
-    tool,
-};
+use weft_runnable_core::{Message, RunnableConfig, SharedTool, ToolExt as _, tool};
 
-use super::react::{FINAL, ROUNDS, add};
-use crate::measure::{Info, Line, Options, Threads, Workload, ensure, err, measure};
+use super::react::{ROUNDS, Scripted, add, check_conversation};
+use serde_json::json;
+
+use crate::measure::{Info, Line, Options, Threads, Workload, ensure, err, measure, secs};
+use crate::procfs;
 
 /// Send an email.
 #[tool]
@@ -32,42 +26,6 @@ fn send_email(
 ) -> String {
     format!("sent to {to}")
 }
-
-/// LangChain's side's scripted model: its answer depends only on how many tool messages it was sent.
-#[derive(Debug, Clone, Copy)]
-struct Scripted;
-
-#[async_trait]
-impl ChatModel for Scripted {
-    fn type_name(&self) -> Cow<'_, str> {
-        Cow::Borrowed("ScriptedToolCallingModel")
-    }
-
-    fn model_name(&self) -> &str {
-        "scripted-fake"
-    }
-
-    fn provider(&self) -> &str {
-        "fake"
-    }
-
-    async fn generate(
-        &self,
-        messages: Vec<Message>,
-        _: &CallOptions,
-        _: &RunnableConfig,
-    ) -> Result<AiMessage> {
-        let k = messages.iter().filter(|m| m.as_tool().is_some()).count();
-        if k < ROUNDS {
-            let call =
-                ToolCall { name: "add".into(), args: json!({"a": k, "b": 1}), id: Some(format!("call_{k}")) };
-            return Ok(AiMessage { tool_calls: vec![call], ..AiMessage::default() });
-        }
-        Ok(AiMessage::new(format!("final answer after {k} tool calls")))
-    }
-}
-
-weft_runnable_core::impl_chat_model_runnable!(Scripted);
 
 /// The agent: bare, or with human review of `send_email` and summarization past 100,000 tokens.
 fn agent(middleware: bool) -> std::result::Result<CompiledGraph<AgentState>, String> {
@@ -99,16 +57,7 @@ impl Workload for Loop {
     }
 
     fn check(&self, out: &Self::Out, (): &()) -> std::result::Result<(), String> {
-        let messages = out.value.messages();
-        ensure(messages.len() == 2 * ROUNDS + 2, || format!("{} messages, expected 22", messages.len()))?;
-        let results: Vec<String> =
-            messages.iter().filter_map(Message::as_tool).map(|m| m.content.text()).collect();
-        let expected: Vec<String> = (1..=ROUNDS).map(|k| k.to_string()).collect();
-        ensure(results == expected, || format!("tool results {results:?}, expected \"1\" .. \"10\""))?;
-        let last = messages.last().and_then(Message::as_ai);
-        ensure(last.is_some_and(|m| m.text() == FINAL && m.tool_calls.is_empty()), || {
-            format!("the last message is {:?}, expected the final answer", messages.last())
-        })
+        check_conversation(out.value.messages())
     }
 }
 
@@ -154,4 +103,40 @@ impl Workload for Build {
 pub(crate) fn create_agent_build(opts: &Options) -> std::result::Result<Line, String> {
     let info = Info::steps("create_agent_build", 1).unit("agent built and compiled");
     measure(opts, info, Threads::One, |_| Ok(()), |()| Ok(Build))
+}
+
+/// Agents `create_agent_memory` builds and keeps.
+const KEPT_AGENTS: usize = 100;
+
+/// `create_agent_memory`: the memory one built agent (with both middleware) holds: the growth of the
+/// process's resident set over 100 agents built and kept, divided by 100 (5 in a quick run). The build
+/// time of the 100 is reported beside it.
+pub(crate) fn create_agent_memory(opts: &Options) -> std::result::Result<Line, String> {
+    let n = if opts.quick { 5 } else { KEPT_AGENTS };
+    // One agent first, so that what every agent shares (schemas, interned names) is not counted.
+    let first = agent(true)?;
+    let before = procfs::rss_kib().ok_or("no VmRSS in /proc/self/status")?;
+    let started = std::time::Instant::now();
+    let kept = (0..n).map(|_| agent(true)).collect::<std::result::Result<Vec<_>, String>>()?;
+    let took = started.elapsed();
+    let after = procfs::rss_kib().ok_or("no VmRSS in /proc/self/status")?;
+    ensure(kept.len() == n, || format!("{} agents built, expected {n}", kept.len()))?;
+    drop((first, kept));
+    let mut line = Line::new();
+    line.insert("workload".into(), json!("create_agent_memory"));
+    line.insert("value".into(), json!(procfs::round((after - before) * 1024.0 / n as f64, 0)));
+    line.insert("value_unit".into(), json!("bytes"));
+    line.insert("agents".into(), json!(n));
+    line.insert("median_s".into(), secs(took / u32::try_from(n).unwrap_or(1)));
+    line.insert("repeats".into(), json!(1));
+    line.insert("peak_rss_mb".into(), json!(procfs::peak_rss_mb()));
+    line.insert("loadavg_1m_end".into(), json!(procfs::loadavg_1m()));
+    line.insert(
+        "what".into(),
+        json!("growth of VmRSS over agents (create_agent with human review and summarization) built and kept, per agent; median_s: build time per agent"),
+    );
+    if opts.quick {
+        line.insert("quick".into(), json!(true));
+    }
+    Ok(line)
 }

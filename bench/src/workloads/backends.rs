@@ -1,4 +1,4 @@
-//! The workloads on the durable backends, by name: loop1000_sqlite (and `_full`, `_dsync`, `_syncoff`),
+//! The workloads on the durable backends, by name: loop1000_sqlite (and `_normal`, `_dsync`, `_syncoff`),
 //! loop1000_postgres (and `_dsync`, `_asynccommit`), loop1000_redis, and messages1000 on each backend.
 
 use std::net::{SocketAddr, TcpStream};
@@ -15,7 +15,7 @@ use super::durable::{Backend, DurableRun, Shape};
 use crate::measure::{Info, Line, Options, Threads, err, measure};
 
 /// The PostgreSQL server of WORKLOADS.md (`WEFT_BENCH_PG_URL` overrides it).
-fn pg_url() -> String {
+pub(crate) fn pg_url() -> String {
     std::env::var("WEFT_BENCH_PG_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
 }
@@ -27,7 +27,7 @@ fn async_commit(url: &str) -> String {
 }
 
 /// Whether the server at 127.0.0.1:5432 (or the port of `WEFT_BENCH_PG_URL`'s local server) accepts TCP.
-fn pg_reachable(url: &str) -> bool {
+pub(crate) fn pg_reachable(url: &str) -> bool {
     let authority = url.split("://").nth(1).unwrap_or("").split(['/', '?']).next().unwrap_or("");
     let host_port = authority.rsplit('@').next().unwrap_or("");
     let host_port = if host_port.contains(':') { host_port.to_owned() } else { format!("{host_port}:5432") };
@@ -93,16 +93,17 @@ fn postgres(
     )
 }
 
-/// `loop1000_sqlite`: weft's default durability (`synchronous = NORMAL`, no fsync per commit).
+/// `loop1000_sqlite`: `synchronous = FULL` (an fsync per commit) on both sides: LangGraph's setting (SQLite's
+/// default), and weft's `SqliteDurability::Full`.
 pub(crate) fn loop1000_sqlite(opts: &Options) -> Result<Line, String> {
     let info = Info::steps("loop1000_sqlite", 1000);
-    sqlite(opts, info, Shape::Loop, Durability::Async, SqliteDurability::Normal, false)
+    sqlite(opts, info, Shape::Loop, Durability::Async, SqliteDurability::Full, false)
 }
 
-/// `loop1000_sqlite_full`: with `synchronous = FULL` (an fsync per commit), LangGraph's setting.
-pub(crate) fn loop1000_sqlite_full(opts: &Options) -> Result<Line, String> {
-    let info = Info::steps("loop1000_sqlite_full", 1000).supplementary();
-    sqlite(opts, info, Shape::Loop, Durability::Async, SqliteDurability::Full, false)
+/// `loop1000_sqlite_normal`: `synchronous = NORMAL` (no fsync per commit) on both sides: weft's default.
+pub(crate) fn loop1000_sqlite_normal(opts: &Options) -> Result<Line, String> {
+    let info = Info::steps("loop1000_sqlite_normal", 1000);
+    sqlite(opts, info, Shape::Loop, Durability::Async, SqliteDurability::Normal, false)
 }
 
 /// `loop1000_sqlite_dsync`: durability `sync`, weft's default SQLite settings.

@@ -166,18 +166,19 @@ impl Backend {
         match self {
             Backend::Sqlite { options, sync_off, .. } => {
                 let synchronous = match (sync_off, options.durability) {
-                    (true, _) => "OFF (no fsync)",
-                    (false, SqliteDurability::Normal) => "NORMAL (weft's default: no fsync per commit)",
-                    (false, SqliteDurability::Full) => "FULL (fsync per commit, as LangGraph)",
+                    (true, _) => "OFF",
+                    (false, SqliteDurability::Normal) => "NORMAL",
+                    (false, SqliteDurability::Full) => "FULL",
                 };
                 line.insert("sqlite_synchronous".into(), json!(synchronous));
-                line.insert("langgraph_sqlite_synchronous".into(), json!("FULL (SQLite's default, WAL)"));
+                line.insert("settings".into(), json!(format!("synchronous={synchronous}, WAL")));
             }
             Backend::Postgres { saver, .. } => {
                 let setting: String = sqlx::query_scalar("SHOW synchronous_commit")
                     .fetch_one(saver.pool())
                     .await
                     .map_err(err)?;
+                line.insert("settings".into(), json!(format!("synchronous_commit={setting}")));
                 line.insert("synchronous_commit".into(), json!(setting));
             }
             Backend::Redis { .. } => {

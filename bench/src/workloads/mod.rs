@@ -9,6 +9,7 @@ mod fanout;
 mod messages;
 mod react;
 mod startup;
+mod state_reads;
 
 use crate::measure::{Info, Line, Options};
 
@@ -41,6 +42,7 @@ pub(crate) const ALL: &[Entry] = &[
     required("messages1000", messages::messages1000),
     required("loop1000_memory", checkpoint::loop1000_memory),
     required("loop1000_sqlite", backends::loop1000_sqlite),
+    required("loop1000_sqlite_normal", backends::loop1000_sqlite_normal),
     required("loop1000_postgres", backends::loop1000_postgres),
     required("react10", react::react10),
     required("throughput_chain100_x100", basic::throughput_chain100_x100),
@@ -48,6 +50,11 @@ pub(crate) const ALL: &[Entry] = &[
     required("create_agent10", agents::create_agent10),
     required("create_agent10_hitl_summarization", agents::create_agent10_hitl_summarization),
     required("create_agent_build", agents::create_agent_build),
+    required("create_agent_memory", agents::create_agent_memory),
+    required("get_state_1000_memory", state_reads::get_state_1000_memory),
+    required("get_state_1000_sqlite", state_reads::get_state_1000_sqlite),
+    required("get_state_1000_postgres", state_reads::get_state_1000_postgres),
+    required("checkpoint_bytes_per_turn_sqlite", state_reads::checkpoint_bytes_per_turn_sqlite),
     supplementary("loop_scale_100", |o| {
         basic::counting_loop(o, Info::steps("loop_scale_100", 100).supplementary(), 100)
     }),
@@ -69,7 +76,6 @@ pub(crate) const ALL: &[Entry] = &[
     supplementary("messages1000_postgres", backends::messages1000_postgres),
     supplementary("messages1000_redis", backends::messages1000_redis),
     supplementary("loop1000_redis", backends::loop1000_redis),
-    supplementary("loop1000_sqlite_full", backends::loop1000_sqlite_full),
     supplementary("loop1000_sqlite_dsync", backends::loop1000_sqlite_dsync),
     supplementary("loop1000_postgres_dsync", backends::loop1000_postgres_dsync),
     supplementary("loop1000_sqlite_syncoff", backends::loop1000_sqlite_syncoff),

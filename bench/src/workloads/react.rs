@@ -1,24 +1,22 @@
-//! react10: a ReAct agent loop (agent node, tools node, a router on tool calls) over the scripted
-//! `FakeChatModel` and a real `#[tool]`, ten tool rounds then a final answer.
+//! react10: the prebuilt tool-calling agent against LangGraph's prebuilt one: weft's
+//! `create_react_agent` (agent node, `tools` node, a router on tool calls; version 2, each call sent to
+//! `tools` as its own task, as LangGraph's default) over [`Scripted`], a model that answers as LangGraph's
+//! side's scripted model does, with a real `#[tool]`; ten tool rounds then a final answer.
 //!
-//! The prebuilt agent does not exist yet, so the graph is built by hand as LangGraph's
-//! `create_react_agent` builds it: `START -> agent`; `agent -> tools` when the last AI message calls
-//! tools, else `END`; `tools -> agent`.
+//! The model is shared with the `create_agent` workloads, so every agent row runs the same model on both
+//! sides. It records nothing (a recording fake would clone every input, which LangGraph's does not).
 
-use std::sync::Arc;
+use std::borrow::Cow;
 
+use async_trait::async_trait;
 use serde_json::json;
 use tokio::runtime::Runtime;
-use weft_graph::{CompiledGraph, END, GraphOutput, RunOptions, START, StateGraph};
-use weft_runnable_core::chat_model::BoundChatModel;
-use weft_runnable_core::fakes::{FakeChatModel, FakeReply};
-use weft_runnable_core::tools::ToolCallOutput;
+use weft_agents::{AgentState, create_react_agent};
+use weft_graph::{CompiledGraph, GraphOutput};
 use weft_runnable_core::{
-    ChatModelExt as _, Error, Message, PromptValue, Runnable as _, RunnableConfig, ToolContext, invoke_tool,
-    tool,
+    AiMessage, CallOptions, ChatModel, Message, Result, RunnableConfig, ToolCall, ToolExt as _, tool,
 };
 
-use crate::graphs::ChatState;
 use crate::measure::{Info, Line, Options, Threads, Workload, ensure, err, measure};
 
 /// The number of tool rounds before the final answer.
@@ -38,104 +36,86 @@ pub(crate) fn add(
     a + b
 }
 
-/// The chat model of one op, with the `add` tool bound.
-type Model = BoundChatModel<FakeChatModel>;
+/// LangGraph's side's scripted model (`scripted_agent_model` in `langgraph_bench.py`): while it has seen
+/// `k < 10` tool messages, one call `add(a=k, b=1)` with id `call_<k>`; then the final answer. Binding
+/// tools changes nothing, as on LangGraph's side.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Scripted;
 
-/// The replies LangGraph's scripted model gives: while it has seen `k < 10` tool messages, one call
-/// `add(a=k, b=1)` with id `call_<k>`; then the final answer.
-fn script() -> Vec<FakeReply> {
-    (0..ROUNDS)
-        .map(|k| FakeReply::tool_call("add", json!({"a": k, "b": 1}), format!("call_{k}")))
-        .chain([FakeReply::text(FINAL)])
-        .collect()
+#[async_trait]
+impl ChatModel for Scripted {
+    fn type_name(&self) -> Cow<'_, str> {
+        Cow::Borrowed("ScriptedToolCallingModel")
+    }
+
+    fn model_name(&self) -> &str {
+        "scripted-fake"
+    }
+
+    fn provider(&self) -> &str {
+        "fake"
+    }
+
+    async fn generate(
+        &self,
+        messages: Vec<Message>,
+        _: &CallOptions,
+        _: &RunnableConfig,
+    ) -> Result<AiMessage> {
+        let k = messages.iter().filter(|m| m.as_tool().is_some()).count();
+        if k < ROUNDS {
+            let call =
+                ToolCall { name: "add".into(), args: json!({"a": k, "b": 1}), id: Some(format!("call_{k}")) };
+            return Ok(AiMessage { tool_calls: vec![call], ..AiMessage::default() });
+        }
+        Ok(AiMessage::new(format!("final answer after {k} tool calls")))
+    }
 }
 
-/// The per-op state of the workload: a fresh fake model (its script and record of calls).
-struct Ctx {
-    model: FakeChatModel,
-    options: RunOptions,
+weft_runnable_core::impl_chat_model_runnable!(Scripted);
+
+/// Checks an agent's conversation: the human message, ten calls of `add` answered "1" to "10", then the
+/// final answer (22 messages).
+pub(crate) fn check_conversation(messages: &[Message]) -> std::result::Result<(), String> {
+    ensure(messages.len() == 2 * ROUNDS + 2, || format!("{} messages, expected 22", messages.len()))?;
+    let results: Vec<String> =
+        messages.iter().filter_map(Message::as_tool).map(|m| m.content.text()).collect();
+    let expected: Vec<String> = (1..=ROUNDS).map(|k| k.to_string()).collect();
+    ensure(results == expected, || format!("tool results {results:?}, expected \"1\" .. \"10\""))?;
+    let last = messages.last().and_then(Message::as_ai);
+    ensure(last.is_some_and(|m| m.text() == FINAL && m.tool_calls.is_empty()), || {
+        format!("the last message is {:?}, expected the final answer", messages.last())
+    })
 }
 
 struct React {
-    graph: CompiledGraph<ChatState>,
+    graph: CompiledGraph<AgentState>,
 }
 
 impl Workload for React {
-    type Ctx = Ctx;
-    type Out = GraphOutput<ChatState>;
+    type Ctx = ();
+    type Out = GraphOutput<AgentState>;
 
-    fn prepare(&mut self, _: &Runtime) -> Result<Ctx, String> {
-        let model = FakeChatModel::new(script());
-        let bound: Model = model.clone().bind_tools([&add], None);
-        let options = RunOptions { context: Some(Arc::new(bound)), ..RunOptions::default() };
-        Ok(Ctx { model, options })
+    fn prepare(&mut self, _: &Runtime) -> std::result::Result<(), String> {
+        Ok(())
     }
 
-    async fn op(&self, ctx: &mut Ctx) -> Result<Self::Out, String> {
-        let input = ChatState::update().messages(vec![Message::human("please add some numbers")]);
-        self.graph.invoke_with(input, &RunnableConfig::default(), ctx.options.clone()).await.map_err(err)
+    async fn op(&self, (): &mut ()) -> std::result::Result<Self::Out, String> {
+        let input = AgentState::update().messages(vec![Message::human("please add some numbers")]);
+        self.graph.invoke(input, &RunnableConfig::default()).await.map_err(err)
     }
 
-    fn check(&self, out: &Self::Out, ctx: &Ctx) -> Result<(), String> {
-        let messages = &out.value.messages;
-        ensure(messages.len() == 2 * ROUNDS + 2, || format!("{} messages, expected 22", messages.len()))?;
-        let results: Vec<String> =
-            messages.iter().filter_map(Message::as_tool).map(|m| m.content.text()).collect();
-        let expected: Vec<String> = (1..=ROUNDS).map(|k| k.to_string()).collect();
-        ensure(results == expected, || format!("tool results {results:?}, expected \"1\" .. \"10\""))?;
-        let last = messages.last().and_then(Message::as_ai);
-        ensure(last.is_some_and(|m| m.text() == FINAL && m.tool_calls.is_empty()), || {
-            format!("the last message is {:?}, expected the final answer", messages.last())
-        })?;
-        // The script answers as LangGraph's model decides: call k has seen k tool messages.
-        for (k, call) in ctx.model.calls().iter().enumerate() {
-            let seen = call.messages.iter().filter(|m| m.as_tool().is_some()).count();
-            ensure(seen == k, || format!("model call {k} saw {seen} tool messages"))?;
-            ensure(call.options.tools.iter().any(|t| t.name == "add"), || {
-                format!("model call {k} had no tools")
-            })?;
-        }
-        ensure(ctx.model.calls().len() == ROUNDS + 1, || {
-            format!("{} model calls, expected 11", ctx.model.calls().len())
-        })
+    fn check(&self, out: &Self::Out, (): &()) -> std::result::Result<(), String> {
+        check_conversation(&out.value.messages)
     }
 }
 
-/// `react10`: one invoke of the agent from a human message; 11 model calls, 10 tool calls.
-pub(crate) fn react10(opts: &Options) -> Result<Line, String> {
+/// `react10`: one invoke of the prebuilt agent from a human message; 11 model calls, 10 tool calls.
+pub(crate) fn react10(opts: &Options) -> std::result::Result<Line, String> {
     let info = Info::steps("react10", ROUNDS as u64).unit("tool round (model call + tool call)");
-    measure(opts, info, Threads::One, |_| Ok(()), |()| Ok(React { graph: build().map_err(err)? }))
-}
-
-fn build() -> weft_graph::GraphResult<CompiledGraph<ChatState>> {
-    let mut graph = StateGraph::<ChatState>::new();
-    graph.add_node("agent", |state: ChatState, rt: weft_graph::Runtime| async move {
-        let model = rt.context::<Model>().ok_or_else(|| Error::msg("no model in the run's context"))?;
-        let reply = model.invoke(PromptValue::Messages(state.messages.to_vec()), rt.config()).await?;
-        Ok::<_, Error>(ChatState::update().messages(vec![Message::Ai(reply)]))
-    });
-    graph.add_node("tools", |state: ChatState, rt: weft_graph::Runtime| async move {
-        let calls =
-            state.messages.last().and_then(Message::as_ai).map(|m| m.tool_calls.clone()).unwrap_or_default();
-        let mut results = Vec::with_capacity(calls.len());
-        for call in calls {
-            match invoke_tool(&add, call, ToolContext::new(rt.config().clone())).await? {
-                ToolCallOutput::Message(message) => results.push(Message::Tool(message)),
-                _ => return Err(Error::msg("the add tool returned a command")),
-            }
-        }
-        Ok(ChatState::update().messages(results))
-    });
-    graph.add_edge(START, "agent");
-    graph.add_conditional_edges(
-        "agent",
-        |s: &ChatState| {
-            let calls_tools =
-                s.messages.last().and_then(Message::as_ai).is_some_and(|m| !m.tool_calls.is_empty());
-            if calls_tools { "tools" } else { END }
-        },
-        ["tools", END],
-    );
-    graph.add_edge("tools", "agent");
-    graph.compile()
+    let build = |()| {
+        let graph = create_react_agent(Scripted, [add.shared()]).build().map_err(err)?;
+        Ok(React { graph })
+    };
+    measure(opts, info, Threads::One, |_| Ok(()), build)
 }

@@ -1,5 +1,6 @@
-//! `startup`: the start-up time of a fresh process of a minimal binary linking weft's graph engine, the
-//! counterpart of LangGraph's `import_langgraph_graph` (a fresh `python -c "import langgraph.graph"`).
+//! `startup`: a fresh process that loads the engine, builds a three-node graph, compiles it and runs it
+//! once (`weft-bench-startup`), against the same program in Python on LangGraph's side (`startup` in
+//! `langgraph_bench.py`).
 //!
 //! As LangGraph's script: one untimed run to warm the file cache, then the median of 5 runs; the start-up
 //! of a bare process (`true`) is reported beside it.
@@ -16,7 +17,7 @@ use crate::procfs::round;
 /// Runs of the binary after the warm-up.
 const RUNS: usize = 5;
 
-/// The minimal binary, built beside this one.
+/// The start-up program, built beside this one.
 fn startup_binary() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(err)?;
     let path = exe.with_file_name(format!("weft-bench-startup{}", std::env::consts::EXE_SUFFIX));
@@ -39,7 +40,7 @@ fn time_runs(program: &Path) -> Result<Vec<Duration>, String> {
     (0..RUNS).map(|_| run()).collect()
 }
 
-/// Measures the start-up of the minimal binary and of a bare process.
+/// Measures the start-up program and a bare process.
 pub(crate) fn startup(_: &Options) -> Result<Line, String> {
     let binary = startup_binary()?;
     let times = time_runs(&binary)?;
@@ -56,10 +57,9 @@ pub(crate) fn startup(_: &Options) -> Result<Line, String> {
     line.insert("peak_rss_mb".into(), json!(round(rss_kib / 1024.0, 1)));
     line.insert(
         "what".into(),
-        json!("wall time of a fresh process of a minimal binary linking weft-graph (process start included)"),
+        json!("wall time of a fresh process that loads the engine, builds, compiles and runs a 3-node graph once (process start included)"),
     );
     line.insert("bare_process_median_s".into(), secs(median(&bare)));
     line.insert("binary_bytes".into(), json!(binary_bytes));
-    line.insert("langgraph_counterpart".into(), json!("import_langgraph_graph"));
     Ok(line)
 }

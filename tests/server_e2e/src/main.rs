@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use weft_server::{Server, ServerBuilder};
 
-/// jemalloc, as docs/server.md recommends for a server binary: a run allocates a few large futures and
+/// jemalloc with the `jemalloc` feature, as docs/server.md recommends for a server binary: a run allocates a few large futures and
 /// keeps its records and checkpoints, and glibc's malloc serves that mix from the top of its per-thread
 /// heaps, faulting fresh pages in as they grow; jemalloc's size classes and thread caches do not (in
-/// memory, 16.5 % more streamed runs per second at the median, docs/performance.md).
-#[cfg(not(target_env = "msvc"))]
+/// memory, 16.5 % more streamed runs per second at the median, bench/results/history.md).
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

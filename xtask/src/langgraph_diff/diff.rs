@@ -1,6 +1,6 @@
 //! Where two normalised documents differ: one line per difference, `path: python value vs weft value`.
 
-use super::json::Json;
+use crate::json::Json;
 
 /// The longest value printed in a difference line.
 const SHOWN: usize = 240;
@@ -70,8 +70,8 @@ fn walk(python: &Json, weft: &Json, path: String, out: &mut Vec<Difference>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::json::parse;
     use super::*;
+    use crate::json::parse;
 
     fn lines(python: &str, weft: &str) -> Vec<String> {
         diff(&parse(python).unwrap(), &parse(weft).unwrap()).iter().map(ToString::to_string).collect()

@@ -8,7 +8,6 @@
 //! listed scenario that now compares equal fails, so that the lists only shrink.
 
 mod diff;
-mod json;
 mod normalize;
 
 use std::collections::BTreeMap;
@@ -17,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use self::json::Json;
 use self::normalize::Side;
+use crate::json::{self, Json};
 use crate::{bench, exec};
 
 /// How long either half may take for the whole suite.

@@ -14,7 +14,7 @@
 //!   list (by value) and a checkpoint's `pending_writes` (by channel). LangGraph runs parallel tasks in
 //!   threads and lists them as they finish; weft lists interrupts in task order.
 
-use super::json::Json;
+use crate::json::Json;
 
 /// Which half a document comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,8 +280,8 @@ fn hex32_len(bytes: &[u8]) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::json::parse;
     use super::*;
+    use crate::json::parse;
 
     fn norm(text: &str, side: Side) -> String {
         normalize(&parse(text).unwrap(), side).to_text()

@@ -1,5 +1,5 @@
 //! A small JSON reader and printer (xtask uses the standard library only): enough for the one-line
-//! documents both halves of the differential suite print.
+//! documents both halves of the differential suite print and the benchmarks' result lines.
 
 use std::fmt::Write as _;
 
@@ -29,6 +29,24 @@ impl Json {
             Json::Str(s) => Some(s),
             _ => None,
         }
+    }
+
+    /// The number, if this is one.
+    pub(crate) fn as_f64(&self) -> Option<f64> {
+        match self {
+            Json::Num(text) => text.parse().ok(),
+            _ => None,
+        }
+    }
+
+    /// The number at `key` of an object.
+    pub(crate) fn num(&self, key: &str) -> Option<f64> {
+        self.get(key)?.as_f64()
+    }
+
+    /// The string at `key` of an object.
+    pub(crate) fn text(&self, key: &str) -> Option<&str> {
+        self.get(key)?.as_str()
     }
 
     /// Compact JSON text.
