@@ -3,7 +3,6 @@
 //! JSON with a newline every 5 s while the run goes on). A client that goes away can cancel the run.
 
 use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
