@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::{bench_page, exec, pyenv, server_e2e};
+use crate::{bench_counts, bench_page, exec, pyenv, server_e2e, services};
 
 /// The LangGraph packages of the baseline (`bench/langgraph/BASELINE.md`), pinned to its versions, with
 /// langchain 1.5.2 for `create_agent` (which needs langchain-core 1.8 and langgraph-prebuilt 1.1.3).
@@ -43,6 +43,10 @@ pub(crate) struct Args {
     pub(crate) no_server: bool,
     /// Render docs/performance.md's results from this file of raw lines.
     pub(crate) render: Option<PathBuf>,
+    /// The instruction-count gate instead of timings.
+    pub(crate) counts: bool,
+    /// With `counts`: store the new counts, with this reason.
+    pub(crate) update: Option<String>,
 }
 
 /// Parses the arguments after `bench`.
@@ -57,6 +61,11 @@ pub(crate) fn parse(args: &[String]) -> Result<Args, String> {
             "--weft-in-memory" => parsed.weft_in_memory = true,
             "--jemalloc" => parsed.jemalloc = true,
             "--no-server" => parsed.no_server = true,
+            "--counts" => parsed.counts = true,
+            "--update" => {
+                let reason = args.next().ok_or("--update needs the reason the counts changed")?;
+                parsed.update = Some(reason.clone());
+            }
             "--render" => {
                 parsed.render = Some(args.next().ok_or("--render needs a file of raw lines")?.into());
             }
@@ -84,6 +93,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let args = parse(args)?;
     if let Some(file) = &args.render {
         return render(file);
+    }
+    if args.counts || args.update.is_some() {
+        return bench_counts::run(&build(Profile::Dev)?, args.update.as_deref());
     }
     if args.server {
         return server(&args).map(drop);
@@ -113,7 +125,21 @@ pub(crate) fn smoke() -> Result<(), String> {
         println!("{}", summary(line));
     }
     outcome.map(drop).map_err(|(_, err)| err)?;
-    server_smoke()
+    server_smoke()?;
+    counts_gate(&binary)
+}
+
+/// The instruction-count gate of the smoke run: required in CI (where `.ci/run` installs valgrind),
+/// skipped loudly elsewhere when valgrind is missing.
+fn counts_gate(binary: &Path) -> Result<(), String> {
+    let has_valgrind = Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !has_valgrind && !services::is_ci() {
+        println!(
+            "!!! the instruction-count gate is SKIPPED: valgrind is not installed (in CI this is a failure)"
+        );
+        return Ok(());
+    }
+    bench_counts::run(binary, None)
 }
 
 /// `--server`: builds the load client and weft's server of the end-to-end graphs in release mode and runs
@@ -526,6 +552,11 @@ fn render(file: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Today, in UTC: `2026-11-28`.
+pub(crate) fn today() -> String {
+    now_utc()[..10].to_owned()
+}
+
 /// Now, in UTC: `2026-11-28T18:30:05Z`.
 fn now_utc() -> String {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -637,6 +668,8 @@ mod tests {
                 jemalloc: false,
                 no_server: false,
                 render: None,
+                counts: false,
+                update: None,
             }
         );
         let render = parse(&strings(&["--render", "bench/results/x.jsonl", "--no-server", "--jemalloc"]));
@@ -644,6 +677,10 @@ mod tests {
         assert_eq!(render.render, Some(PathBuf::from("bench/results/x.jsonl")));
         assert!(render.no_server && render.jemalloc);
         assert_eq!(parse(&strings(&["--render"])).unwrap_err(), "--render needs a file of raw lines");
+        let update = parse(&strings(&["--counts", "--update", "the save path does less"])).unwrap();
+        assert!(update.counts);
+        assert_eq!(update.update.as_deref(), Some("the save path does less"));
+        assert!(parse(&strings(&["--update"])).unwrap_err().contains("reason"));
         assert!(parse(&strings(&["--server", "--weft-in-memory"])).unwrap().weft_in_memory);
         assert!(parse(&strings(&["--server", "--compare"])).unwrap().server);
         assert_eq!(parse(&strings(&["--server", "--instances", "1,2,3"])).unwrap().instances, [1, 2, 3]);

@@ -32,6 +32,7 @@
 //! Standard library only, so that it builds in a second on a fresh clone.
 
 mod bench;
+mod bench_counts;
 mod bench_page;
 mod ci;
 mod docs_lines;
@@ -69,16 +70,19 @@ tasks:
                  missing; mcp installs the MCP reference server and the Python MCP
                  client, runs the MCP tests and checks weft's MCP server with that client;
                  bench runs every benchmark workload once, checked, in the debug
-                 profile, then the server workloads against weft with a few checked runs each)
+                 profile, then the server workloads against weft with a few checked runs each,
+                 then the instruction-count gate under valgrind)
   bench [--server [--instances N,M | --weft-in-memory]] [--only NAME[,NAME]] [--quick] [--compare
-        [--no-server]] [--jemalloc] [--render FILE]
+        [--no-server]] [--jemalloc] [--render FILE] [--counts [--update REASON]]
                  build the benchmarks in release mode and run each workload in its own
                  process (one JSON line each, saved under target/bench/); --quick: one
                  checked op per workload; --compare: LangGraph (in a venv under
                  target/bench/) and weft by turns, three rounds per workload, then the
                  server workloads (unless --no-server), every raw line written to
                  bench/results/DAY/compare-HHMM.jsonl; --render FILE: the results table of
-                 docs/performance.md from such a file; --jemalloc: the server binary
+                 docs/performance.md from such a file; --counts: the key workloads'
+                 instruction counts under valgrind against bench/counts.txt (a rise over
+                 5 % fails; --update REASON stores new ones); --jemalloc: the server binary
                  with jemalloc instead of the default allocator; --server: the server
                  workloads (time to first event, runs/s, 1,000 concurrent runs, 10,000
                  paused threads) against weft-server, and with --compare against

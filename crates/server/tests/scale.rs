@@ -321,3 +321,50 @@ async fn a_finished_resumable_run_replays_through_an_instance_that_never_saw_it(
     assert_eq!(names, ["metadata", "values", "values", "values", "metadata"]);
     assert_eq!(replayed[4].1, json!({"status": "run_done", "run_id": run_id}));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drained_instance_hands_its_run_to_another_at_once_without_running_a_step_twice() {
+    let Some(deployment) = deployment().await else { return };
+    let (a_runs, waits) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    // A lease far longer than the test: only the drain's release can hand the run over in time.
+    let lease = Duration::from_secs(30);
+    let instance = || {
+        deployment
+            .builder()
+            .graph("counted", counted(Arc::clone(&a_runs), Arc::clone(&waits)))
+            .run_lease(lease)
+    };
+    let a = common::start(instance()).await;
+    let thread = common::thread(a.addr).await;
+    let body = json!({"assistant_id": "counted", "input": {"delay": 1.0}, "stream_mode": ["updates"],
+                      "stream_resumable": true});
+    let run = common::post(a.addr, &format!("/threads/{thread}/runs"), body).await.json();
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    for _ in 0..250 {
+        if waits.load(Ordering::SeqCst) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(waits.load(Ordering::SeqCst), 1, "the run reached its slow step on A");
+    let b = common::start(instance()).await;
+    let stopped = std::time::Instant::now();
+    drop(a); // A shuts down: it drains.
+    let done = wait_for_status(b.addr, &thread, &run_id, "success").await;
+    let took = stopped.elapsed();
+    assert_eq!(done["status"], "success");
+    assert!(took < Duration::from_secs(10), "taken over at once, not at the lease's end: {took:?}");
+    let state = common::get(b.addr, &format!("/threads/{thread}/state")).await.json();
+    assert_eq!(state["values"]["items"], json!(["a", "slept", "b"]));
+    assert_eq!(a_runs.load(Ordering::SeqCst), 1, "a finished step is not run again");
+    assert_eq!(waits.load(Ordering::SeqCst), 1, "the step in flight at the drain finished, and only once");
+    // The run's stream, through B: each step's event once.
+    let path = format!("/threads/{thread}/runs/{run_id}/stream");
+    let replay = common::send(b.addr, "GET", &path, None, &[("Last-Event-ID", "-1")]).await;
+    let updates: Vec<&str> =
+        replay.body.split("\r\n\r\n").filter(|frame| frame.starts_with("event: updates")).collect();
+    assert_eq!(updates.len(), 3, "{}", replay.body);
+    for (frame, node) in updates.iter().zip(["\"a\"", "\"wait\"", "\"b\""]) {
+        assert!(frame.contains(node), "{frame} is of {node}");
+    }
+}

@@ -94,9 +94,33 @@ pub(crate) fn task_metadata(
     m.insert("langgraph_step".to_owned(), json!(step));
     m.insert("langgraph_node".to_owned(), json!(name));
     m.insert("langgraph_triggers".to_owned(), json!(triggers));
-    m.insert("langgraph_path".to_owned(), json!(path));
+    m.insert("langgraph_path".to_owned(), path_json(path));
     m.insert("langgraph_checkpoint_ns".to_owned(), json!(task_ns));
     m
+}
+
+/// A task path as LangGraph's metadata carries it: the tuple it is made from, as a JSON list
+/// (`~__pregel_pull, model` is `["__pregel_pull", "model"]`; a `Send`'s `~__pregel_push, 0000000002,
+/// False` is `["__pregel_push", 2, false]`; a call's path holds its parent task's path as a list).
+pub(crate) fn path_json(path: &str) -> Value {
+    if let Some(name) = path.strip_prefix("~__pregel_pull, ") {
+        return json!(["__pregel_pull", name]);
+    }
+    let Some(rest) = path.strip_prefix("~__pregel_push, ") else { return json!(path) };
+    let (rest, flag) = match (rest.strip_suffix(", False"), rest.strip_suffix(", True")) {
+        (Some(rest), _) => (rest, false),
+        (None, Some(rest)) => (rest, true),
+        (None, None) => return json!(path),
+    };
+    let (parent, index) = match rest.rsplit_once(", ") {
+        Some((parent, index)) if parent.starts_with('~') => (Some(parent), index),
+        _ => (None, rest),
+    };
+    let Ok(index) = index.parse::<u64>() else { return json!(path) };
+    match parent {
+        Some(parent) => json!(["__pregel_push", path_json(parent), index, flag]),
+        None => json!(["__pregel_push", index, flag]),
+    }
 }
 
 /// The metadata of the runs a task starts (its chat models, its subgraphs): the task's own, with the task's
@@ -197,4 +221,26 @@ pub(crate) fn messages_sink_for<S: State>(
             data: StreamData::Message { chunk: Box::new(chunk), metadata: event.metadata },
         });
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_paths_are_langgraphs_lists() {
+        assert_eq!(path_json("~__pregel_pull, model"), json!(["__pregel_pull", "model"]));
+        assert_eq!(
+            path_json("~__pregel_pull, a, b"),
+            json!(["__pregel_pull", "a, b"]),
+            "a name with a comma"
+        );
+        assert_eq!(path_json("~__pregel_pull, __start__"), json!(["__pregel_pull", "__start__"]));
+        assert_eq!(path_json("~__pregel_push, 0000000002, False"), json!(["__pregel_push", 2, false]));
+        assert_eq!(
+            path_json("~__pregel_push, ~__pregel_pull, main, 0000000001, True"),
+            json!(["__pregel_push", ["__pregel_pull", "main"], 1, true])
+        );
+        assert_eq!(path_json("odd"), json!("odd"));
+    }
 }
