@@ -53,7 +53,7 @@ use weft_runnable_core::RunnableConfig;
 /// let done = graph.invoke(GraphInput::Resume, &thread).await.unwrap();
 /// assert_eq!(done.value.steps, ["a", "b"]);
 /// # });
-/// /// ```
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct RunControl {
     drain: Arc<AtomicBool>,

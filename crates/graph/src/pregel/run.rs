@@ -446,6 +446,9 @@ pub(crate) async fn run_inner<S: State>(
         _ => step - 1 + i64::from(limit) + 1,
     };
 
+    // A drain stops root runs only: a subgraph runs inside the step in flight, which finishes.
+    let control =
+        if ctx.parent.is_none() { ctx.config.extensions.get::<RunControl>().cloned() } else { None };
     loop {
         if step > stop {
             return Err(GraphError::RecursionLimit { limit });
@@ -460,10 +463,7 @@ pub(crate) async fn run_inner<S: State>(
         if tasks.is_empty() {
             break;
         }
-        // A drain (root runs only: a subgraph runs inside the step in flight, which finishes).
-        if ctx.parent.is_none()
-            && ctx.config.extensions.get::<RunControl>().is_some_and(RunControl::is_drain_requested)
-        {
+        if control.as_ref().is_some_and(RunControl::is_drain_requested) {
             save_on_exit(ctx, &mut ch, step, &dirty).await?;
             return Err(GraphError::Drained { next_step: step });
         }
