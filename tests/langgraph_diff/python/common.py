@@ -131,6 +131,11 @@ def checkpoint_event(p):
     return out
 
 
+def canonical(value):
+    """`value` as JSON with sorted keys and no spaces (the Rust recorder's `canonical`)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 class Rec:
     """Records observations in order."""
 
@@ -161,6 +166,23 @@ class Rec:
         except Exception as e:  # noqa: BLE001
             rec["error"] = error(e)
         self.obs.append(rec)
+
+    def unorder_parallel_updates(self):
+        """Sorts the last recorded stream's `updates` chunks within each step (the runs of them between two
+        `values` chunks) by their canonical JSON: parallel tasks report in the order they finish, which
+        neither side fixes (sync tools run on a thread pool)."""
+        chunks = self.obs[-1]["chunks"]
+        out, step = [], []
+        for c in chunks + [None]:
+            if c is None or c[0] == "values":
+                step.sort(key=lambda c: canonical(c[2]) if c[0] == "updates" else "")
+                out += step
+                step = []
+                if c is not None:
+                    out.append(c)
+            else:
+                step.append(c)
+        self.obs[-1]["chunks"] = out
 
     def stream_v2(self, app, inp, cfg, modes):
         parts = []

@@ -62,6 +62,20 @@ impl Rec {
         }
     }
 
+    /// Sorts the last recorded stream's `updates` chunks within each step (the runs of them between two
+    /// `values` chunks) by their canonical JSON: parallel tasks report in the order they finish, which
+    /// neither side fixes (LangGraph runs sync tools on a thread pool).
+    pub(crate) fn unorder_parallel_updates(&mut self) {
+        let Some(chunks) =
+            self.obs.last_mut().and_then(|o| o.get_mut("chunks")).and_then(Value::as_array_mut)
+        else {
+            return;
+        };
+        for step in chunks.split_mut(|c| c[0] == "values") {
+            step.sort_by_cached_key(|c| if c[0] == "updates" { canonical(&c[2]) } else { String::new() });
+        }
+    }
+
     /// `stream` in `modes`, recording every chunk as `[mode, namespace, payload]`.
     pub(crate) async fn stream<S: Observe>(
         &mut self,
@@ -314,4 +328,22 @@ fn with_interrupts(mut values: Value, list: &[weft::graph::Interrupt]) -> Value 
         }
     }
     values
+}
+
+/// `value` as JSON with object keys sorted and no spaces (Python's `json.dumps(v, sort_keys=True,
+/// separators=(",", ":"), ensure_ascii=False)`).
+fn canonical(value: &Value) -> String {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let fields: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&map[*k])))
+                .collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
+        other => other.to_string(),
+    }
 }
