@@ -8,8 +8,19 @@ use super::Input;
 use super::attrs::{Kind, is_number};
 
 pub(super) fn generate(input: &Input) -> TokenStream {
+    let type_and_builder = type_and_builder(input);
+    let conversions = conversions(input);
+    let json = json_writes(input);
+    quote! {
+        #type_and_builder
+        #conversions
+        #json
+    }
+}
+
+/// The update struct, its setters and `State::update()`.
+fn type_and_builder(input: &Input) -> TokenStream {
     let Input { ident, vis, update, krate, fields } = input;
-    let s = quote!(#krate::state::derive_support);
     let state_name = ident.to_string();
     let struct_doc = format!(
         "A partial update of [`{state_name}`]: one optional value per channel, built with \
@@ -67,6 +78,42 @@ pub(super) fn generate(input: &Input) -> TokenStream {
         }
     });
 
+    let update_doc = format!("Starts a [`{update}`] that writes nothing.");
+    let new_doc = "An update that writes nothing.";
+    quote! {
+        #[doc = #struct_doc]
+        #[derive(::core::clone::Clone, ::core::default::Default)]
+        #vis struct #update {
+            #(#struct_fields)*
+            #[doc(hidden)]
+            pub __overwrite: #krate::ChannelSet,
+        }
+
+        impl #update {
+            #[doc = #new_doc]
+            #[must_use]
+            pub fn new() -> Self {
+                ::core::default::Default::default()
+            }
+
+            #(#setters)*
+        }
+
+        impl #ident {
+            #[doc = #update_doc]
+            #[must_use]
+            #vis fn update() -> #update {
+                #update::new()
+            }
+        }
+    }
+}
+
+/// `From<State>`, `Debug`, node output and graph input conversions, and serde.
+fn conversions(input: &Input) -> TokenStream {
+    let Input { ident, update, krate, fields, .. } = input;
+    let s = quote!(#krate::state::derive_support);
+    let update_name = update.to_string();
     let from_fields = fields.iter().map(|f| {
         let name = &f.ident;
         match f.kind {
@@ -93,6 +140,63 @@ pub(super) fn generate(input: &Input) -> TokenStream {
         }
     });
 
+    quote! {
+        impl ::core::convert::From<#ident> for #update {
+            fn from(state: #ident) -> Self {
+                Self { #(#from_fields)* __overwrite: #krate::ChannelSet::new() }
+            }
+        }
+
+        impl ::core::fmt::Debug for #update {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                let mut out = f.debug_struct(#update_name);
+                #(#debug_fields)*
+                out.finish()
+            }
+        }
+
+        impl #krate::IntoNodeOutput<#ident> for #update {
+            fn into_node_output(self) -> #s::CoreResult<#krate::NodeOutput<#ident>> {
+                ::core::result::Result::Ok(#krate::NodeOutput::Update(self))
+            }
+        }
+
+        impl #krate::IntoNodeOutput<#ident> for #ident {
+            fn into_node_output(self) -> #s::CoreResult<#krate::NodeOutput<#ident>> {
+                ::core::result::Result::Ok(#krate::NodeOutput::Update(::core::convert::From::from(self)))
+            }
+        }
+
+        impl #krate::IntoGraphInput<#ident> for #update {
+            fn into_graph_input(self) -> #krate::GraphInput<#ident> {
+                #krate::GraphInput::Update(::std::vec![self])
+            }
+        }
+
+        impl #krate::IntoGraphInput<#ident> for #ident {
+            fn into_graph_input(self) -> #krate::GraphInput<#ident> {
+                #krate::GraphInput::Update(::std::vec![::core::convert::From::from(self)])
+            }
+        }
+
+        impl #s::serde::Serialize for #update {
+            fn serialize<S: #s::serde::Serializer>(&self, serializer: S) -> ::core::result::Result<S::Ok, S::Error> {
+                #s::serialize_update(self, serializer)
+            }
+        }
+
+        impl<'de> #s::serde::Deserialize<'de> for #update {
+            fn deserialize<D: #s::serde::Deserializer<'de>>(deserializer: D) -> ::core::result::Result<Self, D::Error> {
+                #s::deserialize_update(deserializer)
+            }
+        }
+    }
+}
+
+/// `DerivedUpdate`: the channel specs and the update's JSON writes, both ways.
+fn json_writes(input: &Input) -> TokenStream {
+    let Input { update, krate, fields, .. } = input;
+    let s = quote!(#krate::state::derive_support);
     let specs = fields.iter().map(|f| {
         let key = &f.name;
         let kind = match f.kind {
@@ -157,74 +261,7 @@ pub(super) fn generate(input: &Input) -> TokenStream {
         }
     });
 
-    let update_doc = format!("Starts a [`{update}`] that writes nothing.");
-    let new_doc = "An update that writes nothing.";
-    let update_name = update.to_string();
     quote! {
-        #[doc = #struct_doc]
-        #[derive(::core::clone::Clone, ::core::default::Default)]
-        #vis struct #update {
-            #(#struct_fields)*
-            #[doc(hidden)]
-            pub __overwrite: #krate::ChannelSet,
-        }
-
-        impl #update {
-            #[doc = #new_doc]
-            #[must_use]
-            pub fn new() -> Self {
-                ::core::default::Default::default()
-            }
-
-            #(#setters)*
-        }
-
-        impl #ident {
-            #[doc = #update_doc]
-            #[must_use]
-            #vis fn update() -> #update {
-                #update::new()
-            }
-        }
-
-        impl ::core::convert::From<#ident> for #update {
-            fn from(state: #ident) -> Self {
-                Self { #(#from_fields)* __overwrite: #krate::ChannelSet::new() }
-            }
-        }
-
-        impl ::core::fmt::Debug for #update {
-            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                let mut out = f.debug_struct(#update_name);
-                #(#debug_fields)*
-                out.finish()
-            }
-        }
-
-        impl #krate::IntoNodeOutput<#ident> for #update {
-            fn into_node_output(self) -> #s::CoreResult<#krate::NodeOutput<#ident>> {
-                ::core::result::Result::Ok(#krate::NodeOutput::Update(self))
-            }
-        }
-
-        impl #krate::IntoNodeOutput<#ident> for #ident {
-            fn into_node_output(self) -> #s::CoreResult<#krate::NodeOutput<#ident>> {
-                ::core::result::Result::Ok(#krate::NodeOutput::Update(::core::convert::From::from(self)))
-            }
-        }
-
-        impl #krate::IntoGraphInput<#ident> for #update {
-            fn into_graph_input(self) -> #krate::GraphInput<#ident> {
-                #krate::GraphInput::Update(::std::vec![self])
-            }
-        }
-
-        impl #krate::IntoGraphInput<#ident> for #ident {
-            fn into_graph_input(self) -> #krate::GraphInput<#ident> {
-                #krate::GraphInput::Update(::std::vec![::core::convert::From::from(self)])
-            }
-        }
-
         impl #s::DerivedUpdate for #update {
             fn channel_specs() -> &'static [#krate::ChannelSpec] {
                 static CHANNELS: [#krate::ChannelSpec; #count] = [#(#specs)*];
@@ -248,18 +285,6 @@ pub(super) fn generate(input: &Input) -> TokenStream {
                     }
                 }
                 ::core::result::Result::Ok(update)
-            }
-        }
-
-        impl #s::serde::Serialize for #update {
-            fn serialize<S: #s::serde::Serializer>(&self, serializer: S) -> ::core::result::Result<S::Ok, S::Error> {
-                #s::serialize_update(self, serializer)
-            }
-        }
-
-        impl<'de> #s::serde::Deserialize<'de> for #update {
-            fn deserialize<D: #s::serde::Deserializer<'de>>(deserializer: D) -> ::core::result::Result<Self, D::Error> {
-                #s::deserialize_update(deserializer)
             }
         }
     }
