@@ -415,66 +415,79 @@ impl<S: ReactAgentState> ReactAgentBuilder<S> {
             let next = if self.response_format.is_some() { STRUCTURED_RESPONSE } else { END };
             graph.add_edge(last, next);
         } else {
-            graph.add_node(TOOLS, tool_node);
-            let optional = |flag: bool, name: &'static str| flag.then_some(name);
-            let finish = optional(self.response_format.is_some(), STRUCTURED_RESPONSE);
-            if self.post_model_hook.is_some() {
-                let r = Arc::clone(&routing);
-                let targets: Vec<&str> = [
-                    Some(entry),
-                    Some(TOOLS),
-                    optional(self.approval.is_some(), HUMAN_APPROVAL),
-                    finish,
-                    Some(END),
-                ]
-                .into_iter()
-                .flatten()
-                .collect();
-                graph.add_conditional_edges(
-                    POST_MODEL_HOOK,
-                    move |s: &S| r.after_review(s, true),
-                    PathMap::from(targets),
-                );
-            } else {
-                let r = Arc::clone(&routing);
-                let targets: Vec<&str> =
-                    [Some(TOOLS), optional(self.approval.is_some(), HUMAN_APPROVAL), finish, Some(END)]
-                        .into_iter()
-                        .flatten()
-                        .collect();
-                graph.add_conditional_edges(AGENT, move |s: &S| r.after_model(s), PathMap::from(targets));
-            }
-            if let Some(approval) = self.approval.clone() {
-                let approval = Arc::new(approval);
-                graph.add_node(HUMAN_APPROVAL, move |state: &S, rt: &Runtime| -> Result<NodeOutput<S>> {
-                    let messages = approval.review(state.messages(), rt)?;
-                    Ok(if messages.is_empty() {
-                        NodeOutput::Empty
-                    } else {
-                        NodeOutput::Update(S::messages_update(messages))
-                    })
-                });
-                let r = Arc::clone(&routing);
-                let targets: Vec<&str> =
-                    [Some(entry), Some(TOOLS), finish, Some(END)].into_iter().flatten().collect();
-                graph.add_conditional_edges(
-                    HUMAN_APPROVAL,
-                    move |s: &S| r.after_review(s, false),
-                    PathMap::from(targets),
-                );
-            }
-            if return_direct.is_empty() {
-                graph.add_edge(TOOLS, entry);
-            } else {
-                let r = Arc::clone(&routing);
-                graph.add_conditional_edges(
-                    TOOLS,
-                    move |s: &S| r.after_tools(s),
-                    PathMap::from(vec![entry, END]),
-                );
-            }
+            self.wire_tools(&mut graph, &routing, tool_node, return_direct.is_empty());
         }
         Ok(graph.compile_with(self.compile)?)
+    }
+
+    /// The tools node and the conditional edges around it: after the model (or its post hook), after the
+    /// human approval, and after the tools (back to the entry, or to the end for a `return_direct` tool).
+    fn wire_tools(
+        &self,
+        graph: &mut StateGraph<S>,
+        routing: &Arc<Routing>,
+        tool_node: ToolNode,
+        no_return_direct: bool,
+    ) {
+        let entry = routing.entry;
+        graph.add_node(TOOLS, tool_node);
+        let optional = |flag: bool, name: &'static str| flag.then_some(name);
+        let finish = optional(self.response_format.is_some(), STRUCTURED_RESPONSE);
+        if self.post_model_hook.is_some() {
+            let r = Arc::clone(routing);
+            let targets: Vec<&str> = [
+                Some(entry),
+                Some(TOOLS),
+                optional(self.approval.is_some(), HUMAN_APPROVAL),
+                finish,
+                Some(END),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            graph.add_conditional_edges(
+                POST_MODEL_HOOK,
+                move |s: &S| r.after_review(s, true),
+                PathMap::from(targets),
+            );
+        } else {
+            let r = Arc::clone(routing);
+            let targets: Vec<&str> =
+                [Some(TOOLS), optional(self.approval.is_some(), HUMAN_APPROVAL), finish, Some(END)]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+            graph.add_conditional_edges(AGENT, move |s: &S| r.after_model(s), PathMap::from(targets));
+        }
+        if let Some(approval) = self.approval.clone() {
+            let approval = Arc::new(approval);
+            graph.add_node(HUMAN_APPROVAL, move |state: &S, rt: &Runtime| -> Result<NodeOutput<S>> {
+                let messages = approval.review(state.messages(), rt)?;
+                Ok(if messages.is_empty() {
+                    NodeOutput::Empty
+                } else {
+                    NodeOutput::Update(S::messages_update(messages))
+                })
+            });
+            let r = Arc::clone(routing);
+            let targets: Vec<&str> =
+                [Some(entry), Some(TOOLS), finish, Some(END)].into_iter().flatten().collect();
+            graph.add_conditional_edges(
+                HUMAN_APPROVAL,
+                move |s: &S| r.after_review(s, false),
+                PathMap::from(targets),
+            );
+        }
+        if no_return_direct {
+            graph.add_edge(TOOLS, entry);
+        } else {
+            let r = Arc::clone(routing);
+            graph.add_conditional_edges(
+                TOOLS,
+                move |s: &S| r.after_tools(s),
+                PathMap::from(vec![entry, END]),
+            );
+        }
     }
 }
 
