@@ -29,7 +29,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use weft::EventSink;
-use weft::graph::Send;
+use weft::graph::{CompiledGraph, Send};
 use weft::prelude::*;
 use weft_examples::{ExampleModel, Models, structured};
 
@@ -113,10 +113,12 @@ async fn main() -> std::process::ExitCode {
     weft_examples::report(example().await)
 }
 
-async fn example() -> weft::Result<()> {
-    let models = Models::from_env().with_latency(Duration::from_millis(50));
-    let (planner, comedian, judge) = scripts(&models);
-
+/// The graph: plan the subjects, one joke task per subject (the map), pick the best (the reduce).
+fn build(
+    planner: &ExampleModel,
+    comedian: &ExampleModel,
+    judge: &ExampleModel,
+) -> weft::Result<CompiledGraph<Jokes>> {
     let plan = ChatPromptTemplate::from_messages([(
         "human",
         "List between 2 and 5 subjects related to {topic}, a word or two each.",
@@ -173,9 +175,12 @@ async fn example() -> weft::Result<()> {
     // The reduce: `best_joke` runs once, in the step after all the joke tasks.
     graph.add_edge("generate_joke", "best_joke");
     graph.add_edge("best_joke", END);
-    let app = graph.compile()?;
+    Ok(graph.compile()?)
+}
 
-    let (probe, peak) = concurrency_probe();
+/// Streams one run in `tasks`, `updates` and `values` modes, printing it; returns what happened, in
+/// order, and the final state.
+async fn run(app: &CompiledGraph<Jokes>, probe: EventSink) -> weft::Result<(Vec<String>, Jokes)> {
     let config = RunnableConfig::default().with_callbacks(probe);
     let input = Jokes::update().topic("birds".to_owned());
     let started = Instant::now();
@@ -208,9 +213,19 @@ async fn example() -> weft::Result<()> {
     // Three steps of one model call each (50 ms on the script): the joke calls overlapped.
     println!("ran in {} ms", started.elapsed().as_millis());
 
+    let state = last.ok_or_else(|| Error::msg("the run streamed no state"))?;
+    Ok((events, state))
+}
+
+async fn example() -> weft::Result<()> {
+    let models = Models::from_env().with_latency(Duration::from_millis(50));
+    let (planner, comedian, judge) = scripts(&models);
+    let app = build(&planner, &comedian, &judge)?;
+    let (probe, peak) = concurrency_probe();
+    let (events, state) = run(&app, probe).await?;
+
     // Any model: the three stages ran in order, one joke task per subject, all started before one ended,
     // and the reduce joined every joke.
-    let state = last.ok_or_else(|| Error::msg("the run streamed no state"))?;
     let jokes_started = events.iter().filter(|e| *e == "start generate_joke").count();
     let first_joke_update = events.iter().position(|e| e == "update generate_joke");
     let last_joke_start = events.iter().rposition(|e| e == "start generate_joke");
