@@ -244,93 +244,15 @@ fn context(documents: &[Document]) -> String {
 
 /// The graph.
 fn build(roles: &Roles) -> weft::Result<StateGraph<Rag>> {
-    let route =
-        ChatPromptTemplate::from_messages([
-            (
-                "system",
-                "You route a user question to a vector store or to web search. The vector store holds notes \
-             about weft, a framework for LLM graphs: checkpoints, Send, interrupts, the store, streaming, \
-             reducers. Use it for questions on those topics; use web search for anything else.",
-            ),
-            ("human", "{question}"),
-        ])? | roles.router.clone().with_structured_output::<RouteQuery>(roles.router.structured_method());
-    let grade =
-        ChatPromptTemplate::from_messages([
-            (
-                "system",
-                "You grade whether a retrieved document is relevant to a user question: relevant if it \
-             holds facts that help answer it. A loose test; it only weeds out wrong retrievals.",
-            ),
-            ("human", "Document:\n{document}\n\nQuestion: {question}"),
-        ])? | roles.grader.clone().with_structured_output::<GradeDocument>(roles.grader.structured_method());
-    let rewrite = ChatPromptTemplate::from_messages([
-        (
-            "system",
-            "You rewrite a question into a better query for a vector store of technical notes: keep its \
-             intent, use the words such notes would use. Answer with the query only.",
-        ),
-        ("human", "{question}"),
-    ])? | roles.rewriter.clone()
-        | StrOutputParser;
-    let write = ChatPromptTemplate::from_messages([
-        (
-            "system",
-            "Answer the question from the context only, in at most two sentences. If the context does \
-             not say, say that you don't know.",
-        ),
-        ("human", "Context:\n{context}\n\nQuestion: {question}"),
-    ])? | roles.writer.clone()
-        | StrOutputParser;
-    let check =
-        ChatPromptTemplate::from_messages([
-            (
-                "system",
-                "You check whether an answer is grounded in a set of facts: every claim it makes must be \
-             supported by them.",
-            ),
-            ("human", "Facts:\n{context}\n\nAnswer: {answer}"),
-        ])? | roles.checker.clone().with_structured_output::<GradeAnswer>(roles.checker.structured_method());
-
     let mut graph = StateGraph::<Rag>::new();
-    graph.add_node("route_question", move |state: Rag, rt: Runtime| {
-        let route = route.clone();
-        async move {
-            let decision = route.invoke(json!({"question": state.question}), rt.config()).await?;
-            let next = match decision.datasource {
-                Datasource::Vectorstore => "retrieve",
-                Datasource::WebSearch => "web_search",
-            };
-            let update = Rag::update().route(decision.datasource).query(state.question.clone());
-            Ok::<_, weft::Error>(Command::new().update(update).goto(next))
-        }
-    });
+    add_router(&mut graph, roles)?;
+    add_graders(&mut graph, roles)?;
+    add_writers(&mut graph, roles)?;
     graph.add_node("retrieve", |state: Rag, rt: Runtime| async move {
         let store =
             rt.store().cloned().ok_or_else(|| Error::msg("the graph was compiled without a store"))?;
         let documents = retrieve(store.as_ref(), &state.query).await?;
         Ok::<_, weft::Error>(Rag::update().documents(documents))
-    });
-    graph.add_node("grade_documents", move |state: Rag, rt: Runtime| {
-        let grade = grade.clone();
-        async move {
-            let inputs: Vec<_> = state
-                .documents
-                .iter()
-                .map(|d| json!({"document": d.text, "question": state.question}))
-                .collect();
-            // One grader call per document, run concurrently; the grades come back in input order.
-            let grades = grade.batch(inputs, rt.config()).await?;
-            let kept: Vec<Document> =
-                state.documents.into_iter().zip(grades).filter(|(_, g)| g.relevant).map(|(d, _)| d).collect();
-            Ok::<_, weft::Error>(Rag::update().documents(kept))
-        }
-    });
-    graph.add_node("transform_query", move |state: Rag, rt: Runtime| {
-        let rewrite = rewrite.clone();
-        async move {
-            let query = rewrite.invoke(json!({"question": state.question}), rt.config()).await?;
-            Ok::<_, weft::Error>(Rag::update().query(query).rewrites(state.rewrites + 1))
-        }
     });
     graph.add_node("web_search", |state: Rag, rt: Runtime| async move {
         let call = ToolCall { name: "web_search".into(), args: json!({"query": state.query}), id: None };
@@ -343,22 +265,6 @@ fn build(roles: &Roles) -> weft::Result<StateGraph<Rag>> {
         let documents: Vec<Document> =
             pages.into_iter().map(|p| Document { source: p.url, text: p.text, score: None }).collect();
         Ok::<_, weft::Error>(Rag::update().documents(documents))
-    });
-    graph.add_node("generate", move |state: Rag, rt: Runtime| {
-        let write = write.clone();
-        async move {
-            let input = json!({"context": context(&state.documents), "question": state.question});
-            let answer = write.invoke(input, rt.config()).await?;
-            Ok::<_, weft::Error>(Rag::update().answer(answer).answers(state.answers + 1))
-        }
-    });
-    graph.add_node("grade_answer", move |state: Rag, rt: Runtime| {
-        let check = check.clone();
-        async move {
-            let input = json!({"context": context(&state.documents), "answer": state.answer});
-            let verdict = check.invoke(input, rt.config()).await?;
-            Ok::<_, weft::Error>(Rag::update().grounded(verdict.grounded))
-        }
     });
 
     graph.add_edge(START, "route_question");
@@ -381,6 +287,118 @@ fn build(roles: &Roles) -> weft::Result<StateGraph<Rag>> {
         None,
     );
     Ok(graph)
+}
+
+/// `route_question`: vector store or web search, as the router model decides.
+fn add_router(graph: &mut StateGraph<Rag>, roles: &Roles) -> weft::Result<()> {
+    let route =
+        ChatPromptTemplate::from_messages([
+            (
+                "system",
+                "You route a user question to a vector store or to web search. The vector store holds notes \
+             about weft, a framework for LLM graphs: checkpoints, Send, interrupts, the store, streaming, \
+             reducers. Use it for questions on those topics; use web search for anything else.",
+            ),
+            ("human", "{question}"),
+        ])? | roles.router.clone().with_structured_output::<RouteQuery>(roles.router.structured_method());
+    graph.add_node("route_question", move |state: Rag, rt: Runtime| {
+        let route = route.clone();
+        async move {
+            let decision = route.invoke(json!({"question": state.question}), rt.config()).await?;
+            let next = match decision.datasource {
+                Datasource::Vectorstore => "retrieve",
+                Datasource::WebSearch => "web_search",
+            };
+            let update = Rag::update().route(decision.datasource).query(state.question.clone());
+            Ok::<_, weft::Error>(Command::new().update(update).goto(next))
+        }
+    });
+    Ok(())
+}
+
+/// `grade_documents` (one grader call per retrieved document) and `grade_answer` (is it grounded?).
+fn add_graders(graph: &mut StateGraph<Rag>, roles: &Roles) -> weft::Result<()> {
+    let grade =
+        ChatPromptTemplate::from_messages([
+            (
+                "system",
+                "You grade whether a retrieved document is relevant to a user question: relevant if it \
+             holds facts that help answer it. A loose test; it only weeds out wrong retrievals.",
+            ),
+            ("human", "Document:\n{document}\n\nQuestion: {question}"),
+        ])? | roles.grader.clone().with_structured_output::<GradeDocument>(roles.grader.structured_method());
+    let check =
+        ChatPromptTemplate::from_messages([
+            (
+                "system",
+                "You check whether an answer is grounded in a set of facts: every claim it makes must be \
+             supported by them.",
+            ),
+            ("human", "Facts:\n{context}\n\nAnswer: {answer}"),
+        ])? | roles.checker.clone().with_structured_output::<GradeAnswer>(roles.checker.structured_method());
+
+    graph.add_node("grade_documents", move |state: Rag, rt: Runtime| {
+        let grade = grade.clone();
+        async move {
+            let inputs: Vec<_> = state
+                .documents
+                .iter()
+                .map(|d| json!({"document": d.text, "question": state.question}))
+                .collect();
+            // One grader call per document, run concurrently; the grades come back in input order.
+            let grades = grade.batch(inputs, rt.config()).await?;
+            let kept: Vec<Document> =
+                state.documents.into_iter().zip(grades).filter(|(_, g)| g.relevant).map(|(d, _)| d).collect();
+            Ok::<_, weft::Error>(Rag::update().documents(kept))
+        }
+    });
+    graph.add_node("grade_answer", move |state: Rag, rt: Runtime| {
+        let check = check.clone();
+        async move {
+            let input = json!({"context": context(&state.documents), "answer": state.answer});
+            let verdict = check.invoke(input, rt.config()).await?;
+            Ok::<_, weft::Error>(Rag::update().grounded(verdict.grounded))
+        }
+    });
+    Ok(())
+}
+
+/// `transform_query` (a better query for the vector store) and `generate` (the answer from the context).
+fn add_writers(graph: &mut StateGraph<Rag>, roles: &Roles) -> weft::Result<()> {
+    let rewrite = ChatPromptTemplate::from_messages([
+        (
+            "system",
+            "You rewrite a question into a better query for a vector store of technical notes: keep its \
+             intent, use the words such notes would use. Answer with the query only.",
+        ),
+        ("human", "{question}"),
+    ])? | roles.rewriter.clone()
+        | StrOutputParser;
+    let write = ChatPromptTemplate::from_messages([
+        (
+            "system",
+            "Answer the question from the context only, in at most two sentences. If the context does \
+             not say, say that you don't know.",
+        ),
+        ("human", "Context:\n{context}\n\nQuestion: {question}"),
+    ])? | roles.writer.clone()
+        | StrOutputParser;
+    graph.add_node("transform_query", move |state: Rag, rt: Runtime| {
+        let rewrite = rewrite.clone();
+        async move {
+            let query = rewrite.invoke(json!({"question": state.question}), rt.config()).await?;
+            Ok::<_, weft::Error>(Rag::update().query(query).rewrites(state.rewrites + 1))
+        }
+    });
+    graph.add_node("generate", move |state: Rag, rt: Runtime| {
+        let write = write.clone();
+        async move {
+            let input = json!({"context": context(&state.documents), "question": state.question});
+            let answer = write.invoke(input, rt.config()).await?;
+            Ok::<_, weft::Error>(Rag::update().answer(answer).answers(state.answers + 1))
+        }
+    });
+    Ok(())
 }
 
 /// Asks one question, printing each step as it finishes; returns the final state and the path taken.
