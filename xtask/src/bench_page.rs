@@ -205,6 +205,7 @@ fn server_figure(workload: &str) -> (&'static str, Kind) {
         "server_ttfe" => ("median_s", Kind::Seconds),
         "server_runs_per_s" => ("runs_per_s", Kind::PerSecond),
         "server_concurrent_1000" => ("p99_s", Kind::Seconds),
+        "server_hitl_round_trip" => ("median_s", Kind::Seconds),
         _ => ("rss_mb", Kind::Megabytes),
     }
 }
@@ -393,7 +394,10 @@ pub(crate) fn goals(rows: &[Row]) -> Vec<(&'static str, Verdict)> {
             bound_goal(rows, "server_ttfe (durable)", 2e-3, Some(100.0)),
         ),
         ("server (durable) streamed runs/s ≥ 20×", ratio_goal(rows, "server_runs_per_s (durable)", 20.0)),
-        ("server human-in-the-loop interrupt + resume round trip ≤ 10 ms", Verdict::NotMeasured),
+        (
+            "server human-in-the-loop interrupt + resume round trip ≤ 10 ms",
+            bound_goal(rows, "server_hitl_round_trip (durable)", 10e-3, None),
+        ),
         ("start-up (fresh process to first result) ≥ 100×", ratio_goal(rows, "startup", 100.0)),
         ("peak RSS ≤ 1/5 of LangGraph's on every row", rss_goal(rows)),
     ]

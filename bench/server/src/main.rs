@@ -8,7 +8,9 @@
 //!   connections, each streaming one run after another on its own thread;
 //! - `server_concurrent_1000`: 1,000 runs streamed at once, one connection each: all must complete;
 //! - `server_paused_10k`: 10,000 threads paused at an interrupt, then the server's resident memory
-//!   (`VmRSS` of its processes).
+//!   (`VmRSS` of its processes);
+//! - `server_hitl_round_trip`: human in the loop, a streamed run to an interrupt and a streamed run resuming
+//!   it (`Command` resume), one thread at a time: from the first request to the second stream's end.
 //!
 //! ```text
 //! weft-bench-server --weft-bin PATH [--weft-in-memory] [--langgraph-bin PATH --graphs DIR]
@@ -159,6 +161,7 @@ fn params(side: Side, quick: bool, langgraph_paused: Option<usize>) -> Params {
             concurrent_runs: 20,
             paused_threads: 50,
             paused_connections: 8,
+            hitl_samples: 5,
         };
     }
     match side {
@@ -169,6 +172,7 @@ fn params(side: Side, quick: bool, langgraph_paused: Option<usize>) -> Params {
             concurrent_runs: 1000,
             paused_threads: 10_000,
             paused_connections: 32,
+            hitl_samples: 500,
         },
         Side::LangGraph => Params {
             ttfe_samples: 50,
@@ -177,6 +181,7 @@ fn params(side: Side, quick: bool, langgraph_paused: Option<usize>) -> Params {
             concurrent_runs: 1000,
             paused_threads: langgraph_paused.unwrap_or(10_000),
             paused_connections: 32,
+            hitl_samples: 30,
         },
     }
 }
@@ -189,6 +194,9 @@ fn what(name: &str) -> &'static str {
         }
         "server_runs_per_s" => {
             "streamed runs of a three-node graph per second; each keep-alive connection streams one run after another on its own thread"
+        }
+        "server_hitl_round_trip" => {
+            "a streamed run of the hitl graph to its interrupt, then a streamed run resuming it to the end (Command resume), one thread at a time on one keep-alive connection; from the first POST to the second stream's end"
         }
         "server_concurrent_1000" => {
             "runs of the three-node graph streamed at once, one connection and thread each; latency from the request to the stream's end"
@@ -229,6 +237,15 @@ fn verdict(
         "server_runs_per_s" => {
             let r = ratio(figure(weft, "runs_per_s"), figure(langgraph, "runs_per_s"), true);
             (r, "20 times LangGraph's runs per second", r.map(|r| r >= 20.0))
+        }
+        "server_hitl_round_trip" => {
+            let ours = figure(weft, "median_s");
+            let met = ours.map(|median| median <= 0.010);
+            (
+                ratio(ours, figure(langgraph, "median_s"), false),
+                "interrupt + resume round trip at most 10 ms",
+                met,
+            )
         }
         "server_concurrent_1000" => {
             let all = match (figure(weft, "completed"), figure(weft, "runs")) {
@@ -381,6 +398,14 @@ fn side_text(name: &str, figures: &Value) -> String {
                 ms("run_median_s")
             )
         }
+        "server_hitl_round_trip" => format!(
+            "median {} p99 {} (to the interrupt {}, resumed {}; {} round trips)",
+            ms("median_s"),
+            ms("p99_s"),
+            ms("pause_median_s"),
+            ms("resume_median_s"),
+            get("samples")
+        ),
         "server_concurrent_1000" => format!(
             "{}/{} complete, p50 {} p99 {}, all in {:.2} s",
             get("completed"),
@@ -593,5 +618,23 @@ mod tests {
         let (_, _, met) =
             verdict("server_paused_10k", Some(&figures(&[("rss_mb", 150.0), ("threads", 10_000.0)])), None);
         assert_eq!(met, Some(true));
+    }
+
+    #[test]
+    fn the_hitl_goal_is_a_median_round_trip_of_at_most_10_ms() {
+        let figures = |pairs: &[(&str, f64)]| -> Figures {
+            pairs.iter().map(|(k, v)| ((*k).to_owned(), json!(v))).collect()
+        };
+        let (_, _, met) = verdict("server_hitl_round_trip", Some(&figures(&[("median_s", 0.004)])), None);
+        assert_eq!(met, Some(true));
+        let (_, _, met) = verdict("server_hitl_round_trip", Some(&figures(&[("median_s", 0.011)])), None);
+        assert_eq!(met, Some(false));
+        let (ratio, _, _) = verdict(
+            "server_hitl_round_trip",
+            Some(&figures(&[("median_s", 0.004)])),
+            Some(&figures(&[("median_s", 0.8)])),
+        );
+        assert_eq!(ratio, Some(200.0));
+        assert_eq!(verdict("server_hitl_round_trip", None, None).2, None);
     }
 }

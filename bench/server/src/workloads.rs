@@ -16,8 +16,13 @@ use crate::servers::Server;
 use crate::stats::{percentile, round, secs};
 
 /// The workloads, in the order they run.
-pub(crate) const NAMES: [&str; 4] =
-    ["server_ttfe", "server_runs_per_s", "server_concurrent_1000", "server_paused_10k"];
+pub(crate) const NAMES: [&str; 5] = [
+    "server_ttfe",
+    "server_runs_per_s",
+    "server_concurrent_1000",
+    "server_paused_10k",
+    "server_hitl_round_trip",
+];
 
 /// How much each workload does.
 #[derive(Debug, Clone)]
@@ -34,6 +39,8 @@ pub(crate) struct Params {
     pub(crate) paused_threads: usize,
     /// Connections that fill them.
     pub(crate) paused_connections: usize,
+    /// Interrupt-and-resume round trips timed one after another for `server_hitl_round_trip`.
+    pub(crate) hitl_samples: usize,
 }
 
 /// The figures of one workload on one server.
@@ -51,6 +58,7 @@ pub(crate) async fn run(name: &str, server: &Server, params: &Params) -> Result<
         }
         "server_concurrent_1000" => concurrent(server, params.concurrent_runs).await,
         "server_paused_10k" => paused(server, params.paused_threads, params.paused_connections).await,
+        "server_hitl_round_trip" => hitl_round_trip(server, params.hitl_samples).await,
         other => Err(format!("unknown workload `{other}`")),
     }
 }
@@ -270,6 +278,74 @@ async fn paused(server: &Server, threads: usize, connections: usize) -> Result<F
     figures.insert("threads_per_s".into(), json!(round(threads as f64 / fill.as_secs_f64(), 1)));
     figures.insert("connections".into(), json!(connections));
     figures.insert("server_pid".into(), json!(server.pid()));
+    Ok(figures)
+}
+
+/// Streams the `hitl` graph on `thread` until it pauses at its interrupt, and checks the question came.
+async fn stream_to_interrupt(conn: &mut Conn, thread: &str) -> Result<Streamed, String> {
+    let body = json!({"assistant_id": "hitl", "input": {"items": []}, "stream_mode": ["updates"]});
+    let streamed = conn.stream(&format!("/threads/{thread}/runs/stream"), &body).await?;
+    check_clean(&streamed)?;
+    let paused = streamed.events.iter().any(|e| {
+        e.name == "updates"
+            && serde_json::from_str::<Value>(&e.data)
+                .is_ok_and(|v| v["__interrupt__"][0]["value"]["question"] == json!("approve?"))
+    });
+    if !paused {
+        return Err(format!("thread {thread} did not pause at the interrupt"));
+    }
+    Ok(streamed)
+}
+
+/// Resumes the paused `hitl` thread with `yes` and checks the answer reached the state.
+async fn stream_resume(conn: &mut Conn, thread: &str) -> Result<Streamed, String> {
+    let body = json!({"assistant_id": "hitl", "command": {"resume": "yes"}, "stream_mode": ["values"]});
+    let streamed = conn.stream(&format!("/threads/{thread}/runs/stream"), &body).await?;
+    check_clean(&streamed)?;
+    let last = streamed.events.iter().rev().find(|e| e.name == "values").ok_or("no values event")?;
+    let values: Value = serde_json::from_str(&last.data).map_err(|e| format!("values not JSON: {e}"))?;
+    if values["items"] != json!(["answer:yes", "b"]) {
+        return Err(format!("the resumed run ended with {values}, expected items [answer:yes, b]"));
+    }
+    Ok(streamed)
+}
+
+/// `metadata` first and no `error` event.
+fn check_clean(streamed: &Streamed) -> Result<(), String> {
+    if streamed.events.first().map(|e| e.name.as_str()) != Some("metadata") {
+        return Err("the first event is not metadata".to_owned());
+    }
+    match streamed.events.iter().find(|e| e.name == "error") {
+        Some(error) => Err(format!("the run failed: {}", error.data)),
+        None => Ok(()),
+    }
+}
+
+/// Human in the loop: one connection, on a new thread each time (made untimed), a streamed run to the
+/// `hitl` graph's interrupt, then a streamed run resuming it to the end; the round trip is the two
+/// requests from the first POST to the second stream's end.
+async fn hitl_round_trip(server: &Server, samples: usize) -> Result<Figures, String> {
+    let mut conn = Conn::open(&server.addr).await?;
+    for _ in 0..3 {
+        let thread = create_thread(&mut conn).await?;
+        stream_to_interrupt(&mut conn, &thread).await?;
+        stream_resume(&mut conn, &thread).await?;
+    }
+    let (mut trips, mut pauses, mut resumes) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..samples {
+        let thread = create_thread(&mut conn).await?;
+        let started = Instant::now();
+        let paused = stream_to_interrupt(&mut conn, &thread).await?;
+        let resumed = stream_resume(&mut conn, &thread).await?;
+        trips.push(started.elapsed());
+        pauses.push(paused.total);
+        resumes.push(resumed.total);
+    }
+    let mut figures = Figures::new();
+    duration_figures(&mut figures, "", &trips);
+    duration_figures(&mut figures, "pause_", &pauses);
+    duration_figures(&mut figures, "resume_", &resumes);
+    figures.insert("samples".into(), json!(samples));
     Ok(figures)
 }
 
