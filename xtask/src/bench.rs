@@ -70,10 +70,10 @@ pub(crate) fn parse(args: &[String]) -> Result<Args, String> {
                 parsed.render = Some(args.next().ok_or("--render needs a file of raw lines")?.into());
             }
             "--instances" => {
-                let list = args.next().ok_or("--instances needs numbers of instances (1,2,3)")?;
+                let list = args.next().ok_or("--instances needs numbers of instances (0,1,2,3)")?;
                 for n in list.split(',').filter(|n| !n.is_empty()) {
                     match n.parse::<usize>() {
-                        Ok(n) if n > 0 => parsed.instances.push(n),
+                        Ok(n) => parsed.instances.push(n),
                         _ => return Err(format!("--instances: `{n}` is not a number of instances")),
                     }
                 }
@@ -183,7 +183,9 @@ fn server(args: &Args) -> Result<Vec<String>, String> {
 
 /// `--server --instances N,M,...`: the server workloads against weft scaled out, once per number of
 /// instances, each on a fresh database of the local PostgreSQL (dropped after) and a key prefix of its own
-/// on the local Redis (deleted after); the load spreads over the instances.
+/// on the local Redis (deleted after); the load spreads over the instances. `0` is the embedded server on
+/// a SQLite file, from the same build, in the same sitting. Each scaled line carries what the run cost
+/// PostgreSQL (`pg_cpu_ms_per_run`, `transactions_per_run`); the scale-out goals are judged at the end.
 fn server_scaled(args: &Args) -> Result<(), String> {
     crate::services::ensure(crate::services::Policy::Required)?;
     exec::run(&mut exec::cargo(&[
@@ -206,6 +208,16 @@ fn server_scaled(args: &Args) -> Result<(), String> {
         let prefix = format!("weft-bench-{unique}:");
         server_e2e::psql(&format!("CREATE DATABASE {database}"))?;
         let mut command = server_command(&release, args.quick, &args.only);
+        if instances == 0 {
+            let outcome = capture(&mut command, true);
+            let (Ok(lines) | Err((lines, _))) = &outcome;
+            all.extend(lines.iter().cloned());
+            if let Err((_, err)) = outcome {
+                failure = Some(err);
+                break;
+            }
+            continue;
+        }
         command
             .arg("--instances")
             .arg(instances.to_string())
@@ -230,7 +242,61 @@ fn server_scaled(args: &Args) -> Result<(), String> {
         deleted?;
     }
     save(&all, "server-scaled.jsonl")?;
+    if failure.is_none() {
+        for line in scale_goals(&all) {
+            println!("{line}");
+        }
+    }
     failure.map_or(Ok(()), Err)
+}
+
+/// The scale-out goals (issue 36) read from the `server_runs_per_s` lines of `lines`, one JSON line each:
+/// one scaled instance at least half the embedded server's runs/s, two and three instances each at
+/// least 95 % of one, and at most 2 ms of PostgreSQL CPU and 5 transactions per run. A goal whose
+/// configurations were not run is not judged.
+fn scale_goals(lines: &[String]) -> Vec<String> {
+    let mut by_instances: Vec<(usize, crate::json::Json)> = Vec::new();
+    for line in lines {
+        let Ok(json) = crate::json::parse(line) else { continue };
+        if json.text("workload") != Some("server_runs_per_s") || json.get("goal").is_none() {
+            continue;
+        }
+        if let Some(n) = json.num("instances") {
+            by_instances.push((n as usize, json));
+        }
+    }
+    let runs = |n: usize| by_instances.iter().find(|(i, _)| *i == n).and_then(|(_, j)| j.num("runs_per_s"));
+    let judged = |goal: &str, met: Option<bool>, figures: String| {
+        let met = met.map_or("null".to_owned(), |m| m.to_string());
+        format!(r#"{{"side":"goal","goal":"{goal}","met":{met},"figures":"{figures}"}}"#)
+    };
+    let show = |v: Option<f64>| v.map_or("not run".to_owned(), |v| v.to_string());
+    let mut out = Vec::new();
+    let (embedded, one) = (runs(0), runs(1));
+    out.push(judged(
+        "1 scaled instance >= 50% of the embedded server's runs/s",
+        embedded.zip(one).map(|(e, o)| o >= 0.5 * e),
+        format!("embedded {}, 1 instance {}", show(embedded), show(one)),
+    ));
+    for n in [2, 3] {
+        let many = runs(n);
+        out.push(judged(
+            &format!("{n} instances >= 95% of 1 instance's runs/s"),
+            one.zip(many).map(|(o, m)| m >= 0.95 * o),
+            format!("1 instance {}, {n} instances {}", show(one), show(many)),
+        ));
+    }
+    let scaled: Vec<&crate::json::Json> =
+        by_instances.iter().filter(|(n, _)| *n > 0).map(|(_, j)| j).collect();
+    for (key, limit, goal) in [
+        ("pg_cpu_ms_per_run", 2.0, "PostgreSQL CPU per run <= 2 ms"),
+        ("transactions_per_run", 5.0, "transactions per run <= 5"),
+    ] {
+        let values: Vec<f64> = scaled.iter().filter_map(|j| j.num(key)).collect();
+        let met = (!values.is_empty()).then(|| values.iter().all(|v| *v <= limit));
+        out.push(judged(goal, met, format!("{key} {values:?}")));
+    }
+    out
 }
 
 /// The command that runs `weft-bench-server` from `dir` (a cargo profile's folder) against the
@@ -684,7 +750,8 @@ mod tests {
         assert!(parse(&strings(&["--server", "--weft-in-memory"])).unwrap().weft_in_memory);
         assert!(parse(&strings(&["--server", "--compare"])).unwrap().server);
         assert_eq!(parse(&strings(&["--server", "--instances", "1,2,3"])).unwrap().instances, [1, 2, 3]);
-        assert!(parse(&strings(&["--instances", "0"])).unwrap_err().contains("not a number of instances"));
+        assert_eq!(parse(&strings(&["--server", "--instances", "0,1"])).unwrap().instances, [0, 1]);
+        assert!(parse(&strings(&["--instances", "x"])).unwrap_err().contains("not a number of instances"));
     }
 
     #[test]
@@ -739,5 +806,25 @@ mod tests {
         assert_eq!(target_dir(None, root), PathBuf::from("/repo/target"));
         assert_eq!(target_dir(Some(PathBuf::from("/t/x")), root), PathBuf::from("/t/x"));
         assert_eq!(target_dir(Some(PathBuf::from("out")), root), PathBuf::from("/repo/out"));
+    }
+
+    #[test]
+    fn scale_goals_read_the_runs_per_s_lines_of_each_configuration() {
+        let line = |n: usize, runs: f64, cpu: f64, tx: f64| {
+            format!(
+                r#"{{"workload":"server_runs_per_s","goal":"g","instances":{n},"runs_per_s":{runs},"pg_cpu_ms_per_run":{cpu},"transactions_per_run":{tx}}}"#
+            )
+        };
+        let lines = vec![line(0, 400.0, 0.0, 0.0), line(1, 210.0, 1.5, 5.0), line(2, 190.0, 1.9, 4.0)];
+        let goals = scale_goals(&lines);
+        assert_eq!(goals.len(), 5);
+        assert!(goals[0].contains(r#""met":true"#), "{}", goals[0]);
+        assert!(goals[1].contains(r#""met":false"#), "190 < 95 % of 210: {}", goals[1]);
+        assert!(goals[2].contains(r#""met":null"#), "3 instances not run: {}", goals[2]);
+        assert!(goals[3].contains(r#""met":true"#), "{}", goals[3]);
+        assert!(goals[4].contains(r#""met":true"#), "{}", goals[4]);
+        let slow = scale_goals(&[line(1, 100.0, 2.5, 6.0)]);
+        assert!(slow[3].contains(r#""met":false"#) && slow[4].contains(r#""met":false"#));
+        assert!(slow[0].contains(r#""met":null"#), "no embedded line: {}", slow[0]);
     }
 }

@@ -27,6 +27,7 @@
 
 mod chaos;
 mod http;
+mod pgstat;
 mod resp;
 mod servers;
 mod sse;
@@ -275,14 +276,35 @@ async fn measure(name: &str, side: Side, programs: &Programs, params: &Params) -
     let load_start = loadavg_1m();
     let server = Server::start(side, programs).await?;
     eprintln!("{name}: measuring {} (pid {})", side.name(), server.pid());
+    // Scaled out, what the workload costs PostgreSQL too (the servers' start-up not counted).
+    let database = programs.scale.as_ref().filter(|_| side == Side::Weft).map(|s| s.database_uri.as_str());
+    let pg_before = database.map(pgstat::PgUsage::now).transpose()?;
     let figures = workloads::run(name, &server, params).await;
     drop(server);
     let mut figures = figures?;
+    if let (Some(database), Some(before)) = (database, pg_before) {
+        let used = pgstat::PgUsage::after(database, before).await?;
+        pg_figures(&mut figures, used);
+    }
     // The machine's load while this side ran: the higher of the 1-minute averages at start and end.
     if let Some(load) = load_start.into_iter().chain(loadavg_1m()).reduce(f64::max) {
         figures.insert("loadavg_1m".into(), json!(load));
     }
     Ok(figures)
+}
+
+/// PostgreSQL's CPU time and transactions during a workload, in all and per run where it counts runs
+/// (the runs it made before timing included: `warmup_runs`).
+fn pg_figures(figures: &mut Figures, used: pgstat::PgUsage) {
+    figures.insert("pg_cpu_ms".into(), json!(stats::round(used.cpu_s * 1e3, 1)));
+    figures.insert("pg_transactions".into(), json!(used.transactions));
+    let runs =
+        figure(Some(figures), "runs").unwrap_or(0.0) + figure(Some(figures), "warmup_runs").unwrap_or(0.0);
+    if runs > 0.0 {
+        figures.insert("pg_cpu_ms_per_run".into(), json!(stats::round(used.cpu_s * 1e3 / runs, 3)));
+        figures
+            .insert("transactions_per_run".into(), json!(stats::round(used.transactions as f64 / runs, 2)));
+    }
 }
 
 /// The 1-minute load average (`/proc/loadavg`), where there is one.
@@ -361,6 +383,14 @@ async fn run(args: Args) -> Result<bool, String> {
         let of =
             |wanted: Side| results.iter().find(|(side, _)| *side == wanted).and_then(|(_, f)| f.as_ref());
         let langgraph = of(Side::LangGraph);
+        // weft's configuration (0: one embedded server on SQLite) and, at the top of the line, what the
+        // scale-out goals read.
+        line["instances"] = json!(args.instances.unwrap_or(0));
+        for key in ["runs_per_s", "pg_cpu_ms_per_run", "transactions_per_run"] {
+            if let Some(value) = of(Side::Weft).and_then(|f| f.get(key)) {
+                line[key] = value.clone();
+            }
+        }
         let (ratio, goal, met) = verdict(name, of(Side::Weft), langgraph);
         line["ratio"] = json!(ratio);
         line["goal"] = json!(goal);

@@ -163,6 +163,8 @@ async fn throughput(server: &Server, connections: usize, time: Duration) -> Resu
     let mut figures = Figures::new();
     figures.insert("runs_per_s".into(), json!(round(latencies.len() as f64 / elapsed.as_secs_f64(), 1)));
     figures.insert("runs".into(), json!(latencies.len()));
+    // Each connection streamed two runs on its thread before the timing started.
+    figures.insert("warmup_runs".into(), json!(2 * connections));
     figures.insert("elapsed_s".into(), json!(round(elapsed.as_secs_f64(), 3)));
     figures.insert("connections".into(), json!(connections));
     duration_figures(&mut figures, "run_", &latencies);
