@@ -545,12 +545,8 @@ async fn open_sqlite(database: &Database) -> Result<Embedded, ServerError> {
             return Ok((checkpointer, store, Records::memory(), None));
         }
     };
-    let saver = saver.map_err(|e| ServerError::Storage(e.to_string()))?;
-    let store: Arc<dyn Store> = Arc::new(
-        SqliteStore::from_pool(saver.pool().clone())
-            .await
-            .map_err(|e| ServerError::Storage(e.to_string()))?,
-    );
+    let saver = saver?;
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::from_pool(saver.pool().clone()).await?);
     let saver = Arc::new(saver);
     let checkpointer: Arc<dyn Checkpointer> = Arc::clone(&saver) as Arc<dyn Checkpointer>;
     // The records go through the saver's queue: a run's record changes and the checkpoints saved at the
@@ -566,12 +562,8 @@ async fn open_scaled(
 ) -> Result<(Arc<dyn Checkpointer>, Arc<dyn Store>, Records, Arc<crate::scale::Scale>), ServerError> {
     use weft_integrations::postgres::{PostgresOptions, PostgresSaver, PostgresStore};
     let options = PostgresOptions { max_connections: 16, ..PostgresOptions::default() };
-    let saver = PostgresSaver::connect_with(&config.database_uri, options.clone())
-        .await
-        .map_err(|e| ServerError::Storage(e.to_string()))?;
-    let store = PostgresStore::from_pool(saver.pool().clone(), options)
-        .await
-        .map_err(|e| ServerError::Storage(e.to_string()))?;
+    let saver = PostgresSaver::connect_with(&config.database_uri, options.clone()).await?;
+    let store = PostgresStore::from_pool(saver.pool().clone(), options).await?;
     let (pool, bus) = crate::scale::connect(config).await?;
     let records = Records::open_postgres(pool.clone()).await?;
     let scale = Arc::new(crate::scale::Scale::new(config, pool, bus));

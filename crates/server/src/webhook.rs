@@ -88,7 +88,7 @@ impl Webhooks {
             .connect_timeout(config.timeout.min(Duration::from_secs(5)))
             .timeout(config.timeout)
             .build()
-            .map_err(|e| ServerError::Webhooks(e.to_string()))?;
+            .map_err(ServerError::Webhooks)?;
         Ok(Self { client, config })
     }
 
