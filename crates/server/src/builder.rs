@@ -347,10 +347,21 @@ impl ServerBuilder {
         self
     }
 
-    /// Lets runs and crons name webhooks on this machine (`localhost`, `127.0.0.1`, `::1`). Off by
-    /// default, as in LangGraph (`webhooks.url.disable_loopback`): a `422` refuses them.
+    /// Lets runs and crons name webhooks on this machine: `localhost`, loopback and unspecified addresses
+    /// in any form, and names that resolve to them. Off by default, as in LangGraph
+    /// (`webhooks.url.disable_loopback`): a literal one gets a `422` when the run is made, a name is
+    /// refused when it resolves so (the call is not made).
     pub fn allow_loopback_webhooks(mut self, allow: bool) -> Self {
         self.webhooks.allow_loopback = allow;
+        self
+    }
+
+    /// Lets runs and crons name webhooks on private networks: RFC 1918 (`10/8`, `172.16/12`,
+    /// `192.168/16`), unique local (`fc00::/7`), link-local (`169.254/16`, cloud metadata services among
+    /// them, `fe80::/10`) and shared (CGNAT, `100.64/10`) addresses, and names that resolve to them. Off
+    /// by default, so that a caller cannot make the server reach what only it can reach.
+    pub fn allow_private_webhooks(mut self, allow: bool) -> Self {
+        self.webhooks.allow_private = allow;
         self
     }
 
