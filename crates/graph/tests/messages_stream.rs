@@ -188,3 +188,68 @@ async fn a_node_gives_the_state_messages_to_a_model_directly() {
     let prompt: weft_runnable_core::PromptValue = (&state.messages).into();
     assert_eq!(prompt.into_messages().len(), 2);
 }
+
+/// A model streaming `words` words at once (its stream never waits), counting the chunks it has handed
+/// out.
+#[derive(Clone)]
+struct Eager {
+    words: usize,
+    handed: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+#[async_trait]
+impl ChatModel for Eager {
+    fn model_name(&self) -> &str {
+        "eager-1"
+    }
+
+    fn provider(&self) -> &str {
+        "local"
+    }
+
+    async fn generate(&self, _: Vec<Message>, _: &CallOptions, _: &RunnableConfig) -> Result<AiMessage> {
+        Ok(AiMessage::new("unused"))
+    }
+
+    fn stream_chunks<'a>(
+        &'a self,
+        _: Vec<Message>,
+        _: &CallOptions,
+        _: &RunnableConfig,
+    ) -> futures::stream::BoxStream<'a, Result<AiMessage>> {
+        let handed = Arc::clone(&self.handed);
+        futures::stream::iter(0..self.words)
+            .map(move |i| {
+                handed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut chunk = AiMessage::new(format!(" w{i}"));
+                chunk.is_chunk = true;
+                Ok(chunk)
+            })
+            .boxed()
+    }
+}
+
+weft_runnable_core::impl_chat_model_runnable!(Eager);
+
+#[tokio::test]
+async fn a_model_whose_stream_never_waits_does_not_run_ahead_of_the_reader() {
+    let handed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let model = Eager { words: 2_000, handed: Arc::clone(&handed) };
+    let app = reply_then_sign(model).compile().unwrap();
+    let mut stream =
+        app.stream_with(hi(), &RunnableConfig::default(), &[StreamMode::Messages], RunOptions::default());
+    let (mut read, mut furthest_ahead) = (0usize, 0usize);
+    while let Some(part) = stream.next().await {
+        let part = part.unwrap();
+        if let StreamData::Message { chunk, .. } = part.data {
+            if matches!(&*chunk, Message::Ai(m) if m.is_chunk) && !chunk.text().is_empty() {
+                read += 1;
+                let ahead = handed.load(std::sync::atomic::Ordering::SeqCst) - read;
+                furthest_ahead = furthest_ahead.max(ahead);
+            }
+        }
+    }
+    assert_eq!(read, 2_000);
+    // Without a wait between chunks the whole reply would queue before the first was read (1,999 ahead).
+    assert!(furthest_ahead <= 2, "the model ran {furthest_ahead} chunks ahead of the reader");
+}

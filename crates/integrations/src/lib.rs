@@ -21,6 +21,13 @@
 #[cfg(feature = "_sql")]
 mod sql;
 
+/// The checkpoint error of an SQL driver error (SQLite, PostgreSQL), its kind read from the driver's
+/// error: [`Unavailable`](weft_graph::checkpoint::CheckpointErrorKind::Unavailable) for a passing failure
+/// (a broken connection, a busy or locked database, ...), a backend error otherwise; for code beside a
+/// saver that uses its pool.
+#[cfg(feature = "_sql")]
+pub use sql::checkpoint_error as sql_checkpoint_error;
+
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 

@@ -347,10 +347,21 @@ impl ServerBuilder {
         self
     }
 
-    /// Lets runs and crons name webhooks on this machine (`localhost`, `127.0.0.1`, `::1`). Off by
-    /// default, as in LangGraph (`webhooks.url.disable_loopback`): a `422` refuses them.
+    /// Lets runs and crons name webhooks on this machine: `localhost`, loopback and unspecified addresses
+    /// in any form, and names that resolve to them. Off by default, as in LangGraph
+    /// (`webhooks.url.disable_loopback`): a literal one gets a `422` when the run is made, a name is
+    /// refused when it resolves so (the call is not made).
     pub fn allow_loopback_webhooks(mut self, allow: bool) -> Self {
         self.webhooks.allow_loopback = allow;
+        self
+    }
+
+    /// Lets runs and crons name webhooks on private networks: RFC 1918 (`10/8`, `172.16/12`,
+    /// `192.168/16`), unique local (`fc00::/7`), link-local (`169.254/16`, cloud metadata services among
+    /// them, `fe80::/10`) and shared (CGNAT, `100.64/10`) addresses, and names that resolve to them. Off
+    /// by default, so that a caller cannot make the server reach what only it can reach.
+    pub fn allow_private_webhooks(mut self, allow: bool) -> Self {
+        self.webhooks.allow_private = allow;
         self
     }
 
@@ -545,12 +556,8 @@ async fn open_sqlite(database: &Database) -> Result<Embedded, ServerError> {
             return Ok((checkpointer, store, Records::memory(), None));
         }
     };
-    let saver = saver.map_err(|e| ServerError::Storage(e.to_string()))?;
-    let store: Arc<dyn Store> = Arc::new(
-        SqliteStore::from_pool(saver.pool().clone())
-            .await
-            .map_err(|e| ServerError::Storage(e.to_string()))?,
-    );
+    let saver = saver?;
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::from_pool(saver.pool().clone()).await?);
     let saver = Arc::new(saver);
     let checkpointer: Arc<dyn Checkpointer> = Arc::clone(&saver) as Arc<dyn Checkpointer>;
     // The records go through the saver's queue: a run's record changes and the checkpoints saved at the
@@ -566,12 +573,8 @@ async fn open_scaled(
 ) -> Result<(Arc<dyn Checkpointer>, Arc<dyn Store>, Records, Arc<crate::scale::Scale>), ServerError> {
     use weft_integrations::postgres::{PostgresOptions, PostgresSaver, PostgresStore};
     let options = PostgresOptions { max_connections: 16, ..PostgresOptions::default() };
-    let saver = PostgresSaver::connect_with(&config.database_uri, options.clone())
-        .await
-        .map_err(|e| ServerError::Storage(e.to_string()))?;
-    let store = PostgresStore::from_pool(saver.pool().clone(), options)
-        .await
-        .map_err(|e| ServerError::Storage(e.to_string()))?;
+    let saver = PostgresSaver::connect_with(&config.database_uri, options.clone()).await?;
+    let store = PostgresStore::from_pool(saver.pool().clone(), options).await?;
     let (pool, bus) = crate::scale::connect(config).await?;
     let records = Records::open_postgres(pool.clone()).await?;
     let scale = Arc::new(crate::scale::Scale::new(config, pool, bus));

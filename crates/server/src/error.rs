@@ -14,9 +14,10 @@ pub enum ServerError {
     /// A graph id that cannot name a graph (empty).
     #[error("graph id '{0}' is not valid: it must not be empty")]
     InvalidGraphId(String),
-    /// The database could not be opened or written.
+    /// The database could not be opened, read or written: the saver's or the store's error, kept whole
+    /// (its kind and whether trying again may help: [`StorageError::is_retryable`]).
     #[error("storage failed: {0}")]
-    Storage(String),
+    Storage(#[from] StorageError),
     /// Another process serves the SQLite file: one process per file (see [`crate::ServerBuilder::sqlite`]).
     #[error(
         "the database {} is in use by another weft-server process ({}): stop it first, one process per \
@@ -41,14 +42,15 @@ pub enum ServerError {
     },
     /// Redis (the wake-ups, cancellations and streams of a scaled-out server) could not be reached or
     /// answered wrongly.
+    #[cfg(feature = "scale")]
     #[error("redis failed: {0}")]
-    Redis(String),
+    Redis(#[source] redis::RedisError),
     /// The settings of a scaled-out server do not go together (PostgreSQL without Redis, or the reverse).
     #[error("invalid scale-out settings: {0}")]
     ScaleConfig(String),
     /// The HTTP client that calls webhooks could not be made.
     #[error("cannot make the webhook client: {0}")]
-    Webhooks(String),
+    Webhooks(#[source] reqwest::Error),
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -71,9 +73,65 @@ pub enum ServerError {
     /// Both a custom [`crate::Auth`] and static credentials were given.
     #[error("both a custom auth and API keys or bearer tokens were given: choose one")]
     AuthConflict,
-    /// Serving connections failed.
-    #[error("the server failed: {0}")]
-    Serve(#[source] std::io::Error),
+}
+
+impl ServerError {
+    /// Whether trying again later may succeed: storage that could not be reached or answered in time
+    /// ([`StorageError::is_retryable`]), Redis that could not be reached or timed out.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ServerError::Storage(e) => e.is_retryable(),
+            #[cfg(feature = "scale")]
+            ServerError::Redis(e) => {
+                e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal()
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Why the server's storage failed. Its records are kept beside the checkpoints and written through the
+/// checkpoint saver, so their failures are checkpoint errors too.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StorageError {
+    /// The checkpoint saver failed, or the records beside it (with the error's
+    /// [`CheckpointErrorKind`](weft_graph::checkpoint::CheckpointErrorKind)).
+    #[error(transparent)]
+    Checkpoint(#[from] weft_graph::checkpoint::CheckpointError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] weft_graph::store::StoreError),
+}
+
+impl StorageError {
+    /// Whether trying again later may succeed (the database could not be reached, was busy or locked).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            StorageError::Checkpoint(e) => e.is_retryable(),
+            StorageError::Store(_) => false,
+        }
+    }
+
+    /// The checkpoint error's kind; `None` for the store's errors.
+    pub fn checkpoint_kind(&self) -> Option<weft_graph::checkpoint::CheckpointErrorKind> {
+        match self {
+            StorageError::Checkpoint(e) => Some(e.kind()),
+            StorageError::Store(_) => None,
+        }
+    }
+}
+
+impl From<weft_graph::checkpoint::CheckpointError> for ServerError {
+    fn from(e: weft_graph::checkpoint::CheckpointError) -> Self {
+        ServerError::Storage(e.into())
+    }
+}
+
+impl From<weft_graph::store::StoreError> for ServerError {
+    fn from(e: weft_graph::store::StoreError) -> Self {
+        ServerError::Storage(e.into())
+    }
 }
 
 /// An HTTP error answer: a status and the `detail` text of its JSON body.
@@ -157,5 +215,32 @@ pub(crate) type ApiResult<T> = Result<T, ApiError>;
 impl From<ServerError> for weft_runnable_core::Error {
     fn from(err: ServerError) -> Self {
         Self::custom(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use weft_graph::checkpoint::{CheckpointError, CheckpointErrorKind};
+
+    use super::*;
+
+    #[test]
+    fn storage_errors_keep_their_kind_and_retryability_and_answer_500() {
+        let busy = ServerError::from(CheckpointError::unavailable("sqlite: database is locked"));
+        assert!(busy.is_retryable());
+        let ServerError::Storage(storage) = &busy else { panic!("{busy:?}") };
+        assert_eq!(storage.checkpoint_kind(), Some(CheckpointErrorKind::Unavailable));
+        let broken = ServerError::from(CheckpointError::backend("sqlite: no such table"));
+        assert!(!broken.is_retryable());
+        let store = ServerError::from(weft_graph::store::StoreError::Backend("disk full".into()));
+        assert!(!store.is_retryable());
+        let ServerError::Storage(storage) = &store else { panic!("{store:?}") };
+        assert_eq!(storage.checkpoint_kind(), None);
+        for e in [busy, broken, store] {
+            let text = e.to_string();
+            let answer = ApiError::from(e);
+            assert_eq!(answer.status, StatusCode::INTERNAL_SERVER_ERROR);
+            assert_eq!(answer.detail, text);
+        }
     }
 }

@@ -56,5 +56,5 @@ pub struct ReadmeDoctests;
 
 pub use auth::{Action, Auth, AuthContext, AuthError, AuthRequest, Filter, Resource, User};
 pub use builder::{Server, ServerBuilder};
-pub use error::ServerError;
+pub use error::{ServerError, StorageError};
 pub use graphs::{ServerGraph, default_assistant_id};

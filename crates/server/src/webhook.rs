@@ -25,6 +25,8 @@ pub(crate) struct WebhookConfig {
     /// Whether URLs on this machine (`localhost`, `127.0.0.1`, `::1`) may be called; LangGraph refuses
     /// them unless told otherwise.
     pub(crate) allow_loopback: bool,
+    /// Whether private, link-local and shared (CGNAT) addresses may be called.
+    pub(crate) allow_private: bool,
     /// How long one call may take (connecting: at most 5 s of it).
     pub(crate) timeout: Duration,
 }
@@ -35,6 +37,7 @@ impl Default for WebhookConfig {
             attempts: 3,
             backoff: Backoff::new(Duration::from_secs(1), Duration::from_secs(60)),
             allow_loopback: false,
+            allow_private: false,
             timeout: Duration::from_secs(30),
         }
     }
@@ -46,9 +49,128 @@ enum CallError {
     #[error("the receiver answered {0}")]
     Status(u16),
     #[error("{0}")]
-    Transport(#[from] reqwest::Error),
-    #[error("its host {0} is on this machine, and loopback webhooks are not allowed")]
-    Loopback(String),
+    Transport(reqwest::Error),
+    #[error("{0}")]
+    Refused(Refused),
+}
+
+/// A destination a webhook may not reach: its host, and what the address is.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("its host {host} is {reach} ({addr}), and such webhooks are not allowed")]
+struct Refused {
+    host: String,
+    addr: IpAddr,
+    reach: Reach,
+}
+
+/// Where an address leads, for the webhook destinations' policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// The internet.
+    Public,
+    /// This machine: loopback and unspecified addresses (`0.0.0.0/8`, `::`).
+    Loopback,
+    /// A private network: RFC 1918 (`10/8`, `172.16/12`, `192.168/16`), unique local (`fc00::/7`),
+    /// link-local (`169.254/16`, `fe80::/10`) and shared (CGNAT, `100.64/10`) addresses.
+    Private,
+}
+
+impl std::fmt::Display for Reach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Reach::Public => "public",
+            Reach::Loopback => "on this machine",
+            Reach::Private => "on a private or link-local network",
+        })
+    }
+}
+
+fn reach_v4(ip: std::net::Ipv4Addr) -> Reach {
+    let [a, b, ..] = ip.octets();
+    if ip.is_loopback() || a == 0 {
+        Reach::Loopback
+    } else if ip.is_private() || ip.is_link_local() || (a == 100 && (b & 0xc0) == 64) {
+        Reach::Private
+    } else {
+        Reach::Public
+    }
+}
+
+/// Where `ip` leads; an IPv6 address holding an IPv4 one (mapped `::ffff:a.b.c.d`, compatible
+/// `::a.b.c.d`) leads where that one does.
+fn reach(ip: IpAddr) -> Reach {
+    match ip {
+        IpAddr::V4(v4) => reach_v4(v4),
+        IpAddr::V6(v6) => {
+            let first = v6.segments()[0];
+            if v6.is_loopback() || v6.is_unspecified() {
+                Reach::Loopback
+            } else if let Some(v4) = v6.to_ipv4() {
+                reach_v4(v4)
+            } else if (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfe80 {
+                Reach::Private
+            } else {
+                Reach::Public
+            }
+        }
+    }
+}
+
+/// Which destinations webhooks may reach.
+#[derive(Debug, Clone, Copy)]
+struct Policy {
+    allow_loopback: bool,
+    allow_private: bool,
+}
+
+impl Policy {
+    fn of(config: &WebhookConfig) -> Self {
+        Self { allow_loopback: config.allow_loopback, allow_private: config.allow_private }
+    }
+
+    /// Why `host`'s address `addr` may not be called; none when it may.
+    fn check(self, host: &str, addr: IpAddr) -> Result<(), Refused> {
+        let reach = reach(addr);
+        let allowed = match reach {
+            Reach::Public => true,
+            Reach::Loopback => self.allow_loopback,
+            Reach::Private => self.allow_private,
+        };
+        if allowed { Ok(()) } else { Err(Refused { host: host.to_owned(), addr, reach }) }
+    }
+}
+
+/// The webhook client's name resolution: each name is resolved once, and refused when any of its
+/// addresses may not be called; the client connects to the addresses checked here, never resolving the
+/// name again (a name that changes its answer between a check and the call reaches nothing unchecked).
+struct CheckedResolver(Policy);
+
+impl reqwest::dns::Resolve for CheckedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let policy = self.0;
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let addrs: Vec<std::net::SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            for addr in &addrs {
+                policy.check(&host, addr.ip())?;
+            }
+            let addrs: reqwest::dns::Addrs = Box::new(addrs.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+/// The refusal behind a failed call, if that is why it failed.
+fn refusal_in(error: &reqwest::Error) -> Option<&Refused> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if let Some(refused) = e.downcast_ref::<Refused>() {
+            return Some(refused);
+        }
+        source = e.source();
+    }
+    None
 }
 
 impl CallError {
@@ -57,7 +179,7 @@ impl CallError {
         match self {
             CallError::Status(status) => *status >= 500 || *status == 429,
             CallError::Transport(_) => true,
-            CallError::Loopback(_) => false,
+            CallError::Refused(_) => false,
         }
     }
 }
@@ -69,13 +191,16 @@ pub(crate) struct Webhooks {
     config: WebhookConfig,
 }
 
-fn is_loopback_host(host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    if let Ok(ip) = host.parse::<IpAddr>() {
-        return ip.is_loopback() || ip.is_unspecified();
+/// The address a URL's host names literally (`127.0.0.1`, `[::1]`; the URL parser has already read the
+/// other IPv4 forms, `2130706433`, `0x7f.1`, `127.1`, into this one), or that `localhost` and its
+/// subdomains always name.
+fn literal_addr(host: &str) -> Option<IpAddr> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        return Some(ip);
     }
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    host == "localhost" || host.ends_with(".localhost")
+    let name = bare.trim_end_matches('.').to_ascii_lowercase();
+    (name == "localhost" || name.ends_with(".localhost")).then_some(IpAddr::V6(std::net::Ipv6Addr::LOCALHOST))
 }
 
 impl Webhooks {
@@ -85,10 +210,13 @@ impl Webhooks {
             let _ = rustls::crypto::ring::default_provider().install_default();
         }
         let client = reqwest::Client::builder()
+            .dns_resolver(Arc::new(CheckedResolver(Policy::of(&config))))
+            // As LangGraph's (httpx's) client: a redirect is not followed, so it cannot lead elsewhere.
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(config.timeout.min(Duration::from_secs(5)))
             .timeout(config.timeout)
             .build()
-            .map_err(|e| ServerError::Webhooks(e.to_string()))?;
+            .map_err(ServerError::Webhooks)?;
         Ok(Self { client, config })
     }
 
@@ -114,11 +242,18 @@ impl Webhooks {
         if host.is_empty() {
             return Err(ApiError::unprocessable(format!("Invalid webhook hostname '{host}'")));
         }
-        if !self.config.allow_loopback && is_loopback_host(host) {
-            return Err(ApiError::unprocessable(
-                "Webhook host blocked: loopback webhooks (localhost and its addresses) are disabled by default; \
-                 allow them with ServerBuilder::allow_loopback_webhooks",
-            ));
+        if let Some(addr) = literal_addr(host) {
+            if let Err(refused) = Policy::of(&self.config).check(host, addr) {
+                let allow = match refused.reach {
+                    Reach::Private => "ServerBuilder::allow_private_webhooks",
+                    _ => "ServerBuilder::allow_loopback_webhooks",
+                };
+                return Err(ApiError::unprocessable(format!(
+                    "Webhook host blocked: {host} is {} and such webhooks are disabled by default; allow them with \
+                     {allow}",
+                    refused.reach
+                )));
+            }
         }
         Ok(())
     }
@@ -156,21 +291,18 @@ impl Webhooks {
     }
 
     async fn call(&self, url: &str, body: &Value) -> Result<(), CallError> {
-        if !self.config.allow_loopback {
-            // A name may resolve to this machine even when it does not say so.
-            if let Ok(parsed) = reqwest::Url::parse(url) {
-                let host = parsed.host_str().unwrap_or_default().to_owned();
-                let port = parsed.port_or_known_default().unwrap_or(80);
-                let on_this_machine = match tokio::net::lookup_host((host.as_str(), port)).await {
-                    Ok(mut addrs) => addrs.any(|a| a.ip().is_loopback() || a.ip().is_unspecified()),
-                    Err(_) => false,
-                };
-                if on_this_machine {
-                    return Err(CallError::Loopback(host));
-                }
+        // A literal address is not resolved, so the resolver does not see it: checked here (a URL checked
+        // when its run was made may be called after the policy changed).
+        if let Ok(parsed) = reqwest::Url::parse(url) {
+            let host = parsed.host_str().unwrap_or_default();
+            if let Some(addr) = literal_addr(host) {
+                Policy::of(&self.config).check(host, addr).map_err(CallError::Refused)?;
             }
         }
-        let response = self.client.post(url).json(body).send().await?;
+        let response = self.client.post(url).json(body).send().await.map_err(|e| match refusal_in(&e) {
+            Some(refused) => CallError::Refused(refused.clone()),
+            None => CallError::Transport(e),
+        })?;
         let status = response.status();
         if status.is_success() { Ok(()) } else { Err(CallError::Status(status.as_u16())) }
     }
@@ -181,13 +313,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn loopback_hosts_are_recognised() {
-        for host in ["localhost", "LOCALHOST.", "api.localhost", "127.0.0.1", "127.1.2.3", "[::1]", "0.0.0.0"]
-        {
-            assert!(is_loopback_host(host), "{host}");
-        }
-        for host in ["example.com", "10.0.0.1", "localhost.example.com"] {
-            assert!(!is_loopback_host(host), "{host}");
+    fn addresses_are_placed_in_every_form() {
+        use Reach::{Loopback, Private, Public};
+        let table = [
+            ("127.0.0.1", Loopback),
+            ("127.1.2.3", Loopback),
+            ("0.0.0.0", Loopback),
+            ("0.1.2.3", Loopback),
+            ("::1", Loopback),
+            ("::", Loopback),
+            ("::ffff:127.0.0.1", Loopback),
+            ("::127.0.0.1", Loopback),
+            ("::ffff:0.0.0.0", Loopback),
+            ("10.1.2.3", Private),
+            ("172.16.0.1", Private),
+            ("172.31.255.255", Private),
+            ("192.168.1.1", Private),
+            ("169.254.169.254", Private),
+            ("100.64.0.1", Private),
+            ("100.127.255.255", Private),
+            ("fc00::1", Private),
+            ("fd12:3456::1", Private),
+            ("fe80::1", Private),
+            ("febf::1", Private),
+            ("::ffff:10.0.0.1", Private),
+            ("::ffff:169.254.169.254", Private),
+            ("93.184.216.34", Public),
+            ("172.32.0.1", Public),
+            ("100.128.0.1", Public),
+            ("100.63.255.255", Public),
+            ("2606:4700::1111", Public),
+            ("fec0::1", Public),
+        ];
+        for (ip, expected) in table {
+            assert_eq!(reach(ip.parse().unwrap()), expected, "{ip}");
         }
     }
 
@@ -195,19 +354,116 @@ mod tests {
     fn urls_are_checked_as_langgraph_does() {
         let hooks = Webhooks::new(WebhookConfig::default()).unwrap();
         assert!(hooks.check_url("https://example.com/hook").is_ok());
-        for bad in [
-            "/internal",
-            "ftp://example.com/x",
-            "not a url",
-            "http://localhost:9000/hook",
-            "http://127.0.0.1/h",
-        ] {
+        for bad in ["/internal", "ftp://example.com/x", "not a url"] {
             let e = hooks.check_url(bad).unwrap_err();
             assert_eq!(e.status.as_u16(), 422, "{bad}");
         }
         assert!(hooks.check_url(&format!("https://example.com/{}", "a".repeat(5000))).is_err());
-        let open = Webhooks::new(WebhookConfig { allow_loopback: true, ..WebhookConfig::default() }).unwrap();
-        assert!(open.check_url("http://127.0.0.1:9000/hook").is_ok());
+    }
+
+    /// Every way a URL can name an address on this machine or a private network, as the URL parser reads
+    /// it (decimal, hexadecimal, octal and short IPv4 forms, IPv4 inside IPv6).
+    const ON_THIS_MACHINE: [&str; 14] = [
+        "http://localhost:9000/hook",
+        "http://LOCALHOST./hook",
+        "http://api.localhost/hook",
+        "http://127.0.0.1/h",
+        "http://127.1/h",
+        "http://2130706433/h",
+        "http://0x7f.1/h",
+        "http://0177.0.0.1/h",
+        "http://0x7f000001/h",
+        "http://0.0.0.0/h",
+        "http://[::1]/h",
+        "http://[::]/h",
+        "http://[::ffff:127.0.0.1]/h",
+        "http://[::ffff:7f00:1]/h",
+    ];
+    const PRIVATE: [&str; 9] = [
+        "http://10.0.0.1/h",
+        "http://172.16.5.4/h",
+        "http://192.168.0.1/h",
+        "http://169.254.169.254/latest/meta-data",
+        "http://100.64.0.1/h",
+        "http://[fd00::1]/h",
+        "http://[fe80::1]/h",
+        "http://[::ffff:a00:1]/h",
+        "http://167772161/h",
+    ];
+
+    fn hooks(allow_loopback: bool, allow_private: bool) -> Webhooks {
+        Webhooks::new(WebhookConfig { allow_loopback, allow_private, ..WebhookConfig::default() }).unwrap()
+    }
+
+    #[test]
+    fn literal_loopback_and_private_destinations_are_refused_unless_allowed() {
+        for url in ON_THIS_MACHINE {
+            let e = hooks(false, true).check_url(url).unwrap_err();
+            assert_eq!(e.status.as_u16(), 422, "{url}");
+            assert!(e.detail.contains("allow_loopback_webhooks"), "{url}: {}", e.detail);
+            assert!(hooks(true, false).check_url(url).is_ok(), "{url} allowed");
+        }
+        for url in PRIVATE {
+            let e = hooks(true, false).check_url(url).unwrap_err();
+            assert_eq!(e.status.as_u16(), 422, "{url}");
+            assert!(e.detail.contains("allow_private_webhooks"), "{url}: {}", e.detail);
+            assert!(hooks(false, true).check_url(url).is_ok(), "{url} allowed");
+        }
+        for url in ["http://93.184.216.34/h", "http://[2606:4700::1111]/h", "http://100.128.0.1/h"] {
+            assert!(hooks(false, false).check_url(url).is_ok(), "{url}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_literal_is_not_called_and_not_retried() {
+        let e = hooks(false, false).call("http://[::ffff:127.0.0.1]:9/h", &Value::Null).await.unwrap_err();
+        assert!(matches!(&e, CallError::Refused(r) if r.reach == Reach::Loopback), "{e}");
+        assert!(!e.is_retryable());
+    }
+
+    /// Names that resolve to this machine without saying so: `/etc/hosts` holds some besides
+    /// `localhost` on most systems (the machine's own name, `ip6-localhost`, ...).
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn names_that_resolve_to_this_machine_are_refused_when_resolved() {
+        let hosts = std::fs::read_to_string("/etc/hosts").unwrap_or_default();
+        let names: Vec<String> = hosts
+            .lines()
+            .map(|line| line.split('#').next().unwrap_or_default())
+            .filter_map(|line| {
+                let mut fields = line.split_whitespace();
+                let ip: IpAddr = fields.next()?.parse().ok()?;
+                Some(
+                    fields
+                        .filter(move |_| reach(ip) == Reach::Loopback)
+                        .map(str::to_owned)
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .flatten()
+            .filter(|name| literal_addr(name).is_none())
+            .collect();
+        let resolver = CheckedResolver(Policy { allow_loopback: false, allow_private: false });
+        let open = CheckedResolver(Policy { allow_loopback: true, allow_private: true });
+        for name in &names {
+            use reqwest::dns::Resolve as _;
+            let resolved = tokio::net::lookup_host((name.as_str(), 0)).await;
+            if !resolved.is_ok_and(|mut addrs| addrs.all(|a| reach(a.ip()) == Reach::Loopback)) {
+                continue; // another source answers for it (DNS, nsswitch)
+            }
+            let Err(e) = resolver.resolve(name.parse().unwrap()).await else {
+                panic!("{name} was let through")
+            };
+            let refused = e.downcast_ref::<Refused>().unwrap_or_else(|| panic!("{name}: {e}"));
+            assert_eq!(refused.reach, Reach::Loopback, "{name}");
+            assert!(open.resolve(name.parse().unwrap()).await.is_ok(), "{name} allowed");
+            // Through the client: the call fails as refused, not as a connection error worth a retry.
+            let url = format!("http://{name}:9/hook");
+            let e = hooks(false, false).call(&url, &Value::Null).await.unwrap_err();
+            assert!(matches!(&e, CallError::Refused(_)), "{name}: {e}");
+            assert!(!e.is_retryable());
+        }
+        eprintln!("names resolving to this machine checked: {names:?}");
     }
 
     #[test]
@@ -215,6 +471,7 @@ mod tests {
         assert!(CallError::Status(500).is_retryable());
         assert!(CallError::Status(429).is_retryable());
         assert!(!CallError::Status(404).is_retryable());
-        assert!(!CallError::Loopback("localhost".into()).is_retryable());
+        let refused = Refused { host: "x".into(), addr: IpAddr::from([10, 0, 0, 1]), reach: Reach::Private };
+        assert!(!CallError::Refused(refused).is_retryable());
     }
 }

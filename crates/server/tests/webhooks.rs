@@ -177,3 +177,16 @@ async fn loopback_webhooks_are_refused_unless_allowed() {
         post(server.addr, "/runs", json!({"assistant_id": "simple", "webhook": "ftp://example.com/x"})).await;
     assert_eq!(r.status, 422);
 }
+
+#[tokio::test]
+async fn an_allowed_name_is_called_at_the_address_it_resolved_to() {
+    // `localhost` goes through the webhook client's checked resolver, which keeps the URL's port.
+    let (hook, r) = receiver(&[]).await;
+    let server = start(fast(builder())).await;
+    let url = format!("http://localhost:{}/hook", hook.port());
+    let body = json!({"assistant_id": "simple", "input": {"items": []}, "webhook": url});
+    assert_eq!(post(server.addr, "/runs/wait", body).await.status, 200);
+    let got = calls(&r, 1).await;
+    assert_eq!(got.len(), 1, "the receiver was called once");
+    assert_eq!(got[0]["status"], "success");
+}

@@ -201,3 +201,32 @@ pub(crate) fn chaos() -> GraphResult<CompiledGraph<JsonState>> {
     g.add_edge(CHAOS_STEPS[3], END);
     g.compile()
 }
+
+/// How many words `long_reply`'s model streams.
+pub(crate) const LONG_REPLY_WORDS: usize = 50_000;
+
+/// `wait` (sleeps `delay` seconds, none by default) → `model`: a scripted chat model streaming a reply of
+/// [`LONG_REPLY_WORDS`] words (`w0 w1 … w49999`), one chunk a word: the lifecycle test's slow-client load.
+/// The state keeps only `items` (`["replied"]`), so that the reply is held by its streams alone.
+pub(crate) fn long_reply() -> GraphResult<CompiledGraph<JsonState>> {
+    let state = JsonState::builder()
+        .channel("items", ChannelKind::Reducer)
+        .channel("delay", ChannelKind::LastValue)
+        .build();
+    let mut g = StateGraph::with_initial(state);
+    g.add_node("wait", |s: Value| async move {
+        let delay = s.get("delay").and_then(Value::as_f64).unwrap_or(0.0);
+        tokio::time::sleep(Duration::from_secs_f64(delay.clamp(0.0, 60.0))).await;
+        Ok::<_, Error>(json!({"items": ["waited"]}))
+    });
+    g.add_node("model", |_: Value, rt: Runtime| async move {
+        let words: Vec<String> = (0..LONG_REPLY_WORDS).map(|i| format!("w{i}")).collect();
+        let model = FakeChatModel::new([words.join(" ")]);
+        model.invoke(PromptValue::from("go"), rt.config()).await?;
+        Ok::<_, Error>(json!({"items": ["replied"]}))
+    });
+    g.add_edge(START, "wait");
+    g.add_edge("wait", "model");
+    g.add_edge("model", END);
+    g.compile()
+}

@@ -1,7 +1,7 @@
 //! Serves the end-to-end suite's graphs with weft-server: `weft-server-e2e --port N [--db PATH |
 //! --in-memory] [--auth] [--chaos]` (a SQLite database in memory without `--db`; with `--in-memory`, no
 //! database at all, as `langgraph dev` runs; with `--auth`, the users of `python/auth.py` by API key; with
-//! `--chaos`, also the chaos test's graph; built with the `scale` feature and `DATABASE_URI` and
+//! `--chaos`, also the lifecycle tests' graphs (`chaos`, `long_reply`); built with the `scale` feature and `DATABASE_URI` and
 //! `REDIS_URI` set, one instance of a scaled-out server; `--header-timeout`, `--idle-timeout` and
 //! `--body-timeout` in seconds and `--max-connections` set those limits, for the lifecycle tests). `python/run.py` starts it beside
 //! `langgraph dev` and runs the same suite against both.
@@ -114,8 +114,13 @@ async fn main() -> ExitCode {
             .graph("root", graphs::root()?)
             // The suite's webhook receivers listen on this machine (`python/langgraph.json` allows them too).
             .allow_loopback_webhooks(true);
-        // The chaos test's graph, served for it alone (the suite compares the assistants with LangGraph's).
-        let builder = if chaos { builder.graph("chaos", graphs::chaos()?) } else { builder };
+        // The lifecycle tests' graphs, served for them alone (the suite compares the assistants with
+        // LangGraph's).
+        let builder = if chaos {
+            builder.graph("chaos", graphs::chaos()?).graph("long_reply", graphs::long_reply()?)
+        } else {
+            builder
+        };
         // The users of `python/auth.py`, each seeing what it made.
         let builder = if auth {
             let users = [("key-alice", "alice"), ("key-bob", "bob")];

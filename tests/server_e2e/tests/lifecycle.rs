@@ -299,3 +299,149 @@ fn connections_past_the_maximum_wait_until_one_closes() {
     let n = third.read(&mut buf).unwrap();
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"), "served once one closed");
 }
+
+/// The resident memory of process `pid`, in bytes (`VmRSS`).
+#[cfg(target_os = "linux")]
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+/// The words `long_reply`'s model streams (`w0 w1 … w49999`), as its chunks join up.
+fn long_reply_text() -> String {
+    (0..50_000).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ")
+}
+
+/// A `messages` event's chunk text (the model's words have nothing to escape).
+fn chunk_text(data: &str) -> &str {
+    let rest = data.strip_prefix(r#"[{"content":""#).unwrap_or_else(|| panic!("not a text chunk: {data}"));
+    &rest[..rest.find('"').unwrap()]
+}
+
+/// Reads a `messages-tuple` stream to its end, adding the chunks' text to `text`; the last event id read
+/// and how the stream ended.
+fn read_reply(sse: &mut process::Sse, text: &mut String, last_id: &mut Option<String>) -> process::End {
+    loop {
+        match sse.next_event() {
+            Ok(event) => {
+                if event.name == "messages" {
+                    text.push_str(chunk_text(&event.data));
+                }
+                if let Some(id) = event.id {
+                    *last_id = Some(id);
+                }
+            }
+            Err(end) => return end,
+        }
+    }
+}
+
+/// What the monitor saw while the streams were open: the highest RSS, the slowest `/ok`, how many samples.
+#[derive(Debug, Default)]
+struct Seen {
+    max_rss: u64,
+    slowest_ok: Duration,
+    /// The `/ok` answers slower than 50 ms.
+    slow_ok: Vec<Duration>,
+    samples: usize,
+    failed_ok: usize,
+}
+
+/// Samples the server's RSS and times `GET /ok` every 40 ms until `stop`.
+fn monitor(pid: u32, port: u16, stop: &std::sync::atomic::AtomicBool) -> Seen {
+    let mut seen = Seen::default();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        #[cfg(target_os = "linux")]
+        {
+            seen.max_rss = seen.max_rss.max(rss(pid));
+        }
+        let _ = pid;
+        let asked = Instant::now();
+        let (status, _) = process::request(port, "GET", "/ok", None, &[]);
+        let took = asked.elapsed();
+        seen.slowest_ok = seen.slowest_ok.max(took);
+        if took >= Duration::from_millis(50) {
+            seen.slow_ok.push(took);
+        }
+        seen.failed_ok += usize::from(status != 200);
+        seen.samples += 1;
+        std::thread::sleep(Duration::from_millis(40));
+    }
+    seen
+}
+
+/// The issue's acceptance: 500 streams of one run's 50,000-word reply (`messages-tuple`, resumable) that
+/// nobody reads while it streams. The server's memory stays bounded (each listener's backlog is capped,
+/// the model's chunks do not queue ahead of the run's publisher) and it answers `/ok` at once throughout;
+/// afterwards a client that reads gets the whole reply, resuming with `Last-Event-ID` where it was cut.
+#[test]
+fn five_hundred_unread_streams_of_a_long_reply_keep_memory_bounded_and_ok_fast() {
+    const STREAMS: usize = 500;
+    const RSS_LIMIT: u64 = 200 * 1024 * 1024;
+    let scratch = Scratch::new("unread");
+    let db = scratch.path("server.db");
+    let mut weft = Weft::start(&db, &[]);
+    weft.wait_ready();
+    let thread_id = process::field(&weft.post("/threads", "{}").1, "thread_id");
+    // The model starts after `delay`, once every stream is open; each stream replays from the first event
+    // (`Last-Event-ID: -1`) should it open later.
+    let body = r#"{"assistant_id": "long_reply", "input": {"delay": 3}, "stream_mode": ["messages-tuple"],
+                   "stream_resumable": true}"#;
+    let (status, run) = weft.post(&format!("/threads/{thread_id}/runs"), body);
+    assert_eq!(status, 200, "{run}");
+    let run_id = process::field(&run, "run_id");
+    let path = format!("/threads/{thread_id}/runs/{run_id}/stream");
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (pid, port) = (weft.pid(), weft.port);
+    let (mut streams, seen, took) = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| monitor(pid, port, &stop));
+        let streams: Vec<process::Sse> =
+            (0..STREAMS).map(|_| weft.stream("GET", &path, None, &[("Last-Event-ID", "-1")])).collect();
+        let started = Instant::now();
+        let deadline = started + Duration::from_secs(90);
+        loop {
+            let (_, run) = weft.get(&format!("/threads/{thread_id}/runs/{run_id}"));
+            let status = process::field(&run, "status");
+            if status != "pending" && status != "running" {
+                assert_eq!(status, "success", "{run}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "the run did not end within 90 s");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let took = started.elapsed();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (streams, watcher.join().unwrap(), took)
+    });
+    assert!(streams.iter().all(|s| s.status == 200), "every stream was opened");
+    assert!(seen.samples >= 10, "sampled throughout the run ({took:?}): {seen:?}");
+    assert_eq!(seen.failed_ok, 0, "{seen:?}");
+    #[cfg(target_os = "linux")]
+    assert!(seen.max_rss < RSS_LIMIT, "RSS peaked at {} MB: {seen:?}", seen.max_rss >> 20);
+    assert!(seen.slowest_ok < Duration::from_millis(50), "/ok took up to {:?}: {seen:?}", seen.slowest_ok);
+
+    // Readers now: the first, a middle and the last stream, each to its end, resumed where it was cut.
+    let expected = long_reply_text();
+    let mut cut = 0;
+    for at in [0, STREAMS / 2, STREAMS - 1] {
+        let (mut text, mut last_id) = (String::new(), None);
+        let mut end = read_reply(&mut streams[at], &mut text, &mut last_id);
+        let mut resumes = 0;
+        while end == process::End::Cut {
+            assert!(resumes < 3, "stream {at} cut again on a replay");
+            resumes += 1;
+            let last = last_id.clone().expect("a cut stream had events before it was cut");
+            let mut resumed = weft.stream("GET", &path, None, &[("Last-Event-ID", &last)]);
+            assert_eq!(resumed.status, 200);
+            end = read_reply(&mut resumed, &mut text, &mut last_id);
+        }
+        cut += usize::from(resumes > 0);
+        assert_eq!(text.len(), expected.len(), "stream {at}: the whole reply, once ({resumes} resumes)");
+        assert!(text == expected, "stream {at}: the reply's words in order");
+    }
+    // 43 MB of events against a 256 KiB backlog and the sockets' buffers: the unread streams were cut.
+    assert!(cut > 0, "no stream was cut: the listeners' cap was not reached");
+    drop(streams);
+    assert_eq!(weft.get("/ok").0, 200);
+}

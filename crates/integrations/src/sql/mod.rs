@@ -58,12 +58,9 @@ impl From<Failure> for weft_graph::checkpoint::CheckpointError {
 }
 
 /// The checkpoint error of a driver error: [`Unavailable`](weft_graph::checkpoint::CheckpointErrorKind)
-/// when the failure is passing (see [`is_unavailable`]), a backend error otherwise; `message` (which
+/// when the failure is passing (see `is_unavailable`), a backend error otherwise; `message` (which
 /// must hold no password) says what failed, the driver's error is kept as the source.
-pub(crate) fn checkpoint_error(
-    message: String,
-    source: sqlx::Error,
-) -> weft_graph::checkpoint::CheckpointError {
+pub fn checkpoint_error(message: String, source: sqlx::Error) -> weft_graph::checkpoint::CheckpointError {
     use weft_graph::checkpoint::CheckpointError;
     if is_unavailable(&source) {
         CheckpointError::unavailable_from(message, source)

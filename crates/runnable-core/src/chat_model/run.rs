@@ -167,6 +167,11 @@ fn run_chunks(
         if matches!(progress, Progress::Done) {
             return None;
         }
+        // A model whose stream never waits (a fake, a reply already buffered) would otherwise hand all of
+        // its chunks to a graph's stream in one poll, where they queue ahead of the reader, each with its
+        // run's metadata (50,000 chunks: some 250 MB); yielding once a chunk lets a reader polled with the
+        // run (a graph's stream is) take each as it comes.
+        tokio::task::yield_now().await;
         match chunks.next().await {
             Some(Ok(chunk)) => {
                 let chunk = with_run_id(chunk, run_id.as_deref());

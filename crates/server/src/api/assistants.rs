@@ -208,11 +208,23 @@ pub(crate) async fn delete(
         .collect();
     records.commit(changes).await?;
     drop(records);
+    let mut failed = None;
     for (thread_id, run_id) in running {
-        // A run that ended meanwhile has nothing left to cancel.
-        let _ = crate::runs::cancel(&app, &thread_id, &[run_id], crate::runs::CancelAction::Interrupt).await;
+        let action = crate::runs::CancelAction::Interrupt;
+        match crate::runs::cancel(&app, &thread_id, std::slice::from_ref(&run_id), action).await {
+            // A run that ended meanwhile has nothing left to cancel.
+            Ok(()) | Err(crate::runs::CancelError::NotFound | crate::runs::CancelError::NotActive) => {}
+            // The assistant is gone and its other runs cancelled; the caller gets the first failure.
+            Err(e) => {
+                tracing::error!(thread_id, run_id, error = %e, "cannot cancel a run of a deleted assistant");
+                failed.get_or_insert(e);
+            }
+        }
     }
-    Ok(empty(StatusCode::NO_CONTENT))
+    match failed {
+        Some(e) => Err(e.into()),
+        None => Ok(empty(StatusCode::NO_CONTENT)),
+    }
 }
 
 fn matching<'a>(

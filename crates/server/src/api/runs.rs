@@ -444,9 +444,20 @@ pub(crate) async fn cancel_many(
         if by_thread.is_empty() {
             return Err(ApiError::not_found("No runs found to cancel."));
         }
+        let mut failed = None;
         for (thread_id, run_id) in by_thread {
-            // A run that ended meanwhile has nothing left to cancel.
-            let _ = runs::cancel(&app, &thread_id, &[run_id], action).await;
+            match runs::cancel(&app, &thread_id, std::slice::from_ref(&run_id), action).await {
+                // A run that ended meanwhile has nothing left to cancel.
+                Ok(()) | Err(runs::CancelError::NotFound | runs::CancelError::NotActive) => {}
+                // The others are still cancelled; the caller gets the first failure.
+                Err(e) => {
+                    tracing::error!(thread_id, run_id, error = %e, "cannot cancel a run");
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e.into());
         }
         return Ok(empty(StatusCode::NO_CONTENT));
     }

@@ -391,8 +391,17 @@ pub(crate) async fn create(
     }
     if matches!(strategy.as_str(), "interrupt" | "rollback") && !inflight.is_empty() {
         let action = if strategy == "rollback" { CancelAction::Rollback } else { CancelAction::Interrupt };
-        // The runs may have finished meanwhile: then there is nothing to cancel, and the new run goes on.
-        let _ = cancel(app, &thread_id, &inflight, action).await;
+        match cancel(app, &thread_id, &inflight, action).await {
+            // The runs may have finished meanwhile: then there is nothing to cancel, and the new run goes on.
+            Ok(()) | Err(CancelError::NotFound | CancelError::NotActive) => {}
+            // As in LangGraph, the new run is not made when the runs in flight cannot be cancelled: it goes,
+            // and the caller gets the failure.
+            Err(e) => {
+                tracing::error!(thread_id, run_id, error = %e, "cannot cancel the runs in flight: the new run is withdrawn");
+                withdraw(app, &thread_id, &run_id).await;
+                return Err(e.into());
+            }
+        }
     }
     // Not spawned here: a streamed run's body drives it first, so that a run that never waits runs in
     // the connection's task and its events go out in one write.
@@ -483,15 +492,67 @@ async fn start_next(app: &Arc<App>, thread_id: &str) -> Result<(), crate::error:
     Ok(())
 }
 
+/// Why runs could not be cancelled.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CancelError {
+    /// None of the runs is on the thread.
+    #[error("No runs found to cancel.")]
+    NotFound,
+    /// None of them is pending or running any more: nothing is left to cancel.
+    #[error(
+        "No matching runs to cancel. Please verify the thread ID and run IDs are correct, and the runs haven't \
+         been deleted or completed."
+    )]
+    NotActive,
+    /// The records could not be read or written: nothing was cancelled.
+    #[error("cannot cancel the runs: {0}")]
+    Storage(#[source] crate::error::ServerError),
+    /// The runs were cancelled, but the thread's state could not be read back into it.
+    #[error("the runs were cancelled but the thread was not settled: {}", .0.detail)]
+    Settle(ApiError),
+}
+
+impl From<CancelError> for ApiError {
+    fn from(e: CancelError) -> Self {
+        match e {
+            CancelError::NotFound | CancelError::NotActive => ApiError::not_found(e.to_string()),
+            CancelError::Storage(e) => ApiError::from(e),
+            CancelError::Settle(e) => e,
+        }
+    }
+}
+
+/// Withdraws a run just made (its creation failed after it was stored): deletes it and ends its channel.
+/// What fails here is logged; the caller reports the failure that made it withdraw.
+async fn withdraw(app: &Arc<App>, thread_id: &str, run_id: &str) {
+    let deleted = match app.records.lock().await {
+        Ok(mut records) => records.commit(vec![Change::DeleteRun(run_id.to_owned())]).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = deleted {
+        tracing::error!(thread_id, run_id, error = %e, "cannot withdraw the run");
+        return;
+    }
+    if let Some(channel) = app.channels.get(run_id) {
+        channel.finish();
+    }
+    app.channels.remove(run_id);
+    if let Err(e) = settle::settle_thread(app, thread_id).await {
+        tracing::error!(thread_id, error = %e.detail, "cannot settle the thread after withdrawing a run");
+    }
+}
+
 /// Cancels runs of a thread: a running run is asked to stop (its worker ends it `interrupted`, or deletes
-/// it on `rollback`); a pending one ends at once. A `404` when none of them is pending or running.
+/// it on `rollback`); a pending one ends at once. The pending ones' ends are written first: when that
+/// fails, no run is asked to stop. [`CancelError::NotFound`] or [`CancelError::NotActive`] when none of
+/// them is pending or running.
 pub(crate) async fn cancel(
     app: &Arc<App>,
     thread_id: &str,
     run_ids: &[String],
     action: CancelAction,
-) -> ApiResult<()> {
-    let mut records = app.records.lock().await?;
+) -> Result<(), CancelError> {
+    let mut records = app.records.lock().await.map_err(CancelError::Storage)?;
     let found: Vec<RunRecord> = run_ids
         .iter()
         .filter_map(|id| records.runs.get(id))
@@ -499,23 +560,18 @@ pub(crate) async fn cancel(
         .cloned()
         .collect();
     if found.is_empty() {
-        return Err(ApiError::not_found("No runs found to cancel."));
+        return Err(CancelError::NotFound);
     }
     let active: Vec<RunRecord> = found.into_iter().filter(|r| r.run.status.is_active()).collect();
     if active.is_empty() {
-        return Err(ApiError::not_found(
-            "No matching runs to cancel. Please verify the thread ID and run IDs are correct, and the runs haven't \
-             been deleted or completed.",
-        ));
+        return Err(CancelError::NotActive);
     }
     let mut changes = Vec::new();
     let mut ended = Vec::new();
+    let mut running = Vec::new();
     for mut record in active {
         match record.run.status {
-            RunStatus::Running => {
-                // The channel is the one the worker listens to (opened now if the worker has not yet).
-                app.channels.open(&record.run.run_id, record.run.kwargs.resumable).cancel(action);
-            }
+            RunStatus::Running => running.push(record),
             _ if action == CancelAction::Rollback => {
                 changes.push(Change::DeleteRun(record.run.run_id.clone()));
                 ended.push(record.run.run_id);
@@ -528,7 +584,11 @@ pub(crate) async fn cancel(
             }
         }
     }
-    records.commit(changes).await?;
+    records.commit(changes).await.map_err(CancelError::Storage)?;
+    for record in running {
+        // The channel is the one the worker listens to (opened now if the worker has not yet).
+        app.channels.open(&record.run.run_id, record.run.kwargs.resumable).cancel(action);
+    }
     for run_id in ended {
         if let Some(channel) = app.channels.get(&run_id) {
             channel.finish();
@@ -536,7 +596,7 @@ pub(crate) async fn cancel(
         app.channels.remove(&run_id);
     }
     drop(records);
-    settle::settle_thread(app, thread_id).await?;
+    settle::settle_thread(app, thread_id).await.map_err(CancelError::Settle)?;
     Ok(())
 }
 

@@ -47,15 +47,15 @@ impl std::fmt::Debug for Bus {
     }
 }
 
-fn redis_error(e: &redis::RedisError) -> ServerError {
-    ServerError::Redis(e.to_string())
+fn redis_error(e: redis::RedisError) -> ServerError {
+    ServerError::Redis(e)
 }
 
 impl Bus {
     /// Connects to Redis at `uri`; every key and channel starts with `prefix`.
     pub(crate) async fn connect(uri: &str, prefix: &str) -> Result<Self, ServerError> {
-        let client = Client::open(uri).map_err(|e| redis_error(&e))?;
-        let conn = ConnectionManager::new(client.clone()).await.map_err(|e| redis_error(&e))?;
+        let client = Client::open(uri).map_err(redis_error)?;
+        let conn = ConnectionManager::new(client.clone()).await.map_err(redis_error)?;
         Ok(Self { client, conn, prefix: prefix.into() })
     }
 

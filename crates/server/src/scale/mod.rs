@@ -118,7 +118,7 @@ pub(crate) async fn connect(config: &ScaleConfig) -> Result<(PgPool, bus::Bus), 
         })
         .connect(&config.database_uri)
         .await
-        .map_err(|e| ServerError::Storage(format!("postgres: cannot connect: {e}")))?;
+        .map_err(|e| weft_integrations::sql_checkpoint_error("postgres: cannot connect".to_owned(), e))?;
     let bus = bus::Bus::connect(&config.redis_uri, &config.prefix).await?;
     Ok((pool, bus))
 }

@@ -24,6 +24,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use weft_integrations::sqlite::{SqlParam, SqlStatement, SqliteSaver};
 
+use weft_graph::checkpoint::CheckpointError;
+
 use crate::error::ServerError;
 use crate::model::{Assistant, AssistantVersion, Cron, RunRecord, Thread};
 
@@ -100,12 +102,14 @@ fn version_key(assistant_id: &str, version: i64) -> String {
 }
 
 fn decode<T: DeserializeOwned>(kind: &str, id: &str, body: &str) -> Result<T, ServerError> {
-    serde_json::from_str(body)
-        .map_err(|e| ServerError::Storage(format!("unreadable {kind} record '{id}': {e}")))
+    serde_json::from_str(body).map_err(|e| {
+        ServerError::from(CheckpointError::backend_from(format!("unreadable {kind} record '{id}'"), e))
+    })
 }
 
 fn encode<T: Serialize>(value: &T) -> Result<String, ServerError> {
-    serde_json::to_string(value).map_err(|e| ServerError::Storage(format!("cannot encode a record: {e}")))
+    serde_json::to_string(value)
+        .map_err(|e| ServerError::from(CheckpointError::backend_from("cannot encode a record", e)))
 }
 
 impl Records {
@@ -185,7 +189,9 @@ impl Records {
             ("cron", None) => {
                 self.crons.remove(id);
             }
-            (other, _) => return Err(ServerError::Storage(format!("unknown record kind '{other}'"))),
+            (other, _) => {
+                return Err(CheckpointError::backend(format!("unknown record kind '{other}'")).into());
+            }
         }
         Ok(())
     }
@@ -278,10 +284,7 @@ impl Records {
             });
         }
         match &mut self.backend {
-            Backend::Sqlite(saver) => saver
-                .write_with_checkpoints(statements(ops))
-                .await
-                .map_err(|e| ServerError::Storage(e.to_string()))?,
+            Backend::Sqlite(saver) => saver.write_with_checkpoints(statements(ops)).await?,
             #[cfg(feature = "scale")]
             Backend::Postgres(pg) => {
                 let ops: Vec<(&'static str, &str, Option<&str>)> =
@@ -386,7 +389,7 @@ fn statements(ops: Vec<(Kind, String, Option<String>)>) -> Vec<SqlStatement> {
 }
 
 fn storage(e: sqlx::Error) -> ServerError {
-    ServerError::Storage(format!("sqlite: {e}"))
+    ServerError::from(weft_integrations::sql_checkpoint_error("sqlite".to_owned(), e))
 }
 
 #[cfg(test)]
@@ -476,6 +479,10 @@ mod tests {
             .await
             .unwrap_err();
         assert!(failed.to_string().contains("r3 refused"), "{failed}");
+        // The saver's error, kept whole: a refused statement is the backend's, not worth another try.
+        let ServerError::Storage(storage) = &failed else { panic!("a storage error: {failed:?}") };
+        assert_eq!(storage.checkpoint_kind(), Some(weft_graph::checkpoint::CheckpointErrorKind::Backend));
+        assert!(!failed.is_retryable());
         assert_eq!(active(&records, "t1"), ["r1"], "memory untouched");
         let stored: Vec<String> = sqlx::query_scalar("SELECT id FROM weft_server_records ORDER BY id")
             .fetch_all(&pool)

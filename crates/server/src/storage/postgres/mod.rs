@@ -28,6 +28,8 @@ use sqlx::{PgPool, Postgres};
 use tokio::sync::oneshot;
 
 use super::Change;
+use weft_graph::checkpoint::CheckpointError;
+
 use crate::error::ServerError;
 
 /// How long an instance may keep the records' lock for its own waiting callers before it lets the other
@@ -111,7 +113,9 @@ struct Held(Option<PoolConnection<Postgres>>);
 
 impl Held {
     fn conn(&mut self) -> Result<&mut PoolConnection<Postgres>, ServerError> {
-        self.0.as_mut().ok_or_else(|| ServerError::Storage("the records' lock is not held".into()))
+        self.0
+            .as_mut()
+            .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))
     }
 }
 
@@ -234,7 +238,7 @@ impl PgRecords {
         });
         let (held, rows) = rx
             .await
-            .map_err(|_| ServerError::Storage("the records' lock was not taken".into()))?
+            .map_err(|_| ServerError::from(CheckpointError::backend("the records' lock was not taken")))?
             .map_err(storage)?;
         self.turn = Some(Turn { held, since: Instant::now() });
         let last = rows.last().map_or(self.seq, |row| row.3);
@@ -289,8 +293,10 @@ impl PgRecords {
         for change in changes {
             queue.keep(change);
         }
-        let turn =
-            self.turn.as_mut().ok_or_else(|| ServerError::Storage("the records' lock is not held".into()))?;
+        let turn = self
+            .turn
+            .as_mut()
+            .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))?;
         let conn = turn.held.conn()?;
         let written: Result<i64, sqlx::Error> =
             sqlx::query_scalar("SELECT weft_server_records_write($1, $2, $3, $4, $5, $6, $7)")
@@ -318,7 +324,7 @@ impl PgRecords {
 }
 
 fn storage(e: sqlx::Error) -> ServerError {
-    ServerError::Storage(format!("postgres: {e}"))
+    ServerError::from(weft_integrations::sql_checkpoint_error("postgres".to_owned(), e))
 }
 
 #[cfg(test)]
