@@ -170,6 +170,54 @@ pub(crate) fn chaos(args: &[String], build: Build) -> Result<(), String> {
             other => return Err(format!("unknown server-chaos argument `{other}`")),
         }
     }
+    bench_server_test("--chaos", &extra, build, CHAOS_LIMIT)
+}
+
+/// `cargo xtask server-soak [--instances N,N] [--rounds N] [--runs N]`: the soak test of a scaled-out
+/// server (`weft-bench-server --soak`, see `bench/server/src/soak.rs`): `runs` streamed runs (2,000) over
+/// 2 instances and again over 3 (`--instances`), the pair repeated `rounds` times (5), each sitting on a
+/// fresh database of the local PostgreSQL (dropped after) and a private Redis. Any run that does not end
+/// within its bound, or does not end `success`, fails it, naming the run.
+pub(crate) fn soak(args: &[String], build: Build) -> Result<(), String> {
+    let mut instances = vec![2, 3];
+    let mut rounds = 5;
+    let mut runs = 2000;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let value = rest.next().ok_or_else(|| format!("{arg} needs a value"));
+        let number = |text: &str| text.parse::<u32>().ok().filter(|n| *n >= 1);
+        match arg.as_str() {
+            "--instances" => {
+                instances = value?
+                    .split(',')
+                    .map(|n| number(n).filter(|n| *n >= 2))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or("--instances needs numbers of at least 2, comma-separated")?;
+            }
+            "--rounds" => rounds = value.and_then(|v| number(v).ok_or_else(|| format!("{arg}: a number")))?,
+            "--runs" => runs = value.and_then(|v| number(v).ok_or_else(|| format!("{arg}: a number")))?,
+            other => return Err(format!("unknown server-soak argument `{other}`")),
+        }
+    }
+    let started = std::time::Instant::now();
+    for round in 1..=rounds {
+        for n in &instances {
+            eprintln!("server-soak: round {round} of {rounds}, {runs} runs over {n} instances");
+            let extra = ["--instances".to_owned(), n.to_string(), "--runs".to_owned(), runs.to_string()];
+            // Built once: later sittings find the build fresh.
+            bench_server_test("--soak", &extra, build, SOAK_LIMIT)?;
+        }
+    }
+    eprintln!("server-soak: {rounds} rounds passed in {:.0} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// How long one sitting of the soak test may run before it counts as hung.
+const SOAK_LIMIT: Duration = Duration::from_secs(600);
+
+/// Builds `weft-bench-server` and `weft-server-e2e` (with `scale`) and runs `weft-bench-server flag
+/// extra...` against a fresh database of the local PostgreSQL, dropped after.
+fn bench_server_test(flag: &str, extra: &[String], build: Build, limit: Duration) -> Result<(), String> {
     services::ensure(services::Policy::Required)?;
     let build_args: &[&str] = match build {
         Build::Alone => &[
@@ -188,20 +236,21 @@ pub(crate) fn chaos(args: &[String], build: Build) -> Result<(), String> {
         .join("debug");
     let exe = |name: &str| debug.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     let database = format!(
-        "weft_chaos_{}_{}",
+        "weft_{}_{}_{}",
+        flag.trim_start_matches('-'),
         std::process::id(),
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis())
     );
     psql(&format!("CREATE DATABASE {database}"))?;
     let ran = exec::run_with_limit(
         Command::new(exe("weft-bench-server"))
-            .arg("--chaos")
+            .arg(flag)
             .arg("--weft-bin")
             .arg(exe("weft-server-e2e"))
             .arg("--database-uri")
             .arg(format!("postgres://postgres@127.0.0.1:5432/{database}"))
-            .args(&extra),
-        Some(CHAOS_LIMIT),
+            .args(extra),
+        Some(limit),
     );
     let dropped = psql(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"));
     ran?;
