@@ -108,7 +108,7 @@ fn server_e2e_memory_stage(_: &mut Tally) -> Result<(), String> {
 /// The server suite with weft as two instances of one scaled-out server on the local PostgreSQL and
 /// Redis, requests spread over both.
 fn server_e2e_scaled_stage(_: &mut Tally) -> Result<(), String> {
-    server_e2e::run_scaled(&[], server_e2e::Build::Shared, 2)
+    server_e2e::run_scaled(&[], server_e2e::Build::Shared, 2, false)
 }
 
 /// The chaos test of a scaled-out server: three instances, one SIGKILLed and restarted, Redis restarted,

@@ -47,6 +47,7 @@ mod mcp;
 mod msrv;
 mod names;
 mod nodeenv;
+mod pgbouncer;
 mod phoenix;
 mod pyenv;
 mod server_e2e;
@@ -98,7 +99,7 @@ tasks:
                  target/bench (made when missing) and against weft, compared after
                  normalisation; known bugs and documented differences are listed in
                  tests/langgraph_diff/*.txt
-  server-e2e [--instances N | --in-memory] [TEST...]
+  server-e2e [--instances N [--pgbouncer] | --in-memory] [TEST...]
                  run the server suite (tests/server_e2e): every test (or the named ones)
                  with the official langgraph-sdk against weft-server and against
                  langgraph dev (both pinned in a venv under target/server-e2e, made when
@@ -106,12 +107,14 @@ tasks:
                  into target/server-e2e/js); with --instances N, weft as N instances of one
                  scaled-out server on the local PostgreSQL and Redis, requests spread;
                  with --in-memory, weft without a database (as langgraph dev runs)
-  server-chaos [--instances N] [--runs N]
+  server-chaos [--instances N] [--runs N] [--pgbouncer]
                  the chaos test of a scaled-out server (weft-bench-server --chaos): N runs
                  (200) of a four-step graph streamed across N instances (3) on a fresh
                  database of the local PostgreSQL and a private Redis, while one instance
                  is SIGKILLed and restarted and Redis is restarted; every run must end
-                 once, with its state, no finished step run twice, no event lost
+                 once, with its state, no finished step run twice, no event lost; with
+                 --pgbouncer (and server-e2e --instances N --pgbouncer), through PgBouncer in
+                 transaction mode, started on a free port (config under target/pgbouncer)
   server-soak [--instances N,N] [--rounds N] [--runs N]
                  the soak test of a scaled-out server (weft-bench-server --soak): N runs
                  (2000) streamed over 2 instances and again over 3, the pair N times (5),
