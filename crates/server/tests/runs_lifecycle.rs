@@ -573,3 +573,41 @@ async fn a_run_stuck_without_progress_is_ended_by_the_watchdog_and_frees_its_thr
     .await;
     assert_eq!(next.json()["items"], json!(["a", "a", "done"]), "{}", next.body);
 }
+
+#[tokio::test]
+async fn the_watchdog_counts_from_a_runs_start_not_from_when_a_listener_first_waited_for_it() {
+    let stuck = std::sync::Arc::new(AtomicUsize::new(0));
+    let server = common::storage(
+        weft_server::Server::builder()
+            .graph("frozen", common::frozen(std::sync::Arc::clone(&stuck)))
+            .graph("slow", common::slow())
+            .run_watchdog(Some(Duration::from_millis(600))),
+    );
+    let server = start(server).await;
+    let tid = thread(server.addr).await;
+    let runs = format!("/threads/{tid}/runs");
+    // The first run holds the thread until the watchdog ends it; the second (a step of 0.2 s, well within
+    // the watchdog) waits behind it, listened to all along.
+    let first =
+        post(server.addr, &runs, json!({"assistant_id": "frozen", "input": {"delay": -1}})).await.json();
+    let second = post(
+        server.addr,
+        &runs,
+        json!({"assistant_id": "slow", "input": {"delay": 0.2}, "multitask_strategy": "enqueue"}),
+    )
+    .await
+    .json();
+    let second_id = second["run_id"].as_str().unwrap();
+    assert_eq!(second["status"], "pending", "{second}");
+    let streamed = tokio::time::timeout(
+        Duration::from_secs(20),
+        get(server.addr, &format!("{runs}/{second_id}/stream")),
+    )
+    .await
+    .expect("the stream of the waiting run ends");
+    let first_id = first["run_id"].as_str().unwrap();
+    assert_eq!(get(server.addr, &format!("{runs}/{first_id}")).await.json()["status"], "error");
+    let second = get(server.addr, &format!("{runs}/{second_id}")).await.json();
+    assert_eq!(second["status"], "success", "{second}: {}", streamed.body);
+    assert!(!streamed.body.contains("RunStalled"), "{}", streamed.body);
+}
