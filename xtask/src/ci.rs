@@ -20,7 +20,7 @@ struct Stage {
 }
 
 /// Every stage, in the order they run.
-const STAGES: [Stage; 20] = [
+const STAGES: [Stage; 21] = [
     Stage { name: "services", run: services_stage },
     Stage { name: "fmt", run: fmt },
     Stage { name: "names", run: names_stage },
@@ -34,6 +34,7 @@ const STAGES: [Stage; 20] = [
     Stage { name: "server-e2e-memory", run: server_e2e_memory_stage },
     Stage { name: "server-e2e-scaled", run: server_e2e_scaled_stage },
     Stage { name: "server-chaos", run: server_chaos_stage },
+    Stage { name: "server-soak", run: server_soak_stage },
     Stage { name: "studio-e2e", run: studio_e2e_stage },
     Stage { name: "phoenix", run: phoenix_stage },
     Stage { name: "docs-lines", run: docs_lines_stage },
@@ -107,13 +108,19 @@ fn server_e2e_memory_stage(_: &mut Tally) -> Result<(), String> {
 /// The server suite with weft as two instances of one scaled-out server on the local PostgreSQL and
 /// Redis, requests spread over both.
 fn server_e2e_scaled_stage(_: &mut Tally) -> Result<(), String> {
-    server_e2e::run_scaled(&[], server_e2e::Build::Shared, 2)
+    server_e2e::run_scaled(&[], server_e2e::Build::Shared, 2, false)
 }
 
 /// The chaos test of a scaled-out server: three instances, one SIGKILLed and restarted, Redis restarted,
 /// while 200 runs stream.
 fn server_chaos_stage(_: &mut Tally) -> Result<(), String> {
     server_e2e::chaos(&[], server_e2e::Build::Shared)
+}
+
+/// The soak test of a scaled-out server: 2,000 streamed runs over 2 instances and over 3, five times;
+/// every run must end, `success`, within its bound.
+fn server_soak_stage(_: &mut Tally) -> Result<(), String> {
+    server_e2e::soak(&[], server_e2e::Build::Shared)
 }
 
 /// The server suite against weft-server and `langgraph dev` (skipped with a loud message where Python is
@@ -408,6 +415,7 @@ mod tests {
                 "server-e2e-memory",
                 "server-e2e-scaled",
                 "server-chaos",
+                "server-soak",
                 "studio-e2e",
                 "phoenix",
                 "docs-lines",

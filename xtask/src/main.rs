@@ -2,7 +2,7 @@
 //!
 //! - `cargo xtask ci [STAGE...]`: every check CI runs, in order (services when `CI` is set, fmt, names,
 //!   msrv, clippy, llm, mcp, test, langgraph-diff, server-e2e, server-e2e-memory, server-e2e-scaled,
-//!   server-chaos, studio-e2e,
+//!   server-chaos, server-soak, studio-e2e,
 //!   phoenix, docs-lines, doc, examples, bench, package), each with a header and its duration, stopping at the first
 //!   failure. Naming stages runs only those.
 //! - `cargo xtask bench [--only NAME] [--quick] [--compare]`: builds the benchmarks in release mode and
@@ -18,6 +18,8 @@
 //!   own server (`langgraph dev`), side by side.
 //! - `cargo xtask server-chaos [--instances N] [--runs N]`: the chaos test of a scaled-out server: runs
 //!   streamed across instances while one is SIGKILLed and restarted and Redis is restarted.
+//! - `cargo xtask server-soak [--instances N,N] [--rounds N] [--runs N]`: the soak test of a scaled-out
+//!   server: 2,000 streamed runs over 2 instances and over 3, five times; every run must end in time.
 //! - `cargo xtask studio-e2e`: weft Studio in headless Chromium (Debian's `chromium` and `chromedriver`),
 //!   driven over WebDriver against the `server` example; screenshots under `target/studio-e2e/`.
 //! - `cargo xtask fakellm [serve]`: installs fakellm (a scripted OpenAI-compatible server, for the `openai`
@@ -45,6 +47,7 @@ mod mcp;
 mod msrv;
 mod names;
 mod nodeenv;
+mod pgbouncer;
 mod phoenix;
 mod pyenv;
 mod server_e2e;
@@ -59,8 +62,8 @@ usage: cargo xtask TASK
 tasks:
   ci [STAGE...]  run every check CI runs, in order, stopping at the first failure;
                  stages: services, fmt, names, msrv, clippy, llm, mcp, test, langgraph-diff, server-e2e,
-                 server-e2e-memory, server-e2e-scaled, server-chaos, studio-e2e, phoenix, docs-lines,
-                 doc, examples, bench, package
+                 server-e2e-memory, server-e2e-scaled, server-chaos, server-soak, studio-e2e, phoenix,
+                 docs-lines, doc, examples, bench, package
                  (services starts PostgreSQL and Redis when CI is set, else only checks them; names
                  fails when a crate we publish has a name taken on crates.io by someone else;
                  msrv checks that no dependency needs a newer rustc than our rust-version;
@@ -96,7 +99,7 @@ tasks:
                  target/bench (made when missing) and against weft, compared after
                  normalisation; known bugs and documented differences are listed in
                  tests/langgraph_diff/*.txt
-  server-e2e [--instances N | --in-memory] [TEST...]
+  server-e2e [--instances N [--pgbouncer] | --in-memory] [TEST...]
                  run the server suite (tests/server_e2e): every test (or the named ones)
                  with the official langgraph-sdk against weft-server and against
                  langgraph dev (both pinned in a venv under target/server-e2e, made when
@@ -104,12 +107,19 @@ tasks:
                  into target/server-e2e/js); with --instances N, weft as N instances of one
                  scaled-out server on the local PostgreSQL and Redis, requests spread;
                  with --in-memory, weft without a database (as langgraph dev runs)
-  server-chaos [--instances N] [--runs N]
+  server-chaos [--instances N] [--runs N] [--pgbouncer]
                  the chaos test of a scaled-out server (weft-bench-server --chaos): N runs
                  (200) of a four-step graph streamed across N instances (3) on a fresh
                  database of the local PostgreSQL and a private Redis, while one instance
                  is SIGKILLed and restarted and Redis is restarted; every run must end
-                 once, with its state, no finished step run twice, no event lost
+                 once, with its state, no finished step run twice, no event lost; with
+                 --pgbouncer (and server-e2e --instances N --pgbouncer), through PgBouncer in
+                 transaction mode, started on a free port (config under target/pgbouncer)
+  server-soak [--instances N,N] [--rounds N] [--runs N]
+                 the soak test of a scaled-out server (weft-bench-server --soak): N runs
+                 (2000) streamed over 2 instances and again over 3, the pair N times (5),
+                 each sitting on a fresh database and a private Redis; every run must end
+                 within 60 s, `success`, and the run queue be empty after
   studio-e2e     run weft Studio's browser test (tests/studio_e2e): headless chromium
                  and chromedriver against the server example, screenshots under
                  target/studio-e2e/screenshots
@@ -142,6 +152,7 @@ fn main() -> ExitCode {
         "langgraph-diff" => langgraph_diff::run(rest),
         "server-e2e" => server_e2e::run(rest),
         "server-chaos" => server_e2e::chaos(rest, server_e2e::Build::Alone),
+        "server-soak" => server_e2e::soak(rest, server_e2e::Build::Alone),
         "studio-e2e" => studio_e2e::run(rest),
         "phoenix" => phoenix::run(rest),
         "fakellm" => fakellm::run(rest),

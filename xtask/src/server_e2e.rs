@@ -10,6 +10,9 @@
 //! database per pair of servers (made with `psql`, dropped after) and a Redis key prefix per run (its keys
 //! deleted after); the suite's clients send each request to the next instance in turn.
 //!
+//! With `--pgbouncer` too, the instances reach PostgreSQL through PgBouncer in transaction mode
+//! ([`pgbouncer`]), started for the suite.
+//!
 //! `cargo xtask server-e2e --in-memory [TEST...]` runs the weft half in its in-memory mode (no database,
 //! as `langgraph dev` runs) instead of on a SQLite database; CI's `server-e2e-memory` stage runs it against
 //! weft alone (`langgraph dev` ran the same tests in the `server-e2e` stage).
@@ -18,7 +21,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::{bench, exec, nodeenv, pyenv, services};
+use crate::{bench, exec, nodeenv, pgbouncer, pyenv, services};
 
 /// How long the suite may run (both servers, every test) before it counts as hung.
 const LIMIT: Duration = Duration::from_secs(900);
@@ -71,6 +74,7 @@ fn js_env() -> Result<Option<PathBuf>, String> {
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut instances = 1;
     let mut in_memory = false;
+    let mut pooled = false;
     let mut tests = Vec::new();
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
@@ -83,22 +87,28 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                     .ok_or("--instances needs a number of at least 1")?;
             }
             "--in-memory" => in_memory = true,
+            "--pgbouncer" => pooled = true,
             flag if flag.starts_with('-') => return Err(format!("unknown server-e2e argument `{flag}`")),
             test => tests.push(test.to_owned()),
         }
     }
+    if pooled && instances == 1 {
+        return Err("--pgbouncer goes with --instances N (a scaled-out server)".to_owned());
+    }
     match (instances, in_memory) {
         (1, true) => suite(&tests, Build::Alone, 1, &[], Mode::InMemory),
         (1, false) => run_with(&tests, Build::Alone),
-        (_, false) => run_scaled(&tests, Build::Alone, instances),
+        (_, false) => run_scaled(&tests, Build::Alone, instances, pooled),
         (_, true) => Err("--in-memory is one process's mode: it does not go with --instances".to_owned()),
     }
 }
 
 /// Runs the suite with weft as `instances` instances of one scaled-out server, on a fresh PostgreSQL
-/// database per pair of servers and a Redis key prefix of its own, removed afterwards.
-pub(crate) fn run_scaled(tests: &[String], build: Build, instances: u32) -> Result<(), String> {
+/// database per pair of servers and a Redis key prefix of its own, removed afterwards; `pooled`: through
+/// PgBouncer in transaction mode.
+pub(crate) fn run_scaled(tests: &[String], build: Build, instances: u32, pooled: bool) -> Result<(), String> {
     services::ensure(services::Policy::Required)?;
+    let pooler = if pooled { Some(pgbouncer::start()?) } else { None };
     let unique = format!(
         "{}_{}",
         std::process::id(),
@@ -109,7 +119,10 @@ pub(crate) fn run_scaled(tests: &[String], build: Build, instances: u32) -> Resu
     for database in &databases {
         psql(&format!("CREATE DATABASE {database}"))?;
     }
-    let uri = |database: &str| format!("postgres://postgres@127.0.0.1:5432/{database}");
+    let uri = |database: &str| match &pooler {
+        Some(pooler) => pooler.uri(database),
+        None => format!("postgres://postgres@127.0.0.1:5432/{database}"),
+    };
     let env = [
         ("DATABASE_URI", uri(&databases[0])),
         ("DATABASE_URI_AUTH", uri(&databases[1])),
@@ -154,11 +167,12 @@ pub(crate) fn delete_keys(prefix: &str) -> Result<(), String> {
     }
 }
 
-/// `cargo xtask server-chaos [--instances N] [--runs N]`: the chaos test of a scaled-out server
+/// `cargo xtask server-chaos [--instances N] [--runs N] [--pgbouncer]`: the chaos test of a scaled-out server
 /// (`weft-bench-server --chaos`, see `bench/server/src/chaos.rs`) on a fresh database of the local
 /// PostgreSQL, dropped after, and a private Redis the test starts itself.
 pub(crate) fn chaos(args: &[String], build: Build) -> Result<(), String> {
     let mut extra = Vec::new();
+    let mut pooled = false;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
@@ -167,10 +181,67 @@ pub(crate) fn chaos(args: &[String], build: Build) -> Result<(), String> {
                 extra.push(arg.clone());
                 extra.push(value.clone());
             }
+            "--pgbouncer" => pooled = true,
             other => return Err(format!("unknown server-chaos argument `{other}`")),
         }
     }
+    bench_server_test("--chaos", &extra, build, CHAOS_LIMIT, pooled)
+}
+
+/// `cargo xtask server-soak [--instances N,N] [--rounds N] [--runs N]`: the soak test of a scaled-out
+/// server (`weft-bench-server --soak`, see `bench/server/src/soak.rs`): `runs` streamed runs (2,000) over
+/// 2 instances and again over 3 (`--instances`), the pair repeated `rounds` times (5), each sitting on a
+/// fresh database of the local PostgreSQL (dropped after) and a private Redis. Any run that does not end
+/// within its bound, or does not end `success`, fails it, naming the run.
+pub(crate) fn soak(args: &[String], build: Build) -> Result<(), String> {
+    let mut instances = vec![2, 3];
+    let mut rounds = 5;
+    let mut runs = 2000;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let value = rest.next().ok_or_else(|| format!("{arg} needs a value"));
+        let number = |text: &str| text.parse::<u32>().ok().filter(|n| *n >= 1);
+        match arg.as_str() {
+            "--instances" => {
+                instances = value?
+                    .split(',')
+                    .map(|n| number(n).filter(|n| *n >= 2))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or("--instances needs numbers of at least 2, comma-separated")?;
+            }
+            "--rounds" => rounds = value.and_then(|v| number(v).ok_or_else(|| format!("{arg}: a number")))?,
+            "--runs" => runs = value.and_then(|v| number(v).ok_or_else(|| format!("{arg}: a number")))?,
+            other => return Err(format!("unknown server-soak argument `{other}`")),
+        }
+    }
+    let started = std::time::Instant::now();
+    for round in 1..=rounds {
+        for n in &instances {
+            eprintln!("server-soak: round {round} of {rounds}, {runs} runs over {n} instances");
+            let extra = ["--instances".to_owned(), n.to_string(), "--runs".to_owned(), runs.to_string()];
+            // Built once: later sittings find the build fresh.
+            bench_server_test("--soak", &extra, build, SOAK_LIMIT, false)?;
+        }
+    }
+    eprintln!("server-soak: {rounds} rounds passed in {:.0} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// How long one sitting of the soak test may run before it counts as hung.
+const SOAK_LIMIT: Duration = Duration::from_secs(600);
+
+/// Builds `weft-bench-server` and `weft-server-e2e` (with `scale`) and runs `weft-bench-server flag
+/// extra...` against a fresh database of the local PostgreSQL, dropped after; `pooled`: reached through
+/// PgBouncer in transaction mode.
+fn bench_server_test(
+    flag: &str,
+    extra: &[String],
+    build: Build,
+    limit: Duration,
+    pooled: bool,
+) -> Result<(), String> {
     services::ensure(services::Policy::Required)?;
+    let pooler = if pooled { Some(pgbouncer::start()?) } else { None };
     let build_args: &[&str] = match build {
         Build::Alone => &[
             "build",
@@ -188,20 +259,24 @@ pub(crate) fn chaos(args: &[String], build: Build) -> Result<(), String> {
         .join("debug");
     let exe = |name: &str| debug.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     let database = format!(
-        "weft_chaos_{}_{}",
+        "weft_{}_{}_{}",
+        flag.trim_start_matches('-'),
         std::process::id(),
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis())
     );
     psql(&format!("CREATE DATABASE {database}"))?;
     let ran = exec::run_with_limit(
         Command::new(exe("weft-bench-server"))
-            .arg("--chaos")
+            .arg(flag)
             .arg("--weft-bin")
             .arg(exe("weft-server-e2e"))
             .arg("--database-uri")
-            .arg(format!("postgres://postgres@127.0.0.1:5432/{database}"))
-            .args(&extra),
-        Some(CHAOS_LIMIT),
+            .arg(match &pooler {
+                Some(pooler) => pooler.uri(&database),
+                None => format!("postgres://postgres@127.0.0.1:5432/{database}"),
+            })
+            .args(extra),
+        Some(limit),
     );
     let dropped = psql(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"));
     ran?;

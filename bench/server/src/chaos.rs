@@ -96,9 +96,9 @@ async fn terminate(child: &mut Child) {
 
 /// The processes of the test: Redis and the instances (killed when dropped) and their scratch folder.
 #[derive(Debug)]
-struct Deployment {
+pub(crate) struct Deployment {
     config: ChaosConfig,
-    scratch: PathBuf,
+    pub(crate) scratch: PathBuf,
     redis_port: u16,
     redis: Option<Child>,
     ports: Vec<u16>,
@@ -115,7 +115,7 @@ impl Drop for Deployment {
 }
 
 impl Deployment {
-    fn new(config: ChaosConfig) -> Result<Self, String> {
+    pub(crate) fn new(config: ChaosConfig) -> Result<Self, String> {
         let scratch = std::env::temp_dir().join(format!("weft-chaos-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&scratch);
         std::fs::create_dir_all(scratch.join("redis"))
@@ -131,11 +131,11 @@ impl Deployment {
         })
     }
 
-    fn redis_addr(&self) -> String {
+    pub(crate) fn redis_addr(&self) -> String {
         format!("127.0.0.1:{}", self.redis_port)
     }
 
-    fn addrs(&self) -> Vec<String> {
+    pub(crate) fn addrs(&self) -> Vec<String> {
         self.ports.iter().map(|port| format!("127.0.0.1:{port}")).collect()
     }
 
@@ -151,7 +151,7 @@ impl Deployment {
     }
 
     /// Starts Redis (again: its append-only file brings its data back) and waits for its `PONG`.
-    async fn start_redis(&mut self) -> Result<(), String> {
+    pub(crate) async fn start_redis(&mut self) -> Result<(), String> {
         let (out, err) = self.log("redis.log")?;
         let child = Command::new(&self.config.redis_server)
             .args(["--bind", "127.0.0.1", "--port", &self.redis_port.to_string()])
@@ -184,7 +184,7 @@ impl Deployment {
     }
 
     /// Starts instance `i` and waits until it answers `/ok`; returns its process id.
-    async fn start_instance(&mut self, i: usize) -> Result<u32, String> {
+    pub(crate) async fn start_instance(&mut self, i: usize) -> Result<u32, String> {
         let (out, err) = self.log(&format!("instance-{i}.log"))?;
         let child = Command::new(&self.config.weft)
             .args(["--port", &self.ports[i].to_string(), "--chaos"])
@@ -232,11 +232,11 @@ impl Deployment {
 
 /// What one client saw of its run.
 #[derive(Debug)]
-struct Outcome {
-    thread: String,
-    run_id: String,
-    events: Vec<Event>,
-    reconnects: usize,
+pub(crate) struct Outcome {
+    pub(crate) thread: String,
+    pub(crate) run_id: String,
+    pub(crate) events: Vec<Event>,
+    pub(crate) reconnects: usize,
 }
 
 /// The run id in a `Content-Location` (`/threads/{t}/runs/{run_id}`) or a `metadata` event.
@@ -255,7 +255,11 @@ fn run_id_of(partial: &Partial) -> Option<String> {
 }
 
 /// Makes a thread through the first instance that answers, starting at `turn`.
-async fn make_thread(addrs: &[String], turn: &mut usize, deadline: Instant) -> Result<String, String> {
+pub(crate) async fn make_thread(
+    addrs: &[String],
+    turn: &mut usize,
+    deadline: Instant,
+) -> Result<String, String> {
     loop {
         let addr = &addrs[*turn % addrs.len()];
         let made = async {
@@ -276,7 +280,7 @@ async fn make_thread(addrs: &[String], turn: &mut usize, deadline: Instant) -> R
 }
 
 /// The run already on `thread`, if a request that broke made one.
-async fn run_on(addr: &str, thread: &str) -> Result<Option<String>, String> {
+pub(crate) async fn run_on(addr: &str, thread: &str) -> Result<Option<String>, String> {
     let mut conn = Conn::open(addr).await?;
     let runs = conn.json(Method::GET, &format!("/threads/{thread}/runs"), None).await?;
     Ok(runs.as_array().and_then(|r| r.first()).and_then(|r| r["run_id"].as_str()).map(str::to_owned))
@@ -288,6 +292,19 @@ async fn one_run(addrs: Arc<Vec<String>>, first: usize, delay: f64) -> Result<Ou
     let deadline = Instant::now() + RUN_LIMIT;
     let mut turn = first;
     let thread = make_thread(&addrs, &mut turn, deadline).await?;
+    stream_run(&addrs, turn, thread, delay, deadline).await
+}
+
+/// Streams one run of `chaos` on `thread` from the instance at `turn`, reconnecting to the next instance
+/// (with the last event's id) whenever the stream breaks, until it ends or `deadline` passes between two
+/// connections.
+pub(crate) async fn stream_run(
+    addrs: &[String],
+    mut turn: usize,
+    thread: String,
+    delay: f64,
+    deadline: Instant,
+) -> Result<Outcome, String> {
     let body = json!({
         "assistant_id": "chaos",
         "input": {"items": [], "delay": delay},
@@ -301,7 +318,8 @@ async fn one_run(addrs: Arc<Vec<String>>, first: usize, delay: f64) -> Result<Ou
     let mut last_error = String::new();
     loop {
         if Instant::now() > deadline {
-            return Err(format!("thread {thread}: the run did not end within {RUN_LIMIT:?}: {last_error}"));
+            let run = run_id.as_deref().unwrap_or("(not made)");
+            return Err(format!("run {run} on thread {thread} did not end in time: {last_error}"));
         }
         let addr = &addrs[turn % addrs.len()];
         let streamed = async {
@@ -348,7 +366,7 @@ fn id_key(id: &str) -> Option<(u64, u64)> {
 }
 
 /// Checks one run: exactly once, its state, and its stream against what Redis holds.
-async fn check_run(addr: &str, redis: &str, outcome: &Outcome) -> Result<(), String> {
+pub(crate) async fn check_run(addr: &str, redis: &str, outcome: &Outcome) -> Result<(), String> {
     let Outcome { thread, run_id, events, .. } = outcome;
     let mut conn = Conn::open(addr).await?;
     let runs = conn.json(Method::GET, &format!("/threads/{thread}/runs"), None).await?;

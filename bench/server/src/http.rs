@@ -86,6 +86,24 @@ impl Conn {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Value, String> {
+        let bytes = self.bytes(method.clone(), path, body).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice(&bytes).map_err(|e| {
+            format!("{method} {path}: the answer is not JSON ({e}): {}", String::from_utf8_lossy(&bytes))
+        })
+    }
+
+    /// `method path` without a body; the answer as text (`/metrics`). A status other than 2xx is an
+    /// error quoting the body.
+    pub(crate) async fn text(&mut self, method: Method, path: &str) -> Result<String, String> {
+        let bytes = self.bytes(method, path, None).await?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// `method path` with a JSON body; the answer's body, read to its end.
+    async fn bytes(&mut self, method: Method, path: &str, body: Option<&Value>) -> Result<Bytes, String> {
         let response = self.send(method.clone(), path, body).await?;
         let status = response.status();
         let bytes = response
@@ -95,12 +113,7 @@ impl Conn {
             .map_err(|e| format!("{method} {path}: reading the body: {e}"))?
             .to_bytes();
         check_status(status, &method, path, &bytes)?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Value::Null);
-        }
-        serde_json::from_slice(&bytes).map_err(|e| {
-            format!("{method} {path}: the answer is not JSON ({e}): {}", String::from_utf8_lossy(&bytes))
-        })
+        Ok(bytes)
     }
 
     /// `POST path` with `body`, read to its end as server-sent events.

@@ -18,7 +18,8 @@
 //! weft-bench-server --chaos --weft-bin PATH --database-uri URI [--instances N] [--runs N]
 //! ```
 //!
-//! `--chaos` runs the chaos test of a scaled-out server instead (see [`chaos`]).
+//! `--chaos` runs the chaos test of a scaled-out server instead (see [`chaos`]); `--soak` its soak test
+//! (see [`soak`]), with the same arguments.
 //!
 //! One JSON line per workload on stdout, every server's figures in it (`weft`, `weft_in_memory`,
 //! `langgraph`), with `ratio` (weft on SQLite against LangGraph) and, with `--weft-in-memory`,
@@ -30,6 +31,7 @@ mod http;
 mod pgstat;
 mod resp;
 mod servers;
+mod soak;
 mod sse;
 mod stats;
 mod workloads;
@@ -63,7 +65,9 @@ usage: weft-bench-server --weft-bin PATH [--weft-in-memory] [--langgraph-bin PAT
 
   --chaos               the chaos test of a scaled-out server (weft-server-e2e built with `scale`) on
                         the PostgreSQL database URI and a private Redis: N instances (3), one SIGKILLed
-                        and restarted, Redis restarted, while N runs (200) stream, N at once (30)";
+                        and restarted, Redis restarted, while N runs (200) stream, N at once (30)
+  --soak                the soak test instead: nothing killed, N runs (2000) stream, each must end within
+                        60 s, all `success`, the run queue empty after";
 
 /// The parsed command line.
 #[derive(Debug, Default)]
@@ -79,6 +83,7 @@ struct Args {
     seconds: Option<f64>,
     list: bool,
     chaos: bool,
+    soak: bool,
     database_uri: Option<String>,
     redis_server: Option<PathBuf>,
     instances: Option<usize>,
@@ -119,6 +124,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--seconds" => parsed.seconds = Some(value(arg)?.parse().map_err(|e| format!("--seconds: {e}"))?),
             "--list" => parsed.list = true,
             "--chaos" => parsed.chaos = true,
+            "--soak" => parsed.soak = true,
             "--database-uri" => parsed.database_uri = Some(value(arg)?),
             "--redis-server" => parsed.redis_server = Some(value(arg)?.into()),
             "--redis-uri" => parsed.redis_uri = Some(value(arg)?),
@@ -136,10 +142,14 @@ fn parse(args: &[String]) -> Result<Args, String> {
     if parsed.langgraph.is_some() != parsed.graphs.is_some() {
         return Err("--langgraph-bin and --graphs go together".to_owned());
     }
-    if parsed.chaos && parsed.database_uri.is_none() {
-        return Err("--chaos needs --database-uri (a database of its own)".to_owned());
+    if parsed.chaos && parsed.soak {
+        return Err("--chaos and --soak are two tests: one at a time".to_owned());
+    }
+    if (parsed.chaos || parsed.soak) && parsed.database_uri.is_none() {
+        return Err("--chaos and --soak need --database-uri (a database of their own)".to_owned());
     }
     if !parsed.chaos
+        && !parsed.soak
         && parsed.instances.is_some()
         && (parsed.database_uri.is_none() || parsed.redis_uri.is_none())
     {
@@ -510,7 +520,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if args.chaos {
+    if args.chaos || args.soak {
         return chaos_main(&runtime, args);
     }
     match runtime.block_on(run(args)) {
@@ -523,7 +533,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// `--chaos`: runs the chaos test and prints its report as one JSON line.
+/// `--chaos` or `--soak`: runs the chaos or the soak test and prints its report as one JSON line.
 fn chaos_main(runtime: &tokio::runtime::Runtime, args: Args) -> ExitCode {
     let defaults = chaos::ChaosConfig::default();
     let config = chaos::ChaosConfig {
@@ -531,7 +541,7 @@ fn chaos_main(runtime: &tokio::runtime::Runtime, args: Args) -> ExitCode {
         database_uri: args.database_uri.unwrap_or_default(),
         redis_server: args.redis_server.unwrap_or(defaults.redis_server),
         instances: args.instances.unwrap_or(defaults.instances).max(2),
-        runs: args.runs.unwrap_or(defaults.runs),
+        runs: args.runs.unwrap_or(if args.soak { 2000 } else { defaults.runs }),
         concurrency: args.concurrency.unwrap_or(defaults.concurrency),
         delay: defaults.delay,
     };
@@ -539,13 +549,18 @@ fn chaos_main(runtime: &tokio::runtime::Runtime, args: Args) -> ExitCode {
         eprintln!("weft-bench-server: {err}");
         return ExitCode::FAILURE;
     }
-    match runtime.block_on(chaos::run(config)) {
+    let (name, ran) = if args.soak {
+        ("soak", runtime.block_on(soak::run(config)))
+    } else {
+        ("chaos", runtime.block_on(chaos::run(config)))
+    };
+    match ran {
         Ok(report) => {
-            println!("{}", json!({"workload": "server_chaos", "weft": report}));
+            println!("{}", json!({"workload": format!("server_{name}"), "weft": report}));
             ExitCode::SUCCESS
         }
         Err(err) => {
-            eprintln!("weft-bench-server: the chaos test FAILED: {err}");
+            eprintln!("weft-bench-server: the {name} test FAILED: {err}");
             ExitCode::FAILURE
         }
     }
@@ -587,6 +602,8 @@ mod tests {
         assert!(chaos.chaos);
         assert_eq!(chaos.runs, Some(5));
         assert!(parse(&strings(&["--chaos", "--weft-bin", "/w"])).unwrap_err().contains("--database-uri"));
+        assert!(parse(&strings(&["--soak", "--weft-bin", "/w"])).unwrap_err().contains("--database-uri"));
+        assert!(parse(&strings(&["--soak", "--chaos", "--weft-bin", "/w", "--database-uri", "u"])).is_err());
         assert!(parse(&strings(&["--weft-bin", "/w", "--runs", "0"])).unwrap_err().contains("above 0"));
     }
 

@@ -2,7 +2,8 @@
 //! server does when it is told to shut down.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use weft_runnable_core::RunnableConfig;
 
@@ -84,5 +85,61 @@ impl RunControl {
     /// The control runs made with `config` hold, if any.
     pub fn of(config: &RunnableConfig) -> Option<&RunControl> {
         config.extensions.get::<RunControl>()
+    }
+}
+
+/// A run's sign of life: the engine notes it at each superstep and as each task ends (its writes saved),
+/// in subgraphs too; anyone else may note it (a server notes each event it streams). Give it to a run
+/// through its config ([`Progress::attach`]) and read [`Progress::idle`] from anywhere, as a watchdog
+/// does to tell a run that is slow but moving from one that is stuck.
+///
+/// ```
+/// use std::time::Duration;
+/// use weft_graph::Progress;
+///
+/// let progress = Progress::new();
+/// std::thread::sleep(Duration::from_millis(20));
+/// assert!(progress.idle() >= Duration::from_millis(20));
+/// progress.note();
+/// assert!(progress.idle() < Duration::from_millis(20));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Progress {
+    origin: Instant,
+    /// Milliseconds from `origin` to the last note.
+    last: Arc<AtomicU64>,
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Progress {
+    /// A progress noted now.
+    pub fn new() -> Self {
+        Self { origin: Instant::now(), last: Arc::new(AtomicU64::new(0)) }
+    }
+
+    /// Notes that the run moved now.
+    pub fn note(&self) {
+        let ms = u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last.fetch_max(ms, Ordering::Relaxed);
+    }
+
+    /// How long since the run last moved.
+    pub fn idle(&self) -> Duration {
+        self.origin.elapsed().saturating_sub(Duration::from_millis(self.last.load(Ordering::Relaxed)))
+    }
+
+    /// Gives runs made with `config` this progress to note.
+    pub fn attach(&self, config: &mut RunnableConfig) {
+        config.extensions.insert(self.clone());
+    }
+
+    /// The progress runs made with `config` note, if any.
+    pub fn of(config: &RunnableConfig) -> Option<&Progress> {
+        config.extensions.get::<Progress>()
     }
 }

@@ -75,7 +75,7 @@ pub use compiled::{
     CompileConfig, CompiledGraph, DEFAULT_GRAPH_RECURSION_LIMIT, Durability, GraphInput, GraphOutput,
     IntoGraphInput, RunOptions, SubgraphCheckpoints,
 };
-pub use control::RunControl;
+pub use control::{Progress, RunControl};
 pub use draw::{CurveStyle, DrawEdge, DrawNode, DrawableGraph, MermaidOptions, NodeStyles, Xray};
 pub use error::{GraphError, GraphResult, NodeRef};
 pub use json_state::{JsonChannel, JsonState, JsonStateBuilder, JsonUpdate};

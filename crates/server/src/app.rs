@@ -27,6 +27,9 @@ pub(crate) struct Limits {
     pub(crate) shutdown_grace: std::time::Duration,
     /// How long a run may take before it ends as `timeout`; none: no limit.
     pub(crate) run_timeout: Option<std::time::Duration>,
+    /// How long a run may go without progress (no step, event or save) before it ends as an error;
+    /// none: no watchdog.
+    pub(crate) run_watchdog: Option<std::time::Duration>,
     /// How many runs execute at once (the permits of [`App::run_slots`]).
     pub(crate) concurrent_runs: usize,
 }

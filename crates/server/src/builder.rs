@@ -46,6 +46,10 @@ const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 /// How many runs execute at once by default.
 const DEFAULT_CONCURRENT_RUNS: usize = 256;
 
+/// How long a run may go without progress before the watchdog ends it, by default: longer than any
+/// model call that streams nothing (a long reasoning call takes minutes).
+pub const DEFAULT_RUN_WATCHDOG: Duration = Duration::from_secs(10 * 60);
+
 #[derive(Debug, Clone)]
 enum Database {
     /// A SQLite file.
@@ -82,6 +86,7 @@ pub struct ServerBuilder {
     keep_alive: Duration,
     shutdown_grace: Duration,
     run_timeout: Option<Duration>,
+    run_watchdog: Option<Duration>,
     header_timeout: Duration,
     idle_timeout: Duration,
     body_timeout: Duration,
@@ -144,6 +149,7 @@ impl ScaleSettings {
                 prefix: self.prefix.clone(),
                 lease: self.lease,
                 poll: self.poll,
+                watchdog: None,
             })),
             (Some(_), None) => {
                 Err(ServerError::ScaleConfig("PostgreSQL is set but Redis is not (REDIS_URI)".into()))
@@ -165,6 +171,7 @@ impl Default for ServerBuilder {
             keep_alive: DEFAULT_KEEP_ALIVE,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             run_timeout: None,
+            run_watchdog: Some(DEFAULT_RUN_WATCHDOG),
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
@@ -281,6 +288,19 @@ impl ServerBuilder {
     /// `error`, with the checkpoints it saved.
     pub fn run_timeout(mut self, timeout: Duration) -> Self {
         self.run_timeout = Some(timeout);
+        self
+    }
+
+    /// How long a run may go without progress before it is stopped ([`DEFAULT_RUN_WATCHDOG`], 10 min, by
+    /// default; `None`: never). Progress is a superstep, a task's end, or an event streamed (an LLM token
+    /// in `messages` mode, a value, an update). A run stuck that long (a node awaiting something that never
+    /// answers) ends with status `error`, an `error` event `{"error": "RunStalled", ...}` and its thread
+    /// `error`, with the checkpoints it saved; its stream ends. Scaled out, a worker also stops renewing
+    /// the lease of a run stalled for the watchdog plus a lease (its task could not even be stopped), so
+    /// that another instance takes it over from its last checkpoint. Set it above the longest step that
+    /// streams nothing: a model call not streamed counts as one step.
+    pub fn run_watchdog(mut self, stall: Option<Duration>) -> Self {
+        self.run_watchdog = stall;
         self
     }
 
@@ -444,7 +464,8 @@ impl ServerBuilder {
             }
         }
         #[cfg(feature = "scale")]
-        let scale_config = self.scale.config()?;
+        let scale_config =
+            self.scale.config()?.map(|c| crate::scale::ScaleConfig { watchdog: self.run_watchdog, ..c });
         #[cfg(feature = "scale")]
         let (checkpointer, store, records, writer, scale) = match &scale_config {
             Some(config) => {
@@ -505,6 +526,7 @@ impl ServerBuilder {
                 keep_alive: self.keep_alive,
                 shutdown_grace: self.shutdown_grace,
                 run_timeout: self.run_timeout,
+                run_watchdog: self.run_watchdog,
                 concurrent_runs: self.concurrent_runs,
             },
             connections: crate::conn::ConnLimits {

@@ -55,6 +55,6 @@ mod webhook;
 pub struct ReadmeDoctests;
 
 pub use auth::{Action, Auth, AuthContext, AuthError, AuthRequest, Filter, Resource, User};
-pub use builder::{Server, ServerBuilder};
+pub use builder::{DEFAULT_RUN_WATCHDOG, Server, ServerBuilder};
 pub use error::{ServerError, StorageError};
 pub use graphs::{ServerGraph, default_assistant_id};

@@ -539,3 +539,75 @@ async fn a_panic_in_a_node_router_or_reducer_fails_its_run_and_the_server_goes_o
     .await;
     assert_eq!(done.json()["items"], json!(["a", "b"]), "{}", done.body);
 }
+
+#[tokio::test]
+async fn a_run_stuck_without_progress_is_ended_by_the_watchdog_and_frees_its_thread() {
+    let stuck = std::sync::Arc::new(AtomicUsize::new(0));
+    let server = common::storage(
+        weft_server::Server::builder()
+            .graph("frozen", common::frozen(std::sync::Arc::clone(&stuck)))
+            .run_watchdog(Some(Duration::from_millis(500))),
+    );
+    let server = start(server).await;
+    let tid = thread(server.addr).await;
+    let body = json!({"assistant_id": "frozen", "input": {"delay": -1}, "stream_mode": ["updates"]});
+    let streamed = tokio::time::timeout(
+        Duration::from_secs(20),
+        post(server.addr, &format!("/threads/{tid}/runs/stream"), body),
+    )
+    .await
+    .expect("the stream of a stuck run ends");
+    let events = common::open::parse(&streamed.body);
+    let names: Vec<&str> = events.iter().map(|(name, _, _)| name.as_str()).collect();
+    assert_eq!(names, ["metadata", "updates", "error"], "{}", streamed.body);
+    assert_eq!(events[2].1["error"], "RunStalled", "{}", streamed.body);
+    assert_eq!(stuck.load(Ordering::SeqCst), 1);
+    let run_path = streamed.header("content-location").unwrap().to_owned();
+    assert_eq!(get(server.addr, &run_path).await.json()["status"], "error");
+    assert_ne!(get(server.addr, &format!("/threads/{tid}")).await.json()["status"], "busy");
+    let next = post(
+        server.addr,
+        &format!("/threads/{tid}/runs/wait"),
+        json!({"assistant_id": "frozen", "input": {"delay": 0}}),
+    )
+    .await;
+    assert_eq!(next.json()["items"], json!(["a", "a", "done"]), "{}", next.body);
+}
+
+#[tokio::test]
+async fn the_watchdog_counts_from_a_runs_start_not_from_when_a_listener_first_waited_for_it() {
+    let stuck = std::sync::Arc::new(AtomicUsize::new(0));
+    let server = common::storage(
+        weft_server::Server::builder()
+            .graph("frozen", common::frozen(std::sync::Arc::clone(&stuck)))
+            .graph("slow", common::slow())
+            .run_watchdog(Some(Duration::from_millis(600))),
+    );
+    let server = start(server).await;
+    let tid = thread(server.addr).await;
+    let runs = format!("/threads/{tid}/runs");
+    // The first run holds the thread until the watchdog ends it; the second (a step of 0.2 s, well within
+    // the watchdog) waits behind it, listened to all along.
+    let first =
+        post(server.addr, &runs, json!({"assistant_id": "frozen", "input": {"delay": -1}})).await.json();
+    let second = post(
+        server.addr,
+        &runs,
+        json!({"assistant_id": "slow", "input": {"delay": 0.2}, "multitask_strategy": "enqueue"}),
+    )
+    .await
+    .json();
+    let second_id = second["run_id"].as_str().unwrap();
+    assert_eq!(second["status"], "pending", "{second}");
+    let streamed = tokio::time::timeout(
+        Duration::from_secs(20),
+        get(server.addr, &format!("{runs}/{second_id}/stream")),
+    )
+    .await
+    .expect("the stream of the waiting run ends");
+    let first_id = first["run_id"].as_str().unwrap();
+    assert_eq!(get(server.addr, &format!("{runs}/{first_id}")).await.json()["status"], "error");
+    let second = get(server.addr, &format!("{runs}/{second_id}")).await.json();
+    assert_eq!(second["status"], "success", "{second}: {}", streamed.body);
+    assert!(!streamed.body.contains("RunStalled"), "{}", streamed.body);
+}

@@ -368,3 +368,58 @@ async fn a_drained_instance_hands_its_run_to_another_at_once_without_running_a_s
         assert!(frame.contains(node), "{frame} is of {node}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_task_freezes_is_ended_by_the_watchdog_while_its_lease_is_renewed() {
+    let Some(deployment) = deployment().await else { return };
+    let stuck = Arc::new(AtomicUsize::new(0));
+    // The lease is renewed every 100 ms, many times over while the run is stuck: the watchdog, not a
+    // lapsed lease, ends it.
+    let instance = || {
+        deployment
+            .builder()
+            .graph("frozen", common::frozen(Arc::clone(&stuck)))
+            .run_lease(Duration::from_millis(300))
+            .run_watchdog(Some(Duration::from_millis(1500)))
+    };
+    let a = common::start(instance()).await;
+    let b = common::start(instance()).await;
+    let thread = common::thread(a.addr).await;
+    let started = std::time::Instant::now();
+    let streamed = tokio::time::timeout(
+        Duration::from_secs(30),
+        common::post(
+            b.addr,
+            &format!("/threads/{thread}/runs/stream"),
+            json!({"assistant_id": "frozen", "input": {"delay": -1}, "stream_mode": ["values"]}),
+        ),
+    )
+    .await
+    .expect("the stream of a frozen run ends");
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(1500), "ended after {waited:?}, before the watchdog's time");
+    let events = common::open::parse(&streamed.body);
+    let (_, error, _) = events.iter().find(|(name, _, _)| name == "error").expect("an error event");
+    assert_eq!(error["error"], "RunStalled", "{error}");
+    assert!(error["message"].as_str().unwrap().contains("no progress"), "{error}");
+    assert_eq!(stuck.load(Ordering::SeqCst), 1, "the run was not taken over by another worker");
+    let (_, metadata, _) = events.first().expect("a metadata event");
+    let run_id = metadata["run_id"].as_str().unwrap();
+    let run = common::get(a.addr, &format!("/threads/{thread}/runs/{run_id}")).await.json();
+    assert_eq!(run["status"], "error", "{run}");
+    let state = common::get(a.addr, &format!("/threads/{thread}")).await.json();
+    assert_ne!(state["status"], "busy", "{state}");
+    // The thread is free: its next run runs at once and succeeds.
+    let next = tokio::time::timeout(
+        Duration::from_secs(30),
+        common::post(
+            a.addr,
+            &format!("/threads/{thread}/runs/wait"),
+            json!({"assistant_id": "frozen", "input": {"delay": 0}}),
+        ),
+    )
+    .await
+    .expect("the thread's next run ends");
+    assert_eq!(next.status, 200, "{}", next.body);
+    assert_eq!(next.json()["items"], json!(["a", "a", "done"]), "{}", next.body);
+}

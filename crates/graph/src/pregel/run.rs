@@ -9,7 +9,7 @@ use weft_runnable_core::{Error, RunKind, RunScope, RunnableConfig};
 
 use crate::checkpoint::{CheckpointConfig, CheckpointSource, special};
 use crate::compiled::{DEFAULT_GRAPH_RECURSION_LIMIT, GraphInput, GraphOutput, Inner, RunOptions};
-use crate::control::RunControl;
+use crate::control::{Progress, RunControl};
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::apply::{apply_control_writes, apply_new_writes, apply_new_writes_with_tasks, route};
 use crate::pregel::channels::Channels;
@@ -449,7 +449,11 @@ pub(crate) async fn run_inner<S: State>(
     // A drain stops root runs only: a subgraph runs inside the step in flight, which finishes.
     let control =
         if ctx.parent.is_none() { ctx.config.extensions.get::<RunControl>().cloned() } else { None };
+    let progress = Progress::of(&ctx.config).cloned();
     loop {
+        if let Some(progress) = &progress {
+            progress.note();
+        }
         if step > stop {
             return Err(GraphError::RecursionLimit { limit });
         }

@@ -101,6 +101,9 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
             (None, None) => None,
         };
         let Some((i, result)) = next else { break };
+        if let Some(progress) = crate::control::Progress::of(&ctx.config) {
+            progress.note();
+        }
         let task = &tasks[i];
         // The results of the tasks it called are saved before its own writes.
         if let Some(calls) = &calls {

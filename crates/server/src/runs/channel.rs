@@ -120,6 +120,8 @@ pub(crate) struct RunChannel {
     remote: Remote,
     cancel: watch::Sender<Option<CancelAction>>,
     done: watch::Sender<bool>,
+    /// Noted by each event published and, through the run's config, by the engine's steps and saves.
+    progress: weft_graph::Progress,
 }
 
 /// The milliseconds since the epoch.
@@ -160,7 +162,13 @@ impl RunChannel {
             remote: Remote::default(),
             cancel: watch::channel(None).0,
             done: watch::channel(false).0,
+            progress: weft_graph::Progress::new(),
         }
+    }
+
+    /// The run's sign of life (what the watchdog reads).
+    pub(crate) fn progress(&self) -> &weft_graph::Progress {
+        &self.progress
     }
 
     /// A worker's channel whose events, end and result go to `outlet` instead of to listeners here.
@@ -223,6 +231,7 @@ impl RunChannel {
 
     /// Publishes an event to every listener (and keeps it when the run is resumable). Returns the event.
     pub(crate) fn publish(&self, name: impl Into<String>, data: String) -> Arc<Event> {
+        self.progress.note();
         if let Some(outlet) = &self.remote.outlet {
             let name = name.into();
             let _ = outlet.send(Outgoing::Event { name: name.clone(), data: data.clone() });

@@ -134,6 +134,7 @@ async fn drive(
     };
     let mut config = runnable_config(record);
     drain.attach(&mut config);
+    channel.progress().attach(&mut config);
     if modes.events {
         // `events`: every run event (the graph, its nodes, models, tools) as it happens.
         let events = Arc::clone(channel);
@@ -167,6 +168,7 @@ async fn drive(
                 Some(Err(GraphError::Drained { .. })) => return Ended::Drained,
                 Some(Err(e)) => return Ended::Error(error_json(&e)),
                 Some(Ok(part)) => {
+                    channel.progress().note();
                     for (name, data) in wire.events(part) {
                         let text = data.to_string();
                         result.absorb(&name, data);
@@ -210,29 +212,12 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
             json!({"error": "GraphNotFound", "message": format!("graph '{}' is not served", graph_id.unwrap_or_default())}),
         ),
         Some(registered) => {
-            let graph = if kwargs.temporary { &registered.stateless } else { &registered.stateful };
-            // A run started again after a stop continues from the thread's head when it saved that head
-            // (its input is in it). A first attempt reads nothing here: where the thread stood before the
-            // run (for a rollback) is found when a rollback asks for it.
-            match continues(app, &record).await {
-                Ok(continues) => {
-                    let timeout = app.limits.run_timeout;
-                    // A node's or a router's panic is its error already (the engine catches it); one
-                    // anywhere else in the run (a reducer, say) ends the run as an error too, instead of
-                    // ending its task or its connection with the run left `running`.
-                    let driven = drive(&record, graph, continues, &channel, &mut result, timeout, &app.drain);
-                    AssertUnwindSafe(driven).catch_unwind().await.unwrap_or_else(|payload| {
-                        let error = weft_runnable_core::Error::from_panic(payload.as_ref());
-                        tracing::error!(run_id, %error, "a run panicked");
-                        Ended::Error(json!({"error": "GraphError", "message": format!("the run {error}")}))
-                    })
-                }
-                Err(e) => {
-                    tracing::error!(run_id, error = %e, "cannot read the thread's head to continue a run");
-                    Ended::Error(json!({
-                        "error": "CheckpointError",
-                        "message": format!("cannot read the head of thread '{thread_id}' to continue the run: {e}"),
-                    }))
+            let run = run_graph(app, &record, registered, &channel, &mut result);
+            tokio::select! {
+                ended = run => ended,
+                idle = stalled(channel.progress(), app.limits.run_watchdog) => {
+                    tracing::error!(run_id, idle_s = idle.as_secs_f64(), "a run made no progress: the watchdog ends it");
+                    Ended::Error(stall_error(idle))
                 }
             }
         }
@@ -309,6 +294,67 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
     if waiting {
         super::schedule(app, &thread_id);
     }
+}
+
+/// Runs the run's graph: from the thread's head when the run continues an earlier attempt.
+async fn run_graph(
+    app: &Arc<App>,
+    record: &RunRecord,
+    registered: &crate::graphs::Registered,
+    channel: &Arc<RunChannel>,
+    result: &mut RunResult,
+) -> Ended {
+    let (run_id, thread_id) = (&record.run.run_id, &record.run.thread_id);
+    let graph = if record.run.kwargs.temporary { &registered.stateless } else { &registered.stateful };
+    // A run started again after a stop continues from the thread's head when it saved that head
+    // (its input is in it). A first attempt reads nothing here: where the thread stood before the
+    // run (for a rollback) is found when a rollback asks for it.
+    match continues(app, record).await {
+        Ok(continues) => {
+            let timeout = app.limits.run_timeout;
+            // A node's or a router's panic is its error already (the engine catches it); one
+            // anywhere else in the run (a reducer, say) ends the run as an error too, instead of
+            // ending its task or its connection with the run left `running`.
+            let driven = drive(record, graph, continues, channel, result, timeout, &app.drain);
+            AssertUnwindSafe(driven).catch_unwind().await.unwrap_or_else(|payload| {
+                let error = weft_runnable_core::Error::from_panic(payload.as_ref());
+                tracing::error!(run_id, %error, "a run panicked");
+                Ended::Error(json!({"error": "GraphError", "message": format!("the run {error}")}))
+            })
+        }
+        Err(e) => {
+            tracing::error!(run_id, error = %e, "cannot read the thread's head to continue a run");
+            Ended::Error(json!({
+                "error": "CheckpointError",
+                "message": format!("cannot read the head of thread '{thread_id}' to continue the run: {e}"),
+            }))
+        }
+    }
+}
+
+/// Waits until the run has made no progress (no step, event or save) for `limit`; how long it has not.
+/// Never, without a limit.
+async fn stalled(progress: &weft_graph::Progress, limit: Option<std::time::Duration>) -> std::time::Duration {
+    let Some(limit) = limit else { return std::future::pending().await };
+    loop {
+        let idle = progress.idle();
+        if idle >= limit {
+            return idle;
+        }
+        tokio::time::sleep(limit - idle).await;
+    }
+}
+
+/// The error event of a run the watchdog ended.
+fn stall_error(idle: std::time::Duration) -> Value {
+    json!({
+        "error": "RunStalled",
+        "message": format!(
+            "the run made no progress (no step, event or checkpoint) for {:.0} s and was stopped \
+             (the server's run watchdog); it may be waiting on something that never answers",
+            idle.as_secs_f64()
+        ),
+    })
 }
 
 /// Leaves a drained run as a stopped server leaves its runs: `running` in the records, which the next

@@ -48,6 +48,9 @@ pub(crate) struct ScaleConfig {
     pub(crate) lease: Duration,
     /// How often an idle worker looks at the queue without being woken.
     pub(crate) poll: Duration,
+    /// The run watchdog ([`crate::ServerBuilder::run_watchdog`]): a run stalled for it plus a lease has
+    /// its lease no longer renewed.
+    pub(crate) watchdog: Option<Duration>,
 }
 
 impl fmt::Debug for ScaleConfig {
@@ -59,6 +62,7 @@ impl fmt::Debug for ScaleConfig {
             .field("prefix", &self.prefix)
             .field("lease", &self.lease)
             .field("poll", &self.poll)
+            .field("watchdog", &self.watchdog)
             .finish()
     }
 }
@@ -81,6 +85,8 @@ pub(crate) struct Scale {
     pub(crate) worker: String,
     pub(crate) lease: Duration,
     pub(crate) poll: Duration,
+    /// Past how long without progress a run's lease is no longer renewed (the watchdog plus a lease).
+    pub(crate) stall: Option<Duration>,
     wake: Notify,
     working: Mutex<HashMap<String, Working>>,
     tasks: Mutex<Vec<tokio::task::AbortHandle>>,
@@ -131,6 +137,7 @@ impl Scale {
             worker: uuid::Uuid::new_v4().to_string(),
             lease: config.lease,
             poll: config.poll,
+            stall: config.watchdog.map(|w| w + config.lease),
             wake: Notify::new(),
             working: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),

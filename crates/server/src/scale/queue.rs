@@ -37,19 +37,22 @@ pub(crate) async fn claim(
     Ok(row.map(|(run_id, cancel)| (run_id, cancel.as_deref().and_then(parse_cancel))))
 }
 
-/// Renews the leases of this worker's runs; returns the runs it still holds, with the cancel asked of
-/// each (a run missing from the answer has been taken from it, deleted or ended).
+/// Renews the leases of this worker's runs but those in `stalled` (left to lapse); returns the runs it
+/// renewed, with the cancel asked of each (a run missing from the answer has been taken from it, deleted
+/// or ended, or was stalled).
 pub(crate) async fn renew(
     pool: &PgPool,
     worker: &str,
     lease: Duration,
+    stalled: &[String],
 ) -> Result<Vec<(String, Option<CancelAction>)>, sqlx::Error> {
     let rows: Vec<(String, Option<String>)> = sqlx::query_as(
         "UPDATE weft_server_queue SET lease_until = now() + $2 * interval '1 millisecond' \
-         WHERE worker = $1 RETURNING run_id, cancel",
+         WHERE worker = $1 AND run_id <> ALL($3) RETURNING run_id, cancel",
     )
     .bind(worker)
     .bind(millis(lease))
+    .bind(stalled)
     .fetch_all(pool)
     .await?;
     Ok(rows.into_iter().map(|(run_id, cancel)| (run_id, cancel.as_deref().and_then(parse_cancel))).collect())

@@ -103,13 +103,26 @@ fn lock(scale: &Scale) -> std::sync::MutexGuard<'_, std::collections::HashMap<St
     scale.working.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Renews this worker's leases every third of the lease until the server is gone; passes on the cancels
-/// recorded in the queue, and stops the runs whose lease another worker took (or whose run was deleted).
+/// The runs of this worker stalled past the watchdog plus a lease (their own watchdog should have ended
+/// them by then), whose end is not being recorded: their leases are no longer renewed.
+fn stalled(scale: &Scale) -> Vec<String> {
+    let Some(stall) = scale.stall else { return Vec::new() };
+    lock(scale)
+        .iter()
+        .filter(|(_, run)| !run.finishing && run.channel.progress().idle() > stall)
+        .map(|(run_id, _)| run_id.clone())
+        .collect()
+}
+
+/// Renews this worker's leases every third of the lease until the server is gone, but not those of runs
+/// stalled past the watchdog (see [`stalled`]); passes on the cancels recorded in the queue, and stops
+/// the runs whose lease another worker took (or whose run was deleted, or that stalled).
 pub(crate) async fn renew_loop(scale: Weak<Scale>) {
     loop {
         let Some(scale_now) = scale.upgrade() else { return };
         let every = (scale_now.lease / 3).max(Duration::from_millis(10));
-        match queue::renew(&scale_now.pool, &scale_now.worker, scale_now.lease).await {
+        let stalled = stalled(&scale_now);
+        match queue::renew(&scale_now.pool, &scale_now.worker, scale_now.lease, &stalled).await {
             Ok(held) => {
                 let ids: HashSet<&str> = held.iter().map(|(id, _)| id.as_str()).collect();
                 let mut working = lock(&scale_now);
@@ -122,7 +135,15 @@ pub(crate) async fn renew_loop(scale: Weak<Scale>) {
                     if ids.contains(run_id.as_str()) || run.finishing {
                         return true;
                     }
-                    tracing::warn!(run_id, "this worker no longer holds the run: stopping it here");
+                    if stalled.contains(run_id) {
+                        tracing::error!(
+                            run_id,
+                            "the run made no progress past the watchdog and its task did not end it: its \
+                             lease is left to lapse, for another instance to take it over"
+                        );
+                    } else {
+                        tracing::warn!(run_id, "this worker no longer holds the run: stopping it here");
+                    }
                     if let Some(abort) = &run.abort {
                         abort.abort();
                     }

@@ -168,6 +168,26 @@ pub fn slow() -> CompiledGraph<JsonState> {
     g.compile().unwrap()
 }
 
+/// `a`, then `stuck`: with a negative `delay` it awaits something that never answers (counted in
+/// `stuck_calls`), as a node whose model call or connection hangs; else it appends `done`.
+pub fn frozen(stuck_calls: std::sync::Arc<std::sync::atomic::AtomicUsize>) -> CompiledGraph<JsonState> {
+    let mut g = StateGraph::with_initial(state());
+    g.add_node("a", |_: &JsonState| json!({"items": ["a"]}));
+    g.add_node("stuck", move |s: Value| {
+        let calls = std::sync::Arc::clone(&stuck_calls);
+        async move {
+            if s.get("delay").and_then(Value::as_f64).unwrap_or(0.0) < 0.0 {
+                calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                std::future::pending::<()>().await;
+            }
+            Ok::<_, weft_runnable_core::Error>(json!({"items": ["done"]}))
+        }
+    });
+    g.add_edge(START, "a");
+    g.add_edge("a", "stuck");
+    g.compile().unwrap()
+}
+
 /// Where the tests' servers keep things: a SQLite database in memory (the durable mode's code paths), or,
 /// with `WEFT_SERVER_TEST_STORAGE=memory`, the in-memory mode (no database at all).
 pub fn storage(builder: ServerBuilder) -> ServerBuilder {
