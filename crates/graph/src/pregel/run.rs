@@ -28,7 +28,7 @@ use crate::pregel::trace;
 use crate::state::{ChannelSet, State};
 use crate::stream::{StreamData, StreamMode};
 use crate::subgraph::ParentRun;
-use crate::types::{CommandGraph, Resume};
+use crate::types::{Command, CommandGraph, Resume};
 
 pub(crate) struct Ctx<'a, S: State> {
     pub(crate) inner: &'a Inner<S>,
@@ -211,241 +211,44 @@ pub(crate) async fn run_inner<S: State>(
     input: GraphInput<S>,
     limit: u32,
 ) -> GraphResult<GraphOutput<S>> {
-    let inner = ctx.inner;
-    let spec = &inner.spec;
-    let names = &inner.names;
-
-    // Load the thread.
-    let mut saved = SavedWrites::default();
-    let mut null_writes: Vec<(String, Value)> = Vec::new();
-    let mut loaded_step: Option<i64> = None;
-    let mut ch = Channels::new(spec);
-    let mut replay = false;
-    let checkpointer = match (&ctx.parent, inner.config.subgraph_checkpoints) {
-        (Some(_), crate::compiled::SubgraphCheckpoints::Never) => None,
-        (Some(p), _) => inner.config.checkpointer.clone().or_else(|| p.checkpointer.clone()),
-        (None, _) => inner.config.checkpointer.clone(),
-    };
-    if let Some(cp) = &checkpointer {
-        let thread_id = ctx.thread_id.clone().ok_or(GraphError::MissingThreadId)?;
-        let checkpoint_id = match ctx.parent {
-            Some(_) => None,
-            None => ctx.config.configurable_str("checkpoint_id").map(str::to_owned),
-        };
-        replay = checkpoint_id.is_some();
-        let address =
-            CheckpointConfig { thread_id: thread_id.clone(), checkpoint_ns: ctx.ns.clone(), checkpoint_id };
-        let mut saver = RunSaver::new(
-            Arc::clone(cp),
-            CheckpointConfig { thread_id, checkpoint_ns: ctx.ns.clone(), checkpoint_id: None },
-            ctx.options.durability,
-        );
-        let tuple = cp.get_tuple(&address).await?;
-        // The head the run's first checkpoint must extend: for a replay, the thread's latest checkpoint,
-        // not the one it starts from.
-        let head = match (&tuple, replay) {
-            (Some(t), false) => Some(t.checkpoint.id.clone()),
-            (None, false) => None,
-            (_, true) => cp.get_tuple(saver.current_config()).await?.map(|t| t.checkpoint.id),
-        };
-        if let Some(tuple) = tuple {
-            ch = Channels::from_checkpoint(spec, names, &tuple.checkpoint, &tuple.config.thread_id)?;
-            loaded_step = Some(tuple.metadata.step);
-            saver.set_current(tuple.checkpoint.id.clone());
-            // Replaying a checkpoint forks it, except one that `update_state` made (an update or a copy)
-            // and that is still the thread's latest: the run continues from it as from any latest
-            // checkpoint (LangGraph does the same).
-            if replay && matches!(tuple.metadata.source, CheckpointSource::Update | CheckpointSource::Fork) {
-                replay = head.as_deref() != Some(tuple.checkpoint.id.as_str());
-            }
-            if !replay {
-                null_writes = tuple
-                    .pending_writes
-                    .iter()
-                    .filter(|w| w.task_id == special::NULL_TASK_ID)
-                    .map(|w| (w.channel.clone(), w.value.clone()))
-                    .collect();
-                saved = SavedWrites::from_pending(
-                    &tuple.config.thread_id,
-                    &tuple.checkpoint.id,
-                    tuple.pending_writes.into_iter().map(|w| (w.task_id, w.channel, w.value)),
-                );
-            }
-        } else if replay {
-            return Err(GraphError::Storage(crate::checkpoint::CheckpointError::Invalid(format!(
-                "checkpoint '{}' of thread '{}' not found",
-                address.checkpoint_id.unwrap_or_default(),
-                address.thread_id
-            ))));
-        }
-        ch.set_versioner(Arc::clone(cp));
-        saver.set_head(head);
-        ctx.saver = Some(saver);
-    }
-
-    // A subgraph whose parent is resuming continues its own pending step instead of starting over.
-    let input = match input {
-        GraphInput::Update(_) if ctx.parent.is_some() && ctx.resuming && loaded_step.is_some() => {
-            if plan_tasks(&ch, spec, 0, "", &ctx.ns).is_empty() {
-                input
-            } else {
-                GraphInput::Resume
-            }
-        }
-        other => other,
-    };
-
-    // Apply the input.
-    let mut step: i64;
-    let mut dirty = ChannelSet::new();
-    // A resume first re-applies the input an earlier command gave the same step (LangGraph's null-task
-    // writes): an update sent with a resume holds even if the resumed node pauses again.
-    if !null_writes.is_empty() && !matches!(input, GraphInput::Update(_)) {
-        let mut writes = writes_from_json(spec, &ch.state, &null_writes, saved.origin())?;
-        let mut changed = ChannelSet::new();
-        let step = loaded_step.map_or(0, |s| s + 1);
-        apply_new_writes(&mut ch, spec, std::slice::from_mut(&mut writes), &mut changed, step)?;
-        ch.bump(&changed)?;
-        dirty.union_with(&changed);
-    }
+    let mut loaded = load_thread(ctx).await?;
+    let input = resume_subgraph_step(ctx, &loaded, input);
     let resumed = !matches!(input, GraphInput::Update(_));
-    match input {
-        GraphInput::Resume => {
-            let Some(s) = loaded_step else { return Err(GraphError::EmptyInput) };
-            step = s + 1;
-            // An answer an earlier `Command::resume` saved on this checkpoint (the null task's
-            // `__resume__` write) still answers the first question that has none, as LangGraph's
-            // scratchpad reads it from the checkpoint's pending writes.
-            if ctx.parent.is_none()
-                && let Some((_, v)) = null_writes.iter().rev().find(|(c, _)| c == special::RESUME)
-                && let Ok(mut slot) = ctx.null_resume.lock()
-            {
-                *slot = Some(v.clone());
-            }
-            ch.see_for_interrupts();
-            if replay {
-                // Time travel: fork the addressed checkpoint, then re-run what follows it.
-                let all = (0..names.channels.len()).collect::<ChannelSet>();
-                save_checkpoint(ctx, &mut ch, CheckpointSource::Fork, step, Some(&all), &ChannelSet::new())
-                    .await?;
-                step += 1;
-            }
-        }
-        GraphInput::Command(cmd) => {
-            if cmd.graph == CommandGraph::Parent && ctx.parent.is_none() {
-                return Err(GraphError::NoParentGraph);
-            }
-            if cmd.is_empty() {
-                return Err(GraphError::EmptyCommand);
-            }
-            let mut null_answer: Option<Value> = None;
-            if let Some(resume) = cmd.resume.clone() {
-                if ctx.saver.is_none() {
-                    return Err(GraphError::ResumeWithoutCheckpointer);
-                }
-                match resume {
-                    Resume::Value(v) => {
-                        let pending = saved.pending_interrupts();
-                        if pending.len() > 1 {
-                            return Err(GraphError::AmbiguousResume(
-                                pending.into_iter().map(|i| i.id).collect(),
-                            ));
-                        }
-                        // Saved below as the null task's answer on the checkpoint being resumed, as
-                        // LangGraph saves it.
-                        null_answer = Some(v.clone());
-                        if let Ok(mut slot) = ctx.null_resume.lock() {
-                            *slot = Some(v);
-                        }
-                    }
-                    Resume::ById(map) => {
-                        // The root checks the ids; a subgraph gets the map of the whole run.
-                        if ctx.parent.is_none() {
-                            let pending: Vec<String> =
-                                saved.pending_interrupts().into_iter().map(|i| i.id).collect();
-                            let mut unknown: Vec<String> =
-                                map.keys().filter(|id| !pending.contains(id)).cloned().collect();
-                            unknown.sort();
-                            if map.is_empty() || !unknown.is_empty() {
-                                return Err(GraphError::UnknownInterrupt { ids: unknown, pending });
-                            }
-                        }
-                        ctx.resume_by_id = map;
-                    }
-                }
-            }
-            // A command continues a thread: without a saved checkpoint there is nothing to continue.
-            let Some(s) = loaded_step else { return Err(GraphError::EmptyInput) };
-            step = s + 1;
-            if !cmd.update.is_empty() || !cmd.goto.is_empty() {
-                let mut writes = TaskWrites { updates: cmd.update, ..TaskWrites::default() };
-                for u in &mut writes.updates {
-                    ch.state.prepare_update(u);
-                }
-                for g in cmd.goto {
-                    push_goto(spec, special::START, g, &mut writes)?;
-                }
-                // Saved as the null task's writes on the checkpoint being resumed, so they hold until
-                // the step completes (in `exit` mode they go with the checkpoint saved at exit).
-                if let Some(saver) = ctx.saver.as_mut() {
-                    let mut json = writes_to_json(spec, names, &ch.state, &writes)?;
-                    if let Some(v) = null_answer.take() {
-                        json.push(crate::pregel::task::resume_write(v));
-                    }
-                    let (id, path) = (Arc::from(special::NULL_TASK_ID), Arc::from(""));
-                    saver.put_writes_now(&id, &path, json).await?;
-                }
-                let mut changed = ChannelSet::new();
-                apply_new_writes(&mut ch, spec, std::slice::from_mut(&mut writes), &mut changed, step)?;
-                ch.bump(&changed)?;
-                dirty.union_with(&changed);
-            }
-            if let (Some(v), Some(saver)) = (null_answer, ctx.saver.as_mut()) {
-                let (id, path) = (Arc::from(special::NULL_TASK_ID), Arc::from(""));
-                saver.put_writes_now(&id, &path, vec![crate::pregel::task::resume_write(v)]).await?;
-            }
-            // The run proceeds past the checkpoint it resumes, the command's update included: a static
-            // breakpoint already taken there does not pause it again.
-            ch.see_for_interrupts();
-        }
-        GraphInput::Update(mut updates) => {
-            for u in &mut updates {
-                ch.state.prepare_update(u);
-            }
-            // Fresh input discards the unfinished step of the previous run.
-            let mut changed = ChannelSet::new();
-            let base = loaded_step.map_or(-1, |s| s + 1);
-            let discarded = plan_tasks(&ch, spec, base, "", &ctx.ns);
-            consume_tasks(&mut ch, spec, &discarded, &mut changed);
-            ch.start = Some(updates);
-            ch.input_seen = true;
-            changed.insert(ch.layout.start());
-            ch.bump(&changed)?;
-            step = base;
-            saved = SavedWrites::default();
-            dirty.union_with(&changed);
-            if durable(ctx) {
-                save_checkpoint(ctx, &mut ch, CheckpointSource::Input, step, Some(&dirty), &changed).await?;
-                dirty = ChannelSet::new();
-            } else if ctx.saver.is_some() {
-                ctx.unsaved = Some(checkpoint_stamps());
-            }
-            step += 1;
+    let (step, dirty) = apply_input(ctx, &mut loaded, input).await?;
+    // A resumed run first streams the state it resumes (LangGraph's `values` mode does the same).
+    if resumed && loaded.loaded_step.is_some() {
+        if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Values)) {
+            sink.send(StreamData::Values { state: loaded.ch.state.clone(), interrupts: Vec::new() });
         }
     }
     // LangGraph's count: a fresh run may take `limit` steps after its input step; a resumed one `limit`
     // steps after the step it resumes, plus that step.
-    // A resumed run first streams the state it resumes (LangGraph's `values` mode does the same).
-    if resumed && loaded_step.is_some() {
-        if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Values)) {
-            sink.send(StreamData::Values { state: ch.state.clone(), interrupts: Vec::new() });
-        }
-    }
-    let stop = match (resumed, loaded_step) {
+    let stop = match (resumed, loaded.loaded_step) {
         (true, Some(s)) => s + 1 + i64::from(limit) + 1,
         _ => step - 1 + i64::from(limit) + 1,
     };
+    let Loaded { ch, saved, .. } = loaded;
+    supersteps(ctx, Pending { ch, saved, dirty }, step, stop, limit).await
+}
 
+/// The run's channels between supersteps: the state, the writes saved for the step to come, and the
+/// channels changed since the last saved checkpoint.
+struct Pending<S: State> {
+    ch: Channels<S>,
+    saved: SavedWrites,
+    dirty: ChannelSet,
+}
+
+/// Plans, runs, applies and saves supersteps from `step` until nothing is triggered, an interrupt, a
+/// drain, an error or the recursion limit.
+async fn supersteps<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    mut run: Pending<S>,
+    mut step: i64,
+    stop: i64,
+    limit: u32,
+) -> GraphResult<GraphOutput<S>> {
+    let spec = &ctx.inner.spec;
     // A drain stops root runs only: a subgraph runs inside the step in flight, which finishes.
     let control =
         if ctx.parent.is_none() { ctx.config.extensions.get::<RunControl>().cloned() } else { None };
@@ -463,172 +266,492 @@ pub(crate) async fn run_inner<S: State>(
             Some((id, _)) => id.as_str(),
             None => current.as_ref().and_then(|c| c.checkpoint_id.as_deref()).unwrap_or_default(),
         };
-        let tasks = plan_tasks(&ch, spec, step, current_id, &ctx.ns);
+        let tasks = plan_tasks(&run.ch, spec, step, current_id, &ctx.ns);
         if tasks.is_empty() {
             break;
         }
         if control.as_ref().is_some_and(RunControl::is_drain_requested) {
-            save_on_exit(ctx, &mut ch, step, &dirty).await?;
+            save_on_exit(ctx, &mut run.ch, step, &run.dirty).await?;
             return Err(GraphError::Drained { next_step: step });
         }
-
-        // Static breakpoints before nodes.
-        if tasks.iter().any(|t| t.node().is_some_and(|n| ctx.interrupt_before[n]))
-            && changed_since_interrupt(&ch)
-        {
-            ch.see_for_interrupts();
-            if !dirty.is_empty() {
-                save_checkpoint(
-                    ctx,
-                    &mut ch,
-                    CheckpointSource::Loop,
-                    step - 1,
-                    Some(&dirty),
-                    &ChannelSet::new(),
-                )
-                .await?;
-            }
-            if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
-                sink.send(StreamData::Interrupt(Vec::new()));
-            }
-            return Ok(GraphOutput { value: ch.state, interrupts: Vec::new() });
+        if pause_before(ctx, &mut run, &tasks, step).await? {
+            return Ok(GraphOutput { value: run.ch.state, interrupts: Vec::new() });
         }
-
         let outcome = if spec.functional {
-            Box::pin(run_step::<S, true>(ctx, &ch, &tasks, &saved, step, stop)).await
+            Box::pin(run_step::<S, true>(ctx, &run.ch, &tasks, &run.saved, step, stop)).await
         } else {
-            run_step::<S, false>(ctx, &ch, &tasks, &saved, step, stop).await
+            run_step::<S, false>(ctx, &run.ch, &tasks, &run.saved, step, stop).await
         };
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(err) => {
-                save_on_exit(ctx, &mut ch, step, &dirty).await?;
+                save_on_exit(ctx, &mut run.ch, step, &run.dirty).await?;
                 return Err(err);
             }
         };
-        let mut results = match outcome {
+        let results = match outcome {
             StepOutcome::Done(results) => results,
             StepOutcome::Interrupted { interrupts, finished } => {
                 // Each paused task has streamed its interrupt as it paused.
-                save_on_exit(ctx, &mut ch, step, &dirty).await?;
+                save_on_exit(ctx, &mut run.ch, step, &run.dirty).await?;
                 // The result shows the writes of the tasks that finished, as `get_state` does.
                 let updates: Vec<S::Update> = finished.into_iter().flat_map(|w| w.updates).collect();
                 if !updates.is_empty() {
-                    ch.state.apply(updates).map_err(|error| invalid(error, step, &tasks))?;
+                    run.ch.state.apply(updates).map_err(|error| invalid(error, step, &tasks))?;
                 }
-                return Ok(GraphOutput { value: ch.state, interrupts });
+                return Ok(GraphOutput { value: run.ch.state, interrupts });
             }
         };
-
-        // The versions each task was triggered by (a `Send`'s task records none, as in LangGraph; nor does
-        // a task call of the functional API).
-        ch.called.append(&mut ctx.called);
-        for task in &tasks {
-            let slot = task.node().unwrap_or(ch.layout.n_nodes);
-            ch.ran[slot] = true;
-            if !matches!(task.kind, TaskKind::Push { .. }) {
-                for trigger in triggers_of(&ch, spec, task) {
-                    ch.see(slot, trigger);
-                }
-            }
-        }
-        // Apply the step's writes in task order.
-        let mut consumed = ChannelSet::new();
-        consume_tasks(&mut ch, spec, &tasks, &mut consumed);
-        let mut changed = ChannelSet::new();
-        let single = tasks.len() == 1;
-        let route_after = single && !results[0].1;
-        let mut writes: Vec<TaskWrites<S>> = results.iter_mut().map(|(w, _)| std::mem::take(w)).collect();
-        // Before applying: applying takes the updates out of the writes.
-        let written = written_channels(&ch.state, &writes);
-        if route_after {
-            // One task: its routers see exactly the state after its own writes, which is the applied state.
-            let updates: Vec<S::Update> = std::mem::take(&mut writes[0].updates);
-            let applied = ch.apply_updates(updates.clone()).map_err(|error| invalid(error, step, &tasks))?;
-            changed.union_with(&applied);
-            writes[0].updates = updates;
-            let node = tasks[0].node().map_or(&spec.start, |n| &spec.nodes[n]);
-            if let Err(err) = route(spec, node, &ch.state, &mut writes[0], step) {
-                // The node's writes are saved with the error, as in LangGraph (see `save_failed`).
-                let node_writes =
-                    TaskWrites { updates: std::mem::take(&mut writes[0].updates), ..TaskWrites::default() };
-                save_failed(ctx, &tasks[0], &ch.state, Some(&node_writes), &err).await?;
-                emit_task_result(
-                    ctx,
-                    &ch.state,
-                    &tasks[0],
-                    Some(err.to_string()),
-                    Some(&node_writes),
-                    Vec::new(),
-                    step,
-                );
-                // Not in `exit` mode: there the task's routers ran with it (see `run_step`).
-                return Err(err);
-            }
-            apply_control_writes(&mut ch, spec, &writes, &mut changed, &tasks);
-            persist_single(ctx, &tasks[0], &ch.state, &writes[0], &saved, step).await?;
-            emit_update(
-                ctx,
-                &tasks[0],
-                &writes[0],
-                writes[0].cached || saved.finished(&tasks[0].id).is_some(),
-            );
-            emit_task_result(ctx, &ch.state, &tasks[0], None, Some(&writes[0]), Vec::new(), step);
-        } else {
-            apply_new_writes_with_tasks(&mut ch, spec, &mut writes, &mut changed, step, &tasks)?;
-        }
-        // The checkpoint's `updated_channels`: what the tasks wrote, not the triggers they consumed.
-        let updated = changed.clone();
-        let ended = ch.end_step(&written);
-        changed.union_with(&ended);
-        changed.union_with(&consumed);
-        ch.bump(&changed)?;
-        dirty.union_with(&changed);
-        saved = SavedWrites::default();
-        if let Some(saver) = ctx.saver.as_mut() {
-            saver.clear_deferred();
-        }
-
-        let durable = durable(ctx);
-        if durable {
-            save_checkpoint(ctx, &mut ch, CheckpointSource::Loop, step, Some(&dirty), &updated).await?;
-            dirty = ChannelSet::new();
-        } else if ctx.saver.is_some() {
-            ctx.unsaved = Some(checkpoint_stamps());
-        }
-        if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Values)) {
-            // As LangGraph: after a step that wrote an output channel (an entrypoint's is its return value).
-            let output = if spec.functional {
-                ch.state.channel_index(crate::func::END_CHANNEL).is_some_and(|i| changed.contains(i))
-            } else {
-                (0..ch.layout.n_state).any(|i| changed.contains(i))
-            };
-            if output {
-                sink.send(StreamData::Values { state: ch.state.clone(), interrupts: Vec::new() });
-            }
-        }
-
-        // Static breakpoints after nodes.
-        if tasks.iter().any(|t| t.node().is_some_and(|n| ctx.interrupt_after[n]))
-            && changed_since_interrupt(&ch)
-        {
-            ch.see_for_interrupts();
-            if !durable {
-                save_checkpoint(ctx, &mut ch, CheckpointSource::Loop, step, Some(&dirty), &updated).await?;
-            }
-            if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
-                sink.send(StreamData::Interrupt(Vec::new()));
-            }
-            return Ok(GraphOutput { value: ch.state, interrupts: Vec::new() });
+        if end_step(ctx, &mut run, &tasks, results, step).await? {
+            return Ok(GraphOutput { value: run.ch.state, interrupts: Vec::new() });
         }
         step += 1;
     }
-
-    if !dirty.is_empty() && ctx.saver.is_some() {
-        save_checkpoint(ctx, &mut ch, CheckpointSource::Loop, step - 1, Some(&dirty), &ChannelSet::new())
-            .await?;
+    if !run.dirty.is_empty() && ctx.saver.is_some() {
+        save_checkpoint(
+            ctx,
+            &mut run.ch,
+            CheckpointSource::Loop,
+            step - 1,
+            Some(&run.dirty),
+            &ChannelSet::new(),
+        )
+        .await?;
     }
-    Ok(GraphOutput { value: ch.state, interrupts: Vec::new() })
+    Ok(GraphOutput { value: run.ch.state, interrupts: Vec::new() })
+}
+
+/// Static breakpoints before nodes: when one of `tasks` is to pause before and the channels changed since
+/// the last pause, saves what changed and streams the pause. Returns whether the run pauses.
+async fn pause_before<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    run: &mut Pending<S>,
+    tasks: &[Task<S>],
+    step: i64,
+) -> GraphResult<bool> {
+    if !(tasks.iter().any(|t| t.node().is_some_and(|n| ctx.interrupt_before[n]))
+        && changed_since_interrupt(&run.ch))
+    {
+        return Ok(false);
+    }
+    run.ch.see_for_interrupts();
+    if !run.dirty.is_empty() {
+        save_checkpoint(
+            ctx,
+            &mut run.ch,
+            CheckpointSource::Loop,
+            step - 1,
+            Some(&run.dirty),
+            &ChannelSet::new(),
+        )
+        .await?;
+    }
+    if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
+        sink.send(StreamData::Interrupt(Vec::new()));
+    }
+    Ok(true)
+}
+
+/// The end of a superstep that ran to completion: applies its writes, saves (or stamps) its checkpoint,
+/// streams its values, and takes the static breakpoints after nodes. Returns whether the run pauses.
+async fn end_step<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    run: &mut Pending<S>,
+    tasks: &[Task<S>],
+    results: Vec<(TaskWrites<S>, bool)>,
+    step: i64,
+) -> GraphResult<bool> {
+    let spec = &ctx.inner.spec;
+    let (updated, changed) = apply_step(ctx, &mut run.ch, tasks, results, &run.saved, step).await?;
+    run.dirty.union_with(&changed);
+    run.saved = SavedWrites::default();
+    if let Some(saver) = ctx.saver.as_mut() {
+        saver.clear_deferred();
+    }
+    let durable = durable(ctx);
+    if durable {
+        save_checkpoint(ctx, &mut run.ch, CheckpointSource::Loop, step, Some(&run.dirty), &updated).await?;
+        run.dirty = ChannelSet::new();
+    } else if ctx.saver.is_some() {
+        ctx.unsaved = Some(checkpoint_stamps());
+    }
+    if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Values)) {
+        // As LangGraph: after a step that wrote an output channel (an entrypoint's is its return value).
+        let output = if spec.functional {
+            run.ch.state.channel_index(crate::func::END_CHANNEL).is_some_and(|i| changed.contains(i))
+        } else {
+            (0..run.ch.layout.n_state).any(|i| changed.contains(i))
+        };
+        if output {
+            sink.send(StreamData::Values { state: run.ch.state.clone(), interrupts: Vec::new() });
+        }
+    }
+    // Static breakpoints after nodes.
+    if !(tasks.iter().any(|t| t.node().is_some_and(|n| ctx.interrupt_after[n]))
+        && changed_since_interrupt(&run.ch))
+    {
+        return Ok(false);
+    }
+    run.ch.see_for_interrupts();
+    if !durable {
+        save_checkpoint(ctx, &mut run.ch, CheckpointSource::Loop, step, Some(&run.dirty), &updated).await?;
+    }
+    if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
+        sink.send(StreamData::Interrupt(Vec::new()));
+    }
+    Ok(true)
+}
+
+/// Applies a completed step's writes in task order (a lone task's routes run on the state after its own
+/// writes). Returns the channels the tasks wrote (the checkpoint's `updated_channels`) and every channel
+/// the step changed.
+async fn apply_step<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    ch: &mut Channels<S>,
+    tasks: &[Task<S>],
+    mut results: Vec<(TaskWrites<S>, bool)>,
+    saved: &SavedWrites,
+    step: i64,
+) -> GraphResult<(ChannelSet, ChannelSet)> {
+    let spec = &ctx.inner.spec;
+    // The versions each task was triggered by (a `Send`'s task records none, as in LangGraph; nor does
+    // a task call of the functional API).
+    ch.called.append(&mut ctx.called);
+    for task in tasks {
+        let slot = task.node().unwrap_or(ch.layout.n_nodes);
+        ch.ran[slot] = true;
+        if !matches!(task.kind, TaskKind::Push { .. }) {
+            for trigger in triggers_of(ch, spec, task) {
+                ch.see(slot, trigger);
+            }
+        }
+    }
+    // Apply the step's writes in task order.
+    let mut consumed = ChannelSet::new();
+    consume_tasks(ch, spec, tasks, &mut consumed);
+    let mut changed = ChannelSet::new();
+    let single = tasks.len() == 1;
+    let route_after = single && !results[0].1;
+    let mut writes: Vec<TaskWrites<S>> = results.iter_mut().map(|(w, _)| std::mem::take(w)).collect();
+    // Before applying: applying takes the updates out of the writes.
+    let written = written_channels(&ch.state, &writes);
+    if route_after {
+        // One task: its routers see exactly the state after its own writes, which is the applied state.
+        let updates: Vec<S::Update> = std::mem::take(&mut writes[0].updates);
+        let applied = ch.apply_updates(updates.clone()).map_err(|error| invalid(error, step, tasks))?;
+        changed.union_with(&applied);
+        writes[0].updates = updates;
+        let node = tasks[0].node().map_or(&spec.start, |n| &spec.nodes[n]);
+        if let Err(err) = route(spec, node, &ch.state, &mut writes[0], step) {
+            // The node's writes are saved with the error, as in LangGraph (see `save_failed`).
+            let node_writes =
+                TaskWrites { updates: std::mem::take(&mut writes[0].updates), ..TaskWrites::default() };
+            save_failed(ctx, &tasks[0], &ch.state, Some(&node_writes), &err).await?;
+            emit_task_result(
+                ctx,
+                &ch.state,
+                &tasks[0],
+                Some(err.to_string()),
+                Some(&node_writes),
+                Vec::new(),
+                step,
+            );
+            // Not in `exit` mode: there the task's routers ran with it (see `run_step`).
+            return Err(err);
+        }
+        apply_control_writes(ch, spec, &writes, &mut changed, tasks);
+        persist_single(ctx, &tasks[0], &ch.state, &writes[0], saved, step).await?;
+        emit_update(ctx, &tasks[0], &writes[0], writes[0].cached || saved.finished(&tasks[0].id).is_some());
+        emit_task_result(ctx, &ch.state, &tasks[0], None, Some(&writes[0]), Vec::new(), step);
+    } else {
+        apply_new_writes_with_tasks(ch, spec, &mut writes, &mut changed, step, tasks)?;
+    }
+    // The checkpoint's `updated_channels`: what the tasks wrote, not the triggers they consumed.
+    let updated = changed.clone();
+    let ended = ch.end_step(&written);
+    changed.union_with(&ended);
+    changed.union_with(&consumed);
+    ch.bump(&changed)?;
+    Ok((updated, changed))
+}
+
+/// What a run found on its thread: the channels of the checkpoint it starts from, that checkpoint's pending
+/// writes, and whether it replays an earlier checkpoint (time travel).
+struct Loaded<S: State> {
+    ch: Channels<S>,
+    saved: SavedWrites,
+    /// The null task's writes saved on the checkpoint (an earlier command's update and answer).
+    null_writes: Vec<(String, Value)>,
+    /// The step of the checkpoint loaded, when there is one.
+    loaded_step: Option<i64>,
+    replay: bool,
+}
+
+/// Loads the thread the run continues (none without a checkpointer) and sets up the run's saver.
+async fn load_thread<S: State>(ctx: &mut Ctx<'_, S>) -> GraphResult<Loaded<S>> {
+    let inner = ctx.inner;
+    let (spec, names) = (&inner.spec, &inner.names);
+    let mut l = Loaded {
+        ch: Channels::new(spec),
+        saved: SavedWrites::default(),
+        null_writes: Vec::new(),
+        loaded_step: None,
+        replay: false,
+    };
+    let checkpointer = match (&ctx.parent, inner.config.subgraph_checkpoints) {
+        (Some(_), crate::compiled::SubgraphCheckpoints::Never) => None,
+        (Some(p), _) => inner.config.checkpointer.clone().or_else(|| p.checkpointer.clone()),
+        (None, _) => inner.config.checkpointer.clone(),
+    };
+    let Some(cp) = &checkpointer else { return Ok(l) };
+    let thread_id = ctx.thread_id.clone().ok_or(GraphError::MissingThreadId)?;
+    let checkpoint_id = match ctx.parent {
+        Some(_) => None,
+        None => ctx.config.configurable_str("checkpoint_id").map(str::to_owned),
+    };
+    l.replay = checkpoint_id.is_some();
+    let address =
+        CheckpointConfig { thread_id: thread_id.clone(), checkpoint_ns: ctx.ns.clone(), checkpoint_id };
+    let mut saver = RunSaver::new(
+        Arc::clone(cp),
+        CheckpointConfig { thread_id, checkpoint_ns: ctx.ns.clone(), checkpoint_id: None },
+        ctx.options.durability,
+    );
+    let tuple = cp.get_tuple(&address).await?;
+    // The head the run's first checkpoint must extend: for a replay, the thread's latest checkpoint,
+    // not the one it starts from.
+    let head = match (&tuple, l.replay) {
+        (Some(t), false) => Some(t.checkpoint.id.clone()),
+        (None, false) => None,
+        (_, true) => cp.get_tuple(saver.current_config()).await?.map(|t| t.checkpoint.id),
+    };
+    if let Some(tuple) = tuple {
+        l.ch = Channels::from_checkpoint(spec, names, &tuple.checkpoint, &tuple.config.thread_id)?;
+        l.loaded_step = Some(tuple.metadata.step);
+        saver.set_current(tuple.checkpoint.id.clone());
+        // Replaying a checkpoint forks it, except one that `update_state` made (an update or a copy)
+        // and that is still the thread's latest: the run continues from it as from any latest
+        // checkpoint (LangGraph does the same).
+        if l.replay && matches!(tuple.metadata.source, CheckpointSource::Update | CheckpointSource::Fork) {
+            l.replay = head.as_deref() != Some(tuple.checkpoint.id.as_str());
+        }
+        if !l.replay {
+            l.null_writes = tuple
+                .pending_writes
+                .iter()
+                .filter(|w| w.task_id == special::NULL_TASK_ID)
+                .map(|w| (w.channel.clone(), w.value.clone()))
+                .collect();
+            l.saved = SavedWrites::from_pending(
+                &tuple.config.thread_id,
+                &tuple.checkpoint.id,
+                tuple.pending_writes.into_iter().map(|w| (w.task_id, w.channel, w.value)),
+            );
+        }
+    } else if l.replay {
+        return Err(GraphError::Storage(crate::checkpoint::CheckpointError::Invalid(format!(
+            "checkpoint '{}' of thread '{}' not found",
+            address.checkpoint_id.unwrap_or_default(),
+            address.thread_id
+        ))));
+    }
+    l.ch.set_versioner(Arc::clone(cp));
+    saver.set_head(head);
+    ctx.saver = Some(saver);
+    Ok(l)
+}
+
+/// A subgraph whose parent is resuming continues its own pending step instead of starting over.
+fn resume_subgraph_step<S: State>(ctx: &Ctx<'_, S>, l: &Loaded<S>, input: GraphInput<S>) -> GraphInput<S> {
+    match input {
+        GraphInput::Update(_) if ctx.parent.is_some() && ctx.resuming && l.loaded_step.is_some() => {
+            if plan_tasks(&l.ch, &ctx.inner.spec, 0, "", &ctx.ns).is_empty() {
+                input
+            } else {
+                GraphInput::Resume
+            }
+        }
+        other => other,
+    }
+}
+
+/// Applies the run's input (a resume, a command, or fresh input) to the loaded channels. Returns the first
+/// step to plan and the channels changed since the last saved checkpoint.
+async fn apply_input<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    l: &mut Loaded<S>,
+    input: GraphInput<S>,
+) -> GraphResult<(i64, ChannelSet)> {
+    let spec = &ctx.inner.spec;
+    let mut dirty = ChannelSet::new();
+    // A resume first re-applies the input an earlier command gave the same step (LangGraph's null-task
+    // writes): an update sent with a resume holds even if the resumed node pauses again.
+    if !l.null_writes.is_empty() && !matches!(input, GraphInput::Update(_)) {
+        let mut writes = writes_from_json(spec, &l.ch.state, &l.null_writes, l.saved.origin())?;
+        let mut changed = ChannelSet::new();
+        let step = l.loaded_step.map_or(0, |s| s + 1);
+        apply_new_writes(&mut l.ch, spec, std::slice::from_mut(&mut writes), &mut changed, step)?;
+        l.ch.bump(&changed)?;
+        dirty.union_with(&changed);
+    }
+    let step = match input {
+        GraphInput::Resume => resume(ctx, l).await?,
+        GraphInput::Command(cmd) => apply_command(ctx, l, cmd, &mut dirty).await?,
+        GraphInput::Update(updates) => apply_fresh_input(ctx, l, updates, &mut dirty).await?,
+    };
+    Ok((step, dirty))
+}
+
+/// A resume without a command: the step after the loaded checkpoint (a replay first forks it).
+async fn resume<S: State>(ctx: &mut Ctx<'_, S>, l: &mut Loaded<S>) -> GraphResult<i64> {
+    let names = &ctx.inner.names;
+    let Some(s) = l.loaded_step else { return Err(GraphError::EmptyInput) };
+    let mut step = s + 1;
+    // An answer an earlier `Command::resume` saved on this checkpoint (the null task's
+    // `__resume__` write) still answers the first question that has none, as LangGraph's
+    // scratchpad reads it from the checkpoint's pending writes.
+    if ctx.parent.is_none()
+        && let Some((_, v)) = l.null_writes.iter().rev().find(|(c, _)| c == special::RESUME)
+        && let Ok(mut slot) = ctx.null_resume.lock()
+    {
+        *slot = Some(v.clone());
+    }
+    l.ch.see_for_interrupts();
+    if l.replay {
+        // Time travel: fork the addressed checkpoint, then re-run what follows it.
+        let all = (0..names.channels.len()).collect::<ChannelSet>();
+        save_checkpoint(ctx, &mut l.ch, CheckpointSource::Fork, step, Some(&all), &ChannelSet::new()).await?;
+        step += 1;
+    }
+    Ok(step)
+}
+
+/// A command: checks it, takes its resume answers, applies its update and `goto` (saved as the null task's
+/// writes on the checkpoint it resumes). Returns the step after that checkpoint.
+async fn apply_command<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    l: &mut Loaded<S>,
+    cmd: Command<S>,
+    dirty: &mut ChannelSet,
+) -> GraphResult<i64> {
+    let (spec, names) = (&ctx.inner.spec, &ctx.inner.names);
+    if cmd.graph == CommandGraph::Parent && ctx.parent.is_none() {
+        return Err(GraphError::NoParentGraph);
+    }
+    if cmd.is_empty() {
+        return Err(GraphError::EmptyCommand);
+    }
+    let mut null_answer = match cmd.resume.clone() {
+        Some(resume) => take_resume(ctx, &l.saved, resume)?,
+        None => None,
+    };
+    // A command continues a thread: without a saved checkpoint there is nothing to continue.
+    let Some(s) = l.loaded_step else { return Err(GraphError::EmptyInput) };
+    let step = s + 1;
+    if !cmd.update.is_empty() || !cmd.goto.is_empty() {
+        let mut writes = TaskWrites { updates: cmd.update, ..TaskWrites::default() };
+        for u in &mut writes.updates {
+            l.ch.state.prepare_update(u);
+        }
+        for g in cmd.goto {
+            push_goto(spec, special::START, g, &mut writes)?;
+        }
+        // Saved as the null task's writes on the checkpoint being resumed, so they hold until
+        // the step completes (in `exit` mode they go with the checkpoint saved at exit).
+        if let Some(saver) = ctx.saver.as_mut() {
+            let mut json = writes_to_json(spec, names, &l.ch.state, &writes)?;
+            if let Some(v) = null_answer.take() {
+                json.push(crate::pregel::task::resume_write(v));
+            }
+            let (id, path) = (Arc::from(special::NULL_TASK_ID), Arc::from(""));
+            saver.put_writes_now(&id, &path, json).await?;
+        }
+        let mut changed = ChannelSet::new();
+        apply_new_writes(&mut l.ch, spec, std::slice::from_mut(&mut writes), &mut changed, step)?;
+        l.ch.bump(&changed)?;
+        dirty.union_with(&changed);
+    }
+    if let (Some(v), Some(saver)) = (null_answer, ctx.saver.as_mut()) {
+        let (id, path) = (Arc::from(special::NULL_TASK_ID), Arc::from(""));
+        saver.put_writes_now(&id, &path, vec![crate::pregel::task::resume_write(v)]).await?;
+    }
+    // The run proceeds past the checkpoint it resumes, the command's update included: a static
+    // breakpoint already taken there does not pause it again.
+    l.ch.see_for_interrupts();
+    Ok(step)
+}
+
+/// A command's resume: a single answer (the one pending interrupt's, saved as the null task's answer) or
+/// answers by interrupt id (checked against the pending ones at the root). Returns the single answer.
+fn take_resume<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    saved: &SavedWrites,
+    resume: Resume,
+) -> GraphResult<Option<Value>> {
+    if ctx.saver.is_none() {
+        return Err(GraphError::ResumeWithoutCheckpointer);
+    }
+    match resume {
+        Resume::Value(v) => {
+            let pending = saved.pending_interrupts();
+            if pending.len() > 1 {
+                return Err(GraphError::AmbiguousResume(pending.into_iter().map(|i| i.id).collect()));
+            }
+            // Saved as the null task's answer on the checkpoint being resumed, as LangGraph saves it.
+            if let Ok(mut slot) = ctx.null_resume.lock() {
+                *slot = Some(v.clone());
+            }
+            Ok(Some(v))
+        }
+        Resume::ById(map) => {
+            // The root checks the ids; a subgraph gets the map of the whole run.
+            if ctx.parent.is_none() {
+                let pending: Vec<String> = saved.pending_interrupts().into_iter().map(|i| i.id).collect();
+                let mut unknown: Vec<String> =
+                    map.keys().filter(|id| !pending.contains(id)).cloned().collect();
+                unknown.sort();
+                if map.is_empty() || !unknown.is_empty() {
+                    return Err(GraphError::UnknownInterrupt { ids: unknown, pending });
+                }
+            }
+            ctx.resume_by_id = map;
+            Ok(None)
+        }
+    }
+}
+
+/// Fresh input: discards the unfinished step of the previous run and writes the input to `__start__`
+/// (saved as an `input` checkpoint when durable). Returns the first step to plan.
+async fn apply_fresh_input<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    l: &mut Loaded<S>,
+    mut updates: Vec<S::Update>,
+    dirty: &mut ChannelSet,
+) -> GraphResult<i64> {
+    let spec = &ctx.inner.spec;
+    for u in &mut updates {
+        l.ch.state.prepare_update(u);
+    }
+    // Fresh input discards the unfinished step of the previous run.
+    let mut changed = ChannelSet::new();
+    let base = l.loaded_step.map_or(-1, |s| s + 1);
+    let discarded = plan_tasks(&l.ch, spec, base, "", &ctx.ns);
+    consume_tasks(&mut l.ch, spec, &discarded, &mut changed);
+    l.ch.start = Some(updates);
+    l.ch.input_seen = true;
+    changed.insert(l.ch.layout.start());
+    l.ch.bump(&changed)?;
+    let mut step = base;
+    l.saved = SavedWrites::default();
+    dirty.union_with(&changed);
+    if durable(ctx) {
+        save_checkpoint(ctx, &mut l.ch, CheckpointSource::Input, step, Some(dirty), &changed).await?;
+        *dirty = ChannelSet::new();
+    } else if ctx.saver.is_some() {
+        ctx.unsaved = Some(checkpoint_stamps());
+    }
+    step += 1;
+    Ok(step)
 }
 
 /// Whether checkpoints are saved as the run goes (a checkpointer in `sync` or `async` mode).
