@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 use crate::{bench, ci, exec};
 
 /// The tasks `cargo xtask` knows (see `main.rs`).
-const TASKS: [&str; 10] = [
+const TASKS: [&str; 11] = [
     "ci",
     "bench",
     "langgraph-diff",
     "server-e2e",
     "server-chaos",
+    "server-soak",
     "studio-e2e",
     "phoenix",
     "fakellm",
