@@ -419,9 +419,6 @@ impl<S: State> StateGraph<S> {
         if let Some(err) = self.errors.first() {
             return Err(err.clone());
         }
-        let mut names: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
-        names.sort_unstable();
-        let index_of = |name: &str| names.binary_search(&name).ok();
         let topology = self.topology();
         // Validation, in LangGraph's order.
         topology.validate()?;
@@ -430,10 +427,29 @@ impl<S: State> StateGraph<S> {
                 return Err(GraphError::UnknownInterruptNode(name.clone()));
             }
         }
-        // A node a plain edge reaches gets the state: its input type must name channels only. A router's
-        // destinations are left out: a router may reach them with `Send`s, whose payloads are their own
-        // types (the map step of a map-reduce names its workers in its path map).
-        let channel_names = || self.initial.channels().iter().map(|c| c.name.to_string()).collect::<Vec<_>>();
+        self.check_node_inputs()?;
+        let router_inputs = self.router_inputs()?;
+        if !self.functional {
+            for node in topology.unreached() {
+                tracing::warn!(
+                    node = %node,
+                    "node '{node}' is reached by no edge from START: only a Command or a Send can run it"
+                );
+            }
+        }
+        let spec = self.spec(topology, router_inputs)?;
+        Ok(CompiledGraph::new(spec, config))
+    }
+
+    /// The names of the state's channels, for errors that list them.
+    fn channel_names(&self) -> Vec<String> {
+        self.initial.channels().iter().map(|c| c.name.to_string()).collect()
+    }
+
+    /// Checks that a node a plain edge reaches, which gets the state, has an input type naming channels
+    /// only. A router's destinations are left out: a router may reach them with `Send`s, whose payloads
+    /// are their own types (the map step of a map-reduce names its workers in its path map).
+    fn check_node_inputs(&self) -> GraphResult<()> {
         let edge_targets: HashSet<&str> = self
             .edges
             .iter()
@@ -446,12 +462,17 @@ impl<S: State> StateGraph<S> {
                     return Err(GraphError::UnknownInputChannel {
                         node: node.name.clone(),
                         field: (*field).to_owned(),
-                        channels: channel_names(),
+                        channels: self.channel_names(),
                     });
                 }
             }
         }
-        // A router's input type reads channels too (LangGraph's path function input schema).
+        Ok(())
+    }
+
+    /// The channels each router's input type reads (LangGraph's path function input schema), in the
+    /// order of the branches; none for a router that takes the whole state.
+    fn router_inputs(&self) -> GraphResult<Vec<Option<Arc<[usize]>>>> {
         let mut router_inputs: Vec<Option<Arc<[usize]>>> = Vec::with_capacity(self.branches.len());
         for (source, branch) in &self.branches {
             let Some(fields) = branch.input_fields() else {
@@ -467,23 +488,25 @@ impl<S: State> StateGraph<S> {
                             source_node: source.clone(),
                             branch: branch.name.clone(),
                             field: (*field).to_owned(),
-                            channels: channel_names(),
+                            channels: self.channel_names(),
                         });
                     }
                 }
             }
             router_inputs.push(Some(indexes.into()));
         }
-        if !self.functional {
-            for node in topology.unreached() {
-                tracing::warn!(
-                    node = %node,
-                    "node '{node}' is reached by no edge from START: only a Command or a Send can run it"
-                );
-            }
-        }
+        Ok(router_inputs)
+    }
 
-        // Build the run-time spec: nodes sorted by name, edges as index lists.
+    /// The run-time spec: nodes sorted by name, edges as index lists.
+    fn spec(
+        &self,
+        topology: Topology,
+        router_inputs: Vec<Option<Arc<[usize]>>>,
+    ) -> GraphResult<GraphSpec<S>> {
+        let mut names: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
+        names.sort_unstable();
+        let index_of = |name: &str| names.binary_search(&name).ok();
         let mut nodes: Vec<NodeSpec<S>> = names
             .iter()
             .filter_map(|name| self.nodes.iter().find(|n| n.name == *name))
@@ -549,7 +572,7 @@ impl<S: State> StateGraph<S> {
         let node_names: BTreeMap<String, usize> =
             nodes.iter().enumerate().map(|(i, n)| (n.name.to_string(), i)).collect();
         let insertion_order = self.nodes.iter().filter_map(|n| index_of(&n.name)).collect();
-        let spec = GraphSpec {
+        Ok(GraphSpec {
             initial: self.initial.clone(),
             nodes,
             node_names,
@@ -558,7 +581,6 @@ impl<S: State> StateGraph<S> {
             insertion_order,
             functional: self.functional,
             topology,
-        };
-        Ok(CompiledGraph::new(spec, config))
+        })
     }
 }

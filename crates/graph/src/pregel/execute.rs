@@ -1,6 +1,7 @@
 //! Executing one task: cache, retries, interrupts, commands to the parent graph, routes.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use futures::FutureExt as _;
 use serde_json::Value;
@@ -11,9 +12,10 @@ use weft_runnable_core::{Error, RunKind, RunScope};
 use crate::checkpoint::owned_writes;
 use crate::compiled::Inner;
 use crate::error::{GraphError, GraphResult, NodeRef};
-use crate::node::NodeInput;
+use crate::node::{NodeFn, NodeInput, NodeOutput};
 use crate::pregel::apply::route;
 use crate::pregel::channels::Channels;
+use crate::pregel::spec::{GraphSpec, NodeSpec};
 use crate::pregel::task::{
     Replay, Task, TaskOutcome, TaskWrites, flatten_output, state_json, writes_from_json, writes_to_json,
 };
@@ -35,48 +37,15 @@ pub(crate) async fn execute<S: State>(
 ) -> GraphResult<(TaskOutcome<S>, Option<Vec<Value>>)> {
     let spec = &inner.spec;
     let Some(n) = task.node() else {
-        // START: the input becomes the state update; its edges are its routes.
-        let mut writes =
-            TaskWrites { updates: ch.start.clone().unwrap_or_default(), ..TaskWrites::default() };
-        if route_inline {
-            let mut view = ch.state.clone();
-            view.apply(writes.updates.clone()).map_err(|error| GraphError::InvalidUpdate {
-                error,
-                step: runtime.execution_info().step,
-                nodes: vec![task.name.to_string()],
-            })?;
-            route(spec, &spec.start, &view, &mut writes, runtime.execution_info().step)?;
-        }
-        return Ok((TaskOutcome::Done(writes), None));
+        return Ok((TaskOutcome::Done(start_writes(inner, ch, task, &runtime, route_inline)?), None));
     };
     let node = &spec.nodes[n];
     let Some(func) = &node.func else { return Ok((TaskOutcome::Done(TaskWrites::default()), None)) };
     let policies = if node.config.retry.is_empty() { &inner.config.retry } else { &node.config.retry };
     let step = runtime.inner.site.step;
-    let cache_key = match (&node.config.cache, &inner.config.cache) {
-        (Some(cp), Some(_)) => {
-            let input = match &task.input {
-                // A packet that cannot be written as JSON has no key: the task runs uncached (a shared
-                // `null` key would hand one packet's writes to another).
-                Some(p) => crate::pregel::channels::payload_to_json(&ch.state, p)
-                    .inspect_err(|e| {
-                        tracing::warn!(
-                            node = %node.name,
-                            "node '{}' runs uncached: its input cannot be written as JSON for a cache key: {e}",
-                            node.name
-                        );
-                    })
-                    .ok(),
-                // An entrypoint's input is the run's, not in the state.
-                None if spec.functional => {
-                    Some(runtime.inner.calls.as_ref().and_then(|c| c.input()).unwrap_or_default())
-                }
-                None => Some(state_json(&ch.state)),
-            };
-            input.map(|input| cp.key_of(&input))
-        }
-        _ => None,
-    };
+    let node_error =
+        |source| GraphError::Node { node: NodeRef::new(inner.name.as_str(), &*node.name), step, source };
+    let cache_key = cache_key(inner, node, ch, task, &runtime);
     if let (Some(key), Some(cache)) = (&cache_key, &inner.config.cache) {
         if let Some(saved) = cache.get(&node.name, key).await {
             let mut writes = writes_from_json(spec, &ch.state, &saved, Replay::Cache)?;
@@ -87,141 +56,35 @@ pub(crate) async fn execute<S: State>(
     let mut attempt = 1u32;
     let output = loop {
         let rt = if attempt == 1 { runtime.clone() } else { with_attempt(&runtime, attempt) };
-        let input = match &task.input {
-            Some(payload) => NodeInput::Payload(payload.clone()),
-            None => NodeInput::State(&ch.state),
-        };
-        let traced = trace::enabled();
-        let span = if traced { trace::task_span(&node.name, &rt) } else { tracing::Span::none() };
-        let input_json = |input: &NodeInput<'_, S>| match input {
-            NodeInput::State(s) => state_json(*s),
-            NodeInput::Payload(p) => crate::pregel::channels::payload_json(&ch.state, p),
-        };
-        if traced && records_content() && !span.is_disabled() {
-            span.record("input.value", input_json(&input).to_string().as_str());
-        }
-        let scope = (rt.inner.observed && rt.config().callbacks.is_some()).then(|| {
-            let input_json = input_json(&input);
-            // Boxed: it lives across the node's await, and most tasks have none (a smaller task future).
-            Box::new(RunScope::start_in_span(
-                rt.config(),
-                &node.name,
-                RunKind::Chain,
-                Some(input_json),
-                span.clone(),
-            ))
-        });
-        let rt = match &scope {
-            Some(s) => with_config(&rt, s.child_config().clone()),
-            None => rt,
-        };
-        // A node that panics fails like one that returns an error (`Error::Panicked`): its run ends with
-        // that error instead of unwinding through the caller (a server's connection, say).
-        // (A function node runs when called, an async one when polled: both are caught.)
-        let call = || match input {
-            NodeInput::Payload(payload) => func.call_sent(payload, &ch.state, rt.clone()),
-            input => func.call(input, rt.clone()),
-        };
-        let result = match std::panic::catch_unwind(AssertUnwindSafe(call)) {
-            Ok(call) => {
-                let call = AssertUnwindSafe(call).catch_unwind();
-                let result = if traced { call.instrument(span.clone()).await } else { call.await };
-                result.unwrap_or_else(|payload| Err(Error::from_panic(payload.as_ref())))
-            }
-            Err(payload) => Err(Error::from_panic(payload.as_ref())),
-        };
-        if let Some(scope) = &scope {
-            match &result {
-                Ok(_) => scope.end(None, &Value::Null),
-                Err(e) => scope.fail(None, e),
-            }
-        }
-        if let (true, Err(e)) = (traced, &result) {
-            match control_interrupt(e) {
-                Some(GraphInterrupt(list)) => trace::record_interrupts(&span, &list),
-                // An observed run's scope recorded it.
-                None if scope.is_none() && !matches!(e, Error::ControlFlow(_)) => record_error(&span, e),
-                None => {}
-            }
-        }
-        match result {
+        let (result, rt) = call_once(node, func, ch, task, rt).await;
+        let err = match result {
             Ok(out) => break out,
-            Err(err) => {
-                if let Some(cmd) = parent_command(&err) {
-                    // A subgraph sent this command to us: it is this node's output.
-                    let cmd = cmd.decode(spec).map_err(|source| GraphError::Node {
-                        node: NodeRef::new(inner.name.as_str(), &*node.name),
-                        step,
-                        source,
-                    })?;
-                    break crate::node::NodeOutput::Command(cmd);
-                }
-                if let Some(typed) = typed_parent_command(&err) {
-                    let node_error = |source| GraphError::Node {
-                        node: NodeRef::new(inner.name.as_str(), &*node.name),
-                        step,
-                        source,
-                    };
-                    if typed.is_lifted() {
-                        // A subgraph of this node sent it: it is this node's output, in this graph's terms.
-                        let cmd = typed.command::<S>().ok_or_else(|| {
-                            node_error(Error::InvalidInput(format!(
-                                "a command for the parent graph was written for state {}, but the parent graph's \
-                                 state is {}",
-                                typed.state_type(),
-                                std::any::type_name::<S>()
-                            )))
-                        })?;
-                        break crate::node::NodeOutput::Command(cmd);
-                    }
-                    if !is_subgraph {
-                        return Err(GraphError::NoParentGraph);
-                    }
-                    return Err(node_error(typed.lifted().into_error()));
-                }
-                if let Some(GraphInterrupt(list)) = control_interrupt(&err) {
-                    let resumed = resume_to_save(&rt);
-                    return Ok((TaskOutcome::Interrupted(list), resumed));
-                }
-                match crate::retry::next_retry(policies, &err, attempt) {
-                    Some(wait) => {
-                        Box::pin(tokio::time::sleep(wait)).await;
-                        attempt += 1;
-                    }
-                    None => {
-                        return Err(GraphError::Node {
-                            node: NodeRef::new(inner.name.as_str(), &*node.name),
-                            step,
-                            source: err,
-                        });
-                    }
-                }
+            Err(err) => err,
+        };
+        let command =
+            after_error::<S>(spec, &err, is_subgraph).map_err(|e| e.into_graph_error(node_error))?;
+        if let Some(command) = command {
+            break NodeOutput::Command(command);
+        }
+        if let Some(GraphInterrupt(list)) = control_interrupt(&err) {
+            return Ok((TaskOutcome::Interrupted(list), resume_to_save(&rt)));
+        }
+        match crate::retry::next_retry(policies, &err, attempt) {
+            Some(wait) => {
+                Box::pin(tokio::time::sleep(wait)).await;
+                attempt += 1;
             }
+            None => return Err(node_error(err)),
         }
     };
     let mut writes = TaskWrites::default();
-    let output = lift_parent_commands(&ch.state, output, is_subgraph).map_err(|source| GraphError::Node {
-        node: NodeRef::new(inner.name.as_str(), &*node.name),
-        step,
-        source,
-    })?;
+    let output = lift_parent_commands(&ch.state, output, is_subgraph).map_err(node_error)?;
     flatten_output(spec, &node.name, output, &mut writes)?;
     for u in &mut writes.updates {
         ch.state.prepare_update(u);
     }
     if route_inline {
-        let view = if node.branches.is_empty() {
-            None
-        } else {
-            let mut view = ch.state.clone();
-            view.apply(writes.updates.clone()).map_err(|error| GraphError::InvalidUpdate {
-                error,
-                step,
-                nodes: vec![node.name.to_string()],
-            })?;
-            Some(view)
-        };
-        if let Err(err) = route(spec, node, view.as_ref().unwrap_or(&ch.state), &mut writes, step) {
+        if let Err(err) = route_task(spec, node, ch, &mut writes, step) {
             let written =
                 TaskWrites { updates: std::mem::take(&mut writes.updates), ..TaskWrites::default() };
             return Ok((TaskOutcome::RouteFailed(written, err), None));
@@ -232,6 +95,195 @@ pub(crate) async fn execute<S: State>(
         cache.set(&node.name, key, json, node.config.cache.as_ref().and_then(|c| c.ttl)).await;
     }
     Ok((TaskOutcome::Done(writes), resume_to_save(&runtime)))
+}
+
+/// START's task: the input becomes the state update; its edges are its routes.
+fn start_writes<S: State>(
+    inner: &Inner<S>,
+    ch: &Channels<S>,
+    task: &Task<S>,
+    runtime: &Runtime,
+    route_inline: bool,
+) -> GraphResult<TaskWrites<S>> {
+    let spec = &inner.spec;
+    let mut writes = TaskWrites { updates: ch.start.clone().unwrap_or_default(), ..TaskWrites::default() };
+    if route_inline {
+        let mut view = ch.state.clone();
+        view.apply(writes.updates.clone()).map_err(|error| GraphError::InvalidUpdate {
+            error,
+            step: runtime.execution_info().step,
+            nodes: vec![task.name.to_string()],
+        })?;
+        route(spec, &spec.start, &view, &mut writes, runtime.execution_info().step)?;
+    }
+    Ok(writes)
+}
+
+/// The task's routes, taken on the state as its writes leave it (the state as it is when the node has
+/// no router).
+fn route_task<S: State>(
+    spec: &GraphSpec<S>,
+    node: &NodeSpec<S>,
+    ch: &Channels<S>,
+    writes: &mut TaskWrites<S>,
+    step: i64,
+) -> GraphResult<()> {
+    let view = if node.branches.is_empty() {
+        None
+    } else {
+        let mut view = ch.state.clone();
+        view.apply(writes.updates.clone()).map_err(|error| GraphError::InvalidUpdate {
+            error,
+            step,
+            nodes: vec![node.name.to_string()],
+        })?;
+        Some(view)
+    };
+    route(spec, node, view.as_ref().unwrap_or(&ch.state), writes, step)
+}
+
+/// The task's cache key, when both the node and the graph have a cache.
+fn cache_key<S: State>(
+    inner: &Inner<S>,
+    node: &NodeSpec<S>,
+    ch: &Channels<S>,
+    task: &Task<S>,
+    runtime: &Runtime,
+) -> Option<String> {
+    let (Some(cp), Some(_)) = (&node.config.cache, &inner.config.cache) else { return None };
+    let input = match &task.input {
+        // A packet that cannot be written as JSON has no key: the task runs uncached (a shared `null` key
+        // would hand one packet's writes to another).
+        Some(p) => crate::pregel::channels::payload_to_json(&ch.state, p)
+            .inspect_err(|e| {
+                tracing::warn!(
+                    node = %node.name,
+                    "node '{}' runs uncached: its input cannot be written as JSON for a cache key: {e}",
+                    node.name
+                );
+            })
+            .ok(),
+        // An entrypoint's input is the run's, not in the state.
+        None if inner.spec.functional => {
+            Some(runtime.inner.calls.as_ref().and_then(|c| c.input()).unwrap_or_default())
+        }
+        None => Some(state_json(&ch.state)),
+    };
+    input.map(|input| cp.key_of(&input))
+}
+
+/// One attempt of a node, traced and observed as configured; a node that panics fails like one that
+/// returns an error (`Error::Panicked`) instead of unwinding through the caller (a server's connection,
+/// say). Returns the runtime the attempt ran with.
+async fn call_once<S: State>(
+    node: &NodeSpec<S>,
+    func: &Arc<dyn NodeFn<S>>,
+    ch: &Channels<S>,
+    task: &Task<S>,
+    rt: Runtime,
+) -> (Result<NodeOutput<S>, Error>, Runtime) {
+    let input = match &task.input {
+        Some(payload) => NodeInput::Payload(payload.clone()),
+        None => NodeInput::State(&ch.state),
+    };
+    let traced = trace::enabled();
+    let span = if traced { trace::task_span(&node.name, &rt) } else { tracing::Span::none() };
+    let input_json = |input: &NodeInput<'_, S>| match input {
+        NodeInput::State(s) => state_json(*s),
+        NodeInput::Payload(p) => crate::pregel::channels::payload_json(&ch.state, p),
+    };
+    if traced && records_content() && !span.is_disabled() {
+        span.record("input.value", input_json(&input).to_string().as_str());
+    }
+    let scope = (rt.inner.observed && rt.config().callbacks.is_some()).then(|| {
+        let input_json = input_json(&input);
+        // Boxed: it lives across the node's await, and most tasks have none (a smaller task future).
+        Box::new(RunScope::start_in_span(
+            rt.config(),
+            &node.name,
+            RunKind::Chain,
+            Some(input_json),
+            span.clone(),
+        ))
+    });
+    let rt = match &scope {
+        Some(s) => with_config(&rt, s.child_config().clone()),
+        None => rt,
+    };
+    // (A function node runs when called, an async one when polled: both are caught.)
+    let call = || match input {
+        NodeInput::Payload(payload) => func.call_sent(payload, &ch.state, rt.clone()),
+        input => func.call(input, rt.clone()),
+    };
+    let result = match std::panic::catch_unwind(AssertUnwindSafe(call)) {
+        Ok(call) => {
+            let call = AssertUnwindSafe(call).catch_unwind();
+            let result = if traced { call.instrument(span.clone()).await } else { call.await };
+            result.unwrap_or_else(|payload| Err(Error::from_panic(payload.as_ref())))
+        }
+        Err(payload) => Err(Error::from_panic(payload.as_ref())),
+    };
+    if let Some(scope) = &scope {
+        match &result {
+            Ok(_) => scope.end(None, &Value::Null),
+            Err(e) => scope.fail(None, e),
+        }
+    }
+    if let (true, Err(e)) = (traced, &result) {
+        match control_interrupt(e) {
+            Some(GraphInterrupt(list)) => trace::record_interrupts(&span, &list),
+            // An observed run's scope recorded it.
+            None if scope.is_none() && !matches!(e, Error::ControlFlow(_)) => record_error(&span, e),
+            None => {}
+        }
+    }
+    (result, rt)
+}
+
+/// Why a node's error ends its task other than by a retry or an interrupt.
+enum Stop {
+    /// The node failed with this error.
+    Node(Error),
+    /// A command for a parent graph, at the root graph.
+    NoParentGraph,
+}
+
+impl Stop {
+    fn into_graph_error(self, node_error: impl FnOnce(Error) -> GraphError) -> GraphError {
+        match self {
+            Stop::Node(e) => node_error(e),
+            Stop::NoParentGraph => GraphError::NoParentGraph,
+        }
+    }
+}
+
+/// A node's error that is a command for this graph (a subgraph of the node sent it up): the command, as
+/// the node's output. A command for the parent graph stops the task (or fails at the root graph); other
+/// errors are none of this.
+fn after_error<S: State>(
+    spec: &GraphSpec<S>,
+    err: &Error,
+    is_subgraph: bool,
+) -> Result<Option<crate::types::Command<S>>, Stop> {
+    if let Some(cmd) = parent_command(err) {
+        // A subgraph sent this command to us: it is this node's output.
+        return cmd.decode(spec).map(Some).map_err(Stop::Node);
+    }
+    let Some(typed) = typed_parent_command(err) else { return Ok(None) };
+    if typed.is_lifted() {
+        // A subgraph of this node sent it: it is this node's output, in this graph's terms.
+        return typed.command::<S>().map(Some).ok_or_else(|| {
+            Stop::Node(Error::InvalidInput(format!(
+                "a command for the parent graph was written for state {}, but the parent graph's state is {}",
+                typed.state_type(),
+                std::any::type_name::<S>()
+            )))
+        });
+    }
+    if !is_subgraph {
+        return Err(Stop::NoParentGraph);
+    }
+    Err(Stop::Node(typed.lifted().into_error()))
 }
 
 /// In a subgraph, a `Command` for the parent graph stops the node and travels up as control flow.

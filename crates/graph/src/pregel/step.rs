@@ -49,17 +49,7 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
     let mut interrupts = Vec::new();
     let mut first_error: Option<GraphError> = None;
 
-    // Reuse writes saved before a crash or an interrupt.
-    let mut to_run = Vec::new();
-    for (i, task) in tasks.iter().enumerate() {
-        if let Some(w) = saved.finished(&task.id) {
-            let writes = writes_from_json(spec, &ch.state, w, saved.origin())?;
-            emit_update(ctx, task, &writes, true);
-            results[i] = Some((writes, true));
-        } else {
-            to_run.push(i);
-        }
-    }
+    let to_run = reuse_saved(ctx, ch, tasks, saved, &mut results)?;
 
     // The task calls of an entrypoint's step (functional API): ids from the step's checkpoint.
     let calls = if CALLS { Some(call_step(ctx, saved, step)) } else { None };
@@ -180,18 +170,49 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
     if let Some(err) = first_error {
         return Err(err);
     }
+    Ok(outcome(results, interrupts))
+}
+
+/// Reuses the writes saved before a crash or an interrupt for the tasks that finished then; the indexes
+/// of the tasks left to run.
+fn reuse_saved<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    ch: &Channels<S>,
+    tasks: &[Task<S>],
+    saved: &SavedWrites,
+    results: &mut [Option<(TaskWrites<S>, bool)>],
+) -> GraphResult<Vec<usize>> {
+    let mut to_run = Vec::new();
+    for (i, task) in tasks.iter().enumerate() {
+        if let Some(w) = saved.finished(&task.id) {
+            let writes = writes_from_json(&ctx.inner.spec, &ch.state, w, saved.origin())?;
+            emit_update(ctx, task, &writes, true);
+            results[i] = Some((writes, true));
+        } else {
+            to_run.push(i);
+        }
+    }
+    Ok(to_run)
+}
+
+/// The step's outcome once no task failed: paused when some task was interrupted, else every task's
+/// writes (with whether they were saved).
+fn outcome<S: State>(
+    results: Vec<Option<(TaskWrites<S>, bool)>>,
+    mut interrupts: Vec<(usize, Vec<Interrupt>)>,
+) -> StepOutcome<S> {
     if !interrupts.is_empty() {
         // Finished siblings were saved as they finished (a single-task step cannot be both finished and
         // interrupted), so a resume reuses them.
         interrupts.sort_by_key(|(i, _)| *i);
-        return Ok(StepOutcome::Interrupted {
+        return StepOutcome::Interrupted {
             interrupts: interrupts.into_iter().flat_map(|(_, list)| list).collect(),
             finished: results.into_iter().flatten().map(|(w, _)| w).collect(),
-        });
+        };
     }
-    Ok(StepOutcome::Done(
+    StepOutcome::Done(
         results.into_iter().map(|r| r.unwrap_or_else(|| (TaskWrites::default(), true))).collect(),
-    ))
+    )
 }
 
 /// The task calls of an entrypoint's step (functional API): ids from the step's checkpoint.

@@ -102,15 +102,7 @@ impl<S: State> CompiledGraph<S> {
         // The update's writes are recorded as the results of the tasks they stand for, on the checkpoint
         // it builds on, unless the thread has moved past that checkpoint (its other children would
         // replay them).
-        // The thread's latest checkpoint: the head the new checkpoint must extend.
-        let latest = match (&tuple, &address.checkpoint_id) {
-            (Some(_), Some(_)) => {
-                let latest = CheckpointConfig { checkpoint_id: None, ..address.clone() };
-                saver.get_tuple(&latest).await.map_err(cp_err)?.map(|l| l.checkpoint.id)
-            }
-            (_, None) => parent.clone(),
-            (None, Some(_)) => None,
-        };
+        let latest = latest_checkpoint(saver, address, tuple.is_some(), &parent).await?;
         let head = parent.is_some() && latest == parent;
         // (task id, task path, writes) of the tasks the update stands for.
         let mut task_writes: Vec<TaskRecord> = Vec::new();
@@ -120,18 +112,7 @@ impl<S: State> CompiledGraph<S> {
         // what the updating nodes route to runs next.
         let as_nodes = superstep.iter().filter_map(|u| u.as_node.as_deref());
         if as_nodes.clone().all(|n| !matches!(n, "__copy__" | "__input__" | END)) {
-            for n in 0..ch.layout.n_nodes {
-                if std::mem::replace(&mut ch.triggered[n], false) {
-                    changed.insert(ch.layout.branch(n));
-                }
-            }
-            if !ch.sends.is_empty() {
-                ch.sends.clear();
-                changed.insert(ch.layout.tasks());
-            }
-            if ch.start.take().is_some() {
-                changed.insert(ch.layout.start());
-            }
+            end_pending(&mut ch, &mut changed);
         }
         let mut source = CheckpointSource::Update;
         let mut next_step = step + 1;
@@ -314,5 +295,40 @@ impl<S: State> CompiledGraph<S> {
         };
         saver.put_batch(vec![op]).await.map_err(cp_err)?;
         Ok(saved)
+    }
+}
+
+/// The thread's latest checkpoint: the head the new checkpoint must extend (`parent`, the one the update
+/// builds on, unless the update names an older one).
+async fn latest_checkpoint(
+    saver: &Arc<dyn Checkpointer>,
+    address: &CheckpointConfig,
+    exists: bool,
+    parent: &Option<String>,
+) -> GraphResult<Option<String>> {
+    Ok(match (exists, &address.checkpoint_id) {
+        (true, Some(_)) => {
+            let latest = CheckpointConfig { checkpoint_id: None, ..address.clone() };
+            saver.get_tuple(&latest).await.map_err(cp_err)?.map(|l| l.checkpoint.id)
+        }
+        (_, None) => parent.clone(),
+        (false, Some(_)) => None,
+    })
+}
+
+/// Ends the triggers, packets and input pending from the checkpoint an update builds on, noting the
+/// channels that change.
+fn end_pending<S: State>(ch: &mut Channels<S>, changed: &mut ChannelSet) {
+    for n in 0..ch.layout.n_nodes {
+        if std::mem::replace(&mut ch.triggered[n], false) {
+            changed.insert(ch.layout.branch(n));
+        }
+    }
+    if !ch.sends.is_empty() {
+        ch.sends.clear();
+        changed.insert(ch.layout.tasks());
+    }
+    if ch.start.take().is_some() {
+        changed.insert(ch.layout.start());
     }
 }

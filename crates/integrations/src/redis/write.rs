@@ -123,39 +123,14 @@ impl RedisSaver {
         }
         let mut values = std::mem::take(&mut checkpoint.channel_values);
         self.whole_after_long_chains(config, &mut appends, &mut values).await?;
-        let mut planned: Vec<Planned> = new_versions
-            .into_iter()
-            .map(|(channel, version)| {
-                if let Some(delta) = appends.remove(&channel) {
-                    return Planned { channel, version, list: None, append: Some(delta), other: None };
-                }
-                match values.remove(&*channel) {
-                    Some(Value::Array(items)) => {
-                        let list = self.deltas.plan(thread_id, ns_name, &channel, &version, items);
-                        Planned { channel, version, list: Some(list), append: None, other: None }
-                    }
-                    other => Planned { channel, version, list: None, append: None, other },
-                }
-            })
-            .collect();
+        let mut planned = self.plan(config, new_versions, appends, values);
         let (record, meta) = encode_record(&checkpoint, &metadata).map_err(|message| {
             CheckpointError::Invalid(format!(
                 "cannot serialize checkpoint '{}' of thread '{thread_id}': {message}",
                 checkpoint.id
             ))
         })?;
-        let thread = self.keys.thread(thread_id);
-        let ns = NsSuffix::new(ns_name);
-        let suffixes = [ns.ids(), ns.blobs(), ns.bases(), ns.checkpoint(&checkpoint.id)];
-        let mut cmd = redis::cmd("EVAL");
-        cmd.arg(PUT).arg(7).arg(self.keys.threads()).arg(thread.registry()).arg(thread.full(NAMESPACES));
-        cmd.arg(thread.full(&suffixes[1])).arg(thread.full(&suffixes[2])).arg(thread.full(&suffixes[3]));
-        cmd.arg(thread.full(&suffixes[0]));
-        cmd.arg(thread_id).arg(ns_name).arg(&checkpoint.id).arg(record).arg(meta);
-        let parent = config.checkpoint_id.as_deref();
-        cmd.arg(parent.unwrap_or_default()).arg(if parent.is_some() { "1" } else { "0" });
-        cmd.arg(self.ttl_ms().map(|ms| ms.to_string()).unwrap_or_default()).arg(thread.base());
-        cmd.arg(&suffixes[..]).arg(planned.len());
+        let cmd = self.put_command(config, &checkpoint.id, record, meta, planned.len());
         for attempt in 0..=WHOLE_RETRIES {
             let mut call = cmd.clone();
             for value in &planned {
@@ -188,48 +163,87 @@ impl RedisSaver {
                 }
             }
             if missing.is_empty() {
-                let lists =
-                    planned.iter().filter_map(|p| p.list.as_ref().map(|l| (&*p.channel, &*p.version, l)));
-                self.deltas.commit(thread_id, ns_name, lists);
-                let (appended, others): (Vec<&Planned>, Vec<&Planned>) =
-                    planned.iter().partition(|p| p.append.is_some());
-                self.deltas.commit_appends(
-                    thread_id,
-                    ns_name,
-                    appended.iter().map(|p| &*p.channel),
-                    others.iter().map(|p| &*p.channel),
-                );
+                self.committed(thread_id, ns_name, &planned);
                 return Ok(CheckpointConfig {
                     thread_id: thread_id.clone(),
                     checkpoint_ns: ns_name.clone(),
                     checkpoint_id: Some(checkpoint.id),
                 });
             }
-            // The engine's appends cannot be stored whole: their base must be stored.
-            for value in &planned {
-                if let Some(delta) = value
-                    .append
-                    .as_ref()
-                    .filter(|_| missing.contains(&blob_field(&value.channel, &value.version)))
-                {
-                    return Err(CheckpointError::Invalid(format!(
-                        "append to channel '{}' of thread '{thread_id}': its base version '{}' is not stored",
-                        value.channel, delta.base_version
-                    )));
-                }
-            }
+            whole_where_missing(thread_id, &mut planned, &missing)?;
             tracing::debug!(thread_id, attempt, "bases of appended values are gone; storing them whole");
-            for value in &mut planned {
-                let field = blob_field(&value.channel, &value.version);
-                if let Some(list) = value.list.as_mut().filter(|_| missing.contains(&field)) {
-                    DeltaPlanner::whole(list);
-                }
-            }
         }
         Err(CheckpointError::backend(format!(
             "put of checkpoint '{}' in thread '{thread_id}' kept finding the bases of appended values gone",
             checkpoint.id
         )))
+    }
+
+    /// Each new channel version's plan: the engine's append, a list (maybe stored as appended elements),
+    /// or a value stored whole.
+    fn plan(
+        &self,
+        config: &CheckpointConfig,
+        new_versions: ChannelVersions,
+        mut appends: ChannelAppends,
+        mut values: ChannelValues,
+    ) -> Vec<Planned> {
+        let (thread_id, ns_name) = (&config.thread_id, &config.checkpoint_ns);
+        new_versions
+            .into_iter()
+            .map(|(channel, version)| {
+                if let Some(delta) = appends.remove(&channel) {
+                    return Planned { channel, version, list: None, append: Some(delta), other: None };
+                }
+                match values.remove(&*channel) {
+                    Some(Value::Array(items)) => {
+                        let list = self.deltas.plan(thread_id, ns_name, &channel, &version, items);
+                        Planned { channel, version, list: Some(list), append: None, other: None }
+                    }
+                    other => Planned { channel, version, list: None, append: None, other },
+                }
+            })
+            .collect()
+    }
+
+    /// The put script's call with its keys and every argument before the channel values (`values` of
+    /// them) and the expected head.
+    fn put_command(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint_id: &str,
+        record: Vec<u8>,
+        meta: Vec<u8>,
+        values: usize,
+    ) -> redis::Cmd {
+        let (thread_id, ns_name) = (&config.thread_id, &config.checkpoint_ns);
+        let thread = self.keys.thread(thread_id);
+        let ns = NsSuffix::new(ns_name);
+        let suffixes = [ns.ids(), ns.blobs(), ns.bases(), ns.checkpoint(checkpoint_id)];
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(PUT).arg(7).arg(self.keys.threads()).arg(thread.registry()).arg(thread.full(NAMESPACES));
+        cmd.arg(thread.full(&suffixes[1])).arg(thread.full(&suffixes[2])).arg(thread.full(&suffixes[3]));
+        cmd.arg(thread.full(&suffixes[0]));
+        cmd.arg(thread_id).arg(ns_name).arg(checkpoint_id).arg(record).arg(meta);
+        let parent = config.checkpoint_id.as_deref();
+        cmd.arg(parent.unwrap_or_default()).arg(if parent.is_some() { "1" } else { "0" });
+        cmd.arg(self.ttl_ms().map(|ms| ms.to_string()).unwrap_or_default()).arg(thread.base());
+        cmd.arg(&suffixes[..]).arg(values);
+        cmd
+    }
+
+    /// After a put stored everything: the delta planner learns what is stored now.
+    fn committed(&self, thread_id: &str, ns_name: &str, planned: &[Planned]) {
+        let lists = planned.iter().filter_map(|p| p.list.as_ref().map(|l| (&*p.channel, &*p.version, l)));
+        self.deltas.commit(thread_id, ns_name, lists);
+        let (appended, others): (Vec<&Planned>, Vec<&Planned>) =
+            planned.iter().partition(|p| p.append.is_some());
+        self.deltas.commit_appends(
+            thread_id,
+            ns_name,
+            appended.iter().map(|p| &*p.channel),
+            others.iter().map(|p| &*p.channel),
+        );
     }
 
     /// Turns the engine's appends to channels with a long chain of appends into whole values (the
@@ -332,4 +346,30 @@ impl RedisSaver {
         pipe.cmd("SADD").arg(thread.full(NAMESPACES)).arg(ns).ignore();
         pipe
     }
+}
+
+/// After a put found the bases of some appended values gone (`missing`, their fields): the lists among them
+/// are planned whole for the next try; the engine's appends cannot be, and fail.
+fn whole_where_missing(
+    thread_id: &str,
+    planned: &mut [Planned],
+    missing: &[String],
+) -> Result<(), CheckpointError> {
+    for value in planned.iter() {
+        if let Some(delta) =
+            value.append.as_ref().filter(|_| missing.contains(&blob_field(&value.channel, &value.version)))
+        {
+            return Err(CheckpointError::Invalid(format!(
+                "append to channel '{}' of thread '{thread_id}': its base version '{}' is not stored",
+                value.channel, delta.base_version
+            )));
+        }
+    }
+    for value in planned.iter_mut() {
+        let field = blob_field(&value.channel, &value.version);
+        if let Some(list) = value.list.as_mut().filter(|_| missing.contains(&field)) {
+            DeltaPlanner::whole(list);
+        }
+    }
+    Ok(())
 }
