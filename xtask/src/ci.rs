@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::exec::{self, Tally, format_duration};
 use crate::{
-    bench, docs_lines, fakellm, langgraph_diff, llm, mcp, msrv, names, phoenix, server_e2e, services,
+    bench, docs_lines, fakellm, langgraph_diff, layers, llm, mcp, msrv, names, phoenix, server_e2e, services,
     studio_e2e,
 };
 
@@ -20,10 +20,11 @@ struct Stage {
 }
 
 /// Every stage, in the order they run.
-const STAGES: [Stage; 21] = [
+const STAGES: [Stage; 22] = [
     Stage { name: "services", run: services_stage },
     Stage { name: "fmt", run: fmt },
     Stage { name: "names", run: names_stage },
+    Stage { name: "layers", run: layers_stage },
     Stage { name: "msrv", run: msrv_stage },
     Stage { name: "clippy", run: clippy },
     Stage { name: "llm", run: llm_stage },
@@ -180,6 +181,10 @@ fn msrv_stage(_: &mut Tally) -> Result<(), String> {
 /// Every published crate's name is free on crates.io or the project's own.
 fn names_stage(_: &mut Tally) -> Result<(), String> {
     names::check(&PUBLISHED)
+}
+
+fn layers_stage(_: &mut Tally) -> Result<(), String> {
+    layers::check()
 }
 
 fn fmt(_: &mut Tally) -> Result<(), String> {
@@ -405,6 +410,7 @@ mod tests {
                 "services",
                 "fmt",
                 "names",
+                "layers",
                 "msrv",
                 "clippy",
                 "llm",

@@ -1,7 +1,7 @@
 //! weft's task runner, started with `cargo xtask TASK` (an alias in `.cargo/config.toml`).
 //!
 //! - `cargo xtask ci [STAGE...]`: every check CI runs, in order (services when `CI` is set, fmt, names,
-//!   msrv, clippy, llm, mcp, test, langgraph-diff, server-e2e, server-e2e-memory, server-e2e-scaled,
+//!   layers, msrv, clippy, llm, mcp, test, langgraph-diff, server-e2e, server-e2e-memory, server-e2e-scaled,
 //!   server-chaos, server-soak, studio-e2e,
 //!   phoenix, docs-lines, doc, examples, bench, package), each with a header and its duration, stopping at the first
 //!   failure. Naming stages runs only those.
@@ -42,6 +42,7 @@ mod exec;
 mod fakellm;
 mod json;
 mod langgraph_diff;
+mod layers;
 mod llm;
 mod mcp;
 mod msrv;
@@ -61,11 +62,12 @@ usage: cargo xtask TASK
 
 tasks:
   ci [STAGE...]  run every check CI runs, in order, stopping at the first failure;
-                 stages: services, fmt, names, msrv, clippy, llm, mcp, test, langgraph-diff, server-e2e,
+                 stages: services, fmt, names, layers, msrv, clippy, llm, mcp, test, langgraph-diff, server-e2e,
                  server-e2e-memory, server-e2e-scaled, server-chaos, server-soak, studio-e2e, phoenix,
                  docs-lines, doc, examples, bench, package
                  (services starts PostgreSQL and Redis when CI is set, else only checks them; names
                  fails when a crate we publish has a name taken on crates.io by someone else;
+                 layers fails on an import inside weft-graph that runs up a layer;
                  msrv checks that no dependency needs a newer rustc than our rust-version;
                  docs-lines checks the `cargo run --example` and `cargo xtask` lines of the docs
                  and compiles each install line in a new crate; llm

@@ -264,8 +264,8 @@ impl<S: State> Router<S> {
                 Some(state) => state.clone(),
                 None => {
                     let json = match channels {
-                        Some(indexes) => crate::pregel::task::channels_json(state, indexes),
-                        None => crate::pregel::task::state_json(state),
+                        Some(indexes) => crate::state::channels_json(state, indexes),
+                        None => crate::state::state_json(state),
                     };
                     serde_json::from_value::<T>(json).map_err(|e| {
                         Error::InvalidInput(format!(

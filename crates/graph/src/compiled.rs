@@ -20,20 +20,7 @@ use crate::types::{Command, Interrupt};
 /// The default recursion limit of graphs (LangGraph 1.x uses 10,007; plain runnables keep 25).
 pub const DEFAULT_GRAPH_RECURSION_LIMIT: u32 = 10_000;
 
-/// When checkpoints are written.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Durability {
-    /// Each checkpoint is saved before the next superstep starts.
-    Sync,
-    /// Checkpoints are saved in the background, in order, overlapping the next superstep, no more: step
-    /// N+2 never starts before every save of step N is stored, and a failed save stops the run at the
-    /// next step boundary with the saver's error. The run does not return before every save is done
-    /// (LangGraph's default mode, with the lag bounded).
-    #[default]
-    Async,
-    /// Only the final checkpoint (or the one at an interrupt or error) is saved.
-    Exit,
-}
+pub use crate::types::Durability;
 
 /// Settings of `compile_with`.
 #[derive(Debug, Clone, Default)]

@@ -194,7 +194,7 @@ where
                 Some(state) => Ok(state.clone()),
                 // A node with its own input type reads the channels of that name from the state
                 // (LangGraph's node input schema); fields it lacks are ignored.
-                None => serde_json::from_value(crate::pregel::task::state_json(state)).map_err(|e| {
+                None => serde_json::from_value(crate::state::state_json(state)).map_err(|e| {
                     Error::InvalidInput(format!(
                         "node '{node}' takes {}, which cannot be read from the state: {e}",
                         std::any::type_name::<T>()

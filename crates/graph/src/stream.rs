@@ -331,7 +331,7 @@ impl JsonStreamData {
         };
         match data {
             StreamData::Values { state, interrupts } => {
-                JsonStreamData::Values { values: crate::pregel::task::state_json(&state), interrupts }
+                JsonStreamData::Values { values: crate::state::state_json(&state), interrupts }
             }
             StreamData::Updates { node, updates, cached } => {
                 JsonStreamData::Updates { node, updates: updates_json(&updates), cached }
@@ -416,7 +416,7 @@ pub(crate) fn debug_event<S: State>(data: &StreamData<S>) -> Option<StreamData<S
         }
         _ => return None,
     };
-    let timestamp = crate::pregel::stamp::now_rfc3339();
+    let timestamp = crate::checkpoint::stamp::now_rfc3339();
     Some(StreamData::Debug { step, timestamp, kind: kind.to_owned(), payload })
 }
 

@@ -250,3 +250,18 @@ pub struct Interrupt {
     /// A stable id: the same interrupt has the same id across replays and processes.
     pub id: String,
 }
+
+/// When checkpoints are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// Each checkpoint is saved before the next superstep starts.
+    Sync,
+    /// Checkpoints are saved in the background, in order, overlapping the next superstep, no more: step
+    /// N+2 never starts before every save of step N is stored, and a failed save stops the run at the
+    /// next step boundary with the saver's error. The run does not return before every save is done
+    /// (LangGraph's default mode, with the lag bounded).
+    #[default]
+    Async,
+    /// Only the final checkpoint (or the one at an interrupt or error) is saved.
+    Exit,
+}

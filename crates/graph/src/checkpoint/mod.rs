@@ -33,6 +33,7 @@ pub mod flat_map;
 pub mod intercept;
 mod memory;
 mod retention;
+pub(crate) mod stamp;
 mod version;
 
 pub use error::{CheckpointError, CheckpointErrorKind, ErrorSource, HeadConflict};

@@ -42,7 +42,7 @@ pub fn get_next_version(current: Option<&str>) -> ChannelVersion {
 /// [`Checkpointer::get_next_version`](super::Checkpointer::get_next_version).
 pub fn default_next_version(current: Option<&str>) -> ChannelVersion {
     let counter = current.and_then(version_counter).unwrap_or(0);
-    crate::pregel::stamp::version_shared(counter.saturating_add(1), rand::random::<u64>() >> 12)
+    crate::checkpoint::stamp::version_shared(counter.saturating_add(1), rand::random::<u64>() >> 12)
 }
 
 fn format_version(counter: u64, tag: f64) -> String {

@@ -19,7 +19,7 @@ impl<T: Serialize + DeserializeOwned + Clone + std::fmt::Debug + Send + Sync + '
 /// entrypoint reads it from there, in the step after the input, as LangGraph's functional graphs do.
 pub const INPUT_CHANNEL: &str = "__entrypoint_input__";
 /// The entrypoint's return value (LangGraph's `__end__` channel of a functional graph).
-pub const END_CHANNEL: &str = "__end__";
+pub const END_CHANNEL: &str = crate::types::END;
 /// The value an entrypoint saved for its thread's next run (LangGraph's `__previous__`).
 pub const PREVIOUS_CHANNEL: &str = "__previous__";
 

@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use crate::checkpoint::stamp::{counter_shared, version_shared};
 use crate::checkpoint::{
     AppendDelta, ChannelAppends, ChannelValues, ChannelVersion, ChannelVersions, Checkpoint, Checkpointer,
     FlatMap, special,
 };
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::spec::{CheckpointNames, GraphSpec, Layout};
-use crate::pregel::stamp::{counter_shared, version_shared};
 use crate::state::{AppendLog, ChannelSet, State, UpdateError};
 use crate::types::Send;
 

@@ -18,9 +18,10 @@ pub(crate) fn emit_update<S: State>(ctx: &Ctx<'_, S>, task: &Task<S>, writes: &T
     }
     if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
         if ctx.inner.spec.functional {
-            // An entrypoint's chunk is its return value, as LangGraph streams a functional graph's.
+            // An entrypoint's chunk is its return value (its graph's `__end__` channel, named as END), as
+            // LangGraph streams a functional graph's.
             let state = &ctx.inner.spec.initial;
-            let end = state.channel_index(crate::func::END_CHANNEL);
+            let end = state.channel_index(crate::types::END);
             let value = writes
                 .updates
                 .iter()

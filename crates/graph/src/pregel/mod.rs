@@ -12,7 +12,6 @@ pub(crate) mod saved;
 pub(crate) mod saver;
 pub(crate) mod sink;
 pub(crate) mod spec;
-pub(crate) mod stamp;
 pub(crate) mod step;
 pub(crate) mod task;
 pub(crate) mod task_runtime;

@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 use tracing::Instrument as _;
 use weft_runnable_core::{Error, RunKind, RunScope, RunnableConfig};
 
+use crate::checkpoint::stamp::checkpoint_stamps;
 use crate::checkpoint::{CheckpointConfig, CheckpointSource, special};
 use crate::compiled::{DEFAULT_GRAPH_RECURSION_LIMIT, GraphInput, GraphOutput, Inner, RunOptions};
 use crate::control::{Progress, RunControl};
@@ -19,7 +20,6 @@ use crate::pregel::save::save_checkpoint;
 use crate::pregel::saved::SavedWrites;
 use crate::pregel::saver::RunSaver;
 use crate::pregel::sink::Sink;
-use crate::pregel::stamp::checkpoint_stamps;
 use crate::pregel::step::{StepOutcome, persist_single, run_step, save_failed};
 use crate::pregel::task::{
     Task, TaskKind, TaskWrites, push_goto, state_json, writes_from_json, writes_to_json,
@@ -756,7 +756,7 @@ async fn apply_fresh_input<S: State>(
 
 /// Whether checkpoints are saved as the run goes (a checkpointer in `sync` or `async` mode).
 pub(crate) fn durable<S: State>(ctx: &Ctx<'_, S>) -> bool {
-    ctx.saver.as_ref().is_some_and(|s| s.durability != crate::compiled::Durability::Exit)
+    ctx.saver.as_ref().is_some_and(|s| s.durability != crate::types::Durability::Exit)
 }
 
 /// In `exit` mode, a run that stops on an error or an interrupt saves the checkpoint its last step started

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use weft_runnable_core::RunnableConfig;
 
+use crate::checkpoint::stamp::checkpoint_stamps;
 use crate::checkpoint::{ChannelAppends, CheckpointConfig, CheckpointMetadata, CheckpointSource};
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::channels::Channels;
 use crate::pregel::plan::{listing_order, plan_tasks};
 use crate::pregel::run::Ctx;
-use crate::pregel::stamp::checkpoint_stamps;
 use crate::pregel::task::state_json;
 use crate::state::{ChannelSet, State};
 use crate::stream::{CheckpointEvent, StreamData};

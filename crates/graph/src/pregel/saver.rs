@@ -13,8 +13,8 @@ use crate::checkpoint::{
     ChannelAppends, ChannelName, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError,
     CheckpointMetadata, Checkpointer, ExpectedHead, SaveOp,
 };
-use crate::compiled::Durability;
 use crate::error::{GraphError, GraphResult};
+use crate::types::Durability;
 
 /// Writes of one task held back: task id, task path, writes.
 type DeferredWrites = (Arc<str>, Arc<str>, Vec<(ChannelName, Value)>);

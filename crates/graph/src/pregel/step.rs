@@ -63,7 +63,7 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
     // A lone task's routers run after its writes are applied, on the step's own state (no copy). In `exit`
     // mode they run with the task, as for several tasks: a router's failure must leave the state the step
     // started from, which is the checkpoint such a run saves when it stops.
-    let exit_mode = ctx.saver.as_ref().is_some_and(|s| s.durability == crate::compiled::Durability::Exit);
+    let exit_mode = ctx.saver.as_ref().is_some_and(|s| s.durability == crate::types::Durability::Exit);
     let route_inline = !single || exit_mode;
     loop {
         if let Some(running) = running.as_mut() {

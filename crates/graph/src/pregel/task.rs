@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::checkpoint::{ChannelName, CheckpointError, special};
 use crate::error::{GraphError, GraphResult};
@@ -10,6 +10,7 @@ use crate::node::NodeOutput;
 use crate::pregel::channels::{send_from_json, send_to_json};
 use crate::pregel::spec::{CheckpointNames, GraphSpec};
 use crate::state::State;
+pub(crate) use crate::state::state_json;
 use crate::types::{CommandGraph, Goto, Interrupt, Send};
 
 /// What triggered a task.
@@ -365,23 +366,4 @@ pub(crate) fn writes_from_json<S: State>(
         }
     }
     Ok(writes)
-}
-
-/// The channels at `indexes` of a state as a JSON object (empty channels left out): the input of a router
-/// or node whose input type names them.
-pub(crate) fn channels_json<S: State>(state: &S, indexes: &[usize]) -> Value {
-    let channels = state.channels();
-    let mut map = Map::with_capacity(indexes.len());
-    for &i in indexes {
-        if let (Some(spec), Ok(Some(v))) = (channels.get(i), state.channel_to_json(i)) {
-            map.insert(spec.name.to_string(), v);
-        }
-    }
-    Value::Object(map)
-}
-
-/// A state as a JSON object of its non-empty tracked channels (for events and snapshots); a root-value
-/// state as its bare value.
-pub(crate) fn state_json<S: State>(state: &S) -> Value {
-    state.to_json_value()
 }

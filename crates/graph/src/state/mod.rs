@@ -222,3 +222,22 @@ pub trait State: Clone + std::fmt::Debug + Send + Sync + 'static {
         self.channels().iter().position(|c| c.name == name)
     }
 }
+
+/// The channels at `indexes` of a state as a JSON object (empty channels left out): the input of a router
+/// or node whose input type names them.
+pub(crate) fn channels_json<S: State>(state: &S, indexes: &[usize]) -> Value {
+    let channels = state.channels();
+    let mut map = serde_json::Map::with_capacity(indexes.len());
+    for &i in indexes {
+        if let (Some(spec), Ok(Some(v))) = (channels.get(i), state.channel_to_json(i)) {
+            map.insert(spec.name.to_string(), v);
+        }
+    }
+    Value::Object(map)
+}
+
+/// A state as a JSON object of its non-empty tracked channels (for events and snapshots); a root-value
+/// state as its bare value.
+pub(crate) fn state_json<S: State>(state: &S) -> Value {
+    state.to_json_value()
+}

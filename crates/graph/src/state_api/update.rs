@@ -266,7 +266,7 @@ impl<S: State> CompiledGraph<S> {
         updated: &ChannelSet,
     ) -> GraphResult<CheckpointConfig> {
         let spec = &self.inner.spec;
-        let stamps = crate::pregel::stamp::checkpoint_stamps();
+        let stamps = crate::checkpoint::stamp::checkpoint_stamps();
         // A checkpoint stores values only for the channels whose version changed; a fork of an old
         // checkpoint stores all of them (they are new versions for this branch of history). A list
         // channel the update only appended to goes as its new items to a saver that takes them.

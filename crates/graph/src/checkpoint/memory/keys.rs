@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use crate::pregel::stamp::{counter_string, version_string};
+use crate::checkpoint::stamp::{counter_string, version_string};
 
 /// How many names `intern_shared` compares by pointer before hashing.
 const SCAN: usize = 16;
