@@ -276,6 +276,7 @@ pub(crate) async fn create(
                 values: None,
                 error: None,
                 interrupts: Map::new(),
+                ttl: app.thread_ttl.for_new_thread(None),
             }
         }
         None => return Err(not_found()),
@@ -300,6 +301,7 @@ pub(crate) async fn create(
                 values: thread.values.clone(),
                 error: thread.error.clone(),
                 interrupts: thread.interrupts.clone(),
+                ttl: thread.ttl,
             }
         }
     };
