@@ -60,6 +60,8 @@ pub(crate) struct App {
     /// Every run's control: a shutdown drains them all (each stops at its next superstep boundary, saved,
     /// and goes on at the next start), and no run starts after it.
     pub(crate) drain: weft_graph::RunControl,
+    /// Thread TTLs: the default of new threads and the sweeper's settings.
+    pub(crate) thread_ttl: crate::retention::ThreadTtlConfig,
     /// A SQLite file's lock, held while the server lives: one process per file.
     pub(crate) _writer: Option<crate::storage::WriterLock>,
     /// Scaled out: the run queue in PostgreSQL and this instance's worker, Redis.

@@ -95,6 +95,7 @@ pub struct ServerBuilder {
     auth: Option<Arc<dyn Auth>>,
     allow_unauthenticated: bool,
     webhooks: WebhookConfig,
+    thread_ttl: crate::retention::ThreadTtlConfig,
     #[cfg(feature = "scale")]
     scale: ScaleSettings,
 }
@@ -180,6 +181,7 @@ impl Default for ServerBuilder {
             auth: None,
             allow_unauthenticated: false,
             webhooks: WebhookConfig::default(),
+            thread_ttl: crate::retention::ThreadTtlConfig::default(),
             #[cfg(feature = "scale")]
             scale: ScaleSettings::default(),
         }
@@ -385,6 +387,15 @@ impl ServerBuilder {
         self
     }
 
+    /// Thread TTLs, as `checkpointer.ttl` of LangGraph's `langgraph.json` sets them (read one with
+    /// [`crate::ThreadTtlConfig::from_langgraph_json`]): the TTL of threads made without one, its
+    /// strategy, and how often expired threads are swept. Without it, only threads given a TTL expire,
+    /// and the sweep runs every 5 minutes.
+    pub fn thread_ttl(mut self, config: crate::retention::ThreadTtlConfig) -> Self {
+        self.thread_ttl = config;
+        self
+    }
+
     /// Scales out (feature `scale`): keeps threads, runs, assistants, crons, checkpoints and the store in
     /// the PostgreSQL database at `uri` (LangGraph's `DATABASE_URI`) instead of SQLite, shared with every
     /// other instance given the same database; needs [`ServerBuilder::redis`] too. Tables are made at
@@ -541,6 +552,7 @@ impl ServerBuilder {
             cron_wake: tokio::sync::Notify::new(),
             metrics: crate::metrics::RunMetrics::default(),
             drain: weft_graph::RunControl::new(),
+            thread_ttl: self.thread_ttl,
             _writer: writer,
             #[cfg(feature = "scale")]
             scale: scale.clone(),
@@ -653,6 +665,8 @@ impl Server {
         let serving = crate::conn::serve(listener, router, self.app.connections, shutdown);
         // Crons fire while the server serves.
         let scheduler = AbortOnDrop(tokio::spawn(crate::crons::run_scheduler(Arc::clone(&self.app))));
+        // Expired threads are swept while the server serves.
+        let sweeper = AbortOnDrop(tokio::spawn(crate::retention::run_sweeper(Arc::clone(&self.app))));
         let drained = async {
             stopping.notified().await;
             drain(&self.app).await
@@ -681,6 +695,7 @@ impl Server {
             }
         };
         drop(scheduler);
+        drop(sweeper);
         result
     }
 }

@@ -70,7 +70,12 @@ pub enum ServerError {
         /// The address.
         addr: String,
     },
+    /// The thread TTL settings (`checkpointer.ttl` of `langgraph.json`) are not valid: what is wrong.
+    #[error("invalid thread TTL settings: {0}")]
+    TtlConfig(String),
+
     /// Both a custom [`crate::Auth`] and static credentials were given.
+
     #[error("both a custom auth and API keys or bearer tokens were given: choose one")]
     AuthConflict,
 }

@@ -42,6 +42,7 @@ mod error;
 mod graphs;
 mod metrics;
 mod model;
+mod retention;
 mod runs;
 #[cfg(feature = "scale")]
 mod scale;
@@ -58,3 +59,4 @@ pub use auth::{Action, Auth, AuthContext, AuthError, AuthRequest, Filter, Resour
 pub use builder::{DEFAULT_RUN_WATCHDOG, Server, ServerBuilder};
 pub use error::{ServerError, StorageError};
 pub use graphs::{ServerGraph, default_assistant_id};
+pub use retention::{ThreadTtlConfig, TtlStrategy};

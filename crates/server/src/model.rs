@@ -89,6 +89,9 @@ pub(crate) struct Thread {
     pub(crate) values: Option<Value>,
     pub(crate) error: Option<Value>,
     pub(crate) interrupts: Object,
+    /// Its TTL, when it has one (see [`crate::retention`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) ttl: Option<crate::retention::ThreadTtl>,
 }
 
 impl Thread {
@@ -110,6 +113,7 @@ impl Thread {
             values: None,
             error: self.error.clone(),
             interrupts: Object::new(),
+            ttl: self.ttl,
         }
     }
 }

@@ -423,3 +423,81 @@ async fn a_run_whose_task_freezes_is_ended_by_the_watchdog_while_its_lease_is_re
     assert_eq!(next.status, 200, "{}", next.body);
     assert_eq!(next.json()["items"], json!(["a", "a", "done"]), "{}", next.body);
 }
+
+/// Thread TTLs, scaled out: two instances sweeping every 100 ms (one claims each sweep).
+fn sweeping(deployment: &Deployment) -> ServerBuilder {
+    deployment.builder().graph("simple", common::simple()).thread_ttl(weft_server::ThreadTtlConfig {
+        sweep_interval: Duration::from_millis(100),
+        ..weft_server::ThreadTtlConfig::default()
+    })
+}
+
+async fn eventually_true<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..200 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("never: {what}");
+}
+
+async fn ttl_thread(addr: std::net::SocketAddr, strategy: &str, runs: usize) -> String {
+    let made = common::post(addr, "/threads", json!({"ttl": {"strategy": strategy, "ttl": 0.01}})).await;
+    assert_eq!(made.status, 200, "{}", made.body);
+    let thread_id = made.json()["thread_id"].as_str().unwrap().to_owned();
+    for _ in 0..runs {
+        let path = format!("/threads/{thread_id}/runs/wait");
+        let run = common::post(addr, &path, json!({"assistant_id": "simple", "input": {}})).await;
+        assert_eq!(run.status, 200, "{}", run.body);
+    }
+    thread_id
+}
+
+async fn checkpoint_rows(deployment: &Deployment, thread_id: &str) -> i64 {
+    let mut conn = sqlx::PgConnection::connect(&deployment.database_uri).await.unwrap();
+    sqlx::query_scalar("SELECT count(*) FROM checkpoints WHERE thread_id = $1")
+        .bind(thread_id)
+        .fetch_one(&mut conn)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_thread_is_deleted_by_one_instance_for_all() {
+    let Some(deployment) = deployment().await else { return };
+    let a = common::start(sweeping(&deployment)).await;
+    let b = common::start(sweeping(&deployment)).await;
+    let thread_id = ttl_thread(a.addr, "delete", 1).await;
+    assert!(checkpoint_rows(&deployment, &thread_id).await > 1);
+    eventually_true("the thread is gone through the other instance", || async {
+        common::get(b.addr, &format!("/threads/{thread_id}")).await.status == 404
+    })
+    .await;
+    assert_eq!(common::get(a.addr, &format!("/threads/{thread_id}")).await.status, 404);
+    assert_eq!(checkpoint_rows(&deployment, &thread_id).await, 0, "its checkpoints went with it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_keep_latest_thread_keeps_one_checkpoint_row() {
+    let Some(deployment) = deployment().await else { return };
+    let a = common::start(sweeping(&deployment)).await;
+    let b = common::start(sweeping(&deployment)).await;
+    let thread_id = ttl_thread(b.addr, "keep_latest", 3).await;
+    assert!(checkpoint_rows(&deployment, &thread_id).await > 3);
+    eventually_true("one checkpoint row left", || async {
+        checkpoint_rows(&deployment, &thread_id).await == 1
+    })
+    .await;
+    let thread = common::get(a.addr, &format!("/threads/{thread_id}")).await;
+    assert_eq!(thread.status, 200, "the thread stays");
+    assert_eq!(thread.json()["values"]["items"], json!(["a", "b", "a", "b", "a", "b"]));
+    let path = format!("/threads/{thread_id}/runs/wait");
+    let run = common::post(a.addr, &path, json!({"assistant_id": "simple", "input": {}})).await;
+    assert_eq!(run.status, 200, "the thread goes on from its kept checkpoint: {}", run.body);
+    assert_eq!(run.json()["items"].as_array().map(Vec::len), Some(8));
+}

@@ -14,7 +14,7 @@ mod sse;
 mod state;
 mod store;
 mod thread_stream;
-mod threads;
+pub(crate) mod threads;
 pub(crate) mod validate;
 
 use std::sync::Arc;

@@ -182,6 +182,7 @@ pub(crate) struct ThreadCreate {
     pub(crate) thread_id: Option<String>,
     pub(crate) metadata: Option<Map<String, Value>>,
     pub(crate) if_exists: Option<String>,
+    pub(crate) ttl: Option<Value>,
     pub(crate) supersteps: Option<Vec<Superstep>>,
 }
 
@@ -278,14 +279,18 @@ pub(crate) struct ThreadSearch {
 }
 
 /// `PATCH /threads/{id}`.
-pub(crate) const THREAD_PATCH: Schema =
-    Schema { path: "schema", required: &[], properties: &[("metadata", OBJECT)] };
+pub(crate) const THREAD_PATCH: Schema = Schema {
+    path: "schema",
+    required: &[],
+    properties: &[("metadata", OBJECT), ("ttl", Rule::Object(&TTL))],
+};
 
 /// A thread patch.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct ThreadPatch {
     pub(crate) metadata: Option<Map<String, Value>>,
+    pub(crate) ttl: Option<Value>,
 }
 
 /// `POST /threads/{id}/state`.

@@ -19,6 +19,7 @@ use crate::app::{App, contains, new_id, now, object, require_uuid};
 use crate::auth::{Action, Resource};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{Thread, ThreadStatus};
+use crate::retention::{TtlStrategy, prune_thread};
 use crate::runs::CancelAction;
 use crate::runs::settle::{settle_thread, thread_config};
 use crate::storage::Change;
@@ -56,6 +57,7 @@ pub(crate) async fn create(State(app): AppState, caller: Caller, body: Body) -> 
         values: None,
         error: None,
         interrupts: Map::new(),
+        ttl: app.thread_ttl.for_new_thread(body.ttl.as_ref()),
     };
     records.commit(vec![Change::Thread(thread.clone())]).await?;
     drop(records);
@@ -135,7 +137,8 @@ pub(crate) async fn get(
     Ok(ok(&app.thread_for(&caller, Action::Read, &thread_id).await?))
 }
 
-/// `PATCH /threads/{thread_id}`: merges metadata (`Prefer: return=minimal` answers `204`).
+/// `PATCH /threads/{thread_id}`: merges metadata and sets a new TTL when given (`Prefer: return=minimal`
+/// answers `204`).
 pub(crate) async fn patch(
     State(app): AppState,
     caller: Caller,
@@ -144,8 +147,8 @@ pub(crate) async fn patch(
     body: Body,
 ) -> ApiResult<Response> {
     require_uuid(&thread_id, "thread")?;
-    let (body, _) = read::<ThreadPatch>(body, app.limits.body_bytes, &THREAD_PATCH).await?;
-    let mut value = json!({"thread_id": thread_id, "metadata": body.metadata.unwrap_or_default()});
+    let (mut body, _) = read::<ThreadPatch>(body, app.limits.body_bytes, &THREAD_PATCH).await?;
+    let mut value = json!({"thread_id": thread_id, "metadata": body.metadata.take().unwrap_or_default()});
     let access = app.authorize(&caller, Resource::Threads, Action::Update, &mut value).await?;
     let mut records = app.records.lock().await?;
     let mut thread = records
@@ -155,6 +158,9 @@ pub(crate) async fn patch(
         .cloned()
         .ok_or_else(|| ApiError::thread_not_found(&thread_id))?;
     thread.metadata.extend(object(value.get("metadata")));
+    if let Some(ttl) = body.ttl.as_ref().filter(|t| !t.is_null()) {
+        thread.ttl = crate::retention::ThreadTtl::from_request(ttl, app.thread_ttl.strategy);
+    }
     thread.updated_at = now();
     records.commit(vec![Change::Thread(thread.clone())]).await?;
     if headers.get("prefer").and_then(|v| v.to_str().ok()) == Some("return=minimal") {
@@ -165,9 +171,28 @@ pub(crate) async fn patch(
 
 /// Deletes a thread: its runs stop, its records and checkpoints go. `false` when there was none.
 pub(crate) async fn delete_thread(app: &Arc<App>, thread_id: &str, access: &Access) -> ApiResult<bool> {
+    delete_thread_when(app, thread_id, access, None).await
+}
+
+/// Deletes a thread as [`delete_thread`] does; with `idle_since`, only when its `updated_at` is still that
+/// and it has no pending or running run (checked under the records' lock). `false` when it was not
+/// deleted.
+pub(crate) async fn delete_thread_when(
+    app: &Arc<App>,
+    thread_id: &str,
+    access: &Access,
+    idle_since: Option<&str>,
+) -> ApiResult<bool> {
     let mut records = app.records.lock().await?;
     if !records.threads.get(thread_id).is_some_and(|t| access.allows(&t.metadata)) {
         return Ok(false);
+    }
+    if let Some(since) = idle_since {
+        let idle = records.threads.get(thread_id).is_some_and(|t| t.updated_at == since)
+            && records.active_runs(thread_id).next().is_none();
+        if !idle {
+            return Ok(false);
+        }
     }
     let runs: Vec<(String, bool, bool)> = records
         .runs
@@ -303,20 +328,10 @@ pub(crate) async fn prune(State(app): AppState, caller: Caller, body: Body) -> A
     let (body, mut value) = read::<ThreadPrune>(body, app.limits.body_bytes, &THREAD_PRUNE).await?;
     // Threads the caller may not delete are skipped, as if they did not exist (as in LangGraph).
     let access = app.authorize(&caller, Resource::Threads, Action::Delete, &mut value).await?;
-    let keep_latest = body.strategy.as_deref() == Some("keep_latest");
+    let strategy = body.strategy.as_deref().and_then(TtlStrategy::parse).unwrap_or_default();
     let mut pruned = 0usize;
     for thread_id in &body.thread_ids {
-        if !crate::app::is_uuid(thread_id) {
-            continue;
-        }
-        if keep_latest {
-            let known =
-                app.records.read().await?.threads.get(thread_id).is_some_and(|t| access.allows(&t.metadata));
-            if known {
-                app.checkpointer.prune(thread_id, 1).await.map_err(|e| ApiError::internal(e.to_string()))?;
-                pruned += 1;
-            }
-        } else if delete_thread(&app, thread_id, &access).await? {
+        if crate::app::is_uuid(thread_id) && prune_thread(&app, thread_id, strategy, &access, None).await? {
             pruned += 1;
         }
     }

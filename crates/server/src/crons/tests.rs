@@ -150,6 +150,7 @@ async fn a_thread_cron_runs_on_its_thread_and_a_missing_thread_only_logs() {
         values: None,
         error: None,
         interrupts: serde_json::Map::new(),
+        ttl: None,
     };
     app.records.lock().await.unwrap().commit(vec![Change::Thread(thread)]).await.unwrap();
     let cron = every_minute(&app, Some(&thread_id), minute()).await;

@@ -17,6 +17,7 @@ use crate::app::{App, is_uuid, merge, new_id, now, object};
 use crate::auth::{Action, Resource};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{Assistant, Run, RunKwargs, RunRecord, RunStatus, Thread, ThreadStatus};
+use crate::retention::ThreadTtl;
 use crate::storage::Change;
 
 /// The stream modes of a request: a name or a list; none (or an empty list) is `["values"]`.
@@ -302,12 +303,14 @@ async fn check_assistant_access(app: &App, caller: &Caller, assistant_id: &str) 
 }
 
 /// The thread as the run leaves it, busy: made when missing (if the request says so), else its config
-/// merged with the assistant's and the request's. A busy thread stays as it is.
+/// merged with the assistant's and the request's. A busy thread stays as it is. A thread made here gets
+/// `new_ttl` (the deployment's default).
 fn thread_for_run(
     request: &Request,
     assistant: &Assistant,
     existing: Option<&Thread>,
     stamp: &str,
+    new_ttl: Option<ThreadTtl>,
 ) -> ApiResult<Thread> {
     let assistant_config = assistant.config.as_object().unwrap_or(&*EMPTY);
     let assistant_configurable = inner_object(&assistant.config, "configurable");
@@ -329,6 +332,7 @@ fn thread_for_run(
                 values: None,
                 error: None,
                 interrupts: Map::new(),
+                ttl: new_ttl,
             }
         }
         None => return Err(not_found()),
@@ -353,6 +357,7 @@ fn thread_for_run(
                 values: thread.values.clone(),
                 error: thread.error.clone(),
                 interrupts: thread.interrupts.clone(),
+                ttl: thread.ttl,
             }
         }
     })
@@ -380,7 +385,8 @@ pub(crate) async fn create(
         return Err(not_found());
     }
     let stamp = now();
-    let thread = thread_for_run(&request, assistant, existing, &stamp)?;
+    let new_ttl = app.thread_ttl.for_new_thread(None);
+    let thread = thread_for_run(&request, assistant, existing, &stamp, new_ttl)?;
     let inflight: Vec<String> =
         records.active_runs(&request.thread_id).map(|r| r.run.run_id.clone()).collect();
     if request.strategy == "reject" && !inflight.is_empty() {

@@ -14,6 +14,7 @@
 
 pub(crate) mod bus;
 pub(crate) mod queue;
+pub(crate) mod sweep;
 mod threads;
 pub(crate) mod worker;
 
