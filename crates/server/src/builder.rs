@@ -461,7 +461,11 @@ impl ServerBuilder {
             self.scale.prefix = prefix;
         }
         if let Some(mode) = var("DATABASE_POOL_MODE") {
-            self.scale.transaction_pooler = mode.trim().eq_ignore_ascii_case("transaction");
+            let mode = mode.trim().to_ascii_lowercase();
+            if mode != "transaction" && mode != "session" {
+                tracing::warn!(mode, "DATABASE_POOL_MODE is `transaction` or `session`: taken as `session`");
+            }
+            self.scale.transaction_pooler = mode == "transaction";
         }
         self
     }
