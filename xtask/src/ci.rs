@@ -20,7 +20,7 @@ struct Stage {
 }
 
 /// Every stage, in the order they run.
-const STAGES: [Stage; 22] = [
+const STAGES: [Stage; 24] = [
     Stage { name: "services", run: services_stage },
     Stage { name: "fmt", run: fmt },
     Stage { name: "names", run: names_stage },
@@ -34,7 +34,9 @@ const STAGES: [Stage; 22] = [
     Stage { name: "server-e2e", run: server_e2e_stage },
     Stage { name: "server-e2e-memory", run: server_e2e_memory_stage },
     Stage { name: "server-e2e-scaled", run: server_e2e_scaled_stage },
+    Stage { name: "server-e2e-pgbouncer", run: server_e2e_pgbouncer_stage },
     Stage { name: "server-chaos", run: server_chaos_stage },
+    Stage { name: "server-chaos-pgbouncer", run: server_chaos_pgbouncer_stage },
     Stage { name: "server-soak", run: server_soak_stage },
     Stage { name: "studio-e2e", run: studio_e2e_stage },
     Stage { name: "phoenix", run: phoenix_stage },
@@ -112,10 +114,21 @@ fn server_e2e_scaled_stage(_: &mut Tally) -> Result<(), String> {
     server_e2e::run_scaled(&[], server_e2e::Build::Shared, 2, false)
 }
 
+/// The SDK suite against two instances of a scaled-out server whose PostgreSQL traffic goes through
+/// PgBouncer in transaction mode, on the shared debug build.
+fn server_e2e_pgbouncer_stage(_: &mut Tally) -> Result<(), String> {
+    server_e2e::run_scaled(&[], server_e2e::Build::Shared, 2, true)
+}
+
 /// The chaos test of a scaled-out server: three instances, one SIGKILLed and restarted, Redis restarted,
 /// while 200 runs stream.
 fn server_chaos_stage(_: &mut Tally) -> Result<(), String> {
     server_e2e::chaos(&[], server_e2e::Build::Shared)
+}
+
+/// The chaos test with the instances' PostgreSQL traffic through PgBouncer in transaction mode.
+fn server_chaos_pgbouncer_stage(_: &mut Tally) -> Result<(), String> {
+    server_e2e::chaos(&["--pgbouncer".to_owned()], server_e2e::Build::Shared)
 }
 
 /// The soak test of a scaled-out server: 2,000 streamed runs over 2 instances and over 3, five times;
@@ -420,7 +433,9 @@ mod tests {
                 "server-e2e",
                 "server-e2e-memory",
                 "server-e2e-scaled",
+                "server-e2e-pgbouncer",
                 "server-chaos",
+                "server-chaos-pgbouncer",
                 "server-soak",
                 "studio-e2e",
                 "phoenix",

@@ -2,7 +2,7 @@
 //!
 //! - `cargo xtask ci [STAGE...]`: every check CI runs, in order (services when `CI` is set, fmt, names,
 //!   layers, msrv, clippy, llm, mcp, test, langgraph-diff, server-e2e, server-e2e-memory, server-e2e-scaled,
-//!   server-chaos, server-soak, studio-e2e,
+//!   server-e2e-pgbouncer, server-chaos, server-chaos-pgbouncer, server-soak, studio-e2e,
 //!   phoenix, docs-lines, doc, examples, bench, package), each with a header and its duration, stopping at the first
 //!   failure. Naming stages runs only those.
 //! - `cargo xtask bench [--only NAME] [--quick] [--compare]`: builds the benchmarks in release mode and
@@ -63,7 +63,8 @@ usage: cargo xtask TASK
 tasks:
   ci [STAGE...]  run every check CI runs, in order, stopping at the first failure;
                  stages: services, fmt, names, layers, msrv, clippy, llm, mcp, test, langgraph-diff, server-e2e,
-                 server-e2e-memory, server-e2e-scaled, server-chaos, server-soak, studio-e2e, phoenix,
+                 server-e2e-memory, server-e2e-scaled, server-e2e-pgbouncer, server-chaos,
+                 server-chaos-pgbouncer, server-soak, studio-e2e, phoenix,
                  docs-lines, doc, examples, bench, package
                  (services starts PostgreSQL and Redis when CI is set, else only checks them; names
                  fails when a crate we publish has a name taken on crates.io by someone else;

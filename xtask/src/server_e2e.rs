@@ -126,6 +126,7 @@ pub(crate) fn run_scaled(tests: &[String], build: Build, instances: u32, pooled:
     let env = [
         ("DATABASE_URI", uri(&databases[0])),
         ("DATABASE_URI_AUTH", uri(&databases[1])),
+        ("DATABASE_POOL_MODE", pool_mode(pooled).to_owned()),
         ("REDIS_URI", "redis://127.0.0.1:6379/".to_owned()),
         ("REDIS_KEY_PREFIX", prefix.clone()),
     ];
@@ -137,6 +138,11 @@ pub(crate) fn run_scaled(tests: &[String], build: Build, instances: u32, pooled:
     cleaned.push(delete_keys(&prefix));
     ran?;
     cleaned.into_iter().collect()
+}
+
+/// What the servers' `DATABASE_POOL_MODE` says: `transaction` behind PgBouncer, else `session`.
+fn pool_mode(pooled: bool) -> &'static str {
+    if pooled { "transaction" } else { "session" }
 }
 
 pub(crate) fn psql(sql: &str) -> Result<(), String> {
@@ -275,6 +281,8 @@ fn bench_server_test(
                 Some(pooler) => pooler.uri(&database),
                 None => format!("postgres://postgres@127.0.0.1:5432/{database}"),
             })
+            // Inherited by the instances it starts.
+            .env("DATABASE_POOL_MODE", pool_mode(pooled))
             .args(extra),
         Some(limit),
     );

@@ -109,6 +109,7 @@ struct ScaleSettings {
     prefix: String,
     lease: Duration,
     poll: Duration,
+    transaction_pooler: bool,
 }
 
 #[cfg(feature = "scale")]
@@ -120,6 +121,7 @@ impl Default for ScaleSettings {
             prefix: "weft:".to_owned(),
             lease: crate::scale::DEFAULT_LEASE,
             poll: crate::scale::DEFAULT_POLL,
+            transaction_pooler: false,
         }
     }
 }
@@ -134,6 +136,7 @@ impl std::fmt::Debug for ScaleSettings {
             .field("prefix", &self.prefix)
             .field("lease", &self.lease)
             .field("poll", &self.poll)
+            .field("transaction_pooler", &self.transaction_pooler)
             .finish()
     }
 }
@@ -151,6 +154,7 @@ impl ScaleSettings {
                 lease: self.lease,
                 poll: self.poll,
                 watchdog: None,
+                transaction_pooler: self.transaction_pooler,
             })),
             (Some(_), None) => {
                 Err(ServerError::ScaleConfig("PostgreSQL is set but Redis is not (REDIS_URI)".into()))
@@ -406,6 +410,19 @@ impl ServerBuilder {
         self
     }
 
+    /// Says that PostgreSQL ([`ServerBuilder::postgres`]) is reached through a pooler in transaction mode
+    /// (PgBouncer's `pool_mode = transaction`, Supavisor's transaction mode) that does not carry prepared
+    /// statements (off by default; the environment's `DATABASE_POOL_MODE=transaction` sets it). Every
+    /// statement then uses the unnamed prepared statement, and one with parameters runs in a transaction of
+    /// its own, so that it reaches a single server connection: two more round trips per such statement.
+    /// The server's other state needs no setting: it keeps no session state and no lock past a
+    /// transaction, pooler or not. See `docs/server.md`, "Behind a connection pooler".
+    #[cfg(feature = "scale")]
+    pub fn postgres_transaction_pooler(mut self, on: bool) -> Self {
+        self.scale.transaction_pooler = on;
+        self
+    }
+
     /// Scales out (feature `scale`): wake-ups, cancels and the runs' event streams go through the Redis
     /// server at `uri` (LangGraph's `REDIS_URI`); needs [`ServerBuilder::postgres`] too.
     #[cfg(feature = "scale")]
@@ -439,7 +456,9 @@ impl ServerBuilder {
     }
 
     /// Scales out when the environment says so: `DATABASE_URI` and `REDIS_URI` (both or neither), and
-    /// `REDIS_KEY_PREFIX`, as LangGraph's server reads them. Without them the builder is unchanged.
+    /// `REDIS_KEY_PREFIX`, as LangGraph's server reads them, and `DATABASE_POOL_MODE` (`transaction`:
+    /// see [`ServerBuilder::postgres_transaction_pooler`]; `session`, the default: none). Without them the
+    /// builder is unchanged.
     #[cfg(feature = "scale")]
     pub fn scale_from_env(mut self) -> Self {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
@@ -451,6 +470,13 @@ impl ServerBuilder {
         }
         if let Some(prefix) = var("REDIS_KEY_PREFIX") {
             self.scale.prefix = prefix;
+        }
+        if let Some(mode) = var("DATABASE_POOL_MODE") {
+            let mode = mode.trim().to_ascii_lowercase();
+            if mode != "transaction" && mode != "session" {
+                tracing::warn!(mode, "DATABASE_POOL_MODE is `transaction` or `session`: taken as `session`");
+            }
+            self.scale.transaction_pooler = mode == "transaction";
         }
         self
     }
@@ -606,12 +632,16 @@ async fn open_scaled(
     config: &crate::scale::ScaleConfig,
 ) -> Result<(Arc<dyn Checkpointer>, Arc<dyn Store>, Records, Arc<crate::scale::Scale>), ServerError> {
     use weft_integrations::postgres::{PostgresOptions, PostgresSaver, PostgresStore};
-    let options = PostgresOptions { max_connections: 16, ..PostgresOptions::default() };
+    let options = PostgresOptions {
+        max_connections: 16,
+        prepared_statements: !config.transaction_pooler,
+        ..PostgresOptions::default()
+    };
     let saver = PostgresSaver::connect_with(&config.database_uri, options.clone()).await?;
     let store = PostgresStore::from_pool(saver.pool().clone(), options).await?;
-    let (pool, bus) = crate::scale::connect(config).await?;
-    let records = Records::open_postgres(pool.clone()).await?;
-    let scale = Arc::new(crate::scale::Scale::new(config, pool, bus));
+    let (db, bus) = crate::scale::connect(config).await?;
+    let records = Records::open_postgres(db.clone()).await?;
+    let scale = Arc::new(crate::scale::Scale::new(config, db, bus));
     Ok((Arc::new(saver), Arc::new(store), records, scale))
 }
 

@@ -365,7 +365,7 @@ async fn execute_assuming(
     };
     heads::precheck(checks, assumed)?;
     let (ok, heads_ok, stored, found) =
-        pg.run("put_batch", || query().fetch_one(&pg.pool)).await.map_err(backend)?;
+        pg.run("put_batch", || on_pool!(pg, fetch_one, query())).await.map_err(backend)?;
     if heads_ok != Some(true) {
         let found = assumed
             .iter()

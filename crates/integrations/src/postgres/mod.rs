@@ -11,7 +11,8 @@
 //! - **No lock in the saver**: every call takes a pooled connection; a `put` is one statement (the
 //!   checkpoint and its new values in one implicit transaction), a read is one statement too.
 //! - **Poolers**: with [`PostgresOptions::prepared_statements`] off, queries use unnamed statements only
-//!   (`persistent(false)`), which transaction-mode PgBouncer accepts.
+//!   (`persistent(false)`, no statement cache), each in a transaction of its own (two round trips more),
+//!   which a transaction-mode pooler without prepared-statement support (PgBouncer before 1.21) carries.
 //! - **Transient failures** are retried ([`RetryPolicy`], the retry budget: 3 retries from 50 ms to 2 s
 //!   apart by default) and then fail as
 //!   [`Unavailable`](weft_graph::checkpoint::CheckpointErrorKind::Unavailable) (retryable), the driver's
@@ -43,6 +44,26 @@ use sqlx::{ConnectOptions, Connection};
 use crate::sql::Failure;
 pub use crate::sql::delta::DeltaStorage;
 use crate::sql::migrate::{self, Migration};
+
+/// Runs `$query.$op(...)`: on the pool, or, without prepared statements (behind a transaction-mode
+/// pooler), in a transaction of its own. sqlx sends a statement with parameters as two messages each
+/// ended by a Sync (Parse, then Bind and Execute); a pooler in transaction mode may hand the second to
+/// another server connection, which has no such unnamed statement (or another client's), unless a
+/// transaction keeps both on one.
+macro_rules! on_pool {
+    ($pg:expr, $op:ident, $query:expr) => {
+        async move {
+            if $pg.persistent {
+                $query.$op(&$pg.pool).await
+            } else {
+                let mut tx = $pg.pool.begin().await?;
+                let out = $query.$op(&mut *tx).await?;
+                tx.commit().await?;
+                Ok(out)
+            }
+        }
+    };
+}
 
 mod batch;
 mod put;
@@ -77,7 +98,8 @@ pub struct PostgresOptions {
     pub connect_timeout: Duration,
     /// Use named server-side prepared statements, cached per connection (default `true`). Turn off
     /// behind a transaction-mode pooler (PgBouncer, Supavisor): every query then uses the unnamed
-    /// statement.
+    /// statement, in a transaction of its own so that the pooler keeps its messages on one server
+    /// connection (two more round trips per query).
     pub prepared_statements: bool,
     /// The schema weft's tables live in (created if missing), set as the connections' `search_path`
     /// when weft makes the pool (a startup parameter, which some poolers refuse: there, set the search

@@ -28,22 +28,25 @@ pub(super) async fn put_statement(
     let (whole, delta) = (&whole, &delta);
     let written: i64 = pg
         .run("put", move || {
-            sqlx::query_scalar(PUT)
-                .bind(&config.thread_id)
-                .bind(&config.checkpoint_ns)
-                .bind(&checkpoint.id)
-                .bind(config.checkpoint_id.as_deref())
-                .bind(body)
-                .bind(metadata)
-                .bind(&whole.channels)
-                .bind(&whole.versions)
-                .bind(&whole.blobs)
-                .bind(&delta.channels)
-                .bind(&delta.versions)
-                .bind(&delta.bases)
-                .bind(&delta.blobs)
-                .persistent(pg.persistent)
-                .fetch_one(&pg.pool)
+            on_pool!(
+                pg,
+                fetch_one,
+                sqlx::query_scalar(PUT)
+                    .bind(&config.thread_id)
+                    .bind(&config.checkpoint_ns)
+                    .bind(&checkpoint.id)
+                    .bind(config.checkpoint_id.as_deref())
+                    .bind(body)
+                    .bind(metadata)
+                    .bind(&whole.channels)
+                    .bind(&whole.versions)
+                    .bind(&whole.blobs)
+                    .bind(&delta.channels)
+                    .bind(&delta.versions)
+                    .bind(&delta.bases)
+                    .bind(&delta.blobs)
+                    .persistent(pg.persistent)
+            )
         })
         .await
         .map_err(backend)?;

@@ -61,15 +61,18 @@ pub(super) async fn get_tuple(
 ) -> Result<Option<CheckpointTuple>, CheckpointError> {
     let rows = pg
         .run("get_tuple", move || {
-            sqlx::query(OF_THREAD)
-                .bind(&config.thread_id)
-                .bind(&config.checkpoint_ns)
-                .bind(config.checkpoint_id.as_deref())
-                .bind(None::<String>)
-                .bind(None::<String>)
-                .bind(Some(1_i64))
-                .persistent(pg.persistent)
-                .fetch_all(&pg.pool)
+            on_pool!(
+                pg,
+                fetch_all,
+                sqlx::query(OF_THREAD)
+                    .bind(&config.thread_id)
+                    .bind(&config.checkpoint_ns)
+                    .bind(config.checkpoint_id.as_deref())
+                    .bind(None::<String>)
+                    .bind(None::<String>)
+                    .bind(Some(1_i64))
+                    .persistent(pg.persistent)
+            )
         })
         .await
         .map_err(backend)?;
@@ -105,7 +108,7 @@ pub(super) async fn list(
                     .bind(sql_limit),
                 None => sqlx::query(EVERY).bind(before).bind(filter).bind(sql_limit),
             };
-            query.persistent(pg.persistent).fetch_all(&pg.pool)
+            on_pool!(pg, fetch_all, query.persistent(pg.persistent))
         })
         .await
         .map_err(backend)?;

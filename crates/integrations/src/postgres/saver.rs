@@ -81,7 +81,7 @@ impl PostgresSaver {
         let pg = &self.pg;
         let (checkpoints, blobs, writes, data_bytes): (i64, i64, i64, i64) = pg
             .run("storage_stats", move || {
-                sqlx::query_as(
+                on_pool!(pg, fetch_one, sqlx::query_as(
                     "SELECT (SELECT count(*) FROM checkpoints), (SELECT count(*) FROM checkpoint_blobs), \
                      (SELECT count(*) FROM checkpoint_writes), \
                      ((SELECT coalesce(sum(octet_length(checkpoint::text) + octet_length(metadata::text)), 0) \
@@ -90,7 +90,7 @@ impl PostgresSaver {
                      + (SELECT coalesce(sum(octet_length(blob)), 0) FROM checkpoint_writes))::bigint",
                 )
                 .persistent(pg.persistent)
-                .fetch_one(&pg.pool)
+                )
             })
             .await
             .map_err(backend)?;
@@ -254,17 +254,20 @@ impl Checkpointer for PostgresSaver {
         let blobs: Vec<&[u8]> = records.iter().map(|r| r.blob.as_slice()).collect();
         let (pg, idxs, channels, blobs) = (&self.pg, &idxs, &channels, &blobs);
         pg.run("put_writes", move || {
-            sqlx::query(PUT_WRITES)
-                .bind(&config.thread_id)
-                .bind(&config.checkpoint_ns)
-                .bind(checkpoint_id)
-                .bind(task_id)
-                .bind(task_path)
-                .bind(idxs)
-                .bind(channels)
-                .bind(blobs)
-                .persistent(pg.persistent)
-                .execute(&pg.pool)
+            on_pool!(
+                pg,
+                execute,
+                sqlx::query(PUT_WRITES)
+                    .bind(&config.thread_id)
+                    .bind(&config.checkpoint_ns)
+                    .bind(checkpoint_id)
+                    .bind(task_id)
+                    .bind(task_path)
+                    .bind(idxs)
+                    .bind(channels)
+                    .bind(blobs)
+                    .persistent(pg.persistent)
+            )
         })
         .await
         .map_err(backend)?;
@@ -276,7 +279,7 @@ impl Checkpointer for PostgresSaver {
         self.delta.forget_thread(thread_id);
         let pg = &self.pg;
         pg.run("delete_thread", move || {
-            sqlx::query(DELETE).bind(thread_id).persistent(pg.persistent).execute(&pg.pool)
+            on_pool!(pg, execute, sqlx::query(DELETE).bind(thread_id).persistent(pg.persistent))
         })
         .await
         .map_err(backend)?;
@@ -336,7 +339,7 @@ impl Checkpointer for PostgresSaver {
         let keep = i64::try_from(keep_latest).unwrap_or(i64::MAX);
         let pg = &self.pg;
         pg.run("prune", move || {
-            sqlx::query(PRUNE).bind(thread_id).bind(keep).persistent(pg.persistent).execute(&pg.pool)
+            on_pool!(pg, execute, sqlx::query(PRUNE).bind(thread_id).bind(keep).persistent(pg.persistent))
         })
         .await
         .map_err(backend)?;
@@ -347,14 +350,14 @@ impl Checkpointer for PostgresSaver {
         check_config(config)?;
         let pg = &self.pg;
         pg.run("list_ids", move || {
-            sqlx::query_scalar(
+            on_pool!(pg, fetch_all, sqlx::query_scalar(
                 "SELECT checkpoint_id FROM checkpoints WHERE thread_key = md5($1)::uuid AND thread_id = $1 \
                      AND ns_key = md5($2)::uuid AND checkpoint_ns = $2 ORDER BY checkpoint_id DESC",
             )
             .bind(&config.thread_id)
             .bind(&config.checkpoint_ns)
             .persistent(pg.persistent)
-            .fetch_all(&pg.pool)
+            )
         })
         .await
         .map_err(backend)

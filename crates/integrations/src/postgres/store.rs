@@ -86,10 +86,13 @@ impl PostgresStore {
         let (pg, now) = (&self.pg, micros(SystemTime::now()));
         let done = pg
             .run("sweep_expired", move || {
-                sqlx::query("DELETE FROM store_items WHERE expires_at <= $1")
-                    .bind(now)
-                    .persistent(pg.persistent)
-                    .execute(&pg.pool)
+                on_pool!(
+                    pg,
+                    execute,
+                    sqlx::query("DELETE FROM store_items WHERE expires_at <= $1")
+                        .bind(now)
+                        .persistent(pg.persistent)
+                )
             })
             .await
             .map_err(backend)?;
@@ -105,12 +108,15 @@ impl PostgresStore {
         let keys: Vec<&str> = items.iter().map(|(_, k)| k.as_str()).collect();
         let (pg, prefixes, keys, now) = (&self.pg, &prefixes, &keys, micros(SystemTime::now()));
         pg.run("refresh", move || {
-            sqlx::query(super::statements::REFRESH)
-                .bind(prefixes)
-                .bind(keys)
-                .bind(now)
-                .persistent(pg.persistent)
-                .execute(&pg.pool)
+            on_pool!(
+                pg,
+                execute,
+                sqlx::query(super::statements::REFRESH)
+                    .bind(prefixes)
+                    .bind(keys)
+                    .bind(now)
+                    .persistent(pg.persistent)
+            )
         })
         .await
         .map_err(backend)?;
@@ -140,7 +146,7 @@ impl PostgresStore {
                     .bind(&range.lower)
                     .bind(&range.upper)
             };
-            q.bind(limit).persistent(pg.persistent).fetch_all(&pg.pool)
+            on_pool!(pg, fetch_all, q.bind(limit).persistent(pg.persistent))
         })
         .await
         .map_err(backend)
@@ -172,7 +178,7 @@ impl Store for PostgresStore {
         let (pg, prefix_ref, now) = (&self.pg, &prefix, micros(SystemTime::now()));
         let row: Option<Row> = pg
             .run("get", move || {
-                sqlx::query_as(
+                on_pool!(pg, fetch_optional, sqlx::query_as(
                     "SELECT prefix, key, value, created_at, updated_at, ttl_micros FROM store_items \
                      WHERE prefix_key = md5($1)::uuid AND key_key = md5($2)::uuid AND prefix = $1 AND key = $2 \
                      AND (expires_at IS NULL OR expires_at > $3)",
@@ -181,7 +187,7 @@ impl Store for PostgresStore {
                 .bind(key)
                 .bind(now)
                 .persistent(pg.persistent)
-                .fetch_optional(&pg.pool)
+                )
             })
             .await
             .map_err(backend)?;
@@ -217,17 +223,20 @@ impl Store for PostgresStore {
         let (prefix, text) = (ns_text(namespace), value.to_string());
         let (pg, prefix, text, idxs, embeddings) = (&self.pg, &prefix, &text, &idxs, &embeddings);
         pg.run("put", move || {
-            sqlx::query(super::statements::PUT_ITEM)
-                .bind(prefix)
-                .bind(key)
-                .bind(text)
-                .bind(now)
-                .bind(ttl.map(|t| now.saturating_add(t)))
-                .bind(ttl)
-                .bind(idxs)
-                .bind(embeddings)
-                .persistent(pg.persistent)
-                .execute(&pg.pool)
+            on_pool!(
+                pg,
+                execute,
+                sqlx::query(super::statements::PUT_ITEM)
+                    .bind(prefix)
+                    .bind(key)
+                    .bind(text)
+                    .bind(now)
+                    .bind(ttl.map(|t| now.saturating_add(t)))
+                    .bind(ttl)
+                    .bind(idxs)
+                    .bind(embeddings)
+                    .persistent(pg.persistent)
+            )
         })
         .await
         .map_err(backend)?;
@@ -241,14 +250,17 @@ impl Store for PostgresStore {
         let prefix = ns_text(namespace);
         let (pg, prefix) = (&self.pg, &prefix);
         pg.run("delete", move || {
-            sqlx::query(
-                "DELETE FROM store_items WHERE prefix_key = md5($1)::uuid AND key_key = md5($2)::uuid \
+            on_pool!(
+                pg,
+                execute,
+                sqlx::query(
+                    "DELETE FROM store_items WHERE prefix_key = md5($1)::uuid AND key_key = md5($2)::uuid \
                      AND prefix = $1 AND key = $2",
+                )
+                .bind(prefix)
+                .bind(key)
+                .persistent(pg.persistent)
             )
-            .bind(prefix)
-            .bind(key)
-            .persistent(pg.persistent)
-            .execute(&pg.pool)
         })
         .await
         .map_err(backend)?;

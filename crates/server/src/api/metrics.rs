@@ -23,7 +23,7 @@ pub(crate) async fn serve(State(app): State<Arc<App>>) -> Response {
     let mut text = app.metrics.render(pending, running);
     #[cfg(feature = "scale")]
     if let Some(scale) = &app.scale {
-        match crate::scale::queue::depth(&scale.pool).await {
+        match crate::scale::queue::depth(&scale.db).await {
             Ok((waiting, leased)) => {
                 text.push_str(
                     "# HELP weft_queue_runs Runs in the shared run queue: waiting for a worker, or leased by one.\n\

@@ -336,7 +336,7 @@ impl RemoteChannels for Followers {
         tokio::spawn(follow(
             self.app.clone(),
             self.scale.bus.clone(),
-            self.scale.pool.clone(),
+            self.scale.db.clone(),
             run_id.to_owned(),
             Arc::clone(&channel),
             true,
@@ -351,7 +351,7 @@ impl RemoteChannels for Followers {
 pub(super) fn follow_alone(app: Weak<App>, scale: &Scale, run_id: &str) -> Subscription {
     let channel = Arc::new(RunChannel::new(false));
     let subscription = channel.subscribe(None);
-    tokio::spawn(follow(app, scale.bus.clone(), scale.pool.clone(), run_id.to_owned(), channel, false));
+    tokio::spawn(follow(app, scale.bus.clone(), scale.db.clone(), run_id.to_owned(), channel, false));
     subscription
 }
 
@@ -362,7 +362,7 @@ pub(super) fn follow_alone(app: Weak<App>, scale: &Scale, run_id: &str) -> Subsc
 async fn follow(
     app: Weak<App>,
     bus: Bus,
-    pool: sqlx::PgPool,
+    db: super::Db,
     run_id: String,
     channel: Arc<RunChannel>,
     shared: bool,
@@ -411,7 +411,7 @@ async fn follow(
         };
         if got.is_empty() {
             // Nothing came: is the run still queued? Once it is not, one more wait for its end entry.
-            match queue::is_queued(&pool, &run_id).await {
+            match queue::is_queued(&db, &run_id).await {
                 Ok(true) => gone_since_read = false,
                 Ok(false) if gone_since_read => {
                     let result = recorded_result(&app, &run_id).await;

@@ -12,6 +12,27 @@
 //!   anywhere. Losing Redis delays work (the queue is polled, cancels are read at lease renewal) but loses
 //!   none of it; the events sent while it was down are lost to listeners.
 
+/// Runs `$query.$op(..)` on a [`Db`]: on its pool, or behind a transaction-mode pooler with the unnamed
+/// statement in a transaction of its own. sqlx sends a statement as two messages each ended by a Sync
+/// (Parse, then Bind and Execute); between them such a pooler may hand the connection's next message to
+/// another server connection, which lacks the statement, unless a transaction keeps both on one.
+macro_rules! on_db {
+    ($db:expr, $op:ident, $query:expr) => {
+        async {
+            let db: &$crate::scale::Db = &$db;
+            if db.pooler {
+                let mut tx = db.pool.begin_with("BEGIN ISOLATION LEVEL READ COMMITTED").await?;
+                let out = $query.persistent(false).$op(&mut *tx).await?;
+                tx.commit().await?;
+                Ok(out)
+            } else {
+                $query.$op(&db.pool).await
+            }
+        }
+    };
+}
+pub(crate) use on_db;
+
 pub(crate) mod bus;
 pub(crate) mod queue;
 pub(crate) mod sweep;
@@ -24,6 +45,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sqlx::PgPool;
+use sqlx::postgres::PgConnectOptions;
 use tokio::sync::Notify;
 
 use crate::app::App;
@@ -52,6 +74,17 @@ pub(crate) struct ScaleConfig {
     /// The run watchdog ([`crate::ServerBuilder::run_watchdog`]): a run stalled for it plus a lease has
     /// its lease no longer renewed.
     pub(crate) watchdog: Option<Duration>,
+    /// PostgreSQL is reached through a transaction-mode pooler without prepared statements
+    /// ([`crate::ServerBuilder::postgres_transaction_pooler`]).
+    pub(crate) transaction_pooler: bool,
+}
+
+/// The scaled server's PostgreSQL pool, and whether a transaction-mode pooler stands before it (see
+/// [`on_db`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Db {
+    pub(crate) pool: PgPool,
+    pub(crate) pooler: bool,
 }
 
 impl fmt::Debug for ScaleConfig {
@@ -64,6 +97,7 @@ impl fmt::Debug for ScaleConfig {
             .field("lease", &self.lease)
             .field("poll", &self.poll)
             .field("watchdog", &self.watchdog)
+            .field("transaction_pooler", &self.transaction_pooler)
             .finish()
     }
 }
@@ -80,7 +114,7 @@ struct Working {
 /// This instance's part in a scaled-out deployment.
 #[derive(Debug)]
 pub(crate) struct Scale {
-    pub(crate) pool: PgPool,
+    pub(crate) db: Db,
     pub(crate) bus: bus::Bus,
     /// This instance's worker id (a new UUID per process).
     pub(crate) worker: String,
@@ -102,38 +136,36 @@ impl Drop for Scale {
 }
 
 /// Connects to PostgreSQL (a pool for the records and the queue) and Redis.
-pub(crate) async fn connect(config: &ScaleConfig) -> Result<(PgPool, bus::Bus), ServerError> {
+pub(crate) async fn connect(config: &ScaleConfig) -> Result<(Db, bus::Bus), ServerError> {
+    let failed = |e| weft_integrations::sql_checkpoint_error("postgres: cannot connect".to_owned(), e);
+    let mut options = config.database_uri.parse::<PgConnectOptions>().map_err(failed)?;
+    options = if config.transaction_pooler {
+        // Named statements would stay on whichever server connection prepared them.
+        options.statement_cache_capacity(0)
+    } else {
+        // Plans made for each query's values: a plan cached while the tables were small (a scan of the
+        // records for "the rows written since seq N") would stay, and cost more as they grow. A startup
+        // parameter, so no round trip; through a pooler (which refuses or ignores startup parameters)
+        // every statement is unnamed and planned for its values anyway.
+        options.options([("plan_cache_mode", "force_custom_plan")])
+    };
     let pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(16)
         .acquire_timeout(Duration::from_secs(10))
         // No ping before each use: a round trip per query (a broken connection fails its query instead,
         // and the pool drops it).
         .test_before_acquire(false)
-        // Plans made for each query's values: a plan cached while the tables were small (a scan of the
-        // records for "the rows written since seq N") would stay, and cost more as they grow.
-        // Read committed whatever the database's default: a records turn takes the lock and reads the
-        // rows written since in one statement, which sees them only if its read's snapshot is taken after
-        // the lock is granted.
-        .after_connect(|conn, _| {
-            Box::pin(async move {
-                sqlx::query("SET plan_cache_mode = force_custom_plan").execute(&mut *conn).await?;
-                sqlx::query("SET default_transaction_isolation = 'read committed'")
-                    .execute(conn)
-                    .await
-                    .map(drop)
-            })
-        })
-        .connect(&config.database_uri)
+        .connect_with(options)
         .await
-        .map_err(|e| weft_integrations::sql_checkpoint_error("postgres: cannot connect".to_owned(), e))?;
+        .map_err(failed)?;
     let bus = bus::Bus::connect(&config.redis_uri, &config.prefix).await?;
-    Ok((pool, bus))
+    Ok((Db { pool, pooler: config.transaction_pooler }, bus))
 }
 
 impl Scale {
-    pub(crate) fn new(config: &ScaleConfig, pool: PgPool, bus: bus::Bus) -> Self {
+    pub(crate) fn new(config: &ScaleConfig, db: Db, bus: bus::Bus) -> Self {
         Self {
-            pool,
+            db,
             bus,
             worker: uuid::Uuid::new_v4().to_string(),
             lease: config.lease,
@@ -165,7 +197,7 @@ impl Scale {
     /// Lets go of a drained run for another instance to take over now, and wakes their workers; should
     /// that fail, the run's lease lapses and it is taken over then.
     pub(crate) async fn release(&self, run_id: &str) {
-        match queue::release(&self.pool, &self.worker, run_id).await {
+        match queue::release(&self.db, &self.worker, run_id).await {
             Ok(()) => self.bus.publish_wake(),
             Err(e) => {
                 tracing::warn!(run_id, error = %e, "cannot let go of a drained run: its lease will lapse")
@@ -185,7 +217,7 @@ impl Scale {
         let scale = Arc::clone(self);
         let run_id = run_id.to_owned();
         tokio::spawn(async move {
-            if let Err(e) = queue::ask_cancel(&scale.pool, &run_id, action).await {
+            if let Err(e) = queue::ask_cancel(&scale.db, &run_id, action).await {
                 tracing::warn!(run_id, error = %e, "cannot record a cancel in the queue");
             }
             scale.bus.publish_cancel(&run_id, action).await;
@@ -212,7 +244,7 @@ impl Scale {
         if tokio::time::timeout(Duration::from_secs(5), channel.flush()).await.is_err() {
             tracing::warn!(run_id, "the run's last events are not out after 5 s: recording its end anyway");
         }
-        match queue::holds(&self.pool, &self.worker, run_id).await {
+        match queue::holds(&self.db, &self.worker, run_id).await {
             Ok(held) => {
                 if !held {
                     tracing::warn!(

@@ -8,19 +8,22 @@
 
 use std::time::Duration;
 
-use sqlx::PgPool;
+use super::Db;
 
 use crate::runs::CancelAction;
 
 /// Claims the next run this worker may start: the first of its thread, due, not leased (or its lease
 /// expired). Returns the run's id and the cancel already asked of it, if any.
 pub(crate) async fn claim(
-    pool: &PgPool,
+    db: &Db,
     worker: &str,
     lease: Duration,
 ) -> Result<Option<(String, Option<CancelAction>)>, sqlx::Error> {
-    let row: Option<(String, Option<String>)> = sqlx::query_as(
-        "WITH next AS ( \
+    let row: Option<(String, Option<String>)> = on_db!(
+        db,
+        fetch_optional,
+        sqlx::query_as(
+            "WITH next AS ( \
            SELECT q.run_id FROM weft_server_queue q \
            WHERE q.due_at <= now() AND (q.worker IS NULL OR q.lease_until < now()) \
              AND NOT EXISTS (SELECT 1 FROM weft_server_queue e WHERE e.thread_id = q.thread_id \
@@ -29,10 +32,10 @@ pub(crate) async fn claim(
          UPDATE weft_server_queue q SET worker = $1, lease_until = now() + $2 * interval '1 millisecond', \
            attempts = q.attempts + 1 \
          FROM next WHERE q.run_id = next.run_id RETURNING q.run_id, q.cancel",
+        )
+        .bind(worker)
+        .bind(millis(lease))
     )
-    .bind(worker)
-    .bind(millis(lease))
-    .fetch_optional(pool)
     .await?;
     Ok(row.map(|(run_id, cancel)| (run_id, cancel.as_deref().and_then(parse_cancel))))
 }
@@ -41,74 +44,87 @@ pub(crate) async fn claim(
 /// renewed, with the cancel asked of each (a run missing from the answer has been taken from it, deleted
 /// or ended, or was stalled).
 pub(crate) async fn renew(
-    pool: &PgPool,
+    db: &Db,
     worker: &str,
     lease: Duration,
     stalled: &[String],
 ) -> Result<Vec<(String, Option<CancelAction>)>, sqlx::Error> {
-    let rows: Vec<(String, Option<String>)> = sqlx::query_as(
-        "UPDATE weft_server_queue SET lease_until = now() + $2 * interval '1 millisecond' \
+    let rows: Vec<(String, Option<String>)> = on_db!(
+        db,
+        fetch_all,
+        sqlx::query_as(
+            "UPDATE weft_server_queue SET lease_until = now() + $2 * interval '1 millisecond' \
          WHERE worker = $1 AND run_id <> ALL($3) RETURNING run_id, cancel",
+        )
+        .bind(worker)
+        .bind(millis(lease))
+        .bind(stalled)
     )
-    .bind(worker)
-    .bind(millis(lease))
-    .bind(stalled)
-    .fetch_all(pool)
     .await?;
     Ok(rows.into_iter().map(|(run_id, cancel)| (run_id, cancel.as_deref().and_then(parse_cancel))).collect())
 }
 
 /// Records that a run is to be cancelled (its worker reads it at its next renewal, or at once through
 /// Redis).
-pub(crate) async fn ask_cancel(pool: &PgPool, run_id: &str, action: CancelAction) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE weft_server_queue SET cancel = $2 WHERE run_id = $1")
-        .bind(run_id)
-        .bind(cancel_name(action))
-        .execute(pool)
-        .await?;
+pub(crate) async fn ask_cancel(db: &Db, run_id: &str, action: CancelAction) -> Result<(), sqlx::Error> {
+    on_db!(
+        db,
+        execute,
+        sqlx::query("UPDATE weft_server_queue SET cancel = $2 WHERE run_id = $1")
+            .bind(run_id)
+            .bind(cancel_name(action))
+    )
+    .await?;
     Ok(())
 }
 
 /// Lets go of this worker's lease on the run (a drained run, left for another worker to claim at once).
-pub(crate) async fn release(pool: &PgPool, worker: &str, run_id: &str) -> Result<(), sqlx::Error> {
-    sqlx::query(
+pub(crate) async fn release(db: &Db, worker: &str, run_id: &str) -> Result<(), sqlx::Error> {
+    on_db!(db, execute, sqlx::query(
         "UPDATE weft_server_queue SET worker = NULL, lease_until = NULL WHERE run_id = $1 AND worker = $2",
     )
     .bind(run_id)
-    .bind(worker)
-    .execute(pool)
+    .bind(worker))
     .await?;
     Ok(())
 }
 
 /// Whether this worker still holds the run's lease.
-pub(crate) async fn holds(pool: &PgPool, worker: &str, run_id: &str) -> Result<bool, sqlx::Error> {
-    let found: Option<i32> = sqlx::query_scalar(
-        "SELECT 1 FROM weft_server_queue WHERE run_id = $1 AND worker = $2 AND lease_until >= now()",
+pub(crate) async fn holds(db: &Db, worker: &str, run_id: &str) -> Result<bool, sqlx::Error> {
+    let found: Option<i32> = on_db!(
+        db,
+        fetch_optional,
+        sqlx::query_scalar(
+            "SELECT 1 FROM weft_server_queue WHERE run_id = $1 AND worker = $2 AND lease_until >= now()",
+        )
+        .bind(run_id)
+        .bind(worker)
     )
-    .bind(run_id)
-    .bind(worker)
-    .fetch_optional(pool)
     .await?;
     Ok(found.is_some())
 }
 
 /// Whether the run is still queued (pending or running).
-pub(crate) async fn is_queued(pool: &PgPool, run_id: &str) -> Result<bool, sqlx::Error> {
-    let found: Option<i32> = sqlx::query_scalar("SELECT 1 FROM weft_server_queue WHERE run_id = $1")
-        .bind(run_id)
-        .fetch_optional(pool)
-        .await?;
+pub(crate) async fn is_queued(db: &Db, run_id: &str) -> Result<bool, sqlx::Error> {
+    let found: Option<i32> = on_db!(
+        db,
+        fetch_optional,
+        sqlx::query_scalar("SELECT 1 FROM weft_server_queue WHERE run_id = $1").bind(run_id)
+    )
+    .await?;
     Ok(found.is_some())
 }
 
 /// How many runs wait (due, unclaimed or with an expired lease) and how many are leased.
-pub(crate) async fn depth(pool: &PgPool) -> Result<(i64, i64), sqlx::Error> {
-    sqlx::query_as(
-        "SELECT count(*) FILTER (WHERE worker IS NULL OR lease_until < now()), \
+pub(crate) async fn depth(db: &Db) -> Result<(i64, i64), sqlx::Error> {
+    on_db!(
+        db,
+        fetch_one,
+        sqlx::query_as(
+            "SELECT count(*) FILTER (WHERE worker IS NULL OR lease_until < now()), \
                 count(*) FILTER (WHERE worker IS NOT NULL AND lease_until >= now()) FROM weft_server_queue",
+        )
     )
-    .fetch_one(pool)
     .await
 }
 

@@ -25,7 +25,7 @@ pub(crate) async fn claim_loop(app: Weak<App>, scale: Weak<Scale>) {
         let woken = scale_now.wake.notified();
         tokio::pin!(woken);
         woken.as_mut().enable();
-        let claimed = queue::claim(&scale_now.pool, &scale_now.worker, scale_now.lease).await;
+        let claimed = queue::claim(&scale_now.db, &scale_now.worker, scale_now.lease).await;
         let poll = scale_now.poll;
         match claimed {
             Ok(Some((run_id, cancel))) => {
@@ -122,7 +122,7 @@ pub(crate) async fn renew_loop(scale: Weak<Scale>) {
         let Some(scale_now) = scale.upgrade() else { return };
         let every = (scale_now.lease / 3).max(Duration::from_millis(10));
         let stalled = stalled(&scale_now);
-        match queue::renew(&scale_now.pool, &scale_now.worker, scale_now.lease, &stalled).await {
+        match queue::renew(&scale_now.db, &scale_now.worker, scale_now.lease, &stalled).await {
             Ok(held) => {
                 let ids: HashSet<&str> = held.iter().map(|(id, _)| id.as_str()).collect();
                 let mut working = lock(&scale_now);

@@ -203,7 +203,7 @@ impl Records {
             let (rows, seq) = pg.enter().await?;
             for (kind, id, body) in &rows {
                 if let Err(e) = self.apply_row(kind, id, body.as_deref()) {
-                    self.leave(false);
+                    self.leave();
                     return Err(e);
                 }
             }
@@ -230,25 +230,22 @@ impl Records {
         Ok(())
     }
 
-    /// Ends the records' turn. Scaled out, lets go of PostgreSQL's lock (in a task of its own), unless
-    /// `keep` (another caller of this process waits) and it may be kept: whether it was kept.
-    fn leave(&mut self, keep: bool) -> bool {
+    /// Ends the records' turn. Scaled out, a turn that wrote nothing is rolled back, which lets go of
+    /// PostgreSQL's lock.
+    fn leave(&mut self) {
         #[cfg(feature = "scale")]
         if let Backend::Postgres(pg) = &mut self.backend {
-            return pg.leave(keep);
+            pg.leave();
         }
-        let _ = keep;
-        false
     }
 
     /// Opens the records on PostgreSQL: the tables made (once, whatever the number of instances starting
     /// together) and every record read.
     #[cfg(feature = "scale")]
-    pub(crate) async fn open_postgres(pool: sqlx::PgPool) -> Result<Self, ServerError> {
-        postgres::migrate(&pool).await?;
-        let mut records = Records::empty(Backend::Postgres(postgres::PgRecords::new(pool)));
-        records.enter().await?;
-        records.leave(false);
+    pub(crate) async fn open_postgres(db: crate::scale::Db) -> Result<Self, ServerError> {
+        postgres::migrate(&db).await?;
+        let mut records = Records::empty(Backend::Postgres(postgres::PgRecords::new(db)));
+        records.refresh().await?;
         Ok(records)
     }
 
@@ -282,6 +279,12 @@ impl Records {
                 Change::DeleteRun(id) => (Kind::Run, id.clone(), None),
                 Change::DeleteCron(id) => (Kind::Cron, id.clone(), None),
             });
+        }
+        // A turn ends with its write: a second write under the same guard takes a new turn, which reads
+        // in what the other instances wrote between the two.
+        #[cfg(feature = "scale")]
+        if matches!(&self.backend, Backend::Postgres(pg) if !pg.in_turn()) {
+            self.enter().await?;
         }
         match &mut self.backend {
             Backend::Sqlite(saver) => saver.write_with_checkpoints(statements(ops)).await?,

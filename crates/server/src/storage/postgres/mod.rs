@@ -2,42 +2,34 @@
 //!
 //! - `weft_server_records`: one row per record (`kind`, `id`, the JSON `body`), stamped with `seq` from one
 //!   sequence at every write; a deletion keeps the row with no body, so that other instances learn of it.
-//! - Writers take turns: a turn is PostgreSQL's advisory lock of the records (one key per schema), held on
-//!   one connection for as long as the turn lasts, then the rows with a `seq` past the last one this
-//!   instance read. Under the lock no one else writes, so `seq` order is commit order and the instance's
-//!   copy is exact when the turn starts.
-//! - Round trips: taking the lock and reading the rows written since is one call
-//!   (`weft_server_records_enter`, a function whose read takes its snapshot after the lock is granted);
-//!   a turn's writes, records and queue rows together, are one call (`weft_server_records_write`, one
-//!   statement, so one transaction without `BEGIN` and `COMMIT`).
+//! - Writers take turns: a turn is one transaction that takes PostgreSQL's transaction-level advisory lock
+//!   of the records (one key per schema), reads the rows with a `seq` past the last one this instance
+//!   read, writes, and commits, which lets go of the lock. Under the lock no one else writes, so `seq`
+//!   order is commit order and the instance's copy is exact when the turn starts. No lock outlives its
+//!   transaction and no session state is used, so the same code runs behind a pooler in transaction mode.
+//! - Round trips: the transaction's start, the lock and the read of the rows written since are one call
+//!   (`BEGIN ISOLATION LEVEL READ COMMITTED` and `weft_server_records_turn` in one simple query, a
+//!   function whose read takes its snapshot after the lock is granted); a turn's writes, records and queue
+//!   rows together, are one call (`weft_server_records_write`); the commit is one more. A turn that
+//!   writes nothing is rolled back when its caller lets go (the rollback is sent when its connection goes
+//!   back to the pool). A second write under the same [`crate::storage::RecordsGuard`] takes a new turn
+//!   (reading in what other instances wrote between the two).
 //! - Readers take no turn: they read the rows past the last `seq` they know without the lock (see
 //!   [`PgRecords::catch_up`] for why they never miss one), so requests that only read neither wait for
 //!   other instances nor make them wait.
-//! - An instance whose own callers wait for the records keeps the lock for the next of them (no unlock,
-//!   no lock, no catch-up read: no one else wrote meanwhile), for at most [`KEEP_FOR`] before it lets
-//!   the other instances have their turn. When nobody took the kept lock, a timer lets go of it.
 //! - `weft_server_queue`: one row per run that is pending or running, kept in the same transaction as the
 //!   run's record (see [`crate::scale::queue`]).
 //! - The tables and functions are made under another advisory lock, in one transaction, so that instances
 //!   may start together.
 
-use std::time::{Duration, Instant};
-
-use sqlx::pool::PoolConnection;
-use sqlx::{PgPool, Postgres};
+use sqlx::{Postgres, Row as _, Transaction};
 use tokio::sync::oneshot;
 
 use super::Change;
 use weft_graph::checkpoint::CheckpointError;
 
 use crate::error::ServerError;
-
-/// How long an instance may keep the records' lock for its own waiting callers before it lets the other
-/// instances have it.
-pub(crate) const KEEP_FOR: Duration = Duration::from_millis(10);
-
-const UNLOCK: &str =
-    "SELECT pg_advisory_unlock(hashtextextended(current_schema() || ':weft_server_records', 0))";
+use crate::scale::{Db, on_db};
 
 /// The schema, made in one transaction under the migration lock.
 const SCHEMA: [&str; 8] = [
@@ -50,12 +42,13 @@ const SCHEMA: [&str; 8] = [
      attempts INTEGER NOT NULL DEFAULT 0)",
     "CREATE INDEX IF NOT EXISTS weft_server_queue_by_thread ON weft_server_queue (thread_id, due_at, run_id)",
     "CREATE INDEX IF NOT EXISTS weft_server_queue_by_worker ON weft_server_queue (worker)",
-    // A turn's start: the lock, then (a volatile function's statement takes a snapshot of its own, after
-    // the lock is granted) the rows written since `since`.
-    "CREATE OR REPLACE FUNCTION weft_server_records_enter(since BIGINT) \
+    // A turn's start: the lock until the transaction ends, then (in read committed, a volatile
+    // function's statement takes a snapshot of its own, after the lock is granted) the rows written since
+    // `since`.
+    "CREATE OR REPLACE FUNCTION weft_server_records_turn(since BIGINT) \
      RETURNS TABLE (kind TEXT, id TEXT, body TEXT, seq BIGINT) LANGUAGE plpgsql VOLATILE AS $$ \
      BEGIN \
-       PERFORM pg_advisory_lock(hashtextextended(current_schema() || ':weft_server_records', 0)); \
+       PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':weft_server_records', 0)); \
        RETURN QUERY SELECT r.kind, r.id, r.body, r.seq FROM weft_server_records r \
          WHERE r.seq > since ORDER BY r.seq; \
      END $$",
@@ -92,65 +85,28 @@ const SCHEMA: [&str; 8] = [
 
 /// Makes the tables when missing, under an advisory lock (instances starting together wait for each
 /// other).
-pub(crate) async fn migrate(pool: &PgPool) -> Result<(), ServerError> {
-    let mut tx = pool.begin().await.map_err(storage)?;
-    sqlx::query(
+pub(crate) async fn migrate(db: &Db) -> Result<(), ServerError> {
+    let mut tx = db.pool.begin().await.map_err(storage)?;
+    // Simple queries: no prepared statement, whatever stands between this and PostgreSQL.
+    sqlx::raw_sql(
         "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':weft_server_migrate', 0))",
     )
     .execute(&mut *tx)
     .await
     .map_err(storage)?;
     for statement in SCHEMA {
-        sqlx::query(statement).execute(&mut *tx).await.map_err(storage)?;
+        sqlx::raw_sql(statement).execute(&mut *tx).await.map_err(storage)?;
     }
     tx.commit().await.map_err(storage)
-}
-
-/// A connection that holds the records' lock; lets go of it when dropped (in a task of its own; when that
-/// fails, the connection is closed, which lets go too).
-#[derive(Debug)]
-struct Held(Option<PoolConnection<Postgres>>);
-
-impl Held {
-    fn conn(&mut self) -> Result<&mut PoolConnection<Postgres>, ServerError> {
-        self.0
-            .as_mut()
-            .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))
-    }
-}
-
-async fn unlock(mut conn: PoolConnection<Postgres>) {
-    if let Err(e) = sqlx::query(UNLOCK).execute(&mut *conn).await {
-        tracing::warn!(error = %e, "cannot let go of the records' lock: closing its connection");
-        conn.close_on_drop();
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        let Some(mut conn) = self.0.take() else { return };
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime.spawn(unlock(conn));
-            }
-            Err(_) => conn.close_on_drop(),
-        }
-    }
-}
-
-/// The lock while this instance has it: its connection, and since when it is held.
-#[derive(Debug)]
-struct Turn {
-    held: Held,
-    since: Instant,
 }
 
 /// The records' table and this instance's place in it.
 #[derive(Debug)]
 pub(crate) struct PgRecords {
-    pool: PgPool,
-    /// The lock, while a turn lasts or while it is kept for this instance's next caller.
-    turn: Option<Turn>,
+    db: Db,
+    /// The turn's transaction, which holds the lock, from its start until its write commits or its
+    /// caller lets go.
+    turn: Option<Transaction<'static, Postgres>>,
     /// The last `seq` read or written.
     seq: i64,
 }
@@ -197,70 +153,65 @@ impl QueueOps {
 }
 
 impl PgRecords {
-    pub(crate) fn new(pool: PgPool) -> Self {
-        Self { pool, turn: None, seq: 0 }
+    pub(crate) fn new(db: Db) -> Self {
+        Self { db, turn: None, seq: 0 }
     }
 
-    /// Starts a turn: takes the lock and reads the rows written since the last turn, in one round trip;
-    /// returns them and the last `seq` among them (to pass to [`PgRecords::seen`] once applied). When
-    /// this instance kept the lock from its previous turn, nothing was written meanwhile: no round trip.
+    /// Whether a turn is open (its lock held, nothing committed yet).
+    pub(crate) fn in_turn(&self) -> bool {
+        self.turn.is_some()
+    }
+
+    /// Starts a turn: a transaction that takes the lock and reads the rows written since the last turn,
+    /// in one round trip; returns them and the last `seq` among them (to pass to [`PgRecords::seen`]
+    /// once applied).
     pub(crate) async fn enter(&mut self) -> Result<(Vec<Row>, i64), ServerError> {
-        if self.turn.is_some() {
-            return Ok((Vec::new(), self.seq));
-        }
-        // The lock is taken in a task of its own, so that a caller that goes away while waiting never
-        // leaves a connection that holds it behind: the task lets go itself when no one takes it.
-        let pool = self.pool.clone();
+        self.turn = None;
+        // Taken in a task of its own, so that a caller that goes away while waiting for the lock never
+        // leaves its transaction half read: the task drops it (rolled back) when no one takes it.
+        let pool = self.db.pool.clone();
         let since = self.seq;
         let (tx, rx) = oneshot::channel();
         tokio::spawn(async move {
             let taken = async {
-                let mut conn = pool.acquire().await?;
-                let rows: Result<Vec<SeqRow>, sqlx::Error> =
-                    sqlx::query_as("SELECT kind, id, body, seq FROM weft_server_records_enter($1)")
-                        .bind(since)
-                        .fetch_all(&mut *conn)
-                        .await;
-                match rows {
-                    Ok(rows) => Ok((Held(Some(conn)), rows)),
-                    Err(e) => {
-                        // Whether the lock was granted before the failure is unknown: closing the
-                        // connection lets go of it.
-                        conn.close_on_drop();
-                        Err(e)
-                    }
-                }
+                let mut turn = pool.begin_with("BEGIN ISOLATION LEVEL READ COMMITTED").await?;
+                // `since` is a number: written into the statement, which then needs no prepared
+                // statement and is one simple query.
+                let sql = format!("SELECT kind, id, body, seq FROM weft_server_records_turn({since})");
+                let rows = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).fetch_all(&mut *turn).await?;
+                let rows = rows
+                    .iter()
+                    .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?)))
+                    .collect::<Result<Vec<SeqRow>, sqlx::Error>>()?;
+                Ok::<_, sqlx::Error>((turn, rows))
             }
             .await;
-            if let Err(Ok((held, _))) = tx.send(taken) {
-                drop(held);
-            }
+            drop(tx.send(taken));
         });
-        let (held, rows) = rx
+        let (turn, rows) = rx
             .await
-            .map_err(|_| ServerError::from(CheckpointError::backend("the records' lock was not taken")))?
+            .map_err(|_| ServerError::from(CheckpointError::backend("the records' turn was not taken")))?
             .map_err(storage)?;
-        self.turn = Some(Turn { held, since: Instant::now() });
+        self.turn = Some(turn);
         let last = rows.last().map_or(self.seq, |row| row.3);
         Ok((rows.into_iter().map(|(kind, id, body, _)| (kind, id, body)).collect(), last))
     }
 
     /// Brings a reader up to date without the lock: the rows written since the last turn or read, on any
     /// pooled connection; returns them and the last `seq` among them, as [`PgRecords::enter`] does. A
-    /// read never sees a gap in `seq`: `seq` is drawn only by the lock's holder, and each of its writes
-    /// is one transaction, committed before the holder writes again or lets go of the lock; so the
-    /// writes every snapshot holds are exactly those up to some point of `seq` order. While this instance
-    /// holds or keeps the lock nobody else wrote: no round trip.
+    /// read never sees a gap in `seq`: `seq` is drawn only by the lock's holder, in the transaction that
+    /// holds it, and PostgreSQL makes a transaction's writes visible before it lets go of its locks; so
+    /// the writes every snapshot holds are exactly those up to some point of `seq` order.
     pub(crate) async fn catch_up(&mut self) -> Result<(Vec<Row>, i64), ServerError> {
-        if self.turn.is_some() {
-            return Ok((Vec::new(), self.seq));
-        }
-        let rows: Vec<SeqRow> =
+        let since = self.seq;
+        let rows: Vec<SeqRow> = on_db!(
+            self.db,
+            fetch_all,
             sqlx::query_as("SELECT kind, id, body, seq FROM weft_server_records WHERE seq > $1 ORDER BY seq")
-                .bind(self.seq)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(storage)?;
+                .bind(since)
+        )
+        .await
+        .map_err(storage)?;
         let last = rows.last().map_or(self.seq, |row| row.3);
         Ok((rows.into_iter().map(|(kind, id, body, _)| (kind, id, body)).collect(), last))
     }
@@ -270,20 +221,14 @@ impl PgRecords {
         self.seq = self.seq.max(seq);
     }
 
-    /// Ends the turn. With `keep` (another caller of this instance waits for the records), the lock stays
-    /// for that caller's turn unless it has been held for [`KEEP_FOR`] already. Whether it was kept.
-    pub(crate) fn leave(&mut self, keep: bool) -> bool {
-        match &self.turn {
-            Some(turn) if keep && turn.since.elapsed() < KEEP_FOR => true,
-            _ => {
-                self.turn = None;
-                false
-            }
-        }
+    /// Ends the turn: a transaction still open (nothing written) is rolled back, which lets go of the
+    /// lock.
+    pub(crate) fn leave(&mut self) {
+        self.turn = None;
     }
 
     /// Writes `ops` (kind, id, body; none deletes) and keeps the run queue in step with `changes`, in one
-    /// statement (so one transaction) on the connection that holds the lock. A failure ends the turn.
+    /// statement in the turn's transaction, and commits it: the turn ends, with the lock.
     pub(crate) async fn write(
         &mut self,
         ops: &[(&'static str, &str, Option<&str>)],
@@ -293,13 +238,12 @@ impl PgRecords {
         for change in changes {
             queue.keep(change);
         }
-        let turn = self
+        let mut turn = self
             .turn
-            .as_mut()
+            .take()
             .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))?;
-        let conn = turn.held.conn()?;
-        let written: Result<i64, sqlx::Error> =
-            sqlx::query_scalar("SELECT weft_server_records_write($1, $2, $3, $4, $5, $6, $7)")
+        let written: Result<i64, sqlx::Error> = async {
+            let last = sqlx::query_scalar("SELECT weft_server_records_write($1, $2, $3, $4, $5, $6, $7)")
                 .bind(ops.iter().map(|op| op.0).collect::<Vec<_>>())
                 .bind(ops.iter().map(|op| op.1).collect::<Vec<_>>())
                 .bind(ops.iter().map(|op| op.2).collect::<Vec<_>>())
@@ -307,19 +251,17 @@ impl PgRecords {
                 .bind(queue.runs)
                 .bind(queue.threads)
                 .bind(queue.due)
-                .fetch_one(&mut **conn)
-                .await;
-        match written {
-            Ok(last) => {
-                self.seq = self.seq.max(last);
-                Ok(())
-            }
-            Err(e) => {
-                // The connection may be gone, and the lock with it: the next turn takes it afresh.
-                self.turn = None;
-                Err(storage(e))
-            }
+                .persistent(!self.db.pooler)
+                .fetch_one(&mut *turn)
+                .await?;
+            turn.commit().await?;
+            Ok(last)
         }
+        .await;
+        // Either way the turn is over: committed, or (a failure) rolled back or gone with its connection.
+        let last = written.map_err(storage)?;
+        self.seq = self.seq.max(last);
+        Ok(())
     }
 }
 

@@ -1,5 +1,5 @@
-//! The records on PostgreSQL: turns across instances, the lock kept for waiting callers, the queue kept in
-//! step. Each test gets a database of its own (dropped after). Without PostgreSQL at 127.0.0.1:5432
+//! The records on PostgreSQL: turns across instances, each one transaction that leaves no lock behind, the
+//! queue kept in step. Each test gets a database of its own (dropped after). Without PostgreSQL at 127.0.0.1:5432
 //! (`WEFT_TEST_PG_ADMIN_URL` overrides it) the tests skip loudly, and fail in CI (`CI` set).
 
 use std::sync::Arc;
@@ -55,7 +55,8 @@ async fn database() -> Option<Database> {
 /// An instance's records on the database.
 async fn instance(db: &Database) -> (RecordsLock, PgPool) {
     let pool = sqlx::postgres::PgPoolOptions::new().max_connections(4).connect(&db.uri).await.unwrap();
-    (RecordsLock::new(Records::open_postgres(pool.clone()).await.unwrap()), pool)
+    let db = crate::scale::Db { pool: pool.clone(), pooler: false };
+    (RecordsLock::new(Records::open_postgres(db).await.unwrap()), pool)
 }
 
 fn thread(thread_id: &str) -> Change {
@@ -119,58 +120,68 @@ async fn the_queue_follows_the_runs_written_in_one_turn() {
     assert!(seen.active_runs("t1").all(|r| r.run.run_id == "r1"), "r4 ended");
 }
 
-#[tokio::test]
-async fn writes_made_while_the_lock_was_kept_reach_the_other_instance() {
-    let Some(db) = database().await else { return };
-    let (a, _) = instance(&db).await;
-    let (b, _) = instance(&db).await;
-    let a = Arc::new(a);
-    // The first turn lets go while the second caller waits: the lock is kept for it.
-    let mut first = a.lock().await.unwrap();
-    let second = tokio::spawn({
-        let a = Arc::clone(&a);
-        async move {
-            let mut records = a.lock().await.unwrap();
-            records.commit(vec![thread("t2")]).await.unwrap();
-        }
-    });
-    while a.waiting() == 0 {
-        tokio::task::yield_now().await;
-    }
-    first.commit(vec![thread("t1")]).await.unwrap();
-    drop(first);
-    second.await.unwrap();
-    let seen =
-        tokio::time::timeout(Duration::from_secs(5), b.lock()).await.expect("b gets its turn").unwrap();
-    assert!(seen.threads.contains_key("t1") && seen.threads.contains_key("t2"));
+/// The advisory locks held on this test's database, by anyone.
+async fn advisory_locks(pool: &PgPool) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted \
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap()
 }
 
 #[tokio::test]
-async fn a_kept_lock_that_nobody_takes_is_let_go() {
+async fn no_lock_outlives_a_turn() {
+    let Some(db) = database().await else { return };
+    let (a, pool) = instance(&db).await;
+    let (b, _) = instance(&db).await;
+    let mut turn = a.lock().await.unwrap();
+    assert_eq!(advisory_locks(&pool).await, 1, "a turn holds the records' lock");
+    turn.commit(vec![thread("t1")]).await.unwrap();
+    assert_eq!(advisory_locks(&pool).await, 0, "its write's commit lets go of it");
+    // The guard lives on: b takes its turn meanwhile, and a's next write reads b's in first.
+    let mut other =
+        tokio::time::timeout(Duration::from_secs(5), b.lock()).await.expect("b is not kept out").unwrap();
+    other.commit(vec![thread("t2")]).await.unwrap();
+    drop(other);
+    turn.commit(vec![thread("t3")]).await.unwrap();
+    assert!(turn.threads.contains_key("t2"), "a second write takes a new turn, which reads b's write in");
+    drop(turn);
+    // A turn that writes nothing is rolled back when let go.
+    let idle = a.lock().await.unwrap();
+    drop(idle);
+    let mut seen = tokio::time::timeout(Duration::from_secs(5), b.lock())
+        .await
+        .expect("a turn let go without a write lets go of the lock")
+        .unwrap();
+    assert!(seen.threads.contains_key("t3"));
+    seen.commit(vec![thread("t4")]).await.unwrap();
+    drop(seen);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while advisory_locks(&pool).await > 0 {
+        assert!(tokio::time::Instant::now() < deadline, "an advisory lock stays after every turn ended");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_caller_that_goes_away_while_waiting_leaves_no_lock() {
     let Some(db) = database().await else { return };
     let (a, _) = instance(&db).await;
     let (b, _) = instance(&db).await;
-    let a = Arc::new(a);
-    let first = a.lock().await.unwrap();
-    let waiter = tokio::spawn({
-        let a = Arc::clone(&a);
-        async move { drop(a.lock().await) }
-    });
-    while a.waiting() == 0 {
-        tokio::task::yield_now().await;
-    }
-    // Let go while the waiter waits (kept for it), and the waiter goes away before its turn.
-    drop(first);
-    waiter.abort();
-    let _ = waiter.await;
-    let mut seen = tokio::time::timeout(Duration::from_secs(5), b.lock())
+    let held = a.lock().await.unwrap();
+    // b's caller waits for the lock, then goes away before it is granted.
+    assert!(tokio::time::timeout(Duration::from_millis(200), b.lock()).await.is_err());
+    drop(held);
+    let mut seen = tokio::time::timeout(Duration::from_secs(5), a.lock())
         .await
-        .expect("the kept lock is let go")
+        .expect("the abandoned wait does not keep the lock")
         .unwrap();
-    seen.commit(vec![thread("from-b")]).await.unwrap();
+    seen.commit(vec![thread("after")]).await.unwrap();
     drop(seen);
-    let records = a.lock().await.unwrap();
-    assert!(records.threads.contains_key("from-b"), "a reads what b wrote once it takes the lock again");
+    let records = tokio::time::timeout(Duration::from_secs(5), b.lock()).await.expect("b's turn").unwrap();
+    assert!(records.threads.contains_key("after"));
 }
 
 #[tokio::test]
@@ -197,7 +208,7 @@ async fn an_instance_busy_with_its_own_callers_lets_the_others_in() {
     while turns.load(Ordering::SeqCst) < 20 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    // a always has callers waiting, so it keeps the lock turn after turn: for a bounded time only.
+    // a always has callers waiting: b still gets turns in between.
     for _ in 0..3 {
         let mut seen = tokio::time::timeout(Duration::from_secs(2), b.lock())
             .await
@@ -223,7 +234,7 @@ async fn a_reader_neither_waits_for_the_lock_nor_misses_what_was_committed() {
     let (b, _) = instance(&db).await;
     let mut held = a.lock().await.unwrap();
     held.commit(vec![thread("t1")]).await.unwrap();
-    // a keeps the lock (its guard lives): b's reader does not wait for it, and sees a's committed write.
+    // a's guard lives: b's reader does not wait for it, and sees a's committed write.
     let seen = tokio::time::timeout(Duration::from_secs(5), b.read())
         .await
         .expect("a reader does not wait for another instance's lock")
