@@ -595,10 +595,10 @@ pub(crate) async fn cancel(
     for record in running {
         // The channel is the one the worker listens to (opened now if the worker has not yet).
         let channel = app.channels.open(&record.run.run_id, record.run.kwargs.resumable);
-        // Scaled out, the cancel goes to the run's worker below, and its failure to the caller.
+        // Scaled out, the cancel goes to the run's worker below (wherever it is), and its failure to the
+        // caller.
         #[cfg(feature = "scale")]
         if app.scale.is_some() {
-            channel.cancel_here(action);
             elsewhere.push(record.run.run_id);
             continue;
         }

@@ -204,8 +204,9 @@ impl Scale {
         run_id: &str,
         action: CancelAction,
     ) -> Result<(), ServerError> {
-        self.cancel_here(run_id, action);
+        // Recorded first: when that fails, no run is asked to stop, here or elsewhere.
         queue::ask_cancel(&self.pool, run_id, action).await.map_err(queue_error)?;
+        self.cancel_here(run_id, action);
         if let Err(e) = self.bus.publish_cancel(run_id, action).await {
             tracing::warn!(run_id, error = %e, "cannot publish a cancel: its worker reads it at its next renewal");
         }
