@@ -411,16 +411,19 @@ impl<S: State> CompiledGraph<S> {
         modes: &[StreamMode],
         options: RunOptions,
     ) -> BoxStream<'static, GraphResult<StreamPart<S>>> {
+        // The channel is unbounded, but the run waits on the gate at its await points (each chat model
+        // token, each step) while the reader is `QUEUED_CHUNKS` behind.
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let sink =
-            crate::pregel::sink::Sink::root(tx, crate::stream::Modes::from_slice(modes), options.subgraphs);
+        let gate = weft_runnable_core::QueueGate::new(crate::pregel::sink::QUEUED_CHUNKS);
+        let modes = crate::stream::Modes::from_slice(modes);
+        let sink = crate::pregel::sink::Sink::root(tx, gate.clone(), modes, options.subgraphs);
         let inner = Arc::clone(&self.inner);
         let run = async move {
             let result =
                 crate::pregel::run::run(&inner, input, Cow::Owned(config), &options, Some(&sink)).await;
             result.err()
         };
-        crate::pregel::sink::drive(run, rx)
+        crate::pregel::sink::drive(run, rx, gate)
     }
 }
 

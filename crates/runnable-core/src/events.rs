@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use crate::config::RunnableConfig;
 use crate::error::{Error, Result};
+use crate::gate::QueueGate;
 
 /// What kind of component a run belongs to; it names the event (`on_chat_model_stream`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -119,6 +120,8 @@ type Handler = dyn Fn(StreamEvent) + Send + Sync;
 #[derive(Clone)]
 pub struct EventSink {
     handler: Arc<Handler>,
+    /// The bounds of the queues the handler feeds, which a streaming run waits on ([`EventSink::ready`]).
+    gates: Option<Arc<[QueueGate]>>,
 }
 
 impl fmt::Debug for EventSink {
@@ -130,7 +133,23 @@ impl fmt::Debug for EventSink {
 impl EventSink {
     /// A sink that calls `handler` for every event.
     pub fn new(handler: impl Fn(StreamEvent) + Send + Sync + 'static) -> Self {
-        Self { handler: Arc::new(handler) }
+        Self { handler: Arc::new(handler), gates: None }
+    }
+
+    /// This sink, its handler feeding a queue bounded by `gate`: runs that stream chunks (chat models)
+    /// wait on it before each chunk ([`ready`](EventSink::ready)), so that a consumer behind by the gate's
+    /// limit holds the producer instead of letting the queue grow.
+    pub fn with_gate(mut self, gate: QueueGate) -> Self {
+        let gates = self.gates.iter().flat_map(|g| g.iter().cloned()).chain([gate]).collect();
+        self.gates = Some(gates);
+        self
+    }
+
+    /// Waits until every queue this sink feeds has room; at once when none is bounded.
+    pub async fn ready(&self) {
+        for gate in self.gates.iter().flat_map(|g| g.iter()) {
+            gate.ready().await;
+        }
     }
 
     /// A sink that sends every event into a channel, and the receiving end.
@@ -147,10 +166,14 @@ impl EventSink {
 
     /// A sink that delivers every event to both `self` and `other`.
     pub fn and(self, other: EventSink) -> Self {
-        Self::new(move |event: StreamEvent| {
-            (self.handler)(event.clone());
-            (other.handler)(event);
-        })
+        let gates: Vec<QueueGate> =
+            self.gates.iter().chain(&other.gates).flat_map(|g| g.iter().cloned()).collect();
+        let (first, second) = (self.handler, other.handler);
+        let both = Self::new(move |event: StreamEvent| {
+            first(event.clone());
+            second(event);
+        });
+        Self { gates: (!gates.is_empty()).then(|| gates.into()), ..both }
     }
 
     /// Delivers one event.

@@ -10,6 +10,7 @@ use crate::configurable::{ConfigurableAlternatives, ConfigurableField};
 use crate::error::Result;
 use crate::events::{EventFilter, EventSink, StreamEvent};
 use crate::fallbacks::WithFallbacks;
+use crate::gate::QueueGate;
 use crate::parallel::RunnableParallel;
 use crate::pick::{PickKeys, RunnablePick};
 use crate::retry::{ExponentialBackoff, Retry, RetryPolicy};
@@ -112,7 +113,17 @@ pub trait RunnableExt<I: RunValue, O: RunValue>: Runnable<I, O> + Sized {
         config: &RunnableConfig,
         filter: EventFilter,
     ) -> BoxStream<'a, Result<StreamEvent>> {
-        let (sink, receiver) = EventSink::channel();
+        // The run's chat models wait while the reader is `QUEUED_EVENTS` behind.
+        let gate = QueueGate::new(QUEUED_EVENTS);
+        let (tx, receiver) = tokio::sync::mpsc::unbounded_channel();
+        let counted = gate.clone();
+        let sink = EventSink::new(move |event| {
+            // The receiver may be gone when the consumer stopped listening; events are then dropped.
+            if tx.send(event).is_ok() {
+                counted.add(1);
+            }
+        })
+        .with_gate(gate.clone());
         let sink = match &config.callbacks {
             Some(existing) => existing.clone().and(sink),
             None => sink,
@@ -131,7 +142,7 @@ pub trait RunnableExt<I: RunValue, O: RunValue>: Runnable<I, O> + Sized {
             drop(config);
             failure
         };
-        event_stream(run, receiver, filter)
+        event_stream(run, Reader { receiver, gate }, filter)
     }
 }
 
@@ -140,7 +151,7 @@ impl<I: RunValue, O: RunValue, R: Runnable<I, O>> RunnableExt<I, O> for R {}
 /// Polls `run` and the event receiver together, yielding events as they come and the run's error last.
 fn event_stream<'a>(
     run: impl Future<Output = Option<crate::Error>> + Send + 'a,
-    receiver: tokio::sync::mpsc::UnboundedReceiver<StreamEvent>,
+    receiver: Reader,
     filter: EventFilter,
 ) -> BoxStream<'a, Result<StreamEvent>> {
     enum Item {
@@ -168,10 +179,30 @@ fn event_stream<'a>(
     .boxed()
 }
 
-fn tokio_stream_from(
-    mut receiver: tokio::sync::mpsc::UnboundedReceiver<StreamEvent>,
-) -> impl futures::Stream<Item = StreamEvent> + Send {
-    futures::stream::poll_fn(move |cx| receiver.poll_recv(cx))
+/// The most events `stream_events` queues ahead of its reader before the run's chat models wait.
+const QUEUED_EVENTS: usize = 128;
+
+/// The reading end of `stream_events`: counts what it takes off its gate, and closes the gate when
+/// dropped (a reader that left holds no run).
+struct Reader {
+    receiver: tokio::sync::mpsc::UnboundedReceiver<StreamEvent>,
+    gate: QueueGate,
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.gate.close();
+    }
+}
+
+fn tokio_stream_from(mut reader: Reader) -> impl futures::Stream<Item = StreamEvent> + Send {
+    futures::stream::poll_fn(move |cx| {
+        let polled = reader.receiver.poll_recv(cx);
+        if let std::task::Poll::Ready(Some(_)) = &polled {
+            reader.gate.take(1);
+        }
+        polled
+    })
 }
 
 /// Names the one output type of a runnable type, so that `|` can work out the middle type of the

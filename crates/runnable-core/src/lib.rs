@@ -27,6 +27,7 @@ pub mod events;
 pub mod ext;
 pub mod fakes;
 pub mod fallbacks;
+pub mod gate;
 pub mod history;
 mod json;
 pub mod lambda;
@@ -72,6 +73,7 @@ pub use events::{
 };
 pub use ext::{FixedOutput, RunnableExt};
 pub use fallbacks::WithFallbacks;
+pub use gate::QueueGate;
 pub use history::{
     ChatMessageHistory, InMemoryChatMessageHistory, InMemoryHistoryStore, RunnableWithMessageHistory,
     ToHistoryMessages,

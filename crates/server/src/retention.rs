@@ -223,7 +223,7 @@ pub(crate) async fn sweep(
 async fn claim(app: &App, interval: Duration) -> Result<bool, ServerError> {
     #[cfg(feature = "scale")]
     if let Some(scale) = &app.scale {
-        return crate::scale::sweep::claim(&scale.pool, interval).await;
+        return crate::scale::sweep::claim(&scale.db, interval).await;
     }
     let _ = (app, interval);
     Ok(true)

@@ -501,3 +501,47 @@ async fn an_expired_keep_latest_thread_keeps_one_checkpoint_row() {
     assert_eq!(run.status, 200, "the thread goes on from its kept checkpoint: {}", run.body);
     assert_eq!(run.json()["items"].as_array().map(Vec::len), Some(8));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_whose_cancel_cannot_be_recorded_makes_no_new_run_and_says_why() {
+    let Some(deployment) = deployment().await else { return };
+    let graph = || counted(Arc::default(), Arc::default());
+    let a = common::start(deployment.builder().graph("counted", graph())).await;
+    let b = common::start(deployment.builder().graph("counted", graph())).await;
+    let thread = common::thread(a.addr).await;
+    let runs = format!("/threads/{thread}/runs");
+    let first = common::post(a.addr, &runs, json!({"assistant_id": "counted", "input": {"delay": 3}})).await;
+    let first = first.json()["run_id"].as_str().unwrap().to_owned();
+    wait_for_status(a.addr, &thread, &first, "running").await;
+
+    // The queue now refuses to record a cancel (leases are still renewed).
+    let mut db = sqlx::PgConnection::connect(&deployment.database_uri).await.unwrap();
+    sqlx::raw_sql(
+        "CREATE FUNCTION refuse_cancel() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN RAISE EXCEPTION 'the queue refused the cancel'; END $$; \
+         CREATE TRIGGER refuse_cancel BEFORE UPDATE OF cancel ON weft_server_queue \
+         FOR EACH ROW WHEN (NEW.cancel IS NOT NULL) EXECUTE FUNCTION refuse_cancel();",
+    )
+    .execute(&mut db)
+    .await
+    .unwrap();
+    for strategy in ["interrupt", "rollback"] {
+        let body = json!({"assistant_id": "counted", "input": {"delay": 0}, "multitask_strategy": strategy});
+        let refused = common::post(b.addr, &runs, body).await;
+        assert_eq!(refused.status, 500, "{strategy}: {}", refused.body);
+        assert!(refused.detail().contains("the run queue"), "{strategy}: {}", refused.detail());
+        let listed = common::get(a.addr, &runs).await.json();
+        assert_eq!(listed.as_array().unwrap().len(), 1, "{strategy}: the new run was withdrawn: {listed}");
+    }
+    assert_eq!(wait_for_status(a.addr, &thread, &first, "running").await["run_id"], first.as_str());
+
+    // The queue records cancels again: an interrupt stops the run in flight wherever it runs, and the new
+    // run follows it.
+    sqlx::raw_sql("DROP TRIGGER refuse_cancel ON weft_server_queue").execute(&mut db).await.unwrap();
+    let body = json!({"assistant_id": "counted", "input": {"delay": 0}, "multitask_strategy": "interrupt"});
+    let made = common::post(b.addr, &runs, body).await;
+    assert_eq!(made.status, 200, "{}", made.body);
+    let next = made.json()["run_id"].as_str().unwrap().to_owned();
+    wait_for_status(a.addr, &thread, &first, "interrupted").await;
+    wait_for_status(b.addr, &thread, &next, "success").await;
+}

@@ -257,6 +257,10 @@ async fn supersteps<S: State>(
         if let Some(progress) = &progress {
             progress.note();
         }
+        // The last step's chunks wait for the reader before this one makes more.
+        if let Some(sink) = ctx.sink {
+            sink.ready().await;
+        }
         if step > stop {
             return Err(GraphError::RecursionLimit { limit });
         }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use futures::StreamExt as _;
 use futures::stream::BoxStream;
+use weft_runnable_core::QueueGate;
 
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::emit::StreamedIds;
@@ -11,6 +12,10 @@ use crate::state::State;
 use crate::stream::{Forward, JsonStreamData, Modes, StreamData, StreamMode, StreamPart, debug_event};
 
 pub(crate) type SendPart<S> = Arc<dyn Fn(StreamPart<S>) + std::marker::Send + Sync>;
+
+/// The most chunks a run queues ahead of the reader of its stream before it waits for the reader (one
+/// chat model token each in `messages` mode: a few kilobytes with their metadata).
+pub(crate) const QUEUED_CHUNKS: usize = 128;
 
 /// Where a streaming run sends its chunks: the caller's channel, or (for a subgraph) the parent's stream.
 pub(crate) struct Sink<S: State> {
@@ -21,20 +26,31 @@ pub(crate) struct Sink<S: State> {
     /// Ids of the messages sent in `messages` mode, so that a message is sent once (a subgraph's sink
     /// shares its parent's, as LangGraph's one handler serves a run and its subgraphs).
     pub(crate) seen: StreamedIds,
+    /// The bound of the caller's queue, which the run waits on at its await points ([`Sink::ready`]).
+    pub(crate) gate: QueueGate,
 }
 
 impl<S: State> Sink<S> {
-    /// A sink feeding the caller's channel.
+    /// A sink feeding the caller's channel, whose reader counts what it takes on `gate`.
     pub(crate) fn root(
         tx: tokio::sync::mpsc::UnboundedSender<GraphResult<StreamPart<S>>>,
+        gate: QueueGate,
         modes: Modes,
         subgraphs: bool,
     ) -> Self {
         // A consumer that dropped the stream no longer wants chunks; the run still completes.
+        let counted = gate.clone();
         let send: SendPart<S> = Arc::new(move |part| {
-            let _ = tx.send(Ok(part));
+            if tx.send(Ok(part)).is_ok() {
+                counted.add(1);
+            }
         });
-        Self { send, modes, subgraphs, seen: StreamedIds::default() }
+        Self { send, modes, subgraphs, seen: StreamedIds::default(), gate }
+    }
+
+    /// Waits while the reader of the run's stream is [`QUEUED_CHUNKS`] behind.
+    pub(crate) async fn ready(&self) {
+        self.gate.ready().await;
     }
 
     /// Another handle on this sink (for senders that outlive a borrow of it).
@@ -44,15 +60,16 @@ impl<S: State> Sink<S> {
             modes: self.modes,
             subgraphs: self.subgraphs,
             seen: Arc::clone(&self.seen),
+            gate: self.gate.clone(),
         }
     }
 
     /// A sink of a subgraph run, forwarding its chunks (state erased) to the parent's stream.
     pub(crate) fn forwarding(parent: ParentStream, state: S) -> Self {
-        let ParentStream { forward, modes, seen } = parent;
+        let ParentStream { forward, modes, seen, gate } = parent;
         let send: SendPart<S> =
             Arc::new(move |part: StreamPart<S>| forward(part.ns, JsonStreamData::erase(part.data, &state)));
-        Self { send, modes, subgraphs: true, seen }
+        Self { send, modes, subgraphs: true, seen, gate }
     }
 
     /// Sends a chunk; task and checkpoint events go to `debug` mode wrapped (LangGraph's
@@ -84,7 +101,7 @@ impl<S: State> Sink<S> {
             ns.insert(0, segment.clone());
             send(StreamPart { ns, data: data.typed::<S>() });
         });
-        ParentStream { forward, modes: self.modes, seen: Arc::clone(&self.seen) }
+        ParentStream { forward, modes: self.modes, seen: Arc::clone(&self.seen), gate: self.gate.clone() }
     }
 }
 
@@ -97,19 +114,31 @@ pub(crate) struct ParentStream {
     pub(crate) modes: Modes,
     /// The parent stream's sent message ids.
     pub(crate) seen: StreamedIds,
+    /// The bound of the root stream's queue.
+    pub(crate) gate: QueueGate,
 }
 
 /// Polls the run and its chunk receiver together, yielding chunks as they come and the run's error last.
+/// Each chunk taken is counted off `gate`; a stream dropped before its end closes the gate, so that
+/// nothing waits on a reader that left.
 pub(crate) fn drive<S: State>(
     run: impl Future<Output = Option<GraphError>> + Send + 'static,
     rx: tokio::sync::mpsc::UnboundedReceiver<GraphResult<StreamPart<S>>>,
+    gate: QueueGate,
 ) -> BoxStream<'static, GraphResult<StreamPart<S>>> {
     enum Item<S: State> {
         Part(Box<GraphResult<StreamPart<S>>>),
         Done(Option<GraphError>),
     }
-    let mut rx = rx;
-    let parts = futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).map(|p| Item::Part(Box::new(p)));
+    let mut reader = Reader { rx, gate };
+    let parts = futures::stream::poll_fn(move |cx| {
+        let polled = reader.rx.poll_recv(cx);
+        if let std::task::Poll::Ready(Some(_)) = &polled {
+            reader.gate.take(1);
+        }
+        polled
+    })
+    .map(|p| Item::Part(Box::new(p)));
     let done = futures::stream::once(Box::pin(run)).map(Item::Done);
     let merged = futures::stream::select(parts, done);
     futures::stream::unfold((merged, None::<GraphError>), |(mut merged, mut failure)| async move {
@@ -122,4 +151,16 @@ pub(crate) fn drive<S: State>(
         }
     })
     .boxed()
+}
+
+/// The reading end of a run's stream; closes its gate when dropped.
+struct Reader<S: State> {
+    rx: tokio::sync::mpsc::UnboundedReceiver<GraphResult<StreamPart<S>>>,
+    gate: QueueGate,
+}
+
+impl<S: State> Drop for Reader<S> {
+    fn drop(&mut self) {
+        self.gate.close();
+    }
 }

@@ -33,7 +33,8 @@ pub(crate) fn make_runtime<S: State>(
         let base = Arc::clone(&ctx.config);
         let (name, path, id, run_ns) =
             (Arc::clone(&task.name), Arc::clone(&task.path), Arc::clone(&task.id), ctx.ns.clone());
-        let messages = messages_sink.map(|sink| (Arc::clone(&sink.send), Arc::clone(&sink.seen)));
+        let messages =
+            messages_sink.map(|sink| (Arc::clone(&sink.send), Arc::clone(&sink.seen), sink.gate.clone()));
         let stream = ctx.sink.filter(|s| s.subgraphs).map(|s| s.forward_for(task_ns(&name, &id)));
         let checkpointer = ctx.saver.as_ref().map(|s| Arc::clone(&s.checkpointer));
         let current = address.clone();
@@ -55,10 +56,11 @@ pub(crate) fn make_runtime<S: State>(
             let mut config = base.child(Some(format!("graph:step:{step}")));
             let metadata = task_metadata(&config, &name, &path, &ns, step, &triggers);
             config.metadata = with_task_ns(metadata, &ns);
-            if let Some((send, seen)) = messages {
+            if let Some((send, seen, gate)) = messages {
+                let tokens = messages_sink_for(send, seen, ns.clone()).with_gate(gate);
                 config.callbacks = Some(match config.callbacks.take() {
-                    Some(existing) => existing.and(messages_sink_for(send, seen, ns.clone())),
-                    None => messages_sink_for(send, seen, ns.clone()),
+                    Some(existing) => existing.and(tokens),
+                    None => tokens,
                 });
             }
             config.extensions.insert(ParentRun {

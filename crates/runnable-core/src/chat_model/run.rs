@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::{CallOptions, ChatModel};
 use crate::config::RunnableConfig;
 use crate::error::Result;
-use crate::events::{RunKind, event_input, to_event_value, trace_invoke, trace_stream};
+use crate::events::{EventSink, RunKind, event_input, to_event_value, trace_invoke, trace_stream};
 use crate::messages::{AiAsMessage, AiMessage, Content, Message, PromptValue};
 use crate::runnable::{ChunkStream, Merge, error_stream};
 
@@ -111,7 +111,8 @@ fn traced_stream<'a, M: ChatModel + ?Sized>(
             let span = tracing::Span::current();
             crate::trace::record_model(&span, model.model_name(), model.provider());
             let mut stats = crate::trace::ReplyStats::default();
-            run_chunks(model.stream_chunks(messages, &options, &child), run_id)
+            let sink = child.callbacks.clone();
+            run_chunks(model.stream_chunks(messages, &options, &child), run_id, sink)
                 .map(move |chunk| {
                     if let Ok(chunk) = &chunk {
                         if !span.is_disabled() {
@@ -162,16 +163,19 @@ enum Progress {
 fn run_chunks(
     chunks: BoxStream<'_, Result<AiMessage>>,
     run_id: Option<String>,
+    sink: Option<EventSink>,
 ) -> BoxStream<'_, Result<AiMessage>> {
-    stream::unfold((chunks, Progress::Empty, run_id), |(mut chunks, progress, run_id)| async move {
+    let state = (chunks, Progress::Empty, run_id, sink);
+    stream::unfold(state, |(mut chunks, progress, run_id, sink)| async move {
         if matches!(progress, Progress::Done) {
             return None;
         }
-        // A model whose stream never waits (a fake, a reply already buffered) would otherwise hand all of
-        // its chunks to a graph's stream in one poll, where they queue ahead of the reader, each with its
-        // run's metadata (50,000 chunks: some 250 MB); yielding once a chunk lets a reader polled with the
-        // run (a graph's stream is) take each as it comes.
-        tokio::task::yield_now().await;
+        // Whoever listens to the run's events may queue its chunks for a reader (a graph's stream does):
+        // the next chunk waits until that queue has room, so that a model faster than the reader (a fake,
+        // a reply already buffered) is held at the queue's bound instead of filling it.
+        if let Some(sink) = &sink {
+            sink.ready().await;
+        }
         match chunks.next().await {
             Some(Ok(chunk)) => {
                 let chunk = with_run_id(chunk, run_id.as_deref());
@@ -181,9 +185,9 @@ fn run_chunks(
                     _ if marked || !chunk.is_chunk => Progress::Marked,
                     _ => Progress::Open { blocks: matches!(chunk.content, Content::Blocks(_)) },
                 };
-                Some((Ok(chunk), (chunks, next, run_id)))
+                Some((Ok(chunk), (chunks, next, run_id, sink)))
             }
-            Some(Err(err)) => Some((Err(err), (chunks, Progress::Failed, run_id))),
+            Some(Err(err)) => Some((Err(err), (chunks, Progress::Failed, run_id, sink))),
             None => {
                 let Progress::Open { blocks } = progress else { return None };
                 let closing = AiMessage {
@@ -193,7 +197,7 @@ fn run_chunks(
                     is_chunk: true,
                     ..AiMessage::default()
                 };
-                Some((Ok(closing), (chunks, Progress::Done, run_id)))
+                Some((Ok(closing), (chunks, Progress::Done, run_id, sink)))
             }
         }
     })

@@ -7,6 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{mpsc, watch};
 
+use weft_runnable_core::QueueGate;
+
 use super::feed;
 
 /// One event of a run's stream.
@@ -81,12 +83,88 @@ pub(crate) enum Outgoing {
     Flush(tokio::sync::oneshot::Sender<()>),
 }
 
+impl Outgoing {
+    /// The bytes it holds, as the outlet's bound counts them.
+    pub(crate) fn weight(&self) -> usize {
+        match self {
+            Outgoing::Event { name, data } => name.len() + data.len(),
+            Outgoing::End(_) | Outgoing::Flush(_) => 0,
+        }
+    }
+}
+
+/// The most bytes of events a worker's channel holds for Redis (queued or in flight) before its run waits.
+///
+/// Redis holds the run's stream for every listener on every instance, resumable by id: an event dropped
+/// there is a gap nobody can replay. So when Redis is slow, the run waits for it ([`RunChannel::room`])
+/// instead of dropping events, as LangGraph's API server awaits each publish; a batch Redis refuses for
+/// [`RETRY_FOR`](crate::scale::bus::RETRY_FOR) is dropped, and the run goes on.
+pub(crate) const OUTLET_BYTES: usize = 4 << 20;
+
+/// Where a worker's channel sends its events: a queue to the task that publishes them, bounded in bytes
+/// by a gate that the publisher counts off once Redis has them.
+#[derive(Debug, Clone)]
+pub(crate) struct Outlet {
+    tx: mpsc::UnboundedSender<Outgoing>,
+    gate: QueueGate,
+}
+
+impl Outlet {
+    /// An outlet of at most `bytes` (the publisher's end second).
+    #[cfg_attr(not(feature = "scale"), allow(dead_code))]
+    pub(crate) fn bounded(bytes: usize) -> (Self, OutletReceiver) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let gate = QueueGate::new(bytes);
+        (Self { tx, gate: gate.clone() }, OutletReceiver { rx, gate })
+    }
+
+    fn send(&self, item: Outgoing) -> bool {
+        let weight = item.weight();
+        let sent = self.tx.send(item).is_ok();
+        if sent {
+            self.gate.add(weight);
+        }
+        sent
+    }
+}
+
+/// The publisher's end of an [`Outlet`]; closes the outlet's bound when dropped.
+#[derive(Debug)]
+pub(crate) struct OutletReceiver {
+    rx: mpsc::UnboundedReceiver<Outgoing>,
+    gate: QueueGate,
+}
+
+#[cfg_attr(not(feature = "scale"), allow(dead_code))]
+impl OutletReceiver {
+    /// The next item; `None` once every sender is gone.
+    pub(crate) async fn recv(&mut self) -> Option<Outgoing> {
+        self.rx.recv().await
+    }
+
+    /// The next item if one is queued.
+    pub(crate) fn try_recv(&mut self) -> Option<Outgoing> {
+        self.rx.try_recv().ok()
+    }
+
+    /// Counts `bytes` of items ([`Outgoing::weight`]) as out (sent, or given up on): room for the run.
+    pub(crate) fn done(&self, bytes: usize) {
+        self.gate.take(bytes);
+    }
+}
+
+impl Drop for OutletReceiver {
+    fn drop(&mut self) {
+        self.gate.close();
+    }
+}
+
 /// Asks for a cancel beyond this process (the worker of the run may be another instance).
 pub(crate) type CancelHook = Box<dyn Fn(CancelAction) + Send + Sync>;
 
 #[derive(Default)]
 struct Remote {
-    outlet: Option<mpsc::UnboundedSender<Outgoing>>,
+    outlet: Option<Outlet>,
     cancel: Option<CancelHook>,
 }
 
@@ -173,7 +251,7 @@ impl RunChannel {
 
     /// A worker's channel whose events, end and result go to `outlet` instead of to listeners here.
     #[cfg_attr(not(feature = "scale"), allow(dead_code))]
-    pub(crate) fn with_outlet(resumable: bool, outlet: mpsc::UnboundedSender<Outgoing>) -> Self {
+    pub(crate) fn with_outlet(resumable: bool, outlet: Outlet) -> Self {
         let mut channel = Self::new(resumable);
         channel.remote.outlet = Some(outlet);
         channel
@@ -223,9 +301,17 @@ impl RunChannel {
     pub(crate) async fn flush(&self) {
         if let Some(outlet) = &self.remote.outlet {
             let (tx, rx) = tokio::sync::oneshot::channel();
-            if outlet.send(Outgoing::Flush(tx)).is_ok() {
+            if outlet.send(Outgoing::Flush(tx)) {
                 let _ = rx.await;
             }
+        }
+    }
+
+    /// Waits while the events this worker's channel sent elsewhere hold [`OUTLET_BYTES`] not yet out (at
+    /// once without an outlet, or once its publisher is gone). The run waits here between its chunks.
+    pub(crate) async fn room(&self) {
+        if let Some(outlet) = &self.remote.outlet {
+            outlet.gate.ready().await;
         }
     }
 
@@ -234,7 +320,7 @@ impl RunChannel {
         self.progress.note();
         if let Some(outlet) = &self.remote.outlet {
             let name = name.into();
-            let _ = outlet.send(Outgoing::Event { name: name.clone(), data: data.clone() });
+            outlet.send(Outgoing::Event { name: name.clone(), data: data.clone() });
             return Arc::new(Event { id: String::new(), name, data });
         }
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -302,7 +388,7 @@ impl RunChannel {
     /// Ends the stream: listeners see their channel close.
     pub(crate) fn finish(&self) {
         if let Some(outlet) = &self.remote.outlet {
-            let _ = outlet.send(Outgoing::End(self.result()));
+            outlet.send(Outgoing::End(self.result()));
         }
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         state.finished = true;
@@ -485,6 +571,29 @@ mod tests {
         assert!(channels.get("0").is_none(), "the oldest is forgotten");
         assert!(channels.get("1").is_some());
         assert!(channels.get(&KEPT_FINISHED.to_string()).is_some());
+    }
+
+    #[tokio::test]
+    async fn a_worker_channel_holds_its_run_until_redis_has_its_events_and_loses_none() {
+        let (outlet, mut out) = Outlet::bounded(1000);
+        let channel = RunChannel::with_outlet(false, outlet);
+        let wait = std::time::Duration::from_millis(50);
+        channel.publish("values", "a".repeat(600));
+        tokio::time::timeout(wait, channel.room()).await.expect("under the bound: no wait");
+        channel.publish("values", "b".repeat(600));
+        assert!(tokio::time::timeout(wait, channel.room()).await.is_err(), "past the bound: the run waits");
+        let mut sizes = 0;
+        for expected in ['a', 'b'] {
+            let Some(Outgoing::Event { name, data }) = out.recv().await else { panic!("an event") };
+            assert_eq!((name.as_str(), data.chars().next()), ("values", Some(expected)));
+            sizes += name.len() + data.len();
+        }
+        assert!(tokio::time::timeout(wait, channel.room()).await.is_err(), "taken, not yet out: still waits");
+        out.done(sizes);
+        tokio::time::timeout(wait, channel.room()).await.expect("out: room again");
+        channel.publish("values", "c".repeat(2000));
+        drop(out);
+        tokio::time::timeout(wait, channel.room()).await.expect("a publisher gone holds nobody");
     }
 
     #[tokio::test]

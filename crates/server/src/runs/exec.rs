@@ -163,7 +163,9 @@ async fn drive(
                     "message": format!("the run timed out after {seconds} s (the server's run timeout)"),
                 }));
             }
-            part = stream.next() => match part {
+            // A worker's channel whose events Redis has not taken holds the run (see `OUTLET_BYTES`);
+            // listeners never do: the channel cuts those that fall behind.
+            part = async { channel.room().await; stream.next().await } => match part {
                 None => return Ended::Success,
                 Some(Err(GraphError::Drained { .. })) => return Ended::Drained,
                 Some(Err(e)) => return Ended::Error(error_json(&e)),

@@ -189,6 +189,11 @@ pub(crate) enum CancelError {
     /// The records could not be read or written: nothing was cancelled.
     #[error("cannot cancel the runs: {0}")]
     Storage(#[source] crate::error::ServerError),
+    /// Scaled out: a run in flight on some instance could not be asked to stop (its cancel could not be
+    /// recorded in the run queue); it may go on.
+    #[cfg_attr(not(feature = "scale"), allow(dead_code))]
+    #[error("cannot ask the run to stop where it runs: {0}")]
+    Remote(#[source] crate::error::ServerError),
     /// The runs were cancelled, but the thread's state could not be read back into it.
     #[error("the runs were cancelled but the thread was not settled: {}", .0.detail)]
     Settle(ApiError),
@@ -198,7 +203,7 @@ impl From<CancelError> for ApiError {
     fn from(e: CancelError) -> Self {
         match e {
             CancelError::NotFound | CancelError::NotActive => ApiError::not_found(e.to_string()),
-            CancelError::Storage(e) => ApiError::from(e),
+            CancelError::Storage(e) | CancelError::Remote(e) => ApiError::from(e),
             CancelError::Settle(e) => e,
         }
     }
@@ -267,9 +272,19 @@ pub(crate) async fn cancel(
         }
     }
     records.commit(changes).await.map_err(CancelError::Storage)?;
+    #[cfg_attr(not(feature = "scale"), allow(unused_mut))]
+    let mut elsewhere = Vec::new();
     for record in running {
         // The channel is the one the worker listens to (opened now if the worker has not yet).
-        app.channels.open(&record.run.run_id, record.run.kwargs.resumable).cancel(action);
+        let channel = app.channels.open(&record.run.run_id, record.run.kwargs.resumable);
+        // Scaled out, the cancel goes to the run's worker below (wherever it is), and its failure to the
+        // caller.
+        #[cfg(feature = "scale")]
+        if app.scale.is_some() {
+            elsewhere.push(record.run.run_id);
+            continue;
+        }
+        channel.cancel(action);
     }
     for run_id in ended {
         if let Some(channel) = app.channels.get(&run_id) {
@@ -278,8 +293,34 @@ pub(crate) async fn cancel(
         app.channels.remove(&run_id);
     }
     drop(records);
+    #[cfg(feature = "scale")]
+    let asked = match &app.scale {
+        Some(scale) => ask_elsewhere(scale, &elsewhere, action).await,
+        None => Ok(()),
+    };
+    drop(elsewhere);
+    // The runs ended here are settled whether or not those elsewhere could be asked to stop.
     settle::settle_thread(app, thread_id).await.map_err(CancelError::Settle)?;
+    #[cfg(feature = "scale")]
+    asked?;
     Ok(())
+}
+
+/// Scaled out: asks each run to stop wherever it runs; the first that could not be asked, as an error.
+#[cfg(feature = "scale")]
+async fn ask_elsewhere(
+    scale: &crate::scale::Scale,
+    run_ids: &[String],
+    action: CancelAction,
+) -> Result<(), CancelError> {
+    let mut failed = None;
+    for run_id in run_ids {
+        if let Err(e) = scale.cancel_everywhere(run_id, action).await {
+            tracing::error!(run_id, error = %e, "cannot ask the run to stop where it runs");
+            failed.get_or_insert(CancelError::Remote(e));
+        }
+    }
+    failed.map_or(Ok(()), Err)
 }
 
 /// A run of the thread and the channel to listen to it on: its live channel while it is pending or

@@ -9,13 +9,12 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use redis::aio::{ConnectionManager, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Client, Value};
-use tokio::sync::mpsc::UnboundedReceiver;
 use weft_runnable_core::retry::Backoff;
 
 use super::{Scale, queue};
 use crate::app::App;
 use crate::error::ServerError;
-use crate::runs::channel::{Outgoing, RemoteChannels, Subscription};
+use crate::runs::channel::{Outgoing, OutletReceiver, RemoteChannels, Subscription};
 use crate::runs::{CancelAction, RunChannel};
 
 /// The most events a run's stream keeps (`MAXLEN ~`).
@@ -97,14 +96,12 @@ impl Bus {
 
     /// Tells every instance to cancel the run (a lost message only delays: workers read cancels from the
     /// queue when they renew their leases).
-    pub(crate) async fn publish_cancel(&self, run_id: &str, action: CancelAction) {
+    pub(crate) async fn publish_cancel(&self, run_id: &str, action: CancelAction) -> Result<(), ServerError> {
         let mut conn = self.conn.clone();
         let message = format!("{run_id} {}", queue::cancel_name(action));
         let sent: redis::RedisResult<i64> =
             redis::cmd("PUBLISH").arg(self.cancel_channel()).arg(message).query_async(&mut conn).await;
-        if let Err(e) = sent {
-            tracing::warn!(run_id, error = %e, "cannot publish a cancel");
-        }
+        sent.map(drop).map_err(redis_error)
     }
 
     /// A connection of its own, for blocking reads.
@@ -190,13 +187,9 @@ pub(crate) async fn send_retrying<C: redis::aio::ConnectionLike>(
 
 /// Sends a worker's events to the run's stream, in batches (one round trip for what queued up meanwhile),
 /// until the run's end is sent. When Redis fails, a batch is tried again (100 ms, doubling to 2 s) for
-/// about a minute before it is dropped.
-pub(crate) async fn publish(
-    bus: Bus,
-    run_id: String,
-    resumable: bool,
-    mut outgoing: UnboundedReceiver<Outgoing>,
-) {
+/// about a minute before it is dropped. The run's channel holds its run while what is queued here and
+/// not yet out passes its bound ([`OUTLET_BYTES`](crate::runs::channel::OUTLET_BYTES)).
+pub(crate) async fn publish(bus: Bus, run_id: String, resumable: bool, mut outgoing: OutletReceiver) {
     let key = bus.stream_key(&run_id);
     let mut conn = bus.conn.clone();
     let keep = if resumable { KEEP_RESUMABLE } else { KEEP_OTHERS };
@@ -204,13 +197,14 @@ pub(crate) async fn publish(
         let mut batch = vec![first];
         while batch.len() < 512 {
             match outgoing.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
+                Some(next) => batch.push(next),
+                None => break,
             }
         }
         let mut pipe = redis::pipe();
         let mut flushed = Vec::new();
         let mut ended = false;
+        let bytes = batch.iter().map(Outgoing::weight).sum();
         for item in batch {
             match item {
                 Outgoing::Event { name, data } => {
@@ -231,6 +225,7 @@ pub(crate) async fn publish(
                 tracing::error!(run_id, error = %e, "the run's events could not be sent to Redis: dropped");
             }
         }
+        outgoing.done(bytes);
         for done in flushed {
             let _ = done.send(());
         }

@@ -212,16 +212,38 @@ impl Scale {
 
     /// Asks for the run to be cancelled wherever it runs: recorded in the queue (read at its worker's
     /// next renewal) and sent through Redis (at once).
+    /// That is fire-and-forget (failures are logged); [`cancel_everywhere`](Scale::cancel_everywhere)
+    /// answers whether the cancel was recorded.
     pub(crate) fn request_cancel(self: &Arc<Self>, run_id: &str, action: CancelAction) {
-        self.cancel_here(run_id, action);
         let scale = Arc::clone(self);
         let run_id = run_id.to_owned();
         tokio::spawn(async move {
-            if let Err(e) = queue::ask_cancel(&scale.db, &run_id, action).await {
+            if let Err(e) = scale.cancel_everywhere(&run_id, action).await {
                 tracing::warn!(run_id, error = %e, "cannot record a cancel in the queue");
             }
-            scale.bus.publish_cancel(&run_id, action).await;
         });
+    }
+
+    /// Cancels the run wherever it runs, and answers once the cancel is recorded in the run's queue row,
+    /// which its worker reads at its next lease renewal (a third of a lease at most), whichever instance
+    /// it is on; Redis then tells every instance at once, a speed-up whose failure is only logged. An
+    /// error: the cancel was not recorded, and the run may go on. A run that has already left the queue
+    /// (it ended) needs no cancel: that is no error.
+    ///
+    /// Nothing waits here for the run to stop: the queue itself starts no later run of the thread before
+    /// the cancelled run's row is gone ([`queue::claim`]).
+    pub(crate) async fn cancel_everywhere(
+        &self,
+        run_id: &str,
+        action: CancelAction,
+    ) -> Result<(), ServerError> {
+        // Recorded first: when that fails, no run is asked to stop, here or elsewhere.
+        queue::ask_cancel(&self.db, run_id, action).await.map_err(queue_error)?;
+        self.cancel_here(run_id, action);
+        if let Err(e) = self.bus.publish_cancel(run_id, action).await {
+            tracing::warn!(run_id, error = %e, "cannot publish a cancel: its worker reads it at its next renewal");
+        }
+        Ok(())
     }
 
     /// Cancels the run when this instance runs it.
@@ -261,4 +283,9 @@ impl Scale {
             }
         }
     }
+}
+
+/// A queue query's error as the server reports storage errors.
+fn queue_error(e: sqlx::Error) -> ServerError {
+    ServerError::from(weft_integrations::sql_checkpoint_error("postgres: the run queue".to_owned(), e))
 }

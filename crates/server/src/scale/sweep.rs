@@ -1,11 +1,12 @@
 //! Which instance sweeps expired threads: `weft_server_sweeps` holds one row per sweep with the time it is
 //! next due. An instance whose sweeper wakes claims the sweep with one statement that moves the due time
 //! half an interval on, only when it has come: among instances waking in the same interval, one claims
-//! it. Nothing is held between statements (the same code works behind PgBouncer in transaction mode).
+//! it. Nothing is held between statements (the same code works behind PgBouncer in transaction mode:
+//! [`crate::scale::on_db`]).
 
 use std::time::Duration;
 
-use sqlx::PgPool;
+use crate::scale::Db;
 
 use crate::error::ServerError;
 
@@ -17,38 +18,16 @@ const CLAIM: &str = "INSERT INTO weft_server_sweeps AS s (name, due_at) \
      ON CONFLICT (name) DO UPDATE SET due_at = excluded.due_at WHERE s.due_at <= now() \
      RETURNING s.name";
 
-/// Claims this interval's thread TTL sweep: whether this instance sweeps now. The table is made on first
-/// use (under the migration lock, so that instances may start together).
-pub(crate) async fn claim(pool: &PgPool, interval: Duration) -> Result<bool, ServerError> {
+/// Claims this interval's thread TTL sweep: whether this instance sweeps now. The table is made with the
+/// server's others ([`crate::storage::postgres::migrate`]).
+pub(crate) async fn claim(db: &Db, interval: Duration) -> Result<bool, ServerError> {
     // Half an interval: an instance waking a little early for its next sweep still finds it due.
     let ahead = i64::try_from(interval.as_millis() / 2).unwrap_or(i64::MAX);
-    let claim = || sqlx::query_scalar::<_, String>(CLAIM).bind(THREAD_TTL).bind(ahead).fetch_optional(pool);
-    match claim().await {
-        Ok(row) => Ok(row.is_some()),
-        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P01") => {
-            migrate(pool).await?;
-            Ok(claim().await.map_err(storage)?.is_some())
-        }
-        Err(e) => Err(storage(e)),
-    }
-}
-
-/// Makes `weft_server_sweeps` when missing.
-async fn migrate(pool: &PgPool) -> Result<(), ServerError> {
-    let mut tx = pool.begin().await.map_err(storage)?;
-    sqlx::query(
-        "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':weft_server_migrate', 0))",
-    )
-    .execute(&mut *tx)
-    .await
-    .map_err(storage)?;
-    sqlx::query(
-        "CREATE TABLE IF NOT EXISTS weft_server_sweeps (name TEXT PRIMARY KEY, due_at TIMESTAMPTZ NOT NULL)",
-    )
-    .execute(&mut *tx)
-    .await
-    .map_err(storage)?;
-    tx.commit().await.map_err(storage)
+    let row: Option<String> =
+        on_db!(db, fetch_optional, sqlx::query_scalar::<_, String>(CLAIM).bind(THREAD_TTL).bind(ahead))
+            .await
+            .map_err(storage)?;
+    Ok(row.is_some())
 }
 
 fn storage(e: sqlx::Error) -> ServerError {
@@ -76,14 +55,16 @@ mod tests {
         let create = format!("CREATE DATABASE \"{name}\"");
         sqlx::raw_sql(sqlx::AssertSqlSafe(create)).execute(&mut conn).await.unwrap();
         let uri = format!("{}/{name}", admin.rsplit_once('/').unwrap().0);
-        let pool = PgPool::connect(&uri).await.unwrap();
+        let pool = sqlx::PgPool::connect(&uri).await.unwrap();
+        crate::storage::postgres::migrate(&Db { pool: pool.clone(), pooler: false }).await.unwrap();
+        let db = Db { pool: pool.clone(), pooler: false };
         let interval = Duration::from_millis(400);
-        let claims = futures::future::join_all((0..4).map(|_| claim(&pool, interval))).await;
+        let claims = futures::future::join_all((0..4).map(|_| claim(&db, interval))).await;
         let won = claims.into_iter().map(Result::unwrap).filter(|c| *c).count();
         assert_eq!(won, 1, "one of four instances claims the sweep");
-        assert!(!claim(&pool, interval).await.unwrap(), "not due again at once");
+        assert!(!claim(&db, interval).await.unwrap(), "not due again at once");
         tokio::time::sleep(Duration::from_millis(250)).await;
-        assert!(claim(&pool, interval).await.unwrap(), "due half an interval later");
+        assert!(claim(&db, interval).await.unwrap(), "due half an interval later");
         pool.close().await;
         let drop = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
         sqlx::raw_sql(sqlx::AssertSqlSafe(drop)).execute(&mut conn).await.unwrap();

@@ -9,6 +9,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::{Scale, Working, queue};
 use crate::app::App;
+use crate::runs::channel::{OUTLET_BYTES, Outlet};
 use crate::runs::{CancelAction, RunChannel};
 use crate::storage::Change;
 
@@ -75,7 +76,7 @@ async fn start(
         return;
     }
     drop(records);
-    let (outlet, outgoing) = tokio::sync::mpsc::unbounded_channel();
+    let (outlet, outgoing) = Outlet::bounded(OUTLET_BYTES);
     let channel = Arc::new(RunChannel::with_outlet(record.run.kwargs.resumable, outlet));
     tokio::spawn(super::bus::publish(
         scale.bus.clone(),

@@ -32,7 +32,9 @@ use crate::error::ServerError;
 use crate::scale::{Db, on_db};
 
 /// The schema, made in one transaction under the migration lock.
-const SCHEMA: [&str; 8] = [
+const SCHEMA: [&str; 9] = [
+    // The sweeps that one instance of the deployment runs per interval (see `crate::scale::sweep`).
+    "CREATE TABLE IF NOT EXISTS weft_server_sweeps (name TEXT PRIMARY KEY, due_at TIMESTAMPTZ NOT NULL)",
     "CREATE SEQUENCE IF NOT EXISTS weft_server_records_seq",
     "CREATE TABLE IF NOT EXISTS weft_server_records (kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT, \
      seq BIGINT NOT NULL, PRIMARY KEY (kind, id))",
