@@ -297,3 +297,33 @@ async fn readers_never_see_a_write_without_the_ones_before_it() {
     let seen = reader.read().await.unwrap();
     assert_eq!(seen.threads.len(), 120, "the last read sees every write");
 }
+
+#[tokio::test]
+async fn behind_a_transaction_pooler_turns_and_reads_prepare_no_named_statement() {
+    let Some(db) = database().await else { return };
+    let options = db.uri.parse::<sqlx::postgres::PgConnectOptions>().unwrap().statement_cache_capacity(0);
+    let pool = sqlx::postgres::PgPoolOptions::new().max_connections(1).connect_with(options).await.unwrap();
+    let pooled = crate::scale::Db { pool: pool.clone(), pooler: true };
+    let a = RecordsLock::new(Records::open_postgres(pooled).await.unwrap());
+    let (b, _) = instance(&db).await;
+    let mut turn = a.lock().await.unwrap();
+    turn.commit(vec![thread("t1"), run("r1", "t1", "pending")]).await.unwrap();
+    drop(turn);
+    let mut other = b.lock().await.unwrap();
+    other.commit(vec![thread("t2")]).await.unwrap();
+    drop(other);
+    assert!(a.read().await.unwrap().threads.contains_key("t2"));
+    let queue: Vec<String> = sqlx::query_scalar("SELECT run_id FROM weft_server_queue")
+        .persistent(false)
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(queue, ["r1"]);
+    // One connection: the pool's only session is the one every statement above ran on.
+    let named = sqlx::raw_sql("SELECT count(*) FROM pg_prepared_statements").fetch_one(&pool).await.unwrap();
+    assert_eq!(
+        sqlx::Row::get::<i64, _>(&named, 0),
+        0,
+        "a named statement would stay on the server connection"
+    );
+}
