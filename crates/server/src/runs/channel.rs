@@ -98,7 +98,8 @@ impl Outgoing {
 /// Redis holds the run's stream for every listener on every instance, resumable by id: an event dropped
 /// there is a gap nobody can replay. So when Redis is slow, the run waits for it ([`RunChannel::room`])
 /// instead of dropping events, as LangGraph's API server awaits each publish; a batch Redis refuses for
-/// [`RETRY_FOR`](crate::scale::bus::RETRY_FOR) is dropped, and the run goes on.
+/// about a minute (the publisher's retries) is dropped, and the run goes on.
+#[cfg_attr(not(feature = "scale"), allow(dead_code))]
 pub(crate) const OUTLET_BYTES: usize = 4 << 20;
 
 /// Where a worker's channel sends its events: a queue to the task that publishes them, bounded in bytes

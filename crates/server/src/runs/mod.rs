@@ -273,7 +273,7 @@ pub(crate) async fn cancel(
     }
     records.commit(changes).await.map_err(CancelError::Storage)?;
     #[cfg_attr(not(feature = "scale"), allow(unused_mut))]
-    let mut elsewhere = Vec::new();
+    let mut elsewhere: Vec<String> = Vec::new();
     for record in running {
         // The channel is the one the worker listens to (opened now if the worker has not yet).
         let channel = app.channels.open(&record.run.run_id, record.run.kwargs.resumable);
