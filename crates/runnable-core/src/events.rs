@@ -479,23 +479,24 @@ where
     M: Fn(O, O) -> Result<O> + Send + 'a,
 {
     let name = name.to_owned();
-    let config = config.clone();
+    let config = Box::new(config.clone());
     let state = TraceState::Pending { name, kind, input, config, make: Box::new(make) };
     Box::pin(TracedStream { state, merge, acc: None })
 }
 
 type MakeStream<'a, O> = Box<dyn FnOnce(RunnableConfig) -> BoxStream<'a, Result<O>> + Send + 'a>;
 
+/// A traced stream's state; its configs are boxed, each being several hundred bytes.
 enum TraceState<'a, O> {
     Pending {
         name: String,
         kind: RunKind,
         input: Option<Value>,
-        config: RunnableConfig,
+        config: Box<RunnableConfig>,
         make: MakeStream<'a, O>,
     },
     Running {
-        scope: RunScope,
+        scope: Box<RunScope>,
         input: Option<Value>,
         inner: BoxStream<'a, Result<O>>,
     },
@@ -533,7 +534,7 @@ where
                 let _entered = scope.span.enter();
                 make(scope.child_config.clone())
             };
-            this.state = TraceState::Running { scope, input, inner };
+            this.state = TraceState::Running { scope: Box::new(scope), input, inner };
         }
         let TraceState::Running { scope, input, inner } = &mut this.state else {
             return Poll::Ready(None);
