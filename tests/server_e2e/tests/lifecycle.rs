@@ -176,7 +176,10 @@ fn half_sent_request_heads_are_all_closed_by_the_header_timeout() {
     const HEADS: usize = 3_000;
     let scratch = Scratch::new("heads");
     let db = scratch.path("server.db");
-    let mut weft = Weft::start(&db, &["--header-timeout", "5", "--idle-timeout", "60"]);
+    // Ten seconds: a connect completes in the kernel once the accept queue has room, and a loaded machine
+    // leaves part of 3,000 to the handshake's retransmissions (1 s, 3 s, 7 s after the connect), so the
+    // server may accept the last ones seconds after the first; all must be held before any times out.
+    let mut weft = Weft::start(&db, &["--header-timeout", "10", "--idle-timeout", "60"]);
     weft.wait_ready();
     #[cfg(target_os = "linux")]
     let baseline = fds(weft.pid());
@@ -193,16 +196,20 @@ fn half_sent_request_heads_are_all_closed_by_the_header_timeout() {
     assert_eq!(status, 200, "the server answers while the heads hang");
     #[cfg(target_os = "linux")]
     if opened < Duration::from_secs(4) {
-        // A connect completes in the kernel's backlog; the server accepts it a moment later.
-        let accepting = Instant::now();
-        while fds(weft.pid()) < baseline + HEADS && accepting.elapsed() < Duration::from_secs(3) {
+        let mut most = 0;
+        while most < baseline + HEADS && opening.elapsed() < Duration::from_secs(9) {
+            most = most.max(fds(weft.pid()));
             std::thread::sleep(Duration::from_millis(20));
         }
-        assert!(fds(weft.pid()) >= baseline + HEADS, "the heads were accepted (opened in {opened:?})");
+        assert!(
+            most >= baseline + HEADS,
+            "the heads were all held at once: at most {} of {HEADS} (opened in {opened:?})",
+            most.saturating_sub(baseline)
+        );
     }
-    let deadline = sent + Duration::from_secs(15);
+    let deadline = sent + Duration::from_secs(25);
     let open = heads.iter_mut().map(|stream| closed_by(stream, deadline)).filter(|closed| !closed).count();
-    assert_eq!(open, 0, "every half-sent head closed by the 5 s header timeout");
+    assert_eq!(open, 0, "every half-sent head closed by the 10 s header timeout");
     #[cfg(target_os = "linux")]
     {
         let after = fds(weft.pid());
