@@ -50,6 +50,7 @@ mod pregel;
 pub mod retry;
 pub mod root;
 pub mod runtime;
+mod snapshot;
 pub mod state;
 pub mod state_api;
 pub mod store;
