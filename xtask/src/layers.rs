@@ -73,7 +73,6 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[
     ("pregel::run", "subgraph"),
     ("pregel::spec", "subgraph"),
     ("pregel::task_runtime", "subgraph"),
-    ("pregel::spec", "builder"),
 ];
 
 /// Names of the layers, for messages.
