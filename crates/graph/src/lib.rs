@@ -56,6 +56,7 @@ pub mod state_api;
 pub mod store;
 pub mod stream;
 pub mod subgraph;
+mod subgraph_reader;
 mod topology;
 pub mod types;
 

@@ -7,7 +7,7 @@ use crate::branch::Branch;
 use crate::checkpoint::{ChannelName, special};
 use crate::node::NodeFn;
 use crate::state::State;
-use crate::subgraph::SubgraphStateReader;
+use crate::subgraph_reader::SubgraphStateReader;
 use crate::types::START;
 
 /// Per-node options.

@@ -21,7 +21,7 @@ use crate::types::{Command, CommandGraph, Goto, Payload};
 
 mod reader;
 
-pub use reader::SubgraphStateReader;
+pub use crate::subgraph_reader::SubgraphStateReader;
 
 /// What a parent run hands the subgraph runs started by one of its tasks.
 #[derive(Clone)]
