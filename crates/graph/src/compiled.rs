@@ -241,7 +241,7 @@ pub(crate) struct Inner<S: State> {
     pub(crate) name: String,
     /// Subgraphs that function nodes called (by node name), so that `get_state_with_subgraphs` can show
     /// their state; LangGraph finds them among a function's closure variables, weft when they first run.
-    pub(crate) called_subgraphs: crate::subgraph::CalledSubgraphs,
+    pub(crate) called_subgraphs: crate::pregel::parent::CalledSubgraphs,
 }
 
 /// One flag per node: whether `names` (node names, `"*"` for every node) names it.
@@ -279,7 +279,7 @@ impl<S: State> CompiledGraph<S> {
         let interrupt_after = breakpoint_flags(&spec, &config.interrupt_after);
         let names = spec.checkpoint_names();
         let name = config.name.clone().unwrap_or_else(|| "LangGraph".to_owned());
-        let called_subgraphs = crate::subgraph::CalledSubgraphs::default();
+        let called_subgraphs = crate::pregel::parent::CalledSubgraphs::default();
         let inner = Inner { spec, config, names, interrupt_before, interrupt_after, name, called_subgraphs };
         Self { inner: Arc::new(inner) }
     }
@@ -341,7 +341,7 @@ impl<S: State> CompiledGraph<S> {
         )
         .await?;
         // Inside another graph's node, a pause travels up as an error the node returns with `?`.
-        if out.is_interrupted() && config.extensions.get::<crate::subgraph::ParentRun>().is_some() {
+        if out.is_interrupted() && config.extensions.get::<crate::pregel::parent::ParentRun>().is_some() {
             return Err(GraphError::Interrupted(out.interrupts));
         }
         Ok(out)

@@ -15,6 +15,7 @@ use crate::error::{GraphError, GraphResult};
 use crate::pregel::apply::{apply_control_writes, apply_new_writes, apply_new_writes_with_tasks, route};
 use crate::pregel::channels::Channels;
 use crate::pregel::emit::{emit_task_result, emit_update};
+use crate::pregel::parent::ParentRun;
 use crate::pregel::plan::{consume_tasks, plan_tasks, triggers_of};
 use crate::pregel::save::save_checkpoint;
 use crate::pregel::saved::SavedWrites;
@@ -27,7 +28,6 @@ use crate::pregel::task::{
 use crate::pregel::trace;
 use crate::state::{ChannelSet, State};
 use crate::stream::{StreamData, StreamMode};
-use crate::subgraph::ParentRun;
 use crate::types::{Command, CommandGraph, Resume};
 
 pub(crate) struct Ctx<'a, S: State> {
