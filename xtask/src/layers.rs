@@ -61,9 +61,6 @@ const LAYERS: [(&str, usize); 34] = [
 /// Imports that run up a layer today, as `(from, to)` modules: the layering still to be done (issue 40).
 /// Remove an entry when its import is gone; never add one.
 const KNOWN_UPWARD: &[(&str, &str)] = &[
-    // The compiled graph's shared part (`Inner`: spec, compile settings, names) belongs to the engine.
-    ("pregel::execute", "compiled"),
-    ("pregel::run", "compiled"),
     // The functional API's call bookkeeping is driven from the engine's loop.
     ("pregel::run", "func"),
     ("pregel::step", "func"),

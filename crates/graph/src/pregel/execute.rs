@@ -10,12 +10,12 @@ use weft_runnable_core::trace::{record_error, records_content};
 use weft_runnable_core::{Error, RunKind, RunScope};
 
 use crate::checkpoint::owned_writes;
-use crate::compiled::Inner;
 use crate::error::{GraphError, GraphResult, NodeRef};
 use crate::node::{NodeFn, NodeInput, NodeOutput};
 use crate::parent_command::typed_parent_command;
 use crate::pregel::apply::route;
 use crate::pregel::channels::Channels;
+use crate::pregel::graph::Inner;
 use crate::pregel::parent::{EncodedParentCommand, parent_command, raise_parent_command};
 use crate::pregel::spec::{GraphSpec, NodeSpec};
 use crate::pregel::task::{
