@@ -383,7 +383,7 @@ async fn end_step<S: State>(
     if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Values)) {
         // As LangGraph: after a step that wrote an output channel (an entrypoint's is its return value).
         let output = if spec.functional {
-            run.ch.state.channel_index(crate::func::END_CHANNEL).is_some_and(|i| changed.contains(i))
+            run.ch.state.channel_index(crate::func::state::END_CHANNEL).is_some_and(|i| changed.contains(i))
         } else {
             (0..run.ch.layout.n_state).any(|i| changed.contains(i))
         };
