@@ -46,15 +46,18 @@ pub mod json_state;
 pub mod messages;
 pub mod node;
 mod node_input_fields;
+mod parent_command;
 mod pregel;
 pub mod retry;
 pub mod root;
 pub mod runtime;
+mod snapshot;
 pub mod state;
 pub mod state_api;
 pub mod store;
 pub mod stream;
 pub mod subgraph;
+mod subgraph_reader;
 mod topology;
 pub mod types;
 
@@ -81,6 +84,7 @@ pub use error::{GraphError, GraphResult, NodeRef};
 pub use json_state::{JsonChannel, JsonState, JsonStateBuilder, JsonUpdate};
 pub use messages::{Messages, MessagesState, MessagesStateUpdate, add_messages};
 pub use node::{BoxNode, IntoNode, IntoNodeOutput, NodeFn, NodeOutput};
+pub use parent_command::ParentCommand;
 pub use retry::RetryPolicy;
 pub use root::RootState;
 pub use runtime::{ExecutionInfo, GraphInterrupt, Runtime};
@@ -88,7 +92,6 @@ pub use state::{ChannelKind, ChannelSet, ChannelSpec, Overwrite, State, UpdateEr
 pub use state_api::{JsonSnapshot, PregelTask, StateSnapshot, StateUpdate, TaskState};
 pub use store::{InMemoryStore, IndexConfig, Item, SearchItem, Store, StoreError};
 pub use stream::{CheckpointEvent, JsonStreamData, JsonStreamPart, StreamData, StreamMode, StreamPart};
-pub use subgraph::ParentCommand;
 pub use types::{Command, CommandGraph, END, Goto, Interrupt, Payload, Resume, START, Send};
 pub use weft_macros::{Destinations, State, node};
 

@@ -118,7 +118,7 @@ pub trait NodeFn<S: State>: std::marker::Send + Sync {
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload>;
 
     /// The compiled graph this node runs, when it is a subgraph (used by `get_state` to show its state).
-    fn subgraph(&self) -> Option<&dyn crate::subgraph::SubgraphStateReader> {
+    fn subgraph(&self) -> Option<&dyn crate::subgraph_reader::SubgraphStateReader> {
         None
     }
 

@@ -4,8 +4,8 @@ use serde_json::{Map, Value};
 use weft_runnable_core::Message;
 
 use crate::checkpoint::{CheckpointConfig, CheckpointMetadata};
+use crate::snapshot::PregelTask;
 use crate::state::State;
-use crate::state_api::PregelTask;
 use crate::types::Interrupt;
 
 /// What a run streams; several modes can be asked for at once.

@@ -44,7 +44,7 @@
 //! ```
 
 mod node;
-mod state;
+pub(crate) mod state;
 mod task;
 
 use std::future::Future;

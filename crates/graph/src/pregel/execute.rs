@@ -10,11 +10,13 @@ use weft_runnable_core::trace::{record_error, records_content};
 use weft_runnable_core::{Error, RunKind, RunScope};
 
 use crate::checkpoint::owned_writes;
-use crate::compiled::Inner;
 use crate::error::{GraphError, GraphResult, NodeRef};
 use crate::node::{NodeFn, NodeInput, NodeOutput};
+use crate::parent_command::typed_parent_command;
 use crate::pregel::apply::route;
 use crate::pregel::channels::Channels;
+use crate::pregel::graph::Inner;
+use crate::pregel::parent::{EncodedParentCommand, parent_command, raise_parent_command};
 use crate::pregel::spec::{GraphSpec, NodeSpec};
 use crate::pregel::task::{
     Replay, Task, TaskOutcome, TaskWrites, flatten_output, state_json, writes_from_json, writes_to_json,
@@ -23,7 +25,6 @@ use crate::pregel::task_runtime::{with_attempt, with_config};
 use crate::pregel::trace;
 use crate::runtime::{GraphInterrupt, Runtime};
 use crate::state::State;
-use crate::subgraph::{EncodedParentCommand, parent_command, raise_parent_command, typed_parent_command};
 
 /// Runs one task with its retry policy; returns its writes (routes included unless `route_later`) and the
 /// resume values to save when they changed.

@@ -5,6 +5,8 @@ pub(crate) mod calls;
 pub(crate) mod channels;
 pub(crate) mod emit;
 pub(crate) mod execute;
+pub(crate) mod graph;
+pub(crate) mod parent;
 pub(crate) mod plan;
 pub(crate) mod run;
 pub(crate) mod save;

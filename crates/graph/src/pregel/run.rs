@@ -9,12 +9,16 @@ use weft_runnable_core::{Error, RunKind, RunScope, RunnableConfig};
 
 use crate::checkpoint::stamp::checkpoint_stamps;
 use crate::checkpoint::{CheckpointConfig, CheckpointSource, special};
-use crate::compiled::{DEFAULT_GRAPH_RECURSION_LIMIT, GraphInput, GraphOutput, Inner, RunOptions};
 use crate::control::{Progress, RunControl};
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::apply::{apply_control_writes, apply_new_writes, apply_new_writes_with_tasks, route};
 use crate::pregel::channels::Channels;
 use crate::pregel::emit::{emit_task_result, emit_update};
+use crate::pregel::graph::{
+    DEFAULT_GRAPH_RECURSION_LIMIT, GraphInput, GraphOutput, Inner, RunOptions, SubgraphCheckpoints,
+    breakpoint_flags,
+};
+use crate::pregel::parent::ParentRun;
 use crate::pregel::plan::{consume_tasks, plan_tasks, triggers_of};
 use crate::pregel::save::save_checkpoint;
 use crate::pregel::saved::SavedWrites;
@@ -27,7 +31,6 @@ use crate::pregel::task::{
 use crate::pregel::trace;
 use crate::state::{ChannelSet, State};
 use crate::stream::{StreamData, StreamMode};
-use crate::subgraph::ParentRun;
 use crate::types::{Command, CommandGraph, Resume};
 
 pub(crate) struct Ctx<'a, S: State> {
@@ -72,7 +75,7 @@ fn breakpoints<'a, S: State>(
     root: bool,
 ) -> std::borrow::Cow<'a, [bool]> {
     match own {
-        Some(names) if root => std::borrow::Cow::Owned(crate::compiled::breakpoint_flags(&inner.spec, names)),
+        Some(names) if root => std::borrow::Cow::Owned(breakpoint_flags(&inner.spec, names)),
         _ => std::borrow::Cow::Borrowed(compiled),
     }
 }
@@ -105,9 +108,7 @@ pub(crate) async fn run<S: State>(
     let parent = config.extensions.get::<ParentRun>().cloned();
     let (parent_ns, parent_node_ns) = parent.as_ref().map(ParentRun::next_namespaces).unzip();
     let ns = match (parent_ns, parent_node_ns) {
-        (Some(_), Some(node_ns))
-            if inner.config.subgraph_checkpoints == crate::compiled::SubgraphCheckpoints::PerNode =>
-        {
+        (Some(_), Some(node_ns)) if inner.config.subgraph_checkpoints == SubgraphCheckpoints::PerNode => {
             node_ns
         }
         (Some(ns), _) => ns,
@@ -121,7 +122,7 @@ pub(crate) async fn run<S: State>(
     };
     if let Some(p) = &parent {
         let (called, node) = &p.called;
-        called.record(node, || Arc::new(crate::compiled::CompiledGraph { inner: Arc::clone(inner) }));
+        called.record(node, || (inner.reader)(inner));
     }
     let resuming = match &input {
         GraphInput::Resume => true,
@@ -382,7 +383,7 @@ async fn end_step<S: State>(
     if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Values)) {
         // As LangGraph: after a step that wrote an output channel (an entrypoint's is its return value).
         let output = if spec.functional {
-            run.ch.state.channel_index(crate::func::END_CHANNEL).is_some_and(|i| changed.contains(i))
+            run.ch.state.channel_index(crate::func::state::END_CHANNEL).is_some_and(|i| changed.contains(i))
         } else {
             (0..run.ch.layout.n_state).any(|i| changed.contains(i))
         };
@@ -503,7 +504,7 @@ async fn load_thread<S: State>(ctx: &mut Ctx<'_, S>) -> GraphResult<Loaded<S>> {
         replay: false,
     };
     let checkpointer = match (&ctx.parent, inner.config.subgraph_checkpoints) {
-        (Some(_), crate::compiled::SubgraphCheckpoints::Never) => None,
+        (Some(_), SubgraphCheckpoints::Never) => None,
         (Some(p), _) => inner.config.checkpointer.clone().or_else(|| p.checkpointer.clone()),
         (None, _) => inner.config.checkpointer.clone(),
     };

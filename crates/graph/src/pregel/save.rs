@@ -106,7 +106,7 @@ pub(crate) async fn save_checkpoint<S: State>(
         let planned = plan_tasks(ch, spec, step + 1, id, &ctx.ns);
         let next = listing_order(&planned).map(|t| t.name.to_string()).collect();
         let tasks = listing_order(&planned)
-            .map(|t| crate::state_api::PregelTask {
+            .map(|t| crate::snapshot::PregelTask {
                 id: t.id.to_string(),
                 name: t.name.to_string(),
                 path: t.path.to_string(),

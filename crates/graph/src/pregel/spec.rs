@@ -4,11 +4,112 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::branch::Branch;
-use crate::builder::NodeConfig;
 use crate::checkpoint::{ChannelName, special};
 use crate::node::NodeFn;
 use crate::state::State;
+use crate::subgraph_reader::SubgraphStateReader;
 use crate::types::START;
+
+/// Per-node options.
+#[derive(Clone, Default)]
+pub struct NodeConfig {
+    /// Run the node only once nothing else is pending (LangGraph's `defer=True`).
+    pub defer: bool,
+    /// Retry the node on failure: the first policy whose `retry_on` matches the error applies (none:
+    /// the graph's policies, if any).
+    pub retry: Vec<crate::retry::RetryPolicy>,
+    /// Metadata attached to the node's runs and stream chunks.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// Cache the node's writes by input (needs a cache in the compile config).
+    pub cache: Option<crate::cache::CachePolicy>,
+    /// The subgraph the node's function invokes, declared so that `get_graph_xray`, the erased graph's
+    /// `subgraphs()` (the server's `/assistants/{id}/subgraphs`) and `get_state` see it as they see a
+    /// compiled graph added as a node (LangGraph finds it by inspecting the function).
+    pub subgraph: Option<Arc<dyn SubgraphStateReader>>,
+    /// The nodes a `Command` returned by this node may go to (LangGraph's `destinations=`): drawn as
+    /// dotted edges and counted for reachability, so the nodes it routes to are not reported unreached.
+    pub destinations: Vec<String>,
+}
+
+impl std::fmt::Debug for NodeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeConfig")
+            .field("defer", &self.defer)
+            .field("retry", &self.retry)
+            .field("metadata", &self.metadata)
+            .field("cache", &self.cache)
+            .field("subgraph", &self.subgraph.as_ref().and_then(|s| s.erased()).map(|g| g.name().to_owned()))
+            .field("destinations", &self.destinations)
+            .finish()
+    }
+}
+
+impl NodeConfig {
+    /// Default options.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Defers the node.
+    pub fn defer(mut self) -> Self {
+        self.defer = true;
+        self
+    }
+
+    /// Caches the node's writes by input.
+    pub fn cache(mut self, policy: crate::cache::CachePolicy) -> Self {
+        self.cache = Some(policy);
+        self
+    }
+
+    /// Adds a retry policy after the ones already given (LangGraph's list of policies: the first whose
+    /// `retry_on` matches the error applies).
+    pub fn retry(mut self, policy: crate::retry::RetryPolicy) -> Self {
+        self.retry.push(policy);
+        self
+    }
+
+    /// Declares where the node's `Command`s may go (LangGraph's `destinations=`, or a
+    /// `Command[Literal[...]]` return annotation): the drawing shows a dotted edge to each, reachability
+    /// counts them (so `compile` does not warn that they are unreached), and `compile` refuses one that is
+    /// no node. The node still routes with its commands; this only declares it.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use weft_graph::{Command, END, NodeConfig, START, State, StateGraph};
+    ///
+    /// #[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+    /// struct Team {
+    ///     next: String,
+    /// }
+    ///
+    /// let mut graph = StateGraph::<Team>::new();
+    /// graph.add_node_with(
+    ///     "supervisor",
+    ///     |s: Team| Command::<Team>::new().goto(if s.next.is_empty() { "researcher" } else { END }),
+    ///     NodeConfig::new().destinations(["researcher", "coder", END]),
+    /// );
+    /// graph.add_node("researcher", |_: Team| Team::update().next("done"));
+    /// graph.add_node("coder", |_: Team| Team::update().next("done"));
+    /// graph.add_edge(START, "supervisor");
+    /// graph.add_edge("researcher", "supervisor");
+    /// graph.add_edge("coder", "supervisor");
+    /// assert!(graph.unreached_nodes().is_empty());
+    /// let drawing = graph.compile()?.get_graph().draw_mermaid();
+    /// assert!(drawing.contains("supervisor -.-> coder;"), "{drawing}");
+    /// # Ok::<(), weft_graph::GraphError>(())
+    /// ```
+    pub fn destinations<I: IntoIterator<Item = T>, T: Into<String>>(mut self, nodes: I) -> Self {
+        self.destinations = nodes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the list of retry policies (the first whose `retry_on` matches the error applies).
+    pub fn retry_policies(mut self, policies: impl IntoIterator<Item = crate::retry::RetryPolicy>) -> Self {
+        self.retry = policies.into_iter().collect();
+        self
+    }
+}
 
 pub(crate) struct NodeSpec<S: State> {
     /// Shared by its tasks.
@@ -29,7 +130,7 @@ pub(crate) struct NodeSpec<S: State> {
 impl<S: State> NodeSpec<S> {
     /// The subgraph the node runs: the compiled graph it is, or the one its options declare its function
     /// invokes.
-    pub(crate) fn subgraph(&self) -> Option<&dyn crate::subgraph::SubgraphStateReader> {
+    pub(crate) fn subgraph(&self) -> Option<&dyn SubgraphStateReader> {
         self.func.as_ref().and_then(|f| f.subgraph()).or(self.config.subgraph.as_deref())
     }
 

@@ -305,7 +305,7 @@ pub(crate) fn start_task<S: State>(
 
 /// The input an entrypoint runs on, as JSON (`None` when none is pending).
 fn entrypoint_input<S: State>(ch: &Channels<S>) -> Option<Value> {
-    let index = ch.state.channel_index(crate::func::INPUT_CHANNEL);
+    let index = ch.state.channel_index(crate::func::state::INPUT_CHANNEL);
     ch.start
         .iter()
         .flatten()

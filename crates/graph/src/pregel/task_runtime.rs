@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use weft_runnable_core::RunnableConfig;
 
+use crate::pregel::parent::ParentRun;
 use crate::pregel::task::Task;
 use crate::runtime::{Runtime, RuntimeInner, Scratchpad, TaskSite, interrupt_id, task_ns};
 use crate::state::State;
 use crate::stream::{StreamData, StreamMode, StreamPart};
-use crate::subgraph::ParentRun;
 
 pub(crate) fn make_runtime<S: State>(
     ctx: &Ctx<'_, S>,

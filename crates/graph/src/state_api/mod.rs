@@ -5,88 +5,20 @@ use std::sync::Arc;
 use serde_json::Value;
 use weft_runnable_core::RunnableConfig;
 
-use crate::checkpoint::{
-    CheckpointConfig, CheckpointMetadata, CheckpointTuple, Checkpointer, ListOptions, special,
-};
+use crate::checkpoint::{CheckpointConfig, CheckpointTuple, Checkpointer, ListOptions, special};
 use crate::compiled::CompiledGraph;
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::channels::Channels;
 use crate::pregel::saved::{SavedWrites, last_interrupts};
 use crate::pregel::task::{TaskWrites, writes_from_json};
 use crate::state::State;
-use crate::types::Interrupt;
 
 mod json;
 mod update;
 
+pub use crate::snapshot::{JsonSnapshot, PregelTask, StateSnapshot, TaskState};
+
 use json::Addressed;
-
-/// A task planned from a checkpoint, with what it did if it already ran.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PregelTask {
-    /// The task id.
-    pub id: String,
-    /// The node.
-    pub name: String,
-    /// Its path (`~__pregel_pull, <node>` or `~__pregel_push, <index>, False`).
-    pub path: String,
-    /// The error text, if it failed.
-    pub error: Option<String>,
-    /// Interrupts it raised and that are not answered yet.
-    pub interrupts: Vec<Interrupt>,
-    /// Its saved writes, as `(channel, value)`, if it finished.
-    pub result: Option<Vec<(String, Value)>>,
-    /// For a subgraph node: the subgraph's checkpoint address, or its whole state when asked for with
-    /// [`get_state_with_subgraphs`](CompiledGraph::get_state_with_subgraphs).
-    pub state: Option<TaskState>,
-}
-
-/// The state of a subgraph task.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TaskState {
-    /// Where the subgraph's checkpoints are.
-    Config(CheckpointConfig),
-    /// The subgraph's state (its state type differs from the parent's, so values are JSON).
-    Snapshot(Box<JsonSnapshot>),
-}
-
-/// A state snapshot with JSON values: a subgraph's, nested in its parent's, or what
-/// [`get_state_json`](CompiledGraph::get_state_json) returns for a graph of any state type.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JsonSnapshot {
-    /// The values, one key per non-empty channel.
-    pub values: Value,
-    /// The nodes that run next.
-    pub next: Vec<String>,
-    /// The checkpoint's address.
-    pub config: Option<CheckpointConfig>,
-    /// The checkpoint it was made from.
-    pub parent_config: Option<CheckpointConfig>,
-    /// The checkpoint's metadata.
-    pub metadata: Option<CheckpointMetadata>,
-    /// When it was made.
-    pub created_at: Option<String>,
-    /// The planned tasks.
-    pub tasks: Vec<PregelTask>,
-    /// Unanswered interrupts.
-    pub interrupts: Vec<Interrupt>,
-}
-
-impl JsonSnapshot {
-    /// A typed snapshot with its values as JSON.
-    pub fn from_typed<S: State>(snapshot: StateSnapshot<S>) -> Self {
-        Self {
-            values: crate::pregel::task::state_json(&snapshot.values),
-            next: snapshot.next,
-            config: snapshot.config,
-            parent_config: snapshot.parent_config,
-            metadata: snapshot.metadata,
-            created_at: snapshot.created_at,
-            tasks: snapshot.tasks,
-            interrupts: snapshot.interrupts,
-        }
-    }
-}
 
 /// One update of a bulk update: the writes and the node they are attributed to.
 #[derive(Debug, Clone)]
@@ -95,27 +27,6 @@ pub struct StateUpdate<S: State> {
     pub as_node: Option<String>,
     /// The writes.
     pub updates: Vec<S::Update>,
-}
-
-/// A thread's state at one checkpoint.
-#[derive(Debug, Clone)]
-pub struct StateSnapshot<S> {
-    /// The state values.
-    pub values: S,
-    /// The nodes that run next.
-    pub next: Vec<String>,
-    /// The checkpoint's address (`None` for a thread with no checkpoint).
-    pub config: Option<CheckpointConfig>,
-    /// The checkpoint's metadata.
-    pub metadata: Option<CheckpointMetadata>,
-    /// When it was made.
-    pub created_at: Option<String>,
-    /// The checkpoint it was made from.
-    pub parent_config: Option<CheckpointConfig>,
-    /// The tasks planned from it.
-    pub tasks: Vec<PregelTask>,
-    /// Unanswered interrupts.
-    pub interrupts: Vec<Interrupt>,
 }
 
 fn thread_of(config: &RunnableConfig) -> GraphResult<CheckpointConfig> {

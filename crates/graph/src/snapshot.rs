@@ -1,0 +1,96 @@
+//! A thread's state as `get_state` and the debug stream show it: the snapshot of a checkpoint and the
+//! tasks planned from it.
+
+use serde_json::Value;
+
+use crate::checkpoint::{CheckpointConfig, CheckpointMetadata};
+use crate::state::State;
+use crate::types::Interrupt;
+
+/// A task planned from a checkpoint, with what it did if it already ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PregelTask {
+    /// The task id.
+    pub id: String,
+    /// The node.
+    pub name: String,
+    /// Its path (`~__pregel_pull, <node>` or `~__pregel_push, <index>, False`).
+    pub path: String,
+    /// The error text, if it failed.
+    pub error: Option<String>,
+    /// Interrupts it raised and that are not answered yet.
+    pub interrupts: Vec<Interrupt>,
+    /// Its saved writes, as `(channel, value)`, if it finished.
+    pub result: Option<Vec<(String, Value)>>,
+    /// For a subgraph node: the subgraph's checkpoint address, or its whole state when asked for with
+    /// [`get_state_with_subgraphs`](crate::CompiledGraph::get_state_with_subgraphs).
+    pub state: Option<TaskState>,
+}
+
+/// The state of a subgraph task.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskState {
+    /// Where the subgraph's checkpoints are.
+    Config(CheckpointConfig),
+    /// The subgraph's state (its state type differs from the parent's, so values are JSON).
+    Snapshot(Box<JsonSnapshot>),
+}
+
+/// A state snapshot with JSON values: a subgraph's, nested in its parent's, or what
+/// [`get_state_json`](crate::CompiledGraph::get_state_json) returns for a graph of any state type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonSnapshot {
+    /// The values, one key per non-empty channel.
+    pub values: Value,
+    /// The nodes that run next.
+    pub next: Vec<String>,
+    /// The checkpoint's address.
+    pub config: Option<CheckpointConfig>,
+    /// The checkpoint it was made from.
+    pub parent_config: Option<CheckpointConfig>,
+    /// The checkpoint's metadata.
+    pub metadata: Option<CheckpointMetadata>,
+    /// When it was made.
+    pub created_at: Option<String>,
+    /// The planned tasks.
+    pub tasks: Vec<PregelTask>,
+    /// Unanswered interrupts.
+    pub interrupts: Vec<Interrupt>,
+}
+
+impl JsonSnapshot {
+    /// A typed snapshot with its values as JSON.
+    pub fn from_typed<S: State>(snapshot: StateSnapshot<S>) -> Self {
+        Self {
+            values: crate::state::state_json(&snapshot.values),
+            next: snapshot.next,
+            config: snapshot.config,
+            parent_config: snapshot.parent_config,
+            metadata: snapshot.metadata,
+            created_at: snapshot.created_at,
+            tasks: snapshot.tasks,
+            interrupts: snapshot.interrupts,
+        }
+    }
+}
+
+/// A thread's state at one checkpoint.
+#[derive(Debug, Clone)]
+pub struct StateSnapshot<S> {
+    /// The state values.
+    pub values: S,
+    /// The nodes that run next.
+    pub next: Vec<String>,
+    /// The checkpoint's address (`None` for a thread with no checkpoint).
+    pub config: Option<CheckpointConfig>,
+    /// The checkpoint's metadata.
+    pub metadata: Option<CheckpointMetadata>,
+    /// When it was made.
+    pub created_at: Option<String>,
+    /// The checkpoint it was made from.
+    pub parent_config: Option<CheckpointConfig>,
+    /// The tasks planned from it.
+    pub tasks: Vec<PregelTask>,
+    /// Unanswered interrupts.
+    pub interrupts: Vec<Interrupt>,
+}
