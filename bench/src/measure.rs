@@ -152,34 +152,32 @@ where
         let (took, _) = timed_op(&mut workload, &rt)?;
         first_run = Some(took);
     }
-    let mut times = Vec::new();
-    let mut cpu = Vec::new();
+    let mut samples = Samples::default();
     let min_repeats = if opts.quick { 1 } else { opts.min_repeats.max(1) };
-    while times.len() < min_repeats || (!opts.quick && times.iter().sum::<Duration>() < opts.min_time) {
+    while samples.count < min_repeats || (!opts.quick && samples.total < opts.min_time) {
         let (took, cpu_took) = timed_op(&mut workload, &rt)?;
-        times.push(took);
-        cpu.extend(cpu_took);
-        if times.len() >= opts.max_repeats {
+        samples.add(took, cpu_took);
+        if samples.count >= opts.max_repeats {
             break;
         }
     }
     let extra = workload.extra(&rt, opts)?;
     drop(workload);
 
-    let median = median(&times);
+    let (median, median_cpu) = samples.medians();
     let mut line = Line::new();
     line.insert("workload".into(), json!(info.name));
     line.insert("median_s".into(), secs(median));
-    line.insert("min_s".into(), secs(times.iter().copied().min().unwrap_or_default()));
-    line.insert("max_s".into(), secs(times.iter().copied().max().unwrap_or_default()));
-    line.insert("repeats".into(), json!(times.len()));
+    line.insert("min_s".into(), secs(if samples.count == 0 { Duration::ZERO } else { samples.min }));
+    line.insert("max_s".into(), secs(samples.max));
+    line.insert("repeats".into(), json!(samples.count));
     line.insert("peak_rss_mb".into(), json!(procfs::peak_rss_mb()));
     line.insert("rss_after_setup_mb".into(), json!(rss_after_setup));
     line.insert("compile_s".into(), secs(compile_s));
     line.insert("setup_s".into(), secs(setup_s));
-    if cpu.len() == times.len() {
-        line.insert("median_cpu_s".into(), secs(self::median(&cpu)));
-        line.insert("min_cpu_s".into(), secs(cpu.iter().copied().min().unwrap_or_default()));
+    if let (Some(median_cpu), Some(min_cpu)) = (median_cpu, samples.min_cpu) {
+        line.insert("median_cpu_s".into(), secs(median_cpu));
+        line.insert("min_cpu_s".into(), secs(min_cpu));
     }
     line.insert("loadavg_1m_start".into(), json!(load_start));
     line.insert("loadavg_1m_end".into(), json!(procfs::loadavg_1m()));
@@ -220,6 +218,69 @@ fn timed_op<W: Workload>(workload: &mut W, rt: &Runtime) -> Result<(Duration, Op
 }
 
 /// The median (the mean of the two middle values for an even count), as Python's `statistics.median`.
+/// How many ops' times are kept for the medians: a uniform sample of the ops past that (reservoir
+/// sampling), so that a fast op's thousands of repeats do not grow the process, whose peak RSS is a figure.
+const KEPT_SAMPLES: usize = 4096;
+
+/// The timed ops: count, sum, extremes, and a uniform sample of their wall and CPU times.
+#[derive(Debug)]
+struct Samples {
+    count: usize,
+    total: Duration,
+    min: Duration,
+    max: Duration,
+    /// The least CPU time; `None` once an op had none (the CPU clock unread).
+    min_cpu: Option<Duration>,
+    kept: Vec<(Duration, Option<Duration>)>,
+    /// xorshift64 state: which op replaces which kept one is the same in every sitting.
+    rng: u64,
+}
+
+impl Default for Samples {
+    fn default() -> Self {
+        Self {
+            count: 0,
+            total: Duration::ZERO,
+            min: Duration::MAX,
+            max: Duration::ZERO,
+            min_cpu: Some(Duration::MAX),
+            kept: Vec::with_capacity(KEPT_SAMPLES),
+            rng: 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+}
+
+impl Samples {
+    fn add(&mut self, took: Duration, cpu: Option<Duration>) {
+        self.count += 1;
+        self.total += took;
+        self.min = self.min.min(took);
+        self.max = self.max.max(took);
+        self.min_cpu = match (self.min_cpu, cpu) {
+            (Some(least), Some(cpu)) => Some(least.min(cpu)),
+            _ => None,
+        };
+        if self.kept.len() < KEPT_SAMPLES {
+            self.kept.push((took, cpu));
+            return;
+        }
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let slot = usize::try_from(self.rng % self.count as u64).unwrap_or(usize::MAX);
+        if let Some(kept) = self.kept.get_mut(slot) {
+            *kept = (took, cpu);
+        }
+    }
+
+    /// The median wall time, and the median CPU time when every op had one.
+    fn medians(&self) -> (Duration, Option<Duration>) {
+        let wall: Vec<Duration> = self.kept.iter().map(|(took, _)| *took).collect();
+        let cpu: Option<Vec<Duration>> = self.kept.iter().map(|(_, cpu)| *cpu).collect();
+        (median(&wall), self.min_cpu.and(cpu).map(|cpu| median(&cpu)))
+    }
+}
+
 pub(crate) fn median(values: &[Duration]) -> Duration {
     let mut sorted = values.to_vec();
     sorted.sort_unstable();
@@ -264,4 +325,38 @@ pub(crate) fn err<E: Display>(error: E) -> String {
 /// `Ok(())` when `condition` holds, else the error `message`.
 pub(crate) fn ensure(condition: bool, message: impl FnOnce() -> String) -> Result<(), String> {
     if condition { Ok(()) } else { Err(message()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_keep_a_bounded_uniform_sample_and_exact_extremes() {
+        let mut samples = Samples::default();
+        let n = 100_000u64;
+        for i in 0..n {
+            samples.add(Duration::from_nanos(i + 1), Some(Duration::from_nanos(2 * (i + 1))));
+        }
+        assert_eq!(samples.count, 100_000);
+        assert_eq!(samples.kept.len(), KEPT_SAMPLES);
+        assert_eq!(samples.kept.capacity(), KEPT_SAMPLES, "the sample never grows");
+        assert_eq!((samples.min, samples.max), (Duration::from_nanos(1), Duration::from_nanos(n)));
+        assert_eq!(samples.min_cpu, Some(Duration::from_nanos(2)));
+        let (wall, cpu) = samples.medians();
+        let wall = wall.as_nanos() as f64;
+        assert!((wall - 50_000.0).abs() < 2_500.0, "a uniform sample's median is near the true one: {wall}");
+        let cpu = cpu.map(|c| c.as_nanos() as f64);
+        assert!(cpu.is_some_and(|c| (c - 100_000.0).abs() < 5_000.0), "{cpu:?}");
+    }
+
+    #[test]
+    fn few_samples_are_all_kept_and_an_unread_cpu_clock_gives_no_cpu_figure() {
+        let mut samples = Samples::default();
+        for ms in [5, 1, 3] {
+            samples.add(Duration::from_millis(ms), None);
+        }
+        assert_eq!(samples.medians(), (Duration::from_millis(3), None));
+        assert_eq!(samples.min_cpu, None);
+    }
 }
