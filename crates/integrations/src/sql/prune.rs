@@ -39,11 +39,14 @@ pub(crate) struct WholeValue {
     pub(crate) blob: Vec<u8>,
 }
 
+type Namespace = (Vec<(String, String)>, Vec<BlobRow>);
+
 /// The whole value of every target among `rows` (which hold the rows of the targets' chains). A target
 /// whose chain is broken or unreadable is left out: it stays a delta and the prune keeps its chain, so a
 /// read still reports what is wrong with it.
 pub(crate) fn whole_values(thread_id: &str, rows: impl IntoIterator<Item = ChainRow>) -> Vec<WholeValue> {
-    let mut by_ns: HashMap<String, (Vec<(String, String)>, Vec<BlobRow>)> = HashMap::new();
+    // Per namespace: the targets' (channel, version) and every row read.
+    let mut by_ns: HashMap<String, Namespace> = HashMap::new();
     for ChainRow { ns, row, target } in rows {
         let (targets, chain) = by_ns.entry(ns).or_default();
         if target {
