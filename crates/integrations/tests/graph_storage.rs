@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 //! Real graphs on the SQL savers: a growing message list is stored as deltas (a fraction of the bytes
-//! of whole copies), every checkpoint reads back exactly, pruning keeps what the kept checkpoints need,
+//! of whole copies), every checkpoint reads back exactly, pruning keeps what the kept checkpoints list,
 //! and a new process continues a thread.
 
 #![cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -102,10 +102,11 @@ mod sqlite {
             messages, 200,
             "the kept checkpoint still reads whole after pruning its delta bases' peers"
         );
-        // The engine hands the savers its appends, so the kept list is one chain of deltas (a row per
-        // step since the thread began); everything else goes.
+        // The engine hands the savers its appends, a delta row per step; the prune stores the kept list
+        // whole and drops the rest: one row per channel.
         let stats = again.storage_stats().await.unwrap();
-        assert!(stats.blobs <= 205, "pruning drops what the kept checkpoint does not need: {stats:?}");
+        let channels = u64::try_from(latest.checkpoint.channel_versions.len()).unwrap();
+        assert_eq!(stats.blobs, channels, "pruning keeps the kept checkpoint's values only: {stats:?}");
     }
 }
 
@@ -138,9 +139,10 @@ mod postgres {
         again.prune("deltas", 1).await.unwrap();
         let latest = again.get_tuple(&CheckpointConfig::thread("deltas")).await.unwrap().unwrap();
         assert_eq!(latest.checkpoint.channel_values["messages"].as_array().unwrap().len(), 200);
-        // One chain of deltas for the list (see the SQLite case); everything else goes.
+        // The kept list stored whole, one row per channel (see the SQLite case).
         let stats = again.storage_stats().await.unwrap();
-        assert!(stats.blobs <= 205, "pruning drops what the kept checkpoint does not need: {stats:?}");
+        let channels = u64::try_from(latest.checkpoint.channel_versions.len()).unwrap();
+        assert_eq!(stats.blobs, channels, "pruning keeps the kept checkpoint's values only: {stats:?}");
         drop(saver);
     }
 

@@ -504,8 +504,10 @@ pub trait Checkpointer: std::fmt::Debug + Send + Sync {
 
     /// Keeps the newest `keep_latest` checkpoints of each namespace of a thread, with their pending
     /// writes and the channel values they reference; everything else of the thread is dropped (`0`
-    /// drops every checkpoint). A kept checkpoint's `parent_config` may then name a dropped checkpoint.
-    /// Pruning a thread that has nothing is not an error.
+    /// drops every checkpoint). A kept value stored as items appended to a version that goes is stored
+    /// whole first (kept checkpoints read the same), so no chain of appends outlives its checkpoints. A
+    /// kept checkpoint's `parent_config` may then name a dropped checkpoint. Pruning a thread that has
+    /// nothing is not an error.
     async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError>;
 
     /// The ids of the checkpoints of `config`'s thread and namespace, newest first (`config`'s

@@ -11,11 +11,14 @@ use weft_graph::checkpoint::{
 };
 
 use super::put::{self, check_config, check_text};
-use super::statements::{COPY, DELETE, HAS_CHECKPOINTS, PRUNE, PUT_WRITES};
+use super::statements::{
+    COPY, DELETE, HAS_CHECKPOINTS, PRUNE_BLOBS, PRUNE_CHAINS, PRUNE_CHECKPOINTS, PRUNE_WHOLE, PUT_WRITES,
+};
 use super::{Pg, PgPool, PostgresOptions, batch, read, redact, schema};
 use crate::sql::StorageStats;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
 use crate::sql::heads::HeadChecks;
+use crate::sql::prune::{self, ChainRow, ChainTuple};
 use crate::sql::rows;
 
 /// A checkpointer on PostgreSQL, sharing one connection pool among every thread (no lock of its own).
@@ -334,12 +337,37 @@ impl Checkpointer for PostgresSaver {
         }
     }
 
+    /// One transaction: the dropped checkpoints and their writes go, every kept value stored as a delta
+    /// on a dropped version is stored whole at its version, then every value no checkpoint lists goes.
     async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError> {
         check_text("thread id", thread_id)?;
         let keep = i64::try_from(keep_latest).unwrap_or(i64::MAX);
         let pg = &self.pg;
-        pg.run("prune", move || {
-            on_pool!(pg, execute, sqlx::query(PRUNE).bind(thread_id).bind(keep).persistent(pg.persistent))
+        pg.run("prune", move || async move {
+            let mut tx = pg.pool.begin().await?;
+            let query = |sql: &'static str| sqlx::query(sql).bind(thread_id).persistent(pg.persistent);
+            query(PRUNE_CHECKPOINTS).bind(keep).execute(&mut *tx).await?;
+            let chains: Vec<ChainTuple> = sqlx::query_as(PRUNE_CHAINS)
+                .bind(thread_id)
+                .persistent(pg.persistent)
+                .fetch_all(&mut *tx)
+                .await?;
+            let whole = prune::whole_values(thread_id, chains.into_iter().map(ChainRow::from));
+            if !whole.is_empty() {
+                let ns: Vec<&str> = whole.iter().map(|w| w.ns.as_str()).collect();
+                let channels: Vec<&str> = whole.iter().map(|w| w.channel.as_str()).collect();
+                let versions: Vec<&str> = whole.iter().map(|w| w.version.as_str()).collect();
+                let blobs: Vec<&[u8]> = whole.iter().map(|w| w.blob.as_slice()).collect();
+                query(PRUNE_WHOLE)
+                    .bind(ns)
+                    .bind(channels)
+                    .bind(versions)
+                    .bind(blobs)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            query(PRUNE_BLOBS).execute(&mut *tx).await?;
+            tx.commit().await
         })
         .await
         .map_err(backend)?;

@@ -46,11 +46,24 @@ WITH a AS (DELETE FROM checkpoints WHERE thread_key = md5($1)::uuid AND thread_i
      b AS (DELETE FROM checkpoint_blobs WHERE thread_key = md5($1)::uuid AND thread_id = $1)
 DELETE FROM checkpoint_writes WHERE thread_key = md5($1)::uuid AND thread_id = $1"#;
 
-/// Keeps the newest `$2` checkpoints per namespace of thread `$1`, their writes and the blobs they need
-/// (delta bases included), in one statement.
-pub(super) const PRUNE: &str = r#"
-WITH RECURSIVE ranked AS (
-    SELECT checkpoint_ns, checkpoint_id, checkpoint,
+/// The (channel, version) pairs of the checkpoint row `$alias` (none when its `channel_versions` is not an
+/// object).
+macro_rules! channel_versions {
+    ($alias:literal) => {
+        concat!(
+            "jsonb_each_text(CASE WHEN jsonb_typeof(",
+            $alias,
+            ".checkpoint -> 'channel_versions') = 'object' THEN ",
+            $alias,
+            ".checkpoint -> 'channel_versions' ELSE '{}'::jsonb END)"
+        )
+    };
+}
+
+/// `prune`'s first step: keeps the newest `$2` checkpoints per namespace of thread `$1` and their writes.
+pub(super) const PRUNE_CHECKPOINTS: &str = r#"
+WITH ranked AS (
+    SELECT checkpoint_ns, checkpoint_id,
         row_number() OVER (PARTITION BY checkpoint_ns ORDER BY checkpoint_id DESC) AS rn
     FROM checkpoints WHERE thread_key = md5($1)::uuid AND thread_id = $1
 ),
@@ -58,26 +71,72 @@ dropped AS (
     DELETE FROM checkpoints c USING ranked r
     WHERE c.thread_key = md5($1)::uuid AND c.thread_id = $1 AND c.checkpoint_ns = r.checkpoint_ns
         AND c.checkpoint_id = r.checkpoint_id AND r.rn > $2
+)
+DELETE FROM checkpoint_writes w WHERE w.thread_key = md5($1)::uuid AND w.thread_id = $1
+    AND NOT EXISTS (SELECT 1 FROM ranked r WHERE r.rn <= $2 AND r.checkpoint_ns = w.checkpoint_ns
+        AND r.checkpoint_id = w.checkpoint_id)"#;
+
+/// The kept values of thread `$1` stored as deltas on a version no kept checkpoint lists (flagged), with
+/// every row of their chains, for `prune` to store them whole (see `sql::prune`).
+pub(super) const PRUNE_CHAINS: &str = concat!(
+    r#"
+WITH RECURSIVE kept AS (
+    SELECT DISTINCT c.checkpoint_ns AS ns, v.key COLLATE "C" AS channel, v.value COLLATE "C" AS version
+    FROM checkpoints c, "#,
+    channel_versions!("c"),
+    r#" v
+    WHERE c.thread_key = md5($1)::uuid AND c.thread_id = $1
 ),
-writes AS (
-    DELETE FROM checkpoint_writes w WHERE w.thread_key = md5($1)::uuid AND w.thread_id = $1
-        AND NOT EXISTS (SELECT 1 FROM ranked r WHERE r.rn <= $2 AND r.checkpoint_ns = w.checkpoint_ns
-            AND r.checkpoint_id = w.checkpoint_id)
+target AS (
+    SELECT b.checkpoint_ns AS ns, b.channel, b.version FROM kept k JOIN checkpoint_blobs b
+        ON b.thread_key = md5($1)::uuid AND b.ns_key = md5(k.ns)::uuid AND b.thread_id = $1
+        AND b.checkpoint_ns = k.ns AND b.channel = k.channel AND b.version = k.version
+    WHERE b.base_version IS NOT NULL AND NOT EXISTS (SELECT 1 FROM kept k2
+        WHERE k2.ns = b.checkpoint_ns AND k2.channel = b.channel AND k2.version = b.base_version)
 ),
-keep(ns, channel, version) AS (
-    SELECT r.checkpoint_ns, v.key COLLATE "C", v.value COLLATE "C" FROM ranked r, jsonb_each_text(
-        CASE WHEN jsonb_typeof(r.checkpoint -> 'channel_versions') = 'object'
-        THEN r.checkpoint -> 'channel_versions' ELSE '{}'::jsonb END) v
-    WHERE r.rn <= $2
+chain(ns, channel, version) AS (
+    SELECT ns, channel, version FROM target
+    UNION
+    SELECT b.checkpoint_ns, b.channel, b.base_version FROM chain JOIN checkpoint_blobs b
+        ON b.thread_key = md5($1)::uuid AND b.ns_key = md5(chain.ns)::uuid AND b.thread_id = $1
+        AND b.checkpoint_ns = chain.ns AND b.channel = chain.channel AND b.version = chain.version
+    WHERE b.base_version IS NOT NULL
+)
+SELECT b.checkpoint_ns, b.channel, b.version, b.base_version, b.blob,
+    EXISTS (SELECT 1 FROM target t WHERE t.ns = b.checkpoint_ns AND t.channel = b.channel
+        AND t.version = b.version)
+FROM chain JOIN checkpoint_blobs b
+    ON b.thread_key = md5($1)::uuid AND b.ns_key = md5(chain.ns)::uuid AND b.thread_id = $1
+    AND b.checkpoint_ns = chain.ns AND b.channel = chain.channel AND b.version = chain.version"#
+);
+
+/// Stores kept deltas of thread `$1` whole at their versions: `$2-$5` namespace, channel, version, value.
+pub(super) const PRUNE_WHOLE: &str = r#"
+UPDATE checkpoint_blobs b SET base_version = NULL, blob = u.blob
+FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[]) AS u(ns, channel, version, blob)
+WHERE b.thread_key = md5($1)::uuid AND b.ns_key = md5(u.ns)::uuid AND b.thread_id = $1
+    AND b.checkpoint_ns = u.ns AND b.channel = u.channel AND b.version = u.version"#;
+
+/// Drops the values of thread `$1` no checkpoint lists. Once the kept deltas are stored whole, that is
+/// every row but the kept checkpoints' values; the chains are still followed, so a delta never loses its
+/// base (one whose chain could not be read, or one a concurrent save stored meanwhile).
+pub(super) const PRUNE_BLOBS: &str = concat!(
+    r#"
+WITH RECURSIVE keep(ns, channel, version) AS (
+    SELECT c.checkpoint_ns, v.key COLLATE "C", v.value COLLATE "C" FROM checkpoints c, "#,
+    channel_versions!("c"),
+    r#" v
+    WHERE c.thread_key = md5($1)::uuid AND c.thread_id = $1
     UNION
     SELECT b.checkpoint_ns, b.channel, b.base_version FROM keep k JOIN checkpoint_blobs b
-        ON b.thread_key = md5($1)::uuid AND b.thread_id = $1 AND b.checkpoint_ns = k.ns
-        AND b.channel = k.channel AND b.version = k.version
+        ON b.thread_key = md5($1)::uuid AND b.ns_key = md5(k.ns)::uuid AND b.thread_id = $1
+        AND b.checkpoint_ns = k.ns AND b.channel = k.channel AND b.version = k.version
     WHERE b.base_version IS NOT NULL
 )
 DELETE FROM checkpoint_blobs b WHERE b.thread_key = md5($1)::uuid AND b.thread_id = $1
     AND NOT EXISTS (SELECT 1 FROM keep k WHERE k.ns = b.checkpoint_ns AND k.channel = b.channel
-        AND k.version = b.version)"#;
+        AND k.version = b.version)"#
+);
 
 pub(super) const HAS_CHECKPOINTS: &str =
     "SELECT EXISTS (SELECT 1 FROM checkpoints WHERE thread_key = md5($1)::uuid AND thread_id = $1)";

@@ -25,7 +25,7 @@ return 0
 
 /// Each field's chain of stored versions: the value, then its base, its base's base... up to a whole
 /// one (`false` where nothing is stored). KEYS: values, bases. ARGV: fields.
-const RESOLVE: &str = r"
+pub(crate) const RESOLVE: &str = r"
 local out = {}
 for i = 1, #ARGV do
   local chain = {}

@@ -2,12 +2,21 @@
 //!
 //! The scripts walk a thread's registry on the server, so each runs atomically in one round trip.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::HashSet;
 
 use weft_graph::checkpoint::{Checkpoint, CheckpointError};
 
+use super::codec::{decode_chain, encode_value};
 use super::keys::{NAMESPACES, NsSuffix, ThreadKeys, blob_field};
+use super::read::RESOLVE;
 use super::saver::RedisSaver;
+
+/// What `prune` stores whole in a namespace: (field, value) pairs; `complete` is false when a kept
+/// appended value's chain could not be read (it is left as it is, and so is every value).
+struct Compacted {
+    whole: Vec<(String, Vec<u8>)>,
+    complete: bool,
+}
 
 /// Sets the TTL (ms) of every key of a thread. KEYS: registry. ARGV: base, ttl.
 const REFRESH: &str = r"
@@ -55,6 +64,42 @@ for i = 1, #members do
 end
 return redis.call('SREM', KEYS[2], ARGV[3])
 ";
+
+/// Drops checkpoints of one namespace with their writes, stores values whole and drops values, unless
+/// the namespace's checkpoints changed since they were read (then returns 0). KEYS: ids, values, bases,
+/// registry. ARGV: thread base, count of ids read, newest id read, number of dropped ids, of values to
+/// store whole and of values to drop, then the dropped ids, their checkpoint and writes keys' suffixes
+/// (two per id), (field, value) pairs to store whole, fields to drop.
+const PRUNE_NAMESPACE: &str = r"
+local newest = redis.call('ZRANGE', KEYS[1], -1, -1)[1] or ''
+if redis.call('ZCARD', KEYS[1]) ~= tonumber(ARGV[2]) or newest ~= ARGV[3] then
+  return 0
+end
+local dropped, whole, stale = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local at = 7
+for i = at, at + dropped - 1 do
+  redis.call('ZREM', KEYS[1], ARGV[i])
+end
+at = at + dropped
+for i = at, at + 2 * dropped - 1 do
+  redis.call('UNLINK', ARGV[1] .. ARGV[i])
+  redis.call('SREM', KEYS[4], ARGV[i])
+end
+at = at + 2 * dropped
+for i = at, at + 2 * whole - 1, 2 do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+  redis.call('HDEL', KEYS[3], ARGV[i])
+end
+at = at + 2 * whole
+for i = at, at + stale - 1 do
+  redis.call('HDEL', KEYS[2], ARGV[i])
+  redis.call('HDEL', KEYS[3], ARGV[i])
+end
+return 1
+";
+
+/// How many times `prune` reads a namespace again after checkpoints were added to it meanwhile.
+const PRUNE_TRIES: usize = 3;
 
 /// Sums the memory of every key of a thread. KEYS: registry. ARGV: base.
 const MEMORY: &str = r"
@@ -146,8 +191,25 @@ impl RedisSaver {
         self.deltas.forget_thread(thread_id);
         let thread = self.keys.thread(thread_id);
         for ns in self.namespaces(&thread).await? {
-            let suffix = NsSuffix::new(&ns);
-            let ids_key = thread.full(&suffix.ids());
+            self.prune_namespace(&thread, &ns, keep).await?;
+        }
+        if self.namespaces(&thread).await?.is_empty() {
+            self.remove_thread(thread_id).await?;
+        }
+        Ok(())
+    }
+
+    /// Keeps the newest `keep` checkpoints of namespace `ns`, trying again when checkpoints were added
+    /// while it read what to keep.
+    async fn prune_namespace(
+        &self,
+        thread: &ThreadKeys,
+        ns: &str,
+        keep: usize,
+    ) -> Result<(), CheckpointError> {
+        let suffix = NsSuffix::new(ns);
+        let ids_key = thread.full(&suffix.ids());
+        for _ in 0..PRUNE_TRIES {
             let ids: Vec<Vec<String>> =
                 self.query(redis::pipe().cmd("ZRANGE").arg(&ids_key).arg(0).arg(-1), "prune").await?;
             let ids = ids.into_iter().next().unwrap_or_default();
@@ -159,84 +221,134 @@ impl RedisSaver {
                     .arg(2)
                     .arg(thread.registry())
                     .arg(thread.full(NAMESPACES));
-                cmd.arg(thread.base()).arg(suffix.head()).arg(&ns).ignore();
-                self.query::<()>(&cmd, "prune").await?;
-            } else if drop > 0 {
-                self.drop_checkpoints(&thread, &suffix, &ids[..drop], &ids[drop..]).await?;
+                cmd.arg(thread.base()).arg(suffix.head()).arg(ns).ignore();
+                return self.query::<()>(&cmd, "prune").await;
+            }
+            if drop == 0 || self.drop_checkpoints(thread, &suffix, &ids, drop).await? {
+                return Ok(());
             }
         }
-        if self.namespaces(&thread).await?.is_empty() {
-            self.remove_thread(thread_id).await?;
-        }
-        Ok(())
+        Err(CheckpointError::unavailable(format!(
+            "prune of namespace '{ns}' ({}): checkpoints kept being added meanwhile",
+            thread.base()
+        )))
     }
 
-    /// Drops `dropped` checkpoints of a namespace with their writes and the values that only they use.
+    /// Drops the oldest `drop` of a namespace's checkpoints `ids` with their writes, stores whole at its
+    /// version every kept value appended to a version no kept checkpoint lists, and drops every value no
+    /// kept checkpoint lists, in one script. `false` (nothing done) when the namespace's checkpoints are
+    /// no longer `ids`.
     async fn drop_checkpoints(
         &self,
         thread: &ThreadKeys,
         ns: &NsSuffix,
-        dropped: &[String],
+        ids: &[String],
+        drop: usize,
+    ) -> Result<bool, CheckpointError> {
+        let (dropped, kept) = ids.split_at(drop);
+        let (blobs, bases) = (thread.full(&ns.blobs()), thread.full(&ns.bases()));
+        let mut whole = Vec::new();
+        let mut stale = Vec::new();
+        // Values are dropped only when every kept checkpoint can be read (one that cannot may use any).
+        if let Some(kept) = self.kept_fields(thread, ns, kept).await? {
+            let compacted = self.compact(thread, &blobs, &bases, &kept).await?;
+            whole = compacted.whole;
+            // A kept delta whose chain cannot be read is left as it is, with every value under it.
+            if compacted.complete {
+                let mut all: Vec<Vec<String>> =
+                    self.query(redis::pipe().cmd("HKEYS").arg(&blobs), "prune").await?;
+                stale = all.pop().unwrap_or_default();
+                stale.retain(|f| !kept.contains(f));
+            }
+        }
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(PRUNE_NAMESPACE).arg(4).arg(thread.full(&ns.ids())).arg(&blobs).arg(&bases);
+        cmd.arg(thread.registry())
+            .arg(thread.base())
+            .arg(ids.len())
+            .arg(ids.last().map_or("", String::as_str));
+        cmd.arg(dropped.len()).arg(whole.len()).arg(stale.len()).arg(dropped);
+        for id in dropped {
+            cmd.arg(ns.checkpoint(id)).arg(ns.writes(id));
+        }
+        for (field, bytes) in &whole {
+            cmd.arg(field).arg(bytes);
+        }
+        cmd.arg(&stale);
+        self.conn
+            .run("prune", |mut c| {
+                let cmd = &cmd;
+                async move { cmd.query_async::<bool>(&mut c).await }
+            })
+            .await
+    }
+
+    /// The value fields the `kept` checkpoints of a namespace list; `None` when one of them cannot be read.
+    async fn kept_fields(
+        &self,
+        thread: &ThreadKeys,
+        ns: &NsSuffix,
         kept: &[String],
-    ) -> Result<(), CheckpointError> {
+    ) -> Result<Option<HashSet<String>>, CheckpointError> {
         let mut pipe = redis::pipe();
-        for id in dropped.iter().chain(kept) {
+        for id in kept {
             pipe.cmd("HGET").arg(thread.full(&ns.checkpoint(id))).arg("checkpoint");
         }
         let raw: Vec<Option<Vec<u8>>> = self.query(&pipe, "prune").await?;
-        let versions = |bytes: &Option<Vec<u8>>| -> Option<HashSet<String>> {
-            let checkpoint: Checkpoint = serde_json::from_slice(bytes.as_deref()?).ok()?;
-            Some(checkpoint.channel_versions.iter().map(|(c, v)| blob_field(c, v)).collect())
-        };
-        let bases: HashMap<String, String> = self
-            .query::<Vec<HashMap<String, String>>>(
-                redis::pipe().cmd("HGETALL").arg(thread.full(&ns.bases())),
-                "prune",
-            )
-            .await?
-            .pop()
-            .unwrap_or_default();
-        // A value is needed by the checkpoints that list its version and by every appended value over it.
-        let with_bases = |fields: HashSet<String>| -> HashSet<String> {
-            let mut all = HashSet::new();
-            for mut field in fields {
-                while all.insert(field.clone()) {
-                    match bases.get(&field) {
-                        Some(base) => field = base.clone(),
-                        None => break,
-                    }
+        let mut fields = HashSet::new();
+        for bytes in raw {
+            let Some(checkpoint) = bytes.and_then(|b| serde_json::from_slice::<Checkpoint>(&b).ok()) else {
+                return Ok(None);
+            };
+            fields.extend(checkpoint.channel_versions.iter().map(|(c, v)| blob_field(c, v)));
+        }
+        Ok(Some(fields))
+    }
+
+    /// The kept values (`kept`, their fields) appended to a version no kept checkpoint lists, rebuilt
+    /// whole with the reads' own code (`RESOLVE`, `decode_chain`).
+    async fn compact(
+        &self,
+        thread: &ThreadKeys,
+        blobs: &str,
+        bases: &str,
+        kept: &HashSet<String>,
+    ) -> Result<Compacted, CheckpointError> {
+        let mut done = Compacted { whole: Vec::new(), complete: true };
+        if kept.is_empty() {
+            return Ok(done);
+        }
+        let fields: Vec<&String> = kept.iter().collect();
+        let found: Vec<Vec<Option<String>>> =
+            self.query(redis::pipe().cmd("HMGET").arg(bases).arg(&fields), "prune").await?;
+        let targets: Vec<&String> = fields
+            .into_iter()
+            .zip(found.into_iter().next().unwrap_or_default())
+            .filter(|(_, base)| base.as_ref().is_some_and(|base| !kept.contains(base)))
+            .map(|(field, _)| field)
+            .collect();
+        if targets.is_empty() {
+            return Ok(done);
+        }
+        let mut pipe = redis::pipe();
+        pipe.cmd("EVAL").arg(RESOLVE).arg(2).arg(blobs).arg(bases).arg(&targets);
+        let chains: Vec<Vec<Vec<Option<Vec<u8>>>>> = self.query(&pipe, "prune").await?;
+        for (field, chain) in targets.into_iter().zip(chains.into_iter().next().unwrap_or_default()) {
+            let value = decode_chain(&chain).and_then(|value| encode_value(value.as_ref()));
+            match value {
+                Ok(bytes) => done.whole.push((field.clone(), bytes)),
+                Err(message) => {
+                    tracing::warn!(
+                        thread = thread.base(),
+                        field = field.as_str(),
+                        message,
+                        "prune keeps an appended value whose chain cannot be read as it is"
+                    );
+                    done.complete = false;
                 }
             }
-            all
-        };
-        let (old, new) = raw.split_at(dropped.len());
-        let mut stale: BTreeSet<String> =
-            with_bases(old.iter().filter_map(versions).flatten().collect()).into_iter().collect();
-        let mut needed = HashSet::new();
-        for fields in new.iter().map(versions) {
-            match fields {
-                Some(fields) => needed.extend(fields),
-                // A kept checkpoint that cannot be read may use any value: keep them all.
-                None => stale.clear(),
-            }
         }
-        let needed = with_bases(needed);
-        stale.retain(|f| !needed.contains(f));
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        pipe.cmd("ZREM").arg(thread.full(&ns.ids())).arg(dropped).ignore();
-        let suffixes: Vec<String> =
-            dropped.iter().flat_map(|id| [ns.checkpoint(id), ns.writes(id)]).collect();
-        for chunk in suffixes.chunks(256) {
-            let keys: Vec<String> = chunk.iter().map(|s| thread.full(s)).collect();
-            pipe.cmd("UNLINK").arg(keys).ignore();
-            pipe.cmd("SREM").arg(thread.registry()).arg(chunk).ignore();
-        }
-        for chunk in stale.into_iter().collect::<Vec<_>>().chunks(256) {
-            pipe.cmd("HDEL").arg(thread.full(&ns.blobs())).arg(chunk).ignore();
-            pipe.cmd("HDEL").arg(thread.full(&ns.bases())).arg(chunk).ignore();
-        }
-        self.query::<()>(&pipe, "prune").await
+        Ok(done)
     }
 
     async fn namespaces(&self, thread: &ThreadKeys) -> Result<Vec<String>, CheckpointError> {

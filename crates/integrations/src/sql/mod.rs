@@ -5,6 +5,7 @@ pub(crate) mod codec;
 pub(crate) mod delta;
 pub(crate) mod heads;
 pub(crate) mod migrate;
+pub(crate) mod prune;
 pub(crate) mod rows;
 pub(crate) mod store_rows;
 

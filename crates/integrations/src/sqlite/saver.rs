@@ -13,13 +13,14 @@ use weft_graph::checkpoint::{
 
 use super::group::{GroupCommit, SqlStatement};
 use super::statements::{
-    COPY, DELETE, HAS_CHECKPOINTS, HEAD, PRUNE_BLOBS, PRUNE_CHECKPOINTS, PRUNE_WRITES, PUT_BLOB,
-    PUT_CHECKPOINT, PUT_DELTA, PUT_WRITE,
+    COPY, DELETE, HAS_CHECKPOINTS, HEAD, PRUNE_BLOBS, PRUNE_CHAINS, PRUNE_CHECKPOINTS, PRUNE_WHOLE,
+    PRUNE_WRITES, PUT_BLOB, PUT_CHECKPOINT, PUT_DELTA, PUT_WRITE,
 };
 use super::{Db, DeltaStorage, SqliteOptions, SqlitePool, batch, read, schema};
 use crate::sql::StorageStats;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
 use crate::sql::heads::HeadChecks;
+use crate::sql::prune::{self, ChainRow, ChainTuple};
 use crate::sql::rows;
 
 /// A checkpointer on SQLite: a file (WAL, durability as [`SqliteOptions::durability`] says) or a private
@@ -285,13 +286,28 @@ impl Checkpointer for SqliteSaver {
         tx.commit().await.map_err(backend)
     }
 
+    /// One transaction: the dropped checkpoints and their writes go, every kept value stored as a delta
+    /// on a dropped version is stored whole at its version, then every value no kept checkpoint lists
+    /// goes.
     async fn prune(&self, thread_id: &str, keep_latest: usize) -> Result<(), CheckpointError> {
         let keep = i64::try_from(keep_latest).unwrap_or(i64::MAX);
         let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
         sqlx::query(PRUNE_CHECKPOINTS).bind(thread_id).bind(keep).execute(&mut *tx).await.map_err(backend)?;
-        for statement in [PRUNE_WRITES, PRUNE_BLOBS] {
-            sqlx::query(statement).bind(thread_id).execute(&mut *tx).await.map_err(backend)?;
+        sqlx::query(PRUNE_WRITES).bind(thread_id).execute(&mut *tx).await.map_err(backend)?;
+        let chains: Vec<ChainTuple> =
+            sqlx::query_as(PRUNE_CHAINS).bind(thread_id).fetch_all(&mut *tx).await.map_err(backend)?;
+        for whole in prune::whole_values(thread_id, chains.into_iter().map(ChainRow::from)) {
+            sqlx::query(PRUNE_WHOLE)
+                .bind(thread_id)
+                .bind(&whole.ns)
+                .bind(&whole.channel)
+                .bind(&whole.version)
+                .bind(&whole.blob)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
         }
+        sqlx::query(PRUNE_BLOBS).bind(thread_id).execute(&mut *tx).await.map_err(backend)?;
         tx.commit().await.map_err(backend)
     }
 

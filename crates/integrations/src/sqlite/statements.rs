@@ -32,7 +32,39 @@ pub(super) const PRUNE_WRITES: &str = "DELETE FROM checkpoint_writes WHERE threa
     SELECT 1 FROM checkpoints c WHERE c.thread_id = ?1 AND c.checkpoint_ns = checkpoint_writes.checkpoint_ns \
     AND c.checkpoint_id = checkpoint_writes.checkpoint_id)";
 
-/// Drops blobs no kept checkpoint needs (directly or as the base of a delta it needs).
+/// The kept values stored as deltas on a version no kept checkpoint lists (flagged), with every row of
+/// their chains, for `prune` to store them whole (see `sql::prune`).
+pub(super) const PRUNE_CHAINS: &str = "
+WITH RECURSIVE kept(ns, channel, version) AS (
+    SELECT DISTINCT c.checkpoint_ns, v.key, v.value
+    FROM checkpoints c, json_each(c.checkpoint, '$.channel_versions') v WHERE c.thread_id = ?1
+),
+target(ns, channel, version) AS (
+    SELECT b.checkpoint_ns, b.channel, b.version FROM kept CROSS JOIN checkpoint_blobs b
+        ON b.thread_id = ?1 AND b.checkpoint_ns = kept.ns AND b.channel = kept.channel AND b.version = kept.version
+    WHERE b.base_version IS NOT NULL AND NOT EXISTS (SELECT 1 FROM kept k
+        WHERE k.ns = b.checkpoint_ns AND k.channel = b.channel AND k.version = b.base_version)
+),
+chain(ns, channel, version) AS (
+    SELECT ns, channel, version FROM target
+    UNION
+    SELECT b.checkpoint_ns, b.channel, b.base_version FROM chain CROSS JOIN checkpoint_blobs b
+        ON b.thread_id = ?1 AND b.checkpoint_ns = chain.ns AND b.channel = chain.channel AND b.version = chain.version
+    WHERE b.base_version IS NOT NULL
+)
+SELECT CAST(b.checkpoint_ns AS TEXT), CAST(b.channel AS TEXT), CAST(b.version AS TEXT),
+    CAST(b.base_version AS TEXT), CAST(b.blob AS BLOB),
+    EXISTS (SELECT 1 FROM target t WHERE t.ns = b.checkpoint_ns AND t.channel = b.channel AND t.version = b.version)
+FROM chain CROSS JOIN checkpoint_blobs b
+    ON b.thread_id = ?1 AND b.checkpoint_ns = chain.ns AND b.channel = chain.channel AND b.version = chain.version";
+
+/// Stores a kept delta whole at its version: `?5` the whole value.
+pub(super) const PRUNE_WHOLE: &str = "UPDATE checkpoint_blobs SET base_version = NULL, blob = ?5 \
+    WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND channel = ?3 AND version = ?4";
+
+/// Drops blobs no kept checkpoint lists. Once the kept deltas are stored whole, that is every row but the
+/// kept checkpoints' values; the chains are still followed, so a delta never loses its base (one whose
+/// chain could not be read and was left as it is).
 pub(super) const PRUNE_BLOBS: &str = "
 WITH RECURSIVE keep(ns, channel, version) AS (
     SELECT c.checkpoint_ns, v.key, v.value FROM checkpoints c, json_each(c.checkpoint, '$.channel_versions') v

@@ -46,8 +46,8 @@ pub use listing::{
 pub use odd::{concurrent_threads_do_not_interfere, long_thread_id, odd_characters_in_ids};
 pub use threads::{
     copy_thread_copies_everything, copy_thread_keeps_threads_independent, copy_thread_rejects_bad_threads,
-    delete_thread_removes_everything, prune_keeps_latest_per_namespace, prune_keeps_values_still_referenced,
-    retention_policy_prunes_old_checkpoints,
+    delete_thread_removes_everything, prune_keeps_appended_values_whole, prune_keeps_latest_per_namespace,
+    prune_keeps_values_still_referenced, retention_policy_prunes_old_checkpoints,
 };
 pub use writes::{
     pending_writes_ordered, put_writes_without_checkpoint_id_is_invalid, regular_writes_insert_if_absent,
@@ -83,9 +83,9 @@ macro_rules! __weft_checkpoint_cases {
             write_values_round_trip, delete_thread_removes_everything, copy_thread_copies_everything,
             copy_thread_keeps_threads_independent, copy_thread_rejects_bad_threads,
             prune_keeps_latest_per_namespace, prune_keeps_values_still_referenced,
-            retention_policy_prunes_old_checkpoints, long_thread_id, odd_characters_in_ids,
-            concurrent_threads_do_not_interfere, appended_values_rebuilt, batch_matches_one_by_one,
-            batch_with_invalid_op_fails, put_checks_expected_head, expected_head_per_namespace,
+            prune_keeps_appended_values_whole, retention_policy_prunes_old_checkpoints, long_thread_id,
+            odd_characters_in_ids, concurrent_threads_do_not_interfere, appended_values_rebuilt,
+            batch_matches_one_by_one, batch_with_invalid_op_fails, put_checks_expected_head, expected_head_per_namespace,
             batch_checks_expected_heads, concurrent_puts_one_head_one_wins, repeated_put_is_not_a_conflict
         }
     };

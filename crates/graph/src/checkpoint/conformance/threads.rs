@@ -184,6 +184,49 @@ pub async fn prune_keeps_values_still_referenced(saver: &dyn Checkpointer) -> Ou
     )
 }
 
+/// A list saved as a chain of appends reads back the same after `prune` drops the checkpoints its chain
+/// ran through (a kept checkpoint's value at its own version, whatever the saver stores), and appends
+/// after the prune go on from it.
+pub async fn prune_keeps_appended_values_whole(saver: &dyn Checkpointer) -> Outcome {
+    use crate::checkpoint::{AppendDelta, ChannelAppends};
+    let thread = CheckpointConfig::thread(fresh_thread("prune-appends"));
+    let all = ids(11);
+    let append = |base: u64, item: u64| {
+        ChannelAppends::from([(
+            "m".into(),
+            AppendDelta { base_version: version(base), items: vec![json!(item)] },
+        )])
+    };
+    let mut parent = thread.clone();
+    for (v, id) in (1..).zip(&all[..10]) {
+        let at = versions(&[("m", &version(v))]);
+        let (values, appends) = match v {
+            1 => (vec![("m", json!([1]))], ChannelAppends::new()),
+            _ => (Vec::new(), append(v - 1, v)),
+        };
+        let cp = checkpoint(id, &values, &at);
+        let meta = metadata(i64::try_from(v).unwrap_or(0), json!({}));
+        parent =
+            saver.put_with_appends(&parent, cp, meta, at.clone(), appends).await.ctx("put_with_appends")?;
+    }
+    let before = saver.list(Some(&thread), ListOptions::default()).await.ctx("list")?;
+    saver.prune(&thread.thread_id, 2).await.ctx("prune")?;
+    let after = saver.list(Some(&thread), ListOptions::default()).await.ctx("list")?;
+    ensure_eq(after, before[..2].to_vec(), "prune leaves the kept checkpoints as they were")?;
+    let at = versions(&[("m", &version(11))]);
+    let cp = checkpoint(&all[10], &[], &at);
+    parent = saver
+        .put_with_appends(&parent, cp, metadata(11, json!({})), at.clone(), append(10, 11))
+        .await
+        .ctx("put_with_appends after prune")?;
+    let list: Vec<u64> = (1..=11).collect();
+    let got = must_get(saver, &parent, "the checkpoint appended after the prune").await?;
+    ensure_eq(got.checkpoint.channel_values.get("m"), Some(&json!(list)), "an append on a kept value")?;
+    saver.prune(&thread.thread_id, 1).await.ctx("prune again")?;
+    let got = must_get(saver, &thread, "the one checkpoint kept").await?;
+    ensure_eq(got.checkpoint.channel_values.get("m"), Some(&json!(list)), "the list after a second prune")
+}
+
 /// `RetentionPolicy::apply` prunes through the saver: by count, and by age read from UUID v7 ids.
 pub async fn retention_policy_prunes_old_checkpoints(saver: &dyn Checkpointer) -> Outcome {
     let thread = CheckpointConfig::thread(fresh_thread("retention"));

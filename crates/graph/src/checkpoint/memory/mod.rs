@@ -24,7 +24,8 @@ use values::{Packed, Values};
 /// It stores append deltas ([`stores_appends`](Checkpointer::stores_appends) is true): a list channel that
 /// a step only appended to is kept as the new items and a link to its previous version, so a growing
 /// message list costs O(new messages) per checkpoint in time and memory; `get_tuple` and `list` rebuild
-/// the whole list. A replaced or shortened list is stored whole.
+/// the whole list. A replaced or shortened list is stored whole. `prune` stores a kept list whole when
+/// the version it extends goes, so a pruned thread keeps one value per channel and kept version.
 ///
 /// For tests, development and short-lived processes: nothing survives the process. Many tasks may share
 /// one saver; every call takes a lock briefly and never holds it across an await.
@@ -260,7 +261,8 @@ impl Namespace {
         })
     }
 
-    /// Keeps the newest `keep` checkpoints, their writes and the values they reference.
+    /// Keeps the newest `keep` checkpoints, their writes and the values they reference (stored whole
+    /// where the versions they extend go).
     fn prune(&mut self, keep: usize) {
         let drop = self.checkpoints.len().saturating_sub(keep);
         self.checkpoints.drain(..drop);

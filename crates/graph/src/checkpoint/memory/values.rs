@@ -248,20 +248,49 @@ impl Values {
         Ok(Some(Value::Array(items)))
     }
 
-    /// Keeps the values of `needed` (channel, version) pairs and the versions their appends extend.
+    /// Keeps the values of `needed` (channel, version) pairs only. A needed value appended to a version
+    /// that is not needed is stored whole first, so its chain can go; one whose chain cannot be read is
+    /// left as it is, with the versions under it.
     pub(super) fn retain(&mut self, needed: &HashSet<(u32, Ver)>) {
         let mut keep: HashMap<u32, HashSet<Ver>> = HashMap::new();
         for (channel, version) in needed {
-            let channel = *channel;
+            keep.entry(*channel).or_default().insert(version.clone());
+        }
+        let mut whole = Vec::new();
+        let mut broken = Vec::new();
+        for (channel, version) in needed {
+            let base = match self.versions(*channel).and_then(|v| v.get(version)) {
+                Some(Stored::Appended { base, .. }) => base,
+                _ => continue,
+            };
+            if keep.get(channel).is_some_and(|k| k.contains(base)) {
+                continue;
+            }
+            match self.get(*channel, "", version) {
+                Ok(Some(value)) => {
+                    let list_len = value.as_array().map(Vec::len);
+                    whole.push((
+                        *channel,
+                        version.clone(),
+                        Stored::Whole { value: Packed::pack(value), list_len },
+                    ));
+                }
+                Ok(None) | Err(_) => broken.push((*channel, version.clone())),
+            }
+        }
+        for (channel, version) in broken {
             let Some(versions) = self.versions(channel) else { continue };
             let kept = keep.entry(channel).or_default();
-            let mut at = version;
-            while kept.insert(at.clone()) {
-                match versions.get(at) {
-                    Some(Stored::Appended { base, .. }) => at = base,
-                    _ => break,
+            let mut at = &version;
+            while let Some(Stored::Appended { base, .. }) = versions.get(at) {
+                if !kept.insert(base.clone()) {
+                    break;
                 }
+                at = base;
             }
+        }
+        for (channel, version, stored) in whole {
+            self.insert(channel, version, stored);
         }
         for (channel, versions) in self.by_channel.iter_mut().enumerate() {
             let kept = u32::try_from(channel).ok().and_then(|c| keep.get(&c));
@@ -351,17 +380,33 @@ mod tests {
     }
 
     #[test]
-    fn retain_keeps_the_versions_an_append_extends() {
+    fn retain_stores_a_kept_append_whole_when_its_base_goes() {
         let mut values = Values::default();
         values.put_whole(c("m"), v(1), Some(json!([1])));
         values.put_appended("m", v(2), delta(1, json!([2]))).unwrap();
         values.put_whole(c("m"), v(3), Some(json!([9])));
         values.put_appended("m", v(4), delta(3, json!([10]))).unwrap();
-        let v2 = v(2);
-        values.retain(&HashSet::from([(c("m"), v2)]));
-        assert_eq!(values.len(), 2);
+        values.retain(&HashSet::from([(c("m"), v(2))]));
+        assert_eq!(values.len(), 1, "one value, stored whole");
         assert_eq!(values.get_named("m", &v(2)).unwrap(), Some(json!([1, 2])));
         assert!(values.get_named("m", &v(4)).is_err());
+        // Appends go on from the whole value.
+        values.put_appended("m", v(5), delta(2, json!([3]))).unwrap();
+        assert_eq!(values.get_named("m", &v(5)).unwrap(), Some(json!([1, 2, 3])));
+    }
+
+    #[test]
+    fn retain_keeps_an_append_whose_base_is_kept() {
+        let mut values = Values::default();
+        values.put_whole(c("m"), v(1), Some(json!([1])));
+        values.put_appended("m", v(2), delta(1, json!([2]))).unwrap();
+        values.put_appended("m", v(3), delta(2, json!([3]))).unwrap();
+        values.put_appended("m", v(4), delta(3, json!([4]))).unwrap();
+        values.retain(&HashSet::from([(c("m"), v(3)), (c("m"), v(4))]));
+        assert_eq!(values.len(), 2);
+        assert!(matches!(values.by_channel[c("m") as usize].get(&v(4)), Some(Stored::Appended { .. })));
+        assert!(matches!(values.by_channel[c("m") as usize].get(&v(3)), Some(Stored::Whole { .. })));
+        assert_eq!(values.get_named("m", &v(4)).unwrap(), Some(json!([1, 2, 3, 4])));
     }
 
     #[test]
@@ -400,7 +445,7 @@ mod tests {
         assert_eq!(values.get_named("x", &v(5)).unwrap(), Some(json!(5)));
         assert_eq!(values.get_named("x", &fork(6)).unwrap(), Some(json!(["f4", 1])));
         values.retain(&HashSet::from([(c("x"), fork(6)), (c("x"), v(1))]));
-        assert_eq!(values.len(), 3);
+        assert_eq!(values.len(), 2, "the kept append is stored whole, its base goes");
         assert_eq!(values.get_named("x", &fork(6)).unwrap(), Some(json!(["f4", 1])));
         assert!(values.get_named("x", &v(5)).is_err());
     }
