@@ -27,7 +27,6 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::http::{Conn, Partial};
-use crate::resp::{self, Resp};
 use crate::sse::Event;
 
 /// The graph's steps, in order (`tests/server_e2e/src/graphs.rs`).
@@ -166,7 +165,7 @@ impl Deployment {
         self.redis = Some(child);
         let end = Instant::now() + Duration::from_secs(10);
         loop {
-            if resp::command(&self.redis_addr(), &["PING"]) == Ok(Resp::Simple("PONG".into())) {
+            if redis_answers(&self.redis_addr()).await {
                 return Ok(());
             }
             if Instant::now() > end {
@@ -402,7 +401,7 @@ pub(crate) async fn check_run(addr: &str, redis: &str, outcome: &Outcome) -> Res
         previous = Some(key);
     }
     let key = format!("{PREFIX}run:{run_id}:stream");
-    let entries = resp::stream_entries(&resp::command(redis, &["XRANGE", &key, "-", "+"])?)?;
+    let entries = stream_entries(redis, &key).await?;
     let published: Vec<(String, String, String)> = entries
         .into_iter()
         .filter_map(|(id, fields)| {
@@ -423,6 +422,39 @@ pub(crate) async fn check_run(addr: &str, redis: &str, outcome: &Outcome) -> Res
         ));
     }
     Ok(())
+}
+
+/// A connection to the Redis at `addr` (`host:port`), or why there is none within 10 s.
+async fn redis_connection(addr: &str) -> Result<redis::aio::MultiplexedConnection, String> {
+    let client =
+        redis::Client::open(format!("redis://{addr}/")).map_err(|e| format!("Redis at {addr}: {e}"))?;
+    match tokio::time::timeout(Duration::from_secs(10), client.get_multiplexed_async_connection()).await {
+        Ok(Ok(conn)) => Ok(conn),
+        Ok(Err(e)) => Err(format!("cannot connect to Redis at {addr}: {e}")),
+        Err(_) => Err(format!("Redis at {addr} did not answer within 10 s")),
+    }
+}
+
+/// Whether the Redis at `addr` answers `PING`.
+async fn redis_answers(addr: &str) -> bool {
+    let Ok(mut conn) = redis_connection(addr).await else { return false };
+    let pong: Result<String, _> = redis::cmd("PING").query_async(&mut conn).await;
+    pong.is_ok_and(|pong| pong == "PONG")
+}
+
+/// One entry of a Redis stream: its id and its fields, in order.
+type StreamEntry = (String, Vec<(String, String)>);
+
+/// The entries of the Redis stream `key` (`XRANGE key - +`).
+async fn stream_entries(addr: &str, key: &str) -> Result<Vec<StreamEntry>, String> {
+    let mut conn = redis_connection(addr).await?;
+    redis::cmd("XRANGE")
+        .arg(key)
+        .arg("-")
+        .arg("+")
+        .query_async(&mut conn)
+        .await
+        .map_err(|e| format!("XRANGE {key} on Redis at {addr}: {e}"))
 }
 
 /// What the steps' log says: per run, the steps started in order, with the process that started each.
@@ -620,5 +652,45 @@ mod tests {
         assert_eq!(run_id_of(&partial), Some("r2".into()));
         assert_eq!(id_key("12-3"), Some((12, 3)));
         assert_eq!(id_key("12"), None);
+    }
+
+    #[tokio::test]
+    async fn redis_streams_are_read_in_order_with_their_fields() {
+        let addr = std::env::var("WEFT_TEST_REDIS_ADDR").unwrap_or_else(|_| "127.0.0.1:6379".to_owned());
+        if !redis_answers(&addr).await {
+            weft_testenv::skip_or_fail(
+                &format!("Redis at {addr}"),
+                "no PONG",
+                "`cargo xtask services` starts it",
+            );
+            return;
+        }
+        assert!(!redis_answers("127.0.0.1:1").await, "nothing listens on port 1");
+        let key = format!("weft-bench-chaos-test:{}:{}", std::process::id(), line!());
+        let mut conn = redis_connection(&addr).await.unwrap();
+        for (event, data) in [("values", "{}"), ("updates", "{\"a\":1}")] {
+            let _: String = redis::cmd("XADD")
+                .arg(&key)
+                .arg("*")
+                .arg("e")
+                .arg(event)
+                .arg("d")
+                .arg(data)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+        }
+        let entries = stream_entries(&addr, &key).await.unwrap();
+        let _: i64 = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+        let fields: Vec<&Vec<(String, String)>> = entries.iter().map(|(_, fields)| fields).collect();
+        assert_eq!(
+            fields,
+            [
+                &vec![("e".to_owned(), "values".to_owned()), ("d".to_owned(), "{}".to_owned())],
+                &vec![("e".to_owned(), "updates".to_owned()), ("d".to_owned(), "{\"a\":1}".to_owned())],
+            ]
+        );
+        assert!(id_key(&entries[0].0) < id_key(&entries[1].0), "ids increase: {entries:?}");
+        assert_eq!(stream_entries(&addr, &key).await.unwrap(), [], "a missing stream has no entries");
     }
 }

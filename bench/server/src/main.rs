@@ -29,7 +29,6 @@
 mod chaos;
 mod http;
 mod pgstat;
-mod resp;
 mod servers;
 mod soak;
 mod sse;

@@ -13,11 +13,12 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::join_all;
 use serde_json::json;
+use sqlx::Connection as _;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use weft_graph::checkpoint::{
     Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource, Checkpointer, ListOptions,
 };
-use weft_integrations::postgres::{PostgresOptions, PostgresSaver, PostgresStore, RetryPolicy};
+use weft_integrations::postgres::{PgStatements, PostgresOptions, PostgresSaver, PostgresStore, RetryPolicy};
 
 const SECRET: &str = "sup3r-s3cret-pw";
 
@@ -129,6 +130,59 @@ async fn pooler_mode_uses_no_named_prepared_statements() {
     let Some(cached) = common::saver_with(single).await else { return };
     chain(cached.inner(), "cached", 3).await;
     assert!(prepared_statement_count(cached.inner()).await > 0, "the default mode does prepare statements");
+}
+
+/// A caller's pool of one connection in `schema`: sqlx's statement cache on, and sessions serializable by
+/// default (so a transaction that states read committed shows).
+async fn one_connection(schema: &common::TestSchema) -> sqlx::PgPool {
+    let options = PgConnectOptions::from_str(&common::pg_url())
+        .unwrap()
+        .options([("search_path", schema.name.as_str()), ("default_transaction_isolation", "serializable")]);
+    PgPoolOptions::new().max_connections(1).connect_with(options).await.unwrap()
+}
+
+async fn named_statements(pool: &sqlx::PgPool) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM pg_prepared_statements")
+        .persistent(false)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn postgres_statements_unprepared_run_unnamed_each_in_a_committed_read_committed_transaction() {
+    let Some(schema) = common::schema().await else { return };
+    let pool = one_connection(&schema).await;
+    sqlx::raw_sql("CREATE TABLE seen (n int)").execute(&pool).await.unwrap();
+    let (unnamed, named) = (PgStatements::new(pool.clone(), false), PgStatements::new(pool.clone(), true));
+    let isolation = || sqlx::query_scalar::<_, String>("SELECT current_setting('transaction_isolation')");
+
+    let inside = unnamed.fetch_one(isolation()).await.unwrap();
+    assert_eq!(inside, "read committed", "the statement runs in a transaction that states its isolation");
+    let after = isolation().persistent(false).fetch_one(&pool).await.unwrap();
+    assert_eq!(after, "serializable", "the transaction ended with the statement");
+    let inserted = unnamed.execute(sqlx::query("INSERT INTO seen VALUES ($1)").bind(7)).await.unwrap();
+    assert_eq!(inserted.rows_affected(), 1);
+    let mut other = sqlx::PgConnection::connect_with(
+        &PgConnectOptions::from_str(&common::pg_url())
+            .unwrap()
+            .options([("search_path", schema.name.as_str())]),
+    )
+    .await
+    .unwrap();
+    let committed: i64 = sqlx::query_scalar("SELECT count(*) FROM seen").fetch_one(&mut other).await.unwrap();
+    assert_eq!(committed, 1, "the write is committed");
+    let rows: Vec<(i32,)> =
+        unnamed.fetch_all(sqlx::query_as("SELECT n FROM seen WHERE n = $1").bind(7)).await.unwrap();
+    assert_eq!(rows, [(7,)]);
+    assert_eq!(named_statements(&pool).await, 0, "every statement was the unnamed one");
+
+    let outside = named.fetch_one(isolation()).await.unwrap();
+    assert_eq!(outside, "serializable", "prepared, a statement runs as it is, in no transaction of ours");
+    let found: Option<i32> =
+        named.fetch_optional(sqlx::query_scalar("SELECT n FROM seen WHERE n = $1").bind(7)).await.unwrap();
+    assert_eq!(found, Some(7));
+    assert_eq!(named_statements(&pool).await, 2, "prepared statements are named and cached");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

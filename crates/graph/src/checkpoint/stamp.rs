@@ -173,26 +173,16 @@ thread_local! {
         const { std::cell::Cell::new((None, [0; SECOND_LEN])) };
 }
 
-/// `secs` since the epoch as `YYYY-MM-DDTHH:MM:SS` (UTC).
+/// `secs` since the epoch as `YYYY-MM-DDTHH:MM:SS` (UTC; past `jiff`'s range, its last second).
 fn second_text(secs: u64) -> [u8; SECOND_LEN] {
-    let secs = i64::try_from(secs).unwrap_or(i64::MAX);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = crate::store::time::civil_from_days(days);
-    let mut out = Digits::new();
-    out.padded(y.max(0) as u64, 4);
-    out.byte(b'-');
-    out.padded(m as u64, 2);
-    out.byte(b'-');
-    out.padded(d as u64, 2);
-    out.byte(b'T');
-    out.padded((rem / 3600) as u64, 2);
-    out.byte(b':');
-    out.padded(((rem % 3600) / 60) as u64, 2);
-    out.byte(b':');
-    out.padded((rem % 60) as u64, 2);
+    let at = i64::try_from(secs)
+        .ok()
+        .and_then(|secs| jiff::Timestamp::from_second(secs).ok())
+        .unwrap_or(jiff::Timestamp::MAX);
+    let written = format!("{:.0}", jiff::tz::TimeZone::UTC.to_datetime(at));
     let mut text = [b'0'; SECOND_LEN];
-    let len = out.len.min(SECOND_LEN);
-    text[..len].copy_from_slice(&out.buf[..len]);
+    let len = written.len().min(SECOND_LEN);
+    text[..len].copy_from_slice(&written.as_bytes()[..len]);
     text
 }
 
@@ -290,8 +280,7 @@ mod tests {
         ] {
             assert_eq!(rfc3339_at(Duration::from_micros(micros)), text);
         }
-        assert_eq!(crate::store::time::civil_from_days(0), (1970, 1, 1));
-        assert_eq!(crate::store::time::civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(&second_text(u64::MAX), b"9999-12-30T22:00:00");
     }
 
     #[test]

@@ -1,99 +1,32 @@
-//! RFC 3339 timestamps (UTC, microseconds) for store items, without a date crate.
+//! RFC 3339 timestamps (UTC, microseconds) for store items and the server's records, by `jiff`.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-/// `t` as `2025-01-02T03:04:05.678901+00:00` (Python's `isoformat()` of an aware UTC datetime).
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+
+/// `t` as `2025-01-02T03:04:05.678901+00:00` (Python's `isoformat()` of an aware UTC datetime), the
+/// microseconds truncated. A time beyond `jiff`'s range (about years -9999 to 9999) is written as the
+/// nearest time within it.
 pub fn format_rfc3339(t: SystemTime) -> String {
-    let (secs, micros) = match t.duration_since(SystemTime::UNIX_EPOCH) {
-        Ok(d) => (i64::try_from(d.as_secs()).unwrap_or(i64::MAX), d.subsec_micros()),
-        Err(e) => {
-            let d = e.duration();
-            let whole = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
-            match d.subsec_micros() {
-                0 => (-whole, 0),
-                us => (-whole - 1, 1_000_000 - us),
-            }
-        }
-    };
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    let (hh, mm, ss) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{micros:06}+00:00")
-}
-
-/// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`.
-pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
-    let b = s.as_bytes();
-    let num = |range: std::ops::Range<usize>| -> Option<i64> {
-        let part = s.get(range)?;
-        if part.bytes().all(|c| c.is_ascii_digit()) { part.parse().ok() } else { None }
-    };
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hh, mi, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || hh > 23 || mi > 59 || ss > 60 {
-        return None;
-    }
-    let mut i = 19;
-    let mut nanos: i64 = 0;
-    if b.get(i) == Some(&b'.') {
-        let start = i + 1;
-        i = start;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        let digits = s.get(start..i)?;
-        if digits.is_empty() {
-            return None;
-        }
-        let padded: String = digits.chars().chain(std::iter::repeat('0')).take(9).collect();
-        nanos = padded.parse().ok()?;
-    }
-    let offset = match s.get(i..)? {
-        "Z" | "z" => 0,
-        tz if tz.len() == 6 && matches!(tz.as_bytes()[0], b'+' | b'-') && tz.as_bytes()[3] == b':' => {
-            let minutes = num(i + 1..i + 3)? * 60 + num(i + 4..i + 6)?;
-            if tz.as_bytes()[0] == b'-' { -minutes } else { minutes }
-        }
-        _ => return None,
-    };
-    let secs = days_from_civil(y, mo, d) * 86_400 + hh * 3600 + mi * 60 + ss - offset * 60;
-    let whole = Duration::from_secs(secs.unsigned_abs());
-    let t = if secs >= 0 {
-        SystemTime::UNIX_EPOCH.checked_add(whole)?
+    let at = Timestamp::try_from(t).unwrap_or(if t < SystemTime::UNIX_EPOCH {
+        Timestamp::MIN
     } else {
-        SystemTime::UNIX_EPOCH.checked_sub(whole)?
-    };
-    t.checked_add(Duration::from_nanos(u64::try_from(nanos).ok()?))
+        Timestamp::MAX
+    });
+    format!("{:.6}+00:00", TimeZone::UTC.to_datetime(at))
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The date (year, month, day) of a day count since 1970-01-01 (Howard Hinnant's algorithm); the store's
-/// times and the engine's checkpoint stamps both use it.
-pub(crate) fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+/// Parses an RFC 3339 timestamp, `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` (as `jiff` reads one: also
+/// a space or `t` between date and time); `None` for any other text.
+pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
+    let since_epoch = s.parse::<Timestamp>().ok()?.as_duration();
+    // Checked: a platform's `SystemTime` may not reach every year `jiff` does.
+    if since_epoch.is_negative() {
+        SystemTime::UNIX_EPOCH.checked_sub(since_epoch.unsigned_abs())
+    } else {
+        SystemTime::UNIX_EPOCH.checked_add(since_epoch.unsigned_abs())
+    }
 }
 
 /// Serde adapter: a `SystemTime` as an RFC 3339 string.
@@ -117,6 +50,8 @@ pub(crate) mod rfc3339 {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -147,6 +82,16 @@ mod tests {
     }
 
     #[test]
+    fn times_beyond_the_range_are_clamped_not_panicking() {
+        let far = SystemTime::UNIX_EPOCH + Duration::from_secs(400_000_000_000);
+        assert_eq!(format_rfc3339(far), "9999-12-30T22:00:00.999999+00:00");
+        let Some(long_ago) = SystemTime::UNIX_EPOCH.checked_sub(Duration::from_secs(400_000_000_000)) else {
+            return;
+        };
+        assert_eq!(format_rfc3339(long_ago), "-009999-01-02T01:59:59.000000+00:00");
+    }
+
+    #[test]
     fn parse_rejects_malformed_text() {
         for bad in [
             "",
@@ -155,6 +100,10 @@ mod tests {
             "2025-01-02T00:00:00",
             "2025-01-02T00:00:00.Z",
             "x025-01-02T00:00:00Z",
+            "2025-02-30T00:00:00Z",
+            "2025-01-02T24:00:00Z",
+            "2025-01-02T00:00:00+02:60",
+            "2025-01-02T00:00:00.1234567891Z",
         ] {
             assert_eq!(parse_rfc3339(bad), None, "{bad}");
         }

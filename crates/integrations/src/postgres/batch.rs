@@ -361,11 +361,10 @@ async fn execute_assuming(
             .bind(&g_ns)
             .bind(&g_exact)
             .bind(&g_want)
-            .persistent(pg.persistent)
     };
     heads::precheck(checks, assumed)?;
     let (ok, heads_ok, stored, found) =
-        pg.run("put_batch", || on_pool!(pg, fetch_one, query())).await.map_err(backend)?;
+        pg.run("put_batch", || pg.statements.fetch_one(query())).await.map_err(backend)?;
     if heads_ok != Some(true) {
         let found = assumed
             .iter()

@@ -11,8 +11,9 @@
 //! - **No lock in the saver**: every call takes a pooled connection; a `put` is one statement (the
 //!   checkpoint and its new values in one implicit transaction), a read is one statement too.
 //! - **Poolers**: with [`PostgresOptions::prepared_statements`] off, queries use unnamed statements only
-//!   (`persistent(false)`, no statement cache), each in a transaction of its own (two round trips more),
-//!   which a transaction-mode pooler without prepared-statement support (PgBouncer before 1.21) carries.
+//!   (`persistent(false)`, no statement cache), each in a read-committed transaction of its own (two
+//!   round trips more), which a transaction-mode pooler without prepared-statement support (PgBouncer
+//!   before 1.21) carries.
 //! - **Transient failures** are retried ([`RetryPolicy`], the retry budget: 3 retries from 50 ms to 2 s
 //!   apart by default) and then fail as
 //!   [`Unavailable`](weft_graph::checkpoint::CheckpointErrorKind::Unavailable) (retryable), the driver's
@@ -45,27 +46,8 @@ use crate::sql::Failure;
 pub use crate::sql::delta::DeltaStorage;
 use crate::sql::migrate::{self, Migration};
 
-/// Runs `$query.$op(...)`: on the pool, or, without prepared statements (behind a transaction-mode
-/// pooler), in a transaction of its own. sqlx sends a statement with parameters as two messages each
-/// ended by a Sync (Parse, then Bind and Execute); a pooler in transaction mode may hand the second to
-/// another server connection, which has no such unnamed statement (or another client's), unless a
-/// transaction keeps both on one.
-macro_rules! on_pool {
-    ($pg:expr, $op:ident, $query:expr) => {
-        async move {
-            if $pg.persistent {
-                $query.$op(&$pg.pool).await
-            } else {
-                let mut tx = $pg.pool.begin().await?;
-                let out = $query.$op(&mut *tx).await?;
-                tx.commit().await?;
-                Ok(out)
-            }
-        }
-    };
-}
-
 mod batch;
+mod pooler;
 mod put;
 mod read;
 mod retry;
@@ -75,6 +57,8 @@ mod statements;
 mod store;
 
 pub use crate::sql::StorageStats;
+#[doc(hidden)]
+pub use pooler::{PgQuery, PgStatements};
 pub use retry::RetryPolicy;
 pub use saver::PostgresSaver;
 pub use store::PostgresStore;
@@ -163,13 +147,13 @@ pub const PROBE_AFTER: Duration = Duration::from_millis(100);
 /// A pool and how to use it.
 #[derive(Clone)]
 pub(crate) struct Pg {
-    pub(crate) pool: PgPool,
+    /// The pool, and whether statements are prepared on it.
+    pub(crate) statements: PgStatements,
     /// Where a probe connects (the pool's options).
     connect: PgConnectOptions,
     connect_timeout: Duration,
     /// Permits for probes running at once (shared by the clones of this pool).
     probes: Arc<tokio::sync::Semaphore>,
-    pub(crate) persistent: bool,
     pub(crate) retry: RetryPolicy,
     /// Where it connects, without the password.
     pub(crate) target: String,
@@ -181,7 +165,7 @@ impl fmt::Debug for Pg {
         f.debug_struct("Postgres")
             .field("target", &self.target)
             .field("schema", &self.schema)
-            .field("prepared_statements", &self.persistent)
+            .field("prepared_statements", &self.statements.prepared)
             .field("retry", &self.retry)
             .finish()
     }
@@ -278,11 +262,10 @@ impl Pg {
             .test_before_acquire(false)
             .connect_lazy_with(connect.clone());
         Ok(Self {
-            pool,
+            statements: PgStatements::new(pool, options.prepared_statements),
             connect,
             connect_timeout: options.connect_timeout,
             probes: Arc::new(tokio::sync::Semaphore::new(PROBES)),
-            persistent: options.prepared_statements,
             retry: options.retry,
             target,
             schema: options.schema.clone(),
@@ -294,11 +277,10 @@ impl Pg {
         let connect = PgConnectOptions::clone(&pool.connect_options());
         let target = describe(&connect);
         Self {
-            pool,
+            statements: PgStatements::new(pool, options.prepared_statements),
             connect,
             connect_timeout: options.connect_timeout,
             probes: Arc::new(tokio::sync::Semaphore::new(PROBES)),
-            persistent: options.prepared_statements,
             retry: options.retry,
             target,
             schema: None,
@@ -369,7 +351,7 @@ impl Pg {
         let fail = |e: sqlx::Error| {
             Failure::new(redact(&format!("PostgreSQL migration of {component} at {target} failed: {e}")), e)
         };
-        let mut tx = self.run("begin", || self.pool.begin()).await.map_err(fail)?;
+        let mut tx = self.run("begin", || self.statements.pool.begin()).await.map_err(fail)?;
         let lock_name = self.schema.clone().unwrap_or_default();
         sqlx::query(
             "SELECT pg_advisory_xact_lock(hashtext('weft_migrations'), \

@@ -28,9 +28,7 @@ pub(super) async fn put_statement(
     let (whole, delta) = (&whole, &delta);
     let written: i64 = pg
         .run("put", move || {
-            on_pool!(
-                pg,
-                fetch_one,
+            pg.statements.fetch_one(
                 sqlx::query_scalar(PUT)
                     .bind(&config.thread_id)
                     .bind(&config.checkpoint_ns)
@@ -44,8 +42,7 @@ pub(super) async fn put_statement(
                     .bind(&delta.channels)
                     .bind(&delta.versions)
                     .bind(&delta.bases)
-                    .bind(&delta.blobs)
-                    .persistent(pg.persistent)
+                    .bind(&delta.blobs),
             )
         })
         .await

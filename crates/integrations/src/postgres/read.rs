@@ -61,17 +61,14 @@ pub(super) async fn get_tuple(
 ) -> Result<Option<CheckpointTuple>, CheckpointError> {
     let rows = pg
         .run("get_tuple", move || {
-            on_pool!(
-                pg,
-                fetch_all,
+            pg.statements.fetch_all(
                 sqlx::query(OF_THREAD)
                     .bind(&config.thread_id)
                     .bind(&config.checkpoint_ns)
                     .bind(config.checkpoint_id.as_deref())
                     .bind(None::<String>)
                     .bind(None::<String>)
-                    .bind(Some(1_i64))
-                    .persistent(pg.persistent)
+                    .bind(Some(1_i64)),
             )
         })
         .await
@@ -108,7 +105,7 @@ pub(super) async fn list(
                     .bind(sql_limit),
                 None => sqlx::query(EVERY).bind(before).bind(filter).bind(sql_limit),
             };
-            on_pool!(pg, fetch_all, query.persistent(pg.persistent))
+            pg.statements.fetch_all(query)
         })
         .await
         .map_err(backend)?;

@@ -76,7 +76,7 @@ impl PostgresSaver {
 
     /// The pool (share it with a [`PostgresStore`](super::PostgresStore)).
     pub fn pool(&self) -> &PgPool {
-        &self.pg.pool
+        &self.pg.statements.pool
     }
 
     /// Row counts and data bytes of every thread.
@@ -84,16 +84,14 @@ impl PostgresSaver {
         let pg = &self.pg;
         let (checkpoints, blobs, writes, data_bytes): (i64, i64, i64, i64) = pg
             .run("storage_stats", move || {
-                on_pool!(pg, fetch_one, sqlx::query_as(
+                pg.statements.fetch_one(sqlx::query_as(
                     "SELECT (SELECT count(*) FROM checkpoints), (SELECT count(*) FROM checkpoint_blobs), \
                      (SELECT count(*) FROM checkpoint_writes), \
                      ((SELECT coalesce(sum(octet_length(checkpoint::text) + octet_length(metadata::text)), 0) \
                         FROM checkpoints) \
                      + (SELECT coalesce(sum(octet_length(blob)), 0) FROM checkpoint_blobs) \
                      + (SELECT coalesce(sum(octet_length(blob)), 0) FROM checkpoint_writes))::bigint",
-                )
-                .persistent(pg.persistent)
-                )
+                ))
             })
             .await
             .map_err(backend)?;
@@ -257,9 +255,7 @@ impl Checkpointer for PostgresSaver {
         let blobs: Vec<&[u8]> = records.iter().map(|r| r.blob.as_slice()).collect();
         let (pg, idxs, channels, blobs) = (&self.pg, &idxs, &channels, &blobs);
         pg.run("put_writes", move || {
-            on_pool!(
-                pg,
-                execute,
+            pg.statements.execute(
                 sqlx::query(PUT_WRITES)
                     .bind(&config.thread_id)
                     .bind(&config.checkpoint_ns)
@@ -268,8 +264,7 @@ impl Checkpointer for PostgresSaver {
                     .bind(task_path)
                     .bind(idxs)
                     .bind(channels)
-                    .bind(blobs)
-                    .persistent(pg.persistent)
+                    .bind(blobs),
             )
         })
         .await
@@ -281,11 +276,9 @@ impl Checkpointer for PostgresSaver {
         check_text("thread id", thread_id)?;
         self.delta.forget_thread(thread_id);
         let pg = &self.pg;
-        pg.run("delete_thread", move || {
-            on_pool!(pg, execute, sqlx::query(DELETE).bind(thread_id).persistent(pg.persistent))
-        })
-        .await
-        .map_err(backend)?;
+        pg.run("delete_thread", move || pg.statements.execute(sqlx::query(DELETE).bind(thread_id)))
+            .await
+            .map_err(backend)?;
         Ok(())
     }
 
@@ -295,11 +288,11 @@ impl Checkpointer for PostgresSaver {
         let pg = &self.pg;
         let outcome = pg
             .run("copy_thread", move || async move {
-                let mut tx = pg.pool.begin().await?;
+                let mut tx = pg.statements.pool.begin().await?;
                 let has = |thread: &str| {
                     sqlx::query_scalar::<_, bool>(HAS_CHECKPOINTS)
                         .bind(thread.to_owned())
-                        .persistent(pg.persistent)
+                        .persistent(pg.statements.prepared)
                 };
                 if !has(src).fetch_one(&mut *tx).await? {
                     tx.rollback().await?;
@@ -309,12 +302,12 @@ impl Checkpointer for PostgresSaver {
                     tx.rollback().await?;
                     return Ok(Copy::TargetBusy);
                 }
-                sqlx::query(DELETE).bind(dst).persistent(pg.persistent).execute(&mut *tx).await?;
+                sqlx::query(DELETE).bind(dst).persistent(pg.statements.prepared).execute(&mut *tx).await?;
                 for statement in COPY {
                     sqlx::query(statement)
                         .bind(src)
                         .bind(dst)
-                        .persistent(pg.persistent)
+                        .persistent(pg.statements.prepared)
                         .execute(&mut *tx)
                         .await?;
                 }
@@ -344,12 +337,13 @@ impl Checkpointer for PostgresSaver {
         let keep = i64::try_from(keep_latest).unwrap_or(i64::MAX);
         let pg = &self.pg;
         pg.run("prune", move || async move {
-            let mut tx = pg.pool.begin().await?;
-            let query = |sql: &'static str| sqlx::query(sql).bind(thread_id).persistent(pg.persistent);
+            let mut tx = pg.statements.pool.begin().await?;
+            let query =
+                |sql: &'static str| sqlx::query(sql).bind(thread_id).persistent(pg.statements.prepared);
             query(PRUNE_CHECKPOINTS).bind(keep).execute(&mut *tx).await?;
             let chains: Vec<ChainTuple> = sqlx::query_as(PRUNE_CHAINS)
                 .bind(thread_id)
-                .persistent(pg.persistent)
+                .persistent(pg.statements.prepared)
                 .fetch_all(&mut *tx)
                 .await?;
             let whole = prune::whole_values(thread_id, chains.into_iter().map(ChainRow::from));
@@ -378,14 +372,12 @@ impl Checkpointer for PostgresSaver {
         check_config(config)?;
         let pg = &self.pg;
         pg.run("list_ids", move || {
-            on_pool!(pg, fetch_all, sqlx::query_scalar(
+            pg.statements.fetch_all(sqlx::query_scalar(
                 "SELECT checkpoint_id FROM checkpoints WHERE thread_key = md5($1)::uuid AND thread_id = $1 \
                      AND ns_key = md5($2)::uuid AND checkpoint_ns = $2 ORDER BY checkpoint_id DESC",
             )
             .bind(&config.thread_id)
-            .bind(&config.checkpoint_ns)
-            .persistent(pg.persistent)
-            )
+            .bind(&config.checkpoint_ns))
         })
         .await
         .map_err(backend)

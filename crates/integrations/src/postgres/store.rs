@@ -86,13 +86,7 @@ impl PostgresStore {
         let (pg, now) = (&self.pg, micros(SystemTime::now()));
         let done = pg
             .run("sweep_expired", move || {
-                on_pool!(
-                    pg,
-                    execute,
-                    sqlx::query("DELETE FROM store_items WHERE expires_at <= $1")
-                        .bind(now)
-                        .persistent(pg.persistent)
-                )
+                pg.statements.execute(sqlx::query("DELETE FROM store_items WHERE expires_at <= $1").bind(now))
             })
             .await
             .map_err(backend)?;
@@ -108,15 +102,7 @@ impl PostgresStore {
         let keys: Vec<&str> = items.iter().map(|(_, k)| k.as_str()).collect();
         let (pg, prefixes, keys, now) = (&self.pg, &prefixes, &keys, micros(SystemTime::now()));
         pg.run("refresh", move || {
-            on_pool!(
-                pg,
-                execute,
-                sqlx::query(super::statements::REFRESH)
-                    .bind(prefixes)
-                    .bind(keys)
-                    .bind(now)
-                    .persistent(pg.persistent)
-            )
+            pg.statements.execute(sqlx::query(super::statements::REFRESH).bind(prefixes).bind(keys).bind(now))
         })
         .await
         .map_err(backend)?;
@@ -146,7 +132,7 @@ impl PostgresStore {
                     .bind(&range.lower)
                     .bind(&range.upper)
             };
-            on_pool!(pg, fetch_all, q.bind(limit).persistent(pg.persistent))
+            pg.statements.fetch_all(q.bind(limit))
         })
         .await
         .map_err(backend)
@@ -178,16 +164,14 @@ impl Store for PostgresStore {
         let (pg, prefix_ref, now) = (&self.pg, &prefix, micros(SystemTime::now()));
         let row: Option<Row> = pg
             .run("get", move || {
-                on_pool!(pg, fetch_optional, sqlx::query_as(
+                pg.statements.fetch_optional(sqlx::query_as(
                     "SELECT prefix, key, value, created_at, updated_at, ttl_micros FROM store_items \
                      WHERE prefix_key = md5($1)::uuid AND key_key = md5($2)::uuid AND prefix = $1 AND key = $2 \
                      AND (expires_at IS NULL OR expires_at > $3)",
                 )
                 .bind(prefix_ref)
                 .bind(key)
-                .bind(now)
-                .persistent(pg.persistent)
-                )
+                .bind(now))
             })
             .await
             .map_err(backend)?;
@@ -223,9 +207,7 @@ impl Store for PostgresStore {
         let (prefix, text) = (ns_text(namespace), value.to_string());
         let (pg, prefix, text, idxs, embeddings) = (&self.pg, &prefix, &text, &idxs, &embeddings);
         pg.run("put", move || {
-            on_pool!(
-                pg,
-                execute,
+            pg.statements.execute(
                 sqlx::query(super::statements::PUT_ITEM)
                     .bind(prefix)
                     .bind(key)
@@ -234,8 +216,7 @@ impl Store for PostgresStore {
                     .bind(ttl.map(|t| now.saturating_add(t)))
                     .bind(ttl)
                     .bind(idxs)
-                    .bind(embeddings)
-                    .persistent(pg.persistent)
+                    .bind(embeddings),
             )
         })
         .await
@@ -250,16 +231,13 @@ impl Store for PostgresStore {
         let prefix = ns_text(namespace);
         let (pg, prefix) = (&self.pg, &prefix);
         pg.run("delete", move || {
-            on_pool!(
-                pg,
-                execute,
+            pg.statements.execute(
                 sqlx::query(
                     "DELETE FROM store_items WHERE prefix_key = md5($1)::uuid AND key_key = md5($2)::uuid \
                      AND prefix = $1 AND key = $2",
                 )
                 .bind(prefix)
-                .bind(key)
-                .persistent(pg.persistent)
+                .bind(key),
             )
         })
         .await

@@ -12,27 +12,6 @@
 //!   anywhere. Losing Redis delays work (the queue is polled, cancels are read at lease renewal) but loses
 //!   none of it; the events sent while it was down are lost to listeners.
 
-/// Runs `$query.$op(..)` on a [`Db`]: on its pool, or behind a transaction-mode pooler with the unnamed
-/// statement in a transaction of its own. sqlx sends a statement as two messages each ended by a Sync
-/// (Parse, then Bind and Execute); between them such a pooler may hand the connection's next message to
-/// another server connection, which lacks the statement, unless a transaction keeps both on one.
-macro_rules! on_db {
-    ($db:expr, $op:ident, $query:expr) => {
-        async {
-            let db: &$crate::scale::Db = &$db;
-            if db.pooler {
-                let mut tx = db.pool.begin_with("BEGIN ISOLATION LEVEL READ COMMITTED").await?;
-                let out = $query.persistent(false).$op(&mut *tx).await?;
-                tx.commit().await?;
-                Ok(out)
-            } else {
-                $query.$op(&db.pool).await
-            }
-        }
-    };
-}
-pub(crate) use on_db;
-
 pub(crate) mod bus;
 pub(crate) mod queue;
 pub(crate) mod sweep;
@@ -44,7 +23,6 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sqlx::PgPool;
 use sqlx::postgres::PgConnectOptions;
 use tokio::sync::Notify;
 
@@ -79,13 +57,10 @@ pub(crate) struct ScaleConfig {
     pub(crate) transaction_pooler: bool,
 }
 
-/// The scaled server's PostgreSQL pool, and whether a transaction-mode pooler stands before it (see
-/// [`on_db`]).
-#[derive(Debug, Clone)]
-pub(crate) struct Db {
-    pub(crate) pool: PgPool,
-    pub(crate) pooler: bool,
-}
+/// The scaled server's PostgreSQL pool, and whether statements are prepared on it (not behind a
+/// transaction-mode pooler: there each runs unnamed in a transaction of its own, see
+/// [`PgStatements`](weft_integrations::postgres::PgStatements)).
+pub(crate) type Db = weft_integrations::postgres::PgStatements;
 
 impl fmt::Debug for ScaleConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -159,7 +134,7 @@ pub(crate) async fn connect(config: &ScaleConfig) -> Result<(Db, bus::Bus), Serv
         .await
         .map_err(failed)?;
     let bus = bus::Bus::connect(&config.redis_uri, &config.prefix).await?;
-    Ok((Db { pool, pooler: config.transaction_pooler }, bus))
+    Ok((Db::new(pool, !config.transaction_pooler), bus))
 }
 
 impl Scale {

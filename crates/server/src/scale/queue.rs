@@ -19,11 +19,10 @@ pub(crate) async fn claim(
     worker: &str,
     lease: Duration,
 ) -> Result<Option<(String, Option<CancelAction>)>, sqlx::Error> {
-    let row: Option<(String, Option<String>)> = on_db!(
-        db,
-        fetch_optional,
-        sqlx::query_as(
-            "WITH next AS ( \
+    let row: Option<(String, Option<String>)> = db
+        .fetch_optional(
+            sqlx::query_as(
+                "WITH next AS ( \
            SELECT q.run_id FROM weft_server_queue q \
            WHERE q.due_at <= now() AND (q.worker IS NULL OR q.lease_until < now()) \
              AND NOT EXISTS (SELECT 1 FROM weft_server_queue e WHERE e.thread_id = q.thread_id \
@@ -32,11 +31,11 @@ pub(crate) async fn claim(
          UPDATE weft_server_queue q SET worker = $1, lease_until = now() + $2 * interval '1 millisecond', \
            attempts = q.attempts + 1 \
          FROM next WHERE q.run_id = next.run_id RETURNING q.run_id, q.cancel",
+            )
+            .bind(worker)
+            .bind(millis(lease)),
         )
-        .bind(worker)
-        .bind(millis(lease))
-    )
-    .await?;
+        .await?;
     Ok(row.map(|(run_id, cancel)| (run_id, cancel.as_deref().and_then(parse_cancel))))
 }
 
@@ -49,30 +48,27 @@ pub(crate) async fn renew(
     lease: Duration,
     stalled: &[String],
 ) -> Result<Vec<(String, Option<CancelAction>)>, sqlx::Error> {
-    let rows: Vec<(String, Option<String>)> = on_db!(
-        db,
-        fetch_all,
-        sqlx::query_as(
-            "UPDATE weft_server_queue SET lease_until = now() + $2 * interval '1 millisecond' \
+    let rows: Vec<(String, Option<String>)> = db
+        .fetch_all(
+            sqlx::query_as(
+                "UPDATE weft_server_queue SET lease_until = now() + $2 * interval '1 millisecond' \
          WHERE worker = $1 AND run_id <> ALL($3) RETURNING run_id, cancel",
+            )
+            .bind(worker)
+            .bind(millis(lease))
+            .bind(stalled),
         )
-        .bind(worker)
-        .bind(millis(lease))
-        .bind(stalled)
-    )
-    .await?;
+        .await?;
     Ok(rows.into_iter().map(|(run_id, cancel)| (run_id, cancel.as_deref().and_then(parse_cancel))).collect())
 }
 
 /// Records that a run is to be cancelled (its worker reads it at its next renewal, or at once through
 /// Redis).
 pub(crate) async fn ask_cancel(db: &Db, run_id: &str, action: CancelAction) -> Result<(), sqlx::Error> {
-    on_db!(
-        db,
-        execute,
+    db.execute(
         sqlx::query("UPDATE weft_server_queue SET cancel = $2 WHERE run_id = $1")
             .bind(run_id)
-            .bind(cancel_name(action))
+            .bind(cancel_name(action)),
     )
     .await?;
     Ok(())
@@ -80,7 +76,7 @@ pub(crate) async fn ask_cancel(db: &Db, run_id: &str, action: CancelAction) -> R
 
 /// Lets go of this worker's lease on the run (a drained run, left for another worker to claim at once).
 pub(crate) async fn release(db: &Db, worker: &str, run_id: &str) -> Result<(), sqlx::Error> {
-    on_db!(db, execute, sqlx::query(
+    db.execute(sqlx::query(
         "UPDATE weft_server_queue SET worker = NULL, lease_until = NULL WHERE run_id = $1 AND worker = $2",
     )
     .bind(run_id)
@@ -91,40 +87,32 @@ pub(crate) async fn release(db: &Db, worker: &str, run_id: &str) -> Result<(), s
 
 /// Whether this worker still holds the run's lease.
 pub(crate) async fn holds(db: &Db, worker: &str, run_id: &str) -> Result<bool, sqlx::Error> {
-    let found: Option<i32> = on_db!(
-        db,
-        fetch_optional,
-        sqlx::query_scalar(
-            "SELECT 1 FROM weft_server_queue WHERE run_id = $1 AND worker = $2 AND lease_until >= now()",
+    let found: Option<i32> = db
+        .fetch_optional(
+            sqlx::query_scalar(
+                "SELECT 1 FROM weft_server_queue WHERE run_id = $1 AND worker = $2 AND lease_until >= now()",
+            )
+            .bind(run_id)
+            .bind(worker),
         )
-        .bind(run_id)
-        .bind(worker)
-    )
-    .await?;
+        .await?;
     Ok(found.is_some())
 }
 
 /// Whether the run is still queued (pending or running).
 pub(crate) async fn is_queued(db: &Db, run_id: &str) -> Result<bool, sqlx::Error> {
-    let found: Option<i32> = on_db!(
-        db,
-        fetch_optional,
-        sqlx::query_scalar("SELECT 1 FROM weft_server_queue WHERE run_id = $1").bind(run_id)
-    )
-    .await?;
+    let found: Option<i32> = db
+        .fetch_optional(sqlx::query_scalar("SELECT 1 FROM weft_server_queue WHERE run_id = $1").bind(run_id))
+        .await?;
     Ok(found.is_some())
 }
 
 /// How many runs wait (due, unclaimed or with an expired lease) and how many are leased.
 pub(crate) async fn depth(db: &Db) -> Result<(i64, i64), sqlx::Error> {
-    on_db!(
-        db,
-        fetch_one,
-        sqlx::query_as(
-            "SELECT count(*) FILTER (WHERE worker IS NULL OR lease_until < now()), \
+    db.fetch_one(sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE worker IS NULL OR lease_until < now()), \
                 count(*) FILTER (WHERE worker IS NOT NULL AND lease_until >= now()) FROM weft_server_queue",
-        )
-    )
+    ))
     .await
 }
 

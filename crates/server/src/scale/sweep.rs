@@ -2,7 +2,7 @@
 //! next due. An instance whose sweeper wakes claims the sweep with one statement that moves the due time
 //! half an interval on, only when it has come: among instances waking in the same interval, one claims
 //! it. Nothing is held between statements (the same code works behind PgBouncer in transaction mode:
-//! [`crate::scale::on_db`]).
+//! [`crate::scale::Db`]).
 
 use std::time::Duration;
 
@@ -23,10 +23,10 @@ const CLAIM: &str = "INSERT INTO weft_server_sweeps AS s (name, due_at) \
 pub(crate) async fn claim(db: &Db, interval: Duration) -> Result<bool, ServerError> {
     // Half an interval: an instance waking a little early for its next sweep still finds it due.
     let ahead = i64::try_from(interval.as_millis() / 2).unwrap_or(i64::MAX);
-    let row: Option<String> =
-        on_db!(db, fetch_optional, sqlx::query_scalar::<_, String>(CLAIM).bind(THREAD_TTL).bind(ahead))
-            .await
-            .map_err(storage)?;
+    let row: Option<String> = db
+        .fetch_optional(sqlx::query_scalar::<_, String>(CLAIM).bind(THREAD_TTL).bind(ahead))
+        .await
+        .map_err(storage)?;
     Ok(row.is_some())
 }
 
@@ -56,8 +56,8 @@ mod tests {
         sqlx::raw_sql(sqlx::AssertSqlSafe(create)).execute(&mut conn).await.unwrap();
         let uri = format!("{}/{name}", admin.rsplit_once('/').unwrap().0);
         let pool = sqlx::PgPool::connect(&uri).await.unwrap();
-        crate::storage::postgres::migrate(&Db { pool: pool.clone(), pooler: false }).await.unwrap();
-        let db = Db { pool: pool.clone(), pooler: false };
+        crate::storage::postgres::migrate(&Db::new(pool.clone(), true)).await.unwrap();
+        let db = Db::new(pool.clone(), true);
         let interval = Duration::from_millis(400);
         let claims = futures::future::join_all((0..4).map(|_| claim(&db, interval))).await;
         let won = claims.into_iter().map(Result::unwrap).filter(|c| *c).count();

@@ -29,7 +29,7 @@ use super::Change;
 use weft_graph::checkpoint::CheckpointError;
 
 use crate::error::ServerError;
-use crate::scale::{Db, on_db};
+use crate::scale::Db;
 
 /// The schema, made in one transaction under the migration lock.
 const SCHEMA: [&str; 9] = [
@@ -206,14 +206,16 @@ impl PgRecords {
     /// the writes every snapshot holds are exactly those up to some point of `seq` order.
     pub(crate) async fn catch_up(&mut self) -> Result<(Vec<Row>, i64), ServerError> {
         let since = self.seq;
-        let rows: Vec<SeqRow> = on_db!(
-            self.db,
-            fetch_all,
-            sqlx::query_as("SELECT kind, id, body, seq FROM weft_server_records WHERE seq > $1 ORDER BY seq")
-                .bind(since)
-        )
-        .await
-        .map_err(storage)?;
+        let rows: Vec<SeqRow> = self
+            .db
+            .fetch_all(
+                sqlx::query_as(
+                    "SELECT kind, id, body, seq FROM weft_server_records WHERE seq > $1 ORDER BY seq",
+                )
+                .bind(since),
+            )
+            .await
+            .map_err(storage)?;
         let last = rows.last().map_or(self.seq, |row| row.3);
         Ok((rows.into_iter().map(|(kind, id, body, _)| (kind, id, body)).collect(), last))
     }
@@ -253,7 +255,7 @@ impl PgRecords {
                 .bind(queue.runs)
                 .bind(queue.threads)
                 .bind(queue.due)
-                .persistent(!self.db.pooler)
+                .persistent(self.db.prepared)
                 .fetch_one(&mut *turn)
                 .await?;
             turn.commit().await?;

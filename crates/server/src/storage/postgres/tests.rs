@@ -55,7 +55,7 @@ async fn database() -> Option<Database> {
 /// An instance's records on the database.
 async fn instance(db: &Database) -> (RecordsLock, PgPool) {
     let pool = sqlx::postgres::PgPoolOptions::new().max_connections(4).connect(&db.uri).await.unwrap();
-    let db = crate::scale::Db { pool: pool.clone(), pooler: false };
+    let db = crate::scale::Db::new(pool.clone(), true);
     (RecordsLock::new(Records::open_postgres(db).await.unwrap()), pool)
 }
 
@@ -303,7 +303,7 @@ async fn behind_a_transaction_pooler_turns_and_reads_prepare_no_named_statement(
     let Some(db) = database().await else { return };
     let options = db.uri.parse::<sqlx::postgres::PgConnectOptions>().unwrap().statement_cache_capacity(0);
     let pool = sqlx::postgres::PgPoolOptions::new().max_connections(1).connect_with(options).await.unwrap();
-    let pooled = crate::scale::Db { pool: pool.clone(), pooler: true };
+    let pooled = crate::scale::Db::new(pool.clone(), false);
     let a = RecordsLock::new(Records::open_postgres(pooled).await.unwrap());
     let (b, _) = instance(&db).await;
     let mut turn = a.lock().await.unwrap();
