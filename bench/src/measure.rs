@@ -217,7 +217,6 @@ fn timed_op<W: Workload>(workload: &mut W, rt: &Runtime) -> Result<(Duration, Op
     Ok((took, cpu))
 }
 
-/// The median (the mean of the two middle values for an even count), as Python's `statistics.median`.
 /// How many ops' times are kept for the medians: a uniform sample of the ops past that (reservoir
 /// sampling), so that a fast op's thousands of repeats do not grow the process, whose peak RSS is a figure.
 const KEPT_SAMPLES: usize = 4096;
@@ -281,6 +280,7 @@ impl Samples {
     }
 }
 
+/// The median (the mean of the two middle values for an even count), as Python's `statistics.median`.
 pub(crate) fn median(values: &[Duration]) -> Duration {
     let mut sorted = values.to_vec();
     sorted.sort_unstable();

@@ -656,7 +656,7 @@ mod tests {
 
     #[tokio::test]
     async fn redis_streams_are_read_in_order_with_their_fields() {
-        let addr = std::env::var("WEFT_TEST_REDIS_ADDR").unwrap_or_else(|_| "127.0.0.1:6379".to_owned());
+        let addr = weft_testenv::redis_addr();
         if !redis_answers(&addr).await {
             weft_testenv::skip_or_fail(
                 &format!("Redis at {addr}"),

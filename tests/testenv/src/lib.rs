@@ -10,6 +10,11 @@ pub fn is_ci() -> bool {
     std::env::var("CI").is_ok_and(|value| !matches!(value.trim(), "" | "0" | "false"))
 }
 
+/// The Redis the tests use (`host:port`): `WEFT_TEST_REDIS_ADDR`, by default the local one.
+pub fn redis_addr() -> String {
+    std::env::var("WEFT_TEST_REDIS_ADDR").unwrap_or_else(|_| "127.0.0.1:6379".to_owned())
+}
+
 /// The rule for a missing `what` (`why`: what was found instead; `hint`: how to get it) as a value: in
 /// CI an error saying so; elsewhere the skip banner goes to stderr and the caller skips (`Ok`).
 ///

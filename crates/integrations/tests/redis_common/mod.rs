@@ -13,7 +13,7 @@ use weft_integrations::redis::{RedisOptions, RedisSaver};
 
 /// The server the tests use: `WEFT_TEST_REDIS_ADDR` (host:port), by default the local one.
 pub(crate) fn addr() -> String {
-    std::env::var("WEFT_TEST_REDIS_ADDR").unwrap_or_else(|_| "127.0.0.1:6379".to_owned())
+    weft_testenv::redis_addr()
 }
 
 /// Its URL.
