@@ -148,8 +148,8 @@ impl App {
 
     /// The thread, or LangGraph's 404.
     pub(crate) async fn thread(&self, thread_id: &str) -> ApiResult<Thread> {
-        let records = self.records.read().await?;
-        records.threads.get(thread_id).cloned().ok_or_else(|| ApiError::thread_not_found(thread_id))
+        let mut records = self.records.read().await?;
+        records.thread(thread_id).await?.cloned().ok_or_else(|| ApiError::thread_not_found(thread_id))
     }
 
     /// The thread, when the caller may do `action` on it; else LangGraph's 404, as for a thread that does

@@ -96,6 +96,7 @@ pub struct ServerBuilder {
     allow_unauthenticated: bool,
     webhooks: WebhookConfig,
     thread_ttl: crate::retention::ThreadTtlConfig,
+    record_cache: usize,
     #[cfg(feature = "scale")]
     scale: ScaleSettings,
 }
@@ -186,6 +187,7 @@ impl Default for ServerBuilder {
             allow_unauthenticated: false,
             webhooks: WebhookConfig::default(),
             thread_ttl: crate::retention::ThreadTtlConfig::default(),
+            record_cache: crate::storage::DEFAULT_CACHE,
             #[cfg(feature = "scale")]
             scale: ScaleSettings::default(),
         }
@@ -265,6 +267,15 @@ impl ServerBuilder {
     /// must allow them). Past it, new connections wait in the system's backlog until one closes.
     pub fn max_connections(mut self, connections: usize) -> Self {
         self.max_connections = connections.max(1);
+        self
+    }
+
+    /// How many threads, and how many finished runs, the server keeps in memory past their use (1,000
+    /// of each by default); the others stay in the database (SQLite, or PostgreSQL scaled out) and are
+    /// read when asked for. Assistants, crons and pending or running runs are always in memory. No
+    /// effect in the in-memory mode, where memory is all there is.
+    pub fn record_cache(mut self, records: usize) -> Self {
+        self.record_cache = records.max(1);
         self
     }
 
@@ -506,16 +517,17 @@ impl ServerBuilder {
         #[cfg(feature = "scale")]
         let (checkpointer, store, records, writer, scale) = match &scale_config {
             Some(config) => {
-                let (checkpointer, store, records, scale) = open_scaled(config).await?;
+                let (checkpointer, store, records, scale) = open_scaled(config, self.record_cache).await?;
                 (checkpointer, store, records, None, Some(scale))
             }
             None => {
-                let (checkpointer, store, records, writer) = open_sqlite(&self.database).await?;
+                let (checkpointer, store, records, writer) =
+                    open_sqlite(&self.database, self.record_cache).await?;
                 (checkpointer, store, records, writer, None)
             }
         };
         #[cfg(not(feature = "scale"))]
-        let (checkpointer, store, records, writer) = open_sqlite(&self.database).await?;
+        let (checkpointer, store, records, writer) = open_sqlite(&self.database, self.record_cache).await?;
         let records = RecordsLock::new(records);
         let mut held = records.lock().await?;
         let mut registered = Vec::with_capacity(self.graphs.len());
@@ -603,7 +615,7 @@ type Embedded = (Arc<dyn Checkpointer>, Arc<dyn Store>, Records, Option<WriterLo
 
 /// The embedded database: checkpointer, store and records in one SQLite file (or a SQLite database in
 /// memory), or, in the in-memory mode, no database. A file is locked first: one process per file.
-async fn open_sqlite(database: &Database) -> Result<Embedded, ServerError> {
+async fn open_sqlite(database: &Database, cache: usize) -> Result<Embedded, ServerError> {
     let (saver, writer) = match database {
         Database::File(path) => {
             let writer = WriterLock::acquire(path)?;
@@ -622,7 +634,7 @@ async fn open_sqlite(database: &Database) -> Result<Embedded, ServerError> {
     let checkpointer: Arc<dyn Checkpointer> = Arc::clone(&saver) as Arc<dyn Checkpointer>;
     // The records go through the saver's queue: a run's record changes and the checkpoints saved at the
     // same time share a transaction.
-    Ok((checkpointer, store, Records::open(saver).await?, writer))
+    Ok((checkpointer, store, Records::open(saver, cache).await?, writer))
 }
 
 /// A scaled-out server's state: checkpointer, store and records in PostgreSQL, and its part in the
@@ -630,6 +642,7 @@ async fn open_sqlite(database: &Database) -> Result<Embedded, ServerError> {
 #[cfg(feature = "scale")]
 async fn open_scaled(
     config: &crate::scale::ScaleConfig,
+    cache: usize,
 ) -> Result<(Arc<dyn Checkpointer>, Arc<dyn Store>, Records, Arc<crate::scale::Scale>), ServerError> {
     use weft_integrations::postgres::{PostgresOptions, PostgresSaver, PostgresStore};
     let options = PostgresOptions {
@@ -640,7 +653,7 @@ async fn open_scaled(
     let saver = PostgresSaver::connect_with(&config.database_uri, options.clone()).await?;
     let store = PostgresStore::from_pool(saver.pool().clone(), options).await?;
     let (db, bus) = crate::scale::connect(config).await?;
-    let records = Records::open_postgres(db.clone()).await?;
+    let records = Records::open_postgres(db.clone(), cache).await?;
     let scale = Arc::new(crate::scale::Scale::new(config, db, bus));
     Ok((Arc::new(saver), Arc::new(store), records, scale))
 }

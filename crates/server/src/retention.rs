@@ -9,7 +9,7 @@
 //! The sweeper wakes every `sweep_interval`; scaled out, each wake first claims the sweep in PostgreSQL
 //! (one statement, see `crate::scale::sweep`), so that one instance sweeps per interval.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -21,6 +21,7 @@ use crate::app::App;
 use crate::crons::schedule::parse_time;
 use crate::error::{ApiError, ApiResult, ServerError};
 use crate::model::Thread;
+use crate::storage::{ThreadOrder, ThreadScan};
 
 /// What happens to a thread whose TTL has passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -153,12 +154,10 @@ pub(crate) async fn prune_thread(
         }
         TtlStrategy::KeepLatest => {
             let known = {
-                let records = app.records.read().await?;
-                records.threads.get(thread_id).is_some_and(|t| {
-                    access.allows(&t.metadata)
-                        && idle_since.is_none_or(|since| {
-                            t.updated_at == since && records.active_runs(thread_id).next().is_none()
-                        })
+                let mut records = app.records.read().await?;
+                let idle = records.active_runs(thread_id).next().is_none();
+                records.thread(thread_id).await?.is_some_and(|t| {
+                    access.allows(&t.metadata) && idle_since.is_none_or(|since| t.updated_at == since && idle)
                 })
             };
             if known {
@@ -193,15 +192,30 @@ pub(crate) async fn sweep(
 ) -> ApiResult<Swept> {
     let now = SystemTime::now();
     let expired: Vec<(String, TtlStrategy, String)> = {
-        let records = app.records.read().await?;
-        pruned.retain(|id, at| records.threads.get(id).is_some_and(|t| &t.updated_at == at));
-        records
-            .threads
-            .values()
-            .filter_map(|t| due(t, now))
-            .filter(|(id, _, at)| pruned.get(id) != Some(at) && records.active_runs(id).next().is_none())
-            .take(limit)
-            .collect()
+        // Threads with a TTL, read a page at a time; those with a live run are skipped (as memory knows
+        // them now: the deletion checks again under the records' lock).
+        let busy: HashSet<String> = {
+            let records = app.records.read().await?;
+            records.live_runs().map(|r| r.run.thread_id.clone()).collect()
+        };
+        let scan =
+            ThreadScan { order: ThreadOrder::ThreadId, ascending: true, ids: None, ttl_only: true, skip: 0 };
+        // The threads pruned here that are still as they were then (the others are forgotten below).
+        let still = std::sync::Mutex::new(HashSet::new());
+        let filter = |t: &Thread| {
+            let Some((id, _, at)) = due(t, now) else { return false };
+            if pruned.get(&id) == Some(&at) {
+                if let Ok(mut still) = still.lock() {
+                    still.insert(id);
+                }
+                return false;
+            }
+            !busy.contains(&id)
+        };
+        let (found, _) = app.records.search_threads(scan, Some(&filter), 0, limit).await?;
+        let still = still.into_inner().unwrap_or_default();
+        pruned.retain(|id, _| still.contains(id));
+        found.iter().filter_map(|t| due(t, now)).collect()
     };
     let mut swept = Swept::default();
     for (thread_id, strategy, since) in expired {

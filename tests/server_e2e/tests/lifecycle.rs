@@ -452,3 +452,69 @@ fn five_hundred_unread_streams_of_a_long_reply_keep_memory_bounded_and_ok_fast()
     drop(streams);
     assert_eq!(weft.get("/ok").0, 200);
 }
+
+/// Adds `count` copies of the file's one thread record (each with an id of its own and its number in its
+/// metadata) to the server's records table, in one transaction, as a long-lived deployment's threads.
+fn add_threads(db: &std::path::Path, count: u64) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let options = sqlx::sqlite::SqliteConnectOptions::new().filename(db);
+        let pool = sqlx::sqlite::SqlitePoolOptions::new().max_connections(1).connect_with(options).await.unwrap();
+        let sql = format!(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {count}) \
+             INSERT INTO weft_server_records (kind, id, body) \
+             SELECT 'thread', printf('00000000-0000-4000-8000-%012d', i), \
+               json_set(seed.body, '$.thread_id', printf('00000000-0000-4000-8000-%012d', i), '$.metadata.n', i) \
+             FROM n, (SELECT body FROM weft_server_records WHERE kind = 'thread') AS seed"
+        );
+        let done = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&pool).await.unwrap();
+        assert_eq!(done.rows_affected(), count);
+        pool.close().await;
+    });
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_million_idle_threads_cost_no_memory_at_start_and_the_first_request_is_fast() {
+    const THREADS: u64 = 1_000_000;
+    const RSS_LIMIT: u64 = 100 * 1024 * 1024;
+    let scratch = Scratch::new("million");
+    let db = scratch.path("server.db");
+    let mut first = Weft::start(&db, &[]);
+    first.wait_ready();
+    let (status, seed) = first.post("/threads", r#"{"metadata": {"seed": true}}"#);
+    assert_eq!(status, 200, "{seed}");
+    first.signal("TERM");
+    assert!(first.wait_exit(Duration::from_secs(10)).status.success());
+    let filling = Instant::now();
+    add_threads(&db, THREADS - 1);
+    eprintln!("{THREADS} threads in the file after {:?}", filling.elapsed());
+
+    let started = Instant::now();
+    let mut server = Weft::start(&db, &[]);
+    // The first request answered: `/ok`, then a thread that was never in this process's memory.
+    let port = server.port;
+    let first_ok = loop {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() && server.get("/ok").0 == 200 {
+            break started.elapsed();
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "no answer within 30 s");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    server.wait_ready();
+    let (status, thread) = server.get("/threads/00000000-0000-4000-8000-000000777777");
+    assert_eq!(status, 200, "{thread}");
+    assert!(thread.contains(r#""n":777777"#), "{thread}");
+    eprintln!("a thread read after {:?}", started.elapsed());
+    let (status, count) = server.post("/threads/count", "{}");
+    eprintln!("counted after {:?}", started.elapsed());
+    assert_eq!((status, count.trim()), (200, THREADS.to_string().as_str()));
+    // A page of the newest (on an index: no scan of the million).
+    let (status, page) = server.post("/threads/search", r#"{"limit": 10, "offset": 20}"#);
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page.matches("thread_id").count(), 10, "{page}");
+    let resident = rss(server.pid());
+    assert!(first_ok < Duration::from_secs(1), "first request after {first_ok:?}");
+    assert!(resident < RSS_LIMIT, "RSS after the restart and four requests: {} MB", resident >> 20);
+    eprintln!("first request after {first_ok:?}; RSS {} MB", resident >> 20);
+}

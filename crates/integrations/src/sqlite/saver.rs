@@ -95,6 +95,12 @@ impl SqliteSaver {
         &self.db.writer
     }
 
+    /// The pool reads go through: connections beside the writer (WAL lets them read while it writes);
+    /// the writer's pool itself for an in-memory database.
+    pub fn reader(&self) -> &SqlitePool {
+        &self.db.reader
+    }
+
     /// Runs `statements` (in order) in one transaction of the saver's writer, the next one: together with
     /// the batches of checkpoints that runs are saving at that moment (group commit), or alone. Returns
     /// once that transaction is committed; on an error none of them is stored. For the rows of the

@@ -201,9 +201,8 @@ pub(crate) async fn delete(
         records.versions.keys().filter(|(a, _)| *a == id).map(|(a, v)| Change::DeleteVersion(a.clone(), *v)),
     );
     let running: Vec<(String, String)> = records
-        .runs
-        .values()
-        .filter(|r| r.run.assistant_id == id && r.run.status.is_active())
+        .live_runs()
+        .filter(|r| r.run.assistant_id == id)
         .map(|r| (r.run.thread_id.clone(), r.run.run_id.clone()))
         .collect();
     records.commit(changes).await?;

@@ -20,9 +20,10 @@ use crate::app::{App, contains, is_uuid, new_id, now, object, require_uuid};
 use crate::auth::{Action, Resource};
 use crate::crons::schedule::{self, Schedule};
 use crate::crons::{iso, new_record, next_run_date};
+use crate::error::ServerError;
 use crate::error::{ApiError, ApiResult};
 use crate::model::Cron;
-use crate::storage::{Change, Records};
+use crate::storage::{Change, RecordsView};
 
 type AppState = State<Arc<App>>;
 
@@ -125,8 +126,8 @@ async fn create(
     }
     if let Some(thread_id) = &thread_id {
         let thread_seen = records
-            .threads
-            .get(thread_id)
+            .thread(thread_id)
+            .await?
             .is_some_and(|t| thread_access.as_ref().is_none_or(|access| access.allows(&t.metadata)));
         if !thread_seen {
             return Err(ApiError::not_found(format!(
@@ -203,12 +204,29 @@ impl Visible {
         Ok(Self { crons, threads })
     }
 
-    fn allows(&self, cron: &Cron, records: &Records) -> bool {
-        self.crons.allows(&cron.metadata)
-            && (self.threads.filter().is_none()
-                || cron.thread_id.as_ref().is_none_or(|id| {
-                    records.threads.get(id).is_some_and(|t| self.threads.allows(&t.metadata))
-                }))
+    /// The crons among `records`' that `filter` matches and the caller may see (a thread's cron, when
+    /// the caller may see its thread).
+    async fn among(
+        &self,
+        records: &mut RecordsView<'_>,
+        filter: impl Fn(&Cron) -> bool,
+    ) -> Result<Vec<Cron>, ServerError> {
+        let candidates: Vec<Cron> =
+            records.crons.values().filter(|c| filter(c) && self.crons.allows(&c.metadata)).cloned().collect();
+        if self.threads.filter().is_none() {
+            return Ok(candidates);
+        }
+        let mut seen = Vec::with_capacity(candidates.len());
+        for cron in candidates {
+            let allowed = match &cron.thread_id {
+                Some(id) => records.thread(id).await?.is_some_and(|t| self.threads.allows(&t.metadata)),
+                None => true,
+            };
+            if allowed {
+                seen.push(cron);
+            }
+        }
+        Ok(seen)
     }
 }
 
@@ -242,9 +260,9 @@ pub(crate) async fn search(State(app): AppState, caller: Caller, body: Body) -> 
         Visible::of(&app, &caller, &search, search.limit.unwrap_or(10), search.offset.unwrap_or(0)).await?;
     let by = search.sort_by.clone().unwrap_or_else(|| "created_at".to_owned());
     let ascending = search.sort_order.as_deref() == Some("asc");
-    let records = app.records.read().await?;
-    let mut found: Vec<&Cron> =
-        records.crons.values().filter(|c| filter(c) && visible.allows(c, &records)).collect();
+    let mut records = app.records.read().await?;
+    let mut found = visible.among(&mut records, filter).await?;
+    drop(records);
     found.sort_by(|a, b| {
         let order = sort_key(a, &by).cmp(&sort_key(b, &by)).then_with(|| a.cron_id.cmp(&b.cron_id));
         if ascending { order } else { order.reverse() }
@@ -270,8 +288,8 @@ pub(crate) async fn count(State(app): AppState, caller: Caller, body: Body) -> A
     let (search, _) = read::<CronSearch>(body, app.limits.body_bytes, &CRON_COUNT).await?;
     let filter = matches(&search)?;
     let visible = Visible::of(&app, &caller, &search, 0, 0).await?;
-    let records = app.records.read().await?;
-    Ok(ok(&records.crons.values().filter(|c| filter(c) && visible.allows(c, &records)).count()))
+    let mut records = app.records.read().await?;
+    Ok(ok(&visible.among(&mut records, filter).await?.len()))
 }
 
 fn cron_id_checked(cron_id: &str) -> ApiResult<()> {

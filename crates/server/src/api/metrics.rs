@@ -14,7 +14,7 @@ use crate::model::RunStatus;
 pub(crate) async fn serve(State(app): State<Arc<App>>) -> Response {
     let (pending, running) = match app.records.read().await {
         Ok(records) => {
-            let count = |status| records.runs.values().filter(|r| r.run.status == status).count();
+            let count = |status| records.live_runs().filter(|r| r.run.status == status).count();
             (count(RunStatus::Pending), count(RunStatus::Running))
         }
         Err(e) => return crate::error::ApiError::from(e).into_response(),

@@ -131,17 +131,26 @@ fn answer(
             if let Some(value) = held {
                 return value;
             }
-            let records = match app.records.read().await {
+            let mut records = match app.records.read().await {
                 Ok(records) => records,
                 Err(e) => {
                     tracing::error!(run_id, error = %e, "cannot read the run's result");
                     return serde_json::json!({"__error__": {"error": "StorageError", "message": e.to_string()}});
                 }
             };
-            if let Some(value) = records.runs.get(&run_id).and_then(|r| r.result.clone()) {
-                return value;
+            let read = async {
+                if let Some(value) = records.run(&run_id).await?.and_then(|r| r.result.clone()) {
+                    return Ok(value);
+                }
+                Ok::<_, crate::error::ServerError>(result::from_thread(records.thread(&thread_id).await?))
+            };
+            match read.await {
+                Ok(value) => value,
+                Err(e) => {
+                    tracing::error!(run_id, error = %e, "cannot read the run's result");
+                    serde_json::json!({"__error__": {"error": "StorageError", "message": e.to_string()}})
+                }
             }
-            result::from_thread(records.threads.get(&thread_id))
         }
         .boxed()
     }
@@ -228,13 +237,13 @@ async fn existing_run(
     require_uuid(thread_id, "thread")?;
     require_uuid(run_id, "run")?;
     let access = thread_access(app, caller, action, thread_id).await?;
-    let records = app.records.read().await?;
-    if !records.threads.get(thread_id).is_some_and(|t| access.allows(&t.metadata)) {
+    let mut records = app.records.read().await?;
+    if !records.thread(thread_id).await?.is_some_and(|t| access.allows(&t.metadata)) {
         return Err(ApiError::thread_not_found(thread_id));
     }
     records
-        .runs
-        .get(run_id)
+        .run(run_id)
+        .await?
         .filter(|r| r.run.thread_id == thread_id)
         .cloned()
         .ok_or_else(|| ApiError::not_found("Run not found"))
@@ -285,17 +294,17 @@ pub(crate) async fn list(
     };
     let (limit, offset) = (number("limit", 10)?, number("offset", 0)?);
     let access = thread_access(&app, &caller, Action::Search, &thread_id).await?;
-    let records = app.records.read().await?;
-    if !records.threads.get(&thread_id).is_some_and(|t| access.allows(&t.metadata)) {
+    let mut records = app.records.read().await?;
+    if !records.thread(&thread_id).await?.is_some_and(|t| access.allows(&t.metadata)) {
         return Err(ApiError::thread_not_found(&thread_id));
     }
     let status = query.get("status").map(String::as_str);
     let mut runs: Vec<_> = records
-        .runs
-        .values()
-        .filter(|r| r.run.thread_id == thread_id)
+        .thread_runs(&thread_id)
+        .await?
+        .into_iter()
         .filter(|r| status.is_none_or(|s| crate::model::RunStatus::parse(s) == Some(r.run.status)))
-        .map(|r| r.run.clone())
+        .map(|r| r.run)
         .collect();
     runs.sort_by(|a, b| (&b.created_at, &b.run_id).cmp(&(&a.created_at, &a.run_id)));
     let page: Vec<_> = runs.into_iter().skip(offset).take(limit).collect();
@@ -390,7 +399,7 @@ pub(crate) async fn cancel(
     require_uuid(&thread_id, "thread")?;
     require_uuid(&run_id, "run")?;
     let access = thread_access(&app, &caller, Action::Update, &thread_id).await?;
-    if !app.records.read().await?.threads.get(&thread_id).is_some_and(|t| access.allows(&t.metadata)) {
+    if !app.records.read().await?.thread(&thread_id).await?.is_some_and(|t| access.allows(&t.metadata)) {
         return Err(ApiError::not_found("No runs found to cancel."));
     }
     let channel = app.channels.get(&run_id);
@@ -428,18 +437,23 @@ pub(crate) async fn cancel_many(
         // Only the runs of threads the caller may update.
         let access = app.authorize(&caller, Resource::Threads, Action::Update, &mut raw).await?;
         let by_thread: Vec<(String, String)> = {
-            let records = app.records.read().await?;
-            records
-                .runs
-                .values()
-                .filter(|r| records.threads.get(&r.run.thread_id).is_some_and(|t| access.allows(&t.metadata)))
+            let mut records = app.records.read().await?;
+            let live: Vec<(String, String)> = records
+                .live_runs()
                 .filter(|r| match status.as_str() {
                     "pending" => r.run.status == crate::model::RunStatus::Pending,
                     "running" => r.run.status == crate::model::RunStatus::Running,
-                    _ => r.run.status.is_active(),
+                    _ => true,
                 })
                 .map(|r| (r.run.thread_id.clone(), r.run.run_id.clone()))
-                .collect()
+                .collect();
+            let mut allowed = Vec::with_capacity(live.len());
+            for (thread_id, run_id) in live {
+                if records.thread(&thread_id).await?.is_some_and(|t| access.allows(&t.metadata)) {
+                    allowed.push((thread_id, run_id));
+                }
+            }
+            allowed
         };
         if by_thread.is_empty() {
             return Err(ApiError::not_found("No runs found to cancel."));
@@ -471,7 +485,7 @@ pub(crate) async fn cancel_many(
         require_uuid(run_id, "run")?;
     }
     let access = thread_access(&app, &caller, Action::Update, &thread_id).await?;
-    if !app.records.read().await?.threads.get(&thread_id).is_some_and(|t| access.allows(&t.metadata)) {
+    if !app.records.read().await?.thread(&thread_id).await?.is_some_and(|t| access.allows(&t.metadata)) {
         return Err(ApiError::not_found("No runs found to cancel."));
     }
     runs::cancel(&app, &thread_id, &run_ids, action).await?;

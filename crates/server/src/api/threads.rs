@@ -22,7 +22,7 @@ use crate::model::{Thread, ThreadStatus};
 use crate::retention::{TtlStrategy, prune_thread};
 use crate::runs::CancelAction;
 use crate::runs::settle::{settle_thread, thread_config};
-use crate::storage::Change;
+use crate::storage::{Change, ThreadFilter, ThreadOrder, ThreadScan};
 use weft_graph::erased::JsonStateUpdate;
 
 type AppState = State<Arc<App>>;
@@ -39,7 +39,7 @@ pub(crate) async fn create(State(app): AppState, caller: Caller, body: Body) -> 
     let access = app.authorize(&caller, Resource::Threads, Action::Create, &mut value).await?;
     body.metadata = value.get("metadata").and_then(Value::as_object).cloned();
     let mut records = app.records.lock().await?;
-    if let Some(existing) = records.threads.get(&thread_id) {
+    if let Some(existing) = records.thread(&thread_id).await? {
         if body.if_exists.as_deref() == Some("do_nothing") && access.allows(&existing.metadata) {
             return Ok(ok(existing));
         }
@@ -152,8 +152,8 @@ pub(crate) async fn patch(
     let access = app.authorize(&caller, Resource::Threads, Action::Update, &mut value).await?;
     let mut records = app.records.lock().await?;
     let mut thread = records
-        .threads
-        .get(&thread_id)
+        .thread(&thread_id)
+        .await?
         .filter(|t| access.allows(&t.metadata))
         .cloned()
         .ok_or_else(|| ApiError::thread_not_found(&thread_id))?;
@@ -184,20 +184,19 @@ pub(crate) async fn delete_thread_when(
     idle_since: Option<&str>,
 ) -> ApiResult<bool> {
     let mut records = app.records.lock().await?;
-    if !records.threads.get(thread_id).is_some_and(|t| access.allows(&t.metadata)) {
+    let Some(thread) = records.thread(thread_id).await?.filter(|t| access.allows(&t.metadata)) else {
         return Ok(false);
-    }
+    };
     if let Some(since) = idle_since {
-        let idle = records.threads.get(thread_id).is_some_and(|t| t.updated_at == since)
-            && records.active_runs(thread_id).next().is_none();
+        let idle = thread.updated_at == since && records.active_runs(thread_id).next().is_none();
         if !idle {
             return Ok(false);
         }
     }
     let runs: Vec<(String, bool, bool)> = records
-        .runs
-        .values()
-        .filter(|r| r.run.thread_id == thread_id)
+        .thread_runs(thread_id)
+        .await?
+        .iter()
         .map(|r| (r.run.run_id.clone(), r.run.status.is_active(), r.run.kwargs.resumable))
         .collect();
     let mut changes = vec![Change::DeleteThread(thread_id.to_owned())];
@@ -231,10 +230,10 @@ pub(crate) async fn delete(
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
+/// Whether `thread` matches the search's filters other than `ids` (which the scan applies).
 fn matches(thread: &Thread, search: &ThreadSearch) -> bool {
     let status = search.status.as_deref().and_then(ThreadStatus::parse);
-    search.ids.as_ref().is_none_or(|ids| ids.contains(&thread.thread_id))
-        && status.is_none_or(|s| s == thread.status)
+    status.is_none_or(|s| s == thread.status)
         && search
             .metadata
             .as_ref()
@@ -244,46 +243,49 @@ fn matches(thread: &Thread, search: &ThreadSearch) -> bool {
         })
 }
 
-async fn found(app: &App, caller: &Caller, body: Body) -> ApiResult<(Vec<Thread>, ThreadSearch)> {
+/// The page of threads a search asks for (`offset`, `limit`: 10 by default), newest first unless
+/// `sort_by`/`sort_order` say otherwise, and how many match in all.
+async fn found(
+    app: &App,
+    caller: &Caller,
+    body: Body,
+    page: bool,
+) -> ApiResult<(Vec<Thread>, usize, ThreadSearch)> {
     let (search, mut value) = read::<ThreadSearch>(body, app.limits.body_bytes, &THREAD_SEARCH).await?;
     let access = app.authorize(caller, Resource::Threads, Action::Search, &mut value).await?;
-    let records = app.records.read().await?;
-    let threads = records
-        .threads
-        .values()
-        .filter(|t| matches(t, &search) && access.allows(&t.metadata))
-        .cloned()
-        .collect();
-    Ok((threads, search))
+    let scan = ThreadScan {
+        order: ThreadOrder::parse(search.sort_by.as_deref()),
+        ascending: search.sort_order.as_deref() == Some("asc"),
+        ids: search.ids.as_deref(),
+        ttl_only: false,
+        skip: 0,
+    };
+    let filtered = search.status.is_some()
+        || search.metadata.is_some()
+        || search.values.is_some()
+        || access.filter().is_some();
+    let filter = |t: &Thread| matches(t, &search) && access.allows(&t.metadata);
+    let (offset, limit) = if page {
+        let offset = usize::try_from(search.offset.unwrap_or(0)).unwrap_or(0);
+        (offset, usize::try_from(search.limit.unwrap_or(10)).unwrap_or(0))
+    } else {
+        (0, 0)
+    };
+    let filter: Option<ThreadFilter<'_>> = if filtered { Some(&filter) } else { None };
+    let (threads, total) = app.records.search_threads(scan, filter, offset, limit).await?;
+    Ok((threads, total, search))
 }
 
 /// `POST /threads/search`: newest first unless `sort_by`/`sort_order` say otherwise.
 pub(crate) async fn search(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
-    let (mut threads, search) = found(&app, &caller, body).await?;
-    let key = |t: &Thread| -> String {
-        match search.sort_by.as_deref() {
-            Some("thread_id") => t.thread_id.clone(),
-            Some("status") => serde_json::to_string(&t.status).unwrap_or_default(),
-            Some("updated_at") => t.updated_at.clone(),
-            Some("state_updated_at") => t.state_updated_at.clone(),
-            _ => t.created_at.clone(),
-        }
-    };
-    let ascending = search.sort_order.as_deref() == Some("asc");
-    threads.sort_by(|a, b| {
-        let order = (key(a), &a.thread_id).cmp(&(key(b), &b.thread_id));
-        if ascending { order } else { order.reverse() }
-    });
+    let (threads, total, search) = found(&app, &caller, body, true).await?;
     let offset = usize::try_from(search.offset.unwrap_or(0)).unwrap_or(0);
-    let limit = usize::try_from(search.limit.unwrap_or(10)).unwrap_or(0);
-    let total = threads.len();
-    let items: Vec<Thread> = threads.into_iter().skip(offset).take(limit).collect();
-    Ok(selected_page(&items, search.select.as_deref(), total, offset))
+    Ok(selected_page(&threads, search.select.as_deref(), total, offset))
 }
 
 /// `POST /threads/count`.
 pub(crate) async fn count(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
-    Ok(ok(&found(&app, &caller, body).await?.0.len()))
+    Ok(ok(&found(&app, &caller, body, false).await?.1))
 }
 
 /// `POST /threads/{thread_id}/copy`: a new thread with the same metadata and a copy of every checkpoint; a

@@ -71,8 +71,7 @@ fn minute() -> SystemTime {
 async fn runs_of(app: &App, cron_id: &str) -> Vec<crate::model::RunRecord> {
     let records = app.records.lock().await.unwrap();
     records
-        .runs
-        .values()
+        .held_runs()
         .filter(|r| r.run.kwargs.config["configurable"]["cron_id"] == json!(cron_id))
         .cloned()
         .collect()

@@ -268,9 +268,15 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
             app.channels.remove(&run_id);
         }
     }
-    let values = match (&records, &webhook) {
+    let values = match (&mut records, &webhook) {
         (_, None) => None,
-        (Ok(records), Some(_)) => records.threads.get(&thread_id).and_then(|t| t.values.clone()),
+        (Ok(records), Some(_)) => match records.thread(&thread_id).await {
+            Ok(thread) => thread.and_then(|t| t.values.clone()),
+            Err(e) => {
+                tracing::error!(run_id, error = %e, "cannot read the thread's values for the webhook");
+                None
+            }
+        },
         (Err(e), Some(_)) => {
             tracing::error!(run_id, error = %e, "cannot read the thread's values for the webhook");
             None
@@ -468,7 +474,7 @@ async fn record_end(
     // The thread's values and interrupts are not copied where the run's end state replaces them.
     let replaced = snapshot.as_ref().is_some_and(|s| s.config.is_some());
     let mut thread =
-        records.threads.get(thread_id).map(|t| if replaced { t.without_state() } else { t.clone() });
+        records.thread(thread_id).await?.map(|t| if replaced { t.without_state() } else { t.clone() });
     if let Some(thread) = thread.as_mut() {
         let paused = snapshot.as_ref().is_some_and(|s| !s.next.is_empty());
         if let Some(snapshot) = snapshot {
@@ -500,7 +506,7 @@ async fn record_end(
             body = done.result.clone();
             // A stateless run goes with its thread (its result reaches whoever waits through the channel);
             // a run deleted meanwhile (with its thread) stays deleted.
-            let still_there = records.runs.contains_key(&done.run.run_id);
+            let still_there = records.is_live(&done.run.run_id);
             if delete_thread {
                 changes.push(Change::DeleteRun(done.run.run_id.clone()));
             } else if still_there {

@@ -379,8 +379,10 @@ pub(crate) async fn create(
     let mut request = Request::read(app, caller, thread_id, body, stateless).await?;
     check_assistant_access(app, caller, &request.assistant_id).await?;
     let mut records = app.records.lock().await?;
+    // Read into memory first (when it is not there), then borrowed beside the assistant.
+    records.thread(&request.thread_id).await?;
     let assistant = records.assistants.get(&request.assistant_id).ok_or_else(not_found)?;
-    let existing = records.threads.get(&request.thread_id);
+    let existing = records.held_thread(&request.thread_id);
     if existing.as_ref().is_some_and(|t| !request.access.allows(&t.metadata)) {
         return Err(not_found());
     }

@@ -240,12 +240,11 @@ pub(crate) async fn cancel(
     action: CancelAction,
 ) -> Result<(), CancelError> {
     let mut records = app.records.lock().await.map_err(CancelError::Storage)?;
-    let found: Vec<RunRecord> = run_ids
-        .iter()
-        .filter_map(|id| records.runs.get(id))
-        .filter(|r| r.run.thread_id == thread_id)
-        .cloned()
-        .collect();
+    let mut found: Vec<RunRecord> = Vec::with_capacity(run_ids.len());
+    for id in run_ids {
+        let record = records.run(id).await.map_err(CancelError::Storage)?;
+        found.extend(record.filter(|r| r.run.thread_id == thread_id).cloned());
+    }
     if found.is_empty() {
         return Err(CancelError::NotFound);
     }
@@ -337,13 +336,13 @@ pub(crate) async fn listen(
     crate::app::require_uuid(run_id, "run")?;
     let mut value = json!({"thread_id": thread_id, "run_id": run_id});
     let access = app.authorize(caller, Resource::Threads, Action::Read, &mut value).await?;
-    let records = app.records.lock().await?;
-    if !records.threads.get(thread_id).is_some_and(|t| access.allows(&t.metadata)) {
+    let mut records = app.records.lock().await?;
+    if !records.thread(thread_id).await?.is_some_and(|t| access.allows(&t.metadata)) {
         return Err(ApiError::thread_not_found(thread_id));
     }
     let record = records
-        .runs
-        .get(run_id)
+        .run(run_id)
+        .await?
         .filter(|r| r.run.thread_id == thread_id)
         .cloned()
         .ok_or_else(|| ApiError::not_found("Run not found"))?;
@@ -375,10 +374,8 @@ pub(crate) async fn recover(app: &Arc<App>) -> Result<(), crate::error::ServerEr
     let mut records = app.records.lock().await?;
     let mut changes = Vec::new();
     let mut threads = std::collections::BTreeSet::new();
-    for record in records.runs.values() {
-        if record.run.status.is_active() {
-            threads.insert(record.run.thread_id.clone());
-        }
+    for record in records.live_runs() {
+        threads.insert(record.run.thread_id.clone());
         if record.run.status == RunStatus::Running {
             let mut record = record.clone();
             record.run.status = RunStatus::Pending;

@@ -63,7 +63,7 @@ pub(crate) fn apply_state(thread: &mut Thread, snapshot: JsonSnapshot) {
 /// or after this, never between a stale read and its write.
 pub(crate) async fn settle_thread(app: &Arc<App>, thread_id: &str) -> ApiResult<()> {
     let mut records = app.records.lock().await?;
-    let Some(mut thread) = records.threads.get(thread_id).cloned() else { return Ok(()) };
+    let Some(mut thread) = records.thread(thread_id).await?.cloned() else { return Ok(()) };
     let snapshot = latest_state(app, &thread).await?;
     let paused = snapshot.as_ref().is_some_and(|s| !s.next.is_empty());
     if let Some(snapshot) = snapshot {

@@ -443,8 +443,8 @@ async fn follow(
 /// The run's result as recorded, when its stream ended without one.
 async fn recorded_result(app: &Weak<App>, run_id: &str) -> Option<serde_json::Value> {
     let app = app.upgrade()?;
-    let records = app.records.read().await.ok()?;
-    records.runs.get(run_id).and_then(|r| r.result.clone())
+    let mut records = app.records.read().await.ok()?;
+    records.run(run_id).await.ok()?.and_then(|r| r.result.clone())
 }
 
 #[cfg(test)]

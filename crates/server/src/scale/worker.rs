@@ -67,9 +67,14 @@ async fn start(
         }
     };
     // Gone or ended meanwhile: its queue row went with it.
-    let Some(mut record) = records.runs.get(&run_id).cloned().filter(|r| r.run.status.is_active()) else {
-        return;
+    let found = match records.run(&run_id).await {
+        Ok(found) => found.cloned().filter(|r| r.run.status.is_active()),
+        Err(e) => {
+            tracing::error!(run_id, error = %e, "cannot read a claimed run");
+            return;
+        }
     };
+    let Some(mut record) = found else { return };
     record.mark_running();
     if let Err(e) = records.commit(vec![Change::Run(Box::new(record.clone()))]).await {
         tracing::error!(run_id, error = %e, "cannot mark a claimed run running");

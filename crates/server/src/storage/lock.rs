@@ -10,23 +10,90 @@
 //! the records were then mostly "taken" by waiters waiting to be scheduled on the other worker, and most
 //! turns queued behind them. An unfair one is taken by whoever is running when it is let go.
 
-use std::ops::{Deref, DerefMut};
+use std::ops::{ControlFlow, Deref, DerefMut};
 
 use async_lock::{Mutex, MutexGuard};
 
-use super::Records;
+use super::{Records, Source, ThreadScan};
 use crate::error::ServerError;
+use crate::model::{RunRecord, Thread};
 
 /// The records behind their lock.
 #[derive(Debug)]
 pub(crate) struct RecordsLock {
     inner: Mutex<Records>,
+    /// The table, for scans that need no lock (none in the in-memory mode).
+    source: Option<Source>,
 }
+
+/// What a thread search matches, beside its scan's `ids`.
+pub(crate) type ThreadFilter<'a> = &'a (dyn Fn(&Thread) -> bool + Sync);
 
 impl RecordsLock {
     /// Puts `records` behind the lock.
     pub(crate) fn new(records: Records) -> Self {
-        Self { inner: Mutex::new(records) }
+        let source = records.source();
+        Self { inner: Mutex::new(records), source }
+    }
+
+    /// A page of the threads `filter` matches (`None`: every thread), in the scan's order, from `offset`,
+    /// at most `limit`; and how many match in all. Read from the table without the records' lock, a page
+    /// at a time: memory holds one page and the answer, whatever the number of threads; a search without
+    /// a filter reads only its page and a count. In the in-memory mode, from memory under the lock.
+    pub(crate) async fn search_threads(
+        &self,
+        scan: ThreadScan<'_>,
+        filter: Option<ThreadFilter<'_>>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<Thread>, usize), ServerError> {
+        let Some(source) = &self.source else {
+            let records = self.read().await?;
+            let mut found: Vec<&Thread> = records
+                .cached_threads()
+                .filter(|t| scan.ids.is_none_or(|ids| ids.contains(&t.thread_id)))
+                .filter(|t| !scan.ttl_only || t.ttl.is_some())
+                .filter(|t| filter.is_none_or(|f| f(t)))
+                .collect();
+            found.sort_by_cached_key(|t| (scan.order.key(t), t.thread_id.clone()));
+            if !scan.ascending {
+                found.reverse();
+            }
+            let page = found.iter().skip(offset).take(limit).map(|t| (*t).clone()).collect();
+            return Ok((page, found.len()));
+        };
+        let mut page = Vec::new();
+        if filter.is_none() && scan.ids.is_none() && !scan.ttl_only {
+            let total = source.count_threads().await?;
+            if limit > 0 {
+                let scan = ThreadScan { skip: offset, ..scan };
+                source
+                    .scan_threads(&scan, |body| {
+                        page.push(super::decode::<Thread>("thread", "?", body)?);
+                        Ok(if page.len() >= limit {
+                            ControlFlow::Break(())
+                        } else {
+                            ControlFlow::Continue(())
+                        })
+                    })
+                    .await?;
+            }
+            return Ok((page, total));
+        }
+        let mut total = 0usize;
+        source
+            .scan_threads(&scan, |body| {
+                let thread: Thread = super::decode("thread", "?", body)?;
+                if filter.is_none_or(|f| f(&thread)) {
+                    if total >= offset && page.len() < limit {
+                        page.push(thread);
+                    }
+                    total += 1;
+                }
+                Ok(ControlFlow::Continue(()))
+            })
+            .await?;
+        Ok((page, total))
     }
 
     /// Waits for the records: this process's turn, and scaled out every instance's, brought up to date
@@ -49,10 +116,28 @@ impl RecordsLock {
     }
 }
 
-/// The records while they are read; let go when dropped. Nothing can be changed through it.
+/// The records while they are read; let go when dropped. Nothing can be changed through it (what it
+/// reads from the table on a miss is kept in memory, as it is there).
 #[derive(Debug)]
 pub(crate) struct RecordsView<'a> {
     guard: MutexGuard<'a, Records>,
+}
+
+impl RecordsView<'_> {
+    /// The thread, read from the table when memory lacks it (kept in memory then).
+    pub(crate) async fn thread(&mut self, id: &str) -> Result<Option<&Thread>, ServerError> {
+        self.guard.thread(id).await
+    }
+
+    /// The run, read from the table when memory lacks it (kept in memory then).
+    pub(crate) async fn run(&mut self, id: &str) -> Result<Option<&RunRecord>, ServerError> {
+        self.guard.run(id).await
+    }
+
+    /// Every run of a thread, in no order.
+    pub(crate) async fn thread_runs(&mut self, thread_id: &str) -> Result<Vec<RunRecord>, ServerError> {
+        self.guard.thread_runs(thread_id).await
+    }
 }
 
 impl Deref for RecordsView<'_> {

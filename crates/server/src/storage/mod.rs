@@ -1,19 +1,27 @@
-//! Where the server keeps assistants, threads, runs and crons: in memory for reads, written through to one
-//! table of JSON rows so that they survive a restart. Embedded, the table is in SQLite (on the
-//! checkpointer's database) and this process is its only writer. Scaled out (feature `scale`), it is in
-//! PostgreSQL, the source of truth shared by every instance: see [`postgres`]. In the in-memory mode
-//! (as `langgraph dev` runs), nothing is written through: the maps are all there is.
+//! Where the server keeps assistants, threads, runs and crons: one table of JSON rows, so that they
+//! survive a restart, and what memory keeps of it. Embedded, the table is in SQLite (on the checkpointer's
+//! database) and this process is its only writer. Scaled out (feature `scale`), it is in PostgreSQL, the
+//! source of truth shared by every instance: see [`postgres`]. In the in-memory mode (as `langgraph dev`
+//! runs), nothing is written through: memory is all there is.
+//!
+//! Memory holds what is small and always needed (assistants, their versions, crons, and every pending or
+//! running run) and a bounded [`Cache`] of the threads and finished runs used lately; the rest is read
+//! from the table when asked for ([`Source`]), by id or on an indexed path. So the memory a server needs
+//! at start and at rest does not grow with the number of threads or runs it keeps.
 //!
 //! Every change is a [`Change`] list committed in one transaction before memory is touched: a failed write
-//! changes nothing. Records are changed only through [`RecordsLock::lock`], and read through it or
-//! [`RecordsLock::read`].
+//! changes nothing, and the table is never behind memory. Records are changed only through
+//! [`RecordsLock::lock`], and read through it or [`RecordsLock::read`].
 
+mod cache;
 mod lock;
 #[cfg(feature = "scale")]
 pub(crate) mod postgres;
+mod source;
 mod writer;
 
-pub(crate) use lock::RecordsLock;
+pub(crate) use lock::{RecordsLock, RecordsView, ThreadFilter};
+pub(crate) use source::{Source, ThreadOrder, ThreadScan};
 pub(crate) use writer::WriterLock;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -26,11 +34,15 @@ use weft_integrations::sqlite::{SqlParam, SqlStatement, SqliteSaver};
 
 use weft_graph::checkpoint::CheckpointError;
 
+use self::cache::Cache;
 use crate::error::ServerError;
 use crate::model::{Assistant, AssistantVersion, Cron, RunRecord, Thread};
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS weft_server_records (\
     kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (kind, id))";
+
+/// How many threads, and how many finished runs, memory keeps past their use by default.
+pub(crate) const DEFAULT_CACHE: usize = 1_000;
 
 /// The kinds of record, as the table names them.
 #[derive(Debug, Clone, Copy)]
@@ -82,18 +94,21 @@ enum Backend {
     Memory,
 }
 
-/// The records in memory, and the table they are written through to.
+/// The records memory keeps, and the table they are written through to.
 #[derive(Debug)]
 pub(crate) struct Records {
     backend: Backend,
     pub(crate) assistants: BTreeMap<String, Assistant>,
     pub(crate) versions: BTreeMap<(String, i64), AssistantVersion>,
-    pub(crate) threads: HashMap<String, Thread>,
-    /// Every run, by id. Changed through [`Records::commit`] only, which keeps `active` in step.
-    pub(crate) runs: HashMap<String, RunRecord>,
     pub(crate) crons: BTreeMap<String, Cron>,
-    /// The ids of each thread's pending and running runs, so that finding them does not look at every
-    /// run the server keeps.
+    /// Threads used lately (every thread, in the in-memory mode).
+    threads: Cache<Thread>,
+    /// Every pending or running run, by id. Changed through [`Records::commit`] only, which keeps
+    /// `active` in step.
+    live: HashMap<String, RunRecord>,
+    /// Finished runs used lately (every one, in the in-memory mode).
+    ended: Cache<RunRecord>,
+    /// The ids of each thread's pending and running runs.
     active: HashMap<String, BTreeSet<String>>,
 }
 
@@ -102,9 +117,7 @@ fn version_key(assistant_id: &str, version: i64) -> String {
 }
 
 fn decode<T: DeserializeOwned>(kind: &str, id: &str, body: &str) -> Result<T, ServerError> {
-    serde_json::from_str(body).map_err(|e| {
-        ServerError::from(CheckpointError::backend_from(format!("unreadable {kind} record '{id}'"), e))
-    })
+    serde_json::from_str(body).map_err(|e| source::unreadable(kind, id, e))
 }
 
 fn encode<T: Serialize>(value: &T) -> Result<String, ServerError> {
@@ -113,40 +126,145 @@ fn encode<T: Serialize>(value: &T) -> Result<String, ServerError> {
 }
 
 impl Records {
-    /// Creates the table if missing and reads every record.
-    pub(crate) async fn open(saver: Arc<SqliteSaver>) -> Result<Self, ServerError> {
+    /// Creates the table and its indexes if missing and reads what memory keeps from the start; up to
+    /// `cache` threads and as many finished runs are kept past their use.
+    pub(crate) async fn open(saver: Arc<SqliteSaver>, cache: usize) -> Result<Self, ServerError> {
         let pool = saver.pool();
         sqlx::query(SCHEMA).execute(pool).await.map_err(storage)?;
-        let rows: Vec<(String, String, String)> =
-            sqlx::query_as("SELECT kind, id, body FROM weft_server_records")
-                .fetch_all(pool)
-                .await
-                .map_err(storage)?;
-        let mut records = Records::empty(Backend::Sqlite(saver));
-        for (kind, id, body) in rows {
-            records.apply_row(&kind, &id, Some(&body))?;
+        for index in source::INDEXES_SQLITE {
+            sqlx::query(index).execute(pool).await.map_err(storage)?;
         }
+        let mut records = Records::empty(Backend::Sqlite(saver), cache);
+        records.load_resident().await?;
         Ok(records)
     }
 
     /// Records kept in memory only, written nowhere.
     pub(crate) fn memory() -> Self {
-        Records::empty(Backend::Memory)
+        Records::empty(Backend::Memory, usize::MAX)
     }
 
-    fn empty(backend: Backend) -> Self {
+    fn empty(backend: Backend, cache: usize) -> Self {
         Records {
             backend,
             assistants: BTreeMap::new(),
             versions: BTreeMap::new(),
-            threads: HashMap::new(),
-            runs: HashMap::new(),
             crons: BTreeMap::new(),
+            threads: Cache::new(cache),
+            live: HashMap::new(),
+            ended: Cache::new(cache),
             active: HashMap::new(),
         }
     }
 
-    /// Applies one row of the table in memory: its record, or its deletion (`body` none).
+    /// Where records memory lacks are read from (none in the in-memory mode).
+    pub(crate) fn source(&self) -> Option<Source> {
+        match &self.backend {
+            Backend::Sqlite(saver) => Some(Source::Sqlite(saver.reader().clone())),
+            #[cfg(feature = "scale")]
+            Backend::Postgres(pg) => Some(Source::Postgres(pg.db().clone())),
+            Backend::Memory => None,
+        }
+    }
+
+    /// Reads the assistants, versions, crons and live runs.
+    async fn load_resident(&mut self) -> Result<(), ServerError> {
+        let Some(source) = self.source() else { return Ok(()) };
+        for (kind, body) in source.resident().await? {
+            match kind.as_str() {
+                "assistant" => {
+                    let a: Assistant = decode(&kind, "?", &body)?;
+                    self.assistants.insert(a.assistant_id.clone(), a);
+                }
+                "assistant_version" => {
+                    let v: AssistantVersion = decode(&kind, "?", &body)?;
+                    self.versions.insert((v.assistant_id.clone(), v.version), v);
+                }
+                "cron" => {
+                    let c: Cron = decode(&kind, "?", &body)?;
+                    self.crons.insert(c.cron_id.clone(), c);
+                }
+                _ => {
+                    let r: RunRecord = decode(&kind, "?", &body)?;
+                    self.put_run(r);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The thread, read from the table when memory lacks it.
+    pub(crate) async fn thread(&mut self, id: &str) -> Result<Option<&Thread>, ServerError> {
+        if !self.threads.contains(id)
+            && let Some(source) = self.source()
+            && let Some(body) = source.body("thread", id).await?
+        {
+            let thread: Thread = decode("thread", id, &body)?;
+            self.threads.insert(id.to_owned(), thread);
+        }
+        Ok(self.threads.get(id))
+    }
+
+    /// The thread, if memory holds it (after [`Records::thread`] read it in).
+    pub(crate) fn held_thread(&self, id: &str) -> Option<&Thread> {
+        self.threads.peek(id)
+    }
+
+    /// The run, read from the table when memory lacks it.
+    pub(crate) async fn run(&mut self, id: &str) -> Result<Option<&RunRecord>, ServerError> {
+        if !self.live.contains_key(id)
+            && !self.ended.contains(id)
+            && let Some(source) = self.source()
+            && let Some(body) = source.body("run", id).await?
+        {
+            let record: RunRecord = decode("run", id, &body)?;
+            self.put_run(record);
+        }
+        match self.live.get(id) {
+            Some(record) => Ok(Some(record)),
+            None => Ok(self.ended.get(id)),
+        }
+    }
+
+    /// Every run of a thread, in no order.
+    pub(crate) async fn thread_runs(&mut self, thread_id: &str) -> Result<Vec<RunRecord>, ServerError> {
+        let Some(source) = self.source() else {
+            let all = self.live.values().chain(self.ended.values());
+            return Ok(all.filter(|r| r.run.thread_id == thread_id).cloned().collect());
+        };
+        let mut runs = Vec::new();
+        for (id, _, body) in source.thread_runs(thread_id).await? {
+            // What memory holds of a live run is what the table holds (written first); scaled out, the
+            // table may be newer, so it is what is read.
+            runs.push(decode::<RunRecord>("run", &id, &body)?);
+        }
+        Ok(runs)
+    }
+
+    /// Every run memory holds: the live ones and the finished ones used lately.
+    #[cfg(test)]
+    pub(crate) fn held_runs(&self) -> impl Iterator<Item = &RunRecord> {
+        self.live.values().chain(self.ended.values())
+    }
+
+    /// Whether the run is pending or running (as memory knows: every live run is there).
+    pub(crate) fn is_live(&self, run_id: &str) -> bool {
+        self.live.contains_key(run_id)
+    }
+
+    /// Every pending or running run.
+    pub(crate) fn live_runs(&self) -> impl Iterator<Item = &RunRecord> {
+        self.live.values()
+    }
+
+    /// Every thread memory holds, in no order: all of them in the in-memory mode.
+    pub(crate) fn cached_threads(&self) -> impl Iterator<Item = &Thread> {
+        self.threads.values()
+    }
+
+    /// Applies one row another instance wrote (scaled out): memory keeps what it kept, up to date, and
+    /// every live run; `body` none is a deletion.
+    #[cfg_attr(not(feature = "scale"), allow(dead_code))]
     fn apply_row(&mut self, kind: &str, id: &str, body: Option<&str>) -> Result<(), ServerError> {
         match (kind, body) {
             ("assistant", Some(body)) => {
@@ -167,21 +285,20 @@ impl Records {
                 }
             }
             ("thread", Some(body)) => {
-                let t: Thread = decode(kind, id, body)?;
-                self.threads.insert(t.thread_id.clone(), t);
+                if self.threads.contains(id) {
+                    self.threads.update(id, decode(kind, id, body)?);
+                }
             }
             ("thread", None) => {
                 self.threads.remove(id);
             }
             ("run", Some(body)) => {
                 let r: RunRecord = decode(kind, id, body)?;
-                self.put_run(r);
-            }
-            ("run", None) => {
-                if let Some(old) = self.runs.remove(id) {
-                    self.unmark_active(&old.run.thread_id, id);
+                if r.run.status.is_active() || self.live.contains_key(id) || self.ended.contains(id) {
+                    self.put_run(r);
                 }
             }
+            ("run", None) => self.forget_run(id),
             ("cron", Some(body)) => {
                 let c: Cron = decode(kind, id, body)?;
                 self.crons.insert(c.cron_id.clone(), c);
@@ -195,7 +312,6 @@ impl Records {
         }
         Ok(())
     }
-
     /// Takes the records' turn: scaled out, PostgreSQL's lock, then the rows written since the last turn.
     async fn enter(&mut self) -> Result<(), ServerError> {
         #[cfg(feature = "scale")]
@@ -240,12 +356,17 @@ impl Records {
     }
 
     /// Opens the records on PostgreSQL: the tables made (once, whatever the number of instances starting
-    /// together) and every record read.
+    /// together), then what memory keeps from the start read; up to `cache` threads and as many finished
+    /// runs are kept past their use.
     #[cfg(feature = "scale")]
-    pub(crate) async fn open_postgres(db: crate::scale::Db) -> Result<Self, ServerError> {
+    pub(crate) async fn open_postgres(db: crate::scale::Db, cache: usize) -> Result<Self, ServerError> {
         postgres::migrate(&db).await?;
-        let mut records = Records::empty(Backend::Postgres(postgres::PgRecords::new(db)));
-        records.refresh().await?;
+        let mut pg = postgres::PgRecords::new(db);
+        // Rows written from here on are read in again by the first turn: applying a row twice is harmless.
+        let seq = pg.last_seq().await?;
+        pg.seen(seq);
+        let mut records = Records::empty(Backend::Postgres(pg), cache);
+        records.load_resident().await?;
         Ok(records)
     }
 
@@ -309,9 +430,7 @@ impl Records {
                 Change::Version(v) => {
                     self.versions.insert((v.assistant_id.clone(), v.version), v);
                 }
-                Change::Thread(t) => {
-                    self.threads.insert(t.thread_id.clone(), t);
-                }
+                Change::Thread(t) => self.threads.insert(t.thread_id.clone(), t),
                 Change::Run(r) => self.put_run(*r),
                 Change::DeleteAssistant(id) => {
                     self.assistants.remove(&id);
@@ -322,11 +441,7 @@ impl Records {
                 Change::DeleteThread(id) => {
                     self.threads.remove(&id);
                 }
-                Change::DeleteRun(id) => {
-                    if let Some(old) = self.runs.remove(&id) {
-                        self.unmark_active(&old.run.thread_id, &id);
-                    }
-                }
+                Change::DeleteRun(id) => self.forget_run(&id),
                 Change::Cron(c) => {
                     self.crons.insert(c.cron_id.clone(), *c);
                 }
@@ -337,40 +452,36 @@ impl Records {
         }
     }
 
-    /// Keeps `record` in memory, and its id among its thread's active runs while it is pending or running.
+    /// Keeps `record`: among the live runs (and its thread's active ones) while it is pending or
+    /// running, else among the finished runs used lately.
     fn put_run(&mut self, record: RunRecord) {
-        let (run_id, thread_id) = (record.run.run_id.clone(), record.run.thread_id.clone());
-        if let Some(old) = self.runs.get(&run_id) {
-            if old.run.thread_id != thread_id {
-                let old_thread = old.run.thread_id.clone();
-                self.unmark_active(&old_thread, &run_id);
-            }
-        }
+        let run_id = record.run.run_id.clone();
+        self.forget_run(&run_id);
         if record.run.status.is_active() {
-            self.active.entry(thread_id).or_default().insert(run_id.clone());
+            self.active.entry(record.run.thread_id.clone()).or_default().insert(run_id.clone());
+            self.live.insert(run_id, record);
         } else {
-            self.unmark_active(&thread_id, &run_id);
+            self.ended.insert(run_id, record);
         }
-        self.runs.insert(run_id, record);
     }
 
-    fn unmark_active(&mut self, thread_id: &str, run_id: &str) {
-        if let Some(ids) = self.active.get_mut(thread_id) {
-            ids.remove(run_id);
-            if ids.is_empty() {
-                self.active.remove(thread_id);
+    /// Lets go of a run, live or finished.
+    fn forget_run(&mut self, run_id: &str) {
+        if let Some(old) = self.live.remove(run_id) {
+            let thread_id = old.run.thread_id;
+            if let Some(ids) = self.active.get_mut(&thread_id) {
+                ids.remove(run_id);
+                if ids.is_empty() {
+                    self.active.remove(&thread_id);
+                }
             }
         }
+        self.ended.remove(run_id);
     }
 
     /// The runs of a thread that are pending or running.
     pub(crate) fn active_runs<'a>(&'a self, thread_id: &'a str) -> impl Iterator<Item = &'a RunRecord> + 'a {
-        self.active
-            .get(thread_id)
-            .into_iter()
-            .flatten()
-            .filter_map(|id| self.runs.get(id))
-            .filter(|r| r.run.status.is_active())
+        self.active.get(thread_id).into_iter().flatten().filter_map(|id| self.live.get(id))
     }
 }
 
@@ -435,7 +546,7 @@ mod tests {
     }
 
     async fn open() -> Records {
-        Records::open(saver(&pool().await).await).await.unwrap()
+        Records::open(saver(&pool().await).await, DEFAULT_CACHE).await.unwrap()
     }
 
     #[tokio::test]
@@ -457,14 +568,14 @@ mod tests {
         records.commit(vec![Change::DeleteRun("r1".into()), Change::DeleteRun("r3".into())]).await.unwrap();
         assert!(active(&records, "t1").is_empty());
         assert!(active(&records, "t2").is_empty());
-        assert_eq!(records.runs.len(), 2, "r2 and r4 stay, finished");
-        assert_eq!(records.runs["r4"].run.status, RunStatus::Success);
+        assert_eq!(records.held_runs().count(), 2, "r2 and r4 stay, finished");
+        assert_eq!(records.run("r4").await.unwrap().unwrap().run.status, RunStatus::Success);
     }
 
     #[tokio::test]
     async fn a_failed_commit_changes_nothing_and_the_next_one_works() {
         let pool = pool().await;
-        let mut records = Records::open(saver(&pool).await).await.unwrap();
+        let mut records = Records::open(saver(&pool).await, DEFAULT_CACHE).await.unwrap();
         records.commit(vec![Change::Run(Box::new(run("r1", "t1", "pending")))]).await.unwrap();
         // A trigger makes the second statement of the next script fail, after the first has run.
         sqlx::query(
@@ -502,13 +613,13 @@ mod tests {
     #[tokio::test]
     async fn active_runs_are_found_again_after_a_reopen() {
         let pool = pool().await;
-        let mut records = Records::open(saver(&pool).await).await.unwrap();
+        let mut records = Records::open(saver(&pool).await, DEFAULT_CACHE).await.unwrap();
         let changes = vec![
             Change::Run(Box::new(run("r1", "t1", "running"))),
             Change::Run(Box::new(run("r2", "t1", "interrupted"))),
         ];
         records.commit(changes).await.unwrap();
-        let reopened = Records::open(saver(&pool).await).await.unwrap();
+        let reopened = Records::open(saver(&pool).await, DEFAULT_CACHE).await.unwrap();
         assert_eq!(active(&reopened, "t1"), ["r1"]);
     }
 }

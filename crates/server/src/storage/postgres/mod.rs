@@ -96,8 +96,8 @@ pub(crate) async fn migrate(db: &Db) -> Result<(), ServerError> {
     .execute(&mut *tx)
     .await
     .map_err(storage)?;
-    for statement in SCHEMA {
-        sqlx::raw_sql(statement).execute(&mut *tx).await.map_err(storage)?;
+    for statement in SCHEMA.iter().chain(&super::source::INDEXES_POSTGRES) {
+        sqlx::raw_sql(*statement).execute(&mut *tx).await.map_err(storage)?;
     }
     tx.commit().await.map_err(storage)
 }
@@ -157,6 +157,19 @@ impl QueueOps {
 impl PgRecords {
     pub(crate) fn new(db: Db) -> Self {
         Self { db, turn: None, seq: 0 }
+    }
+
+    /// The pool and how statements reach it.
+    pub(crate) fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// The last `seq` written by anyone.
+    pub(crate) async fn last_seq(&self) -> Result<i64, ServerError> {
+        self.db
+            .fetch_one(sqlx::query_scalar("SELECT coalesce(max(seq), 0)::BIGINT FROM weft_server_records"))
+            .await
+            .map_err(storage)
     }
 
     /// Whether a turn is open (its lock held, nothing committed yet).

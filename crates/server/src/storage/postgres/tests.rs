@@ -56,7 +56,7 @@ async fn database() -> Option<Database> {
 async fn instance(db: &Database) -> (RecordsLock, PgPool) {
     let pool = sqlx::postgres::PgPoolOptions::new().max_connections(4).connect(&db.uri).await.unwrap();
     let db = crate::scale::Db::new(pool.clone(), true);
-    (RecordsLock::new(Records::open_postgres(db).await.unwrap()), pool)
+    (RecordsLock::new(Records::open_postgres(db, 1_000).await.unwrap()), pool)
 }
 
 fn thread(thread_id: &str) -> Change {
@@ -114,9 +114,9 @@ async fn the_queue_follows_the_runs_written_in_one_turn() {
     assert!(queued(&pool).await.is_empty());
     drop(records);
     let (b, _) = instance(&db).await;
-    let seen = b.lock().await.unwrap();
-    assert_eq!(seen.runs["r4"].run.status, crate::model::RunStatus::Error);
-    assert!(!seen.runs.contains_key("r3") && !seen.threads.contains_key("t1"));
+    let mut seen = b.lock().await.unwrap();
+    assert_eq!(seen.run("r4").await.unwrap().unwrap().run.status, crate::model::RunStatus::Error);
+    assert!(seen.run("r3").await.unwrap().is_none() && seen.thread("t1").await.unwrap().is_none());
     assert!(seen.active_runs("t1").all(|r| r.run.run_id == "r1"), "r4 ended");
 }
 
@@ -143,10 +143,10 @@ async fn no_lock_outlives_a_turn() {
     // The guard lives on: b takes its turn meanwhile, and a's next write reads b's in first.
     let mut other =
         tokio::time::timeout(Duration::from_secs(5), b.lock()).await.expect("b is not kept out").unwrap();
-    other.commit(vec![thread("t2")]).await.unwrap();
+    other.commit(vec![thread("t2"), run("r2", "t2", "pending")]).await.unwrap();
     drop(other);
-    turn.commit(vec![thread("t3")]).await.unwrap();
-    assert!(turn.threads.contains_key("t2"), "a second write takes a new turn, which reads b's write in");
+    turn.commit(vec![thread("t3"), run("r3", "t3", "pending")]).await.unwrap();
+    assert!(turn.is_live("r2"), "a second write takes a new turn, which reads b's write in");
     drop(turn);
     // A turn that writes nothing is rolled back when let go.
     let idle = a.lock().await.unwrap();
@@ -155,7 +155,7 @@ async fn no_lock_outlives_a_turn() {
         .await
         .expect("a turn let go without a write lets go of the lock")
         .unwrap();
-    assert!(seen.threads.contains_key("t3"));
+    assert!(seen.is_live("r3"), "a turn reads in what the other wrote");
     seen.commit(vec![thread("t4")]).await.unwrap();
     drop(seen);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
@@ -178,10 +178,10 @@ async fn a_caller_that_goes_away_while_waiting_leaves_no_lock() {
         .await
         .expect("the abandoned wait does not keep the lock")
         .unwrap();
-    seen.commit(vec![thread("after")]).await.unwrap();
+    seen.commit(vec![thread("after"), run("r-after", "after", "pending")]).await.unwrap();
     drop(seen);
     let records = tokio::time::timeout(Duration::from_secs(5), b.lock()).await.expect("b's turn").unwrap();
-    assert!(records.threads.contains_key("after"));
+    assert!(records.is_live("r-after"));
 }
 
 #[tokio::test]
@@ -199,7 +199,8 @@ async fn an_instance_busy_with_its_own_callers_lets_the_others_in() {
             let mut n = 0;
             while !stop.load(Ordering::SeqCst) {
                 let mut records = a.lock().await.unwrap();
-                records.commit(vec![thread(&format!("a{caller}-{n}"))]).await.unwrap();
+                let id = format!("a{caller}-{n}");
+                records.commit(vec![thread(&id), run(&format!("r-{id}"), &id, "pending")]).await.unwrap();
                 n += 1;
                 turns.fetch_add(1, Ordering::SeqCst);
             }
@@ -214,17 +215,19 @@ async fn an_instance_busy_with_its_own_callers_lets_the_others_in() {
             .await
             .expect("b gets a turn while a is busy")
             .unwrap();
-        seen.commit(vec![thread("from-b")]).await.unwrap();
-        assert!(seen.threads.contains_key("a0-0"));
+        seen.commit(vec![thread("from-b"), run("r-from-b", "from-b", "pending")]).await.unwrap();
+        assert!(seen.is_live("r-a0-0"));
     }
     stop.store(true, Ordering::SeqCst);
     for caller in callers {
         caller.await.unwrap();
     }
     let records = a.lock().await.unwrap();
-    assert!(records.threads.contains_key("from-b"));
+    assert!(records.is_live("r-from-b"));
     let written = turns.load(Ordering::SeqCst);
-    assert_eq!(records.threads.len(), written + 1, "every turn of a and b's thread, none lost");
+    assert_eq!(records.live_runs().count(), written + 1, "every turn of a and b's run, none lost");
+    let threads = records.source().unwrap().count_threads().await.unwrap();
+    assert_eq!(threads, written + 1, "every turn of a and b's thread, none lost");
 }
 
 #[tokio::test]
@@ -235,18 +238,16 @@ async fn a_reader_neither_waits_for_the_lock_nor_misses_what_was_committed() {
     let mut held = a.lock().await.unwrap();
     held.commit(vec![thread("t1")]).await.unwrap();
     // a's guard lives: b's reader does not wait for it, and sees a's committed write.
-    let seen = tokio::time::timeout(Duration::from_secs(5), b.read())
+    let mut seen = tokio::time::timeout(Duration::from_secs(5), b.read())
         .await
         .expect("a reader does not wait for another instance's lock")
         .unwrap();
-    assert!(seen.threads.contains_key("t1"));
+    assert!(seen.thread("t1").await.unwrap().is_some());
     drop(seen);
     held.commit(vec![thread("t2"), run("r1", "t2", "pending")]).await.unwrap();
-    let seen = b.read().await.unwrap();
-    assert!(
-        seen.threads.contains_key("t2") && seen.runs.contains_key("r1"),
-        "a later read sees the later write"
-    );
+    let mut seen = b.read().await.unwrap();
+    assert!(seen.is_live("r1"), "a later read sees the later write");
+    assert!(seen.thread("t2").await.unwrap().is_some());
     drop(seen);
     drop(held);
     // A writer of b after its reads starts from where they left off, and reads what came since.
@@ -254,11 +255,12 @@ async fn a_reader_neither_waits_for_the_lock_nor_misses_what_was_committed() {
     turn.commit(vec![Change::DeleteThread("t1".into())]).await.unwrap();
     drop(turn);
     let mut turn = b.lock().await.unwrap();
-    assert!(!turn.threads.contains_key("t1") && turn.threads.contains_key("t2"));
-    turn.commit(vec![thread("t3")]).await.unwrap();
+    assert!(turn.held_thread("t1").is_none(), "the deletion read in: memory forgot t1, which b had read");
+    assert!(turn.thread("t1").await.unwrap().is_none() && turn.thread("t2").await.unwrap().is_some());
+    turn.commit(vec![thread("t3"), run("r3", "t3", "pending")]).await.unwrap();
     drop(turn);
     let seen = a.read().await.unwrap();
-    assert!(seen.threads.contains_key("t3"));
+    assert!(seen.is_live("r3"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -271,7 +273,7 @@ async fn readers_never_see_a_write_without_the_ones_before_it() {
         writers.push(tokio::spawn(async move {
             for n in 0..60 {
                 let mut turn = records.lock().await.unwrap();
-                turn.commit(vec![thread(&format!("w{w}-{n}"))]).await.unwrap();
+                turn.commit(vec![run(&format!("w{w}-{n}"), "t", "pending")]).await.unwrap();
             }
         }));
     }
@@ -281,8 +283,8 @@ async fn readers_never_see_a_write_without_the_ones_before_it() {
         let done = writers.iter().all(tokio::task::JoinHandle::is_finished);
         let seen = reader.read().await.unwrap();
         for w in 0..2 {
-            let count = (0..60).take_while(|n| seen.threads.contains_key(&format!("w{w}-{n}"))).count();
-            let any_after = (count..60).any(|n| seen.threads.contains_key(&format!("w{w}-{n}")));
+            let count = (0..60).take_while(|n| seen.is_live(&format!("w{w}-{n}"))).count();
+            let any_after = (count..60).any(|n| seen.is_live(&format!("w{w}-{n}")));
             assert!(!any_after, "read {reads}: writer {w}'s thread {count} is missing before later ones");
         }
         drop(seen);
@@ -295,7 +297,7 @@ async fn readers_never_see_a_write_without_the_ones_before_it() {
         writer.await.unwrap();
     }
     let seen = reader.read().await.unwrap();
-    assert_eq!(seen.threads.len(), 120, "the last read sees every write");
+    assert_eq!(seen.live_runs().count(), 120, "the last read sees every write");
 }
 
 #[tokio::test]
@@ -304,21 +306,21 @@ async fn behind_a_transaction_pooler_turns_and_reads_prepare_no_named_statement(
     let options = db.uri.parse::<sqlx::postgres::PgConnectOptions>().unwrap().statement_cache_capacity(0);
     let pool = sqlx::postgres::PgPoolOptions::new().max_connections(1).connect_with(options).await.unwrap();
     let pooled = crate::scale::Db::new(pool.clone(), false);
-    let a = RecordsLock::new(Records::open_postgres(pooled).await.unwrap());
+    let a = RecordsLock::new(Records::open_postgres(pooled, 1_000).await.unwrap());
     let (b, _) = instance(&db).await;
     let mut turn = a.lock().await.unwrap();
     turn.commit(vec![thread("t1"), run("r1", "t1", "pending")]).await.unwrap();
     drop(turn);
     let mut other = b.lock().await.unwrap();
-    other.commit(vec![thread("t2")]).await.unwrap();
+    other.commit(vec![thread("t2"), run("r2", "t2", "pending")]).await.unwrap();
     drop(other);
-    assert!(a.read().await.unwrap().threads.contains_key("t2"));
+    assert!(a.read().await.unwrap().is_live("r2"));
     let queue: Vec<String> = sqlx::query_scalar("SELECT run_id FROM weft_server_queue")
         .persistent(false)
         .fetch_all(&pool)
         .await
         .unwrap();
-    assert_eq!(queue, ["r1"]);
+    assert_eq!(queue, ["r1", "r2"]);
     // One connection: the pool's only session is the one every statement above ran on.
     let named = sqlx::raw_sql("SELECT count(*) FROM pg_prepared_statements").fetch_one(&pool).await.unwrap();
     assert_eq!(
@@ -326,4 +328,43 @@ async fn behind_a_transaction_pooler_turns_and_reads_prepare_no_named_statement(
         0,
         "a named statement would stay on the server connection"
     );
+}
+
+#[tokio::test]
+async fn what_memory_keeps_follows_the_other_instances_and_the_rest_is_read_when_asked() {
+    let Some(db) = database().await else { return };
+    let (a, _) = instance(&db).await;
+    let (b, _) = instance(&db).await;
+    a.lock().await.unwrap().commit(vec![thread("t1"), run("r1", "t1", "success")]).await.unwrap();
+    // b reads t1 and r1 from the table, and keeps them.
+    let mut seen = b.read().await.unwrap();
+    assert_eq!(seen.thread("t1").await.unwrap().unwrap().status, crate::model::ThreadStatus::Idle);
+    assert!(seen.run("r1").await.unwrap().is_some());
+    drop(seen);
+    // a changes both: b's next read brings what it keeps up to date from the log.
+    let mut busy = match thread("t1") {
+        Change::Thread(t) => t,
+        _ => unreachable!(),
+    };
+    busy.status = crate::model::ThreadStatus::Busy;
+    a.lock().await.unwrap().commit(vec![Change::Thread(busy), run("r1", "t1", "error")]).await.unwrap();
+    let seen = b.read().await.unwrap();
+    assert_eq!(seen.held_thread("t1").unwrap().status, crate::model::ThreadStatus::Busy, "kept, and updated");
+    drop(seen);
+    let mut seen = b.read().await.unwrap();
+    assert_eq!(seen.run("r1").await.unwrap().unwrap().run.status, crate::model::RunStatus::Error);
+    // A thread b never read is not pulled into its memory by the log.
+    drop(seen);
+    a.lock().await.unwrap().commit(vec![thread("t2")]).await.unwrap();
+    let seen = b.read().await.unwrap();
+    assert!(seen.held_thread("t2").is_none());
+    // A new instance starts with the live runs only, and finds the rest on demand.
+    let (c, _) = instance(&db).await;
+    a.lock().await.unwrap().commit(vec![run("r2", "t2", "pending")]).await.unwrap();
+    let (d, _) = instance(&db).await;
+    let mut fresh = d.read().await.unwrap();
+    assert!(fresh.is_live("r2") && fresh.held_thread("t1").is_none());
+    assert!(fresh.thread("t1").await.unwrap().is_some());
+    drop(fresh);
+    assert!(c.read().await.unwrap().is_live("r2"), "learnt from the log");
 }

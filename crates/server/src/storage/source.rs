@@ -1,0 +1,435 @@
+//! [`Source`]: the records' table read past what memory keeps. Embedded, the SQLite file (through the
+//! saver's readers, beside its writer); scaled out, PostgreSQL. Every read is one statement on an
+//! indexed path (see [`INDEXES_SQLITE`] and the PostgreSQL schema), and a scan goes a page at a time
+//! (keyset pagination), so memory holds one page whatever the number of records.
+
+use std::ops::ControlFlow;
+
+use sqlx::SqlitePool;
+use weft_graph::checkpoint::CheckpointError;
+
+use crate::error::ServerError;
+
+/// The SQLite indexes the reads use (partial indexes on JSON fields: a query names the same
+/// expression and `kind` literally for SQLite to use them).
+pub(crate) const INDEXES_SQLITE: [&str; 5] = [
+    "CREATE INDEX IF NOT EXISTS weft_server_runs_by_thread ON weft_server_records \
+     (json_extract(body, '$.run.thread_id')) WHERE kind = 'run'",
+    "CREATE INDEX IF NOT EXISTS weft_server_runs_by_status ON weft_server_records \
+     (json_extract(body, '$.run.status')) WHERE kind = 'run'",
+    "CREATE INDEX IF NOT EXISTS weft_server_threads_by_created ON weft_server_records \
+     (json_extract(body, '$.created_at'), id) WHERE kind = 'thread'",
+    "CREATE INDEX IF NOT EXISTS weft_server_threads_by_updated ON weft_server_records \
+     (json_extract(body, '$.updated_at'), id) WHERE kind = 'thread'",
+    "CREATE INDEX IF NOT EXISTS weft_server_threads_with_ttl ON weft_server_records (id) \
+     WHERE kind = 'thread' AND json_extract(body, '$.ttl') IS NOT NULL",
+];
+
+/// The same indexes on PostgreSQL (where a deleted record keeps its row, without a body).
+#[cfg(feature = "scale")]
+pub(crate) const INDEXES_POSTGRES: [&str; 5] = [
+    "CREATE INDEX IF NOT EXISTS weft_server_runs_by_thread ON weft_server_records \
+     ((body::jsonb #>> '{run,thread_id}')) WHERE kind = 'run' AND body IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS weft_server_runs_by_status ON weft_server_records \
+     ((body::jsonb #>> '{run,status}')) WHERE kind = 'run' AND body IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS weft_server_threads_by_created ON weft_server_records \
+     ((body::jsonb ->> 'created_at'), id) WHERE kind = 'thread' AND body IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS weft_server_threads_by_updated ON weft_server_records \
+     ((body::jsonb ->> 'updated_at'), id) WHERE kind = 'thread' AND body IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS weft_server_threads_with_ttl ON weft_server_records (id) \
+     WHERE kind = 'thread' AND body IS NOT NULL AND (body::jsonb ->> 'ttl') IS NOT NULL",
+];
+
+/// Rows a scan reads per statement.
+const PAGE: usize = 256;
+
+/// A row read: its id, its sort key (a scan's) and its JSON body.
+pub(crate) type Row = (String, Option<String>, String);
+
+/// The order of a thread scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ThreadOrder {
+    CreatedAt,
+    UpdatedAt,
+    StateUpdatedAt,
+    ThreadId,
+    Status,
+}
+
+impl ThreadOrder {
+    /// The order `POST /threads/search` names (`created_at` by default).
+    pub(crate) fn parse(sort_by: Option<&str>) -> Self {
+        match sort_by {
+            Some("thread_id") => Self::ThreadId,
+            Some("status") => Self::Status,
+            Some("updated_at") => Self::UpdatedAt,
+            Some("state_updated_at") => Self::StateUpdatedAt,
+            _ => Self::CreatedAt,
+        }
+    }
+
+    /// The thread's key in this order (ties are ordered by id).
+    pub(crate) fn key(self, thread: &crate::model::Thread) -> String {
+        match self {
+            Self::ThreadId => thread.thread_id.clone(),
+            Self::Status => serde_json::to_value(thread.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            Self::UpdatedAt => thread.updated_at.clone(),
+            Self::StateUpdatedAt => thread.state_updated_at.clone(),
+            Self::CreatedAt => thread.created_at.clone(),
+        }
+    }
+
+    /// The JSON field of the key (none: the id).
+    fn field(self) -> Option<&'static str> {
+        match self {
+            Self::ThreadId => None,
+            Self::Status => Some("status"),
+            Self::UpdatedAt => Some("updated_at"),
+            Self::StateUpdatedAt => Some("state_updated_at"),
+            Self::CreatedAt => Some("created_at"),
+        }
+    }
+}
+
+/// The records' table, read.
+#[derive(Debug, Clone)]
+pub(crate) enum Source {
+    /// The SQLite file, through the saver's readers.
+    Sqlite(SqlitePool),
+    /// PostgreSQL, shared by every instance.
+    #[cfg(feature = "scale")]
+    Postgres(crate::scale::Db),
+}
+
+impl Source {
+    /// `field` of the body (a path of object keys), as SQL.
+    fn json(&self, path: &[&str]) -> String {
+        match self {
+            Self::Sqlite(_) => format!("json_extract(body, '$.{}')", path.join(".")),
+            #[cfg(feature = "scale")]
+            Self::Postgres(_) if path.len() == 1 => format!("(body::jsonb ->> '{}')", path[0]),
+            #[cfg(feature = "scale")]
+            Self::Postgres(_) => format!("(body::jsonb #>> '{{{}}}')", path.join(",")),
+        }
+    }
+
+    /// The `n`th (from 1) bound parameter.
+    fn param(&self, n: usize) -> String {
+        let _ = n;
+        match self {
+            Self::Sqlite(_) => "?".to_owned(),
+            #[cfg(feature = "scale")]
+            Self::Postgres(_) => format!("${n}"),
+        }
+    }
+
+    /// `INDEXED BY index` on SQLite (whose planner, without statistics, prefers the primary key and
+    /// sorts), nothing on PostgreSQL.
+    fn indexed_by(&self, index: &str) -> String {
+        match self {
+            Self::Sqlite(_) => format!(" INDEXED BY {index}"),
+            #[cfg(feature = "scale")]
+            Self::Postgres(_) => String::new(),
+        }
+    }
+
+    /// The condition a record that exists meets (PostgreSQL keeps deleted ones without a body).
+    fn alive(&self) -> &'static str {
+        match self {
+            Self::Sqlite(_) => "",
+            #[cfg(feature = "scale")]
+            Self::Postgres(_) => " AND body IS NOT NULL",
+        }
+    }
+
+    /// The rows of `sql` (id, key, body), its parameters `binds` (text).
+    async fn rows(&self, sql: &str, binds: &[&str]) -> Result<Vec<Row>, ServerError> {
+        match self {
+            Self::Sqlite(pool) => {
+                let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.to_owned()));
+                for bind in binds {
+                    query = query.bind(bind.to_string());
+                }
+                query.fetch_all(pool).await.map_err(|e| storage("sqlite", e))
+            }
+            #[cfg(feature = "scale")]
+            Self::Postgres(db) => {
+                let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.to_owned()));
+                for bind in binds {
+                    query = query.bind(bind.to_string());
+                }
+                db.fetch_all(query).await.map_err(|e| storage("postgres", e))
+            }
+        }
+    }
+
+    /// One record's body, if it exists.
+    pub(crate) async fn body(&self, kind: &str, id: &str) -> Result<Option<String>, ServerError> {
+        let sql = format!(
+            "SELECT id, CAST(NULL AS TEXT), body FROM weft_server_records WHERE kind = {} AND id = {}{}",
+            self.param(1),
+            self.param(2),
+            self.alive()
+        );
+        Ok(self.rows(&sql, &[kind, id]).await?.pop().map(|row| row.2))
+    }
+
+    /// The bodies of every run of a thread.
+    pub(crate) async fn thread_runs(&self, thread_id: &str) -> Result<Vec<Row>, ServerError> {
+        let sql = format!(
+            "SELECT id, CAST(NULL AS TEXT), body FROM weft_server_records{} WHERE kind = 'run' AND {} = {}{}",
+            self.indexed_by("weft_server_runs_by_thread"),
+            self.json(&["run", "thread_id"]),
+            self.param(1),
+            self.alive()
+        );
+        self.rows(&sql, &[thread_id]).await
+    }
+
+    /// What a server keeps in memory from its start: every assistant, version and cron (kind and body),
+    /// and every pending or running run.
+    pub(crate) async fn resident(&self) -> Result<Vec<(String, String)>, ServerError> {
+        let mut out = Vec::new();
+        for kind in ["assistant", "assistant_version", "cron"] {
+            let sql = format!(
+                "SELECT id, CAST(NULL AS TEXT), body FROM weft_server_records WHERE kind = {}{}",
+                self.param(1),
+                self.alive()
+            );
+            out.extend(self.rows(&sql, &[kind]).await?.into_iter().map(|row| (kind.to_owned(), row.2)));
+        }
+        let sql = format!(
+            "SELECT id, CAST(NULL AS TEXT), body FROM weft_server_records{} \
+             WHERE kind = 'run' AND {} IN ('pending', 'running'){}",
+            self.indexed_by("weft_server_runs_by_status"),
+            self.json(&["run", "status"]),
+            self.alive()
+        );
+        out.extend(self.rows(&sql, &[]).await?.into_iter().map(|row| ("run".to_owned(), row.2)));
+        Ok(out)
+    }
+
+    /// How many threads there are.
+    pub(crate) async fn count_threads(&self) -> Result<usize, ServerError> {
+        let sql = format!(
+            "SELECT 'count', CAST(NULL AS TEXT), CAST(count(*) AS TEXT) FROM weft_server_records WHERE kind = 'thread'{}",
+            self.alive()
+        );
+        let rows = self.rows(&sql, &[]).await?;
+        Ok(rows.first().and_then(|row| row.2.parse().ok()).unwrap_or(0))
+    }
+
+    /// Threads in `order` (`ascending` or not; ties by id), among `ids` when given, or only those with a
+    /// TTL, a page at a time, each passed to `visit` (its body) until it breaks. `skip` rows are skipped
+    /// by the database first (for a page of threads no filter looks at).
+    pub(crate) async fn scan_threads(
+        &self,
+        scan: &ThreadScan<'_>,
+        mut visit: impl FnMut(&str) -> Result<ControlFlow<()>, ServerError>,
+    ) -> Result<(), ServerError> {
+        let key = scan.order.field().map_or_else(|| "id".to_owned(), |field| self.json(&[field]));
+        let (cmp, dir) = if scan.ascending { (">", "ASC") } else { ("<", "DESC") };
+        let mut filter = format!("kind = 'thread'{}", self.alive());
+        if scan.ttl_only {
+            filter.push_str(&format!(" AND {} IS NOT NULL", self.json(&["ttl"])));
+        }
+        let index = match (scan.ids, scan.ttl_only, scan.order) {
+            (None, false, ThreadOrder::CreatedAt) => self.indexed_by("weft_server_threads_by_created"),
+            (None, false, ThreadOrder::UpdatedAt) => self.indexed_by("weft_server_threads_by_updated"),
+            (None, true, ThreadOrder::ThreadId) => self.indexed_by("weft_server_threads_with_ttl"),
+            _ => String::new(),
+        };
+        let ids = scan.ids.map(|ids| serde_json::Value::from(ids.to_vec()).to_string());
+        let mut after: Option<(String, String)> = None;
+        let mut skip = scan.skip;
+        loop {
+            let mut sql = format!("SELECT id, {key}, body FROM weft_server_records{index} WHERE {filter}");
+            let mut binds: Vec<&str> = Vec::new();
+            if let Some(ids) = &ids {
+                binds.push(ids);
+                sql.push_str(&match self {
+                    Self::Sqlite(_) => " AND id IN (SELECT value FROM json_each(?))".to_owned(),
+                    #[cfg(feature = "scale")]
+                    Self::Postgres(_) => format!(
+                        " AND id IN (SELECT jsonb_array_elements_text({}::jsonb))",
+                        self.param(binds.len())
+                    ),
+                });
+            }
+            if let Some((k, id)) = &after {
+                sql.push_str(&self.after(&key, cmp, k, id, &mut binds));
+            }
+            sql.push_str(&format!(" ORDER BY {key} {dir}, id {dir} LIMIT {PAGE} OFFSET {skip}"));
+            skip = 0;
+            let rows = self.rows(&sql, &binds).await?;
+            let full = rows.len() == PAGE;
+            for (id, key, body) in &rows {
+                if visit(body)?.is_break() {
+                    return Ok(());
+                }
+                after = Some((key.clone().unwrap_or_else(|| id.clone()), id.clone()));
+            }
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+}
+
+impl Source {
+    /// The condition of a scan's next page: past `(k, id)` in the order `cmp` (`<` or `>`) says, its
+    /// values pushed on `binds`. SQLite uses an index range only on the key alone, so the condition is
+    /// spelt out; PostgreSQL compares the pair.
+    fn after<'a>(&self, key: &str, cmp: &str, k: &'a str, id: &'a str, binds: &mut Vec<&'a str>) -> String {
+        if key == "id" {
+            binds.push(id);
+            return format!(" AND id {cmp} {}", self.param(binds.len()));
+        }
+        match self {
+            Self::Sqlite(_) => {
+                binds.extend([k, k, id]);
+                format!(" AND {key} {cmp}= ? AND ({key} {cmp} ? OR id {cmp} ?)")
+            }
+            #[cfg(feature = "scale")]
+            Self::Postgres(_) => {
+                binds.extend([k, id]);
+                format!(" AND ({key}, id) {cmp} (${}, ${})", binds.len() - 1, binds.len())
+            }
+        }
+    }
+}
+
+/// What a thread scan reads (see [`Source::scan_threads`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ThreadScan<'a> {
+    pub(crate) order: ThreadOrder,
+    pub(crate) ascending: bool,
+    pub(crate) ids: Option<&'a [String]>,
+    pub(crate) ttl_only: bool,
+    pub(crate) skip: usize,
+}
+
+fn storage(backend: &str, e: sqlx::Error) -> ServerError {
+    ServerError::from(weft_integrations::sql_checkpoint_error(backend.to_owned(), e))
+}
+
+/// A record that cannot be read.
+pub(crate) fn unreadable(kind: &str, id: &str, e: serde_json::Error) -> ServerError {
+    ServerError::from(CheckpointError::backend_from(format!("unreadable {kind} record '{id}'"), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table of `n` threads whose creation times repeat (ties are ordered by id), every third with a
+    /// TTL.
+    async fn table(n: usize) -> Source {
+        let pool = sqlx::sqlite::SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect("sqlite::memory:")
+            .await
+            .unwrap();
+        sqlx::query(super::super::SCHEMA).execute(&pool).await.unwrap();
+        for index in INDEXES_SQLITE {
+            sqlx::query(index).execute(&pool).await.unwrap();
+        }
+        for i in 0..n {
+            let body = serde_json::json!({
+                "thread_id": format!("t{i:04}"), "created_at": format!("2026-01-01T00:00:{:02}Z", i % 7),
+                "ttl": if i % 3 == 0 { serde_json::json!({"strategy": "delete", "ttl": 1.0}) } else { serde_json::Value::Null },
+            });
+            sqlx::query("INSERT INTO weft_server_records (kind, id, body) VALUES ('thread', ?, ?)")
+                .bind(format!("t{i:04}"))
+                .bind(body.to_string())
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+        Source::Sqlite(pool)
+    }
+
+    async fn scan(source: &Source, scan: ThreadScan<'_>) -> Vec<String> {
+        let mut ids = Vec::new();
+        source
+            .scan_threads(&scan, |body| {
+                let value: serde_json::Value = serde_json::from_str(body).unwrap();
+                ids.push(value["thread_id"].as_str().unwrap().to_owned());
+                Ok(ControlFlow::Continue(()))
+            })
+            .await
+            .unwrap();
+        ids
+    }
+
+    fn expected(n: usize, ascending: bool, keep: impl Fn(usize) -> bool) -> Vec<String> {
+        let mut all: Vec<(String, String)> = (0..n)
+            .filter(|i| keep(*i))
+            .map(|i| (format!("2026-01-01T00:00:{:02}Z", i % 7), format!("t{i:04}")))
+            .collect();
+        all.sort();
+        if !ascending {
+            all.reverse();
+        }
+        all.into_iter().map(|(_, id)| id).collect()
+    }
+
+    #[tokio::test]
+    async fn a_scan_reads_every_thread_once_in_order_across_pages() {
+        let n = PAGE * 2 + 37;
+        let source = table(n).await;
+        let whole = ThreadScan {
+            order: ThreadOrder::CreatedAt,
+            ascending: false,
+            ids: None,
+            ttl_only: false,
+            skip: 0,
+        };
+        assert_eq!(scan(&source, whole).await, expected(n, false, |_| true));
+        let up = ThreadScan { ascending: true, ..whole };
+        assert_eq!(scan(&source, up).await, expected(n, true, |_| true));
+        let ttl = ThreadScan { ttl_only: true, ..whole };
+        assert_eq!(scan(&source, ttl).await, expected(n, false, |i| i % 3 == 0));
+        let skipped = ThreadScan { skip: PAGE + 5, ..whole };
+        assert_eq!(scan(&source, skipped).await, expected(n, false, |_| true)[PAGE + 5..]);
+        let ids = vec!["t0003".to_owned(), "t0500".to_owned(), "nope".to_owned()];
+        let some = ThreadScan { ids: Some(&ids), ..up };
+        assert_eq!(scan(&source, some).await, ["t0003", "t0500"], "the same time (500 % 7 = 3): by id");
+        let by_id = ThreadScan { order: ThreadOrder::ThreadId, ..up };
+        assert_eq!(scan(&source, by_id).await.len(), n);
+        assert_eq!(source.count_threads().await.unwrap(), n);
+    }
+
+    #[tokio::test]
+    async fn a_scan_stops_where_its_visitor_breaks_and_a_bad_row_is_a_typed_error() {
+        let source = table(10).await;
+        let whole = ThreadScan {
+            order: ThreadOrder::UpdatedAt,
+            ascending: false,
+            ids: None,
+            ttl_only: false,
+            skip: 0,
+        };
+        let mut seen = 0;
+        source
+            .scan_threads(&whole, |_| {
+                seen += 1;
+                Ok(if seen == 4 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+            })
+            .await
+            .unwrap();
+        assert_eq!(seen, 4);
+        let failed = source
+            .scan_threads(&whole, |body| {
+                serde_json::from_str::<crate::model::Thread>(body)
+                    .map_err(|e| unreadable("thread", "?", e))?;
+                Ok(ControlFlow::Continue(()))
+            })
+            .await
+            .unwrap_err();
+        assert!(failed.to_string().contains("unreadable thread record"), "{failed}");
+    }
+}
