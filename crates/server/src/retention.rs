@@ -198,8 +198,7 @@ pub(crate) async fn sweep(
             let records = app.records.read().await?;
             records.live_runs().map(|r| r.run.thread_id.clone()).collect()
         };
-        let scan =
-            ThreadScan { order: ThreadOrder::ThreadId, ascending: true, ids: None, ttl_only: true, skip: 0 };
+        let scan = ThreadScan { ttl_only: true, ..ThreadScan::all(ThreadOrder::ThreadId, true) };
         // The threads pruned here that are still as they were then (the others are forgotten below).
         let still = std::sync::Mutex::new(HashSet::new());
         let filter = |t: &Thread| {

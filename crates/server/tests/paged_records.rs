@@ -20,7 +20,10 @@ fn thread_id(n: usize) -> String {
 /// every third one.
 async fn populate(addr: SocketAddr) {
     for n in 0..THREADS {
-        let body = json!({"thread_id": thread_id(n), "metadata": {"n": n, "even": n % 2 == 0}});
+        let body = json!({
+            "thread_id": thread_id(n),
+            "metadata": {"n": n, "even": n % 2 == 0, "name": format!("o'brien {n}"), "a.b": n % 3, "tags": ["x", n]}
+        });
         let made = post(addr, "/threads", body).await;
         assert_eq!(made.status, 200, "{}", made.body);
         if n % 3 == 0 {
@@ -63,6 +66,14 @@ async fn observe(addr: SocketAddr) -> Vec<Value> {
         json!({"limit": 5, "sort_by": "updated_at"}),
         json!({"limit": 40, "sort_by": "status"}),
         json!({"limit": 4, "offset": 2, "metadata": {"even": true}}),
+        json!({"metadata": {"n": 7}}),
+        json!({"metadata": {"n": 8, "even": true}}),
+        json!({"metadata": {"n": 8, "even": false}}),
+        json!({"metadata": {"name": "o'brien 5"}}),
+        json!({"metadata": {"a.b": 2}, "limit": 3}),
+        json!({"metadata": {"tags": [12]}}),
+        json!({"metadata": {"n": 3.0}}),
+        json!({"status": "idle", "limit": 2, "metadata": {"even": false}}),
         json!({"limit": 3, "values": {"items": ["3", "a", "b"]}}),
         json!({"ids": [thread_id(4), thread_id(9), thread_id(99)], "sort_order": "asc"}),
         json!({"limit": 1, "offset": 1000}),

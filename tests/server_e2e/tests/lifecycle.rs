@@ -513,6 +513,14 @@ fn a_million_idle_threads_cost_no_memory_at_start_and_the_first_request_is_fast(
     let (status, page) = server.post("/threads/search", r#"{"limit": 10, "offset": 20}"#);
     assert_eq!(status, 200, "{page}");
     assert_eq!(page.matches("thread_id").count(), 10, "{page}");
+    // A search by metadata: the database skips the rows that cannot match (one thread decoded, not a
+    // million).
+    let searching = Instant::now();
+    let (status, found) = server.post("/threads/search", r#"{"metadata": {"n": 999999}}"#);
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(found.matches("thread_id").count(), 1, "{found}");
+    assert!(found.contains("00000000-0000-4000-8000-000000999999"), "{found}");
+    eprintln!("searched by metadata in {:?}", searching.elapsed());
     let resident = rss(server.pid());
     assert!(first_ok < Duration::from_secs(1), "first request after {first_ok:?}");
     assert!(resident < RSS_LIMIT, "RSS after the restart and four requests: {} MB", resident >> 20);

@@ -254,11 +254,13 @@ async fn found(
     let (search, mut value) = read::<ThreadSearch>(body, app.limits.body_bytes, &THREAD_SEARCH).await?;
     let access = app.authorize(caller, Resource::Threads, Action::Search, &mut value).await?;
     let scan = ThreadScan {
-        order: ThreadOrder::parse(search.sort_by.as_deref()),
-        ascending: search.sort_order.as_deref() == Some("asc"),
         ids: search.ids.as_deref(),
-        ttl_only: false,
-        skip: 0,
+        metadata: search.metadata.as_ref(),
+        status: search.status.as_deref().filter(|s| ThreadStatus::parse(s).is_some()),
+        ..ThreadScan::all(
+            ThreadOrder::parse(search.sort_by.as_deref()),
+            search.sort_order.as_deref() == Some("asc"),
+        )
     };
     let filtered = search.status.is_some()
         || search.metadata.is_some()

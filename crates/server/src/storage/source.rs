@@ -236,6 +236,9 @@ impl Source {
         if scan.ttl_only {
             filter.push_str(&format!(" AND {} IS NOT NULL", self.json(&["ttl"])));
         }
+        let mut fixed: Vec<String> = Vec::new();
+        filter.push_str(&self.prefilter(scan, &mut fixed));
+        let fixed: Vec<&str> = fixed.iter().map(String::as_str).collect();
         let index = match (scan.ids, scan.ttl_only, scan.order) {
             (None, false, ThreadOrder::CreatedAt) => self.indexed_by("weft_server_threads_by_created"),
             (None, false, ThreadOrder::UpdatedAt) => self.indexed_by("weft_server_threads_by_updated"),
@@ -247,7 +250,7 @@ impl Source {
         let mut skip = scan.skip;
         loop {
             let mut sql = format!("SELECT id, {key}, body FROM weft_server_records{index} WHERE {filter}");
-            let mut binds: Vec<&str> = Vec::new();
+            let mut binds: Vec<&str> = fixed.clone();
             if let Some(ids) = &ids {
                 binds.push(ids);
                 sql.push_str(&match self {
@@ -280,6 +283,50 @@ impl Source {
 }
 
 impl Source {
+    /// The conditions that let the database skip threads a scan's metadata and status cannot match, their
+    /// values pushed on `binds` (the first parameters of the statement). PostgreSQL tests the metadata's
+    /// containment (`@>`); SQLite compares each scalar field (a superset of the matches: booleans read as
+    /// 1 and 0, and values that are objects, arrays or null are left to the caller's check).
+    fn prefilter(&self, scan: &ThreadScan<'_>, binds: &mut Vec<String>) -> String {
+        use serde_json::Value;
+        let mut sql = String::new();
+        if let Some(status) = scan.status {
+            binds.push(status.to_owned());
+            sql.push_str(&format!(" AND {} = {}", self.json(&["status"]), self.param(binds.len())));
+        }
+        let Some(metadata) = scan.metadata.filter(|m| !m.is_empty()) else { return sql };
+        match self {
+            Self::Sqlite(_) => {
+                for (key, value) in metadata {
+                    if key.contains('"') || key.contains('\'') {
+                        continue;
+                    }
+                    let path = format!("json_extract(body, '$.metadata.\"{key}\"')");
+                    match value {
+                        Value::String(text) => {
+                            binds.push(text.clone());
+                            sql.push_str(&format!(" AND {path} = ?"));
+                        }
+                        Value::Number(n) if n.as_f64().is_some_and(f64::is_finite) => {
+                            sql.push_str(&format!(" AND {path} = {n}"));
+                        }
+                        Value::Bool(b) => sql.push_str(&format!(" AND {path} = {}", i32::from(*b))),
+                        _ => {}
+                    }
+                }
+            }
+            #[cfg(feature = "scale")]
+            Self::Postgres(_) => {
+                binds.push(Value::Object(metadata.clone()).to_string());
+                sql.push_str(&format!(
+                    " AND (body::jsonb -> 'metadata') @> {}::jsonb",
+                    self.param(binds.len())
+                ));
+            }
+        }
+        sql
+    }
+
     /// The condition of a scan's next page: past `(k, id)` in the order `cmp` (`<` or `>`) says, its
     /// values pushed on `binds`. SQLite uses an index range only on the key alone, so the condition is
     /// spelt out; PostgreSQL compares the pair.
@@ -310,6 +357,17 @@ pub(crate) struct ThreadScan<'a> {
     pub(crate) ids: Option<&'a [String]>,
     pub(crate) ttl_only: bool,
     pub(crate) skip: usize,
+    /// Metadata the threads contain, and their status: the database skips the rows that cannot match
+    /// (the caller still checks each row it is given).
+    pub(crate) metadata: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    pub(crate) status: Option<&'a str>,
+}
+
+impl ThreadScan<'_> {
+    /// A scan of every thread in `order`, ascending or not.
+    pub(crate) fn all(order: ThreadOrder, ascending: bool) -> Self {
+        Self { order, ascending, ids: None, ttl_only: false, skip: 0, metadata: None, status: None }
+    }
 }
 
 fn storage(backend: &str, e: sqlx::Error) -> ServerError {
@@ -381,13 +439,7 @@ mod tests {
     async fn a_scan_reads_every_thread_once_in_order_across_pages() {
         let n = PAGE * 2 + 37;
         let source = table(n).await;
-        let whole = ThreadScan {
-            order: ThreadOrder::CreatedAt,
-            ascending: false,
-            ids: None,
-            ttl_only: false,
-            skip: 0,
-        };
+        let whole = ThreadScan::all(ThreadOrder::CreatedAt, false);
         assert_eq!(scan(&source, whole).await, expected(n, false, |_| true));
         let up = ThreadScan { ascending: true, ..whole };
         assert_eq!(scan(&source, up).await, expected(n, true, |_| true));
@@ -406,13 +458,7 @@ mod tests {
     #[tokio::test]
     async fn a_scan_stops_where_its_visitor_breaks_and_a_bad_row_is_a_typed_error() {
         let source = table(10).await;
-        let whole = ThreadScan {
-            order: ThreadOrder::UpdatedAt,
-            ascending: false,
-            ids: None,
-            ttl_only: false,
-            skip: 0,
-        };
+        let whole = ThreadScan::all(ThreadOrder::UpdatedAt, false);
         let mut seen = 0;
         source
             .scan_threads(&whole, |_| {
