@@ -19,7 +19,7 @@ use crate::error::ServerError;
 use crate::graphs::{GraphRegistry, Registered, ServerGraph, default_assistant_id};
 use crate::model::Assistant;
 use crate::runs::channel::Channels;
-use crate::storage::{Change, Records, RecordsLock, WriterLock};
+use crate::storage::{Change, Key, Records, RecordsLock, WriterLock};
 use crate::webhook::{WebhookConfig, Webhooks};
 
 /// The largest request body by default: 300 MiB, LangGraph's `HTTP_MAX_REQUEST_BODY_BYTES` default.
@@ -529,7 +529,7 @@ impl ServerBuilder {
         #[cfg(not(feature = "scale"))]
         let (checkpointer, store, records, writer) = open_sqlite(&self.database, self.record_cache).await?;
         let records = RecordsLock::new(records);
-        let mut held = records.lock().await?;
+        let mut held = records.lock(Key::All).await?;
         let mut registered = Vec::with_capacity(self.graphs.len());
         let mut changes = Vec::new();
         for (id, spec) in self.graphs {

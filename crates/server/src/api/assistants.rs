@@ -24,7 +24,7 @@ use crate::auth::{Action, Resource};
 use crate::error::{ApiError, ApiResult};
 use crate::graphs::channels_schema;
 use crate::model::Assistant;
-use crate::storage::Change;
+use crate::storage::{Change, Key};
 
 type AppState = State<Arc<App>>;
 
@@ -80,7 +80,7 @@ pub(crate) async fn create(State(app): AppState, caller: Caller, body: Body) -> 
     });
     let access = assistant_access(&app, &caller, Action::Create, &mut value).await?;
     body.metadata = value.get("metadata").and_then(Value::as_object).cloned();
-    let mut records = app.records.lock().await?;
+    let mut records = app.records.lock(Key::Assistant(&assistant_id)).await?;
     if let Some(existing) = records.assistants.get(&assistant_id) {
         if !access.allows(&existing.metadata) {
             return Err(ApiError::conflict(format!("Assistant {assistant_id} already exists")));
@@ -152,7 +152,7 @@ pub(crate) async fn patch(
             return Err(graph_not_found(&app, graph_id));
         }
     }
-    let mut records = app.records.lock().await?;
+    let mut records = app.records.lock(Key::Assistant(&id)).await?;
     let Some(mut assistant) = records.assistants.get(&id).filter(|a| access.allows(&a.metadata)).cloned()
     else {
         return Err(ApiError::not_found(format!("Assistant {id} not found")));
@@ -192,7 +192,7 @@ pub(crate) async fn delete(
 ) -> ApiResult<Response> {
     require_uuid(&id, "assistant")?;
     let access = assistant_access(&app, &caller, Action::Delete, &mut json!({"assistant_id": id})).await?;
-    let mut records = app.records.lock().await?;
+    let mut records = app.records.lock(Key::Assistant(&id)).await?;
     if !records.assistants.get(&id).is_some_and(|a| access.allows(&a.metadata)) {
         return Err(ApiError::not_found(format!("Assistant with ID {id} not found")));
     }
@@ -449,7 +449,7 @@ pub(crate) async fn latest(
     let (Latest { version }, _) = read::<Latest>(body, app.limits.body_bytes, &LATEST).await?;
     let mut value = json!({"assistant_id": id, "version": version});
     let access = assistant_access(&app, &caller, Action::Update, &mut value).await?;
-    let mut records = app.records.lock().await?;
+    let mut records = app.records.lock(Key::Assistant(&id)).await?;
     let Some(mut assistant) = records.assistants.get(&id).filter(|a| access.allows(&a.metadata)).cloned()
     else {
         return Err(ApiError::not_found(format!("Assistant {id} not found")));

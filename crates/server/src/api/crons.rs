@@ -23,7 +23,7 @@ use crate::crons::{iso, new_record, next_run_date};
 use crate::error::ServerError;
 use crate::error::{ApiError, ApiResult};
 use crate::model::Cron;
-use crate::storage::{Change, RecordsView};
+use crate::storage::{Change, Key, RecordsView};
 
 type AppState = State<Arc<App>>;
 
@@ -116,7 +116,7 @@ async fn create(
         }
         None => None,
     };
-    let mut records = app.records.lock().await?;
+    let mut records = app.records.lock(Key::Cron(&cron.cron_id)).await?;
     let assistant_seen = records
         .assistants
         .get(&assistant_id)
@@ -327,7 +327,7 @@ pub(crate) async fn delete(
 ) -> ApiResult<Response> {
     cron_id_checked(&cron_id)?;
     let access = cron_access(&app, &caller, Action::Delete, &cron_id).await?;
-    let mut records = app.records.lock().await?;
+    let mut records = app.records.lock(Key::Cron(&cron_id)).await?;
     if !records.crons.get(&cron_id).is_some_and(|c| access.allows(&c.metadata)) {
         return Err(ApiError::not_found("Not Found"));
     }
@@ -385,7 +385,7 @@ pub(crate) async fn patch(
             raw.insert("metadata".into(), Value::Object(metadata.clone()));
         }
     }
-    let mut records = app.records.lock().await?;
+    let mut records = app.records.lock(Key::Cron(&cron_id)).await?;
     let mut cron = records
         .crons
         .get(&cron_id)

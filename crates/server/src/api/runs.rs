@@ -505,7 +505,7 @@ pub(crate) async fn delete(
             status_name(record.run.status)
         )));
     }
-    let mut records = app.records.lock().await?;
+    let mut records = app.records.lock(crate::storage::Key::Thread(&thread_id)).await?;
     records.commit(vec![crate::storage::Change::DeleteRun(run_id.clone())]).await?;
     drop(records);
     app.channels.remove(&run_id);

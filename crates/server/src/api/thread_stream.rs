@@ -259,7 +259,7 @@ pub(crate) async fn stream(
     let (tx, rx) = feed::channel(feed::LISTENER_BYTES);
     {
         // Under the records' lock, as runs are made: each run is either seen here or told to the tap.
-        let mut records = app.records.lock().await?;
+        let mut records = app.records.lock(crate::storage::Key::Thread(&thread_id)).await?;
         let mut runs = records.thread_runs(&thread_id).await?;
         runs.sort_by(|a, b| (&a.run.created_at, &a.run.run_id).cmp(&(&b.run.created_at, &b.run.run_id)));
         for record in runs {

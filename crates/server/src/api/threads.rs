@@ -22,7 +22,7 @@ use crate::model::{Thread, ThreadStatus};
 use crate::retention::{TtlStrategy, prune_thread};
 use crate::runs::CancelAction;
 use crate::runs::settle::{settle_thread, thread_config};
-use crate::storage::{Change, ThreadFilter, ThreadOrder, ThreadScan};
+use crate::storage::{Change, Key, ThreadFilter, ThreadOrder, ThreadScan};
 use weft_graph::erased::JsonStateUpdate;
 
 type AppState = State<Arc<App>>;
@@ -38,7 +38,7 @@ pub(crate) async fn create(State(app): AppState, caller: Caller, body: Body) -> 
     let mut value = json!({"thread_id": thread_id, "metadata": body.metadata, "if_exists": body.if_exists});
     let access = app.authorize(&caller, Resource::Threads, Action::Create, &mut value).await?;
     body.metadata = value.get("metadata").and_then(Value::as_object).cloned();
-    let mut records = app.records.lock().await?;
+    let mut records = app.records.lock(Key::Thread(&thread_id)).await?;
     if let Some(existing) = records.thread(&thread_id).await? {
         if body.if_exists.as_deref() == Some("do_nothing") && access.allows(&existing.metadata) {
             return Ok(ok(existing));
@@ -150,7 +150,7 @@ pub(crate) async fn patch(
     let (mut body, _) = read::<ThreadPatch>(body, app.limits.body_bytes, &THREAD_PATCH).await?;
     let mut value = json!({"thread_id": thread_id, "metadata": body.metadata.take().unwrap_or_default()});
     let access = app.authorize(&caller, Resource::Threads, Action::Update, &mut value).await?;
-    let mut records = app.records.lock().await?;
+    let mut records = app.records.lock(Key::Thread(&thread_id)).await?;
     let mut thread = records
         .thread(&thread_id)
         .await?
@@ -183,7 +183,7 @@ pub(crate) async fn delete_thread_when(
     access: &Access,
     idle_since: Option<&str>,
 ) -> ApiResult<bool> {
-    let mut records = app.records.lock().await?;
+    let mut records = app.records.lock(Key::Thread(thread_id)).await?;
     let Some(thread) = records.thread(thread_id).await?.filter(|t| access.allows(&t.metadata)) else {
         return Ok(false);
     };
@@ -321,7 +321,7 @@ pub(crate) async fn copy(
         status,
         ..source
     };
-    let mut records = app.records.lock().await?;
+    let mut records = app.records.lock(Key::Thread(&copy.thread_id)).await?;
     records.commit(vec![Change::Thread(copy.clone())]).await?;
     Ok(ok(&copy))
 }

@@ -18,7 +18,7 @@ use crate::api::requests::RunCreate;
 use crate::app::{App, now, object};
 use crate::auth::User;
 use crate::model::Cron;
-use crate::storage::Change;
+use crate::storage::{Change, Key};
 
 /// The longest the scheduler sleeps without looking again (a cron made or changed wakes it sooner).
 const IDLE_WAIT: Duration = Duration::from_secs(60);
@@ -117,7 +117,7 @@ pub(crate) async fn fire_due(app: &Arc<App>, now: SystemTime) -> Vec<String> {
 /// Moves the cron's next time past `now`, unless it was deleted or changed meanwhile (a change sets its
 /// own next time) or another instance moved it. Whether it moved it.
 async fn advance(app: &Arc<App>, cron: &Cron, now: SystemTime) -> bool {
-    let mut records = match app.records.lock().await {
+    let mut records = match app.records.lock(Key::Cron(&cron.cron_id)).await {
         Ok(records) => records,
         Err(e) => {
             tracing::error!(cron_id = cron.cron_id, error = %e, "cannot save the cron's next time");

@@ -60,7 +60,13 @@ async fn every_minute(app: &Arc<App>, thread_id: Option<&str>, now: SystemTime) 
         updated_at: iso(now),
     };
     cron.next_run_date = next_run_date(&cron, now);
-    app.records.lock().await.unwrap().commit(vec![Change::Cron(Box::new(cron.clone()))]).await.unwrap();
+    app.records
+        .lock(crate::storage::Key::All)
+        .await
+        .unwrap()
+        .commit(vec![Change::Cron(Box::new(cron.clone()))])
+        .await
+        .unwrap();
     cron
 }
 
@@ -69,7 +75,7 @@ fn minute() -> SystemTime {
 }
 
 async fn runs_of(app: &App, cron_id: &str) -> Vec<crate::model::RunRecord> {
-    let records = app.records.lock().await.unwrap();
+    let records = app.records.lock(crate::storage::Key::All).await.unwrap();
     records
         .held_runs()
         .filter(|r| r.run.kwargs.config["configurable"]["cron_id"] == json!(cron_id))
@@ -89,7 +95,7 @@ async fn a_due_cron_fires_once_and_moves_its_next_time_past_now() {
     assert_eq!(made.len(), 1);
     // The same moment again: nothing more.
     assert!(fire_due(&app, at).await.is_empty());
-    let saved = app.records.lock().await.unwrap().crons[&cron.cron_id].clone();
+    let saved = app.records.lock(crate::storage::Key::All).await.unwrap().crons[&cron.cron_id].clone();
     assert_eq!(saved.next_run_date.as_deref(), Some("2031-03-04T05:08:00+00:00"));
     let runs = runs_of(&app, &cron.cron_id).await;
     assert_eq!(runs.len(), 1);
@@ -112,7 +118,7 @@ async fn fires_missed_while_down_happen_once() {
     assert_eq!(fire_due(&app, later).await.len(), 1);
     assert!(fire_due(&app, later + Duration::from_secs(10)).await.is_empty());
     assert_eq!(runs_of(&app, &cron.cron_id).await.len(), 1);
-    let saved = app.records.lock().await.unwrap().crons[&cron.cron_id].clone();
+    let saved = app.records.lock(crate::storage::Key::All).await.unwrap().crons[&cron.cron_id].clone();
     assert_eq!(saved.next_run_date.as_deref(), Some("2031-03-05T05:07:00+00:00"));
 }
 
@@ -124,7 +130,7 @@ async fn disabled_and_ended_crons_do_not_fire() {
     let mut ended = every_minute(&app, None, minute()).await;
     ended.end_time = Some(iso(minute() + Duration::from_secs(30)));
     app.records
-        .lock()
+        .lock(crate::storage::Key::All)
         .await
         .unwrap()
         .commit(vec![Change::Cron(Box::new(off)), Change::Cron(Box::new(ended))])
@@ -151,7 +157,13 @@ async fn a_thread_cron_runs_on_its_thread_and_a_missing_thread_only_logs() {
         interrupts: serde_json::Map::new(),
         ttl: None,
     };
-    app.records.lock().await.unwrap().commit(vec![Change::Thread(thread)]).await.unwrap();
+    app.records
+        .lock(crate::storage::Key::All)
+        .await
+        .unwrap()
+        .commit(vec![Change::Thread(thread)])
+        .await
+        .unwrap();
     let cron = every_minute(&app, Some(&thread_id), minute()).await;
     let gone = every_minute(&app, Some(&crate::app::new_id()), minute()).await;
     let made = fire_due(&app, minute() + Duration::from_secs(60)).await;
@@ -160,7 +172,7 @@ async fn a_thread_cron_runs_on_its_thread_and_a_missing_thread_only_logs() {
     assert_eq!(runs[0].run.thread_id, thread_id);
     assert!(runs_of(&app, &gone.cron_id).await.is_empty());
     // The cron whose thread is gone still moved on: it does not fire again at once.
-    let saved = app.records.lock().await.unwrap().crons[&gone.cron_id].clone();
+    let saved = app.records.lock(crate::storage::Key::All).await.unwrap().crons[&gone.cron_id].clone();
     assert_eq!(saved.next_run_date.as_deref(), Some("2031-03-04T05:08:00+00:00"));
 }
 
@@ -169,7 +181,13 @@ async fn a_context_and_the_cron_id_go_together() {
     let app = app_at(None).await;
     let mut cron = every_minute(&app, None, minute()).await;
     cron.payload.insert("context".into(), json!({"user": "u1"}));
-    app.records.lock().await.unwrap().commit(vec![Change::Cron(Box::new(cron.clone()))]).await.unwrap();
+    app.records
+        .lock(crate::storage::Key::All)
+        .await
+        .unwrap()
+        .commit(vec![Change::Cron(Box::new(cron.clone()))])
+        .await
+        .unwrap();
     assert_eq!(fire_due(&app, minute() + Duration::from_secs(60)).await.len(), 1);
     let run = runs_of(&app, &cron.cron_id).await.remove(0).run;
     assert_eq!(run.kwargs.context, json!({"user": "u1"}));
@@ -195,7 +213,7 @@ async fn the_next_time_survives_a_restart() {
         cron
     };
     let app = app_at(Some(&path)).await;
-    let saved = app.records.lock().await.unwrap().crons[&cron.cron_id].clone();
+    let saved = app.records.lock(crate::storage::Key::All).await.unwrap().crons[&cron.cron_id].clone();
     assert_eq!(saved.next_run_date.as_deref(), Some("2031-03-04T05:08:00+00:00"));
     // Already fired for 05:07: not again at 05:07:30.
     assert!(fire_due(&app, minute() + Duration::from_secs(90)).await.is_empty());

@@ -18,7 +18,7 @@ use super::settle::{apply_state, status, thread_config};
 use super::wire::Wire;
 use crate::app::{App, now, object};
 use crate::model::{RunRecord, RunStatus};
-use crate::storage::{Change, Records};
+use crate::storage::{Change, Key, Records};
 
 /// How a run ended.
 #[derive(Debug)]
@@ -248,7 +248,7 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
     let state = end_state(app, &record, &ended).await.map_err(log).ok();
     // One turn of the records: the run's end written, then its channel finished, so that a listener who
     // finds the run still going also finds its channel.
-    let mut records = app.records.lock().await;
+    let mut records = app.records.lock(Key::Thread(&thread_id)).await;
     let (body, delete_thread) = match (&mut records, state) {
         (Ok(records), Some(snapshot)) => {
             record_end(records, &record, ended, result, snapshot).await.map_err(log).unwrap_or_default()

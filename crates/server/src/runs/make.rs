@@ -18,7 +18,7 @@ use crate::auth::{Action, Resource};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{Assistant, Run, RunKwargs, RunRecord, RunStatus, Thread, ThreadStatus};
 use crate::retention::ThreadTtl;
-use crate::storage::Change;
+use crate::storage::{Change, Key};
 
 /// The stream modes of a request: a name or a list; none (or an empty list) is `["values"]`.
 fn stream_modes(value: &Value) -> Vec<String> {
@@ -292,7 +292,7 @@ async fn check_assistant_access(app: &App, caller: &Caller, assistant_id: &str) 
     if !app.authorizes(caller) {
         return Ok(());
     }
-    let owned = app.records.lock().await?.assistants.get(assistant_id).map(|a| a.metadata.clone());
+    let owned = app.records.read().await?.assistants.get(assistant_id).map(|a| a.metadata.clone());
     if let Some(owned) = owned.filter(|m| m.get("created_by").and_then(Value::as_str) != Some("system")) {
         let mut value = json!({"assistant_id": assistant_id});
         if !app.authorize(caller, Resource::Assistants, Action::Read, &mut value).await?.allows(&owned) {
@@ -378,7 +378,7 @@ pub(crate) async fn create(
 ) -> ApiResult<Created> {
     let mut request = Request::read(app, caller, thread_id, body, stateless).await?;
     check_assistant_access(app, caller, &request.assistant_id).await?;
-    let mut records = app.records.lock().await?;
+    let mut records = app.records.lock(Key::Thread(&request.thread_id)).await?;
     // Read into memory first (when it is not there), then borrowed beside the assistant.
     records.thread(&request.thread_id).await?;
     let assistant = records.assistants.get(&request.assistant_id).ok_or_else(not_found)?;

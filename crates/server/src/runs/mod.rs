@@ -28,7 +28,7 @@ use crate::app::{App, now};
 use crate::auth::{Action, Resource};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{RunRecord, RunStatus};
-use crate::storage::Change;
+use crate::storage::{Change, Key};
 
 /// A run started as it was made (stored running, holding its run slot), not yet handed to a task: the
 /// whole of its execution, to the record of its end.
@@ -141,7 +141,7 @@ async fn start_next(app: &Arc<App>, thread_id: &str) -> Result<(), crate::error:
     if app.drain.is_drain_requested() {
         return Ok(());
     }
-    let mut records = app.records.lock().await?;
+    let mut records = app.records.lock(Key::Thread(thread_id)).await?;
     if records.active_runs(thread_id).any(|r| r.run.status == RunStatus::Running) {
         return Ok(());
     }
@@ -212,7 +212,7 @@ impl From<CancelError> for ApiError {
 /// Withdraws a run just made (its creation failed after it was stored): deletes it and ends its channel.
 /// What fails here is logged; the caller reports the failure that made it withdraw.
 async fn withdraw(app: &Arc<App>, thread_id: &str, run_id: &str) {
-    let deleted = match app.records.lock().await {
+    let deleted = match app.records.lock(Key::Thread(thread_id)).await {
         Ok(mut records) => records.commit(vec![Change::DeleteRun(run_id.to_owned())]).await,
         Err(e) => Err(e),
     };
@@ -239,7 +239,7 @@ pub(crate) async fn cancel(
     run_ids: &[String],
     action: CancelAction,
 ) -> Result<(), CancelError> {
-    let mut records = app.records.lock().await.map_err(CancelError::Storage)?;
+    let mut records = app.records.lock(Key::Thread(thread_id)).await.map_err(CancelError::Storage)?;
     let mut found: Vec<RunRecord> = Vec::with_capacity(run_ids.len());
     for id in run_ids {
         let record = records.run(id).await.map_err(CancelError::Storage)?;
@@ -336,7 +336,7 @@ pub(crate) async fn listen(
     crate::app::require_uuid(run_id, "run")?;
     let mut value = json!({"thread_id": thread_id, "run_id": run_id});
     let access = app.authorize(caller, Resource::Threads, Action::Read, &mut value).await?;
-    let mut records = app.records.lock().await?;
+    let mut records = app.records.lock(Key::Thread(thread_id)).await?;
     if !records.thread(thread_id).await?.is_some_and(|t| access.allows(&t.metadata)) {
         return Err(ApiError::thread_not_found(thread_id));
     }
@@ -371,7 +371,7 @@ pub(crate) async fn recover(app: &Arc<App>) -> Result<(), crate::error::ServerEr
         scale.wake_here();
         return Ok(());
     }
-    let mut records = app.records.lock().await?;
+    let mut records = app.records.lock(Key::All).await?;
     let mut changes = Vec::new();
     let mut threads = std::collections::BTreeSet::new();
     for record in records.live_runs() {

@@ -10,7 +10,7 @@ use super::wire::{interrupt_record, state_values};
 use crate::app::{App, now};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{Thread, ThreadStatus};
-use crate::storage::Change;
+use crate::storage::{Change, Key};
 
 /// A config addressing the thread's latest checkpoint.
 pub(crate) fn thread_config(thread_id: &str) -> RunnableConfig {
@@ -62,7 +62,7 @@ pub(crate) fn apply_state(thread: &mut Thread, snapshot: JsonSnapshot) {
 /// that ends meanwhile (a rolled-back one puts the thread's state back first) then records its end before
 /// or after this, never between a stale read and its write.
 pub(crate) async fn settle_thread(app: &Arc<App>, thread_id: &str) -> ApiResult<()> {
-    let mut records = app.records.lock().await?;
+    let mut records = app.records.lock(Key::Thread(thread_id)).await?;
     let Some(mut thread) = records.thread(thread_id).await?.cloned() else { return Ok(()) };
     let snapshot = latest_state(app, &thread).await?;
     let paused = snapshot.as_ref().is_some_and(|s| !s.next.is_empty());

@@ -14,12 +14,8 @@ use crate::runs::CancelAction;
 
 /// Claims the next run this worker may start: the first of its thread, due, not leased (or its lease
 /// expired). Returns the run's id and the cancel already asked of it, if any.
-pub(crate) async fn claim(
-    db: &Db,
-    worker: &str,
-    lease: Duration,
-) -> Result<Option<(String, Option<CancelAction>)>, sqlx::Error> {
-    let row: Option<(String, Option<String>)> = db
+pub(crate) async fn claim(db: &Db, worker: &str, lease: Duration) -> Result<Option<Claimed>, sqlx::Error> {
+    let row: Option<(String, String, Option<String>)> = db
         .fetch_optional(
             sqlx::query_as(
                 "WITH next AS ( \
@@ -30,13 +26,26 @@ pub(crate) async fn claim(
            ORDER BY q.due_at, q.run_id LIMIT 1 FOR UPDATE SKIP LOCKED) \
          UPDATE weft_server_queue q SET worker = $1, lease_until = now() + $2 * interval '1 millisecond', \
            attempts = q.attempts + 1 \
-         FROM next WHERE q.run_id = next.run_id RETURNING q.run_id, q.cancel",
+         FROM next WHERE q.run_id = next.run_id RETURNING q.run_id, q.thread_id, q.cancel",
             )
             .bind(worker)
             .bind(millis(lease)),
         )
         .await?;
-    Ok(row.map(|(run_id, cancel)| (run_id, cancel.as_deref().and_then(parse_cancel))))
+    Ok(row.map(|(run_id, thread_id, cancel)| Claimed {
+        run_id,
+        thread_id,
+        cancel: cancel.as_deref().and_then(parse_cancel),
+    }))
+}
+
+/// A run claimed from the queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Claimed {
+    pub(crate) run_id: String,
+    pub(crate) thread_id: String,
+    /// The cancel asked of it, if any.
+    pub(crate) cancel: Option<CancelAction>,
 }
 
 /// Renews the leases of this worker's runs but those in `stalled` (left to lapse); returns the runs it

@@ -9,9 +9,9 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::{Scale, Working, queue};
 use crate::app::App;
+use crate::runs::RunChannel;
 use crate::runs::channel::{OUTLET_BYTES, Outlet};
-use crate::runs::{CancelAction, RunChannel};
-use crate::storage::Change;
+use crate::storage::{Change, Key};
 
 /// Claims runs until the server is gone: one per free slot (`max_concurrent_runs`), waiting for a wake-up
 /// (or the poll interval) when none is due.
@@ -29,8 +29,8 @@ pub(crate) async fn claim_loop(app: Weak<App>, scale: Weak<Scale>) {
         let claimed = queue::claim(&scale_now.db, &scale_now.worker, scale_now.lease).await;
         let poll = scale_now.poll;
         match claimed {
-            Ok(Some((run_id, cancel))) => {
-                start(&app_now, &scale_now, run_id, cancel, permit).await;
+            Ok(Some(claimed)) => {
+                start(&app_now, &scale_now, claimed, permit).await;
                 continue;
             }
             Ok(None) => drop(permit),
@@ -51,14 +51,9 @@ pub(crate) async fn claim_loop(app: Weak<App>, scale: Weak<Scale>) {
 
 /// Starts a claimed run: marks it running (a new attempt) and runs it in a task of its own, holding the
 /// slot until it ends.
-async fn start(
-    app: &Arc<App>,
-    scale: &Arc<Scale>,
-    run_id: String,
-    cancel: Option<CancelAction>,
-    permit: OwnedSemaphorePermit,
-) {
-    let mut records = match app.records.lock().await {
+async fn start(app: &Arc<App>, scale: &Arc<Scale>, claimed: queue::Claimed, permit: OwnedSemaphorePermit) {
+    let queue::Claimed { run_id, thread_id, cancel } = claimed;
+    let mut records = match app.records.lock(Key::Thread(&thread_id)).await {
         Ok(records) => records,
         Err(e) => {
             // The lease lapses and the run is claimed again.

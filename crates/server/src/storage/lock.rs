@@ -18,6 +18,32 @@ use super::{Records, Source, ThreadScan};
 use crate::error::ServerError;
 use crate::model::{RunRecord, Thread};
 
+/// What a change of the records is about. Scaled out, turns of different keys go on side by side across
+/// the instances, and turns of one key one after another; embedded, every turn is this process's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Key<'a> {
+    /// A thread: its record, its runs, its state.
+    Thread(&'a str),
+    /// An assistant and its versions.
+    Assistant(&'a str),
+    /// A cron.
+    Cron(&'a str),
+    /// Everything at once (start-up): waits for every other turn, and they for it.
+    All,
+}
+
+impl Key<'_> {
+    /// The name of its lock (none for [`Key::All`], the records' own lock).
+    fn name(self) -> Option<String> {
+        match self {
+            Key::Thread(id) => Some(format!("thread:{id}")),
+            Key::Assistant(id) => Some(format!("assistant:{id}")),
+            Key::Cron(id) => Some(format!("cron:{id}")),
+            Key::All => None,
+        }
+    }
+}
+
 /// The records behind their lock.
 #[derive(Debug)]
 pub(crate) struct RecordsLock {
@@ -96,11 +122,12 @@ impl RecordsLock {
         Ok((page, total))
     }
 
-    /// Waits for the records: this process's turn, and scaled out every instance's, brought up to date
-    /// with what the others wrote. Fails when PostgreSQL cannot be reached or holds an unreadable record.
-    pub(crate) async fn lock(&self) -> Result<RecordsGuard<'_>, ServerError> {
+    /// Waits for the records to change what `key` names: this process's turn, and scaled out the turn of
+    /// `key` across the deployment, brought up to date with what the other instances wrote. Fails when
+    /// PostgreSQL cannot be reached or holds an unreadable record.
+    pub(crate) async fn lock(&self, key: Key<'_>) -> Result<RecordsGuard<'_>, ServerError> {
         let mut guard = self.inner.lock().await;
-        guard.enter().await?;
+        guard.enter(key.name()).await?;
         Ok(RecordsGuard { guard })
     }
 

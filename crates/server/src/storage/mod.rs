@@ -20,7 +20,7 @@ pub(crate) mod postgres;
 mod source;
 mod writer;
 
-pub(crate) use lock::{RecordsLock, RecordsView, ThreadFilter};
+pub(crate) use lock::{Key, RecordsLock, RecordsView, ThreadFilter};
 pub(crate) use source::{Source, ThreadOrder, ThreadScan};
 pub(crate) use writer::WriterLock;
 
@@ -110,6 +110,10 @@ pub(crate) struct Records {
     ended: Cache<RunRecord>,
     /// The ids of each thread's pending and running runs.
     active: HashMap<String, BTreeSet<String>>,
+    /// Scaled out, the key of the guard that holds the records (none: every key), for a second write
+    /// under it to take a turn of the same key.
+    #[cfg_attr(not(feature = "scale"), allow(dead_code))]
+    key: Option<Option<String>>,
 }
 
 fn version_key(assistant_id: &str, version: i64) -> String {
@@ -154,6 +158,7 @@ impl Records {
             live: HashMap::new(),
             ended: Cache::new(cache),
             active: HashMap::new(),
+            key: None,
         }
     }
 
@@ -312,11 +317,13 @@ impl Records {
         }
         Ok(())
     }
-    /// Takes the records' turn: scaled out, PostgreSQL's lock, then the rows written since the last turn.
-    async fn enter(&mut self) -> Result<(), ServerError> {
+    /// Takes the records' turn of `key` (none: every key): scaled out, PostgreSQL's locks, then the rows
+    /// written since the last look.
+    async fn enter(&mut self, key: Option<String>) -> Result<(), ServerError> {
         #[cfg(feature = "scale")]
         if let Backend::Postgres(pg) = &mut self.backend {
-            let (rows, seq) = pg.enter().await?;
+            let (rows, horizon) = pg.enter(key.as_deref()).await?;
+            self.key = Some(key);
             for (kind, id, body) in &rows {
                 if let Err(e) = self.apply_row(kind, id, body.as_deref()) {
                     self.leave();
@@ -324,9 +331,11 @@ impl Records {
                 }
             }
             if let Backend::Postgres(pg) = &mut self.backend {
-                pg.seen(seq);
+                pg.seen(horizon);
             }
         }
+        #[cfg(not(feature = "scale"))]
+        let _ = key;
         Ok(())
     }
 
@@ -335,12 +344,12 @@ impl Records {
     async fn refresh(&mut self) -> Result<(), ServerError> {
         #[cfg(feature = "scale")]
         if let Backend::Postgres(pg) = &mut self.backend {
-            let (rows, seq) = pg.catch_up().await?;
+            let (rows, horizon) = pg.catch_up().await?;
             for (kind, id, body) in &rows {
                 self.apply_row(kind, id, body.as_deref())?;
             }
             if let Backend::Postgres(pg) = &mut self.backend {
-                pg.seen(seq);
+                pg.seen(horizon);
             }
         }
         Ok(())
@@ -362,9 +371,10 @@ impl Records {
     pub(crate) async fn open_postgres(db: crate::scale::Db, cache: usize) -> Result<Self, ServerError> {
         postgres::migrate(&db).await?;
         let mut pg = postgres::PgRecords::new(db);
-        // Rows written from here on are read in again by the first turn: applying a row twice is harmless.
-        let seq = pg.last_seq().await?;
-        pg.seen(seq);
+        // Rows of transactions not ended yet are read in again by the first look: applying a row twice is
+        // harmless.
+        let horizon = pg.current_horizon().await?;
+        pg.seen(horizon);
         let mut records = Records::empty(Backend::Postgres(pg), cache);
         records.load_resident().await?;
         Ok(records)
@@ -405,7 +415,8 @@ impl Records {
         // in what the other instances wrote between the two.
         #[cfg(feature = "scale")]
         if matches!(&self.backend, Backend::Postgres(pg) if !pg.in_turn()) {
-            self.enter().await?;
+            let key = self.key.clone().flatten();
+            self.enter(key).await?;
         }
         match &mut self.backend {
             Backend::Sqlite(saver) => saver.write_with_checkpoints(statements(ops)).await?,

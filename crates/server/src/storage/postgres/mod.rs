@@ -1,26 +1,35 @@
 //! The records on PostgreSQL, the source of truth of a scaled-out server.
 //!
-//! - `weft_server_records`: one row per record (`kind`, `id`, the JSON `body`), stamped with `seq` from one
-//!   sequence at every write; a deletion keeps the row with no body, so that other instances learn of it.
-//! - Writers take turns: a turn is one transaction that takes PostgreSQL's transaction-level advisory lock
-//!   of the records (one key per schema), reads the rows with a `seq` past the last one this instance
-//!   read, writes, and commits, which lets go of the lock. Under the lock no one else writes, so `seq`
-//!   order is commit order and the instance's copy is exact when the turn starts. No lock outlives its
+//! - `weft_server_records`: one row per record (`kind`, `id`, the JSON `body`), stamped with the id of the
+//!   transaction that last wrote it (`xid`, PostgreSQL's `xid8`); a deletion keeps the row with no body,
+//!   so that other instances learn of it.
+//! - Writers take turns per key: a turn is one transaction that takes PostgreSQL's transaction-level
+//!   advisory lock of its key (a thread, an assistant, a cron: `thread:<id>`…), with the records' lock
+//!   shared (a turn without a key takes that one alone, exclusively: start-up), reads what other
+//!   instances wrote since this one last looked, writes, and commits, which lets go of the locks. So
+//!   changes to one thread are serialized across the deployment (the multitask strategies, a run's end and
+//!   the next one's start), and changes to different threads go on side by side. No lock outlives its
 //!   transaction and no session state is used, so the same code runs behind a pooler in transaction mode.
-//! - Round trips: the transaction's start, the lock and the read of the rows written since are one call
-//!   (`BEGIN ISOLATION LEVEL READ COMMITTED` and `weft_server_records_turn` in one simple query, a
-//!   function whose read takes its snapshot after the lock is granted); a turn's writes, records and queue
-//!   rows together, are one call (`weft_server_records_write`); the commit is one more. A turn that
+//! - What was written since: the rows whose `xid` is at least the *horizon* this instance last read, with
+//!   the horizon of the reading snapshot (`pg_snapshot_xmin`: every transaction older than it has ended).
+//!   A transaction at or past the horizon that had not committed when read is read again at the next look,
+//!   as its `xid` stays past the new horizon; so nothing is missed, and a row may be read twice (applying
+//!   it again changes nothing). A transaction left open anywhere on the database holds the horizon back:
+//!   the rows written since it began are read at every look until it ends.
+//! - Round trips: the transaction's start, the locks and the read of the rows written since are one call
+//!   (`BEGIN ISOLATION LEVEL READ COMMITTED` and `weft_server_records_enter` in one simple query, a
+//!   function whose read takes its snapshot after the locks are granted); a turn's writes, records and
+//!   queue rows together, are one call (`weft_server_records_write`); the commit is one more. A turn that
 //!   writes nothing is rolled back when its caller lets go (the rollback is sent when its connection goes
 //!   back to the pool). A second write under the same [`crate::storage::RecordsGuard`] takes a new turn
-//!   (reading in what other instances wrote between the two).
-//! - Readers take no turn: they read the rows past the last `seq` they know without the lock (see
-//!   [`PgRecords::catch_up`] for why they never miss one), so requests that only read neither wait for
-//!   other instances nor make them wait.
+//!   of the same key (reading in what other instances wrote between the two).
+//! - Readers take no turn: they read the rows written since the horizon without a lock, in one statement,
+//!   so requests that only read neither wait for other instances nor make them wait.
 //! - `weft_server_queue`: one row per run that is pending or running, kept in the same transaction as the
 //!   run's record (see [`crate::scale::queue`]).
 //! - The tables and functions are made under another advisory lock, in one transaction, so that instances
-//!   may start together.
+//!   may start together. Instances of a release before the per-key turns (which read by `seq` under the
+//!   one lock) must all be stopped before instances of this one start.
 
 use sqlx::{Postgres, Row as _, Transaction};
 use tokio::sync::oneshot;
@@ -32,27 +41,36 @@ use crate::error::ServerError;
 use crate::scale::Db;
 
 /// The schema, made in one transaction under the migration lock.
-const SCHEMA: [&str; 9] = [
+const SCHEMA: &[&str] = &[
     // The sweeps that one instance of the deployment runs per interval (see `crate::scale::sweep`).
     "CREATE TABLE IF NOT EXISTS weft_server_sweeps (name TEXT PRIMARY KEY, due_at TIMESTAMPTZ NOT NULL)",
     "CREATE SEQUENCE IF NOT EXISTS weft_server_records_seq",
     "CREATE TABLE IF NOT EXISTS weft_server_records (kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT, \
      seq BIGINT NOT NULL, PRIMARY KEY (kind, id))",
-    "CREATE INDEX IF NOT EXISTS weft_server_records_by_seq ON weft_server_records (seq)",
+    "ALTER TABLE weft_server_records ADD COLUMN IF NOT EXISTS xid xid8 NOT NULL DEFAULT '0'",
+    "CREATE INDEX IF NOT EXISTS weft_server_records_by_xid ON weft_server_records (xid)",
     "CREATE TABLE IF NOT EXISTS weft_server_queue (run_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, \
      due_at TIMESTAMPTZ NOT NULL, worker TEXT, lease_until TIMESTAMPTZ, cancel TEXT, \
      attempts INTEGER NOT NULL DEFAULT 0)",
     "CREATE INDEX IF NOT EXISTS weft_server_queue_by_thread ON weft_server_queue (thread_id, due_at, run_id)",
     "CREATE INDEX IF NOT EXISTS weft_server_queue_by_worker ON weft_server_queue (worker)",
-    // A turn's start: the lock until the transaction ends, then (in read committed, a volatile
-    // function's statement takes a snapshot of its own, after the lock is granted) the rows written since
-    // `since`.
-    "CREATE OR REPLACE FUNCTION weft_server_records_turn(since BIGINT) \
-     RETURNS TABLE (kind TEXT, id TEXT, body TEXT, seq BIGINT) LANGUAGE plpgsql VOLATILE AS $$ \
+    // A turn's start: the locks until the transaction ends (the key's, and the records' shared; without
+    // a key, the records' alone), then (in read committed, a volatile function's statement takes a
+    // snapshot of its own, after the locks are granted) the rows written since the horizon `since`, each
+    // with the snapshot's horizon (one row without a record when there are none).
+    "CREATE OR REPLACE FUNCTION weft_server_records_enter(lock_key TEXT, since TEXT) \
+     RETURNS TABLE (kind TEXT, id TEXT, body TEXT, horizon TEXT) LANGUAGE plpgsql VOLATILE AS $$ \
      BEGIN \
-       PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':weft_server_records', 0)); \
-       RETURN QUERY SELECT r.kind, r.id, r.body, r.seq FROM weft_server_records r \
-         WHERE r.seq > since ORDER BY r.seq; \
+       IF lock_key IS NULL THEN \
+         PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':weft_server_records', 0)); \
+       ELSE \
+         PERFORM pg_advisory_xact_lock_shared(hashtextextended(current_schema() || ':weft_server_records', 0)); \
+         PERFORM pg_advisory_xact_lock( \
+           hashtextextended(current_schema() || ':weft_server_records:' || lock_key, 0)); \
+       END IF; \
+       RETURN QUERY WITH s AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS horizon) \
+         SELECT r.kind, r.id, r.body, s.horizon FROM s \
+         LEFT JOIN weft_server_records r ON r.xid >= since::xid8; \
      END $$",
     // A turn's writes in order: the records (a null body deletes), then the queue's rows (`add` a run,
     // delete a `run`'s row, delete a `thread`'s rows). Returns the last `seq` written.
@@ -62,9 +80,9 @@ const SCHEMA: [&str; 9] = [
      DECLARE last_seq BIGINT := 0; written BIGINT; \
      BEGIN \
        FOR i IN 1 .. coalesce(array_length(kinds, 1), 0) LOOP \
-         INSERT INTO weft_server_records AS r (kind, id, body, seq) \
-           VALUES (kinds[i], ids[i], bodies[i], nextval('weft_server_records_seq')) \
-           ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body, seq = excluded.seq \
+         INSERT INTO weft_server_records AS r (kind, id, body, seq, xid) \
+           VALUES (kinds[i], ids[i], bodies[i], nextval('weft_server_records_seq'), pg_current_xact_id()) \
+           ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body, seq = excluded.seq, xid = excluded.xid \
            RETURNING r.seq INTO written; \
          last_seq := greatest(last_seq, written); \
        END LOOP; \
@@ -109,15 +127,31 @@ pub(crate) struct PgRecords {
     /// The turn's transaction, which holds the lock, from its start until its write commits or its
     /// caller lets go.
     turn: Option<Transaction<'static, Postgres>>,
-    /// The last `seq` read or written.
-    seq: i64,
+    /// The horizon of the last look: every transaction before it had ended (see the module's doc).
+    horizon: u64,
 }
 
 /// A row read at a turn's start: kind, id, body (none: deleted).
 pub(crate) type Row = (String, String, Option<String>);
 
-/// A row as read: kind, id, body, `seq`.
-type SeqRow = (String, String, Option<String>, i64);
+/// A row as read: kind, id, body (none for the row that says there were none), the horizon.
+type HorizonRow = (Option<String>, Option<String>, Option<String>, String);
+
+/// The rows and the horizon of one look.
+fn split(rows: Vec<HorizonRow>, horizon: u64) -> Result<(Vec<Row>, u64), ServerError> {
+    let mut seen = horizon;
+    let mut out = Vec::with_capacity(rows.len());
+    for (kind, id, body, at) in rows {
+        let at: u64 = at.parse().map_err(|_| {
+            ServerError::from(CheckpointError::backend(format!("an unreadable horizon: {at}")))
+        })?;
+        seen = seen.max(at);
+        if let (Some(kind), Some(id)) = (kind, id) {
+            out.push((kind, id, body));
+        }
+    }
+    Ok((out, seen))
+}
 
 /// A turn's writes to the run queue, one entry per operation (see `weft_server_records_write`).
 #[derive(Debug, Default)]
@@ -156,7 +190,7 @@ impl QueueOps {
 
 impl PgRecords {
     pub(crate) fn new(db: Db) -> Self {
-        Self { db, turn: None, seq: 0 }
+        Self { db, turn: None, horizon: 0 }
     }
 
     /// The pool and how statements reach it.
@@ -164,40 +198,44 @@ impl PgRecords {
         &self.db
     }
 
-    /// The last `seq` written by anyone.
-    pub(crate) async fn last_seq(&self) -> Result<i64, ServerError> {
-        self.db
-            .fetch_one(sqlx::query_scalar("SELECT coalesce(max(seq), 0)::BIGINT FROM weft_server_records"))
+    /// The horizon now: what a start reads from (the rows of every transaction not ended yet are read
+    /// again at the first look).
+    pub(crate) async fn current_horizon(&self) -> Result<u64, ServerError> {
+        let at: String = self
+            .db
+            .fetch_one(sqlx::query_scalar("SELECT pg_snapshot_xmin(pg_current_snapshot())::text"))
             .await
-            .map_err(storage)
+            .map_err(storage)?;
+        at.parse()
+            .map_err(|_| ServerError::from(CheckpointError::backend(format!("an unreadable horizon: {at}"))))
     }
 
-    /// Whether a turn is open (its lock held, nothing committed yet).
+    /// Whether a turn is open (its locks held, nothing committed yet).
     pub(crate) fn in_turn(&self) -> bool {
         self.turn.is_some()
     }
 
-    /// Starts a turn: a transaction that takes the lock and reads the rows written since the last turn,
-    /// in one round trip; returns them and the last `seq` among them (to pass to [`PgRecords::seen`]
-    /// once applied).
-    pub(crate) async fn enter(&mut self) -> Result<(Vec<Row>, i64), ServerError> {
+    /// Starts a turn of `key` (none: the records' lock alone, exclusively): a transaction that takes the
+    /// locks and reads the rows written since the last look, in one round trip; returns them and the
+    /// horizon (to pass to [`PgRecords::seen`] once applied).
+    pub(crate) async fn enter(&mut self, key: Option<&str>) -> Result<(Vec<Row>, u64), ServerError> {
         self.turn = None;
         // Taken in a task of its own, so that a caller that goes away while waiting for the lock never
         // leaves its transaction half read: the task drops it (rolled back) when no one takes it.
         let pool = self.db.pool.clone();
-        let since = self.seq;
+        let since = self.horizon;
+        // A simple query (no prepared statement): the key is quoted as a literal, the horizon a number.
+        let key = key.map_or_else(|| "NULL".to_owned(), |key| format!("'{}'", key.replace('\'', "''")));
+        let sql = format!("SELECT kind, id, body, horizon FROM weft_server_records_enter({key}, '{since}')");
         let (tx, rx) = oneshot::channel();
         tokio::spawn(async move {
             let taken = async {
                 let mut turn = pool.begin_with("BEGIN ISOLATION LEVEL READ COMMITTED").await?;
-                // `since` is a number: written into the statement, which then needs no prepared
-                // statement and is one simple query.
-                let sql = format!("SELECT kind, id, body, seq FROM weft_server_records_turn({since})");
                 let rows = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).fetch_all(&mut *turn).await?;
                 let rows = rows
                     .iter()
                     .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?)))
-                    .collect::<Result<Vec<SeqRow>, sqlx::Error>>()?;
+                    .collect::<Result<Vec<HorizonRow>, sqlx::Error>>()?;
                 Ok::<_, sqlx::Error>((turn, rows))
             }
             .await;
@@ -208,34 +246,30 @@ impl PgRecords {
             .map_err(|_| ServerError::from(CheckpointError::backend("the records' turn was not taken")))?
             .map_err(storage)?;
         self.turn = Some(turn);
-        let last = rows.last().map_or(self.seq, |row| row.3);
-        Ok((rows.into_iter().map(|(kind, id, body, _)| (kind, id, body)).collect(), last))
+        split(rows, self.horizon)
     }
 
-    /// Brings a reader up to date without the lock: the rows written since the last turn or read, on any
-    /// pooled connection; returns them and the last `seq` among them, as [`PgRecords::enter`] does. A
-    /// read never sees a gap in `seq`: `seq` is drawn only by the lock's holder, in the transaction that
-    /// holds it, and PostgreSQL makes a transaction's writes visible before it lets go of its locks; so
-    /// the writes every snapshot holds are exactly those up to some point of `seq` order.
-    pub(crate) async fn catch_up(&mut self) -> Result<(Vec<Row>, i64), ServerError> {
-        let since = self.seq;
-        let rows: Vec<SeqRow> = self
+    /// Brings a reader up to date without a lock: the rows written since the last look, on any pooled
+    /// connection, in one statement; returns them and the horizon, as [`PgRecords::enter`] does.
+    pub(crate) async fn catch_up(&mut self) -> Result<(Vec<Row>, u64), ServerError> {
+        let rows: Vec<HorizonRow> = self
             .db
             .fetch_all(
                 sqlx::query_as(
-                    "SELECT kind, id, body, seq FROM weft_server_records WHERE seq > $1 ORDER BY seq",
+                    "WITH s AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS horizon) \
+                     SELECT r.kind, r.id, r.body, s.horizon FROM s \
+                     LEFT JOIN weft_server_records r ON r.xid >= $1::text::xid8",
                 )
-                .bind(since),
+                .bind(self.horizon.to_string()),
             )
             .await
             .map_err(storage)?;
-        let last = rows.last().map_or(self.seq, |row| row.3);
-        Ok((rows.into_iter().map(|(kind, id, body, _)| (kind, id, body)).collect(), last))
+        split(rows, self.horizon)
     }
 
-    /// The rows up to `seq` are applied.
-    pub(crate) fn seen(&mut self, seq: i64) {
-        self.seq = self.seq.max(seq);
+    /// The rows read at `horizon` are applied.
+    pub(crate) fn seen(&mut self, horizon: u64) {
+        self.horizon = self.horizon.max(horizon);
     }
 
     /// Ends the turn: a transaction still open (nothing written) is rolled back, which lets go of the
@@ -276,8 +310,7 @@ impl PgRecords {
         }
         .await;
         // Either way the turn is over: committed, or (a failure) rolled back or gone with its connection.
-        let last = written.map_err(storage)?;
-        self.seq = self.seq.max(last);
+        written.map_err(storage)?;
         Ok(())
     }
 }

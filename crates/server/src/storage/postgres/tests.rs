@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 use sqlx::{Connection as _, PgPool};
 
-use super::super::{Change, Records, RecordsLock};
+use super::super::{Change, Key, Records, RecordsLock};
 use crate::model::{RunRecord, Thread};
 
 fn admin_url() -> String {
@@ -96,7 +96,7 @@ async fn queued(pool: &PgPool) -> Vec<String> {
 async fn the_queue_follows_the_runs_written_in_one_turn() {
     let Some(db) = database().await else { return };
     let (a, pool) = instance(&db).await;
-    let mut records = a.lock().await.unwrap();
+    let mut records = a.lock(Key::All).await.unwrap();
     records
         .commit(vec![
             thread("t1"),
@@ -114,7 +114,7 @@ async fn the_queue_follows_the_runs_written_in_one_turn() {
     assert!(queued(&pool).await.is_empty());
     drop(records);
     let (b, _) = instance(&db).await;
-    let mut seen = b.lock().await.unwrap();
+    let mut seen = b.lock(Key::All).await.unwrap();
     assert_eq!(seen.run("r4").await.unwrap().unwrap().run.status, crate::model::RunStatus::Error);
     assert!(seen.run("r3").await.unwrap().is_none() && seen.thread("t1").await.unwrap().is_none());
     assert!(seen.active_runs("t1").all(|r| r.run.run_id == "r1"), "r4 ended");
@@ -136,22 +136,24 @@ async fn no_lock_outlives_a_turn() {
     let Some(db) = database().await else { return };
     let (a, pool) = instance(&db).await;
     let (b, _) = instance(&db).await;
-    let mut turn = a.lock().await.unwrap();
+    let mut turn = a.lock(Key::All).await.unwrap();
     assert_eq!(advisory_locks(&pool).await, 1, "a turn holds the records' lock");
     turn.commit(vec![thread("t1")]).await.unwrap();
     assert_eq!(advisory_locks(&pool).await, 0, "its write's commit lets go of it");
     // The guard lives on: b takes its turn meanwhile, and a's next write reads b's in first.
-    let mut other =
-        tokio::time::timeout(Duration::from_secs(5), b.lock()).await.expect("b is not kept out").unwrap();
+    let mut other = tokio::time::timeout(Duration::from_secs(5), b.lock(Key::All))
+        .await
+        .expect("b is not kept out")
+        .unwrap();
     other.commit(vec![thread("t2"), run("r2", "t2", "pending")]).await.unwrap();
     drop(other);
     turn.commit(vec![thread("t3"), run("r3", "t3", "pending")]).await.unwrap();
     assert!(turn.is_live("r2"), "a second write takes a new turn, which reads b's write in");
     drop(turn);
     // A turn that writes nothing is rolled back when let go.
-    let idle = a.lock().await.unwrap();
+    let idle = a.lock(Key::All).await.unwrap();
     drop(idle);
-    let mut seen = tokio::time::timeout(Duration::from_secs(5), b.lock())
+    let mut seen = tokio::time::timeout(Duration::from_secs(5), b.lock(Key::All))
         .await
         .expect("a turn let go without a write lets go of the lock")
         .unwrap();
@@ -170,17 +172,18 @@ async fn a_caller_that_goes_away_while_waiting_leaves_no_lock() {
     let Some(db) = database().await else { return };
     let (a, _) = instance(&db).await;
     let (b, _) = instance(&db).await;
-    let held = a.lock().await.unwrap();
+    let held = a.lock(Key::All).await.unwrap();
     // b's caller waits for the lock, then goes away before it is granted.
-    assert!(tokio::time::timeout(Duration::from_millis(200), b.lock()).await.is_err());
+    assert!(tokio::time::timeout(Duration::from_millis(200), b.lock(Key::All)).await.is_err());
     drop(held);
-    let mut seen = tokio::time::timeout(Duration::from_secs(5), a.lock())
+    let mut seen = tokio::time::timeout(Duration::from_secs(5), a.lock(Key::All))
         .await
         .expect("the abandoned wait does not keep the lock")
         .unwrap();
     seen.commit(vec![thread("after"), run("r-after", "after", "pending")]).await.unwrap();
     drop(seen);
-    let records = tokio::time::timeout(Duration::from_secs(5), b.lock()).await.expect("b's turn").unwrap();
+    let records =
+        tokio::time::timeout(Duration::from_secs(5), b.lock(Key::All)).await.expect("b's turn").unwrap();
     assert!(records.is_live("r-after"));
 }
 
@@ -198,7 +201,7 @@ async fn an_instance_busy_with_its_own_callers_lets_the_others_in() {
         callers.push(tokio::spawn(async move {
             let mut n = 0;
             while !stop.load(Ordering::SeqCst) {
-                let mut records = a.lock().await.unwrap();
+                let mut records = a.lock(Key::All).await.unwrap();
                 let id = format!("a{caller}-{n}");
                 records.commit(vec![thread(&id), run(&format!("r-{id}"), &id, "pending")]).await.unwrap();
                 n += 1;
@@ -211,7 +214,7 @@ async fn an_instance_busy_with_its_own_callers_lets_the_others_in() {
     }
     // a always has callers waiting: b still gets turns in between.
     for _ in 0..3 {
-        let mut seen = tokio::time::timeout(Duration::from_secs(2), b.lock())
+        let mut seen = tokio::time::timeout(Duration::from_secs(2), b.lock(Key::All))
             .await
             .expect("b gets a turn while a is busy")
             .unwrap();
@@ -222,7 +225,7 @@ async fn an_instance_busy_with_its_own_callers_lets_the_others_in() {
     for caller in callers {
         caller.await.unwrap();
     }
-    let records = a.lock().await.unwrap();
+    let records = a.lock(Key::All).await.unwrap();
     assert!(records.is_live("r-from-b"));
     let written = turns.load(Ordering::SeqCst);
     assert_eq!(records.live_runs().count(), written + 1, "every turn of a and b's run, none lost");
@@ -235,7 +238,7 @@ async fn a_reader_neither_waits_for_the_lock_nor_misses_what_was_committed() {
     let Some(db) = database().await else { return };
     let (a, _) = instance(&db).await;
     let (b, _) = instance(&db).await;
-    let mut held = a.lock().await.unwrap();
+    let mut held = a.lock(Key::All).await.unwrap();
     held.commit(vec![thread("t1")]).await.unwrap();
     // a's guard lives: b's reader does not wait for it, and sees a's committed write.
     let mut seen = tokio::time::timeout(Duration::from_secs(5), b.read())
@@ -251,10 +254,10 @@ async fn a_reader_neither_waits_for_the_lock_nor_misses_what_was_committed() {
     drop(seen);
     drop(held);
     // A writer of b after its reads starts from where they left off, and reads what came since.
-    let mut turn = a.lock().await.unwrap();
+    let mut turn = a.lock(Key::All).await.unwrap();
     turn.commit(vec![Change::DeleteThread("t1".into())]).await.unwrap();
     drop(turn);
-    let mut turn = b.lock().await.unwrap();
+    let mut turn = b.lock(Key::All).await.unwrap();
     assert!(turn.held_thread("t1").is_none(), "the deletion read in: memory forgot t1, which b had read");
     assert!(turn.thread("t1").await.unwrap().is_none() && turn.thread("t2").await.unwrap().is_some());
     turn.commit(vec![thread("t3"), run("r3", "t3", "pending")]).await.unwrap();
@@ -272,7 +275,7 @@ async fn readers_never_see_a_write_without_the_ones_before_it() {
         let (records, _) = instance(&db).await;
         writers.push(tokio::spawn(async move {
             for n in 0..60 {
-                let mut turn = records.lock().await.unwrap();
+                let mut turn = records.lock(Key::All).await.unwrap();
                 turn.commit(vec![run(&format!("w{w}-{n}"), "t", "pending")]).await.unwrap();
             }
         }));
@@ -308,10 +311,10 @@ async fn behind_a_transaction_pooler_turns_and_reads_prepare_no_named_statement(
     let pooled = crate::scale::Db::new(pool.clone(), false);
     let a = RecordsLock::new(Records::open_postgres(pooled, 1_000).await.unwrap());
     let (b, _) = instance(&db).await;
-    let mut turn = a.lock().await.unwrap();
+    let mut turn = a.lock(Key::All).await.unwrap();
     turn.commit(vec![thread("t1"), run("r1", "t1", "pending")]).await.unwrap();
     drop(turn);
-    let mut other = b.lock().await.unwrap();
+    let mut other = b.lock(Key::All).await.unwrap();
     other.commit(vec![thread("t2"), run("r2", "t2", "pending")]).await.unwrap();
     drop(other);
     assert!(a.read().await.unwrap().is_live("r2"));
@@ -335,7 +338,7 @@ async fn what_memory_keeps_follows_the_other_instances_and_the_rest_is_read_when
     let Some(db) = database().await else { return };
     let (a, _) = instance(&db).await;
     let (b, _) = instance(&db).await;
-    a.lock().await.unwrap().commit(vec![thread("t1"), run("r1", "t1", "success")]).await.unwrap();
+    a.lock(Key::All).await.unwrap().commit(vec![thread("t1"), run("r1", "t1", "success")]).await.unwrap();
     // b reads t1 and r1 from the table, and keeps them.
     let mut seen = b.read().await.unwrap();
     assert_eq!(seen.thread("t1").await.unwrap().unwrap().status, crate::model::ThreadStatus::Idle);
@@ -347,7 +350,12 @@ async fn what_memory_keeps_follows_the_other_instances_and_the_rest_is_read_when
         _ => unreachable!(),
     };
     busy.status = crate::model::ThreadStatus::Busy;
-    a.lock().await.unwrap().commit(vec![Change::Thread(busy), run("r1", "t1", "error")]).await.unwrap();
+    a.lock(Key::All)
+        .await
+        .unwrap()
+        .commit(vec![Change::Thread(busy), run("r1", "t1", "error")])
+        .await
+        .unwrap();
     let seen = b.read().await.unwrap();
     assert_eq!(seen.held_thread("t1").unwrap().status, crate::model::ThreadStatus::Busy, "kept, and updated");
     drop(seen);
@@ -355,16 +363,74 @@ async fn what_memory_keeps_follows_the_other_instances_and_the_rest_is_read_when
     assert_eq!(seen.run("r1").await.unwrap().unwrap().run.status, crate::model::RunStatus::Error);
     // A thread b never read is not pulled into its memory by the log.
     drop(seen);
-    a.lock().await.unwrap().commit(vec![thread("t2")]).await.unwrap();
+    a.lock(Key::All).await.unwrap().commit(vec![thread("t2")]).await.unwrap();
     let seen = b.read().await.unwrap();
     assert!(seen.held_thread("t2").is_none());
     // A new instance starts with the live runs only, and finds the rest on demand.
     let (c, _) = instance(&db).await;
-    a.lock().await.unwrap().commit(vec![run("r2", "t2", "pending")]).await.unwrap();
+    a.lock(Key::All).await.unwrap().commit(vec![run("r2", "t2", "pending")]).await.unwrap();
     let (d, _) = instance(&db).await;
     let mut fresh = d.read().await.unwrap();
     assert!(fresh.is_live("r2") && fresh.held_thread("t1").is_none());
     assert!(fresh.thread("t1").await.unwrap().is_some());
     drop(fresh);
     assert!(c.read().await.unwrap().is_live("r2"), "learnt from the log");
+}
+
+#[tokio::test]
+async fn turns_of_different_threads_go_side_by_side_and_turns_of_one_thread_in_turn() {
+    let Some(db) = database().await else { return };
+    let (a, _) = instance(&db).await;
+    let (b, _) = instance(&db).await;
+    let held = a.lock(Key::Thread("t1")).await.unwrap();
+    // Another thread's turn is not kept waiting by a's.
+    let mut other = tokio::time::timeout(Duration::from_secs(5), b.lock(Key::Thread("t2")))
+        .await
+        .expect("a turn of another thread does not wait")
+        .unwrap();
+    other.commit(vec![thread("t2"), run("r2", "t2", "pending")]).await.unwrap();
+    drop(other);
+    // The same thread's turn waits, as does a turn of everything.
+    assert!(tokio::time::timeout(Duration::from_millis(300), b.lock(Key::Thread("t1"))).await.is_err());
+    assert!(tokio::time::timeout(Duration::from_millis(300), b.lock(Key::All)).await.is_err());
+    drop(held);
+    let mut next = tokio::time::timeout(Duration::from_secs(5), b.lock(Key::Thread("t1")))
+        .await
+        .expect("the thread's turn once a let go")
+        .unwrap();
+    next.commit(vec![thread("t1")]).await.unwrap();
+    drop(next);
+    // A turn of everything keeps every keyed turn waiting.
+    let all = a.lock(Key::All).await.unwrap();
+    assert!(tokio::time::timeout(Duration::from_millis(300), b.lock(Key::Cron("c"))).await.is_err());
+    drop(all);
+    assert!(tokio::time::timeout(Duration::from_secs(5), b.lock(Key::Cron("c"))).await.is_ok());
+    assert!(a.read().await.unwrap().is_live("r2"), "b's write read in by a");
+}
+
+#[tokio::test]
+async fn a_write_committed_after_a_later_one_is_still_read_in() {
+    let Some(db) = database().await else { return };
+    let (a, pool) = instance(&db).await;
+    let (b, _) = instance(&db).await;
+    // An older transaction writes a run and stays open (its commit comes last).
+    let Change::Run(late) = run("r-late", "t1", "pending") else { unreachable!() };
+    let mut older = pool.begin().await.unwrap();
+    sqlx::query(
+        "SELECT weft_server_records_write(ARRAY['run'], ARRAY['r-late'], ARRAY[$1], \
+         ARRAY[]::text[], ARRAY[]::text[], ARRAY[]::text[], ARRAY[]::text[])",
+    )
+    .bind(serde_json::to_string(&late).unwrap())
+    .execute(&mut *older)
+    .await
+    .unwrap();
+    // A later one commits first, and a reads it in.
+    b.lock(Key::Thread("t2")).await.unwrap().commit(vec![run("r-early", "t2", "pending")]).await.unwrap();
+    let seen = a.read().await.unwrap();
+    assert!(seen.is_live("r-early") && !seen.is_live("r-late"));
+    drop(seen);
+    older.commit().await.unwrap();
+    // a's horizon stayed before the older transaction: its write is read at the next look.
+    assert!(a.read().await.unwrap().is_live("r-late"), "a write committed after a later one is not missed");
+    assert!(a.lock(Key::Thread("t1")).await.unwrap().is_live("r-late"));
 }
