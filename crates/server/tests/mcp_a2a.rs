@@ -19,7 +19,9 @@ fn chat() -> CompiledGraph<JsonState> {
     g.add_node("echo", |s: Value| async move {
         let last = s["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
         let text = last["content"].as_str().unwrap_or_default().to_owned();
-        Ok::<_, weft_runnable_core::Error>(json!({"messages": [{"type": "ai", "content": format!("echo: {text}")}]}))
+        Ok::<_, weft_runnable_core::Error>(
+            json!({"messages": [{"type": "ai", "content": format!("echo: {text}")}]}),
+        )
     });
     g.add_edge(START, "echo");
     g.add_edge("echo", END);
@@ -49,7 +51,8 @@ async fn rpc(addr: SocketAddr, path: &str, body: Value) -> Reply {
 }
 
 async fn mcp(addr: SocketAddr, id: u64, method: &str, params: Value) -> Value {
-    let reply = rpc(addr, "/mcp", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+    let reply =
+        rpc(addr, "/mcp", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
     assert_eq!(reply.status, 200, "{}", reply.body);
     let body = reply.json();
     assert_eq!((&body["jsonrpc"], &body["id"]), (&json!("2.0"), &json!(id)), "{body}");
@@ -94,7 +97,13 @@ async fn mcp_initializes_lists_assistants_as_tools_and_calls_them() {
     let text = result["content"][0]["text"].as_str().unwrap();
     assert_eq!(result["content"][0]["type"], "text");
     assert!(text.starts_with("{'items': ['x', 'a', 'b']"), "{text}");
-    let chat = mcp(addr, 6, "tools/call", json!({"name": "chat", "arguments": {"messages": [{"role": "human", "content": "hi"}]}})).await;
+    let chat = mcp(
+        addr,
+        6,
+        "tools/call",
+        json!({"name": "chat", "arguments": {"messages": [{"role": "human", "content": "hi"}]}}),
+    )
+    .await;
     let text = chat["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("'content': 'echo: hi'"), "{text}");
     // A run that fails is a tool error, not a protocol error.
@@ -118,7 +127,10 @@ async fn mcp_answers_bad_messages_with_typed_errors() {
     assert!(error(&no_accept).as_str().unwrap().starts_with("Accept header must include"));
     for (body, text) in [
         (json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}]), "Invalid message format."),
-        (json!({"jsonrpc": "1.0", "id": 1, "method": "ping"}), "Invalid JSON-RPC message. Missing or invalid jsonrpc version."),
+        (
+            json!({"jsonrpc": "1.0", "id": 1, "method": "ping"}),
+            "Invalid JSON-RPC message. Missing or invalid jsonrpc version.",
+        ),
     ] {
         let reply = rpc(addr, "/mcp", body).await;
         assert_eq!((reply.status, error(&reply)), (400, json!(text)));
@@ -126,7 +138,10 @@ async fn mcp_answers_bad_messages_with_typed_errors() {
     let neither = rpc(addr, "/mcp", json!({"jsonrpc": "2.0"})).await;
     assert_eq!(neither.status, 400);
     // Notifications and responses are taken without an answer.
-    for body in [json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), json!({"jsonrpc": "2.0", "id": 9, "result": {}})] {
+    for body in [
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 9, "result": {}}),
+    ] {
         let reply = rpc(addr, "/mcp", body).await;
         assert_eq!((reply.status, reply.body.as_str()), (202, ""));
     }
@@ -173,7 +188,8 @@ fn send_message(id: u64, message: Value) -> Value {
 }
 
 fn user_text(text: &str, context_id: Option<&str>) -> Value {
-    let mut message = json!({"role": "user", "messageId": format!("m-{text}"), "parts": [{"kind": "text", "text": text}]});
+    let mut message =
+        json!({"role": "user", "messageId": format!("m-{text}"), "parts": [{"kind": "text", "text": text}]});
     if let Some(context_id) = context_id {
         message["contextId"] = json!(context_id);
     }
@@ -210,19 +226,35 @@ async fn a2a_message_send_runs_the_assistant_on_the_context_and_tasks_read_back(
         "message": user_text("third", Some(&context_id)), "configuration": {"historyLength": 1}}});
     assert_eq!(rpc(addr, &path, limited).await.json()["result"]["history"].as_array().unwrap().len(), 1);
 
-    let got = rpc(addr, &path, json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/get", "params": {"id": task_id}})).await.json();
+    let got = rpc(
+        addr,
+        &path,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/get", "params": {"id": task_id}}),
+    )
+    .await
+    .json();
     assert_eq!(got["result"]["id"], task_id.as_str(), "{got}");
     assert_eq!(got["result"]["status"]["state"], "completed");
     // The 1.0 method names answer in 1.0 form.
-    let v1 = rpc(addr, &path, json!({"jsonrpc": "2.0", "id": 5, "method": "GetTask", "params": {"id": task_id}})).await.json();
+    let v1 =
+        rpc(addr, &path, json!({"jsonrpc": "2.0", "id": 5, "method": "GetTask", "params": {"id": task_id}}))
+            .await
+            .json();
     assert_eq!(v1["result"]["status"]["state"], "TASK_STATE_COMPLETED", "{v1}");
     let missing = format!("{context_id}:00000000-0000-0000-0000-000000000000");
-    let unknown = rpc(addr, &path, json!({"jsonrpc": "2.0", "id": 6, "method": "tasks/get", "params": {"id": missing}})).await.json();
+    let unknown = rpc(
+        addr,
+        &path,
+        json!({"jsonrpc": "2.0", "id": 6, "method": "tasks/get", "params": {"id": missing}}),
+    )
+    .await
+    .json();
     assert_eq!(unknown["error"]["code"], -32001, "{unknown}");
 
     // Data parts are input fields: a graph without messages takes them.
     let simple = assistant_id(addr, "simple").await;
-    let data = json!({"role": "user", "messageId": "d", "parts": [{"kind": "data", "data": {"items": ["x"]}}]});
+    let data =
+        json!({"role": "user", "messageId": "d", "parts": [{"kind": "data", "data": {"items": ["x"]}}]});
     let ran = rpc(addr, &format!("/a2a/{simple}"), send_message(7, data)).await.json();
     assert_eq!(ran["result"]["status"]["state"], "completed", "{ran}");
     let text = ran["result"]["artifacts"][0]["parts"][0]["text"].as_str().unwrap();
@@ -242,10 +274,22 @@ async fn a2a_answers_bad_messages_and_unknown_assistants_with_typed_errors() {
     };
     assert_eq!(code(&rpc_raw(addr, &path, b"{nope", &[JSON]).await), -32700);
     assert_eq!(code(&rpc(addr, &path, json!([1])).await), -32600);
-    assert_eq!(code(&rpc(addr, &path, json!({"jsonrpc": "1.0", "id": 1, "method": "message/send"})).await), -32600);
-    assert_eq!(code(&rpc(addr, &path, json!({"jsonrpc": "2.0", "id": {}, "method": "message/send"})).await), -32600);
+    assert_eq!(
+        code(&rpc(addr, &path, json!({"jsonrpc": "1.0", "id": 1, "method": "message/send"})).await),
+        -32600
+    );
+    assert_eq!(
+        code(&rpc(addr, &path, json!({"jsonrpc": "2.0", "id": {}, "method": "message/send"})).await),
+        -32600
+    );
     assert_eq!(code(&rpc(addr, &path, json!({"jsonrpc": "2.0", "id": 1, "method": "nope"})).await), -32601);
-    assert_eq!(code(&rpc(addr, &path, json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}})).await), -32602);
+    assert_eq!(
+        code(
+            &rpc(addr, &path, json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}}))
+                .await
+        ),
+        -32602
+    );
     let no_id = json!({"role": "user", "parts": [{"kind": "text", "text": "x"}]});
     assert_eq!(code(&rpc(addr, &path, send_message(1, no_id)).await), -32602);
     let two_kinds = json!({"role": "user", "messageId": "m", "parts": [{"text": "x", "data": {}}]});
@@ -256,17 +300,32 @@ async fn a2a_answers_bad_messages_and_unknown_assistants_with_typed_errors() {
     // Text needs a graph that takes messages.
     let refused = rpc(addr, &format!("/a2a/{simple}"), send_message(1, user_text("x", None))).await;
     assert_eq!(code(&refused), -32602);
-    assert!(refused.json()["error"]["message"].as_str().unwrap().contains("does not support A2A conversational messages"));
+    assert!(
+        refused.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not support A2A conversational messages")
+    );
     let unknown = "00000000-0000-0000-0000-000000000000";
     let missing = rpc(addr, &format!("/a2a/{unknown}"), send_message(1, user_text("x", None))).await;
-    assert_eq!(missing.json()["error"], json!({"code": -32602, "message": format!("Assistant '{unknown}' not found")}));
+    assert_eq!(
+        missing.json()["error"],
+        json!({"code": -32602, "message": format!("Assistant '{unknown}' not found")})
+    );
     let not_uuid = rpc(addr, "/a2a/chat", send_message(1, user_text("x", None))).await;
     assert_eq!(not_uuid.json()["error"]["message"], "Invalid assistant ID: must be a UUID");
     // Streaming is not served: an error, never a hang.
     let stream = json!({"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {"message": user_text("x", None)}});
-    let streamed = rpc_raw(addr, &path, stream.to_string().as_bytes(), &[("accept", "text/event-stream")]).await;
+    let streamed =
+        rpc_raw(addr, &path, stream.to_string().as_bytes(), &[("accept", "text/event-stream")]).await;
     assert_eq!(code(&streamed), -32004);
-    let plain = rpc_raw(addr, &path, send_message(1, user_text("x", None)).to_string().as_bytes(), &[("accept", "text/html")]).await;
+    let plain = rpc_raw(
+        addr,
+        &path,
+        send_message(1, user_text("x", None)).to_string().as_bytes(),
+        &[("accept", "text/html")],
+    )
+    .await;
     assert_eq!(plain.status, 400);
     assert_eq!(send(addr, "DELETE", &path, None, &[]).await.status, 405);
 }
@@ -293,14 +352,29 @@ async fn agent_cards_describe_each_assistant() {
     }
     let no_id = send(addr, "GET", "/.well-known/agent-card.json", None, &[]).await;
     assert_eq!((no_id.status, no_id.json()["error"]["code"].clone()), (400, json!(-32602)));
-    let unknown = send(addr, "GET", "/a2a/00000000-0000-0000-0000-000000000000/.well-known/agent.json", None, &[]).await;
+    let unknown =
+        send(addr, "GET", "/a2a/00000000-0000-0000-0000-000000000000/.well-known/agent.json", None, &[])
+            .await;
     assert_eq!(unknown.status, 400);
     // The assistant's metadata may name its modes; bad ones are a 400, never a 5xx.
-    let made = common::post(addr, "/assistants", json!({"graph_id": "chat", "metadata": {"a2a": {"input_modes": ["text/plain"]}}})).await.json();
+    let made = common::post(
+        addr,
+        "/assistants",
+        json!({"graph_id": "chat", "metadata": {"a2a": {"input_modes": ["text/plain"]}}}),
+    )
+    .await
+    .json();
     let id = made["assistant_id"].as_str().unwrap();
     let card = send(addr, "GET", &format!("/a2a/{id}"), None, &[]).await.json();
     assert_eq!(card["defaultInputModes"], json!(["text/plain"]));
-    let bad = common::post(addr, "/assistants", json!({"graph_id": "chat", "metadata": {"a2a": {"output_modes": []}}})).await.json();
-    let bad_card = send(addr, "GET", &format!("/a2a/{}", bad["assistant_id"].as_str().unwrap()), None, &[]).await;
+    let bad = common::post(
+        addr,
+        "/assistants",
+        json!({"graph_id": "chat", "metadata": {"a2a": {"output_modes": []}}}),
+    )
+    .await
+    .json();
+    let bad_card =
+        send(addr, "GET", &format!("/a2a/{}", bad["assistant_id"].as_str().unwrap()), None, &[]).await;
     assert_eq!(bad_card.status, 400);
 }

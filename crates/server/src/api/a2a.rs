@@ -13,7 +13,9 @@ use axum::response::{IntoResponse as _, Response};
 use serde_json::{Map, Value, json};
 
 use super::guard::Caller;
-use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Outcome, PARSE_ERROR};
+use super::jsonrpc::{
+    self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Outcome, PARSE_ERROR,
+};
 use super::reply::{self, empty};
 use super::{assistants, loopback, runs, threads};
 use crate::app::{App, is_uuid, new_id, now};
@@ -40,11 +42,6 @@ const ALIASES: [(&str, &str); 4] = [
 const METHODS: [&str; 6] =
     ["SendMessage", "SendStreamingMessage", "GetTask", "CancelTask", "ListTasks", "GetExtendedAgentCard"];
 
-/// `DELETE /a2a/{assistant_id}`: there is no session to end.
-pub(crate) async fn delete() -> Response {
-    empty(StatusCode::METHOD_NOT_ALLOWED)
-}
-
 /// Whether an `Accept` header takes `media_type` (wildcards included).
 fn accepts(accept: &str, media_type: &str) -> bool {
     accept.split(',').any(|range| {
@@ -64,8 +61,11 @@ pub(crate) async fn post(
 ) -> Response {
     let limit = app.limits.body_bytes;
     let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
-        return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("Request body too large (limit: {limit} bytes)"))
-            .into_response();
+        return ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("Request body too large (limit: {limit} bytes)"),
+        )
+        .into_response();
     };
     let null = Value::Null;
     let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
@@ -95,7 +95,10 @@ pub(crate) async fn post(
     let legacy = method.and_then(|m| ALIASES.iter().find(|(old, _)| *old == m)).map(|(_, new)| *new);
     let method = legacy.or(method);
     if let Some(unknown) = method.filter(|m| !METHODS.contains(m)) {
-        return jsonrpc::reply(&id, Err(jsonrpc::error(METHOD_NOT_FOUND, format!("Method not found: {unknown}"))));
+        return jsonrpc::reply(
+            &id,
+            Err(jsonrpc::error(METHOD_NOT_FOUND, format!("Method not found: {unknown}"))),
+        );
     }
     let params = message.get("params").cloned().unwrap_or_else(|| json!({}));
     if let Some(error) = method.and_then(|m| message_params_error(m, &params)) {
@@ -221,7 +224,8 @@ fn route_error(error: &ApiError, assistant_id: &str, context_id: &str) -> Value 
 
 /// The assistant, or why not as LangGraph words it.
 async fn assistant(app: &Arc<App>, caller: &Caller, assistant_id: &str) -> Result<Value, String> {
-    let answered = assistants::get(State(Arc::clone(app)), caller.clone(), Path(assistant_id.to_owned())).await;
+    let answered =
+        assistants::get(State(Arc::clone(app)), caller.clone(), Path(assistant_id.to_owned())).await;
     match loopback::read(answered).await {
         Ok(answer) => Ok(answer.body),
         Err(e) if e.status == StatusCode::NOT_FOUND => Err(format!("Assistant '{assistant_id}' not found")),
@@ -230,8 +234,13 @@ async fn assistant(app: &Arc<App>, caller: &Caller, assistant_id: &str) -> Resul
 }
 
 /// The assistant's input schema (its state's when it declares none).
-async fn input_schema(app: &Arc<App>, caller: &Caller, assistant_id: &str) -> Result<Map<String, Value>, String> {
-    let answered = assistants::schemas(State(Arc::clone(app)), caller.clone(), Path(assistant_id.to_owned())).await;
+async fn input_schema(
+    app: &Arc<App>,
+    caller: &Caller,
+    assistant_id: &str,
+) -> Result<Map<String, Value>, String> {
+    let answered =
+        assistants::schemas(State(Arc::clone(app)), caller.clone(), Path(assistant_id.to_owned())).await;
     let schemas = loopback::read(answered)
         .await
         .map_err(|e| format!("Failed to get schemas for assistant '{assistant_id}': {}", e.detail))?
@@ -244,7 +253,11 @@ async fn input_schema(app: &Arc<App>, caller: &Caller, assistant_id: &str) -> Re
 }
 
 fn property_names(schema: &Map<String, Value>) -> Vec<String> {
-    schema.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default()
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 /// `historyLength` checked: none, or 0 to [`MAX_HISTORY_LENGTH`].
@@ -275,9 +288,12 @@ fn input_from_parts(parts: &[Value], role: &str, message_id: &str) -> Result<Map
                 "Each message part must be an object. A2A agents support 'text', 'data', and 'file' parts only.",
             ));
         };
-        let present: Vec<&str> = ["text", "file", "data"].into_iter().filter(|k| part.contains_key(*k)).collect();
+        let present: Vec<&str> =
+            ["text", "file", "data"].into_iter().filter(|k| part.contains_key(*k)).collect();
         if present.len() > 1 {
-            let text = format!("Each message part must contain exactly one of 'text', 'file', or 'data'. Got multiple: {present:?}.");
+            let text = format!(
+                "Each message part must contain exactly one of 'text', 'file', or 'data'. Got multiple: {present:?}."
+            );
             return Err(jsonrpc::error(CONTENT_TYPE_NOT_SUPPORTED, text));
         }
         match present.first().copied() {
@@ -288,7 +304,9 @@ fn input_from_parts(parts: &[Value], role: &str, message_id: &str) -> Result<Map
             },
             Some(_) => return Err(unsupported("File parts are not supported by this server.")),
             None => {
-                return Err(unsupported("Unsupported part type. A2A agents support 'text', 'data', and 'file' parts only."));
+                return Err(unsupported(
+                    "Unsupported part type. A2A agents support 'text', 'data', and 'file' parts only.",
+                ));
             }
         }
     }
@@ -302,7 +320,11 @@ fn input_from_parts(parts: &[Value], role: &str, message_id: &str) -> Result<Map
 }
 
 /// A string field of `object` that may be absent; present but not a string is an error.
-fn optional_string<'a>(object: &'a Map<String, Value>, key: &str, error: &str) -> Result<Option<&'a str>, Value> {
+fn optional_string<'a>(
+    object: &'a Map<String, Value>,
+    key: &str,
+    error: &str,
+) -> Result<Option<&'a str>, Value> {
     match object.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -310,14 +332,28 @@ fn optional_string<'a>(object: &'a Map<String, Value>, key: &str, error: &str) -
     }
 }
 
+/// The message of a `SendMessage`, checked.
+struct Sent<'a> {
+    /// The whole message.
+    message: &'a Map<String, Value>,
+    /// Its `messageId`.
+    id: String,
+    /// Its `role`.
+    role: String,
+    /// Its parts (at least one).
+    parts: &'a [Value],
+}
+
 /// The message of `SendMessage`, checked: its id, role and parts.
-fn checked_message(params: &Map<String, Value>) -> Result<(&Map<String, Value>, String, String, &Vec<Value>), Value> {
+fn checked_message(params: &Map<String, Value>) -> Result<Sent<'_>, Value> {
     let Some(Value::Object(message)) = params.get("message") else {
         return Err(invalid("Missing 'message' in params"));
     };
     let text = |key: &str| match message.get(key) {
         Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-        Some(other) if !other.is_null() && other != &json!(false) && other != &json!(0) => Some(other.to_string()),
+        Some(other) if !other.is_null() && other != &json!(false) && other != &json!(0) => {
+            Some(other.to_string())
+        }
         _ => None,
     };
     let message_id = text("messageId").ok_or_else(|| invalid("Missing required 'messageId' in message"))?;
@@ -327,7 +363,7 @@ fn checked_message(params: &Map<String, Value>) -> Result<(&Map<String, Value>, 
         Some(Value::Array(_)) | None => return Err(invalid("Message must contain at least one part")),
         Some(_) => return Err(invalid("Invalid params: 'parts' must be an array")),
     };
-    Ok((message, message_id, role, parts))
+    Ok(Sent { message, id: message_id, role, parts })
 }
 
 /// `SendMessage`: the assistant run on the message, on the thread of its `contextId` (a new one without),
@@ -339,7 +375,7 @@ async fn send(app: &Arc<App>, caller: &Caller, params: &Map<String, Value>, assi
         Some(_) => return Err(invalid("Invalid params: 'configuration' must be an object")),
     };
     let history = history_length(configuration.get("historyLength"))?;
-    let (message, message_id, role, parts) = checked_message(params)?;
+    let Sent { message, id: message_id, role, parts } = checked_message(params)?;
     let assistant_record = assistant(app, caller, assistant_id).await.map_err(invalid)?;
     if parts.iter().any(|p| p.get("text").is_some() || p.get("file").is_some()) {
         let schema = input_schema(app, caller, assistant_id).await.map_err(invalid)?;
@@ -355,7 +391,10 @@ async fn send(app: &Arc<App>, caller: &Caller, params: &Map<String, Value>, assi
     }
     let context_id = optional_string(message, "contextId", "contextId must be a string")?;
     if optional_string(message, "taskId", "taskId must be a string")?.is_some() {
-        return Err(jsonrpc::error(UNSUPPORTED_OPERATION, "Continuing a task is not supported by this server"));
+        return Err(jsonrpc::error(
+            UNSUPPORTED_OPERATION,
+            "Continuing a task is not supported by this server",
+        ));
     }
     let input = input_from_parts(parts, &role, &message_id)?;
     let context_id = context_id.map_or_else(new_id, str::to_owned);
@@ -375,7 +414,11 @@ async fn send(app: &Arc<App>, caller: &Caller, params: &Map<String, Value>, assi
 /// rest (system prompts and tool results are not published).
 fn role_of(message: &Map<String, Value>) -> Option<&'static str> {
     let label = |key: &str| {
-        message.get(key).and_then(Value::as_str).map(|s| s.to_lowercase().replace(['_', '-'], "")).unwrap_or_default()
+        message
+            .get(key)
+            .and_then(Value::as_str)
+            .map(|s| s.to_lowercase().replace(['_', '-'], ""))
+            .unwrap_or_default()
     };
     let (kind, role) = (label("type"), label("role"));
     let by_type = match kind.as_str() {
@@ -435,7 +478,11 @@ fn history(messages: &[Value], task_id: &str, context_id: &str, length: Option<u
         if parts.is_empty() {
             parts.push(json!({"kind": "text", "text": ""}));
         }
-        let id = message.get("id").and_then(Value::as_str).filter(|s| !s.is_empty()).map_or_else(new_id, str::to_owned);
+        let id = message
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map_or_else(new_id, str::to_owned);
         out.push(json!({
             "kind": "message", "role": role, "parts": parts, "messageId": id, "taskId": task_id, "contextId": context_id,
         }));
@@ -449,8 +496,7 @@ fn reply_parts(result: &Value) -> Vec<Value> {
     let Some(messages) = result.get("messages").and_then(Value::as_array).filter(|m| !m.is_empty()) else {
         return vec![json!({"kind": "text", "text": super::pyrepr::repr(result)})];
     };
-    let roles: Vec<Option<&str>> =
-        messages.iter().map(|m| m.as_object().and_then(role_of)).collect();
+    let roles: Vec<Option<&str>> = messages.iter().map(|m| m.as_object().and_then(role_of)).collect();
     let turn_start = roles.iter().rposition(|r| *r == Some("ROLE_USER")).map_or(0, |i| i + 1);
     for (message, role) in messages.iter().zip(&roles).skip(turn_start).rev() {
         if *role == Some("ROLE_AGENT") && message.get("content").is_some() {
@@ -471,7 +517,9 @@ fn task(task_id: &str, context_id: &str, result: &Value, assistant_id: &str, len
         task["history"] = json!(history(messages, task_id, context_id, length));
     }
     if let Some(error) = result.get("__error__") {
-        let name = error.get("error").map_or_else(String::new, |e| e.as_str().map_or_else(|| e.to_string(), str::to_owned));
+        let name = error
+            .get("error")
+            .map_or_else(String::new, |e| e.as_str().map_or_else(|| e.to_string(), str::to_owned));
         task["status"] = json!({
             "state": "TASK_STATE_FAILED",
             "message": {
@@ -515,10 +563,17 @@ fn state_of(status: &str, thread_interrupted: bool) -> &'static str {
 }
 
 /// `GetTask`: the task of a run of this assistant, its state and its thread's messages.
-async fn get_task(app: &Arc<App>, caller: &Caller, params: &Map<String, Value>, assistant_id: &str) -> Outcome {
+async fn get_task(
+    app: &Arc<App>,
+    caller: &Caller,
+    params: &Map<String, Value>,
+    assistant_id: &str,
+) -> Outcome {
     let id = match params.get("id") {
         None | Some(Value::Null) => return Err(invalid("Missing required parameter: id (task_id)")),
-        Some(Value::String(s)) if s.is_empty() => return Err(invalid("Missing required parameter: id (task_id)")),
+        Some(Value::String(s)) if s.is_empty() => {
+            return Err(invalid("Missing required parameter: id (task_id)"));
+        }
         Some(id) => id,
     };
     let (Value::String(task_id), Ok(context)) =
@@ -538,7 +593,9 @@ async fn get_task(app: &Arc<App>, caller: &Caller, params: &Map<String, Value>, 
     let path = Path((context_id.clone(), run_id));
     let run = match loopback::read(runs::get(State(Arc::clone(app)), caller.clone(), path).await).await {
         Ok(answer) => answer.body,
-        Err(e) if e.status.is_server_error() => return Err(jsonrpc::error(INTERNAL_ERROR, "Internal server error")),
+        Err(e) if e.status.is_server_error() => {
+            return Err(jsonrpc::error(INTERNAL_ERROR, "Internal server error"));
+        }
         Err(_) => return Err(not_found()),
     };
     if run.get("assistant_id").and_then(Value::as_str) != Some(assistant_id) {
@@ -549,10 +606,12 @@ async fn get_task(app: &Arc<App>, caller: &Caller, params: &Map<String, Value>, 
     let status = run.get("status").and_then(Value::as_str).unwrap_or("unknown");
     let interrupted = thread.get("status").and_then(Value::as_str) == Some("interrupted");
     let state = state_of(status, interrupted);
-    let timestamp = run.get("updated_at").or_else(|| run.get("created_at")).cloned().unwrap_or_else(|| json!(now()));
+    let timestamp =
+        run.get("updated_at").or_else(|| run.get("created_at")).cloned().unwrap_or_else(|| json!(now()));
     let mut task = json!({"kind": "task", "id": task_id, "contextId": context_id, "status": {"state": state, "timestamp": timestamp}});
     if length != Some(0) {
-        let messages = thread.pointer("/values/messages").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+        let messages =
+            thread.pointer("/values/messages").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
         task["history"] = json!(history(messages, task_id, &context_id, length));
     }
     let text = match state {
@@ -589,7 +648,9 @@ fn modes(assistant: &Value) -> Result<(Vec<String>, Vec<String>), String> {
             None | Some(Value::Null) => Ok(defaults()),
             Some(Value::Array(items)) if !items.is_empty() => items
                 .iter()
-                .map(|m| m.as_str().map(str::trim).filter(|m| !m.is_empty()).map(str::to_owned).ok_or_else(error))
+                .map(|m| {
+                    m.as_str().map(str::trim).filter(|m| !m.is_empty()).map(str::to_owned).ok_or_else(error)
+                })
                 .collect(),
             Some(_) => Err(error()),
         }
@@ -599,7 +660,8 @@ fn modes(assistant: &Value) -> Result<(Vec<String>, Vec<String>), String> {
 
 /// The server's address as the request reached it: `X-Forwarded-Proto` (else `http`) and `Host`.
 fn base_url(headers: &HeaderMap) -> String {
-    let value = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty());
+    let value =
+        |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty());
     let scheme = value("x-forwarded-proto").unwrap_or("http");
     let host = value("host").unwrap_or("localhost");
     let default_port = if scheme == "https" { ":443" } else { ":80" };
@@ -607,7 +669,12 @@ fn base_url(headers: &HeaderMap) -> String {
 }
 
 /// The agent card of an assistant; an error is the assistant missing or its A2A metadata invalid.
-async fn agent_card(app: &Arc<App>, caller: &Caller, headers: &HeaderMap, assistant_id: &str) -> Result<Value, String> {
+async fn agent_card(
+    app: &Arc<App>,
+    caller: &Caller,
+    headers: &HeaderMap,
+    assistant_id: &str,
+) -> Result<Value, String> {
     let assistant = assistant(app, caller, assistant_id).await?;
     let schema = input_schema(app, caller, assistant_id).await?;
     let mut fields = property_names(&schema);
@@ -677,5 +744,31 @@ pub(crate) async fn root_card(
             let error = invalid("Missing required query parameter: assistant_id");
             reply::json(StatusCode::BAD_REQUEST, &json!({"error": error}))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{accepts, legacy_form, state_of};
+
+    #[test]
+    fn accept_headers_and_wildcards() {
+        assert!(accepts("application/json", "application/json"));
+        assert!(accepts("text/html, */*;q=0.1", "application/json"));
+        assert!(accepts("application/*", "application/json"));
+        assert!(!accepts("text/*", "application/json"));
+        assert!(!accepts("", "application/json"));
+    }
+
+    #[test]
+    fn legacy_answers_are_lower_case_and_unwrapped() {
+        let task = json!({"task": {"status": {"state": "TASK_STATE_INPUT_REQUIRED"}, "history": [{"role": "ROLE_AGENT"}]}});
+        let legacy = legacy_form(Ok(task)).unwrap_or_default();
+        assert_eq!(legacy, json!({"status": {"state": "input-required"}, "history": [{"role": "agent"}]}));
+        assert_eq!(state_of("success", true), "TASK_STATE_INPUT_REQUIRED");
+        assert_eq!(state_of("interrupted", false), "TASK_STATE_CANCELED");
+        assert_eq!(state_of("timeout", false), "TASK_STATE_FAILED");
     }
 }

@@ -34,7 +34,8 @@ pub(super) async fn read(answered: ApiResult<Response>) -> ApiResult<Answer> {
     let body = if bytes.iter().all(u8::is_ascii_whitespace) {
         Value::Null
     } else {
-        serde_json::from_slice(&bytes).map_err(|e| ApiError::internal(format!("cannot read an answer: {e}")))?
+        serde_json::from_slice(&bytes)
+            .map_err(|e| ApiError::internal(format!("cannot read an answer: {e}")))?
     };
     if !status.is_success() {
         let detail = match body.get("detail") {

@@ -1,6 +1,6 @@
 //! `/mcp`: every assistant as a tool over MCP's Streamable HTTP transport, as LangGraph's server serves it.
 //! Stateless: each `POST` holds one JSON-RPC message and gets its JSON answer; there are no sessions and
-//! no server-sent events (`GET` is `405`, `DELETE` `404`).
+//! no server-sent events (`DELETE` is `404`; `GET` is not routed, a `405`).
 
 use std::sync::Arc;
 
@@ -39,13 +39,14 @@ const MESSAGE_TYPES: [&str; 12] = [
     "ToolMessage",
     "ToolMessageChunk",
 ];
-const MESSAGE_PART_TYPES: [&str; 6] =
-    ["ToolCall", "ToolCallChunk", "InvalidToolCall", "UsageMetadata", "InputTokenDetails", "OutputTokenDetails"];
-
-/// `GET /mcp`: no server-sent event stream is offered.
-pub(crate) async fn get() -> Response {
-    empty(StatusCode::METHOD_NOT_ALLOWED)
-}
+const MESSAGE_PART_TYPES: [&str; 6] = [
+    "ToolCall",
+    "ToolCallChunk",
+    "InvalidToolCall",
+    "UsageMetadata",
+    "InputTokenDetails",
+    "OutputTokenDetails",
+];
 
 /// `DELETE /mcp`: there is no session to end.
 pub(crate) async fn delete() -> Response {
@@ -53,13 +54,21 @@ pub(crate) async fn delete() -> Response {
 }
 
 /// `POST /mcp`: one JSON-RPC request (answered), notification or response (both `202`).
-pub(crate) async fn post(State(app): State<Arc<App>>, caller: Caller, headers: HeaderMap, body: Body) -> Response {
+pub(crate) async fn post(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let bytes = match axum::body::to_bytes(body, app.limits.body_bytes).await {
         Ok(bytes) => bytes,
         Err(_) => {
             let limit = app.limits.body_bytes;
-            return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("Request body too large (limit: {limit} bytes)"))
-                .into_response();
+            return ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("Request body too large (limit: {limit} bytes)"),
+            )
+            .into_response();
         }
     };
     let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
@@ -183,7 +192,10 @@ async fn tools_list(app: &Arc<App>, caller: &Caller, params: &Map<String, Value>
     for assistant in &found {
         let name = tool_name(name_of(assistant));
         if !seen.insert(name.clone()) {
-            tracing::warn!(name = name_of(assistant), "two assistants have one tool name: the older is left out");
+            tracing::warn!(
+                name = name_of(assistant),
+                "two assistants have one tool name: the older is left out"
+            );
             continue;
         }
         if let Some(tool) = tool(app, caller, assistant, name).await {
@@ -204,7 +216,11 @@ async fn tool(app: &Arc<App>, caller: &Caller, assistant: &Value, name: String) 
     let schemas = match loopback::read(answered).await {
         Ok(answer) => answer.body,
         Err(error) => {
-            tracing::warn!(assistant_id = id, error = error.detail, "an assistant without schemas is no tool");
+            tracing::warn!(
+                assistant_id = id,
+                error = error.detail,
+                "an assistant without schemas is no tool"
+            );
             return None;
         }
     };
@@ -300,7 +316,9 @@ async fn tools_call(app: &Arc<App>, caller: &Caller, params: &Map<String, Value>
     let answered = runs::wait_stateless(State(Arc::clone(app)), caller.clone(), loopback::body(&run)).await;
     let value = loopback::read(answered).await.map_err(|e| route_error(&e))?.body;
     if let Some(error) = value.get("__error__") {
-        let text = error.get("error").map_or_else(String::new, |e| e.as_str().map_or_else(|| e.to_string(), str::to_owned));
+        let text = error
+            .get("error")
+            .map_or_else(String::new, |e| e.as_str().map_or_else(|| e.to_string(), str::to_owned));
         return Ok(json!({"isError": true, "content": [{"type": "text", "text": text}]}));
     }
     Ok(json!({"content": [{"type": "text", "text": pyrepr::repr(&value)}]}))

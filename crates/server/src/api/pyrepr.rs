@@ -97,7 +97,10 @@ mod tests {
     #[test]
     fn values_read_as_python_writes_them() {
         let value = json!({"a": [1, 2.5, true, null], "it's": "say \"hi\"\n", "q": "it's", "n": 1.0});
-        assert_eq!(repr(&value), r#"{'a': [1, 2.5, True, None], "it's": 'say "hi"\n', 'q': "it's", 'n': 1.0}"#);
+        assert_eq!(
+            repr(&value),
+            r#"{'a': [1, 2.5, True, None], "it's": 'say "hi"\n', 'q': "it's", 'n': 1.0}"#
+        );
         assert_eq!(repr(&json!(1e20)), "1e+20");
         assert_eq!(repr(&json!(1.5e-7)), "1.5e-07");
         assert_eq!(repr(&json!("a\\b\u{1}")), r"'a\\b\x01'");
