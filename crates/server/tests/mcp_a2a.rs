@@ -259,6 +259,20 @@ async fn a2a_message_send_runs_the_assistant_on_the_context_and_tasks_read_back(
     assert_eq!(ran["result"]["status"]["state"], "completed", "{ran}");
     let text = ran["result"]["artifacts"][0]["parts"][0]["text"].as_str().unwrap();
     assert!(text.starts_with("{'items': ['x', 'a', 'b']"), "{text}");
+
+    // A run that stops at an interrupt is a task that needs input, read back as one.
+    let hitl = assistant_id(addr, "hitl").await;
+    let data = json!({"role": "user", "messageId": "h", "parts": [{"kind": "data", "data": {"items": []}}]});
+    let paused = rpc(addr, &format!("/a2a/{hitl}"), send_message(8, data)).await.json();
+    assert_eq!(paused["result"]["status"]["state"], "input-required", "{paused}");
+    assert_eq!(paused["result"]["artifacts"][0]["name"], "Interrupt");
+    assert_eq!(paused["result"]["artifacts"][0]["parts"][0]["data"]["value"], "approve?");
+    let paused_id = paused["result"]["id"].clone();
+    let get = json!({"jsonrpc": "2.0", "id": 9, "method": "tasks/get", "params": {"id": paused_id}});
+    let read = rpc(addr, &format!("/a2a/{hitl}"), get.clone()).await.json();
+    assert_eq!(read["result"]["status"]["state"], "input-required", "{read}");
+    // Another assistant's task is not found.
+    assert_eq!(rpc(addr, &path, get).await.json()["error"]["code"], -32001);
 }
 
 #[tokio::test]
