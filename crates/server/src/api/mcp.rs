@@ -1,6 +1,8 @@
 //! `/mcp`: every assistant as a tool over MCP's Streamable HTTP transport, as LangGraph's server serves it.
 //! Stateless: each `POST` holds one JSON-RPC message and gets its JSON answer; there are no sessions and
-//! no server-sent events (`DELETE` is `404`; `GET` is not routed, a `405`).
+//! no server-sent events (`DELETE` is `404`; `GET` is not routed, a `405`). The protocol's few shapes are
+//! written here as LangGraph writes them: rmcp's server types (weft-integrations' `mcp` feature) would bring
+//! its session transport into the server for them.
 
 use std::sync::Arc;
 
