@@ -6,9 +6,11 @@ mod common;
 
 use std::net::SocketAddr;
 
+use async_trait::async_trait;
 use common::{Reply, builder, send, start};
 use serde_json::{Value, json};
 use weft_graph::{ChannelKind, CompiledGraph, END, JsonState, START, StateGraph};
+use weft_server::{Action, Auth, AuthContext, AuthError, AuthRequest, Filter, User};
 
 const JSON: (&str, &str) = ("accept", "application/json, text/event-stream");
 
@@ -391,4 +393,85 @@ async fn agent_cards_describe_each_assistant() {
     let bad_card =
         send(addr, "GET", &format!("/a2a/{}", bad["assistant_id"].as_str().unwrap()), None, &[]).await;
     assert_eq!(bad_card.status, 400);
+}
+
+/// Users by bearer token, each of a team that sees only its own records (and the graphs' assistants);
+/// `reader` may not write.
+#[derive(Debug)]
+struct Teams;
+
+#[async_trait]
+impl Auth for Teams {
+    async fn authenticate(&self, request: &AuthRequest<'_>) -> Result<User, AuthError> {
+        match request.bearer_token() {
+            Some(token @ ("red" | "blue" | "reader")) => {
+                let team = if token == "blue" { "blue" } else { "red" };
+                Ok(User::new(token).with_field("team", json!(team)))
+            }
+            _ => Err(AuthError::unauthorized("who are you?")),
+        }
+    }
+
+    async fn authorize(&self, ctx: &AuthContext<'_>, value: &mut Value) -> Result<Option<Filter>, AuthError> {
+        let reads = matches!(ctx.action, Action::Read | Action::Search | Action::Get);
+        if !reads && ctx.user.identity() == "reader" {
+            return Err(AuthError::forbidden("Forbidden"));
+        }
+        let team = ctx.user.field("team").cloned().unwrap_or(Value::Null);
+        if matches!(ctx.action, Action::Create | Action::CreateRun) {
+            value["metadata"] = json!({"team": team});
+        }
+        Ok(Some(Filter::from_json(json!({"$or": [{"team": team}, {"created_by": "system"}]}))?))
+    }
+}
+
+#[tokio::test]
+async fn an_auth_hooks_filters_and_refusals_apply_to_tools_and_agents() {
+    let server = start(server().auth(Teams)).await;
+    let addr = server.addr;
+    let red = [JSON, ("authorization", "Bearer red")];
+    let blue = [JSON, ("authorization", "Bearer blue")];
+    let reader = [JSON, ("authorization", "Bearer reader")];
+    let made =
+        send(addr, "POST", "/assistants", Some(br#"{"graph_id": "chat", "name": "red team chat"}"#), &red)
+            .await;
+    let red_id = made.json()["assistant_id"].as_str().unwrap().to_owned();
+    let call = |id: u64, method: &str, params: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+    };
+    let names = |reply: Reply| -> Vec<String> {
+        let tools = reply.json()["result"]["tools"].as_array().cloned().unwrap_or_default();
+        tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+    };
+    let list = call(1, "tools/list", json!({}));
+    assert!(names(rpc_raw(addr, "/mcp", list.as_bytes(), &red).await).contains(&"red_team_chat".to_owned()));
+    let blue_tools = names(rpc_raw(addr, "/mcp", list.as_bytes(), &blue).await);
+    assert!(!blue_tools.contains(&"red_team_chat".to_owned()) && blue_tools.contains(&"chat".to_owned()));
+    let use_it = call(2, "tools/call", json!({"name": "red_team_chat", "arguments": {"messages": []}}));
+    let refused = rpc_raw(addr, "/mcp", use_it.as_bytes(), &blue).await.json();
+    assert_eq!(refused["error"]["message"], "Unknown tool: red_team_chat", "{refused}");
+    let used = rpc_raw(addr, "/mcp", use_it.as_bytes(), &red).await.json();
+    assert!(used["result"]["content"][0]["text"].as_str().unwrap().contains("echo: "), "{used}");
+    // A user who may not start runs gets the refusal as a JSON-RPC error, never a 5xx.
+    let forbidden =
+        rpc_raw(addr, "/mcp", call(3, "tools/call", json!({"name": "chat"})).as_bytes(), &reader).await;
+    assert_eq!(
+        (forbidden.status, forbidden.json()["error"]["code"].clone()),
+        (200, json!(-32602)),
+        "{}",
+        forbidden.body
+    );
+
+    let a2a = format!("/a2a/{red_id}");
+    let message = send_message(4, user_text("hi", None)).to_string();
+    let theirs = rpc_raw(addr, &a2a, message.as_bytes(), &blue).await.json();
+    assert_eq!(theirs["error"]["message"], format!("Assistant '{red_id}' not found"), "{theirs}");
+    let ours = rpc_raw(addr, &a2a, message.as_bytes(), &red).await.json();
+    assert_eq!(ours["result"]["status"]["state"], "completed", "{ours}");
+    let card = send(addr, "GET", &format!("/a2a/{red_id}/.well-known/agent-card.json"), None, &blue).await;
+    assert_eq!(card.status, 400);
+    assert_eq!(
+        send(addr, "GET", &format!("/a2a/{red_id}/.well-known/agent-card.json"), None, &red).await.status,
+        200
+    );
 }
