@@ -275,6 +275,20 @@ async fn a2a_message_send_runs_the_assistant_on_the_context_and_tasks_read_back(
     assert_eq!(read["result"]["status"]["state"], "input-required", "{read}");
     // Another assistant's task is not found.
     assert_eq!(rpc(addr, &path, get).await.json()["error"]["code"], -32001);
+
+    // A message to the task resumes it with its data part's `resume`; then the task is done.
+    let resume = json!({"role": "user", "messageId": "r", "taskId": paused_id,
+        "parts": [{"kind": "data", "data": {"resume": "yes"}}]});
+    let resumed = rpc(addr, &format!("/a2a/{hitl}"), send_message(10, resume.clone())).await.json();
+    assert_eq!(resumed["result"]["id"], paused_id, "{resumed}");
+    assert_eq!(resumed["result"]["status"]["state"], "completed", "{resumed}");
+    let text = resumed["result"]["artifacts"][0]["parts"][0]["text"].as_str().unwrap();
+    assert!(text.contains("'yes'"), "{text}");
+    let again = rpc(addr, &format!("/a2a/{hitl}"), send_message(11, resume)).await.json();
+    assert_eq!(again["error"]["code"], -32004, "{again}");
+    let nowhere =
+        json!({"role": "user", "messageId": "n", "taskId": "nope", "parts": [{"kind": "text", "text": "x"}]});
+    assert_eq!(rpc(addr, &path, send_message(12, nowhere)).await.json()["error"]["code"], -32001);
 }
 
 #[tokio::test]

@@ -5,6 +5,7 @@ import uuid
 import httpx
 from a2a.client import A2ACardResolver, A2AClient
 from a2a.types import (
+    DataPart,
     GetTaskRequest,
     Message,
     MessageSendParams,
@@ -113,3 +114,26 @@ async def test_a2a_agent_card_message_send_and_tasks_get(c, env):
             headers={"accept": "application/json"},
         )
         eq((unknown.status_code, unknown.json()["error"]["code"]), (200, -32602), "an unknown assistant")
+
+
+async def test_a2a_task_waits_at_an_interrupt_and_resumes(c, env):
+    hitl = default_assistant_id("hitl")
+    async with httpx.AsyncClient(timeout=60) as http:
+        card = await A2ACardResolver(http, f"{env.url}/a2a/{hitl}").get_agent_card()
+        client = A2AClient(http, agent_card=card)
+
+        def data(value, task_id=None, context_id=None):
+            return Message(role=Role.user, parts=[Part(root=DataPart(data=value))], message_id=str(uuid.uuid4()),
+                           task_id=task_id, context_id=context_id)
+
+        first = await client.send_message(SendMessageRequest(id="1", params=MessageSendParams(message=data({"items": []}))))
+        task = first.root.result
+        eq(task.status.state.value, "input-required", "a task at an interrupt")
+        eq(task.artifacts[0].name, "Interrupt", "the interrupt's artifact")
+        eq(task.artifacts[0].parts[0].root.data["value"], {"question": "approve?"}, "the interrupt's value")
+        resumed = await client.send_message(SendMessageRequest(
+            id="2", params=MessageSendParams(message=data({"resume": "yes"}, task.id, task.context_id))))
+        done = resumed.root.result
+        eq((done.id, done.status.state.value), (task.id, "completed"), "the resumed task")
+        text = done.artifacts[0].parts[0].root.text
+        check("'answer:yes'" in text, f"the resumed run's result: {text!r}")

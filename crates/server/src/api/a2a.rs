@@ -1,7 +1,7 @@
 //! `/a2a/{assistant_id}` and the agent cards: each assistant an A2A agent, as LangGraph's server serves
 //! it. JSON-RPC `message/send` (`SendMessage`) runs the assistant on the thread named by the message's
-//! `contextId` and answers the task; `tasks/get` (`GetTask`) reads a task back. A task is one run: its id
-//! is `{context_id}:{run_id}`.
+//! `contextId` (or resumes the task its `taskId` names) and answers the task; `tasks/get` (`GetTask`) reads
+//! a task back. A task is one run: its id is `{context_id}:{run_id}`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -390,24 +390,122 @@ async fn send(app: &Arc<App>, caller: &Caller, params: &Map<String, Value>, assi
         }
     }
     let context_id = optional_string(message, "contextId", "contextId must be a string")?;
-    if optional_string(message, "taskId", "taskId must be a string")?.is_some() {
-        return Err(jsonrpc::error(
-            UNSUPPORTED_OPERATION,
-            "Continuing a task is not supported by this server",
-        ));
+    let existing = optional_string(message, "taskId", "taskId must be a string")?;
+    let mut input = input_from_parts(parts, &role, &message_id)?;
+    let (task_id, context_id, command) = match existing {
+        None => (None, context_id.map_or_else(new_id, str::to_owned), None),
+        Some(task_id) => {
+            let Some(found) = resolve(app, caller, task_id, context_id, assistant_id).await? else {
+                return Err(jsonrpc::error(TASK_NOT_FOUND, format!("Task not found: {task_id}")));
+            };
+            if TERMINAL_STATES.contains(&found.state) {
+                let text = "A terminal task cannot accept another message";
+                return Err(jsonrpc::error(UNSUPPORTED_OPERATION, text));
+            }
+            let command = resume_command(message, parts, found.interrupted, &mut input)?;
+            (Some(task_id.to_owned()), found.context_id, command)
+        }
+    };
+    let mut run = json!({"assistant_id": assistant_id, "if_not_exists": "create"});
+    if command.is_none() || !input.is_empty() {
+        run["input"] = Value::Object(input);
     }
-    let input = input_from_parts(parts, &role, &message_id)?;
-    let context_id = context_id.map_or_else(new_id, str::to_owned);
-    let mut run = json!({"assistant_id": assistant_id, "input": input, "if_not_exists": "create"});
+    if let Some(command) = command {
+        run["command"] = command;
+    }
     if let Some(context) = params.get("context").filter(|c| !c.is_null()) {
         run["context"] = context.clone();
     }
     let path = Path(context_id.clone());
     let answered = runs::wait(State(Arc::clone(app)), caller.clone(), path, loopback::body(&run)).await;
     let answer = loopback::read(answered).await.map_err(|e| route_error(&e, assistant_id, &context_id))?;
-    let run_id = answer.location.as_deref().and_then(|l| l.rsplit('/').next()).unwrap_or_default().to_owned();
-    let task_id = format!("{context_id}:{run_id}");
+    let run_id = answer.location.as_deref().and_then(|l| l.rsplit('/').next()).unwrap_or_default();
+    let task_id = task_id.unwrap_or_else(|| format!("{context_id}:{run_id}"));
     Ok(json!({"task": task(&task_id, &context_id, &answer.body, assistant_id, history)}))
+}
+
+/// The states after which a task takes no more messages.
+const TERMINAL_STATES: [&str; 4] =
+    ["TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"];
+
+/// The `Command` a message to an existing task runs with: the message's own `command` (LangGraph's
+/// extension), else, while the thread waits at an interrupt, a resume with the value of its data part's
+/// `resume` field or with its text (which then is no input).
+fn resume_command(
+    message: &Map<String, Value>,
+    parts: &[Value],
+    interrupted: bool,
+    input: &mut Map<String, Value>,
+) -> Result<Option<Value>, Value> {
+    match message.get("command") {
+        None | Some(Value::Null) => {}
+        Some(command @ Value::Object(_)) => return Ok(Some(command.clone())),
+        Some(_) => return Err(invalid("command must be an object")),
+    }
+    let resumes: Vec<&Value> = parts.iter().filter_map(|p| p.get("data")?.get("resume")).collect();
+    if resumes.len() > 1 {
+        return Err(invalid("Only one resume value is allowed in data parts"));
+    }
+    if let Some(resume) = resumes.first() {
+        if !interrupted {
+            return Err(invalid("Task is not awaiting input"));
+        }
+        input.remove("resume");
+        return Ok(Some(json!({"resume": resume})));
+    }
+    let texts: Vec<&str> = parts.iter().filter_map(|p| p.get("text")?.as_str()).collect();
+    if texts.is_empty() || !interrupted {
+        return Ok(None);
+    }
+    input.remove("messages");
+    Ok(Some(json!({"resume": texts.join("\n")})))
+}
+
+/// A task found: its thread, its run and the state they give it.
+struct Found {
+    /// The thread (the task's context).
+    context_id: String,
+    /// The task's run.
+    run: Value,
+    /// Whether the thread waits at an interrupt.
+    interrupted: bool,
+    /// The task's state.
+    state: &'static str,
+}
+
+/// The task `task_id` of this assistant (`{context_id}:{run_id}`, or a run id in `context_id`); none when
+/// there is no such run of the assistant.
+async fn resolve(
+    app: &Arc<App>,
+    caller: &Caller,
+    task_id: &str,
+    context_id: Option<&str>,
+    assistant_id: &str,
+) -> Result<Option<Found>, Value> {
+    let (parsed, run_id) = task_id.split_once(':').unwrap_or(("", task_id));
+    if !parsed.is_empty() && context_id.is_some_and(|c| c != parsed) {
+        return Ok(None);
+    }
+    let context_id = context_id.unwrap_or(parsed).to_owned();
+    if context_id.is_empty() {
+        return Ok(None);
+    }
+    let path = Path((context_id.clone(), run_id.to_owned()));
+    let run = match loopback::read(runs::get(State(Arc::clone(app)), caller.clone(), path).await).await {
+        Ok(answer) => answer.body,
+        Err(e) if e.status.is_server_error() => {
+            return Err(jsonrpc::error(INTERNAL_ERROR, "Internal server error"));
+        }
+        Err(_) => return Ok(None),
+    };
+    if run.get("assistant_id").and_then(Value::as_str) != Some(assistant_id) {
+        return Ok(None);
+    }
+    let answered = threads::get(State(Arc::clone(app)), caller.clone(), Path(context_id.clone())).await;
+    let thread = loopback::read(answered).await.map(|a| a.body).unwrap_or_default();
+    let interrupted = thread.get("status").and_then(Value::as_str) == Some("interrupted");
+    let state = state_of(run.get("status").and_then(Value::as_str).unwrap_or("unknown"), interrupted);
+    Ok(Some(Found { context_id, run, interrupted, state }))
 }
 
 /// A LangChain message's A2A role: `ROLE_USER` for a human's, `ROLE_AGENT` for an AI's, none for the
@@ -581,35 +679,19 @@ async fn get_task(
     else {
         return Err(invalid("Task id and contextId must be strings"));
     };
-    let (context_id, run_id) = match task_id.split_once(':') {
-        Some((c, r)) => (c.to_owned(), r.to_owned()),
-        None => (context.unwrap_or_default().to_owned(), task_id.clone()),
-    };
-    let not_found = || {
+    let Some(found) = resolve(app, caller, task_id, context, assistant_id).await? else {
         let location = context.map(|c| format!(" in context '{c}'")).unwrap_or_default();
-        jsonrpc::error(TASK_NOT_FOUND, format!("Task not found: {task_id}{location}"))
+        return Err(jsonrpc::error(TASK_NOT_FOUND, format!("Task not found: {task_id}{location}")));
     };
     let length = history_length(params.get("historyLength"))?;
-    let path = Path((context_id.clone(), run_id));
-    let run = match loopback::read(runs::get(State(Arc::clone(app)), caller.clone(), path).await).await {
-        Ok(answer) => answer.body,
-        Err(e) if e.status.is_server_error() => {
-            return Err(jsonrpc::error(INTERNAL_ERROR, "Internal server error"));
-        }
-        Err(_) => return Err(not_found()),
-    };
-    if run.get("assistant_id").and_then(Value::as_str) != Some(assistant_id) {
-        return Err(not_found());
-    }
-    let answered = threads::get(State(Arc::clone(app)), caller.clone(), Path(context_id.clone())).await;
-    let thread = loopback::read(answered).await.map(|a| a.body).unwrap_or_default();
+    let Found { context_id, run, state, .. } = found;
     let status = run.get("status").and_then(Value::as_str).unwrap_or("unknown");
-    let interrupted = thread.get("status").and_then(Value::as_str) == Some("interrupted");
-    let state = state_of(status, interrupted);
     let timestamp =
         run.get("updated_at").or_else(|| run.get("created_at")).cloned().unwrap_or_else(|| json!(now()));
     let mut task = json!({"kind": "task", "id": task_id, "contextId": context_id, "status": {"state": state, "timestamp": timestamp}});
     if length != Some(0) {
+        let answered = threads::get(State(Arc::clone(app)), caller.clone(), Path(context_id.clone())).await;
+        let thread = loopback::read(answered).await.map(|a| a.body).unwrap_or_default();
         let messages =
             thread.pointer("/values/messages").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
         task["history"] = json!(history(messages, task_id, &context_id, length));
