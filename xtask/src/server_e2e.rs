@@ -1,8 +1,8 @@
 //! `cargo xtask server-e2e [TEST...]`: the end-to-end suite of `tests/server_e2e/`. Builds the weft half
 //! (`weft-server-e2e`, the suite's graphs served by weft-server), makes the pinned Python environment
-//! (`langgraph-sdk`, and `langgraph-cli[inmem]` for the reference server) under `target/server-e2e/venv`,
-//! and runs `python/run.py`: every test with the official SDK against weft and against `langgraph dev`,
-//! side by side. The suite's JS SDK check (`tests/server_e2e/js`, node with a pinned
+//! (`langgraph-sdk`, the official MCP and A2A clients, and `langgraph-cli[inmem]` for the reference server)
+//! under `target/server-e2e/venv`, and runs `python/run.py`: every test with the official SDK against weft
+//! and against `langgraph dev`, side by side. The suite's JS SDK check (`tests/server_e2e/js`, node with a pinned
 //! `@langchain/langgraph-sdk`) is installed into `target/server-e2e/js` and runs as one of its tests.
 //!
 //! `cargo xtask server-e2e --instances N [TEST...]` (N > 1) runs the weft half as N instances of one
@@ -49,9 +49,9 @@ pub(crate) fn python_env() -> Result<PathBuf, String> {
     pyenv::ensure(&pyenv::Venv {
         dir: target.join("server-e2e").join("venv"),
         install: &["-r", &requirements],
-        probe: "import langgraph_sdk, langgraph_api, langgraph_runtime_inmem",
+        probe: "import langgraph_sdk, langgraph_api, langgraph_runtime_inmem, mcp, a2a",
         stamp: Some(stamp),
-        what: "langgraph-sdk and langgraph-cli[inmem]",
+        what: "langgraph-sdk, mcp, a2a-sdk and langgraph-cli[inmem]",
     })
 }
 

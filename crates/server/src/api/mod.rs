@@ -1,12 +1,17 @@
 //! The HTTP routes, LangGraph's paths and methods.
 
+mod a2a;
 mod assistants;
 pub(crate) mod body;
 mod cors;
 mod crons;
 pub(crate) mod guard;
+mod jsonrpc;
+mod loopback;
+mod mcp;
 mod metrics;
 mod openapi;
+mod pyrepr;
 pub(crate) mod reply;
 pub(crate) mod requests;
 mod runs;
@@ -183,6 +188,19 @@ pub(crate) fn routes() -> Vec<Route> {
             .delete("Delete a store item", store::delete),
         Route::new("/store/items/search").post("Search store items", store::search),
         Route::new("/store/namespaces").post("List store namespaces", store::namespaces),
+        // `GET /mcp` (no event stream) and `DELETE /a2a/{assistant_id}` (no session) are the router's 405.
+        Route::new("/mcp")
+            .post("MCP: one JSON-RPC message, each assistant a tool", mcp::post)
+            .delete("MCP: no session to end (404)", mcp::delete),
+        Route::new("/a2a/{assistant_id}")
+            .get("A2A: the assistant's agent card", a2a::card)
+            .post("A2A: one JSON-RPC message to the assistant", a2a::post),
+        Route::new("/a2a/{assistant_id}/.well-known/agent-card.json")
+            .get("A2A: the assistant's agent card", a2a::card),
+        Route::new("/a2a/{assistant_id}/.well-known/agent.json")
+            .get("A2A: the assistant's agent card", a2a::card),
+        Route::new("/.well-known/agent-card.json")
+            .get("A2A: the agent card of `?assistant_id=`", a2a::root_card),
     ]
 }
 
