@@ -26,7 +26,10 @@ fn write_repr(value: &Value, out: &mut String) {
         Value::Null => out.push_str("None"),
         Value::Bool(true) => out.push_str("True"),
         Value::Bool(false) => out.push_str("False"),
-        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::Number(n) => match (n.is_f64(), n.as_f64()) {
+            (true, Some(f)) => out.push_str(&py_float(f)),
+            _ => out.push_str(&n.to_string()),
+        },
         Value::String(s) => write_str(s, out),
         Value::Array(items) => {
             out.push('[');
@@ -53,6 +56,26 @@ fn write_repr(value: &Value, out: &mut String) {
     }
 }
 
+/// A float as Python's `repr` writes it: the shortest digits, `.0` on whole numbers, an exponent past 1e16
+/// or under 1e-4 (with its sign and at least two digits).
+fn py_float(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".to_owned();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf" } else { "-inf" }.to_owned();
+    }
+    let magnitude = f.abs();
+    if magnitude != 0.0 && !(1e-4..1e16).contains(&magnitude) {
+        let text = format!("{f:e}");
+        let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
+        let (sign, digits) = exponent.strip_prefix('-').map_or(("+", exponent), |d| ("-", d));
+        return format!("{mantissa}e{sign}{digits:0>2}");
+    }
+    let text = format!("{f}");
+    if text.contains('.') { text } else { format!("{text}.0") }
+}
+
 fn write_str(s: &str, out: &mut String) {
     let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
     out.push(quote);
@@ -66,7 +89,9 @@ fn write_str(s: &str, out: &mut String) {
                 out.push('\\');
                 out.push(c);
             }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x20 || (0x7f..0xa0).contains(&(c as u32)) => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
             c => out.push(c),
         }
     }
@@ -148,6 +173,16 @@ mod tests {
         assert_eq!(py_repr(&Value::from("it's")), "\"it's\"");
         assert_eq!(py_repr(&Value::from("a'b\"c")), "'a\\'b\"c'");
         assert_eq!(py_repr(&Value::from("tab\tnew\nbell\u{7}")), "'tab\\tnew\\nbell\\x07'");
+        let value = json!({"a": [1, 2.5, true, null], "it's": "say \"hi\"\n", "q": "it's", "n": 1.0});
+        assert_eq!(
+            py_repr(&value),
+            r#"{'a': [1, 2.5, True, None], "it's": 'say "hi"\n', 'q': "it's", 'n': 1.0}"#
+        );
+        assert_eq!(py_repr(&json!(1e20)), "1e+20");
+        assert_eq!(py_repr(&json!(1.5e-7)), "1.5e-07");
+        assert_eq!(py_repr(&json!(-0.0001)), "-0.0001");
+        assert_eq!(py_repr(&json!("a\\b\u{1}\u{85}")), r"'a\\b\x01\x85'");
+        assert_eq!(py_repr(&json!({})), "{}");
     }
 
     #[test]

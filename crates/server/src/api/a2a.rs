@@ -555,7 +555,7 @@ fn content_parts(content: Option<&Value>) -> Vec<Value> {
                 .collect();
             if text.is_empty() { Vec::new() } else { vec![json!({"kind": "text", "text": text})] }
         }
-        Some(other) => vec![json!({"kind": "text", "text": super::pyrepr::repr(other)})],
+        Some(other) => vec![json!({"kind": "text", "text": weft_runnable_core::py::py_repr(other)})],
     }
 }
 
@@ -592,7 +592,7 @@ fn history(messages: &[Value], task_id: &str, context_id: &str, length: Option<u
 /// The agent's reply in a run's result: the last AI message with content after the last human one.
 fn reply_parts(result: &Value) -> Vec<Value> {
     let Some(messages) = result.get("messages").and_then(Value::as_array).filter(|m| !m.is_empty()) else {
-        return vec![json!({"kind": "text", "text": super::pyrepr::repr(result)})];
+        return vec![json!({"kind": "text", "text": weft_runnable_core::py::py_repr(result)})];
     };
     let roles: Vec<Option<&str>> = messages.iter().map(|m| m.as_object().and_then(role_of)).collect();
     let turn_start = roles.iter().rposition(|r| *r == Some("ROLE_USER")).map_or(0, |i| i + 1);

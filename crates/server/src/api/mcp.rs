@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use super::guard::Caller;
 use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Outcome};
 use super::reply::empty;
-use super::{assistants, loopback, pyrepr, runs};
+use super::{assistants, loopback, runs};
 use crate::app::App;
 use crate::error::ApiError;
 
@@ -323,7 +323,7 @@ async fn tools_call(app: &Arc<App>, caller: &Caller, params: &Map<String, Value>
             .map_or_else(String::new, |e| e.as_str().map_or_else(|| e.to_string(), str::to_owned));
         return Ok(json!({"isError": true, "content": [{"type": "text", "text": text}]}));
     }
-    Ok(json!({"content": [{"type": "text", "text": pyrepr::repr(&value)}]}))
+    Ok(json!({"content": [{"type": "text", "text": weft_runnable_core::py::py_repr(&value)}]}))
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@ mod loopback;
 mod mcp;
 mod metrics;
 mod openapi;
-mod pyrepr;
 pub(crate) mod reply;
 pub(crate) mod requests;
 mod runs;
