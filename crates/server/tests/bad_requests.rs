@@ -193,14 +193,7 @@ async fn threads_are_found_by_their_values() {
     .await;
     let found = post(server.addr, "/threads/search", json!({"values": {"items": ["needle"]}})).await;
     assert_eq!(found.header("x-pagination-total"), Some("1"));
-    let ids: Vec<String> = found
-        .json()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["thread_id"].as_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(ids, [tid], "not {other}, which has no values");
+    assert_eq!(found.thread_ids(), [tid], "not {other}, which has no values");
 }
 
 #[tokio::test]

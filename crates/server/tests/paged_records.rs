@@ -40,13 +40,7 @@ async fn populate(addr: SocketAddr) {
 async fn search(addr: SocketAddr, body: Value) -> (Vec<String>, Option<String>, Option<String>) {
     let reply = post(addr, "/threads/search", body.clone()).await;
     assert_eq!(reply.status, 200, "{body}: {}", reply.body);
-    let ids = reply
-        .json()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["thread_id"].as_str().unwrap().to_owned())
-        .collect();
+    let ids = reply.thread_ids();
     (
         ids,
         reply.header("x-pagination-total").map(str::to_owned),

@@ -60,14 +60,14 @@ async fn every_minute(app: &Arc<App>, thread_id: Option<&str>, now: SystemTime) 
         updated_at: iso(now),
     };
     cron.next_run_date = next_run_date(&cron, now);
-    app.records
-        .lock(crate::storage::Key::All)
-        .await
-        .unwrap()
-        .commit(vec![Change::Cron(Box::new(cron.clone()))])
-        .await
-        .unwrap();
+    save(app, &cron).await;
     cron
+}
+
+/// Stores `cron` as the routes do.
+async fn save(app: &App, cron: &Cron) {
+    let mut records = app.records.lock(crate::storage::Key::Cron(&cron.cron_id)).await.unwrap();
+    records.commit(vec![Change::Cron(Box::new(cron.clone()))]).await.unwrap();
 }
 
 fn minute() -> SystemTime {
@@ -181,13 +181,7 @@ async fn a_context_and_the_cron_id_go_together() {
     let app = app_at(None).await;
     let mut cron = every_minute(&app, None, minute()).await;
     cron.payload.insert("context".into(), json!({"user": "u1"}));
-    app.records
-        .lock(crate::storage::Key::All)
-        .await
-        .unwrap()
-        .commit(vec![Change::Cron(Box::new(cron.clone()))])
-        .await
-        .unwrap();
+    save(&app, &cron).await;
     assert_eq!(fire_due(&app, minute() + Duration::from_secs(60)).await.len(), 1);
     let run = runs_of(&app, &cron.cron_id).await.remove(0).run;
     assert_eq!(run.kwargs.context, json!({"user": "u1"}));

@@ -47,6 +47,12 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// The `thread_id`s of a list of threads, in order.
+    pub fn thread_ids(&self) -> Vec<String> {
+        let list = self.json();
+        list.as_array().unwrap().iter().map(|t| t["thread_id"].as_str().unwrap().to_owned()).collect()
+    }
+
     pub fn json(&self) -> Value {
         serde_json::from_str(self.body.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.body))
     }
