@@ -529,7 +529,8 @@ impl ServerBuilder {
         #[cfg(feature = "scale")]
         let (checkpointer, store, records, writer, scale) = match &scale_config {
             Some(config) => {
-                let (checkpointer, store, records, scale) = open_scaled(config, self.record_cache, &store_ttl).await?;
+                let (checkpointer, store, records, scale) =
+                    open_scaled(config, self.record_cache, &store_ttl).await?;
                 (checkpointer, store, records, None, Some(scale))
             }
             None => {
@@ -539,7 +540,8 @@ impl ServerBuilder {
             }
         };
         #[cfg(not(feature = "scale"))]
-        let (checkpointer, store, records, writer) = open_sqlite(&self.database, self.record_cache, &store_ttl).await?;
+        let (checkpointer, store, records, writer) =
+            open_sqlite(&self.database, self.record_cache, &store_ttl).await?;
         let records = RecordsLock::new(records);
         let mut held = records.lock(Key::All).await?;
         let mut registered = Vec::with_capacity(self.graphs.len());

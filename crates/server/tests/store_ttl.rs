@@ -115,6 +115,8 @@ async fn bad_ttl_and_refresh_ttl_are_refused() {
         assert_eq!(r.status, 422, "refresh_ttl {refresh}: {}", r.body);
         assert!(r.detail().contains("is not of type"), "{}", r.detail());
     }
-    let r = common::post(addr, "/store/items/search", json!({"namespace_prefix": ["n"], "refresh_ttl": null})).await;
+    let r =
+        common::post(addr, "/store/items/search", json!({"namespace_prefix": ["n"], "refresh_ttl": null}))
+            .await;
     assert_eq!(r.status, 200, "{}", r.body);
 }

@@ -102,11 +102,9 @@ pub trait Store: Debug + Send + Sync {
     async fn list_namespaces(&self, options: ListNamespacesOptions) -> Result<Vec<Vec<String>>, StoreError>;
 
     /// Deletes the items whose TTL ran out; returns how many it removed. Expired items are invisible to
-    /// reads at once whether or not a sweep ran; a sweep only reclaims their space. The default removes
-    /// nothing: every store here overrides it, and the conformance suite fails a store that keeps it.
-    async fn sweep_ttl(&self) -> Result<u64, StoreError> {
-        Ok(0)
-    }
+    /// reads at once whether or not a sweep ran; a sweep only reclaims their space. A store that wraps
+    /// another forwards it.
+    async fn sweep_ttl(&self) -> Result<u64, StoreError>;
 
     /// The item at `namespace` and `key`, refreshing its TTL as the store is configured to.
     async fn get(&self, namespace: &[String], key: &str) -> Result<Option<Item>, StoreError> {

@@ -76,7 +76,10 @@ pub(crate) async fn put(State(app): AppState, caller: Caller, body: Body) -> Api
     let (namespace, _) = authorize(&app, &caller, Action::Put, Some(body.namespace), value).await?;
     let namespace = namespace.unwrap_or_default();
     let options = PutOptions { ttl, ..PutOptions::default() };
-    app.store.put_with(&namespace, &body.key, Value::Object(body.value), options).await.map_err(store_error)?;
+    app.store
+        .put_with(&namespace, &body.key, Value::Object(body.value), options)
+        .await
+        .map_err(store_error)?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
