@@ -42,6 +42,7 @@ enum Fault {
     IgnoreOffset,
     OldestFirst,
     NoDepthCut,
+    NoSweep,
 }
 
 #[async_trait]
@@ -93,6 +94,10 @@ impl Store for Faulty {
         }
         self.inner.list_namespaces(options).await
     }
+
+    async fn sweep_ttl(&self) -> Result<u64, StoreError> {
+        if self.fault == Fault::NoSweep { Ok(0) } else { self.inner.sweep_ttl().await }
+    }
 }
 
 async fn failures_with(fault: Fault) -> Vec<String> {
@@ -106,6 +111,13 @@ async fn failures_with(fault: Fault) -> Vec<String> {
 async fn default_get_and_put_pass_the_suite_through_a_wrapper() {
     let failures = failures_with(Fault::None).await;
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn suite_catches_a_store_that_does_not_sweep() {
+    let failures = failures_with(Fault::NoSweep).await;
+    assert_eq!(failures.len(), 1, "{failures:#?}");
+    assert!(failures[0].starts_with("sweep_ttl_deletes_expired_items:"), "{failures:#?}");
 }
 
 #[tokio::test(start_paused = true)]

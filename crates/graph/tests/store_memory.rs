@@ -57,6 +57,35 @@ async fn sweep_expired_drops_expired_items() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_ttl_sweeper_sweeps_at_its_interval_until_stopped() {
+    let store = Arc::new(InMemoryStore::new());
+    let short = PutOptions { ttl: Ttl::After(Duration::from_secs(1)), ..PutOptions::default() };
+    store.put_with(&ns(), "a", json!({}), short.clone()).await.unwrap();
+    let sweeper = weft_graph::store::spawn_ttl_sweeper(store.clone(), Duration::from_secs(5));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Expired, not yet swept: the first sweep is due at 5 s.
+    assert_eq!(store.sweep_ttl().await.unwrap(), 1);
+    store.put_with(&ns(), "b", json!({}), short.clone()).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(store.sweep_ttl().await.unwrap(), 0, "the sweeper took it at 5 s");
+    sweeper.stop();
+    store.put_with(&ns(), "c", json!({}), short).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert_eq!(store.sweep_ttl().await.unwrap(), 1, "a stopped sweeper sweeps no more");
+}
+
+#[test]
+fn ttl_minutes_are_checked() {
+    assert_eq!(Ttl::try_minutes(1.5).unwrap(), Ttl::After(Duration::from_secs(90)));
+    assert_eq!(Ttl::try_minutes(0.0).unwrap(), Ttl::After(Duration::ZERO));
+    for bad in [-1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, f64::MAX] {
+        let err = Ttl::try_minutes(bad).unwrap_err();
+        assert!(matches!(err, StoreError::InvalidTtl(_)), "{bad}: {err}");
+    }
+    assert_eq!(Ttl::minutes(-1.0), Ttl::After(Duration::ZERO));
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_expired_item_put_again_gets_a_new_created_at() {
     let store = InMemoryStore::new();
     let short = PutOptions { ttl: Ttl::After(Duration::from_secs(1)), ..PutOptions::default() };

@@ -70,7 +70,8 @@ store_cases! {
         concurrent_puts_all_land, search_by_namespace_prefix, search_orders_by_last_update,
         search_limit_and_offset, filter_by_equality, filter_by_operators, unknown_filter_operator_is_rejected,
         query_without_index_is_ignored, list_namespaces_by_prefix_and_suffix, list_namespaces_depth_and_paging,
-        emptied_namespaces_are_not_listed, ttl_expires_items_and_reads_refresh_them
+        emptied_namespaces_are_not_listed, ttl_expires_items_and_reads_refresh_them,
+        sweep_ttl_deletes_expired_items
     ]
     [vector_search_ranks_by_similarity, vector_index_field_choices]
 }

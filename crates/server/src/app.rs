@@ -62,6 +62,8 @@ pub(crate) struct App {
     pub(crate) drain: weft_graph::RunControl,
     /// Thread TTLs: the default of new threads and the sweeper's settings.
     pub(crate) thread_ttl: crate::retention::ThreadTtlConfig,
+    /// Store TTLs: the store is built with them; the server sweeps the store at their interval.
+    pub(crate) store_ttl: crate::store_ttl::StoreTtlConfig,
     /// A SQLite file's lock, held while the server lives: one process per file.
     pub(crate) _writer: Option<crate::storage::WriterLock>,
     /// Scaled out: the run queue in PostgreSQL and this instance's worker, Redis.

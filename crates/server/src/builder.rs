@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
-use weft_graph::store::Store;
+use weft_graph::store::{Store, TtlConfig};
 use weft_graph::{Checkpointer, InMemorySaver, InMemoryStore};
 use weft_integrations::sqlite::{SqliteSaver, SqliteStore};
 use weft_runnable_core::retry::Backoff;
@@ -96,6 +96,7 @@ pub struct ServerBuilder {
     allow_unauthenticated: bool,
     webhooks: WebhookConfig,
     thread_ttl: crate::retention::ThreadTtlConfig,
+    store_ttl: crate::store_ttl::StoreTtlConfig,
     record_cache: usize,
     #[cfg(feature = "scale")]
     scale: ScaleSettings,
@@ -187,6 +188,7 @@ impl Default for ServerBuilder {
             allow_unauthenticated: false,
             webhooks: WebhookConfig::default(),
             thread_ttl: crate::retention::ThreadTtlConfig::default(),
+            store_ttl: crate::store_ttl::StoreTtlConfig::default(),
             record_cache: crate::storage::DEFAULT_CACHE,
             #[cfg(feature = "scale")]
             scale: ScaleSettings::default(),
@@ -411,6 +413,15 @@ impl ServerBuilder {
         self
     }
 
+    /// Store TTLs, as `store.ttl` of LangGraph's `langgraph.json` sets them (read one with
+    /// [`crate::StoreTtlConfig::from_langgraph_json`]): the TTL of items put without one, whether reads
+    /// restart an item's TTL, and how often expired items are deleted. Without it, only items put with a
+    /// `ttl` expire, reads refresh them, and the sweep runs every 5 minutes.
+    pub fn store_ttl(mut self, config: crate::store_ttl::StoreTtlConfig) -> Self {
+        self.store_ttl = config;
+        self
+    }
+
     /// Scales out (feature `scale`): keeps threads, runs, assistants, crons, checkpoints and the store in
     /// the PostgreSQL database at `uri` (LangGraph's `DATABASE_URI`) instead of SQLite, shared with every
     /// other instance given the same database; needs [`ServerBuilder::redis`] too. Tables are made at
@@ -511,23 +522,26 @@ impl ServerBuilder {
                 return Err(ServerError::DuplicateGraph(id.clone()));
             }
         }
+        let store_ttl = self.store_ttl.store_config();
         #[cfg(feature = "scale")]
         let scale_config =
             self.scale.config()?.map(|c| crate::scale::ScaleConfig { watchdog: self.run_watchdog, ..c });
         #[cfg(feature = "scale")]
         let (checkpointer, store, records, writer, scale) = match &scale_config {
             Some(config) => {
-                let (checkpointer, store, records, scale) = open_scaled(config, self.record_cache).await?;
+                let (checkpointer, store, records, scale) =
+                    open_scaled(config, self.record_cache, &store_ttl).await?;
                 (checkpointer, store, records, None, Some(scale))
             }
             None => {
                 let (checkpointer, store, records, writer) =
-                    open_sqlite(&self.database, self.record_cache).await?;
+                    open_sqlite(&self.database, self.record_cache, &store_ttl).await?;
                 (checkpointer, store, records, writer, None)
             }
         };
         #[cfg(not(feature = "scale"))]
-        let (checkpointer, store, records, writer) = open_sqlite(&self.database, self.record_cache).await?;
+        let (checkpointer, store, records, writer) =
+            open_sqlite(&self.database, self.record_cache, &store_ttl).await?;
         let records = RecordsLock::new(records);
         let mut held = records.lock(Key::All).await?;
         let mut registered = Vec::with_capacity(self.graphs.len());
@@ -591,6 +605,7 @@ impl ServerBuilder {
             metrics: crate::metrics::RunMetrics::default(),
             drain: weft_graph::RunControl::new(),
             thread_ttl: self.thread_ttl,
+            store_ttl: self.store_ttl,
             _writer: writer,
             #[cfg(feature = "scale")]
             scale: scale.clone(),
@@ -615,7 +630,7 @@ type Embedded = (Arc<dyn Checkpointer>, Arc<dyn Store>, Records, Option<WriterLo
 
 /// The embedded database: checkpointer, store and records in one SQLite file (or a SQLite database in
 /// memory), or, in the in-memory mode, no database. A file is locked first: one process per file.
-async fn open_sqlite(database: &Database, cache: usize) -> Result<Embedded, ServerError> {
+async fn open_sqlite(database: &Database, cache: usize, ttl: &TtlConfig) -> Result<Embedded, ServerError> {
     let (saver, writer) = match database {
         Database::File(path) => {
             let writer = WriterLock::acquire(path)?;
@@ -624,12 +639,12 @@ async fn open_sqlite(database: &Database, cache: usize) -> Result<Embedded, Serv
         Database::SqliteMemory => (SqliteSaver::in_memory().await, None),
         Database::Memory => {
             let checkpointer: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
-            let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
+            let store: Arc<dyn Store> = Arc::new(InMemoryStore::new().with_ttl(*ttl));
             return Ok((checkpointer, store, Records::memory(), None));
         }
     };
     let saver = saver?;
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::from_pool(saver.pool().clone()).await?);
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::from_pool(saver.pool().clone()).await?.with_ttl(*ttl));
     let saver = Arc::new(saver);
     let checkpointer: Arc<dyn Checkpointer> = Arc::clone(&saver) as Arc<dyn Checkpointer>;
     // The records go through the saver's queue: a run's record changes and the checkpoints saved at the
@@ -643,6 +658,7 @@ async fn open_sqlite(database: &Database, cache: usize) -> Result<Embedded, Serv
 async fn open_scaled(
     config: &crate::scale::ScaleConfig,
     cache: usize,
+    ttl: &TtlConfig,
 ) -> Result<(Arc<dyn Checkpointer>, Arc<dyn Store>, Records, Arc<crate::scale::Scale>), ServerError> {
     use weft_integrations::postgres::{PostgresOptions, PostgresSaver, PostgresStore};
     let options = PostgresOptions {
@@ -651,7 +667,7 @@ async fn open_scaled(
         ..PostgresOptions::default()
     };
     let saver = PostgresSaver::connect_with(&config.database_uri, options.clone()).await?;
-    let store = PostgresStore::from_pool(saver.pool().clone(), options).await?;
+    let store = PostgresStore::from_pool(saver.pool().clone(), options).await?.with_ttl(*ttl);
     let (db, bus) = crate::scale::connect(config).await?;
     let records = Records::open_postgres(db.clone(), cache).await?;
     let scale = Arc::new(crate::scale::Scale::new(config, db, bus));
@@ -710,6 +726,11 @@ impl Server {
         let scheduler = AbortOnDrop(tokio::spawn(crate::crons::run_scheduler(Arc::clone(&self.app))));
         // Expired threads are swept while the server serves.
         let sweeper = AbortOnDrop(tokio::spawn(crate::retention::run_sweeper(Arc::clone(&self.app))));
+        // And expired store items.
+        let store_sweeper = weft_graph::store::spawn_ttl_sweeper(
+            Arc::clone(&self.app.store),
+            self.app.store_ttl.sweep_interval,
+        );
         let drained = async {
             stopping.notified().await;
             drain(&self.app).await
@@ -739,6 +760,7 @@ impl Server {
         };
         drop(scheduler);
         drop(sweeper);
+        store_sweeper.stop();
         result
     }
 }

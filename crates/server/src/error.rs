@@ -73,6 +73,9 @@ pub enum ServerError {
     /// The thread TTL settings (`checkpointer.ttl` of `langgraph.json`) are not valid: what is wrong.
     #[error("invalid thread TTL settings: {0}")]
     TtlConfig(String),
+    /// The store TTL settings (`store.ttl` of `langgraph.json`) are not valid: what is wrong.
+    #[error("invalid store TTL settings: {0}")]
+    StoreTtlConfig(String),
 
     /// Both a custom [`crate::Auth`] and static credentials were given.
 

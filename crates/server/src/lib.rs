@@ -47,6 +47,7 @@ mod runs;
 #[cfg(feature = "scale")]
 mod scale;
 mod storage;
+mod store_ttl;
 mod studio;
 mod webhook;
 
@@ -60,3 +61,4 @@ pub use builder::{DEFAULT_RUN_WATCHDOG, Server, ServerBuilder};
 pub use error::{ServerError, StorageError};
 pub use graphs::{ServerGraph, default_assistant_id};
 pub use retention::{ThreadTtlConfig, TtlStrategy};
+pub use store_ttl::StoreTtlConfig;

@@ -23,6 +23,9 @@ pub enum StoreError {
         /// What is wrong.
         reason: String,
     },
+    /// A TTL that is negative, NaN or infinite (minutes, as given).
+    #[error("invalid ttl {0}: a TTL must be a finite number of minutes, zero or more")]
+    InvalidTtl(f64),
     /// A search filter with an unknown operator.
     #[error("invalid filter: {0}")]
     InvalidFilter(String),

@@ -219,6 +219,10 @@ impl Store for InMemoryStore {
         Ok(out)
     }
 
+    async fn sweep_ttl(&self) -> Result<u64, StoreError> {
+        Ok(u64::try_from(self.sweep_expired()?).unwrap_or(u64::MAX))
+    }
+
     async fn list_namespaces(&self, options: ListNamespacesOptions) -> Result<Vec<Vec<String>>, StoreError> {
         let mut data = self.lock()?;
         data.purge(Instant::now());

@@ -22,6 +22,7 @@ mod namespace;
 mod options;
 mod path;
 mod put;
+mod sweeper;
 pub(crate) mod time;
 
 pub use error::StoreError;
@@ -32,6 +33,7 @@ pub use namespace::{namespace, validate_namespace};
 pub use options::{IndexFields, ListNamespacesOptions, PutOptions, SearchOptions, Ttl};
 pub use path::texts_at_path;
 pub use put::{PreparedPut, prepare_put, resolve_ttl};
+pub use sweeper::{TtlSweeper, spawn_ttl_sweeper};
 
 /// A stored item.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,6 +100,11 @@ pub trait Store: Debug + Send + Sync {
     /// The namespaces that hold items, sorted, filtered by prefix and suffix (`"*"` matches any one
     /// label), cut to `max_depth` labels (and deduplicated), then `offset` and `limit`.
     async fn list_namespaces(&self, options: ListNamespacesOptions) -> Result<Vec<Vec<String>>, StoreError>;
+
+    /// Deletes the items whose TTL ran out; returns how many it removed. Expired items are invisible to
+    /// reads at once whether or not a sweep ran; a sweep only reclaims their space. A store that wraps
+    /// another forwards it.
+    async fn sweep_ttl(&self) -> Result<u64, StoreError>;
 
     /// The item at `namespace` and `key`, refreshing its TTL as the store is configured to.
     async fn get(&self, namespace: &[String], key: &str) -> Result<Option<Item>, StoreError> {

@@ -29,9 +29,21 @@ pub enum Ttl {
 }
 
 impl Ttl {
-    /// A TTL in minutes, LangGraph's unit (negative or non-finite values mean zero).
+    /// A TTL in minutes, LangGraph's unit (negative or non-finite values mean zero; [`Ttl::try_minutes`]
+    /// refuses them instead).
     pub fn minutes(minutes: f64) -> Self {
-        Self::After(Duration::try_from_secs_f64(minutes * 60.0).unwrap_or(Duration::ZERO))
+        Self::try_minutes(minutes).unwrap_or(Self::After(Duration::ZERO))
+    }
+
+    /// A TTL in minutes, or [`StoreError::InvalidTtl`](super::StoreError::InvalidTtl) when `minutes` is
+    /// negative, NaN, infinite or too large for a [`Duration`].
+    pub fn try_minutes(minutes: f64) -> Result<Self, super::StoreError> {
+        if !minutes.is_finite() || minutes < 0.0 {
+            return Err(super::StoreError::InvalidTtl(minutes));
+        }
+        Duration::try_from_secs_f64(minutes * 60.0)
+            .map(Self::After)
+            .map_err(|_| super::StoreError::InvalidTtl(minutes))
     }
 }
 

@@ -306,6 +306,10 @@ impl Store for PostgresStore {
         Ok(hits)
     }
 
+    async fn sweep_ttl(&self) -> Result<u64, StoreError> {
+        self.sweep_expired().await
+    }
+
     async fn list_namespaces(&self, options: ListNamespacesOptions) -> Result<Vec<Vec<String>>, StoreError> {
         let head = store_rows::literal_head(options.prefix.as_deref());
         if unstorable(&head) {

@@ -11,7 +11,7 @@
 //! | `P:store:item:N:K`    | hash   | `format`, `value`, `created_at`, `updated_at` (ns since 1970), `seq`, `ttl` (ms), `vectors` |
 //!
 //! An item's TTL is the TTL of its hash, so Redis expires it; the namespace and key sets are cleaned of
-//! expired items when a search or a namespace listing walks them.
+//! expired items when a search, a namespace listing or `sweep_ttl` walks them.
 
 use std::fmt;
 use std::time::{Duration, SystemTime};
@@ -204,6 +204,12 @@ impl Store for RedisStore {
 
     async fn list_namespaces(&self, options: ListNamespacesOptions) -> Result<Vec<Vec<String>>, StoreError> {
         self.namespaces(options).await
+    }
+
+    /// Redis deletes expired items itself (their hashes carry the TTL); the sweep clears them from the
+    /// key and namespace sets and counts them.
+    async fn sweep_ttl(&self) -> Result<u64, StoreError> {
+        self.sweep_index().await
     }
 }
 

@@ -44,6 +44,26 @@ end
 return live
 ";
 
+/// Clears a namespace's key set of the keys whose item hash Redis expired, and the namespace set of the
+/// namespace when none is left; returns how many keys it cleared. KEYS: key set, namespace set. ARGV:
+/// item key head, namespace JSON.
+const SWEEP: &str = r"
+local function esc(s)
+  return (string.gsub(s, '[%%:]', {['%'] = '%25', [':'] = '%3A'}))
+end
+local gone = 0
+for _, k in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if redis.call('EXISTS', ARGV[1] .. esc(k)) == 0 then
+    redis.call('SREM', KEYS[1], k)
+    gone = gone + 1
+  end
+end
+if redis.call('SCARD', KEYS[1]) == 0 then
+  redis.call('SREM', KEYS[2], ARGV[2])
+end
+return gone
+";
+
 /// One live item as read.
 struct Found {
     item: SearchItem,
@@ -147,6 +167,18 @@ impl RedisStore {
         found.sort();
         found.dedup();
         Ok(found.into_iter().skip(options.offset).take(options.limit).collect())
+    }
+
+    /// Clears the key and namespace sets of every item Redis expired; returns how many.
+    pub(crate) async fn sweep_index(&self) -> Result<u64, StoreError> {
+        let namespaces = self.all_namespaces().await?;
+        let mut pipe = redis::pipe();
+        for ns in &namespaces {
+            pipe.cmd("EVAL").arg(SWEEP).arg(2).arg(self.keys_key(ns)).arg(self.namespaces_key());
+            pipe.arg(self.item_head(ns)).arg(to_json(ns)?);
+        }
+        let cleared: Vec<u64> = self.query(&pipe, "store sweep").await?;
+        Ok(cleared.iter().sum())
     }
 
     /// Every namespace in the namespace set.

@@ -295,6 +295,10 @@ impl Store for SqliteStore {
         Ok(hits)
     }
 
+    async fn sweep_ttl(&self) -> Result<u64, StoreError> {
+        self.sweep_expired().await
+    }
+
     async fn list_namespaces(&self, options: ListNamespacesOptions) -> Result<Vec<Vec<String>>, StoreError> {
         let head = store_rows::literal_head(options.prefix.as_deref());
         if has_dotted_label(&head) {

@@ -143,6 +143,10 @@ impl Store for TestStore {
         self.store.delete(namespace, key).await
     }
 
+    async fn sweep_ttl(&self) -> Result<u64, StoreError> {
+        self.store.sweep_ttl().await
+    }
+
     async fn search(
         &self,
         namespace_prefix: &[String],

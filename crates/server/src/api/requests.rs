@@ -480,7 +480,12 @@ pub(crate) struct Latest {
 pub(crate) const STORE_PUT: Schema = Schema {
     path: "schema",
     required: &["namespace", "key", "value"],
-    properties: &[("namespace", ARRAY), ("key", STRING), ("value", OBJECT)],
+    properties: &[
+        ("namespace", ARRAY),
+        ("key", STRING),
+        ("value", OBJECT),
+        ("ttl", Rule::Types(&[Ty::Number, Ty::Null])),
+    ],
 };
 
 /// An item to put.
@@ -490,6 +495,8 @@ pub(crate) struct StorePut {
     pub(crate) namespace: Vec<String>,
     pub(crate) key: String,
     pub(crate) value: Map<String, Value>,
+    /// Minutes the item lives (none: the store's default TTL).
+    pub(crate) ttl: Option<f64>,
 }
 
 /// `DELETE /store/items`.
@@ -514,6 +521,7 @@ pub(crate) const STORE_SEARCH: Schema = Schema {
         ("limit", INTEGER),
         ("offset", INTEGER),
         ("query", Rule::Types(&[Ty::String, Ty::Null])),
+        ("refresh_ttl", Rule::Types(&[Ty::Boolean, Ty::Null])),
     ],
 };
 
@@ -526,6 +534,8 @@ pub(crate) struct StoreSearch {
     pub(crate) limit: Option<i64>,
     pub(crate) offset: Option<i64>,
     pub(crate) query: Option<String>,
+    /// Whether the found items' TTLs restart (none: the store's setting).
+    pub(crate) refresh_ttl: Option<bool>,
 }
 
 /// `POST /store/namespaces`.

@@ -8,7 +8,7 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Value, json};
-use weft_graph::store::{ListNamespacesOptions, SearchOptions, StoreError};
+use weft_graph::store::{ListNamespacesOptions, PutOptions, SearchOptions, StoreError, Ttl};
 
 use super::body::read;
 use super::guard::Caller;
@@ -63,18 +63,33 @@ async fn authorize(
     Ok((namespace, access.filter().cloned()))
 }
 
-/// `PUT /store/items`: `204`.
+/// `PUT /store/items`: `204`. `ttl` (minutes, zero or more; absent or null: the store's default TTL)
+/// sets how long the item lives.
 pub(crate) async fn put(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
     let (body, _) = read::<StorePut>(body, app.limits.body_bytes, &STORE_PUT).await?;
     check_namespace(&body.namespace)?;
-    let value = json!({"key": body.key, "value": body.value});
+    let ttl = match body.ttl {
+        None => Ttl::Default,
+        Some(minutes) => Ttl::try_minutes(minutes).map_err(store_error)?,
+    };
+    let value = json!({"key": body.key, "value": body.value, "ttl": body.ttl});
     let (namespace, _) = authorize(&app, &caller, Action::Put, Some(body.namespace), value).await?;
     let namespace = namespace.unwrap_or_default();
-    app.store.put(&namespace, &body.key, Value::Object(body.value)).await.map_err(store_error)?;
+    let options = PutOptions { ttl, ..PutOptions::default() };
+    app.store
+        .put_with(&namespace, &body.key, Value::Object(body.value), options)
+        .await
+        .map_err(store_error)?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
-/// `GET /store/items?namespace=a.b&key=k`: the item, or `null`.
+/// A `refresh_ttl` query parameter as LangGraph's server reads it: `true`, `1` or `yes` (any case) mean
+/// true, anything else false; absent: the store's setting.
+fn refresh_param(query: &HashMap<String, String>) -> Option<bool> {
+    query.get("refresh_ttl").map(|r| matches!(r.to_ascii_lowercase().as_str(), "true" | "1" | "yes"))
+}
+
+/// `GET /store/items?namespace=a.b&key=k[&refresh_ttl=true]`: the item, or `null`.
 pub(crate) async fn get(
     State(app): AppState,
     caller: Caller,
@@ -90,7 +105,7 @@ pub(crate) async fn get(
     if namespace.is_empty() || namespace.iter().any(String::is_empty) {
         return Err(ApiError::unprocessable("Namespace label '' must be a non-empty string without periods"));
     }
-    let refresh = query.get("refresh_ttl").map(|r| r == "true" || r == "True");
+    let refresh = refresh_param(&query);
     let (namespace, _) =
         authorize(&app, &caller, Action::Get, Some(namespace), json!({"key": key, "refresh_ttl": refresh}))
             .await?;
@@ -109,7 +124,8 @@ pub(crate) async fn delete(State(app): AppState, caller: Caller, body: Body) -> 
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
-/// `POST /store/items/search`: `{"items": [...]}` with each item's `score`.
+/// `POST /store/items/search`: `{"items": [...]}` with each item's `score`; `refresh_ttl` (a boolean or
+/// null) restarts the found items' TTLs.
 pub(crate) async fn search(State(app): AppState, caller: Caller, body: Body) -> ApiResult<Response> {
     let (body, _) = read::<StoreSearch>(body, app.limits.body_bytes, &STORE_SEARCH).await?;
     let value =
@@ -133,7 +149,7 @@ pub(crate) async fn search(State(app): AppState, caller: Caller, body: Body) -> 
         filter,
         limit: usize::try_from(body.limit.unwrap_or(10)).unwrap_or(0),
         offset: usize::try_from(body.offset.unwrap_or(0)).unwrap_or(0),
-        refresh_ttl: None,
+        refresh_ttl: body.refresh_ttl,
     };
     let items = app.store.search(&prefix.unwrap_or_default(), options).await.map_err(store_error)?;
     Ok(ok(&json!({"items": items})))

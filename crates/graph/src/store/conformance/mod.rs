@@ -50,7 +50,7 @@ pub use search::{
     filter_by_equality, filter_by_operators, search_by_namespace_prefix, search_limit_and_offset,
     search_orders_by_last_update, unknown_filter_operator_is_rejected,
 };
-pub use ttl::ttl_expires_items_and_reads_refresh_them;
+pub use ttl::{sweep_ttl_deletes_expired_items, ttl_expires_items_and_reads_refresh_them};
 pub use vector::{vector_index_field_choices, vector_search_ranks_by_similarity};
 
 /// The vector index the indexed cases expect: [`WordEmbeddings`] of 128 dimensions over the `text`
@@ -96,7 +96,8 @@ macro_rules! __weft_store_cases {
                 search_limit_and_offset, filter_by_equality, filter_by_operators,
                 unknown_filter_operator_is_rejected, query_without_index_is_ignored,
                 list_namespaces_by_prefix_and_suffix, list_namespaces_depth_and_paging,
-                emptied_namespaces_are_not_listed, ttl_expires_items_and_reads_refresh_them
+                emptied_namespaces_are_not_listed, ttl_expires_items_and_reads_refresh_them,
+                sweep_ttl_deletes_expired_items
             ]
             [ vector_search_ranks_by_similarity, vector_index_field_choices ]
         }
