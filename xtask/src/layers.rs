@@ -62,13 +62,7 @@ const LAYERS: [(&str, usize); 35] = [
 
 /// Imports that run up a layer today, as `(from, to)` modules: the layering still to be done (issue 40).
 /// Remove an entry when its import is gone; never add one.
-const KNOWN_UPWARD: &[(&str, &str)] = &[
-    // A node's runtime carries the engine's record of a functional-API entrypoint's task calls.
-    ("runtime", "pregel::calls"),
-    // The subgraph state reader (data model: nodes and node options hold it) offers the subgraph as an
-    // `ErasedGraph` of the user API (`SubgraphStateReader::erased`).
-    ("subgraph_reader", "erased"),
-];
+const KNOWN_UPWARD: &[(&str, &str)] = &[];
 
 /// Names of the layers, for messages.
 const NAMES: [&str; 4] = ["data model", "static shape", "engine", "user API"];

@@ -95,7 +95,17 @@ pub(crate) struct RuntimeInner {
     pub(crate) context: Option<Arc<dyn Any + Send + Sync>>,
     pub(crate) store: Option<Arc<dyn crate::store::Store>>,
     /// Where the task calls of a functional-API entrypoint go (`None` in other graphs).
-    pub(crate) calls: Option<Arc<crate::pregel::calls::CallSite>>,
+    pub(crate) calls: Option<Arc<dyn TaskCalls>>,
+}
+
+/// The engine's record of a functional-API entrypoint's task calls, as a runtime carries it: the data
+/// model passes it on; the engine (which implements it) and the functional API read it.
+pub(crate) trait TaskCalls: Any + Send + Sync {
+    /// The input of the run, as JSON (`None` for a task call).
+    fn input(&self) -> Option<Value>;
+
+    /// The same caller starting again (a retried node): its calls are numbered from the first again.
+    fn restart(&self) -> Arc<dyn TaskCalls>;
 }
 
 /// Handed to nodes that ask for it: `|state: S, rt: &Runtime|` (sync) or `|state: S, rt: Runtime|` (async).

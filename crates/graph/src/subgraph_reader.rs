@@ -67,9 +67,15 @@ pub trait SubgraphStateReader: std::marker::Send + Sync {
     /// (`downcast_ref::<CompiledGraph<S>>()`).
     fn as_any(&self) -> &dyn Any;
 
-    /// The subgraph behind the JSON-facing [`ErasedGraph`](crate::erased::ErasedGraph) interface, when it
-    /// is a compiled graph.
-    fn erased(&self) -> Option<Arc<dyn crate::erased::ErasedGraph>> {
+    /// The graph's name, when it has one (a compiled graph's; for debug output).
+    fn graph_name(&self) -> Option<&str> {
+        None
+    }
+
+    /// The graph as an opaque handle for the user API, which knows what it holds: for a compiled graph,
+    /// its JSON-facing form (read it with
+    /// [`ErasedSubgraph::erased`](crate::erased::ErasedSubgraph::erased)). `None` by default.
+    fn erased_handle(&self) -> Option<Box<dyn Any + Send>> {
         None
     }
 }

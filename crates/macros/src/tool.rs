@@ -434,6 +434,13 @@ fn expand_fn(options: &Options, parts: &Parts, func: &ItemFn) -> TokenStream {
                     SCHEMA.get_or_init(#support::args_schema::<#args_struct>)
                 }
 
+                fn args_validator(&self) -> #krate::ArgsValidator {
+                    static VALIDATOR: ::std::sync::OnceLock<#krate::ArgsValidator> = ::std::sync::OnceLock::new();
+                    ::std::clone::Clone::clone(
+                        VALIDATOR.get_or_init(|| #krate::ArgsValidator::new(&#krate::Tool::model_schema(self))),
+                    )
+                }
+
                 fn return_direct(&self) -> bool {
                     #return_direct
                 }

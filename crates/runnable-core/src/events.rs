@@ -320,12 +320,17 @@ impl RunScope {
         ids.extend_from_slice(&config.parent_ids);
         ids.push(run_id);
         child_config.parent_ids = Arc::from(ids);
+        // Tags and metadata go only into events: kept when somebody listens.
+        let (tags, metadata) = match &config.callbacks {
+            Some(_) => (config.tags.clone(), config.metadata.clone()),
+            None => (Vec::new(), Map::new()),
+        };
         let scope = Self {
             run_id,
             name,
             kind,
-            tags: config.tags.clone(),
-            metadata: config.metadata.clone(),
+            tags,
+            metadata,
             parent_ids: Arc::clone(&config.parent_ids),
             sink: config.callbacks.clone(),
             child_config,
@@ -448,12 +453,14 @@ where
 {
     use tracing::Instrument as _;
     let input_value = event_input(config, &input);
-    let scope = RunScope::start(config, name, kind, input_value.clone());
+    let mut scope = RunScope::start(config, name, kind, input_value.clone());
     if let Some(value) = &input_value {
         crate::trace::record_input(&scope.span, value);
     }
     let span = scope.span.clone();
-    let result = body(input, scope.child_config.clone()).instrument(span).await;
+    // The scope has no further use for the child config: the body takes it.
+    let child = std::mem::take(&mut scope.child_config);
+    let result = body(input, child).instrument(span).await;
     match &result {
         Ok(output) => scope.end(input_value, output),
         Err(err) => scope.fail(input_value, err),

@@ -95,8 +95,8 @@ pub use retry::{Backoff, ExponentialBackoff, Jitter, Retry, RetryPolicy};
 pub use runnable::{BoxRunnable, ChunkStream, Merge, RunValue, Runnable, seq_step_tag};
 pub use sequence::Sequence;
 pub use tools::{
-    CommandPayload, InjectedArg, Injection, SharedTool, StructuredTool, Tool, ToolCallOutput, ToolContext,
-    ToolErrorPolicy, ToolExt, ToolOutput, ToolSpec, WithErrorPolicy, invoke_tool, validate_args,
+    ArgsValidator, CommandPayload, InjectedArg, Injection, SharedTool, StructuredTool, Tool, ToolCallOutput,
+    ToolContext, ToolErrorPolicy, ToolExt, ToolOutput, ToolSpec, WithErrorPolicy, invoke_tool, validate_args,
 };
 pub use weft_macros::tool;
 pub use with_config::WithConfig;

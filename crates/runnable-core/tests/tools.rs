@@ -202,6 +202,35 @@ async fn structured_tool_injects_tool_call_id_hidden_from_schema() {
 }
 
 #[tokio::test]
+async fn a_tool_keeps_its_validator_and_an_injected_argument_made_later_compiles_it_again() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"q": {"type": "string"}, "call_id": {"type": "string"}},
+        "required": ["q", "call_id"],
+    });
+    let tool = StructuredTool::from_fn("echo", "Echoes.", schema.clone(), |args, _| async move {
+        Ok(format!("{} from {}", args["q"].as_str().unwrap(), args["call_id"].as_str().unwrap()))
+    });
+    // The validator made once checks as `validate_args` does, call after call.
+    let validator = tool.args_validator();
+    for _ in 0..2 {
+        assert_eq!(validator.validate(&json!({"q": 1})), validate_args(&schema, &json!({"q": 1})));
+        assert_eq!(
+            tool.args_validator().validate(&json!({"q": "hi"})).unwrap_err(),
+            vec!["call_id: missing required field"]
+        );
+    }
+    // Hidden from the model now: the kept validator is made again from the model's schema.
+    let tool = tool.with_injected(InjectedArg::tool_call_id("call_id"));
+    assert!(tool.args_validator().validate(&json!({"q": "hi"})).is_ok());
+    let message = tool.invoke(call("echo", json!({"q": "hi"})), &RunnableConfig::default()).await.unwrap();
+    assert_eq!(message.content.text(), "hi from call_9");
+    let err = tool.invoke(call("echo", json!({"q": 2})), &RunnableConfig::default()).await.unwrap_err();
+    let Error::ToolArguments { errors, .. } = err else { panic!("unexpected error {err:?}") };
+    assert_eq!(errors, vec!["q: expected string, got integer 2"]);
+}
+
+#[tokio::test]
 async fn tool_runs_emit_tool_start_end_and_error_events() {
     let recorder = EventRecorder::new();
     let config = RunnableConfig::default().with_callbacks(recorder.sink());

@@ -45,6 +45,7 @@ pub use xray::Xray;
 use xray::Draft;
 
 use crate::compiled::CompiledGraph;
+use crate::erased::ErasedSubgraph as _;
 use crate::pregel::spec::GraphSpec;
 use crate::state::State;
 use crate::topology::Kind;

@@ -49,6 +49,7 @@ use crate::state::{ChannelSpec, State};
 use crate::state_api::JsonSnapshot;
 use crate::store::Store;
 use crate::stream::{JsonStreamData, JsonStreamPart, StreamMode};
+use crate::subgraph_reader::SubgraphStateReader;
 
 /// A compiled graph whose state type is erased: inputs, state and stream chunks are JSON.
 #[async_trait]
@@ -123,6 +124,19 @@ pub struct JsonStateUpdate {
     pub values: Option<Value>,
     /// The node the writes come from (`None` infers it, in a superstep of one update).
     pub as_node: Option<String>,
+}
+
+/// The JSON-facing form of a subgraph its reader holds (a compiled graph's), for the user API.
+pub trait ErasedSubgraph {
+    /// The subgraph behind the JSON-facing [`ErasedGraph`] interface, when it is a compiled graph.
+    fn erased(&self) -> Option<Arc<dyn ErasedGraph>>;
+}
+
+impl<R: SubgraphStateReader + ?Sized> ErasedSubgraph for R {
+    fn erased(&self) -> Option<Arc<dyn ErasedGraph>> {
+        let handle = self.erased_handle()?;
+        handle.downcast::<Arc<dyn ErasedGraph>>().ok().map(|graph| *graph)
+    }
 }
 
 impl<S: State> CompiledGraph<S> {

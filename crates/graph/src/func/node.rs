@@ -53,7 +53,7 @@ impl<I: FuncValue, O: FuncValue, P: FuncValue> NodeFn<FuncState<I, O, P>> for En
             NodeInput::Payload(_) => None,
         };
         // The run's input comes with the task (an entrypoint's graph has no START task writing it).
-        let site = runtime.inner.calls.clone();
+        let site = crate::pregel::calls::site_of(&runtime);
         let arg = match site.as_ref().and_then(|s| s.input()) {
             None => {
                 let err = FuncError::NoInput { entrypoint: self.name.to_string() };

@@ -193,6 +193,23 @@ impl CallSite {
     }
 }
 
+impl crate::runtime::TaskCalls for CallSite {
+    fn input(&self) -> Option<Value> {
+        CallSite::input(self)
+    }
+
+    fn restart(&self) -> Arc<dyn crate::runtime::TaskCalls> {
+        Arc::new(CallSite::restart(self))
+    }
+}
+
+/// The call site a runtime carries: an entrypoint's task's, or a task call's (`None` in other graphs).
+pub(crate) fn site_of(runtime: &crate::runtime::Runtime) -> Option<Arc<CallSite>> {
+    let calls: Arc<dyn crate::runtime::TaskCalls> = Arc::clone(runtime.inner.calls.as_ref()?);
+    let calls: Arc<dyn std::any::Any + Send + Sync> = calls;
+    calls.downcast::<CallSite>().ok()
+}
+
 impl Call {
     /// The result this call already has: saved before the step was resumed, or from an earlier attempt
     /// of its caller.

@@ -56,8 +56,8 @@ pub(crate) async fn execute<S: State>(
     }
     let mut attempt = 1u32;
     let output = loop {
-        let rt = if attempt == 1 { runtime.clone() } else { with_attempt(&runtime, attempt) };
-        let (result, rt) = call_once(node, func, ch, task, rt).await;
+        let mut rt = if attempt == 1 { runtime.clone() } else { with_attempt(&runtime, attempt) };
+        let result = call_once(node, func, ch, task, &mut rt).await;
         let err = match result {
             Ok(out) => break out,
             Err(err) => err,
@@ -79,7 +79,9 @@ pub(crate) async fn execute<S: State>(
         }
     };
     let mut writes = TaskWrites::default();
-    let output = lift_parent_commands(&ch.state, output, is_subgraph).map_err(node_error)?;
+    // Only a subgraph's node has commands to lift (the root graph's output stays where it is).
+    let output =
+        if is_subgraph { lift_parent_commands(&ch.state, output, true).map_err(node_error)? } else { output };
     flatten_output(spec, &node.name, output, &mut writes)?;
     for u in &mut writes.updates {
         ch.state.prepare_update(u);
@@ -175,20 +177,20 @@ fn cache_key<S: State>(
 
 /// One attempt of a node, traced and observed as configured; a node that panics fails like one that
 /// returns an error (`Error::Panicked`) instead of unwinding through the caller (a server's connection,
-/// say). Returns the runtime the attempt ran with.
+/// say). `rt` becomes the runtime the attempt ran with (an observed run's carries its child config).
 async fn call_once<S: State>(
     node: &NodeSpec<S>,
     func: &Arc<dyn NodeFn<S>>,
     ch: &Channels<S>,
     task: &Task<S>,
-    rt: Runtime,
-) -> (Result<NodeOutput<S>, Error>, Runtime) {
+    rt: &mut Runtime,
+) -> Result<NodeOutput<S>, Error> {
     let input = match &task.input {
         Some(payload) => NodeInput::Payload(payload.clone()),
         None => NodeInput::State(&ch.state),
     };
     let traced = trace::enabled();
-    let span = if traced { trace::task_span(&node.name, &rt) } else { tracing::Span::none() };
+    let span = if traced { trace::task_span(&node.name, rt) } else { tracing::Span::none() };
     let input_json = |input: &NodeInput<'_, S>| match input {
         NodeInput::State(s) => state_json(*s),
         NodeInput::Payload(p) => crate::pregel::channels::payload_json(&ch.state, p),
@@ -207,10 +209,10 @@ async fn call_once<S: State>(
             span.clone(),
         ))
     });
-    let rt = match &scope {
-        Some(s) => with_config(&rt, s.child_config().clone()),
-        None => rt,
-    };
+    if let Some(s) = &scope {
+        *rt = with_config(rt, s.child_config().clone());
+    }
+    let rt = &*rt;
     // (A function node runs when called, an async one when polled: both are caught.)
     let call = || match input {
         NodeInput::Payload(payload) => func.call_sent(payload, &ch.state, rt.clone()),
@@ -238,7 +240,7 @@ async fn call_once<S: State>(
             None => {}
         }
     }
-    (result, rt)
+    result
 }
 
 /// Why a node's error ends its task other than by a retry or an interrupt.

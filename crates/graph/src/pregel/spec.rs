@@ -38,7 +38,7 @@ impl std::fmt::Debug for NodeConfig {
             .field("retry", &self.retry)
             .field("metadata", &self.metadata)
             .field("cache", &self.cache)
-            .field("subgraph", &self.subgraph.as_ref().and_then(|s| s.erased()).map(|g| g.name().to_owned()))
+            .field("subgraph", &self.subgraph.as_ref().and_then(|s| s.graph_name()))
             .field("destinations", &self.destinations)
             .finish()
     }

@@ -281,7 +281,7 @@ pub(crate) fn start_task<S: State>(
     } else {
         Vec::new()
     };
-    let calls = calls.map(|c| call_site(ch, task, c));
+    let calls = calls.map(|c| call_site(ch, task, c) as Arc<dyn crate::runtime::TaskCalls>);
     let runtime = make_runtime(ctx, task, saved, step, stop, triggers.clone(), calls);
     if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks()) {
         if task.kind != TaskKind::Start {

@@ -21,7 +21,7 @@ pub(crate) fn make_runtime<S: State>(
     step: i64,
     stop: i64,
     triggers: Vec<String>,
-    calls: Option<Arc<crate::pregel::calls::CallSite>>,
+    calls: Option<Arc<dyn crate::runtime::TaskCalls>>,
 ) -> Runtime {
     let messages_sink = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages));
     let observed = ctx.config.callbacks.is_some() || messages_sink.is_some();
@@ -184,7 +184,7 @@ pub(crate) fn rebuild(rt: &Runtime, site: TaskSite, config: RunnableConfig) -> R
             context: rt.inner.context.clone(),
             store: rt.inner.store.clone(),
             // A retried node calls its tasks again from the first: finished ones return their results.
-            calls: rt.inner.calls.as_ref().map(|c| Arc::new(c.restart())),
+            calls: rt.inner.calls.as_ref().map(|c| c.restart()),
         }),
     }
 }

@@ -72,8 +72,12 @@ impl<C: State> CompiledGraph<C> {
 }
 
 impl<C: State> SubgraphStateReader for CompiledGraph<C> {
-    fn erased(&self) -> Option<Arc<dyn crate::erased::ErasedGraph>> {
-        Some(self.erase())
+    fn graph_name(&self) -> Option<&str> {
+        Some(self.name())
+    }
+
+    fn erased_handle(&self) -> Option<Box<dyn Any + Send>> {
+        Some(Box::new(self.erase()))
     }
 
     fn read_state<'a>(

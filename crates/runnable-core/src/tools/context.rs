@@ -55,6 +55,11 @@ impl ToolContext {
         &self.config
     }
 
+    /// Takes the config out (a default one is left), for a caller that gives the context a new one.
+    pub(crate) fn take_config(&mut self) -> RunnableConfig {
+        std::mem::take(&mut self.config)
+    }
+
     /// The caller's state, if it offered one.
     pub fn state(&self) -> Option<&Value> {
         self.state.as_ref()

@@ -4,7 +4,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::context::inject_args;
-use super::{CommandPayload, Tool, ToolContext, ToolOutput, validate_args};
+use super::{CommandPayload, Tool, ToolContext, ToolOutput};
 use crate::config::RunnableConfig;
 use crate::error::{Error, Result};
 use crate::events::{RunKind, trace_invoke};
@@ -50,15 +50,16 @@ pub async fn invoke_tool<T: Tool + ?Sized>(
 ) -> Result<ToolCallOutput> {
     let ToolCall { name: _, args, id } = call;
     let id = id.or_else(|| ctx.tool_call_id().map(str::to_owned));
-    let ctx = match &id {
+    let mut ctx = match &id {
         Some(id) => ctx.with_tool_call_id(id.clone()),
         None => ctx,
     };
-    let config = ctx.config().clone();
+    // The tool runs with its run's child config: the context's own is not read again.
+    let config = ctx.take_config();
     let name = tool.name().to_owned();
     let args = if args.is_null() { Value::Object(Default::default()) } else { args };
     trace_invoke(tool.name(), RunKind::Tool, args, &config, |args, child| async move {
-        if let Err(errors) = validate_args(&tool.model_schema(), &args) {
+        if let Err(errors) = tool.args_validator().validate(&args) {
             return Err(Error::ToolArguments { tool: name, args: Box::new(args), errors });
         }
         let args = inject_args(&name, tool.injected_args(), args, &ctx)?;

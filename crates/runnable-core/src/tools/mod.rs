@@ -66,7 +66,7 @@ pub use output::{CommandPayload, ToolOutput};
 pub use policy::{ToolErrorPolicy, WithErrorPolicy};
 pub use spec::ToolSpec;
 pub use structured::StructuredTool;
-pub use validate::validate_args;
+pub use validate::{ArgsValidator, validate_args};
 
 /// A function a model can call.
 ///
@@ -119,6 +119,13 @@ pub trait Tool: Send + Sync {
             required.retain(|r| !injected.iter().any(|arg| r.as_str() == Some(arg.field.as_str())));
         }
         Cow::Owned(schema)
+    }
+
+    /// [`model_schema`](Tool::model_schema) compiled, for checking the model's arguments. The default
+    /// looks the schema up in a shared cache on each call; a tool whose schema does not change keeps the
+    /// validator it made once (as [`StructuredTool`] and `#[tool]` tools do).
+    fn args_validator(&self) -> ArgsValidator {
+        ArgsValidator::new(&self.model_schema())
     }
 
     /// The description of this tool handed to chat models.

@@ -119,6 +119,10 @@ impl<T: Tool> Tool for WithErrorPolicy<T> {
         self.tool.model_schema()
     }
 
+    fn args_validator(&self) -> super::ArgsValidator {
+        self.tool.args_validator()
+    }
+
     fn spec(&self) -> ToolSpec {
         self.tool.spec()
     }

@@ -1,7 +1,7 @@
 //! `StructuredTool`: a tool made from a closure.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::spec::schema_value;
-use super::{InjectedArg, Tool, ToolContext, ToolOutput};
+use super::{ArgsValidator, InjectedArg, Tool, ToolContext, ToolOutput};
 use crate::error::{Error, Result};
 
 type ToolFn = dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<ToolOutput>> + Send + Sync;
@@ -47,6 +47,8 @@ pub struct StructuredTool {
     return_direct: bool,
     injected: Vec<InjectedArg>,
     func: Arc<ToolFn>,
+    /// The model-facing schema compiled, made at the first call.
+    validator: OnceLock<ArgsValidator>,
 }
 
 impl fmt::Debug for StructuredTool {
@@ -86,6 +88,7 @@ impl StructuredTool {
             return_direct: false,
             injected: Vec::new(),
             func: Arc::new(func),
+            validator: OnceLock::new(),
         }
     }
 
@@ -143,6 +146,8 @@ impl StructuredTool {
     /// Declares an argument of the schema as injected: hidden from the model, filled from the context.
     pub fn with_injected(mut self, arg: InjectedArg) -> Self {
         self.injected.push(arg);
+        // The model's schema changed: compile it again when next needed.
+        self.validator = OnceLock::new();
         self
     }
 }
@@ -176,6 +181,10 @@ impl Tool for StructuredTool {
 
     fn injected_args(&self) -> &[InjectedArg] {
         &self.injected
+    }
+
+    fn args_validator(&self) -> ArgsValidator {
+        self.validator.get_or_init(|| ArgsValidator::new(&self.model_schema())).clone()
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput> {

@@ -3,8 +3,8 @@
 //! default when a schema names none) — `patternProperties`, `$ref`, `if`/`then`, `dependentRequired` and
 //! every other keyword included. `format` is an annotation, not checked, as the 2020-12 draft says.
 //!
-//! Compiled schemas are kept (a bounded cache keyed by the schema itself), so a tool's schema is compiled
-//! once. A schema that is not valid JSON Schema is not enforced: the arguments pass as they are (with a
+//! A tool keeps its schema compiled as an [`ArgsValidator`] (made once); [`validate_args`] and tools that
+//! keep none find compiled schemas in a bounded cache keyed by the schema itself. A schema that is not valid JSON Schema is not enforced: the arguments pass as they are (with a
 //! warning in the log), as LangChain passes a JSON-schema tool's arguments.
 
 use std::collections::HashMap;
@@ -21,17 +21,45 @@ const CACHE_LIMIT: usize = 1024;
 ///
 /// Paths join object keys and array indices with dots (`people.0.age`); the whole value is `(root)`.
 pub fn validate_args(schema: &Value, args: &Value) -> Result<(), Vec<String>> {
-    let entry = entry(schema);
-    let Some(compiled) = &entry.compiled else { return Ok(()) };
-    match compiled.schemas.validate(args, compiled.index) {
-        Ok(()) => Ok(()),
-        Err(error) => {
-            let mut lines = Vec::new();
-            explain(&error, args, &mut lines);
-            if lines.is_empty() {
-                lines.push(format!("(root): {}", error.kind));
+    ArgsValidator::new(schema).validate(args)
+}
+
+/// A tool's argument schema, compiled once: checks arguments without looking the schema up again.
+/// Cloning it is cheap (the compiled schema is shared).
+#[derive(Clone)]
+pub struct ArgsValidator {
+    entry: Arc<Entry>,
+}
+
+impl std::fmt::Debug for ArgsValidator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArgsValidator")
+            .field("schema", &self.entry.schema)
+            .field("enforced", &self.entry.compiled.is_some())
+            .finish()
+    }
+}
+
+impl ArgsValidator {
+    /// `schema` compiled (or found compiled in the cache). A schema that is not valid JSON Schema makes a
+    /// validator that lets every argument pass, with a warning in the log.
+    pub fn new(schema: &Value) -> Self {
+        Self { entry: entry(schema) }
+    }
+
+    /// Checks `args`; on failure returns one `path: message` line per violation, as [`validate_args`].
+    pub fn validate(&self, args: &Value) -> Result<(), Vec<String>> {
+        let Some(compiled) = &self.entry.compiled else { return Ok(()) };
+        match compiled.schemas.validate(args, compiled.index) {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                let mut lines = Vec::new();
+                explain(&error, args, &mut lines);
+                if lines.is_empty() {
+                    lines.push(format!("(root): {}", error.kind));
+                }
+                Err(lines)
             }
-            Err(lines)
         }
     }
 }
