@@ -80,6 +80,8 @@ impl fmt::Debug for ScaleConfig {
 /// A run this instance's worker is running.
 #[derive(Debug)]
 struct Working {
+    /// When this worker started it (a renewal asked before then cannot have renewed it).
+    since: std::time::Instant,
     channel: Arc<RunChannel>,
     abort: Option<tokio::task::AbortHandle>,
     /// Its end is being recorded: a lease that ends now is the run's own end.
@@ -99,6 +101,8 @@ pub(crate) struct Scale {
     pub(crate) stall: Option<Duration>,
     wake: Notify,
     working: Mutex<HashMap<String, Working>>,
+    /// Runs claimed and not yet running here (their leases are renewed meanwhile).
+    claimed: Mutex<std::collections::HashSet<String>>,
     tasks: Mutex<Vec<tokio::task::AbortHandle>>,
 }
 
@@ -148,6 +152,7 @@ impl Scale {
             stall: config.watchdog.map(|w| w + config.lease),
             wake: Notify::new(),
             working: Mutex::new(HashMap::new()),
+            claimed: Mutex::new(std::collections::HashSet::new()),
             tasks: Mutex::new(Vec::new()),
         }
     }

@@ -48,24 +48,25 @@ pub(crate) struct Claimed {
     pub(crate) cancel: Option<CancelAction>,
 }
 
-/// Renews the leases of this worker's runs but those in `stalled` (left to lapse); returns the runs it
-/// renewed, with the cancel asked of each (a run missing from the answer has been taken from it, deleted
-/// or ended, or was stalled).
+/// Renews the leases of this worker's `runs` (those it is running and that have not stalled); returns
+/// the runs it renewed, with the cancel asked of each (a run missing from the answer has been taken from
+/// it, deleted or ended). A lease of this worker's that is not among `runs` (a run it no longer runs,
+/// whatever the reason) is left to lapse, so that another worker takes the run: every run ends.
 pub(crate) async fn renew(
     db: &Db,
     worker: &str,
     lease: Duration,
-    stalled: &[String],
+    runs: &[String],
 ) -> Result<Vec<(String, Option<CancelAction>)>, sqlx::Error> {
     let rows: Vec<(String, Option<String>)> = db
         .fetch_all(
             sqlx::query_as(
                 "UPDATE weft_server_queue SET lease_until = now() + $2 * interval '1 millisecond' \
-         WHERE worker = $1 AND run_id <> ALL($3) RETURNING run_id, cancel",
+         WHERE worker = $1 AND run_id = ANY($3) RETURNING run_id, cancel",
             )
             .bind(worker)
             .bind(millis(lease))
-            .bind(stalled),
+            .bind(runs),
         )
         .await?;
     Ok(rows.into_iter().map(|(run_id, cancel)| (run_id, cancel.as_deref().and_then(parse_cancel))).collect())

@@ -53,6 +53,8 @@ pub(crate) async fn claim_loop(app: Weak<App>, scale: Weak<Scale>) {
 /// slot until it ends.
 async fn start(app: &Arc<App>, scale: &Arc<Scale>, claimed: queue::Claimed, permit: OwnedSemaphorePermit) {
     let queue::Claimed { run_id, thread_id, cancel } = claimed;
+    // Its lease is renewed from its claim until it runs here (or is given up: then it lapses).
+    let _claim = Claiming::new(scale, &run_id);
     let mut records = match app.records.lock(Key::Thread(&thread_id)).await {
         Ok(records) => records,
         Err(e) => {
@@ -87,8 +89,15 @@ async fn start(app: &Arc<App>, scale: &Arc<Scale>, claimed: queue::Claimed, perm
     if let Some(action) = cancel {
         channel.cancel_here(action);
     }
-    lock(scale)
-        .insert(run_id.clone(), Working { channel: Arc::clone(&channel), abort: None, finishing: false });
+    lock(scale).insert(
+        run_id.clone(),
+        Working {
+            since: std::time::Instant::now(),
+            channel: Arc::clone(&channel),
+            abort: None,
+            finishing: false,
+        },
+    );
     let (app_for_run, scale_for_run, id) = (Arc::clone(app), Arc::clone(scale), run_id.clone());
     let task = tokio::spawn(async move {
         crate::runs::execute_on(&app_for_run, record, channel).await;
@@ -98,6 +107,29 @@ async fn start(app: &Arc<App>, scale: &Arc<Scale>, claimed: queue::Claimed, perm
     if let Some(working) = lock(scale).get_mut(&run_id) {
         working.abort = Some(task.abort_handle());
     }
+}
+
+/// A run claimed and not yet running here, for as long as this lives.
+struct Claiming<'a> {
+    scale: &'a Scale,
+    run_id: String,
+}
+
+impl<'a> Claiming<'a> {
+    fn new(scale: &'a Scale, run_id: &str) -> Self {
+        claimed(scale).insert(run_id.to_owned());
+        Self { scale, run_id: run_id.to_owned() }
+    }
+}
+
+impl Drop for Claiming<'_> {
+    fn drop(&mut self) {
+        claimed(self.scale).remove(&self.run_id);
+    }
+}
+
+fn claimed(scale: &Scale) -> std::sync::MutexGuard<'_, HashSet<String>> {
+    scale.claimed.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn lock(scale: &Scale) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Working>> {
@@ -123,7 +155,11 @@ pub(crate) async fn renew_loop(scale: Weak<Scale>) {
         let Some(scale_now) = scale.upgrade() else { return };
         let every = (scale_now.lease / 3).max(Duration::from_millis(10));
         let stalled = stalled(&scale_now);
-        match queue::renew(&scale_now.db, &scale_now.worker, scale_now.lease, &stalled).await {
+        let asked = std::time::Instant::now();
+        let mut runs: Vec<String> =
+            lock(&scale_now).keys().filter(|id| !stalled.contains(id)).cloned().collect();
+        runs.extend(claimed(&scale_now).iter().cloned());
+        match queue::renew(&scale_now.db, &scale_now.worker, scale_now.lease, &runs).await {
             Ok(held) => {
                 let ids: HashSet<&str> = held.iter().map(|(id, _)| id.as_str()).collect();
                 let mut working = lock(&scale_now);
@@ -133,7 +169,9 @@ pub(crate) async fn renew_loop(scale: Weak<Scale>) {
                     }
                 }
                 working.retain(|run_id, run| {
-                    if ids.contains(run_id.as_str()) || run.finishing {
+                    // A run started after the renewal was asked is not in its answer, and still this
+                    // worker's.
+                    if ids.contains(run_id.as_str()) || run.finishing || run.since >= asked {
                         return true;
                     }
                     if stalled.contains(run_id) {

@@ -434,3 +434,28 @@ async fn a_write_committed_after_a_later_one_is_still_read_in() {
     assert!(a.read().await.unwrap().is_live("r-late"), "a write committed after a later one is not missed");
     assert!(a.lock(Key::Thread("t1")).await.unwrap().is_live("r-late"));
 }
+
+#[tokio::test]
+async fn a_lease_the_worker_no_longer_runs_is_left_to_lapse() {
+    let Some(db) = database().await else { return };
+    let (a, pool) = instance(&db).await;
+    let mut turn = a.lock(Key::All).await.unwrap();
+    turn.commit(vec![run("r1", "t1", "pending"), run("r2", "t2", "pending")]).await.unwrap();
+    drop(turn);
+    let queue = crate::scale::Db::new(pool.clone(), true);
+    let lease = Duration::from_secs(60);
+    for _ in 0..2 {
+        assert!(crate::scale::queue::claim(&queue, "w", lease).await.unwrap().is_some());
+    }
+    sqlx::query("UPDATE weft_server_queue SET lease_until = now()").execute(&pool).await.unwrap();
+    let renewed = crate::scale::queue::renew(&queue, "w", lease, &["r1".to_owned()]).await.unwrap();
+    assert_eq!(renewed.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), ["r1"]);
+    let lapsed: Vec<String> =
+        sqlx::query_scalar("SELECT run_id FROM weft_server_queue WHERE lease_until <= now() ORDER BY run_id")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(lapsed, ["r2"], "the run the worker no longer runs is not renewed");
+    let again = crate::scale::queue::claim(&queue, "other", lease).await.unwrap().unwrap();
+    assert_eq!(again.run_id, "r2", "another worker takes it");
+}
