@@ -307,7 +307,7 @@ fn gets_run(load: RssLoad, n: usize) -> bool {
         return false;
     }
     let stride = (load.threads / load.runs).max(1);
-    n % stride == 0 && n / stride < load.runs
+    n.is_multiple_of(stride) && n / stride < load.runs
 }
 
 /// Creates `load.threads` threads and makes `load.runs` `/runs/wait` runs of the three-node graph on

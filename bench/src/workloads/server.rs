@@ -123,7 +123,7 @@ mod tests {
         assert_eq!(line["workload"], "server_run_wait");
         assert_eq!(line["repeats"], 1);
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let server = start(&rt).unwrap();
+        let mut server = start(&rt).unwrap();
         let missing = rt.block_on(server.call(Method::POST, "/threads/nope/runs/wait", &json!({})));
         assert!(missing.unwrap_err().contains("/threads/nope/runs/wait: 4"), "a 4xx status is an error");
         let thread = server.prepare(&rt).unwrap();
