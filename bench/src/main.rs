@@ -83,7 +83,12 @@ fn main() -> ExitCode {
     };
     if args.list {
         for entry in workloads::ALL {
-            println!("{}{}", entry.name, if entry.supplementary { "  (supplementary)" } else { "" });
+            let note = match (entry.supplementary, entry.weft_only) {
+                (_, true) => "  (supplementary, weft only)",
+                (true, false) => "  (supplementary)",
+                (false, false) => "",
+            };
+            println!("{}{note}", entry.name);
         }
         return ExitCode::SUCCESS;
     }

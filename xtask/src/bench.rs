@@ -666,12 +666,21 @@ fn ensure_langgraph_database() {
     }
 }
 
-/// The names `weft-bench --list` prints.
+/// The names `weft-bench --list` prints that LangGraph's script runs too (those marked `weft only`, which
+/// have no LangGraph side, left out).
 fn list_workloads(binary: &Path) -> Result<Vec<String>, String> {
     let output =
         Command::new(binary).arg("--list").output().map_err(|err| format!("cannot list workloads: {err}"))?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    Ok(text.lines().filter_map(|line| line.split_whitespace().next()).map(str::to_owned).collect())
+    Ok(compared_names(&String::from_utf8_lossy(&output.stdout)))
+}
+
+/// The names of `weft-bench --list`'s output `text`, but those marked `weft only`.
+fn compared_names(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| !line.contains("weft only"))
+        .filter_map(|line| line.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// A Python with LangGraph installed, in `target/bench/venv` (made and filled on first use), or why
@@ -770,6 +779,13 @@ mod tests {
         assert_eq!(json_field(python, "median_s"), Some("0.037247"));
         assert_eq!(json_field(python, "min_s"), Some("0.027963"));
         assert_eq!(json_field(python, "max_s"), None);
+    }
+
+    #[test]
+    fn comparisons_leave_out_the_workloads_only_weft_runs() {
+        let listed =
+            "loop1000\nchain100_async_single  (supplementary)\nserver_run_wait  (supplementary, weft only)\n";
+        assert_eq!(compared_names(listed), ["loop1000", "chain100_async_single"]);
     }
 
     #[test]

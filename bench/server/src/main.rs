@@ -10,7 +10,10 @@
 //! - `server_paused_10k`: 10,000 threads paused at an interrupt, then the server's resident memory
 //!   (`VmRSS` of its processes);
 //! - `server_hitl_round_trip`: human in the loop, a streamed run to an interrupt and a streamed run resuming
-//!   it (`Command` resume), one thread at a time: from the first request to the second stream's end.
+//!   it (`Command` resume), one thread at a time: from the first request to the second stream's end;
+//! - `server_rss_100k`: 100,000 threads created (`POST /threads`) and 10,000 `/runs/wait` runs of the
+//!   three-node graph on some of them, over 32 keep-alive connections at once, then the server's resident
+//!   memory right after and after 5 s idle (what a leak would show: memory that stays after the work).
 //!
 //! ```text
 //! weft-bench-server --weft-bin PATH [--weft-in-memory] [--langgraph-bin PATH --graphs DIR]
@@ -42,7 +45,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use servers::{Programs, Server, Side};
-use workloads::{Figures, NAMES, Params};
+use workloads::{Figures, NAMES, Params, RssLoad};
 
 const USAGE: &str = "\
 usage: weft-bench-server --weft-bin PATH [--weft-in-memory] [--langgraph-bin PATH --graphs DIR]
@@ -160,6 +163,10 @@ fn parse(args: &[String]) -> Result<Args, String> {
     Ok(parsed)
 }
 
+/// `server_rss_100k`'s load on every server: 100,000 threads, 10,000 runs, 32 connections, 5 s idle.
+const RSS_LOAD: RssLoad =
+    RssLoad { threads: 100_000, runs: 10_000, connections: 32, idle: Duration::from_secs(5) };
+
 /// What each workload does on `side`: the full figures, or a few checked runs with `quick`. LangGraph
 /// takes about 0.8 s per run at low load, so it gets fewer sequential samples and a longer window.
 fn params(side: Side, quick: bool, langgraph_paused: Option<usize>) -> Params {
@@ -172,6 +179,7 @@ fn params(side: Side, quick: bool, langgraph_paused: Option<usize>) -> Params {
             paused_threads: 50,
             paused_connections: 8,
             hitl_samples: 5,
+            rss_load: RssLoad { threads: 200, runs: 20, connections: 8, idle: Duration::from_secs(1) },
         };
     }
     match side {
@@ -183,6 +191,7 @@ fn params(side: Side, quick: bool, langgraph_paused: Option<usize>) -> Params {
             paused_threads: 10_000,
             paused_connections: 32,
             hitl_samples: 500,
+            rss_load: RSS_LOAD,
         },
         Side::LangGraph => Params {
             ttfe_samples: 50,
@@ -192,6 +201,7 @@ fn params(side: Side, quick: bool, langgraph_paused: Option<usize>) -> Params {
             paused_threads: langgraph_paused.unwrap_or(10_000),
             paused_connections: 32,
             hitl_samples: 30,
+            rss_load: RSS_LOAD,
         },
     }
 }
@@ -210,6 +220,9 @@ fn what(name: &str) -> &'static str {
         }
         "server_concurrent_1000" => {
             "runs of the three-node graph streamed at once, one connection and thread each; latency from the request to the stream's end"
+        }
+        "server_rss_100k" => {
+            "threads created (POST /threads) and /runs/wait runs of the three-node graph on some of them, over keep-alive connections at once; then the server's VmRSS (its processes summed) after it was idle a few seconds (rss_mb) and right after the load (rss_after_load_mb)"
         }
         _ => {
             "threads run to the hitl graph's interrupt (POST /threads, then /runs/wait), then the server's VmRSS (its processes summed)"
@@ -267,6 +280,15 @@ fn verdict(
                 "1,000 at once, all complete",
                 all,
             )
+        }
+        "server_rss_100k" => {
+            let r = ratio(figure(weft, "rss_mb"), figure(langgraph, "rss_mb"), false);
+            let full = match (figure(weft, "threads"), figure(weft, "runs")) {
+                (Some(threads), Some(runs)) => threads >= 100_000.0 && runs >= 10_000.0,
+                _ => false,
+            };
+            let met = r.map(|r| full && r >= 5.0);
+            (r, "RSS after 100,000 threads and 10,000 runs at most 1/5 of LangGraph's", met)
         }
         _ => {
             let ours = figure(weft, "rss_mb");
@@ -452,6 +474,15 @@ fn side_text(name: &str, figures: &Value) -> String {
             ms("p50_s"),
             ms("p99_s"),
             get("wall_s")
+        ),
+        "server_rss_100k" => format!(
+            "{} MB after {} threads and {} runs, idle ({} MB right after, {} MB at start), made in {:.1} s",
+            get("rss_mb"),
+            get("threads"),
+            get("runs"),
+            get("rss_after_load_mb"),
+            get("rss_start_mb"),
+            get("fill_s")
         ),
         _ => format!(
             "{} MB for {} threads ({} MB idle), filled in {:.1} s",
@@ -664,6 +695,25 @@ mod tests {
         let (_, _, met) =
             verdict("server_paused_10k", Some(&figures(&[("rss_mb", 150.0), ("threads", 10_000.0)])), None);
         assert_eq!(met, Some(true));
+    }
+
+    #[test]
+    fn the_rss_goal_needs_the_full_load_and_a_fifth_of_langgraphs_memory() {
+        let figures = |pairs: &[(&str, f64)]| -> Figures {
+            pairs.iter().map(|(k, v)| ((*k).to_owned(), json!(v))).collect()
+        };
+        let full = |mb| figures(&[("rss_mb", mb), ("threads", 100_000.0), ("runs", 10_000.0)]);
+        let langgraph = figures(&[("rss_mb", 600.0)]);
+        let (ratio, _, met) = verdict("server_rss_100k", Some(&full(100.0)), Some(&langgraph));
+        assert_eq!((ratio, met), (Some(6.0), Some(true)));
+        let (ratio, _, met) = verdict("server_rss_100k", Some(&full(200.0)), Some(&langgraph));
+        assert_eq!((ratio, met), (Some(3.0), Some(false)));
+        let small = figures(&[("rss_mb", 20.0), ("threads", 200.0), ("runs", 20.0)]);
+        assert_eq!(verdict("server_rss_100k", Some(&small), Some(&langgraph)).2, Some(false));
+        assert_eq!(verdict("server_rss_100k", Some(&full(100.0)), None).2, None, "judged against LangGraph");
+        let line = json!({"weft": {"rss_mb": 90.5, "threads": 200, "runs": 20, "rss_after_load_mb": 95.0,
+            "rss_start_mb": 10.0, "fill_s": 0.4}, "goal": "g", "quick": true});
+        assert!(summary("server_rss_100k", &line).contains("90.5 MB after 200 threads and 20 runs"));
     }
 
     #[test]

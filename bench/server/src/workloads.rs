@@ -1,4 +1,4 @@
-//! The four server workloads. Each takes a freshly started server and returns its figures as a JSON
+//! The server workloads. Each takes a freshly started server and returns its figures as a JSON
 //! object, or why it failed; every run it makes is checked (the first event is `metadata`, no `error`
 //! event, the three-node graph ends with `count` 3, a paused thread holds its interrupt).
 
@@ -16,12 +16,13 @@ use crate::servers::Server;
 use crate::stats::{percentile, round, secs};
 
 /// The workloads, in the order they run.
-pub(crate) const NAMES: [&str; 5] = [
+pub(crate) const NAMES: [&str; 6] = [
     "server_ttfe",
     "server_runs_per_s",
     "server_concurrent_1000",
     "server_paused_10k",
     "server_hitl_round_trip",
+    "server_rss_100k",
 ];
 
 /// How much each workload does.
@@ -41,6 +42,21 @@ pub(crate) struct Params {
     pub(crate) paused_connections: usize,
     /// Interrupt-and-resume round trips timed one after another for `server_hitl_round_trip`.
     pub(crate) hitl_samples: usize,
+    /// Threads `server_rss_100k` creates, and the runs it makes on some of them.
+    pub(crate) rss_load: RssLoad,
+}
+
+/// What `server_rss_100k` does before reading the server's memory.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RssLoad {
+    /// Threads created (`POST /threads`).
+    pub(crate) threads: usize,
+    /// `/runs/wait` runs of the three-node graph, one on each of this many threads spread evenly over them.
+    pub(crate) runs: usize,
+    /// Keep-alive connections that share the work.
+    pub(crate) connections: usize,
+    /// How long the server is left idle before the second reading.
+    pub(crate) idle: Duration,
 }
 
 /// The figures of one workload on one server.
@@ -59,6 +75,7 @@ pub(crate) async fn run(name: &str, server: &Server, params: &Params) -> Result<
         "server_concurrent_1000" => concurrent(server, params.concurrent_runs).await,
         "server_paused_10k" => paused(server, params.paused_threads, params.paused_connections).await,
         "server_hitl_round_trip" => hitl_round_trip(server, params.hitl_samples).await,
+        "server_rss_100k" => rss_after_load(server, params.rss_load).await,
         other => Err(format!("unknown workload `{other}`")),
     }
 }
@@ -283,6 +300,80 @@ async fn paused(server: &Server, threads: usize, connections: usize) -> Result<F
     Ok(figures)
 }
 
+/// Whether thread number `n` (from 0) of `load` gets a run: every `threads / runs`-th thread, until `runs`
+/// of them have one.
+fn gets_run(load: RssLoad, n: usize) -> bool {
+    if load.runs == 0 {
+        return false;
+    }
+    let stride = (load.threads / load.runs).max(1);
+    n.is_multiple_of(stride) && n / stride < load.runs
+}
+
+/// Creates `load.threads` threads and makes `load.runs` `/runs/wait` runs of the three-node graph on
+/// some of them (each checked to end with `count` 3), over `load.connections` keep-alive connections at
+/// once; then the server's resident memory right after, and again after `load.idle` without requests.
+async fn rss_after_load(server: &Server, load: RssLoad) -> Result<Figures, String> {
+    let start_mb = server.rss_mb()?;
+    let next = Arc::new(AtomicUsize::new(0));
+    let runs_made = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut workers = JoinSet::new();
+    for _ in 0..load.connections.clamp(1, load.threads.max(1)) {
+        let addr = server.addr.clone();
+        let (next, runs_made) = (Arc::clone(&next), Arc::clone(&runs_made));
+        workers.spawn(async move {
+            let mut conn = Conn::open(&addr).await?;
+            loop {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= load.threads {
+                    return Ok::<_, String>(());
+                }
+                let thread = create_thread(&mut conn).await?;
+                if !gets_run(load, n) {
+                    continue;
+                }
+                let body = json!({"assistant_id": "three", "input": {"count": 0}});
+                let out =
+                    conn.json(Method::POST, &format!("/threads/{thread}/runs/wait"), Some(&body)).await?;
+                if out["count"] != json!(3) {
+                    return Err(format!("the run on thread {thread} ended with {out}, expected count 3"));
+                }
+                runs_made.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
+    while let Some(joined) = workers.join_next().await {
+        joined.map_err(|e| format!("a worker stopped: {e}"))??;
+    }
+    let fill = started.elapsed();
+    let after_mb = server.rss_mb()?;
+    let runs = runs_made.load(Ordering::Relaxed);
+    let mut conn = Conn::open(&server.addr).await?;
+    let count = conn.json(Method::POST, "/threads/count", Some(&json!({}))).await?;
+    if count.as_u64() != Some(load.threads as u64) || runs != load.runs.min(load.threads) {
+        return Err(format!("{count} threads and {runs} runs, expected {} and {}", load.threads, load.runs));
+    }
+    drop(conn);
+    tokio::time::sleep(load.idle).await;
+    let idle_mb = server.rss_mb()?;
+    let mut figures = Figures::new();
+    figures.insert("threads".into(), json!(load.threads));
+    figures.insert("runs".into(), json!(runs));
+    figures.insert("rss_mb".into(), json!(round(idle_mb, 1)));
+    figures.insert("rss_after_load_mb".into(), json!(round(after_mb, 1)));
+    figures.insert("rss_start_mb".into(), json!(round(start_mb, 1)));
+    figures.insert("idle_s".into(), json!(load.idle.as_secs_f64()));
+    figures.insert(
+        "kb_per_thread".into(),
+        json!(round((idle_mb - start_mb) * 1024.0 / load.threads.max(1) as f64, 2)),
+    );
+    figures.insert("fill_s".into(), json!(round(fill.as_secs_f64(), 3)));
+    figures.insert("connections".into(), json!(load.connections));
+    figures.insert("server_pid".into(), json!(server.pid()));
+    Ok(figures)
+}
+
 /// Streams the `hitl` graph on `thread` until it pauses at its interrupt, and checks the question came.
 async fn stream_to_interrupt(conn: &mut Conn, thread: &str) -> Result<Streamed, String> {
     let body = json!({"assistant_id": "hitl", "input": {"items": []}, "stream_mode": ["updates"]});
@@ -378,5 +469,16 @@ mod tests {
         let short = [("metadata", "{}"), ("values", r#"{"count":2}"#)];
         assert!(check_three(&streamed(&short)).unwrap_err().contains("expected count 3"));
         assert!(check_three(&streamed(&[("metadata", "{}")])).unwrap_err().contains("no values"));
+    }
+
+    #[test]
+    fn runs_spread_evenly_over_the_threads_and_number_exactly_runs() {
+        let load = |threads, runs| RssLoad { threads, runs, connections: 1, idle: Duration::ZERO };
+        let chosen = |l: RssLoad| (0..l.threads).filter(|&n| gets_run(l, n)).collect::<Vec<_>>();
+        assert_eq!(chosen(load(100_000, 10_000)).len(), 10_000);
+        assert_eq!(chosen(load(20, 4)), [0, 5, 10, 15]);
+        assert_eq!(chosen(load(10, 3)), [0, 3, 6]);
+        assert_eq!(chosen(load(3, 5)), [0, 1, 2], "never more runs than threads");
+        assert!(chosen(load(10, 0)).is_empty());
     }
 }

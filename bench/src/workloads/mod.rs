@@ -1,4 +1,5 @@
-//! Every workload of WORKLOADS.md, by name, in the order LangGraph's script runs them.
+//! Every workload of WORKLOADS.md, by name, in the order LangGraph's script runs them, then weft's own
+//! (`server_run_wait`, which LangGraph's script has no counterpart for).
 
 mod agents;
 mod backends;
@@ -8,6 +9,7 @@ mod durable;
 mod fanout;
 mod messages;
 mod react;
+mod server;
 mod startup;
 mod state_reads;
 
@@ -20,16 +22,22 @@ pub(crate) struct Entry {
     pub(crate) name: &'static str,
     /// Not one of the workloads the issue sets targets for.
     pub(crate) supplementary: bool,
+    /// weft's alone: LangGraph's script has no counterpart, so comparisons leave it out.
+    pub(crate) weft_only: bool,
     /// Runs it and returns its output line.
     pub(crate) run: fn(&Options) -> Result<Line, String>,
 }
 
 const fn required(name: &'static str, run: fn(&Options) -> Result<Line, String>) -> Entry {
-    Entry { name, supplementary: false, run }
+    Entry { name, supplementary: false, weft_only: false, run }
 }
 
 const fn supplementary(name: &'static str, run: fn(&Options) -> Result<Line, String>) -> Entry {
-    Entry { name, supplementary: true, run }
+    Entry { name, supplementary: true, weft_only: false, run }
+}
+
+const fn weft_only(name: &'static str, run: fn(&Options) -> Result<Line, String>) -> Entry {
+    Entry { name, supplementary: true, weft_only: true, run }
 }
 
 /// Every workload: start-up, the required ones, then the supplementary ones.
@@ -81,6 +89,7 @@ pub(crate) const ALL: &[Entry] = &[
     supplementary("loop1000_sqlite_syncoff", backends::loop1000_sqlite_syncoff),
     supplementary("loop1000_postgres_asynccommit", backends::loop1000_postgres_asynccommit),
     supplementary("chain100_async_single", basic::chain100_async_single),
+    weft_only("server_run_wait", server::server_run_wait),
 ];
 
 /// The workload called `name`.
