@@ -94,8 +94,8 @@ impl RecordsLock {
             if limit > 0 {
                 let scan = ThreadScan { skip: offset, ..scan };
                 source
-                    .scan_threads(&scan, |body| {
-                        page.push(super::decode::<Thread>("thread", "?", body)?);
+                    .scan_threads(&scan, |id, body| {
+                        page.push(super::decode::<Thread>("thread", id, body)?);
                         Ok(if page.len() >= limit {
                             ControlFlow::Break(())
                         } else {
@@ -108,8 +108,8 @@ impl RecordsLock {
         }
         let mut total = 0usize;
         source
-            .scan_threads(&scan, |body| {
-                let thread: Thread = super::decode("thread", "?", body)?;
+            .scan_threads(&scan, |id, body| {
+                let thread: Thread = super::decode("thread", id, body)?;
                 if filter.is_none_or(|f| f(&thread)) {
                     if total >= offset && page.len() < limit {
                         page.push(thread);

@@ -175,22 +175,22 @@ impl Records {
     /// Reads the assistants, versions, crons and live runs.
     async fn load_resident(&mut self) -> Result<(), ServerError> {
         let Some(source) = self.source() else { return Ok(()) };
-        for (kind, body) in source.resident().await? {
+        for (kind, id, body) in source.resident().await? {
             match kind.as_str() {
                 "assistant" => {
-                    let a: Assistant = decode(&kind, "?", &body)?;
+                    let a: Assistant = decode(&kind, &id, &body)?;
                     self.assistants.insert(a.assistant_id.clone(), a);
                 }
                 "assistant_version" => {
-                    let v: AssistantVersion = decode(&kind, "?", &body)?;
+                    let v: AssistantVersion = decode(&kind, &id, &body)?;
                     self.versions.insert((v.assistant_id.clone(), v.version), v);
                 }
                 "cron" => {
-                    let c: Cron = decode(&kind, "?", &body)?;
+                    let c: Cron = decode(&kind, &id, &body)?;
                     self.crons.insert(c.cron_id.clone(), c);
                 }
                 _ => {
-                    let r: RunRecord = decode(&kind, "?", &body)?;
+                    let r: RunRecord = decode(&kind, &id, &body)?;
                     self.put_run(r);
                 }
             }

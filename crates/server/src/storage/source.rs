@@ -191,7 +191,7 @@ impl Source {
 
     /// What a server keeps in memory from its start: every assistant, version and cron (kind and body),
     /// and every pending or running run.
-    pub(crate) async fn resident(&self) -> Result<Vec<(String, String)>, ServerError> {
+    pub(crate) async fn resident(&self) -> Result<Vec<(String, String, String)>, ServerError> {
         let mut out = Vec::new();
         for kind in ["assistant", "assistant_version", "cron"] {
             let sql = format!(
@@ -199,7 +199,9 @@ impl Source {
                 self.param(1),
                 self.alive()
             );
-            out.extend(self.rows(&sql, &[kind]).await?.into_iter().map(|row| (kind.to_owned(), row.2)));
+            out.extend(
+                self.rows(&sql, &[kind]).await?.into_iter().map(|row| (kind.to_owned(), row.0, row.2)),
+            );
         }
         let sql = format!(
             "SELECT id, CAST(NULL AS TEXT), body FROM weft_server_records{} \
@@ -208,7 +210,7 @@ impl Source {
             self.json(&["run", "status"]),
             self.alive()
         );
-        out.extend(self.rows(&sql, &[]).await?.into_iter().map(|row| ("run".to_owned(), row.2)));
+        out.extend(self.rows(&sql, &[]).await?.into_iter().map(|row| ("run".to_owned(), row.0, row.2)));
         Ok(out)
     }
 
@@ -228,7 +230,7 @@ impl Source {
     pub(crate) async fn scan_threads(
         &self,
         scan: &ThreadScan<'_>,
-        mut visit: impl FnMut(&str) -> Result<ControlFlow<()>, ServerError>,
+        mut visit: impl FnMut(&str, &str) -> Result<ControlFlow<()>, ServerError>,
     ) -> Result<(), ServerError> {
         let key = scan.order.field().map_or_else(|| "id".to_owned(), |field| self.json(&[field]));
         let (cmp, dir) = if scan.ascending { (">", "ASC") } else { ("<", "DESC") };
@@ -270,7 +272,7 @@ impl Source {
             let rows = self.rows(&sql, &binds).await?;
             let full = rows.len() == PAGE;
             for (id, key, body) in &rows {
-                if visit(body)?.is_break() {
+                if visit(id, body)?.is_break() {
                     return Ok(());
                 }
                 after = Some((key.clone().unwrap_or_else(|| id.clone()), id.clone()));
@@ -413,7 +415,7 @@ mod tests {
     async fn scan(source: &Source, scan: ThreadScan<'_>) -> Vec<String> {
         let mut ids = Vec::new();
         source
-            .scan_threads(&scan, |body| {
+            .scan_threads(&scan, |_, body| {
                 let value: serde_json::Value = serde_json::from_str(body).unwrap();
                 ids.push(value["thread_id"].as_str().unwrap().to_owned());
                 Ok(ControlFlow::Continue(()))
@@ -461,7 +463,7 @@ mod tests {
         let whole = ThreadScan::all(ThreadOrder::UpdatedAt, false);
         let mut seen = 0;
         source
-            .scan_threads(&whole, |_| {
+            .scan_threads(&whole, |_, _| {
                 seen += 1;
                 Ok(if seen == 4 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
             })
@@ -469,13 +471,13 @@ mod tests {
             .unwrap();
         assert_eq!(seen, 4);
         let failed = source
-            .scan_threads(&whole, |body| {
+            .scan_threads(&whole, |id, body| {
                 serde_json::from_str::<crate::model::Thread>(body)
-                    .map_err(|e| unreadable("thread", "?", e))?;
+                    .map_err(|e| unreadable("thread", id, e))?;
                 Ok(ControlFlow::Continue(()))
             })
             .await
             .unwrap_err();
-        assert!(failed.to_string().contains("unreadable thread record"), "{failed}");
+        assert!(failed.to_string().contains("unreadable thread record 't000"), "names the row: {failed}");
     }
 }
