@@ -2,7 +2,8 @@
 //! free port (append-only file in a scratch folder, so that a restart keeps its streams) and N instances of
 //! `weft-server-e2e --chaos` (built with `scale`) on one PostgreSQL database, then streams `runs` runs of
 //! the four-step `chaos` graph (`stream_resumable`), spread over the instances, `concurrency` at a time.
-//! Meanwhile it SIGKILLs one instance once a fifth of the runs are done and starts it again, and restarts
+//! Meanwhile it SIGKILLs one instance once a fifth of the runs are done, at the start of one of its
+//! steps (so that it always leaves a run to take over), and starts it again, and restarts
 //! Redis once half are done. A client whose stream breaks reconnects to the next instance with the
 //! `Last-Event-ID` of the last event it got. Then it checks:
 //!
@@ -217,6 +218,11 @@ impl Deployment {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// The process id of instance `i`, while it runs.
+    fn pid(&self, i: usize) -> Option<u32> {
+        self.instances[i].as_ref().map(Child::id)
     }
 
     /// SIGKILLs instance `i`; returns its process id.
@@ -472,6 +478,28 @@ fn read_steps(path: &Path) -> Result<HashMap<String, Vec<(String, u32)>>, String
     Ok(runs)
 }
 
+/// Waits until process `pid` starts a step: a line naming it is added to the steps' log (each step
+/// writes its line, then waits the graph's delay, so the step is then in flight). Fails after `limit`.
+async fn until_step_by(log: &Path, pid: u32, limit: Duration) -> Result<(), String> {
+    let read = || std::fs::read_to_string(log).unwrap_or_default();
+    let seen = read().len();
+    let pid = pid.to_string();
+    let end = Instant::now() + limit;
+    loop {
+        let text = read();
+        let added = text.get(seen..).unwrap_or_default();
+        // Whole lines only: the last one may still be being written.
+        let whole = added.rfind('\n').map_or("", |end| &added[..end]);
+        if whole.lines().any(|line| line.rsplit(' ').next() == Some(pid.as_str())) {
+            return Ok(());
+        }
+        if Instant::now() > end {
+            return Err(format!("process {pid} started no step within {limit:?}: it runs nothing to kill"));
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
 /// Checks the steps of one run against the kill, as the runs' durability (`async`, the server's default)
 /// promises: each step once, except the last two the killed process started (the step in flight and the
 /// step before it, whose save may still have been on its way). Returns whether the run was taken over
@@ -534,6 +562,9 @@ pub(crate) async fn run(config: ChaosConfig) -> Result<Value, String> {
         }
     };
     until(config.runs / 5).await;
+    // Killed only while it is in a step, so that the kill always leaves a run to take over.
+    let pid = deployment.pid(0).ok_or("instance 0 is not running")?;
+    until_step_by(&deployment.scratch.join("steps.log"), pid, Duration::from_secs(30)).await?;
     let killed = deployment.kill_instance(0).ok_or("instance 0 is not running")?;
     eprintln!("chaos: SIGKILLed instance 0 (pid {killed}) after {} runs", done.load(Ordering::SeqCst));
     tokio::time::sleep(Duration::from_secs(1)).await;

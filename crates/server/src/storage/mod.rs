@@ -1,5 +1,7 @@
 //! Where the server keeps assistants, threads, runs and crons: one table of JSON rows, so that they
-//! survive a restart, and what memory keeps of it. Embedded, the table is in SQLite (on the checkpointer's
+//! survive a restart, and what memory keeps of it. Beside each body, the few fields reads select and sort
+//! on (a run's thread and status, a thread's status, times and TTL) are columns of their own, written from
+//! the typed record ([`Columns`]): writing a record parses no JSON. Embedded, the table is in SQLite (on the checkpointer's
 //! database) and this process is its only writer. Scaled out (feature `scale`), it is in PostgreSQL, the
 //! source of truth shared by every instance: see [`postgres`]. In the in-memory mode (as `langgraph dev`
 //! runs), nothing is written through: memory is all there is.
@@ -21,7 +23,7 @@ mod source;
 mod writer;
 
 pub(crate) use lock::{Key, RecordsLock, RecordsView, ThreadFilter};
-pub(crate) use source::{Source, ThreadOrder, ThreadScan};
+pub(crate) use source::{Columns, Source, ThreadOrder, ThreadScan};
 pub(crate) use writer::WriterLock;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -39,14 +41,15 @@ use crate::error::ServerError;
 use crate::model::{Assistant, AssistantVersion, Cron, RunRecord, Thread};
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS weft_server_records (\
-    kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (kind, id))";
+    kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, parent TEXT, status TEXT, created_at TEXT, \
+    updated_at TEXT, has_ttl INTEGER, PRIMARY KEY (kind, id))";
 
 /// How many threads, and how many finished runs, memory keeps past their use by default.
 pub(crate) const DEFAULT_CACHE: usize = 1_000;
 
 /// The kinds of record, as the table names them.
 #[derive(Debug, Clone, Copy)]
-enum Kind {
+pub(crate) enum Kind {
     Assistant,
     Version,
     Thread,
@@ -55,7 +58,7 @@ enum Kind {
 }
 
 impl Kind {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Assistant => "assistant",
             Kind::Version => "assistant_version",
@@ -133,11 +136,19 @@ impl Records {
     /// Creates the table and its indexes if missing and reads what memory keeps from the start; up to
     /// `cache` threads and as many finished runs are kept past their use.
     pub(crate) async fn open(saver: Arc<SqliteSaver>, cache: usize) -> Result<Self, ServerError> {
-        let pool = saver.pool();
-        sqlx::query(SCHEMA).execute(pool).await.map_err(storage)?;
-        for index in source::INDEXES_SQLITE {
-            sqlx::query(index).execute(pool).await.map_err(storage)?;
+        let mut tx = saver.pool().begin().await.map_err(storage)?;
+        sqlx::query(SCHEMA).execute(&mut *tx).await.map_err(storage)?;
+        let columns: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pragma_table_info('weft_server_records') WHERE name = 'parent'",
+        )
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(storage)?;
+        let upgrade = if columns == 0 { source::upgrade(source::sqlite_json) } else { Vec::new() };
+        for statement in upgrade.into_iter().chain(source::indexes("")) {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut *tx).await.map_err(storage)?;
         }
+        tx.commit().await.map_err(storage)?;
         let mut records = Records::empty(Backend::Sqlite(saver), cache);
         records.load_resident().await?;
         Ok(records)
@@ -394,21 +405,24 @@ impl Records {
 
     /// Writes `changes` to the backend's table in one transaction.
     async fn write_through(&mut self, changes: &[Change]) -> Result<(), ServerError> {
-        let mut ops: Vec<(Kind, String, Option<String>)> = Vec::with_capacity(changes.len());
+        let mut ops: Vec<Op> = Vec::with_capacity(changes.len());
         for change in changes {
+            let none = Columns::default;
             ops.push(match change {
-                Change::Assistant(a) => (Kind::Assistant, a.assistant_id.clone(), Some(encode(a)?)),
+                Change::Assistant(a) => (Kind::Assistant, a.assistant_id.clone(), Some(encode(a)?), none()),
                 Change::Version(v) => {
-                    (Kind::Version, version_key(&v.assistant_id, v.version), Some(encode(v)?))
+                    (Kind::Version, version_key(&v.assistant_id, v.version), Some(encode(v)?), none())
                 }
-                Change::Thread(t) => (Kind::Thread, t.thread_id.clone(), Some(encode(t)?)),
-                Change::Run(r) => (Kind::Run, r.run.run_id.clone(), Some(encode(r)?)),
-                Change::DeleteAssistant(id) => (Kind::Assistant, id.clone(), None),
-                Change::DeleteVersion(id, v) => (Kind::Version, version_key(id, *v), None),
-                Change::DeleteThread(id) => (Kind::Thread, id.clone(), None),
-                Change::Cron(c) => (Kind::Cron, c.cron_id.clone(), Some(encode(c)?)),
-                Change::DeleteRun(id) => (Kind::Run, id.clone(), None),
-                Change::DeleteCron(id) => (Kind::Cron, id.clone(), None),
+                Change::Thread(t) => {
+                    (Kind::Thread, t.thread_id.clone(), Some(encode(t)?), Columns::of_thread(t))
+                }
+                Change::Run(r) => (Kind::Run, r.run.run_id.clone(), Some(encode(r)?), Columns::of_run(r)),
+                Change::DeleteAssistant(id) => (Kind::Assistant, id.clone(), None, none()),
+                Change::DeleteVersion(id, v) => (Kind::Version, version_key(id, *v), None, none()),
+                Change::DeleteThread(id) => (Kind::Thread, id.clone(), None, none()),
+                Change::Cron(c) => (Kind::Cron, c.cron_id.clone(), Some(encode(c)?), none()),
+                Change::DeleteRun(id) => (Kind::Run, id.clone(), None, none()),
+                Change::DeleteCron(id) => (Kind::Cron, id.clone(), None, none()),
             });
         }
         // A turn ends with its write: a second write under the same guard takes a new turn, which reads
@@ -419,13 +433,9 @@ impl Records {
             self.enter(key).await?;
         }
         match &mut self.backend {
-            Backend::Sqlite(saver) => saver.write_with_checkpoints(statements(ops)).await?,
+            Backend::Sqlite(saver) => saver.write_with_checkpoints(statements(&ops)).await?,
             #[cfg(feature = "scale")]
-            Backend::Postgres(pg) => {
-                let ops: Vec<(&'static str, &str, Option<&str>)> =
-                    ops.iter().map(|(kind, id, body)| (kind.name(), id.as_str(), body.as_deref())).collect();
-                pg.write(&ops, changes).await?;
-            }
+            Backend::Postgres(pg) => pg.write(&ops, changes).await?,
             Backend::Memory => {}
         }
         Ok(())
@@ -496,17 +506,29 @@ impl Records {
     }
 }
 
-const UPSERT: &str = "INSERT INTO weft_server_records (kind, id, body) VALUES (?, ?, ?) \
-    ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body";
+/// One record written: its kind, id, body (none: deleted) and columns.
+pub(crate) type Op = (Kind, String, Option<String>, Columns);
+
+const UPSERT: &str = "INSERT INTO weft_server_records \
+    (kind, id, body, parent, status, created_at, updated_at, has_ttl) VALUES (?, ?, ?, ?, ?, ?, ?, ?) \
+    ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body, parent = excluded.parent, \
+    status = excluded.status, created_at = excluded.created_at, updated_at = excluded.updated_at, \
+    has_ttl = excluded.has_ttl";
 const DELETE: &str = "DELETE FROM weft_server_records WHERE kind = ? AND id = ?";
 
 /// The statements writing `ops` (an upsert with a body, else a delete), committed together.
-fn statements(ops: Vec<(Kind, String, Option<String>)>) -> Vec<SqlStatement> {
-    ops.into_iter()
-        .map(|(kind, id, body)| {
-            let (kind, id) = (SqlParam::Text(kind.name().to_owned()), SqlParam::Text(id));
+fn statements(ops: &[Op]) -> Vec<SqlStatement> {
+    let text = |value: Option<&str>| value.map_or(SqlParam::Null, |v| SqlParam::Text(v.to_owned()));
+    ops.iter()
+        .map(|(kind, id, body, columns)| {
+            let (kind, id) = (SqlParam::Text(kind.name().to_owned()), SqlParam::Text(id.clone()));
             match body {
-                Some(body) => SqlStatement::new(UPSERT, vec![kind, id, SqlParam::Text(body)]),
+                Some(body) => {
+                    let mut params = vec![kind, id, SqlParam::Text(body.clone())];
+                    params.extend(columns.texts().map(text));
+                    params.push(columns.has_ttl.map_or(SqlParam::Null, SqlParam::Integer));
+                    SqlStatement::new(UPSERT, params)
+                }
                 None => SqlStatement::new(DELETE, vec![kind, id]),
             }
         })
@@ -619,6 +641,89 @@ mod tests {
         let stored: i64 =
             sqlx::query_scalar("SELECT count(*) FROM weft_server_records").fetch_one(&pool).await.unwrap();
         assert_eq!(stored, 0);
+    }
+
+    /// A thread record as `Records` writes it.
+    fn thread(thread_id: &str, created_at: &str, ttl: bool) -> Thread {
+        serde_json::from_value(json!({
+            "thread_id": thread_id, "created_at": created_at, "updated_at": created_at,
+            "state_updated_at": created_at, "metadata": {}, "status": "busy", "config": {},
+            "values": null, "error": null, "interrupts": {},
+            "ttl": if ttl { json!({"strategy": "delete", "ttl": 5.0}) } else { json!(null) }
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_table_of_an_earlier_release_gets_its_columns_filled_from_the_bodies_once() {
+        let pool = pool().await;
+        // The table and one of the JSON-expression indexes an earlier release made, with its rows.
+        for sql in [
+            "CREATE TABLE weft_server_records (kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, \
+             PRIMARY KEY (kind, id))",
+            "CREATE INDEX weft_server_runs_by_thread ON weft_server_records \
+             (json_extract(body, '$.run.thread_id')) WHERE kind = 'run'",
+        ] {
+            sqlx::query(sql).execute(&pool).await.unwrap();
+        }
+        let rows = [
+            ("run", "r1", serde_json::to_string(&run("r1", "t1", "running")).unwrap()),
+            ("run", "r2", serde_json::to_string(&run("r2", "t1", "success")).unwrap()),
+            ("thread", "t1", serde_json::to_string(&thread("t1", "2026-01-02", true)).unwrap()),
+            ("thread", "t2", serde_json::to_string(&thread("t2", "2026-01-01", false)).unwrap()),
+        ];
+        for (kind, id, body) in &rows {
+            sqlx::query("INSERT INTO weft_server_records (kind, id, body) VALUES (?, ?, ?)")
+                .bind(kind)
+                .bind(id)
+                .bind(body)
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+        let mut records = Records::open(saver(&pool).await, DEFAULT_CACHE).await.unwrap();
+        assert_eq!(active(&records, "t1"), ["r1"], "the running run found by its status column");
+        let mut runs: Vec<String> =
+            records.thread_runs("t1").await.unwrap().into_iter().map(|r| r.run.run_id).collect();
+        runs.sort();
+        assert_eq!(runs, ["r1", "r2"], "runs found by their thread column");
+        type Stored = (String, Option<String>, Option<String>, Option<String>, Option<i64>);
+        let columns: Vec<Stored> = sqlx::query_as(
+            "SELECT id, parent, status, created_at, has_ttl FROM weft_server_records ORDER BY kind, id",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        assert_eq!(
+            columns,
+            [
+                ("r1".into(), Some("t1".into()), Some("running".into()), None, None),
+                ("r2".into(), Some("t1".into()), Some("success".into()), None, None),
+                ("t1".into(), None, Some("busy".into()), Some("2026-01-02".into()), Some(1)),
+                ("t2".into(), None, Some("busy".into()), Some("2026-01-01".into()), None),
+            ]
+        );
+        let old: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'weft_server_runs_by_thread'",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        assert_eq!(old, 0, "the JSON-expression index is dropped");
+        // What this release writes fills the columns itself; a second open leaves them as they are.
+        records.commit(vec![Change::Thread(thread("t3", "2026-01-03", false))]).await.unwrap();
+        drop(records);
+        let reopened = Records::open(saver(&pool).await, DEFAULT_CACHE).await.unwrap();
+        let source = reopened.source().unwrap();
+        let mut newest = Vec::new();
+        source
+            .scan_threads(&ThreadScan::all(ThreadOrder::CreatedAt, false), |id, _| {
+                newest.push(id.to_owned());
+                Ok(std::ops::ControlFlow::Continue(()))
+            })
+            .await
+            .unwrap();
+        assert_eq!(newest, ["t3", "t1", "t2"]);
     }
 
     #[tokio::test]

@@ -1,6 +1,6 @@
 //! [`Source`]: the records' table read past what memory keeps. Embedded, the SQLite file (through the
 //! saver's readers, beside its writer); scaled out, PostgreSQL. Every read is one statement on an
-//! indexed path (see [`INDEXES_SQLITE`] and the PostgreSQL schema), and a scan goes a page at a time
+//! indexed path (see [`COLUMNS`] and [`indexes`]), and a scan goes a page at a time
 //! (keyset pagination), so memory holds one page whatever the number of records.
 
 use std::ops::ControlFlow;
@@ -9,36 +9,130 @@ use sqlx::SqlitePool;
 use weft_graph::checkpoint::CheckpointError;
 
 use crate::error::ServerError;
+use crate::model::{RunRecord, Thread};
 
-/// The SQLite indexes the reads use (partial indexes on JSON fields: a query names the same
-/// expression and `kind` literally for SQLite to use them).
-pub(crate) const INDEXES_SQLITE: [&str; 5] = [
-    "CREATE INDEX IF NOT EXISTS weft_server_runs_by_thread ON weft_server_records \
-     (json_extract(body, '$.run.thread_id')) WHERE kind = 'run'",
-    "CREATE INDEX IF NOT EXISTS weft_server_runs_by_status ON weft_server_records \
-     (json_extract(body, '$.run.status')) WHERE kind = 'run'",
-    "CREATE INDEX IF NOT EXISTS weft_server_threads_by_created ON weft_server_records \
-     (json_extract(body, '$.created_at'), id) WHERE kind = 'thread'",
-    "CREATE INDEX IF NOT EXISTS weft_server_threads_by_updated ON weft_server_records \
-     (json_extract(body, '$.updated_at'), id) WHERE kind = 'thread'",
-    "CREATE INDEX IF NOT EXISTS weft_server_threads_with_ttl ON weft_server_records (id) \
-     WHERE kind = 'thread' AND json_extract(body, '$.ttl') IS NOT NULL",
+/// The columns beside a record's body that reads select and sort on, in the order [`Columns::values`]
+/// gives them. The writer fills them from the typed record, so a write parses no JSON (indexes on JSON
+/// expressions made every write of a record parse its body again, once per index).
+pub(crate) const COLUMNS: [&str; 5] = ["parent", "status", "created_at", "updated_at", "has_ttl"];
+
+/// The indexes the reads use (partial: a query names `kind` literally for SQLite to use them).
+const INDEXES: [&str; 5] = [
+    "weft_server_run_thread ON weft_server_records (parent) WHERE kind = 'run'",
+    "weft_server_run_status ON weft_server_records (status) WHERE kind = 'run'",
+    "weft_server_thread_created ON weft_server_records (created_at, id) WHERE kind = 'thread'",
+    "weft_server_thread_updated ON weft_server_records (updated_at, id) WHERE kind = 'thread'",
+    "weft_server_thread_ttl ON weft_server_records (id) WHERE kind = 'thread' AND has_ttl IS NOT NULL",
 ];
 
-/// The same indexes on PostgreSQL (where a deleted record keeps its row, without a body).
+/// The indexes on JSON expressions of an earlier release, dropped at start.
+const DROPPED_INDEXES: [&str; 5] = [
+    "weft_server_runs_by_thread",
+    "weft_server_runs_by_status",
+    "weft_server_threads_by_created",
+    "weft_server_threads_by_updated",
+    "weft_server_threads_with_ttl",
+];
+
+/// The statements that bring a records table made by an earlier release up to this one: the columns
+/// added and filled from the bodies (`json` spells a body's field in the dialect), the old indexes
+/// dropped. Run once, in the transaction that finds the columns missing.
+pub(crate) fn upgrade(json: impl Fn(&[&str]) -> String) -> Vec<String> {
+    let mut statements: Vec<String> = COLUMNS
+        .iter()
+        .map(|c| {
+            let kind = if *c == "has_ttl" { "INTEGER" } else { "TEXT" };
+            format!("ALTER TABLE weft_server_records ADD COLUMN {c} {kind}")
+        })
+        .collect();
+    statements.push(format!(
+        "UPDATE weft_server_records SET \
+         parent = CASE WHEN kind = 'run' THEN {} END, \
+         status = CASE WHEN kind = 'run' THEN {} WHEN kind = 'thread' THEN {} END, \
+         created_at = CASE WHEN kind = 'thread' THEN {} END, \
+         updated_at = CASE WHEN kind = 'thread' THEN {} END, \
+         has_ttl = CASE WHEN kind = 'thread' AND {} IS NOT NULL THEN 1 END \
+         WHERE kind IN ('run', 'thread') AND body IS NOT NULL",
+        json(&["run", "thread_id"]),
+        json(&["run", "status"]),
+        json(&["status"]),
+        json(&["created_at"]),
+        json(&["updated_at"]),
+        json(&["ttl"]),
+    ));
+    statements.extend(DROPPED_INDEXES.iter().map(|name| format!("DROP INDEX IF EXISTS {name}")));
+    statements
+}
+
+/// The statements making the indexes the reads use; `alive` is the condition of a record that exists
+/// (PostgreSQL keeps a deleted one without a body).
+pub(crate) fn indexes(alive: &str) -> Vec<String> {
+    INDEXES.iter().map(|index| format!("CREATE INDEX IF NOT EXISTS {index}{alive}")).collect()
+}
+
+/// A SQLite body's field as SQL.
+pub(crate) fn sqlite_json(path: &[&str]) -> String {
+    format!("json_extract(body, '$.{}')", path.join("."))
+}
+
+/// A PostgreSQL body's field as SQL.
 #[cfg(feature = "scale")]
-pub(crate) const INDEXES_POSTGRES: [&str; 5] = [
-    "CREATE INDEX IF NOT EXISTS weft_server_runs_by_thread ON weft_server_records \
-     ((body::jsonb #>> '{run,thread_id}')) WHERE kind = 'run' AND body IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS weft_server_runs_by_status ON weft_server_records \
-     ((body::jsonb #>> '{run,status}')) WHERE kind = 'run' AND body IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS weft_server_threads_by_created ON weft_server_records \
-     ((body::jsonb ->> 'created_at'), id) WHERE kind = 'thread' AND body IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS weft_server_threads_by_updated ON weft_server_records \
-     ((body::jsonb ->> 'updated_at'), id) WHERE kind = 'thread' AND body IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS weft_server_threads_with_ttl ON weft_server_records (id) \
-     WHERE kind = 'thread' AND body IS NOT NULL AND (body::jsonb ->> 'ttl') IS NOT NULL",
-];
+pub(crate) fn postgres_json(path: &[&str]) -> String {
+    match path {
+        [field] => format!("(body::jsonb ->> '{field}')"),
+        _ => format!("(body::jsonb #>> '{{{}}}')", path.join(",")),
+    }
+}
+
+/// A record's [`COLUMNS`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Columns {
+    /// A run's thread.
+    pub(crate) parent: Option<String>,
+    /// A run's or a thread's status, as on the wire.
+    pub(crate) status: Option<String>,
+    /// A thread's.
+    pub(crate) created_at: Option<String>,
+    /// A thread's.
+    pub(crate) updated_at: Option<String>,
+    /// 1 for a thread with a TTL.
+    pub(crate) has_ttl: Option<i64>,
+}
+
+/// A status as its wire name.
+fn wire_name<T: serde::Serialize>(value: &T) -> Option<String> {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned))
+}
+
+impl Columns {
+    pub(crate) fn of_thread(thread: &Thread) -> Self {
+        Self {
+            parent: None,
+            status: wire_name(&thread.status),
+            created_at: Some(thread.created_at.clone()),
+            updated_at: Some(thread.updated_at.clone()),
+            has_ttl: thread.ttl.is_some().then_some(1),
+        }
+    }
+
+    pub(crate) fn of_run(record: &RunRecord) -> Self {
+        Self {
+            parent: Some(record.run.thread_id.clone()),
+            status: wire_name(&record.run.status),
+            ..Self::default()
+        }
+    }
+
+    /// The text columns, in [`COLUMNS`]' order (without `has_ttl`).
+    pub(crate) fn texts(&self) -> [Option<&str>; 4] {
+        [
+            self.parent.as_deref(),
+            self.status.as_deref(),
+            self.created_at.as_deref(),
+            self.updated_at.as_deref(),
+        ]
+    }
+}
 
 /// Rows a scan reads per statement.
 const PAGE: usize = 256;
@@ -72,24 +166,21 @@ impl ThreadOrder {
     pub(crate) fn key(self, thread: &crate::model::Thread) -> String {
         match self {
             Self::ThreadId => thread.thread_id.clone(),
-            Self::Status => serde_json::to_value(thread.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            Self::Status => wire_name(&thread.status).unwrap_or_default(),
             Self::UpdatedAt => thread.updated_at.clone(),
             Self::StateUpdatedAt => thread.state_updated_at.clone(),
             Self::CreatedAt => thread.created_at.clone(),
         }
     }
 
-    /// The JSON field of the key (none: the id).
-    fn field(self) -> Option<&'static str> {
+    /// The key as SQL: a column, or (`state_updated_at`) the body's field `json` spells.
+    fn sql(self, json: impl Fn(&[&str]) -> String) -> String {
         match self {
-            Self::ThreadId => None,
-            Self::Status => Some("status"),
-            Self::UpdatedAt => Some("updated_at"),
-            Self::StateUpdatedAt => Some("state_updated_at"),
-            Self::CreatedAt => Some("created_at"),
+            Self::ThreadId => "id".to_owned(),
+            Self::Status => "status".to_owned(),
+            Self::UpdatedAt => "updated_at".to_owned(),
+            Self::StateUpdatedAt => json(&["state_updated_at"]),
+            Self::CreatedAt => "created_at".to_owned(),
         }
     }
 }
@@ -108,11 +199,9 @@ impl Source {
     /// `field` of the body (a path of object keys), as SQL.
     fn json(&self, path: &[&str]) -> String {
         match self {
-            Self::Sqlite(_) => format!("json_extract(body, '$.{}')", path.join(".")),
+            Self::Sqlite(_) => sqlite_json(path),
             #[cfg(feature = "scale")]
-            Self::Postgres(_) if path.len() == 1 => format!("(body::jsonb ->> '{}')", path[0]),
-            #[cfg(feature = "scale")]
-            Self::Postgres(_) => format!("(body::jsonb #>> '{{{}}}')", path.join(",")),
+            Self::Postgres(_) => postgres_json(path),
         }
     }
 
@@ -180,9 +269,8 @@ impl Source {
     /// The bodies of every run of a thread.
     pub(crate) async fn thread_runs(&self, thread_id: &str) -> Result<Vec<Row>, ServerError> {
         let sql = format!(
-            "SELECT id, CAST(NULL AS TEXT), body FROM weft_server_records{} WHERE kind = 'run' AND {} = {}{}",
-            self.indexed_by("weft_server_runs_by_thread"),
-            self.json(&["run", "thread_id"]),
+            "SELECT id, CAST(NULL AS TEXT), body FROM weft_server_records{} WHERE kind = 'run' AND parent = {}{}",
+            self.indexed_by("weft_server_run_thread"),
             self.param(1),
             self.alive()
         );
@@ -205,9 +293,8 @@ impl Source {
         }
         let sql = format!(
             "SELECT id, CAST(NULL AS TEXT), body FROM weft_server_records{} \
-             WHERE kind = 'run' AND {} IN ('pending', 'running'){}",
-            self.indexed_by("weft_server_runs_by_status"),
-            self.json(&["run", "status"]),
+             WHERE kind = 'run' AND status IN ('pending', 'running'){}",
+            self.indexed_by("weft_server_run_status"),
             self.alive()
         );
         out.extend(self.rows(&sql, &[]).await?.into_iter().map(|row| ("run".to_owned(), row.0, row.2)));
@@ -232,19 +319,19 @@ impl Source {
         scan: &ThreadScan<'_>,
         mut visit: impl FnMut(&str, &str) -> Result<ControlFlow<()>, ServerError>,
     ) -> Result<(), ServerError> {
-        let key = scan.order.field().map_or_else(|| "id".to_owned(), |field| self.json(&[field]));
+        let key = scan.order.sql(|path| self.json(path));
         let (cmp, dir) = if scan.ascending { (">", "ASC") } else { ("<", "DESC") };
         let mut filter = format!("kind = 'thread'{}", self.alive());
         if scan.ttl_only {
-            filter.push_str(&format!(" AND {} IS NOT NULL", self.json(&["ttl"])));
+            filter.push_str(" AND has_ttl IS NOT NULL");
         }
         let mut fixed: Vec<String> = Vec::new();
         filter.push_str(&self.prefilter(scan, &mut fixed));
         let fixed: Vec<&str> = fixed.iter().map(String::as_str).collect();
         let index = match (scan.ids, scan.ttl_only, scan.order) {
-            (None, false, ThreadOrder::CreatedAt) => self.indexed_by("weft_server_threads_by_created"),
-            (None, false, ThreadOrder::UpdatedAt) => self.indexed_by("weft_server_threads_by_updated"),
-            (None, true, ThreadOrder::ThreadId) => self.indexed_by("weft_server_threads_with_ttl"),
+            (None, false, ThreadOrder::CreatedAt) => self.indexed_by("weft_server_thread_created"),
+            (None, false, ThreadOrder::UpdatedAt) => self.indexed_by("weft_server_thread_updated"),
+            (None, true, ThreadOrder::ThreadId) => self.indexed_by("weft_server_thread_ttl"),
             _ => String::new(),
         };
         let ids = scan.ids.map(|ids| serde_json::Value::from(ids.to_vec()).to_string());
@@ -294,7 +381,7 @@ impl Source {
         let mut sql = String::new();
         if let Some(status) = scan.status {
             binds.push(status.to_owned());
-            sql.push_str(&format!(" AND {} = {}", self.json(&["status"]), self.param(binds.len())));
+            sql.push_str(&format!(" AND status = {}", self.param(binds.len())));
         }
         let Some(metadata) = scan.metadata.filter(|m| !m.is_empty()) else { return sql };
         match self {
@@ -394,20 +481,27 @@ mod tests {
             .await
             .unwrap();
         sqlx::query(super::super::SCHEMA).execute(&pool).await.unwrap();
-        for index in INDEXES_SQLITE {
-            sqlx::query(index).execute(&pool).await.unwrap();
+        for index in indexes("") {
+            sqlx::query(sqlx::AssertSqlSafe(index)).execute(&pool).await.unwrap();
         }
         for i in 0..n {
+            let created = format!("2026-01-01T00:00:{:02}Z", i % 7);
             let body = serde_json::json!({
-                "thread_id": format!("t{i:04}"), "created_at": format!("2026-01-01T00:00:{:02}Z", i % 7),
+                "thread_id": format!("t{i:04}"), "created_at": created,
                 "ttl": if i % 3 == 0 { serde_json::json!({"strategy": "delete", "ttl": 1.0}) } else { serde_json::Value::Null },
             });
-            sqlx::query("INSERT INTO weft_server_records (kind, id, body) VALUES ('thread', ?, ?)")
-                .bind(format!("t{i:04}"))
-                .bind(body.to_string())
-                .execute(&pool)
-                .await
-                .unwrap();
+            sqlx::query(
+                "INSERT INTO weft_server_records (kind, id, body, created_at, updated_at, has_ttl) \
+                 VALUES ('thread', ?, ?, ?, ?, ?)",
+            )
+            .bind(format!("t{i:04}"))
+            .bind(body.to_string())
+            .bind(&created)
+            .bind(&created)
+            .bind((i % 3 == 0).then_some(1))
+            .execute(&pool)
+            .await
+            .unwrap();
         }
         Source::Sqlite(pool)
     }

@@ -34,7 +34,7 @@
 use sqlx::{Postgres, Row as _, Transaction};
 use tokio::sync::oneshot;
 
-use super::Change;
+use super::{Change, Op, source};
 use weft_graph::checkpoint::CheckpointError;
 
 use crate::error::ServerError;
@@ -75,14 +75,19 @@ const SCHEMA: &[&str] = &[
     // A turn's writes in order: the records (a null body deletes), then the queue's rows (`add` a run,
     // delete a `run`'s row, delete a `thread`'s rows). Returns the last `seq` written.
     "CREATE OR REPLACE FUNCTION weft_server_records_write(kinds TEXT[], ids TEXT[], bodies TEXT[], \
+       parents TEXT[], statuses TEXT[], created TEXT[], updated TEXT[], ttls INTEGER[], \
        queue_ops TEXT[], queue_runs TEXT[], queue_threads TEXT[], queue_due TEXT[]) \
      RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$ \
      DECLARE last_seq BIGINT := 0; written BIGINT; \
      BEGIN \
        FOR i IN 1 .. coalesce(array_length(kinds, 1), 0) LOOP \
-         INSERT INTO weft_server_records AS r (kind, id, body, seq, xid) \
-           VALUES (kinds[i], ids[i], bodies[i], nextval('weft_server_records_seq'), pg_current_xact_id()) \
-           ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body, seq = excluded.seq, xid = excluded.xid \
+         INSERT INTO weft_server_records AS r \
+           (kind, id, body, parent, status, created_at, updated_at, has_ttl, seq, xid) \
+           VALUES (kinds[i], ids[i], bodies[i], parents[i], statuses[i], created[i], updated[i], ttls[i], \
+             nextval('weft_server_records_seq'), pg_current_xact_id()) \
+           ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body, parent = excluded.parent, \
+             status = excluded.status, created_at = excluded.created_at, updated_at = excluded.updated_at, \
+             has_ttl = excluded.has_ttl, seq = excluded.seq, xid = excluded.xid \
            RETURNING r.seq INTO written; \
          last_seq := greatest(last_seq, written); \
        END LOOP; \
@@ -114,8 +119,20 @@ pub(crate) async fn migrate(db: &Db) -> Result<(), ServerError> {
     .execute(&mut *tx)
     .await
     .map_err(storage)?;
-    for statement in SCHEMA.iter().chain(&super::source::INDEXES_POSTGRES) {
+    for statement in SCHEMA {
         sqlx::raw_sql(*statement).execute(&mut *tx).await.map_err(storage)?;
+    }
+    let columns = sqlx::raw_sql(
+        "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() \
+         AND table_name = 'weft_server_records' AND column_name = 'parent'",
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .and_then(|row| row.try_get::<i64, _>(0))
+    .map_err(storage)?;
+    let upgrade = if columns == 0 { source::upgrade(source::postgres_json) } else { Vec::new() };
+    for statement in upgrade.into_iter().chain(source::indexes(" AND body IS NOT NULL")) {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut *tx).await.map_err(storage)?;
     }
     tx.commit().await.map_err(storage)
 }
@@ -280,11 +297,7 @@ impl PgRecords {
 
     /// Writes `ops` (kind, id, body; none deletes) and keeps the run queue in step with `changes`, in one
     /// statement in the turn's transaction, and commits it: the turn ends, with the lock.
-    pub(crate) async fn write(
-        &mut self,
-        ops: &[(&'static str, &str, Option<&str>)],
-        changes: &[Change],
-    ) -> Result<(), ServerError> {
+    pub(crate) async fn write(&mut self, ops: &[Op], changes: &[Change]) -> Result<(), ServerError> {
         let mut queue = QueueOps::default();
         for change in changes {
             queue.keep(change);
@@ -294,17 +307,25 @@ impl PgRecords {
             .take()
             .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))?;
         let written: Result<i64, sqlx::Error> = async {
-            let last = sqlx::query_scalar("SELECT weft_server_records_write($1, $2, $3, $4, $5, $6, $7)")
-                .bind(ops.iter().map(|op| op.0).collect::<Vec<_>>())
-                .bind(ops.iter().map(|op| op.1).collect::<Vec<_>>())
-                .bind(ops.iter().map(|op| op.2).collect::<Vec<_>>())
-                .bind(queue.ops)
-                .bind(queue.runs)
-                .bind(queue.threads)
-                .bind(queue.due)
-                .persistent(self.db.prepared)
-                .fetch_one(&mut *turn)
-                .await?;
+            let text = |n: usize| ops.iter().map(|op| op.3.texts()[n]).collect::<Vec<_>>();
+            let last = sqlx::query_scalar(
+                "SELECT weft_server_records_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            )
+            .bind(ops.iter().map(|op| op.0.name()).collect::<Vec<_>>())
+            .bind(ops.iter().map(|op| op.1.as_str()).collect::<Vec<_>>())
+            .bind(ops.iter().map(|op| op.2.as_deref()).collect::<Vec<_>>())
+            .bind(text(0))
+            .bind(text(1))
+            .bind(text(2))
+            .bind(text(3))
+            .bind(ops.iter().map(|op| op.3.has_ttl.and_then(|n| i32::try_from(n).ok())).collect::<Vec<_>>())
+            .bind(queue.ops)
+            .bind(queue.runs)
+            .bind(queue.threads)
+            .bind(queue.due)
+            .persistent(self.db.prepared)
+            .fetch_one(&mut *turn)
+            .await?;
             turn.commit().await?;
             Ok(last)
         }

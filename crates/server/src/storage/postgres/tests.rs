@@ -418,6 +418,7 @@ async fn a_write_committed_after_a_later_one_is_still_read_in() {
     let mut older = pool.begin().await.unwrap();
     sqlx::query(
         "SELECT weft_server_records_write(ARRAY['run'], ARRAY['r-late'], ARRAY[$1], \
+         ARRAY['t1'], ARRAY['pending'], ARRAY[NULL]::text[], ARRAY[NULL]::text[], ARRAY[NULL]::integer[], \
          ARRAY[]::text[], ARRAY[]::text[], ARRAY[]::text[], ARRAY[]::text[])",
     )
     .bind(serde_json::to_string(&late).unwrap())
@@ -458,4 +459,58 @@ async fn a_lease_the_worker_no_longer_runs_is_left_to_lapse() {
     assert_eq!(lapsed, ["r2"], "the run the worker no longer runs is not renewed");
     let again = crate::scale::queue::claim(&queue, "other", lease).await.unwrap().unwrap();
     assert_eq!(again.run_id, "r2", "another worker takes it");
+}
+
+#[tokio::test]
+async fn a_table_of_an_earlier_release_gets_its_columns_filled_from_the_bodies() {
+    let Some(db) = database().await else { return };
+    let pool = sqlx::postgres::PgPoolOptions::new().max_connections(2).connect(&db.uri).await.unwrap();
+    // The table as an earlier release made it, with one of its JSON-expression indexes and its rows (a
+    // deleted run without a body).
+    for sql in [
+        "CREATE SEQUENCE weft_server_records_seq",
+        "CREATE TABLE weft_server_records (kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT, \
+         seq BIGINT NOT NULL, xid xid8 NOT NULL DEFAULT '0', PRIMARY KEY (kind, id))",
+        "CREATE INDEX weft_server_runs_by_thread ON weft_server_records \
+         ((body::jsonb #>> '{run,thread_id}')) WHERE kind = 'run' AND body IS NOT NULL",
+    ] {
+        sqlx::raw_sql(sql).execute(&pool).await.unwrap();
+    }
+    let Change::Run(live) = run("r1", "t1", "running") else { unreachable!() };
+    let Change::Thread(t1) = thread("t1") else { unreachable!() };
+    for (kind, id, body) in [
+        ("run", "r1", Some(serde_json::to_string(&live).unwrap())),
+        ("run", "r0", None),
+        ("thread", "t1", Some(serde_json::to_string(&t1).unwrap())),
+    ] {
+        sqlx::query("INSERT INTO weft_server_records (kind, id, body, seq) VALUES ($1, $2, $3, 1)")
+            .bind(kind)
+            .bind(id)
+            .bind(body)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    let (records, _) = instance(&db).await;
+    assert!(records.read().await.unwrap().is_live("r1"), "the running run found by its status column");
+    type Stored = (String, Option<String>, Option<String>, Option<String>);
+    let columns: Vec<Stored> =
+        sqlx::query_as("SELECT id, parent, status, created_at FROM weft_server_records ORDER BY kind, id")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        columns,
+        [
+            ("r0".into(), None, None, None),
+            ("r1".into(), Some("t1".into()), Some("running".into()), None),
+            ("t1".into(), None, Some("idle".into()), Some("2026-11-27T00:00:00Z".into())),
+        ]
+    );
+    let old: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM pg_indexes WHERE indexname = 'weft_server_runs_by_thread'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(old, 0, "the JSON-expression index is dropped");
 }
