@@ -9,7 +9,7 @@
 //! The sweeper wakes every `sweep_interval`; scaled out, each wake first claims the sweep in PostgreSQL
 //! (one statement, see `crate::scale::sweep`), so that one instance sweeps per interval.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -183,13 +183,9 @@ pub(crate) struct Swept {
 }
 
 /// One sweep: every expired thread with no pending or running run (at most `limit`), deleted or pruned
-/// by its strategy. `pruned` holds the activity times threads were pruned at by this instance: a thread
-/// kept with its latest checkpoint is not pruned again until it has been active.
-pub(crate) async fn sweep(
-    app: &Arc<App>,
-    limit: usize,
-    pruned: &mut HashMap<String, String>,
-) -> ApiResult<Swept> {
+/// by its strategy. A thread kept with its latest checkpoint is marked so (in the table, see
+/// [`crate::storage::RecordsLock::mark_swept`]): it is not read or pruned again until it changes.
+pub(crate) async fn sweep(app: &Arc<App>, limit: usize) -> ApiResult<Swept> {
     let now = SystemTime::now();
     let expired: Vec<(String, TtlStrategy, String)> = {
         // Threads with a TTL, read a page at a time; those with a live run are skipped (as memory knows
@@ -198,22 +194,9 @@ pub(crate) async fn sweep(
             let records = app.records.read().await?;
             records.live_runs().map(|r| r.run.thread_id.clone()).collect()
         };
-        let scan = ThreadScan { ttl_only: true, ..ThreadScan::all(ThreadOrder::ThreadId, true) };
-        // The threads pruned here that are still as they were then (the others are forgotten below).
-        let still = std::sync::Mutex::new(HashSet::new());
-        let filter = |t: &Thread| {
-            let Some((id, _, at)) = due(t, now) else { return false };
-            if pruned.get(&id) == Some(&at) {
-                if let Ok(mut still) = still.lock() {
-                    still.insert(id);
-                }
-                return false;
-            }
-            !busy.contains(&id)
-        };
+        let scan = ThreadScan { sweepable_only: true, ..ThreadScan::all(ThreadOrder::ThreadId, true) };
+        let filter = |t: &Thread| due(t, now).is_some_and(|(id, _, _)| !busy.contains(&id));
         let (found, _) = app.records.search_threads(scan, Some(&filter), 0, limit).await?;
-        let still = still.into_inner().unwrap_or_default();
-        pruned.retain(|id, _| still.contains(id));
         found.iter().filter_map(|t| due(t, now)).collect()
     };
     let mut swept = Swept::default();
@@ -225,7 +208,7 @@ pub(crate) async fn sweep(
             TtlStrategy::Delete => swept.deleted += 1,
             TtlStrategy::KeepLatest => {
                 swept.pruned += 1;
-                pruned.insert(thread_id, since);
+                app.records.mark_swept(&thread_id, &since).await?;
             }
         }
     }
@@ -246,7 +229,6 @@ async fn claim(app: &App, interval: Duration) -> Result<bool, ServerError> {
 pub(crate) async fn run_sweeper(app: Arc<App>) {
     let config = app.thread_ttl.clone();
     let interval = config.sweep_interval.max(MIN_INTERVAL);
-    let mut pruned = HashMap::new();
     loop {
         tokio::time::sleep(interval).await;
         match claim(&app, interval).await {
@@ -257,7 +239,7 @@ pub(crate) async fn run_sweeper(app: Arc<App>) {
                 continue;
             }
         }
-        match sweep(&app, config.sweep_limit, &mut pruned).await {
+        match sweep(&app, config.sweep_limit).await {
             Ok(swept) if swept != Swept::default() => {
                 tracing::info!(deleted = swept.deleted, pruned = swept.pruned, "thread TTL sweep completed");
             }

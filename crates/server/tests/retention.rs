@@ -167,3 +167,45 @@ async fn a_patch_sets_a_ttl_and_a_bad_one_is_refused() {
     assert_eq!(patched.status, 200, "{}", patched.body);
     eventually("pruned to one checkpoint", || async { history(addr, &thread_id).await.len() == 1 }).await;
 }
+
+/// The `sweepable` mark of a thread in the records' table of the SQLite file `path`.
+async fn sweepable(path: &std::path::Path, thread_id: &str) -> Option<i64> {
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path).read_only(true);
+    let pool = sqlx::sqlite::SqlitePoolOptions::new().max_connections(1).connect_with(options).await.unwrap();
+    let mark =
+        sqlx::query_scalar("SELECT sweepable FROM weft_server_records WHERE kind = 'thread' AND id = ?")
+            .bind(thread_id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    pool.close().await;
+    mark
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_kept_with_its_latest_checkpoint_is_marked_in_the_table_until_it_changes() {
+    let dir = std::env::temp_dir().join(format!("weft-server-swept-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("swept.db");
+    let config = ThreadTtlConfig { strategy: TtlStrategy::KeepLatest, ..ThreadTtlConfig::default() };
+    let server = common::start(sweeping(common::builder().sqlite(&path), config)).await;
+    let addr = server.addr;
+    let made =
+        common::post(addr, "/threads", json!({"ttl": {"strategy": "keep_latest", "ttl": SHORT}})).await;
+    let thread_id = made.json()["thread_id"].as_str().unwrap().to_owned();
+    wait_run(addr, &thread_id, json!({})).await;
+    assert_eq!(sweepable(&path, &thread_id).await, Some(1), "a thread with a TTL is for the sweeper");
+    eventually("the thread keeps one checkpoint", || async { history(addr, &thread_id).await.len() == 1 })
+        .await;
+    // Marked once pruned: the sweeper's scans pass it by (and so would a restart's or another instance's).
+    eventually("the pruned thread is marked", || async { sweepable(&path, &thread_id).await.is_none() })
+        .await;
+    // A change makes it the sweeper's again: pruned again once idle for its TTL.
+    wait_run(addr, &thread_id, json!({})).await;
+    assert!(history(addr, &thread_id).await.len() > 1);
+    eventually("the changed thread is pruned again", || async { history(addr, &thread_id).await.len() == 1 })
+        .await;
+    eventually("and marked again", || async { sweepable(&path, &thread_id).await.is_none() }).await;
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

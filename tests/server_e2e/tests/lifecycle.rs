@@ -462,11 +462,11 @@ fn add_threads(db: &std::path::Path, count: u64) {
         let pool = sqlx::sqlite::SqlitePoolOptions::new().max_connections(1).connect_with(options).await.unwrap();
         let sql = format!(
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {count}) \
-             INSERT INTO weft_server_records (kind, id, body, status, created_at, updated_at, has_ttl) \
+             INSERT INTO weft_server_records (kind, id, body, status, created_at, updated_at, sweepable) \
              SELECT 'thread', printf('00000000-0000-4000-8000-%012d', i), \
                json_set(seed.body, '$.thread_id', printf('00000000-0000-4000-8000-%012d', i), '$.metadata.n', i), \
-               seed.status, seed.created_at, seed.updated_at, seed.has_ttl \
-             FROM n, (SELECT body, status, created_at, updated_at, has_ttl FROM weft_server_records \
+               seed.status, seed.created_at, seed.updated_at, seed.sweepable \
+             FROM n, (SELECT body, status, created_at, updated_at, sweepable FROM weft_server_records \
                WHERE kind = 'thread') AS seed"
         );
         let done = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&pool).await.unwrap();

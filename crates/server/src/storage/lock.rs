@@ -78,7 +78,7 @@ impl RecordsLock {
             let mut found: Vec<&Thread> = records
                 .cached_threads()
                 .filter(|t| scan.ids.is_none_or(|ids| ids.contains(&t.thread_id)))
-                .filter(|t| !scan.ttl_only || t.ttl.is_some())
+                .filter(|t| !scan.sweepable_only || records.sweepable(t))
                 .filter(|t| filter.is_none_or(|f| f(t)))
                 .collect();
             found.sort_by_cached_key(|t| (scan.order.key(t), t.thread_id.clone()));
@@ -89,7 +89,7 @@ impl RecordsLock {
             return Ok((page, found.len()));
         };
         let mut page = Vec::new();
-        if filter.is_none() && scan.ids.is_none() && !scan.ttl_only {
+        if filter.is_none() && scan.ids.is_none() && !scan.sweepable_only {
             let total = source.count_threads().await?;
             if limit > 0 {
                 let scan = ThreadScan { skip: offset, ..scan };
@@ -120,6 +120,14 @@ impl RecordsLock {
             })
             .await?;
         Ok((page, total))
+    }
+
+    /// Notes that the TTL sweeper kept `thread_id` with its latest checkpoint when it was last changed at
+    /// `updated_at`: the sweeper's scans pass it by until it changes again (nothing happens if it has
+    /// changed already). Kept in the table, so that a restart, or another instance, does not prune it
+    /// again; written without a turn, as no instance keeps it in memory.
+    pub(crate) async fn mark_swept(&self, thread_id: &str, updated_at: &str) -> Result<(), ServerError> {
+        self.inner.lock().await.mark_swept(thread_id, updated_at).await
     }
 
     /// Waits for the records to change what `key` names: this process's turn, and scaled out the turn of

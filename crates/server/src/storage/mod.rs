@@ -26,7 +26,7 @@ pub(crate) use lock::{Key, RecordsLock, RecordsView, ThreadFilter};
 pub(crate) use source::{Columns, Source, ThreadOrder, ThreadScan};
 pub(crate) use writer::WriterLock;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use std::sync::Arc;
 
@@ -42,7 +42,7 @@ use crate::model::{Assistant, AssistantVersion, Cron, RunRecord, Thread};
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS weft_server_records (\
     kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, parent TEXT, status TEXT, created_at TEXT, \
-    updated_at TEXT, has_ttl INTEGER, PRIMARY KEY (kind, id))";
+    updated_at TEXT, sweepable INTEGER, PRIMARY KEY (kind, id))";
 
 /// How many threads, and how many finished runs, memory keeps past their use by default.
 pub(crate) const DEFAULT_CACHE: usize = 1_000;
@@ -113,6 +113,9 @@ pub(crate) struct Records {
     ended: Cache<RunRecord>,
     /// The ids of each thread's pending and running runs.
     active: HashMap<String, BTreeSet<String>>,
+    /// In the in-memory mode, the threads the TTL sweeper kept with their latest checkpoint and that have
+    /// not changed since (the table's `sweepable` column elsewhere).
+    swept: HashSet<String>,
     /// Scaled out, the key of the guard that holds the records (none: every key), for a second write
     /// under it to take a turn of the same key.
     #[cfg_attr(not(feature = "scale"), allow(dead_code))]
@@ -169,6 +172,7 @@ impl Records {
             live: HashMap::new(),
             ended: Cache::new(cache),
             active: HashMap::new(),
+            swept: HashSet::new(),
             key: None,
         }
     }
@@ -209,11 +213,34 @@ impl Records {
         Ok(())
     }
 
+    /// The rows of `sql` (made by `source`'s builder) with `binds`: scaled out during a turn, through the
+    /// turn's own transaction (a read on another connection while the turn holds its locks could wait
+    /// behind a lock queued after them, such as a starting instance's schema check, for ever), else
+    /// through [`Source`].
+    async fn read_rows(
+        &mut self,
+        sql: impl Fn(&Source) -> String,
+        binds: &[&str],
+    ) -> Result<Vec<source::Row>, ServerError> {
+        let Some(source) = self.source() else { return Ok(Vec::new()) };
+        #[cfg(feature = "scale")]
+        if let Backend::Postgres(pg) = &mut self.backend
+            && pg.in_turn()
+        {
+            return pg.rows_in_turn(&sql(&source), binds).await;
+        }
+        source.rows(&sql(&source), binds).await
+    }
+
+    /// One record's body, if it exists (see [`Records::read_rows`]).
+    async fn body(&mut self, kind: &str, id: &str) -> Result<Option<String>, ServerError> {
+        Ok(self.read_rows(Source::body_sql, &[kind, id]).await?.pop().map(|row| row.2))
+    }
+
     /// The thread, read from the table when memory lacks it.
     pub(crate) async fn thread(&mut self, id: &str) -> Result<Option<&Thread>, ServerError> {
         if !self.threads.contains(id)
-            && let Some(source) = self.source()
-            && let Some(body) = source.body("thread", id).await?
+            && let Some(body) = self.body("thread", id).await?
         {
             let thread: Thread = decode("thread", id, &body)?;
             self.threads.insert(id.to_owned(), thread);
@@ -230,8 +257,7 @@ impl Records {
     pub(crate) async fn run(&mut self, id: &str) -> Result<Option<&RunRecord>, ServerError> {
         if !self.live.contains_key(id)
             && !self.ended.contains(id)
-            && let Some(source) = self.source()
-            && let Some(body) = source.body("run", id).await?
+            && let Some(body) = self.body("run", id).await?
         {
             let record: RunRecord = decode("run", id, &body)?;
             self.put_run(record);
@@ -244,12 +270,12 @@ impl Records {
 
     /// Every run of a thread, in no order.
     pub(crate) async fn thread_runs(&mut self, thread_id: &str) -> Result<Vec<RunRecord>, ServerError> {
-        let Some(source) = self.source() else {
+        if matches!(self.backend, Backend::Memory) {
             let all = self.live.values().chain(self.ended.values());
             return Ok(all.filter(|r| r.run.thread_id == thread_id).cloned().collect());
-        };
+        }
         let mut runs = Vec::new();
-        for (id, _, body) in source.thread_runs(thread_id).await? {
+        for (id, _, body) in self.read_rows(Source::thread_runs_sql, &[thread_id]).await? {
             // What memory holds of a live run is what the table holds (written first); scaled out, the
             // table may be newer, so it is what is read.
             runs.push(decode::<RunRecord>("run", &id, &body)?);
@@ -391,6 +417,30 @@ impl Records {
         Ok(records)
     }
 
+    /// Whether the TTL sweeper has something to do with `thread` (in the in-memory mode; the table's
+    /// `sweepable` column elsewhere).
+    pub(crate) fn sweepable(&self, thread: &Thread) -> bool {
+        thread.ttl.is_some() && !self.swept.contains(&thread.thread_id)
+    }
+
+    /// See [`RecordsLock::mark_swept`].
+    async fn mark_swept(&mut self, thread_id: &str, updated_at: &str) -> Result<(), ServerError> {
+        let (id, at) = (SqlParam::Text(thread_id.to_owned()), SqlParam::Text(updated_at.to_owned()));
+        match &mut self.backend {
+            Backend::Sqlite(saver) => {
+                saver.write_with_checkpoints(vec![SqlStatement::new(SWEPT, vec![id, at])]).await?
+            }
+            #[cfg(feature = "scale")]
+            Backend::Postgres(pg) => pg.mark_swept(thread_id, updated_at).await?,
+            Backend::Memory => {
+                if self.threads.peek(thread_id).is_some_and(|t| t.updated_at == updated_at) {
+                    self.swept.insert(thread_id.to_owned());
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Writes `changes` in one transaction, then applies them in memory.
     pub(crate) async fn commit(&mut self, changes: Vec<Change>) -> Result<(), ServerError> {
         if changes.is_empty() {
@@ -451,7 +501,10 @@ impl Records {
                 Change::Version(v) => {
                     self.versions.insert((v.assistant_id.clone(), v.version), v);
                 }
-                Change::Thread(t) => self.threads.insert(t.thread_id.clone(), t),
+                Change::Thread(t) => {
+                    self.swept.remove(&t.thread_id);
+                    self.threads.insert(t.thread_id.clone(), t);
+                }
                 Change::Run(r) => self.put_run(*r),
                 Change::DeleteAssistant(id) => {
                     self.assistants.remove(&id);
@@ -460,6 +513,7 @@ impl Records {
                     self.versions.remove(&(id, v));
                 }
                 Change::DeleteThread(id) => {
+                    self.swept.remove(&id);
                     self.threads.remove(&id);
                 }
                 Change::DeleteRun(id) => self.forget_run(&id),
@@ -510,11 +564,13 @@ impl Records {
 pub(crate) type Op = (Kind, String, Option<String>, Columns);
 
 const UPSERT: &str = "INSERT INTO weft_server_records \
-    (kind, id, body, parent, status, created_at, updated_at, has_ttl) VALUES (?, ?, ?, ?, ?, ?, ?, ?) \
+    (kind, id, body, parent, status, created_at, updated_at, sweepable) VALUES (?, ?, ?, ?, ?, ?, ?, ?) \
     ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body, parent = excluded.parent, \
     status = excluded.status, created_at = excluded.created_at, updated_at = excluded.updated_at, \
-    has_ttl = excluded.has_ttl";
+    sweepable = excluded.sweepable";
 const DELETE: &str = "DELETE FROM weft_server_records WHERE kind = ? AND id = ?";
+const SWEPT: &str =
+    "UPDATE weft_server_records SET sweepable = NULL WHERE kind = 'thread' AND id = ? AND updated_at = ?";
 
 /// The statements writing `ops` (an upsert with a body, else a delete), committed together.
 fn statements(ops: &[Op]) -> Vec<SqlStatement> {
@@ -526,7 +582,7 @@ fn statements(ops: &[Op]) -> Vec<SqlStatement> {
                 Some(body) => {
                     let mut params = vec![kind, id, SqlParam::Text(body.clone())];
                     params.extend(columns.texts().map(text));
-                    params.push(columns.has_ttl.map_or(SqlParam::Null, SqlParam::Integer));
+                    params.push(columns.sweepable.map_or(SqlParam::Null, SqlParam::Integer));
                     SqlStatement::new(UPSERT, params)
                 }
                 None => SqlStatement::new(DELETE, vec![kind, id]),
@@ -689,7 +745,7 @@ mod tests {
         assert_eq!(runs, ["r1", "r2"], "runs found by their thread column");
         type Stored = (String, Option<String>, Option<String>, Option<String>, Option<i64>);
         let columns: Vec<Stored> = sqlx::query_as(
-            "SELECT id, parent, status, created_at, has_ttl FROM weft_server_records ORDER BY kind, id",
+            "SELECT id, parent, status, created_at, sweepable FROM weft_server_records ORDER BY kind, id",
         )
         .fetch_all(&pool)
         .await

@@ -14,7 +14,7 @@ use crate::model::{RunRecord, Thread};
 /// The columns beside a record's body that reads select and sort on, in the order [`Columns::values`]
 /// gives them. The writer fills them from the typed record, so a write parses no JSON (indexes on JSON
 /// expressions made every write of a record parse its body again, once per index).
-pub(crate) const COLUMNS: [&str; 5] = ["parent", "status", "created_at", "updated_at", "has_ttl"];
+pub(crate) const COLUMNS: [&str; 5] = ["parent", "status", "created_at", "updated_at", "sweepable"];
 
 /// The indexes the reads use (partial: a query names `kind` literally for SQLite to use them).
 const INDEXES: [&str; 5] = [
@@ -22,7 +22,7 @@ const INDEXES: [&str; 5] = [
     "weft_server_run_status ON weft_server_records (status) WHERE kind = 'run'",
     "weft_server_thread_created ON weft_server_records (created_at, id) WHERE kind = 'thread'",
     "weft_server_thread_updated ON weft_server_records (updated_at, id) WHERE kind = 'thread'",
-    "weft_server_thread_ttl ON weft_server_records (id) WHERE kind = 'thread' AND has_ttl IS NOT NULL",
+    "weft_server_thread_sweepable ON weft_server_records (id) WHERE kind = 'thread' AND sweepable IS NOT NULL",
 ];
 
 /// The indexes on JSON expressions of an earlier release, dropped at start.
@@ -41,7 +41,7 @@ pub(crate) fn upgrade(json: impl Fn(&[&str]) -> String) -> Vec<String> {
     let mut statements: Vec<String> = COLUMNS
         .iter()
         .map(|c| {
-            let kind = if *c == "has_ttl" { "INTEGER" } else { "TEXT" };
+            let kind = if *c == "sweepable" { "INTEGER" } else { "TEXT" };
             format!("ALTER TABLE weft_server_records ADD COLUMN {c} {kind}")
         })
         .collect();
@@ -51,7 +51,7 @@ pub(crate) fn upgrade(json: impl Fn(&[&str]) -> String) -> Vec<String> {
          status = CASE WHEN kind = 'run' THEN {} WHEN kind = 'thread' THEN {} END, \
          created_at = CASE WHEN kind = 'thread' THEN {} END, \
          updated_at = CASE WHEN kind = 'thread' THEN {} END, \
-         has_ttl = CASE WHEN kind = 'thread' AND {} IS NOT NULL THEN 1 END \
+         sweepable = CASE WHEN kind = 'thread' AND {} IS NOT NULL THEN 1 END \
          WHERE kind IN ('run', 'thread') AND body IS NOT NULL",
         json(&["run", "thread_id"]),
         json(&["run", "status"]),
@@ -95,8 +95,9 @@ pub(crate) struct Columns {
     pub(crate) created_at: Option<String>,
     /// A thread's.
     pub(crate) updated_at: Option<String>,
-    /// 1 for a thread with a TTL.
-    pub(crate) has_ttl: Option<i64>,
+    /// 1 while the TTL sweeper has something to do with a thread: it has a TTL and has not been kept
+    /// with its latest checkpoint since its last change (see [`super::RecordsLock::mark_swept`]).
+    pub(crate) sweepable: Option<i64>,
 }
 
 /// A status as its wire name.
@@ -111,7 +112,7 @@ impl Columns {
             status: wire_name(&thread.status),
             created_at: Some(thread.created_at.clone()),
             updated_at: Some(thread.updated_at.clone()),
-            has_ttl: thread.ttl.is_some().then_some(1),
+            sweepable: thread.ttl.is_some().then_some(1),
         }
     }
 
@@ -123,7 +124,7 @@ impl Columns {
         }
     }
 
-    /// The text columns, in [`COLUMNS`]' order (without `has_ttl`).
+    /// The text columns, in [`COLUMNS`]' order (without `sweepable`).
     pub(crate) fn texts(&self) -> [Option<&str>; 4] {
         [
             self.parent.as_deref(),
@@ -235,7 +236,7 @@ impl Source {
     }
 
     /// The rows of `sql` (id, key, body), its parameters `binds` (text).
-    async fn rows(&self, sql: &str, binds: &[&str]) -> Result<Vec<Row>, ServerError> {
+    pub(crate) async fn rows(&self, sql: &str, binds: &[&str]) -> Result<Vec<Row>, ServerError> {
         match self {
             Self::Sqlite(pool) => {
                 let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.to_owned()));
@@ -255,26 +256,24 @@ impl Source {
         }
     }
 
-    /// One record's body, if it exists.
-    pub(crate) async fn body(&self, kind: &str, id: &str) -> Result<Option<String>, ServerError> {
-        let sql = format!(
+    /// The statement reading one record (parameters: kind, id).
+    pub(crate) fn body_sql(&self) -> String {
+        format!(
             "SELECT id, CAST(NULL AS TEXT), body FROM weft_server_records WHERE kind = {} AND id = {}{}",
             self.param(1),
             self.param(2),
             self.alive()
-        );
-        Ok(self.rows(&sql, &[kind, id]).await?.pop().map(|row| row.2))
+        )
     }
 
-    /// The bodies of every run of a thread.
-    pub(crate) async fn thread_runs(&self, thread_id: &str) -> Result<Vec<Row>, ServerError> {
-        let sql = format!(
+    /// The statement reading every run of a thread (parameter: the thread's id).
+    pub(crate) fn thread_runs_sql(&self) -> String {
+        format!(
             "SELECT id, CAST(NULL AS TEXT), body FROM weft_server_records{} WHERE kind = 'run' AND parent = {}{}",
             self.indexed_by("weft_server_run_thread"),
             self.param(1),
             self.alive()
-        );
-        self.rows(&sql, &[thread_id]).await
+        )
     }
 
     /// What a server keeps in memory from its start: every assistant, version and cron (kind and body),
@@ -311,8 +310,8 @@ impl Source {
         Ok(rows.first().and_then(|row| row.2.parse().ok()).unwrap_or(0))
     }
 
-    /// Threads in `order` (`ascending` or not; ties by id), among `ids` when given, or only those with a
-    /// TTL, a page at a time, each passed to `visit` (its body) until it breaks. `skip` rows are skipped
+    /// Threads in `order` (`ascending` or not; ties by id), among `ids` when given, or only those the TTL
+    /// sweeper has to look at (`sweepable_only`), a page at a time, each passed to `visit` (its body) until it breaks. `skip` rows are skipped
     /// by the database first (for a page of threads no filter looks at).
     pub(crate) async fn scan_threads(
         &self,
@@ -322,16 +321,16 @@ impl Source {
         let key = scan.order.sql(|path| self.json(path));
         let (cmp, dir) = if scan.ascending { (">", "ASC") } else { ("<", "DESC") };
         let mut filter = format!("kind = 'thread'{}", self.alive());
-        if scan.ttl_only {
-            filter.push_str(" AND has_ttl IS NOT NULL");
+        if scan.sweepable_only {
+            filter.push_str(" AND sweepable IS NOT NULL");
         }
         let mut fixed: Vec<String> = Vec::new();
         filter.push_str(&self.prefilter(scan, &mut fixed));
         let fixed: Vec<&str> = fixed.iter().map(String::as_str).collect();
-        let index = match (scan.ids, scan.ttl_only, scan.order) {
+        let index = match (scan.ids, scan.sweepable_only, scan.order) {
             (None, false, ThreadOrder::CreatedAt) => self.indexed_by("weft_server_thread_created"),
             (None, false, ThreadOrder::UpdatedAt) => self.indexed_by("weft_server_thread_updated"),
-            (None, true, ThreadOrder::ThreadId) => self.indexed_by("weft_server_thread_ttl"),
+            (None, true, ThreadOrder::ThreadId) => self.indexed_by("weft_server_thread_sweepable"),
             _ => String::new(),
         };
         let ids = scan.ids.map(|ids| serde_json::Value::from(ids.to_vec()).to_string());
@@ -444,7 +443,9 @@ pub(crate) struct ThreadScan<'a> {
     pub(crate) order: ThreadOrder,
     pub(crate) ascending: bool,
     pub(crate) ids: Option<&'a [String]>,
-    pub(crate) ttl_only: bool,
+    /// Only threads with a TTL that the sweeper has not kept with their latest checkpoint since their
+    /// last change.
+    pub(crate) sweepable_only: bool,
     pub(crate) skip: usize,
     /// Metadata the threads contain, and their status: the database skips the rows that cannot match
     /// (the caller still checks each row it is given).
@@ -455,7 +456,7 @@ pub(crate) struct ThreadScan<'a> {
 impl ThreadScan<'_> {
     /// A scan of every thread in `order`, ascending or not.
     pub(crate) fn all(order: ThreadOrder, ascending: bool) -> Self {
-        Self { order, ascending, ids: None, ttl_only: false, skip: 0, metadata: None, status: None }
+        Self { order, ascending, ids: None, sweepable_only: false, skip: 0, metadata: None, status: None }
     }
 }
 
@@ -491,7 +492,7 @@ mod tests {
                 "ttl": if i % 3 == 0 { serde_json::json!({"strategy": "delete", "ttl": 1.0}) } else { serde_json::Value::Null },
             });
             sqlx::query(
-                "INSERT INTO weft_server_records (kind, id, body, created_at, updated_at, has_ttl) \
+                "INSERT INTO weft_server_records (kind, id, body, created_at, updated_at, sweepable) \
                  VALUES ('thread', ?, ?, ?, ?, ?)",
             )
             .bind(format!("t{i:04}"))
@@ -539,7 +540,7 @@ mod tests {
         assert_eq!(scan(&source, whole).await, expected(n, false, |_| true));
         let up = ThreadScan { ascending: true, ..whole };
         assert_eq!(scan(&source, up).await, expected(n, true, |_| true));
-        let ttl = ThreadScan { ttl_only: true, ..whole };
+        let ttl = ThreadScan { sweepable_only: true, ..whole };
         assert_eq!(scan(&source, ttl).await, expected(n, false, |i| i % 3 == 0));
         let skipped = ThreadScan { skip: PAGE + 5, ..whole };
         assert_eq!(scan(&source, skipped).await, expected(n, false, |_| true)[PAGE + 5..]);

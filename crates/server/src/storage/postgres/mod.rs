@@ -82,12 +82,12 @@ const SCHEMA: &[&str] = &[
      BEGIN \
        FOR i IN 1 .. coalesce(array_length(kinds, 1), 0) LOOP \
          INSERT INTO weft_server_records AS r \
-           (kind, id, body, parent, status, created_at, updated_at, has_ttl, seq, xid) \
+           (kind, id, body, parent, status, created_at, updated_at, sweepable, seq, xid) \
            VALUES (kinds[i], ids[i], bodies[i], parents[i], statuses[i], created[i], updated[i], ttls[i], \
              nextval('weft_server_records_seq'), pg_current_xact_id()) \
            ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body, parent = excluded.parent, \
              status = excluded.status, created_at = excluded.created_at, updated_at = excluded.updated_at, \
-             has_ttl = excluded.has_ttl, seq = excluded.seq, xid = excluded.xid \
+             sweepable = excluded.sweepable, seq = excluded.seq, xid = excluded.xid \
            RETURNING r.seq INTO written; \
          last_seq := greatest(last_seq, written); \
        END LOOP; \
@@ -108,33 +108,70 @@ const SCHEMA: &[&str] = &[
      END $$",
 ];
 
-/// Makes the tables when missing, under an advisory lock (instances starting together wait for each
-/// other).
+/// The version of [`SCHEMA`] (and the indexes and upgrade of [`source`]); bumped with every change to
+/// them. A start that finds it (or a newer one) recorded runs no DDL: even `IF NOT EXISTS` forms take
+/// locks on the tables the running instances use, and a lock queued behind a turn makes every later
+/// statement on the table wait behind it.
+const SCHEMA_VERSION: i32 = 2;
+
+/// How often a start tries the schema's change when it waits too long for a lock (each try gives up
+/// after the `lock_timeout` it sets).
+const MIGRATE_ATTEMPTS: u32 = 12;
+
+/// Makes or upgrades the tables, under an advisory lock (instances starting together wait for each
+/// other); nothing when the recorded version is current. A change that cannot have its locks within 5 s
+/// gives up (so that the instances at work go on) and is tried again a second later.
 pub(crate) async fn migrate(db: &Db) -> Result<(), ServerError> {
-    let mut tx = db.pool.begin().await.map_err(storage)?;
+    let mut attempt = 1;
+    loop {
+        match migrate_once(db).await {
+            Err(sqlx::Error::Database(e))
+                if e.code().as_deref() == Some("55P03") && attempt < MIGRATE_ATTEMPTS =>
+            {
+                tracing::warn!(attempt, "the records' schema waited too long for a lock; trying again");
+                attempt += 1;
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+            done => return done.map_err(storage),
+        }
+    }
+}
+
+async fn migrate_once(db: &Db) -> Result<(), sqlx::Error> {
+    let mut tx = db.pool.begin().await?;
     // Simple queries: no prepared statement, whatever stands between this and PostgreSQL.
     sqlx::raw_sql(
-        "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':weft_server_migrate', 0))",
+        "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':weft_server_migrate', 0)); \
+         CREATE TABLE IF NOT EXISTS weft_server_schema (version INTEGER NOT NULL)",
     )
     .execute(&mut *tx)
-    .await
-    .map_err(storage)?;
-    for statement in SCHEMA {
-        sqlx::raw_sql(*statement).execute(&mut *tx).await.map_err(storage)?;
+    .await?;
+    let version: i32 = sqlx::raw_sql("SELECT coalesce(max(version), 0) FROM weft_server_schema")
+        .fetch_one(&mut *tx)
+        .await
+        .and_then(|row| row.try_get(0))?;
+    if version >= SCHEMA_VERSION {
+        return tx.commit().await;
     }
-    let columns = sqlx::raw_sql(
+    sqlx::raw_sql("SET LOCAL lock_timeout = '5s'").execute(&mut *tx).await?;
+    for statement in SCHEMA {
+        sqlx::raw_sql(*statement).execute(&mut *tx).await?;
+    }
+    let columns: i64 = sqlx::raw_sql(
         "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() \
          AND table_name = 'weft_server_records' AND column_name = 'parent'",
     )
     .fetch_one(&mut *tx)
     .await
-    .and_then(|row| row.try_get::<i64, _>(0))
-    .map_err(storage)?;
+    .and_then(|row| row.try_get(0))?;
     let upgrade = if columns == 0 { source::upgrade(source::postgres_json) } else { Vec::new() };
     for statement in upgrade.into_iter().chain(source::indexes(" AND body IS NOT NULL")) {
-        sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut *tx).await.map_err(storage)?;
+        sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut *tx).await?;
     }
-    tx.commit().await.map_err(storage)
+    let record =
+        format!("DELETE FROM weft_server_schema; INSERT INTO weft_server_schema VALUES ({SCHEMA_VERSION})");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(record)).execute(&mut *tx).await?;
+    tx.commit().await
 }
 
 /// The records' table and this instance's place in it.
@@ -318,7 +355,7 @@ impl PgRecords {
             .bind(text(1))
             .bind(text(2))
             .bind(text(3))
-            .bind(ops.iter().map(|op| op.3.has_ttl.and_then(|n| i32::try_from(n).ok())).collect::<Vec<_>>())
+            .bind(ops.iter().map(|op| op.3.sweepable.and_then(|n| i32::try_from(n).ok())).collect::<Vec<_>>())
             .bind(queue.ops)
             .bind(queue.runs)
             .bind(queue.threads)
@@ -332,6 +369,38 @@ impl PgRecords {
         .await;
         // Either way the turn is over: committed, or (a failure) rolled back or gone with its connection.
         written.map_err(storage)?;
+        Ok(())
+    }
+}
+
+impl PgRecords {
+    /// The rows of `sql` (id, key, body) with `binds` (text), through the turn's transaction.
+    pub(crate) async fn rows_in_turn(
+        &mut self,
+        sql: &str,
+        binds: &[&str],
+    ) -> Result<Vec<source::Row>, ServerError> {
+        let turn = self
+            .turn
+            .as_mut()
+            .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))?;
+        let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.to_owned()));
+        for bind in binds {
+            query = query.bind(bind.to_string());
+        }
+        query.persistent(self.db.prepared).fetch_all(&mut **turn).await.map_err(storage)
+    }
+
+    /// See [`crate::storage::RecordsLock::mark_swept`]: one statement, outside any turn (the column is
+    /// not in the body other instances read in).
+    pub(crate) async fn mark_swept(&self, thread_id: &str, updated_at: &str) -> Result<(), ServerError> {
+        let query = sqlx::query(
+            "UPDATE weft_server_records SET sweepable = NULL \
+             WHERE kind = 'thread' AND id = $1 AND updated_at = $2 AND body IS NOT NULL",
+        )
+        .bind(thread_id)
+        .bind(updated_at);
+        self.db.execute(query).await.map_err(storage)?;
         Ok(())
     }
 }

@@ -514,3 +514,55 @@ async fn a_table_of_an_earlier_release_gets_its_columns_filled_from_the_bodies()
             .unwrap();
     assert_eq!(old, 0, "the JSON-expression index is dropped");
 }
+
+/// Whether a lock on the records' table waits (not granted) in the database.
+async fn lock_waits(pool: &PgPool) -> bool {
+    sqlx::query_scalar(
+        "SELECT count(*) > 0 FROM pg_locks WHERE relation = 'weft_server_records'::regclass AND NOT granted",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_turn_reads_through_its_own_transaction_so_a_lock_queued_behind_it_cannot_wedge_it() {
+    let Some(db) = database().await else { return };
+    let (a, pool) = instance(&db).await;
+    let (b, _) = instance(&db).await;
+    // b writes a thread that a does not keep in memory.
+    b.lock(Key::Thread("t9")).await.unwrap().commit(vec![thread("t9")]).await.unwrap();
+    let mut turn = a.lock(Key::Thread("t9")).await.unwrap();
+    // A table lock queued behind the turn's (as a starting instance's schema change takes): every later
+    // statement of another transaction on the table waits behind it, and it waits for the turn.
+    let mut other = pool.begin().await.unwrap();
+    let queued = tokio::spawn(async move {
+        sqlx::raw_sql("LOCK TABLE weft_server_records IN ACCESS EXCLUSIVE MODE")
+            .execute(&mut *other)
+            .await
+            .unwrap();
+        other.rollback().await.unwrap();
+    });
+    let start = std::time::Instant::now();
+    while !lock_waits(&pool).await {
+        assert!(start.elapsed() < Duration::from_secs(5), "the table lock never queued");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let read = tokio::time::timeout(Duration::from_secs(5), turn.thread("t9")).await;
+    let found = read.expect("the turn's read waited behind the queued lock").unwrap();
+    assert_eq!(found.map(|t| t.thread_id.clone()).as_deref(), Some("t9"));
+    drop(turn);
+    tokio::time::timeout(Duration::from_secs(5), queued).await.expect("the table lock is granted").unwrap();
+}
+
+#[tokio::test]
+async fn a_start_that_finds_the_schema_current_takes_no_lock_on_the_tables() {
+    let Some(db) = database().await else { return };
+    let (a, pool) = instance(&db).await;
+    let turn = a.lock(Key::Thread("t1")).await.unwrap();
+    // A second instance starts while a turn holds the records' table.
+    let started = tokio::time::timeout(Duration::from_secs(5), instance(&db)).await;
+    assert!(started.is_ok(), "the start waited for the turn");
+    assert!(!lock_waits(&pool).await);
+    drop(turn);
+}
