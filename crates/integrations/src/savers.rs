@@ -72,6 +72,11 @@ pub(crate) async fn put_each<S: PutOne + ?Sized>(saver: &S, ops: Vec<SaveOp>) ->
     Ok(())
 }
 
+/// The future of a checkpointer's `put` as `async_trait` boxes it.
+pub(crate) type PutFuture<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<CheckpointConfig, CheckpointError>> + Send + 'a>,
+>;
+
 /// The [`Checkpointer`] methods of a [`PutOne`] saver that store one checkpoint (`put`,
 /// `put_with_appends`, with any head) and `stores_appends` (whether the saver's `$delta` planner is on),
 /// for use inside its `#[async_trait] impl Checkpointer`. Written as `async_trait` writes an `async fn`
@@ -84,36 +89,14 @@ macro_rules! put_one_methods {
             checkpoint: weft_graph::checkpoint::Checkpoint,
             metadata: weft_graph::checkpoint::CheckpointMetadata,
             new_versions: weft_graph::checkpoint::ChannelVersions,
-        ) -> ::std::pin::Pin<
-            Box<
-                dyn ::std::future::Future<
-                        Output = Result<
-                            weft_graph::checkpoint::CheckpointConfig,
-                            weft_graph::checkpoint::CheckpointError,
-                        >,
-                    > + Send
-                    + 'async_trait,
-            >,
-        >
+        ) -> $crate::savers::PutFuture<'async_trait>
         where
             'life0: 'async_trait,
             'life1: 'async_trait,
             Self: 'async_trait,
         {
             let appends = weft_graph::checkpoint::ChannelAppends::new();
-            Box::pin(async move {
-                let any = weft_graph::checkpoint::ExpectedHead::Any;
-                $crate::savers::PutOne::put_one(
-                    self,
-                    config,
-                    checkpoint,
-                    metadata,
-                    new_versions,
-                    appends,
-                    &any,
-                )
-                .await
-            })
+            self.put_with_appends(config, checkpoint, metadata, new_versions, appends)
         }
 
         /// Stores the engine's appends as the new items on their base version (O(new items) a step),
@@ -129,17 +112,7 @@ macro_rules! put_one_methods {
             metadata: weft_graph::checkpoint::CheckpointMetadata,
             new_versions: weft_graph::checkpoint::ChannelVersions,
             appends: weft_graph::checkpoint::ChannelAppends,
-        ) -> ::std::pin::Pin<
-            Box<
-                dyn ::std::future::Future<
-                        Output = Result<
-                            weft_graph::checkpoint::CheckpointConfig,
-                            weft_graph::checkpoint::CheckpointError,
-                        >,
-                    > + Send
-                    + 'async_trait,
-            >,
-        >
+        ) -> $crate::savers::PutFuture<'async_trait>
         where
             'life0: 'async_trait,
             'life1: 'async_trait,

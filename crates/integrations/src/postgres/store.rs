@@ -1,13 +1,11 @@
 //! `PostgresStore`: the store on PostgreSQL.
 
-use std::fmt;
-
 use async_trait::async_trait;
-use weft_graph::store::{IndexConfig, StoreError, TtlConfig};
+use weft_graph::store::StoreError;
 
 use super::statements::{NAMESPACES, PUT_ITEM, REFRESH, SEARCH, VECTORS};
 use super::{Pg, PgPool, PostgresOptions, redact, schema};
-use crate::sql::store::{NewItem, Row, SqlStore, StoreRows, VectorRow, Visit, forward_store};
+use crate::sql::store::{NewItem, Row, SqlStore, StoreRows, VectorRow, Visit, sql_store_api};
 use crate::sql::store_rows::{self, PrefixRange};
 
 /// A store on PostgreSQL: items as JSON text under their namespace (labels joined by `.`), TTLs as expiry
@@ -21,16 +19,6 @@ use crate::sql::store_rows::{self, PrefixRange};
 /// [`sweep_expired`](Self::sweep_expired).
 pub struct PostgresStore {
     store: SqlStore<Pg>,
-}
-
-impl fmt::Debug for PostgresStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PostgresStore")
-            .field("db", &self.store.rows)
-            .field("index", &self.store.index)
-            .field("ttl", &self.store.ttl)
-            .finish()
-    }
 }
 
 fn backend(e: sqlx::Error) -> StoreError {
@@ -57,26 +45,9 @@ impl PostgresStore {
         pg.migrate("store", schema::STORE).await.map_err(|f| StoreError::Backend(f.message))?;
         Ok(Self { store: SqlStore::new(pg) })
     }
-
-    /// Sets (or, with `None`, removes) the vector index.
-    pub fn with_index(mut self, index: impl Into<Option<IndexConfig>>) -> Self {
-        self.store.index = index.into();
-        self
-    }
-
-    /// Sets the TTL settings.
-    pub fn with_ttl(mut self, ttl: TtlConfig) -> Self {
-        self.store.ttl = ttl;
-        self
-    }
-
-    /// Deletes expired items now; returns how many.
-    pub async fn sweep_expired(&self) -> Result<u64, StoreError> {
-        self.store.sweep_expired().await
-    }
 }
 
-forward_store!(PostgresStore, store);
+sql_store_api!(PostgresStore, store);
 
 impl Pg {
     /// Rows of `query` (a pair from `under_prefix!`) in `range` at `now`, at most `limit` of them.

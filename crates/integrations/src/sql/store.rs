@@ -258,10 +258,40 @@ impl<B: StoreRows> SqlStore<B> {
     }
 }
 
-/// Implements [`Store`](weft_graph::store::Store) for a public store type whose field `$field` is a
-/// [`SqlStore`], each method forwarded to it (`sweep_ttl` to its `sweep_expired`).
-macro_rules! forward_store {
-    ($store:ty, $field:ident) => {
+/// The API a public SQL store type shares, over its field `$field` (a [`SqlStore`]): `Debug` (the
+/// backend's connection as `db`), the builder methods `with_index` and `with_ttl`, `sweep_expired`, and
+/// [`Store`](weft_graph::store::Store), each method forwarded to the [`SqlStore`].
+macro_rules! sql_store_api {
+    ($store:ident, $field:ident) => {
+        impl std::fmt::Debug for $store {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($store))
+                    .field("db", &self.$field.rows)
+                    .field("index", &self.$field.index)
+                    .field("ttl", &self.$field.ttl)
+                    .finish()
+            }
+        }
+
+        impl $store {
+            /// Sets (or, with `None`, removes) the vector index.
+            pub fn with_index(mut self, index: impl Into<Option<weft_graph::store::IndexConfig>>) -> Self {
+                self.$field.index = index.into();
+                self
+            }
+
+            /// Sets the TTL settings.
+            pub fn with_ttl(mut self, ttl: weft_graph::store::TtlConfig) -> Self {
+                self.$field.ttl = ttl;
+                self
+            }
+
+            /// Deletes expired items now; returns how many.
+            pub async fn sweep_expired(&self) -> Result<u64, weft_graph::store::StoreError> {
+                self.$field.sweep_expired().await
+            }
+        }
+
         #[async_trait::async_trait]
         impl weft_graph::store::Store for $store {
             async fn get_with(
@@ -312,4 +342,4 @@ macro_rules! forward_store {
         }
     };
 }
-pub(crate) use forward_store;
+pub(crate) use sql_store_api;

@@ -1,16 +1,15 @@
 //! `SqliteStore`: the store on SQLite.
 
-use std::fmt;
 use std::path::Path;
 
 use async_trait::async_trait;
 use futures::TryStreamExt;
 use futures::stream::BoxStream;
-use weft_graph::store::{IndexConfig, StoreError, TtlConfig};
+use weft_graph::store::StoreError;
 
 use super::statements::{NAMESPACES, PUT_ITEM, REFRESH, SEARCH, VECTORS};
 use super::{Db, SqliteOptions, SqlitePool, schema};
-use crate::sql::store::{NewItem, Row, SqlStore, StoreRows, VectorRow, Visit, forward_store};
+use crate::sql::store::{NewItem, Row, SqlStore, StoreRows, VectorRow, Visit, sql_store_api};
 use crate::sql::store_rows::{self, PrefixRange};
 
 /// A store on SQLite: items as JSON text under their namespace (labels joined by `.`), TTLs as expiry
@@ -22,16 +21,6 @@ use crate::sql::store_rows::{self, PrefixRange};
 /// once and deleted by [`sweep_expired`](Self::sweep_expired).
 pub struct SqliteStore {
     store: SqlStore<Db>,
-}
-
-impl fmt::Debug for SqliteStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SqliteStore")
-            .field("db", &self.store.rows)
-            .field("index", &self.store.index)
-            .field("ttl", &self.store.ttl)
-            .finish()
-    }
 }
 
 fn backend(e: sqlx::Error) -> StoreError {
@@ -65,26 +54,9 @@ impl SqliteStore {
         db.migrate("store", schema::STORE).await.map_err(|f| StoreError::Backend(f.message))?;
         Ok(Self { store: SqlStore::new(db) })
     }
-
-    /// Sets (or, with `None`, removes) the vector index.
-    pub fn with_index(mut self, index: impl Into<Option<IndexConfig>>) -> Self {
-        self.store.index = index.into();
-        self
-    }
-
-    /// Sets the TTL settings.
-    pub fn with_ttl(mut self, ttl: TtlConfig) -> Self {
-        self.store.ttl = ttl;
-        self
-    }
-
-    /// Deletes expired items now; returns how many.
-    pub async fn sweep_expired(&self) -> Result<u64, StoreError> {
-        self.store.sweep_expired().await
-    }
 }
 
-forward_store!(SqliteStore, store);
+sql_store_api!(SqliteStore, store);
 
 /// The store's queries on SQLite: writes in `BEGIN IMMEDIATE` transactions of the writer, scans streamed
 /// from a reader connection.
