@@ -5,7 +5,7 @@ use weft_graph::store::StoreError;
 
 use super::statements::{NAMESPACES, PUT_ITEM, REFRESH, SEARCH, VECTORS};
 use super::{Pg, PgPool, PostgresOptions, redact, schema};
-use crate::sql::store::{NewItem, Row, SqlStore, StoreRows, VectorRow, Visit, sql_store_api};
+use crate::sql::store::{NewItem, Row, SqlStore, StoreRows, VectorRow, Visit, sql_store_api, visit_all};
 use crate::sql::store_rows::{self, PrefixRange};
 
 /// A store on PostgreSQL: items as JSON text under their namespace (labels joined by `.`), TTLs as expiry
@@ -178,12 +178,7 @@ impl StoreRows for Pg {
         limit: Option<i64>,
         visit: Visit<'_, Row>,
     ) -> Result<(), StoreError> {
-        for row in self.under::<Row>("search", SEARCH, range, now, limit).await? {
-            if !visit(row)? {
-                break;
-            }
-        }
-        Ok(())
+        visit_all(self.under::<Row>("search", SEARCH, range, now, limit).await?, visit)
     }
 
     async fn scan_vectors(
@@ -192,12 +187,7 @@ impl StoreRows for Pg {
         now: i64,
         visit: Visit<'_, VectorRow>,
     ) -> Result<(), StoreError> {
-        for row in self.under::<VectorRow>("search vectors", VECTORS, range, now, None).await? {
-            if !visit(row)? {
-                break;
-            }
-        }
-        Ok(())
+        visit_all(self.under::<VectorRow>("search vectors", VECTORS, range, now, None).await?, visit)
     }
 
     async fn namespaces(&self, range: &PrefixRange, now: i64) -> Result<Vec<String>, StoreError> {
