@@ -1,11 +1,14 @@
 //! What the SQLite, PostgreSQL and Redis savers share beyond their storage: the checks and errors of the
 //! checkpointer's contract, and saving a batch op by op.
 
+#[cfg(any(feature = "sqlite", feature = "redis"))]
 use async_trait::async_trait;
+#[cfg(any(feature = "sqlite", feature = "redis"))]
 use weft_graph::checkpoint::{
-    ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
-    Checkpointer, ExpectedHead, SaveOp, owned_writes,
+    ChannelAppends, ChannelVersions, Checkpoint, CheckpointMetadata, Checkpointer, ExpectedHead, SaveOp,
+    owned_writes,
 };
+use weft_graph::checkpoint::{CheckpointConfig, CheckpointError};
 
 /// The checkpoint id that writes of `task_id` belong to; an error when `config` names none.
 pub(crate) fn writes_checkpoint<'a>(
@@ -41,6 +44,7 @@ pub(crate) fn saved_config(config: &CheckpointConfig, id: String) -> CheckpointC
     }
 }
 
+#[cfg(any(feature = "sqlite", feature = "redis"))]
 /// A saver that stores one checkpoint at a time, checking its expected head as it does.
 #[async_trait]
 pub(crate) trait PutOne: Checkpointer {
@@ -56,6 +60,7 @@ pub(crate) trait PutOne: Checkpointer {
     ) -> Result<CheckpointConfig, CheckpointError>;
 }
 
+#[cfg(any(feature = "sqlite", feature = "redis"))]
 /// Saves `ops` in order, each on its own (a put with its expected head checked); stops at the first
 /// error.
 pub(crate) async fn put_each<S: PutOne + ?Sized>(saver: &S, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
@@ -72,11 +77,13 @@ pub(crate) async fn put_each<S: PutOne + ?Sized>(saver: &S, ops: Vec<SaveOp>) ->
     Ok(())
 }
 
+#[cfg(any(feature = "sqlite", feature = "redis"))]
 /// The future of a checkpointer's `put` as `async_trait` boxes it.
 pub(crate) type PutFuture<'a> = std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<CheckpointConfig, CheckpointError>> + Send + 'a>,
 >;
 
+#[cfg(any(feature = "sqlite", feature = "redis"))]
 /// The [`Checkpointer`] methods of a [`PutOne`] saver that store one checkpoint (`put`,
 /// `put_with_appends`, with any head) and `stores_appends` (whether the saver's `$delta` planner is on),
 /// for use inside its `#[async_trait] impl Checkpointer`. Written as `async_trait` writes an `async fn`
@@ -134,4 +141,5 @@ macro_rules! put_one_methods {
         }
     };
 }
+#[cfg(any(feature = "sqlite", feature = "redis"))]
 pub(crate) use put_one_methods;

@@ -5,7 +5,7 @@ use weft_graph::store::StoreError;
 
 use super::statements::{NAMESPACES, PUT_ITEM, REFRESH, SEARCH, VECTORS};
 use super::{Pg, PgPool, PostgresOptions, redact, schema};
-use crate::sql::store::{NewItem, Row, SqlStore, StoreRows, VectorRow, Visit, sql_store_api, visit_all};
+use crate::sql::store::{NewItem, Row, SqlStore, StoreRows, VectorRow, Visit, sql_store_api};
 use crate::sql::store_rows::{self, PrefixRange};
 
 /// A store on PostgreSQL: items as JSON text under their namespace (labels joined by `.`), TTLs as expiry
@@ -194,4 +194,14 @@ impl StoreRows for Pg {
         let stored: Vec<(String,)> = self.under("list_namespaces", NAMESPACES, range, now, None).await?;
         Ok(stored.into_iter().map(|(p,)| p).collect())
     }
+}
+
+/// Feeds `rows` to `visit` until it says stop.
+fn visit_all<T>(rows: Vec<T>, visit: Visit<'_, T>) -> Result<(), StoreError> {
+    for row in rows {
+        if !visit(row)? {
+            break;
+        }
+    }
+    Ok(())
 }

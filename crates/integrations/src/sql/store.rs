@@ -25,16 +25,6 @@ pub(crate) type VectorRow = (String, String, Vec<u8>);
 /// What `scan_items` does with each row: `Ok(false)` stops the scan.
 pub(crate) type Visit<'a, T> = &'a mut (dyn FnMut(T) -> Result<bool, StoreError> + Send);
 
-/// Feeds `rows` to `visit` until it says stop.
-pub(crate) fn visit_all<T>(rows: impl IntoIterator<Item = T>, visit: Visit<'_, T>) -> Result<(), StoreError> {
-    for row in rows {
-        if !visit(row)? {
-            break;
-        }
-    }
-    Ok(())
-}
-
 /// An item to store.
 #[derive(Debug)]
 pub(crate) struct NewItem<'a> {
