@@ -21,6 +21,9 @@
 #[cfg(feature = "_sql")]
 mod sql;
 
+#[cfg(any(feature = "_sql", feature = "redis"))]
+mod savers;
+
 /// The checkpoint error of an SQL driver error (SQLite, PostgreSQL), its kind read from the driver's
 /// error: [`Unavailable`](weft_graph::checkpoint::CheckpointErrorKind::Unavailable) for a passing failure
 /// (a broken connection, a busy or locked database, ...), a backend error otherwise; for code beside a

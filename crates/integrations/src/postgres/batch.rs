@@ -9,9 +9,9 @@ use weft_graph::checkpoint::{CheckpointError, SaveOp};
 use super::Pg;
 use super::put::{check_config, check_text};
 use super::saver::backend;
+use crate::sql::batch::{BatchRows, PlannedCheckpoint, PlannedWrites, plan_batch};
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
 use crate::sql::heads::{self, AssumedHead, Attempt, HeadChecks};
-use crate::sql::rows;
 
 /// Checkpoints `$1-$6` (thread, ns, id, parent, body, metadata); channel values `$7-$12` (thread, ns,
 /// channel, version, base, blob); bases stored before the batch `$13-$16` (thread, ns, channel,
@@ -115,74 +115,67 @@ pub(super) struct Rows {
     writes: Vec<WriteIn>,
 }
 
-/// Checks every op and turns it into rows, planning deltas in order (each checkpoint's plan sees the
-/// ones before it); `threads` receives the threads of the ops read, even when one is invalid.
+/// Checks every op (ids PostgreSQL text can hold) and turns it into rows (see [`plan_batch`]), merging
+/// repeats; `threads` receives the threads of the ops read, even when one is invalid.
 pub(super) fn rows_of(
     delta: &DeltaPlanner,
     ops: Vec<SaveOp>,
     threads: &mut BTreeSet<String>,
 ) -> Result<Rows, CheckpointError> {
-    let mut rows = Rows::default();
-    for op in ops {
-        threads.insert(op.thread_id().to_owned());
-        match op {
-            SaveOp::Put { config, mut checkpoint, metadata, new_versions, appends, .. } => {
-                let config = Arc::unwrap_or_clone(config);
-                check_config(&config)?;
-                check_text("checkpoint id", &checkpoint.id)?;
-                let rows::PreparedPut { body, metadata, values } =
-                    rows::prepare_put(&config, &mut checkpoint, &metadata)?;
-                let mut plan = delta.plan_with_appends(
-                    &config.thread_id,
-                    &config.checkpoint_ns,
-                    values,
-                    new_versions,
-                    appends,
-                );
-                for record in std::mem::take(&mut plan.records) {
-                    rows.blobs.push(BlobIn {
-                        thread: config.thread_id.clone(),
-                        ns: config.checkpoint_ns.clone(),
-                        record,
-                    });
-                }
-                // The next checkpoint of the batch may extend these lists; a failed batch forgets them.
-                delta.commit(plan, &[]);
-                rows.checkpoints.push(CheckpointIn {
-                    thread: config.thread_id,
-                    ns: config.checkpoint_ns,
-                    id: checkpoint.id,
-                    parent: config.checkpoint_id,
-                    body,
-                    metadata,
-                });
-            }
-            SaveOp::Writes { config, writes, task_id, task_path } => {
-                check_config(&config)?;
-                let Some(checkpoint_id) = &config.checkpoint_id else {
-                    return Err(CheckpointError::Invalid(format!(
-                        "writes of task '{task_id}' in thread '{}' name no checkpoint id",
-                        config.thread_id
-                    )));
-                };
-                check_text("task id", &task_id)?;
-                for record in rows::write_records(writes) {
-                    rows.writes.push(WriteIn {
-                        thread: config.thread_id.clone(),
-                        ns: config.checkpoint_ns.clone(),
-                        checkpoint: checkpoint_id.clone(),
-                        task: task_id.to_string(),
-                        path: task_path.to_string(),
-                        idx: record.idx,
-                        channel: record.channel,
-                        blob: record.blob,
-                    });
-                }
-            }
+    let mut rows: Rows = plan_batch(delta, ops, threads, |op| match op {
+        SaveOp::Put { config, checkpoint, .. } => {
+            check_config(config)?;
+            check_text("checkpoint id", &checkpoint.id)
         }
-    }
+        SaveOp::Writes { config, task_id, .. } => {
+            check_config(config)?;
+            // Writes naming no checkpoint are refused first, for that.
+            if config.checkpoint_id.is_some() {
+                check_text("task id", task_id)?;
+            }
+            Ok(())
+        }
+    })?;
     rows.merge_repeats();
     Ok(rows)
+}
+
+impl BatchRows for Rows {
+    fn push_checkpoint(&mut self, checkpoint: PlannedCheckpoint) {
+        let PlannedCheckpoint { config, id, body, metadata, records } = checkpoint;
+        let config = Arc::unwrap_or_clone(config);
+        for record in records {
+            self.blobs.push(BlobIn {
+                thread: config.thread_id.clone(),
+                ns: config.checkpoint_ns.clone(),
+                record,
+            });
+        }
+        self.checkpoints.push(CheckpointIn {
+            thread: config.thread_id,
+            ns: config.checkpoint_ns,
+            id,
+            parent: config.checkpoint_id,
+            body,
+            metadata,
+        });
+    }
+
+    fn push_writes(&mut self, writes: PlannedWrites) {
+        let PlannedWrites { config, checkpoint_id, task_id, task_path, records } = writes;
+        for record in records {
+            self.writes.push(WriteIn {
+                thread: config.thread_id.clone(),
+                ns: config.checkpoint_ns.clone(),
+                checkpoint: checkpoint_id.clone(),
+                task: task_id.to_string(),
+                path: task_path.to_string(),
+                idx: record.idx,
+                channel: record.channel,
+                blob: record.blob,
+            });
+        }
+    }
 }
 
 impl Rows {

@@ -15,6 +15,7 @@ use super::statements::{
     COPY, DELETE, HAS_CHECKPOINTS, PRUNE_BLOBS, PRUNE_CHAINS, PRUNE_CHECKPOINTS, PRUNE_WHOLE, PUT_WRITES,
 };
 use super::{Pg, PgPool, PostgresOptions, batch, read, redact, schema};
+use crate::savers::{copy_refused, saved_config, writes_checkpoint};
 use crate::sql::StorageStats;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
 use crate::sql::heads::HeadChecks;
@@ -82,7 +83,7 @@ impl PostgresSaver {
     /// Row counts and data bytes of every thread.
     pub async fn storage_stats(&self) -> Result<StorageStats, CheckpointError> {
         let pg = &self.pg;
-        let (checkpoints, blobs, writes, data_bytes): (i64, i64, i64, i64) = pg
+        let counts: (i64, i64, i64, i64) = pg
             .run("storage_stats", move || {
                 pg.statements.fetch_one(sqlx::query_as(
                     "SELECT (SELECT count(*) FROM checkpoints), (SELECT count(*) FROM checkpoint_blobs), \
@@ -95,13 +96,7 @@ impl PostgresSaver {
             })
             .await
             .map_err(backend)?;
-        let n = |v: i64| u64::try_from(v).unwrap_or(0);
-        Ok(StorageStats {
-            checkpoints: n(checkpoints),
-            blobs: n(blobs),
-            writes: n(writes),
-            data_bytes: n(data_bytes),
-        })
+        Ok(StorageStats::from_counts(counts))
     }
 }
 
@@ -154,11 +149,7 @@ impl PostgresSaver {
             }
         }
         self.delta.commit(plan, &stored_whole);
-        Ok(CheckpointConfig {
-            thread_id: config.thread_id.clone(),
-            checkpoint_ns: config.checkpoint_ns.clone(),
-            checkpoint_id: Some(checkpoint.id),
-        })
+        Ok(saved_config(config, checkpoint.id))
     }
 }
 
@@ -225,13 +216,7 @@ impl Checkpointer for PostgresSaver {
             Ok(rows) => batch::write(&self.pg, rows, checks.as_ref()).await,
             Err(e) => Err(e),
         };
-        if !matches!(result, Ok(true)) {
-            // The planner remembered lists that are not stored as it assumed: start those threads over.
-            for thread in &threads {
-                self.delta.forget_thread(thread);
-            }
-        }
-        result.map(drop)
+        self.delta.settle(&threads, result)
     }
 
     async fn put_writes(
@@ -242,12 +227,7 @@ impl Checkpointer for PostgresSaver {
         task_path: &str,
     ) -> Result<(), CheckpointError> {
         check_config(config)?;
-        let Some(checkpoint_id) = config.checkpoint_id.as_deref() else {
-            return Err(CheckpointError::Invalid(format!(
-                "writes of task '{task_id}' in thread '{}' name no checkpoint id",
-                config.thread_id
-            )));
-        };
+        let checkpoint_id = writes_checkpoint(config, task_id)?;
         check_text("task id", task_id)?;
         let records = rows::write_records(writes);
         let idxs: Vec<i64> = records.iter().map(|r| r.idx).collect();
@@ -321,12 +301,8 @@ impl Checkpointer for PostgresSaver {
                 self.delta.forget_thread(dst);
                 Ok(())
             }
-            Copy::NoSource => {
-                Err(CheckpointError::Invalid(format!("cannot copy thread '{src}': it has no checkpoints")))
-            }
-            Copy::TargetBusy => Err(CheckpointError::Invalid(format!(
-                "cannot copy thread '{src}' to thread '{dst}': '{dst}' already has checkpoints"
-            ))),
+            Copy::NoSource => Err(copy_refused(src, dst, false)),
+            Copy::TargetBusy => Err(copy_refused(src, dst, true)),
         }
     }
 

@@ -8,14 +8,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 use weft_graph::checkpoint::{
-    ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
-    CheckpointTuple, Checkpointer, ExpectedHead, ListOptions, SaveOp, owned_writes,
+    CheckpointConfig, CheckpointError, CheckpointTuple, Checkpointer, ListOptions, SaveOp,
 };
 
 use super::conn::Conn;
 use super::delta::{DeltaConfig, DeltaPlanner};
 use super::keys::Keys;
 use super::options::RedisOptions;
+use crate::savers::{put_each, put_one_methods};
 
 /// A checkpointer on plain Redis (6.2 or newer, no modules), laid out as the [module docs](super) say.
 ///
@@ -102,55 +102,11 @@ impl Checkpointer for RedisSaver {
         self.read_list(config, options).await
     }
 
-    async fn put(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> Result<CheckpointConfig, CheckpointError> {
-        let any = ExpectedHead::Any;
-        self.write_checkpoint(config, checkpoint, metadata, new_versions, ChannelAppends::new(), &any).await
-    }
-
-    /// Stores the engine's appends as the new items on their base version (O(new items) a step), unless
-    /// delta storage is off.
-    fn stores_appends(&self) -> bool {
-        self.deltas.enabled()
-    }
-
-    async fn put_with_appends(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        appends: ChannelAppends,
-    ) -> Result<CheckpointConfig, CheckpointError> {
-        self.write_checkpoint(config, checkpoint, metadata, new_versions, appends, &ExpectedHead::Any).await
-    }
+    put_one_methods!(deltas);
 
     /// Each op in turn; a checkpoint's expected head is checked in its put script (atomically).
     async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
-        for op in ops {
-            match op {
-                SaveOp::Put { config, checkpoint, metadata, new_versions, appends, expected_head } => {
-                    self.write_checkpoint(
-                        &config,
-                        checkpoint,
-                        metadata,
-                        new_versions,
-                        appends,
-                        &expected_head,
-                    )
-                    .await?;
-                }
-                SaveOp::Writes { config, writes, task_id, task_path } => {
-                    self.write_pending(&config, owned_writes(writes), &task_id, &task_path).await?;
-                }
-            }
-        }
-        Ok(())
+        put_each(self, ops).await
     }
 
     async fn put_writes(

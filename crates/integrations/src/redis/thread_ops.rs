@@ -10,6 +10,7 @@ use super::codec::{decode_chain, encode_value};
 use super::keys::{NAMESPACES, NsSuffix, ThreadKeys, blob_field};
 use super::read::RESOLVE;
 use super::saver::RedisSaver;
+use crate::savers::copy_refused;
 
 /// What `prune` stores whole in a namespace: (field, value) pairs; `complete` is false when a kept
 /// appended value's chain could not be read (it is left as it is, and so is every value).
@@ -166,15 +167,9 @@ impl RedisSaver {
     }
 
     pub(crate) async fn duplicate_thread(&self, src: &str, dst: &str) -> Result<(), CheckpointError> {
-        if self.checkpoint_count(src).await? == 0 {
-            return Err(CheckpointError::Invalid(format!(
-                "cannot copy thread '{src}': it has no checkpoints"
-            )));
-        }
-        if self.checkpoint_count(dst).await? > 0 {
-            return Err(CheckpointError::Invalid(format!(
-                "cannot copy thread '{src}' to thread '{dst}': '{dst}' already has checkpoints"
-            )));
+        let has_source = self.checkpoint_count(src).await? > 0;
+        if !has_source || self.checkpoint_count(dst).await? > 0 {
+            return Err(copy_refused(src, dst, has_source));
         }
         // Leftovers of `dst` without checkpoints (writes only) must not survive the copy.
         self.remove_thread(dst).await?;

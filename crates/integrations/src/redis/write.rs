@@ -1,6 +1,7 @@
 //! `put` (one server-side script) and `put_writes` (one `MULTI`/`EXEC` transaction): a checkpoint, or a
 //! batch of writes, is stored whole or not at all.
 
+use async_trait::async_trait;
 use serde_json::Value;
 use weft_graph::checkpoint::{
     AppendDelta, ChannelAppends, ChannelName, ChannelValues, ChannelVersion, ChannelVersions, Checkpoint,
@@ -12,6 +13,7 @@ use super::delta::{DeltaPlanner, ListPlan};
 use super::keys::{NAMESPACES, NsSuffix, ThreadKeys, blob_field, write_field};
 use super::read::named;
 use super::saver::RedisSaver;
+use crate::savers::{PutOne, saved_config, writes_checkpoint};
 
 /// Stores a checkpoint atomically. KEYS: thread index, registry, namespace set, values, bases,
 /// checkpoint hash, ids. ARGV: thread id, namespace, checkpoint id, checkpoint JSON, metadata JSON,
@@ -100,8 +102,11 @@ impl Planned {
     }
 }
 
-impl RedisSaver {
-    pub(crate) async fn write_checkpoint(
+#[async_trait]
+impl PutOne for RedisSaver {
+    /// One script: the head checked, the checkpoint and its values stored (values whose base is gone
+    /// are stored whole, and the script runs again).
+    async fn put_one(
         &self,
         config: &CheckpointConfig,
         mut checkpoint: Checkpoint,
@@ -164,11 +169,7 @@ impl RedisSaver {
             }
             if missing.is_empty() {
                 self.committed(thread_id, ns_name, &planned);
-                return Ok(CheckpointConfig {
-                    thread_id: thread_id.clone(),
-                    checkpoint_ns: ns_name.clone(),
-                    checkpoint_id: Some(checkpoint.id),
-                });
+                return Ok(saved_config(config, checkpoint.id));
             }
             whole_where_missing(thread_id, &mut planned, &missing)?;
             tracing::debug!(thread_id, attempt, "bases of appended values are gone; storing them whole");
@@ -178,7 +179,9 @@ impl RedisSaver {
             checkpoint.id
         )))
     }
+}
 
+impl RedisSaver {
     /// Each new channel version's plan: the engine's append, a list (maybe stored as appended elements),
     /// or a value stored whole.
     fn plan(
@@ -292,11 +295,7 @@ impl RedisSaver {
         task_path: &str,
     ) -> Result<(), CheckpointError> {
         let thread_id = &config.thread_id;
-        let Some(checkpoint_id) = &config.checkpoint_id else {
-            return Err(CheckpointError::Invalid(format!(
-                "writes of task '{task_id}' in thread '{thread_id}' name no checkpoint id"
-            )));
-        };
+        let checkpoint_id = writes_checkpoint(config, task_id)?;
         let thread = self.keys.thread(thread_id);
         let writes_suffix = NsSuffix::new(&config.checkpoint_ns).writes(checkpoint_id);
         let mut pipe = self.thread_pipe(&thread, thread_id, &config.checkpoint_ns, &[&writes_suffix]);

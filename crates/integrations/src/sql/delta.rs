@@ -15,7 +15,7 @@
 //! message), is stored whole. The last stored list of each recently written channel is kept in memory
 //! (bounded by [`DeltaStorage::cache_entries`]); after a restart the first version written is whole.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -235,6 +235,22 @@ impl DeltaPlanner {
             let cutoff = ages[ages.len() - capacity];
             cache.entries.retain(|_, e| e.used >= cutoff);
         }
+    }
+
+    /// The outcome of a batch written as planned for `threads`: `Ok(true)` when it was stored as planned;
+    /// otherwise the planner remembered lists that are not stored as it assumed, so those threads start
+    /// over.
+    pub(crate) fn settle(
+        &self,
+        threads: &BTreeSet<String>,
+        result: Result<bool, weft_graph::checkpoint::CheckpointError>,
+    ) -> Result<(), weft_graph::checkpoint::CheckpointError> {
+        if !matches!(result, Ok(true)) {
+            for thread in threads {
+                self.forget_thread(thread);
+            }
+        }
+        result.map(drop)
     }
 
     /// Forgets the lists of a thread (it was pruned, deleted or replaced).

@@ -1,12 +1,14 @@
 //! Code shared by the SQL backends: stored formats, row conversions, delta planning, migrations and the
 //! in-weft parts of store searches. Each backend keeps its own queries.
 
+pub(crate) mod batch;
 pub(crate) mod codec;
 pub(crate) mod delta;
 pub(crate) mod heads;
 pub(crate) mod migrate;
 pub(crate) mod prune;
 pub(crate) mod rows;
+pub(crate) mod store;
 pub(crate) mod store_rows;
 
 /// How much a saver stores (for benchmarks and capacity planning).
@@ -20,6 +22,14 @@ pub struct StorageStats {
     pub writes: u64,
     /// Bytes of stored data in those rows (checkpoint and metadata text, blobs, keys excluded).
     pub data_bytes: u64,
+}
+
+impl StorageStats {
+    /// The stats of the counts read (checkpoints, blobs, writes, data bytes); a negative count is 0.
+    pub(crate) fn from_counts((checkpoints, blobs, writes, data_bytes): (i64, i64, i64, i64)) -> Self {
+        let n = |v: i64| u64::try_from(v).unwrap_or(0);
+        Self { checkpoints: n(checkpoints), blobs: n(blobs), writes: n(writes), data_bytes: n(data_bytes) }
+    }
 }
 
 /// A failure of an SQL backend: what failed, with the driver's error when there is one.

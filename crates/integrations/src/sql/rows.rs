@@ -5,9 +5,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
+#[cfg(feature = "sqlite")]
+use weft_graph::checkpoint::{ChannelName, ChannelVersion};
 use weft_graph::checkpoint::{
-    ChannelName, ChannelValues, ChannelVersion, Checkpoint, CheckpointConfig, CheckpointError,
-    CheckpointMetadata, CheckpointTuple, PendingWrite, special,
+    ChannelValues, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple,
+    PendingWrite, special,
 };
 
 use super::codec::{self, Decoded};

@@ -16,9 +16,9 @@ use weft_graph::checkpoint::{CheckpointError, SaveOp};
 
 use super::group::{SqlParam, SqlStatement};
 use super::saver::backend;
+use crate::sql::batch::{BatchRows, PlannedCheckpoint, PlannedWrites, plan_batch};
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
 use crate::sql::heads::{self, AssumedHead, Attempt, HeadChecks};
-use crate::sql::rows;
 
 /// Rows per statement: a batch of up to [`EXACT`] rows of a table is one statement; more are cut into
 /// statements of [`LARGE`], [`EXACT`] and fewer rows, so few statement texts exist (and stay prepared).
@@ -208,74 +208,52 @@ pub(super) fn batchable(ops: &[SaveOp]) -> bool {
     })
 }
 
-/// Checks every op and turns it into rows, planning deltas in order (each checkpoint's plan sees the
-/// ones before it). Nothing is written yet; an invalid op fails the whole batch.
-/// `threads` receives the threads of the ops read, even when one is invalid.
+/// Checks every op and turns it into rows (see [`plan_batch`]); `threads` receives the threads of the ops
+/// read, even when one is invalid.
 pub(super) fn rows_of(
     delta: &DeltaPlanner,
     ops: Vec<SaveOp>,
     threads: &mut BTreeSet<String>,
 ) -> Result<Rows, CheckpointError> {
-    let mut rows = Rows::default();
-    for op in ops {
-        threads.insert(op.thread_id().to_owned());
-        match op {
-            SaveOp::Put { config, mut checkpoint, metadata, new_versions, appends, .. } => {
-                let rows::PreparedPut { body, metadata, values } =
-                    rows::prepare_put(&config, &mut checkpoint, &metadata)?;
-                let mut plan = delta.plan_with_appends(
-                    &config.thread_id,
-                    &config.checkpoint_ns,
-                    values,
-                    new_versions,
-                    appends,
-                );
-                let (thread, ns) = (
-                    Arc::<str>::from(config.thread_id.as_str()),
-                    Arc::<str>::from(config.checkpoint_ns.as_str()),
-                );
-                for record in std::mem::take(&mut plan.records) {
-                    push_blob(&mut rows, &thread, &ns, record);
-                }
-                // The next checkpoint of the batch may extend these lists; a failed batch forgets them.
-                delta.commit(plan, &[]);
-                rows.checkpoints.push(CheckpointIn {
-                    thread,
-                    ns,
-                    id: checkpoint.id.into(),
-                    parent: config.checkpoint_id.clone(),
-                    body,
-                    metadata,
-                });
-            }
-            SaveOp::Writes { config, writes, task_id, task_path } => {
-                let Some(checkpoint_id) = &config.checkpoint_id else {
-                    return Err(CheckpointError::Invalid(format!(
-                        "writes of task '{task_id}' in thread '{}' name no checkpoint id",
-                        config.thread_id
-                    )));
-                };
-                let (thread, ns) = (
-                    Arc::<str>::from(config.thread_id.as_str()),
-                    Arc::<str>::from(config.checkpoint_ns.as_str()),
-                );
-                let (checkpoint, task, path) = (Arc::<str>::from(checkpoint_id.as_str()), task_id, task_path);
-                for record in rows::write_records(writes) {
-                    rows.writes.push(WriteIn {
-                        thread: Arc::clone(&thread),
-                        ns: Arc::clone(&ns),
-                        checkpoint: Arc::clone(&checkpoint),
-                        task: Arc::clone(&task),
-                        idx: record.idx,
-                        path: Arc::clone(&path),
-                        channel: record.channel,
-                        blob: record.blob,
-                    });
-                }
-            }
+    plan_batch(delta, ops, threads, |_| Ok(()))
+}
+
+impl BatchRows for Rows {
+    fn push_checkpoint(&mut self, checkpoint: PlannedCheckpoint) {
+        let PlannedCheckpoint { config, id, body, metadata, records } = checkpoint;
+        let (thread, ns) =
+            (Arc::<str>::from(config.thread_id.as_str()), Arc::<str>::from(config.checkpoint_ns.as_str()));
+        for record in records {
+            push_blob(self, &thread, &ns, record);
+        }
+        self.checkpoints.push(CheckpointIn {
+            thread,
+            ns,
+            id: id.into(),
+            parent: config.checkpoint_id.clone(),
+            body,
+            metadata,
+        });
+    }
+
+    fn push_writes(&mut self, writes: PlannedWrites) {
+        let PlannedWrites { config, checkpoint_id, task_id, task_path, records } = writes;
+        let (thread, ns) =
+            (Arc::<str>::from(config.thread_id.as_str()), Arc::<str>::from(config.checkpoint_ns.as_str()));
+        let (checkpoint, task, path) = (Arc::<str>::from(checkpoint_id), task_id, task_path);
+        for record in records {
+            self.writes.push(WriteIn {
+                thread: Arc::clone(&thread),
+                ns: Arc::clone(&ns),
+                checkpoint: Arc::clone(&checkpoint),
+                task: Arc::clone(&task),
+                idx: record.idx,
+                path: Arc::clone(&path),
+                channel: record.channel,
+                blob: record.blob,
+            });
         }
     }
-    Ok(rows)
 }
 
 fn push_blob(rows: &mut Rows, thread: &Arc<str>, ns: &Arc<str>, record: BlobRecord) {

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use weft_graph::checkpoint::{
     ChannelAppends, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
-    CheckpointTuple, Checkpointer, ExpectedHead, ListOptions, SaveOp, owned_writes,
+    CheckpointTuple, Checkpointer, ExpectedHead, ListOptions, SaveOp,
 };
 
 use super::group::{GroupCommit, SqlStatement};
@@ -17,6 +17,7 @@ use super::statements::{
     PRUNE_WRITES, PUT_BLOB, PUT_CHECKPOINT, PUT_DELTA, PUT_WRITE,
 };
 use super::{Db, DeltaStorage, SqliteOptions, SqlitePool, batch, read, schema};
+use crate::savers::{PutOne, copy_refused, put_each, put_one_methods, saved_config, writes_checkpoint};
 use crate::sql::StorageStats;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
 use crate::sql::heads::HeadChecks;
@@ -128,7 +129,7 @@ impl SqliteSaver {
 
     /// Row counts and data bytes of every thread.
     pub async fn storage_stats(&self) -> Result<StorageStats, CheckpointError> {
-        let (checkpoints, blobs, writes, data_bytes): (i64, i64, i64, i64) = sqlx::query_as(
+        let counts: (i64, i64, i64, i64) = sqlx::query_as(
             "SELECT (SELECT count(*) FROM checkpoints), (SELECT count(*) FROM checkpoint_blobs), \
              (SELECT count(*) FROM checkpoint_writes), \
              (SELECT coalesce(sum(length(CAST(checkpoint AS BLOB)) + length(CAST(metadata AS BLOB))), 0) \
@@ -139,13 +140,7 @@ impl SqliteSaver {
         .fetch_one(&self.db.reader)
         .await
         .map_err(backend)?;
-        let n = |v: i64| u64::try_from(v).unwrap_or(0);
-        Ok(StorageStats {
-            checkpoints: n(checkpoints),
-            blobs: n(blobs),
-            writes: n(writes),
-            data_bytes: n(data_bytes),
-        })
+        Ok(StorageStats::from_counts(counts))
     }
 }
 
@@ -169,61 +164,18 @@ impl Checkpointer for SqliteSaver {
         Ok(found)
     }
 
-    async fn put(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> Result<CheckpointConfig, CheckpointError> {
-        let any = ExpectedHead::Any;
-        self.put_one(config, checkpoint, metadata, new_versions, ChannelAppends::new(), &any).await
-    }
-
-    /// Stores the engine's appends as rows of new items on their base version (O(new items) a step),
-    /// unless delta storage is off.
-    fn stores_appends(&self) -> bool {
-        self.delta.enabled()
-    }
-
-    async fn put_with_appends(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        appends: ChannelAppends,
-    ) -> Result<CheckpointConfig, CheckpointError> {
-        self.put_one(config, checkpoint, metadata, new_versions, appends, &ExpectedHead::Any).await
-    }
+    put_one_methods!(delta);
 
     /// One transaction and a fixed number of statements for the whole batch: all or nothing is stored.
     /// Expected heads are checked in that transaction (SQLite has one writer at a time).
     async fn put_batch(&self, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
         if !batch::batchable(&ops) {
             // One by one, each put's head checked in its own transaction.
-            for op in ops {
-                match op {
-                    SaveOp::Put { config, checkpoint, metadata, new_versions, appends, expected_head } => {
-                        self.put_one(&config, checkpoint, metadata, new_versions, appends, &expected_head)
-                            .await?;
-                    }
-                    SaveOp::Writes { config, writes, task_id, task_path } => {
-                        self.put_writes(&config, owned_writes(writes), &task_id, &task_path).await?;
-                    }
-                }
-            }
-            return Ok(());
+            return put_each(self, ops).await;
         }
         let mut threads = BTreeSet::new();
         let result = self.write_batch(ops, &mut threads).await;
-        if !matches!(result, Ok(true)) {
-            // The planner remembered lists that are not stored as it assumed: start those threads over.
-            for thread in &threads {
-                self.delta.forget_thread(thread);
-            }
-        }
-        result.map(drop)
+        self.delta.settle(&threads, result)
     }
 
     async fn put_writes(
@@ -233,12 +185,7 @@ impl Checkpointer for SqliteSaver {
         task_id: &str,
         task_path: &str,
     ) -> Result<(), CheckpointError> {
-        let Some(checkpoint_id) = &config.checkpoint_id else {
-            return Err(CheckpointError::Invalid(format!(
-                "writes of task '{task_id}' in thread '{}' name no checkpoint id",
-                config.thread_id
-            )));
-        };
+        let checkpoint_id = writes_checkpoint(config, task_id)?;
         let records = rows::write_records(writes);
         let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
         for record in records {
@@ -270,17 +217,10 @@ impl Checkpointer for SqliteSaver {
     async fn copy_thread(&self, src: &str, dst: &str) -> Result<(), CheckpointError> {
         let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
         let has = |thread: &str| sqlx::query_scalar::<_, bool>(HAS_CHECKPOINTS).bind(thread.to_owned());
-        if !has(src).fetch_one(&mut *tx).await.map_err(backend)? {
+        let has_source = has(src).fetch_one(&mut *tx).await.map_err(backend)?;
+        if !has_source || has(dst).fetch_one(&mut *tx).await.map_err(backend)? {
             tx.rollback().await.map_err(backend)?;
-            return Err(CheckpointError::Invalid(format!(
-                "cannot copy thread '{src}': it has no checkpoints"
-            )));
-        }
-        if has(dst).fetch_one(&mut *tx).await.map_err(backend)? {
-            tx.rollback().await.map_err(backend)?;
-            return Err(CheckpointError::Invalid(format!(
-                "cannot copy thread '{src}' to thread '{dst}': '{dst}' already has checkpoints"
-            )));
+            return Err(copy_refused(src, dst, has_source));
         }
         self.delta.forget_thread(dst);
         for statement in DELETE {
@@ -330,7 +270,9 @@ impl Checkpointer for SqliteSaver {
     }
 }
 
-impl SqliteSaver {
+#[async_trait]
+impl PutOne for SqliteSaver {
+    /// One transaction: the head checked, the checkpoint and its values stored.
     async fn put_one(
         &self,
         config: &CheckpointConfig,
@@ -371,13 +313,11 @@ impl SqliteSaver {
         }
         tx.commit().await.map_err(backend)?;
         self.delta.commit(plan, &stored_whole);
-        Ok(CheckpointConfig {
-            thread_id: thread.clone(),
-            checkpoint_ns: ns.clone(),
-            checkpoint_id: Some(checkpoint.id),
-        })
+        Ok(saved_config(config, checkpoint.id))
     }
+}
 
+impl SqliteSaver {
     /// Writes a batch in one transaction (with the others queued meanwhile); `Ok(false)` when its deltas
     /// had to be stored whole.
     async fn write_batch(
