@@ -440,8 +440,10 @@ impl<S: State> StateGraph<S> {
             }
         }
         let spec = self.spec(topology, router_inputs)?;
-        let sync_timed =
-            spec.nodes.iter().find(|n| n.config.timeout.is_some() && n.func.as_ref().is_some_and(|f| f.is_sync()));
+        let sync_timed = spec
+            .nodes
+            .iter()
+            .find(|n| n.config.timeout.is_some() && n.func.as_ref().is_some_and(|f| f.is_sync()));
         if let Some(node) = sync_timed {
             return Err(GraphError::SyncNodeTimeout(node.name.to_string()));
         }

@@ -66,12 +66,20 @@ fn positive(field: &'static str, d: Duration) -> Result<Duration, TimeoutPolicyE
 impl TimeoutPolicy {
     /// A hard cap of `d` on each attempt (LangGraph's `timeout=<seconds>`).
     pub fn run(d: Duration) -> Result<Self, TimeoutPolicyError> {
-        Ok(Self { run_timeout: Some(positive("run_timeout", d)?), idle_timeout: None, refresh_on: RefreshOn::Auto })
+        Ok(Self {
+            run_timeout: Some(positive("run_timeout", d)?),
+            idle_timeout: None,
+            refresh_on: RefreshOn::Auto,
+        })
     }
 
     /// A cap of `d` on the time each attempt may go without progress.
     pub fn idle(d: Duration) -> Result<Self, TimeoutPolicyError> {
-        Ok(Self { run_timeout: None, idle_timeout: Some(positive("idle_timeout", d)?), refresh_on: RefreshOn::Auto })
+        Ok(Self {
+            run_timeout: None,
+            idle_timeout: Some(positive("idle_timeout", d)?),
+            refresh_on: RefreshOn::Auto,
+        })
     }
 
     /// A hard cap of `secs` seconds on each attempt; zero, negative, infinite and NaN are refused.
