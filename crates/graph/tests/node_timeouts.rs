@@ -247,3 +247,28 @@ fn a_sync_node_with_a_timeout_does_not_compile() {
          runs; node 'sync' is sync"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_timeout_inside_a_subgraph_reaches_the_caller_as_a_node_timeout() {
+    let inner = slow_graph(
+        NodeConfig::new().timeout(TimeoutPolicy::run(200 * MS).unwrap()),
+        1,
+        10_000 * MS,
+        Signal::Nothing,
+        99,
+        Arc::default(),
+    );
+    let mut g = StateGraph::<Counter>::new();
+    g.add_node("sub", inner);
+    g.add_edge(START, "sub");
+    let err = run(&g.compile().unwrap()).await.unwrap_err();
+    assert!(matches!(&err, GraphError::Node { node, .. } if node == "sub"), "{err}");
+    let timeout = timeout_of(&err);
+    assert_eq!((timeout.node.as_str(), timeout.kind, timeout.elapsed), ("slow", TimeoutKind::Run, 200 * MS));
+}
+
+#[tokio::test]
+async fn a_heartbeat_without_a_timeout_does_nothing() {
+    let app = slow_graph(NodeConfig::new(), 2, MS, Signal::Heartbeat, 99, Arc::default());
+    assert_eq!(run(&app).await.unwrap(), ["done"]);
+}
