@@ -272,3 +272,26 @@ async fn a_heartbeat_without_a_timeout_does_nothing() {
     let app = slow_graph(NodeConfig::new(), 2, MS, Signal::Heartbeat, 99, Arc::default());
     assert_eq!(run(&app).await.unwrap(), ["done"]);
 }
+
+/// A timed node that asks twice: its interrupts pause the run and its answers resume it, as for a node
+/// without a timeout.
+#[tokio::test]
+async fn a_timed_node_pauses_and_resumes_like_any_other() {
+    let mut g = StateGraph::<Counter>::new();
+    let ask = |_: Counter, rt: Runtime| async move {
+        let first: String = rt.interrupt("first?")?;
+        let second: String = rt.interrupt("second?")?;
+        Ok::<_, Error>(CounterUpdate::log(&format!("{first}+{second}")))
+    };
+    g.add_node_with("ask", ask, NodeConfig::new().timeout(TimeoutPolicy::run(60_000 * MS).unwrap()));
+    g.add_edge(START, "ask");
+    let saver = Arc::new(weft_graph::InMemorySaver::new());
+    let app = g.compile_with(weft_graph::CompileConfig::new().checkpointer(saver)).unwrap();
+    let thread = RunnableConfig::default().with_configurable("thread_id", "t");
+    let paused = app.invoke(CounterUpdate::default(), &thread).await.unwrap();
+    assert_eq!(paused.interrupts[0].value, "first?");
+    let paused = app.invoke(weft_graph::Command::<Counter>::resume("one"), &thread).await.unwrap();
+    assert_eq!(paused.interrupts[0].value, "second?");
+    let done = app.invoke(weft_graph::Command::<Counter>::resume("two"), &thread).await.unwrap();
+    assert_eq!(done.value.log, ["one+two"]);
+}
