@@ -1,10 +1,12 @@
 //! Node timeouts (LangGraph's `TimeoutPolicy` and `NodeTimeoutError`): a hard cap on each attempt and a
 //! cap on the time an attempt may go without progress.
 
+use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use weft_runnable_core::Error;
 
 /// Which signals refresh a [`TimeoutPolicy`]'s idle timeout (LangGraph's `refresh_on`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -199,5 +201,49 @@ impl AttemptClock {
     /// When the attempt last made progress.
     pub(crate) fn last(&self) -> Instant {
         self.last.lock().map_or_else(|p| *p.into_inner(), |l| *l)
+    }
+}
+
+/// Runs one attempt of `name` under `policy`, `clock` being its progress: the attempt is dropped
+/// (cancelled) when it runs past `run_timeout` or goes `idle_timeout` without progress, and fails with a
+/// [`NodeTimeoutError`].
+pub(crate) async fn run_timed<T>(
+    policy: &TimeoutPolicy,
+    clock: &AttemptClock,
+    name: &str,
+    attempt: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    let start = Instant::now();
+    let run_deadline = policy.run_timeout.map(|d| start + d);
+    tokio::pin!(attempt);
+    loop {
+        let idle_deadline = policy.idle_timeout.map(|d| clock.last() + d);
+        let next = match (run_deadline, idle_deadline) {
+            (Some(r), Some(i)) => r.min(i),
+            (Some(d), None) | (None, Some(d)) => d,
+            (None, None) => return attempt.await,
+        };
+        tokio::select! {
+            biased;
+            out = &mut attempt => return out,
+            () = tokio::time::sleep_until(next) => {}
+        }
+        let now = Instant::now();
+        let fired = match (run_deadline, policy.idle_timeout) {
+            (Some(deadline), _) if now >= deadline => policy.run_timeout.map(|d| (TimeoutKind::Run, d)),
+            // Progress made since the deadline was taken moves it.
+            (_, Some(idle)) if now >= clock.last() + idle => Some((TimeoutKind::Idle, idle)),
+            _ => None,
+        };
+        if let Some((kind, timeout)) = fired {
+            return Err(Error::custom(NodeTimeoutError {
+                node: name.to_owned(),
+                kind,
+                timeout,
+                run_timeout: policy.run_timeout,
+                idle_timeout: policy.idle_timeout,
+                elapsed: now - start,
+            }));
+        }
     }
 }

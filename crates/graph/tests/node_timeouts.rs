@@ -295,3 +295,62 @@ async fn a_timed_node_pauses_and_resumes_like_any_other() {
     let done = app.invoke(weft_graph::Command::<Counter>::resume("two"), &thread).await.unwrap();
     assert_eq!(done.value.log, ["one+two"]);
 }
+
+/// An entrypoint calling a task that takes `steps` steps of 60 ms (heartbeating after each when
+/// `heartbeat`) on its runs before run `fast_from`, under `policy` and up to `attempts` attempts.
+fn task_app(
+    policy: TimeoutPolicy,
+    steps: u32,
+    heartbeat: bool,
+    fast_from: u32,
+    attempts: u32,
+) -> CompiledGraph<weft_graph::func::FuncState<i64, i64>> {
+    let runs = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let slow = weft_graph::func::task("slow_task", move |x: i64| {
+        let run = runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        async move {
+            let rt = weft_graph::func::runtime().unwrap();
+            if run < fast_from {
+                for _ in 0..steps {
+                    tokio::time::sleep(60 * MS).await;
+                    if heartbeat {
+                        rt.heartbeat();
+                    }
+                }
+            }
+            Ok(x + 1)
+        }
+    })
+    .with_timeout(policy)
+    .with_retry(RetryPolicy::new().max_attempts(attempts).initial_interval(10 * MS).jitter(false));
+    weft_graph::func::entrypoint("main", move |x: i64, _: Option<i64>, _rt| {
+        let slow = slow.clone();
+        async move { slow.call(x).await }
+    })
+    .compile()
+    .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_past_its_timeout_fails_with_a_timeout_naming_the_task() {
+    let app = task_app(TimeoutPolicy::run(100 * MS).unwrap(), 10, false, 99, 1);
+    let err = app.invoke(1, &RunnableConfig::default()).await.unwrap_err();
+    let timeout = timeout_of(&err);
+    assert_eq!(
+        (timeout.node.as_str(), timeout.kind, timeout.elapsed),
+        ("slow_task", TimeoutKind::Run, 100 * MS)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_that_heartbeats_outlives_its_idle_timeout_and_a_timed_out_task_is_retried() {
+    let idle = TimeoutPolicy::idle(100 * MS).unwrap();
+    let app = task_app(idle, 10, true, 99, 1);
+    assert_eq!(app.invoke(1, &RunnableConfig::default()).await.unwrap().value.value(), Some(&2));
+
+    let err = task_app(idle, 10, false, 99, 1).invoke(1, &RunnableConfig::default()).await.unwrap_err();
+    assert_eq!(timeout_of(&err).kind, TimeoutKind::Idle);
+
+    let retried = task_app(idle, 10, false, 2, 2);
+    assert_eq!(retried.invoke(1, &RunnableConfig::default()).await.unwrap().value.value(), Some(&2));
+}

@@ -25,7 +25,7 @@ use crate::pregel::task_runtime::{with_attempt, with_clock, with_config};
 use crate::pregel::trace;
 use crate::runtime::{GraphInterrupt, Runtime};
 use crate::state::State;
-use crate::timeout::{AttemptClock, NodeTimeoutError, TimeoutKind, TimeoutPolicy};
+use crate::timeout::{AttemptClock, TimeoutPolicy, run_timed};
 
 /// Runs one task with its retry policy; returns its writes (routes included unless `route_later`) and the
 /// resume values to save when they changed.
@@ -116,41 +116,7 @@ async fn call_timed<S: State>(
 ) -> Result<NodeOutput<S>, Error> {
     let clock = Arc::new(AttemptClock::new(policy.refreshed_on()));
     *rt = with_clock(rt, Arc::clone(&clock));
-    let start = tokio::time::Instant::now();
-    let run_deadline = policy.run_timeout().map(|d| start + d);
-    let attempt = call_once(node, func, ch, task, rt);
-    tokio::pin!(attempt);
-    loop {
-        let idle_deadline = policy.idle_timeout().map(|d| clock.last() + d);
-        let next = match (run_deadline, idle_deadline) {
-            (Some(r), Some(i)) => r.min(i),
-            (Some(d), None) | (None, Some(d)) => d,
-            (None, None) => return attempt.await,
-        };
-        tokio::select! {
-            biased;
-            out = &mut attempt => return out,
-            () = tokio::time::sleep_until(next) => {}
-        }
-        let now = tokio::time::Instant::now();
-        let fired = if run_deadline.is_some_and(|d| now >= d) {
-            Some((TimeoutKind::Run, policy.run_timeout()))
-        } else {
-            // Progress since the deadline was taken moves it.
-            let idle = policy.idle_timeout().filter(|d| now >= clock.last() + *d);
-            idle.map(|d| (TimeoutKind::Idle, Some(d)))
-        };
-        if let Some((kind, Some(timeout))) = fired {
-            return Err(Error::custom(NodeTimeoutError {
-                node: node.name.to_string(),
-                kind,
-                timeout,
-                run_timeout: policy.run_timeout(),
-                idle_timeout: policy.idle_timeout(),
-                elapsed: now - start,
-            }));
-        }
-    }
+    run_timed(policy, &clock, &node.name, call_once(node, func, ch, task, rt)).await
 }
 
 /// START's task: the input becomes the state update; its edges are its routes.
