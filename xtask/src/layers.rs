@@ -19,7 +19,7 @@ const ROOT: &str = "crates/graph/src";
 
 /// Each module's layer, by path prefix (the longest prefix that matches wins). A module missing here
 /// fails the stage: a new module must be given its layer.
-const LAYERS: [(&str, usize); 35] = [
+const LAYERS: [(&str, usize); 36] = [
     ("state", 0),
     ("json_state", 0),
     ("messages", 0),
@@ -29,6 +29,7 @@ const LAYERS: [(&str, usize); 35] = [
     ("error", 0),
     ("cache", 0),
     ("retry", 0),
+    ("timeout", 0),
     ("control", 0),
     ("stream", 0),
     ("runtime", 0),

@@ -60,6 +60,97 @@ impl NodeConfig {
     }
 }
 
+/// Policies for every node of one graph that sets none of its own (LangGraph's `set_node_defaults`):
+/// given to [`StateGraph::set_node_defaults`], applied when the graph compiles. A node's own policy wins;
+/// a subgraph keeps its own defaults (a graph's defaults are not inherited by the graphs it runs).
+///
+/// ```
+/// use std::time::Duration;
+/// use weft_graph::{NodeConfig, NodeDefaults, RetryPolicy, START, State, StateGraph, TimeoutPolicy};
+///
+/// #[derive(State, Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+/// struct Count {
+///     n: i64,
+/// }
+///
+/// let mut graph = StateGraph::<Count>::new();
+/// graph.set_node_defaults(
+///     NodeDefaults::new()
+///         .retry(RetryPolicy::new().max_attempts(3))
+///         .timeout(TimeoutPolicy::run(Duration::from_secs(30))?),
+/// );
+/// // Gets the defaults.
+/// graph.add_node("a", |s: Count| async move { Count::update().n(s.n + 1) });
+/// // Keeps its own retry policy, and takes the default timeout.
+/// graph.add_node_with(
+///     "b",
+///     |s: Count| async move { Count::update().n(s.n * 2) },
+///     NodeConfig::new().retry(RetryPolicy::new().max_attempts(5)),
+/// );
+/// graph.add_edge(START, "a").add_edge("a", "b");
+/// graph.compile()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct NodeDefaults {
+    retry: Vec<crate::retry::RetryPolicy>,
+    cache: Option<crate::cache::CachePolicy>,
+    timeout: Option<crate::timeout::TimeoutPolicy>,
+}
+
+impl NodeDefaults {
+    /// No defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a retry policy for nodes with none of their own (the first whose `retry_on` matches the
+    /// error applies); these come before the compile config's [`retry`](CompileConfig::retry).
+    pub fn retry(mut self, policy: crate::retry::RetryPolicy) -> Self {
+        self.retry.push(policy);
+        self
+    }
+
+    /// Caches the writes of nodes with no cache policy of their own.
+    pub fn cache(mut self, policy: crate::cache::CachePolicy) -> Self {
+        self.cache = Some(policy);
+        self
+    }
+
+    /// Limits the attempts of nodes with no timeout policy of their own.
+    pub fn timeout(mut self, policy: crate::timeout::TimeoutPolicy) -> Self {
+        self.timeout = Some(policy);
+        self
+    }
+
+    /// `config` with these defaults where it has none of its own.
+    fn apply(&self, mut config: NodeConfig) -> NodeConfig {
+        if config.retry.is_empty() {
+            config.retry.clone_from(&self.retry);
+        }
+        if config.cache.is_none() {
+            config.cache.clone_from(&self.cache);
+        }
+        if config.timeout.is_none() {
+            config.timeout = self.timeout;
+        }
+        config
+    }
+
+    /// These defaults, with those `other` sets replacing them.
+    fn merge(&mut self, other: NodeDefaults) {
+        if !other.retry.is_empty() {
+            self.retry = other.retry;
+        }
+        if other.cache.is_some() {
+            self.cache = other.cache;
+        }
+        if other.timeout.is_some() {
+            self.timeout = other.timeout;
+        }
+    }
+}
+
 pub(crate) struct NodeEntry<S: State> {
     pub(crate) name: String,
     pub(crate) func: Arc<dyn NodeFn<S>>,
@@ -77,6 +168,7 @@ pub struct StateGraph<S: State> {
     waiting_edges: Vec<(Vec<String>, String)>,
     branches: Vec<(String, Branch<S>)>,
     errors: Vec<GraphError>,
+    node_defaults: NodeDefaults,
     /// Set for the graph of a functional-API entrypoint.
     pub(crate) functional: bool,
 }
@@ -116,6 +208,7 @@ impl<S: State> StateGraph<S> {
             waiting_edges: Vec::new(),
             branches: Vec::new(),
             errors: Vec::new(),
+            node_defaults: NodeDefaults::default(),
             functional: false,
         }
     }
@@ -124,6 +217,13 @@ impl<S: State> StateGraph<S> {
     /// taking the [`Runtime`](crate::Runtime).
     pub fn add_node<M>(&mut self, name: impl Into<String>, node: impl IntoNode<S, M>) -> &mut Self {
         self.add_node_with(name, node, NodeConfig::default())
+    }
+
+    /// Sets policies for every node that sets none of its own (LangGraph's `set_node_defaults`); a
+    /// later call replaces only the policies it sets. See [`NodeDefaults`].
+    pub fn set_node_defaults(&mut self, defaults: NodeDefaults) -> &mut Self {
+        self.node_defaults.merge(defaults);
+        self
     }
 
     /// Adds a compiled graph as a node named after it (the name given by [`CompileConfig::name`]), as
@@ -340,6 +440,13 @@ impl<S: State> StateGraph<S> {
             }
         }
         let spec = self.spec(topology, router_inputs)?;
+        let sync_timed = spec
+            .nodes
+            .iter()
+            .find(|n| n.config.timeout.is_some() && n.func.as_ref().is_some_and(|f| f.is_sync()));
+        if let Some(node) = sync_timed {
+            return Err(GraphError::SyncNodeTimeout(node.name.to_string()));
+        }
         Ok(CompiledGraph::new(spec, config))
     }
 
@@ -415,7 +522,7 @@ impl<S: State> StateGraph<S> {
             .map(|n| NodeSpec {
                 name: Arc::from(n.name.as_str()),
                 func: Some(Arc::clone(&n.func)),
-                config: n.config.clone(),
+                config: self.node_defaults.apply(n.config.clone()),
                 edges: Vec::new(),
                 branches: Vec::new(),
                 joins: Vec::new(),

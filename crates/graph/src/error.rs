@@ -130,6 +130,13 @@ pub enum GraphError {
         /// The node's error.
         source: Error,
     },
+    /// A node with a timeout is a sync function, which cannot be cancelled while it runs (LangGraph's
+    /// "Node timeouts are only supported for async nodes").
+    #[error(
+        "node timeouts are only supported for async nodes because a sync function cannot be cancelled while \
+         it runs; node '{0}' is sync"
+    )]
+    SyncNodeTimeout(String),
     /// A router or a command sent a packet to `END`.
     #[error("cannot send a packet to the END node")]
     SendToEnd,
@@ -251,6 +258,15 @@ impl GraphError {
             }
             _ => None,
         }
+    }
+
+    /// The timeout of the node (or of a node of a subgraph it ran) that failed the run, if a timeout did
+    /// (see [`TimeoutPolicy`](crate::TimeoutPolicy)).
+    pub fn node_timeout(&self) -> Option<&crate::timeout::NodeTimeoutError> {
+        let Self::Node { source, .. } = self else { return None };
+        source
+            .downcast_custom::<crate::timeout::NodeTimeoutError>()
+            .or_else(|| source.downcast_custom::<GraphError>().and_then(Self::node_timeout))
     }
 
     /// The kind of the checkpointer's error this error is, if it is one.

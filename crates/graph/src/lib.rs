@@ -58,6 +58,7 @@ pub mod store;
 pub mod stream;
 pub mod subgraph;
 mod subgraph_reader;
+pub mod timeout;
 mod topology;
 pub mod types;
 
@@ -67,7 +68,7 @@ pub mod time {
 }
 
 pub use branch::{Branch, Destinations, IntoRouter, IntoRoutes, PathMap, Route, Router};
-pub use builder::{NodeConfig, StateGraph};
+pub use builder::{NodeConfig, NodeDefaults, StateGraph};
 pub use cache::{CachePolicy, InMemoryCache, NodeCache};
 pub use checkpoint::{
     Checkpoint, CheckpointConfig, CheckpointError, CheckpointErrorKind, CheckpointMetadata, CheckpointSource,
@@ -92,6 +93,7 @@ pub use state::{ChannelKind, ChannelSet, ChannelSpec, Overwrite, State, UpdateEr
 pub use state_api::{JsonSnapshot, PregelTask, StateSnapshot, StateUpdate, TaskState};
 pub use store::{InMemoryStore, IndexConfig, Item, SearchItem, Store, StoreError};
 pub use stream::{CheckpointEvent, JsonStreamData, JsonStreamPart, StreamData, StreamMode, StreamPart};
+pub use timeout::{NodeTimeoutError, RefreshOn, TimeoutKind, TimeoutPolicy, TimeoutPolicyError};
 pub use types::{Command, CommandGraph, END, Goto, Interrupt, Payload, Resume, START, Send};
 pub use weft_macros::{Destinations, State, node};
 

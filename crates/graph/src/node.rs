@@ -117,6 +117,12 @@ pub trait NodeFn<S: State>: std::marker::Send + Sync {
     /// Turns a JSON payload (a `Send` restored from a checkpoint) into this node's input.
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload>;
 
+    /// Whether the node is a sync function, which runs to its end once called (a timeout cannot cancel
+    /// it). The default says no.
+    fn is_sync(&self) -> bool {
+        false
+    }
+
     /// The compiled graph this node runs, when it is a subgraph (used by `get_state` to show its state).
     fn subgraph(&self) -> Option<&dyn crate::subgraph_reader::SubgraphStateReader> {
         None
@@ -269,6 +275,10 @@ where
         futures::future::ready(out).boxed()
     }
 
+    fn is_sync(&self) -> bool {
+        true
+    }
+
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
         T::payload_from_json(value)
     }
@@ -301,6 +311,10 @@ where
         let out = T::from_input(input, runtime.node())
             .and_then(|input| (self.f)(input, &runtime).into_node_output());
         futures::future::ready(out).boxed()
+    }
+
+    fn is_sync(&self) -> bool {
+        true
     }
 
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
@@ -469,6 +483,10 @@ where
         futures::future::ready(out).boxed()
     }
 
+    fn is_sync(&self) -> bool {
+        true
+    }
+
     fn payload_from_json(&self, _value: serde_json::Value) -> Result<Payload> {
         Err(Error::InvalidInput(
             "a node reading the state by reference cannot be the target of a Send".to_owned(),
@@ -498,6 +516,10 @@ where
         let out =
             state_ref(input, runtime.node()).and_then(|state| (self.f)(state, &runtime).into_node_output());
         futures::future::ready(out).boxed()
+    }
+
+    fn is_sync(&self) -> bool {
+        true
     }
 
     fn payload_from_json(&self, _value: serde_json::Value) -> Result<Payload> {

@@ -96,6 +96,8 @@ pub(crate) struct RuntimeInner {
     pub(crate) store: Option<Arc<dyn crate::store::Store>>,
     /// Where the task calls of a functional-API entrypoint go (`None` in other graphs).
     pub(crate) calls: Option<Arc<dyn TaskCalls>>,
+    /// The progress clock of a timed attempt (`None` when the node has no timeout).
+    pub(crate) clock: Option<Arc<crate::timeout::AttemptClock>>,
 }
 
 /// The engine's record of a functional-API entrypoint's task calls, as a runtime carries it: the data
@@ -168,8 +170,22 @@ impl Runtime {
         self.inner.store.as_ref()
     }
 
-    /// Sends `value` to the `custom` stream mode (nothing happens when nobody streams it).
+    /// Tells the engine the node is making progress: refreshes the idle timeout of its
+    /// [`TimeoutPolicy`](crate::TimeoutPolicy) (under either [`RefreshOn`](crate::RefreshOn)); does
+    /// nothing for a node without one. For work that shows no other progress (a long computation, a
+    /// call outside weft).
+    pub fn heartbeat(&self) {
+        if let Some(clock) = &self.inner.clock {
+            clock.heartbeat();
+        }
+    }
+
+    /// Sends `value` to the `custom` stream mode (nothing happens when nobody streams it). Refreshes
+    /// the node's idle timeout under [`RefreshOn::Auto`](crate::RefreshOn::Auto), streamed or not.
     pub fn write<T: Serialize>(&self, value: &T) {
+        if let Some(clock) = &self.inner.clock {
+            clock.touch();
+        }
         if let Some(writer) = &self.inner.writer {
             writer(
                 serde_json::to_value(value)

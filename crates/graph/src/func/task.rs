@@ -16,8 +16,10 @@ use crate::func::FuncError;
 use crate::func::state::FuncValue;
 use crate::pregel::calls::{Call, CallSite};
 use crate::pregel::execute::{control_interrupt, resume_to_save};
+use crate::pregel::task_runtime::with_clock;
 use crate::retry::RetryPolicy;
 use crate::runtime::{GraphInterrupt, Runtime};
+use crate::timeout::{AttemptClock, TimeoutPolicy, run_timed};
 
 /// The entrypoint or task running now: where its task calls go, and its runtime.
 #[derive(Clone)]
@@ -73,17 +75,27 @@ pub struct Task<A, T> {
     name: Arc<str>,
     body: TaskBody<A, T>,
     retry: Vec<RetryPolicy>,
+    timeout: Option<TimeoutPolicy>,
 }
 
 impl<A, T> Clone for Task<A, T> {
     fn clone(&self) -> Self {
-        Self { name: Arc::clone(&self.name), body: Arc::clone(&self.body), retry: self.retry.clone() }
+        Self {
+            name: Arc::clone(&self.name),
+            body: Arc::clone(&self.body),
+            retry: self.retry.clone(),
+            timeout: self.timeout,
+        }
     }
 }
 
 impl<A, T> std::fmt::Debug for Task<A, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Task").field("name", &self.name).field("retry", &self.retry).finish()
+        f.debug_struct("Task")
+            .field("name", &self.name)
+            .field("retry", &self.retry)
+            .field("timeout", &self.timeout)
+            .finish()
     }
 }
 
@@ -103,13 +115,21 @@ where
     Fut: Future<Output = Result<T>> + Send + 'static,
 {
     let body: TaskBody<A, T> = Arc::new(move |input| f(input).boxed());
-    Task { name: Arc::from(name.into()), body, retry: Vec::new() }
+    Task { name: Arc::from(name.into()), body, retry: Vec::new(), timeout: None }
 }
 
 impl<A: Serialize + Clone + Send + 'static, T: FuncValue> Task<A, T> {
     /// The task's name: its `updates` chunks and task events carry it.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Limits each attempt of a call as `policy` says (LangGraph's `@task(timeout=...)`): a call past
+    /// it fails with a [`NodeTimeoutError`](crate::NodeTimeoutError) naming the task, which the task's
+    /// retry policy may retry. `runtime().heartbeat()` inside the task is its progress.
+    pub fn with_timeout(mut self, policy: TimeoutPolicy) -> Self {
+        self.timeout = Some(policy);
+        self
     }
 
     /// Retries a failed call as `policy` says (the errors it retries, attempts, backoff). Called again, it
@@ -132,15 +152,22 @@ impl<A: Serialize + Clone + Send + 'static, T: FuncValue> Task<A, T> {
                 };
             }
         };
-        let (body, retry) = (Arc::clone(&self.body), self.retry.clone());
-        TaskFuture { inner: run_call(call, body, retry, input).boxed() }
+        let (body, policies) =
+            (Arc::clone(&self.body), Policies { retry: self.retry.clone(), timeout: self.timeout });
+        TaskFuture { inner: run_call(call, body, policies, input).boxed() }
     }
+}
+
+/// A task's retry and timeout policies.
+struct Policies {
+    retry: Vec<RetryPolicy>,
+    timeout: Option<TimeoutPolicy>,
 }
 
 async fn run_call<A: Serialize + Clone + Send + 'static, T: FuncValue>(
     (call, caller): (Call, Runtime),
     body: TaskBody<A, T>,
-    retry: Vec<RetryPolicy>,
+    Policies { retry, timeout }: Policies,
     input: A,
 ) -> Result<T> {
     if let Some(saved) = call.saved() {
@@ -154,9 +181,17 @@ async fn run_call<A: Serialize + Clone + Send + 'static, T: FuncValue>(
     call.started(|| serde_json::to_value(&input).unwrap_or(Value::Null));
     let mut attempt = 1u32;
     let result = loop {
-        let runtime = call.runtime(&caller);
+        let mut runtime = call.runtime(&caller);
+        let clock = timeout.map(|p| Arc::new(AttemptClock::new(p.refreshed_on())));
+        if let Some(clock) = &clock {
+            runtime = with_clock(&runtime, Arc::clone(clock));
+        }
         let scope = Caller { site: Arc::new(call.site()), runtime: runtime.clone() };
-        let result = with_caller(scope, body(input.clone())).await;
+        let call_fut = with_caller(scope, body(input.clone()));
+        let result = match (&timeout, &clock) {
+            (Some(policy), Some(clock)) => run_timed(policy, clock, &call.name, call_fut).await,
+            _ => call_fut.await,
+        };
         if let Err(err) = &result {
             if let Some(GraphInterrupt(list)) = control_interrupt(err) {
                 call.paused(&list, resume_to_save(&runtime));

@@ -21,10 +21,11 @@ use crate::pregel::spec::{GraphSpec, NodeSpec};
 use crate::pregel::task::{
     Replay, Task, TaskOutcome, TaskWrites, flatten_output, state_json, writes_from_json, writes_to_json,
 };
-use crate::pregel::task_runtime::{with_attempt, with_config};
+use crate::pregel::task_runtime::{with_attempt, with_clock, with_config};
 use crate::pregel::trace;
 use crate::runtime::{GraphInterrupt, Runtime};
 use crate::state::State;
+use crate::timeout::{AttemptClock, TimeoutPolicy, run_timed};
 
 /// Runs one task with its retry policy; returns its writes (routes included unless `route_later`) and the
 /// resume values to save when they changed.
@@ -55,17 +56,20 @@ pub(crate) async fn execute<S: State>(
         }
     }
     let mut attempt = 1u32;
-    let output = loop {
+    let (output, rt) = loop {
         let mut rt = if attempt == 1 { runtime.clone() } else { with_attempt(&runtime, attempt) };
-        let result = call_once(node, func, ch, task, &mut rt).await;
+        let result = match &node.config.timeout {
+            None => call_once(node, func, ch, task, &mut rt).await,
+            Some(policy) => call_timed(policy, node, func, ch, task, &mut rt).await,
+        };
         let err = match result {
-            Ok(out) => break out,
+            Ok(out) => break (out, rt),
             Err(err) => err,
         };
         let command =
             after_error::<S>(spec, &err, is_subgraph).map_err(|e| e.into_graph_error(node_error))?;
         if let Some(command) = command {
-            break NodeOutput::Command(command);
+            break (NodeOutput::Command(command), rt);
         }
         if let Some(GraphInterrupt(list)) = control_interrupt(&err) {
             return Ok((TaskOutcome::Interrupted(list), resume_to_save(&rt)));
@@ -97,7 +101,22 @@ pub(crate) async fn execute<S: State>(
         let json = owned_writes(writes_to_json(spec, &inner.names, &ch.state, &writes)?);
         cache.set(&node.name, key, json, node.config.cache.as_ref().and_then(|c| c.ttl)).await;
     }
-    Ok((TaskOutcome::Done(writes), resume_to_save(&runtime)))
+    Ok((TaskOutcome::Done(writes), resume_to_save(&rt)))
+}
+
+/// One attempt of a node with a timeout policy: the attempt is dropped (cancelled) when it runs past
+/// `run_timeout`, or goes `idle_timeout` without progress, and fails with a [`NodeTimeoutError`].
+async fn call_timed<S: State>(
+    policy: &TimeoutPolicy,
+    node: &NodeSpec<S>,
+    func: &Arc<dyn NodeFn<S>>,
+    ch: &Channels<S>,
+    task: &Task<S>,
+    rt: &mut Runtime,
+) -> Result<NodeOutput<S>, Error> {
+    let clock = Arc::new(AttemptClock::new(policy.refreshed_on()));
+    *rt = with_clock(rt, Arc::clone(&clock));
+    run_timed(policy, &clock, &node.name, call_once(node, func, ch, task, rt)).await
 }
 
 /// START's task: the input becomes the state update; its edges are its routes.

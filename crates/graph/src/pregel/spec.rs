@@ -29,6 +29,9 @@ pub struct NodeConfig {
     /// The nodes a `Command` returned by this node may go to (LangGraph's `destinations=`): drawn as
     /// dotted edges and counted for reachability, so the nodes it routes to are not reported unreached.
     pub destinations: Vec<String>,
+    /// Time limits of each attempt (none: the builder's default from
+    /// [`set_node_defaults`](crate::StateGraph::set_node_defaults), if any).
+    pub timeout: Option<crate::timeout::TimeoutPolicy>,
 }
 
 impl std::fmt::Debug for NodeConfig {
@@ -40,6 +43,7 @@ impl std::fmt::Debug for NodeConfig {
             .field("cache", &self.cache)
             .field("subgraph", &self.subgraph.as_ref().and_then(|s| s.graph_name()))
             .field("destinations", &self.destinations)
+            .field("timeout", &self.timeout)
             .finish()
     }
 }
@@ -59,6 +63,12 @@ impl NodeConfig {
     /// Caches the node's writes by input.
     pub fn cache(mut self, policy: crate::cache::CachePolicy) -> Self {
         self.cache = Some(policy);
+        self
+    }
+
+    /// Limits each attempt's time (LangGraph's `timeout=`): see [`TimeoutPolicy`](crate::TimeoutPolicy).
+    pub fn timeout(mut self, policy: crate::timeout::TimeoutPolicy) -> Self {
+        self.timeout = Some(policy);
         self
     }
 

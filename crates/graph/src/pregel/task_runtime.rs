@@ -6,7 +6,9 @@ use crate::pregel::saved::SavedWrites;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use weft_runnable_core::RunnableConfig;
+use weft_runnable_core::{EventSink, RunnableConfig};
+
+use crate::timeout::AttemptClock;
 
 use crate::pregel::parent::ParentRun;
 use crate::pregel::task::Task;
@@ -115,6 +117,7 @@ pub(crate) fn make_runtime<S: State>(
             context: ctx.options.context.clone(),
             store: ctx.store.clone(),
             calls,
+            clock: None,
         }),
     }
 }
@@ -150,6 +153,7 @@ pub(crate) fn for_call(
             context: parent.inner.context.clone(),
             store: parent.inner.store.clone(),
             calls: None,
+            clock: None,
         }),
     }
 }
@@ -161,6 +165,25 @@ pub(crate) fn with_attempt(rt: &Runtime, attempt: u32) -> Runtime {
 
 pub(crate) fn with_config(rt: &Runtime, config: RunnableConfig) -> Runtime {
     rebuild(rt, rt.inner.site.clone(), config)
+}
+
+/// The runtime of a timed attempt: `clock` records its progress, refreshed by heartbeats and (under
+/// `RefreshOn::Auto`, through an event sink added to the config) by the events of the runs it makes.
+pub(crate) fn with_clock(rt: &Runtime, clock: Arc<AttemptClock>) -> Runtime {
+    let mut config = rt.config().clone();
+    if clock.auto() {
+        let touched = Arc::clone(&clock);
+        let sink = EventSink::new(move |_| touched.touch());
+        config.callbacks = Some(match config.callbacks.take() {
+            Some(existing) => existing.and(sink),
+            None => sink,
+        });
+    }
+    let mut timed = rebuild(rt, rt.inner.site.clone(), config);
+    if let Some(inner) = Arc::get_mut(&mut timed.inner) {
+        inner.clock = Some(clock);
+    }
+    timed
 }
 
 pub(crate) fn rebuild(rt: &Runtime, site: TaskSite, config: RunnableConfig) -> Runtime {
@@ -185,6 +208,7 @@ pub(crate) fn rebuild(rt: &Runtime, site: TaskSite, config: RunnableConfig) -> R
             store: rt.inner.store.clone(),
             // A retried node calls its tasks again from the first: finished ones return their results.
             calls: rt.inner.calls.as_ref().map(|c| c.restart()),
+            clock: rt.inner.clock.clone(),
         }),
     }
 }
