@@ -380,6 +380,16 @@ impl Records {
         Ok(records)
     }
 
+    /// Scaled out, whether `worker` still holds the run's lease, checked in this turn's transaction (see
+    /// [`postgres::PgRecords::holds`]); any other backend has no leases.
+    #[cfg(feature = "scale")]
+    pub(crate) async fn lease_held(&mut self, worker: &str, run_id: &str) -> Result<bool, ServerError> {
+        match &mut self.backend {
+            Backend::Postgres(pg) => pg.holds(worker, run_id).await,
+            _ => Ok(true),
+        }
+    }
+
     /// Writes `changes` in one transaction, then applies them in memory.
     pub(crate) async fn commit(&mut self, changes: Vec<Change>) -> Result<(), ServerError> {
         if changes.is_empty() {

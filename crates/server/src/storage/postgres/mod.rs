@@ -278,6 +278,26 @@ impl PgRecords {
         self.turn = None;
     }
 
+    /// Whether `worker` holds the run's lease, checked in the turn's transaction (no transaction of its
+    /// own), whose queue row it locks until the turn ends: no other worker claims the run meanwhile.
+    pub(crate) async fn holds(&mut self, worker: &str, run_id: &str) -> Result<bool, ServerError> {
+        let turn = self
+            .turn
+            .as_mut()
+            .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))?;
+        let found: Option<i32> = sqlx::query_scalar(
+            "SELECT 1 FROM weft_server_queue WHERE run_id = $1 AND worker = $2 AND lease_until >= now() \
+             FOR UPDATE",
+        )
+        .bind(run_id)
+        .bind(worker)
+        .persistent(self.db.prepared)
+        .fetch_optional(&mut **turn)
+        .await
+        .map_err(storage)?;
+        Ok(found.is_some())
+    }
+
     /// Writes `ops` (kind, id, body; none deletes) and keeps the run queue in step with `changes`, in one
     /// statement in the turn's transaction, and commits it: the turn ends, with the lock.
     pub(crate) async fn write(
