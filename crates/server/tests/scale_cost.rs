@@ -27,7 +27,7 @@ use weft_server::Server;
 const RUNS: usize = 100;
 
 /// The most transactions (committed and rolled back, background included) a run may cost.
-const MAX_TRANSACTIONS_PER_RUN: f64 = 10.5;
+const MAX_TRANSACTIONS_PER_RUN: f64 = 8.5;
 
 /// How long a backend may keep its statistics before PostgreSQL publishes them (an idle backend that
 /// flushed less than a second ago waits `PGSTAT_IDLE_INTERVAL`, 10 s), with room.

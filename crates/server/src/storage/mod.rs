@@ -380,6 +380,15 @@ impl Records {
         Ok(records)
     }
 
+    /// Scaled out, the next commit stores the run `run_id` as claimed by `worker` for `lease` (see
+    /// [`postgres::PgRecords::own_on_write`]); any other backend has no queue.
+    #[cfg(feature = "scale")]
+    pub(crate) fn own_on_write(&mut self, run_id: &str, worker: &str, lease: std::time::Duration) {
+        if let Backend::Postgres(pg) = &mut self.backend {
+            pg.own_on_write(run_id, worker, lease);
+        }
+    }
+
     /// Scaled out, whether `worker` still holds the run's lease, checked in this turn's transaction (see
     /// [`postgres::PgRecords::holds`]); any other backend has no leases.
     #[cfg(feature = "scale")]

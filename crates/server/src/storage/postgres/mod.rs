@@ -73,9 +73,11 @@ const SCHEMA: &[&str] = &[
          LEFT JOIN weft_server_records r ON r.xid >= since::xid8; \
      END $$",
     // A turn's writes in order: the records (a null body deletes), then the queue's rows (`add` a run,
-    // delete a `run`'s row, delete a `thread`'s rows). Returns the last `seq` written.
+    // `own` a run claimed by `owner` for `lease_ms` from the start, delete a `run`'s row, delete a
+    // `thread`'s rows). Returns the last `seq` written.
     "CREATE OR REPLACE FUNCTION weft_server_records_write(kinds TEXT[], ids TEXT[], bodies TEXT[], \
-       queue_ops TEXT[], queue_runs TEXT[], queue_threads TEXT[], queue_due TEXT[]) \
+       queue_ops TEXT[], queue_runs TEXT[], queue_threads TEXT[], queue_due TEXT[], owner TEXT, \
+       lease_ms DOUBLE PRECISION) \
      RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$ \
      DECLARE last_seq BIGINT := 0; written BIGINT; \
      BEGIN \
@@ -91,6 +93,11 @@ const SCHEMA: &[&str] = &[
            INSERT INTO weft_server_queue (run_id, thread_id, due_at) \
              VALUES (queue_runs[i], queue_threads[i], queue_due[i]::timestamptz) \
              ON CONFLICT (run_id) DO NOTHING; \
+         ELSIF queue_ops[i] = 'own' THEN \
+           INSERT INTO weft_server_queue (run_id, thread_id, due_at, worker, lease_until, attempts) \
+             VALUES (queue_runs[i], queue_threads[i], queue_due[i]::timestamptz, owner, \
+                     now() + lease_ms * interval '1 millisecond', 1) \
+             ON CONFLICT (run_id) DO NOTHING; \
          ELSIF queue_ops[i] = 'run' THEN \
            DELETE FROM weft_server_queue WHERE run_id = queue_runs[i]; \
          ELSIF queue_ops[i] = 'thread' THEN \
@@ -101,6 +108,12 @@ const SCHEMA: &[&str] = &[
        END LOOP; \
        RETURN last_seq; \
      END $$",
+    // The writes of instances of a release before `own`.
+    "CREATE OR REPLACE FUNCTION weft_server_records_write(kinds TEXT[], ids TEXT[], bodies TEXT[], \
+       queue_ops TEXT[], queue_runs TEXT[], queue_threads TEXT[], queue_due TEXT[]) \
+     RETURNS BIGINT LANGUAGE sql VOLATILE AS $$ \
+       SELECT weft_server_records_write(kinds, ids, bodies, queue_ops, queue_runs, queue_threads, queue_due, \
+         NULL, 0) $$",
 ];
 
 /// Makes the tables when missing, under an advisory lock (instances starting together wait for each
@@ -129,6 +142,16 @@ pub(crate) struct PgRecords {
     turn: Option<Transaction<'static, Postgres>>,
     /// The horizon of the last look: every transaction before it had ended (see the module's doc).
     horizon: u64,
+    /// The run that the next write stores as claimed (see [`PgRecords::own_on_write`]).
+    owned: Option<Owned>,
+}
+
+/// A run stored as claimed by the instance that makes it: its id, the worker, the lease in milliseconds.
+#[derive(Debug)]
+struct Owned {
+    run_id: String,
+    worker: String,
+    lease_ms: f64,
 }
 
 /// A row read at a turn's start: kind, id, body (none: deleted).
@@ -170,12 +193,12 @@ impl QueueOps {
         self.due.push(due.map(str::to_owned));
     }
 
-    /// The queue kept in step with one change to the records: a pending or running run has a row, an
-    /// ended or deleted one has none, a deleted thread's runs have none.
-    fn keep(&mut self, change: &Change) {
+    /// The queue kept in step with one change to the records: a pending or running run has a row (the
+    /// `owned` run's claimed already), an ended or deleted one has none, a deleted thread's runs have none.
+    fn keep(&mut self, change: &Change, owned: Option<&str>) {
         match change {
             Change::Run(record) if record.run.status.is_active() => self.push(
-                "add",
+                if owned == Some(record.run.run_id.as_str()) { "own" } else { "add" },
                 Some(&record.run.run_id),
                 Some(&record.run.thread_id),
                 Some(&record.run.created_at),
@@ -190,7 +213,7 @@ impl QueueOps {
 
 impl PgRecords {
     pub(crate) fn new(db: Db) -> Self {
-        Self { db, turn: None, horizon: 0 }
+        Self { db, turn: None, horizon: 0, owned: None }
     }
 
     /// The pool and how statements reach it.
@@ -278,6 +301,16 @@ impl PgRecords {
         self.turn = None;
     }
 
+    /// The next write stores the run `run_id`, running, as claimed by `worker` for `lease` (in its
+    /// transaction: no claim and no turn of its own to start it).
+    pub(crate) fn own_on_write(&mut self, run_id: &str, worker: &str, lease: std::time::Duration) {
+        self.owned = Some(Owned {
+            run_id: run_id.to_owned(),
+            worker: worker.to_owned(),
+            lease_ms: lease.as_secs_f64() * 1000.0,
+        });
+    }
+
     /// Whether `worker` holds the run's lease, checked in the turn's transaction (no transaction of its
     /// own), whose queue row it locks until the turn ends: no other worker claims the run meanwhile.
     pub(crate) async fn holds(&mut self, worker: &str, run_id: &str) -> Result<bool, ServerError> {
@@ -305,26 +338,30 @@ impl PgRecords {
         ops: &[(&'static str, &str, Option<&str>)],
         changes: &[Change],
     ) -> Result<(), ServerError> {
+        let owned = self.owned.take();
         let mut queue = QueueOps::default();
         for change in changes {
-            queue.keep(change);
+            queue.keep(change, owned.as_ref().map(|o| o.run_id.as_str()));
         }
         let mut turn = self
             .turn
             .take()
             .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))?;
         let written: Result<i64, sqlx::Error> = async {
-            let last = sqlx::query_scalar("SELECT weft_server_records_write($1, $2, $3, $4, $5, $6, $7)")
-                .bind(ops.iter().map(|op| op.0).collect::<Vec<_>>())
-                .bind(ops.iter().map(|op| op.1).collect::<Vec<_>>())
-                .bind(ops.iter().map(|op| op.2).collect::<Vec<_>>())
-                .bind(queue.ops)
-                .bind(queue.runs)
-                .bind(queue.threads)
-                .bind(queue.due)
-                .persistent(self.db.prepared)
-                .fetch_one(&mut *turn)
-                .await?;
+            let last =
+                sqlx::query_scalar("SELECT weft_server_records_write($1, $2, $3, $4, $5, $6, $7, $8, $9)")
+                    .bind(ops.iter().map(|op| op.0).collect::<Vec<_>>())
+                    .bind(ops.iter().map(|op| op.1).collect::<Vec<_>>())
+                    .bind(ops.iter().map(|op| op.2).collect::<Vec<_>>())
+                    .bind(queue.ops)
+                    .bind(queue.runs)
+                    .bind(queue.threads)
+                    .bind(queue.due)
+                    .bind(owned.as_ref().map(|o| o.worker.as_str()))
+                    .bind(owned.as_ref().map_or(0.0, |o| o.lease_ms))
+                    .persistent(self.db.prepared)
+                    .fetch_one(&mut *turn)
+                    .await?;
             turn.commit().await?;
             Ok(last)
         }
