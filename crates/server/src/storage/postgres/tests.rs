@@ -459,3 +459,36 @@ async fn a_lease_the_worker_no_longer_runs_is_left_to_lapse() {
     let again = crate::scale::queue::claim(&queue, "other", lease).await.unwrap().unwrap();
     assert_eq!(again.run_id, "r2", "another worker takes it");
 }
+
+#[tokio::test]
+async fn a_run_stored_as_its_makers_is_claimed_by_no_other_worker_until_its_lease_lapses() {
+    let Some(db) = database().await else { return };
+    let (a, pool) = instance(&db).await;
+    let mut turn = a.lock(Key::Thread("t1")).await.unwrap();
+    turn.own_on_write("r1", "maker", Duration::from_secs(60));
+    turn.commit(vec![run("r1", "t1", "running"), run("r2", "t2", "pending")]).await.unwrap();
+    drop(turn);
+    let owner: (Option<String>, i32) =
+        sqlx::query_as("SELECT worker, attempts FROM weft_server_queue WHERE run_id = 'r1'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(owner, (Some("maker".to_owned()), 1), "claimed in the transaction that made it");
+    let queue = crate::scale::Db::new(pool.clone(), true);
+    let lease = Duration::from_secs(60);
+    let first = crate::scale::queue::claim(&queue, "other", lease).await.unwrap().unwrap();
+    assert_eq!(first.run_id, "r2", "only the run made unclaimed is claimed");
+    assert!(!first.more, "the run its maker holds is not claimable");
+    assert!(crate::scale::queue::claim(&queue, "other", lease).await.unwrap().is_none());
+    // Its maker dies: the lease lapses, another worker takes the run over, and the maker's end turn finds
+    // the run no longer its own.
+    sqlx::query("UPDATE weft_server_queue SET lease_until = now() - interval '1 second' WHERE run_id = 'r1'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let again = crate::scale::queue::claim(&queue, "other", lease).await.unwrap().unwrap();
+    assert_eq!(again.run_id, "r1");
+    let mut end = a.lock(Key::Thread("t1")).await.unwrap();
+    assert!(!end.lease_held("maker", "r1").await.unwrap(), "the maker records no end");
+    assert!(end.lease_held("other", "r1").await.unwrap(), "the worker that took it over does");
+}
