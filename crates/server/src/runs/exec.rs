@@ -234,13 +234,9 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
     }
     #[cfg(feature = "scale")]
     if let Some(scale) = &app.scale {
-        // Every event is out before the end is recorded; a worker that lost its run to another (its lease
-        // expired) records nothing.
-        if !scale.before_finish(&run_id, &channel).await {
-            return;
-        }
+        // Every event is out before the end is recorded.
+        scale.before_finish(&run_id, &channel).await;
     }
-    app.metrics.record(Hook::status_of(&ended).0, clock.elapsed());
     // Built only for a run with a webhook (it copies the run's last values).
     let webhook = kwargs.webhook.as_str().map(|url| (url.to_owned(), Hook::new(&ended, &result)));
     let log = |e: crate::error::ApiError| tracing::error!(run_id, error = %e.detail, "cannot record the end of a run");
@@ -249,6 +245,14 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
     // One turn of the records: the run's end written, then its channel finished, so that a listener who
     // finds the run still going also finds its channel.
     let mut records = app.records.lock(Key::Thread(&thread_id)).await;
+    // A worker that lost its run to another (its lease expired) records nothing.
+    #[cfg(feature = "scale")]
+    if let (Some(scale), Ok(records)) = (&app.scale, &mut records)
+        && !scale.still_holds(records, &run_id).await
+    {
+        return;
+    }
+    app.metrics.record(Hook::status_of(&ended).0, clock.elapsed());
     let (body, delete_thread) = match (&mut records, state) {
         (Ok(records), Some(snapshot)) => {
             record_end(records, &record, ended, result, snapshot).await.map_err(log).unwrap_or_default()
@@ -283,12 +287,11 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
         }
     };
     // The thread's next run, if one waits (a run made from now on finds the thread free and starts
-    // itself, or wakes a worker when it cannot).
+    // itself, or wakes a worker when it cannot). Scaled out too, the turn read every run of the thread
+    // that other instances made, and a run of another thread waits for no end but a slot's (its worker
+    // claims when a slot frees) or a lease's (the poll finds it).
     let waiting = match &records {
-        Ok(records) => {
-            records.active_runs(&thread_id).any(|r| r.run.status == RunStatus::Pending)
-                || !super::starts_here(app)
-        }
+        Ok(records) => records.active_runs(&thread_id).any(|r| r.run.status == RunStatus::Pending),
         Err(_) => true,
     };
     drop(records);

@@ -397,13 +397,11 @@ pub(crate) async fn create(
         ));
     }
     let record = request.record(assistant, existing, &thread, stamp);
-    // A run that can start at once (nothing else on its thread, no delay, a free run slot; embedded) is
-    // stored running, in the transaction that makes it: one write and no hand-off to a worker task.
-    let slot = if inflight.is_empty()
-        && request.after_seconds == 0.0
-        && super::starts_here(app)
-        && !app.drain.is_drain_requested()
-    {
+    // A run that can start at once (nothing else on its thread, no delay, a free run slot) is stored
+    // running, in the transaction that makes it: one write and no hand-off to a worker task. Scaled out,
+    // its queue row is stored claimed by this instance's worker in that transaction too, which runs it
+    // (no claim, no turn to start it; should this instance die, its lease lapses as a claimed run's does).
+    let slot = if inflight.is_empty() && request.after_seconds == 0.0 && !app.drain.is_drain_requested() {
         Arc::clone(&app.run_slots).try_acquire_owned().ok()
     } else {
         None
@@ -416,6 +414,10 @@ pub(crate) async fn create(
         }
         None => record.clone(),
     };
+    #[cfg(feature = "scale")]
+    if let (Some(scale), Some(_)) = (&app.scale, &slot) {
+        records.own_on_write(&stored.run.run_id, &scale.worker, scale.lease);
+    }
     records.commit(vec![Change::Thread(thread), Change::Run(Box::new(stored.clone()))]).await?;
     let channel = app.channels.open(&record.run.run_id, record.run.kwargs.resumable);
     let subscription: Option<Subscription> = subscribe.then(|| channel.subscribe(None));
@@ -429,6 +431,12 @@ pub(crate) async fn create(
         let app = Arc::clone(app);
         let channel = Arc::clone(&channel);
         let run: Start = Box::pin(async move {
+            // Scaled out, run by this instance's worker, its events going out through Redis.
+            #[cfg(feature = "scale")]
+            if let Some(scale) = app.scale.clone() {
+                crate::scale::worker::launch(&app, &scale, stored, None, permit);
+                return;
+            }
             exec::execute_on(&app, stored, channel).await;
             drop(permit);
         });

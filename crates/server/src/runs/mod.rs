@@ -108,16 +108,6 @@ impl Created {
     }
 }
 
-/// Whether this process starts its runs itself (embedded); scaled out, workers claim them from the queue.
-fn starts_here(app: &App) -> bool {
-    #[cfg(feature = "scale")]
-    if app.scale.is_some() {
-        return false;
-    }
-    let _ = app;
-    true
-}
-
 /// Starts the thread's next pending run when none is running (in a task of its own). Scaled out: wakes
 /// the workers of every instance, which claim it from the queue.
 pub(crate) fn schedule(app: &Arc<App>, thread_id: &str) {

@@ -80,14 +80,15 @@ impl Bus {
         format!("{}cancel", self.prefix)
     }
 
-    /// Wakes the workers of every instance (in a task of its own; a lost wake-up only delays: workers
-    /// poll).
-    pub(crate) fn publish_wake(&self) {
+    /// Wakes the workers of every other instance (in a task of its own; a lost wake-up only delays:
+    /// workers poll). The message names the worker `from`, whose own listener passes it by.
+    pub(crate) fn publish_wake(&self, from: &str) {
         let mut conn = self.conn.clone();
         let channel = self.wake_channel();
+        let from = from.to_owned();
         tokio::spawn(async move {
             let sent: redis::RedisResult<i64> =
-                redis::cmd("PUBLISH").arg(channel).arg("").query_async(&mut conn).await;
+                redis::cmd("PUBLISH").arg(channel).arg(from).query_async(&mut conn).await;
             if let Err(e) = sent {
                 tracing::debug!(error = %e, "cannot publish a wake-up");
             }
@@ -137,7 +138,10 @@ pub(crate) async fn listen(scale: Weak<Scale>) {
                 while let Some(message) = messages.next().await {
                     let Some(scale) = scale.upgrade() else { return };
                     if message.get_channel_name() == wake {
-                        scale.wake_here();
+                        // This instance's own wake-ups woke its worker when sent.
+                        if message.get_payload::<String>().ok().as_deref() != Some(scale.worker.as_str()) {
+                            scale.wake_here();
+                        }
                     } else if let Ok(text) = message.get_payload::<String>() {
                         if let Some((run_id, action)) = text.split_once(' ') {
                             if let Some(action) = queue::parse_cancel(action) {

@@ -171,14 +171,14 @@ impl Scale {
     /// Wakes the workers of every instance (a run was queued or a thread's run ended).
     pub(crate) fn wake(&self) {
         self.wake.notify_one();
-        self.bus.publish_wake();
+        self.bus.publish_wake(&self.worker);
     }
 
     /// Lets go of a drained run for another instance to take over now, and wakes their workers; should
     /// that fail, the run's lease lapses and it is taken over then.
     pub(crate) async fn release(&self, run_id: &str) {
         match queue::release(&self.db, &self.worker, run_id).await {
-            Ok(()) => self.bus.publish_wake(),
+            Ok(()) => self.bus.publish_wake(&self.worker),
             Err(e) => {
                 tracing::warn!(run_id, error = %e, "cannot let go of a drained run: its lease will lapse")
             }
@@ -235,9 +235,9 @@ impl Scale {
     }
 
     /// Before a run's end is recorded: sends out its last events (waiting at most a few seconds for
-    /// Redis) and checks that this worker still holds the run. False: another worker has it; record
-    /// nothing.
-    pub(crate) async fn before_finish(&self, run_id: &str, channel: &RunChannel) -> bool {
+    /// Redis). Whether this worker still holds the run is checked in the turn that records the end
+    /// ([`Scale::still_holds`]).
+    pub(crate) async fn before_finish(&self, run_id: &str, channel: &RunChannel) {
         if let Some(working) =
             self.working.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_mut(run_id)
         {
@@ -246,7 +246,13 @@ impl Scale {
         if tokio::time::timeout(Duration::from_secs(5), channel.flush()).await.is_err() {
             tracing::warn!(run_id, "the run's last events are not out after 5 s: recording its end anyway");
         }
-        match queue::holds(&self.db, &self.worker, run_id).await {
+    }
+
+    /// In the records' turn that records a run's end: whether this worker still holds the run (its
+    /// queue row then stays locked until the turn commits, so no other worker claims it meanwhile).
+    /// False: another worker has it; record nothing.
+    pub(crate) async fn still_holds(&self, records: &mut crate::storage::Records, run_id: &str) -> bool {
+        match records.lease_held(&self.worker, run_id).await {
             Ok(held) => {
                 if !held {
                     tracing::warn!(
@@ -256,7 +262,7 @@ impl Scale {
                 }
                 held
             }
-            // The end is recorded through the records' lock, which fails too when PostgreSQL is gone.
+            // The end is recorded through the records' turn, which fails too when PostgreSQL is gone.
             Err(e) => {
                 tracing::warn!(run_id, error = %e, "cannot check the run's lease");
                 true

@@ -13,9 +13,10 @@ use super::Db;
 use crate::runs::CancelAction;
 
 /// Claims the next run this worker may start: the first of its thread, due, not leased (or its lease
-/// expired). Returns the run's id and the cancel already asked of it, if any.
+/// expired). Returns the run's id, the cancel already asked of it, if any, and whether another run was
+/// claimable when it was claimed (in the statement's snapshot: one made later wakes the workers itself).
 pub(crate) async fn claim(db: &Db, worker: &str, lease: Duration) -> Result<Option<Claimed>, sqlx::Error> {
-    let row: Option<(String, String, Option<String>)> = db
+    let row: Option<(String, String, Option<String>, bool)> = db
         .fetch_optional(
             sqlx::query_as(
                 "WITH next AS ( \
@@ -26,16 +27,21 @@ pub(crate) async fn claim(db: &Db, worker: &str, lease: Duration) -> Result<Opti
            ORDER BY q.due_at, q.run_id LIMIT 1 FOR UPDATE SKIP LOCKED) \
          UPDATE weft_server_queue q SET worker = $1, lease_until = now() + $2 * interval '1 millisecond', \
            attempts = q.attempts + 1 \
-         FROM next WHERE q.run_id = next.run_id RETURNING q.run_id, q.thread_id, q.cancel",
+         FROM next WHERE q.run_id = next.run_id RETURNING q.run_id, q.thread_id, q.cancel, \
+           EXISTS (SELECT 1 FROM weft_server_queue o \
+             WHERE o.run_id <> q.run_id AND o.due_at <= now() AND (o.worker IS NULL OR o.lease_until < now()) \
+               AND NOT EXISTS (SELECT 1 FROM weft_server_queue e WHERE e.thread_id = o.thread_id \
+                               AND (e.due_at, e.run_id) < (o.due_at, o.run_id)))",
             )
             .bind(worker)
             .bind(millis(lease)),
         )
         .await?;
-    Ok(row.map(|(run_id, thread_id, cancel)| Claimed {
+    Ok(row.map(|(run_id, thread_id, cancel, more)| Claimed {
         run_id,
         thread_id,
         cancel: cancel.as_deref().and_then(parse_cancel),
+        more,
     }))
 }
 
@@ -46,6 +52,8 @@ pub(crate) struct Claimed {
     pub(crate) thread_id: String,
     /// The cancel asked of it, if any.
     pub(crate) cancel: Option<CancelAction>,
+    /// Another run was claimable too: the worker claims again at once rather than waiting for a wake-up.
+    pub(crate) more: bool,
 }
 
 /// Renews the leases of this worker's `runs` (those it is running and that have not stalled); returns
@@ -93,20 +101,6 @@ pub(crate) async fn release(db: &Db, worker: &str, run_id: &str) -> Result<(), s
     .bind(worker))
     .await?;
     Ok(())
-}
-
-/// Whether this worker still holds the run's lease.
-pub(crate) async fn holds(db: &Db, worker: &str, run_id: &str) -> Result<bool, sqlx::Error> {
-    let found: Option<i32> = db
-        .fetch_optional(
-            sqlx::query_scalar(
-                "SELECT 1 FROM weft_server_queue WHERE run_id = $1 AND worker = $2 AND lease_until >= now()",
-            )
-            .bind(run_id)
-            .bind(worker),
-        )
-        .await?;
-    Ok(found.is_some())
 }
 
 /// Whether the run is still queued (pending or running).

@@ -9,12 +9,13 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::{Scale, Working, queue};
 use crate::app::App;
-use crate::runs::RunChannel;
+use crate::model::RunRecord;
 use crate::runs::channel::{OUTLET_BYTES, Outlet};
+use crate::runs::{CancelAction, RunChannel};
 use crate::storage::{Change, Key};
 
 /// Claims runs until the server is gone: one per free slot (`max_concurrent_runs`), waiting for a wake-up
-/// (or the poll interval) when none is due.
+/// (or the poll interval) when none is due, or none other was when it claimed one.
 pub(crate) async fn claim_loop(app: Weak<App>, scale: Weak<Scale>) {
     loop {
         let (Some(app_now), Some(scale_now)) = (app.upgrade(), scale.upgrade()) else { return };
@@ -30,8 +31,13 @@ pub(crate) async fn claim_loop(app: Weak<App>, scale: Weak<Scale>) {
         let poll = scale_now.poll;
         match claimed {
             Ok(Some(claimed)) => {
+                let more = claimed.more;
                 start(&app_now, &scale_now, claimed, permit).await;
-                continue;
+                // No other run was due: none is until a wake-up (a run made or freed since wakes the
+                // workers, and `woken` listens from before the claim) or the next poll (a lapsed lease).
+                if more {
+                    continue;
+                }
             }
             Ok(None) => drop(permit),
             Err(e) => {
@@ -52,7 +58,7 @@ pub(crate) async fn claim_loop(app: Weak<App>, scale: Weak<Scale>) {
 /// Starts a claimed run: marks it running (a new attempt) and runs it in a task of its own, holding the
 /// slot until it ends.
 async fn start(app: &Arc<App>, scale: &Arc<Scale>, claimed: queue::Claimed, permit: OwnedSemaphorePermit) {
-    let queue::Claimed { run_id, thread_id, cancel } = claimed;
+    let queue::Claimed { run_id, thread_id, cancel, .. } = claimed;
     // Its lease is renewed from its claim until it runs here (or is given up: then it lapses).
     let _claim = Claiming::new(scale, &run_id);
     let mut records = match app.records.lock(Key::Thread(&thread_id)).await {
@@ -78,6 +84,20 @@ async fn start(app: &Arc<App>, scale: &Arc<Scale>, claimed: queue::Claimed, perm
         return;
     }
     drop(records);
+    launch(app, scale, record, cancel, permit);
+}
+
+/// Runs a run this worker holds (claimed, or made here on a free thread and stored as this worker's, see
+/// [`crate::runs::make`]) and recorded running, in a task of its own that holds the run slot `permit`
+/// until the run ends; its events go out through Redis and its lease is renewed while it runs.
+pub(crate) fn launch(
+    app: &Arc<App>,
+    scale: &Arc<Scale>,
+    record: RunRecord,
+    cancel: Option<CancelAction>,
+    permit: OwnedSemaphorePermit,
+) {
+    let run_id = record.run.run_id.clone();
     let (outlet, outgoing) = Outlet::bounded(OUTLET_BYTES);
     let channel = Arc::new(RunChannel::with_outlet(record.run.kwargs.resumable, outlet));
     tokio::spawn(super::bus::publish(
@@ -159,6 +179,12 @@ pub(crate) async fn renew_loop(scale: Weak<Scale>) {
         let mut runs: Vec<String> =
             lock(&scale_now).keys().filter(|id| !stalled.contains(id)).cloned().collect();
         runs.extend(claimed(&scale_now).iter().cloned());
+        // Nothing to renew (and no run here to stop): no statement.
+        if runs.is_empty() && lock(&scale_now).is_empty() {
+            drop(scale_now);
+            tokio::time::sleep(every).await;
+            continue;
+        }
         match queue::renew(&scale_now.db, &scale_now.worker, scale_now.lease, &runs).await {
             Ok(held) => {
                 let ids: HashSet<&str> = held.iter().map(|(id, _)| id.as_str()).collect();

@@ -441,6 +441,25 @@ impl Records {
         Ok(())
     }
 
+    /// Scaled out, the next commit stores the run `run_id` as claimed by `worker` for `lease` (see
+    /// [`postgres::PgRecords::own_on_write`]); any other backend has no queue.
+    #[cfg(feature = "scale")]
+    pub(crate) fn own_on_write(&mut self, run_id: &str, worker: &str, lease: std::time::Duration) {
+        if let Backend::Postgres(pg) = &mut self.backend {
+            pg.own_on_write(run_id, worker, lease);
+        }
+    }
+
+    /// Scaled out, whether `worker` still holds the run's lease, checked in this turn's transaction (see
+    /// [`postgres::PgRecords::holds`]); any other backend has no leases.
+    #[cfg(feature = "scale")]
+    pub(crate) async fn lease_held(&mut self, worker: &str, run_id: &str) -> Result<bool, ServerError> {
+        match &mut self.backend {
+            Backend::Postgres(pg) => pg.holds(worker, run_id).await,
+            _ => Ok(true),
+        }
+    }
+
     /// Writes `changes` in one transaction, then applies them in memory.
     pub(crate) async fn commit(&mut self, changes: Vec<Change>) -> Result<(), ServerError> {
         if changes.is_empty() {

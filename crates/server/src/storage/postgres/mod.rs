@@ -73,10 +73,12 @@ const SCHEMA: &[&str] = &[
          LEFT JOIN weft_server_records r ON r.xid >= since::xid8; \
      END $$",
     // A turn's writes in order: the records (a null body deletes), then the queue's rows (`add` a run,
-    // delete a `run`'s row, delete a `thread`'s rows). Returns the last `seq` written.
+    // `own` a run claimed by `owner` for `lease_ms` from the start, delete a `run`'s row, delete a
+    // `thread`'s rows). Returns the last `seq` written.
     "CREATE OR REPLACE FUNCTION weft_server_records_write(kinds TEXT[], ids TEXT[], bodies TEXT[], \
        parents TEXT[], statuses TEXT[], created TEXT[], updated TEXT[], ttls INTEGER[], \
-       queue_ops TEXT[], queue_runs TEXT[], queue_threads TEXT[], queue_due TEXT[]) \
+       queue_ops TEXT[], queue_runs TEXT[], queue_threads TEXT[], queue_due TEXT[], owner TEXT, \
+       lease_ms DOUBLE PRECISION) \
      RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$ \
      DECLARE last_seq BIGINT := 0; written BIGINT; \
      BEGIN \
@@ -96,6 +98,11 @@ const SCHEMA: &[&str] = &[
            INSERT INTO weft_server_queue (run_id, thread_id, due_at) \
              VALUES (queue_runs[i], queue_threads[i], queue_due[i]::timestamptz) \
              ON CONFLICT (run_id) DO NOTHING; \
+         ELSIF queue_ops[i] = 'own' THEN \
+           INSERT INTO weft_server_queue (run_id, thread_id, due_at, worker, lease_until, attempts) \
+             VALUES (queue_runs[i], queue_threads[i], queue_due[i]::timestamptz, owner, \
+                     now() + lease_ms * interval '1 millisecond', 1) \
+             ON CONFLICT (run_id) DO NOTHING; \
          ELSIF queue_ops[i] = 'run' THEN \
            DELETE FROM weft_server_queue WHERE run_id = queue_runs[i]; \
          ELSIF queue_ops[i] = 'thread' THEN \
@@ -106,6 +113,20 @@ const SCHEMA: &[&str] = &[
        END LOOP; \
        RETURN last_seq; \
      END $$",
+    // The writes of instances of a release before the columns and `own`, during a rolling upgrade: the
+    // columns read from the bodies.
+    "CREATE OR REPLACE FUNCTION weft_server_records_write(kinds TEXT[], ids TEXT[], bodies TEXT[], \
+       queue_ops TEXT[], queue_runs TEXT[], queue_threads TEXT[], queue_due TEXT[]) \
+     RETURNS BIGINT LANGUAGE sql VOLATILE AS $$ \
+       WITH u AS (SELECT k, b::jsonb AS j, n FROM unnest(kinds, bodies) WITH ORDINALITY AS u(k, b, n)) \
+       SELECT weft_server_records_write(kinds, ids, bodies, \
+         ARRAY(SELECT CASE WHEN k = 'run' THEN j #>> '{run,thread_id}' END FROM u ORDER BY n), \
+         ARRAY(SELECT CASE k WHEN 'run' THEN j #>> '{run,status}' WHEN 'thread' THEN j ->> 'status' END \
+           FROM u ORDER BY n), \
+         ARRAY(SELECT CASE WHEN k = 'thread' THEN j ->> 'created_at' END FROM u ORDER BY n), \
+         ARRAY(SELECT CASE WHEN k = 'thread' THEN j ->> 'updated_at' END FROM u ORDER BY n), \
+         ARRAY(SELECT CASE WHEN k = 'thread' AND j ->> 'ttl' IS NOT NULL THEN 1 END FROM u ORDER BY n), \
+         queue_ops, queue_runs, queue_threads, queue_due, NULL, 0) $$",
 ];
 
 /// The version of [`SCHEMA`] (and the indexes and upgrade of [`source`]); bumped with every change to
@@ -183,6 +204,16 @@ pub(crate) struct PgRecords {
     turn: Option<Transaction<'static, Postgres>>,
     /// The horizon of the last look: every transaction before it had ended (see the module's doc).
     horizon: u64,
+    /// The run that the next write stores as claimed (see [`PgRecords::own_on_write`]).
+    owned: Option<Owned>,
+}
+
+/// A run stored as claimed by the instance that makes it: its id, the worker, the lease in milliseconds.
+#[derive(Debug)]
+struct Owned {
+    run_id: String,
+    worker: String,
+    lease_ms: f64,
 }
 
 /// A row read at a turn's start: kind, id, body (none: deleted).
@@ -224,12 +255,12 @@ impl QueueOps {
         self.due.push(due.map(str::to_owned));
     }
 
-    /// The queue kept in step with one change to the records: a pending or running run has a row, an
-    /// ended or deleted one has none, a deleted thread's runs have none.
-    fn keep(&mut self, change: &Change) {
+    /// The queue kept in step with one change to the records: a pending or running run has a row (the
+    /// `owned` run's claimed already), an ended or deleted one has none, a deleted thread's runs have none.
+    fn keep(&mut self, change: &Change, owned: Option<&str>) {
         match change {
             Change::Run(record) if record.run.status.is_active() => self.push(
-                "add",
+                if owned == Some(record.run.run_id.as_str()) { "own" } else { "add" },
                 Some(&record.run.run_id),
                 Some(&record.run.thread_id),
                 Some(&record.run.created_at),
@@ -244,7 +275,7 @@ impl QueueOps {
 
 impl PgRecords {
     pub(crate) fn new(db: Db) -> Self {
-        Self { db, turn: None, horizon: 0 }
+        Self { db, turn: None, horizon: 0, owned: None }
     }
 
     /// The pool and how statements reach it.
@@ -332,12 +363,43 @@ impl PgRecords {
         self.turn = None;
     }
 
+    /// The next write stores the run `run_id`, running, as claimed by `worker` for `lease` (in its
+    /// transaction: no claim and no turn of its own to start it).
+    pub(crate) fn own_on_write(&mut self, run_id: &str, worker: &str, lease: std::time::Duration) {
+        self.owned = Some(Owned {
+            run_id: run_id.to_owned(),
+            worker: worker.to_owned(),
+            lease_ms: lease.as_secs_f64() * 1000.0,
+        });
+    }
+
+    /// Whether `worker` holds the run's lease, checked in the turn's transaction (no transaction of its
+    /// own), whose queue row it locks until the turn ends: no other worker claims the run meanwhile.
+    pub(crate) async fn holds(&mut self, worker: &str, run_id: &str) -> Result<bool, ServerError> {
+        let turn = self
+            .turn
+            .as_mut()
+            .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))?;
+        let found: Option<i32> = sqlx::query_scalar(
+            "SELECT 1 FROM weft_server_queue WHERE run_id = $1 AND worker = $2 AND lease_until >= now() \
+             FOR UPDATE",
+        )
+        .bind(run_id)
+        .bind(worker)
+        .persistent(self.db.prepared)
+        .fetch_optional(&mut **turn)
+        .await
+        .map_err(storage)?;
+        Ok(found.is_some())
+    }
+
     /// Writes `ops` (kind, id, body; none deletes) and keeps the run queue in step with `changes`, in one
     /// statement in the turn's transaction, and commits it: the turn ends, with the lock.
     pub(crate) async fn write(&mut self, ops: &[Op], changes: &[Change]) -> Result<(), ServerError> {
+        let owned = self.owned.take();
         let mut queue = QueueOps::default();
         for change in changes {
-            queue.keep(change);
+            queue.keep(change, owned.as_ref().map(|o| o.run_id.as_str()));
         }
         let mut turn = self
             .turn
@@ -346,7 +408,7 @@ impl PgRecords {
         let written: Result<i64, sqlx::Error> = async {
             let text = |n: usize| ops.iter().map(|op| op.3.texts()[n]).collect::<Vec<_>>();
             let last = sqlx::query_scalar(
-                "SELECT weft_server_records_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                "SELECT weft_server_records_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
             )
             .bind(ops.iter().map(|op| op.0.name()).collect::<Vec<_>>())
             .bind(ops.iter().map(|op| op.1.as_str()).collect::<Vec<_>>())
@@ -360,6 +422,8 @@ impl PgRecords {
             .bind(queue.runs)
             .bind(queue.threads)
             .bind(queue.due)
+            .bind(owned.as_ref().map(|o| o.worker.as_str()))
+            .bind(owned.as_ref().map_or(0.0, |o| o.lease_ms))
             .persistent(self.db.prepared)
             .fetch_one(&mut *turn)
             .await?;

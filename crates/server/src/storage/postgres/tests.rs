@@ -418,7 +418,6 @@ async fn a_write_committed_after_a_later_one_is_still_read_in() {
     let mut older = pool.begin().await.unwrap();
     sqlx::query(
         "SELECT weft_server_records_write(ARRAY['run'], ARRAY['r-late'], ARRAY[$1], \
-         ARRAY['t1'], ARRAY['pending'], ARRAY[NULL]::text[], ARRAY[NULL]::text[], ARRAY[NULL]::integer[], \
          ARRAY[]::text[], ARRAY[]::text[], ARRAY[]::text[], ARRAY[]::text[])",
     )
     .bind(serde_json::to_string(&late).unwrap())
@@ -434,6 +433,14 @@ async fn a_write_committed_after_a_later_one_is_still_read_in() {
     // a's horizon stayed before the older transaction: its write is read at the next look.
     assert!(a.read().await.unwrap().is_live("r-late"), "a write committed after a later one is not missed");
     assert!(a.lock(Key::Thread("t1")).await.unwrap().is_live("r-late"));
+    // Written as an instance of an earlier release writes (without the columns): they are read from the
+    // body.
+    let columns: (Option<String>, Option<String>) =
+        sqlx::query_as("SELECT parent, status FROM weft_server_records WHERE id = 'r-late'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(columns, (Some("t1".to_owned()), Some("pending".to_owned())));
 }
 
 #[tokio::test]
@@ -459,6 +466,39 @@ async fn a_lease_the_worker_no_longer_runs_is_left_to_lapse() {
     assert_eq!(lapsed, ["r2"], "the run the worker no longer runs is not renewed");
     let again = crate::scale::queue::claim(&queue, "other", lease).await.unwrap().unwrap();
     assert_eq!(again.run_id, "r2", "another worker takes it");
+}
+
+#[tokio::test]
+async fn a_run_stored_as_its_makers_is_claimed_by_no_other_worker_until_its_lease_lapses() {
+    let Some(db) = database().await else { return };
+    let (a, pool) = instance(&db).await;
+    let mut turn = a.lock(Key::Thread("t1")).await.unwrap();
+    turn.own_on_write("r1", "maker", Duration::from_secs(60));
+    turn.commit(vec![run("r1", "t1", "running"), run("r2", "t2", "pending")]).await.unwrap();
+    drop(turn);
+    let owner: (Option<String>, i32) =
+        sqlx::query_as("SELECT worker, attempts FROM weft_server_queue WHERE run_id = 'r1'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(owner, (Some("maker".to_owned()), 1), "claimed in the transaction that made it");
+    let queue = crate::scale::Db::new(pool.clone(), true);
+    let lease = Duration::from_secs(60);
+    let first = crate::scale::queue::claim(&queue, "other", lease).await.unwrap().unwrap();
+    assert_eq!(first.run_id, "r2", "only the run made unclaimed is claimed");
+    assert!(!first.more, "the run its maker holds is not claimable");
+    assert!(crate::scale::queue::claim(&queue, "other", lease).await.unwrap().is_none());
+    // Its maker dies: the lease lapses, another worker takes the run over, and the maker's end turn finds
+    // the run no longer its own.
+    sqlx::query("UPDATE weft_server_queue SET lease_until = now() - interval '1 second' WHERE run_id = 'r1'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let again = crate::scale::queue::claim(&queue, "other", lease).await.unwrap().unwrap();
+    assert_eq!(again.run_id, "r1");
+    let mut end = a.lock(Key::Thread("t1")).await.unwrap();
+    assert!(!end.lease_held("maker", "r1").await.unwrap(), "the maker records no end");
+    assert!(end.lease_held("other", "r1").await.unwrap(), "the worker that took it over does");
 }
 
 #[tokio::test]
