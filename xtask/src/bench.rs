@@ -9,10 +9,11 @@ use std::process::{Command, Stdio};
 
 use crate::{bench_counts, bench_page, exec, pyenv, server_e2e, services};
 
-/// The LangGraph packages of the baseline (`bench/langgraph/BASELINE.md`), pinned to its versions, with
+/// The LangGraph packages of the baseline (`bench/langgraph/BASELINE.md`), pinned to its versions except
+/// langgraph itself, 1.2.24 (the differential suite's reference, newer than the baseline's 1.2.22), with
 /// langchain 1.5.2 for `create_agent` (which needs langchain-core 1.8 and langgraph-prebuilt 1.1.3).
 const LANGGRAPH_PACKAGES: &[&str] = &[
-    "langgraph==1.2.22",
+    "langgraph==1.2.24",
     "langgraph-checkpoint==4.3.2",
     "langgraph-checkpoint-sqlite==3.1.2",
     "langgraph-checkpoint-postgres==3.2.0",
@@ -684,13 +685,14 @@ fn compared_names(text: &str) -> Vec<String> {
 }
 
 /// A Python with LangGraph installed, in `target/bench/venv` (made and filled on first use), or why
-/// there is none. The differential suite (`cargo xtask langgraph-diff`) runs in it too.
+/// there is none. The differential suite (`cargo xtask langgraph-diff`) runs in it too. A change to the
+/// pins refills it (the pins are its stamp), so a venv made under older pins does not pass for current.
 pub(crate) fn python_env() -> Result<PathBuf, String> {
     pyenv::ensure(&pyenv::Venv {
         dir: bench_dir().join("venv"),
         install: LANGGRAPH_PACKAGES,
         probe: "import langgraph.graph, langgraph.checkpoint.sqlite, langgraph.checkpoint.postgres, langchain.agents",
-        stamp: None,
+        stamp: Some(LANGGRAPH_PACKAGES.join("\n")),
         what: "LangGraph",
     })
 }

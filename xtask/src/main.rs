@@ -12,7 +12,7 @@
 //!   `--server` runs the server benchmarks (`bench/server`) alone, against weft-server and, with
 //!   `--compare`, `langgraph dev`.
 //! - `cargo xtask langgraph-diff [SCENARIO...]`: the differential suite of `tests/langgraph_diff/`: each
-//!   scenario run against LangGraph 1.2.22 (in the pinned venv of `bench`) and against weft, compared.
+//!   scenario run against LangGraph 1.2.24 (in the pinned venv of `bench`) and against weft, compared.
 //! - `cargo xtask server-e2e [--instances N] [TEST...]`: the server suite of `tests/server_e2e/`: the official Python
 //!   `langgraph-sdk` (pinned, in a venv under the target folder) against weft-server and against LangGraph's
 //!   own server (`langgraph dev`), side by side.
@@ -98,7 +98,7 @@ tasks:
                  --weft-in-memory: weft in its in-memory mode too (as langgraph dev runs)
   langgraph-diff [SCENARIO...]
                  run the differential suite (tests/langgraph_diff): every scenario (or
-                 the named ones) against LangGraph 1.2.22 in the pinned venv under
+                 the named ones) against LangGraph 1.2.24 in the pinned venv under
                  target/bench (made when missing) and against weft, compared after
                  normalisation; known bugs and documented differences are listed in
                  tests/langgraph_diff/*.txt

@@ -119,7 +119,7 @@ def waiting_edge_joins_branches_of_unequal_length(rec):
     g.add_edge("b1", "b2")
     g.add_edge(["a", "b2"], "join")
     app = g.compile(checkpointer=saver())
-    # Saved synchronously: with the default async durability LangGraph 1.2.22 serialises a step's
+    # Saved synchronously: with the default async durability LangGraph 1.2.24 serialises a step's
     # checkpoint after the next step has added to the barrier's live set of names, so the checkpoint
     # after `a` and `b1` already holds `b2` and its snapshot lists `join` among `next` (docs/graph.md,
     # "Differences from LangGraph").

@@ -20,6 +20,7 @@ mod streams;
 mod subgraphs;
 mod threads;
 mod time_travel;
+mod timeouts;
 
 use std::process::ExitCode;
 
@@ -51,6 +52,7 @@ fn all() -> Vec<(&'static str, Scenario)> {
         functional::SCENARIOS,
         create_agent::SCENARIOS,
         middleware::SCENARIOS,
+        timeouts::SCENARIOS,
     ]
     .concat()
 }

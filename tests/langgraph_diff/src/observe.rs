@@ -157,8 +157,15 @@ pub(crate) fn compact(value: Value) -> Value {
 }
 
 /// An error as the suite's error record: the variant's name (the comparer maps it to the shared
-/// vocabulary).
+/// vocabulary); a node timeout adds its node, which timeout fired and that timeout, in seconds.
 pub(crate) fn error(err: &GraphError) -> Value {
+    if let Some(t) = err.node_timeout() {
+        let kind = match t.kind {
+            weft::graph::TimeoutKind::Run => "run",
+            weft::graph::TimeoutKind::Idle => "idle",
+        };
+        return json!({"type": "NodeTimeoutError", "node": t.node, "kind": kind, "timeout": t.timeout.as_secs_f64()});
+    }
     // A node that refused its input (a middleware's ValueError in LangChain) keeps that kind.
     if let GraphError::Node { source: weft::Error::InvalidInput(_), .. } = err {
         return json!({"type": "NodeInvalidInput"});

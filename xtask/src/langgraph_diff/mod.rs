@@ -1,5 +1,5 @@
 //! `cargo xtask langgraph-diff [SCENARIO...]`: the differential suite of `tests/langgraph_diff/`. Runs
-//! every scenario (or the named ones) against LangGraph 1.2.22 (the pinned venv of `cargo xtask bench`,
+//! every scenario (or the named ones) against LangGraph 1.2.24 (the pinned venv of `cargo xtask bench`,
 //! made when missing) and against weft, normalises both documents alike ([`normalize`]), compares them
 //! and prints one line per scenario, the differences, and `langgraph-diff: N passed, N failed`.
 //!

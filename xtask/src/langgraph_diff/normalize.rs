@@ -50,6 +50,10 @@ pub(crate) const ERRORS: &[(Side, &str, &str)] = &[
     (Side::Weft, "ResumeWithoutCheckpointer", "RuntimeError"),
     (Side::Weft, "AmbiguousResume", "RuntimeError"),
     (Side::Weft, "UnknownResumeId", "RuntimeError"),
+    // A node attempt past its timeout (LangGraph re-raises the node's own error; weft carries it in
+    // the node's error, which the Rust half names by `GraphError::node_timeout`).
+    (Side::Python, "NodeTimeoutError", "NodeTimeoutError"),
+    (Side::Weft, "NodeTimeoutError", "NodeTimeoutError"),
     // A failure raised by a node or a router of the scenario itself.
     (Side::Python, "NodeFailure", "NodeError"),
     (Side::Python, "RouterFailure", "NodeError"),
@@ -348,6 +352,15 @@ mod tests {
             norm(weft, Side::Weft),
             r#"[{"error":{"type":"GraphRecursionError"}},{"error":{"type":"weft:Serialization"}}]"#
         );
+    }
+
+    #[test]
+    fn node_timeouts_compare_by_name_node_kind_and_timeout() {
+        let error =
+            r#"[{"error": {"type": "NodeTimeoutError", "node": "slow", "kind": "run", "timeout": 0.05}}]"#;
+        let expected = r#"[{"error":{"kind":"run","node":"slow","timeout":0.05,"type":"NodeTimeoutError"}}]"#;
+        assert_eq!(norm(error, Side::Python), expected);
+        assert_eq!(norm(error, Side::Weft), expected);
     }
 
     #[test]
