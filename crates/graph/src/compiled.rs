@@ -17,7 +17,8 @@ use crate::stream::{StreamData, StreamMode, StreamPart};
 use crate::types::{Command, Interrupt};
 
 pub use crate::pregel::graph::{
-    CompileConfig, DEFAULT_GRAPH_RECURSION_LIMIT, GraphInput, GraphOutput, RunOptions, SubgraphCheckpoints,
+    CompileConfig, DEFAULT_GRAPH_RECURSION_LIMIT, EndState, GraphInput, GraphOutput, RunOptions,
+    SubgraphCheckpoints,
 };
 pub use crate::types::Durability;
 

@@ -76,8 +76,8 @@ pub use checkpoint::{
     get_next_version,
 };
 pub use compiled::{
-    CompileConfig, CompiledGraph, DEFAULT_GRAPH_RECURSION_LIMIT, Durability, GraphInput, GraphOutput,
-    IntoGraphInput, RunOptions, SubgraphCheckpoints,
+    CompileConfig, CompiledGraph, DEFAULT_GRAPH_RECURSION_LIMIT, Durability, EndState, GraphInput,
+    GraphOutput, IntoGraphInput, RunOptions, SubgraphCheckpoints,
 };
 pub use control::{Progress, RunControl};
 pub use draw::{CurveStyle, DrawEdge, DrawNode, DrawableGraph, MermaidOptions, NodeStyles, Xray};

@@ -182,6 +182,32 @@ async fn a_run_made_through_one_instance_streams_and_joins_through_another() {
     wait_for_status(b.addr, &thread, cancel_id, "interrupted").await;
 }
 
+/// A run that ends records the thread's state its graph handed back (no read of it at the end): what the
+/// thread's `/state` reads from PostgreSQL's checkpoints, run after run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_run_records_the_state_the_checkpoints_hold() {
+    let Some(deployment) = deployment().await else { return };
+    let a =
+        common::start(deployment.builder().graph("counted", counted(Arc::default(), Arc::default()))).await;
+    let thread = common::thread(a.addr).await;
+    for turn in 1..=2 {
+        let run = common::post(
+            a.addr,
+            &format!("/threads/{thread}/runs/wait"),
+            json!({"assistant_id": "counted", "input": {"delay": 0}}),
+        )
+        .await
+        .json();
+        assert_eq!(run["items"].as_array().map(Vec::len), Some(3 * turn), "{run}");
+        let record = common::get(a.addr, &format!("/threads/{thread}")).await.json();
+        let state = common::get(a.addr, &format!("/threads/{thread}/state")).await.json();
+        assert_eq!(record["status"], "idle", "{record}");
+        assert_eq!(record["values"], state["values"], "turn {turn}: {record} against {state}");
+        assert_eq!(state["next"], json!([]));
+        assert_eq!(record["interrupts"], json!({}), "{record}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_instance_dies_is_taken_over_from_its_last_checkpoint() {
     let Some(deployment) = deployment().await else { return };

@@ -191,6 +191,33 @@ pub struct RunOptions {
     pub interrupt_before: Option<Vec<String>>,
     /// Pause after these nodes in this run instead of the ones the graph was compiled with.
     pub interrupt_after: Option<Vec<String>>,
+    /// Where the run leaves the thread's state when it ends with nothing left to run (see [`EndState`]).
+    pub end_state: Option<EndState>,
+}
+
+/// The thread's state as a run left it, handed back by the run instead of read from the checkpointer:
+/// set when a root run with a checkpointer ends with nothing left to run (no next task, no interrupt,
+/// no error) after saving its last checkpoint in `sync` or `async` durability; it is then what
+/// [`get_state_json`](crate::CompiledGraph::get_state_json) would return for the thread (the same
+/// values, `next`, tasks and interrupts, built from the same checkpoint). Left empty otherwise (a
+/// pause, an error, a drain, `exit` durability, a run that saved nothing): read the state then.
+#[derive(Clone, Debug, Default)]
+pub struct EndState(Arc<std::sync::Mutex<Option<crate::snapshot::JsonSnapshot>>>);
+
+impl EndState {
+    /// An empty slot, to pass in [`RunOptions::end_state`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The state the run left, once it ended as [`EndState`] says (taken: a second call gets `None`).
+    pub fn take(&self) -> Option<crate::snapshot::JsonSnapshot> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+    }
+
+    pub(crate) fn set(&self, snapshot: crate::snapshot::JsonSnapshot) {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(snapshot);
+    }
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -200,6 +227,7 @@ impl std::fmt::Debug for RunOptions {
             .field("subgraphs", &self.subgraphs)
             .field("interrupt_before", &self.interrupt_before)
             .field("interrupt_after", &self.interrupt_after)
+            .field("end_state", &self.end_state.is_some())
             .finish_non_exhaustive()
     }
 }

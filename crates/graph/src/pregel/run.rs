@@ -64,6 +64,21 @@ pub(crate) struct Ctx<'a, S: State> {
     pub(crate) called: std::collections::BTreeSet<Arc<str>>,
     /// The caller's metadata every checkpoint of the run carries, built at its first save.
     pub(crate) checkpoint_extra: Option<Arc<Map<String, Value>>>,
+    /// The run's last checkpoint, as far as [`EndState`](crate::EndState) needs it (only when asked for).
+    pub(crate) last_saved: Option<crate::pregel::save::LastSaved>,
+    /// The state to hand back through [`RunOptions::end_state`] once the run's saves are confirmed.
+    pub(crate) end_state: Option<crate::snapshot::JsonSnapshot>,
+}
+
+impl<S: State> Ctx<'_, S> {
+    /// Whether the run hands back the state it leaves: a root run of the root namespace that was asked
+    /// to, saving every step (`sync` or `async`).
+    pub(crate) fn wants_end_state(&self) -> bool {
+        self.options.end_state.is_some()
+            && self.parent.is_none()
+            && self.ns.is_empty()
+            && self.saver.as_ref().is_some_and(|s| s.durability != crate::types::Durability::Exit)
+    }
 }
 
 /// The breakpoint flags of a run: its own list (root runs only: a run's breakpoints apply to the root graph,
@@ -159,6 +174,8 @@ pub(crate) async fn run<S: State>(
         interrupt_after,
         called: std::collections::BTreeSet::new(),
         checkpoint_extra: None,
+        last_saved: None,
+        end_state: None,
     };
     if !span.is_disabled() {
         span.record("checkpoint_ns", ctx.ns.as_str());
@@ -179,6 +196,9 @@ pub(crate) async fn run<S: State>(
         },
         None => result,
     };
+    if let (Ok(_), Some(slot), Some(snapshot)) = (&result, &options.end_state, ctx.end_state.take()) {
+        slot.set(snapshot);
+    }
     // Retention runs once the run's saves are done (root runs only: a subgraph's checkpoints go with its
     // thread's).
     let result = match (&result, &inner.config.retention, &ctx.saver, &ctx.parent) {
@@ -322,6 +342,9 @@ async fn supersteps<S: State>(
             &ChannelSet::new(),
         )
         .await?;
+    }
+    if ctx.wants_end_state() {
+        ctx.end_state = crate::pregel::save::end_snapshot(ctx, &mut run.ch, step);
     }
     Ok(GraphOutput { value: run.ch.state, interrupts: Vec::new() })
 }

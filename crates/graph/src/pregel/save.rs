@@ -57,6 +57,7 @@ pub(crate) async fn save_checkpoint<S: State>(
     values_of: Option<&ChannelSet>,
     updated: &ChannelSet,
 ) -> GraphResult<()> {
+    let wants_end_state = ctx.wants_end_state();
     let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
     let spec = &ctx.inner.spec;
     // In `exit` mode the checkpoint keeps the id its step's tasks were planned with.
@@ -94,6 +95,15 @@ pub(crate) async fn save_checkpoint<S: State>(
         let parent = parent.checkpoint_id.is_some().then(|| CheckpointConfig::clone(parent));
         (state_json(&ch.state), metadata.clone(), parent)
     });
+    let last_saved = wants_end_state.then(|| {
+        let parent = saver.current_config();
+        LastSaved {
+            id: checkpoint.id.clone(),
+            ts: checkpoint.ts.clone(),
+            metadata: metadata.clone(),
+            parent: parent.checkpoint_id.is_some().then(|| CheckpointConfig::clone(parent)),
+        }
+    });
     if let Some(op) = saver.put(checkpoint, metadata, new_versions, appends)? {
         saver.submit(op).await?;
     }
@@ -119,5 +129,51 @@ pub(crate) async fn save_checkpoint<S: State>(
         let event = CheckpointEvent { config, parent_config, metadata, step, values, next, tasks };
         sink.send(StreamData::Checkpoint(Box::new(event)));
     }
+    if last_saved.is_some() {
+        ctx.last_saved = last_saved;
+    }
     Ok(())
+}
+
+/// What a run keeps of the checkpoint it saved last, for [`end_snapshot`].
+pub(crate) struct LastSaved {
+    id: String,
+    ts: String,
+    metadata: CheckpointMetadata,
+    /// The checkpoint it was made from, as a saver gives it back (`None` for the thread's first).
+    parent: Option<CheckpointConfig>,
+}
+
+/// The thread's state as [`get_state`](crate::CompiledGraph::get_state) reads it from the run's last
+/// checkpoint, when the run ends at step `step` with nothing left to run: that checkpoint is built again
+/// from `ch` (which it was saved from) and read back as a reader loads it, so that the values are those
+/// the saver holds (untracked channels left out). `None` when the run saved no checkpoint, its last is not
+/// the thread's current one, or the checkpoint read back would plan a task (then the state is read).
+pub(crate) fn end_snapshot<S: State>(
+    ctx: &Ctx<'_, S>,
+    ch: &mut Channels<S>,
+    step: i64,
+) -> Option<crate::snapshot::JsonSnapshot> {
+    let (saver, saved) = (ctx.saver.as_ref()?, ctx.last_saved.as_ref()?);
+    let config = CheckpointConfig::clone(saver.current_config());
+    if config.checkpoint_id.as_deref() != Some(saved.id.as_str()) || saved.metadata.step != step - 1 {
+        return None;
+    }
+    let (spec, names) = (&ctx.inner.spec, &ctx.inner.names);
+    let stamps = (saved.id.clone(), saved.ts.clone());
+    let (checkpoint, _) = ch.build_checkpoint(spec, names, stamps, None, &ChannelSet::new(), None).ok()?;
+    let restored = Channels::from_checkpoint(spec, names, &checkpoint, &config.thread_id).ok()?;
+    if !plan_tasks(&restored, spec, step, &saved.id, &ctx.ns).is_empty() {
+        return None;
+    }
+    Some(crate::snapshot::JsonSnapshot {
+        values: crate::state::state_json(&restored.state),
+        next: Vec::new(),
+        config: Some(config),
+        parent_config: saved.parent.clone(),
+        metadata: Some(saved.metadata.clone()),
+        created_at: Some(saved.ts.clone()),
+        tasks: Vec::new(),
+        interrupts: Vec::new(),
+    })
 }

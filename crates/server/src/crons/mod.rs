@@ -83,18 +83,44 @@ fn run_request(cron: &Cron) -> Result<RunCreate, serde_json::Error> {
     Ok(request)
 }
 
-/// Makes the run of every cron due at `now` and moves each one's next time past `now`. Returns the ids
-/// of the runs made. Embedded, a cron's run is saved before its next time; scaled out, the next time is
-/// moved first (under the records' lock, which every instance shares), so that one instance only makes
-/// the run.
+/// Makes the run of every cron due at `now` and moves each one's next time past `now` (see
+/// [`fire_all`]). Returns the ids of the runs made.
+#[cfg(test)]
 pub(crate) async fn fire_due(app: &Arc<App>, now: SystemTime) -> Vec<String> {
-    let due: Vec<Cron> = match app.records.read().await {
-        Ok(records) => records.crons.values().filter(|c| is_due(c, now)).cloned().collect(),
+    match look(app, now).await {
+        Some((due, _)) => fire_all(app, due, now).await,
+        None => Vec::new(),
+    }
+}
+
+/// One look at the crons (one read of the records): those due at `now`, and how long to sleep before
+/// the earliest next time of an enabled one (at most [`IDLE_WAIT`], or [`SCALED_WAIT`] scaled out).
+/// `None` when the records cannot be read.
+async fn look(app: &App, now: SystemTime) -> Option<(Vec<Cron>, Duration)> {
+    let records = match app.records.read().await {
+        Ok(records) => records,
         Err(e) => {
             tracing::error!(error = %e, "cannot read the crons");
-            return Vec::new();
+            return None;
         }
     };
+    let due = records.crons.values().filter(|c| is_due(c, now)).cloned().collect();
+    let most = if app.is_scaled() { SCALED_WAIT } else { IDLE_WAIT };
+    let wait = records
+        .crons
+        .values()
+        .filter(|c| c.enabled)
+        .filter_map(|c| c.next_run_date.as_deref().and_then(schedule::parse_time))
+        .min()
+        .map_or(most, |next| next.duration_since(now).unwrap_or(Duration::ZERO))
+        .min(most);
+    Some((due, wait))
+}
+
+/// Makes the run of each cron of `due` and moves its next time past `now`. Returns the ids of the runs
+/// made. Embedded, a cron's run is saved before its next time; scaled out, the next time is moved first
+/// (under the records' lock, which every instance shares), so that one instance only makes the run.
+async fn fire_all(app: &Arc<App>, due: Vec<Cron>, now: SystemTime) -> Vec<String> {
     let claim_first = app.is_scaled();
     let mut made = Vec::new();
     for cron in due {
@@ -161,36 +187,24 @@ async fn fire(app: &Arc<App>, cron: &Cron) -> Result<String, String> {
     Ok(created.record.run.run_id)
 }
 
-/// How long to sleep before the earliest next time of an enabled cron (at most [`IDLE_WAIT`]).
-async fn until_next(app: &App, now: SystemTime) -> Duration {
-    let records = match app.records.read().await {
-        Ok(records) => records,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot read the crons");
-            return SCALED_WAIT;
-        }
-    };
-    let most = if app.is_scaled() { SCALED_WAIT } else { IDLE_WAIT };
-    records
-        .crons
-        .values()
-        .filter(|c| c.enabled)
-        .filter_map(|c| c.next_run_date.as_deref().and_then(schedule::parse_time))
-        .min()
-        .map_or(most, |next| next.duration_since(now).unwrap_or(Duration::ZERO))
-        .min(most)
-}
-
 /// The scheduler: fires due crons, then sleeps until the next one is due or a cron changes. Runs until
-/// its task is dropped.
+/// its task is dropped. One read of the records a turn: a turn that fired crons looks again at once
+/// (their next times have moved), one that fired none sleeps as that read says.
 pub(crate) async fn run_scheduler(app: Arc<App>) {
     loop {
         // Registered before looking, so that a change made while firing is not missed.
         let woken = app.cron_wake.notified();
         tokio::pin!(woken);
         woken.as_mut().enable();
-        fire_due(&app, SystemTime::now()).await;
-        let wait = until_next(&app, SystemTime::now()).await;
+        let now = SystemTime::now();
+        let wait = match look(&app, now).await {
+            Some((due, wait)) if due.is_empty() => wait,
+            Some((due, _)) => {
+                fire_all(&app, due, now).await;
+                Duration::ZERO
+            }
+            None => SCALED_WAIT,
+        };
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
             () = woken => {}

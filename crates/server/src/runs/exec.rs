@@ -8,7 +8,7 @@ use futures::{FutureExt as _, StreamExt as _};
 use serde_json::{Value, json};
 use weft_graph::checkpoint::{CheckpointConfig, CheckpointError, CheckpointTuple, Checkpointer, ListOptions};
 use weft_graph::erased::{ErasedGraph, JsonCommand, JsonInput};
-use weft_graph::{Durability, GraphError, JsonSnapshot, RunOptions};
+use weft_graph::{Durability, EndState, GraphError, JsonSnapshot, RunOptions};
 use weft_runnable_core::{EventSink, RunnableConfig};
 
 use super::channel::{CancelAction, RunChannel};
@@ -104,16 +104,18 @@ fn input_of(record: &RunRecord, continues: bool) -> Result<JsonInput, GraphError
     }
 }
 
-/// Streams the run's graph into its channel until it ends or is cancelled.
+/// Streams the run's graph into its channel until it ends, is cancelled or runs past the server's run
+/// timeout; the graph leaves the thread's state in `end` when the run ends with nothing left to run.
 async fn drive(
+    app: &App,
     record: &RunRecord,
     graph: &Arc<dyn ErasedGraph>,
     continues: bool,
     channel: &Arc<RunChannel>,
     result: &mut RunResult,
-    timeout: Option<std::time::Duration>,
-    drain: &weft_graph::RunControl,
+    end: &EndState,
 ) -> Ended {
+    let timeout = app.limits.run_timeout;
     let kwargs = &record.run.kwargs;
     let modes = Modes::from_names(&kwargs.stream_mode);
     let mut wire = Wire::new(modes, kwargs.subgraphs, record.run.metadata.clone());
@@ -131,9 +133,10 @@ async fn drive(
         subgraphs: kwargs.subgraphs,
         interrupt_before: breakpoints(&kwargs.interrupt_before),
         interrupt_after: breakpoints(&kwargs.interrupt_after),
+        end_state: Some(end.clone()),
     };
     let mut config = runnable_config(record);
-    drain.attach(&mut config);
+    app.drain.attach(&mut config);
     channel.progress().attach(&mut config);
     if modes.events {
         // `events`: every run event (the graph, its nodes, models, tools) as it happens.
@@ -209,12 +212,14 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
     let graph_id = kwargs.config.get("configurable").and_then(|c| c.get("graph_id")).and_then(Value::as_str);
     let registered = graph_of(app, &record);
     let mut result = RunResult::default();
+    // The thread's state as the run leaves it, handed back by the graph (no read of it at the end).
+    let end = EndState::new();
     let ended = match registered {
         None => Ended::Error(
             json!({"error": "GraphNotFound", "message": format!("graph '{}' is not served", graph_id.unwrap_or_default())}),
         ),
         Some(registered) => {
-            let run = run_graph(app, &record, registered, &channel, &mut result);
+            let run = run_graph(app, &record, registered, &channel, &mut result, &end);
             tokio::select! {
                 ended = run => ended,
                 idle = stalled(channel.progress(), app.limits.run_watchdog) => {
@@ -241,7 +246,7 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
     let webhook = kwargs.webhook.as_str().map(|url| (url.to_owned(), Hook::new(&ended, &result)));
     let log = |e: crate::error::ApiError| tracing::error!(run_id, error = %e.detail, "cannot record the end of a run");
     // Read before the records' lock: a rolled-back run's undoing, and where the run left its thread.
-    let state = end_state(app, &record, &ended).await.map_err(log).ok();
+    let state = end_state(app, &record, &ended, end.take()).await.map_err(log).ok();
     // One turn of the records: the run's end written, then its channel finished, so that a listener who
     // finds the run still going also finds its channel.
     let mut records = app.records.lock(Key::Thread(&thread_id)).await;
@@ -314,6 +319,7 @@ async fn run_graph(
     registered: &crate::graphs::Registered,
     channel: &Arc<RunChannel>,
     result: &mut RunResult,
+    end: &EndState,
 ) -> Ended {
     let (run_id, thread_id) = (&record.run.run_id, &record.run.thread_id);
     let graph = if record.run.kwargs.temporary { &registered.stateless } else { &registered.stateful };
@@ -322,11 +328,10 @@ async fn run_graph(
     // run (for a rollback) is found when a rollback asks for it.
     match continues(app, record).await {
         Ok(continues) => {
-            let timeout = app.limits.run_timeout;
             // A node's or a router's panic is its error already (the engine catches it); one
             // anywhere else in the run (a reducer, say) ends the run as an error too, instead of
             // ending its task or its connection with the run left `running`.
-            let driven = drive(record, graph, continues, channel, result, timeout, &app.drain);
+            let driven = drive(app, record, graph, continues, channel, result, end);
             AssertUnwindSafe(driven).catch_unwind().await.unwrap_or_else(|payload| {
                 let error = weft_runnable_core::Error::from_panic(payload.as_ref());
                 tracing::error!(run_id, %error, "a run panicked");
@@ -439,22 +444,26 @@ impl Hook {
     }
 }
 
-/// What [`record_end`] needs read before the records' lock: undoes a rolled-back run, then reads the
-/// thread's state as the run left it, through the run's graph (the thread's own); `None` inside for a
-/// stateless run or a graph no longer served.
+/// What [`record_end`] needs read before the records' lock: undoes a rolled-back run, then the thread's
+/// state as the run left it: the one its graph handed back (`handed`, for a run that ended with nothing
+/// left to run: the same `get_state` would read), else read through the run's graph (the thread's own);
+/// `None` inside for a stateless run or a graph no longer served.
 async fn end_state(
     app: &Arc<App>,
     record: &RunRecord,
     ended: &Ended,
+    handed: Option<JsonSnapshot>,
 ) -> Result<Option<JsonSnapshot>, crate::error::ApiError> {
     if let Ended::Cancelled(CancelAction::Rollback) = ended {
         rollback(app, record).await?;
     }
     Ok(match graph_of(app, record) {
-        Some(registered) if !record.run.kwargs.temporary => {
+        Some(_) if record.run.kwargs.temporary => None,
+        Some(_) if matches!(ended, Ended::Success) && handed.is_some() => handed,
+        Some(registered) => {
             registered.stateful.get_state_json(&thread_config(&record.run.thread_id), false).await.ok()
         }
-        _ => None,
+        None => None,
     })
 }
 
