@@ -133,7 +133,7 @@ pub enum TimeoutKind {
 }
 
 /// A node attempt ran past one of its [`TimeoutPolicy`]'s timeouts (LangGraph's `NodeTimeoutError`). It
-/// reaches the retry policy as [`Error::Custom`](weft_runnable_core::Error::Custom) (the default policy
+/// reaches the retry policy as [`Error::Custom`] (the default policy
 /// retries it) and a run's caller as the node's error:
 /// [`GraphError::node_timeout`](crate::GraphError::node_timeout) finds it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
