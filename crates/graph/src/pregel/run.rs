@@ -189,27 +189,7 @@ pub(crate) async fn run<S: State>(
         }
         e
     });
-    let result = match ctx.saver.as_mut() {
-        Some(saver) => match saver.finish().await {
-            Ok(()) => result,
-            Err(e) => result.and(Err(e)),
-        },
-        None => result,
-    };
-    if let (Ok(_), Some(slot), Some(snapshot)) = (&result, &options.end_state, ctx.end_state.take()) {
-        slot.set(snapshot);
-    }
-    // Retention runs once the run's saves are done (root runs only: a subgraph's checkpoints go with its
-    // thread's).
-    let result = match (&result, &inner.config.retention, &ctx.saver, &ctx.parent) {
-        (Ok(_), Some(policy), Some(saver), None) => {
-            match policy.apply(saver.checkpointer.as_ref(), &saver.thread.thread_id).await {
-                Ok(()) => result,
-                Err(e) => Err(GraphError::Storage(e)),
-            }
-        }
-        _ => result,
-    };
+    let result = settle(&mut ctx, result).await;
     if !span.is_disabled() {
         let checkpoint = ctx.saver.as_ref().and_then(|s| s.current_config().checkpoint_id.clone());
         let interrupts = result.as_ref().map(|out| out.interrupts.as_slice());
@@ -225,6 +205,34 @@ pub(crate) async fn run<S: State>(
         }
     }
     result
+}
+
+/// What follows a run's loop: its saves confirmed (a failed one fails the run), its end state handed
+/// back when asked for, and (root runs only: a subgraph's checkpoints go with its thread's) the graph's
+/// retention applied once the saves are done.
+async fn settle<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    result: GraphResult<GraphOutput<S>>,
+) -> GraphResult<GraphOutput<S>> {
+    let result = match ctx.saver.as_mut() {
+        Some(saver) => match saver.finish().await {
+            Ok(()) => result,
+            Err(e) => result.and(Err(e)),
+        },
+        None => result,
+    };
+    if let (Ok(_), Some(slot), Some(snapshot)) = (&result, &ctx.options.end_state, ctx.end_state.take()) {
+        slot.set(snapshot);
+    }
+    match (&result, &ctx.inner.config.retention, &ctx.saver, &ctx.parent) {
+        (Ok(_), Some(policy), Some(saver), None) => {
+            match policy.apply(saver.checkpointer.as_ref(), &saver.thread.thread_id).await {
+                Ok(()) => result,
+                Err(e) => Err(GraphError::Storage(e)),
+            }
+        }
+        _ => result,
+    }
 }
 
 pub(crate) async fn run_inner<S: State>(
