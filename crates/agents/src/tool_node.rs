@@ -283,9 +283,11 @@ impl ToolNode {
     }
 
     /// The outputs of `calls`, or, when that fails and a fallback is set, every call answered with it.
-    async fn run_or_answer(&self, calls: Vec<ToolCall>, ctx: &ToolContext) -> Result<Vec<ToolCallOutput>> {
-        match (self.run_calls(calls.clone(), ctx).await, &self.fallback) {
-            (Err(err), Some(fallback)) if !err.is_control_flow() => Ok(calls
+    async fn run_or_answer(&self, calls: Vec<ToolCall>, ctx: ToolContext) -> Result<Vec<ToolCallOutput>> {
+        // The calls are needed again only to be answered by the fallback.
+        let kept = if self.fallback.is_some() { calls.clone() } else { Vec::new() };
+        match (self.run_owned_calls(calls, ctx).await, &self.fallback) {
+            (Err(err), Some(fallback)) if !err.is_control_flow() => Ok(kept
                 .iter()
                 .map(|call| ToolCallOutput::Message(error_message(call, fallback(&err, call))))
                 .collect()),
@@ -337,10 +339,12 @@ impl ToolNode {
             let text = invalid_tool_text(&call.name, &self.tool_names());
             return Ok(ToolCallOutput::Message(error_message(&call, text)));
         };
-        match invoke_tool(tool.as_ref(), call.clone(), ctx).await {
+        // What an error message names of the call (its arguments go to the tool).
+        let answered = ToolCall { name: call.name.clone(), args: Value::Null, id: call.id.clone() };
+        match invoke_tool(tool.as_ref(), call, ctx).await {
             Ok(output) => Ok(output),
             Err(err) => match self.handle_tool_errors.content(&err, tool.as_ref()) {
-                Some(text) => Ok(ToolCallOutput::Message(error_message(&call, text))),
+                Some(text) => Ok(ToolCallOutput::Message(error_message(&answered, text))),
                 None => Err(err),
             },
         }
@@ -374,7 +378,19 @@ impl ToolNode {
     /// Runs `calls` concurrently and returns their outputs in call order; the first error (in call order)
     /// fails the whole batch once every call has finished.
     pub async fn run_calls(&self, calls: Vec<ToolCall>, ctx: &ToolContext) -> Result<Vec<ToolCallOutput>> {
-        let runs = calls.into_iter().map(|call| self.run_call(call, ctx.clone()));
+        self.run_owned_calls(calls, ctx.clone()).await
+    }
+
+    /// [`run_calls`](Self::run_calls) with a context of its own: the last call takes it, the others a
+    /// copy each.
+    async fn run_owned_calls(
+        &self,
+        mut calls: Vec<ToolCall>,
+        ctx: ToolContext,
+    ) -> Result<Vec<ToolCallOutput>> {
+        let last = calls.pop();
+        let mut runs: Vec<_> = calls.into_iter().map(|call| self.run_call(call, ctx.clone())).collect();
+        runs.extend(last.map(|call| self.run_call(call, ctx)));
         futures::future::join_all(runs).await.into_iter().collect()
     }
 }
@@ -680,7 +696,7 @@ impl<S: HasMessages + Default> ToolNodeFn<S> {
             }
         };
         let ctx = task_context(&runtime, state, json);
-        let mut outputs = self.node.run_or_answer(calls.clone(), &ctx).await?;
+        let mut outputs = self.node.run_or_answer(calls.clone(), ctx).await?;
         // Calls whose arguments could not be parsed are answered after the others, with the error.
         let mut calls = calls;
         for call in &invalid {
@@ -730,7 +746,7 @@ impl Runnable<Vec<Message>, Vec<ToolMessage>> for ToolNode {
         let (_, calls) =
             pending_tool_calls(&input).ok_or_else(|| Error::custom(ToolNodeError::NoAiMessage))?;
         let ctx = ToolContext::new(config.clone());
-        let outputs = self.run_or_answer(calls.clone(), &ctx).await?;
+        let outputs = self.run_or_answer(calls.clone(), ctx).await?;
         let mut messages = outputs
             .into_iter()
             .zip(&calls)

@@ -385,6 +385,8 @@ impl<S: State> Branch<S> {
             .map(|r| match r {
                 Route::Node(key) => match map.get(&key) {
                     Some(target) if target == END => Ok(Route::End),
+                    // A list's path map sends each name to itself: the key is the target.
+                    Some(target) if *target == key => Ok(Route::Node(key)),
                     Some(target) => Ok(Route::Node(target.clone())),
                     None => Err(Error::InvalidInput(format!(
                         "branch '{}' returned '{key}', which is not a key of its path map ({})",

@@ -183,6 +183,13 @@ impl RunnableConfig {
         child
     }
 
+    /// This config made into its own [`child`](Self::child) without a tag, in place (no copy).
+    pub(crate) fn into_child(mut self) -> RunnableConfig {
+        self.run_name = None;
+        self.run_id = None;
+        self
+    }
+
     /// A string from `configurable`, if present.
     pub fn configurable_str(&self, key: &str) -> Option<&str> {
         self.configurable.get(key).and_then(Value::as_str)

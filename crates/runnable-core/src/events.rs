@@ -5,6 +5,7 @@
 //! there is one) and opens a `tracing` span (named `weft.run`, at debug level, so nothing is printed by
 //! default; its fields are described in [`crate::trace`]). A runnable written outside weft gets the same by calling [`trace_invoke`] or [`trace_stream`].
 
+use std::borrow::Cow;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -283,6 +284,10 @@ impl RunScope {
     /// Starts a run named `config.run_name` or else `name`, and emits its start event with `input` (pass
     /// `None` when the input is streamed in).
     pub fn start(config: &RunnableConfig, name: &str, kind: RunKind, input: Option<Value>) -> Self {
+        Self::start_from(Cow::Borrowed(config), name, kind, input)
+    }
+
+    fn start_from(config: Cow<'_, RunnableConfig>, name: &str, kind: RunKind, input: Option<Value>) -> Self {
         let run_id = config.run_id.unwrap_or_else(Uuid::now_v7);
         let name = config.run_name.clone().unwrap_or_else(|| name.to_owned());
         let parent = config.parent_ids.last().copied();
@@ -304,38 +309,35 @@ impl RunScope {
         if !span.is_disabled() {
             span.record("run_id", run_id.to_string().as_str());
         }
-        Self::with_span(config, name, kind, input, run_id, span)
+        Self::with_span(Cow::Borrowed(config), name, kind, input, run_id, span)
     }
 
+    /// The scope of a run; its children's config is `config`'s child (`config` itself, changed in place,
+    /// when the caller handed it over).
     fn with_span(
-        config: &RunnableConfig,
+        config: Cow<'_, RunnableConfig>,
         name: String,
         kind: RunKind,
         input: Option<Value>,
         run_id: Uuid,
         span: tracing::Span,
     ) -> Self {
-        let mut child_config = config.child(None);
-        let mut ids = Vec::with_capacity(config.parent_ids.len() + 1);
-        ids.extend_from_slice(&config.parent_ids);
-        ids.push(run_id);
-        child_config.parent_ids = Arc::from(ids);
+        let parent_ids = Arc::clone(&config.parent_ids);
+        let sink = config.callbacks.clone();
         // Tags and metadata go only into events: kept when somebody listens.
         let (tags, metadata) = match &config.callbacks {
             Some(_) => (config.tags.clone(), config.metadata.clone()),
             None => (Vec::new(), Map::new()),
         };
-        let scope = Self {
-            run_id,
-            name,
-            kind,
-            tags,
-            metadata,
-            parent_ids: Arc::clone(&config.parent_ids),
-            sink: config.callbacks.clone(),
-            child_config,
-            span,
+        let mut child_config = match config {
+            Cow::Borrowed(config) => config.child(None),
+            Cow::Owned(config) => config.into_child(),
         };
+        let mut ids = Vec::with_capacity(parent_ids.len() + 1);
+        ids.extend_from_slice(&parent_ids);
+        ids.push(run_id);
+        child_config.parent_ids = Arc::from(ids);
+        let scope = Self { run_id, name, kind, tags, metadata, parent_ids, sink, child_config, span };
         scope.emit(EventPhase::Start, EventData { input, ..EventData::default() });
         scope
     }
@@ -451,9 +453,43 @@ where
     F: FnOnce(I, RunnableConfig) -> Fut,
     Fut: Future<Output = Result<O>>,
 {
+    traced(name, kind, input, Cow::Borrowed(config), body).await
+}
+
+/// Runs `body` as a traced run, as [`trace_invoke`] does, under a config the caller hands over: the
+/// config for its children is made from it in place instead of copied.
+pub async fn trace_invoke_owned<I, O, F, Fut>(
+    name: &str,
+    kind: RunKind,
+    input: I,
+    config: RunnableConfig,
+    body: F,
+) -> Result<O>
+where
+    I: Serialize,
+    O: Serialize,
+    F: FnOnce(I, RunnableConfig) -> Fut,
+    Fut: Future<Output = Result<O>>,
+{
+    traced(name, kind, input, Cow::Owned(config), body).await
+}
+
+async fn traced<I, O, F, Fut>(
+    name: &str,
+    kind: RunKind,
+    input: I,
+    config: Cow<'_, RunnableConfig>,
+    body: F,
+) -> Result<O>
+where
+    I: Serialize,
+    O: Serialize,
+    F: FnOnce(I, RunnableConfig) -> Fut,
+    Fut: Future<Output = Result<O>>,
+{
     use tracing::Instrument as _;
-    let input_value = event_input(config, &input);
-    let mut scope = RunScope::start(config, name, kind, input_value.clone());
+    let input_value = event_input(&config, &input);
+    let mut scope = RunScope::start_from(config, name, kind, input_value.clone());
     if let Some(value) = &input_value {
         crate::trace::record_input(&scope.span, value);
     }

@@ -16,6 +16,27 @@ use crate::pregel::spec::{CheckpointNames, GraphSpec, Layout};
 use crate::state::{AppendLog, ChannelSet, State, UpdateError};
 use crate::types::Send;
 
+/// A channel version's checkpoint string, or what it is made of: a version in the engine's own form (no
+/// checkpointer decides them) is written out only when something reads it, which a run without a
+/// checkpointer rarely does.
+#[derive(Clone)]
+enum VersionText {
+    /// The string, made by the checkpointer or read from a checkpoint.
+    Made(ChannelVersion),
+    /// The engine's form, `"{counter:032}.{tag:016}"`, not written yet.
+    Engine { counter: u64, tag: u64 },
+}
+
+impl VersionText {
+    /// The string.
+    fn text(&self) -> ChannelVersion {
+        match self {
+            VersionText::Made(text) => Arc::clone(text),
+            VersionText::Engine { counter, tag } => version_shared(*counter, *tag),
+        }
+    }
+}
+
 /// Versions are counters; each version also has the string checkpoints carry, made by the checkpointer's
 /// [`get_next_version`](crate::checkpoint::Checkpointer::get_next_version) once per step and shared by
 /// the channels that step changed.
@@ -31,7 +52,7 @@ pub(crate) struct Channels<S: State> {
     pub(crate) sends: Vec<Send>,
     pub(crate) versions: Vec<u64>,
     /// Per channel, the string of its current version (`None` at version 0).
-    texts: Vec<Option<ChannelVersion>>,
+    texts: Vec<Option<VersionText>>,
     /// Per node (and START at index `n_nodes`), the trigger versions it has seen.
     pub(crate) seen: Vec<BTreeMap<usize, u64>>,
     /// Per node (and START), whether it has run: a node that ran from `Send`s only has an entry in
@@ -46,12 +67,12 @@ pub(crate) struct Channels<S: State> {
     pub(crate) layout: Layout,
     /// The highest version of any channel (versions only grow), and its string.
     max: u64,
-    max_text: Option<ChannelVersion>,
+    max_text: Option<VersionText>,
     /// The checkpointer that decides the next version's string (`None`: the engine's default form).
     versioner: Option<Arc<dyn Checkpointer>>,
     /// Per state channel, the version whose value the saver holds: the channel's version at the last
     /// checkpoint saved or loaded, and its string; `(0, None)` when none.
-    saved_at: Vec<(u64, Option<ChannelVersion>)>,
+    saved_at: Vec<(u64, Option<VersionText>)>,
     /// Per state channel, how many items were only appended to it since then (`None`: changed otherwise,
     /// or unknown).
     appended: Vec<Option<usize>>,
@@ -60,9 +81,9 @@ pub(crate) struct Channels<S: State> {
     counters: Vec<Option<(u64, ChannelVersion)>>,
     /// Per node (and START), the strings of the versions in `seen`, as `channel_versions` had them: what
     /// `versions_seen` stores, as in LangGraph.
-    seen_texts: Vec<BTreeMap<usize, ChannelVersion>>,
+    seen_texts: Vec<BTreeMap<usize, VersionText>>,
     /// The strings of the versions in `interrupt_seen`.
-    interrupt_texts: BTreeMap<usize, ChannelVersion>,
+    interrupt_texts: BTreeMap<usize, VersionText>,
     /// Scratch log of one `apply`.
     log: AppendLog,
 }
@@ -98,8 +119,12 @@ impl<S: State> Channels<S> {
 
     /// Records that node `slot` (START at `n_nodes`) has seen channel `channel` at its current version.
     pub(crate) fn see(&mut self, slot: usize, channel: usize) {
-        let text = self.version_text(channel);
-        self.see_version(slot, channel, (self.versions[channel], text));
+        let text = match &self.texts[channel] {
+            Some(text) => text.clone(),
+            None => VersionText::Made(counter_shared(self.versions[channel])),
+        };
+        self.seen[slot].insert(channel, self.versions[channel]);
+        self.seen_texts[slot].insert(channel, text);
     }
 
     /// Records that node `slot` has seen channel `channel` at `version`.
@@ -110,13 +135,14 @@ impl<S: State> Channels<S> {
         (version, text): (u64, ChannelVersion),
     ) {
         self.seen[slot].insert(channel, version);
-        self.seen_texts[slot].insert(channel, text);
+        self.seen_texts[slot].insert(channel, VersionText::Made(text));
     }
 
     /// Records the current versions as those the static breakpoints have seen.
     pub(crate) fn see_for_interrupts(&mut self) {
         let current: Vec<usize> = (0..self.versions.len()).filter(|&i| self.versions[i] > 0).collect();
-        self.interrupt_texts = current.iter().map(|&i| (i, self.version_text(i))).collect();
+        self.interrupt_texts =
+            current.iter().map(|&i| (i, VersionText::Made(self.version_text(i)))).collect();
         self.interrupt_seen = current.into_iter().map(|i| (i, self.versions[i])).collect();
     }
 
@@ -168,16 +194,22 @@ impl<S: State> Channels<S> {
     /// highest version, as LangGraph calls it), else the engine's default form. An error when its counter
     /// does not grow.
     pub(crate) fn next_version(&self) -> GraphResult<(u64, ChannelVersion)> {
+        self.next_text().map(|(next, text)| (next, text.text()))
+    }
+
+    /// [`next_version`](Self::next_version), with the engine's default form left unwritten.
+    fn next_text(&self) -> GraphResult<(u64, VersionText)> {
         let Some(saver) = &self.versioner else {
             let next = self.max + 1;
-            return Ok((next, version_shared(next, rand::random::<u64>() >> 12)));
+            return Ok((next, VersionText::Engine { counter: next, tag: rand::random::<u64>() >> 12 }));
         };
-        let text = saver.get_next_version(self.max_text.as_deref());
+        let max_text = self.max_text.as_ref().map(VersionText::text);
+        let text = saver.get_next_version(max_text.as_deref());
         match crate::checkpoint::version_counter(&text) {
-            Some(next) if next > self.max => Ok((next, text)),
+            Some(next) if next > self.max => Ok((next, VersionText::Made(text))),
             _ => Err(GraphError::Storage(crate::checkpoint::CheckpointError::Invalid(format!(
                 "the checkpointer's next version '{text}' has no counter above the current version '{}'",
-                self.max_text.as_deref().unwrap_or("none")
+                max_text.as_deref().unwrap_or("none")
             )))),
         }
     }
@@ -187,20 +219,24 @@ impl<S: State> Channels<S> {
         if changed.is_empty() {
             return Ok(());
         }
-        let next = self.next_version()?;
-        self.bump_to(changed, next);
+        let next = self.next_text()?;
+        self.bump_to_text(changed, next);
         Ok(())
     }
 
     /// Bumps every channel of `changed` to `version`, made by [`next_version`](Self::next_version).
     pub(crate) fn bump_to(&mut self, changed: &ChannelSet, (next, text): (u64, ChannelVersion)) {
+        self.bump_to_text(changed, (next, VersionText::Made(text)));
+    }
+
+    fn bump_to_text(&mut self, changed: &ChannelSet, (next, text): (u64, VersionText)) {
         if changed.is_empty() {
             return;
         }
         for i in changed.iter() {
             if let Some(v) = self.versions.get_mut(i) {
                 *v = next;
-                self.texts[i] = Some(Arc::clone(&text));
+                self.texts[i] = Some(text.clone());
             }
         }
         self.max = next;
@@ -214,7 +250,7 @@ impl<S: State> Channels<S> {
     /// The checkpoint string of channel `index`'s current version.
     fn version_text(&self, index: usize) -> ChannelVersion {
         match &self.texts[index] {
-            Some(text) => Arc::clone(text),
+            Some(text) => text.text(),
             None => counter_shared(self.versions[index]),
         }
     }
@@ -230,7 +266,7 @@ impl<S: State> Channels<S> {
         if *base == 0 || *base == self.versions[index] {
             return Ok(None);
         }
-        let base_version = Arc::clone(base_text);
+        let base_version = base_text.text();
         match self.state.channel_tail_to_json(index, count).map_err(invalid(-1))? {
             Some(Value::Array(items)) => Ok(Some(AppendDelta { base_version, items })),
             _ => Ok(None),
@@ -371,7 +407,7 @@ impl<S: State> Channels<S> {
                 // `seen` and `seen_texts` are written together (`see_version`, `from_checkpoint`).
                 let known = texts.get(&ch);
                 let text = match (known, &counters[ch]) {
-                    (Some(text), _) => Arc::clone(text),
+                    (Some(text), _) => text.text(),
                     (None, Some((k, text))) if *k == v => Arc::clone(text),
                     (None, _) => {
                         let text = counter_shared(v);
@@ -402,10 +438,10 @@ impl<S: State> Channels<S> {
                 let n = crate::checkpoint::version_counter(version)
                     .ok_or_else(|| corrupt(format!("bad version '{version}' of '{name}'")))?;
                 ch.versions[i] = n;
-                ch.texts[i] = Some(Arc::clone(version));
+                ch.texts[i] = Some(VersionText::Made(Arc::clone(version)));
                 if n > ch.max || ch.max_text.is_none() {
                     ch.max = n;
-                    ch.max_text = Some(Arc::clone(version));
+                    ch.max_text = Some(VersionText::Made(Arc::clone(version)));
                 }
             }
         }
@@ -479,7 +515,7 @@ impl<S: State> Channels<S> {
                     continue;
                 };
                 parsed.insert(c, counter);
-                texts.insert(c, Arc::clone(v));
+                texts.insert(c, VersionText::Made(Arc::clone(v)));
             }
             match slot {
                 Some(i) => {

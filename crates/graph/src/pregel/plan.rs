@@ -4,32 +4,30 @@ use std::sync::Arc;
 
 use crate::checkpoint::special;
 use crate::pregel::channels::Channels;
+use crate::pregel::spec::Layout;
 use crate::pregel::task::{Task, TaskKind, task_id};
 use crate::state::{ChannelSet, State};
 
 /// The trigger channels a task consumed.
-pub(crate) fn triggers_of<S: State>(
-    ch: &Channels<S>,
-    spec: &crate::pregel::spec::GraphSpec<S>,
+pub(crate) fn triggers_of<'a, S: State>(
+    layout: Layout,
+    spec: &'a crate::pregel::spec::GraphSpec<S>,
     task: &Task<S>,
-) -> Vec<usize> {
-    match task.kind {
-        TaskKind::Start => vec![ch.layout.start()],
+) -> impl Iterator<Item = usize> + 'a {
+    let (first, node) = match task.kind {
+        TaskKind::Start => (layout.start(), None),
         // An entrypoint reads the input itself, as LangGraph's functional graphs do.
-        TaskKind::Pull(_) if spec.functional => vec![ch.layout.start()],
-        TaskKind::Pull(n) => {
-            let mut t = vec![ch.layout.branch(n)];
-            t.extend(
-                spec.joins
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, j)| j.target == Some(n))
-                    .map(|(i, _)| ch.layout.join(i)),
-            );
-            t
-        }
-        TaskKind::Push { .. } => vec![ch.layout.tasks()],
-    }
+        TaskKind::Pull(_) if spec.functional => (layout.start(), None),
+        TaskKind::Pull(n) => (layout.branch(n), Some(n)),
+        TaskKind::Push { .. } => (layout.tasks(), None),
+    };
+    let joins = spec
+        .joins
+        .iter()
+        .enumerate()
+        .filter(move |(_, j)| node.is_some() && j.target == node)
+        .map(move |(i, _)| layout.join(i));
+    std::iter::once(first).chain(joins)
 }
 
 /// The tasks of the next superstep: `Send`s first (in send order), then triggered nodes (by name); the
@@ -73,36 +71,37 @@ pub(crate) fn plan_tasks<S: State>(
         tasks.push(Task {
             id: task_id(checkpoint_id, ns, step, &send.node, &format!("push:{index}")),
             kind: TaskKind::Push { index, node },
-            name: Arc::from(send.node.as_str()),
+            // The node's own name (the send names it).
+            name: Arc::clone(&spec.nodes[node].name),
             path: format!("~__pregel_push, {index:010}, False").into(),
             input: Some(send.payload.clone()),
             _state: std::marker::PhantomData,
         });
     }
-    let mut pulls = Vec::new();
+    let pull = |n: usize| {
+        let node = &spec.nodes[n];
+        Task {
+            id: task_id(checkpoint_id, ns, step, &node.name, "pull"),
+            kind: TaskKind::Pull(n),
+            name: Arc::clone(&node.name),
+            path: Arc::clone(&node.pull_path),
+            // Built when the task runs, so no copy of the state outlives the step (the state is then
+            // updated in place instead of copied).
+            input: None,
+            _state: std::marker::PhantomData,
+        }
+    };
     let mut deferred = Vec::new();
     for (n, node) in spec.nodes.iter().enumerate() {
         let by_join =
             spec.joins.iter().enumerate().any(|(j, js)| js.target == Some(n) && ch.join_complete(j));
         if ch.triggered[n] || by_join {
-            if node.config.defer { deferred.push(n) } else { pulls.push(n) }
+            if node.config.defer { deferred.push(n) } else { tasks.push(pull(n)) }
         }
     }
-    if pulls.is_empty() && tasks.is_empty() {
-        pulls = deferred;
-    }
-    for n in pulls {
-        let name = &spec.nodes[n].name;
-        tasks.push(Task {
-            id: task_id(checkpoint_id, ns, step, name, "pull"),
-            kind: TaskKind::Pull(n),
-            name: Arc::clone(name),
-            path: std::sync::Arc::clone(&spec.nodes[n].pull_path),
-            // Built when the task runs, so no copy of the state outlives the step (the state is then
-            // updated in place instead of copied).
-            input: None,
-            _state: std::marker::PhantomData,
-        });
+    // Deferred nodes run only when nothing else would.
+    if tasks.is_empty() {
+        tasks.extend(deferred.into_iter().map(pull));
     }
     // Deterministic apply order: START, pulls by name, then pushes by index.
     tasks.sort_by_key(|t| match t.kind {

@@ -394,7 +394,7 @@ async fn end_step<S: State>(
     ctx: &mut Ctx<'_, S>,
     run: &mut Pending<S>,
     tasks: &[Task<S>],
-    results: Vec<(TaskWrites<S>, bool)>,
+    results: Vec<TaskWrites<S>>,
     step: i64,
 ) -> GraphResult<bool> {
     let spec = &ctx.inner.spec;
@@ -445,7 +445,7 @@ async fn apply_step<S: State>(
     ctx: &mut Ctx<'_, S>,
     ch: &mut Channels<S>,
     tasks: &[Task<S>],
-    mut results: Vec<(TaskWrites<S>, bool)>,
+    mut writes: Vec<TaskWrites<S>>,
     saved: &SavedWrites,
     step: i64,
 ) -> GraphResult<(ChannelSet, ChannelSet)> {
@@ -457,7 +457,7 @@ async fn apply_step<S: State>(
         let slot = task.node().unwrap_or(ch.layout.n_nodes);
         ch.ran[slot] = true;
         if !matches!(task.kind, TaskKind::Push { .. }) {
-            for trigger in triggers_of(ch, spec, task) {
+            for trigger in triggers_of(ch.layout, spec, task) {
                 ch.see(slot, trigger);
             }
         }
@@ -467,16 +467,17 @@ async fn apply_step<S: State>(
     consume_tasks(ch, spec, tasks, &mut consumed);
     let mut changed = ChannelSet::new();
     let single = tasks.len() == 1;
-    let route_after = single && !results[0].1;
-    let mut writes: Vec<TaskWrites<S>> = results.iter_mut().map(|(w, _)| std::mem::take(w)).collect();
+    let route_after = single && !writes[0].routed;
     // Before applying: applying takes the updates out of the writes.
     let written = written_channels(&ch.state, &writes);
     if route_after {
         // One task: its routers see exactly the state after its own writes, which is the applied state.
+        // Its updates are read again only to be saved or streamed: kept (a copy) only for that.
         let updates: Vec<S::Update> = std::mem::take(&mut writes[0].updates);
-        let applied = ch.apply_updates(updates.clone()).map_err(|error| invalid(error, step, tasks))?;
+        let kept = if ctx.saver.is_some() || ctx.sink.is_some() { updates.clone() } else { Vec::new() };
+        let applied = ch.apply_updates(updates).map_err(|error| invalid(error, step, tasks))?;
         changed.union_with(&applied);
-        writes[0].updates = updates;
+        writes[0].updates = kept;
         let node = tasks[0].node().map_or(&spec.start, |n| &spec.nodes[n]);
         if let Err(err) = route(spec, node, &ch.state, &mut writes[0], step) {
             // The node's writes are saved with the error, as in LangGraph (see `save_failed`).

@@ -26,8 +26,8 @@ use crate::stream::{StreamData, StreamMode};
 use crate::types::Interrupt;
 
 pub(crate) enum StepOutcome<S: State> {
-    /// Writes per task in task order; the flag says whether the routes are already in them.
-    Done(Vec<(TaskWrites<S>, bool)>),
+    /// Writes per task in task order (`routed` says whether the routes are already in them).
+    Done(Vec<TaskWrites<S>>),
     /// The step paused: the interrupts in task order, and the writes of the tasks that finished (saved, so
     /// a resume reuses them; the run's result shows them applied).
     Interrupted { interrupts: Vec<Interrupt>, finished: Vec<TaskWrites<S>> },
@@ -45,11 +45,11 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
 ) -> GraphResult<StepOutcome<S>> {
     let spec = &ctx.inner.spec;
     let single = tasks.len() == 1;
-    let mut results: Vec<Option<(TaskWrites<S>, bool)>> = (0..tasks.len()).map(|_| None).collect();
+    let mut results: Vec<Option<TaskWrites<S>>> = (0..tasks.len()).map(|_| None).collect();
     let mut interrupts = Vec::new();
     let mut first_error: Option<GraphError> = None;
 
-    let to_run = reuse_saved(ctx, ch, tasks, saved, &mut results)?;
+    reuse_saved(ctx, ch, tasks, saved, &mut results)?;
 
     // The task calls of an entrypoint's step (functional API): ids from the step's checkpoint.
     let calls = if CALLS { Some(call_step(ctx, saved, step)) } else { None };
@@ -57,9 +57,9 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
     let inner = ctx.inner;
     let is_subgraph = ctx.parent.is_some();
     // A lone task is awaited directly; several run concurrently, polled by this task.
-    let mut lone = if to_run.len() == 1 { to_run.first().copied() } else { None };
+    let (mut lone, to_run) = left_to_run(&results);
     let mut running = if lone.is_none() { Some(FuturesUnordered::new()) } else { None };
-    let mut queue = if lone.is_none() { to_run } else { Vec::new() }.into_iter();
+    let mut queue = to_run.into_iter();
     // A lone task's routers run after its writes are applied, on the step's own state (no copy). In `exit`
     // mode they run with the task, as for several tasks: a router's failure must leave the state the step
     // started from, which is the checkpoint such a run saves when it stops.
@@ -100,26 +100,7 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
             // Boxed: other graphs' steps keep a small future.
             Box::pin(save_calls(ctx, calls)).await?;
         }
-        match &result {
-            // Its result follows its `updates` chunk (below, or after routing for a lone task).
-            Ok((TaskOutcome::Done(_), _)) => {}
-            Ok((TaskOutcome::Interrupted(list), _)) => {
-                // As LangGraph: an `__interrupt__` update, the state with the interrupt, then the result.
-                if let Some(sink) = ctx.sink {
-                    if sink.modes.has(StreamMode::Updates) {
-                        sink.send(StreamData::Interrupt(list.clone()));
-                    }
-                    if sink.modes.has(StreamMode::Values) {
-                        sink.send(StreamData::Values { state: ch.state.clone(), interrupts: list.clone() });
-                    }
-                }
-                emit_task_result(ctx, &ch.state, task, None, None, list.clone(), step);
-            }
-            Ok((TaskOutcome::RouteFailed(writes, e), _)) => {
-                emit_task_result(ctx, &ch.state, task, Some(e.to_string()), Some(writes), Vec::new(), step);
-            }
-            Err(e) => emit_task_result(ctx, &ch.state, task, Some(e.to_string()), None, Vec::new(), step),
-        }
+        stream_unfinished(ctx, ch, task, &result, step);
         match result {
             Ok((TaskOutcome::Done(mut writes), resumed)) => {
                 if ctx.sink.is_some_and(|s| s.modes.has(StreamMode::Messages)) {
@@ -138,10 +119,11 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
                     }
                     emit_update(ctx, task, &writes, writes.cached);
                     emit_task_result(ctx, &ch.state, task, None, Some(&writes), Vec::new(), step);
-                    results[i] = Some((writes, true));
+                    writes.routed = true;
+                    results[i] = Some(writes);
                 } else {
                     // Saved with the writes once the task's routes are known (`persist_single`).
-                    results[i] = Some((writes, false));
+                    results[i] = Some(writes);
                 }
             }
             Ok((TaskOutcome::Interrupted(list), resumed)) => {
@@ -173,32 +155,71 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
     Ok(outcome(results, interrupts))
 }
 
-/// Reuses the writes saved before a crash or an interrupt for the tasks that finished then; the indexes
-/// of the tasks left to run.
+/// The chunks of a task that did not finish (a finished task's result follows its `updates` chunk, in
+/// `run_step` or after routing for a lone task).
+fn stream_unfinished<S: State>(
+    ctx: &Ctx<'_, S>,
+    ch: &Channels<S>,
+    task: &Task<S>,
+    result: &GraphResult<(TaskOutcome<S>, Option<Vec<Value>>)>,
+    step: i64,
+) {
+    match result {
+        Ok((TaskOutcome::Done(_), _)) => {}
+        Ok((TaskOutcome::Interrupted(list), _)) => {
+            // As LangGraph: an `__interrupt__` update, the state with the interrupt, then the result.
+            if let Some(sink) = ctx.sink {
+                if sink.modes.has(StreamMode::Updates) {
+                    sink.send(StreamData::Interrupt(list.clone()));
+                }
+                if sink.modes.has(StreamMode::Values) {
+                    sink.send(StreamData::Values { state: ch.state.clone(), interrupts: list.clone() });
+                }
+            }
+            emit_task_result(ctx, &ch.state, task, None, None, list.clone(), step);
+        }
+        Ok((TaskOutcome::RouteFailed(writes, e), _)) => {
+            emit_task_result(ctx, &ch.state, task, Some(e.to_string()), Some(writes), Vec::new(), step);
+        }
+        Err(e) => emit_task_result(ctx, &ch.state, task, Some(e.to_string()), None, Vec::new(), step),
+    }
+}
+
+/// The tasks left to run (those without results): the lone one, awaited directly, or else all of them, to
+/// run concurrently.
+fn left_to_run<S: State>(results: &[Option<TaskWrites<S>>]) -> (Option<usize>, Vec<usize>) {
+    let mut left = results.iter().enumerate().filter(|(_, r)| r.is_none()).map(|(i, _)| i);
+    match (left.next(), left.next()) {
+        (Some(i), None) => (Some(i), Vec::new()),
+        (Some(a), Some(b)) => (None, [a, b].into_iter().chain(left).collect()),
+        (None, _) => (None, Vec::new()),
+    }
+}
+
+/// Reuses the writes saved before a crash or an interrupt for the tasks that finished then (the others'
+/// results stay empty).
 fn reuse_saved<S: State>(
     ctx: &mut Ctx<'_, S>,
     ch: &Channels<S>,
     tasks: &[Task<S>],
     saved: &SavedWrites,
-    results: &mut [Option<(TaskWrites<S>, bool)>],
-) -> GraphResult<Vec<usize>> {
-    let mut to_run = Vec::new();
+    results: &mut [Option<TaskWrites<S>>],
+) -> GraphResult<()> {
     for (i, task) in tasks.iter().enumerate() {
         if let Some(w) = saved.finished(&task.id) {
-            let writes = writes_from_json(&ctx.inner.spec, &ch.state, w, saved.origin())?;
+            let mut writes = writes_from_json(&ctx.inner.spec, &ch.state, w, saved.origin())?;
             emit_update(ctx, task, &writes, true);
-            results[i] = Some((writes, true));
-        } else {
-            to_run.push(i);
+            writes.routed = true;
+            results[i] = Some(writes);
         }
     }
-    Ok(to_run)
+    Ok(())
 }
 
 /// The step's outcome once no task failed: paused when some task was interrupted, else every task's
 /// writes (with whether they were saved).
 fn outcome<S: State>(
-    results: Vec<Option<(TaskWrites<S>, bool)>>,
+    results: Vec<Option<TaskWrites<S>>>,
     mut interrupts: Vec<(usize, Vec<Interrupt>)>,
 ) -> StepOutcome<S> {
     if !interrupts.is_empty() {
@@ -207,11 +228,14 @@ fn outcome<S: State>(
         interrupts.sort_by_key(|(i, _)| *i);
         return StepOutcome::Interrupted {
             interrupts: interrupts.into_iter().flat_map(|(_, list)| list).collect(),
-            finished: results.into_iter().flatten().map(|(w, _)| w).collect(),
+            finished: results.into_iter().flatten().collect(),
         };
     }
     StepOutcome::Done(
-        results.into_iter().map(|r| r.unwrap_or_else(|| (TaskWrites::default(), true))).collect(),
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| TaskWrites { routed: true, ..TaskWrites::default() }))
+            .collect(),
     )
 }
 

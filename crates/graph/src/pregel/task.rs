@@ -53,6 +53,9 @@ pub(crate) struct TaskWrites<S: State> {
     pub(crate) joins: Vec<usize>,
     /// Whether the writes came from the node cache instead of a run.
     pub(crate) cached: bool,
+    /// Whether the task's routes are among the writes already (a lone task's are taken after its writes
+    /// are applied).
+    pub(crate) routed: bool,
     /// The answers to its interrupts the task used, when this run gave it new ones: saved with its writes
     /// (`__resume__`), as LangGraph saves them.
     pub(crate) resumed: Option<Vec<serde_json::Value>>,
@@ -66,6 +69,7 @@ impl<S: State> Default for TaskWrites<S> {
             sends: Vec::new(),
             joins: Vec::new(),
             cached: false,
+            routed: false,
             resumed: None,
         }
     }
@@ -79,6 +83,7 @@ impl<S: State> Clone for TaskWrites<S> {
             sends: self.sends.clone(),
             joins: self.joins.clone(),
             cached: self.cached,
+            routed: self.routed,
             resumed: self.resumed.clone(),
         }
     }

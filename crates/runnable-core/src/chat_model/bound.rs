@@ -57,7 +57,7 @@ impl<M: ChatModel> ChatModel for BoundChatModel<M> {
         options: &CallOptions,
         config: &RunnableConfig,
     ) -> Result<AiMessage> {
-        self.model.generate(messages, &self.options.merge(options), config).await
+        self.model.generate(messages, &self.options.merged(options), config).await
     }
 
     fn stream_chunks<'a>(
@@ -66,7 +66,7 @@ impl<M: ChatModel> ChatModel for BoundChatModel<M> {
         options: &CallOptions,
         config: &RunnableConfig,
     ) -> BoxStream<'a, Result<AiMessage>> {
-        self.model.stream_chunks(messages, &self.options.merge(options), config)
+        self.model.stream_chunks(messages, &self.options.merged(options), config)
     }
 }
 

@@ -124,6 +124,22 @@ impl CallOptions {
         self
     }
 
+    /// [`merge`](Self::merge), borrowing `self` when `over` sets nothing (the common call: options bound
+    /// once, none given per call), so the bound tools are not copied for every call.
+    pub(crate) fn merged(&self, over: &CallOptions) -> std::borrow::Cow<'_, CallOptions> {
+        let sets_nothing = over.stop.is_none()
+            && over.tools.is_empty()
+            && over.tool_choice.is_none()
+            && over.parallel_tool_calls.is_none()
+            && over.response_format.is_none()
+            && over.extra.is_empty();
+        if sets_nothing {
+            std::borrow::Cow::Borrowed(self)
+        } else {
+            std::borrow::Cow::Owned(self.merge(over))
+        }
+    }
+
     /// `over` laid on `self`: every field `over` sets wins (tools when it has any), `extra` merges key by key.
     pub fn merge(&self, over: &CallOptions) -> CallOptions {
         let mut merged = self.clone();
