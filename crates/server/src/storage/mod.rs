@@ -801,6 +801,38 @@ mod tests {
         assert_eq!(newest, ["t3", "t1", "t2"]);
     }
 
+    /// Whether the sweeper has something to do with thread `id` of in-memory `records`.
+    async fn sweepable_in_memory(records: &mut Records, id: &str) -> bool {
+        let thread = records.thread(id).await.unwrap().unwrap().clone();
+        records.sweepable(&thread)
+    }
+
+    #[tokio::test]
+    async fn in_memory_a_kept_thread_is_passed_by_until_it_changes_and_forgotten_when_deleted() {
+        let mut records = Records::memory();
+        let (t1, t2) = (thread("t1", "2026-01-01", true), thread("t2", "2026-01-01", true));
+        records.commit(vec![Change::Thread(t1.clone()), Change::Thread(t2)]).await.unwrap();
+        records.commit(vec![Change::Thread(thread("t3", "2026-01-01", false))]).await.unwrap();
+        assert!(sweepable_in_memory(&mut records, "t1").await, "a thread with a TTL is for the sweeper");
+        assert!(!sweepable_in_memory(&mut records, "t3").await, "one without is not");
+
+        records.mark_swept("t1", "2026-01-01").await.unwrap();
+        // Marked at a time the thread no longer has: it changed after the sweeper read it, so it stays.
+        records.mark_swept("t2", "2025-12-31").await.unwrap();
+        records.mark_swept("gone", "2026-01-01").await.unwrap();
+        assert!(!sweepable_in_memory(&mut records, "t1").await, "kept with its latest checkpoint");
+        assert!(sweepable_in_memory(&mut records, "t2").await);
+        assert_eq!(records.swept.len(), 1, "nothing kept for a thread that is not there");
+
+        // Any write of the thread makes it the sweeper's again.
+        let changed = Thread { updated_at: "2026-01-02".into(), ..t1 };
+        records.commit(vec![Change::Thread(changed)]).await.unwrap();
+        assert!(sweepable_in_memory(&mut records, "t1").await);
+        records.mark_swept("t1", "2026-01-02").await.unwrap();
+        records.commit(vec![Change::DeleteThread("t1".into())]).await.unwrap();
+        assert!(records.swept.is_empty(), "a deleted thread's mark goes with it");
+    }
+
     #[tokio::test]
     async fn active_runs_are_found_again_after_a_reopen() {
         let pool = pool().await;
