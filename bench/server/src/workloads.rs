@@ -218,21 +218,40 @@ async fn concurrent(server: &Server, runs: usize) -> Result<Figures, String> {
         streams.spawn(async move {
             barrier.wait().await;
             match tokio::time::timeout(RUN_LIMIT, stream_three(&mut conn, &thread)).await {
-                Ok(result) => result,
+                Ok(result) => {
+                    result.map(|s| Timed { connect: None, first_event: s.first_event, total: s.total })
+                }
                 Err(_) => Err(format!("no end after {} s", RUN_LIMIT.as_secs())),
             }
         });
     }
+    gather(streams, runs, &barrier).await
+}
+
+/// One run of many started at once: its connect (when timed), first event and end, from the start.
+struct Timed {
+    connect: Option<Duration>,
+    first_event: Duration,
+    total: Duration,
+}
+
+/// Lets `runs` tasks waiting at `barrier` go, then gathers their figures: how many completed, their
+/// latencies and first events, and their connects where timed (with how many waited for a resent SYN).
+async fn gather(
+    mut tasks: JoinSet<Result<Timed, String>>,
+    runs: usize,
+    barrier: &Barrier,
+) -> Result<Figures, String> {
     barrier.wait().await;
     let started = Instant::now();
-    let mut latencies = Vec::with_capacity(runs);
-    let mut firsts = Vec::with_capacity(runs);
-    let mut errors = Vec::new();
-    while let Some(joined) = streams.join_next().await {
+    let (mut connects, mut firsts, mut latencies, mut errors) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    while let Some(joined) = tasks.join_next().await {
         match joined {
-            Ok(Ok(streamed)) => {
-                latencies.push(streamed.total);
-                firsts.push(streamed.first_event);
+            Ok(Ok(timed)) => {
+                connects.extend(timed.connect);
+                firsts.push(timed.first_event);
+                latencies.push(timed.total);
             }
             Ok(Err(err)) => errors.push(err),
             Err(err) => errors.push(format!("a run task stopped: {err}")),
@@ -247,6 +266,11 @@ async fn concurrent(server: &Server, runs: usize) -> Result<Figures, String> {
         figures.insert("p50_s".into(), json!(secs(d)));
     }
     duration_figures(&mut figures, "first_event_", &firsts);
+    if !connects.is_empty() {
+        duration_figures(&mut figures, "connect_", &connects);
+        let resent = connects.iter().filter(|&&c| c >= RESENT_SYN).count();
+        figures.insert("connects_resent".into(), json!(resent));
+    }
     figures.insert("wall_s".into(), json!(round(wall.as_secs_f64(), 3)));
     if let Some(first) = errors.first() {
         return Err(format!("{} of {runs} runs failed; the first: {first}", errors.len()));
@@ -279,7 +303,8 @@ async fn burst(server: &Server, runs: usize) -> Result<Figures, String> {
                 let mut conn = Conn::open(&addr).await?;
                 let connected = started.elapsed();
                 let streamed = stream_three(&mut conn, &thread).await?;
-                Ok::<_, String>((connected, connected + streamed.first_event, started.elapsed()))
+                let first_event = connected + streamed.first_event;
+                Ok::<_, String>(Timed { connect: Some(connected), first_event, total: started.elapsed() })
             };
             match tokio::time::timeout(RUN_LIMIT, run).await {
                 Ok(result) => result,
@@ -287,35 +312,7 @@ async fn burst(server: &Server, runs: usize) -> Result<Figures, String> {
             }
         });
     }
-    barrier.wait().await;
-    let started = Instant::now();
-    let (mut connects, mut firsts, mut latencies, mut errors) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    while let Some(joined) = tasks.join_next().await {
-        match joined {
-            Ok(Ok((connected, first, total))) => {
-                connects.push(connected);
-                firsts.push(first);
-                latencies.push(total);
-            }
-            Ok(Err(err)) => errors.push(err),
-            Err(err) => errors.push(format!("a run task stopped: {err}")),
-        }
-    }
-    let wall = started.elapsed();
-    let mut figures = Figures::new();
-    figures.insert("runs".into(), json!(runs));
-    figures.insert("completed".into(), json!(latencies.len()));
-    duration_figures(&mut figures, "", &latencies);
-    duration_figures(&mut figures, "first_event_", &firsts);
-    duration_figures(&mut figures, "connect_", &connects);
-    let resent = connects.iter().filter(|&&c| c >= RESENT_SYN).count();
-    figures.insert("connects_resent".into(), json!(resent));
-    figures.insert("wall_s".into(), json!(round(wall.as_secs_f64(), 3)));
-    if let Some(first) = errors.first() {
-        return Err(format!("{} of {runs} runs failed; the first: {first}", errors.len()));
-    }
-    Ok(figures)
+    gather(tasks, runs, &barrier).await
 }
 
 /// `threads` threads, each run to the `hitl` graph's interrupt (by `connections` connections, `/wait`

@@ -68,6 +68,39 @@ fn id_key(id: &str) -> (u64, u64) {
     (ms.parse().unwrap(), seq.parse().unwrap())
 }
 
+/// A resumable run of the chaos graph (four steps of 0.8 s) streamed from `weft`, read past its first
+/// step and 0.2 s into its second.
+struct Midway {
+    thread_id: String,
+    run_id: String,
+    stream: process::Sse,
+    ids: Vec<String>,
+    steps: Vec<String>,
+}
+
+fn midway(weft: &Weft) -> Midway {
+    let thread_id = process::field(&weft.post("/threads", "{}").1, "thread_id");
+    let body = r#"{"assistant_id": "chaos", "input": {"items": [], "delay": 0.8},
+                   "stream_mode": ["updates"], "stream_resumable": true}"#;
+    let mut stream = weft.stream("POST", &format!("/threads/{thread_id}/runs/stream"), Some(body), &[]);
+    assert_eq!(stream.status, 200);
+    let metadata = stream.next_event().unwrap();
+    assert_eq!(metadata.name, "metadata");
+    let run_id = process::field(&metadata.data, "run_id");
+    let mut ids = vec![metadata.id.unwrap()];
+    let mut steps = Vec::new();
+    // Past `step_1`: `step_2` is in flight when the caller signals.
+    while steps.is_empty() {
+        let event = stream.next_event().unwrap();
+        ids.extend(event.id);
+        if event.name == "updates" {
+            steps.push("step_1".to_owned());
+        }
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    Midway { thread_id, run_id, stream, ids, steps }
+}
+
 #[cfg(unix)]
 #[test]
 fn sigterm_mid_run_drains_and_the_next_process_finishes_the_run_once() {
@@ -77,25 +110,7 @@ fn sigterm_mid_run_drains_and_the_next_process_finishes_the_run_once() {
     let env = [("WEFT_CHAOS_LOG", log.as_path())];
     let mut first = Weft::start_with(&db, &[], &env);
     first.wait_ready();
-    let thread_id = process::field(&first.post("/threads", "{}").1, "thread_id");
-    let body = r#"{"assistant_id": "chaos", "input": {"items": [], "delay": 0.8},
-                   "stream_mode": ["updates"], "stream_resumable": true}"#;
-    let mut stream = first.stream("POST", &format!("/threads/{thread_id}/runs/stream"), Some(body), &[]);
-    assert_eq!(stream.status, 200);
-    let metadata = stream.next_event().unwrap();
-    assert_eq!(metadata.name, "metadata");
-    let run_id = process::field(&metadata.data, "run_id");
-    let mut ids = vec![metadata.id.unwrap()];
-    let mut steps = Vec::new();
-    // Past `step_1`: `step_2` is in flight when the signal comes.
-    while steps.is_empty() {
-        let event = stream.next_event().unwrap();
-        ids.extend(event.id);
-        if event.name == "updates" {
-            steps.push("step_1".to_owned());
-        }
-    }
-    std::thread::sleep(Duration::from_millis(200));
+    let Midway { thread_id, run_id, mut stream, mut ids, mut steps } = midway(&first);
     let signalled = Instant::now();
     first.signal("TERM");
     let end = read_to_end(&mut stream, &mut ids, &mut steps);
@@ -193,23 +208,7 @@ fn scaled_out_sigterm_mid_run_hands_the_run_to_another_instance_that_finishes_it
     first.wait_ready();
     let mut other = Weft::start_scaled(&env);
     other.wait_ready();
-    let thread_id = process::field(&first.post("/threads", "{}").1, "thread_id");
-    let body = r#"{"assistant_id": "chaos", "input": {"items": [], "delay": 0.8},
-                   "stream_mode": ["updates"], "stream_resumable": true}"#;
-    let mut stream = first.stream("POST", &format!("/threads/{thread_id}/runs/stream"), Some(body), &[]);
-    assert_eq!(stream.status, 200);
-    let metadata = stream.next_event().unwrap();
-    let run_id = process::field(&metadata.data, "run_id");
-    let mut ids = vec![metadata.id.unwrap()];
-    let mut steps = Vec::new();
-    while steps.is_empty() {
-        let event = stream.next_event().unwrap();
-        ids.extend(event.id);
-        if event.name == "updates" {
-            steps.push("step_1".to_owned());
-        }
-    }
-    std::thread::sleep(Duration::from_millis(200));
+    let Midway { thread_id, run_id, mut stream, mut ids, mut steps } = midway(&first);
     let (first_pid, signalled) = (first.pid().to_string(), Instant::now());
     first.signal("TERM");
     let end = read_to_end(&mut stream, &mut ids, &mut steps);
