@@ -1,6 +1,6 @@
 """Node error handlers: a handler told the failure that goes on with a Command, a handler run after the
 node's retries and retried itself, a node's own handler beside the graph's default one, a subgraph that
-does not inherit its parent's default handler, and a run stopped between the failure and the handler's
+does not inherit its parent's default handler, a Send task's handler given its packet, and a run stopped between the failure and the handler's
 end (the handler fails once) that resumes into the handler without running the node again."""
 
 import operator
@@ -8,7 +8,7 @@ from typing import Annotated, TypedDict
 
 from langgraph.errors import NodeError
 from langgraph.graph import START, StateGraph
-from langgraph.types import Command, RetryPolicy
+from langgraph.types import Command, RetryPolicy, Send
 
 from common import saver, scenario, thread
 
@@ -145,4 +145,27 @@ def run_stopped_before_the_handler_ends_resumes_into_the_handler(rec):
     rec.stream(app, None, thread(), ["updates", "values"])
     rec.note(op="calls", calls=calls)
     rec.state(app, thread())
+    rec.saved(app, thread())
+
+
+@scenario
+def error_handler_of_a_send_task_gets_its_packet(rec):
+    calls = []
+
+    def worker(packet):
+        calls.append(f"w {packet['topic']}")
+        if packet["topic"] == "bad":
+            raise NodeFailure("w went wrong")
+        return {"log": [f"w {packet['topic']}"]}
+
+    def handler(packet, error: NodeError):
+        calls.append("handler")
+        return {"log": [f"handled {packet['topic']}: {told(error)}"]}
+
+    g = StateGraph(Log)
+    g.add_node("w", worker, error_handler=handler)
+    g.add_conditional_edges(START, lambda s: [Send("w", {"topic": t}) for t in ("ok", "bad")])
+    app = g.compile(checkpointer=saver())
+    rec.invoke(app, {"log": []}, thread())
+    rec.note(op="calls", calls=sorted(calls))
     rec.saved(app, thread())

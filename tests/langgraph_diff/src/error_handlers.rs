@@ -1,8 +1,8 @@
 //! Node error handlers: a handler told the failure that goes on with a Command, a handler run after the
 //! node's retries and retried itself, a node's own handler beside the graph's default one, a subgraph that
-//! does not inherit its parent's default handler, and a run stopped between the failure and the handler's
-//! end (the handler fails once) that resumes into the handler without running the node again
-//! (python/s_error_handlers.py).
+//! does not inherit its parent's default handler, a Send task's handler given its packet, and a run stopped
+//! between the failure and the handler's end (the handler fails once) that resumes into the handler
+//! without running the node again (python/s_error_handlers.py).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use weft::graph::{
     Command, GraphInput, IntoNode as _, JsonState, NodeConfig, NodeDefaults, NodeError, NodeOutput,
-    RetryPolicy, RunOptions, Runtime, START, StreamMode,
+    RetryPolicy, RunOptions, Runtime, START, Send, StreamMode,
 };
 
 use crate::kit::{Node, graph, input, len, log_state, saver, upd};
@@ -24,6 +24,7 @@ scenarios![
     a_nodes_own_error_handler_overrides_the_default,
     subgraph_does_not_inherit_its_parents_error_handler,
     run_stopped_before_the_handler_ends_resumes_into_the_handler,
+    error_handler_of_a_send_task_gets_its_packet,
 ];
 
 /// The names of the calls made so far, in order.
@@ -199,6 +200,40 @@ fn run_stopped_before_the_handler_ends_resumes_into_the_handler(rec: &mut Rec) -
         rec.note(json!({"op": "calls", "calls": names(&calls)}));
         rec.state(&app, &t, false).await;
         rec.saved(&app, "t", &fields).await;
+        Ok(())
+    })
+}
+
+fn error_handler_of_a_send_task_gets_its_packet(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let calls = Calls::default();
+        let mut g = graph(log_state());
+        let seen = Arc::clone(&calls);
+        g.add_node("w", move |p: Value| -> weft::Result<Value> {
+            let topic = p["topic"].as_str().unwrap_or_default().to_owned();
+            push(&seen, &format!("w {topic}"));
+            if topic == "bad" {
+                return Err(weft::Error::msg("w went wrong"));
+            }
+            Ok(json!({"log": [format!("w {topic}")]}))
+        });
+        let seen = Arc::clone(&calls);
+        g.add_error_handler("w", move |p: Value, rt: Runtime| {
+            push(&seen, "handler");
+            let topic = p["topic"].as_str().unwrap_or_default().to_owned();
+            let log = format!("handled {topic}: {}", told(&rt));
+            async move { json!({"log": [log]}) }
+        });
+        g.set_conditional_entry_point(
+            |_: &JsonState| ["ok", "bad"].map(|t| Send::new("w", json!({"topic": t}))).to_vec(),
+            None,
+        );
+        let app = g.compile_with(saver())?;
+        rec.invoke(&app, input(json!({"log": []})), &thread("t")).await;
+        let mut sorted: Vec<String> = calls.lock().map(|c| c.clone()).unwrap_or_default();
+        sorted.sort();
+        rec.note(json!({"op": "calls", "calls": sorted}));
+        rec.saved(&app, "t", &["versions_seen", "updated_channels"]).await;
         Ok(())
     })
 }
