@@ -88,7 +88,7 @@ pub use node::{BoxNode, IntoNode, IntoNodeOutput, NodeFn, NodeOutput};
 pub use parent_command::ParentCommand;
 pub use retry::RetryPolicy;
 pub use root::RootState;
-pub use runtime::{ExecutionInfo, GraphInterrupt, Runtime};
+pub use runtime::{ExecutionInfo, GraphInterrupt, NodeError, Runtime};
 pub use state::{ChannelKind, ChannelSet, ChannelSpec, Overwrite, State, UpdateError, append};
 pub use state_api::{JsonSnapshot, PregelTask, StateSnapshot, StateUpdate, TaskState};
 pub use store::{InMemoryStore, IndexConfig, Item, SearchItem, Store, StoreError};

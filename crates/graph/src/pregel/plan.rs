@@ -29,6 +29,8 @@ pub(crate) fn triggers_of<S: State>(
             t
         }
         TaskKind::Push { .. } => vec![ch.layout.tasks()],
+        // Run by a failure, not by a channel.
+        TaskKind::Handler(_) => Vec::new(),
     }
 }
 
@@ -109,6 +111,7 @@ pub(crate) fn plan_tasks<S: State>(
         TaskKind::Start => (0, 0),
         TaskKind::Pull(n) => (1, n),
         TaskKind::Push { index, .. } => (2, index),
+        TaskKind::Handler(n) => (3, n),
     });
     tasks
 }
@@ -145,6 +148,7 @@ pub(crate) fn consume_tasks<S: State>(
                 }
             }
             TaskKind::Push { .. } => had_push = true,
+            TaskKind::Handler(_) => {}
         }
     }
     if had_push && !ch.sends.is_empty() {
@@ -170,7 +174,8 @@ pub(crate) fn task_triggers<S: State>(
 ) -> Vec<String> {
     match task.kind {
         TaskKind::Start => vec![special::START.to_owned()],
-        TaskKind::Push { .. } => vec!["__pregel_push".to_owned()],
+        // A handler's trigger is LangGraph's push trigger too.
+        TaskKind::Push { .. } | TaskKind::Handler(_) => vec!["__pregel_push".to_owned()],
         TaskKind::Pull(_) if spec.functional => vec![special::START.to_owned()],
         TaskKind::Pull(n) => {
             let mut out = Vec::new();

@@ -322,8 +322,8 @@ async fn supersteps<S: State>(
                 return Err(err);
             }
         };
-        let results = match outcome {
-            StepOutcome::Done(results) => results,
+        let (results, handled) = match outcome {
+            StepOutcome::Done(results, handled) => (results, handled),
             StepOutcome::Interrupted { interrupts, finished } => {
                 // Each paused task has streamed its interrupt as it paused.
                 save_on_exit(ctx, &mut run.ch, step, &run.dirty).await?;
@@ -335,7 +335,7 @@ async fn supersteps<S: State>(
                 return Ok(GraphOutput { value: run.ch.state, interrupts });
             }
         };
-        if end_step(ctx, &mut run, &tasks, results, step).await? {
+        if end_step(ctx, &mut run, (tasks.as_slice(), handled.as_slice()), results, step).await? {
             return Ok(GraphOutput { value: run.ch.state, interrupts: Vec::new() });
         }
         step += 1;
@@ -390,14 +390,19 @@ async fn pause_before<S: State>(
 
 /// The end of a superstep that ran to completion: applies its writes, saves (or stamps) its checkpoint,
 /// streams its values, and takes the static breakpoints after nodes. Returns whether the run pauses.
+/// `handled` are the error handler nodes that ran in the step.
 async fn end_step<S: State>(
     ctx: &mut Ctx<'_, S>,
     run: &mut Pending<S>,
-    tasks: &[Task<S>],
+    (tasks, handled): (&[Task<S>], &[usize]),
     results: Vec<(TaskWrites<S>, bool)>,
     step: i64,
 ) -> GraphResult<bool> {
     let spec = &ctx.inner.spec;
+    // A handler ran from a failure (no trigger seen): its `versions_seen` entry is empty, as a `Send`'s.
+    for &h in handled {
+        run.ch.ran[h] = true;
+    }
     let (updated, changed) = apply_step(ctx, &mut run.ch, tasks, results, &run.saved, step).await?;
     run.dirty.union_with(&changed);
     run.saved = SavedWrites::default();
@@ -482,7 +487,7 @@ async fn apply_step<S: State>(
             // The node's writes are saved with the error, as in LangGraph (see `save_failed`).
             let node_writes =
                 TaskWrites { updates: std::mem::take(&mut writes[0].updates), ..TaskWrites::default() };
-            save_failed(ctx, &tasks[0], &ch.state, Some(&node_writes), &err).await?;
+            save_failed(ctx, &tasks[0], &ch.state, Some(&node_writes), &err, None).await?;
             emit_task_result(
                 ctx,
                 &ch.state,

@@ -251,6 +251,19 @@ impl RunSaver {
         }
     }
 
+    /// Saves a failed task's writes and waits until they are stored (under `async` durability too), so
+    /// that the error handler it goes to never runs before them: a run that stops while the handler runs
+    /// resumes into the handler (in `exit` mode they wait for the run's end, as other writes do).
+    pub(crate) async fn put_writes_confirmed(
+        &mut self,
+        task_id: &Arc<str>,
+        task_path: &Arc<str>,
+        writes: Vec<(ChannelName, Value)>,
+    ) -> GraphResult<()> {
+        self.put_writes_now(task_id, task_path, writes).await?;
+        self.wait_confirmed(self.sent).await
+    }
+
     /// Saves the writes held back in `exit` mode against the current checkpoint.
     pub(crate) async fn flush_deferred(&mut self) -> GraphResult<()> {
         for (task_id, path, writes) in std::mem::take(&mut self.deferred) {
