@@ -166,12 +166,12 @@ async fn never_two_steps_ahead(hand_back: bool) {
     );
     let stored = backend.intercept().stored_step.load(Ordering::SeqCst);
     let Some(slot) = slot else {
-        assert_eq!(stored, 39, "every checkpoint is stored when the run ends");
+        assert_eq!(stored, 40, "every checkpoint is stored when the run ends");
         return;
     };
     // The last step's checkpoint (and the writes of its task) are handed back, not stored; every one
     // before it is.
-    assert_eq!(stored, 38, "the checkpoint before the last is stored");
+    assert_eq!(stored, 39, "the checkpoint before the last is stored");
     let saves = slot.take_saves();
     let steps: Vec<i64> = saves
         .iter()
@@ -180,11 +180,11 @@ async fn never_two_steps_ahead(hand_back: bool) {
             SaveOp::Writes { .. } => None,
         })
         .collect();
-    assert_eq!(steps, [39], "{saves:?}");
+    assert_eq!(steps, [40], "{saves:?}");
     assert!(matches!(saves.first(), Some(SaveOp::Writes { .. })), "the task's writes come first: {saves:?}");
     let handed = slot.take().unwrap();
     backend.put_batch(saves).await.unwrap();
-    assert_eq!(backend.intercept().stored_step.load(Ordering::SeqCst), 39);
+    assert_eq!(backend.intercept().stored_step.load(Ordering::SeqCst), 40);
     assert_eq!(handed.values["n"], Value::from(40));
     let head = backend.get_tuple(&CheckpointConfig::thread("t")).await.unwrap().unwrap();
     assert_eq!(handed.config.and_then(|c| c.checkpoint_id), Some(head.checkpoint.id));

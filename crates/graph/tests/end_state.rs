@@ -182,7 +182,7 @@ async fn a_run_leaving_its_last_saves_hands_back_its_last_step_unstored() {
         let saves = slot.take_saves();
         assert!(slot.take_saves().is_empty(), "taken once");
         // `c`'s writes and the checkpoint after it: the step before stored, `c` still to run there.
-        assert_eq!(put_steps(&saves), [2 + 4 * turn], "turn {turn}: {saves:?}");
+        assert_eq!(put_steps(&saves), [3 + 5 * turn], "turn {turn}: {saves:?}");
         let c_wrote = |op: &SaveOp| matches!(op, SaveOp::Writes { writes, .. } if writes.iter().any(|(_, v)| v == &json!("c")));
         assert!(c_wrote(&saves[0]), "the writes of `c` first: {saves:?}");
         let stored = graph.get_state_json(&thread("last"), false).await.unwrap();
@@ -197,7 +197,11 @@ async fn a_run_leaving_its_last_saves_hands_back_its_last_step_unstored() {
 async fn a_run_leaving_its_last_saves_stores_them_itself_when_it_pauses_fails_or_saves_in_sync() {
     let graph = graph();
     let cases = [
-        ("paused", json!({"items": ["in"]}), RunOptions { interrupt_before: Some(vec!["c".into()]), ..RunOptions::default() }),
+        (
+            "paused",
+            json!({"items": ["in"]}),
+            RunOptions { interrupt_before: Some(vec!["c".into()]), ..RunOptions::default() },
+        ),
         ("failed", json!({"items": ["in"], "fail": true}), RunOptions::default()),
         ("sync", json!({"items": ["in"]}), durable(Durability::Sync)),
     ];
@@ -209,7 +213,10 @@ async fn a_run_leaving_its_last_saves_stores_them_itself_when_it_pauses_fails_or
         match id {
             "sync" => assert_eq!(handed, Some(stored), "sync: every save stored, the state handed back"),
             "paused" => assert_eq!(stored.next, vec!["c"], "paused: the pause is stored"),
-            _ => assert!(stored.tasks.iter().any(|t| t.error.is_some()), "failed: the error is stored: {stored:?}"),
+            _ => assert!(
+                stored.tasks.iter().any(|t| t.error.is_some()),
+                "failed: the error is stored: {stored:?}"
+            ),
         }
     }
 }

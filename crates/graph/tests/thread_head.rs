@@ -36,7 +36,11 @@ fn thread(id: &str) -> RunnableConfig {
 }
 
 /// Runs `{"items": ["in"]}` on `config` with `head`; the last values streamed, or the error.
-async fn run(graph: &Arc<dyn ErasedGraph>, config: RunnableConfig, head: ThreadHead) -> Result<Value, GraphError> {
+async fn run(
+    graph: &Arc<dyn ErasedGraph>,
+    config: RunnableConfig,
+    head: ThreadHead,
+) -> Result<Value, GraphError> {
     let options = RunOptions { head: Some(head), ..RunOptions::default() };
     let input = JsonInput::from_json(json!({"items": ["in"]})).unwrap();
     let mut stream = graph.stream_json(input, config, &[StreamMode::Values], options);
@@ -95,7 +99,7 @@ async fn a_head_read_for_another_thread_or_a_replay_is_not_used() {
     assert_eq!(out["items"].as_array().map(Vec::len), Some(6));
     // A replay of the first run's last checkpoint reads that checkpoint, whatever head it is given.
     let first = saver.list(Some(&CheckpointConfig::thread("t")), Default::default()).await.unwrap();
-    let at = first.iter().find(|t| t.metadata.step == 1).unwrap().checkpoint.id.clone();
+    let at = first.iter().find(|t| t.metadata.step == 2).unwrap().checkpoint.id.clone();
     let mut config = thread("t");
     config.configurable.insert("checkpoint_id".into(), json!(at));
     let out = run(&graph, config, ThreadHead::read("t", None)).await.unwrap();

@@ -326,7 +326,10 @@ fn saves(thread: &str, head: ExpectedHead) -> (String, Vec<SaveOp>) {
         expected_head: head,
     };
     let writes = SaveOp::Writes {
-        config: Arc::new(CheckpointConfig { checkpoint_id: Some(id.clone()), ..CheckpointConfig::thread(thread) }),
+        config: Arc::new(CheckpointConfig {
+            checkpoint_id: Some(id.clone()),
+            ..CheckpointConfig::thread(thread)
+        }),
         writes: vec![("owner".into(), json!(thread))],
         task_id: "t".into(),
         task_path: "".into(),
@@ -347,7 +350,8 @@ async fn callers_rows(saver: &PostgresSaver) -> i64 {
 #[tokio::test]
 async fn a_batch_in_the_callers_transaction_is_stored_when_and_only_when_the_caller_commits() {
     for prepared in [true, false] {
-        let Some(saver) = common::saver_with(|o| PostgresOptions { prepared_statements: prepared, ..o }).await
+        let Some(saver) =
+            common::saver_with(|o| PostgresOptions { prepared_statements: prepared, ..o }).await
         else {
             return;
         };
@@ -359,7 +363,11 @@ async fn a_batch_in_the_callers_transaction_is_stored_when_and_only_when_the_cal
         let mut tx = saver.pool().begin().await.unwrap();
         saver.put_batch_in(&mut tx, ops).await.unwrap();
         let inside = saver.get_tuple_in(&mut tx, &CheckpointConfig::thread("t")).await.unwrap().unwrap();
-        assert_eq!((inside.checkpoint.id, inside.pending_writes.len()), (written, 1), "read in the transaction");
+        assert_eq!(
+            (inside.checkpoint.id, inside.pending_writes.len()),
+            (written, 1),
+            "read in the transaction"
+        );
         assert_eq!(head(saver, "t").await, None, "not stored before the caller commits");
         tx.rollback().await.unwrap();
         assert_eq!(head(saver, "t").await, None, "rolled back with the caller's transaction");

@@ -602,7 +602,7 @@ async fn stored(conn: &mut sqlx::PgConnection, thread: &str) -> (Option<i64>, i6
 }
 
 /// The run's last checkpoint is stored in the transaction that records its end (the end turn), so the two
-/// go together: a fault injected in PostgreSQL refuses the thread's step-2 checkpoint (`c`'s, the last)
+/// go together: a fault injected in PostgreSQL refuses the thread's step-3 checkpoint (`c`'s, the last)
 /// while it is on. The run is then never recorded ended (were the end recorded in a transaction of its
 /// own, it would be, without its last checkpoint), and the step before is kept; once the fault is off,
 /// the run, taken over after each failed end, ends with its last checkpoint, having run only its last
@@ -626,7 +626,7 @@ async fn a_run_is_recorded_ended_only_with_its_last_checkpoint() {
         "CREATE TABLE weft_fault (active BOOLEAN NOT NULL); INSERT INTO weft_fault VALUES (true); \
          CREATE SEQUENCE weft_fault_hits; \
          CREATE FUNCTION weft_fault() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
-           IF NEW.thread_id = '{thread}' AND NEW.metadata ->> 'step' = '2' \
+           IF NEW.thread_id = '{thread}' AND NEW.metadata ->> 'step' = '3' \
               AND (SELECT active FROM weft_fault) THEN \
              PERFORM nextval('weft_fault_hits'); \
              RAISE EXCEPTION 'injected: the last checkpoint cannot be stored'; \
@@ -646,7 +646,7 @@ async fn a_run_is_recorded_ended_only_with_its_last_checkpoint() {
         let status = common::get(a.addr, &path).await.json()["status"].clone();
         let (step, refused) = stored(&mut conn, &thread).await;
         assert!(status == "pending" || status == "running", "recorded {status} without its last checkpoint");
-        assert!(step.is_none_or(|s| s < 2), "the last checkpoint was stored despite the fault: {step:?}");
+        assert!(step.is_none_or(|s| s < 3), "the last checkpoint was stored despite the fault: {step:?}");
         hits = refused;
         if hits >= 2 {
             break;
@@ -654,16 +654,20 @@ async fn a_run_is_recorded_ended_only_with_its_last_checkpoint() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(hits >= 2, "the run's end was refused {hits} times");
-    assert_eq!(stored(&mut conn, &thread).await.0, Some(1), "the step before the last is stored");
+    assert_eq!(stored(&mut conn, &thread).await.0, Some(2), "the step before the last is stored");
     sqlx::raw_sql("UPDATE weft_fault SET active = false").execute(&mut conn).await.unwrap();
     wait_for_status(a.addr, &thread, &run_id, "success").await;
     let (step, refused) = stored(&mut conn, &thread).await;
-    assert_eq!(step, Some(2), "recorded ended, the run has its last checkpoint");
+    assert_eq!(step, Some(3), "recorded ended, the run has its last checkpoint");
     let state = common::get(a.addr, &format!("/threads/{thread}/state")).await.json();
     let record = common::get(a.addr, &format!("/threads/{thread}")).await.json();
     assert_eq!(state["values"]["items"], json!(["a", "b", "c"]), "{state}");
     assert_eq!(record["values"], state["values"], "{record} against {state}");
     let counts: Vec<usize> = runs.iter().map(|n| n.load(Ordering::SeqCst)).collect();
     assert_eq!(&counts[..2], &[1, 1], "the steps stored before are not run again");
-    assert_eq!(counts[2], usize::try_from(refused).unwrap() + 1, "`c` ran once per refused end, and once more");
+    assert_eq!(
+        counts[2],
+        usize::try_from(refused).unwrap() + 1,
+        "`c` ran once per refused end, and once more"
+    );
 }

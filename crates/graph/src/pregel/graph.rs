@@ -221,7 +221,9 @@ impl ThreadHead {
         let mut slot = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let matches = slot.as_ref().is_some_and(|(thread, tuple)| {
             thread == thread_id
-                && tuple.as_ref().is_none_or(|t| t.config.thread_id == thread_id && t.config.checkpoint_ns.is_empty())
+                && tuple
+                    .as_ref()
+                    .is_none_or(|t| t.config.thread_id == thread_id && t.config.checkpoint_ns.is_empty())
         });
         if matches { slot.take().map(|(_, tuple)| tuple) } else { None }
     }

@@ -43,9 +43,9 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use sqlx::{PgConnection, PgPool};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection};
+pub use sqlx::{PgConnection, PgPool};
 
 use crate::sql::Failure;
 pub use crate::sql::delta::DeltaStorage;

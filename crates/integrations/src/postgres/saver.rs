@@ -111,7 +111,11 @@ impl PostgresSaver {
     /// transaction-mode pooler this is as safe as any statement in a transaction. Should the caller
     /// roll back, a later save that extends a list stored here finds its base missing and stores the
     /// whole list.
-    pub async fn put_batch_in(&self, conn: &mut PgConnection, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
+    pub async fn put_batch_in(
+        &self,
+        conn: &mut PgConnection,
+        ops: Vec<SaveOp>,
+    ) -> Result<(), CheckpointError> {
         if ops.is_empty() {
             return Ok(());
         }

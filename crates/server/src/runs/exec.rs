@@ -104,13 +104,14 @@ fn input_of(record: &RunRecord, continues: bool) -> Result<JsonInput, GraphError
     }
 }
 
-/// Where a run's graph starts.
+/// Where a run's graph starts, with the thread's head when it was read for it (see [`ThreadHead`]; the
+/// graph reads it otherwise).
 #[derive(Debug)]
 enum Start {
-    /// From the thread's head: as the run reads it, or as its maker read it (see [`ThreadHead`]).
+    /// From the thread's head, with the run's input.
     Fresh(Option<ThreadHead>),
     /// From the checkpoint the run saved last before it was stopped (its input is in it).
-    Continues,
+    Continues(Option<ThreadHead>),
 }
 
 /// Streams the run's graph into its channel until it ends, is cancelled or runs past the server's run
@@ -130,7 +131,7 @@ async fn drive(
     let mut wire = Wire::new(modes, kwargs.subgraphs, record.run.metadata.clone());
     let (continues, head) = match start {
         Start::Fresh(head) => (false, head),
-        Start::Continues => (true, None),
+        Start::Continues(head) => (true, head),
     };
     let input = match input_of(record, continues) {
         Ok(input) => input,
@@ -366,7 +367,8 @@ async fn left_saves(
     Vec::new()
 }
 
-/// Runs the run's graph: from the thread's head when the run continues an earlier attempt.
+/// Runs the run's graph: from the thread's head when the run continues an earlier attempt; `head`: the
+/// thread's head as the run's maker read it.
 async fn run_graph(
     app: &Arc<App>,
     record: &RunRecord,
@@ -381,12 +383,11 @@ async fn run_graph(
     // A run started again after a stop continues from the thread's head when it saved that head
     // (its input is in it). A first attempt reads nothing here: where the thread stood before the
     // run (for a rollback) is found when a rollback asks for it.
-    match continues(app, record).await {
-        Ok(continues) => {
+    match start_of(app, record, head).await {
+        Ok(start) => {
             // A node's or a router's panic is its error already (the engine catches it); one
             // anywhere else in the run (a reducer, say) ends the run as an error too, instead of
             // ending its task or its connection with the run left `running`.
-            let start = if continues { Start::Continues } else { Start::Fresh(head) };
             let driven = drive(app, record, graph, start, channel, result, end);
             AssertUnwindSafe(driven).catch_unwind().await.unwrap_or_else(|payload| {
                 let error = weft_runnable_core::Error::from_panic(payload.as_ref());
@@ -596,14 +597,19 @@ fn made_by(tuple: &CheckpointTuple, run_id: &str) -> bool {
     tuple.metadata.extra.get("run_id").and_then(Value::as_str) == Some(run_id)
 }
 
-/// Whether the run continues from the thread's head: a run started again after a stop (attempt 2 on) on a
-/// thread whose head it saved. A first attempt and a stateless run read nothing.
-async fn continues(app: &App, record: &RunRecord) -> Result<bool, CheckpointError> {
+/// Where the run starts: a run started again after a stop (attempt 2 on) continues from the thread's
+/// head when it saved that head, else starts afresh; either is handed the head read here (the graph
+/// reads it no more). A first attempt and a stateless run read nothing here (`made`: the head its maker
+/// read, if it did).
+async fn start_of(app: &App, record: &RunRecord, made: Option<ThreadHead>) -> Result<Start, CheckpointError> {
+    let thread_id = record.run.thread_id.as_str();
     if record.attempt <= 1 || record.run.kwargs.temporary {
-        return Ok(false);
+        return Ok(Start::Fresh(made));
     }
-    let head = app.checkpointer.get_tuple(&CheckpointConfig::thread(record.run.thread_id.as_str())).await?;
-    Ok(head.is_some_and(|head| made_by(&head, &record.run.run_id)))
+    let head = app.checkpointer.get_tuple(&CheckpointConfig::thread(thread_id)).await?;
+    let continues = head.as_ref().is_some_and(|head| made_by(head, &record.run.run_id));
+    let read = Some(ThreadHead::read(thread_id, head));
+    Ok(if continues { Start::Continues(read) } else { Start::Fresh(read) })
 }
 
 /// Where a thread stood before a run, as its saved checkpoints say.

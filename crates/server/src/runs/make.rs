@@ -462,8 +462,10 @@ pub(crate) async fn create(
 fn reads_head(record: &RunRecord) -> bool {
     let configurable = record.run.kwargs.config.get("configurable");
     let replays = configurable.and_then(|c| c.get("checkpoint_id")).is_some_and(|id| !id.is_null());
-    let in_namespace =
-        configurable.and_then(|c| c.get("checkpoint_ns")).and_then(Value::as_str).is_some_and(|ns| !ns.is_empty());
+    let in_namespace = configurable
+        .and_then(|c| c.get("checkpoint_ns"))
+        .and_then(Value::as_str)
+        .is_some_and(|ns| !ns.is_empty());
     !record.run.kwargs.temporary && !replays && !in_namespace
 }
 

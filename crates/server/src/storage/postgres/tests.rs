@@ -608,8 +608,13 @@ async fn a_start_that_finds_the_schema_current_takes_no_lock_on_the_tables() {
 }
 
 /// A checkpoint of `thread_id` expecting `head`, as a run's last save; its id.
-fn last_save(thread_id: &str, head: weft_graph::checkpoint::ExpectedHead) -> (String, weft_graph::checkpoint::SaveOp) {
-    use weft_graph::checkpoint::{Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource, SaveOp};
+fn last_save(
+    thread_id: &str,
+    head: weft_graph::checkpoint::ExpectedHead,
+) -> (String, weft_graph::checkpoint::SaveOp) {
+    use weft_graph::checkpoint::{
+        Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource, SaveOp,
+    };
     let id = uuid::Uuid::now_v7().to_string();
     let versions: weft_graph::checkpoint::ChannelVersions =
         [("step".into(), format!("{:032}.{:016}", 1, 0.5).into())].into();
@@ -645,10 +650,10 @@ async fn a_turns_write_stores_a_runs_last_saves_with_the_records_or_neither() {
     let Some(db) = database().await else { return };
     let (a, pool) = instance(&db).await;
     let options = weft_integrations::postgres::PostgresOptions::default();
-    let saver = Arc::new(weft_integrations::postgres::PostgresSaver::from_pool(pool.clone(), options).await.unwrap());
-    let head = || async {
-        saver.get_tuple(&CheckpointConfig::thread("t1")).await.unwrap().map(|t| t.checkpoint.id)
-    };
+    let saver =
+        Arc::new(weft_integrations::postgres::PostgresSaver::from_pool(pool.clone(), options).await.unwrap());
+    let head =
+        || async { saver.get_tuple(&CheckpointConfig::thread("t1")).await.unwrap().map(|t| t.checkpoint.id) };
     // Stored together.
     let (first, op) = last_save("t1", ExpectedHead::Empty);
     let mut records = a.lock(Key::Thread("t1")).await.unwrap();
