@@ -28,6 +28,9 @@ enum Queued {
     Op(SaveOp),
     /// A save already polled once in place, to finish before the next.
     Started(SaveFuture),
+    /// Saves held back and let go together (see [`RunSaver::release`]): one item, so that the writer
+    /// never takes some of them without the others.
+    Ops(Vec<SaveOp>),
 }
 
 /// The most saves handed to the saver in one batch.
@@ -144,12 +147,15 @@ impl RunSaver {
     /// The loop goes on: the saves held back go out, in order, and the step boundary is taken (the
     /// saves of the step before them are confirmed), as it would have been when they were made.
     pub(crate) async fn release(&mut self) -> GraphResult<()> {
-        let Some(held) = self.held.take() else { return Ok(()) };
-        let had_checkpoint = held.iter().any(|op| matches!(op, SaveOp::Put { .. }));
-        for op in held {
-            self.submit(op).await?;
+        let Some(held) = self.held.take().filter(|held| !held.is_empty()) else { return Ok(()) };
+        if self.poll_in_place {
+            for op in held {
+                self.submit(op).await?;
+            }
+        } else {
+            self.send(Queued::Ops(held)).await?;
         }
-        if had_checkpoint { self.step_boundary().await } else { Ok(()) }
+        self.step_boundary().await
     }
 
     /// The saves held back, taken, for the run's caller (none when nothing is held).
@@ -214,6 +220,11 @@ impl RunSaver {
         } else {
             Queued::Op(op)
         };
+        self.send(item).await
+    }
+
+    /// Hands `item` to the background writer (started at the first), keeping its queue bounded.
+    async fn send(&mut self, item: Queued) -> GraphResult<()> {
         let writer = self.writer.get_or_insert_with(|| spawn_writer(&self.checkpointer, &self.confirmed));
         if writer.tx.send(item).is_err() {
             // The writer stopped after a failed save; its error comes out of `finish`.
@@ -392,6 +403,7 @@ fn spawn_writer(checkpointer: &Arc<dyn Checkpointer>, confirmed: &Arc<AtomicU64>
                 for item in items.drain(..) {
                     match item {
                         Queued::Op(op) => batch.push(op),
+                        Queued::Ops(ops) => batch.extend(ops),
                         Queued::Started(started) => {
                             if !batch.is_empty() {
                                 saver.put_batch(std::mem::take(&mut batch)).await?;
