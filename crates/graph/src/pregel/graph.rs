@@ -206,7 +206,10 @@ pub struct RunOptions {
 /// [`Conflict`](crate::checkpoint::CheckpointErrorKind::Conflict) otherwise): a head read some time
 /// before the run starts is never built on once another writer has moved it.
 #[derive(Clone, Debug)]
-pub struct ThreadHead(Arc<std::sync::Mutex<Option<(String, Option<crate::checkpoint::CheckpointTuple>)>>>);
+pub struct ThreadHead(Arc<std::sync::Mutex<Option<HeadRead>>>);
+
+/// What a [`ThreadHead`] holds until it is taken: the thread, and its head as read.
+type HeadRead = (String, Option<crate::checkpoint::CheckpointTuple>);
 
 impl ThreadHead {
     /// The head of thread `thread_id`'s root namespace as read: `tuple`, or `None` for a thread without
