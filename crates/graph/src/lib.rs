@@ -77,7 +77,7 @@ pub use checkpoint::{
 };
 pub use compiled::{
     CompileConfig, CompiledGraph, DEFAULT_GRAPH_RECURSION_LIMIT, Durability, EndState, GraphInput,
-    GraphOutput, IntoGraphInput, RunOptions, SubgraphCheckpoints,
+    GraphOutput, IntoGraphInput, RunOptions, SubgraphCheckpoints, ThreadHead,
 };
 pub use control::{Progress, RunControl};
 pub use draw::{CurveStyle, DrawEdge, DrawNode, DrawableGraph, MermaidOptions, NodeStyles, Xray};

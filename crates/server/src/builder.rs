@@ -678,12 +678,12 @@ async fn open_scaled(
         prepared_statements: !config.transaction_pooler,
         ..PostgresOptions::default()
     };
-    let saver = PostgresSaver::connect_with(&config.database_uri, options.clone()).await?;
+    let saver = Arc::new(PostgresSaver::connect_with(&config.database_uri, options.clone()).await?);
     let store = PostgresStore::from_pool(saver.pool().clone(), options).await?.with_ttl(*ttl);
     let (db, bus) = crate::scale::connect(config).await?;
     let records = Records::open_postgres(db.clone(), cache).await?;
-    let scale = Arc::new(crate::scale::Scale::new(config, db, bus));
-    Ok((Arc::new(saver), Arc::new(store), records, scale))
+    let scale = Arc::new(crate::scale::Scale::new(config, db, bus, Arc::clone(&saver)));
+    Ok((saver, Arc::new(store), records, scale))
 }
 
 /// A LangGraph Platform API server over weft graphs. See [`ServerBuilder`].

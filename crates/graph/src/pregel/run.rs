@@ -214,6 +214,12 @@ async fn settle<S: State>(
     ctx: &mut Ctx<'_, S>,
     result: GraphResult<GraphOutput<S>>,
 ) -> GraphResult<GraphOutput<S>> {
+    // A run that hands back its end state leaves the saves of its last step, still held back, to the
+    // caller when asked to (see `EndState::with_last_saves`); every other save is stored first.
+    let handed = match (&result, ctx.end_state.is_some(), ctx.saver.as_mut()) {
+        (Ok(_), true, Some(saver)) => saver.take_held(),
+        _ => Vec::new(),
+    };
     let result = match ctx.saver.as_mut() {
         Some(saver) => match saver.finish().await {
             Ok(()) => result,
@@ -222,7 +228,7 @@ async fn settle<S: State>(
         None => result,
     };
     if let (Ok(_), Some(slot), Some(snapshot)) = (&result, &ctx.options.end_state, ctx.end_state.take()) {
-        slot.set(snapshot);
+        slot.set(snapshot, handed);
     }
     match (&result, &ctx.inner.config.retention, &ctx.saver, &ctx.parent) {
         (Ok(_), Some(policy), Some(saver), None) => {
@@ -302,6 +308,10 @@ async fn supersteps<S: State>(
         let tasks = plan_tasks(&run.ch, spec, step, current_id, &ctx.ns);
         if tasks.is_empty() {
             break;
+        }
+        // The run goes on: the saves of the last step's end, if held back, go out now.
+        if let Some(saver) = ctx.saver.as_mut() {
+            saver.release().await?;
         }
         if control.as_ref().is_some_and(RunControl::is_drain_requested) {
             save_on_exit(ctx, &mut run.ch, step, &run.dirty).await?;
@@ -402,6 +412,11 @@ async fn end_step<S: State>(
     // A handler ran from a failure (no trigger seen): its `versions_seen` entry is empty, as a `Send`'s.
     for &h in handled {
         run.ch.ran[h] = true;
+    }
+    // The saves of the step's end wait until the loop knows whether it goes on (when the run hands back
+    // its last saves).
+    if let Some(saver) = ctx.saver.as_mut() {
+        saver.hold();
     }
     let (updated, changed) = apply_step(ctx, &mut run.ch, tasks, results, &run.saved, step).await?;
     run.dirty.union_with(&changed);
@@ -558,7 +573,15 @@ async fn load_thread<S: State>(ctx: &mut Ctx<'_, S>) -> GraphResult<Loaded<S>> {
         CheckpointConfig { thread_id, checkpoint_ns: ctx.ns.clone(), checkpoint_id: None },
         ctx.options.durability,
     );
-    let tuple = cp.get_tuple(&address).await?;
+    // The head the caller read for the run, if it did (for this thread's root namespace, no replay).
+    let given = match (&ctx.parent, &address.checkpoint_id, &ctx.options.head) {
+        (None, None, Some(head)) if ctx.ns.is_empty() => head.take_for(&address.thread_id),
+        _ => None,
+    };
+    let tuple = match given {
+        Some(tuple) => tuple,
+        None => cp.get_tuple(&address).await?,
+    };
     // The head the run's first checkpoint must extend: for a replay, the thread's latest checkpoint,
     // not the one it starts from.
     let head = match (&tuple, l.replay) {
@@ -598,6 +621,10 @@ async fn load_thread<S: State>(ctx: &mut Ctx<'_, S>) -> GraphResult<Loaded<S>> {
     }
     l.ch.set_versioner(Arc::clone(cp));
     saver.set_head(head);
+    let hands_back = ctx.options.end_state.as_ref().is_some_and(crate::pregel::graph::EndState::hands_back);
+    if hands_back && ctx.parent.is_none() && ctx.ns.is_empty() && inner.config.retention.is_none() {
+        saver.hand_back_last_saves();
+    }
     ctx.saver = Some(saver);
     Ok(l)
 }

@@ -450,6 +450,41 @@ impl Records {
         }
     }
 
+    /// Scaled out, the next commit of this turn stores `ops`, a run's last saves, through `saver` in its
+    /// transaction before the records (see [`postgres::PgRecords::save_on_write`]); `ops` back, to store
+    /// otherwise, on any other backend.
+    #[cfg(feature = "scale")]
+    pub(crate) fn save_on_write(
+        &mut self,
+        saver: &std::sync::Arc<weft_integrations::postgres::PostgresSaver>,
+        ops: Vec<weft_graph::checkpoint::SaveOp>,
+    ) -> Vec<weft_graph::checkpoint::SaveOp> {
+        match &mut self.backend {
+            Backend::Postgres(pg) => {
+                pg.save_on_write(saver, ops);
+                Vec::new()
+            }
+            _ => ops,
+        }
+    }
+
+    /// Scaled out, the thread's head read through `saver` in this turn's transaction, for a run made in
+    /// it (see [`postgres::PgRecords::head_in_turn`]); `None` on any other backend (the run reads it).
+    #[cfg(feature = "scale")]
+    pub(crate) async fn thread_head(
+        &mut self,
+        saver: &weft_integrations::postgres::PostgresSaver,
+        thread_id: &str,
+    ) -> Result<Option<weft_graph::ThreadHead>, ServerError> {
+        match &mut self.backend {
+            Backend::Postgres(pg) => {
+                let tuple = pg.head_in_turn(saver, thread_id).await?;
+                Ok(Some(weft_graph::ThreadHead::read(thread_id, tuple)))
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// Scaled out, whether `worker` still holds the run's lease, checked in this turn's transaction (see
     /// [`postgres::PgRecords::holds`]); any other backend has no leases.
     #[cfg(feature = "scale")]
