@@ -204,7 +204,7 @@ fn server_figure(workload: &str) -> (&'static str, Kind) {
     match workload {
         "server_ttfe" => ("median_s", Kind::Seconds),
         "server_runs_per_s" => ("runs_per_s", Kind::PerSecond),
-        "server_concurrent_1000" => ("p99_s", Kind::Seconds),
+        "server_concurrent_1000" | "server_burst_200" => ("p99_s", Kind::Seconds),
         "server_hitl_round_trip" => ("median_s", Kind::Seconds),
         _ => ("rss_mb", Kind::Megabytes),
     }

@@ -7,6 +7,8 @@
 //! - `server_runs_per_s`: streamed runs of a three-node graph per second over a pool of keep-alive
 //!   connections, each streaming one run after another on its own thread;
 //! - `server_concurrent_1000`: 1,000 runs streamed at once, one connection each: all must complete;
+//! - `server_burst_200`: 200 runs started at once, each on a connection it opens then (connects timed):
+//!   a connect of a second or more means the listen backlog overflowed and the client's SYN was resent;
 //! - `server_paused_10k`: 10,000 threads paused at an interrupt, then the server's resident memory
 //!   (`VmRSS` of its processes);
 //! - `server_hitl_round_trip`: human in the loop, a streamed run to an interrupt and a streamed run resuming
@@ -58,6 +60,8 @@ usage: weft-bench-server --weft-bin PATH [--weft-in-memory] [--langgraph-bin PAT
   --langgraph-paused N  threads server_paused_10k pauses on langgraph dev (10000)
   --connections N       connections of server_runs_per_s (8)
   --seconds S           how long server_runs_per_s runs (weft 10, langgraph 30)
+  --weft-arg ARG        one more argument for every weft server started (repeatable), e.g.
+                        `--weft-arg --listen-backlog --weft-arg 128`
   --instances N --database-uri URI --redis-uri URI [--redis-prefix P]
                         weft as N instances of one scaled-out server (weft-server-e2e built with
                         `scale`) on PostgreSQL and Redis; the load spreads over the instances
@@ -75,6 +79,7 @@ usage: weft-bench-server --weft-bin PATH [--weft-in-memory] [--langgraph-bin PAT
 #[derive(Debug, Default)]
 struct Args {
     weft: Option<PathBuf>,
+    weft_args: Vec<String>,
     weft_in_memory: bool,
     langgraph: Option<PathBuf>,
     graphs: Option<PathBuf>,
@@ -110,6 +115,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         match arg.as_str() {
             "--weft-bin" => parsed.weft = Some(value(arg)?.into()),
             "--weft-in-memory" => parsed.weft_in_memory = true,
+            "--weft-arg" => parsed.weft_args.push(value(arg)?),
             "--langgraph-bin" => parsed.langgraph = Some(value(arg)?.into()),
             "--graphs" => parsed.graphs = Some(value(arg)?.into()),
             "--only" => {
@@ -176,6 +182,7 @@ fn params(side: Side, quick: bool, langgraph_paused: Option<usize>) -> Params {
             throughput_time: Duration::from_millis(500),
             throughput_connections: 4,
             concurrent_runs: 20,
+            burst_runs: 20,
             paused_threads: 50,
             paused_connections: 8,
             hitl_samples: 5,
@@ -188,6 +195,7 @@ fn params(side: Side, quick: bool, langgraph_paused: Option<usize>) -> Params {
             throughput_time: Duration::from_secs(10),
             throughput_connections: 8,
             concurrent_runs: 1000,
+            burst_runs: 200,
             paused_threads: 10_000,
             paused_connections: 32,
             hitl_samples: 500,
@@ -198,6 +206,7 @@ fn params(side: Side, quick: bool, langgraph_paused: Option<usize>) -> Params {
             throughput_time: Duration::from_secs(30),
             throughput_connections: 8,
             concurrent_runs: 1000,
+            burst_runs: 200,
             paused_threads: langgraph_paused.unwrap_or(10_000),
             paused_connections: 32,
             hitl_samples: 30,
@@ -220,6 +229,9 @@ fn what(name: &str) -> &'static str {
         }
         "server_concurrent_1000" => {
             "runs of the three-node graph streamed at once, one connection and thread each; latency from the request to the stream's end"
+        }
+        "server_burst_200" => {
+            "runs of the three-node graph started at once, each on a connection it opens then (threads made before); latency from the connect to the stream's end, connects timed; connects_resent: connects of 0.9 s or more (a SYN sent again)"
         }
         "server_rss_100k" => {
             "threads created (POST /threads) and /runs/wait runs of the three-node graph on some of them, over keep-alive connections at once; then the server's VmRSS (its processes summed) after it was idle a few seconds (rss_mb) and right after the load (rss_after_load_mb)"
@@ -279,6 +291,20 @@ fn verdict(
                 ratio(figure(weft, "p99_s"), figure(langgraph, "p99_s"), false),
                 "1,000 at once, all complete",
                 all,
+            )
+        }
+        "server_burst_200" => {
+            let met = match (figure(weft, "completed"), figure(weft, "runs"), figure(weft, "connects_resent"))
+            {
+                (Some(done), Some(runs), Some(resent)) => {
+                    Some(done == runs && runs >= 200.0 && resent == 0.0)
+                }
+                _ => None,
+            };
+            (
+                ratio(figure(weft, "p99_s"), figure(langgraph, "p99_s"), false),
+                "200 at once, all complete, no connect waiting for a resent SYN",
+                met,
             )
         }
         "server_rss_100k" => {
@@ -353,6 +379,7 @@ async fn run(args: Args) -> Result<bool, String> {
     let absolute = |path: PathBuf| std::path::absolute(&path).map_err(|e| format!("{}: {e}", path.display()));
     let programs = Programs {
         weft: absolute(weft)?,
+        weft_args: args.weft_args.clone(),
         langgraph: args.langgraph.clone().map(absolute).transpose()?,
         python_graphs: args.graphs.clone().map(absolute).transpose()?.unwrap_or_default(),
         scale: args.instances.map(|instances| servers::Scale {
@@ -473,6 +500,16 @@ fn side_text(name: &str, figures: &Value) -> String {
             get("runs"),
             ms("p50_s"),
             ms("p99_s"),
+            get("wall_s")
+        ),
+        "server_burst_200" => format!(
+            "{}/{} complete, p50 {} p99 {}, slowest connect {} ({} resent), all in {:.2} s",
+            get("completed"),
+            get("runs"),
+            ms("median_s"),
+            ms("p99_s"),
+            ms("connect_max_s"),
+            get("connects_resent"),
             get("wall_s")
         ),
         "server_rss_100k" => format!(
@@ -692,6 +729,15 @@ mod tests {
             None,
         );
         assert_eq!(met, Some(false));
+        let burst = |resent: f64| {
+            verdict(
+                "server_burst_200",
+                Some(&figures(&[("completed", 200.0), ("runs", 200.0), ("connects_resent", resent)])),
+                None,
+            )
+            .2
+        };
+        assert_eq!((burst(0.0), burst(3.0)), (Some(true), Some(false)), "a resent SYN misses the goal");
         let (_, _, met) =
             verdict("server_paused_10k", Some(&figures(&[("rss_mb", 150.0), ("threads", 10_000.0)])), None);
         assert_eq!(met, Some(true));

@@ -41,6 +41,8 @@ impl Side {
 pub(crate) struct Programs {
     /// `weft-server-e2e`.
     pub(crate) weft: PathBuf,
+    /// More arguments for every weft server started (`--weft-arg`).
+    pub(crate) weft_args: Vec<String>,
     /// `langgraph` (the CLI of `langgraph-cli[inmem]`), when comparing.
     pub(crate) langgraph: Option<PathBuf>,
     /// The folder of the suite's `graphs.py` and `langgraph.json`.
@@ -99,7 +101,7 @@ impl Server {
         let mut command = match side {
             Side::Weft => {
                 let mut command = Command::new(&programs.weft);
-                command.arg("--port").arg(port.to_string());
+                command.arg("--port").arg(port.to_string()).args(&programs.weft_args);
                 match &programs.scale {
                     Some(scale) => scaled(&mut command, scale),
                     None => command.arg("--db").arg(scratch.join("weft.db")),
@@ -108,7 +110,7 @@ impl Server {
             }
             Side::WeftMemory => {
                 let mut command = Command::new(&programs.weft);
-                command.arg("--port").arg(port.to_string()).arg("--in-memory");
+                command.arg("--port").arg(port.to_string()).arg("--in-memory").args(&programs.weft_args);
                 command
             }
             Side::LangGraph => {
@@ -168,7 +170,7 @@ impl Server {
             .map_err(|e| format!("server log: {e}"))?;
         let log_err = log.try_clone().map_err(|e| format!("server log: {e}"))?;
         let mut command = Command::new(&programs.weft);
-        command.arg("--port").arg(port.to_string());
+        command.arg("--port").arg(port.to_string()).args(&programs.weft_args);
         scaled(&mut command, scale);
         let child = command
             .stdin(Stdio::null())

@@ -16,10 +16,11 @@ use crate::servers::Server;
 use crate::stats::{percentile, round, secs};
 
 /// The workloads, in the order they run.
-pub(crate) const NAMES: [&str; 6] = [
+pub(crate) const NAMES: [&str; 7] = [
     "server_ttfe",
     "server_runs_per_s",
     "server_concurrent_1000",
+    "server_burst_200",
     "server_paused_10k",
     "server_hitl_round_trip",
     "server_rss_100k",
@@ -36,6 +37,8 @@ pub(crate) struct Params {
     pub(crate) throughput_connections: usize,
     /// Runs streamed at once by `server_concurrent_1000`.
     pub(crate) concurrent_runs: usize,
+    /// Runs started at once, each on a connection it opens then, by `server_burst_200`.
+    pub(crate) burst_runs: usize,
     /// Threads paused at an interrupt by `server_paused_10k`.
     pub(crate) paused_threads: usize,
     /// Connections that fill them.
@@ -73,6 +76,7 @@ pub(crate) async fn run(name: &str, server: &Server, params: &Params) -> Result<
             throughput(server, params.throughput_connections, params.throughput_time).await
         }
         "server_concurrent_1000" => concurrent(server, params.concurrent_runs).await,
+        "server_burst_200" => burst(server, params.burst_runs).await,
         "server_paused_10k" => paused(server, params.paused_threads, params.paused_connections).await,
         "server_hitl_round_trip" => hitl_round_trip(server, params.hitl_samples).await,
         "server_rss_100k" => rss_after_load(server, params.rss_load).await,
@@ -214,21 +218,40 @@ async fn concurrent(server: &Server, runs: usize) -> Result<Figures, String> {
         streams.spawn(async move {
             barrier.wait().await;
             match tokio::time::timeout(RUN_LIMIT, stream_three(&mut conn, &thread)).await {
-                Ok(result) => result,
+                Ok(result) => {
+                    result.map(|s| Timed { connect: None, first_event: s.first_event, total: s.total })
+                }
                 Err(_) => Err(format!("no end after {} s", RUN_LIMIT.as_secs())),
             }
         });
     }
+    gather(streams, runs, &barrier).await
+}
+
+/// One run of many started at once: its connect (when timed), first event and end, from the start.
+struct Timed {
+    connect: Option<Duration>,
+    first_event: Duration,
+    total: Duration,
+}
+
+/// Lets `runs` tasks waiting at `barrier` go, then gathers their figures: how many completed, their
+/// latencies and first events, and their connects where timed (with how many waited for a resent SYN).
+async fn gather(
+    mut tasks: JoinSet<Result<Timed, String>>,
+    runs: usize,
+    barrier: &Barrier,
+) -> Result<Figures, String> {
     barrier.wait().await;
     let started = Instant::now();
-    let mut latencies = Vec::with_capacity(runs);
-    let mut firsts = Vec::with_capacity(runs);
-    let mut errors = Vec::new();
-    while let Some(joined) = streams.join_next().await {
+    let (mut connects, mut firsts, mut latencies, mut errors) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    while let Some(joined) = tasks.join_next().await {
         match joined {
-            Ok(Ok(streamed)) => {
-                latencies.push(streamed.total);
-                firsts.push(streamed.first_event);
+            Ok(Ok(timed)) => {
+                connects.extend(timed.connect);
+                firsts.push(timed.first_event);
+                latencies.push(timed.total);
             }
             Ok(Err(err)) => errors.push(err),
             Err(err) => errors.push(format!("a run task stopped: {err}")),
@@ -243,11 +266,53 @@ async fn concurrent(server: &Server, runs: usize) -> Result<Figures, String> {
         figures.insert("p50_s".into(), json!(secs(d)));
     }
     duration_figures(&mut figures, "first_event_", &firsts);
+    if !connects.is_empty() {
+        duration_figures(&mut figures, "connect_", &connects);
+        let resent = connects.iter().filter(|&&c| c >= RESENT_SYN).count();
+        figures.insert("connects_resent".into(), json!(resent));
+    }
     figures.insert("wall_s".into(), json!(round(wall.as_secs_f64(), 3)));
     if let Some(first) = errors.first() {
         return Err(format!("{} of {runs} runs failed; the first: {first}", errors.len()));
     }
     Ok(figures)
+}
+
+/// A connect that takes this long waited for its SYN to be sent again (the first resend is 1 s after).
+const RESENT_SYN: Duration = Duration::from_millis(900);
+
+/// `runs` streamed runs started at once, each on a connection it opens then, as clients arriving
+/// together do (threads made untimed before): the connects are timed with the runs. A connect of a
+/// second or more means the server's listen backlog overflowed and the client's SYN was sent again.
+async fn burst(server: &Server, runs: usize) -> Result<Figures, String> {
+    let mut setup = Conn::open(&server.addr).await?;
+    let mut threads = Vec::with_capacity(runs);
+    while threads.len() < runs {
+        threads.push(create_thread(&mut setup).await?);
+    }
+    drop(setup);
+    let barrier = Arc::new(Barrier::new(runs + 1));
+    let mut tasks = JoinSet::new();
+    for (i, thread) in threads.into_iter().enumerate() {
+        let addr = server.addrs[i % server.addrs.len()].clone();
+        let barrier = Arc::clone(&barrier);
+        tasks.spawn(async move {
+            barrier.wait().await;
+            let started = Instant::now();
+            let run = async {
+                let mut conn = Conn::open(&addr).await?;
+                let connected = started.elapsed();
+                let streamed = stream_three(&mut conn, &thread).await?;
+                let first_event = connected + streamed.first_event;
+                Ok::<_, String>(Timed { connect: Some(connected), first_event, total: started.elapsed() })
+            };
+            match tokio::time::timeout(RUN_LIMIT, run).await {
+                Ok(result) => result,
+                Err(_) => Err(format!("no end after {} s", RUN_LIMIT.as_secs())),
+            }
+        });
+    }
+    gather(tasks, runs, &barrier).await
 }
 
 /// `threads` threads, each run to the `hitl` graph's interrupt (by `connections` connections, `/wait`

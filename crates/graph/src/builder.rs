@@ -64,6 +64,9 @@ impl NodeConfig {
 /// given to [`StateGraph::set_node_defaults`], applied when the graph compiles. A node's own policy wins;
 /// a subgraph keeps its own defaults (a graph's defaults are not inherited by the graphs it runs).
 ///
+/// Retry and timeout defaults apply to error handlers too; the cache and the error handler defaults
+/// apply to the other nodes only (a handler's failure fails the run, as in LangGraph).
+///
 /// ```
 /// use std::time::Duration;
 /// use weft_graph::{NodeConfig, NodeDefaults, RetryPolicy, START, State, StateGraph, TimeoutPolicy};
@@ -91,14 +94,42 @@ impl NodeConfig {
 /// graph.compile()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, Default)]
-pub struct NodeDefaults {
+pub struct NodeDefaults<S: State> {
     retry: Vec<crate::retry::RetryPolicy>,
     cache: Option<crate::cache::CachePolicy>,
     timeout: Option<crate::timeout::TimeoutPolicy>,
+    error_handler: Option<Arc<dyn NodeFn<S>>>,
 }
 
-impl NodeDefaults {
+impl<S: State> Default for NodeDefaults<S> {
+    fn default() -> Self {
+        Self { retry: Vec::new(), cache: None, timeout: None, error_handler: None }
+    }
+}
+
+impl<S: State> Clone for NodeDefaults<S> {
+    fn clone(&self) -> Self {
+        Self {
+            retry: self.retry.clone(),
+            cache: self.cache.clone(),
+            timeout: self.timeout,
+            error_handler: self.error_handler.clone(),
+        }
+    }
+}
+
+impl<S: State> std::fmt::Debug for NodeDefaults<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeDefaults")
+            .field("retry", &self.retry)
+            .field("cache", &self.cache)
+            .field("timeout", &self.timeout)
+            .field("error_handler", &self.error_handler.is_some())
+            .finish()
+    }
+}
+
+impl<S: State> NodeDefaults<S> {
     /// No defaults.
     pub fn new() -> Self {
         Self::default()
@@ -123,12 +154,21 @@ impl NodeDefaults {
         self
     }
 
-    /// `config` with these defaults where it has none of its own.
-    fn apply(&self, mut config: NodeConfig) -> NodeConfig {
+    /// Routes the failures of every node without an error handler of its own to `handler` (LangGraph's
+    /// `set_node_defaults(error_handler=...)`): compiled as the node `__default_error_handler__`. See
+    /// [`StateGraph::add_error_handler`] for what a handler gets and does.
+    pub fn error_handler<M>(mut self, handler: impl IntoNode<S, M>) -> Self {
+        self.error_handler = Some(handler.into_node());
+        self
+    }
+
+    /// `config` with these defaults where it has none of its own; an error handler's `config` takes
+    /// no default cache.
+    fn apply(&self, mut config: NodeConfig, is_handler: bool) -> NodeConfig {
         if config.retry.is_empty() {
             config.retry.clone_from(&self.retry);
         }
-        if config.cache.is_none() {
+        if config.cache.is_none() && !is_handler {
             config.cache.clone_from(&self.cache);
         }
         if config.timeout.is_none() {
@@ -138,7 +178,7 @@ impl NodeDefaults {
     }
 
     /// These defaults, with those `other` sets replacing them.
-    fn merge(&mut self, other: NodeDefaults) {
+    fn merge(&mut self, other: NodeDefaults<S>) {
         if !other.retry.is_empty() {
             self.retry = other.retry;
         }
@@ -148,13 +188,36 @@ impl NodeDefaults {
         if other.timeout.is_some() {
             self.timeout = other.timeout;
         }
+        if other.error_handler.is_some() {
+            self.error_handler = other.error_handler;
+        }
     }
 }
+
+/// The name of the node an error handler added with [`StateGraph::add_error_handler`] compiles to.
+pub(crate) fn error_handler_name(node: &str) -> String {
+    format!("__error_handler__{node}")
+}
+
+/// The name of the node the default error handler ([`NodeDefaults::error_handler`]) compiles to.
+pub(crate) const DEFAULT_ERROR_HANDLER: &str = "__default_error_handler__";
 
 pub(crate) struct NodeEntry<S: State> {
     pub(crate) name: String,
     pub(crate) func: Arc<dyn NodeFn<S>>,
     pub(crate) config: NodeConfig,
+    /// For an error handler: the node whose failures it handles (`None`: the graph's default handler,
+    /// or no handler).
+    pub(crate) handles: Option<Handles>,
+}
+
+/// Which failures an error handler node handles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Handles {
+    /// Those of one node (added with [`StateGraph::add_error_handler`]).
+    Node(String),
+    /// Those of every node without a handler of its own ([`NodeDefaults::error_handler`]).
+    Default,
 }
 
 /// Builds a graph over the state `S`: nodes, edges, conditional edges, waiting edges.
@@ -168,7 +231,7 @@ pub struct StateGraph<S: State> {
     waiting_edges: Vec<(Vec<String>, String)>,
     branches: Vec<(String, Branch<S>)>,
     errors: Vec<GraphError>,
-    node_defaults: NodeDefaults,
+    node_defaults: NodeDefaults<S>,
     /// Set for the graph of a functional-API entrypoint.
     pub(crate) functional: bool,
 }
@@ -221,7 +284,7 @@ impl<S: State> StateGraph<S> {
 
     /// Sets policies for every node that sets none of its own (LangGraph's `set_node_defaults`); a
     /// later call replaces only the policies it sets. See [`NodeDefaults`].
-    pub fn set_node_defaults(&mut self, defaults: NodeDefaults) -> &mut Self {
+    pub fn set_node_defaults(&mut self, defaults: NodeDefaults<S>) -> &mut Self {
         self.node_defaults.merge(defaults);
         self
     }
@@ -254,7 +317,63 @@ impl<S: State> StateGraph<S> {
             self.errors.push(GraphError::DuplicateNode(name));
             return self;
         }
-        self.nodes.push(NodeEntry { name, func: node.into_node(), config });
+        self.nodes.push(NodeEntry { name, func: node.into_node(), config, handles: None });
+        self
+    }
+
+    /// Routes the failures of node `node` to `handler` (LangGraph's `add_node(..., error_handler=...)`),
+    /// compiled as the node `__error_handler__<node>`. When `node` fails (after its retries), its error
+    /// and name are saved as the task's writes (`__error__` and `__error_source_node__`, in one write),
+    /// then the handler runs in the same superstep, on the input the node had, with the failure in
+    /// [`Runtime::node_error`](crate::Runtime::node_error). Its writes count as the step's in the failed
+    /// node's place, and it goes on with a [`Command`](crate::Command)'s `goto` (it has no edges). A run
+    /// that stops between the failure and the handler's end (a crash, or the handler's own failure, which
+    /// fails the run) resumes into the handler without running `node` again. Interrupts and commands to a
+    /// parent graph are not failures: they never reach a handler. A node's own handler replaces the
+    /// graph's default one ([`NodeDefaults::error_handler`]).
+    ///
+    /// ```
+    /// use weft_graph::{Command, GraphError, Runtime, START, State, StateGraph};
+    ///
+    /// #[derive(State, Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+    /// struct Job {
+    ///     status: String,
+    /// }
+    ///
+    /// # tokio_test::block_on(async {
+    /// let mut graph = StateGraph::<Job>::new();
+    /// graph.add_node("fetch", |_: Job| async { Err::<(), _>(GraphError::Checkpoint("offline".into())) });
+    /// graph.add_error_handler("fetch", |_: Job, rt: Runtime| async move {
+    ///     let failed = rt.node_error().map(|e| e.node().to_owned()).unwrap_or_default();
+    ///     Command::<Job>::new().update(Job::update().status(format!("{failed} failed"))).goto("report")
+    /// });
+    /// graph.add_node("report", |s: Job| async move {
+    ///     Job::update().status(format!("{}, reported", s.status))
+    /// });
+    /// graph.add_edge(START, "fetch");
+    /// let out = graph.compile()?.invoke(Job::update().status("new"), &Default::default()).await?;
+    /// assert_eq!(out.value.status, "fetch failed, reported");
+    /// # Ok::<(), GraphError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn add_error_handler<M>(
+        &mut self,
+        node: impl Into<String>,
+        handler: impl IntoNode<S, M>,
+    ) -> &mut Self {
+        let node = node.into();
+        let name = error_handler_name(&node);
+        if self.nodes.iter().any(|n| n.name == name) {
+            self.errors.push(GraphError::DuplicateNode(name));
+            return self;
+        }
+        let handles = Some(Handles::Node(node));
+        self.nodes.push(NodeEntry {
+            name,
+            func: handler.into_node(),
+            config: NodeConfig::default(),
+            handles,
+        });
         self
     }
 
@@ -393,7 +512,8 @@ impl<S: State> StateGraph<S> {
     /// The graph's topology: nodes, `START`, `END` and every edge, for validation, reachability and
     /// drawing.
     fn topology(&self) -> Topology {
-        let mut topology = Topology::new(self.nodes.iter().map(|n| n.name.as_str()));
+        let default_handler = self.node_defaults.error_handler.as_ref().map(|_| DEFAULT_ERROR_HANDLER);
+        let mut topology = Topology::new(self.nodes.iter().map(|n| n.name.as_str()).chain(default_handler));
         for (from, to) in &self.edges {
             topology.edge(from, to);
         }
@@ -408,7 +528,45 @@ impl<S: State> StateGraph<S> {
             let targets = node.config.destinations.iter().map(|d| (d.clone(), d.clone())).collect();
             topology.branch(&node.name, "destinations", Some(&targets));
         }
+        // Where a node's failures go: a branch too (a handler is reached by its nodes' failures).
+        for (source, handler) in self.error_handler_links() {
+            let targets = BTreeMap::from([(handler.to_owned(), handler.to_owned())]);
+            topology.branch(source, "error_handler", Some(&targets));
+        }
         topology
+    }
+
+    /// Each node with an error handler, and the handler's node: its own, else the default one.
+    fn error_handler_links(&self) -> Vec<(&str, &str)> {
+        let own = |name: &str| {
+            self.nodes
+                .iter()
+                .find(|h| h.handles.as_ref().is_some_and(|of| *of == Handles::Node(name.to_owned())))
+                .map(|h| h.name.as_str())
+        };
+        let default_handler = self.node_defaults.error_handler.as_ref().map(|_| DEFAULT_ERROR_HANDLER);
+        self.nodes
+            .iter()
+            .filter(|n| n.handles.is_none())
+            .filter_map(|n| Some((n.name.as_str(), own(&n.name).or(default_handler)?)))
+            .collect()
+    }
+
+    /// Refuses an error handler for a node the graph does not have (or for an error handler), and a
+    /// default handler whose node name is taken.
+    fn check_error_handlers(&self) -> GraphResult<()> {
+        for entry in &self.nodes {
+            let Some(Handles::Node(source)) = &entry.handles else { continue };
+            if !self.nodes.iter().any(|n| n.name == *source && n.handles.is_none()) {
+                return Err(GraphError::UnknownErrorHandlerNode(source.clone()));
+            }
+        }
+        if self.node_defaults.error_handler.is_some()
+            && self.nodes.iter().any(|n| n.name == DEFAULT_ERROR_HANDLER)
+        {
+            return Err(GraphError::DuplicateNode(DEFAULT_ERROR_HANDLER.to_owned()));
+        }
+        Ok(())
     }
 
     /// Validates the graph and compiles it with default settings (no checkpointer).
@@ -421,6 +579,7 @@ impl<S: State> StateGraph<S> {
         if let Some(err) = self.errors.first() {
             return Err(err.clone());
         }
+        self.check_error_handlers()?;
         let topology = self.topology();
         // Validation, in LangGraph's order.
         topology.validate()?;
@@ -507,29 +666,45 @@ impl<S: State> StateGraph<S> {
         Ok(router_inputs)
     }
 
+    /// The nodes' run-time specs in the order of `names` (sorted), with the graph's defaults applied and
+    /// each node's error handler resolved; no edges yet.
+    fn node_specs(&self, entries: &[&NodeEntry<S>], names: &[&str]) -> Vec<NodeSpec<S>> {
+        let links = self.error_handler_links();
+        let index_of = |name: &str| names.binary_search(&name).ok();
+        names
+            .iter()
+            .filter_map(|name| entries.iter().find(|n| n.name == *name))
+            .map(|n| NodeSpec {
+                name: Arc::from(n.name.as_str()),
+                func: Some(Arc::clone(&n.func)),
+                config: self.node_defaults.apply(n.config.clone(), n.handles.is_some()),
+                edges: Vec::new(),
+                branches: Vec::new(),
+                joins: Vec::new(),
+                pull_path: Arc::from(format!("~__pregel_pull, {}", n.name)),
+                trigger: format!("branch:to:{}", n.name),
+                error_handler: links.iter().find(|(s, _)| *s == n.name).and_then(|(_, h)| index_of(h)),
+            })
+            .collect()
+    }
+
     /// The run-time spec: nodes sorted by name, edges as index lists.
     fn spec(
         &self,
         topology: Topology,
         router_inputs: Vec<Option<Arc<[usize]>>>,
     ) -> GraphResult<GraphSpec<S>> {
-        let mut names: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
+        let default_entry = self.node_defaults.error_handler.as_ref().map(|func| NodeEntry {
+            name: DEFAULT_ERROR_HANDLER.to_owned(),
+            func: Arc::clone(func),
+            config: NodeConfig::default(),
+            handles: Some(Handles::Default),
+        });
+        let entries: Vec<&NodeEntry<S>> = self.nodes.iter().chain(default_entry.as_ref()).collect();
+        let mut names: Vec<&str> = entries.iter().map(|n| n.name.as_str()).collect();
         names.sort_unstable();
         let index_of = |name: &str| names.binary_search(&name).ok();
-        let mut nodes: Vec<NodeSpec<S>> = names
-            .iter()
-            .filter_map(|name| self.nodes.iter().find(|n| n.name == *name))
-            .map(|n| NodeSpec {
-                name: Arc::from(n.name.as_str()),
-                func: Some(Arc::clone(&n.func)),
-                config: self.node_defaults.apply(n.config.clone()),
-                edges: Vec::new(),
-                branches: Vec::new(),
-                joins: Vec::new(),
-                pull_path: Arc::from(format!("~__pregel_pull, {}", n.name)),
-                trigger: format!("branch:to:{}", n.name),
-            })
-            .collect();
+        let mut nodes = self.node_specs(&entries, &names);
         let mut start = NodeSpec::<S>::start();
         for (from, to) in &self.edges {
             let spec = if from == START {
@@ -580,7 +755,7 @@ impl<S: State> StateGraph<S> {
         }
         let node_names: BTreeMap<String, usize> =
             nodes.iter().enumerate().map(|(i, n)| (n.name.to_string(), i)).collect();
-        let insertion_order = self.nodes.iter().filter_map(|n| index_of(&n.name)).collect();
+        let insertion_order = entries.iter().filter_map(|n| index_of(&n.name)).collect();
         Ok(GraphSpec {
             initial: self.initial.clone(),
             nodes,

@@ -18,7 +18,7 @@ use crate::types::{Command, Interrupt};
 
 pub use crate::pregel::graph::{
     CompileConfig, DEFAULT_GRAPH_RECURSION_LIMIT, EndState, GraphInput, GraphOutput, RunOptions,
-    SubgraphCheckpoints,
+    SubgraphCheckpoints, ThreadHead,
 };
 pub use crate::types::Durability;
 

@@ -69,6 +69,10 @@ pub enum GraphError {
     /// A node name is used twice.
     #[error("node '{0}' already present")]
     DuplicateNode(String),
+    /// An error handler was added for a node the graph does not have, or for an error handler (whose
+    /// failures fail the run).
+    #[error("error handler for '{0}', which is no node of the graph (or is an error handler itself)")]
+    UnknownErrorHandlerNode(String),
     /// A node uses a reserved name.
     #[error("node '{0}' is reserved")]
     ReservedNodeName(String),

@@ -77,7 +77,7 @@ pub use checkpoint::{
 };
 pub use compiled::{
     CompileConfig, CompiledGraph, DEFAULT_GRAPH_RECURSION_LIMIT, Durability, EndState, GraphInput,
-    GraphOutput, IntoGraphInput, RunOptions, SubgraphCheckpoints,
+    GraphOutput, IntoGraphInput, RunOptions, SubgraphCheckpoints, ThreadHead,
 };
 pub use control::{Progress, RunControl};
 pub use draw::{CurveStyle, DrawEdge, DrawNode, DrawableGraph, MermaidOptions, NodeStyles, Xray};
@@ -88,7 +88,7 @@ pub use node::{BoxNode, IntoNode, IntoNodeOutput, NodeFn, NodeOutput};
 pub use parent_command::ParentCommand;
 pub use retry::RetryPolicy;
 pub use root::RootState;
-pub use runtime::{ExecutionInfo, GraphInterrupt, Runtime};
+pub use runtime::{ExecutionInfo, GraphInterrupt, NodeError, Runtime};
 pub use state::{ChannelKind, ChannelSet, ChannelSpec, Overwrite, State, UpdateError, append};
 pub use state_api::{JsonSnapshot, PregelTask, StateSnapshot, StateUpdate, TaskState};
 pub use store::{InMemoryStore, IndexConfig, Item, SearchItem, Store, StoreError};

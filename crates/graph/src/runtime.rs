@@ -28,6 +28,52 @@ pub struct ExecutionInfo {
     pub step: i64,
 }
 
+/// What a node's error handler is told about the failure it handles (LangGraph's `NodeError`): the node
+/// that failed and its error. A handler reads it through [`Runtime::node_error`].
+///
+/// In the run where the node failed, [`source`](NodeError::source) is the node's error itself; a run that
+/// resumes into the handler (after a crash, or after the handler itself failed) has only the error's text
+/// as the checkpoint saved it, as LangGraph's resumed handler gets the error its checkpointer read back.
+#[derive(Debug, Clone)]
+pub struct NodeError {
+    node: String,
+    message: String,
+    source: Option<Arc<Error>>,
+}
+
+impl NodeError {
+    /// The failure of `node` with `source`, as the run that saw it has it.
+    pub(crate) fn live(node: &str, message: String, source: Option<Error>) -> Self {
+        Self { node: node.to_owned(), message, source: source.map(Arc::new) }
+    }
+
+    /// The failure of `node` as a checkpoint saved it (its error's text).
+    pub(crate) fn saved(node: String, message: String) -> Self {
+        Self { node, message, source: None }
+    }
+
+    /// The name of the node that failed.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The failure as text: the error the engine saved with the failed task (`__error__`).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The node's own error, in the run where it failed (`None` in a run that resumed into the handler).
+    pub fn source(&self) -> Option<&Error> {
+        self.source.as_deref()
+    }
+}
+
+impl std::fmt::Display for NodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// The signal a node raises to pause the graph; carried as [`Error::ControlFlow`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct GraphInterrupt(pub Vec<Interrupt>);
@@ -98,6 +144,8 @@ pub(crate) struct RuntimeInner {
     pub(crate) calls: Option<Arc<dyn TaskCalls>>,
     /// The progress clock of a timed attempt (`None` when the node has no timeout).
     pub(crate) clock: Option<Arc<crate::timeout::AttemptClock>>,
+    /// The failure an error handler's task handles (`None` for every other task).
+    pub(crate) node_error: Option<Arc<NodeError>>,
 }
 
 /// The engine's record of a functional-API entrypoint's task calls, as a runtime carries it: the data
@@ -163,6 +211,13 @@ impl Runtime {
     /// The context passed to the run, if it is a `C`.
     pub fn context<C: Any>(&self) -> Option<&C> {
         self.inner.context.as_ref()?.downcast_ref::<C>()
+    }
+
+    /// The failure this node handles, when it runs as an error handler (LangGraph's `error: NodeError`
+    /// parameter); `None` in every other node. See
+    /// [`StateGraph::add_error_handler`](crate::StateGraph::add_error_handler).
+    pub fn node_error(&self) -> Option<&NodeError> {
+        self.inner.node_error.as_deref()
     }
 
     /// The graph's long-term memory store, if one was compiled in (a subgraph sees its parent's).

@@ -1,6 +1,7 @@
 //! `async` durability overlaps one step's saves with the next step, no more: a run never starts superstep
 //! N+2 while a save of superstep N is unconfirmed, and a failed save stops the run at the next step
-//! boundary with the saver's error.
+//! boundary with the saver's error. The same holds for a run that leaves its last step's saves to its
+//! caller (`EndState::with_last_saves`), which hands back exactly those.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::error::Error as _;
@@ -16,7 +17,7 @@ use weft_graph::checkpoint::{
     InMemorySaver, Intercept, Intercepted, SaveOp,
 };
 use weft_graph::{
-    CompileConfig, CompiledGraph, Durability, END, GraphError, RunOptions, START, State, StateGraph,
+    CompileConfig, CompiledGraph, Durability, END, EndState, GraphError, RunOptions, START, State, StateGraph,
 };
 use weft_runnable_core::RunnableConfig;
 
@@ -137,11 +138,18 @@ fn asynchronous() -> RunOptions {
     RunOptions { durability: Durability::Async, ..Default::default() }
 }
 
-async fn never_two_steps_ahead() {
+/// `async` durability, leaving the last step's saves to the caller (in the slot returned) or not.
+fn options(hand_back: bool) -> (RunOptions, Option<EndState>) {
+    let slot = hand_back.then(EndState::with_last_saves);
+    (RunOptions { end_state: slot.clone(), ..asynchronous() }, slot)
+}
+
+async fn never_two_steps_ahead(hand_back: bool) {
     let backend = Backend::new(Duration::from_millis(4), None);
     let starts = Arc::new(std::sync::Mutex::new(Vec::new()));
     let app = counting_loop(Arc::clone(&backend), 40, Arc::clone(&starts));
-    let out = app.invoke_with(CountUpdate::new().n(0), &thread(), asynchronous()).await.unwrap();
+    let (options, slot) = options(hand_back);
+    let out = app.invoke_with(CountUpdate::new().n(0), &thread(), options).await.unwrap();
     assert_eq!(out.value.n, 40);
     let starts = starts.lock().unwrap().clone();
     assert_eq!(starts.len(), 40);
@@ -156,24 +164,59 @@ async fn never_two_steps_ahead() {
         starts.iter().any(|&(step, stored)| stored < step - 1),
         "every step waited for the previous checkpoint (sync behaviour): {starts:?}"
     );
+    let stored = backend.intercept().stored_step.load(Ordering::SeqCst);
+    let Some(slot) = slot else {
+        assert_eq!(stored, 40, "every checkpoint is stored when the run ends");
+        return;
+    };
+    // The last step's checkpoint (and the writes of its task) are handed back, not stored; every one
+    // before it is.
+    assert_eq!(stored, 39, "the checkpoint before the last is stored");
+    let saves = slot.take_saves();
+    let steps: Vec<i64> = saves
+        .iter()
+        .filter_map(|op| match op {
+            SaveOp::Put { metadata, .. } => Some(metadata.step),
+            SaveOp::Writes { .. } => None,
+        })
+        .collect();
+    assert_eq!(steps, [40], "{saves:?}");
+    assert!(matches!(saves.first(), Some(SaveOp::Writes { .. })), "the task's writes come first: {saves:?}");
+    let handed = slot.take().unwrap();
+    backend.put_batch(saves).await.unwrap();
+    assert_eq!(backend.intercept().stored_step.load(Ordering::SeqCst), 40);
+    assert_eq!(handed.values["n"], Value::from(40));
+    let head = backend.get_tuple(&CheckpointConfig::thread("t")).await.unwrap().unwrap();
+    assert_eq!(handed.config.and_then(|c| c.checkpoint_id), Some(head.checkpoint.id));
 }
 
 #[tokio::test]
 async fn a_step_never_starts_two_steps_ahead_of_an_unconfirmed_checkpoint_on_one_thread() {
-    never_two_steps_ahead().await;
+    never_two_steps_ahead(false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_never_starts_two_steps_ahead_of_an_unconfirmed_checkpoint_on_several_threads() {
-    never_two_steps_ahead().await;
+    never_two_steps_ahead(false).await;
 }
 
-async fn failed_save_stops_the_run() {
+#[tokio::test]
+async fn a_run_leaving_its_last_saves_never_starts_two_steps_ahead_on_one_thread() {
+    never_two_steps_ahead(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_leaving_its_last_saves_never_starts_two_steps_ahead_on_several_threads() {
+    never_two_steps_ahead(true).await;
+}
+
+async fn failed_save_stops_the_run(hand_back: bool) {
     let fail_from = 10;
     let backend = Backend::new(Duration::from_millis(2), Some(fail_from));
     let starts = Arc::new(std::sync::Mutex::new(Vec::new()));
     let app = counting_loop(Arc::clone(&backend), 200, Arc::clone(&starts));
-    let err = app.invoke_with(CountUpdate::new().n(0), &thread(), asynchronous()).await.unwrap_err();
+    let (options, slot) = options(hand_back);
+    let err = app.invoke_with(CountUpdate::new().n(0), &thread(), options).await.unwrap_err();
     // The saver's own error, kept whole as the source.
     assert!(
         matches!(&err, GraphError::Storage(CheckpointError::Backend { message, .. }) if message == "connection refused"),
@@ -188,16 +231,24 @@ async fn failed_save_stops_the_run() {
     let step = latest.metadata.step;
     assert!((fail_from - 2..fail_from).contains(&step), "latest stored checkpoint is step {step}");
     assert_eq!(latest.checkpoint.channel_values.get("n"), Some(&Value::from(step)));
+    if let Some(slot) = slot {
+        assert!(slot.take().is_none() && slot.take_saves().is_empty(), "a failed run hands nothing back");
+    }
 }
 
 #[tokio::test]
 async fn a_failed_save_stops_the_run_at_the_next_step_boundary_on_one_thread() {
-    failed_save_stops_the_run().await;
+    failed_save_stops_the_run(false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_save_stops_the_run_at_the_next_step_boundary_on_several_threads() {
-    failed_save_stops_the_run().await;
+    failed_save_stops_the_run(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_save_stops_a_run_leaving_its_last_saves_at_the_next_step_boundary() {
+    failed_save_stops_the_run(true).await;
 }
 
 #[tokio::test]

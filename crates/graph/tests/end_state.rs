@@ -1,13 +1,15 @@
 //! A run asked for its [`EndState`] hands back what `get_state_json` reads for the thread once it ends with
 //! nothing left to run (values, `next`, tasks, interrupts, addresses, metadata), and nothing when it
-//! pauses, fails or saves only at its exit.
+//! pauses, fails or saves only at its exit. A run asked to leave its last saves to the caller
+//! (`EndState::with_last_saves`) hands those back unstored with that state, and stores everything itself
+//! when it ends otherwise.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::sync::Arc;
 
 use futures::StreamExt as _;
 use serde_json::{Value, json};
-use weft_graph::checkpoint::InMemorySaver;
+use weft_graph::checkpoint::{Checkpointer, InMemorySaver, SaveOp};
 use weft_graph::erased::{ErasedGraph, JsonInput};
 use weft_graph::{
     ChannelKind, CompileConfig, Durability, END, EndState, GraphError, JsonSnapshot, JsonState, JsonUpdate,
@@ -18,6 +20,11 @@ use weft_runnable_core::RunnableConfig;
 /// `a` → `b` → `c`, each appending its name to `items`, writing `last` (untracked) and `flash`
 /// (ephemeral); `c` fails when the input asks it to.
 fn graph() -> Arc<dyn ErasedGraph> {
+    graph_on(Arc::new(InMemorySaver::new()))
+}
+
+/// [`graph`] on `saver`.
+fn graph_on(saver: Arc<dyn Checkpointer>) -> Arc<dyn ErasedGraph> {
     let state = JsonState::builder()
         .channel("items", ChannelKind::Topic { accumulate: true })
         .channel("last", ChannelKind::Untracked)
@@ -40,7 +47,6 @@ fn graph() -> Arc<dyn ErasedGraph> {
     g.add_edge("a", "b");
     g.add_edge("b", "c");
     g.add_edge("c", END);
-    let saver = Arc::new(InMemorySaver::new());
     g.compile_with(CompileConfig::new().checkpointer(saver)).unwrap().erase()
 }
 
@@ -56,9 +62,19 @@ async fn run(
     graph: &Arc<dyn ErasedGraph>,
     thread_id: &str,
     input: Value,
-    mut options: RunOptions,
+    options: RunOptions,
 ) -> (Option<JsonSnapshot>, Option<GraphError>) {
-    let slot = EndState::new();
+    run_with(graph, thread_id, input, options, EndState::new()).await
+}
+
+/// [`run`] with `slot` for the end state.
+async fn run_with(
+    graph: &Arc<dyn ErasedGraph>,
+    thread_id: &str,
+    input: Value,
+    mut options: RunOptions,
+    slot: EndState,
+) -> (Option<JsonSnapshot>, Option<GraphError>) {
     options.end_state = Some(slot.clone());
     let input = JsonInput::from_json(input).unwrap();
     let mut stream = graph.stream_json(input, thread(thread_id), &[StreamMode::Values], options);
@@ -140,4 +156,67 @@ async fn a_resumed_run_hands_back_the_state_it_ends_in() {
     let read = graph.get_state_json(&thread("resumed"), false).await.unwrap();
     assert_eq!(slot.take(), Some(read));
     assert!(slot.take().is_none(), "taken once");
+}
+
+/// The steps of the checkpoints among `saves`.
+fn put_steps(saves: &[SaveOp]) -> Vec<i64> {
+    saves
+        .iter()
+        .filter_map(|op| match op {
+            SaveOp::Put { metadata, .. } => Some(metadata.step),
+            SaveOp::Writes { .. } => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_leaving_its_last_saves_hands_back_its_last_step_unstored() {
+    let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
+    let graph = graph_on(Arc::clone(&saver));
+    for turn in 0..2 {
+        let slot = EndState::with_last_saves();
+        let (handed, error) =
+            run_with(&graph, "last", json!({"items": ["in"]}), RunOptions::default(), slot.clone()).await;
+        assert!(error.is_none(), "{error:?}");
+        let handed = handed.unwrap();
+        let saves = slot.take_saves();
+        assert!(slot.take_saves().is_empty(), "taken once");
+        // `c`'s writes and the checkpoint after it: the step before stored, `c` still to run there.
+        assert_eq!(put_steps(&saves), [3 + 5 * turn], "turn {turn}: {saves:?}");
+        let c_wrote = |op: &SaveOp| matches!(op, SaveOp::Writes { writes, .. } if writes.iter().any(|(_, v)| v == &json!("c")));
+        assert!(c_wrote(&saves[0]), "the writes of `c` first: {saves:?}");
+        let stored = graph.get_state_json(&thread("last"), false).await.unwrap();
+        assert_eq!(stored.next, vec!["c"], "turn {turn}: the last step is not stored");
+        // Stored by the caller, they make the thread what the run handed back.
+        saver.put_batch(saves).await.unwrap();
+        assert_eq!(graph.get_state_json(&thread("last"), false).await.unwrap(), handed, "turn {turn}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_leaving_its_last_saves_stores_them_itself_when_it_pauses_fails_or_saves_in_sync() {
+    let graph = graph();
+    let cases = [
+        (
+            "paused",
+            json!({"items": ["in"]}),
+            RunOptions { interrupt_before: Some(vec!["c".into()]), ..RunOptions::default() },
+        ),
+        ("failed", json!({"items": ["in"], "fail": true}), RunOptions::default()),
+        ("sync", json!({"items": ["in"]}), durable(Durability::Sync)),
+    ];
+    for (id, input, options) in cases {
+        let slot = EndState::with_last_saves();
+        let (handed, _) = run_with(&graph, id, input, options, slot.clone()).await;
+        assert!(slot.take_saves().is_empty(), "{id}: nothing is left to the caller");
+        let stored = graph.get_state_json(&thread(id), false).await.unwrap();
+        match id {
+            "sync" => assert_eq!(handed, Some(stored), "sync: every save stored, the state handed back"),
+            "paused" => assert_eq!(stored.next, vec!["c"], "paused: the pause is stored"),
+            _ => assert!(
+                stored.tasks.iter().any(|t| t.error.is_some()),
+                "failed: the error is stored: {stored:?}"
+            ),
+        }
+    }
 }

@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 //! PostgreSQL specifics: secrets kept out of `Debug`, errors and logs; pooler mode without prepared
 //! statements; migrations from many processes at once; retries after a dropped connection; 200 threads
-//! through one saver.
+//! through one saver; a batch stored in a transaction of the caller's.
 
 #![cfg(feature = "postgres")]
 
@@ -16,7 +16,8 @@ use serde_json::json;
 use sqlx::Connection as _;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use weft_graph::checkpoint::{
-    Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource, Checkpointer, ListOptions,
+    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointErrorKind, CheckpointMetadata, CheckpointSource,
+    Checkpointer, ExpectedHead, ListOptions, SaveOp,
 };
 use weft_integrations::postgres::{PgStatements, PostgresOptions, PostgresSaver, PostgresStore, RetryPolicy};
 
@@ -300,5 +301,101 @@ async fn two_hundred_threads_at_once_through_one_saver() {
             let owners: Vec<_> = tuple.pending_writes.iter().map(|w| w.value.clone()).collect();
             assert_eq!(owners, vec![json!(thread)], "no thread sees another's writes");
         }
+    }
+}
+
+/// A checkpoint of `thread` expecting `head`, and a pending write on it; the checkpoint's id.
+fn saves(thread: &str, head: ExpectedHead) -> (String, Vec<SaveOp>) {
+    let id = uuid::Uuid::now_v7().to_string();
+    let versions: ChannelVersions = [("step".into(), format!("{:032}.{:016}", 1, 0.5).into())].into();
+    let checkpoint = Checkpoint {
+        v: 1,
+        id: id.clone(),
+        ts: "2025-01-01T00:00:00+00:00".into(),
+        channel_values: [("step".into(), json!(0))].into_iter().collect(),
+        channel_versions: versions.clone(),
+        versions_seen: Default::default(),
+        updated_channels: vec!["step".into()],
+    };
+    let put = SaveOp::Put {
+        config: Arc::new(CheckpointConfig::thread(thread)),
+        checkpoint,
+        metadata: metadata(0),
+        new_versions: versions,
+        appends: Default::default(),
+        expected_head: head,
+    };
+    let writes = SaveOp::Writes {
+        config: Arc::new(CheckpointConfig {
+            checkpoint_id: Some(id.clone()),
+            ..CheckpointConfig::thread(thread)
+        }),
+        writes: vec![("owner".into(), json!(thread))],
+        task_id: "t".into(),
+        task_path: "".into(),
+    };
+    (id, vec![put, writes])
+}
+
+/// The thread's head and the number of its pending writes, as another connection reads them.
+async fn head(saver: &PostgresSaver, thread: &str) -> Option<(String, usize)> {
+    let tuple = saver.get_tuple(&CheckpointConfig::thread(thread)).await.unwrap()?;
+    Some((tuple.checkpoint.id, tuple.pending_writes.len()))
+}
+
+async fn callers_rows(saver: &PostgresSaver) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM ended").fetch_one(saver.pool()).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_batch_in_the_callers_transaction_is_stored_when_and_only_when_the_caller_commits() {
+    for prepared in [true, false] {
+        let Some(saver) =
+            common::saver_with(|o| PostgresOptions { prepared_statements: prepared, ..o }).await
+        else {
+            return;
+        };
+        let saver = saver.inner();
+        sqlx::raw_sql("CREATE TABLE ended (run TEXT)").execute(saver.pool()).await.unwrap();
+
+        // Rolled back: nothing stored, nor seen before but in the transaction itself.
+        let (written, ops) = saves("t", ExpectedHead::Empty);
+        let mut tx = saver.pool().begin().await.unwrap();
+        saver.put_batch_in(&mut tx, ops).await.unwrap();
+        let inside = saver.get_tuple_in(&mut tx, &CheckpointConfig::thread("t")).await.unwrap().unwrap();
+        assert_eq!(
+            (inside.checkpoint.id, inside.pending_writes.len()),
+            (written, 1),
+            "read in the transaction"
+        );
+        assert_eq!(head(saver, "t").await, None, "not stored before the caller commits");
+        tx.rollback().await.unwrap();
+        assert_eq!(head(saver, "t").await, None, "rolled back with the caller's transaction");
+
+        // Committed: stored with the caller's own row, at once.
+        let (first, ops) = saves("t", ExpectedHead::Empty);
+        let mut tx = saver.pool().begin().await.unwrap();
+        saver.put_batch_in(&mut tx, ops).await.unwrap();
+        sqlx::query("INSERT INTO ended VALUES ($1)").bind("r1").execute(&mut *tx).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(head(saver, "t").await, Some((first.clone(), 1)), "prepared: {prepared}");
+        assert_eq!(callers_rows(saver).await, 1);
+
+        // A head that moved: a conflict that writes nothing and leaves the transaction to the caller.
+        let (_, ops) = saves("t", ExpectedHead::Empty);
+        let mut tx = saver.pool().begin().await.unwrap();
+        let err = saver.put_batch_in(&mut tx, ops).await.unwrap_err();
+        assert_eq!(err.kind(), CheckpointErrorKind::Conflict, "{err}");
+        sqlx::query("INSERT INTO ended VALUES ($1)").bind("r2").execute(&mut *tx).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(head(saver, "t").await, Some((first.clone(), 1)), "the head did not move");
+        assert_eq!(callers_rows(saver).await, 2, "the caller's transaction went on");
+
+        // Extending the head: stored.
+        let (second, ops) = saves("t", ExpectedHead::Id(first));
+        let mut tx = saver.pool().begin().await.unwrap();
+        saver.put_batch_in(&mut tx, ops).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(head(saver, "t").await, Some((second, 1)));
     }
 }

@@ -36,6 +36,8 @@ pub(crate) struct ConnLimits {
     pub(crate) body_timeout: Duration,
     pub(crate) max_connections: usize,
     pub(crate) body_bytes: usize,
+    /// The listen backlog [`crate::Server::serve`] asks for.
+    pub(crate) backlog: u32,
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then lets the connections end their requests

@@ -571,3 +571,103 @@ async fn an_interrupt_whose_cancel_cannot_be_recorded_makes_no_new_run_and_says_
     wait_for_status(a.addr, &thread, &first, "interrupted").await;
     wait_for_status(b.addr, &thread, &next, "success").await;
 }
+
+/// `a` → `b` → `c`, each appending its name to `items` and counting its runs in `runs` (by node).
+fn three_counted(runs: Arc<[AtomicUsize; 3]>) -> CompiledGraph<JsonState> {
+    let mut g = StateGraph::with_initial(common::state());
+    for (i, name) in ["a", "b", "c"].into_iter().enumerate() {
+        let runs = Arc::clone(&runs);
+        g.add_node(name, move |_: &JsonState| {
+            runs[i].fetch_add(1, Ordering::SeqCst);
+            json!({"items": [name]})
+        });
+    }
+    g.add_edge(START, "a");
+    g.add_edge("a", "b");
+    g.add_edge("b", "c");
+    g.add_edge("c", END);
+    g.compile().unwrap()
+}
+
+/// The greatest step of the thread's checkpoints, and how often the fault below refused one.
+async fn stored(conn: &mut sqlx::PgConnection, thread: &str) -> (Option<i64>, i64) {
+    sqlx::query_as(
+        "SELECT (SELECT max((metadata ->> 'step')::bigint) FROM checkpoints WHERE thread_id = $1), \
+         (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM weft_fault_hits)",
+    )
+    .bind(thread)
+    .fetch_one(conn)
+    .await
+    .unwrap()
+}
+
+/// The run's last checkpoint is stored in the transaction that records its end (the end turn), so the two
+/// go together: a fault injected in PostgreSQL refuses the thread's step-3 checkpoint (`c`'s, the last)
+/// while it is on. The run is then never recorded ended (were the end recorded in a transaction of its
+/// own, it would be, without its last checkpoint), and the step before is kept; once the fault is off,
+/// the run, taken over after each failed end, ends with its last checkpoint, having run only its last
+/// step again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_is_recorded_ended_only_with_its_last_checkpoint() {
+    let Some(deployment) = deployment().await else { return };
+    let runs: Arc<[AtomicUsize; 3]> = Arc::new(Default::default());
+    let a = common::start(
+        deployment
+            .builder()
+            .graph("three", three_counted(Arc::clone(&runs)))
+            .run_lease(Duration::from_millis(300))
+            .queue_poll(Duration::from_millis(100)),
+    )
+    .await;
+    let thread = common::thread(a.addr).await;
+    let mut conn = sqlx::PgConnection::connect(&deployment.database_uri).await.unwrap();
+    // Each refusal advances a sequence, which the refused transaction's rollback does not undo.
+    let fault = format!(
+        "CREATE TABLE weft_fault (active BOOLEAN NOT NULL); INSERT INTO weft_fault VALUES (true); \
+         CREATE SEQUENCE weft_fault_hits; \
+         CREATE FUNCTION weft_fault() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+           IF NEW.thread_id = '{thread}' AND NEW.metadata ->> 'step' = '3' \
+              AND (SELECT active FROM weft_fault) THEN \
+             PERFORM nextval('weft_fault_hits'); \
+             RAISE EXCEPTION 'injected: the last checkpoint cannot be stored'; \
+           END IF; \
+           RETURN NEW; \
+         END $$; \
+         CREATE TRIGGER weft_fault BEFORE INSERT ON checkpoints FOR EACH ROW EXECUTE FUNCTION weft_fault()"
+    );
+    sqlx::raw_sql(sqlx::AssertSqlSafe(fault)).execute(&mut conn).await.unwrap();
+    let body = json!({"assistant_id": "three", "input": {"items": []}});
+    let run = common::post(a.addr, &format!("/threads/{thread}/runs"), body).await.json();
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    let path = format!("/threads/{thread}/runs/{run_id}");
+    // Two ends refused: the run's own, and that of the worker that took it over.
+    let mut hits = 0;
+    for _ in 0..300 {
+        let status = common::get(a.addr, &path).await.json()["status"].clone();
+        let (step, refused) = stored(&mut conn, &thread).await;
+        assert!(status == "pending" || status == "running", "recorded {status} without its last checkpoint");
+        assert!(step.is_none_or(|s| s < 3), "the last checkpoint was stored despite the fault: {step:?}");
+        hits = refused;
+        if hits >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(hits >= 2, "the run's end was refused {hits} times");
+    assert_eq!(stored(&mut conn, &thread).await.0, Some(2), "the step before the last is stored");
+    sqlx::raw_sql("UPDATE weft_fault SET active = false").execute(&mut conn).await.unwrap();
+    wait_for_status(a.addr, &thread, &run_id, "success").await;
+    let (step, refused) = stored(&mut conn, &thread).await;
+    assert_eq!(step, Some(3), "recorded ended, the run has its last checkpoint");
+    let state = common::get(a.addr, &format!("/threads/{thread}/state")).await.json();
+    let record = common::get(a.addr, &format!("/threads/{thread}")).await.json();
+    assert_eq!(state["values"]["items"], json!(["a", "b", "c"]), "{state}");
+    assert_eq!(record["values"], state["values"], "{record} against {state}");
+    let counts: Vec<usize> = runs.iter().map(|n| n.load(Ordering::SeqCst)).collect();
+    assert_eq!(&counts[..2], &[1, 1], "the steps stored before are not run again");
+    assert_eq!(
+        counts[2],
+        usize::try_from(refused).unwrap() + 1,
+        "`c` ran once per refused end, and once more"
+    );
+}

@@ -26,16 +26,19 @@ use weft_server::Server;
 /// Runs measured.
 const RUNS: usize = 100;
 
-/// The most transactions (committed and rolled back, background included) a run may cost: 6.4–6.5
-/// measured (2026-11-29, debug build, 0.3–0.4 of it background, which grows as the runs slow down on a
-/// loaded machine); 7.5–7.7 before the graph handed back the state it ends in (the end's checkpoint read)
-/// and the cron scheduler read the records once a turn, 14.5 before the run was made claimed and run by
-/// the instance that makes it and workers stopped claiming on every wake-up.
-const MAX_TRANSACTIONS_PER_RUN: f64 = 7.5;
+/// The most transactions (committed and rolled back, background included) a run may cost: 4.3–4.4
+/// measured (2026-11-29, debug build, 0.3 of it background, which grows as the runs slow down on a
+/// loaded machine), the goal of 5 met; 6.4–6.5 before the run's last step was stored in the transaction
+/// that records its end and the thread's head read in the one that makes the run; 7.5–7.7 before the
+/// graph handed back the state it ends in (the end's checkpoint read) and the cron scheduler read the
+/// records once a turn, 14.5 before the run was made claimed and run by the instance that makes it and
+/// workers stopped claiming on every wake-up.
+const MAX_TRANSACTIONS_PER_RUN: f64 = 5.0;
 
 /// The most a run may cost without the background (the idle window's rate over the runs' time taken
-/// off): 6.1 measured, 7.1–7.2 before the end's checkpoint read went, 14.0 before.
-const MAX_OWN_TRANSACTIONS_PER_RUN: f64 = 6.9;
+/// off): 4.0–4.1 measured (two turns of the records, two checkpoint batches), 6.1 before the last step
+/// and the head read went into the turns, 7.1–7.2 before the end's checkpoint read went, 14.0 before.
+const MAX_OWN_TRANSACTIONS_PER_RUN: f64 = 4.7;
 
 /// How long a backend may keep its statistics before PostgreSQL publishes them (an idle backend that
 /// flushed less than a second ago waits `PGSTAT_IDLE_INTERVAL`, 10 s), with room.

@@ -27,6 +27,7 @@ import s_functional  # noqa: E402,F401
 import s_create_agent  # noqa: E402,F401
 import s_middleware  # noqa: E402,F401
 import s_timeouts  # noqa: E402,F401
+import s_error_handlers  # noqa: E402,F401
 
 
 def main(argv):

@@ -7,6 +7,7 @@ from typing import Annotated, TypedDict
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langgraph.cache.memory import InMemoryCache
 from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.managed import RemainingSteps
 from langgraph.types import CachePolicy, Command, RetryPolicy, Send, interrupt
 
@@ -142,6 +143,21 @@ def messages_are_replaced_by_id_and_removed(rec):
     msgs = [HumanMessage(content="first", id="m1"), AIMessage(content="second", id="m2")]
     rec.invoke(app, {"messages": msgs}, thread())
     rec.update(app, thread(), {"messages": [RemoveMessage(id="m3")]}, as_node="edit")
+    rec.state(app, thread())
+
+
+@scenario
+def messages_remove_all_drops_what_came_before_it(rec):
+    g = StateGraph(MessagesState)
+    g.add_node("a", lambda s: {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), AIMessage(content="summary", id="s")]})
+    g.add_node("b", lambda s: {"messages": [AIMessage(content="b", id="b")]})
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")
+    app = g.compile(checkpointer=saver())
+    msgs = [HumanMessage(content="first", id="m1"), AIMessage(content="second", id="m2")]
+    rec.invoke(app, {"messages": msgs}, thread())
+    fresh = [HumanMessage(content="old", id="o"), RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage(content="fresh", id="f")]
+    rec.update(app, thread(), {"messages": fresh}, as_node="a")
     rec.state(app, thread())
 
 

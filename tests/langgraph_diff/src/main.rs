@@ -8,6 +8,7 @@ mod agents;
 mod channels;
 mod create_agent;
 mod durability;
+mod error_handlers;
 mod functional;
 mod interrupts;
 mod kit;
@@ -53,6 +54,7 @@ fn all() -> Vec<(&'static str, Scenario)> {
         create_agent::SCENARIOS,
         middleware::SCENARIOS,
         timeouts::SCENARIOS,
+        error_handlers::SCENARIOS,
     ]
     .concat()
 }

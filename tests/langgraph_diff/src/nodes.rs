@@ -25,6 +25,7 @@ scenarios![
     cached_node_reuses_its_writes,
     remaining_steps_count_down_to_the_limit,
     messages_are_replaced_by_id_and_removed,
+    messages_remove_all_drops_what_came_before_it,
     sent_plain_nodes_interrupt_and_resume_together,
 ];
 
@@ -204,6 +205,33 @@ fn messages_are_replaced_by_id_and_removed(rec: &mut Rec) -> BoxFuture<'_, Outco
             Some("edit"),
         )
         .await;
+        rec.state(&app, &t, false).await;
+        Ok(())
+    })
+}
+
+fn messages_remove_all_drops_what_came_before_it(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    use weft::graph::messages::REMOVE_ALL_MESSAGES;
+    Box::pin(async move {
+        let mut g = StateGraph::<MessagesState>::new();
+        g.add_node("a", |_: &MessagesState| {
+            MessagesState::update()
+                .messages(vec![Message::remove(REMOVE_ALL_MESSAGES), Message::ai("summary").with_id("s")])
+        });
+        g.add_node("b", |_: &MessagesState| {
+            MessagesState::update().messages(vec![Message::ai("b").with_id("b")])
+        });
+        g.add_edge(START, "a").add_edge(START, "b");
+        let app = g.compile_with(saver())?;
+        let t = thread("t");
+        let first = vec![Message::human("first").with_id("m1"), Message::ai("second").with_id("m2")];
+        rec.invoke(&app, MessagesState::update().messages(first), &t).await;
+        let fresh = vec![
+            Message::human("old").with_id("o"),
+            Message::remove(REMOVE_ALL_MESSAGES),
+            Message::human("fresh").with_id("f"),
+        ];
+        rec.update(&app, &t, vec![MessagesState::update().messages(fresh)], Some("a")).await;
         rec.state(&app, &t, false).await;
         Ok(())
     })

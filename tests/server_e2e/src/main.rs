@@ -29,6 +29,7 @@ struct Limits {
     idle: Option<Duration>,
     body: Option<Duration>,
     connections: Option<usize>,
+    backlog: Option<u32>,
 }
 
 impl Limits {
@@ -45,6 +46,9 @@ impl Limits {
         if let Some(n) = self.connections {
             builder = builder.max_connections(n);
         }
+        if let Some(n) = self.backlog {
+            builder = builder.listen_backlog(n);
+        }
         builder
     }
 }
@@ -57,7 +61,7 @@ fn seconds(arg: Option<&String>) -> Option<Duration> {
 fn usage() -> ExitCode {
     eprintln!(
         "usage: weft-server-e2e --port PORT [--db PATH | --in-memory] [--auth] [--chaos] [--header-timeout S] \
-         [--idle-timeout S] [--body-timeout S] [--max-connections N]"
+         [--idle-timeout S] [--body-timeout S] [--max-connections N] [--listen-backlog N]"
     );
     ExitCode::FAILURE
 }
@@ -93,6 +97,10 @@ async fn main() -> ExitCode {
             },
             "--max-connections" => match rest.next().and_then(|n| n.parse().ok()) {
                 Some(n) => limits.connections = Some(n),
+                None => return usage(),
+            },
+            "--listen-backlog" => match rest.next().and_then(|n| n.parse().ok()) {
+                Some(n) => limits.backlog = Some(n),
                 None => return usage(),
             },
             _ => return usage(),

@@ -1,5 +1,6 @@
 //! The server as an operator runs it, tested on the real binary (`weft-server-e2e`): one process per
-//! SQLite file, drain on SIGTERM and SIGINT, connection limits.
+//! SQLite file, drain on SIGTERM and SIGINT (also scaled out, where another instance takes the run
+//! over), connection limits.
 
 #![allow(clippy::unwrap_used, clippy::panic, missing_docs)]
 
@@ -67,6 +68,39 @@ fn id_key(id: &str) -> (u64, u64) {
     (ms.parse().unwrap(), seq.parse().unwrap())
 }
 
+/// A resumable run of the chaos graph (four steps of 0.8 s) streamed from `weft`, read past its first
+/// step and 0.2 s into its second.
+struct Midway {
+    thread_id: String,
+    run_id: String,
+    stream: process::Sse,
+    ids: Vec<String>,
+    steps: Vec<String>,
+}
+
+fn midway(weft: &Weft) -> Midway {
+    let thread_id = process::field(&weft.post("/threads", "{}").1, "thread_id");
+    let body = r#"{"assistant_id": "chaos", "input": {"items": [], "delay": 0.8},
+                   "stream_mode": ["updates"], "stream_resumable": true}"#;
+    let mut stream = weft.stream("POST", &format!("/threads/{thread_id}/runs/stream"), Some(body), &[]);
+    assert_eq!(stream.status, 200);
+    let metadata = stream.next_event().unwrap();
+    assert_eq!(metadata.name, "metadata");
+    let run_id = process::field(&metadata.data, "run_id");
+    let mut ids = vec![metadata.id.unwrap()];
+    let mut steps = Vec::new();
+    // Past `step_1`: `step_2` is in flight when the caller signals.
+    while steps.is_empty() {
+        let event = stream.next_event().unwrap();
+        ids.extend(event.id);
+        if event.name == "updates" {
+            steps.push("step_1".to_owned());
+        }
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    Midway { thread_id, run_id, stream, ids, steps }
+}
+
 #[cfg(unix)]
 #[test]
 fn sigterm_mid_run_drains_and_the_next_process_finishes_the_run_once() {
@@ -76,25 +110,7 @@ fn sigterm_mid_run_drains_and_the_next_process_finishes_the_run_once() {
     let env = [("WEFT_CHAOS_LOG", log.as_path())];
     let mut first = Weft::start_with(&db, &[], &env);
     first.wait_ready();
-    let thread_id = process::field(&first.post("/threads", "{}").1, "thread_id");
-    let body = r#"{"assistant_id": "chaos", "input": {"items": [], "delay": 0.8},
-                   "stream_mode": ["updates"], "stream_resumable": true}"#;
-    let mut stream = first.stream("POST", &format!("/threads/{thread_id}/runs/stream"), Some(body), &[]);
-    assert_eq!(stream.status, 200);
-    let metadata = stream.next_event().unwrap();
-    assert_eq!(metadata.name, "metadata");
-    let run_id = process::field(&metadata.data, "run_id");
-    let mut ids = vec![metadata.id.unwrap()];
-    let mut steps = Vec::new();
-    // Past `step_1`: `step_2` is in flight when the signal comes.
-    while steps.is_empty() {
-        let event = stream.next_event().unwrap();
-        ids.extend(event.id);
-        if event.name == "updates" {
-            steps.push("step_1".to_owned());
-        }
-    }
-    std::thread::sleep(Duration::from_millis(200));
+    let Midway { thread_id, run_id, mut stream, mut ids, mut steps } = midway(&first);
     let signalled = Instant::now();
     first.signal("TERM");
     let end = read_to_end(&mut stream, &mut ids, &mut steps);
@@ -126,6 +142,103 @@ fn sigterm_mid_run_drains_and_the_next_process_finishes_the_run_once() {
     let mut ran: Vec<&str> = logged.lines().filter_map(|l| l.split_whitespace().nth(1)).collect();
     ran.sort_unstable();
     assert_eq!(ran, ["step_1", "step_2", "step_3", "step_4"], "no finished step ran twice: {logged}");
+}
+
+/// A database of its own on the local PostgreSQL, dropped when this is; `None` (the test skipped, or
+/// failed in CI) without `psql` or a reachable server.
+#[cfg(all(unix, feature = "scale"))]
+struct Database(String);
+
+#[cfg(all(unix, feature = "scale"))]
+impl Database {
+    fn create(name: &str) -> Option<Self> {
+        let made = psql(&format!("CREATE DATABASE {name}"));
+        if let Err(why) = made {
+            weft_testenv::skip_or_fail("PostgreSQL at 127.0.0.1:5432 and psql", &why, "start PostgreSQL");
+            return None;
+        }
+        if std::net::TcpStream::connect(weft_testenv::redis_addr()).is_err() {
+            weft_testenv::skip_or_fail("Redis", "it cannot be reached", "start redis-server");
+            return None;
+        }
+        Some(Self(name.to_owned()))
+    }
+
+    fn uri(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:5432/{}", self.0)
+    }
+}
+
+#[cfg(all(unix, feature = "scale"))]
+impl Drop for Database {
+    fn drop(&mut self) {
+        let _ = psql(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.0));
+    }
+}
+
+/// Runs `sql` on the local PostgreSQL's `postgres` database with `psql`.
+#[cfg(all(unix, feature = "scale"))]
+fn psql(sql: &str) -> Result<(), String> {
+    let out = std::process::Command::new("psql")
+        .args(["-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-q", "-c", sql])
+        .output()
+        .map_err(|e| format!("psql cannot be run: {e}"))?;
+    if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).trim().to_owned()) }
+}
+
+/// Scaled out, a SIGTERMed instance drains at a superstep boundary and hands its run over: the other
+/// instance runs the steps left, the client resumes there with `Last-Event-ID` and sees each event once.
+#[cfg(all(unix, feature = "scale"))]
+#[test]
+fn scaled_out_sigterm_mid_run_hands_the_run_to_another_instance_that_finishes_it_once() {
+    let name = format!("weft_lifecycle_{}", std::process::id());
+    let Some(database) = Database::create(&name) else { return };
+    let scratch = Scratch::new("scaled-drain");
+    let log = scratch.path("steps.log");
+    let (uri, redis, prefix) =
+        (database.uri(), format!("redis://{}", weft_testenv::redis_addr()), format!("{name}:"));
+    let log_path = log.display().to_string();
+    let env = [
+        ("DATABASE_URI", uri.as_str()),
+        ("REDIS_URI", redis.as_str()),
+        ("REDIS_KEY_PREFIX", prefix.as_str()),
+        ("WEFT_CHAOS_LOG", log_path.as_str()),
+    ];
+    let mut first = Weft::start_scaled(&env);
+    first.wait_ready();
+    let mut other = Weft::start_scaled(&env);
+    other.wait_ready();
+    let Midway { thread_id, run_id, mut stream, mut ids, mut steps } = midway(&first);
+    let (first_pid, signalled) = (first.pid().to_string(), Instant::now());
+    first.signal("TERM");
+    let end = read_to_end(&mut stream, &mut ids, &mut steps);
+    let exited = first.wait_exit(Duration::from_secs(15));
+    assert!(exited.status.success(), "a drained instance exits cleanly: {exited:?}");
+    assert!(signalled.elapsed() < Duration::from_secs(10), "within the grace: {:?}", signalled.elapsed());
+    assert_eq!(end, process::End::Clean, "the stream ends cleanly");
+    assert_eq!(steps, ["step_1", "step_2"], "the step in flight finished before the drain");
+
+    let last = ids.last().unwrap().clone();
+    let path = format!("/threads/{thread_id}/runs/{run_id}/stream");
+    let mut resumed = other.stream("GET", &path, None, &[("Last-Event-ID", &last)]);
+    assert_eq!(resumed.status, 200);
+    assert_eq!(read_to_end(&mut resumed, &mut ids, &mut steps), process::End::Clean);
+    assert_eq!(steps, ["step_1", "step_2", "step_3", "step_4"], "every step's event once, in order");
+    assert!(ids.windows(2).all(|w| id_key(&w[0]) < id_key(&w[1])), "ids only increase: {ids:?}");
+    let (_, run) = other.get(&format!("/threads/{thread_id}/runs/{run_id}"));
+    assert_eq!(process::field(&run, "status"), "success", "{run}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let ran: Vec<(&str, &str)> = logged
+        .lines()
+        .filter_map(|l| l.split_whitespace().collect::<Vec<_>>().get(1..3).map(|f| (f[0], f[1])))
+        .collect();
+    let by_first: Vec<&str> =
+        ran.iter().filter(|(_, pid)| *pid == first_pid).map(|(step, _)| *step).collect();
+    let by_other: Vec<&str> =
+        ran.iter().filter(|(_, pid)| *pid != first_pid).map(|(step, _)| *step).collect();
+    assert_eq!((by_first, by_other), (vec!["step_1", "step_2"], vec!["step_3", "step_4"]), "{logged}");
+    drop(other);
+    drop(database);
 }
 
 #[cfg(unix)]
@@ -168,6 +281,19 @@ fn fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count()
 }
 
+/// The fewest file descriptors process `pid` holds over half a second: a connection a client has just
+/// closed (the readiness probe's) stays open on the server's side until the server reads its end, so a
+/// single look can count one that is about to go.
+#[cfg(target_os = "linux")]
+fn settled_fds(pid: u32) -> usize {
+    let mut fewest = fds(pid);
+    for _ in 0..25 {
+        std::thread::sleep(Duration::from_millis(20));
+        fewest = fewest.min(fds(pid));
+    }
+    fewest
+}
+
 #[test]
 fn half_sent_request_heads_are_all_closed_by_the_header_timeout() {
     use std::io::Write;
@@ -182,7 +308,7 @@ fn half_sent_request_heads_are_all_closed_by_the_header_timeout() {
     let mut weft = Weft::start(&db, &["--header-timeout", "10", "--idle-timeout", "60"]);
     weft.wait_ready();
     #[cfg(target_os = "linux")]
-    let baseline = fds(weft.pid());
+    let baseline = settled_fds(weft.pid());
     let mut heads = Vec::with_capacity(HEADS);
     let opening = Instant::now();
     for _ in 0..HEADS {

@@ -10,6 +10,8 @@
 //!   become `<id:N>`, numbered by first appearance, inside any string or key;
 //! - errors (`{"type": NAME}` under an `error` key) become the shared vocabulary's name
 //!   ([`ERRORS`]): LangGraph's exception class and weft's `GraphError` variant map to one word;
+//! - a saved `__error__` write's value becomes `<error>` (LangGraph saves the exception's `repr`, weft
+//!   the error's text);
 //! - lists whose order is the order tasks happened to finish in are sorted: a run's `__interrupt__`
 //!   list (by value) and a checkpoint's `pending_writes` (by channel). LangGraph runs parallel tasks in
 //!   threads and lists them as they finish; weft lists interrupts in task order.
@@ -107,6 +109,9 @@ fn canonical(value: &Json, side: Side, key: Option<&str>) -> Json {
                 }),
                 _ => None,
             };
+            if key == Some("pending_writes") {
+                items.iter_mut().for_each(error_text);
+            }
             if let Some(sort_key) = sort_key {
                 items.sort_by_cached_key(sort_key);
             }
@@ -129,6 +134,18 @@ fn canonical(value: &Json, side: Side, key: Option<&str>) -> Json {
             Json::Obj(out)
         }
         other => other.clone(),
+    }
+}
+
+/// A saved `__error__` write's value becomes `<error>`: LangGraph saves the exception (its `repr`), weft
+/// the error's text; that a task failed is what compares.
+fn error_text(write: &mut Json) {
+    if let Json::Arr(pair) = write {
+        if let [Json::Str(channel), value] = pair.as_mut_slice() {
+            if channel == "__error__" {
+                *value = Json::Str("<error>".to_owned());
+            }
+        }
     }
 }
 
@@ -289,6 +306,19 @@ mod tests {
 
     fn norm(text: &str, side: Side) -> String {
         normalize(&parse(text).unwrap(), side).to_text()
+    }
+
+    #[test]
+    fn saved_error_writes_compare_as_a_failure_whatever_their_text() {
+        let python =
+            r#"[{"pending_writes": [["__error_source_node__", "a"], ["__error__", "NodeFailure('x')"]]}]"#;
+        let weft = r#"[{"pending_writes": [["__error__", "node 'a' failed at step 1: x"], ["__error_source_node__", "a"]]}]"#;
+        let expected = r#"[{"pending_writes":[["__error__","<error>"],["__error_source_node__","a"]]}]"#;
+        assert_eq!(norm(python, Side::Python), expected);
+        assert_eq!(norm(weft, Side::Weft), expected);
+        // Only the error's value: another channel keeps its value.
+        let other = r#"[{"pending_writes": [["log", ["x"]]]}]"#;
+        assert_eq!(norm(other, Side::Python), r#"[{"pending_writes":[["log",["x"]]]}]"#);
     }
 
     #[test]

@@ -50,6 +50,10 @@ pub const CHECKPOINT_VERSION: u32 = 1;
 pub mod special {
     /// A task failed: the value is the error text.
     pub const ERROR: &str = "__error__";
+    /// A failed task's node has an error handler, which runs next: the value is the node's name. Saved
+    /// with the task's `__error__` in one write, so a run that stops before the handler finishes resumes
+    /// into the handler instead of running the node again (LangGraph's `__error_source_node__`).
+    pub const ERROR_SOURCE_NODE: &str = "__error_source_node__";
     /// A task was interrupted: the value is the list of interrupts.
     pub const INTERRUPT: &str = "__interrupt__";
     /// Resume values a task has consumed, in order.

@@ -253,12 +253,15 @@ mod tests {
     #[test]
     fn timestamps_are_rfc3339_with_microseconds() {
         let (id, stamped) = checkpoint_stamps();
-        let made = crate::checkpoint::checkpoint_time(&id).unwrap();
-        let stamped_ms = stamped[..23].to_owned();
-        assert_eq!(
-            rfc3339_at(made.duration_since(UNIX_EPOCH).unwrap())[..23],
-            stamped_ms,
-            "one clock reading"
+        let made = crate::checkpoint::checkpoint_time(&id).unwrap().duration_since(UNIX_EPOCH).unwrap();
+        // One clock reading: the id is at the stamp's millisecond, or later when another thread made an
+        // id at a later millisecond meanwhile (ids made in one process strictly increase).
+        let stamped_at = jiff::Timestamp::strptime("%Y-%m-%dT%H:%M:%S%.f%:z", &stamped).unwrap();
+        let stamped_ms = u128::try_from(stamped_at.as_millisecond()).unwrap();
+        assert!(
+            (stamped_ms..stamped_ms + 50).contains(&made.as_millis()),
+            "one clock reading: id at {} ms, stamp {stamped}",
+            made.as_millis()
         );
         assert_eq!(
             rfc3339_at(Duration::from_micros(1_704_067_200_000_007)),

@@ -193,6 +193,43 @@ pub struct RunOptions {
     pub interrupt_after: Option<Vec<String>>,
     /// Where the run leaves the thread's state when it ends with nothing left to run (see [`EndState`]).
     pub end_state: Option<EndState>,
+    /// The thread's latest checkpoint as the caller read it, for the run to start from instead of
+    /// reading it (see [`ThreadHead`]).
+    pub head: Option<ThreadHead>,
+}
+
+/// The latest checkpoint of a thread's root namespace as the caller read it (in the transaction that
+/// made the run, say), for the run to start from instead of reading it itself: one read less. Taken
+/// once, by a root run of that thread in its root namespace that replays no checkpoint (no
+/// `checkpoint_id`); any other run reads as usual. As with a head the run reads itself, its first
+/// checkpoint is stored only while the thread's head is still that one (a
+/// [`Conflict`](crate::checkpoint::CheckpointErrorKind::Conflict) otherwise): a head read some time
+/// before the run starts is never built on once another writer has moved it.
+#[derive(Clone, Debug)]
+pub struct ThreadHead(Arc<std::sync::Mutex<Option<HeadRead>>>);
+
+/// What a [`ThreadHead`] holds until it is taken: the thread, and its head as read.
+type HeadRead = (String, Option<crate::checkpoint::CheckpointTuple>);
+
+impl ThreadHead {
+    /// The head of thread `thread_id`'s root namespace as read: `tuple`, or `None` for a thread without
+    /// a checkpoint there.
+    pub fn read(thread_id: impl Into<String>, tuple: Option<crate::checkpoint::CheckpointTuple>) -> Self {
+        Self(Arc::new(std::sync::Mutex::new(Some((thread_id.into(), tuple)))))
+    }
+
+    /// The head read for the root namespace of `thread_id`, taken; `None` when it was read for another
+    /// thread or taken already.
+    pub(crate) fn take_for(&self, thread_id: &str) -> Option<Option<crate::checkpoint::CheckpointTuple>> {
+        let mut slot = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let matches = slot.as_ref().is_some_and(|(thread, tuple)| {
+            thread == thread_id
+                && tuple
+                    .as_ref()
+                    .is_none_or(|t| t.config.thread_id == thread_id && t.config.checkpoint_ns.is_empty())
+        });
+        if matches { slot.take().map(|(_, tuple)| tuple) } else { None }
+    }
 }
 
 /// The thread's state as a run left it, handed back by the run instead of read from the checkpointer:
@@ -201,8 +238,19 @@ pub struct RunOptions {
 /// [`get_state_json`](crate::CompiledGraph::get_state_json) would return for the thread (the same
 /// values, `next`, tasks and interrupts, built from the same checkpoint). Left empty otherwise (a
 /// pause, an error, a drain, `exit` durability, a run that saved nothing): read the state then.
+///
+/// A slot made with [`EndState::with_last_saves`] also takes the run's last saves: see there.
 #[derive(Clone, Debug, Default)]
-pub struct EndState(Arc<std::sync::Mutex<Option<crate::snapshot::JsonSnapshot>>>);
+pub struct EndState(Arc<std::sync::Mutex<EndSlot>>);
+
+/// What an [`EndState`] holds.
+#[derive(Debug, Default)]
+struct EndSlot {
+    snapshot: Option<crate::snapshot::JsonSnapshot>,
+    /// Whether the run leaves its last saves to the caller.
+    hands_back: bool,
+    saves: Vec<crate::checkpoint::SaveOp>,
+}
 
 impl EndState {
     /// An empty slot, to pass in [`RunOptions::end_state`].
@@ -210,13 +258,48 @@ impl EndState {
         Self::default()
     }
 
-    /// The state the run left, once it ended as [`EndState`] says (taken: a second call gets `None`).
-    pub fn take(&self) -> Option<crate::snapshot::JsonSnapshot> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+    /// An empty slot for a run that also leaves its last saves to the caller, so that the caller stores
+    /// them in the transaction that records the run's end (one transaction less per run). In `async`
+    /// durability, a root run whose graph prunes nothing ([`CompileConfig::retention`] unset) holds back
+    /// the saves of each step's end (the writes of a lone task, the checkpoint) until it plans the next
+    /// step; when it ends as [`EndState`] says, those of its last step are not stored but handed back
+    /// ([`EndState::take_saves`]) with the state they lead to, every earlier save stored. Until the
+    /// caller stores them (with [`Checkpointer::put_batch`](crate::checkpoint::Checkpointer::put_batch),
+    /// or a backend's own way in a transaction of the caller's), that state is not durable: a crash
+    /// then loses the run's last step, as it may lose the step in flight in `async` durability, and a
+    /// caller that records the run's end must do so in the same transaction or after. A run that ends
+    /// otherwise (a pause, an error, a drain) stores every save itself, as without this.
+    ///
+    /// [`CompileConfig::retention`]: crate::CompileConfig::retention
+    pub fn with_last_saves() -> Self {
+        Self(Arc::new(std::sync::Mutex::new(EndSlot { hands_back: true, ..EndSlot::default() })))
     }
 
-    pub(crate) fn set(&self, snapshot: crate::snapshot::JsonSnapshot) {
-        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(snapshot);
+    fn slot(&self) -> std::sync::MutexGuard<'_, EndSlot> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The state the run left, once it ended as [`EndState`] says (taken: a second call gets `None`).
+    pub fn take(&self) -> Option<crate::snapshot::JsonSnapshot> {
+        self.slot().snapshot.take()
+    }
+
+    /// The saves the run left to the caller (see [`EndState::with_last_saves`]), in order (taken: a
+    /// second call gets none). Empty unless the slot was made for them and the run ended as
+    /// [`EndState`] says.
+    pub fn take_saves(&self) -> Vec<crate::checkpoint::SaveOp> {
+        std::mem::take(&mut self.slot().saves)
+    }
+
+    /// Whether the run is to leave its last saves to the caller.
+    pub(crate) fn hands_back(&self) -> bool {
+        self.slot().hands_back
+    }
+
+    pub(crate) fn set(&self, snapshot: crate::snapshot::JsonSnapshot, saves: Vec<crate::checkpoint::SaveOp>) {
+        let mut slot = self.slot();
+        slot.snapshot = Some(snapshot);
+        slot.saves = saves;
     }
 }
 
@@ -228,6 +311,7 @@ impl std::fmt::Debug for RunOptions {
             .field("interrupt_before", &self.interrupt_before)
             .field("interrupt_after", &self.interrupt_after)
             .field("end_state", &self.end_state.is_some())
+            .field("head", &self.head.is_some())
             .finish_non_exhaustive()
     }
 }

@@ -15,11 +15,13 @@ pub(crate) fn triggers_of<'a, S: State>(
     task: &Task<S>,
 ) -> impl Iterator<Item = usize> + 'a {
     let (first, node) = match task.kind {
-        TaskKind::Start => (layout.start(), None),
+        TaskKind::Start => (Some(layout.start()), None),
         // An entrypoint reads the input itself, as LangGraph's functional graphs do.
-        TaskKind::Pull(_) if spec.functional => (layout.start(), None),
-        TaskKind::Pull(n) => (layout.branch(n), Some(n)),
-        TaskKind::Push { .. } => (layout.tasks(), None),
+        TaskKind::Pull(_) if spec.functional => (Some(layout.start()), None),
+        TaskKind::Pull(n) => (Some(layout.branch(n)), Some(n)),
+        TaskKind::Push { .. } => (Some(layout.tasks()), None),
+        // Run by a failure, not by a channel.
+        TaskKind::Handler(_) => (None, None),
     };
     let joins = spec
         .joins
@@ -27,7 +29,7 @@ pub(crate) fn triggers_of<'a, S: State>(
         .enumerate()
         .filter(move |(_, j)| node.is_some() && j.target == node)
         .map(move |(i, _)| layout.join(i));
-    std::iter::once(first).chain(joins)
+    first.into_iter().chain(joins)
 }
 
 /// The tasks of the next superstep: `Send`s first (in send order), then triggered nodes (by name); the
@@ -108,6 +110,7 @@ pub(crate) fn plan_tasks<S: State>(
         TaskKind::Start => (0, 0),
         TaskKind::Pull(n) => (1, n),
         TaskKind::Push { index, .. } => (2, index),
+        TaskKind::Handler(n) => (3, n),
     });
     tasks
 }
@@ -144,6 +147,7 @@ pub(crate) fn consume_tasks<S: State>(
                 }
             }
             TaskKind::Push { .. } => had_push = true,
+            TaskKind::Handler(_) => {}
         }
     }
     if had_push && !ch.sends.is_empty() {
@@ -169,7 +173,8 @@ pub(crate) fn task_triggers<S: State>(
 ) -> Vec<String> {
     match task.kind {
         TaskKind::Start => vec![special::START.to_owned()],
-        TaskKind::Push { .. } => vec!["__pregel_push".to_owned()],
+        // A handler's trigger is LangGraph's push trigger too.
+        TaskKind::Push { .. } | TaskKind::Handler(_) => vec!["__pregel_push".to_owned()],
         TaskKind::Pull(_) if spec.functional => vec![special::START.to_owned()],
         TaskKind::Pull(n) => {
             let mut out = Vec::new();

@@ -214,6 +214,12 @@ async fn settle<S: State>(
     ctx: &mut Ctx<'_, S>,
     result: GraphResult<GraphOutput<S>>,
 ) -> GraphResult<GraphOutput<S>> {
+    // A run that hands back its end state leaves the saves of its last step, still held back, to the
+    // caller when asked to (see `EndState::with_last_saves`); every other save is stored first.
+    let handed = match (&result, ctx.end_state.is_some(), ctx.saver.as_mut()) {
+        (Ok(_), true, Some(saver)) => saver.take_held(),
+        _ => Vec::new(),
+    };
     let result = match ctx.saver.as_mut() {
         Some(saver) => match saver.finish().await {
             Ok(()) => result,
@@ -222,7 +228,7 @@ async fn settle<S: State>(
         None => result,
     };
     if let (Ok(_), Some(slot), Some(snapshot)) = (&result, &ctx.options.end_state, ctx.end_state.take()) {
-        slot.set(snapshot);
+        slot.set(snapshot, handed);
     }
     match (&result, &ctx.inner.config.retention, &ctx.saver, &ctx.parent) {
         (Ok(_), Some(policy), Some(saver), None) => {
@@ -303,6 +309,10 @@ async fn supersteps<S: State>(
         if tasks.is_empty() {
             break;
         }
+        // The run goes on: the saves of the last step's end, if held back, go out now.
+        if let Some(saver) = ctx.saver.as_mut() {
+            saver.release().await?;
+        }
         if control.as_ref().is_some_and(RunControl::is_drain_requested) {
             save_on_exit(ctx, &mut run.ch, step, &run.dirty).await?;
             return Err(GraphError::Drained { next_step: step });
@@ -322,8 +332,8 @@ async fn supersteps<S: State>(
                 return Err(err);
             }
         };
-        let results = match outcome {
-            StepOutcome::Done(results) => results,
+        let (results, handled) = match outcome {
+            StepOutcome::Done(results, handled) => (results, handled),
             StepOutcome::Interrupted { interrupts, finished } => {
                 // Each paused task has streamed its interrupt as it paused.
                 save_on_exit(ctx, &mut run.ch, step, &run.dirty).await?;
@@ -335,7 +345,7 @@ async fn supersteps<S: State>(
                 return Ok(GraphOutput { value: run.ch.state, interrupts });
             }
         };
-        if end_step(ctx, &mut run, &tasks, results, step).await? {
+        if end_step(ctx, &mut run, (tasks.as_slice(), handled.as_slice()), results, step).await? {
             return Ok(GraphOutput { value: run.ch.state, interrupts: Vec::new() });
         }
         step += 1;
@@ -390,14 +400,24 @@ async fn pause_before<S: State>(
 
 /// The end of a superstep that ran to completion: applies its writes, saves (or stamps) its checkpoint,
 /// streams its values, and takes the static breakpoints after nodes. Returns whether the run pauses.
+/// `handled` are the error handler nodes that ran in the step.
 async fn end_step<S: State>(
     ctx: &mut Ctx<'_, S>,
     run: &mut Pending<S>,
-    tasks: &[Task<S>],
-    results: Vec<TaskWrites<S>>,
+    (tasks, handled): (&[Task<S>], &[usize]),
+    results: Vec<(TaskWrites<S>, bool)>,
     step: i64,
 ) -> GraphResult<bool> {
     let spec = &ctx.inner.spec;
+    // A handler ran from a failure (no trigger seen): its `versions_seen` entry is empty, as a `Send`'s.
+    for &h in handled {
+        run.ch.ran[h] = true;
+    }
+    // The saves of the step's end wait until the loop knows whether it goes on (when the run hands back
+    // its last saves).
+    if let Some(saver) = ctx.saver.as_mut() {
+        saver.hold();
+    }
     let (updated, changed) = apply_step(ctx, &mut run.ch, tasks, results, &run.saved, step).await?;
     run.dirty.union_with(&changed);
     run.saved = SavedWrites::default();
@@ -445,7 +465,7 @@ async fn apply_step<S: State>(
     ctx: &mut Ctx<'_, S>,
     ch: &mut Channels<S>,
     tasks: &[Task<S>],
-    mut writes: Vec<TaskWrites<S>>,
+    mut results: Vec<(TaskWrites<S>, bool)>,
     saved: &SavedWrites,
     step: i64,
 ) -> GraphResult<(ChannelSet, ChannelSet)> {
@@ -467,7 +487,8 @@ async fn apply_step<S: State>(
     consume_tasks(ch, spec, tasks, &mut consumed);
     let mut changed = ChannelSet::new();
     let single = tasks.len() == 1;
-    let route_after = single && !writes[0].routed;
+    let route_after = single && !results[0].1;
+    let mut writes: Vec<TaskWrites<S>> = results.iter_mut().map(|(w, _)| std::mem::take(w)).collect();
     // Before applying: applying takes the updates out of the writes.
     let written = written_channels(&ch.state, &writes);
     if route_after {
@@ -483,7 +504,7 @@ async fn apply_step<S: State>(
             // The node's writes are saved with the error, as in LangGraph (see `save_failed`).
             let node_writes =
                 TaskWrites { updates: std::mem::take(&mut writes[0].updates), ..TaskWrites::default() };
-            save_failed(ctx, &tasks[0], &ch.state, Some(&node_writes), &err).await?;
+            save_failed(ctx, &tasks[0], &ch.state, Some(&node_writes), &err, None).await?;
             emit_task_result(
                 ctx,
                 &ch.state,
@@ -554,7 +575,15 @@ async fn load_thread<S: State>(ctx: &mut Ctx<'_, S>) -> GraphResult<Loaded<S>> {
         CheckpointConfig { thread_id, checkpoint_ns: ctx.ns.clone(), checkpoint_id: None },
         ctx.options.durability,
     );
-    let tuple = cp.get_tuple(&address).await?;
+    // The head the caller read for the run, if it did (for this thread's root namespace, no replay).
+    let given = match (&ctx.parent, &address.checkpoint_id, &ctx.options.head) {
+        (None, None, Some(head)) if ctx.ns.is_empty() => head.take_for(&address.thread_id),
+        _ => None,
+    };
+    let tuple = match given {
+        Some(tuple) => tuple,
+        None => cp.get_tuple(&address).await?,
+    };
     // The head the run's first checkpoint must extend: for a replay, the thread's latest checkpoint,
     // not the one it starts from.
     let head = match (&tuple, l.replay) {
@@ -594,6 +623,10 @@ async fn load_thread<S: State>(ctx: &mut Ctx<'_, S>) -> GraphResult<Loaded<S>> {
     }
     l.ch.set_versioner(Arc::clone(cp));
     saver.set_head(head);
+    let hands_back = ctx.options.end_state.as_ref().is_some_and(crate::pregel::graph::EndState::hands_back);
+    if hands_back && ctx.parent.is_none() && ctx.ns.is_empty() && inner.config.retention.is_none() {
+        saver.hand_back_last_saves();
+    }
     ctx.saver = Some(saver);
     Ok(l)
 }

@@ -4,6 +4,9 @@
 //! not a control write; a task that finished without output saves `__no_writes__`); its interrupts are the
 //! last ones it raised, and they wait for an answer only while the task is unfinished. A `__resume__` write
 //! never finishes a task: it can hold the answer to an earlier question while the task waits on a later one.
+//! A failed task whose node's error handler was due saved `__error_source_node__` with its error: a control
+//! write too (the task is unfinished, and a snapshot lists it in `next`, as LangGraph's does), which a
+//! resumed run reads to run the handler instead of the task.
 //! Writes of the null task are input to the step, not task activity.
 
 use std::collections::HashMap;
@@ -16,7 +19,7 @@ use crate::types::Interrupt;
 
 /// Whether `channel` describes what happened to a task rather than what it produced.
 pub(crate) fn is_control(channel: &str) -> bool {
-    matches!(channel, special::ERROR | special::INTERRUPT | special::RESUME)
+    matches!(channel, special::ERROR | special::ERROR_SOURCE_NODE | special::INTERRUPT | special::RESUME)
 }
 
 /// Writes saved for the tasks of the step being resumed, by task id.
@@ -53,6 +56,26 @@ impl SavedWrites {
     /// The saved writes of `task` if it finished (control writes included; readers skip them).
     pub(crate) fn finished(&self, task: &str) -> Option<&Vec<(String, Value)>> {
         self.by_task.get(task).filter(|writes| writes.iter().any(|(c, _)| !is_control(c)))
+    }
+
+    /// When `task` failed and its node's error handler was due (it saved `__error_source_node__`): the
+    /// node's name and the error's text.
+    pub(crate) fn failure_to_handle(&self, task: &str) -> Option<(String, String)> {
+        let writes = self.by_task.get(task)?;
+        let text = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let node =
+            writes.iter().rev().find(|(c, _)| c == special::ERROR_SOURCE_NODE).map(|(_, v)| text(v))?;
+        let message = writes.iter().rev().find(|(c, _)| c == special::ERROR).map(|(_, v)| text(v))?;
+        Some((node, message))
+    }
+
+    /// What `task` wrote to the graph's channels (its control writes and markers left out).
+    pub(crate) fn written(&self, task: &str) -> Vec<(String, Value)> {
+        let writes = self.by_task.get(task).map(Vec::as_slice).unwrap_or_default();
+        writes.iter().filter(|(c, _)| !is_control(c) && c != special::NO_WRITES).cloned().collect()
     }
 
     /// The answers `task` has received so far.

@@ -28,6 +28,9 @@ enum Queued {
     Op(SaveOp),
     /// A save already polled once in place, to finish before the next.
     Started(SaveFuture),
+    /// Saves held back and let go together (see [`RunSaver::release`]): one item, so that the writer
+    /// never takes some of them without the others.
+    Ops(Vec<SaveOp>),
 }
 
 /// The most saves handed to the saver in one batch.
@@ -83,6 +86,12 @@ pub(crate) struct RunSaver {
     /// The head of the thread and namespace the next checkpoint must extend: what the run read when it
     /// started, then its own last checkpoint.
     head: ExpectedHead,
+    /// Whether the run leaves the saves of its last step to its caller (see
+    /// [`EndState::with_last_saves`](crate::EndState::with_last_saves)): `async` durability only.
+    hands_back: bool,
+    /// The saves of the step's end held back until the loop plans the next step ([`RunSaver::hold`]);
+    /// `None` while saves go out as they come.
+    held: Option<Vec<SaveOp>>,
 }
 
 impl RunSaver {
@@ -112,7 +121,46 @@ impl RunSaver {
             poll_in_place,
             deferred: Vec::new(),
             head: ExpectedHead::Any,
+            hands_back: false,
+            held: None,
         }
+    }
+
+    /// The run leaves the saves of its last step to its caller (in `async` durability; nothing changes
+    /// in the others): from now on [`hold`](RunSaver::hold) holds them back.
+    pub(crate) fn hand_back_last_saves(&mut self) {
+        self.hands_back = self.durability == Durability::Async;
+    }
+
+    /// At a step's end, in a run that hands back its last saves: the saves from here on (the writes of
+    /// a lone task, the checkpoint) wait until the loop plans the next step ([`release`]), or are handed
+    /// back when the run ends ([`take_held`]). The step boundary is taken at the release.
+    ///
+    /// [`release`]: RunSaver::release
+    /// [`take_held`]: RunSaver::take_held
+    pub(crate) fn hold(&mut self) {
+        if self.hands_back && self.held.is_none() {
+            self.held = Some(Vec::new());
+        }
+    }
+
+    /// The loop goes on: the saves held back go out, in order, and the step boundary is taken (the
+    /// saves of the step before them are confirmed), as it would have been when they were made.
+    pub(crate) async fn release(&mut self) -> GraphResult<()> {
+        let Some(held) = self.held.take().filter(|held| !held.is_empty()) else { return Ok(()) };
+        if self.poll_in_place {
+            for op in held {
+                self.submit(op).await?;
+            }
+        } else {
+            self.send(Queued::Ops(held)).await?;
+        }
+        self.step_boundary().await
+    }
+
+    /// The saves held back, taken, for the run's caller (none when nothing is held).
+    pub(crate) fn take_held(&mut self) -> Vec<SaveOp> {
+        self.held.take().unwrap_or_default()
     }
 
     /// Sets the head the run's first checkpoint must extend (`None`: the thread and namespace had no
@@ -140,7 +188,7 @@ impl RunSaver {
     /// Saves `op` at once when the saver can and nothing is queued before it (in order, then); hands it
     /// back otherwise, for [`submit`](RunSaver::submit). Not async: the op is not moved into a future.
     fn save_now(&self, op: SaveOp) -> GraphResult<Option<SaveOp>> {
-        if self.unconfirmed() != 0 {
+        if self.unconfirmed() != 0 || self.held.is_some() {
             return Ok(Some(op));
         }
         self.checkpointer.save_now(op).map_err(checkpoint_error)
@@ -148,6 +196,10 @@ impl RunSaver {
 
     /// Saves `op` as the durability mode says (an op [`save_now`](RunSaver::save_now) handed back).
     pub(crate) async fn submit(&mut self, op: SaveOp) -> GraphResult<()> {
+        if let Some(held) = self.held.as_mut() {
+            held.push(op);
+            return Ok(());
+        }
         if self.durability != Durability::Async {
             return self.start(op).await.map_err(checkpoint_error);
         }
@@ -168,6 +220,11 @@ impl RunSaver {
         } else {
             Queued::Op(op)
         };
+        self.send(item).await
+    }
+
+    /// Hands `item` to the background writer (started at the first), keeping its queue bounded.
+    async fn send(&mut self, item: Queued) -> GraphResult<()> {
         let writer = self.writer.get_or_insert_with(|| spawn_writer(&self.checkpointer, &self.confirmed));
         if writer.tx.send(item).is_err() {
             // The writer stopped after a failed save; its error comes out of `finish`.
@@ -251,6 +308,19 @@ impl RunSaver {
         }
     }
 
+    /// Saves a failed task's writes and waits until they are stored (under `async` durability too), so
+    /// that the error handler it goes to never runs before them: a run that stops while the handler runs
+    /// resumes into the handler (in `exit` mode they wait for the run's end, as other writes do).
+    pub(crate) async fn put_writes_confirmed(
+        &mut self,
+        task_id: &Arc<str>,
+        task_path: &Arc<str>,
+        writes: Vec<(ChannelName, Value)>,
+    ) -> GraphResult<()> {
+        self.put_writes_now(task_id, task_path, writes).await?;
+        self.wait_confirmed(self.sent).await
+    }
+
     /// Saves the writes held back in `exit` mode against the current checkpoint.
     pub(crate) async fn flush_deferred(&mut self) -> GraphResult<()> {
         for (task_id, path, writes) in std::mem::take(&mut self.deferred) {
@@ -282,7 +352,8 @@ impl RunSaver {
     /// queued up to the previous checkpoint are stored (one step's saves overlap the next step, no
     /// more), and returns the error of a save that failed (the run stops there).
     pub(crate) async fn step_boundary(&mut self) -> GraphResult<()> {
-        if self.writer.is_none() {
+        // Held back: taken when the saves go out.
+        if self.writer.is_none() || self.held.is_some() {
             return Ok(());
         }
         let fence = std::mem::replace(&mut self.fence, self.sent);
@@ -308,8 +379,9 @@ impl RunSaver {
         }
     }
 
-    /// Waits for every queued save.
+    /// Waits for every queued save, then stores those held back, as one batch.
     pub(crate) async fn finish(&mut self) -> GraphResult<()> {
+        let held = self.held.take().unwrap_or_default();
         if let Some(Writer { tx, handle, .. }) = self.writer.take() {
             drop(tx);
             match handle.await {
@@ -318,6 +390,9 @@ impl RunSaver {
                     return Err(GraphError::Checkpoint(format!("checkpoint writer stopped: {join}")));
                 }
             }
+        }
+        if !held.is_empty() {
+            self.checkpointer.put_batch(held).await.map_err(checkpoint_error)?;
         }
         Ok(())
     }
@@ -341,6 +416,7 @@ fn spawn_writer(checkpointer: &Arc<dyn Checkpointer>, confirmed: &Arc<AtomicU64>
                 for item in items.drain(..) {
                     match item {
                         Queued::Op(op) => batch.push(op),
+                        Queued::Ops(ops) => batch.extend(ops),
                         Queued::Started(started) => {
                             if !batch.is_empty() {
                                 saver.put_batch(std::mem::take(&mut batch)).await?;

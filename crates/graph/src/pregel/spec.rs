@@ -135,6 +135,9 @@ pub(crate) struct NodeSpec<S: State> {
     pub(crate) pull_path: Arc<str>,
     /// The channel that triggers it (`branch:to:<name>`), made once.
     pub(crate) trigger: String,
+    /// The node its failures go to (its own error handler, else the graph's default one); `None` for a
+    /// node without one and for error handlers themselves (a handler's failure fails the run).
+    pub(crate) error_handler: Option<usize>,
 }
 
 impl<S: State> NodeSpec<S> {
@@ -154,6 +157,7 @@ impl<S: State> NodeSpec<S> {
             joins: Vec::new(),
             pull_path: Arc::from(format!("~__pregel_pull, {START}")),
             trigger: format!("branch:to:{START}"),
+            error_handler: None,
         }
     }
 }

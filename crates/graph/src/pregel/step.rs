@@ -1,5 +1,6 @@
 //! Running one superstep's tasks: reusing saved writes, running the rest concurrently, saving their writes.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use futures::stream::FuturesUnordered;
@@ -17,20 +18,64 @@ use crate::pregel::run::Ctx;
 use crate::pregel::save::unsaveable;
 use crate::pregel::saved::SavedWrites;
 use crate::pregel::task::{
-    Task, TaskKind, TaskOutcome, TaskWrites, state_json, writes_from_json, writes_to_json,
+    Task, TaskKind, TaskOutcome, TaskWrites, handler_task, state_json, writes_from_json, writes_to_json,
 };
-use crate::pregel::task_runtime::make_runtime;
-use crate::runtime::Runtime;
+use crate::pregel::task_runtime::{make_runtime, with_node_error};
+use crate::runtime::{NodeError, Runtime};
 use crate::state::State;
 use crate::stream::{StreamData, StreamMode};
 use crate::types::Interrupt;
 
 pub(crate) enum StepOutcome<S: State> {
-    /// Writes per task in task order (`routed` says whether the routes are already in them).
-    Done(Vec<TaskWrites<S>>),
+    /// Writes per task in task order (a failed task's are those of its error handler, after the writes
+    /// the task made before failing); the flag says whether the routes are already in them. Then the
+    /// error handler nodes that ran.
+    Done(Vec<(TaskWrites<S>, bool)>, Vec<usize>),
     /// The step paused: the interrupts in task order, and the writes of the tasks that finished (saved, so
     /// a resume reuses them; the run's result shows them applied).
     Interrupted { interrupts: Vec<Interrupt>, finished: Vec<TaskWrites<S>> },
+}
+
+/// What runs in a step: one of its tasks, or the error handler of one (by the failed task's index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Task(usize),
+    Handler(usize),
+}
+
+/// A step's tasks and, per task whose node has an error handler, the handler's task.
+struct StepTasks<'t, S: State> {
+    tasks: &'t [Task<S>],
+    handlers: Vec<Option<Task<S>>>,
+}
+
+impl<S: State> StepTasks<'_, S> {
+    fn get(&self, slot: Slot) -> Option<&Task<S>> {
+        match slot {
+            Slot::Task(i) => self.tasks.get(i),
+            Slot::Handler(i) => self.handlers.get(i).and_then(Option::as_ref),
+        }
+    }
+}
+
+/// What a step has gathered so far: per task, its writes and whether they hold its routes (a failed task's
+/// writes made before it failed wait there for its handler's); the interrupts by task; the handlers that
+/// ran; the failures handlers handle, by failed task (with whether the handler's start is streamed).
+struct Gathered<S: State> {
+    results: Vec<Option<(TaskWrites<S>, bool)>>,
+    interrupts: Vec<(usize, Vec<Interrupt>)>,
+    handled: Vec<usize>,
+    failures: Vec<Option<(Arc<NodeError>, bool)>>,
+}
+
+/// How a finished run of a step leaves the step.
+enum Next {
+    /// The step goes on.
+    Continue,
+    /// The task failed and its error handler runs next.
+    Handle(usize),
+    /// The step fails with this error.
+    Fail(GraphError),
 }
 
 /// Runs one superstep's tasks. `CALLS` is set for an entrypoint's graph, whose task may call tasks
@@ -43,13 +88,16 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
     step: i64,
     stop: i64,
 ) -> GraphResult<StepOutcome<S>> {
-    let spec = &ctx.inner.spec;
-    let single = tasks.len() == 1;
-    let mut results: Vec<Option<TaskWrites<S>>> = (0..tasks.len()).map(|_| None).collect();
-    let mut interrupts = Vec::new();
+    let step_tasks = StepTasks { tasks, handlers: handler_tasks(ctx, tasks, step) };
+    let mut got = Gathered {
+        results: (0..tasks.len()).map(|_| None).collect(),
+        interrupts: Vec::new(),
+        handled: Vec::new(),
+        // Only a step with error handlers has failures to hand them.
+        failures: step_tasks.handlers.iter().map(|_| None).collect(),
+    };
     let mut first_error: Option<GraphError> = None;
-
-    reuse_saved(ctx, ch, tasks, saved, &mut results)?;
+    let to_run = reuse_saved(ctx, ch, &step_tasks, saved, &mut got)?;
 
     // The task calls of an entrypoint's step (functional API): ids from the step's checkpoint.
     let calls = if CALLS { Some(call_step(ctx, saved, step)) } else { None };
@@ -57,89 +105,59 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
     let inner = ctx.inner;
     let is_subgraph = ctx.parent.is_some();
     // A lone task is awaited directly; several run concurrently, polled by this task.
-    let (mut lone, to_run) = left_to_run(&results);
+    let mut lone = if to_run.len() == 1 { to_run.first().copied() } else { None };
     let mut running = if lone.is_none() { Some(FuturesUnordered::new()) } else { None };
-    let mut queue = to_run.into_iter();
+    let mut queue: VecDeque<Slot> = if lone.is_none() { to_run } else { Vec::new() }.into();
     // A lone task's routers run after its writes are applied, on the step's own state (no copy). In `exit`
     // mode they run with the task, as for several tasks: a router's failure must leave the state the step
-    // started from, which is the checkpoint such a run saves when it stops.
+    // started from, which is the checkpoint such a run saves when it stops. So do those of a task whose
+    // failure goes to an error handler (the router's failure is the task's), and a handler's own.
     let exit_mode = ctx.saver.as_ref().is_some_and(|s| s.durability == crate::types::Durability::Exit);
-    let route_inline = !single || exit_mode;
+    let with_handlers = step_tasks.handlers.iter().any(Option::is_some);
+    let route_inline = tasks.len() != 1 || exit_mode || with_handlers;
     loop {
         if let Some(running) = running.as_mut() {
             while running.len() < limit {
-                let Some(i) = queue.next() else { break };
-                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop, calls.as_ref());
-                let task = &tasks[i];
-                running
-                    .push(execute(inner, ch, task, runtime, route_inline, is_subgraph).map(move |r| (i, r)));
+                let Some(slot) = queue.pop_front() else { break };
+                let Some(task) = step_tasks.get(slot) else { continue };
+                let runtime = begin(ctx, ch, task, slot, &got, saved, (step, stop), calls.as_ref());
+                running.push(
+                    execute(inner, ch, task, runtime, route_inline, is_subgraph).map(move |r| (slot, r)),
+                );
             }
         }
         let next = match (lone.take(), running.as_mut()) {
-            (Some(i), _) => {
-                let runtime = start_task(ctx, ch, &tasks[i], saved, step, stop, calls.as_ref());
-                let run = execute(inner, ch, &tasks[i], runtime, route_inline, is_subgraph);
-                let result = match &calls {
-                    // An entrypoint: the results of its task calls are saved as they come (boxed: other
-                    // graphs' steps keep a small future).
-                    Some(calls) => Box::pin(run_saving_calls(ctx, calls, run)).await?,
-                    None => run.await,
-                };
-                Some((i, result))
-            }
+            (Some(slot), _) => match step_tasks.get(slot) {
+                Some(task) => {
+                    let runtime = begin(ctx, ch, task, slot, &got, saved, (step, stop), calls.as_ref());
+                    let run = execute(inner, ch, task, runtime, route_inline, is_subgraph);
+                    let result = match &calls {
+                        // An entrypoint: the results of its task calls are saved as they come (boxed: other
+                        // graphs' steps keep a small future).
+                        Some(calls) => Box::pin(run_saving_calls(ctx, calls, run)).await?,
+                        None => run.await,
+                    };
+                    Some((slot, result))
+                }
+                None => None,
+            },
             (None, Some(running)) => running.next().await,
             (None, None) => None,
         };
-        let Some((i, result)) = next else { break };
+        let Some((slot, result)) = next else { break };
         if let Some(progress) = crate::control::Progress::of(&ctx.config) {
             progress.note();
         }
-        let task = &tasks[i];
         // The results of the tasks it called are saved before its own writes.
         if let Some(calls) = &calls {
             // Boxed: other graphs' steps keep a small future.
             Box::pin(save_calls(ctx, calls)).await?;
         }
-        stream_unfinished(ctx, ch, task, &result, step);
-        match result {
-            Ok((TaskOutcome::Done(mut writes), resumed)) => {
-                if ctx.sink.is_some_and(|s| s.modes.has(StreamMode::Messages)) {
-                    let triggers = task_triggers(ch, spec, task);
-                    emit_whole_messages(ctx, &ch.state, task, &writes, step, &triggers);
-                }
-                writes.resumed = resumed;
-                if route_inline {
-                    if let Some(saver) = ctx.saver.as_mut() {
-                        let thread = saver.thread.thread_id.clone();
-                        let json = writes_to_json(spec, &inner.names, &ch.state, &writes)
-                            .map_err(|e| unsaveable(e, &thread, &task.name, step))?;
-                        if let Some(op) = saver.put_writes(&task.id, &task.path, json)? {
-                            saver.submit(op).await?;
-                        }
-                    }
-                    emit_update(ctx, task, &writes, writes.cached);
-                    emit_task_result(ctx, &ch.state, task, None, Some(&writes), Vec::new(), step);
-                    writes.routed = true;
-                    results[i] = Some(writes);
-                } else {
-                    // Saved with the writes once the task's routes are known (`persist_single`).
-                    results[i] = Some(writes);
-                }
-            }
-            Ok((TaskOutcome::Interrupted(list), resumed)) => {
-                let json = crate::pregel::task::paused_writes(&list, resumed);
-                if let Some(saver) = ctx.saver.as_mut() {
-                    saver.put_writes_now(&task.id, &task.path, json).await?;
-                }
-                interrupts.push((i, list));
-            }
-            Ok((TaskOutcome::RouteFailed(writes, err), _)) => {
-                save_failed(ctx, task, &ch.state, Some(&writes), &err).await?;
-                first_error = Some(err);
-                break;
-            }
-            Err(err) => {
-                save_failed(ctx, task, &ch.state, None, &err).await?;
+        match finish(ctx, ch, &step_tasks, slot, result, &mut got, route_inline, step).await? {
+            Next::Continue => {}
+            Next::Handle(i) if running.is_some() => queue.push_front(Slot::Handler(i)),
+            Next::Handle(i) => lone = Some(Slot::Handler(i)),
+            Next::Fail(err) => {
                 first_error = Some(err);
                 break;
             }
@@ -152,19 +170,81 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
     if let Some(err) = first_error {
         return Err(err);
     }
-    Ok(outcome(results, interrupts))
+    Ok(outcome(got))
 }
 
-/// The chunks of a task that did not finish (a finished task's result follows its `updates` chunk, in
-/// `run_step` or after routing for a lone task).
-fn stream_unfinished<S: State>(
+/// The task of each of `tasks` whose node has an error handler: the handler's (see
+/// [`handler_task`]).
+fn handler_tasks<S: State>(ctx: &Ctx<'_, S>, tasks: &[Task<S>], step: i64) -> Vec<Option<Task<S>>> {
+    let spec = &ctx.inner.spec;
+    let handler_of = |t: &Task<S>| t.node().and_then(|n| spec.nodes[n].error_handler);
+    if !tasks.iter().any(|t| handler_of(t).is_some()) {
+        return Vec::new();
+    }
+    let checkpoint_id = step_checkpoint_id(ctx);
+    tasks
+        .iter()
+        .map(|t| {
+            handler_of(t).map(|h| handler_task(spec, h, t, (checkpoint_id.as_str(), ctx.ns.as_str(), step)))
+        })
+        .collect()
+}
+
+/// The id of the checkpoint the step was planned from (task ids derive from it).
+fn step_checkpoint_id<S: State>(ctx: &Ctx<'_, S>) -> String {
+    match &ctx.unsaved {
+        Some((id, _)) => id.clone(),
+        None => {
+            let current = ctx.saver.as_ref().map(|s| Arc::clone(s.current_config()));
+            current.and_then(|c| c.checkpoint_id.clone()).unwrap_or_default()
+        }
+    }
+}
+
+/// Makes the runtime of the run in `slot` and reports its start (a handler's, only when a resumed run
+/// starts it: LangGraph streams no start for a handler it schedules as the node fails).
+#[allow(clippy::too_many_arguments)]
+fn begin<S: State>(
     ctx: &Ctx<'_, S>,
     ch: &Channels<S>,
     task: &Task<S>,
-    result: &GraphResult<(TaskOutcome<S>, Option<Vec<Value>>)>,
+    slot: Slot,
+    got: &Gathered<S>,
+    saved: &SavedWrites,
+    (step, stop): (i64, i64),
+    calls: Option<&Arc<CallStep>>,
+) -> Runtime {
+    match slot {
+        Slot::Task(_) => start_task(ctx, ch, task, saved, step, stop, calls, true),
+        Slot::Handler(i) => {
+            let failure = got.failures.get(i).and_then(Option::as_ref);
+            let announce = failure.is_some_and(|(_, announce)| *announce);
+            let runtime = start_task(ctx, ch, task, saved, step, stop, calls, announce);
+            match failure {
+                Some((error, _)) => with_node_error(runtime, Arc::clone(error)),
+                None => runtime,
+            }
+        }
+    }
+}
+
+/// Streams and saves what one run of the step ended with, and says how the step goes on.
+#[allow(clippy::too_many_arguments)]
+async fn finish<S: State>(
+    ctx: &mut Ctx<'_, S>,
+    ch: &Channels<S>,
+    step_tasks: &StepTasks<'_, S>,
+    slot: Slot,
+    result: GraphResult<(TaskOutcome<S>, Option<Vec<Value>>)>,
+    got: &mut Gathered<S>,
+    route_inline: bool,
     step: i64,
-) {
-    match result {
+) -> GraphResult<Next> {
+    let Some(task) = step_tasks.get(slot) else { return Ok(Next::Continue) };
+    let (Slot::Task(i) | Slot::Handler(i)) = slot;
+    let spec = &ctx.inner.spec;
+    match &result {
+        // Its result follows its `updates` chunk (below, or after routing for a lone task).
         Ok((TaskOutcome::Done(_), _)) => {}
         Ok((TaskOutcome::Interrupted(list), _)) => {
             // As LangGraph: an `__interrupt__` update, the state with the interrupt, then the result.
@@ -183,59 +263,145 @@ fn stream_unfinished<S: State>(
         }
         Err(e) => emit_task_result(ctx, &ch.state, task, Some(e.to_string()), None, Vec::new(), step),
     }
+    let (partial, err) = match result {
+        Ok((TaskOutcome::Done(mut writes), resumed)) => {
+            if ctx.sink.is_some_and(|s| s.modes.has(StreamMode::Messages)) {
+                let triggers = task_triggers(ch, spec, task);
+                emit_whole_messages(ctx, &ch.state, task, &writes, step, &triggers);
+            }
+            writes.resumed = resumed;
+            if route_inline {
+                if let Some(saver) = ctx.saver.as_mut() {
+                    let thread = saver.thread.thread_id.clone();
+                    let json = writes_to_json(spec, &ctx.inner.names, &ch.state, &writes)
+                        .map_err(|e| unsaveable(e, &thread, &task.name, step))?;
+                    if let Some(op) = saver.put_writes(&task.id, &task.path, json)? {
+                        saver.submit(op).await?;
+                    }
+                }
+                emit_update(ctx, task, &writes, writes.cached);
+                emit_task_result(ctx, &ch.state, task, None, Some(&writes), Vec::new(), step);
+            }
+            if let (Slot::Handler(_), Some(n)) = (slot, task.node()) {
+                got.handled.push(n);
+                // After what the failed task wrote before failing.
+                if let Some((mut before, _)) = got.results[i].take() {
+                    before.updates.append(&mut writes.updates);
+                    writes.updates = before.updates;
+                }
+            }
+            // Saved with the writes once the task's routes are known (`persist_single`) when not inline.
+            got.results[i] = Some((writes, route_inline));
+            return Ok(Next::Continue);
+        }
+        Ok((TaskOutcome::Interrupted(list), resumed)) => {
+            let json = crate::pregel::task::paused_writes(&list, resumed);
+            if let Some(saver) = ctx.saver.as_mut() {
+                saver.put_writes_now(&task.id, &task.path, json).await?;
+            }
+            got.interrupts.push((i, list));
+            return Ok(Next::Continue);
+        }
+        Ok((TaskOutcome::RouteFailed(writes, err), _)) => (Some(writes), err),
+        Err(err) => (None, err),
+    };
+    let handled =
+        slot == Slot::Task(i) && step_tasks.get(Slot::Handler(i)).is_some() && goes_to_handler(&err);
+    let source = handled.then_some(&*task.name);
+    save_failed(ctx, task, &ch.state, partial.as_ref(), &err, source).await?;
+    if !handled {
+        return Ok(Next::Fail(err));
+    }
+    let message = err.to_string();
+    let own = match err {
+        GraphError::Node { source, .. } => Some(source),
+        _ => None,
+    };
+    got.failures[i] = Some((Arc::new(NodeError::live(&task.name, message, own)), false));
+    got.results[i] = partial.map(|w| (w, true));
+    Ok(Next::Handle(i))
 }
 
-/// The tasks left to run (those without results): the lone one, awaited directly, or else all of them, to
-/// run concurrently.
-fn left_to_run<S: State>(results: &[Option<TaskWrites<S>>]) -> (Option<usize>, Vec<usize>) {
-    let mut left = results.iter().enumerate().filter(|(_, r)| r.is_none()).map(|(i, _)| i);
-    match (left.next(), left.next()) {
-        (Some(i), None) => (Some(i), Vec::new()),
-        (Some(a), Some(b)) => (None, [a, b].into_iter().chain(left).collect()),
-        (None, _) => (None, Vec::new()),
+/// Whether a task's failure goes to its node's error handler: any error of the node, its routers or its
+/// output, except a pause, a drain, and a failure of the checkpointer.
+fn goes_to_handler(err: &GraphError) -> bool {
+    match err {
+        GraphError::Node { source, .. } => !source.is_control_flow(),
+        GraphError::Interrupted(_)
+        | GraphError::Drained { .. }
+        | GraphError::Storage(_)
+        | GraphError::Checkpoint(_) => false,
+        _ => true,
     }
 }
 
-/// Reuses the writes saved before a crash or an interrupt for the tasks that finished then (the others'
-/// results stay empty).
+/// Reuses the writes saved before a crash or an interrupt for the tasks that finished then; the runs left
+/// to do. A task saved as failed with its error handler due (`__error_source_node__`) is not run again:
+/// its handler is, told the failure as saved (or its saved writes reused, when it finished).
 fn reuse_saved<S: State>(
     ctx: &mut Ctx<'_, S>,
     ch: &Channels<S>,
-    tasks: &[Task<S>],
+    step_tasks: &StepTasks<'_, S>,
     saved: &SavedWrites,
-    results: &mut [Option<TaskWrites<S>>],
-) -> GraphResult<()> {
-    for (i, task) in tasks.iter().enumerate() {
-        if let Some(w) = saved.finished(&task.id) {
-            let mut writes = writes_from_json(&ctx.inner.spec, &ch.state, w, saved.origin())?;
+    got: &mut Gathered<S>,
+) -> GraphResult<Vec<Slot>> {
+    if saved.by_task.is_empty() {
+        return Ok((0..step_tasks.tasks.len()).map(Slot::Task).collect());
+    }
+    let mut to_run = Vec::new();
+    for (i, task) in step_tasks.tasks.iter().enumerate() {
+        let failure = saved.failure_to_handle(&task.id);
+        if let Some((node, message)) = failure {
+            // Its node has no handler now (the graph changed): it runs again, as in LangGraph.
+            let Some(handler) = step_tasks.get(Slot::Handler(i)) else {
+                to_run.push(Slot::Task(i));
+                continue;
+            };
+            // What the task wrote before it failed (a router's failure), then its handler's writes.
+            let before = saved.written(&task.id);
+            let mut writes = writes_from_json(&ctx.inner.spec, &ch.state, &before, saved.origin())?;
+            match saved.finished(&handler.id) {
+                Some(w) => {
+                    let mut own = writes_from_json(&ctx.inner.spec, &ch.state, w, saved.origin())?;
+                    emit_update(ctx, handler, &own, true);
+                    writes.updates.append(&mut own.updates);
+                    own.updates = writes.updates;
+                    got.results[i] = Some((own, true));
+                    got.handled.extend(handler.node());
+                }
+                None => {
+                    got.results[i] = (!before.is_empty()).then_some((writes, true));
+                    got.failures[i] = Some((Arc::new(NodeError::saved(node, message)), true));
+                    to_run.push(Slot::Handler(i));
+                }
+            }
+        } else if let Some(w) = saved.finished(&task.id) {
+            let writes = writes_from_json(&ctx.inner.spec, &ch.state, w, saved.origin())?;
             emit_update(ctx, task, &writes, true);
-            writes.routed = true;
-            results[i] = Some(writes);
+            got.results[i] = Some((writes, true));
+        } else {
+            to_run.push(Slot::Task(i));
         }
     }
-    Ok(())
+    Ok(to_run)
 }
 
 /// The step's outcome once no task failed: paused when some task was interrupted, else every task's
-/// writes (with whether they were saved).
-fn outcome<S: State>(
-    results: Vec<Option<TaskWrites<S>>>,
-    mut interrupts: Vec<(usize, Vec<Interrupt>)>,
-) -> StepOutcome<S> {
+/// writes (with whether they were saved) and the handlers that ran.
+fn outcome<S: State>(got: Gathered<S>) -> StepOutcome<S> {
+    let Gathered { results, mut interrupts, handled, .. } = got;
     if !interrupts.is_empty() {
         // Finished siblings were saved as they finished (a single-task step cannot be both finished and
         // interrupted), so a resume reuses them.
         interrupts.sort_by_key(|(i, _)| *i);
         return StepOutcome::Interrupted {
             interrupts: interrupts.into_iter().flat_map(|(_, list)| list).collect(),
-            finished: results.into_iter().flatten().collect(),
+            finished: results.into_iter().flatten().map(|(w, _)| w).collect(),
         };
     }
     StepOutcome::Done(
-        results
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| TaskWrites { routed: true, ..TaskWrites::default() }))
-            .collect(),
+        results.into_iter().map(|r| r.unwrap_or_else(|| (TaskWrites::default(), true))).collect(),
+        handled,
     )
 }
 
@@ -243,12 +409,7 @@ fn outcome<S: State>(
 #[cold]
 #[inline(never)]
 fn call_step<S: State>(ctx: &Ctx<'_, S>, saved: &SavedWrites, step: i64) -> Arc<CallStep> {
-    let current = ctx.saver.as_ref().map(|s| Arc::clone(s.current_config()));
-    let checkpoint_id = match &ctx.unsaved {
-        Some((id, _)) => id.clone(),
-        None => current.and_then(|c| c.checkpoint_id.clone()).unwrap_or_default(),
-    };
-    Arc::new(CallStep::new(ctx, saved, &checkpoint_id, step))
+    Arc::new(CallStep::new(ctx, saved, &step_checkpoint_id(ctx), step))
 }
 
 /// The call site of an entrypoint's task: it reads the run's input from there (its graph has no START
@@ -287,9 +448,9 @@ async fn save_calls<S: State>(ctx: &mut Ctx<'_, S>, calls: &CallStep) -> GraphRe
     Ok(())
 }
 
-/// Makes a task's runtime and reports its start in the `tasks` stream mode.
+/// Makes a task's runtime and reports its start in the `tasks` stream mode (when `announce`).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn start_task<S: State>(
+fn start_task<S: State>(
     ctx: &Ctx<'_, S>,
     ch: &Channels<S>,
     task: &Task<S>,
@@ -297,6 +458,7 @@ pub(crate) fn start_task<S: State>(
     step: i64,
     stop: i64,
     calls: Option<&Arc<CallStep>>,
+    announce: bool,
 ) -> Runtime {
     // Named only where someone reads them: task events and the metadata of observed runs.
     let events = ctx.sink.is_some_and(|s| s.modes.tasks() || s.modes.has(StreamMode::Messages));
@@ -307,7 +469,7 @@ pub(crate) fn start_task<S: State>(
     };
     let calls = calls.map(|c| call_site(ch, task, c) as Arc<dyn crate::runtime::TaskCalls>);
     let runtime = make_runtime(ctx, task, saved, step, stop, triggers.clone(), calls);
-    if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks()) {
+    if let Some(sink) = ctx.sink.filter(|s| announce && s.modes.tasks()) {
         if task.kind != TaskKind::Start {
             let input = match &task.input {
                 Some(p) => crate::pregel::channels::payload_json(&ch.state, p),
@@ -360,13 +522,15 @@ pub(crate) async fn persist_single<S: State>(
 }
 
 /// Saves a failed task's error, with the state writes it made before failing (a router's failure comes
-/// after its node's writes).
+/// after its node's writes). When its node's error handler runs next (`source`: the node's name), the
+/// name is saved with the error, in the same write, and stored before the handler starts.
 pub(crate) async fn save_failed<S: State>(
     ctx: &mut Ctx<'_, S>,
     task: &Task<S>,
     state: &S,
     writes: Option<&TaskWrites<S>>,
     err: &GraphError,
+    source: Option<&str>,
 ) -> GraphResult<()> {
     let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
     let mut json = match writes {
@@ -377,5 +541,11 @@ pub(crate) async fn save_failed<S: State>(
         None => Vec::new(),
     };
     json.push((ChannelName::from(special::ERROR), Value::String(err.to_string())));
-    saver.put_writes_now(&task.id, &task.path, json).await
+    match source {
+        Some(node) => {
+            json.push((ChannelName::from(special::ERROR_SOURCE_NODE), Value::String(node.to_owned())));
+            saver.put_writes_confirmed(&task.id, &task.path, json).await
+        }
+        None => saver.put_writes_now(&task.id, &task.path, json).await,
+    }
 }

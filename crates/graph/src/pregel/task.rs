@@ -22,6 +22,8 @@ pub(crate) enum TaskKind {
     Pull(usize),
     /// A node triggered by the `index`-th `Send` of the previous step.
     Push { index: usize, node: usize },
+    /// The error handler `node`, run in the step of the task that failed (never planned).
+    Handler(usize),
 }
 
 pub(crate) struct Task<S: State> {
@@ -40,8 +42,29 @@ impl<S: State> Task<S> {
     pub(crate) fn node(&self) -> Option<usize> {
         match self.kind {
             TaskKind::Start => None,
-            TaskKind::Pull(n) | TaskKind::Push { node: n, .. } => Some(n),
+            TaskKind::Pull(n) | TaskKind::Push { node: n, .. } | TaskKind::Handler(n) => Some(n),
         }
+    }
+}
+
+/// The task of the error handler `handler` (a node index) for `failed`, a task of the step `step` planned
+/// from checkpoint `checkpoint_id` in namespace `ns`: it runs on the failed task's input, and its id derives
+/// from the failed task's, so a resumed run gives it the same one (and its saved writes and answers).
+pub(crate) fn handler_task<S: State>(
+    spec: &GraphSpec<S>,
+    handler: usize,
+    failed: &Task<S>,
+    (checkpoint_id, ns, step): (&str, &str, i64),
+) -> Task<S> {
+    let name = &spec.nodes[handler].name;
+    Task {
+        id: task_id(checkpoint_id, ns, step, name, &format!("node_error_handler:{}", failed.id)),
+        kind: TaskKind::Handler(handler),
+        name: Arc::clone(name),
+        // LangGraph's: the failed task's path, then `node_error_handler`.
+        path: format!("{}, node_error_handler, False", failed.path).into(),
+        input: failed.input.clone(),
+        _state: std::marker::PhantomData,
     }
 }
 
@@ -53,9 +76,6 @@ pub(crate) struct TaskWrites<S: State> {
     pub(crate) joins: Vec<usize>,
     /// Whether the writes came from the node cache instead of a run.
     pub(crate) cached: bool,
-    /// Whether the task's routes are among the writes already (a lone task's are taken after its writes
-    /// are applied).
-    pub(crate) routed: bool,
     /// The answers to its interrupts the task used, when this run gave it new ones: saved with its writes
     /// (`__resume__`), as LangGraph saves them.
     pub(crate) resumed: Option<Vec<serde_json::Value>>,
@@ -69,7 +89,6 @@ impl<S: State> Default for TaskWrites<S> {
             sends: Vec::new(),
             joins: Vec::new(),
             cached: false,
-            routed: false,
             resumed: None,
         }
     }
@@ -83,7 +102,6 @@ impl<S: State> Clone for TaskWrites<S> {
             sends: self.sends.clone(),
             joins: self.joins.clone(),
             cached: self.cached,
-            routed: self.routed,
             resumed: self.resumed.clone(),
         }
     }

@@ -118,6 +118,7 @@ pub(crate) fn make_runtime<S: State>(
             store: ctx.store.clone(),
             calls,
             clock: None,
+            node_error: None,
         }),
     }
 }
@@ -154,7 +155,25 @@ pub(crate) fn for_call(
             store: parent.inner.store.clone(),
             calls: None,
             clock: None,
+            node_error: None,
         }),
+    }
+}
+
+/// `rt`, freshly made for an error handler's task, with the failure it handles.
+pub(crate) fn with_node_error(mut rt: Runtime, error: Arc<crate::runtime::NodeError>) -> Runtime {
+    match Arc::get_mut(&mut rt.inner) {
+        Some(inner) => {
+            inner.node_error = Some(error);
+            rt
+        }
+        None => {
+            let mut copy = rebuild(&rt, rt.inner.site.clone(), rt.config().clone());
+            if let Some(inner) = Arc::get_mut(&mut copy.inner) {
+                inner.node_error = Some(error);
+            }
+            copy
+        }
     }
 }
 
@@ -209,6 +228,7 @@ pub(crate) fn rebuild(rt: &Runtime, site: TaskSite, config: RunnableConfig) -> R
             // A retried node calls its tasks again from the first: finished ones return their results.
             calls: rt.inner.calls.as_ref().map(|c| c.restart()),
             clock: rt.inner.clock.clone(),
+            node_error: rt.inner.node_error.clone(),
         }),
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use weft_graph::checkpoint::{CheckpointError, SaveOp};
 
-use super::Pg;
+use super::Target;
 use super::put::{check_config, check_text};
 use super::saver::backend;
 use crate::sql::batch::{BatchRows, PlannedCheckpoint, PlannedWrites, plan_batch};
@@ -228,11 +228,11 @@ impl Rows {
 /// Writes the batch in one statement. Returns `false` when deltas were stored as whole lists because a
 /// base they extend is gone (pruned or deleted meanwhile).
 pub(super) async fn write(
-    pg: &Pg,
+    target: &mut Target<'_>,
     mut rows: Rows,
     checks: Option<&HeadChecks>,
 ) -> Result<bool, CheckpointError> {
-    if execute(pg, &rows, true, checks).await? {
+    if execute(target, &rows, true, checks).await? {
         return Ok(true);
     }
     // The engine's appends have no whole list to fall back on.
@@ -240,7 +240,7 @@ pub(super) async fn write(
         return Err(b.record.missing_base(&b.thread));
     }
     rows.make_whole();
-    if execute(pg, &rows, false, checks).await? {
+    if execute(target, &rows, false, checks).await? {
         return Ok(false);
     }
     Err(CheckpointError::backend("a batch of checkpoints was not stored: its values' bases are gone"))
@@ -248,14 +248,14 @@ pub(super) async fn write(
 
 /// Runs the statement; `false` when a base stored before the batch is missing (nothing written then).
 async fn execute(
-    pg: &Pg,
+    target: &mut Target<'_>,
     rows: &Rows,
     check_bases: bool,
     checks: Option<&HeadChecks>,
 ) -> Result<bool, CheckpointError> {
     let mut attempts = heads::Attempts::new(checks);
     loop {
-        let outcome = execute_assuming(pg, rows, check_bases, checks, attempts.assumed()).await?;
+        let outcome = execute_assuming(target, rows, check_bases, checks, attempts.assumed()).await?;
         if let Some(stored) = attempts.settle(outcome)? {
             return Ok(stored);
         }
@@ -264,7 +264,7 @@ async fn execute(
 
 /// Runs the statement assuming `assumed` heads: `Err` with the heads found when they are others.
 async fn execute_assuming(
-    pg: &Pg,
+    target: &mut Target<'_>,
     rows: &Rows,
     check_bases: bool,
     checks: Option<&HeadChecks>,
@@ -356,8 +356,7 @@ async fn execute_assuming(
             .bind(&g_want)
     };
     heads::precheck(checks, assumed)?;
-    let (ok, heads_ok, stored, found) =
-        pg.run("put_batch", || pg.statements.fetch_one(query())).await.map_err(backend)?;
+    let (ok, heads_ok, stored, found) = target.fetch_one("put_batch", query).await.map_err(backend)?;
     if heads_ok != Some(true) {
         let found = assumed
             .iter()

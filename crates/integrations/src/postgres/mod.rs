@@ -30,6 +30,11 @@
 //!   reads their heads with a fresh snapshot; the statement writes only if every expectation holds.
 //!   Otherwise nothing is stored and the error is a
 //!   [`Conflict`](weft_graph::checkpoint::CheckpointErrorKind::Conflict).
+//! - **In the caller's transaction**: [`PostgresSaver::put_batch_in`] stores a batch and
+//!   [`PostgresSaver::get_tuple_in`] reads a checkpoint with the same statements, in a transaction the
+//!   caller holds and commits (a server records a run's end in the transaction that stores the run's last
+//!   checkpoint, and reads a thread's head in the one that makes a run on it): no transaction of their
+//!   own, no retry.
 //! - **Secrets**: the password of a connection string never appears in `Debug` output, errors or logs.
 
 use std::fmt;
@@ -38,9 +43,9 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection};
+pub use sqlx::{PgConnection, PgPool};
 
 use crate::sql::Failure;
 pub use crate::sql::delta::DeltaStorage;
@@ -168,6 +173,47 @@ impl fmt::Debug for Pg {
             .field("prepared_statements", &self.statements.prepared)
             .field("retry", &self.retry)
             .finish()
+    }
+}
+
+/// Where a statement of the saver runs.
+pub(crate) enum Target<'a> {
+    /// On a pooled connection, retried as the saver's calls are.
+    Pool(&'a Pg),
+    /// In a transaction of the caller's, once (a failed statement ends the transaction), prepared as the
+    /// saver's statements are or not.
+    Transaction { conn: &'a mut PgConnection, prepared: bool },
+}
+
+impl Target<'_> {
+    /// The first row of the query `make` builds (`op` names the call in the retries' logs).
+    pub(crate) async fn fetch_one<Q: PgQuery>(
+        &mut self,
+        op: &'static str,
+        make: impl Fn() -> Q,
+    ) -> Result<Q::Row, sqlx::Error> {
+        match self {
+            Self::Pool(pg) => {
+                let pg: &Pg = pg;
+                pg.run(op, || pg.statements.fetch_one(make())).await
+            }
+            Self::Transaction { conn, prepared } => make().persistent(*prepared).fetch_one(conn).await,
+        }
+    }
+
+    /// Every row of the query `make` builds.
+    pub(crate) async fn fetch_all<Q: PgQuery>(
+        &mut self,
+        op: &'static str,
+        make: impl Fn() -> Q,
+    ) -> Result<Vec<Q::Row>, sqlx::Error> {
+        match self {
+            Self::Pool(pg) => {
+                let pg: &Pg = pg;
+                pg.run(op, || pg.statements.fetch_all(make())).await
+            }
+            Self::Transaction { conn, prepared } => make().persistent(*prepared).fetch_all(conn).await,
+        }
     }
 }
 

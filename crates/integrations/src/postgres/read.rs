@@ -8,8 +8,8 @@ use sqlx::Row;
 use sqlx::postgres::PgRow;
 use weft_graph::checkpoint::{CheckpointConfig, CheckpointError, CheckpointTuple, ListOptions};
 
-use super::Pg;
 use super::saver::backend;
+use super::{Pg, Target};
 use crate::sql::rows::{self, BlobRow, CheckpointRow, Parsed, Values, WriteRow};
 
 macro_rules! select_tuples {
@@ -54,22 +54,20 @@ ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC LIMIT $3",
     "c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC"
 );
 
-/// The checkpoint at `config` (by id or the latest), whole.
+/// The checkpoint at `config` (by id or the latest), whole, read on `target`.
 pub(super) async fn get_tuple(
-    pg: &Pg,
+    target: &mut Target<'_>,
     config: &CheckpointConfig,
 ) -> Result<Option<CheckpointTuple>, CheckpointError> {
-    let rows = pg
-        .run("get_tuple", move || {
-            pg.statements.fetch_all(
-                sqlx::query(OF_THREAD)
-                    .bind(&config.thread_id)
-                    .bind(&config.checkpoint_ns)
-                    .bind(config.checkpoint_id.as_deref())
-                    .bind(None::<String>)
-                    .bind(None::<String>)
-                    .bind(Some(1_i64)),
-            )
+    let rows = target
+        .fetch_all("get_tuple", || {
+            sqlx::query(OF_THREAD)
+                .bind(&config.thread_id)
+                .bind(&config.checkpoint_ns)
+                .bind(config.checkpoint_id.as_deref())
+                .bind(None::<String>)
+                .bind(None::<String>)
+                .bind(Some(1_i64))
         })
         .await
         .map_err(backend)?;

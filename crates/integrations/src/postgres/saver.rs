@@ -14,7 +14,7 @@ use super::put::{self, check_config, check_text};
 use super::statements::{
     COPY, DELETE, HAS_CHECKPOINTS, PRUNE_BLOBS, PRUNE_CHAINS, PRUNE_CHECKPOINTS, PRUNE_WHOLE, PUT_WRITES,
 };
-use super::{Pg, PgPool, PostgresOptions, batch, read, redact, schema};
+use super::{Pg, PgConnection, PgPool, PostgresOptions, Target, batch, read, redact, schema};
 use crate::savers::{copy_refused, saved_config, writes_checkpoint};
 use crate::sql::StorageStats;
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
@@ -101,6 +101,60 @@ impl PostgresSaver {
 }
 
 impl PostgresSaver {
+    /// Stores `ops` as [`put_batch`](Checkpointer::put_batch) does (in one statement, the expected
+    /// heads checked: a [`Conflict`](weft_graph::checkpoint::CheckpointErrorKind::Conflict) writes
+    /// nothing), but in the caller's open transaction on `conn`, which it leaves open: the saves are
+    /// stored when, and only if, the caller commits it, together with what else the caller wrote there
+    /// (a server records a run's end in the transaction that stores the run's last checkpoint). The
+    /// heads checked stay locked until that transaction ends. Not retried: a failed statement ends the
+    /// caller's transaction, which is the caller's to roll back; a conflict leaves it usable. Behind a
+    /// transaction-mode pooler this is as safe as any statement in a transaction. Should the caller
+    /// roll back, a later save that extends a list stored here finds its base missing and stores the
+    /// whole list.
+    pub async fn put_batch_in(
+        &self,
+        conn: &mut PgConnection,
+        ops: Vec<SaveOp>,
+    ) -> Result<(), CheckpointError> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let checks = HeadChecks::of(&ops);
+        let prepared = self.pg.statements.prepared;
+        self.write_batch(&mut Target::Transaction { conn, prepared }, ops, checks).await
+    }
+
+    /// Reads the checkpoint at `config` (by id, or the latest) as
+    /// [`get_tuple`](Checkpointer::get_tuple) does, in the caller's open transaction on `conn` (with
+    /// that transaction's view, in one statement, not retried): a server reads a thread's head in the
+    /// transaction that makes a run on it, and hands it to the run
+    /// ([`ThreadHead`](weft_graph::ThreadHead)).
+    pub async fn get_tuple_in(
+        &self,
+        conn: &mut PgConnection,
+        config: &CheckpointConfig,
+    ) -> Result<Option<CheckpointTuple>, CheckpointError> {
+        check_config(config)?;
+        let prepared = self.pg.statements.prepared;
+        read::get_tuple(&mut Target::Transaction { conn, prepared }, config).await
+    }
+
+    /// Writes `ops` as one batch on `target`; a batch not stored as planned makes the delta planner
+    /// forget its threads.
+    async fn write_batch(
+        &self,
+        target: &mut Target<'_>,
+        ops: Vec<SaveOp>,
+        checks: Option<HeadChecks>,
+    ) -> Result<(), CheckpointError> {
+        let mut threads = BTreeSet::new();
+        let result = match batch::rows_of(&self.delta, ops, &mut threads) {
+            Ok(rows) => batch::write(target, rows, checks.as_ref()).await,
+            Err(e) => Err(e),
+        };
+        self.delta.settle(&threads, result)
+    }
+
     async fn put_one(
         &self,
         config: &CheckpointConfig,
@@ -164,7 +218,7 @@ enum Copy {
 impl Checkpointer for PostgresSaver {
     async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, CheckpointError> {
         check_config(config)?;
-        read::get_tuple(&self.pg, config).await
+        read::get_tuple(&mut Target::Pool(&self.pg), config).await
     }
 
     async fn list(
@@ -211,12 +265,7 @@ impl Checkpointer for PostgresSaver {
         if ops.len() < 2 && checks.is_none() {
             return put_one_by_one(self, ops).await;
         }
-        let mut threads = BTreeSet::new();
-        let result = match batch::rows_of(&self.delta, ops, &mut threads) {
-            Ok(rows) => batch::write(&self.pg, rows, checks.as_ref()).await,
-            Err(e) => Err(e),
-        };
-        self.delta.settle(&threads, result)
+        self.write_batch(&mut Target::Pool(&self.pg), ops, checks).await
     }
 
     async fn put_writes(

@@ -8,7 +8,7 @@ use futures::{FutureExt as _, StreamExt as _};
 use serde_json::{Value, json};
 use weft_graph::checkpoint::{CheckpointConfig, CheckpointError, CheckpointTuple, Checkpointer, ListOptions};
 use weft_graph::erased::{ErasedGraph, JsonCommand, JsonInput};
-use weft_graph::{Durability, EndState, GraphError, JsonSnapshot, RunOptions};
+use weft_graph::{Durability, EndState, GraphError, JsonSnapshot, RunOptions, ThreadHead};
 use weft_runnable_core::{EventSink, RunnableConfig};
 
 use super::channel::{CancelAction, RunChannel};
@@ -104,13 +104,23 @@ fn input_of(record: &RunRecord, continues: bool) -> Result<JsonInput, GraphError
     }
 }
 
+/// Where a run's graph starts, with the thread's head when it was read for it (see [`ThreadHead`]; the
+/// graph reads it otherwise).
+#[derive(Debug)]
+enum Start {
+    /// From the thread's head, with the run's input.
+    Fresh(Option<ThreadHead>),
+    /// From the checkpoint the run saved last before it was stopped (its input is in it).
+    Continues(Option<ThreadHead>),
+}
+
 /// Streams the run's graph into its channel until it ends, is cancelled or runs past the server's run
 /// timeout; the graph leaves the thread's state in `end` when the run ends with nothing left to run.
 async fn drive(
     app: &App,
     record: &RunRecord,
     graph: &Arc<dyn ErasedGraph>,
-    continues: bool,
+    start: Start,
     channel: &Arc<RunChannel>,
     result: &mut RunResult,
     end: &EndState,
@@ -119,6 +129,10 @@ async fn drive(
     let kwargs = &record.run.kwargs;
     let modes = Modes::from_names(&kwargs.stream_mode);
     let mut wire = Wire::new(modes, kwargs.subgraphs, record.run.metadata.clone());
+    let (continues, head) = match start {
+        Start::Fresh(head) => (false, head),
+        Start::Continues(head) => (true, head),
+    };
     let input = match input_of(record, continues) {
         Ok(input) => input,
         Err(e) => return Ended::Error(error_json(&e)),
@@ -134,6 +148,7 @@ async fn drive(
         interrupt_before: breakpoints(&kwargs.interrupt_before),
         interrupt_after: breakpoints(&kwargs.interrupt_after),
         end_state: Some(end.clone()),
+        head,
     };
     let mut config = runnable_config(record);
     app.drain.attach(&mut config);
@@ -198,11 +213,17 @@ fn graph_of<'a>(app: &'a App, record: &RunRecord) -> Option<&'a crate::graphs::R
 /// Runs `record` (already marked running) to its end and records the outcome.
 pub(super) async fn execute(app: &Arc<App>, record: RunRecord) {
     let channel = app.channels.open(&record.run.run_id, record.run.kwargs.resumable);
-    execute_on(app, record, channel).await;
+    execute_on(app, record, channel, None).await;
 }
 
-/// Runs `record` (already marked running) to its end, publishing on `channel`, and records the outcome.
-pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<RunChannel>) {
+/// Runs `record` (already marked running) to its end, publishing on `channel`, and records the outcome;
+/// `head`: the thread's head as the run's maker read it, for a first attempt.
+pub(crate) async fn execute_on(
+    app: &Arc<App>,
+    record: RunRecord,
+    channel: Arc<RunChannel>,
+    head: Option<ThreadHead>,
+) {
     let run_id = record.run.run_id.clone();
     let thread_id = record.run.thread_id.clone();
     let kwargs = &record.run.kwargs;
@@ -213,13 +234,13 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
     let registered = graph_of(app, &record);
     let mut result = RunResult::default();
     // The thread's state as the run leaves it, handed back by the graph (no read of it at the end).
-    let end = EndState::new();
+    let end = end_slot(app);
     let ended = match registered {
         None => Ended::Error(
             json!({"error": "GraphNotFound", "message": format!("graph '{}' is not served", graph_id.unwrap_or_default())}),
         ),
         Some(registered) => {
-            let run = run_graph(app, &record, registered, &channel, &mut result, &end);
+            let run = run_graph(app, &record, registered, &channel, &mut result, &end, head);
             tokio::select! {
                 ended = run => ended,
                 idle = stalled(channel.progress(), app.limits.run_watchdog) => {
@@ -245,15 +266,18 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
     // Built only for a run with a webhook (it copies the run's last values).
     let webhook = kwargs.webhook.as_str().map(|url| (url.to_owned(), Hook::new(&ended, &result)));
     let log = |e: crate::error::ApiError| tracing::error!(run_id, error = %e.detail, "cannot record the end of a run");
+    #[cfg(feature = "scale")]
+    let last_saves = left_saves(app, &run_id, &ended, &end).await;
     // Read before the records' lock: a rolled-back run's undoing, and where the run left its thread.
     let state = end_state(app, &record, &ended, end.take()).await.map_err(log).ok();
     // One turn of the records: the run's end written, then its channel finished, so that a listener who
     // finds the run still going also finds its channel.
     let mut records = app.records.lock(Key::Thread(&thread_id)).await;
-    // A worker that lost its run to another (its lease expired) records nothing.
+    // A worker that lost its run to another (its lease expired) records nothing, and stores nothing more;
+    // else the run's last saves go in this turn.
     #[cfg(feature = "scale")]
     if let (Some(scale), Ok(records)) = (&app.scale, &mut records)
-        && !scale.still_holds(records, &run_id).await
+        && !scale.end_turn(records, &run_id, last_saves).await
     {
         return;
     }
@@ -312,7 +336,39 @@ pub(crate) async fn execute_on(app: &Arc<App>, record: RunRecord, channel: Arc<R
     }
 }
 
-/// Runs the run's graph: from the thread's head when the run continues an earlier attempt.
+/// The slot where the run leaves the thread's state; scaled out, the saves of its last step too, which
+/// the turn that records its end stores with it (see [`EndState::with_last_saves`]).
+fn end_slot(app: &App) -> EndState {
+    #[cfg(feature = "scale")]
+    if app.scale.is_some() {
+        return EndState::with_last_saves();
+    }
+    let _ = app;
+    EndState::new()
+}
+
+/// The saves a run left in its slot ([`end_slot`]): for a run that ended with nothing left to run, to
+/// store in the turn that records its end (returned); for one recorded as ending otherwise (a cancel or
+/// the run timeout that came as it ended), stored now, as the run would have, before its state is read.
+#[cfg(feature = "scale")]
+async fn left_saves(
+    app: &App,
+    run_id: &str,
+    ended: &Ended,
+    end: &EndState,
+) -> Vec<weft_graph::checkpoint::SaveOp> {
+    let saves = end.take_saves();
+    if saves.is_empty() || matches!(ended, Ended::Success) {
+        return saves;
+    }
+    if let Err(e) = app.checkpointer.put_batch(saves).await {
+        tracing::error!(run_id, error = %e, "cannot store the last step of a run that ended as it was stopped");
+    }
+    Vec::new()
+}
+
+/// Runs the run's graph: from the thread's head when the run continues an earlier attempt; `head`: the
+/// thread's head as the run's maker read it.
 async fn run_graph(
     app: &Arc<App>,
     record: &RunRecord,
@@ -320,18 +376,19 @@ async fn run_graph(
     channel: &Arc<RunChannel>,
     result: &mut RunResult,
     end: &EndState,
+    head: Option<ThreadHead>,
 ) -> Ended {
     let (run_id, thread_id) = (&record.run.run_id, &record.run.thread_id);
     let graph = if record.run.kwargs.temporary { &registered.stateless } else { &registered.stateful };
     // A run started again after a stop continues from the thread's head when it saved that head
     // (its input is in it). A first attempt reads nothing here: where the thread stood before the
     // run (for a rollback) is found when a rollback asks for it.
-    match continues(app, record).await {
-        Ok(continues) => {
+    match start_of(app, record, head).await {
+        Ok(start) => {
             // A node's or a router's panic is its error already (the engine catches it); one
             // anywhere else in the run (a reducer, say) ends the run as an error too, instead of
             // ending its task or its connection with the run left `running`.
-            let driven = drive(app, record, graph, continues, channel, result, end);
+            let driven = drive(app, record, graph, start, channel, result, end);
             AssertUnwindSafe(driven).catch_unwind().await.unwrap_or_else(|payload| {
                 let error = weft_runnable_core::Error::from_panic(payload.as_ref());
                 tracing::error!(run_id, %error, "a run panicked");
@@ -540,14 +597,19 @@ fn made_by(tuple: &CheckpointTuple, run_id: &str) -> bool {
     tuple.metadata.extra.get("run_id").and_then(Value::as_str) == Some(run_id)
 }
 
-/// Whether the run continues from the thread's head: a run started again after a stop (attempt 2 on) on a
-/// thread whose head it saved. A first attempt and a stateless run read nothing.
-async fn continues(app: &App, record: &RunRecord) -> Result<bool, CheckpointError> {
+/// Where the run starts: a run started again after a stop (attempt 2 on) continues from the thread's
+/// head when it saved that head, else starts afresh; either is handed the head read here (the graph
+/// reads it no more). A first attempt and a stateless run read nothing here (`made`: the head its maker
+/// read, if it did).
+async fn start_of(app: &App, record: &RunRecord, made: Option<ThreadHead>) -> Result<Start, CheckpointError> {
+    let thread_id = record.run.thread_id.as_str();
     if record.attempt <= 1 || record.run.kwargs.temporary {
-        return Ok(false);
+        return Ok(Start::Fresh(made));
     }
-    let head = app.checkpointer.get_tuple(&CheckpointConfig::thread(record.run.thread_id.as_str())).await?;
-    Ok(head.is_some_and(|head| made_by(&head, &record.run.run_id)))
+    let head = app.checkpointer.get_tuple(&CheckpointConfig::thread(thread_id)).await?;
+    let continues = head.as_ref().is_some_and(|head| made_by(head, &record.run.run_id));
+    let read = Some(ThreadHead::read(thread_id, head));
+    Ok(if continues { Start::Continues(read) } else { Start::Fresh(read) })
 }
 
 /// Where a thread stood before a run, as its saved checkpoints say.

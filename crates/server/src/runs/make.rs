@@ -414,10 +414,20 @@ pub(crate) async fn create(
         }
         None => record.clone(),
     };
+    // Scaled out, such a run is handed its thread's head, read in this transaction: no transaction of
+    // its own to read it (see `ThreadHead`).
     #[cfg(feature = "scale")]
-    if let (Some(scale), Some(_)) = (&app.scale, &slot) {
-        records.own_on_write(&stored.run.run_id, &scale.worker, scale.lease);
-    }
+    let head = match (&app.scale, &slot) {
+        (Some(scale), Some(_)) => {
+            records.own_on_write(&stored.run.run_id, &scale.worker, scale.lease);
+            if reads_head(&stored) {
+                records.thread_head(&scale.saver, &request.thread_id).await?
+            } else {
+                None
+            }
+        }
+        _ => None,
+    };
     records.commit(vec![Change::Thread(thread), Change::Run(Box::new(stored.clone()))]).await?;
     let channel = app.channels.open(&record.run.run_id, record.run.kwargs.resumable);
     let subscription: Option<Subscription> = subscribe.then(|| channel.subscribe(None));
@@ -434,16 +444,29 @@ pub(crate) async fn create(
             // Scaled out, run by this instance's worker, its events going out through Redis.
             #[cfg(feature = "scale")]
             if let Some(scale) = app.scale.clone() {
-                crate::scale::worker::launch(&app, &scale, stored, None, permit);
+                crate::scale::worker::launch(&app, &scale, stored, None, head, permit);
                 return;
             }
-            exec::execute_on(&app, stored, channel).await;
+            exec::execute_on(&app, stored, channel, None).await;
             drop(permit);
         });
         Started(Some(run))
     });
     // The run as made (`pending`, as LangGraph answers a creation), whether or not it started since.
     Ok(Created { record, channel, subscription, started: run.is_some(), run })
+}
+
+/// Whether a run made to start at once reads its thread's head where it is made: a first attempt with a
+/// checkpointer (not stateless) that replays no checkpoint (no `checkpoint_id`).
+#[cfg(feature = "scale")]
+fn reads_head(record: &RunRecord) -> bool {
+    let configurable = record.run.kwargs.config.get("configurable");
+    let replays = configurable.and_then(|c| c.get("checkpoint_id")).is_some_and(|id| !id.is_null());
+    let in_namespace = configurable
+        .and_then(|c| c.get("checkpoint_ns"))
+        .and_then(Value::as_str)
+        .is_some_and(|ns| !ns.is_empty());
+    !record.run.kwargs.temporary && !replays && !in_namespace
 }
 
 /// Announces the new run (scaled out, to the thread's listeners on other instances), then applies the

@@ -92,6 +92,8 @@ struct Working {
 #[derive(Debug)]
 pub(crate) struct Scale {
     pub(crate) db: Db,
+    /// The checkpointer (the server's own), to store a run's last saves in the turn that records its end.
+    pub(crate) saver: Arc<weft_integrations::postgres::PostgresSaver>,
     pub(crate) bus: bus::Bus,
     /// This instance's worker id (a new UUID per process).
     pub(crate) worker: String,
@@ -142,9 +144,15 @@ pub(crate) async fn connect(config: &ScaleConfig) -> Result<(Db, bus::Bus), Serv
 }
 
 impl Scale {
-    pub(crate) fn new(config: &ScaleConfig, db: Db, bus: bus::Bus) -> Self {
+    pub(crate) fn new(
+        config: &ScaleConfig,
+        db: Db,
+        bus: bus::Bus,
+        saver: Arc<weft_integrations::postgres::PostgresSaver>,
+    ) -> Self {
         Self {
             db,
+            saver,
             bus,
             worker: uuid::Uuid::new_v4().to_string(),
             lease: config.lease,
@@ -236,7 +244,7 @@ impl Scale {
 
     /// Before a run's end is recorded: sends out its last events (waiting at most a few seconds for
     /// Redis). Whether this worker still holds the run is checked in the turn that records the end
-    /// ([`Scale::still_holds`]).
+    /// ([`Scale::end_turn`]).
     pub(crate) async fn before_finish(&self, run_id: &str, channel: &RunChannel) {
         if let Some(working) =
             self.working.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_mut(run_id)
@@ -250,8 +258,33 @@ impl Scale {
 
     /// In the records' turn that records a run's end: whether this worker still holds the run (its
     /// queue row then stays locked until the turn commits, so no other worker claims it meanwhile).
-    /// False: another worker has it; record nothing.
-    pub(crate) async fn still_holds(&self, records: &mut crate::storage::Records, run_id: &str) -> bool {
+    /// False: another worker has it; record nothing, and store nothing more (the run goes on there from
+    /// its last stored checkpoint). True: the run's last saves (`saves`, see
+    /// [`weft_graph::EndState::with_last_saves`]) are stored in the turn's transaction with its end, or
+    /// not at all; then its end is not recorded either, and whoever takes the run over runs its last
+    /// step again, as after a crash there.
+    pub(crate) async fn end_turn(
+        &self,
+        records: &mut crate::storage::Records,
+        run_id: &str,
+        saves: Vec<weft_graph::checkpoint::SaveOp>,
+    ) -> bool {
+        if !self.still_holds(records, run_id).await {
+            return false;
+        }
+        let left = records.save_on_write(&self.saver, saves);
+        // Records elsewhere than in PostgreSQL (never so scaled out) store them now.
+        if !left.is_empty()
+            && let Err(e) = weft_graph::checkpoint::Checkpointer::put_batch(self.saver.as_ref(), left).await
+        {
+            tracing::error!(run_id, error = %e, "cannot store the last step of a run");
+        }
+        true
+    }
+
+    /// Whether this worker holds the run's lease, checked in the turn (a failed check counts as held:
+    /// the turn's write fails then too).
+    async fn still_holds(&self, records: &mut crate::storage::Records, run_id: &str) -> bool {
         match records.lease_held(&self.worker, run_id).await {
             Ok(held) => {
                 if !held {

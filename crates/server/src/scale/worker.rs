@@ -84,17 +84,19 @@ async fn start(app: &Arc<App>, scale: &Arc<Scale>, claimed: queue::Claimed, perm
         return;
     }
     drop(records);
-    launch(app, scale, record, cancel, permit);
+    launch(app, scale, record, cancel, None, permit);
 }
 
 /// Runs a run this worker holds (claimed, or made here on a free thread and stored as this worker's, see
-/// [`crate::runs::make`]) and recorded running, in a task of its own that holds the run slot `permit`
-/// until the run ends; its events go out through Redis and its lease is renewed while it runs.
+/// [`crate::runs::make`], which may hand it its thread's `head`) and recorded running, in a task of its
+/// own that holds the run slot `permit` until the run ends; its events go out through Redis and its
+/// lease is renewed while it runs.
 pub(crate) fn launch(
     app: &Arc<App>,
     scale: &Arc<Scale>,
     record: RunRecord,
     cancel: Option<CancelAction>,
+    head: Option<weft_graph::ThreadHead>,
     permit: OwnedSemaphorePermit,
 ) {
     let run_id = record.run.run_id.clone();
@@ -120,7 +122,7 @@ pub(crate) fn launch(
     );
     let (app_for_run, scale_for_run, id) = (Arc::clone(app), Arc::clone(scale), run_id.clone());
     let task = tokio::spawn(async move {
-        crate::runs::execute_on(&app_for_run, record, channel).await;
+        crate::runs::execute_on(&app_for_run, record, channel, head).await;
         drop(permit);
         lock(&scale_for_run).remove(&id);
     });

@@ -450,6 +450,41 @@ impl Records {
         }
     }
 
+    /// Scaled out, the next commit of this turn stores `ops`, a run's last saves, through `saver` in its
+    /// transaction before the records (see [`postgres::PgRecords::save_on_write`]); `ops` back, to store
+    /// otherwise, on any other backend.
+    #[cfg(feature = "scale")]
+    pub(crate) fn save_on_write(
+        &mut self,
+        saver: &std::sync::Arc<weft_integrations::postgres::PostgresSaver>,
+        ops: Vec<weft_graph::checkpoint::SaveOp>,
+    ) -> Vec<weft_graph::checkpoint::SaveOp> {
+        match &mut self.backend {
+            Backend::Postgres(pg) => {
+                pg.save_on_write(saver, ops);
+                Vec::new()
+            }
+            _ => ops,
+        }
+    }
+
+    /// Scaled out, the thread's head read through `saver` in this turn's transaction, for a run made in
+    /// it (see [`postgres::PgRecords::head_in_turn`]); `None` on any other backend (the run reads it).
+    #[cfg(feature = "scale")]
+    pub(crate) async fn thread_head(
+        &mut self,
+        saver: &weft_integrations::postgres::PostgresSaver,
+        thread_id: &str,
+    ) -> Result<Option<weft_graph::ThreadHead>, ServerError> {
+        match &mut self.backend {
+            Backend::Postgres(pg) => {
+                let tuple = pg.head_in_turn(saver, thread_id).await?;
+                Ok(Some(weft_graph::ThreadHead::read(thread_id, tuple)))
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// Scaled out, whether `worker` still holds the run's lease, checked in this turn's transaction (see
     /// [`postgres::PgRecords::holds`]); any other backend has no leases.
     #[cfg(feature = "scale")]
@@ -799,6 +834,38 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(newest, ["t3", "t1", "t2"]);
+    }
+
+    /// Whether the sweeper has something to do with thread `id` of in-memory `records`.
+    async fn sweepable_in_memory(records: &mut Records, id: &str) -> bool {
+        let thread = records.thread(id).await.unwrap().unwrap().clone();
+        records.sweepable(&thread)
+    }
+
+    #[tokio::test]
+    async fn in_memory_a_kept_thread_is_passed_by_until_it_changes_and_forgotten_when_deleted() {
+        let mut records = Records::memory();
+        let (t1, t2) = (thread("t1", "2026-01-01", true), thread("t2", "2026-01-01", true));
+        records.commit(vec![Change::Thread(t1.clone()), Change::Thread(t2)]).await.unwrap();
+        records.commit(vec![Change::Thread(thread("t3", "2026-01-01", false))]).await.unwrap();
+        assert!(sweepable_in_memory(&mut records, "t1").await, "a thread with a TTL is for the sweeper");
+        assert!(!sweepable_in_memory(&mut records, "t3").await, "one without is not");
+
+        records.mark_swept("t1", "2026-01-01").await.unwrap();
+        // Marked at a time the thread no longer has: it changed after the sweeper read it, so it stays.
+        records.mark_swept("t2", "2025-12-31").await.unwrap();
+        records.mark_swept("gone", "2026-01-01").await.unwrap();
+        assert!(!sweepable_in_memory(&mut records, "t1").await, "kept with its latest checkpoint");
+        assert!(sweepable_in_memory(&mut records, "t2").await);
+        assert_eq!(records.swept.len(), 1, "nothing kept for a thread that is not there");
+
+        // Any write of the thread makes it the sweeper's again.
+        let changed = Thread { updated_at: "2026-01-02".into(), ..t1 };
+        records.commit(vec![Change::Thread(changed)]).await.unwrap();
+        assert!(sweepable_in_memory(&mut records, "t1").await);
+        records.mark_swept("t1", "2026-01-02").await.unwrap();
+        records.commit(vec![Change::DeleteThread("t1".into())]).await.unwrap();
+        assert!(records.swept.is_empty(), "a deleted thread's mark goes with it");
     }
 
     #[tokio::test]

@@ -56,6 +56,17 @@ impl Weft {
         Self { child: Some(command.spawn().unwrap()), port }
     }
 
+    /// Starts the binary with the chaos graph as one instance of a scaled-out server (built with
+    /// `scale`): `env` names its database and Redis (`DATABASE_URI`, `REDIS_URI`, `REDIS_KEY_PREFIX`)
+    /// and whatever else it reads.
+    pub fn start_scaled(env: &[(&str, &str)]) -> Self {
+        let port = free_port();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_weft-server-e2e"));
+        command.args(["--port", &port.to_string(), "--chaos"]).envs(env.iter().copied());
+        command.stdout(Stdio::null()).stderr(Stdio::piped());
+        Self { child: Some(command.spawn().unwrap()), port }
+    }
+
     pub fn start(db: &Path, extra: &[&str]) -> Self {
         Self::start_with(db, extra, &[])
     }

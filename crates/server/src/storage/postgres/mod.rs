@@ -23,6 +23,11 @@
 //!   writes nothing is rolled back when its caller lets go (the rollback is sent when its connection goes
 //!   back to the pool). A second write under the same [`crate::storage::RecordsGuard`] takes a new turn
 //!   of the same key (reading in what other instances wrote between the two).
+//! - The turn that records a run's end also stores the run's last checkpoints (the saves of its last
+//!   step, which the engine leaves to the server: [`weft_graph::EndState::with_last_saves`]), through
+//!   the checkpointer's [`PostgresSaver::put_batch_in`], as one statement before the records' write in
+//!   the same transaction: a run recorded ended has its last checkpoint, and a crash or a failure before
+//!   the commit leaves neither (whoever takes the run over runs its last step again).
 //! - Readers take no turn: they read the rows written since the horizon without a lock, in one statement,
 //!   so requests that only read neither wait for other instances nor make them wait.
 //! - `weft_server_queue`: one row per run that is pending or running, kept in the same transaction as the
@@ -31,11 +36,14 @@
 //!   may start together. Instances of a release before the per-key turns (which read by `seq` under the
 //!   one lock) must all be stopped before instances of this one start.
 
+use std::sync::Arc;
+
 use sqlx::{Postgres, Row as _, Transaction};
 use tokio::sync::oneshot;
+use weft_graph::checkpoint::{CheckpointError, SaveOp};
+use weft_integrations::postgres::PostgresSaver;
 
 use super::{Change, Op, source};
-use weft_graph::checkpoint::CheckpointError;
 
 use crate::error::ServerError;
 use crate::scale::Db;
@@ -206,6 +214,16 @@ pub(crate) struct PgRecords {
     horizon: u64,
     /// The run that the next write stores as claimed (see [`PgRecords::own_on_write`]).
     owned: Option<Owned>,
+    /// Checkpoints that the next write of this turn stores with the records (see
+    /// [`PgRecords::save_on_write`]).
+    saves: Option<Saves>,
+}
+
+/// A run's last saves and the saver that stores them in a turn's transaction.
+#[derive(Debug)]
+struct Saves {
+    saver: Arc<PostgresSaver>,
+    ops: Vec<SaveOp>,
 }
 
 /// A run stored as claimed by the instance that makes it: its id, the worker, the lease in milliseconds.
@@ -275,7 +293,7 @@ impl QueueOps {
 
 impl PgRecords {
     pub(crate) fn new(db: Db) -> Self {
-        Self { db, turn: None, horizon: 0, owned: None }
+        Self { db, turn: None, horizon: 0, owned: None, saves: None }
     }
 
     /// The pool and how statements reach it.
@@ -361,6 +379,15 @@ impl PgRecords {
     /// lock.
     pub(crate) fn leave(&mut self) {
         self.turn = None;
+        self.saves = None;
+    }
+
+    /// The next write of this turn stores `ops` (a run's last saves, see
+    /// [`weft_graph::EndState::with_last_saves`]) through `saver` in its transaction, before the records:
+    /// the records are written only if the saves are stored, and the saves are stored only when the
+    /// records commit. A turn left without a write stores neither.
+    pub(crate) fn save_on_write(&mut self, saver: &Arc<PostgresSaver>, ops: Vec<SaveOp>) {
+        self.saves = (!ops.is_empty()).then(|| Saves { saver: Arc::clone(saver), ops });
     }
 
     /// The next write stores the run `run_id`, running, as claimed by `worker` for `lease` (in its
@@ -371,6 +398,21 @@ impl PgRecords {
             worker: worker.to_owned(),
             lease_ms: lease.as_secs_f64() * 1000.0,
         });
+    }
+
+    /// The latest checkpoint of the thread's root namespace, read through `saver` in the turn's
+    /// transaction (no transaction of its own; see [`PostgresSaver::get_tuple_in`]).
+    pub(crate) async fn head_in_turn(
+        &mut self,
+        saver: &PostgresSaver,
+        thread_id: &str,
+    ) -> Result<Option<weft_graph::checkpoint::CheckpointTuple>, ServerError> {
+        let turn = self
+            .turn
+            .as_mut()
+            .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))?;
+        let config = weft_graph::checkpoint::CheckpointConfig::thread(thread_id);
+        Ok(saver.get_tuple_in(turn, &config).await?)
     }
 
     /// Whether `worker` holds the run's lease, checked in the turn's transaction (no transaction of its
@@ -401,10 +443,15 @@ impl PgRecords {
         for change in changes {
             queue.keep(change, owned.as_ref().map(|o| o.run_id.as_str()));
         }
+        let saves = self.saves.take();
         let mut turn = self
             .turn
             .take()
             .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))?;
+        if let Some(Saves { saver, ops }) = saves {
+            // First: a failure rolls the turn back (dropped), and no record says what was not stored.
+            saver.put_batch_in(&mut turn, ops).await?;
+        }
         let written: Result<i64, sqlx::Error> = async {
             let text = |n: usize| ops.iter().map(|op| op.3.texts()[n]).collect::<Vec<_>>();
             let last = sqlx::query_scalar(

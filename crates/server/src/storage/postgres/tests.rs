@@ -606,3 +606,101 @@ async fn a_start_that_finds_the_schema_current_takes_no_lock_on_the_tables() {
     assert!(!lock_waits(&pool).await);
     drop(turn);
 }
+
+/// A checkpoint of `thread_id` expecting `head`, as a run's last save; its id.
+fn last_save(
+    thread_id: &str,
+    head: weft_graph::checkpoint::ExpectedHead,
+) -> (String, weft_graph::checkpoint::SaveOp) {
+    use weft_graph::checkpoint::{
+        Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource, SaveOp,
+    };
+    let id = uuid::Uuid::now_v7().to_string();
+    let versions: weft_graph::checkpoint::ChannelVersions =
+        [("step".into(), format!("{:032}.{:016}", 1, 0.5).into())].into();
+    let checkpoint = Checkpoint {
+        v: 1,
+        id: id.clone(),
+        ts: "2026-11-27T00:00:00+00:00".into(),
+        channel_values: [("step".into(), json!(0))].into_iter().collect(),
+        channel_versions: versions.clone(),
+        versions_seen: Default::default(),
+        updated_channels: vec!["step".into()],
+    };
+    let metadata = CheckpointMetadata {
+        source: CheckpointSource::Loop,
+        step: 0,
+        parents: Default::default(),
+        extra: Default::default(),
+    };
+    let op = SaveOp::Put {
+        config: Arc::new(CheckpointConfig::thread(thread_id)),
+        checkpoint,
+        metadata,
+        new_versions: versions,
+        appends: Default::default(),
+        expected_head: head,
+    };
+    (id, op)
+}
+
+#[tokio::test]
+async fn a_turns_write_stores_a_runs_last_saves_with_the_records_or_neither() {
+    use weft_graph::checkpoint::{CheckpointConfig, Checkpointer as _, ExpectedHead};
+    let Some(db) = database().await else { return };
+    let (a, pool) = instance(&db).await;
+    let options = weft_integrations::postgres::PostgresOptions::default();
+    let saver =
+        Arc::new(weft_integrations::postgres::PostgresSaver::from_pool(pool.clone(), options).await.unwrap());
+    let head =
+        || async { saver.get_tuple(&CheckpointConfig::thread("t1")).await.unwrap().map(|t| t.checkpoint.id) };
+    // Stored together.
+    let (first, op) = last_save("t1", ExpectedHead::Empty);
+    let mut records = a.lock(Key::Thread("t1")).await.unwrap();
+    assert!(records.save_on_write(&saver, vec![op]).is_empty(), "the turn takes them");
+    records.commit(vec![thread("t1"), run("r1", "t1", "success")]).await.unwrap();
+    drop(records);
+    assert_eq!(head().await, Some(first.clone()));
+    // Saves that cannot be stored (the head moved meanwhile): the records are not written either.
+    let (_, op) = last_save("t1", ExpectedHead::Empty);
+    let mut records = a.lock(Key::Thread("t1")).await.unwrap();
+    assert!(records.save_on_write(&saver, vec![op]).is_empty());
+    let err = records.commit(vec![run("r2", "t1", "success")]).await.unwrap_err();
+    let conflict = Some(weft_graph::checkpoint::CheckpointErrorKind::Conflict);
+    assert!(
+        matches!(&err, crate::error::ServerError::Storage(e) if e.checkpoint_kind() == conflict),
+        "{err}"
+    );
+    drop(records);
+    // Records that cannot be written (a fault injected in PostgreSQL): the saves are not stored either.
+    sqlx::raw_sql(
+        "CREATE FUNCTION refuse_r3() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+           IF NEW.id = 'r3' THEN RAISE EXCEPTION 'injected: the record cannot be written'; END IF; \
+           RETURN NEW; END $$; \
+         CREATE TRIGGER refuse_r3 BEFORE INSERT OR UPDATE ON weft_server_records \
+           FOR EACH ROW EXECUTE FUNCTION refuse_r3()",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let (_, op) = last_save("t1", ExpectedHead::Id(first.clone()));
+    let mut records = a.lock(Key::Thread("t1")).await.unwrap();
+    assert!(records.save_on_write(&saver, vec![op]).is_empty());
+    records.commit(vec![run("r3", "t1", "success")]).await.unwrap_err();
+    drop(records);
+    assert_eq!(head().await, Some(first.clone()), "the saves went with the records' failure");
+    // A turn left without a write stores them not, nor does the next turn.
+    let (_, op) = last_save("t1", ExpectedHead::Id(first.clone()));
+    let mut records = a.lock(Key::Thread("t1")).await.unwrap();
+    assert!(records.save_on_write(&saver, vec![op]).is_empty());
+    drop(records);
+    let mut records = a.lock(Key::Thread("t1")).await.unwrap();
+    records.commit(vec![run("r4", "t1", "success")]).await.unwrap();
+    drop(records);
+    assert_eq!(head().await, Some(first), "saves left in a turn without a write are dropped with it");
+    let (b, _) = instance(&db).await;
+    let mut seen = b.lock(Key::All).await.unwrap();
+    assert!(seen.run("r1").await.unwrap().is_some() && seen.run("r4").await.unwrap().is_some());
+    assert!(seen.run("r2").await.unwrap().is_none(), "not recorded without its saves");
+    assert!(seen.run("r3").await.unwrap().is_none());
+}
