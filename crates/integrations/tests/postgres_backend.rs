@@ -224,18 +224,22 @@ async fn migrations_from_many_processes_at_once_run_once() {
             ("checkpoint".to_owned(), 2),
             ("checkpoint".to_owned(), 3),
             ("checkpoint".to_owned(), 4),
+            ("checkpoint".to_owned(), 5),
             ("store".to_owned(), 1)
         ]
     );
-    // The head check is planned once per connection, not at every save.
-    let config: Vec<String> = sqlx::query_scalar(
-        "SELECT unnest(proconfig) FROM pg_proc WHERE proname = 'weft_checkpoint_heads' \
-         AND pronamespace = current_schema()::regnamespace",
-    )
-    .fetch_all(saver.pool())
-    .await
-    .unwrap();
-    assert_eq!(config, ["plan_cache_mode=force_generic_plan"]);
+    // The head check, the batch and the blobs' read are planned once per connection, not at every call.
+    for function in ["weft_checkpoint_heads", "weft_checkpoint_batch", "weft_checkpoint_blobs"] {
+        let config: Vec<String> = sqlx::query_scalar(
+            "SELECT unnest(proconfig) FROM pg_proc WHERE proname = $1 \
+             AND pronamespace = current_schema()::regnamespace",
+        )
+        .bind(function)
+        .fetch_all(saver.pool())
+        .await
+        .unwrap();
+        assert!(config.iter().any(|c| c == "plan_cache_mode=force_generic_plan"), "{function}: {config:?}");
+    }
 }
 
 /// A saver on a one-connection pool that does not test connections before use, so a killed connection

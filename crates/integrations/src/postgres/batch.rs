@@ -13,68 +13,16 @@ use crate::sql::batch::{BatchRows, PlannedCheckpoint, PlannedWrites, plan_batch}
 use crate::sql::delta::{BlobRecord, DeltaPlanner};
 use crate::sql::heads::{self, AssumedHead, Attempt, HeadChecks};
 
+/// The batch statement: `weft_checkpoint_batch` (see [`super::schema`]) with the batch's rows as arrays.
 /// Checkpoints `$1-$6` (thread, ns, id, parent, body, metadata); channel values `$7-$12` (thread, ns,
 /// channel, version, base, blob); bases stored before the batch `$13-$16` (thread, ns, channel,
 /// version); writes `$17-$24` (thread, ns, checkpoint, task, path, idx, channel, blob); heads the batch
 /// assumes `$25-$28` (thread, ns, whether the head must be exactly `$28` (`NULL`: none) or below it),
-/// sorted by thread and namespace: `weft_checkpoint_heads` locks them (advisory locks held until the
-/// statement's transaction ends) and reads their heads with a snapshot taken after the locks were
-/// granted, so two batches expecting one head cannot both pass. Nothing is written unless every base of `$13-$16` is stored and every head is as assumed. Returns
-/// whether the bases are there, whether the heads are as assumed, how many checkpoints were written, and
-/// the heads found.
-const BATCH: &str = r#"
-WITH bases AS (
-    SELECT count(*) = cardinality($16::text[]) AS ok
-    FROM unnest($13::text[], $14::text[], $15::text[], $16::text[]) AS d(thread, ns, channel, version)
-    JOIN checkpoint_blobs b ON b.thread_key = md5(d.thread)::uuid AND b.ns_key = md5(d.ns)::uuid
-        AND b.thread_id = d.thread AND b.checkpoint_ns = d.ns AND b.channel = d.channel AND b.version = d.version
-),
-found AS MATERIALIZED (
-    SELECT CASE WHEN cardinality($25::text[]) = 0 THEN '{}'::text[]
-        ELSE weft_checkpoint_heads($25::text[], $26::text[]) END AS heads
-),
-heads AS MATERIALIZED (
-    SELECT g.i, CASE WHEN g.exact THEN f.heads[g.i] IS NOT DISTINCT FROM g.want
-        ELSE f.heads[g.i] IS NULL OR f.heads[g.i] < g.want END AS ok, f.heads[g.i] AS head
-    FROM unnest($25::text[], $26::text[], $27::bool[], $28::text[]) WITH ORDINALITY AS g(thread, ns, exact, want, i),
-        found f
-),
-ok AS (
-    SELECT (SELECT ok FROM bases) AND (SELECT coalesce(bool_and(ok), true) FROM heads) AS ok
-),
-cp AS (
-    INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
-    SELECT c.thread, c.ns, c.id, c.parent, c.body::jsonb, c.meta::jsonb
-    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
-        AS c(thread, ns, id, parent, body, meta), ok
-    WHERE ok.ok
-    ON CONFLICT (thread_key, ns_key, checkpoint_id) DO UPDATE SET
-        parent_checkpoint_id = excluded.parent_checkpoint_id, checkpoint = excluded.checkpoint,
-        metadata = excluded.metadata
-    WHERE checkpoints.thread_id = excluded.thread_id AND checkpoints.checkpoint_ns = excluded.checkpoint_ns
-    RETURNING 1
-),
-blobs AS (
-    INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, base_version, blob)
-    SELECT v.thread, v.ns, v.channel, v.version, v.base, v.blob
-    FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[])
-        AS v(thread, ns, channel, version, base, blob), ok
-    WHERE ok.ok
-    ON CONFLICT DO NOTHING
-),
-writes AS (
-    INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, blob)
-    SELECT w.thread, w.ns, w.checkpoint, w.task, w.path, w.idx, w.channel, w.blob
-    FROM unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::bigint[], $23::text[],
-        $24::bytea[]) AS w(thread, ns, checkpoint, task, path, idx, channel, blob), ok
-    WHERE ok.ok
-    ON CONFLICT (thread_key, ns_key, checkpoint_id, task_id, idx) DO UPDATE SET
-        task_path = excluded.task_path, channel = excluded.channel, blob = excluded.blob
-    WHERE excluded.idx < 0 AND checkpoint_writes.thread_id = excluded.thread_id
-        AND checkpoint_writes.checkpoint_ns = excluded.checkpoint_ns
-)
-SELECT (SELECT ok FROM bases), (SELECT coalesce(bool_and(ok), true) FROM heads), (SELECT count(*) FROM cp),
-    coalesce((SELECT array_agg(head ORDER BY i) FROM heads), '{}')"#;
+/// sorted by thread and namespace. Nothing is written unless every base of `$13-$16` is stored and every
+/// head is as assumed. Returns whether the bases are there, whether the heads are as assumed, how many
+/// checkpoints were written, and the heads found.
+const BATCH: &str = "SELECT * FROM weft_checkpoint_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
+    $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)";
 
 #[derive(Debug)]
 struct CheckpointIn {

@@ -23,6 +23,9 @@
 //!   within [`PostgresOptions::connect_timeout`], 5 s by default) the call fails with that cause instead
 //!   of waiting out the pool's `acquire_timeout` (10 s) to say "pool timed out". A refused connection
 //!   fails in about 0.1 s per attempt.
+//! - **Planned once**: a batch of saves is one call of `weft_checkpoint_batch`, a function of the schema
+//!   whose statement PostgreSQL plans once per connection (a batch sent as a statement was planned again
+//!   at every call); the same for the blobs' read (`weft_checkpoint_blobs`) and the heads' check.
 //! - **One run per thread**: a batch with expected heads
 //!   ([`ExpectedHead`](weft_graph::checkpoint::ExpectedHead)) is still one statement: it calls
 //!   `weft_checkpoint_heads` (a function of the schema), which takes an advisory lock per thread and

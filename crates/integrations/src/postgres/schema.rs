@@ -129,6 +129,83 @@ BEGIN
 END
 $fn$"#,
     },
+    Migration {
+        version: 5,
+        name: "weft_checkpoint_batch: a batch's saves planned once per connection",
+        // The batch was one statement sent by the saver, which PostgreSQL planned again at every call: a
+        // plan made for the parameters' array lengths always looks cheaper than the generic one, so the
+        // plan cache never kept one, and planning cost about a fifth of the statement. In a function with
+        // `force_generic_plan` it is planned once per connection. The plan does not depend on the batch's
+        // size: each base is one lookup by the whole primary key (`LIMIT 1`, as in
+        // `weft_checkpoint_blobs`), and the rows are inserted as given. VOLATILE, as the statement was:
+        // `weft_checkpoint_heads` reads the heads with a snapshot taken after its locks. The blobs' read
+        // gets the same setting (its lookups are by key).
+        sql: r#"
+CREATE OR REPLACE FUNCTION weft_checkpoint_batch(TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[],
+    TEXT[], TEXT[], TEXT[], TEXT[], BYTEA[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[],
+    TEXT[], BIGINT[], TEXT[], BYTEA[], TEXT[], TEXT[], BOOLEAN[], TEXT[])
+RETURNS TABLE (bases_ok BOOLEAN, heads_ok BOOLEAN, stored BIGINT, found_heads TEXT[])
+LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan SET jit = off AS $fn$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+WITH bases AS (
+    SELECT count(*) = cardinality($16::text[]) AS ok
+    FROM unnest($13::text[], $14::text[], $15::text[], $16::text[]) AS d(thread, ns, channel, version)
+    CROSS JOIN LATERAL (SELECT 1 FROM checkpoint_blobs b WHERE b.thread_key = md5(d.thread)::uuid
+        AND b.ns_key = md5(d.ns)::uuid AND b.thread_id = d.thread AND b.checkpoint_ns = d.ns
+        AND b.channel = d.channel AND b.version = d.version LIMIT 1) b
+),
+found AS MATERIALIZED (
+    SELECT CASE WHEN cardinality($25::text[]) = 0 THEN '{}'::text[]
+        ELSE weft_checkpoint_heads($25::text[], $26::text[]) END AS heads
+),
+heads AS MATERIALIZED (
+    SELECT g.i, CASE WHEN g.exact THEN f.heads[g.i] IS NOT DISTINCT FROM g.want
+        ELSE f.heads[g.i] IS NULL OR f.heads[g.i] < g.want END AS ok, f.heads[g.i] AS head
+    FROM unnest($25::text[], $26::text[], $27::bool[], $28::text[]) WITH ORDINALITY AS g(thread, ns, exact, want, i),
+        found f
+),
+ok AS (
+    SELECT (SELECT ok FROM bases) AND (SELECT coalesce(bool_and(ok), true) FROM heads) AS ok
+),
+cp AS (
+    INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
+    SELECT c.thread, c.ns, c.id, c.parent, c.body::jsonb, c.meta::jsonb
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+        AS c(thread, ns, id, parent, body, meta), ok
+    WHERE ok.ok
+    ON CONFLICT (thread_key, ns_key, checkpoint_id) DO UPDATE SET
+        parent_checkpoint_id = excluded.parent_checkpoint_id, checkpoint = excluded.checkpoint,
+        metadata = excluded.metadata
+    WHERE checkpoints.thread_id = excluded.thread_id AND checkpoints.checkpoint_ns = excluded.checkpoint_ns
+    RETURNING 1
+),
+blobs AS (
+    INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, base_version, blob)
+    SELECT v.thread, v.ns, v.channel, v.version, v.base, v.blob
+    FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[])
+        AS v(thread, ns, channel, version, base, blob), ok
+    WHERE ok.ok
+    ON CONFLICT DO NOTHING
+),
+writes AS (
+    INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, blob)
+    SELECT w.thread, w.ns, w.checkpoint, w.task, w.path, w.idx, w.channel, w.blob
+    FROM unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::bigint[], $23::text[],
+        $24::bytea[]) AS w(thread, ns, checkpoint, task, path, idx, channel, blob), ok
+    WHERE ok.ok
+    ON CONFLICT (thread_key, ns_key, checkpoint_id, task_id, idx) DO UPDATE SET
+        task_path = excluded.task_path, channel = excluded.channel, blob = excluded.blob
+    WHERE excluded.idx < 0 AND checkpoint_writes.thread_id = excluded.thread_id
+        AND checkpoint_writes.checkpoint_ns = excluded.checkpoint_ns
+)
+SELECT (SELECT ok FROM bases), (SELECT coalesce(bool_and(ok), true) FROM heads), (SELECT count(*) FROM cp),
+    coalesce((SELECT array_agg(head ORDER BY i) FROM heads), '{}');
+END
+$fn$;
+ALTER FUNCTION weft_checkpoint_blobs(UUID, UUID, TEXT, TEXT, JSONB) SET plan_cache_mode = force_generic_plan;"#,
+    },
 ];
 
 /// Steps of the store's tables.
