@@ -267,7 +267,7 @@ pub(crate) async fn execute_on(
     let webhook = kwargs.webhook.as_str().map(|url| (url.to_owned(), Hook::new(&ended, &result)));
     let log = |e: crate::error::ApiError| tracing::error!(run_id, error = %e.detail, "cannot record the end of a run");
     #[cfg(feature = "scale")]
-    let last_saves = left_saves(app, &run_id, &ended, &end).await;
+    let last_saves = held_saves(&ended, &end);
     // Read before the records' lock: a rolled-back run's undoing, and where the run left its thread.
     let state = end_state(app, &record, &ended, end.take()).await.map_err(log).ok();
     // One turn of the records: the run's end written, then its channel finished, so that a listener who
@@ -347,24 +347,15 @@ fn end_slot(app: &App) -> EndState {
     EndState::new()
 }
 
-/// The saves a run left in its slot ([`end_slot`]): for a run that ended with nothing left to run, to
-/// store in the turn that records its end (returned); for one recorded as ending otherwise (a cancel or
-/// the run timeout that came as it ended), stored now, as the run would have, before its state is read.
+/// The saves a run left in its slot ([`end_slot`]), to store in the turn that records its end, however
+/// it is recorded as ending (a cancel or the run timeout may come as the graph ends): a run recorded
+/// ended has its last checkpoint, and a failed store records nothing (whoever takes the run over runs
+/// its last step again, and finds the cancel asked of it in the queue). A rolled-back run's are dropped:
+/// its checkpoints go.
 #[cfg(feature = "scale")]
-async fn left_saves(
-    app: &App,
-    run_id: &str,
-    ended: &Ended,
-    end: &EndState,
-) -> Vec<weft_graph::checkpoint::SaveOp> {
+fn held_saves(ended: &Ended, end: &EndState) -> Vec<weft_graph::checkpoint::SaveOp> {
     let saves = end.take_saves();
-    if saves.is_empty() || matches!(ended, Ended::Success) {
-        return saves;
-    }
-    if let Err(e) = app.checkpointer.put_batch(saves).await {
-        tracing::error!(run_id, error = %e, "cannot store the last step of a run that ended as it was stopped");
-    }
-    Vec::new()
+    if matches!(ended, Ended::Cancelled(CancelAction::Rollback)) { Vec::new() } else { saves }
 }
 
 /// Runs the run's graph: from the thread's head when the run continues an earlier attempt; `head`: the
@@ -516,7 +507,9 @@ async fn end_state(
     }
     Ok(match graph_of(app, record) {
         Some(_) if record.run.kwargs.temporary => None,
-        Some(_) if matches!(ended, Ended::Success) && handed.is_some() => handed,
+        // Handed back only by a graph that ended with nothing left to run, whatever the run is recorded
+        // as (a cancel or the timeout may come as it ends): the state its last saves lead to.
+        Some(_) if handed.is_some() && !matches!(ended, Ended::Cancelled(CancelAction::Rollback)) => handed,
         Some(registered) => {
             registered.stateful.get_state_json(&thread_config(&record.run.thread_id), false).await.ok()
         }
