@@ -1,0 +1,228 @@
+//! The Agent Streaming Protocol (v2): `POST /threads/{id}/commands` answering bad input with the
+//! protocol's typed errors, and `POST /threads/{id}/stream/events` numbering a run's protocol events,
+//! filtering them, and replaying what came after a `since`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::net::SocketAddr;
+
+use common::open::Open;
+use common::{builder, post, post_raw, start};
+use serde_json::{Value, json};
+
+async fn command(addr: SocketAddr, thread: &str, body: Value) -> (u16, Value) {
+    let reply = post(addr, &format!("/threads/{thread}/commands"), body).await;
+    (reply.status, reply.json())
+}
+
+fn new_thread() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+#[tokio::test]
+async fn commands_answer_bad_input_with_typed_errors() {
+    let server = start(builder()).await;
+    let addr = server.addr;
+    let t = new_thread();
+    let raw = post_raw(addr, &format!("/threads/{t}/commands"), b"{not json").await;
+    assert_eq!((raw.status, raw.json()), (400, json!({"detail": "Invalid JSON body"})));
+    let malformed = json!({"type": "error", "id": "x", "error": "invalid_argument",
+        "message": "Protocol commands must include an integer id and string method."});
+    assert_eq!(command(addr, &t, json!({"id": "x", "method": "run.start"})).await, (400, malformed));
+    assert_eq!(command(addr, &t, json!([1, 2])).await.0, 400);
+    for method in ["state.get", "input.inject", "state.fork", "nope"] {
+        let (status, body) = command(addr, &t, json!({"id": 1, "method": method})).await;
+        assert_eq!((status, &body["error"]), (200, &json!("unknown_command")), "{method}");
+        assert_eq!(body["message"], format!("Unknown protocol command: {method}"));
+    }
+    let (_, body) = command(addr, &t, json!({"id": 2, "method": "run.start", "params": {}})).await;
+    assert_eq!(
+        body,
+        json!({"type": "error", "id": 2, "error": "invalid_argument", "message": "run.start requires an assistant_id."})
+    );
+    let fork = json!({"assistant_id": "simple", "config": {"configurable": {"checkpoint_id": "x"}}});
+    let (_, body) = command(addr, &t, json!({"id": 3, "method": "run.start", "params": fork})).await;
+    assert_eq!(body["message"], "Invalid config.configurable.checkpoint_id: 'x'.");
+    let (_, body) =
+        command(addr, &t, json!({"id": 4, "method": "run.start", "params": {"assistant_id": "zzz"}})).await;
+    assert_eq!(body["error"], "unknown_error");
+    assert!(body["message"].as_str().unwrap().starts_with("422: Invalid assistant: 'zzz'."), "{body}");
+    let (_, body) = command(
+        addr,
+        "not-a-uuid",
+        json!({"id": 5, "method": "run.start", "params": {"assistant_id": "simple"}}),
+    )
+    .await;
+    assert_eq!(body["error"], "unknown_error", "{body}");
+    let (_, body) = command(
+        addr,
+        &t,
+        json!({"id": 6, "method": "subscription.subscribe", "params": {"channels": ["debug"]}}),
+    )
+    .await;
+    assert_eq!(body["message"], "subscription.subscribe received an unsupported channel.");
+    let (_, body) =
+        command(addr, &t, json!({"id": 7, "method": "input.respond", "params": {"responses": []}})).await;
+    assert_eq!(body["message"], "input.respond requires at least one response.");
+    let (_, body) =
+        command(addr, &t, json!({"id": 8, "method": "input.respond", "params": {"interrupt_id": "i"}})).await;
+    assert_eq!(body["error"], "no_such_run");
+    let (_, body) = command(addr, &t, json!({"id": 9, "method": "agent.getTree"})).await;
+    assert_eq!(body["error"], "no_such_run");
+    let (_, body) = command(
+        addr,
+        &t,
+        json!({"id": 10, "method": "subscription.unsubscribe", "params": {"subscription_id": "s"}}),
+    )
+    .await;
+    assert_eq!(body["error"], "no_such_subscription");
+}
+
+#[tokio::test]
+async fn event_streams_refuse_bad_filters() {
+    let server = start(builder()).await;
+    let addr = server.addr;
+    let path = format!("/threads/{}/stream/events", new_thread());
+    let reply = post(addr, &path, json!({"channels": ["values", "debug"]})).await;
+    assert_eq!(reply.status, 400);
+    assert!(
+        reply.detail().starts_with("channels contains unsupported entries: debug."),
+        "{}",
+        reply.detail()
+    );
+    let reply = post(addr, &path, json!({"channels": []})).await;
+    assert_eq!(
+        (reply.status, reply.detail()),
+        (400, "channels is required and must be a non-empty array".to_owned())
+    );
+    let reply = post_raw(addr, &path, b"[").await;
+    assert_eq!((reply.status, reply.detail()), (400, "Invalid JSON body".to_owned()));
+    let reply = post(addr, "/threads/not-a-uuid/stream/events", json!({"channels": ["values"]})).await;
+    assert_eq!(reply.status, 422);
+}
+
+/// Whether a protocol event is a run's end (the root's `completed`, `failed` or `interrupted`).
+fn is_end(event: &Value) -> bool {
+    event["method"] == "lifecycle"
+        && event["params"]["namespace"] == json!([])
+        && event["params"]["data"]["event"] != "running"
+}
+
+/// The protocol events of a stream up to the `runs`-th run's end.
+async fn until_ends(open: &mut Open, runs: usize) -> Vec<Value> {
+    let mut n = 1;
+    loop {
+        let events: Vec<Value> = open.events(n).await.into_iter().map(|(_, data, _)| data).collect();
+        if events.iter().filter(|e| is_end(e)).count() >= runs {
+            return events;
+        }
+        n = events.len() + 1;
+    }
+}
+
+async fn until_end(open: &mut Open) -> Vec<Value> {
+    until_ends(open, 1).await
+}
+
+#[tokio::test]
+async fn a_run_streams_numbered_events_and_a_reconnect_replays_after_since() {
+    let server = start(builder()).await;
+    let addr = server.addr;
+    let t = new_thread();
+    let (status, started) = command(
+        addr,
+        &t,
+        json!({"id": 1, "method": "run.start",
+        "params": {"assistant_id": "simple", "input": {"items": []}}}),
+    )
+    .await;
+    assert_eq!(
+        (status, &started["type"], &started["meta"]),
+        (200, &json!("success"), &json!({"applied_through_seq": 0}))
+    );
+    let all = json!([
+        "values",
+        "updates",
+        "messages",
+        "tools",
+        "custom",
+        "lifecycle",
+        "input",
+        "tasks",
+        "checkpoints"
+    ]);
+    let path = format!("/threads/{t}/stream/events");
+    let mut open = Open::post(addr, &path, &json!({"channels": all})).await;
+    assert_eq!(open.status, 200);
+    let events = until_end(&mut open).await;
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+    let methods: Vec<&str> = events.iter().filter_map(|e| e["method"].as_str()).collect();
+    assert_eq!(methods.first(), Some(&"lifecycle"));
+    assert_eq!(events[0]["params"]["data"], json!({"event": "running", "graph_name": "simple"}));
+    assert_eq!(
+        events.last().unwrap()["params"]["data"],
+        json!({"event": "completed", "graph_name": "simple"})
+    );
+    let values: Vec<&Value> =
+        events.iter().filter(|e| e["method"] == "values").map(|e| &e["params"]["data"]).collect();
+    assert_eq!(values, [&json!({"items": []}), &json!({"items": ["a"]}), &json!({"items": ["a", "b"]})]);
+    let updates: Vec<(&Value, &Value)> = events
+        .iter()
+        .filter(|e| e["method"] == "updates")
+        .map(|e| (&e["params"]["node"], &e["params"]["data"]))
+        .collect();
+    assert_eq!(updates, [(&json!("a"), &json!({"items": ["a"]})), (&json!("b"), &json!({"items": ["b"]}))]);
+    assert_eq!(events.iter().filter(|e| e["method"] == "tasks").count(), 4, "a start and a result per task");
+
+    // A reconnect gets what came after `since`, the same events byte for byte.
+    let mut again = Open::post(addr, &path, &json!({"channels": all, "since": 3})).await;
+    let replayed = until_end(&mut again).await;
+    assert_eq!(replayed, events[3..].to_vec());
+    // A filter keeps the numbering.
+    let mut values_only = Open::post(addr, &path, &json!({"channels": ["values", "lifecycle"]})).await;
+    let filtered = until_end(&mut values_only).await;
+    let kept: Vec<Value> =
+        events.iter().filter(|e| e["method"] == "values" || e["method"] == "lifecycle").cloned().collect();
+    assert_eq!(filtered, kept);
+}
+
+#[tokio::test]
+async fn an_interrupt_is_asked_for_and_answered_with_input_respond() {
+    let server = start(builder()).await;
+    let addr = server.addr;
+    let t = new_thread();
+    command(
+        addr,
+        &t,
+        json!({"id": 1, "method": "run.start", "params": {"assistant_id": "hitl", "input": {"items": []}}}),
+    )
+    .await;
+    let path = format!("/threads/{t}/stream/events");
+    let mut open = Open::post(addr, &path, &json!({"channels": ["input", "lifecycle", "values"]})).await;
+    let events = until_end(&mut open).await;
+    let asked: Vec<&Value> = events.iter().filter(|e| e["method"] == "input.requested").collect();
+    assert_eq!(asked.len(), 1, "{events:?}");
+    assert_eq!(asked[0]["params"]["data"]["payload"], "approve?");
+    assert_eq!(events.last().unwrap()["params"]["data"]["event"], "interrupted");
+    let interrupt = asked[0]["params"]["data"]["interrupt_id"].clone();
+    let (_, wrong) = command(
+        addr,
+        &t,
+        json!({"id": 2, "method": "input.respond", "params": {"interrupt_id": "nope", "response": 1}}),
+    )
+    .await;
+    assert_eq!(wrong["error"], "no_such_interrupt");
+    let (_, answered) = command(
+        addr,
+        &t,
+        json!({"id": 3, "method": "input.respond", "params": {"interrupt_id": interrupt, "response": "yes"}}),
+    )
+    .await;
+    assert_eq!(answered["type"], "success", "{answered}");
+    let both = until_ends(&mut open, 2).await;
+    assert_eq!(both.last().unwrap()["params"]["data"]["event"], "completed");
+    let last = both.iter().rev().find(|e| e["method"] == "values").unwrap();
+    assert_eq!(last["params"]["data"], json!({"items": ["yes"]}));
+}
