@@ -113,8 +113,10 @@ fn is_end(event: &Value) -> bool {
 async fn until_ends(open: &mut Open, runs: usize) -> Vec<Value> {
     let mut n = 1;
     loop {
-        let events: Vec<Value> = open.events(n).await.into_iter().map(|(_, data, _)| data).collect();
-        if events.iter().filter(|e| is_end(e)).count() >= runs {
+        let mut events: Vec<Value> = open.events(n).await.into_iter().map(|(_, data, _)| data).collect();
+        let ends: Vec<usize> = events.iter().enumerate().filter(|(_, e)| is_end(e)).map(|(i, _)| i).collect();
+        if let Some(&end) = ends.get(runs - 1) {
+            events.truncate(end + 1);
             return events;
         }
         n = events.len() + 1;

@@ -91,7 +91,6 @@ struct Listener {
 impl Listener {
     /// Reads one event of the thread's stream into the session.
     async fn read(&mut self, event: &Event) {
-        self.session.tick(&event.id);
         if event.name != "metadata" {
             self.session.ingest(event);
             return;
@@ -104,6 +103,9 @@ impl Listener {
                 self.session.end_run(&status);
             }
         } else if !self.session.is_run(run_id) {
+            // The run's start moves the clock; its end (`run_done`, whose id is made when it is read) does
+            // not, so every listener stamps the end with the time of the run's last event.
+            self.session.tick(&event.id);
             let (graph, _) = graph_name(&self.app, run_id).await;
             self.session.start_run(run_id, &graph);
         }
