@@ -3,7 +3,10 @@ the same events per channel from both servers (task ids, message ids and timesta
 climbing by one, a reconnect with `since` replaying exactly what came after, interrupts answered with
 `input.respond`, and the commands' typed errors."""
 import asyncio
+import json
 import uuid
+
+import websockets
 
 from kit import check, eq
 
@@ -46,8 +49,8 @@ def by_channel(events, channels):
 
 
 def is_end(event):
-    p = event["params"]
-    return event["method"] == "lifecycle" and p["namespace"] == [] and p["data"]["event"] in TERMINAL
+    p = event.get("params", {})
+    return event.get("method") == "lifecycle" and p["namespace"] == [] and p["data"]["event"] in TERMINAL
 
 
 async def until_end(events, timeout=30):
@@ -202,3 +205,59 @@ async def test_v2_command_errors(c, env):
         check(r.json()["detail"].startswith("channels contains unsupported entries: debug."), r.json()["detail"])
         r = await http.post(f"/threads/{tid}/stream/events", json={"channels": []})
         eq((r.status_code, r.json()), (400, {"detail": "channels is required and must be a non-empty array"}), "no channels")
+
+
+async def test_v2_websocket_transport(c, env):
+    async with c.threads.stream(assistant_id="simple", transport="websocket") as thread:
+        await thread.run.start(input={"items": []})
+        frames = await until_end(thread.events)
+    # The socket carries the subscription's answer too.
+    events = [f for f in frames if f.get("type") == "event"]
+    check_seq(events)
+    got = by_channel(events, ["values", "lifecycle"])
+    eq(got["lifecycle"], [([], {"event": "running", "graph_name": "simple"}), ([], {"event": "completed", "graph_name": "simple"})], "lifecycle")
+    eq([data for _, data in got["values"]], [{"items": []}, {"items": ["a"], "count": 1}, {"items": ["a", "b"], "count": 2}], "values")
+
+
+async def read_until(ws, done, timeout=30):
+    """The frames of a socket until `done(frames)` holds."""
+    frames = []
+
+    async def read():
+        while not done(frames):
+            frames.append(json.loads(await ws.recv()))
+
+    await asyncio.wait_for(read(), timeout)
+    return frames
+
+
+def answer(frames, command_id):
+    return next((f for f in frames if f.get("type") != "event" and f.get("id") == command_id), None)
+
+
+async def test_v2_websocket_commands_and_reconnect(c, env):
+    tid, sse_events = await run_to_end(c, "simple", {"items": []})
+    url = env.url.replace("http", "ws", 1) + f"/threads/{tid}/stream/events"
+    async with websockets.connect(url) as ws:
+        await ws.send("not json")
+        frames = await read_until(ws, lambda f: len(f) == 1)
+        eq(frames[0], {"type": "error", "id": None, "error": "invalid_argument", "message": "Protocol commands must be valid JSON."}, "not JSON")
+        await ws.send(json.dumps({"id": 1, "method": "subscription.subscribe", "params": {"channels": ["lifecycle"]}}))
+        frames = await read_until(ws, lambda f: answer(f, 1) is not None and any(is_end(e) for e in f))
+        eq(answer(frames, 1)["type"], "success", "subscribe")
+        eq([e["params"]["data"]["event"] for e in frames if e.get("type") == "event"], ["running", "completed"], "lifecycle events")
+        await ws.send(json.dumps({"id": 2, "method": "subscription.reconnect", "params": {"channels": CHANNELS, "since": 2}}))
+        frames = await read_until(ws, lambda f: answer(f, 2) is not None)
+        key = lambda e: (e["seq"], e["method"], e["params"]["data"])  # noqa: E731
+        replayed = [e for e in frames if e.get("type") == "event"]
+        eq([key(e) for e in replayed], [key(e) for e in sse_events if e["seq"] > 2], "the replay after since")
+        eq(answer(frames, 2)["result"]["replayed_events"], len(replayed), "replayed_events")
+        await ws.send(json.dumps({"id": 3, "method": "agent.getTree"}))
+        frames = await read_until(ws, lambda f: answer(f, 3) is not None)
+        eq(answer(frames, 3)["result"]["tree"], {"namespace": [], "status": "completed", "graph_name": "simple"}, "the tree")
+        await ws.send(json.dumps({"id": 4, "method": "state.get"}))
+        frames = await read_until(ws, lambda f: answer(f, 4) is not None)
+        eq(answer(frames, 4)["error"], "unknown_command", "state.get")
+        await ws.send(json.dumps({"id": 5, "method": "subscription.reconnect", "params": {"channels": ["values"]}}))
+        frames = await read_until(ws, lambda f: answer(f, 5) is not None)
+        eq(answer(frames, 5)["message"], "subscription.reconnect requires a non-negative integer since.", "no since")

@@ -148,7 +148,11 @@ pub(crate) fn routes() -> Vec<Route> {
         Route::new("/threads/{thread_id}/copy").post("Copy a thread", threads::copy),
         Route::new("/threads/{thread_id}/stream").get("Join a thread's stream", thread_stream::stream),
         Route::new("/threads/{thread_id}/stream/events")
-            .post("Agent Streaming Protocol: the thread's protocol events (SSE)", v2::events),
+            .post("Agent Streaming Protocol: the thread's protocol events (SSE)", v2::events)
+            .get(
+                "Agent Streaming Protocol: the thread's protocol events and commands (WebSocket)",
+                v2::socket,
+            ),
         Route::new("/threads/{thread_id}/commands")
             .post("Agent Streaming Protocol: one command", v2::commands),
         Route::new("/threads/{thread_id}/state")

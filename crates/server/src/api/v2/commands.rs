@@ -25,7 +25,7 @@ pub(crate) fn error(id: &Value, code: &str, message: impl Into<String>) -> Value
 }
 
 /// The protocol's success answer (`applied_through_seq` is `seq`).
-fn success(id: &Value, result: Value, seq: u64) -> Value {
+pub(crate) fn success(id: &Value, result: Value, seq: u64) -> Value {
     json!({"type": "success", "id": id, "result": result, "meta": {"applied_through_seq": seq}})
 }
 
@@ -152,7 +152,14 @@ async fn make_run(
     Ok(created.record.run.run_id.clone())
 }
 
-async fn run_start(app: &Arc<App>, caller: &Caller, thread_id: &str, id: &Value, params: &Value) -> Value {
+async fn run_start(
+    app: &Arc<App>,
+    caller: &Caller,
+    thread_id: &str,
+    id: &Value,
+    params: &Value,
+    seq: u64,
+) -> Value {
     let Some(assistant_id) = params.get("assistant_id").and_then(Value::as_str).filter(|s| !s.is_empty())
     else {
         return error(id, "invalid_argument", "run.start requires an assistant_id.");
@@ -161,7 +168,7 @@ async fn run_start(app: &Arc<App>, caller: &Caller, thread_id: &str, id: &Value,
         return error(id, "invalid_argument", message);
     }
     match make_run(app, caller, thread_id, assistant_id, params, None).await {
-        Ok(run_id) => success(id, json!({"run_id": run_id}), 0),
+        Ok(run_id) => success(id, json!({"run_id": run_id}), seq),
         Err(e) => error(id, "unknown_error", quoted(&e)),
     }
 }
@@ -205,6 +212,7 @@ async fn input_respond(
     thread_id: &str,
     id: &Value,
     params: &Value,
+    seq: u64,
 ) -> Value {
     let entries = match respond_entries(params) {
         Ok(entries) => entries,
@@ -226,20 +234,31 @@ async fn input_respond(
     };
     let resume: Map<String, Value> = entries.into_iter().collect();
     match make_run(app, caller, thread_id, &assistant_id, params, Some(Value::Object(resume))).await {
-        Ok(_) => success(id, json!({}), 0),
+        Ok(_) => success(id, json!({}), seq),
         Err(e) => error(id, "unknown_error", quoted(&e)),
     }
 }
 
 /// Answers one command (its `id` an integer and its `method` a string, checked by the caller).
 pub(crate) async fn handle(app: &Arc<App>, caller: &Caller, thread_id: &str, command: &Value) -> Value {
+    handle_at(app, caller, thread_id, command, 0).await
+}
+
+/// [`handle`], for a connection whose events have reached `seq` (the answer's `applied_through_seq`).
+pub(crate) async fn handle_at(
+    app: &Arc<App>,
+    caller: &Caller,
+    thread_id: &str,
+    command: &Value,
+    seq: u64,
+) -> Value {
     let id = command.get("id").cloned().unwrap_or(Value::Null);
     let method = command.get("method").and_then(Value::as_str).unwrap_or_default();
     let empty = json!({});
     let params = command.get("params").filter(|p| p.is_object()).unwrap_or(&empty);
     match method {
-        "run.start" => run_start(app, caller, thread_id, &id, params).await,
-        "input.respond" => input_respond(app, caller, thread_id, &id, params).await,
+        "run.start" => run_start(app, caller, thread_id, &id, params, seq).await,
+        "input.respond" => input_respond(app, caller, thread_id, &id, params, seq).await,
         "subscription.subscribe" => match Filter::from_params(params) {
             Some(_) => success(&id, json!({"subscription_id": new_id(), "replayed_events": 0}), 0),
             None if params.get("channels").and_then(Value::as_array).is_some_and(|c| !c.is_empty()) => {

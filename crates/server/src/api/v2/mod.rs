@@ -12,6 +12,9 @@ pub(crate) mod filter;
 mod messages;
 pub(crate) mod session;
 mod state;
+mod ws;
+
+pub(crate) use self::ws::socket;
 
 use std::sync::Arc;
 
@@ -88,29 +91,30 @@ struct Listener {
     pending: std::collections::VecDeque<Arc<ProtocolEvent>>,
 }
 
-impl Listener {
-    /// Reads one event of the thread's stream into the session.
-    async fn read(&mut self, event: &Event) {
-        if event.name != "metadata" {
-            self.session.ingest(event);
-            return;
-        }
-        let Ok(data) = serde_json::from_str::<Value>(&event.data) else { return };
-        let Some(run_id) = data.get("run_id").and_then(Value::as_str) else { return };
-        if data.get("status").and_then(Value::as_str) == Some("run_done") {
-            if self.session.is_run(run_id) {
-                let status = end_status(&self.app, &self.thread_id, run_id).await;
-                self.session.end_run(&status);
-            }
-        } else if !self.session.is_run(run_id) {
-            // The run's start moves the clock; its end (`run_done`, whose id is made when it is read) does
-            // not, so every listener stamps the end with the time of the run's last event.
-            self.session.tick(&event.id);
-            let (graph, _) = graph_name(&self.app, run_id).await;
-            self.session.start_run(run_id, &graph);
-        }
+/// Reads one event of the thread's stream into a session: a run's start and end (`metadata` events) or
+/// one of its events.
+pub(super) async fn read(app: &App, thread_id: &str, session: &mut Session, event: &Event) {
+    if event.name != "metadata" {
+        session.ingest(event);
+        return;
     }
+    let Ok(data) = serde_json::from_str::<Value>(&event.data) else { return };
+    let Some(run_id) = data.get("run_id").and_then(Value::as_str) else { return };
+    if data.get("status").and_then(Value::as_str) == Some("run_done") {
+        if session.is_run(run_id) {
+            let status = end_status(app, thread_id, run_id).await;
+            session.end_run(&status);
+        }
+    } else if !session.is_run(run_id) {
+        // The run's start moves the clock; its end (`run_done`, whose id is made when it is read) does
+        // not, so every listener stamps the end with the time of the run's last event.
+        session.tick(&event.id);
+        let (graph, _) = graph_name(app, run_id).await;
+        session.start_run(run_id, &graph);
+    }
+}
 
+impl Listener {
     /// The next frame for the client; `None` when the stream ends (`Err` when cut).
     async fn next(&mut self) -> Option<Result<String, std::io::Error>> {
         loop {
@@ -119,7 +123,7 @@ impl Listener {
             }
             match self.joined.next_item().await {
                 Some(Joined::Event(event)) => {
-                    self.read(&event).await;
+                    read(&self.app, &self.thread_id, &mut self.session, &event).await;
                     let (filter, since) = (&self.filter, self.since);
                     let made = self.session.take();
                     self.pending.extend(made.into_iter().filter(|e| {

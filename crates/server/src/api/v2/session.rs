@@ -203,6 +203,33 @@ impl Session {
         self.push("lifecycle", &[], json!({"event": "running", "graph_name": graph_name}), None, Some(id));
     }
 
+    /// Whether a run has been read yet.
+    pub(crate) fn has_run(&self) -> bool {
+        !self.run.run_id.is_empty()
+    }
+
+    /// The tree of the run's namespaces from `namespace` down (`agent.getTree`): each with its status,
+    /// graph name and children.
+    pub(crate) fn tree(&self, namespace: &[String]) -> Value {
+        let (status, graph_name) = match self.run.spaces.get(namespace) {
+            Some(space) => (space.status, space.graph_name.clone()),
+            None if namespace.is_empty() => ("started", self.run.graph_name.clone()),
+            None => ("started", graph_name_of(namespace)),
+        };
+        let mut children: Vec<&Vec<String>> = self
+            .run
+            .spaces
+            .keys()
+            .filter(|ns| ns.len() == namespace.len() + 1 && ns.starts_with(namespace))
+            .collect();
+        children.sort();
+        let mut node = json!({"namespace": namespace, "status": status, "graph_name": graph_name});
+        if let (false, Some(n)) = (children.is_empty(), node.as_object_mut()) {
+            n.insert("children".to_owned(), children.iter().map(|c| self.tree(c)).collect());
+        }
+        node
+    }
+
     /// Whether the run with this id is the one being read.
     pub(crate) fn is_run(&self, run_id: &str) -> bool {
         self.run.run_id == run_id
