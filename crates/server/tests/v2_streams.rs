@@ -228,3 +228,181 @@ async fn an_interrupt_is_asked_for_and_answered_with_input_respond() {
     let last = both.iter().rev().find(|e| e["method"] == "values").unwrap();
     assert_eq!(last["params"]["data"], json!({"items": ["yes"]}));
 }
+
+/// A WebSocket client, as much as these tests need: the handshake, masked text frames out, frames in.
+struct Socket {
+    stream: tokio::net::TcpStream,
+    buffered: Vec<u8>,
+}
+
+impl Socket {
+    async fn connect(addr: SocketAddr, path: &str) -> Self {
+        use tokio::io::AsyncWriteExt as _;
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let head = format!(
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let mut socket = Self { stream, buffered: Vec::new() };
+        let end = loop {
+            if let Some(end) = socket.buffered.windows(4).position(|w| w == b"\r\n\r\n") {
+                break end;
+            }
+            socket.fill().await;
+        };
+        let head = String::from_utf8_lossy(&socket.buffered[..end]).to_string();
+        assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+        socket.buffered.drain(..end + 4);
+        socket
+    }
+
+    async fn fill(&mut self) {
+        use tokio::io::AsyncReadExt as _;
+        let mut buf = [0u8; 65536];
+        let n = tokio::time::timeout(std::time::Duration::from_secs(20), self.stream.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(n > 0, "the socket closed");
+        self.buffered.extend_from_slice(&buf[..n]);
+    }
+
+    async fn send(&mut self, value: &Value) {
+        use tokio::io::AsyncWriteExt as _;
+        let payload = value.to_string().into_bytes();
+        let mut frame = vec![0x81u8];
+        match payload.len() {
+            n if n < 126 => frame.push(0x80 | n as u8),
+            n => {
+                frame.push(0x80 | 126);
+                frame.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+        }
+        let mask = [1u8, 2, 3, 4];
+        frame.extend_from_slice(&mask);
+        frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        self.stream.write_all(&frame).await.unwrap();
+    }
+
+    /// The next text frame, as JSON.
+    async fn next(&mut self) -> Value {
+        loop {
+            if self.buffered.len() >= 2 {
+                let (opcode, len7) = (self.buffered[0] & 0x0f, usize::from(self.buffered[1] & 0x7f));
+                let (len, start) = match len7 {
+                    126 if self.buffered.len() >= 4 => {
+                        (usize::from(u16::from_be_bytes([self.buffered[2], self.buffered[3]])), 4)
+                    }
+                    127 if self.buffered.len() >= 10 => (
+                        usize::try_from(u64::from_be_bytes(self.buffered[2..10].try_into().unwrap()))
+                            .unwrap(),
+                        10,
+                    ),
+                    n if n < 126 => (n, 2),
+                    _ => (usize::MAX, 0),
+                };
+                if len != usize::MAX && self.buffered.len() >= start + len {
+                    let payload: Vec<u8> = self.buffered.drain(..start + len).skip(start).collect();
+                    assert_ne!(opcode, 0x8, "the socket closed: {}", String::from_utf8_lossy(&payload));
+                    if opcode == 0x1 {
+                        return serde_json::from_slice(&payload).unwrap();
+                    }
+                    continue;
+                }
+            }
+            self.fill().await;
+        }
+    }
+
+    /// Frames up to the answer to command `id`: (the events before it, the answer).
+    async fn until_answer(&mut self, id: u64) -> (Vec<Value>, Value) {
+        let mut events = Vec::new();
+        loop {
+            let frame = self.next().await;
+            if frame["type"] == "event" {
+                events.push(frame);
+            } else if frame["id"] == json!(id) {
+                return (events, frame);
+            }
+        }
+    }
+}
+
+/// `chatty`: one node writing more custom events than a stream keeps.
+fn chatty() -> weft_graph::CompiledGraph<weft_graph::JsonState> {
+    let mut g = weft_graph::StateGraph::with_initial(common::state());
+    g.add_node("talk", |_: &weft_graph::JsonState, rt: &weft_graph::Runtime| {
+        for i in 0..10_050 {
+            rt.write(&i);
+        }
+        json!({"items": ["done"]})
+    });
+    g.add_edge(weft_graph::START, "talk");
+    g.compile().unwrap()
+}
+
+#[tokio::test]
+async fn a_websocket_replays_after_since_or_answers_resume_gap() {
+    let server = start(builder().graph("chatty", chatty())).await;
+    let addr = server.addr;
+    let t = new_thread();
+    let (_, started) = command(
+        addr,
+        &t,
+        json!({"id": 1, "method": "run.start", "params": {"assistant_id": "chatty", "input": {"items": []}}}),
+    )
+    .await;
+    let run_id = started["result"]["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(common::get(addr, &format!("/threads/{t}/runs/{run_id}/join")).await.status, 200);
+
+    let mut ws = Socket::connect(addr, &format!("/threads/{t}/stream/events")).await;
+    ws.send(&json!({"id": 1, "method": "subscription.subscribe", "params": {"channels": ["lifecycle"]}}))
+        .await;
+    let mut lifecycle = Vec::new();
+    while !lifecycle.last().is_some_and(is_end) {
+        let frame = ws.next().await;
+        if frame["type"] == "event" {
+            lifecycle.push(frame);
+        }
+    }
+    let last = lifecycle.last().unwrap()["seq"].as_u64().unwrap();
+    assert_eq!(lifecycle.last().unwrap()["params"]["data"]["event"], "completed", "{lifecycle:?}");
+    assert!(last > 10_050, "every custom event is numbered: {last}");
+
+    // The stream keeps its last 10 000 events: a `since` before them is a gap.
+    ws.send(
+        &json!({"id": 2, "method": "subscription.reconnect", "params": {"channels": ["custom"], "since": 0}}),
+    )
+    .await;
+    let (replayed, gap) = ws.until_answer(2).await;
+    assert!(replayed.is_empty());
+    let min = last - 9_999;
+    assert_eq!(
+        (&gap["error"], &gap["since"], &gap["min_available_seq"]),
+        (&json!("resume_gap"), &json!(0), &json!(min))
+    );
+    assert_eq!(gap["message"], format!("resume gap: since=0 is older than min_available_seq={min}"));
+
+    // A `since` within them replays what came after, filtered.
+    ws.send(&json!({"id": 3, "method": "subscription.reconnect", "params": {"channels": ["lifecycle", "values"], "since": min - 1}})).await;
+    let (replayed, answer) = ws.until_answer(3).await;
+    assert_eq!(answer["type"], "success", "{answer}");
+    assert_eq!(answer["result"]["replayed_events"], json!(replayed.len()));
+    assert_eq!(replayed.last().unwrap(), lifecycle.last().unwrap());
+    assert!(replayed.iter().all(|e| e["method"] == "values" || e["method"] == "lifecycle"));
+
+    // Commands that are not JSON, or not commands, are typed errors on the socket.
+    ws.send(&json!({"id": "x", "method": 1})).await;
+    let frame = ws.next().await;
+    assert_eq!((&frame["error"], &frame["id"]), (&json!("invalid_argument"), &json!("x")));
+    ws.send(&json!({"id": 4, "method": "subscription.unsubscribe", "params": {"subscription_id": "nope"}}))
+        .await;
+    assert_eq!(ws.until_answer(4).await.1["error"], "no_such_subscription");
+    ws.send(&json!({"id": 5, "method": "agent.getTree"})).await;
+    let tree = ws.until_answer(5).await.1;
+    assert_eq!(
+        tree["result"]["tree"],
+        json!({"namespace": [], "status": "completed", "graph_name": "chatty"})
+    );
+}

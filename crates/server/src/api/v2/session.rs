@@ -136,8 +136,10 @@ impl Session {
         std::mem::take(&mut self.out)
     }
 
-    /// The kept events after `since`, or a [`ResumeGap`] when events after it are no longer kept.
-    pub(crate) fn replay(&self, since: u64) -> Result<Vec<Arc<ProtocolEvent>>, ResumeGap> {
+    /// The kept events after `since` (all of them without one), or a [`ResumeGap`] when events after
+    /// `since` are no longer kept.
+    pub(crate) fn replay(&self, since: Option<u64>) -> Result<Vec<Arc<ProtocolEvent>>, ResumeGap> {
+        let Some(since) = since else { return Ok(self.buffer.iter().cloned().collect()) };
         if let Some(first) = self.buffer.front() {
             if since + 1 < first.seq {
                 return Err(ResumeGap { since, min_available_seq: first.seq });
@@ -495,10 +497,11 @@ mod tests {
         }
         // Five events made, the last three kept (seq 3 to 5).
         assert_eq!(s.seq(), 5);
-        assert_eq!(s.replay(2).unwrap().iter().map(|e| e.seq).collect::<Vec<_>>(), [3, 4, 5]);
-        assert_eq!(s.replay(4).unwrap().len(), 1);
-        assert!(s.replay(5).unwrap().is_empty());
-        let gap = s.replay(1).unwrap_err();
+        assert_eq!(s.replay(Some(2)).unwrap().iter().map(|e| e.seq).collect::<Vec<_>>(), [3, 4, 5]);
+        assert_eq!(s.replay(Some(4)).unwrap().len(), 1);
+        assert!(s.replay(Some(5)).unwrap().is_empty());
+        let gap = s.replay(Some(1)).unwrap_err();
+        assert_eq!(s.replay(None).unwrap().len(), 3, "without a since, all that is kept");
         assert_eq!(gap, ResumeGap { since: 1, min_available_seq: 3 });
         assert_eq!(gap.to_string(), "resume gap: since=1 is older than min_available_seq=3");
     }

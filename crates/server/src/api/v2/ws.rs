@@ -70,7 +70,7 @@ impl Socket {
         filter: Filter,
         since: Option<u64>,
     ) -> (Vec<String>, Value) {
-        let kept = match self.session.replay(since.unwrap_or(0)) {
+        let kept = match self.session.replay(since) {
             Ok(kept) => kept,
             Err(gap) => {
                 let answer = json!({"type": "error", "id": id, "error": "resume_gap", "message": gap.to_string(),
