@@ -261,3 +261,15 @@ async def test_v2_websocket_commands_and_reconnect(c, env):
         await ws.send(json.dumps({"id": 5, "method": "subscription.reconnect", "params": {"channels": ["values"]}}))
         frames = await read_until(ws, lambda f: answer(f, 5) is not None)
         eq(answer(frames, 5)["message"], "subscription.reconnect requires a non-negative integer since.", "no since")
+
+
+async def test_v2_failed_run(c, env):
+    _, events = await run_to_end(c, "fail", {"items": []})
+    got = by_channel(events, ["values", "lifecycle"])
+    eq([data for _, data in got["values"]], [{"items": []}, {"items": ["a"], "count": 1}], "values")
+    end = events[-1]["params"]["data"]
+    eq((end["event"], end["graph_name"]), ("failed", "fail"), "the run's end")
+    if env.differs("a failed run's lifecycle error is weft's node error, with its context (node 'explode' of graph 'LangGraph' failed at step 2: ...)"):
+        check(end["error"].endswith("boom"), end["error"])
+    else:
+        eq(end["error"], "boom", "the error")

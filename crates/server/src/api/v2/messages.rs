@@ -2,7 +2,9 @@
 //! protocol's content-block events: `message-start`, `content-block-start`, one `content-block-delta` per
 //! chunk of text, `content-block-finish` with the whole text, `message-finish`. A message ends when its
 //! last chunk comes (`chunk_position: "last"` or a `finish_reason`), when another message starts in its
-//! namespace, or when anything else happens there (a node's update, the state, the run's end).
+//! namespace, when it comes whole, or when anything else happens there (a node's update, the state, the
+//! run's end). Whole messages (a node's output that was not streamed) are not sent, as langgraph-api
+//! drops them.
 
 use std::collections::HashMap;
 
@@ -74,8 +76,13 @@ impl Messages {
     pub(crate) fn chunk(&mut self, namespace: &[String], data: &Value) -> Vec<Value> {
         let Some(message) = data.get(0).or(Some(data)).filter(|m| m.is_object()) else { return Vec::new() };
         let kind = message.get("type").and_then(Value::as_str).unwrap_or("ai");
-        let is_chunk = kind.ends_with("Chunk");
         let id = message.get("id").and_then(Value::as_str).map(str::to_owned);
+        if !kind.ends_with("Chunk") {
+            // A whole message (a node's output, not streamed) is not sent, as langgraph-api drops it; it
+            // ends its chunks' message when it is that one.
+            let same = self.open.get(namespace).is_some_and(|open| open.id == id);
+            return if same { self.finish(namespace) } else { Vec::new() };
+        }
         let mut out = Vec::new();
         if self.open.get(namespace).is_some_and(|open| open.id != id) {
             out.extend(self.finish(namespace));
@@ -95,7 +102,7 @@ impl Messages {
         }
         let last = message.get("chunk_position").and_then(Value::as_str) == Some("last")
             || message.pointer("/response_metadata/finish_reason").is_some_and(|r| !r.is_null());
-        if !is_chunk || last {
+        if last {
             out.extend(self.finish(namespace));
         }
         out
@@ -132,11 +139,14 @@ mod tests {
     }
 
     #[test]
-    fn a_whole_message_starts_and_finishes_at_once() {
+    fn a_whole_message_is_not_sent_but_ends_its_chunks() {
         let mut m = Messages::default();
-        let events = m.chunk(&[], &json!([{"type": "tool", "content": "42", "id": "t"}, {}]));
-        assert_eq!(events.len(), 5);
-        assert_eq!(events[0]["role"], "tool");
+        assert!(m.chunk(&[], &json!([{"type": "tool", "content": "42", "id": "t"}, {}])).is_empty());
+        let ns: Vec<String> = Vec::new();
+        m.chunk(&ns, &json!([{"type": "AIMessageChunk", "content": "a", "id": "m"}, {}]));
+        let end = m.chunk(&ns, &json!([{"type": "ai", "content": "a", "id": "m"}, {}]));
+        let names: Vec<&str> = end.iter().filter_map(|e| e["event"].as_str()).collect();
+        assert_eq!(names, ["content-block-finish", "message-finish"]);
         assert!(m.finish_all().is_empty());
     }
 }
