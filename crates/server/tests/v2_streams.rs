@@ -406,3 +406,47 @@ async fn a_websocket_replays_after_since_or_answers_resume_gap() {
         json!({"namespace": [], "status": "completed", "graph_name": "chatty"})
     );
 }
+
+#[tokio::test]
+async fn a_websocket_checks_an_answers_namespace_against_the_interrupt() {
+    let server = start(builder()).await;
+    let addr = server.addr;
+    let t = new_thread();
+    command(
+        addr,
+        &t,
+        json!({"id": 1, "method": "run.start", "params": {"assistant_id": "hitl", "input": {"items": []}}}),
+    )
+    .await;
+    let mut ws = Socket::connect(addr, &format!("/threads/{t}/stream/events")).await;
+    ws.send(
+        &json!({"id": 1, "method": "subscription.subscribe", "params": {"channels": ["input", "lifecycle"]}}),
+    )
+    .await;
+    let mut seen = Vec::new();
+    while !seen.last().is_some_and(is_end) {
+        let frame = ws.next().await;
+        if frame["type"] == "event" {
+            seen.push(frame);
+        }
+    }
+    let asked = seen.iter().find(|e| e["method"] == "input.requested").expect("an input request");
+    let interrupt = asked["params"]["data"]["interrupt_id"].clone();
+    let elsewhere = json!({"interrupt_id": interrupt, "namespace": ["other"], "response": "no"});
+    ws.send(&json!({"id": 2, "method": "input.respond", "params": elsewhere})).await;
+    let (_, refused) = ws.until_answer(2).await;
+    assert_eq!(refused["error"], "no_such_interrupt");
+    assert_eq!(refused["message"], "Interrupt namespace does not match the pending interrupt.");
+    ws.send(&json!({"id": 3, "method": "input.respond", "params": {"interrupt_id": interrupt, "response": "yes"}})).await;
+    let (_, answered) = ws.until_answer(3).await;
+    assert_eq!(answered["type"], "success", "{answered}");
+    // The resumed run's events come on the same socket, numbered on.
+    let end = loop {
+        let frame = ws.next().await;
+        if frame["type"] == "event" && is_end(&frame) {
+            break frame;
+        }
+    };
+    assert_eq!(end["params"]["data"]["event"], "completed");
+    assert!(end["seq"].as_u64().unwrap() > seen.last().unwrap()["seq"].as_u64().unwrap());
+}

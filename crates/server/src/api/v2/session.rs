@@ -205,6 +205,11 @@ impl Session {
         self.push("lifecycle", &[], json!({"event": "running", "graph_name": graph_name}), None, Some(id));
     }
 
+    /// The namespace an interrupt the run asked for came from (`None` for one this session has not seen).
+    pub(crate) fn interrupt_namespace(&self, interrupt_id: &str) -> Option<&[String]> {
+        self.run.interrupts.get(interrupt_id).map(Vec::as_slice)
+    }
+
     /// Whether a run has been read yet.
     pub(crate) fn has_run(&self) -> bool {
         !self.run.run_id.is_empty()

@@ -91,6 +91,23 @@ impl Socket {
         )
     }
 
+    /// Whether an `input.respond` names an interrupt this socket saw asked for in another namespace (an
+    /// omitted namespace is the root).
+    fn namespace_mismatch(&self, params: &Value) -> bool {
+        let one = [params.clone()];
+        let entries = params.get("responses").and_then(Value::as_array).map_or(&one[..], Vec::as_slice);
+        entries.iter().any(|entry| {
+            let Some(id) = entry.get("interrupt_id").and_then(Value::as_str) else { return false };
+            let Some(pending) = self.session.interrupt_namespace(id) else { return false };
+            let claimed: Vec<String> = entry
+                .get("namespace")
+                .and_then(Value::as_array)
+                .map(|ns| ns.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .unwrap_or_default();
+            claimed != pending
+        })
+    }
+
     /// Answers one command: the frames to send (a replay, then the answer).
     async fn command(&mut self, command: &Value) -> Vec<String> {
         let id = command.get("id").cloned().unwrap_or(Value::Null);
@@ -136,6 +153,9 @@ impl Socket {
                 }
                 Some(sub) => error(&id, "no_such_subscription", format!("Unknown subscription: {sub}")),
             },
+            "input.respond" if self.namespace_mismatch(params) => {
+                error(&id, "no_such_interrupt", "Interrupt namespace does not match the pending interrupt.")
+            }
             "agent.getTree" if self.session.has_run() => {
                 success(&id, json!({"tree": self.session.tree(&[])}), self.session.seq())
             }
