@@ -160,7 +160,8 @@ async fn connection(tcp: TcpStream, router: Router, limits: ConnLimits, mut stop
     let mut builder = hyper::server::conn::http1::Builder::new();
     // The header and idle timeouts are this module's (hyper's own would also close idle connections).
     builder.timer(TokioTimer::new()).header_read_timeout(None);
-    let conn = builder.serve_connection(io, service);
+    // With upgrades: the protocol's WebSocket (`/threads/{id}/stream/events`) takes the connection over.
+    let conn = builder.serve_connection(io, service).with_upgrades();
     tokio::pin!(conn);
     let tick = (limits.header_timeout.min(limits.idle_timeout) / 4).max(Duration::from_millis(10));
     let mut watchdog = tokio::time::interval(tick);

@@ -33,7 +33,7 @@ from kit import Env  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = ["t_assistants", "t_threads", "t_streams", "t_runs", "t_multitask", "t_store", "t_errors", "t_bad_input", "t_crons", "t_webhooks",
-           "t_js", "t_auth", "t_mcp_a2a"]
+           "t_js", "t_auth", "t_mcp_a2a", "t_v2_streams"]
 AUTH_MODULES = {"t_auth"}
 TEST_TIMEOUT = 90
 

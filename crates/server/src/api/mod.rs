@@ -19,6 +19,7 @@ mod state;
 mod store;
 mod thread_stream;
 pub(crate) mod threads;
+mod v2;
 pub(crate) mod validate;
 
 use std::sync::Arc;
@@ -146,6 +147,14 @@ pub(crate) fn routes() -> Vec<Route> {
             .delete("Delete a thread", threads::delete),
         Route::new("/threads/{thread_id}/copy").post("Copy a thread", threads::copy),
         Route::new("/threads/{thread_id}/stream").get("Join a thread's stream", thread_stream::stream),
+        Route::new("/threads/{thread_id}/stream/events")
+            .post("Agent Streaming Protocol: the thread's protocol events (SSE)", v2::events)
+            .get(
+                "Agent Streaming Protocol: the thread's protocol events and commands (WebSocket)",
+                v2::socket,
+            ),
+        Route::new("/threads/{thread_id}/commands")
+            .post("Agent Streaming Protocol: one command", v2::commands),
         Route::new("/threads/{thread_id}/state")
             .get("A thread's latest state", state::get)
             .post("Update a thread's state", state::update),

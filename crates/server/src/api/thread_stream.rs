@@ -119,8 +119,16 @@ fn live_run(
     .boxed()
 }
 
+/// One item of a thread's joined stream.
+pub(crate) enum Joined {
+    /// An event of one of the thread's runs (or of the thread itself).
+    Event(Arc<Event>),
+    /// Nothing came for the keep-alive interval.
+    Heartbeat,
+}
+
 /// The thread's stream, as one listener reads it; when it ends (the client left), the thread forgets it.
-struct ThreadSse {
+pub(crate) struct ThreadSse {
     app: Arc<App>,
     thread_id: String,
     replay: VecDeque<Arc<Event>>,
@@ -170,11 +178,13 @@ impl ThreadSse {
         }
     }
 
-    async fn next(&mut self) -> Option<String> {
+    /// The next event for the listener (or a heartbeat after a silence); `None` when the stream ends
+    /// (see [`ThreadSse::was_cut`]).
+    pub(crate) async fn next_item(&mut self) -> Option<Joined> {
         loop {
             if let Some(event) = self.replay.pop_front() {
                 if passes(&event, &self.modes) {
-                    return Some(frame(&event, true));
+                    return Some(Joined::Event(event));
                 }
                 continue;
             }
@@ -197,13 +207,100 @@ impl ThreadSse {
                         return None;
                     }
                 },
-                () = tokio::time::sleep(self.keep_alive) => return Some(": heartbeat\r\n\r\n".to_owned()),
+                () = tokio::time::sleep(self.keep_alive) => return Some(Joined::Heartbeat),
             };
             if passes(&event, &self.modes) {
-                return Some(frame(&event, true));
+                return Some(Joined::Event(event));
             }
         }
     }
+
+    /// Whether the stream ended because the listener fell behind.
+    pub(crate) fn was_cut(&self) -> bool {
+        self.cut
+    }
+
+    async fn next(&mut self) -> Option<String> {
+        match self.next_item().await? {
+            Joined::Event(event) => Some(frame(&event, true)),
+            Joined::Heartbeat => Some(": heartbeat\r\n\r\n".to_owned()),
+        }
+    }
+}
+
+/// Joins the thread's stream (the caller's access already checked): the runs going now and each run made
+/// after, with the kept events of its runs that `replay` picks first, in the order they were made.
+pub(crate) async fn join(
+    app: &Arc<App>,
+    thread_id: &str,
+    replay: Option<Replay>,
+    modes: Vec<String>,
+) -> ApiResult<ThreadSse> {
+    let mut sse = ThreadSse {
+        app: Arc::clone(app),
+        thread_id: thread_id.to_owned(),
+        replay: VecDeque::new(),
+        // Replaced below, under the records' lock.
+        taps: feed::channel(0).1,
+        runs: SelectAll::new(),
+        cut: false,
+        followed: HashSet::new(),
+        modes,
+        keep_alive: app.limits.keep_alive,
+    };
+    // Scaled out, runs made elsewhere come through the thread's stream in Redis, read from what it holds
+    // now: a run made after this is either among the records read below or announced after it.
+    #[cfg(feature = "scale")]
+    let start = match &app.scale {
+        Some(scale) => Some(scale.thread_start(thread_id).await),
+        None => None,
+    };
+    // Finished resumable runs whose events this instance does not hold (scaled out: read from Redis).
+    let mut elsewhere = Vec::new();
+    let (tx, rx) = feed::channel(feed::LISTENER_BYTES);
+    {
+        // Under the records' lock, as runs are made: each run is either seen here or told to the tap.
+        let mut records = app.records.lock(crate::storage::Key::Thread(thread_id)).await?;
+        let mut runs = records.thread_runs(thread_id).await?;
+        runs.sort_by(|a, b| (&a.run.created_at, &a.run.run_id).cmp(&(&b.run.created_at, &b.run.run_id)));
+        for record in runs {
+            let run = &record.run;
+            if run.status.is_active() {
+                let channel = app.channels.open(&run.run_id, run.kwargs.resumable);
+                sse.follow(run.run_id.clone(), channel.subscribe_from(replay));
+            } else if let Some(replay) = replay {
+                // A finished run's kept events, and its end.
+                match app.channels.get(&run.run_id) {
+                    Some(channel) => sse.replay_finished(&run.run_id, &channel, replay),
+                    None if run.kwargs.resumable && app.channels.is_remote() => {
+                        elsewhere.push(run.run_id.clone());
+                    }
+                    None => {}
+                }
+            }
+        }
+        app.thread_taps.listen_with(thread_id, tx.clone());
+        sse.taps = rx;
+    }
+    #[cfg(feature = "scale")]
+    if let (Some(scale), Some(start)) = (&app.scale, start) {
+        scale.feed_thread(app, thread_id, start, tx);
+    }
+    if let Some(replay) = replay {
+        // Their streams are read to their ends (kept, as the runs are resumable), all at once, before they
+        // are replayed.
+        let opened: Vec<_> = elsewhere.into_iter().map(|id| (app.channels.open(&id, true), id)).collect();
+        let read = futures::future::join_all(opened.iter().map(|(channel, _)| channel.finished()));
+        if tokio::time::timeout(Duration::from_secs(5), read).await.is_err() {
+            tracing::warn!(thread_id, "the thread's finished runs are not all read from Redis after 5 s");
+        }
+        for (channel, run_id) in opened {
+            sse.replay_finished(&run_id, &channel, replay);
+        }
+    }
+    // Replayed events in the order they were made, across runs.
+    sse.replay.make_contiguous().sort_by_key(|e| parse_id(&e.id));
+    Ok(sse)
 }
 
 /// `GET /threads/{thread_id}/stream`.
@@ -235,70 +332,7 @@ pub(crate) async fn stream(
         };
         return Ok(streamed(futures::stream::once(async move { frame(&refused, false) })));
     }
-    let mut sse = ThreadSse {
-        app: Arc::clone(&app),
-        thread_id: thread_id.clone(),
-        replay: VecDeque::new(),
-        // Replaced below, under the records' lock.
-        taps: feed::channel(0).1,
-        runs: SelectAll::new(),
-        cut: false,
-        followed: HashSet::new(),
-        modes,
-        keep_alive: app.limits.keep_alive,
-    };
-    // Scaled out, runs made elsewhere come through the thread's stream in Redis, read from what it holds
-    // now: a run made after this is either among the records read below or announced after it.
-    #[cfg(feature = "scale")]
-    let start = match &app.scale {
-        Some(scale) => Some(scale.thread_start(&thread_id).await),
-        None => None,
-    };
-    // Finished resumable runs whose events this instance does not hold (scaled out: read from Redis).
-    let mut elsewhere = Vec::new();
-    let (tx, rx) = feed::channel(feed::LISTENER_BYTES);
-    {
-        // Under the records' lock, as runs are made: each run is either seen here or told to the tap.
-        let mut records = app.records.lock(crate::storage::Key::Thread(&thread_id)).await?;
-        let mut runs = records.thread_runs(&thread_id).await?;
-        runs.sort_by(|a, b| (&a.run.created_at, &a.run.run_id).cmp(&(&b.run.created_at, &b.run.run_id)));
-        for record in runs {
-            let run = &record.run;
-            if run.status.is_active() {
-                let channel = app.channels.open(&run.run_id, run.kwargs.resumable);
-                sse.follow(run.run_id.clone(), channel.subscribe_from(replay));
-            } else if let Some(replay) = replay {
-                // A finished run's kept events, and its end.
-                match app.channels.get(&run.run_id) {
-                    Some(channel) => sse.replay_finished(&run.run_id, &channel, replay),
-                    None if run.kwargs.resumable && app.channels.is_remote() => {
-                        elsewhere.push(run.run_id.clone());
-                    }
-                    None => {}
-                }
-            }
-        }
-        app.thread_taps.listen_with(&thread_id, tx.clone());
-        sse.taps = rx;
-    }
-    #[cfg(feature = "scale")]
-    if let (Some(scale), Some(start)) = (&app.scale, start) {
-        scale.feed_thread(&app, &thread_id, start, tx);
-    }
-    if let Some(replay) = replay {
-        // Their streams are read to their ends (kept, as the runs are resumable), all at once, before they
-        // are replayed.
-        let opened: Vec<_> = elsewhere.into_iter().map(|id| (app.channels.open(&id, true), id)).collect();
-        let read = futures::future::join_all(opened.iter().map(|(channel, _)| channel.finished()));
-        if tokio::time::timeout(Duration::from_secs(5), read).await.is_err() {
-            tracing::warn!(thread_id, "the thread's finished runs are not all read from Redis after 5 s");
-        }
-        for (channel, run_id) in opened {
-            sse.replay_finished(&run_id, &channel, replay);
-        }
-    }
-    // Replayed events in the order they were made, across runs.
-    sse.replay.make_contiguous().sort_by_key(|e| parse_id(&e.id));
+    let sse = join(&app, &thread_id, replay, modes).await?;
     let stream = futures::stream::unfold(Some(sse), |sse| async move {
         let mut sse = sse?;
         match sse.next().await {

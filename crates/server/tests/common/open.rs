@@ -17,13 +17,28 @@ pub struct Open {
 
 impl Open {
     pub async fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Self {
+        Self::send(addr, "GET", path, headers, b"").await
+    }
+
+    /// A `POST` of a JSON body, read as it comes.
+    #[allow(dead_code)]
+    pub async fn post(addr: SocketAddr, path: &str, body: &Value) -> Self {
+        let body = body.to_string();
+        Self::send(addr, "POST", path, &[("Content-Type", "application/json")], body.as_bytes()).await
+    }
+
+    async fn send(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Self {
         let mut stream = TcpStream::connect(addr).await.unwrap();
-        let mut head = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n");
+        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\n");
         for (k, v) in headers {
             head.push_str(&format!("{k}: {v}\r\n"));
         }
+        if method != "GET" {
+            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
         head.push_str("\r\n");
         stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(body).await.unwrap();
         let mut open = Self { stream, raw: Vec::new(), status: 0, body: String::new() };
         while open.status == 0 {
             open.read().await;
