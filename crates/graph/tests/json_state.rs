@@ -209,7 +209,11 @@ fn json_objects_are_node_outputs() {
     assert_eq!(update.writes()[0], ("count".to_owned(), json!(1)));
     assert!(matches!(IntoNodeOutput::<JsonState>::into_node_output(Value::Null).unwrap(), NodeOutput::Empty));
     let err = IntoNodeOutput::<JsonState>::into_node_output(json!(5)).unwrap_err();
-    assert!(err.to_string().contains("expected an object of channel writes, got 5"), "{err}");
+    assert_eq!(err.to_string(), "expected dict, got 5");
+    assert!(err.downcast_custom::<weft_graph::InvalidNodeReturn>().is_some());
+    // A string reads bare, as LangGraph's message shows it.
+    let err = IntoNodeOutput::<JsonState>::into_node_output(json!("hello")).unwrap_err();
+    assert_eq!(err.to_string(), "expected dict, got hello");
 }
 
 #[test]
@@ -219,4 +223,20 @@ fn clones_share_the_schema_and_not_the_values() {
     state.apply(vec![JsonUpdate::new().write("count", json!(9))]).unwrap();
     assert_eq!(before.get("count"), None);
     assert_eq!(state.get("count"), Some(&json!(9)));
+}
+
+#[tokio::test]
+async fn a_node_returning_no_object_fails_the_run_as_an_invalid_return() {
+    let mut g = weft_graph::StateGraph::with_initial(state());
+    g.add_node("a", |_: &JsonState| json!("hello"));
+    g.add_edge(weft_graph::START, "a");
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(weft_graph::GraphInput::Update(vec![JsonUpdate::new()]), &Default::default())
+        .await
+        .unwrap_err();
+    let weft_graph::GraphError::InvalidNodeReturn { node, step, got } = &err else { panic!("{err:?}") };
+    assert_eq!((node.name(), *step, got.as_str()), ("a", 1, "hello"));
+    assert_eq!(err.to_string(), "expected dict, got hello");
 }
