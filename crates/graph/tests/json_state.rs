@@ -240,3 +240,18 @@ async fn a_node_returning_no_object_fails_the_run_as_an_invalid_return() {
     assert_eq!((node.name(), *step, got.as_str()), ("a", 1, "hello"));
     assert_eq!(err.to_string(), "expected dict, got hello");
 }
+
+#[tokio::test]
+async fn an_error_handler_is_told_a_nodes_invalid_return_as_its_own_error() {
+    let mut g = weft_graph::StateGraph::with_initial(state());
+    g.add_node("a", |_: &JsonState| json!(5));
+    g.add_error_handler("a", |_: &JsonState, rt: &weft_graph::Runtime| {
+        let failure = rt.node_error().unwrap();
+        let own = failure.source().and_then(|e| e.downcast_custom::<weft_graph::InvalidNodeReturn>());
+        json!({"log": [format!("{}: {} ({})", failure.node(), failure.message(), own.is_some())]})
+    });
+    g.add_edge(weft_graph::START, "a");
+    let input = weft_graph::GraphInput::Update(vec![JsonUpdate::new()]);
+    let out = g.compile().unwrap().invoke(input, &Default::default()).await.unwrap();
+    assert_eq!(out.value.get("log"), Some(&json!(["a: expected dict, got 5 (true)"])));
+}

@@ -315,6 +315,10 @@ async fn finish<S: State>(
     let message = saved_error(&err);
     let own = match err {
         GraphError::Node { source, .. } => Some(source),
+        // What the node returned is its own failure too.
+        GraphError::InvalidNodeReturn { got, .. } => {
+            Some(weft_runnable_core::Error::custom(crate::error::InvalidNodeReturn(got)))
+        }
         _ => None,
     };
     got.failures[i] = Some((Arc::new(NodeError::live(&task.name, message, own)), false));
