@@ -505,7 +505,7 @@ pub(crate) fn task_context<S: State>(
     let mut config = runtime.config().clone();
     config.extensions.insert(runtime.clone());
     if let Some(state) = state {
-        config.extensions.insert(crate::tool_runtime::ToolState::new(state.clone()));
+        config.extensions.insert(crate::tool_runtime::ToolState::new(state.clone(), runtime));
     }
     let ctx = ToolContext::new(config);
     match json {

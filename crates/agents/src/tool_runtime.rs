@@ -10,13 +10,18 @@ use serde::de::DeserializeOwned;
 use weft_graph::{Runtime, State, Store};
 use weft_runnable_core::{Result, RunnableConfig, ToolContext};
 
-/// The state a tool node hands its tools, typed (read back with [`ToolRuntime::state`]).
+/// The state a tool node hands its tools, typed (read back with [`ToolRuntime::state`]), and the id of
+/// the graph task it belongs to: a config carried into a graph run inside the task (a tool running a
+/// graph) keeps it, but that graph's tasks never read it (LangGraph 1.2.23's rule for `Send` tasks).
 #[derive(Clone)]
-pub(crate) struct ToolState(Arc<dyn Any + Send + Sync>);
+pub(crate) struct ToolState {
+    state: Arc<dyn Any + Send + Sync>,
+    task_id: String,
+}
 
 impl ToolState {
-    pub(crate) fn new<S: State>(state: S) -> Self {
-        Self(Arc::new(state))
+    pub(crate) fn new<S: State>(state: S, runtime: &Runtime) -> Self {
+        Self { state: Arc::new(state), task_id: runtime.execution_info().task_id.clone() }
     }
 }
 
@@ -53,7 +58,12 @@ impl<'a> ToolRuntime<'a> {
 
     /// The graph's state as of the step the tool runs in, when it is an `S`.
     pub fn state<S: State>(&self) -> Option<&'a S> {
-        self.ctx.config().extensions.get::<ToolState>()?.0.downcast_ref::<S>()
+        let saved = self.ctx.config().extensions.get::<ToolState>()?;
+        // Only in the task that saved it, not in a graph run inside that task.
+        if self.graph()?.execution_info().task_id != saved.task_id {
+            return None;
+        }
+        saved.state.downcast_ref::<S>()
     }
 
     /// The graph task's runtime (interrupts, execution info).

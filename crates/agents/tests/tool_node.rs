@@ -597,3 +597,32 @@ async fn unparsable_calls_follow_the_error_policy() {
         other => panic!("not a ToolArguments error: {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn a_graph_run_by_a_tool_never_reads_the_tool_nodes_state() {
+    // The inner graph's node reads the state as a tool called with its task's config would: that task is
+    // no tool node's.
+    let mut inner = StateGraph::<MessagesState>::new();
+    inner.add_node("direct", |_: MessagesState, rt: &weft_graph::Runtime| {
+        let ctx = ToolContext::new(rt.config().clone());
+        let seen = weft_agents::ToolRuntime::of(&ctx).state::<MessagesState>().map(|s| s.messages.len());
+        MessagesState::update().messages(vec![Message::ai(format!("inner {seen:?}"))])
+    });
+    inner.add_edge(START, "direct");
+    let inner = inner.compile().unwrap();
+    let nested = StructuredTool::from_fn("nested", "Runs a graph.", json!({"type": "object"}), {
+        move |_args: Value, ctx: ToolContext| {
+            let inner = inner.clone();
+            async move {
+                let own =
+                    weft_agents::ToolRuntime::of(&ctx).state::<MessagesState>().map(|s| s.messages.len());
+                let out = inner.invoke(MessagesState::update(), ctx.config()).await?;
+                Ok(format!("own {own:?}, {}", out.value.messages[0].text()))
+            }
+        }
+    })
+    .shared();
+    let messages = run(ToolNode::new([nested]), vec![call("nested", json!({}), "c1")]).await.unwrap();
+    let text = tool_messages(&messages)[0].content.text();
+    assert_eq!(text, "own Some(2), inner None");
+}

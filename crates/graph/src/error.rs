@@ -134,6 +134,18 @@ pub enum GraphError {
         /// The node's error.
         source: Error,
     },
+    /// A node returned something that is not an update of the state (a string, a number): LangGraph's
+    /// `InvalidUpdateError`, with its message ("Expected dict, got ...", in lower case); the node and the
+    /// step are its fields. The value reads as Python prints it (a string bare).
+    #[error("expected dict, got {got}")]
+    InvalidNodeReturn {
+        /// The node.
+        node: NodeRef,
+        /// The step.
+        step: i64,
+        /// What it returned.
+        got: String,
+    },
     /// A node with a timeout is a sync function, which cannot be cancelled while it runs (LangGraph's
     /// "Node timeouts are only supported for async nodes").
     #[error(
@@ -232,6 +244,12 @@ pub enum GraphError {
     /// `update_state` could not infer which node the update is from.
     #[error("ambiguous update, specify as_node")]
     AmbiguousUpdate,
+    /// `bulk_update_state` was given no superstep (LangGraph's `ValueError`).
+    #[error("no supersteps provided")]
+    NoSupersteps,
+    /// A `bulk_update_state` superstep holds no update (LangGraph's `ValueError`).
+    #[error("no updates provided")]
+    NoUpdates,
     /// A bulk update superstep with several updates left `as_node` out.
     #[error("as_node is required when applying multiple updates")]
     AsNodeRequired,
@@ -273,6 +291,26 @@ impl GraphError {
             .or_else(|| source.downcast_custom::<GraphError>().and_then(Self::node_timeout))
     }
 
+    /// The failed node's own error, as the node returned it: through the failures of subgraphs run by
+    /// nodes, the innermost node's. `None` when no node failed (the run's own errors).
+    ///
+    /// The error's text names the node, its graph and the step; this is what the node raised, to match
+    /// (`err.node_error().and_then(|e| e.downcast_custom::<MyError>())`, or
+    /// [`downcast_node_error`](Self::downcast_node_error)).
+    pub fn node_error(&self) -> Option<&Error> {
+        let Self::Node { source, .. } = self else { return None };
+        match source.downcast_custom::<GraphError>() {
+            Some(inner @ Self::Node { .. }) => inner.node_error(),
+            _ => Some(source),
+        }
+    }
+
+    /// The failed node's own error ([`node_error`](Self::node_error)) when it is a custom error of type
+    /// `T` (made with `Error::custom`).
+    pub fn downcast_node_error<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        self.node_error()?.downcast_custom::<T>()
+    }
+
     /// The kind of the checkpointer's error this error is, if it is one.
     pub fn checkpoint_error_kind(&self) -> Option<CheckpointErrorKind> {
         self.checkpoint_error().map(CheckpointError::kind)
@@ -283,6 +321,12 @@ impl GraphError {
         self.checkpoint_error().is_some_and(CheckpointError::is_retryable)
     }
 }
+
+/// A node's output that is not an update of the state, as the node returned it (the engine turns it into
+/// [`GraphError::InvalidNodeReturn`], naming the node and the step).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("expected dict, got {0}")]
+pub struct InvalidNodeReturn(pub String);
 
 impl From<CheckpointError> for GraphError {
     fn from(err: CheckpointError) -> Self {
@@ -379,5 +423,23 @@ mod tests {
         assert_eq!(outer.checkpoint_error_kind(), Some(CheckpointErrorKind::Unavailable));
         assert!(outer.is_retryable());
         assert_eq!(GraphError::EmptyInput.checkpoint_error_kind(), None);
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("quota of {0} spent")]
+    struct Quota(u32);
+
+    #[test]
+    fn a_nodes_own_error_is_reachable_through_subgraphs() {
+        let inner = GraphError::Node {
+            node: NodeRef::new("inner", "call"),
+            step: 2,
+            source: Error::custom(Quota(3)),
+        };
+        let outer = GraphError::Node { node: NodeRef::new("g", "sub"), step: 1, source: Error::from(inner) };
+        assert_eq!(outer.node_error().map(ToString::to_string).as_deref(), Some("quota of 3 spent"));
+        assert_eq!(outer.downcast_node_error::<Quota>().map(|q| q.0), Some(3));
+        assert!(outer.to_string().starts_with("node 'sub' of graph 'g' failed at step 1: node 'call'"));
+        assert!(GraphError::EmptyInput.node_error().is_none());
     }
 }

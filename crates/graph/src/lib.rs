@@ -81,7 +81,7 @@ pub use compiled::{
 };
 pub use control::{Progress, RunControl};
 pub use draw::{CurveStyle, DrawEdge, DrawNode, DrawableGraph, MermaidOptions, NodeStyles, Xray};
-pub use error::{GraphError, GraphResult, NodeRef};
+pub use error::{GraphError, GraphResult, InvalidNodeReturn, NodeRef};
 pub use json_state::{JsonChannel, JsonState, JsonStateBuilder, JsonUpdate};
 pub use messages::{Messages, MessagesState, MessagesStateUpdate, add_messages};
 pub use node::{BoxNode, IntoNode, IntoNodeOutput, NodeFn, NodeOutput};

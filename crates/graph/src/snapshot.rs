@@ -1,6 +1,8 @@
 //! A thread's state as `get_state` and the debug stream show it: the snapshot of a checkpoint and the
 //! tasks planned from it.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use crate::checkpoint::{CheckpointConfig, CheckpointMetadata};
@@ -72,6 +74,48 @@ impl JsonSnapshot {
             interrupts: snapshot.interrupts,
         }
     }
+
+    /// LangGraph's `checkpoint_map` of [`config`](Self::config): see [`StateSnapshot::checkpoint_map`].
+    pub fn checkpoint_map(&self) -> Option<BTreeMap<String, String>> {
+        checkpoint_map(self.config.as_ref(), self.metadata.as_ref())
+    }
+
+    /// LangGraph's `checkpoint_map` of [`parent_config`](Self::parent_config).
+    pub fn parent_checkpoint_map(&self) -> Option<BTreeMap<String, String>> {
+        checkpoint_map(self.parent_config.as_ref(), self.metadata.as_ref())
+    }
+}
+
+impl<S> StateSnapshot<S> {
+    /// LangGraph's `checkpoint_map` of [`config`](Self::config), for a subgraph's snapshot: the checkpoint
+    /// of each enclosing graph (the metadata's `parents`) and this one, by namespace. `None` at the root
+    /// (no parents) or without a checkpoint. weft keeps it out of [`CheckpointConfig`], whose namespace and
+    /// id address the checkpoint alone.
+    pub fn checkpoint_map(&self) -> Option<BTreeMap<String, String>> {
+        checkpoint_map(self.config.as_ref(), self.metadata.as_ref())
+    }
+
+    /// LangGraph's `checkpoint_map` of [`parent_config`](Self::parent_config) (the same parents, and the
+    /// parent checkpoint under this namespace).
+    pub fn parent_checkpoint_map(&self) -> Option<BTreeMap<String, String>> {
+        checkpoint_map(self.parent_config.as_ref(), self.metadata.as_ref())
+    }
+}
+
+/// `parents` with `config`'s checkpoint added under its namespace, as LangGraph patches a snapshot's
+/// configs; `None` without parents or a checkpoint id.
+fn checkpoint_map(
+    config: Option<&CheckpointConfig>,
+    metadata: Option<&CheckpointMetadata>,
+) -> Option<BTreeMap<String, String>> {
+    let parents = &metadata?.parents;
+    let config = config?;
+    if parents.is_empty() {
+        return None;
+    }
+    let mut map = parents.clone();
+    map.insert(config.checkpoint_ns.clone(), config.checkpoint_id.clone()?);
+    Some(map)
 }
 
 /// A thread's state at one checkpoint.

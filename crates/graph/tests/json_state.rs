@@ -209,7 +209,11 @@ fn json_objects_are_node_outputs() {
     assert_eq!(update.writes()[0], ("count".to_owned(), json!(1)));
     assert!(matches!(IntoNodeOutput::<JsonState>::into_node_output(Value::Null).unwrap(), NodeOutput::Empty));
     let err = IntoNodeOutput::<JsonState>::into_node_output(json!(5)).unwrap_err();
-    assert!(err.to_string().contains("expected an object of channel writes, got 5"), "{err}");
+    assert_eq!(err.to_string(), "expected dict, got 5");
+    assert!(err.downcast_custom::<weft_graph::InvalidNodeReturn>().is_some());
+    // A string reads bare, as LangGraph's message shows it.
+    let err = IntoNodeOutput::<JsonState>::into_node_output(json!("hello")).unwrap_err();
+    assert_eq!(err.to_string(), "expected dict, got hello");
 }
 
 #[test]
@@ -219,4 +223,35 @@ fn clones_share_the_schema_and_not_the_values() {
     state.apply(vec![JsonUpdate::new().write("count", json!(9))]).unwrap();
     assert_eq!(before.get("count"), None);
     assert_eq!(state.get("count"), Some(&json!(9)));
+}
+
+#[tokio::test]
+async fn a_node_returning_no_object_fails_the_run_as_an_invalid_return() {
+    let mut g = weft_graph::StateGraph::with_initial(state());
+    g.add_node("a", |_: &JsonState| json!("hello"));
+    g.add_edge(weft_graph::START, "a");
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(weft_graph::GraphInput::Update(vec![JsonUpdate::new()]), &Default::default())
+        .await
+        .unwrap_err();
+    let weft_graph::GraphError::InvalidNodeReturn { node, step, got } = &err else { panic!("{err:?}") };
+    assert_eq!((node.name(), *step, got.as_str()), ("a", 1, "hello"));
+    assert_eq!(err.to_string(), "expected dict, got hello");
+}
+
+#[tokio::test]
+async fn an_error_handler_is_told_a_nodes_invalid_return_as_its_own_error() {
+    let mut g = weft_graph::StateGraph::with_initial(state());
+    g.add_node("a", |_: &JsonState| json!(5));
+    g.add_error_handler("a", |_: &JsonState, rt: &weft_graph::Runtime| {
+        let failure = rt.node_error().unwrap();
+        let own = failure.source().and_then(|e| e.downcast_custom::<weft_graph::InvalidNodeReturn>());
+        json!({"log": [format!("{}: {} ({})", failure.node(), failure.message(), own.is_some())]})
+    });
+    g.add_edge(weft_graph::START, "a");
+    let input = weft_graph::GraphInput::Update(vec![JsonUpdate::new()]);
+    let out = g.compile().unwrap().invoke(input, &Default::default()).await.unwrap();
+    assert_eq!(out.value.get("log"), Some(&json!(["a: expected dict, got 5 (true)"])));
 }

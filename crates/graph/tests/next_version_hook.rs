@@ -1,6 +1,7 @@
 //! The checkpointer decides the next channel version (`Checkpointer::get_next_version`): a saver using
 //! LangGraph's plain integer versions runs, pauses, resumes and takes state updates; a saver whose
-//! versions do not grow fails the run with an error naming them.
+//! versions do not grow fails the run with an error naming them; a saver failing there fails the run with
+//! its error.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::sync::Arc;
@@ -8,8 +9,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use weft_graph::checkpoint::{
-    ChannelVersion, CheckpointConfig, Checkpointer, InMemorySaver, Intercept, Intercepted, ListOptions,
-    version_counter,
+    ChannelVersion, CheckpointConfig, CheckpointError, CheckpointErrorKind, Checkpointer, InMemorySaver,
+    Intercept, Intercepted, ListOptions, version_counter,
 };
 use weft_graph::{Command, CompileConfig, CompiledGraph, START, State, StateGraph};
 use weft_runnable_core::RunnableConfig;
@@ -21,12 +22,40 @@ struct Versions {
 }
 
 impl Intercept for Versions {
-    fn get_next_version(&self, _inner: &dyn Checkpointer, current: Option<&str>) -> ChannelVersion {
+    fn get_next_version(
+        &self,
+        _inner: &dyn Checkpointer,
+        current: Option<&str>,
+    ) -> Result<ChannelVersion, CheckpointError> {
         if self.stuck {
-            return "1".into();
+            return Ok("1".into());
         }
-        (current.and_then(version_counter).unwrap_or(0) + 1).to_string().into()
+        Ok((current.and_then(version_counter).unwrap_or(0) + 1).to_string().into())
     }
+}
+
+/// A saver whose versions ran out: `get_next_version` fails.
+#[derive(Debug)]
+struct NoVersions;
+
+impl Intercept for NoVersions {
+    fn get_next_version(
+        &self,
+        _: &dyn Checkpointer,
+        _: Option<&str>,
+    ) -> Result<ChannelVersion, CheckpointError> {
+        Err(CheckpointError::unavailable("version counter offline"))
+    }
+}
+
+#[tokio::test]
+async fn a_saver_failing_to_give_a_version_fails_the_run_with_its_error() {
+    let inner: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
+    let saver = Arc::new(Intercepted::new(inner, NoVersions));
+    let err = app(saver.clone()).invoke(Doc::update(), &thread("t")).await.unwrap_err();
+    assert_eq!(err.checkpoint_error_kind(), Some(CheckpointErrorKind::Unavailable), "{err}");
+    assert!(err.to_string().contains("version counter offline"), "{err}");
+    assert!(saver.get_tuple(&CheckpointConfig::thread("t")).await.unwrap().is_none(), "nothing saved");
 }
 
 /// An in-memory saver with the versions `Versions { stuck }` gives.
@@ -101,7 +130,7 @@ async fn a_saver_whose_versions_do_not_grow_fails_the_run_naming_them() {
 #[tokio::test]
 async fn the_default_versions_keep_the_engines_form() {
     let saver = InMemorySaver::new();
-    let v = saver.get_next_version(Some("00000000000000000000000000000002.0000000000000007"));
+    let v = saver.get_next_version(Some("00000000000000000000000000000002.0000000000000007")).unwrap();
     assert_eq!(version_counter(&v), Some(3));
     assert_eq!(v.len(), 32 + 1 + 16);
 }

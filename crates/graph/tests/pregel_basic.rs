@@ -242,6 +242,33 @@ async fn node_error_names_node_and_step() {
     g.add_edge(START, "boom");
     let err = g.compile().unwrap().invoke(CounterUpdate::default(), &cfg()).await.unwrap_err();
     assert_eq!(err.to_string(), "node 'boom' of graph 'LangGraph' failed at step 1: kaboom");
+    // The node's own error, reached as itself, and saved as the task's error.
+    assert_eq!(err.node_error().map(ToString::to_string).as_deref(), Some("kaboom"));
+}
+
+#[tokio::test]
+async fn a_graph_run_inside_a_task_never_reads_that_tasks_runtime() {
+    let mut inner = StateGraph::<Counter>::new();
+    inner.add_node("look", |_: Counter, rt: &weft_graph::Runtime| {
+        let sees_parent = rt.config().extensions.get::<weft_graph::Runtime>().is_some();
+        CounterUpdate::log(if sees_parent { "parent's runtime" } else { "own runtime" })
+    });
+    inner.add_edge(START, "look");
+    let inner = inner.compile().unwrap();
+    let mut g = StateGraph::<Counter>::new();
+    g.add_node("outer", move |_: Counter, rt: weft_graph::Runtime| {
+        let inner = inner.clone();
+        async move {
+            // What a tool node hands its tools: the task's config carrying its runtime.
+            let mut config = rt.config().clone();
+            config.extensions.insert(rt.clone());
+            let out = inner.invoke(CounterUpdate::default(), &config).await?;
+            Ok::<_, weft_runnable_core::Error>(CounterUpdate::log(&out.value.log.concat()))
+        }
+    });
+    g.add_edge(START, "outer");
+    let out = g.compile().unwrap().invoke(CounterUpdate::default(), &cfg()).await.unwrap();
+    assert_eq!(out.value.log, ["own runtime"]);
 }
 
 #[tokio::test]

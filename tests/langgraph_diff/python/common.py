@@ -97,9 +97,17 @@ def snapshot(s):
         "tasks": [task(t) for t in s.tasks],
         "interrupts": js(s.interrupts),
         "metadata": None if s.metadata is None else {k: js(s.metadata.get(k)) for k in ("source", "step", "parents")},
-        "config": config(s.config),
-        "parent_config": config(s.parent_config),
+        "config": snapshot_config(s.config),
+        "parent_config": snapshot_config(s.parent_config),
     }
+
+
+def snapshot_config(c):
+    """A snapshot's config: `config`, with `checkpoint_map` when the snapshot is a subgraph's."""
+    out = config(c)
+    if out is not None and "checkpoint_map" in c["configurable"]:
+        out["checkpoint_map"] = js(c["configurable"]["checkpoint_map"])
+    return out
 
 
 def chunk_payload(mode, payload):

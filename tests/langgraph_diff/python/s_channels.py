@@ -209,3 +209,31 @@ def root_value_state_is_the_bare_value(rec):
     rec.state(app, thread())
     rec.invoke(app, None, thread())
     rec.state(app, thread())
+
+
+@scenario
+def waiting_edge_and_a_branch_both_trigger_the_join(rec):
+    g = StateGraph(Log)
+    g.add_node("a", lambda s: {"log": ["a"]})
+    g.add_node("b", lambda s: {"log": ["b"]})
+    g.add_node("join", lambda s: {"log": [f"join {len(s['log'])}"]})
+    fan(g, "a", "b")
+    g.add_conditional_edges("a", lambda s: "join", ["join"])
+    g.add_edge(["a", "b"], "join")
+    app = g.compile(checkpointer=saver())
+    rec.stream(app, {"log": []}, thread(), ["tasks"])
+    rec.state(app, thread())
+
+
+@scenario
+def a_join_run_by_its_barrier_alone_lists_all_its_triggers(rec):
+    g = StateGraph(Log)
+    for n in ("a", "b1", "b2", "join"):
+        g.add_node(n, lambda s, n=n: {"log": [n]})
+    fan(g, "a", "b1")
+    g.add_edge("b1", "b2")
+    g.add_conditional_edges("b1", lambda s: "join", ["join"])
+    g.add_edge(["a", "b2"], "join")
+    app = g.compile(checkpointer=saver())
+    rec.stream(app, {"log": []}, thread(), ["tasks"], durability="sync")
+    rec.history(app, thread())

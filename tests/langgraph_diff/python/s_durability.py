@@ -5,6 +5,7 @@ import operator
 import time
 from typing import Annotated, TypedDict
 
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 
@@ -123,3 +124,25 @@ def a_failed_task_reruns_alone_and_finished_writes_are_kept(rec):
     rec.invoke(app, None, thread(), durability="sync")
     rec.note(op="runs", runs=sorted(runs))
     rec.history(app, thread())
+
+
+class SaverFailure(Exception):
+    pass
+
+
+class NoVersions(InMemorySaver):
+    """A saver whose version counter is out of reach: `get_next_version` raises."""
+
+    def get_next_version(self, current, channel):
+        raise SaverFailure("version counter offline")
+
+
+@scenario
+def a_saver_failing_to_give_a_version_fails_the_run(rec):
+    g = StateGraph(Log)
+    g.add_node("a", lambda s: {"log": ["a"]})
+    g.add_edge(START, "a")
+    saver = NoVersions()
+    app = g.compile(checkpointer=saver)
+    rec.invoke(app, {"log": []}, thread())
+    rec.note(op="saved", checkpoint=saver.get_tuple(thread()) is not None)

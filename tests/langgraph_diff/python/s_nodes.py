@@ -174,3 +174,44 @@ def sent_plain_nodes_interrupt_and_resume_together(rec):
     ids = {i.value: i.id for i in out["__interrupt__"]}
     rec.state(app, thread())
     rec.invoke(app, Command(resume={ids["x?"]: "X", ids["y?"]: "Y"}), thread())
+
+
+@scenario
+def a_node_returning_a_string_or_a_number_is_an_invalid_update(rec):
+    for tid, value in (("s", "hello"), ("n", 5)):
+        g = StateGraph(Log)
+        g.add_node("a", lambda s, value=value: value)
+        g.add_edge(START, "a")
+        app = g.compile(checkpointer=saver())
+        try:
+            app.invoke({"log": []}, thread(tid))
+            rec.note(op="invoke", ok=True)
+        except Exception as e:  # noqa: BLE001
+            # The message's first line (then a link to the docs), in weft's lower case.
+            first = str(e).split("\n")[0]
+            rec.note(op="invoke", error={"type": type(e).__name__}, message=first[:1].lower() + first[1:])
+        rec.state(app, thread(tid))
+
+
+def quota_spent(s):
+    raise NodeFailure("quota spent")
+
+
+@scenario
+def a_nodes_own_error_reaches_the_caller_as_itself(rec):
+    inner = StateGraph(Log)
+    inner.add_node("call", quota_spent)
+    inner.add_edge(START, "call")
+    for tid, node in (("own", quota_spent), ("sub", inner.compile())):
+        g = StateGraph(Log)
+        g.add_node("a", node)
+        g.add_edge(START, "a")
+        app = g.compile(checkpointer=saver())
+        try:
+            app.invoke({"log": []}, thread(tid))
+            rec.note(op="invoke", ok=True)
+        except NodeFailure as e:
+            rec.note(op="invoke", caught="NodeFailure", message=str(e))
+        # The saved task error is the node's own (LangGraph saves its repr).
+        own = repr(NodeFailure("quota spent"))
+        rec.note(op="task_errors", own=[str(t.error) == own for t in app.get_state(thread(tid)).tasks])

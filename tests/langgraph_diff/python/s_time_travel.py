@@ -112,3 +112,18 @@ def bulk_update_state_saves_one_checkpoint_per_superstep(rec):
         rec.note(op="bulk_update_state", error={"type": type(e).__name__})
     rec.state(app, thread())
     rec.history(app, thread())
+
+
+@scenario
+def bulk_update_state_without_supersteps_is_a_value_error(rec):
+    app = abc()
+    rec.invoke(app, {"log": []}, thread())
+    for supersteps in ([], [[]]):
+        try:
+            app.bulk_update_state(thread(), supersteps)
+            rec.note(op="bulk_update_state", ok=True)
+        except Exception as e:  # noqa: BLE001
+            # In weft's lower case.
+            message = str(e)
+            rec.note(op="bulk_update_state", error={"type": type(e).__name__}, message=message[:1].lower() + message[1:])
+    rec.state(app, thread())

@@ -1,17 +1,26 @@
 //! Prebuilt agents with scripted models: create_react_agent (a tool call then an answer, parallel calls,
 //! streamed updates, history, a breakpoint before the tools) and ToolNode with tools_condition in a graph
-//! of one's own (python/s_agents.py).
+//! of one's own, and the state a `Send` to a ToolNode reads (LangGraph 1.2.23's rule: the state the node
+//! would get from an edge; a graph inside a Send task reads its own state, never its parent's)
+//! (python/s_agents.py).
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use weft::agents::{AgentState, AgentStateUpdate, ToolNode, create_react_agent, tools_condition};
+use weft::agents::{
+    AgentState, AgentStateUpdate, HasMessages, ToolCallWithContext, ToolNode, create_react_agent,
+    tools_condition,
+};
 use weft::fakes::{FakeChatModel, FakeReply};
 use weft::graph::{
-    CompiledGraph, END, GraphInput, InMemorySaver, MessagesState, START, StateGraph, StreamMode,
+    CompiledGraph, END, GraphInput, InMemorySaver, Messages, MessagesState, START, State, StateGraph,
+    StreamMode,
 };
-use weft::{Message, Runnable as _, SharedTool, StructuredTool, ToolCall, ToolExt as _};
+use weft::{
+    AiMessage, InjectedArg, Message, Runnable as _, SharedTool, StructuredTool, ToolCall, ToolExt as _,
+};
 
 use crate::rec::{Rec, thread};
 use crate::{Outcome, scenarios};
@@ -24,6 +33,8 @@ scenarios![
     react_agent_pauses_before_tools,
     tool_node_with_tools_condition_in_a_graph,
     tool_node_reports_an_unknown_tool,
+    send_to_a_tool_node_reads_the_state_an_edge_gives,
+    graph_inside_a_send_task_reads_its_own_state,
 ];
 
 /// `add(a, b)`: the sum.
@@ -146,6 +157,137 @@ fn tool_node_reports_an_unknown_tool(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
     Box::pin(async move {
         let app = own_graph(model(calls(&[("nope", json!({}), "c1")]), "sorry")).compile()?;
         rec.invoke(&app, hi("?"), &weft::RunnableConfig::default()).await;
+        Ok(())
+    })
+}
+
+/// The conversation and a topic (Python's `MessagesState` with `topic: str`).
+#[derive(State, Debug, Clone, Default, Serialize, Deserialize)]
+struct TopicState {
+    #[state(add_messages)]
+    messages: Messages,
+    topic: String,
+}
+
+impl HasMessages for TopicState {
+    fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    fn messages_update(messages: Vec<Message>) -> TopicStateUpdate {
+        TopicState::update().messages(messages)
+    }
+}
+
+impl crate::observe::Observe for TopicState {
+    fn values(&self) -> Value {
+        crate::observe::compact(serde_json::to_value(self).unwrap_or(Value::Null))
+    }
+
+    fn update_json(update: &Self::Update) -> Value {
+        let schema = TopicState::default();
+        let names = schema.channels();
+        let mut out = serde_json::Map::new();
+        for (index, value) in schema.update_to_json(update).unwrap_or_default() {
+            if let Some(spec) = names.get(index) {
+                out.insert(spec.name.to_string(), crate::observe::compact(value));
+            }
+        }
+        Value::Object(out)
+    }
+}
+
+/// `tell(label)`, with the state injected: the label, the topic, the number of messages and the state's
+/// keys.
+fn tell() -> SharedTool {
+    let schema =
+        json!({"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]});
+    StructuredTool::from_fn(
+        "tell",
+        "Tells the topic and the size of the state it is given.",
+        schema,
+        |args: Value, _ctx| async move {
+            let state = &args["state"];
+            let mut keys: Vec<&str> =
+                state.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
+            keys.sort_unstable();
+            let messages = state["messages"].as_array().map_or(0, Vec::len);
+            let (label, topic) =
+                (args["label"].as_str().unwrap_or("?"), state["topic"].as_str().unwrap_or("?"));
+            Ok(json!(format!("{label}:{topic}:{messages}:{}", keys.join(","))))
+        },
+    )
+    .with_injected(InjectedArg::state("state"))
+    .shared()
+}
+
+/// `plan` (sets the topic, asks for two `tell` calls) -> a `Send` per call to the tool node -> END.
+fn tools_by_send(topic: &'static str) -> StateGraph<TopicState> {
+    let mut g = StateGraph::<TopicState>::new();
+    g.add_node("plan", move |_s: TopicState| {
+        let calls = ["c1", "c2"].map(|id| ToolCall {
+            name: "tell".into(),
+            args: json!({"label": id}),
+            id: Some(id.into()),
+        });
+        let ask = AiMessage { tool_calls: calls.to_vec(), ..AiMessage::new("") };
+        TopicState::update().topic(topic.to_owned()).messages(vec![ask.into()])
+    });
+    g.add_node("tools", ToolNode::new([tell()]));
+    g.add_edge(START, "plan");
+    g.add_conditional_edges(
+        "plan",
+        |s: &TopicState| {
+            let calls = match s.messages.last() {
+                Some(Message::Ai(ai)) => ai.tool_calls.clone(),
+                _ => Vec::new(),
+            };
+            calls
+                .into_iter()
+                .map(|tool_call| {
+                    weft::graph::Send::new("tools", ToolCallWithContext { tool_call, state: None })
+                })
+                .collect::<Vec<_>>()
+        },
+        ["tools"],
+    );
+    g.add_edge("tools", END);
+    g
+}
+
+fn tell_input(topic: &str) -> TopicStateUpdate {
+    TopicState::update().messages(vec![Message::human("tell").with_id("h-1")]).topic(topic.to_owned())
+}
+
+fn send_to_a_tool_node_reads_the_state_an_edge_gives(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let app = tools_by_send("rust").compile_with(crate::kit::saver())?;
+        rec.invoke(&app, tell_input("x"), &thread("t")).await;
+        Ok(())
+    })
+}
+
+fn graph_inside_a_send_task_reads_its_own_state(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let inner = tools_by_send("inner").compile()?;
+        let mut g = StateGraph::<TopicState>::new();
+        g.add_node("outer", |_s: TopicState| {
+            let go: Message = AiMessage::new("go").into();
+            TopicState::update().topic("outer".to_owned()).messages(vec![go.with_id("a-0")])
+        });
+        g.add_node("sub", inner);
+        g.add_edge(START, "outer");
+        g.add_conditional_edges(
+            "outer",
+            |_s: &TopicState| {
+                let sent = json!({"messages": [Message::human("in").with_id("h-2")], "topic": "sent"});
+                vec![weft::graph::Send::new("sub", sent)]
+            },
+            ["sub"],
+        );
+        g.add_edge("sub", END);
+        let app = g.compile_with(crate::kit::saver())?;
+        rec.invoke(&app, tell_input("x"), &thread("t")).await;
         Ok(())
     })
 }

@@ -3,7 +3,7 @@
 
 use futures::future::BoxFuture;
 use serde_json::json;
-use weft::graph::{Durability, END, JsonChannel, JsonState, RunOptions, START};
+use weft::graph::{Durability, END, JsonChannel, JsonState, RunOptions, START, StreamMode};
 
 use crate::kit::{graph, input, len, lists, log_state, py, saver, upd};
 use crate::rec::{Rec, thread};
@@ -24,6 +24,8 @@ scenarios![
     router_error_fails_the_step_of_its_node,
     router_error_under_exit_durability_saves_the_step_it_failed_in,
     router_to_an_unknown_node,
+    waiting_edge_and_a_branch_both_trigger_the_join,
+    a_join_run_by_its_barrier_alone_lists_all_its_triggers,
 ];
 
 fn reducer_fan_out_appends_in_node_order(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
@@ -258,6 +260,40 @@ fn root_value_state_is_the_bare_value(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
         rec.state(&app, &thread("t"), false).await;
         rec.invoke(&app, weft::graph::GraphInput::Resume, &thread("t")).await;
         rec.state(&app, &thread("t"), false).await;
+        Ok(())
+    })
+}
+
+fn waiting_edge_and_a_branch_both_trigger_the_join(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let mut g = graph(log_state());
+        g.add_node("a", |_: &JsonState| json!({"log": ["a"]}));
+        g.add_node("b", |_: &JsonState| json!({"log": ["b"]}));
+        g.add_node("join", |s: &JsonState| json!({"log": [format!("join {}", len(s, "log"))]}));
+        g.add_edge(START, "a").add_edge(START, "b");
+        g.add_conditional_edges("a", |_: &JsonState| "join", ["join"]);
+        g.add_waiting_edge(["a", "b"], "join");
+        let app = g.compile_with(saver())?;
+        rec.stream(&app, input(json!({"log": []})), &thread("t"), &[StreamMode::Tasks], Default::default())
+            .await;
+        rec.state(&app, &thread("t"), false).await;
+        Ok(())
+    })
+}
+
+fn a_join_run_by_its_barrier_alone_lists_all_its_triggers(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let mut g = graph(log_state());
+        for n in ["a", "b1", "b2", "join"] {
+            g.add_node(n, move |_: &JsonState| json!({"log": [n]}));
+        }
+        g.add_edge(START, "a").add_edge(START, "b1").add_edge("b1", "b2");
+        g.add_conditional_edges("b1", |_: &JsonState| "join", ["join"]);
+        g.add_waiting_edge(["a", "b2"], "join");
+        let app = g.compile_with(saver())?;
+        let sync = RunOptions { durability: Durability::Sync, ..RunOptions::default() };
+        rec.stream(&app, input(json!({"log": []})), &thread("t"), &[StreamMode::Tasks], sync).await;
+        rec.history(&app, &thread("t")).await;
         Ok(())
     })
 }

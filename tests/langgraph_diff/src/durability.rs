@@ -7,8 +7,12 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
+use weft::graph::checkpoint::{
+    ChannelVersion, CheckpointConfig, CheckpointError, Checkpointer, InMemorySaver, Intercept, Intercepted,
+};
 use weft::graph::{
-    Command, CompiledGraph, Durability, GraphInput, GraphResult, JsonState, RunOptions, Runtime, START,
+    Command, CompileConfig, CompiledGraph, Durability, GraphInput, GraphResult, JsonState, RunOptions,
+    Runtime, START,
 };
 
 use crate::kit::{chain, graph, input, log_state, note, saver};
@@ -22,6 +26,7 @@ scenarios![
     durability_async_keeps_the_finished_tasks_of_an_interrupted_step,
     saved_checkpoints_record_versions_seen_and_updated_channels,
     a_failed_task_reruns_alone_and_finished_writes_are_kept,
+    a_saver_failing_to_give_a_version_fails_the_run,
 ];
 
 type Runs = Arc<Mutex<Vec<String>>>;
@@ -142,6 +147,35 @@ fn a_failed_task_reruns_alone_and_finished_writes_are_kept(rec: &mut Rec) -> Box
         rec.invoke_with(&app, GraphInput::Resume, &t, with(Durability::Sync)).await;
         rec.note(runs_note(&runs));
         rec.history(&app, &t).await;
+        Ok(())
+    })
+}
+
+/// A saver whose version counter is out of reach: `get_next_version` fails.
+#[derive(Debug)]
+struct NoVersions;
+
+impl Intercept for NoVersions {
+    fn get_next_version(
+        &self,
+        _: &dyn Checkpointer,
+        _: Option<&str>,
+    ) -> Result<ChannelVersion, CheckpointError> {
+        Err(CheckpointError::unavailable("version counter offline"))
+    }
+}
+
+fn a_saver_failing_to_give_a_version_fails_the_run(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let mut g = graph(log_state());
+        g.add_node("a", note("a"));
+        g.add_edge(START, "a");
+        let inner: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
+        let saver = Arc::new(Intercepted::new(inner, NoVersions));
+        let app = g.compile_with(CompileConfig::new().checkpointer(saver.clone()))?;
+        rec.invoke(&app, input(json!({"log": []})), &thread("t")).await;
+        let saved = saver.get_tuple(&CheckpointConfig::thread("t")).await.ok().flatten();
+        rec.note(json!({"op": "saved", "checkpoint": saved.is_some()}));
         Ok(())
     })
 }

@@ -27,6 +27,8 @@ scenarios![
     messages_are_replaced_by_id_and_removed,
     messages_remove_all_drops_what_came_before_it,
     sent_plain_nodes_interrupt_and_resume_together,
+    a_node_returning_a_string_or_a_number_is_an_invalid_update,
+    a_nodes_own_error_reaches_the_caller_as_itself,
 ];
 
 fn quick_retry(max_attempts: u32) -> NodeConfig {
@@ -258,6 +260,73 @@ fn sent_plain_nodes_interrupt_and_resume_together(rec: &mut Rec) -> BoxFuture<'_
         rec.state(&app, &t, false).await;
         let resume = answers(&ids, &[("x?", "X"), ("y?", "Y")]);
         rec.invoke(&app, Command::<JsonState>::resume_by_id(resume), &t).await;
+        Ok(())
+    })
+}
+
+fn a_node_returning_a_string_or_a_number_is_an_invalid_update(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        for (tid, value) in [("s", json!("hello")), ("n", json!(5))] {
+            let mut g = graph(log_state());
+            g.add_node("a", move |_: &JsonState| value.clone());
+            g.add_edge(START, "a");
+            let app = g.compile_with(saver())?;
+            match app.invoke(input(json!({"log": []})), &thread(tid)).await {
+                Ok(_) => rec.note(json!({"op": "invoke", "ok": true})),
+                Err(err) => rec.note(json!({"op": "invoke", "error": crate::observe::error(&err),
+                    "message": err.to_string()})),
+            }
+            rec.state(&app, &thread(tid), false).await;
+        }
+        Ok(())
+    })
+}
+
+/// The scenario's own failure (Python's `NodeFailure`).
+#[derive(Debug)]
+struct NodeFailure(&'static str);
+
+impl std::fmt::Display for NodeFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for NodeFailure {}
+
+fn quota_spent(_: &JsonState) -> weft::Result<Value> {
+    Err(weft::Error::custom(NodeFailure("quota spent")))
+}
+
+fn a_nodes_own_error_reaches_the_caller_as_itself(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let mut inner = graph(log_state());
+        inner.add_node("call", quota_spent);
+        inner.add_edge(START, "call");
+        let inner = inner.compile()?;
+        for tid in ["own", "sub"] {
+            let mut g = graph(log_state());
+            if tid == "own" {
+                g.add_node("a", quota_spent);
+            } else {
+                g.add_node("a", inner.clone());
+            }
+            g.add_edge(START, "a");
+            let app = g.compile_with(saver())?;
+            match app.invoke(input(json!({"log": []})), &thread(tid)).await {
+                Ok(_) => rec.note(json!({"op": "invoke", "ok": true})),
+                Err(err) => match err.downcast_node_error::<NodeFailure>() {
+                    Some(own) => {
+                        rec.note(json!({"op": "invoke", "caught": "NodeFailure", "message": own.to_string()}))
+                    }
+                    None => rec.note(json!({"op": "invoke", "error": crate::observe::error(&err)})),
+                },
+            }
+            // The saved task error is the node's own.
+            let tasks = app.get_state(&thread(tid)).await.map(|s| s.tasks).unwrap_or_default();
+            let own: Vec<bool> = tasks.iter().map(|t| t.error.as_deref() == Some("quota spent")).collect();
+            rec.note(json!({"op": "task_errors", "own": own}));
+        }
         Ok(())
     })
 }

@@ -183,6 +183,18 @@ pub(crate) fn config(c: Option<&CheckpointConfig>) -> Value {
     c.map_or(Value::Null, |c| json!({"checkpoint_ns": c.checkpoint_ns, "checkpoint_id": c.checkpoint_id}))
 }
 
+/// A snapshot's config: [`config`], with LangGraph's `checkpoint_map` when the snapshot is a subgraph's.
+fn snapshot_config(
+    c: Option<&CheckpointConfig>,
+    map: Option<std::collections::BTreeMap<String, String>>,
+) -> Value {
+    let mut out = config(c);
+    if let (Some(map), Some(obj)) = (map, out.as_object_mut()) {
+        obj.insert("checkpoint_map".to_owned(), json!(map));
+    }
+    out
+}
+
 pub(crate) fn pairs(writes: &[(String, Value)]) -> Value {
     Value::Object(writes.iter().map(|(k, v)| (k.clone(), compact(v.clone()))).collect())
 }
@@ -219,8 +231,8 @@ fn json_snapshot(s: &JsonSnapshot) -> Value {
         "tasks": s.tasks.iter().map(task).collect::<Vec<_>>(),
         "interrupts": interrupts(&s.interrupts),
         "metadata": metadata(s.metadata.as_ref()),
-        "config": config(s.config.as_ref()),
-        "parent_config": config(s.parent_config.as_ref()),
+        "config": snapshot_config(s.config.as_ref(), s.checkpoint_map()),
+        "parent_config": snapshot_config(s.parent_config.as_ref(), s.parent_checkpoint_map()),
     })
 }
 
@@ -232,7 +244,7 @@ pub(crate) fn snapshot<S: Observe>(s: &StateSnapshot<S>) -> Value {
         "tasks": s.tasks.iter().map(task).collect::<Vec<_>>(),
         "interrupts": interrupts(&s.interrupts),
         "metadata": metadata(s.metadata.as_ref()),
-        "config": config(s.config.as_ref()),
-        "parent_config": config(s.parent_config.as_ref()),
+        "config": snapshot_config(s.config.as_ref(), s.checkpoint_map()),
+        "parent_config": snapshot_config(s.parent_config.as_ref(), s.parent_checkpoint_map()),
     })
 }

@@ -23,6 +23,7 @@ scenarios![
     update_state_as_input_starts_over,
     update_state_infers_the_last_writer,
     bulk_update_state_saves_one_checkpoint_per_superstep,
+    bulk_update_state_without_supersteps_is_a_value_error,
 ];
 
 /// `a -> b -> c`, each writing its name to `log` and `last`.
@@ -156,6 +157,23 @@ fn bulk_update_state_saves_one_checkpoint_per_superstep(rec: &mut Rec) -> BoxFut
         }
         rec.state(&app, &t, false).await;
         rec.history(&app, &t).await;
+        Ok(())
+    })
+}
+
+fn bulk_update_state_without_supersteps_is_a_value_error(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let app = abc(saver())?;
+        let t = thread("t");
+        rec.invoke(&app, input(json!({"log": []})), &t).await;
+        for supersteps in [Vec::new(), vec![Vec::new()]] {
+            match app.bulk_update_state(&t, supersteps).await {
+                Ok(_) => rec.note(json!({"op": "bulk_update_state", "ok": true})),
+                Err(err) => rec.note(json!({"op": "bulk_update_state", "error": crate::rec::error(&err),
+                    "message": err.to_string()})),
+            }
+        }
+        rec.state(&app, &t, false).await;
         Ok(())
     })
 }

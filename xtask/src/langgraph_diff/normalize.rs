@@ -37,6 +37,8 @@ pub(crate) const ERRORS: &[(Side, &str, &str)] = &[
     (Side::Weft, "SendToEnd", "InvalidUpdateError"),
     // LangGraph raises InvalidUpdateError("There is no parent graph").
     (Side::Weft, "NoParentGraph", "InvalidUpdateError"),
+    // A node returning something that is not an update ("Expected dict, got ...").
+    (Side::Weft, "InvalidNodeReturn", "InvalidUpdateError"),
     (Side::Python, "EmptyInputError", "EmptyInputError"),
     (Side::Weft, "EmptyInput", "EmptyInputError"),
     (Side::Weft, "EmptyCommand", "EmptyInputError"),
@@ -47,6 +49,9 @@ pub(crate) const ERRORS: &[(Side, &str, &str)] = &[
     (Side::Weft, "NoDestination", "ValueError"),
     (Side::Weft, "InvalidRecursionLimit", "ValueError"),
     (Side::Weft, "MissingThreadId", "ValueError"),
+    // `bulk_update_state` without supersteps, or with an empty one.
+    (Side::Weft, "NoSupersteps", "ValueError"),
+    (Side::Weft, "NoUpdates", "ValueError"),
     // Resuming without a checkpointer, an ambiguous or unknown resume: RuntimeError in LangGraph.
     (Side::Python, "RuntimeError", "RuntimeError"),
     (Side::Weft, "ResumeWithoutCheckpointer", "RuntimeError"),
@@ -56,6 +61,9 @@ pub(crate) const ERRORS: &[(Side, &str, &str)] = &[
     // the node's error, which the Rust half names by `GraphError::node_timeout`).
     (Side::Python, "NodeTimeoutError", "NodeTimeoutError"),
     (Side::Weft, "NodeTimeoutError", "NodeTimeoutError"),
+    // A checkpointer's own failure (a saver raising in `get_next_version`).
+    (Side::Python, "SaverFailure", "CheckpointerError"),
+    (Side::Weft, "Storage", "CheckpointerError"),
     // A failure raised by a node or a router of the scenario itself.
     (Side::Python, "NodeFailure", "NodeError"),
     (Side::Python, "RouterFailure", "NodeError"),

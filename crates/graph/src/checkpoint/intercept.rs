@@ -80,7 +80,7 @@ pub trait Intercept<C: Checkpointer + ?Sized = dyn Checkpointer>: fmt::Debug + S
     }
 
     /// Intercepts [`Checkpointer::get_next_version`].
-    fn get_next_version(&self, inner: &C, current: Option<&str>) -> ChannelVersion {
+    fn get_next_version(&self, inner: &C, current: Option<&str>) -> Result<ChannelVersion, CheckpointError> {
         inner.get_next_version(current)
     }
 
@@ -203,7 +203,7 @@ where
         self.intercept.put(&self.inner, config, checkpoint, metadata, new_versions).await
     }
 
-    fn get_next_version(&self, current: Option<&str>) -> ChannelVersion {
+    fn get_next_version(&self, current: Option<&str>) -> Result<ChannelVersion, CheckpointError> {
         self.intercept.get_next_version(&self.inner, current)
     }
 

@@ -411,9 +411,10 @@ pub trait Checkpointer: std::fmt::Debug + Send + Sync {
     /// The default, [`default_next_version`], is the engine's own form, `"{counter:032}.{tag:016}"` with
     /// a random integer tag, which sorts as a string and keeps forks of one checkpoint apart; LangGraph's
     /// savers' form (a float tag) is [`get_next_version`], and plain integers (`"1"`, `"2"`, ...) are
-    /// LangGraph's base form. A saver that wraps another forwards this method to it.
-    fn get_next_version(&self, current: Option<&str>) -> ChannelVersion {
-        default_next_version(current)
+    /// LangGraph's base form. A saver that wraps another forwards this method to it. An error fails the run
+    /// with it (LangGraph's saver may raise here too), before the step's checkpoint is saved.
+    fn get_next_version(&self, current: Option<&str>) -> Result<ChannelVersion, CheckpointError> {
+        Ok(default_next_version(current))
     }
 
     /// Whether this saver stores [`AppendDelta`]s itself in

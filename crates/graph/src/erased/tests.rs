@@ -141,7 +141,10 @@ async fn bulk_update_state_json_makes_one_checkpoint_per_superstep() {
     assert!(matches!(bad, Err(GraphError::AsNodeRequired)), "{bad:?}");
     let bad = graph.bulk_update_state_json(&config, vec![vec![update(json!([1]), "a")]]).await;
     assert!(matches!(bad, Err(GraphError::Serialization(_))), "{bad:?}");
-    assert!(graph.bulk_update_state_json(&config, Vec::new()).await.is_err(), "nothing to apply");
+    let none = graph.bulk_update_state_json(&config, Vec::new()).await;
+    assert!(matches!(none, Err(GraphError::NoSupersteps)), "{none:?}");
+    let empty = graph.bulk_update_state_json(&config, vec![Vec::new()]).await;
+    assert!(matches!(empty, Err(GraphError::NoUpdates)), "{empty:?}");
 }
 
 #[tokio::test]

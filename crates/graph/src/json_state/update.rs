@@ -4,6 +4,7 @@ use serde_json::{Map, Value};
 use weft_runnable_core::{Error, Result};
 
 use super::JsonState;
+use crate::error::InvalidNodeReturn;
 use crate::node::{IntoNodeOutput, NodeOutput};
 use crate::state::derive_support::wrap_overwrite;
 
@@ -103,12 +104,17 @@ impl IntoNodeOutput<JsonState> for Map<String, Value> {
     }
 }
 
-/// An object is an update, `null` writes nothing, anything else is an error.
+/// An object is an update, `null` writes nothing, anything else is an [`InvalidNodeReturn`] (which the
+/// engine raises as [`GraphError::InvalidNodeReturn`](crate::GraphError::InvalidNodeReturn), LangGraph's
+/// `InvalidUpdateError`).
 impl IntoNodeOutput<JsonState> for Value {
     fn into_node_output(self) -> Result<NodeOutput<JsonState>> {
         match self {
             Value::Null => Ok(NodeOutput::Empty),
-            other => JsonUpdate::from_json(other).map(NodeOutput::Update),
+            Value::Object(map) => Ok(NodeOutput::Update(JsonUpdate::from(map))),
+            // A string reads bare, as Python prints it.
+            Value::String(text) => Err(Error::custom(InvalidNodeReturn(text))),
+            other => Err(Error::custom(InvalidNodeReturn(other.to_string()))),
         }
     }
 }

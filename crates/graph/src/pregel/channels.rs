@@ -191,8 +191,8 @@ impl<S: State> Channels<S> {
 
     /// The version that follows the highest one: from the checkpointer's
     /// [`get_next_version`](Checkpointer::get_next_version) when there is one (once per step, given the
-    /// highest version, as LangGraph calls it), else the engine's default form. An error when its counter
-    /// does not grow.
+    /// highest version, as LangGraph calls it), else the engine's default form. An error when it fails or
+    /// when its counter does not grow.
     pub(crate) fn next_version(&self) -> GraphResult<(u64, ChannelVersion)> {
         self.next_text().map(|(next, text)| (next, text.text()))
     }
@@ -204,7 +204,7 @@ impl<S: State> Channels<S> {
             return Ok((next, VersionText::Engine { counter: next, tag: rand::random::<u64>() >> 12 }));
         };
         let max_text = self.max_text.as_ref().map(VersionText::text);
-        let text = saver.get_next_version(max_text.as_deref());
+        let text = saver.get_next_version(max_text.as_deref())?;
         match crate::checkpoint::version_counter(&text) {
             Some(next) if next > self.max => Ok((next, VersionText::Made(text))),
             _ => Err(GraphError::Storage(crate::checkpoint::CheckpointError::Invalid(format!(

@@ -10,7 +10,7 @@ use weft_runnable_core::trace::{record_error, records_content};
 use weft_runnable_core::{Error, RunKind, RunScope};
 
 use crate::checkpoint::owned_writes;
-use crate::error::{GraphError, GraphResult, NodeRef};
+use crate::error::{GraphError, GraphResult, InvalidNodeReturn, NodeRef};
 use crate::node::{NodeFn, NodeInput, NodeOutput};
 use crate::parent_command::typed_parent_command;
 use crate::pregel::apply::route;
@@ -45,8 +45,13 @@ pub(crate) async fn execute<S: State>(
     let Some(func) = &node.func else { return Ok((TaskOutcome::Done(TaskWrites::default()), None)) };
     let policies = if node.config.retry.is_empty() { &inner.config.retry } else { &node.config.retry };
     let step = runtime.inner.site.step;
-    let node_error =
-        |source| GraphError::Node { node: NodeRef::new(inner.name.as_str(), &*node.name), step, source };
+    let node_error = |source: Error| {
+        let node = NodeRef::new(inner.name.as_str(), &*node.name);
+        match source.downcast_custom::<InvalidNodeReturn>() {
+            Some(InvalidNodeReturn(got)) => GraphError::InvalidNodeReturn { node, step, got: got.clone() },
+            None => GraphError::Node { node, step, source },
+        }
+    };
     let cache_key = cache_key(inner, node, ch, task, &runtime);
     if let (Some(key), Some(cache)) = (&cache_key, &inner.config.cache) {
         if let Some(saved) = cache.get(&node.name, key).await {

@@ -163,11 +163,10 @@ pub(crate) fn listing_order<S: State>(tasks: &[Task<S>]) -> impl Iterator<Item =
     pushes.chain(tasks.iter().filter(|t| !matches!(t.kind, TaskKind::Push { .. })))
 }
 
-/// The channels that triggered a task, by name, as LangGraph reports them (`triggers` of task events,
-/// `langgraph_triggers` of run metadata): `__start__`, `__pregel_push`, or the node's `branch:to:*` and
-/// complete barriers.
+/// The trigger channels of a task, by name, as LangGraph reports them (`triggers` of task events,
+/// `langgraph_triggers` of run metadata): `__start__`, `__pregel_push`, or every trigger channel of the
+/// node, sorted (its `branch:to:*` and the barriers of its waiting edges), whichever fired.
 pub(crate) fn task_triggers<S: State>(
-    ch: &Channels<S>,
     spec: &crate::pregel::spec::GraphSpec<S>,
     task: &Task<S>,
 ) -> Vec<String> {
@@ -177,15 +176,9 @@ pub(crate) fn task_triggers<S: State>(
         TaskKind::Push { .. } | TaskKind::Handler(_) => vec!["__pregel_push".to_owned()],
         TaskKind::Pull(_) if spec.functional => vec![special::START.to_owned()],
         TaskKind::Pull(n) => {
-            let mut out = Vec::new();
-            if ch.triggered[n] {
-                out.push(spec.nodes[n].trigger.clone());
-            }
-            for (j, join) in spec.joins.iter().enumerate() {
-                if join.target == Some(n) && ch.join_complete(j) {
-                    out.push(join.name.clone());
-                }
-            }
+            let mut out = vec![spec.nodes[n].trigger.clone()];
+            out.extend(spec.joins.iter().filter(|j| j.target == Some(n)).map(|j| j.name.clone()));
+            out.sort_unstable();
             out
         }
     }

@@ -131,10 +131,15 @@ pub(crate) async fn run<S: State>(
     };
     let thread_id = config.configurable_str("thread_id").map(str::to_owned);
     // A streamed run owns its config: no copy is made of it here.
-    let run_config = match &scope {
+    let mut run_config = match &scope {
         Some(scope) => scope.child_config().clone(),
         None => config.into_owned(),
     };
+    // A graph run inside a task (a tool running a graph) never reads that task's runtime, nor the state
+    // its tools get with it (LangGraph 1.2.23: a graph inside a `Send` task never reads its parent's state).
+    if run_config.extensions.get::<crate::runtime::Runtime>().is_some() {
+        run_config.extensions.remove::<crate::runtime::Runtime>();
+    }
     if let Some(p) = &parent {
         let (called, node) = &p.called;
         called.record(node, || (inner.reader)(inner));

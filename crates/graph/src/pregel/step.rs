@@ -259,14 +259,14 @@ async fn finish<S: State>(
             emit_task_result(ctx, &ch.state, task, None, None, list.clone(), step);
         }
         Ok((TaskOutcome::RouteFailed(writes, e), _)) => {
-            emit_task_result(ctx, &ch.state, task, Some(e.to_string()), Some(writes), Vec::new(), step);
+            emit_task_result(ctx, &ch.state, task, Some(saved_error(e)), Some(writes), Vec::new(), step);
         }
-        Err(e) => emit_task_result(ctx, &ch.state, task, Some(e.to_string()), None, Vec::new(), step),
+        Err(e) => emit_task_result(ctx, &ch.state, task, Some(saved_error(e)), None, Vec::new(), step),
     }
     let (partial, err) = match result {
         Ok((TaskOutcome::Done(mut writes), resumed)) => {
             if ctx.sink.is_some_and(|s| s.modes.has(StreamMode::Messages)) {
-                let triggers = task_triggers(ch, spec, task);
+                let triggers = task_triggers(spec, task);
                 emit_whole_messages(ctx, &ch.state, task, &writes, step, &triggers);
             }
             writes.resumed = resumed;
@@ -312,14 +312,24 @@ async fn finish<S: State>(
     if !handled {
         return Ok(Next::Fail(err));
     }
-    let message = err.to_string();
+    let message = saved_error(&err);
     let own = match err {
         GraphError::Node { source, .. } => Some(source),
+        // What the node returned is its own failure too.
+        GraphError::InvalidNodeReturn { got, .. } => {
+            Some(weft_runnable_core::Error::custom(crate::error::InvalidNodeReturn(got)))
+        }
         _ => None,
     };
     got.failures[i] = Some((Arc::new(NodeError::live(&task.name, message, own)), false));
     got.results[i] = partial.map(|w| (w, true));
     Ok(Next::Handle(i))
+}
+
+/// A failed task's error as it is saved (`__error__`) and told to its error handler: the node's own error
+/// (LangGraph saves the exception the node raised), else the engine's.
+fn saved_error(err: &GraphError) -> String {
+    err.node_error().map_or_else(|| err.to_string(), ToString::to_string)
 }
 
 /// Whether a task's failure goes to its node's error handler: any error of the node, its routers or its
@@ -463,7 +473,7 @@ fn start_task<S: State>(
     // Named only where someone reads them: task events and the metadata of observed runs.
     let events = ctx.sink.is_some_and(|s| s.modes.tasks() || s.modes.has(StreamMode::Messages));
     let triggers = if events || ctx.config.callbacks.is_some() {
-        task_triggers(ch, &ctx.inner.spec, task)
+        task_triggers(&ctx.inner.spec, task)
     } else {
         Vec::new()
     };
@@ -540,7 +550,7 @@ pub(crate) async fn save_failed<S: State>(
             .collect(),
         None => Vec::new(),
     };
-    json.push((ChannelName::from(special::ERROR), Value::String(err.to_string())));
+    json.push((ChannelName::from(special::ERROR), Value::String(saved_error(err))));
     match source {
         Some(node) => {
             json.push((ChannelName::from(special::ERROR_SOURCE_NODE), Value::String(node.to_owned())));

@@ -58,6 +58,12 @@ impl<S: State> CompiledGraph<S> {
         mut address: CheckpointConfig,
         supersteps: Vec<Vec<StateUpdate<S>>>,
     ) -> GraphResult<CheckpointConfig> {
+        if supersteps.is_empty() {
+            return Err(GraphError::NoSupersteps);
+        }
+        if supersteps.iter().any(Vec::is_empty) {
+            return Err(GraphError::NoUpdates);
+        }
         let mut last = None;
         for superstep in supersteps {
             if superstep.len() > 1 && superstep.iter().any(|u| u.as_node.is_none()) {
@@ -68,7 +74,7 @@ impl<S: State> CompiledGraph<S> {
             address.checkpoint_id = saved.checkpoint_id.clone();
             last = Some(saved);
         }
-        last.ok_or_else(|| GraphError::Checkpoint("bulk_update_state needs at least one update".to_owned()))
+        last.ok_or(GraphError::NoSupersteps)
     }
 
     async fn apply_superstep(
