@@ -21,10 +21,6 @@ use crate::sql::heads::HeadChecks;
 /// The most batches committed in one transaction (each one's statements and arguments are bounded).
 const MAX_GROUP: usize = 64;
 
-/// The most groups committed in a row without handing the writer connection back to its pool (where
-/// the saver's other writes and a store sharing the pool wait for it).
-const MAX_HELD: usize = 16;
-
 /// A statement run in the saver's next transaction (see
 /// [`SqliteSaver::write_with_checkpoints`](super::SqliteSaver::write_with_checkpoints)): SQL text with a
 /// `?` per parameter.
@@ -115,47 +111,26 @@ impl GroupCommit {
     }
 }
 
-/// Commits what has queued, as long as the saver lives. The writer connection is kept from one group to
-/// the next while groups keep coming (up to [`MAX_HELD`] in a row): sqlx pings a connection on its way
-/// back to the pool, one more round trip to SQLite's worker thread per commit. Once the queue is empty it
-/// goes back, for the pool's other users.
+/// Commits what has queued, as long as the saver lives.
 async fn committer(db: Db, mut queue: mpsc::UnboundedReceiver<Entry>) {
     while let Some(first) = queue.recv().await {
-        let mut writer = match db.writer.acquire().await {
-            Ok(conn) => batch::Writer::new(conn, db.temp_ready),
-            Err(e) => {
-                let error = super::saver::backend(e);
-                let _ = first.done.send(Err(error.clone()));
-                while let Ok(entry) = queue.try_recv() {
-                    let _ = entry.done.send(Err(error.clone()));
-                }
-                continue;
-            }
-        };
-        let (mut next, mut held) = (Some(first), 0);
-        while let Some(first) = next.take() {
-            let mut group = vec![first];
-            while group.len() < MAX_GROUP {
-                match queue.try_recv() {
-                    Ok(entry) => group.push(entry),
-                    Err(_) => break,
-                }
-            }
-            commit_group(&mut writer, group).await;
-            held += 1;
-            if held < MAX_HELD {
-                next = queue.try_recv().ok();
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match queue.try_recv() {
+                Ok(entry) => group.push(entry),
+                Err(_) => break,
             }
         }
+        commit_group(&db, group).await;
     }
 }
 
 /// Writes a group in one transaction, or each of its entries alone when that fails.
-async fn commit_group(writer: &mut batch::Writer, mut group: Vec<Entry>) {
+async fn commit_group(db: &Db, mut group: Vec<Entry>) {
     if group.len() == 1 {
         if let Some(mut entry) = group.pop() {
             let statements: Vec<&SqlStatement> = entry.statements.iter().collect();
-            let result = batch::write(writer, &mut entry.rows, entry.checks.as_ref(), &statements).await;
+            let result = write(db, &mut entry.rows, entry.checks.as_ref(), &statements).await;
             let _ = entry.done.send(result);
         }
         return;
@@ -167,7 +142,7 @@ async fn commit_group(writer: &mut batch::Writer, mut group: Vec<Entry>) {
     }
     let checks = HeadChecks::merge(group.iter().filter_map(|e| e.checks.as_ref()));
     let statements: Vec<&SqlStatement> = group.iter().flat_map(|e| &e.statements).collect();
-    let result = batch::write(writer, &mut rows, checks.as_ref(), &statements).await;
+    let result = write(db, &mut rows, checks.as_ref(), &statements).await;
     drop(statements);
     match result {
         Ok(stored) => {
@@ -179,9 +154,19 @@ async fn commit_group(writer: &mut batch::Writer, mut group: Vec<Entry>) {
             // Each alone, with its own rows and checks, so that an error is its own caller's.
             for (entry, mut part) in group.into_iter().zip(rows.split(&sizes)) {
                 let statements: Vec<&SqlStatement> = entry.statements.iter().collect();
-                let result = batch::write(writer, &mut part, entry.checks.as_ref(), &statements).await;
+                let result = write(db, &mut part, entry.checks.as_ref(), &statements).await;
                 let _ = entry.done.send(result);
             }
         }
     }
+}
+
+async fn write(
+    db: &Db,
+    rows: &mut Rows,
+    checks: Option<&HeadChecks>,
+    statements: &[&SqlStatement],
+) -> Result<bool, CheckpointError> {
+    let conn = db.writer.acquire().await.map_err(super::saver::backend)?;
+    batch::write(&mut batch::Writer::new(conn, db.temp_ready), rows, checks, statements).await
 }
