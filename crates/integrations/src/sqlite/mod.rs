@@ -175,15 +175,15 @@ impl Db {
             .await
             .map_err(fail)?;
         // Readers are not pinged before use either: each ping is a round trip to the connection's worker
-        // thread, one more per read. None is opened before the first read (each holds a thread, a page
-        // cache and its statements): a saver that only writes never opens one, and one at a time opens
-        // only one.
+        // thread, one more per read.
         let reader = SqlitePoolOptions::new()
             .max_connections(options.read_connections.max(1))
             .test_before_acquire(false)
             .idle_timeout(None)
             .max_lifetime(None)
-            .connect_lazy_with(connect);
+            .connect_with(connect)
+            .await
+            .map_err(fail)?;
         Ok(Self {
             writer,
             reader,
