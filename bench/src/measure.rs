@@ -161,6 +161,8 @@ where
             break;
         }
     }
+    // Before `extra`, which may run more work.
+    let rss_split = procfs::rss_split_mb();
     let extra = workload.extra(&rt, opts)?;
     drop(workload);
 
@@ -173,6 +175,10 @@ where
     line.insert("repeats".into(), json!(samples.count));
     line.insert("peak_rss_mb".into(), json!(procfs::peak_rss_mb()));
     line.insert("rss_after_setup_mb".into(), json!(rss_after_setup));
+    if let Some((anon, file)) = rss_split {
+        line.insert("rss_end_anon_mb".into(), json!(anon));
+        line.insert("rss_end_file_mb".into(), json!(file));
+    }
     line.insert("compile_s".into(), secs(compile_s));
     line.insert("setup_s".into(), secs(setup_s));
     if let (Some(median_cpu), Some(min_cpu)) = (median_cpu, samples.min_cpu) {

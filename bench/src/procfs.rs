@@ -12,6 +12,16 @@ pub(crate) fn rss_kib() -> Option<f64> {
     status_kib("VmRSS:")
 }
 
+/// Resident memory now, in MB rounded to 0.1: the process's own (`RssAnon`: heap, stacks) and its mapped
+/// files' (`RssFile` + `RssShmem`: the program's code and data, libraries, SQLite's WAL index). The
+/// second depends on the kernel and on what its page cache holds (a file page resident before the
+/// process starts is mapped whole, with its neighbours), so it moves between machines and sittings.
+pub(crate) fn rss_split_mb() -> Option<(f64, f64)> {
+    let anon = status_kib("RssAnon:")?;
+    let file = status_kib("RssFile:")? + status_kib("RssShmem:").unwrap_or(0.0);
+    Some((round(anon / 1024.0, 1), round(file / 1024.0, 1)))
+}
+
 /// A KiB figure of `/proc/self/status`.
 fn status_kib(field: &str) -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;

@@ -306,8 +306,11 @@ impl Workload for DurableRun {
             })?;
         }
         self.last = Some((stats, bytes));
-        if let Saver::Sqlite(_, dir) = run.saver {
+        if let Saver::Sqlite(saver, dir) = run.saver {
             drop(run.graph);
+            // Closed before the next op opens its database: otherwise its connections' threads end
+            // while the next op's start, and the allocator gives those an arena each.
+            rt.block_on(saver.close());
             std::fs::remove_dir_all(&dir).map_err(|e| format!("cannot remove {}: {e}", dir.display()))?;
         }
         Ok(())

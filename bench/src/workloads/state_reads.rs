@@ -173,6 +173,7 @@ pub(crate) fn checkpoint_bytes_per_turn_sqlite(opts: &Options) -> Result<Line, S
         last = rt.block_on(graph.invoke(input, &config)).map_err(err)?.value.messages.len();
     }
     let took = started.elapsed();
+    let rss_split = procfs::rss_split_mb();
     ensure(last == 2 * turns, || format!("{last} messages after {turns} turns, expected {}", 2 * turns))?;
     let bytes: i64 = rt
         .block_on(async {
@@ -197,6 +198,10 @@ pub(crate) fn checkpoint_bytes_per_turn_sqlite(opts: &Options) -> Result<Line, S
     line.insert("median_s".into(), secs(took));
     line.insert("repeats".into(), json!(1));
     line.insert("peak_rss_mb".into(), json!(procfs::peak_rss_mb()));
+    if let Some((anon, file)) = rss_split {
+        line.insert("rss_end_anon_mb".into(), json!(anon));
+        line.insert("rss_end_file_mb".into(), json!(file));
+    }
     line.insert("settings".into(), json!("synchronous=FULL, WAL"));
     line.insert("loadavg_1m_start".into(), json!(load_start));
     line.insert("loadavg_1m_end".into(), json!(procfs::loadavg_1m()));

@@ -88,7 +88,17 @@ pub struct SqliteOptions {
     pub busy_timeout: Duration,
     /// How append-only channels are stored (savers only; default: deltas).
     pub delta: DeltaStorage,
+    /// The most memory, in KiB, each connection's page cache holds (SQLite's `cache_size`; default
+    /// [`DEFAULT_CACHE_KIB`], SQLite's own default is 2,000). Pages beyond it are read again from the
+    /// operating system's file cache when needed; a transaction's changed pages beyond it spill to the
+    /// WAL before its commit.
+    pub cache_kib: u32,
 }
+
+/// The default [`SqliteOptions::cache_kib`]: a thread's checkpoints, the tails of the tables a save
+/// appends to and the indexes above them fit, and each connection (the writer and every reader) holds
+/// at most this much.
+pub const DEFAULT_CACHE_KIB: u32 = 512;
 
 impl Default for SqliteOptions {
     fn default() -> Self {
@@ -97,6 +107,7 @@ impl Default for SqliteOptions {
             read_connections: 4,
             busy_timeout: Duration::from_secs(5),
             delta: DeltaStorage::default(),
+            cache_kib: DEFAULT_CACHE_KIB,
         }
     }
 }
@@ -146,7 +157,9 @@ impl Db {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(synchronous)
             .busy_timeout(options.busy_timeout)
-            .foreign_keys(true);
+            .foreign_keys(true)
+            // A negative `cache_size` is a bound in KiB.
+            .pragma("cache_size", format!("-{}", options.cache_kib.max(1)));
         let fail = |e: sqlx::Error| {
             Failure::new(format!("cannot open SQLite database '{}': {e}", path.display()), e)
         };

@@ -127,6 +127,14 @@ impl SqliteSaver {
         self.group.commit(batch::Rows::default(), None, statements).await.map(drop)
     }
 
+    /// Closes the saver's connections, waiting until each is closed (its worker thread ended, its
+    /// memory freed); every call after it fails. Dropping the saver closes them too, but only once the
+    /// runtime next runs its tasks.
+    pub async fn close(&self) {
+        self.db.writer.close().await;
+        self.db.reader.close().await;
+    }
+
     /// Row counts and data bytes of every thread.
     pub async fn storage_stats(&self) -> Result<StorageStats, CheckpointError> {
         let counts: (i64, i64, i64, i64) = sqlx::query_as(
