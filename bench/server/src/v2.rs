@@ -212,7 +212,9 @@ mod tests {
         short.remove(2);
         assert!(check_run(&short).unwrap_err().contains("four values"));
         let mut gap = run(1, 3);
-        gap[3]["seq"] = json!(9);
+        for (n, seq) in [1, 4, 9, 12, 13, 20].into_iter().enumerate() {
+            gap[n]["seq"] = json!(seq);
+        }
         assert_eq!(check_run(&gap), Ok(()), "the channels left out are gaps");
         gap[4]["seq"] = json!(9);
         assert!(check_run(&gap).unwrap_err().contains("numbered"));
