@@ -202,8 +202,9 @@ fn engine_rows(records: &[Json]) -> Vec<Row> {
 /// What a server workload's figure is and how it reads.
 fn server_figure(workload: &str) -> (&'static str, Kind) {
     match workload {
-        "server_ttfe" => ("median_s", Kind::Seconds),
+        "server_ttfe" | "server_v2_ttfe" => ("median_s", Kind::Seconds),
         "server_runs_per_s" => ("runs_per_s", Kind::PerSecond),
+        "server_v2_events_per_s" => ("events_per_s", Kind::PerSecond),
         "server_concurrent_1000" | "server_burst_200" => ("p99_s", Kind::Seconds),
         "server_hitl_round_trip" => ("median_s", Kind::Seconds),
         _ => ("rss_mb", Kind::Megabytes),
@@ -554,6 +555,20 @@ mod tests {
         assert_eq!(rows[3].ratio(), Some(9.0), "runs per second: weft over LangGraph");
         assert_eq!(rows[4].ratio(), Some(120.0));
         assert!(rows[3].settings.contains("10 jobs per worker"), "{}", rows[3].settings);
+    }
+
+    #[test]
+    fn the_v2_rows_read_the_first_event_and_events_per_second() {
+        let rows = rows(&lines(&[
+            r#"{"side":"server","round":0,"workload":"server_v2_ttfe","weft":{"median_s":0.002},"langgraph":{"median_s":0.5}}"#,
+            r#"{"side":"server","round":0,"workload":"server_v2_events_per_s","weft":{"events_per_s":3000.0},"langgraph":{"events_per_s":300.0}}"#,
+        ]));
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["server_v2_ttfe (durable)", "server_v2_events_per_s (durable)"]);
+        assert_eq!((rows[0].kind, rows[0].weft.clone()), (Kind::Seconds, Ok(0.002)));
+        assert_eq!(rows[0].ratio(), Some(250.0), "less time is better");
+        assert_eq!((rows[1].kind, rows[1].langgraph.clone()), (Kind::PerSecond, Ok(300.0)));
+        assert_eq!(rows[1].ratio(), Some(10.0), "more events per second is better");
     }
 
     #[test]

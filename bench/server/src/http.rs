@@ -10,6 +10,8 @@ use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 use crate::sse::{Event, Parser};
 
@@ -183,6 +185,66 @@ impl Conn {
             }
         }
         Ok(())
+    }
+}
+
+/// An SSE stream that stays open (a v2 thread stream): its events as they arrive, each with the instant it
+/// was read, from a task that owns the connection; dropping it closes the connection.
+#[derive(Debug)]
+pub(crate) struct Follow {
+    events: mpsc::UnboundedReceiver<Result<(Instant, Event), String>>,
+    reader: JoinHandle<()>,
+}
+
+impl Conn {
+    /// `POST path` with `body`; once the answer's headers came (a 2xx status), its events are read on.
+    pub(crate) async fn follow(mut self, path: &str, body: &Value) -> Result<Follow, String> {
+        let response = self.send(Method::POST, path, Some(body)).await?;
+        let status = response.status();
+        let mut body = response.into_body();
+        if !status.is_success() {
+            let bytes = body.collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+            return Err(format!("POST {path}: {status}: {}", String::from_utf8_lossy(&bytes)));
+        }
+        let (sender, events) = mpsc::unbounded_channel();
+        let path = path.to_owned();
+        let reader = tokio::spawn(async move {
+            let _conn = self;
+            let mut parser = Parser::default();
+            let mut parsed = Vec::new();
+            while let Some(frame) = body.frame().await {
+                let data = match frame {
+                    Ok(frame) => frame.into_data(),
+                    Err(err) => {
+                        let _ = sender.send(Err(format!("POST {path}: the stream broke: {err}")));
+                        return;
+                    }
+                };
+                let Ok(data) = data else { continue };
+                let read = Instant::now();
+                parser.feed(&data, &mut parsed);
+                for event in parsed.drain(..) {
+                    if sender.send(Ok((read, event))).is_err() {
+                        return;
+                    }
+                }
+            }
+            let _ = sender.send(Err(format!("POST {path}: the stream ended")));
+        });
+        Ok(Follow { events, reader })
+    }
+}
+
+impl Follow {
+    /// The next event and when it was read, or why none will come.
+    pub(crate) async fn next(&mut self) -> Result<(Instant, Event), String> {
+        self.events.recv().await.unwrap_or_else(|| Err("the stream's reader stopped".to_owned()))
+    }
+}
+
+impl Drop for Follow {
+    fn drop(&mut self) {
+        self.reader.abort();
     }
 }
 

@@ -6,6 +6,11 @@
 //! - `server_ttfe`: time from `POST /threads/{id}/runs/stream` to the first SSE event, one run at a time;
 //! - `server_runs_per_s`: streamed runs of a three-node graph per second over a pool of keep-alive
 //!   connections, each streaming one run after another on its own thread;
+//! - `server_v2_ttfe`: the Agent Streaming Protocol (v2): with a fresh thread's stream
+//!   (`POST /threads/{id}/stream/events`) open, time from sending `run.start` to
+//!   `POST /threads/{id}/commands` to the run's first event on the stream, one run at a time;
+//! - `server_v2_events_per_s`: v2 events per second read from streams held open, each on its own thread
+//!   with runs of the three-node graph started one after another (see [`v2`]);
 //! - `server_concurrent_1000`: 1,000 runs streamed at once, one connection each: all must complete;
 //! - `server_burst_200`: 200 runs started at once, each on a connection it opens then (connects timed):
 //!   a connect of a second or more means the listen backlog overflowed and the client's SYN was resent;
@@ -38,6 +43,7 @@ mod servers;
 mod soak;
 mod sse;
 mod stats;
+mod v2;
 mod workloads;
 
 use std::path::PathBuf;
@@ -224,6 +230,12 @@ fn what(name: &str) -> &'static str {
         "server_runs_per_s" => {
             "streamed runs of a three-node graph per second; each keep-alive connection streams one run after another on its own thread"
         }
+        "server_v2_ttfe" => {
+            "v2 protocol: with a new thread's stream open (POST /threads/{id}/stream/events, channels values and lifecycle), time from sending run.start (three-node graph) to POST /threads/{id}/commands to the run's first event on the stream, one run at a time"
+        }
+        "server_v2_events_per_s" => {
+            "v2 protocol events per second (six per run of the three-node graph: lifecycle running, four values, lifecycle completed); each worker holds its thread's stream open on one keep-alive connection and starts one run after another by run.start on another"
+        }
         "server_hitl_round_trip" => {
             "a streamed run of the hitl graph to its interrupt, then a streamed run resuming it to the end (Command resume), one thread at a time on one keep-alive connection; from the first POST to the second stream's end"
         }
@@ -245,6 +257,9 @@ fn what(name: &str) -> &'static str {
 fn figure(figures: Option<&Figures>, key: &str) -> Option<f64> {
     figures?.get(key)?.as_f64()
 }
+
+/// The v2 workloads' goal: issue 39 asks for the figures against LangGraph, with no bound.
+const V2_GOAL: &str = "measured against LangGraph (no bound set)";
 
 /// The comparison and the goal of the issue for one workload.
 fn verdict(
@@ -272,6 +287,12 @@ fn verdict(
         "server_runs_per_s" => {
             let r = ratio(figure(weft, "runs_per_s"), figure(langgraph, "runs_per_s"), true);
             (r, "20 times LangGraph's runs per second", r.map(|r| r >= 20.0))
+        }
+        "server_v2_ttfe" => {
+            (ratio(figure(weft, "median_s"), figure(langgraph, "median_s"), false), V2_GOAL, None)
+        }
+        "server_v2_events_per_s" => {
+            (ratio(figure(weft, "events_per_s"), figure(langgraph, "events_per_s"), true), V2_GOAL, None)
         }
         "server_hitl_round_trip" => {
             let ours = figure(weft, "median_s");
@@ -486,6 +507,22 @@ fn side_text(name: &str, figures: &Value) -> String {
                 ms("run_median_s")
             )
         }
+        "server_v2_ttfe" => {
+            format!(
+                "median {} p99 {} ({} runs, run median {})",
+                ms("median_s"),
+                ms("p99_s"),
+                get("samples"),
+                ms("run_median_s")
+            )
+        }
+        "server_v2_events_per_s" => format!(
+            "{} events/s ({} runs, {} connections, run median {})",
+            get("events_per_s"),
+            get("runs"),
+            get("connections"),
+            ms("run_median_s")
+        ),
         "server_hitl_round_trip" => format!(
             "median {} p99 {} (to the interrupt {}, resumed {}; {} round trips)",
             ms("median_s"),

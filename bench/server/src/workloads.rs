@@ -16,9 +16,11 @@ use crate::servers::Server;
 use crate::stats::{percentile, round, secs};
 
 /// The workloads, in the order they run.
-pub(crate) const NAMES: [&str; 7] = [
+pub(crate) const NAMES: [&str; 9] = [
     "server_ttfe",
     "server_runs_per_s",
+    "server_v2_ttfe",
+    "server_v2_events_per_s",
     "server_concurrent_1000",
     "server_burst_200",
     "server_paused_10k",
@@ -66,7 +68,7 @@ pub(crate) struct RssLoad {
 pub(crate) type Figures = Map<String, Value>;
 
 /// How long one run may take before the workload counts as failed.
-const RUN_LIMIT: Duration = Duration::from_secs(900);
+pub(crate) const RUN_LIMIT: Duration = Duration::from_secs(900);
 
 /// Runs workload `name` against `server`.
 pub(crate) async fn run(name: &str, server: &Server, params: &Params) -> Result<Figures, String> {
@@ -74,6 +76,10 @@ pub(crate) async fn run(name: &str, server: &Server, params: &Params) -> Result<
         "server_ttfe" => ttfe(server, params.ttfe_samples).await,
         "server_runs_per_s" => {
             throughput(server, params.throughput_connections, params.throughput_time).await
+        }
+        "server_v2_ttfe" => crate::v2::ttfe(server, params.ttfe_samples).await,
+        "server_v2_events_per_s" => {
+            crate::v2::events_per_s(server, params.throughput_connections, params.throughput_time).await
         }
         "server_concurrent_1000" => concurrent(server, params.concurrent_runs).await,
         "server_burst_200" => burst(server, params.burst_runs).await,
@@ -84,7 +90,8 @@ pub(crate) async fn run(name: &str, server: &Server, params: &Params) -> Result<
     }
 }
 
-async fn create_thread(conn: &mut Conn) -> Result<String, String> {
+/// Creates a thread; its id.
+pub(crate) async fn create_thread(conn: &mut Conn) -> Result<String, String> {
     let thread = conn.json(Method::POST, "/threads", Some(&json!({}))).await?;
     thread["thread_id"].as_str().map(str::to_owned).ok_or_else(|| format!("no thread_id in {thread}"))
 }
@@ -115,7 +122,8 @@ pub(crate) fn check_three(streamed: &Streamed) -> Result<(), String> {
     Ok(())
 }
 
-fn duration_figures(figures: &mut Figures, prefix: &str, samples: &[Duration]) {
+/// Adds the median, p99, min and max of `samples` as `{prefix}median_s` and so on.
+pub(crate) fn duration_figures(figures: &mut Figures, prefix: &str, samples: &[Duration]) {
     for (name, p) in [("median", 50.0), ("p99", 99.0), ("min", 0.0), ("max", 100.0)] {
         if let Some(d) = percentile(samples, p) {
             figures.insert(format!("{prefix}{name}_s"), json!(secs(d)));
