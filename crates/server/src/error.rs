@@ -201,6 +201,8 @@ impl From<weft_graph::GraphError> for ApiError {
             G::UpdateUnknownNode(_)
             | G::AmbiguousUpdate
             | G::AsNodeRequired
+            | G::NoSupersteps
+            | G::NoUpdates
             | G::InvalidUpdate { .. }
             | G::Serialization(_)
             | G::Checkpoint(_) => ApiError::bad_request(e.to_string()),

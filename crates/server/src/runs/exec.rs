@@ -35,20 +35,28 @@ enum Ended {
 }
 
 /// The error event of a failed run: the error's kind, as LangGraph names its exceptions where there is
-/// one to name, and its message.
+/// one to name, and its message: a failed node's own error (through subgraphs, the innermost node's), as
+/// LangGraph's server reports what the node raised, else the run's error.
 pub(crate) fn error_json(error: &GraphError) -> Value {
-    let name = match error {
-        GraphError::InvalidUpdate { .. } | GraphError::Serialization(_) => "InvalidUpdateError",
-        GraphError::RecursionLimit { .. } => "GraphRecursionError",
-        GraphError::EmptyInput => "EmptyInputError",
-        GraphError::Node { source, .. } => match source {
-            weft_runnable_core::Error::InvalidInput(_) => "ValueError",
-            weft_runnable_core::Error::Timeout { .. } => "TimeoutError",
-            _ => "NodeError",
-        },
+    use weft_runnable_core::Error;
+    let own = error.node_error();
+    let name = match (error, own) {
+        (GraphError::InvalidUpdate { .. } | GraphError::InvalidNodeReturn { .. }, _)
+        | (GraphError::Serialization(_), _) => "InvalidUpdateError",
+        (GraphError::RecursionLimit { .. }, _) => "GraphRecursionError",
+        (GraphError::EmptyInput, _) => "EmptyInputError",
+        (_, Some(Error::InvalidInput(_))) => "ValueError",
+        (_, Some(Error::Timeout { .. })) => "TimeoutError",
+        (_, Some(_)) => "NodeError",
         _ => "GraphError",
     };
-    json!({"error": name, "message": error.to_string()})
+    let message = match own {
+        // A `ValueError`'s message is its text alone, as Python prints the exception.
+        Some(Error::InvalidInput(text)) => text.clone(),
+        Some(own) => own.to_string(),
+        None => error.to_string(),
+    };
+    json!({"error": name, "message": message})
 }
 
 /// The config a run's graph gets: the run's configurable values and metadata; its root run named after
@@ -186,7 +194,11 @@ async fn drive(
             part = async { channel.room().await; stream.next().await } => match part {
                 None => return Ended::Success,
                 Some(Err(GraphError::Drained { .. })) => return Ended::Drained,
-                Some(Err(e)) => return Ended::Error(error_json(&e)),
+                Some(Err(e)) => {
+                    // The event carries the node's own error; the log keeps where it failed.
+                    tracing::warn!(run_id = record.run.run_id, error = %e, "a run failed");
+                    return Ended::Error(error_json(&e));
+                }
                 Some(Ok(part)) => {
                     channel.progress().note();
                     for (name, data) in wire.events(part) {

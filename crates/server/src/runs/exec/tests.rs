@@ -53,3 +53,32 @@ async fn the_rollback_point_is_the_parent_of_the_runs_first_checkpoint_past_othe
     assert_eq!(started_from(&saver, "t", "never-ran").await.unwrap(), Before::Untouched);
     assert_eq!(started_from(&saver, "elsewhere", "run").await.unwrap(), Before::Untouched, "another thread");
 }
+
+/// A failed run's error event names what the failed node raised, with the node's own message, through
+/// subgraphs (as LangGraph's server reports the exception), and the run's own errors as they are.
+#[test]
+fn a_failed_runs_error_event_carries_the_nodes_own_error() {
+    use weft_graph::{GraphError, NodeRef};
+    use weft_runnable_core::Error;
+    let inner = GraphError::Node {
+        node: NodeRef::new("inner", "explode"),
+        step: 2,
+        source: Error::InvalidInput("boom".into()),
+    };
+    let outer = GraphError::Node { node: NodeRef::new("outer", "sub"), step: 1, source: Error::from(inner) };
+    let event = super::error_json(&outer);
+    assert_eq!(event["error"], "ValueError", "{event}");
+    assert_eq!(event["message"], "boom", "{event}");
+    let custom =
+        GraphError::Node { node: NodeRef::new("g", "n"), step: 0, source: Error::msg("quota spent") };
+    assert_eq!(
+        super::error_json(&custom),
+        serde_json::json!({"error": "NodeError", "message": "quota spent"})
+    );
+    let returned =
+        GraphError::InvalidNodeReturn { node: NodeRef::new("g", "n"), step: 0, got: "hello".into() };
+    assert_eq!(super::error_json(&returned)["error"], "InvalidUpdateError");
+    let limit = super::error_json(&GraphError::EmptyInput);
+    assert_eq!(limit["error"], "EmptyInputError");
+    assert_eq!(limit["message"], GraphError::EmptyInput.to_string());
+}
