@@ -3,16 +3,25 @@
 //
 //     node check.mjs URL
 //
+//     node --experimental-websocket check.mjs URL [SERVER]
+//
 // It streams the `chat` graph in `messages-tuple` mode (the tokens must arrive as message chunks), then
-// runs `hitl` to its interrupt and resumes it with a `Command`, checking the thread's final state. Any
-// mismatch throws: the exit status is non-zero and the failed check is printed.
+// runs `hitl` to its interrupt and resumes it with a `Command`, checking the thread's final state. Then
+// the same through the SDK's v2 client (`client.threads.stream`, the Agent Streaming Protocol) over SSE
+// and over WebSocket: `simple` and `chat`'s events per channel (ids aside, as the Python v2 test
+// compares them), `seq` climbing by one, and a reconnect with `since` through each transport adapter,
+// replaying exactly what came after. SERVER is `weft` or `langgraph`: where the two are known to
+// differ, the check prints a `differs: REASON` line and expects each server's own answer. Any mismatch
+// throws: the exit status is non-zero and the failed check is printed. (Node 20 has `WebSocket` only
+// behind `--experimental-websocket`.)
 import assert from "node:assert/strict";
 
-import { Client } from "@langchain/langgraph-sdk";
+import { Client, ProtocolSseTransportAdapter, ProtocolWebSocketTransportAdapter } from "@langchain/langgraph-sdk";
 
 const url = process.argv[2];
+const server = process.argv[3] ?? "weft";
 if (!url) {
-  console.error("usage: node check.mjs URL");
+  console.error("usage: node check.mjs URL [SERVER]");
   process.exit(2);
 }
 const client = new Client({ apiUrl: url });
@@ -110,7 +119,282 @@ async function hitlPausesAndResumesWithACommand() {
   assert.equal(thread2.status, "idle", "the thread after the resume");
 }
 
-const checks = [chatStreamsTokensAsMessageChunks, hitlPausesAndResumesWithACommand];
+// The Agent Streaming Protocol (v2).
+
+const CHANNELS = ["values", "updates", "messages", "tools", "custom", "lifecycle", "input", "tasks", "checkpoints"];
+const TERMINAL = ["completed", "failed", "interrupted"];
+
+/** Records a known difference between the servers; whether this is weft. */
+function differs(reason) {
+  console.log(`differs: ${reason}`);
+  return server === "weft";
+}
+
+/** A namespace without its task ids (they differ from run to run). */
+const bare = (namespace) => namespace.map((segment) => segment.split(":")[0]);
+
+/** A message's text, whether its content is a string or content blocks (`content` or `contentBlocks`). */
+function textOf(message) {
+  const content = message.content ?? message.contentBlocks;
+  if (typeof content === "string") return content;
+  assert.ok(Array.isArray(content), `a message's content: ${JSON.stringify(message)}`);
+  return content.map((block) => block?.text ?? "").join("");
+}
+
+/** An event's data without what differs between runs and servers: ids, and message content's form. */
+function plain(method, data) {
+  if (method === "lifecycle") {
+    const { trigger_call_id: _, ...rest } = data;
+    return "namespace" in rest ? { ...rest, namespace: bare(rest.namespace) } : rest;
+  }
+  if (method === "messages") {
+    const { id: _, ...rest } = data;
+    return rest;
+  }
+  if (method === "values" && Array.isArray(data.messages)) {
+    return { ...data, messages: data.messages.map((m) => [m.type, textOf(m)]) };
+  }
+  return data;
+}
+
+function byChannel(events, channels) {
+  const out = Object.fromEntries(channels.map((channel) => [channel, []]));
+  for (const e of events) {
+    if (e.method in out) out[e.method].push([bare(e.params.namespace), plain(e.method, e.params.data)]);
+  }
+  return out;
+}
+
+/** `events` read on through several loops: leaving a loop does not close the stream beneath. */
+function keepOpen(events) {
+  const iterator = events[Symbol.asyncIterator]();
+  return { [Symbol.asyncIterator]: () => ({ next: () => iterator.next() }) };
+}
+
+const isEnd = (e) =>
+  e.method === "lifecycle" && e.params.namespace.length === 0 && TERMINAL.includes(e.params.data.event);
+
+/** The events of an iterable up to the root's terminal lifecycle event, within `ms`. */
+async function untilEnd(events, ms = 30000) {
+  const seen = [];
+  let timer;
+  const read = (async () => {
+    for await (const e of events) {
+      seen.push(e);
+      if (isEnd(e)) return;
+    }
+    throw new Error(`the stream ended before the run did: ${JSON.stringify(seen.map((e) => e.method))}`);
+  })();
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no end within ${ms} ms: ${JSON.stringify(seen)}`)), ms);
+  });
+  try {
+    await Promise.race([read, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+  return seen;
+}
+
+function checkSeq(events) {
+  assert.deepEqual(
+    events.map((e) => e.seq),
+    events.map((_, i) => i + 1),
+    "seq climbs by one from 1",
+  );
+  assert.ok(
+    events.every((e) => e.type === "event" && typeof e.event_id === "string" && e.event_id),
+    "every event has an event_id",
+  );
+}
+
+/**
+ * The events of a `ThreadStream` subscription, in `seq` order, once the root's terminal event and every
+ * `seq` before it came. The stream merges the events of its content pump and of its lifecycle watcher
+ * (deduplicated by `event_id`), so they need not arrive in order.
+ */
+async function untilAllCame(events, ms = 30000) {
+  const seen = [];
+  let end = null;
+  let timer;
+  const read = (async () => {
+    for await (const e of events) {
+      seen.push(e);
+      if (isEnd(e)) end = e.seq;
+      if (end !== null && new Set(seen.map((s) => s.seq).filter((seq) => seq <= end)).size >= end) return;
+    }
+    throw new Error(`the stream ended before the run did: ${JSON.stringify(seen.map((e) => e.seq))}`);
+  })();
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not every event within ${ms} ms: ${JSON.stringify(seen)}`)), ms);
+  });
+  try {
+    await Promise.race([read, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+  return seen.sort((a, b) => a.seq - b.seq);
+}
+
+/**
+ * Runs `graph` on a new thread through `client.threads.stream`, subscribed to every channel before the
+ * run starts; the thread's id and every event.
+ */
+async function v2Run(graph, input, transport) {
+  const { thread_id: threadId } = await client.threads.create();
+  const thread = client.threads.stream(threadId, { assistantId: graph, transport });
+  try {
+    const subscription = await thread.subscribe(CHANNELS);
+    const started = await thread.run.start({ input });
+    assert.equal(typeof started.run_id, "string", "run.start answers the run id");
+    const events = await untilAllCame(subscription);
+    checkSeq(events);
+    return { threadId, events };
+  } finally {
+    await thread.close();
+  }
+}
+
+const SIMPLE_LIFECYCLE = [
+  [[], { event: "running", graph_name: "simple" }],
+  [[], { event: "completed", graph_name: "simple" }],
+];
+const SIMPLE_VALUES = [
+  [[], { items: [] }],
+  [[], { items: ["a"], count: 1 }],
+  [[], { items: ["a", "b"], count: 2 }],
+];
+
+function checkSimple(events) {
+  const got = byChannel(events, ["values", "lifecycle", "messages", "input", "updates", "custom"]);
+  assert.deepEqual(got.lifecycle, SIMPLE_LIFECYCLE, "lifecycle");
+  assert.deepEqual(got.values, SIMPLE_VALUES, "values");
+  assert.deepEqual([got.messages, got.input], [[], []], "messages and input");
+  if (differs("v2 streams carry the updates and custom channels; langgraph dev 0.16.7 on LangGraph 1.2.22 sends neither")) {
+    assert.deepEqual(
+      got.updates,
+      [
+        [[], { items: ["a"], count: 1 }],
+        [[], { items: ["b"], count: 2 }],
+      ],
+      "updates",
+    );
+    assert.deepEqual(got.custom, [[[], { payload: { progress: "in node_a" } }]], "custom");
+  } else {
+    assert.deepEqual([got.updates, got.custom], [[], []], "updates and custom");
+  }
+}
+
+async function v2SimpleOverSse() {
+  checkSimple((await v2Run("simple", { items: [] }, "sse")).events);
+}
+
+async function v2SimpleOverWebSocket() {
+  checkSimple((await v2Run("simple", { items: [] }, "websocket")).events);
+}
+
+async function v2ChatMessagesAsContentBlocks() {
+  for (const transport of ["sse", "websocket"]) {
+    const { events } = await v2Run("chat", { messages: [{ role: "user", content: "hi" }] }, transport);
+    const messages = byChannel(events, ["messages"]).messages.map(([, data]) => data);
+    const kinds = messages.map((m) => m.event);
+    assert.deepEqual(kinds.slice(0, 2), ["message-start", "content-block-start"], `a message's start (${transport})`);
+    assert.deepEqual(kinds.slice(-2), ["content-block-finish", "message-finish"], `a message's end (${transport})`);
+    assert.deepEqual([...new Set(kinds.slice(2, -2))], ["content-block-delta"], `deltas between (${transport})`);
+    assert.deepEqual(messages[0], { event: "message-start", role: "ai" }, "message-start");
+    assert.deepEqual(
+      messages[1],
+      { event: "content-block-start", index: 0, content: { type: "text", text: "" } },
+      "content-block-start",
+    );
+    const text = messages.slice(2, -2).map((m) => m.delta.text).join("");
+    assert.equal(text, "Hello there friend", `the deltas' text (${transport})`);
+    assert.deepEqual(
+      messages.at(-2),
+      { event: "content-block-finish", index: 0, content: { type: "text", text: "Hello there friend" } },
+      "content-block-finish",
+    );
+    const values = byChannel(events, ["values"]).values;
+    assert.deepEqual(
+      values.at(-1),
+      [[], { messages: [["human", "hi"], ["ai", "Hello there friend"]] }],
+      `the last values (${transport})`,
+    );
+  }
+}
+
+const key = (e) => JSON.stringify([e.seq, e.event_id, e.method, e.params.namespace, e.params.data]);
+
+async function v2SseReconnectReplaysAfterSince() {
+  const { threadId, events } = await v2Run("simple", { items: [] }, "sse");
+  const transport = new ProtocolSseTransportAdapter({ apiUrl: url, threadId, maxReconnectAttempts: 0 });
+  try {
+    const since = 2;
+    const replay = transport.openEventStream({ channels: CHANNELS, since });
+    await replay.ready;
+    const replayed = await untilEnd(replay.events);
+    replay.close();
+    assert.deepEqual(replayed.map(key), events.filter((e) => e.seq > since).map(key), "the replay after since");
+    const filtered = transport.openEventStream({ channels: ["values", "lifecycle"], since: 0 });
+    const kept = await untilEnd(filtered.events);
+    filtered.close();
+    assert.deepEqual(
+      kept.map(key),
+      events.filter((e) => ["values", "lifecycle"].includes(e.method)).map(key),
+      "a filtered replay keeps seq",
+    );
+  } finally {
+    await transport.close();
+  }
+}
+
+async function v2WebSocketReconnectReplaysAfterSince() {
+  const { threadId, events } = await v2Run("simple", { items: [] }, "websocket");
+  const transport = new ProtocolWebSocketTransportAdapter({ apiUrl: url, threadId, maxReconnectAttempts: 0 });
+  try {
+    await transport.open();
+    // langgraph dev binds a socket to the thread's run once it has subscribed and seen the run's events;
+    // until then it answers a reconnect with no_such_run.
+    const subscribed = await transport.send({ id: 1, method: "subscription.subscribe", params: { channels: ["lifecycle"] } });
+    assert.equal(subscribed?.type, "success", `subscription.subscribe: ${JSON.stringify(subscribed)}`);
+    const feed = keepOpen(transport.events());
+    const lifecycle = await untilEnd(feed);
+    assert.deepEqual(
+      lifecycle.map((e) => e.params.data.event),
+      ["running", "completed"],
+      "the lifecycle events subscribed to",
+    );
+    const since = 2;
+    const answer = await transport.send({
+      id: 2,
+      method: "subscription.reconnect",
+      params: { channels: CHANNELS, since },
+    });
+    assert.equal(answer?.type, "success", `subscription.reconnect: ${JSON.stringify(answer)}`);
+    const replayed = await untilEnd(feed);
+    const expected = events.filter((e) => e.seq > since);
+    assert.deepEqual(replayed.map(key), expected.map(key), "the replay after since");
+    assert.equal(answer.result.replayed_events, expected.length, "replayed_events");
+    const bad = await transport.send({ id: 3, method: "subscription.reconnect", params: { channels: ["values"] } });
+    assert.deepEqual(
+      [bad?.type, bad?.error, bad?.message],
+      ["error", "invalid_argument", "subscription.reconnect requires a non-negative integer since."],
+      "a reconnect without since",
+    );
+  } finally {
+    await transport.close();
+  }
+}
+
+const checks = [
+  chatStreamsTokensAsMessageChunks,
+  hitlPausesAndResumesWithACommand,
+  v2SimpleOverSse,
+  v2SimpleOverWebSocket,
+  v2ChatMessagesAsContentBlocks,
+  v2SseReconnectReplaysAfterSince,
+  v2WebSocketReconnectReplaysAfterSince,
+];
 let failed = 0;
 for (const check of checks) {
   try {
