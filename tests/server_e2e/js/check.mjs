@@ -133,7 +133,10 @@ function differs(reason) {
 /** A namespace without its task ids (they differ from run to run). */
 const bare = (namespace) => namespace.map((segment) => segment.split(":")[0]);
 
-/** A message's text, whether its content is a string or content blocks (`content` or `contentBlocks`). */
+/**
+ * A message's text, whether its content is a string or content blocks (the SDK turns `values` messages
+ * into message objects; langgraph dev's AI message, content blocks, comes out as `contentBlocks`).
+ */
 function textOf(message) {
   const content = message.content ?? message.contentBlocks;
   if (typeof content === "string") return content;
@@ -270,7 +273,8 @@ function checkSimple(events) {
   assert.deepEqual(got.lifecycle, SIMPLE_LIFECYCLE, "lifecycle");
   assert.deepEqual(got.values, SIMPLE_VALUES, "values");
   assert.deepEqual([got.messages, got.input], [[], []], "messages and input");
-  if (differs("v2 streams carry the updates and custom channels; langgraph dev 0.16.7 on LangGraph 1.2.22 sends neither")) {
+  const reason = "v2 streams carry the updates and custom channels; langgraph dev 0.16.7 on LangGraph 1.2.22 sends neither";
+  if (differs(reason)) {
     assert.deepEqual(
       got.updates,
       [
@@ -355,7 +359,11 @@ async function v2WebSocketReconnectReplaysAfterSince() {
     await transport.open();
     // langgraph dev binds a socket to the thread's run once it has subscribed and seen the run's events;
     // until then it answers a reconnect with no_such_run.
-    const subscribed = await transport.send({ id: 1, method: "subscription.subscribe", params: { channels: ["lifecycle"] } });
+    const subscribed = await transport.send({
+      id: 1,
+      method: "subscription.subscribe",
+      params: { channels: ["lifecycle"] },
+    });
     assert.equal(subscribed?.type, "success", `subscription.subscribe: ${JSON.stringify(subscribed)}`);
     const feed = keepOpen(transport.events());
     const lifecycle = await untilEnd(feed);

@@ -4,8 +4,8 @@ own server (`langgraph dev`), side by side, and prints one line per test and ser
     python run.py --weft-bin PATH [--langgraph-bin PATH] [--only NAME,...] [--servers weft,langgraph]
                   [--weft-instances N]
 
-Each server is started on a free port and stopped at the end. The tests of `AUTH_MODULES` run against a
-second pair started with authentication (`auth.py` for `langgraph dev`, `--auth` for weft), beside the
+`--only` names tests or modules (`t_js`). Each server is started on a free port and stopped at the end. The
+tests of `AUTH_MODULES` run against a second pair started with authentication (`auth.py` for `langgraph dev`, `--auth` for weft), beside the
 first. With `--weft-instances N` (N > 1), weft runs as N instances of one scaled-out server (on the
 PostgreSQL and Redis that `DATABASE_URI` and `REDIS_URI` name, `DATABASE_URI_AUTH` for the pair with
 authentication, each pair under a Redis key prefix of its own) and every client spreads its requests over them in turn. The exit status is 0 when every test
@@ -93,11 +93,11 @@ def tests(only):
     for module_name in MODULES:
         module = importlib.import_module(module_name)
         if module_name == "t_js" and not module.available():
-            if not only or any(name.startswith("test_js") for name in only):
+            if not only or module_name in only or any(name.startswith("test_js") for name in only):
                 print("the JS SDK check is left out: WEFT_E2E_JS_DIR names no installed @langchain/langgraph-sdk")
             continue
         for name, fn in inspect.getmembers(module, inspect.iscoroutinefunction):
-            if name.startswith("test_") and (not only or name in only):
+            if name.startswith("test_") and (not only or name in only or module_name in only):
                 found.append((module_name, name, fn))
     found.sort(key=lambda t: (MODULES.index(t[0]), inspect.getsourcelines(t[2])[1]))
     return found

@@ -18,7 +18,8 @@ def available():
 async def test_js_sdk_v1_streams_and_v2_client(c, env):
     # Node 20 has a global WebSocket (which the v2 client's WebSocket transport uses) only behind this flag.
     process = await asyncio.create_subprocess_exec(
-        "node", "--experimental-websocket", "check.mjs", env.url, env.name, cwd=JS_DIR, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        "node", "--experimental-websocket", "check.mjs", env.url, env.name,
+        cwd=JS_DIR, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )
     try:
         out, _ = await process.communicate()
