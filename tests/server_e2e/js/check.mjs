@@ -9,8 +9,8 @@
 // runs `hitl` to its interrupt and resumes it with a `Command`, checking the thread's final state. Then
 // the same through the SDK's v2 client (`client.threads.stream`, the Agent Streaming Protocol) over SSE
 // and over WebSocket: `simple` and `chat`'s events per channel (ids aside, as the Python v2 test
-// compares them), `seq` climbing by one, and a reconnect with `since` through each transport adapter,
-// replaying exactly what came after. SERVER is `weft` or `langgraph`: where the two are known to
+// compares them), `seq` climbing by one, `hitl`'s interrupt answered with `input.respond`, and a
+// reconnect with `since` through each transport adapter, replaying exactly what came after. SERVER is `weft` or `langgraph`: where the two are known to
 // differ, the check prints a `differs: REASON` line and expects each server's own answer. Any mismatch
 // throws: the exit status is non-zero and the failed check is printed. (Node 20 has `WebSocket` only
 // behind `--experimental-websocket`.)
@@ -216,15 +216,16 @@ function checkSeq(events) {
  * `seq` before it came. The stream merges the events of its content pump and of its lifecycle watcher
  * (deduplicated by `event_id`), so they need not arrive in order.
  */
-async function untilAllCame(events, ms = 30000) {
+async function untilAllCame(events, { after = 0, done = isEnd, ms = 30000 } = {}) {
   const seen = [];
   let end = null;
   let timer;
   const read = (async () => {
     for await (const e of events) {
       seen.push(e);
-      if (isEnd(e)) end = e.seq;
-      if (end !== null && new Set(seen.map((s) => s.seq).filter((seq) => seq <= end)).size >= end) return;
+      if (done(e)) end = e.seq;
+      const came = new Set(seen.map((s) => s.seq).filter((seq) => seq > after && (end === null || seq <= end)));
+      if (end !== null && came.size >= end - after) return;
     }
     throw new Error(`the stream ended before the run did: ${JSON.stringify(seen.map((e) => e.seq))}`);
   })();
@@ -327,6 +328,35 @@ async function v2ChatMessagesAsContentBlocks() {
   }
 }
 
+/** `hitl` to its interrupt and on, answered with the v2 client's `input.respond`, over each transport. */
+async function v2HitlAnsweredWithInputRespond() {
+  for (const transport of ["sse", "websocket"]) {
+    const { thread_id: threadId } = await client.threads.create();
+    const thread = client.threads.stream(threadId, { assistantId: "hitl", transport });
+    try {
+      const feed = keepOpen(await thread.subscribe(CHANNELS));
+      await thread.run.start({ input: { items: [] } });
+      const first = await untilAllCame(feed);
+      assert.equal(first.at(-1).params.data.event, "interrupted", `the first run's end (${transport})`);
+      const asked = first.filter((e) => e.method === "input.requested").map((e) => e.params.data);
+      assert.deepEqual(
+        asked.map((data) => data.payload),
+        [{ question: "approve?" }],
+        `the input requested (${transport})`,
+      );
+      await thread.input.respond({ interrupt_id: asked[0].interrupt_id, namespace: [], response: "yes" });
+      const completed = (e) => isEnd(e) && e.params.data.event === "completed";
+      const second = await untilAllCame(feed, { after: first.at(-1).seq, done: completed });
+      checkSeq([...first, ...second]);
+      const values = byChannel(second, ["values"]).values;
+      const last = [[], { items: ["answer:yes", "b"], count: 1 }];
+      assert.deepEqual(values.at(-1), last, `the resumed run's values (${transport})`);
+    } finally {
+      await thread.close();
+    }
+  }
+}
+
 const key = (e) => JSON.stringify([e.seq, e.event_id, e.method, e.params.namespace, e.params.data]);
 
 async function v2SseReconnectReplaysAfterSince() {
@@ -400,6 +430,7 @@ const checks = [
   v2SimpleOverSse,
   v2SimpleOverWebSocket,
   v2ChatMessagesAsContentBlocks,
+  v2HitlAnsweredWithInputRespond,
   v2SseReconnectReplaysAfterSince,
   v2WebSocketReconnectReplaysAfterSince,
 ];
