@@ -1,8 +1,6 @@
 // The JS SDK check: LangGraph's JavaScript client (`@langchain/langgraph-sdk`, pinned in package.json)
 // drives a server of the suite's graphs from node, no browser:
 //
-//     node check.mjs URL
-//
 //     node --experimental-websocket check.mjs URL [SERVER]
 //
 // It streams the `chat` graph in `messages-tuple` mode (the tokens must arrive as message chunks), then
@@ -10,13 +8,19 @@
 // the same through the SDK's v2 client (`client.threads.stream`, the Agent Streaming Protocol) over SSE
 // and over WebSocket: `simple` and `chat`'s events per channel (ids aside, as the Python v2 test
 // compares them), `seq` climbing by one, `hitl`'s interrupt answered with `input.respond`, and a
-// reconnect with `since` through each transport adapter, replaying exactly what came after. SERVER is `weft` or `langgraph`: where the two are known to
-// differ, the check prints a `differs: REASON` line and expects each server's own answer. Any mismatch
-// throws: the exit status is non-zero and the failed check is printed. (Node 20 has `WebSocket` only
-// behind `--experimental-websocket`.)
+// reconnect with `since` through each transport adapter, replaying exactly what came after.
+//
+// SERVER is `weft` or `langgraph`: where the two are known to differ, the check prints a
+// `differs: REASON` line and expects each server's own answer. Any mismatch throws: the exit status is
+// non-zero and the failed check is printed. (Node 20 has `WebSocket` only behind
+// `--experimental-websocket`.)
 import assert from "node:assert/strict";
 
-import { Client, ProtocolSseTransportAdapter, ProtocolWebSocketTransportAdapter } from "@langchain/langgraph-sdk";
+import {
+  Client,
+  ProtocolSseTransportAdapter,
+  ProtocolWebSocketTransportAdapter,
+} from "@langchain/langgraph-sdk";
 
 const url = process.argv[2];
 const server = process.argv[3] ?? "weft";
