@@ -116,8 +116,9 @@ tasks:
                  database of the local PostgreSQL and a private Redis, while one instance
                  is SIGKILLed and restarted and Redis is restarted; every run must end
                  once, with its state, no finished step run twice, no event lost; with
-                 --pgbouncer (and server-e2e --instances N --pgbouncer), through PgBouncer in
-                 transaction mode, started on a free port (config under target/pgbouncer)
+                 --pgbouncer (and server-e2e --instances N --pgbouncer, weft alone), through
+                 PgBouncer in transaction mode, started on a free port (config under
+                 target/pgbouncer)
   server-soak [--instances N,N] [--rounds N] [--runs N]
                  the soak test of a scaled-out server (weft-bench-server --soak): N runs
                  (2000) streamed over 2 instances and again over 3, the pair N times (5),

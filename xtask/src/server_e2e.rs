@@ -105,7 +105,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 
 /// Runs the suite with weft as `instances` instances of one scaled-out server, on a fresh PostgreSQL
 /// database per pair of servers and a Redis key prefix of its own, removed afterwards; `pooled`: through
-/// PgBouncer in transaction mode.
+/// PgBouncer in transaction mode, weft alone.
 pub(crate) fn run_scaled(tests: &[String], build: Build, instances: u32, pooled: bool) -> Result<(), String> {
     services::ensure(services::Policy::Required)?;
     let pooler = if pooled { Some(pgbouncer::start()?) } else { None };
@@ -130,7 +130,10 @@ pub(crate) fn run_scaled(tests: &[String], build: Build, instances: u32, pooled:
         ("REDIS_URI", "redis://127.0.0.1:6379/".to_owned()),
         ("REDIS_KEY_PREFIX", prefix.clone()),
     ];
-    let ran = suite(tests, build, instances, &env, Mode::Durable);
+    // Behind the pooler weft runs alone: `langgraph dev` keeps its own store and ran the same tests
+    // beside weft in the `server-e2e` and `server-e2e-scaled` stages.
+    let mode = if pooled { Mode::DurableAlone } else { Mode::Durable };
+    let ran = suite(tests, build, instances, &env, mode);
     let mut cleaned = Vec::new();
     for database in &databases {
         cleaned.push(psql(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)")));
@@ -312,6 +315,8 @@ enum Mode {
     Durable,
     /// In memory, beside `langgraph dev`.
     InMemory,
+    /// On its database, alone.
+    DurableAlone,
     /// In memory, alone.
     InMemoryAlone,
 }
@@ -365,10 +370,10 @@ fn suite(
     if instances > 1 {
         command.arg("--weft-instances").arg(instances.to_string());
     }
-    if mode != Mode::Durable {
+    if matches!(mode, Mode::InMemory | Mode::InMemoryAlone) {
         command.arg("--weft-in-memory");
     }
-    if mode == Mode::InMemoryAlone {
+    if matches!(mode, Mode::DurableAlone | Mode::InMemoryAlone) {
         command.args(["--servers", "weft"]);
     }
     for (key, value) in env {

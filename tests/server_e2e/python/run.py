@@ -8,8 +8,8 @@ own server (`langgraph dev`), side by side, and prints one line per test and ser
 tests of `AUTH_MODULES` run against a second pair started with authentication (`auth.py` for `langgraph dev`, `--auth` for weft), beside the
 first. With `--weft-instances N` (N > 1), weft runs as N instances of one scaled-out server (on the
 PostgreSQL and Redis that `DATABASE_URI` and `REDIS_URI` name, `DATABASE_URI_AUTH` for the pair with
-authentication, each pair under a Redis key prefix of its own) and every client spreads its requests over them in turn. The exit status is 0 when every test
-passes against every server it ran on.
+authentication, each pair under a Redis key prefix of its own) and every client spreads its requests over them in turn. A test `langgraph dev` fails is run against it once
+more (weft's are not). The exit status is 0 when every test passes against every server it ran on.
 """
 import sys
 
@@ -119,6 +119,24 @@ async def run_suite(env, cases):
     return results
 
 
+async def retry_reference(runs, results):
+    """Runs each test that `langgraph dev` failed once more against it alone, and keeps the second outcome.
+
+    The reference sometimes drops a stream when both servers share two busy cores; weft's failures are never
+    retried. Returns `(test, first failure)` for each test the reference passed on its second try.
+    """
+    retried = []
+    for (env, group), result in zip(runs, results):
+        if env.name != "langgraph":
+            continue
+        for case in [case for case in group if not result[case[1]][0]]:
+            first = result[case[1]][1]
+            result.update(await run_suite(env, [case]))
+            if result[case[1]][0]:
+                retried.append((case[1], first))
+    return retried
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--weft-bin", required=True)
@@ -173,6 +191,7 @@ async def main():
             wait_ready(url, process, timeout)
         started = time.time()
         results = await asyncio.gather(*(run_suite(env, group) for env, group in runs))
+        retried = await retry_reference(runs, results)
         # Each server's results, both pairs together, in the order of `names`.
         merged = {name: {} for name in names}
         for (env, _), result in zip(runs, results):
@@ -203,6 +222,8 @@ async def main():
             ok, detail, _ = results[name]
             if not ok:
                 print(f"        {env.name}: {detail}")
+    for name, detail in retried:
+        print(f"the reference failed {name} once and passed it on a second try: {detail}")
     notes = []
     for env in envs:
         notes.extend(n for n in env.notes if n not in notes)
