@@ -29,6 +29,33 @@ pub struct PregelTask {
     pub state: Option<TaskState>,
 }
 
+impl PregelTask {
+    /// The task as LangGraph's `checkpoints` and `debug` events list it: `{id, name, error, state}` when
+    /// it failed, `{id, name, result, interrupts, state}` when it has a result (its writes by channel),
+    /// else `{id, name, interrupts, state}`; `state` is a subgraph task's checkpoint address
+    /// (`{"configurable": {"thread_id", "checkpoint_ns"}}`), else null.
+    pub fn event_json(&self) -> Value {
+        let state = match &self.state {
+            Some(TaskState::Config(c)) => serde_json::json!({
+                "configurable": {"thread_id": c.thread_id, "checkpoint_ns": c.checkpoint_ns}
+            }),
+            Some(TaskState::Snapshot(_)) | None => Value::Null,
+        };
+        let mut out = serde_json::json!({"id": self.id, "name": self.name, "state": state});
+        let Value::Object(map) = &mut out else { return out };
+        if let Some(error) = &self.error {
+            map.insert("error".to_owned(), Value::String(error.clone()));
+            return out;
+        }
+        if let Some(result) = self.result.as_ref().filter(|r| !r.is_empty()) {
+            let result: serde_json::Map<String, Value> = result.iter().cloned().collect();
+            map.insert("result".to_owned(), Value::Object(result));
+        }
+        map.insert("interrupts".to_owned(), serde_json::to_value(&self.interrupts).unwrap_or_default());
+        out
+    }
+}
+
 /// The state of a subgraph task.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TaskState {

@@ -400,10 +400,7 @@ pub(crate) fn debug_event<S: State>(data: &StreamData<S>) -> Option<StreamData<S
         }
         StreamData::Checkpoint(event) => {
             let CheckpointEvent { config, parent_config, metadata, step, values, next, tasks } = &**event;
-            let tasks: Vec<Value> = tasks
-                .iter()
-                .map(|t| serde_json::json!({"id": t.id, "name": t.name, "interrupts": t.interrupts, "state": Value::Null}))
-                .collect();
+            let tasks: Vec<Value> = tasks.iter().map(PregelTask::event_json).collect();
             let payload = serde_json::json!({
                 "config": configurable(config),
                 "parent_config": parent_config.as_ref().map(configurable),

@@ -140,6 +140,13 @@ def checkpoint_event(p):
     for k in ("config", "parent_config"):
         if k in p:
             out[k] = config(p[k])
+    # Its tasks as task events are recorded: no empty `response_schema`, the error as a flag.
+    for t in out.get("tasks") or []:
+        for i in t.get("interrupts") or []:
+            if isinstance(i, dict) and i.get("response_schema") is None:
+                i.pop("response_schema", None)
+        if "error" in t:
+            t["error"] = True
     return out
 
 

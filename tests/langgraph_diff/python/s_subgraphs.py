@@ -95,6 +95,48 @@ def sent_subgraphs_interrupting_resumed_one_at_a_time(rec):
     rec.invoke(app, Command(resume={ids[1]: "B"}), thread())
 
 
+def sent_asking_subgraphs():
+    """Two `Send`s to one subgraph whose node asks `{first log entry}?`; `y`'s asks 50 ms later, so the
+    packets finish in send order on both sides."""
+    sg = StateGraph(Inner)
+
+    def one(s):
+        first = s["log"][0]
+        if first == "y":
+            time.sleep(0.05)
+        return {"notes": [f"{first}:{interrupt(first + '?')}"]}
+
+    sg.add_node("one", one)
+    sg.add_edge(START, "one")
+    g = StateGraph(Log)
+    g.add_node("sub", sg.compile())
+    g.set_conditional_entry_point(lambda s: [Send("sub", {"log": [t]}) for t in ("x", "y")])
+    return g.compile(checkpointer=saver())
+
+
+@scenario
+def sent_subgraphs_resumed_one_at_a_time_stream_each_step_as_one_group(rec):
+    app = sent_asking_subgraphs()
+    modes = ["updates", "tasks", "checkpoints", "debug"]
+    # Both packets' subgraphs run at once here, so their own chunks interleave as threads go: the first two
+    # streams keep the parent's chunks only.
+    rec.stream(app, {"log": []}, thread(), modes, durability="sync")
+    ids = [t.interrupts[0].id for t in app.get_state(thread()).tasks]
+    rec.stream(app, Command(resume={ids[0]: "A"}), thread(), modes, durability="sync")
+    # `x`'s packet finished: its saved result is reused, `y`'s subgraph runs again.
+    rec.stream(app, Command(resume={ids[1]: "B"}), thread(), modes, subgraphs=True, durability="sync")
+    rec.state(app, thread())
+
+
+@scenario
+def sent_subgraphs_resumed_one_at_a_time_stream_values(rec):
+    app = sent_asking_subgraphs()
+    rec.invoke(app, {"log": []}, thread())
+    ids = [t.interrupts[0].id for t in app.get_state(thread()).tasks]
+    rec.stream(app, Command(resume={ids[0]: "A"}), thread(), ["values", "updates"])
+    rec.stream(app, Command(resume={ids[1]: "B"}), thread(), ["values", "updates"], subgraphs=True)
+
+
 @scenario
 def command_to_parent_from_a_subgraph(rec):
     sg = StateGraph(Inner)

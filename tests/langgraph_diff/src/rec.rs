@@ -129,11 +129,7 @@ impl Rec {
                 StreamData::Custom { value, .. } => ("custom", value),
                 StreamData::Checkpoint(event) => {
                     let e = *event;
-                    let tasks: Vec<Value> = e
-                        .tasks
-                        .iter()
-                        .map(|t| json!({"id": t.id, "name": t.name, "interrupts": interrupts(&t.interrupts), "state": null}))
-                        .collect();
+                    let tasks: Vec<Value> = e.tasks.iter().map(task_in_event).collect();
                     let payload = json!({"config": config(Some(&e.config)), "parent_config": config(e.parent_config.as_ref()),
                         "metadata": e.metadata, "values": compact(e.values), "next": e.next, "tasks": tasks});
                     ("checkpoints", payload)
@@ -147,6 +143,9 @@ impl Rec {
                     }
                     if let Some(err) = payload.get("error").cloned() {
                         payload["error"] = if err.is_null() { Value::Null } else { json!(true) };
+                    }
+                    if let Some(Value::Array(tasks)) = payload.get_mut("tasks") {
+                        tasks.iter_mut().for_each(error_as_flag);
                     }
                     if let Some(v) = payload.get("values").cloned() {
                         payload["values"] = compact(v);
@@ -345,5 +344,19 @@ fn canonical(value: &Value) -> String {
         }
         Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
         other => other.to_string(),
+    }
+}
+
+/// A task of a `checkpoints` event in the recorder's form: LangGraph's shape, the error as a flag.
+fn task_in_event(task: &weft::graph::PregelTask) -> Value {
+    let mut value = task.event_json();
+    error_as_flag(&mut value);
+    value
+}
+
+/// A checkpoint event's task with its error text (LangGraph's is the exception's `repr`) as `true`.
+fn error_as_flag(task: &mut Value) {
+    if let Some(err) = task.get_mut("error") {
+        *err = json!(true);
     }
 }

@@ -5,8 +5,8 @@
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use weft::graph::{
-    Command, CompileConfig, CompiledGraph, GraphResult, JsonChannel, JsonState, Runtime, START, Send,
-    StreamMode, SubgraphCheckpoints,
+    Command, CompileConfig, CompiledGraph, Durability, GraphResult, JsonChannel, JsonState, Runtime, START,
+    Send, StreamMode, SubgraphCheckpoints,
 };
 
 use crate::kit::{answers, graph, ids_by_value, input, len, lists, log_state, py, saver, upd};
@@ -18,6 +18,8 @@ scenarios![
     interrupt_inside_a_subgraph_and_resume,
     two_subgraphs_interrupting_in_one_step_resumed_one_at_a_time,
     sent_subgraphs_interrupting_resumed_one_at_a_time,
+    sent_subgraphs_resumed_one_at_a_time_stream_each_step_as_one_group,
+    sent_subgraphs_resumed_one_at_a_time_stream_values,
     command_to_parent_from_a_subgraph,
     subgraph_invoked_inside_a_function_node_shows_in_get_state,
     two_checkpointed_subgraphs_in_one_node_keep_their_own_state,
@@ -157,6 +159,75 @@ fn sent_subgraphs_interrupting_resumed_one_at_a_time(rec: &mut Rec) -> BoxFuture
         rec.invoke(&app, Cmd::resume_by_id(by(0)), &t).await;
         rec.state(&app, &t, false).await;
         rec.invoke(&app, Cmd::resume_by_id(by(1)), &t).await;
+        Ok(())
+    })
+}
+
+/// Two `Send`s to one subgraph whose node asks `{first log entry}?`; `y`'s asks 50 ms later, so the
+/// packets finish in send order on both sides.
+fn sent_asking_subgraphs() -> GraphResult<CompiledGraph<JsonState>> {
+    let mut sg = graph(inner());
+    sg.add_node("one", |s: Value, rt: Runtime| async move {
+        let first =
+            s.get("log").and_then(|l| l.get(0)).and_then(Value::as_str).unwrap_or_default().to_owned();
+        if first == "y" {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let answer: String = rt.interrupt(format!("{first}?"))?;
+        Ok::<_, weft::Error>(json!({"notes": [format!("{first}:{answer}")]}))
+    });
+    sg.add_edge(START, "one");
+    let mut g = graph(log_state());
+    g.add_node("sub", sg.compile()?);
+    g.set_conditional_entry_point(
+        |_: &JsonState| ["x", "y"].iter().map(|t| Send::new("sub", json!({"log": [t]}))).collect::<Vec<_>>(),
+        None,
+    );
+    g.compile_with(saver())
+}
+
+/// The ids of the interrupts of `t`'s pending tasks, in send order.
+async fn pending_interrupt_ids(app: &CompiledGraph<JsonState>, t: &weft::RunnableConfig) -> Vec<String> {
+    let tasks = app.get_state(t).await.map(|s| s.tasks).unwrap_or_default();
+    tasks.iter().filter_map(|task| task.interrupts.first().map(|i| i.id.clone())).collect()
+}
+
+/// `Command(resume={ids[i]: answer})`.
+fn resume_one(ids: &[String], i: usize, answer: &str) -> Cmd {
+    let mut m = serde_json::Map::new();
+    m.insert(ids.get(i).cloned().unwrap_or_default(), Value::from(answer));
+    Cmd::resume_by_id(m)
+}
+
+fn sent_subgraphs_resumed_one_at_a_time_stream_each_step_as_one_group(
+    rec: &mut Rec,
+) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let app = sent_asking_subgraphs()?;
+        let t = thread("t");
+        let modes = [StreamMode::Updates, StreamMode::Tasks, StreamMode::Checkpoints, StreamMode::Debug];
+        let sync = || weft::graph::RunOptions { durability: Durability::Sync, ..Default::default() };
+        // Both packets' subgraphs run at once here: the first two streams keep the parent's chunks only.
+        rec.stream(&app, input(json!({"log": []})), &t, &modes, sync()).await;
+        let ids = pending_interrupt_ids(&app, &t).await;
+        rec.stream(&app, resume_one(&ids, 0, "A"), &t, &modes, sync()).await;
+        // `x`'s packet finished: its saved result is reused, `y`'s subgraph runs again.
+        let on = weft::graph::RunOptions { subgraphs: true, ..sync() };
+        rec.stream(&app, resume_one(&ids, 1, "B"), &t, &modes, on).await;
+        rec.state(&app, &t, false).await;
+        Ok(())
+    })
+}
+
+fn sent_subgraphs_resumed_one_at_a_time_stream_values(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
+    Box::pin(async move {
+        let app = sent_asking_subgraphs()?;
+        let t = thread("t");
+        rec.invoke(&app, input(json!({"log": []})), &t).await;
+        let ids = pending_interrupt_ids(&app, &t).await;
+        let modes = [StreamMode::Values, StreamMode::Updates];
+        rec.stream(&app, resume_one(&ids, 0, "A"), &t, &modes, Default::default()).await;
+        rec.stream(&app, resume_one(&ids, 1, "B"), &t, &modes, subgraphs_on()).await;
         Ok(())
     })
 }

@@ -37,6 +37,15 @@ impl VersionText {
     }
 }
 
+/// The random part of the engine's version string for `counter` (52 bits, as a random `u64 >> 12`):
+/// splitmix64's finalizer of `seed` and the counter, so each run's versions differ from another's.
+fn version_tag(seed: u64, counter: u64) -> u64 {
+    let mut z = seed.wrapping_add(counter.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) >> 12
+}
+
 /// Versions are counters; each version also has the string checkpoints carry, made by the checkpointer's
 /// [`get_next_version`](crate::checkpoint::Checkpointer::get_next_version) once per step and shared by
 /// the channels that step changed.
@@ -70,6 +79,9 @@ pub(crate) struct Channels<S: State> {
     max_text: Option<VersionText>,
     /// The checkpointer that decides the next version's string (`None`: the engine's default form).
     versioner: Option<Arc<dyn Checkpointer>>,
+    /// Drawn once at random: the engine's version strings take their random part from it and the counter
+    /// ([`version_tag`]), so that a step draws no random number.
+    tag_seed: u64,
     /// Per state channel, the version whose value the saver holds: the channel's version at the last
     /// checkpoint saved or loaded, and its string; `(0, None)` when none.
     saved_at: Vec<(u64, Option<VersionText>)>,
@@ -108,6 +120,7 @@ impl<S: State> Channels<S> {
             max: 0,
             max_text: None,
             versioner: None,
+            tag_seed: rand::random(),
             saved_at: vec![(0, None); layout.n_state],
             appended: vec![None; layout.n_state],
             counters: vec![None; layout.len()],
@@ -201,7 +214,7 @@ impl<S: State> Channels<S> {
     fn next_text(&self) -> GraphResult<(u64, VersionText)> {
         let Some(saver) = &self.versioner else {
             let next = self.max + 1;
-            return Ok((next, VersionText::Engine { counter: next, tag: rand::random::<u64>() >> 12 }));
+            return Ok((next, VersionText::Engine { counter: next, tag: version_tag(self.tag_seed, next) }));
         };
         let max_text = self.max_text.as_ref().map(VersionText::text);
         let text = saver.get_next_version(max_text.as_deref())?;

@@ -255,10 +255,16 @@ pub(crate) async fn run_inner<S: State>(
     let input = resume_subgraph_step(ctx, &loaded, input);
     let resumed = !matches!(input, GraphInput::Update(_));
     let (step, dirty) = apply_input(ctx, &mut loaded, input).await?;
-    // A resumed run first streams the state it resumes (LangGraph's `values` mode does the same).
+    // A resumed run first streams the state it resumes (LangGraph's `values` mode does the same), and
+    // the checkpoint it resumes from, as LangGraph's first step of a run does.
     if resumed && loaded.loaded_step.is_some() {
         if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Values)) {
             sink.send(StreamData::Values { state: loaded.ch.state.clone(), interrupts: Vec::new() });
+        }
+        if !loaded.replay {
+            if let Some(origin) = loaded.origin.take() {
+                crate::pregel::save::emit_loaded_checkpoint(ctx, &loaded.ch, &loaded.saved, origin);
+            }
         }
     }
     // LangGraph's count: a fresh run may take `limit` steps after its input step; a resumed one `limit`
@@ -345,7 +351,13 @@ async fn supersteps<S: State>(
                 // The result shows the writes of the tasks that finished, as `get_state` does.
                 let updates: Vec<S::Update> = finished.into_iter().flat_map(|w| w.updates).collect();
                 if !updates.is_empty() {
-                    run.ch.state.apply(updates).map_err(|error| invalid(error, step, &tasks))?;
+                    let changed =
+                        run.ch.state.apply(updates).map_err(|error| invalid(error, step, &tasks))?;
+                    // As LangGraph, a root run streams that state as its last `values` chunk.
+                    let sink = ctx.sink.filter(|s| ctx.parent.is_none() && s.modes.has(StreamMode::Values));
+                    if let Some(sink) = sink.filter(|_| writes_output(spec, &run.ch, &changed)) {
+                        sink.send(StreamData::Values { state: run.ch.state.clone(), interrupts: Vec::new() });
+                    }
                 }
                 return Ok(GraphOutput { value: run.ch.state, interrupts });
             }
@@ -437,13 +449,8 @@ async fn end_step<S: State>(
         ctx.unsaved = Some(checkpoint_stamps());
     }
     if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Values)) {
-        // As LangGraph: after a step that wrote an output channel (an entrypoint's is its return value).
-        let output = if spec.functional {
-            run.ch.state.channel_index(crate::func::state::END_CHANNEL).is_some_and(|i| changed.contains(i))
-        } else {
-            (0..run.ch.layout.n_state).any(|i| changed.contains(i))
-        };
-        if output {
+        // As LangGraph: after a step that wrote an output channel.
+        if writes_output(spec, &run.ch, &changed) {
             sink.send(StreamData::Values { state: run.ch.state.clone(), interrupts: Vec::new() });
         }
     }
@@ -461,6 +468,20 @@ async fn end_step<S: State>(
         sink.send(StreamData::Interrupt(Vec::new()));
     }
     Ok(true)
+}
+
+/// Whether `changed` holds an output channel of the graph: a state channel (an entrypoint's output is its
+/// return value).
+fn writes_output<S: State>(
+    spec: &crate::pregel::spec::GraphSpec<S>,
+    ch: &Channels<S>,
+    changed: &ChannelSet,
+) -> bool {
+    if spec.functional {
+        ch.state.channel_index(crate::func::state::END_CHANNEL).is_some_and(|i| changed.contains(i))
+    } else {
+        (0..ch.layout.n_state).any(|i| changed.contains(i))
+    }
 }
 
 /// Applies a completed step's writes in task order (a lone task's routes run on the state after its own
@@ -548,6 +569,9 @@ struct Loaded<S: State> {
     /// The step of the checkpoint loaded, when there is one.
     loaded_step: Option<i64>,
     replay: bool,
+    /// The loaded checkpoint's id, parent and metadata, kept for its `checkpoints` event when a resumed
+    /// run streams that mode.
+    origin: Option<crate::pregel::save::Origin>,
 }
 
 /// Loads the thread the run continues (none without a checkpointer) and sets up the run's saver.
@@ -560,6 +584,7 @@ async fn load_thread<S: State>(ctx: &mut Ctx<'_, S>) -> GraphResult<Loaded<S>> {
         null_writes: Vec::new(),
         loaded_step: None,
         replay: false,
+        origin: None,
     };
     let checkpointer = match (&ctx.parent, inner.config.subgraph_checkpoints) {
         (Some(_), SubgraphCheckpoints::Never) => None,
@@ -599,6 +624,13 @@ async fn load_thread<S: State>(ctx: &mut Ctx<'_, S>) -> GraphResult<Loaded<S>> {
     if let Some(tuple) = tuple {
         l.ch = Channels::from_checkpoint(spec, names, &tuple.checkpoint, &tuple.config.thread_id)?;
         l.loaded_step = Some(tuple.metadata.step);
+        if ctx.sink.is_some_and(|s| s.modes.checkpoints()) {
+            l.origin = Some(crate::pregel::save::Origin {
+                id: tuple.checkpoint.id.clone(),
+                parent_config: tuple.parent_config.clone(),
+                metadata: tuple.metadata.clone(),
+            });
+        }
         saver.set_current(tuple.checkpoint.id.clone());
         // Replaying a checkpoint forks it, except one that `update_state` made (an update or a copy)
         // and that is still the thread's latest: the run continues from it as from any latest

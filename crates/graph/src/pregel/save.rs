@@ -11,7 +11,9 @@ use crate::error::{GraphError, GraphResult};
 use crate::pregel::channels::Channels;
 use crate::pregel::plan::{listing_order, plan_tasks};
 use crate::pregel::run::Ctx;
-use crate::pregel::task::state_json;
+use crate::pregel::saved::{SavedWrites, result_channel};
+use crate::pregel::spec::GraphSpec;
+use crate::pregel::task::{Task, state_json};
 use crate::state::{ChannelSet, State};
 use crate::stream::{CheckpointEvent, StreamData};
 
@@ -123,7 +125,7 @@ pub(crate) async fn save_checkpoint<S: State>(
                 error: None,
                 interrupts: Vec::new(),
                 result: None,
-                state: None,
+                state: subgraph_address(spec, t, &config.thread_id, &ctx.ns),
             })
             .collect();
         let event = CheckpointEvent { config, parent_config, metadata, step, values, next, tasks };
@@ -133,6 +135,60 @@ pub(crate) async fn save_checkpoint<S: State>(
         ctx.last_saved = last_saved;
     }
     Ok(())
+}
+
+/// A checkpoint a run loaded: its id, the checkpoint it was made from, and its metadata.
+pub(crate) struct Origin {
+    pub(crate) id: String,
+    pub(crate) parent_config: Option<CheckpointConfig>,
+    pub(crate) metadata: CheckpointMetadata,
+}
+
+/// Streams the `checkpoints` event of the checkpoint `origin` a resumed run starts from, with the state `ch` holds and its tasks as its pending writes `saved` record them (their
+/// interrupts, results and errors), as LangGraph streams the checkpoint each step starts from. Nothing
+/// when the run saved a checkpoint since it loaded that one (that one was streamed as it was saved).
+pub(crate) fn emit_loaded_checkpoint<S: State>(
+    ctx: &Ctx<'_, S>,
+    ch: &Channels<S>,
+    saved: &SavedWrites,
+    origin: Origin,
+) {
+    let Origin { id: loaded, parent_config, metadata } = origin;
+    let (Some(sink), Some(saver)) = (ctx.sink, ctx.saver.as_ref()) else { return };
+    let config = CheckpointConfig::clone(saver.current_config());
+    let Some(id) = config.checkpoint_id.as_deref() else { return };
+    if ctx.unsaved.is_some() || id != loaded {
+        return;
+    }
+    let spec = &ctx.inner.spec;
+    let step = metadata.step;
+    let planned = plan_tasks(ch, spec, step + 1, id, &ctx.ns);
+    let next = listing_order(&planned).map(|t| t.name.to_string()).collect();
+    let is_result = result_channel(spec, &ctx.inner.names, ch.layout.n_state);
+    let tasks = listing_order(&planned)
+        .map(|t| crate::snapshot::PregelTask {
+            state: subgraph_address(spec, t, &config.thread_id, &ctx.ns),
+            ..saved.recorded_task(t, false, &is_result)
+        })
+        .collect();
+    let values = state_json(&ch.state);
+    let event = CheckpointEvent { config, parent_config, metadata, step, values, next, tasks };
+    sink.send(StreamData::Checkpoint(Box::new(event)));
+}
+
+/// Where a subgraph task's checkpoints go (its namespace under the run's `ns`), as LangGraph's
+/// `checkpoints` events tell it; `None` for a task of any other node.
+fn subgraph_address<S: State>(
+    spec: &GraphSpec<S>,
+    task: &Task<S>,
+    thread_id: &str,
+    ns: &str,
+) -> Option<crate::snapshot::TaskState> {
+    spec.nodes[task.node()?].subgraph()?;
+    let own = crate::runtime::task_ns(&task.name, &task.id);
+    let checkpoint_ns = if ns.is_empty() { own } else { format!("{ns}|{own}") };
+    let address = CheckpointConfig { thread_id: thread_id.to_owned(), checkpoint_ns, checkpoint_id: None };
+    Some(crate::snapshot::TaskState::Config(address))
 }
 
 /// What a run keeps of the checkpoint it saved last, for [`end_snapshot`].

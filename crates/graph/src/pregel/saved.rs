@@ -14,7 +14,10 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::checkpoint::special;
-use crate::pregel::task::Replay;
+use crate::pregel::spec::{CheckpointNames, GraphSpec};
+use crate::pregel::task::{Replay, Task};
+use crate::snapshot::PregelTask;
+use crate::state::State;
 use crate::types::Interrupt;
 
 /// Whether `channel` describes what happened to a task rather than what it produced.
@@ -110,4 +113,52 @@ pub(crate) fn last_interrupts(writes: &[(String, Value)]) -> Vec<Interrupt> {
         .find(|(c, _)| c == special::INTERRUPT)
         .and_then(|(_, v)| serde_json::from_value::<Vec<Interrupt>>(v.clone()).ok())
         .unwrap_or_default()
+}
+
+/// Whether a saved write to `channel` is part of a task's result as a snapshot shows it: a write to a state
+/// channel (the first `n_state` of the layout), not the engine's own (`branch:to:*`, barriers,
+/// `__pregel_tasks`, control writes); for an entrypoint, its return value (LangGraph's output channel).
+pub(crate) fn result_channel<'a, S: State>(
+    spec: &GraphSpec<S>,
+    names: &'a CheckpointNames,
+    n_state: usize,
+) -> impl Fn(&str) -> bool + 'a {
+    let functional = spec.functional;
+    let state_names = &names.channels[..n_state];
+    move |c: &str| {
+        if functional { c == crate::func::END_CHANNEL } else { state_names.iter().any(|n| &**n == c) }
+    }
+}
+
+impl SavedWrites {
+    /// How `task` stands in the checkpoint these writes were saved on, as a snapshot and a `checkpoints`
+    /// event list it: its error, the interrupts it raised (with `live`, only those still waiting for an
+    /// answer), its result (its writes to the channels `is_result` accepts); no subgraph state.
+    pub(crate) fn recorded_task<S: State>(
+        &self,
+        task: &Task<S>,
+        live: bool,
+        is_result: impl Fn(&str) -> bool,
+    ) -> PregelTask {
+        let writes = self.by_task.get(&*task.id);
+        let error = writes.and_then(|w| w.iter().find(|(c, _)| c == special::ERROR)).map(|(_, v)| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+        let output = self.finished(&task.id);
+        let interrupts = match output {
+            Some(_) if live => Vec::new(),
+            _ => last_interrupts(writes.map(Vec::as_slice).unwrap_or_default()),
+        };
+        let result = output.map(|w| w.iter().filter(|(c, _)| is_result(c)).cloned().collect::<Vec<_>>());
+        PregelTask {
+            id: task.id.to_string(),
+            name: task.name.to_string(),
+            path: task.path.to_string(),
+            error,
+            interrupts,
+            result,
+            state: None,
+        }
+    }
 }

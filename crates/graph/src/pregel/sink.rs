@@ -72,25 +72,22 @@ impl<S: State> Sink<S> {
         Self { send, modes, subgraphs: true, seen, gate }
     }
 
-    /// Sends a chunk; task and checkpoint events go to `debug` mode wrapped (LangGraph's
-    /// `{step, timestamp, type, payload}`), and as they are to their own modes when those were asked for.
+    /// Sends a chunk; task and checkpoint events go as they are to their own modes when those were asked
+    /// for, then to `debug` mode wrapped (LangGraph's `{step, timestamp, type, payload}`), in that order
+    /// as LangGraph sends them.
     pub(crate) fn send(&self, data: StreamData<S>) {
         let own = match &data {
-            StreamData::TaskStart { .. } | StreamData::TaskResult { .. } => Some(StreamMode::Tasks),
-            StreamData::Checkpoint(_) => Some(StreamMode::Checkpoints),
-            _ => None,
+            StreamData::TaskStart { .. } | StreamData::TaskResult { .. } => StreamMode::Tasks,
+            StreamData::Checkpoint(_) => StreamMode::Checkpoints,
+            _ => return (self.send)(StreamPart { ns: Vec::new(), data }),
         };
-        if let Some(own) = own {
-            if self.modes.has(StreamMode::Debug) {
-                if let Some(debug) = debug_event(&data) {
-                    (self.send)(StreamPart { ns: Vec::new(), data: debug });
-                }
-            }
-            if !self.modes.has(own) {
-                return;
-            }
+        let debug = if self.modes.has(StreamMode::Debug) { debug_event(&data) } else { None };
+        if self.modes.has(own) {
+            (self.send)(StreamPart { ns: Vec::new(), data });
         }
-        (self.send)(StreamPart { ns: Vec::new(), data });
+        if let Some(debug) = debug {
+            (self.send)(StreamPart { ns: Vec::new(), data: debug });
+        }
     }
 
     /// Where the subgraphs of one task stream: forwarded to this stream under that task's namespace

@@ -17,6 +17,7 @@ use crate::pregel::plan::task_triggers;
 use crate::pregel::run::Ctx;
 use crate::pregel::save::unsaveable;
 use crate::pregel::saved::SavedWrites;
+use crate::pregel::sink::Sink;
 use crate::pregel::task::{
     Task, TaskKind, TaskOutcome, TaskWrites, handler_task, state_json, writes_from_json, writes_to_json,
 };
@@ -60,12 +61,12 @@ impl<S: State> StepTasks<'_, S> {
 
 /// What a step has gathered so far: per task, its writes and whether they hold its routes (a failed task's
 /// writes made before it failed wait there for its handler's); the interrupts by task; the handlers that
-/// ran; the failures handlers handle, by failed task (with whether the handler's start is streamed).
+/// ran; the failures handlers handle, by failed task.
 struct Gathered<S: State> {
     results: Vec<Option<(TaskWrites<S>, bool)>>,
     interrupts: Vec<(usize, Vec<Interrupt>)>,
     handled: Vec<usize>,
-    failures: Vec<Option<(Arc<NodeError>, bool)>>,
+    failures: Vec<Option<Arc<NodeError>>>,
 }
 
 /// How a finished run of a step leaves the step.
@@ -97,6 +98,9 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
         failures: step_tasks.handlers.iter().map(|_| None).collect(),
     };
     let mut first_error: Option<GraphError> = None;
+    if let Some(sink) = ctx.sink.filter(|s| s.modes.tasks()) {
+        announce_step(ctx, sink, ch, &step_tasks, saved, step);
+    }
     let to_run = reuse_saved(ctx, ch, &step_tasks, saved, &mut got)?;
 
     // The task calls of an entrypoint's step (functional API): ids from the step's checkpoint.
@@ -201,8 +205,7 @@ fn step_checkpoint_id<S: State>(ctx: &Ctx<'_, S>) -> String {
     }
 }
 
-/// Makes the runtime of the run in `slot` and reports its start (a handler's, only when a resumed run
-/// starts it: LangGraph streams no start for a handler it schedules as the node fails).
+/// Makes the runtime of the run in `slot` (its start was streamed with the step's, see [`announce_step`]).
 #[allow(clippy::too_many_arguments)]
 fn begin<S: State>(
     ctx: &Ctx<'_, S>,
@@ -215,13 +218,12 @@ fn begin<S: State>(
     calls: Option<&Arc<CallStep>>,
 ) -> Runtime {
     match slot {
-        Slot::Task(_) => start_task(ctx, ch, task, saved, step, stop, calls, true),
+        Slot::Task(_) => start_task(ctx, ch, task, saved, step, stop, calls),
         Slot::Handler(i) => {
             let failure = got.failures.get(i).and_then(Option::as_ref);
-            let announce = failure.is_some_and(|(_, announce)| *announce);
-            let runtime = start_task(ctx, ch, task, saved, step, stop, calls, announce);
+            let runtime = start_task(ctx, ch, task, saved, step, stop, calls);
             match failure {
-                Some((error, _)) => with_node_error(runtime, Arc::clone(error)),
+                Some(error) => with_node_error(runtime, Arc::clone(error)),
                 None => runtime,
             }
         }
@@ -321,7 +323,7 @@ async fn finish<S: State>(
         }
         _ => None,
     };
-    got.failures[i] = Some((Arc::new(NodeError::live(&task.name, message, own)), false));
+    got.failures[i] = Some(Arc::new(NodeError::live(&task.name, message, own)));
     got.results[i] = partial.map(|w| (w, true));
     Ok(Next::Handle(i))
 }
@@ -381,7 +383,7 @@ fn reuse_saved<S: State>(
                 }
                 None => {
                     got.results[i] = (!before.is_empty()).then_some((writes, true));
-                    got.failures[i] = Some((Arc::new(NodeError::saved(node, message)), true));
+                    got.failures[i] = Some(Arc::new(NodeError::saved(node, message)));
                     to_run.push(Slot::Handler(i));
                 }
             }
@@ -458,8 +460,7 @@ async fn save_calls<S: State>(ctx: &mut Ctx<'_, S>, calls: &CallStep) -> GraphRe
     Ok(())
 }
 
-/// Makes a task's runtime and reports its start in the `tasks` stream mode (when `announce`).
-#[allow(clippy::too_many_arguments)]
+/// Makes a task's runtime.
 fn start_task<S: State>(
     ctx: &Ctx<'_, S>,
     ch: &Channels<S>,
@@ -468,9 +469,8 @@ fn start_task<S: State>(
     step: i64,
     stop: i64,
     calls: Option<&Arc<CallStep>>,
-    announce: bool,
 ) -> Runtime {
-    // Named only where someone reads them: task events and the metadata of observed runs.
+    // Named only where someone reads them: streams of task events and the metadata of observed runs.
     let events = ctx.sink.is_some_and(|s| s.modes.tasks() || s.modes.has(StreamMode::Messages));
     let triggers = if events || ctx.config.callbacks.is_some() {
         task_triggers(&ctx.inner.spec, task)
@@ -478,25 +478,44 @@ fn start_task<S: State>(
         Vec::new()
     };
     let calls = calls.map(|c| call_site(ch, task, c) as Arc<dyn crate::runtime::TaskCalls>);
-    let runtime = make_runtime(ctx, task, saved, step, stop, triggers.clone(), calls);
-    if let Some(sink) = ctx.sink.filter(|s| announce && s.modes.tasks()) {
-        if task.kind != TaskKind::Start {
-            let input = match &task.input {
-                Some(p) => crate::pregel::channels::payload_json(&ch.state, p),
-                // An entrypoint's input is the run's input, as LangGraph shows it.
-                None if ctx.inner.spec.functional => entrypoint_input(ch).unwrap_or_default(),
-                None => state_json(&ch.state),
-            };
-            sink.send(StreamData::TaskStart {
-                id: task.id.to_string(),
-                name: task.name.to_string(),
-                input,
-                triggers,
-                step,
-            });
+    make_runtime(ctx, task, saved, step, stop, triggers, calls)
+}
+
+/// Streams the start of every task of the step in the `tasks` modes before any runs, as LangGraph does:
+/// those whose writes were saved before an interrupt or a crash too (their saved result follows, as a
+/// cached update), then the error handlers that a resumed run starts for failures saved with their
+/// handler due (LangGraph streams no start for a handler it schedules as the node fails).
+fn announce_step<S: State>(
+    ctx: &Ctx<'_, S>,
+    sink: &Sink<S>,
+    ch: &Channels<S>,
+    step_tasks: &StepTasks<'_, S>,
+    saved: &SavedWrites,
+    step: i64,
+) {
+    let handlers = step_tasks.tasks.iter().enumerate().filter_map(|(i, task)| {
+        let handler = step_tasks.get(Slot::Handler(i))?;
+        let due = saved.failure_to_handle(&task.id).is_some() && saved.finished(&handler.id).is_none();
+        due.then_some(handler)
+    });
+    for task in step_tasks.tasks.iter().chain(handlers) {
+        if task.kind == TaskKind::Start {
+            continue;
         }
+        let input = match &task.input {
+            Some(p) => crate::pregel::channels::payload_json(&ch.state, p),
+            // An entrypoint's input is the run's input, as LangGraph shows it.
+            None if ctx.inner.spec.functional => entrypoint_input(ch).unwrap_or_default(),
+            None => state_json(&ch.state),
+        };
+        sink.send(StreamData::TaskStart {
+            id: task.id.to_string(),
+            name: task.name.to_string(),
+            input,
+            triggers: task_triggers(&ctx.inner.spec, task),
+            step,
+        });
     }
-    runtime
 }
 
 /// The input an entrypoint runs on, as JSON (`None` when none is pending).

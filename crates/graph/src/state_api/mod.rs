@@ -9,7 +9,7 @@ use crate::checkpoint::{CheckpointConfig, CheckpointTuple, Checkpointer, ListOpt
 use crate::compiled::CompiledGraph;
 use crate::error::{GraphError, GraphResult};
 use crate::pregel::channels::Channels;
-use crate::pregel::saved::{SavedWrites, last_interrupts};
+use crate::pregel::saved::{SavedWrites, result_channel};
 use crate::pregel::task::{TaskWrites, writes_from_json};
 use crate::state::State;
 
@@ -194,47 +194,20 @@ impl<S: State> CompiledGraph<S> {
             &tuple.checkpoint.id,
             &tuple.config.checkpoint_ns,
         );
-        // A task's result holds its writes to state channels, not the engine's own (`branch:to:*`,
-        // barriers, `__pregel_tasks`, control writes).
-        let state_names = &self.inner.names.channels[..ch.layout.n_state];
-        // An entrypoint's result is its return value (LangGraph's output channel), not what it saved.
-        let functional = spec.functional;
-        let state_channel = |c: &str| {
-            if functional { c == crate::func::END_CHANNEL } else { state_names.iter().any(|n| &**n == c) }
-        };
+        let is_result = result_channel(spec, &self.inner.names, ch.layout.n_state);
         let mut tasks = Vec::new();
         let mut interrupts = Vec::new();
         let mut finished: Vec<TaskWrites<S>> = Vec::new();
         let mut next: Vec<String> = Vec::new();
         for task in crate::pregel::plan::listing_order(&planned) {
-            let writes = saved.by_task.get(&*task.id);
-            let error =
-                writes.and_then(|w| w.iter().find(|(c, _)| c == special::ERROR)).map(|(_, v)| match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                });
-            let output = saved.finished(&task.id);
             // Live: the questions still waiting for an answer; record: those the task raised in the step.
-            let task_interrupts = match output {
-                Some(_) if live => Vec::new(),
-                _ => last_interrupts(writes.map(Vec::as_slice).unwrap_or_default()),
-            };
-            let result =
-                output.map(|w| w.iter().filter(|(c, _)| state_channel(c)).cloned().collect::<Vec<_>>());
-            match output {
+            let record = saved.recorded_task(task, live, &is_result);
+            match saved.finished(&task.id) {
                 Some(w) => finished.push(writes_from_json(spec, &ch.state, w, saved.origin())?),
                 None => next.push(task.name.to_string()),
             }
-            interrupts.extend(task_interrupts.iter().cloned());
-            tasks.push(PregelTask {
-                id: task.id.to_string(),
-                name: task.name.to_string(),
-                path: task.path.to_string(),
-                error,
-                interrupts: task_interrupts,
-                result,
-                state: None,
-            });
+            interrupts.extend(record.interrupts.iter().cloned());
+            tasks.push(record);
         }
         // Both views show the input a command gave the step; the live view also the writes of its finished
         // tasks, and only the tasks still to run in `next`.
