@@ -461,9 +461,9 @@ async fn a_send_with_something_else_is_an_error() {
     );
 }
 
-#[tokio::test]
-async fn an_interrupt_inside_a_tool_pauses_the_graph_whatever_the_error_policy() {
-    let ask_human = StructuredTool::from_fn(
+/// `ask`: interrupts with "may I?", then answers `human said <answer>`.
+fn ask_human() -> SharedTool {
+    StructuredTool::from_fn(
         "ask",
         "Asks a human.",
         json!({"type": "object"}),
@@ -473,7 +473,12 @@ async fn an_interrupt_inside_a_tool_pauses_the_graph_whatever_the_error_policy()
             Ok(format!("human said {answer}"))
         },
     )
-    .shared();
+    .shared()
+}
+
+#[tokio::test]
+async fn an_interrupt_inside_a_tool_pauses_the_graph_whatever_the_error_policy() {
+    let ask_human = ask_human();
     let mut g = StateGraph::<MessagesState>::new();
     g.add_node("tools", ToolNode::new([ask_human]).handle_tool_errors(HandleToolErrors::All));
     g.add_edge(START, "tools");
@@ -676,17 +681,7 @@ async fn tools_mode_streams_each_calls_start_then_its_end_or_its_error() {
 
 #[tokio::test]
 async fn a_tool_paused_by_an_interrupt_reports_no_end_and_starts_again_on_resume() {
-    let ask_human = StructuredTool::from_fn(
-        "ask",
-        "Asks a human.",
-        json!({"type": "object"}),
-        |_a: Value, ctx: ToolContext| async move {
-            let runtime = tool_runtime(&ctx).ok_or_else(|| Error::msg("not in a graph"))?;
-            let answer: String = runtime.interrupt("may I?")?;
-            Ok(format!("human said {answer}"))
-        },
-    )
-    .shared();
+    let ask_human = ask_human();
     let mut g = StateGraph::<MessagesState>::new();
     g.add_node("tools", ToolNode::new([ask_human]));
     g.add_edge(START, "tools");
