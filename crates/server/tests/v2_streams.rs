@@ -440,8 +440,9 @@ async fn a_websocket_checks_an_answers_namespace_against_the_interrupt() {
 
 #[tokio::test]
 async fn the_replay_buffer_holds_what_the_server_is_built_with_and_zero_is_a_typed_error() {
-    let refused =
-        builder().protocol_v2_buffer(0).build().await.err().expect("a buffer of no events is refused");
+    let Err(refused) = builder().protocol_v2_buffer(0).build().await else {
+        panic!("a buffer of no events is refused");
+    };
     assert!(matches!(refused, weft_server::ServerError::ProtocolBuffer(_)), "{refused:?}");
     assert_eq!(
         refused.to_string(),

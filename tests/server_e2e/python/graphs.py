@@ -69,15 +69,16 @@ def call_model(state: MessagesState):
     return {"messages": [model.invoke(state["messages"])]}
 
 
-def _chat():
+def _model_graph(call):
+    """`model`: `call` answering the messages."""
     builder = StateGraph(MessagesState)
-    builder.add_node("model", call_model)
+    builder.add_node("model", call)
     builder.add_edge(START, "model")
     builder.add_edge("model", END)
     return builder
 
 
-chat = _chat().compile()
+chat = _model_graph(call_model).compile()
 
 
 def inner_a(state: State):
@@ -251,12 +252,4 @@ def call_usage(state: MessagesState):
     return {"messages": [UsageModel().invoke(state["messages"])]}
 
 
-def _usage():
-    builder = StateGraph(MessagesState)
-    builder.add_node("model", call_usage)
-    builder.add_edge(START, "model")
-    builder.add_edge("model", END)
-    return builder
-
-
-usage = _usage().compile()
+usage = _model_graph(call_usage).compile()

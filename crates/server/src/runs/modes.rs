@@ -15,7 +15,8 @@ pub(crate) struct Modes {
     pub(crate) checkpoints: bool,
     pub(crate) debug: bool,
     pub(crate) events: bool,
-    /// Tool calls' starts, ends and errors: asked for by the v2 protocol's runs (not an API mode here).
+    /// Tool calls' starts, ends and errors: asked for by the v2 protocol's runs alone (as in langgraph-api,
+    /// whose run schema lists no `tools` mode).
     pub(crate) tools: bool,
 }
 
