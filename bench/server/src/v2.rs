@@ -4,18 +4,15 @@
 //! run is checked: its events are the `lifecycle` `running`, four `values` (the input, then one per node,
 //! ending with `count` 3) and the `lifecycle` `completed`, their `seq` rising.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hyper::Method;
 use serde_json::{Value, json};
-use tokio::sync::Barrier;
-use tokio::task::JoinSet;
 
 use crate::http::{Conn, Follow};
 use crate::servers::Server;
 use crate::stats::round;
-use crate::workloads::{Figures, RUN_LIMIT, create_thread, duration_figures};
+use crate::workloads::{Figures, RUN_LIMIT, create_thread, duration_figures, load_figures, timed_runs};
 
 /// The events one run of the three-node graph gives on the stream.
 const EVENTS_PER_RUN: usize = 6;
@@ -132,55 +129,38 @@ pub(crate) async fn events_per_s(
     connections: usize,
     time: Duration,
 ) -> Result<Figures, String> {
-    let barrier = Arc::new(Barrier::new(connections + 1));
-    let mut workers = JoinSet::new();
-    for i in 0..connections {
-        let addr = server.addrs[i % server.addrs.len()].clone();
-        let barrier = Arc::clone(&barrier);
-        workers.spawn(async move {
-            let prepared = async {
-                let mut conn = Conn::open(&addr).await?;
-                let thread = create_thread(&mut conn).await?;
-                let mut stream = open_stream(&addr, &thread).await?;
-                for id in 1..=2 {
-                    let sent = start_three(&mut conn, &thread, id).await?;
-                    read_run(&mut stream, sent).await?;
-                }
-                Ok::<_, String>((conn, thread, stream))
-            }
-            .await;
-            barrier.wait().await;
-            let (mut conn, thread, mut stream) = prepared?;
-            let end = Instant::now() + time;
-            let mut latencies = Vec::new();
-            let mut id = 3;
-            while Instant::now() < end {
-                let sent = start_three(&mut conn, &thread, id).await?;
-                latencies.push(read_run(&mut stream, sent).await?.total);
-                id += 1;
-            }
-            Ok::<_, String>(latencies)
-        });
-    }
-    barrier.wait().await;
-    let started = Instant::now();
-    let mut latencies = Vec::new();
-    while let Some(joined) = workers.join_next().await {
-        latencies.extend(joined.map_err(|e| format!("a worker stopped: {e}"))??);
-    }
-    let elapsed = started.elapsed();
+    let prepare = |addr: String| async move {
+        let mut conn = Conn::open(&addr).await?;
+        let thread = create_thread(&mut conn).await?;
+        let mut stream = open_stream(&addr, &thread).await?;
+        for id in 1..=2 {
+            let sent = start_three(&mut conn, &thread, id).await?;
+            read_run(&mut stream, sent).await?;
+        }
+        Ok::<_, String>(Worker { conn, thread, stream, next_id: 3 })
+    };
+    let step = |mut w: Worker| async move {
+        let sent = start_three(&mut w.conn, &w.thread, w.next_id).await?;
+        let total = read_run(&mut w.stream, sent).await?.total;
+        w.next_id += 1;
+        Ok::<_, String>((w, total))
+    };
+    let (latencies, elapsed) = timed_runs(server, connections, time, prepare, step).await?;
     let events = latencies.len() * EVENTS_PER_RUN;
-    let mut figures = Figures::new();
+    let mut figures = load_figures(&latencies, elapsed, connections);
     figures.insert("events_per_s".into(), json!(round(events as f64 / elapsed.as_secs_f64(), 1)));
     figures.insert("events".into(), json!(events));
-    figures.insert("runs".into(), json!(latencies.len()));
     figures.insert("events_per_run".into(), json!(EVENTS_PER_RUN));
-    // Each worker ran two runs on its thread before the timing started.
-    figures.insert("warmup_runs".into(), json!(2 * connections));
-    figures.insert("elapsed_s".into(), json!(round(elapsed.as_secs_f64(), 3)));
-    figures.insert("connections".into(), json!(connections));
-    duration_figures(&mut figures, "run_", &latencies);
     Ok(figures)
+}
+
+/// One [`events_per_s`] worker: its command connection, its thread, the thread's stream, and the id of
+/// its next command.
+struct Worker {
+    conn: Conn,
+    thread: String,
+    stream: Follow,
+    next_id: u64,
 }
 
 #[cfg(test)]

@@ -153,31 +153,39 @@ async fn ttfe(server: &Server, samples: usize) -> Result<Figures, String> {
     Ok(figures)
 }
 
-/// Streamed runs per second: `connections` keep-alive connections, each with its own thread, each
-/// streaming one run after another for `time`; runs still going at the end finish and count.
-async fn throughput(server: &Server, connections: usize, time: Duration) -> Result<Figures, String> {
+/// The timed loop of the throughput workloads: `connections` workers, spread over the server's
+/// instances, each made ready untimed by `prepare` (given its instance's address: its connections, its
+/// thread and two warm-up runs), then, once all are ready, running `step` one run after another for `time`
+/// (runs still going at the end finish and count). Each run's latency, and the time the loop took.
+pub(crate) async fn timed_runs<W, Prep, PrepFut, Step, StepFut>(
+    server: &Server,
+    connections: usize,
+    time: Duration,
+    prepare: Prep,
+    step: Step,
+) -> Result<(Vec<Duration>, Duration), String>
+where
+    W: Send + 'static,
+    Prep: Fn(String) -> PrepFut,
+    PrepFut: Future<Output = Result<W, String>> + Send + 'static,
+    Step: Fn(W) -> StepFut + Clone + Send + 'static,
+    StepFut: Future<Output = Result<(W, Duration), String>> + Send + 'static,
+{
     let barrier = Arc::new(Barrier::new(connections + 1));
     let mut workers = JoinSet::new();
     for i in 0..connections {
-        // Scaled out, the connections spread over the instances.
-        let addr = server.addrs[i % server.addrs.len()].clone();
-        let barrier = Arc::clone(&barrier);
+        let prepared = prepare(server.addrs[i % server.addrs.len()].clone());
+        let (barrier, step) = (Arc::clone(&barrier), step.clone());
         workers.spawn(async move {
-            let prepared = async {
-                let mut conn = Conn::open(&addr).await?;
-                let thread = create_thread(&mut conn).await?;
-                for _ in 0..2 {
-                    stream_three(&mut conn, &thread).await?;
-                }
-                Ok::<_, String>((conn, thread))
-            }
-            .await;
+            let prepared = prepared.await;
             barrier.wait().await;
-            let (mut conn, thread) = prepared?;
+            let mut worker = prepared?;
             let end = Instant::now() + time;
             let mut latencies = Vec::new();
             while Instant::now() < end {
-                latencies.push(stream_three(&mut conn, &thread).await?.total);
+                let (next, latency) = step(worker).await?;
+                worker = next;
+                latencies.push(latency);
             }
             Ok::<_, String>(latencies)
         });
@@ -188,15 +196,40 @@ async fn throughput(server: &Server, connections: usize, time: Duration) -> Resu
     while let Some(joined) = workers.join_next().await {
         latencies.extend(joined.map_err(|e| format!("a worker stopped: {e}"))??);
     }
-    let elapsed = started.elapsed();
+    Ok((latencies, started.elapsed()))
+}
+
+/// The figures every [`timed_runs`] load reports: its runs, their latencies, the warm-up runs, the time
+/// and the connections.
+pub(crate) fn load_figures(latencies: &[Duration], elapsed: Duration, connections: usize) -> Figures {
     let mut figures = Figures::new();
-    figures.insert("runs_per_s".into(), json!(round(latencies.len() as f64 / elapsed.as_secs_f64(), 1)));
     figures.insert("runs".into(), json!(latencies.len()));
-    // Each connection streamed two runs on its thread before the timing started.
+    // Each worker ran two runs on its thread before the timing started.
     figures.insert("warmup_runs".into(), json!(2 * connections));
     figures.insert("elapsed_s".into(), json!(round(elapsed.as_secs_f64(), 3)));
     figures.insert("connections".into(), json!(connections));
-    duration_figures(&mut figures, "run_", &latencies);
+    duration_figures(&mut figures, "run_", latencies);
+    figures
+}
+
+/// Streamed runs per second: `connections` keep-alive connections, each with its own thread, each
+/// streaming one run after another for `time`; runs still going at the end finish and count.
+async fn throughput(server: &Server, connections: usize, time: Duration) -> Result<Figures, String> {
+    let prepare = |addr: String| async move {
+        let mut conn = Conn::open(&addr).await?;
+        let thread = create_thread(&mut conn).await?;
+        for _ in 0..2 {
+            stream_three(&mut conn, &thread).await?;
+        }
+        Ok::<_, String>((conn, thread))
+    };
+    let step = |(mut conn, thread): (Conn, String)| async move {
+        let total = stream_three(&mut conn, &thread).await?.total;
+        Ok::<_, String>(((conn, thread), total))
+    };
+    let (latencies, elapsed) = timed_runs(server, connections, time, prepare, step).await?;
+    let mut figures = load_figures(&latencies, elapsed, connections);
+    figures.insert("runs_per_s".into(), json!(round(latencies.len() as f64 / elapsed.as_secs_f64(), 1)));
     Ok(figures)
 }
 

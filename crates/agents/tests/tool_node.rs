@@ -461,9 +461,9 @@ async fn a_send_with_something_else_is_an_error() {
     );
 }
 
-#[tokio::test]
-async fn an_interrupt_inside_a_tool_pauses_the_graph_whatever_the_error_policy() {
-    let ask_human = StructuredTool::from_fn(
+/// `ask`: interrupts with "may I?", then answers `human said <answer>`.
+fn ask_human() -> SharedTool {
+    StructuredTool::from_fn(
         "ask",
         "Asks a human.",
         json!({"type": "object"}),
@@ -473,7 +473,12 @@ async fn an_interrupt_inside_a_tool_pauses_the_graph_whatever_the_error_policy()
             Ok(format!("human said {answer}"))
         },
     )
-    .shared();
+    .shared()
+}
+
+#[tokio::test]
+async fn an_interrupt_inside_a_tool_pauses_the_graph_whatever_the_error_policy() {
+    let ask_human = ask_human();
     let mut g = StateGraph::<MessagesState>::new();
     g.add_node("tools", ToolNode::new([ask_human]).handle_tool_errors(HandleToolErrors::All));
     g.add_edge(START, "tools");
@@ -625,4 +630,68 @@ async fn a_graph_run_by_a_tool_never_reads_the_tool_nodes_state() {
     let messages = run(ToolNode::new([nested]), vec![call("nested", json!({}), "c1")]).await.unwrap();
     let text = tool_messages(&messages)[0].content.text();
     assert_eq!(text, "own Some(2), inner None");
+}
+
+/// The `tools` chunks of running `app` on `input` (under `config`), as LangGraph's `tools` mode writes
+/// them, each with its namespace.
+async fn tool_chunks(
+    app: &CompiledGraph<MessagesState>,
+    input: impl weft_graph::IntoGraphInput<MessagesState>,
+    config: &RunnableConfig,
+) -> Vec<(Vec<String>, Value)> {
+    use futures::StreamExt as _;
+    let mut parts =
+        app.stream(input, config, &[weft_graph::StreamMode::Tools, weft_graph::StreamMode::Values]);
+    let mut out = Vec::new();
+    while let Some(part) = parts.next().await {
+        let part = part.unwrap();
+        if let weft_graph::StreamData::Tool(event) = part.data {
+            out.push((part.ns, event.to_json()));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn tools_mode_streams_each_calls_start_then_its_end_or_its_error() {
+    let node = ToolNode::new([add(), boom()]).handle_tool_errors(HandleToolErrors::All);
+    let calls = vec![call("add", json!({"a": 2, "b": 3}), "c1"), call("boom", json!({}), "c2")];
+    let input = MessagesState::update().messages(vec![Message::human("go"), asks(calls).into()]);
+    let chunks = tool_chunks(&graph(node), input, &RunnableConfig::default()).await;
+    assert!(chunks.iter().all(|(ns, _)| ns.is_empty()), "the root graph's tools");
+    let of = |id: &str| -> Vec<Value> {
+        chunks.iter().map(|(_, e)| e.clone()).filter(|e| e["tool_call_id"] == id).collect()
+    };
+    let added = of("c1");
+    assert_eq!(
+        added[0],
+        json!({"event": "tool-started", "tool_call_id": "c1", "tool_name": "add", "input": {"a": 2, "b": 3}})
+    );
+    assert_eq!(added[1]["event"], "tool-finished");
+    assert_eq!(
+        (added[1]["output"]["content"].clone(), added[1]["output"]["tool_call_id"].clone()),
+        (json!("5"), json!("c1"))
+    );
+    assert_eq!(added.len(), 2);
+    let failed = of("c2");
+    assert_eq!(failed[0]["event"], "tool-started");
+    assert_eq!(failed[1], json!({"event": "tool-error", "tool_call_id": "c2", "message": "kaboom"}));
+    assert_eq!(chunks.len(), 4);
+}
+
+#[tokio::test]
+async fn a_tool_paused_by_an_interrupt_reports_no_end_and_starts_again_on_resume() {
+    let ask_human = ask_human();
+    let mut g = StateGraph::<MessagesState>::new();
+    g.add_node("tools", ToolNode::new([ask_human]));
+    g.add_edge(START, "tools");
+    let app = g.compile_with(CompileConfig::new().checkpointer(Arc::new(InMemorySaver::new()))).unwrap();
+    let input = MessagesState::update().messages(vec![asks(vec![call("ask", json!({}), "c1")]).into()]);
+    let paused = tool_chunks(&app, input, &thread("tools-mode")).await;
+    let events: Vec<&Value> = paused.iter().map(|(_, e)| &e["event"]).collect();
+    assert_eq!(events, [&json!("tool-started")], "paused, not failed");
+    let resumed = tool_chunks(&app, Command::<MessagesState>::resume("yes"), &thread("tools-mode")).await;
+    let events: Vec<&Value> = resumed.iter().map(|(_, e)| &e["event"]).collect();
+    assert_eq!(events, [&json!("tool-started"), &json!("tool-finished")]);
+    assert_eq!(resumed[1].1["output"]["content"], "human said yes");
 }

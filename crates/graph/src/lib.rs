@@ -92,7 +92,9 @@ pub use runtime::{ExecutionInfo, GraphInterrupt, NodeError, Runtime};
 pub use state::{ChannelKind, ChannelSet, ChannelSpec, Overwrite, State, UpdateError, append};
 pub use state_api::{JsonSnapshot, PregelTask, StateSnapshot, StateUpdate, TaskState};
 pub use store::{InMemoryStore, IndexConfig, Item, SearchItem, Store, StoreError};
-pub use stream::{CheckpointEvent, JsonStreamData, JsonStreamPart, StreamData, StreamMode, StreamPart};
+pub use stream::{
+    CheckpointEvent, JsonStreamData, JsonStreamPart, StreamData, StreamMode, StreamPart, ToolEvent,
+};
 pub use timeout::{NodeTimeoutError, RefreshOn, TimeoutKind, TimeoutPolicy, TimeoutPolicyError};
 pub use types::{Command, CommandGraph, END, Goto, Interrupt, Payload, Resume, START, Send};
 pub use weft_macros::{Destinations, State, node};

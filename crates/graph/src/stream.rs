@@ -1,6 +1,6 @@
 //! Stream modes and the chunks a graph run yields.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use weft_runnable_core::Message;
 
 use crate::checkpoint::{CheckpointConfig, CheckpointMetadata};
@@ -26,6 +26,61 @@ pub enum StreamMode {
     Tasks,
     /// Checkpoints and tasks, with step and timestamp.
     Debug,
+    /// The tool calls made inside nodes: each one's start, then its end or error (LangGraph's `tools`
+    /// mode, its `StreamToolCallHandler` payloads).
+    Tools,
+}
+
+/// One moment of a tool call, as the `tools` mode streams it. A tool stopped by control flow (an
+/// interrupt) reports no end: it runs again on resume, as in LangGraph.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ToolEvent {
+    /// `tool-started`: the call began.
+    Started {
+        /// The tool call it answers (the tool run's id when the call had none).
+        tool_call_id: String,
+        /// The tool.
+        tool_name: String,
+        /// Its arguments, when the tool's run reported them.
+        input: Option<Value>,
+    },
+    /// `tool-finished`: the call's result (a tool message, a command, ...) as JSON.
+    Finished {
+        /// The tool call.
+        tool_call_id: String,
+        /// The result.
+        output: Value,
+    },
+    /// `tool-error`: the call failed.
+    Error {
+        /// The tool call.
+        tool_call_id: String,
+        /// The error's text.
+        message: String,
+    },
+}
+
+impl ToolEvent {
+    /// The event as LangGraph's `tools` mode writes it (`{"event": "tool-started", "tool_call_id", ...}`).
+    pub fn to_json(&self) -> Value {
+        match self {
+            ToolEvent::Started { tool_call_id, tool_name, input } => {
+                let mut data =
+                    json!({"event": "tool-started", "tool_call_id": tool_call_id, "tool_name": tool_name});
+                if let (Some(input), Some(d)) = (input, data.as_object_mut()) {
+                    d.insert("input".to_owned(), input.clone());
+                }
+                data
+            }
+            ToolEvent::Finished { tool_call_id, output } => {
+                json!({"event": "tool-finished", "tool_call_id": tool_call_id, "output": output})
+            }
+            ToolEvent::Error { tool_call_id, message } => {
+                json!({"event": "tool-error", "tool_call_id": tool_call_id, "message": message})
+            }
+        }
+    }
 }
 
 /// One chunk of a graph stream.
@@ -100,6 +155,8 @@ pub enum StreamData<S: State> {
         /// The value.
         value: Value,
     },
+    /// `tools`: a tool call inside a node started, finished or failed.
+    Tool(ToolEvent),
     /// `checkpoints`: a saved checkpoint.
     Checkpoint(Box<CheckpointEvent>),
     /// `tasks`: a task started.
@@ -184,6 +241,7 @@ impl Modes {
             StreamMode::Checkpoints => 16,
             StreamMode::Tasks => 32,
             StreamMode::Debug => 64,
+            StreamMode::Tools => 128,
         }
     }
 
@@ -245,6 +303,8 @@ pub enum JsonStreamData {
         /// The value.
         value: Value,
     },
+    /// `tools`: a tool call inside a node started, finished or failed.
+    Tool(ToolEvent),
     /// `checkpoints`: a saved checkpoint.
     Checkpoint(Box<CheckpointEvent>),
     /// `tasks`: a task started.
@@ -298,6 +358,7 @@ impl JsonStreamData {
             | JsonStreamData::Returned { .. } => StreamMode::Updates,
             JsonStreamData::Message { .. } => StreamMode::Messages,
             JsonStreamData::Custom { .. } => StreamMode::Custom,
+            JsonStreamData::Tool(_) => StreamMode::Tools,
             JsonStreamData::Checkpoint(_) => StreamMode::Checkpoints,
             JsonStreamData::TaskStart { .. } | JsonStreamData::TaskResult { .. } => StreamMode::Tasks,
             JsonStreamData::Debug { .. } => StreamMode::Debug,
@@ -346,6 +407,7 @@ impl JsonStreamData {
             StreamData::Returned { node, value } => JsonStreamData::Returned { node, value },
             StreamData::Message { chunk, metadata } => JsonStreamData::Message { chunk, metadata },
             StreamData::Custom { node, value } => JsonStreamData::Custom { node, value },
+            StreamData::Tool(event) => JsonStreamData::Tool(event),
             StreamData::Checkpoint(event) => JsonStreamData::Checkpoint(event),
             StreamData::TaskStart { id, name, input, triggers, step } => {
                 JsonStreamData::TaskStart { id, name, input, triggers, step }
@@ -372,6 +434,7 @@ impl JsonStreamData {
             JsonStreamData::Returned { node, value } => StreamData::Returned { node, value },
             JsonStreamData::Message { chunk, metadata } => StreamData::Message { chunk, metadata },
             JsonStreamData::Custom { node, value } => StreamData::Custom { node, value },
+            JsonStreamData::Tool(event) => StreamData::Tool(event),
             JsonStreamData::Checkpoint(event) => StreamData::Checkpoint(event),
             JsonStreamData::TaskStart { id, name, input, triggers, step } => {
                 StreamData::TaskStart { id, name, input, triggers, step }

@@ -113,6 +113,10 @@ pub struct StreamEvent {
     /// The moment of the run this event reports.
     #[serde(skip)]
     pub phase: EventPhase,
+    /// The tool call a tool run answers (LangChain hands it to `on_tool_start`), on each event of a tool
+    /// run started by [`trace_tool_call`]; `None` otherwise.
+    #[serde(skip)]
+    pub tool_call_id: Option<String>,
 }
 
 type Handler = dyn Fn(StreamEvent) + Send + Sync;
@@ -278,21 +282,28 @@ pub struct RunScope {
     sink: Option<EventSink>,
     child_config: RunnableConfig,
     span: tracing::Span,
+    tool_call_id: Option<String>,
 }
 
 impl RunScope {
     /// Starts a run named `config.run_name` or else `name`, and emits its start event with `input` (pass
     /// `None` when the input is streamed in).
     pub fn start(config: &RunnableConfig, name: &str, kind: RunKind, input: Option<Value>) -> Self {
-        Self::start_from(Cow::Borrowed(config), name, kind, input)
+        Self::start_from(Cow::Borrowed(config), name, kind, input, None)
     }
 
-    fn start_from(config: Cow<'_, RunnableConfig>, name: &str, kind: RunKind, input: Option<Value>) -> Self {
+    fn start_from(
+        config: Cow<'_, RunnableConfig>,
+        name: &str,
+        kind: RunKind,
+        input: Option<Value>,
+        tool_call_id: Option<String>,
+    ) -> Self {
         let run_id = config.run_id.unwrap_or_else(Uuid::now_v7);
         let name = config.run_name.clone().unwrap_or_else(|| name.to_owned());
         let parent = config.parent_ids.last().copied();
         let span = crate::trace::run_span(&name, kind, run_id, parent);
-        Self::with_span(config, name, kind, input, run_id, span)
+        Self::with_span(config, name, kind, (input, tool_call_id), run_id, span)
     }
 
     /// Starts a run as [`start`](Self::start) does, in a span the caller opened (a graph's run or task
@@ -309,16 +320,17 @@ impl RunScope {
         if !span.is_disabled() {
             span.record("run_id", run_id.to_string().as_str());
         }
-        Self::with_span(Cow::Borrowed(config), name, kind, input, run_id, span)
+        Self::with_span(Cow::Borrowed(config), name, kind, (input, None), run_id, span)
     }
 
     /// The scope of a run; its children's config is `config`'s child (`config` itself, changed in place,
-    /// when the caller handed it over).
+    /// when the caller handed it over). `start`: the start event's input, and the tool call a tool run
+    /// answers.
     fn with_span(
         config: Cow<'_, RunnableConfig>,
         name: String,
         kind: RunKind,
-        input: Option<Value>,
+        start: (Option<Value>, Option<String>),
         run_id: Uuid,
         span: tracing::Span,
     ) -> Self {
@@ -337,7 +349,9 @@ impl RunScope {
         ids.extend_from_slice(&parent_ids);
         ids.push(run_id);
         child_config.parent_ids = Arc::from(ids);
-        let scope = Self { run_id, name, kind, tags, metadata, parent_ids, sink, child_config, span };
+        let (input, tool_call_id) = start;
+        let scope =
+            Self { run_id, name, kind, tags, metadata, parent_ids, sink, child_config, span, tool_call_id };
         scope.emit(EventPhase::Start, EventData { input, ..EventData::default() });
         scope
     }
@@ -388,11 +402,13 @@ impl RunScope {
         }
     }
 
-    /// Ends the run with an error (tools report `on_tool_error`, other kinds an end event with `error`).
+    /// Ends the run with an error (tools report `on_tool_error`, other kinds an end event with `error`; a
+    /// tool stopped by control flow, an interrupt say, is paused, not failed: it ends with `error` too).
     pub fn fail(&self, input: Option<Value>, error: &Error) {
         crate::trace::record_run_error(&self.span, error);
         if self.sink.is_some() {
-            let phase = if self.kind == RunKind::Tool { EventPhase::Error } else { EventPhase::End };
+            let failed_tool = self.kind == RunKind::Tool && !error.is_control_flow();
+            let phase = if failed_tool { EventPhase::Error } else { EventPhase::End };
             self.emit(phase, EventData { input, error: Some(error.to_string()), ..EventData::default() });
         }
     }
@@ -416,6 +432,7 @@ impl RunScope {
             data,
             kind: Some(self.kind),
             phase,
+            tool_call_id: self.tool_call_id.clone(),
         });
     }
 }
@@ -433,6 +450,7 @@ pub fn dispatch_custom_event<T: Serialize + ?Sized>(config: &RunnableConfig, nam
         data: EventData { chunk: Some(to_event_value(data)), ..EventData::default() },
         kind: None,
         phase: EventPhase::Custom,
+        tool_call_id: None,
     });
 }
 
@@ -453,7 +471,7 @@ where
     F: FnOnce(I, RunnableConfig) -> Fut,
     Fut: Future<Output = Result<O>>,
 {
-    traced(name, kind, input, Cow::Borrowed(config), body).await
+    traced(name, kind, input, Cow::Borrowed(config), None, body).await
 }
 
 /// Runs `body` as a traced run, as [`trace_invoke`] does, under a config the caller hands over: the
@@ -471,7 +489,26 @@ where
     F: FnOnce(I, RunnableConfig) -> Fut,
     Fut: Future<Output = Result<O>>,
 {
-    traced(name, kind, input, Cow::Owned(config), body).await
+    traced(name, kind, input, Cow::Owned(config), None, body).await
+}
+
+/// Runs `body` as a traced tool run answering the tool call `tool_call_id`, as [`trace_invoke_owned`]
+/// does: each of the run's events carries the id ([`StreamEvent::tool_call_id`]), as LangChain hands it
+/// to its tool callbacks.
+pub async fn trace_tool_call<I, O, F, Fut>(
+    name: &str,
+    tool_call_id: Option<String>,
+    input: I,
+    config: RunnableConfig,
+    body: F,
+) -> Result<O>
+where
+    I: Serialize,
+    O: Serialize,
+    F: FnOnce(I, RunnableConfig) -> Fut,
+    Fut: Future<Output = Result<O>>,
+{
+    traced(name, RunKind::Tool, input, Cow::Owned(config), tool_call_id, body).await
 }
 
 async fn traced<I, O, F, Fut>(
@@ -479,6 +516,7 @@ async fn traced<I, O, F, Fut>(
     kind: RunKind,
     input: I,
     config: Cow<'_, RunnableConfig>,
+    tool_call_id: Option<String>,
     body: F,
 ) -> Result<O>
 where
@@ -489,7 +527,7 @@ where
 {
     use tracing::Instrument as _;
     let input_value = event_input(&config, &input);
-    let mut scope = RunScope::start_from(config, name, kind, input_value.clone());
+    let mut scope = RunScope::start_from(config, name, kind, input_value.clone(), tool_call_id);
     if let Some(value) = &input_value {
         crate::trace::record_input(&scope.span, value);
     }

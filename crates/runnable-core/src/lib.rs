@@ -69,7 +69,7 @@ pub use embeddings::Embeddings;
 pub use error::{ControlFlow, Error, ModelError, ModelErrorKind, OutputParserError, Result};
 pub use events::{
     EventData, EventFilter, EventPhase, EventRecorder, EventSink, RunKind, RunScope, StreamEvent,
-    dispatch_custom_event, trace_invoke, trace_invoke_owned, trace_stream, trace_transform,
+    dispatch_custom_event, trace_invoke, trace_invoke_owned, trace_stream, trace_tool_call, trace_transform,
 };
 pub use ext::{FixedOutput, RunnableExt};
 pub use fallbacks::WithFallbacks;

@@ -32,6 +32,8 @@ pub(crate) struct Limits {
     pub(crate) run_watchdog: Option<std::time::Duration>,
     /// How many runs execute at once (the permits of [`App::run_slots`]).
     pub(crate) concurrent_runs: usize,
+    /// How many events a v2 protocol stream keeps for a `since` replay (`LSD_PROTOCOL_V2_BUFFER_SIZE`).
+    pub(crate) protocol_buffer: usize,
 }
 
 /// The server's shared state.

@@ -99,6 +99,7 @@ pub struct ServerBuilder {
     thread_ttl: crate::retention::ThreadTtlConfig,
     store_ttl: crate::store_ttl::StoreTtlConfig,
     record_cache: usize,
+    protocol_buffer: Option<usize>,
     #[cfg(feature = "scale")]
     scale: ScaleSettings,
 }
@@ -169,6 +170,28 @@ impl ScaleSettings {
     }
 }
 
+/// The v2 protocol's replay buffer: the builder's size, else `LSD_PROTOCOL_V2_BUFFER_SIZE` (`env`, an
+/// integer as Python's `int` reads it, spaces and a sign allowed), else 10,000. Anything but a positive
+/// integer is a [`ServerError::ProtocolBuffer`], at start (langgraph-api fails at start on a value that is
+/// no integer, and on each v2 stream for one below 1).
+fn protocol_buffer(set: Option<usize>, env: Option<String>) -> Result<usize, ServerError> {
+    let positive = "must be a positive integer";
+    match (set, env) {
+        (Some(0), _) => Err(ServerError::ProtocolBuffer(format!("the buffer {positive}, got 0"))),
+        (Some(events), _) => Ok(events),
+        (None, None) => Ok(crate::api::v2::session::DEFAULT_BUFFER),
+        (None, Some(text)) => match text.trim().parse::<i128>() {
+            Ok(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+            Ok(n) => {
+                Err(ServerError::ProtocolBuffer(format!("LSD_PROTOCOL_V2_BUFFER_SIZE {positive}, got {n}")))
+            }
+            Err(_) => Err(ServerError::ProtocolBuffer(format!(
+                "LSD_PROTOCOL_V2_BUFFER_SIZE {positive}, got {text:?} (not an integer)"
+            ))),
+        },
+    }
+}
+
 impl Default for ServerBuilder {
     fn default() -> Self {
         Self {
@@ -192,6 +215,7 @@ impl Default for ServerBuilder {
             thread_ttl: crate::retention::ThreadTtlConfig::default(),
             store_ttl: crate::store_ttl::StoreTtlConfig::default(),
             record_cache: crate::storage::DEFAULT_CACHE,
+            protocol_buffer: None,
             #[cfg(feature = "scale")]
             scale: ScaleSettings::default(),
         }
@@ -289,6 +313,15 @@ impl ServerBuilder {
     /// effect in the in-memory mode, where memory is all there is.
     pub fn record_cache(mut self, records: usize) -> Self {
         self.record_cache = records.max(1);
+        self
+    }
+
+    /// How many events a v2 protocol stream (`/threads/{id}/stream/events`, SSE or WebSocket) keeps for a
+    /// reconnect's `since` replay; a `since` older than what is kept is a `resume_gap`. Without it,
+    /// `LSD_PROTOCOL_V2_BUFFER_SIZE` as langgraph-api reads it, else 10,000. Zero makes
+    /// [`build`](ServerBuilder::build) fail with [`ServerError::ProtocolBuffer`].
+    pub fn protocol_v2_buffer(mut self, events: usize) -> Self {
+        self.protocol_buffer = Some(events);
         self
     }
 
@@ -533,6 +566,8 @@ impl ServerBuilder {
                 return Err(ServerError::DuplicateGraph(id.clone()));
             }
         }
+        let protocol_buffer =
+            protocol_buffer(self.protocol_buffer, std::env::var("LSD_PROTOCOL_V2_BUFFER_SIZE").ok())?;
         let store_ttl = self.store_ttl.store_config();
         #[cfg(feature = "scale")]
         let scale_config =
@@ -602,6 +637,7 @@ impl ServerBuilder {
                 run_timeout: self.run_timeout,
                 run_watchdog: self.run_watchdog,
                 concurrent_runs: self.concurrent_runs,
+                protocol_buffer,
             },
             connections: crate::conn::ConnLimits {
                 header_timeout: self.header_timeout,
@@ -868,6 +904,30 @@ impl Drop for AbortOnDrop {
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    use super::{ServerError, protocol_buffer};
+
+    #[test]
+    fn the_protocol_buffer_is_read_as_langgraph_api_reads_it_and_bad_sizes_are_typed_errors() {
+        assert_eq!(protocol_buffer(None, None).unwrap(), 10_000);
+        assert_eq!(protocol_buffer(None, Some(" +250 ".into())).unwrap(), 250);
+        assert_eq!(protocol_buffer(Some(7), Some("x".into())).unwrap(), 7, "the builder's size first");
+        let text = |r: Result<usize, ServerError>| match r {
+            Err(ServerError::ProtocolBuffer(why)) => why,
+            other => panic!("expected a ProtocolBuffer error, got {other:?}"),
+        };
+        assert_eq!(
+            text(protocol_buffer(None, Some("lots".into()))),
+            "LSD_PROTOCOL_V2_BUFFER_SIZE must be a positive integer, got \"lots\" (not an integer)"
+        );
+        assert_eq!(
+            text(protocol_buffer(None, Some("0".into()))),
+            "LSD_PROTOCOL_V2_BUFFER_SIZE must be a positive integer, got 0"
+        );
+        assert!(text(protocol_buffer(None, Some("-3".into()))).ends_with("got -3"));
+        assert!(text(protocol_buffer(None, Some(String::new()))).contains("not an integer"));
+        assert_eq!(text(protocol_buffer(Some(0), None)), "the buffer must be a positive integer, got 0");
+    }
 
     /// Connects 600 times at once to a listener with `backlog` that accepts nothing; returns how many
     /// handshakes completed within 700 ms (the others' SYN was dropped: their clients send it again 1 s

@@ -77,6 +77,11 @@ pub enum ServerError {
     #[error("invalid store TTL settings: {0}")]
     StoreTtlConfig(String),
 
+    /// The v2 protocol's replay buffer size (`LSD_PROTOCOL_V2_BUFFER_SIZE`, or
+    /// [`crate::ServerBuilder::protocol_v2_buffer`]) is not a positive integer: what was given.
+    #[error("invalid v2 protocol buffer size: {0}")]
+    ProtocolBuffer(String),
+
     /// Both a custom [`crate::Auth`] and static credentials were given.
 
     #[error("both a custom auth and API keys or bearer tokens were given: choose one")]

@@ -20,6 +20,12 @@ fn new_thread() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+/// Starts a run of `assistant` on `thread` (input `{"items": []}`) with `run.start`; the answer.
+async fn run_start(addr: SocketAddr, thread: &str, assistant: &str) -> Value {
+    let params = json!({"assistant_id": assistant, "input": {"items": []}});
+    command(addr, thread, json!({"id": 1, "method": "run.start", "params": params})).await.1
+}
+
 #[tokio::test]
 async fn commands_answer_bad_input_with_typed_errors() {
     let server = start(builder()).await;
@@ -195,12 +201,7 @@ async fn an_interrupt_is_asked_for_and_answered_with_input_respond() {
     let server = start(builder()).await;
     let addr = server.addr;
     let t = new_thread();
-    command(
-        addr,
-        &t,
-        json!({"id": 1, "method": "run.start", "params": {"assistant_id": "hitl", "input": {"items": []}}}),
-    )
-    .await;
+    run_start(addr, &t, "hitl").await;
     let path = format!("/threads/{t}/stream/events");
     let mut open = Open::post(addr, &path, &json!({"channels": ["input", "lifecycle", "values"]})).await;
     let events = until_end(&mut open).await;
@@ -315,6 +316,22 @@ impl Socket {
         }
     }
 
+    /// A socket on `thread`'s events subscribed to `channels` (command 1), and the events it sent up to the
+    /// end of the thread's run.
+    async fn subscribed(addr: SocketAddr, thread: &str, channels: Value) -> (Self, Vec<Value>) {
+        let mut ws = Self::connect(addr, &format!("/threads/{thread}/stream/events")).await;
+        ws.send(&json!({"id": 1, "method": "subscription.subscribe", "params": {"channels": channels}}))
+            .await;
+        let mut seen = Vec::new();
+        while !seen.last().is_some_and(is_end) {
+            let frame = ws.next().await;
+            if frame["type"] == "event" {
+                seen.push(frame);
+            }
+        }
+        (ws, seen)
+    }
+
     /// Frames up to the answer to command `id`: (the events before it, the answer).
     async fn until_answer(&mut self, id: u64) -> (Vec<Value>, Value) {
         let mut events = Vec::new();
@@ -347,25 +364,11 @@ async fn a_websocket_replays_after_since_or_answers_resume_gap() {
     let server = start(builder().graph("chatty", chatty())).await;
     let addr = server.addr;
     let t = new_thread();
-    let (_, started) = command(
-        addr,
-        &t,
-        json!({"id": 1, "method": "run.start", "params": {"assistant_id": "chatty", "input": {"items": []}}}),
-    )
-    .await;
+    let started = run_start(addr, &t, "chatty").await;
     let run_id = started["result"]["run_id"].as_str().unwrap().to_owned();
     assert_eq!(common::get(addr, &format!("/threads/{t}/runs/{run_id}/join")).await.status, 200);
 
-    let mut ws = Socket::connect(addr, &format!("/threads/{t}/stream/events")).await;
-    ws.send(&json!({"id": 1, "method": "subscription.subscribe", "params": {"channels": ["lifecycle"]}}))
-        .await;
-    let mut lifecycle = Vec::new();
-    while !lifecycle.last().is_some_and(is_end) {
-        let frame = ws.next().await;
-        if frame["type"] == "event" {
-            lifecycle.push(frame);
-        }
-    }
+    let (mut ws, lifecycle) = Socket::subscribed(addr, &t, json!(["lifecycle"])).await;
     let last = lifecycle.last().unwrap()["seq"].as_u64().unwrap();
     assert_eq!(lifecycle.last().unwrap()["params"]["data"]["event"], "completed", "{lifecycle:?}");
     assert!(last > 10_050, "every custom event is numbered: {last}");
@@ -412,24 +415,8 @@ async fn a_websocket_checks_an_answers_namespace_against_the_interrupt() {
     let server = start(builder()).await;
     let addr = server.addr;
     let t = new_thread();
-    command(
-        addr,
-        &t,
-        json!({"id": 1, "method": "run.start", "params": {"assistant_id": "hitl", "input": {"items": []}}}),
-    )
-    .await;
-    let mut ws = Socket::connect(addr, &format!("/threads/{t}/stream/events")).await;
-    ws.send(
-        &json!({"id": 1, "method": "subscription.subscribe", "params": {"channels": ["input", "lifecycle"]}}),
-    )
-    .await;
-    let mut seen = Vec::new();
-    while !seen.last().is_some_and(is_end) {
-        let frame = ws.next().await;
-        if frame["type"] == "event" {
-            seen.push(frame);
-        }
-    }
+    run_start(addr, &t, "hitl").await;
+    let (mut ws, seen) = Socket::subscribed(addr, &t, json!(["input", "lifecycle"])).await;
     let asked = seen.iter().find(|e| e["method"] == "input.requested").expect("an input request");
     let interrupt = asked["params"]["data"]["interrupt_id"].clone();
     let elsewhere = json!({"interrupt_id": interrupt, "namespace": ["other"], "response": "no"});
@@ -449,4 +436,33 @@ async fn a_websocket_checks_an_answers_namespace_against_the_interrupt() {
     };
     assert_eq!(end["params"]["data"]["event"], "completed");
     assert!(end["seq"].as_u64().unwrap() > seen.last().unwrap()["seq"].as_u64().unwrap());
+}
+
+#[tokio::test]
+async fn the_replay_buffer_holds_what_the_server_is_built_with_and_zero_is_a_typed_error() {
+    let Err(refused) = builder().protocol_v2_buffer(0).build().await else {
+        panic!("a buffer of no events is refused");
+    };
+    assert!(matches!(refused, weft_server::ServerError::ProtocolBuffer(_)), "{refused:?}");
+    assert_eq!(
+        refused.to_string(),
+        "invalid v2 protocol buffer size: the buffer must be a positive integer, got 0"
+    );
+
+    let server = start(builder().graph("chatty", chatty()).protocol_v2_buffer(100)).await;
+    let addr = server.addr;
+    let t = new_thread();
+    let run_id = run_start(addr, &t, "chatty").await["result"]["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(common::get(addr, &format!("/threads/{t}/runs/{run_id}/join")).await.status, 200);
+    let (mut ws, lifecycle) = Socket::subscribed(addr, &t, json!(["lifecycle"])).await;
+    let last = lifecycle.last().unwrap()["seq"].as_u64().unwrap();
+    let reconnect = |id: u64, since: u64| json!({"id": id, "method": "subscription.reconnect", "params": {"channels": ["custom"], "since": since}});
+    ws.send(&reconnect(2, last - 101)).await;
+    let (_, gap) = ws.until_answer(2).await;
+    assert_eq!((&gap["error"], &gap["min_available_seq"]), (&json!("resume_gap"), &json!(last - 99)));
+    ws.send(&reconnect(3, last - 100)).await;
+    let (replayed, answer) = ws.until_answer(3).await;
+    assert_eq!(answer["type"], "success", "{answer}");
+    // The last 100 events: the run's last custom events, then its state and lifecycle ends.
+    assert_eq!(replayed.first().unwrap()["seq"], json!(last - 99));
 }

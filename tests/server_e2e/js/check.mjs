@@ -7,8 +7,9 @@
 // runs `hitl` to its interrupt and resumes it with a `Command`, checking the thread's final state. Then
 // the same through the SDK's v2 client (`client.threads.stream`, the Agent Streaming Protocol) over SSE
 // and over WebSocket: `simple` and `chat`'s events per channel (ids aside, as the Python v2 test
-// compares them), `seq` climbing by one, `hitl`'s interrupt answered with `input.respond`, and a
-// reconnect with `since` through each transport adapter, replaying exactly what came after.
+// compares them), `tool_calls`' tools events and mirrored tool message, `usage`'s message-finish, `seq`
+// climbing by one, `hitl`'s interrupt answered with `input.respond`, and a reconnect with `since` through
+// each transport adapter, replaying exactly what came after.
 //
 // SERVER is `weft` or `langgraph`: where the two are known to differ, the check prints a
 // `differs: REASON` line and expects each server's own answer. Any mismatch throws: the exit status is
@@ -332,6 +333,45 @@ async function v2ChatMessagesAsContentBlocks() {
   }
 }
 
+/**
+ * `tool_calls` over each transport: each call's `tools` events (a finished call, a failed one), the finished
+ * one's tool message on `messages`; then `usage`'s `message-finish` with its token usage and metadata.
+ */
+async function v2ToolsAndUsage() {
+  for (const transport of ["sse", "websocket"]) {
+    const { events } = await v2Run("tool_calls", { messages: [{ role: "user", content: "go" }] }, transport);
+    const calls = {};
+    for (const e of events.filter((e) => e.method === "tools")) {
+      assert.deepEqual(e.params.namespace, [], `tools of the root graph (${transport})`);
+      (calls[e.params.data.tool_call_id] ??= []).push(e.params.data.event);
+    }
+    assert.deepEqual(
+      calls,
+      { call_add: ["tool-started", "tool-finished"], call_boom: ["tool-started", "tool-error"] },
+      `each call's tools events (${transport})`,
+    );
+    const mirror = events.filter((e) => e.method === "messages");
+    assert.deepEqual(
+      mirror.map((e) => [e.params.namespace, e.params.data.event]),
+      ["message-start", "content-block-start", "content-block-delta", "content-block-finish", "message-finish"].map(
+        (event) => [["tools:call_add"], event],
+      ),
+      `the finished call's tool message (${transport})`,
+    );
+    const usage = await v2Run("usage", { messages: [{ role: "user", content: "hi" }] }, transport);
+    const finish = usage.events.filter((e) => e.method === "messages").at(-1).params.data;
+    assert.deepEqual(
+      finish,
+      {
+        event: "message-finish",
+        usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 },
+        metadata: { finish_reason: "stop", model_name: "fake-1" },
+      },
+      `message-finish (${transport})`,
+    );
+  }
+}
+
 /** `hitl` to its interrupt and on, answered with the v2 client's `input.respond`, over each transport. */
 async function v2HitlAnsweredWithInputRespond() {
   for (const transport of ["sse", "websocket"]) {
@@ -434,6 +474,7 @@ const checks = [
   v2SimpleOverSse,
   v2SimpleOverWebSocket,
   v2ChatMessagesAsContentBlocks,
+  v2ToolsAndUsage,
   v2HitlAnsweredWithInputRespond,
   v2SseReconnectReplaysAfterSince,
   v2WebSocketReconnectReplaysAfterSince,

@@ -1,15 +1,21 @@
 """The LangGraph versions of the end-to-end suite's graphs (the weft versions are in ../src/graphs.rs).
 
-No LLM: `chat` streams a scripted reply from langchain-core's fake chat model.
+No LLM: `chat` streams a scripted reply from langchain-core's fake chat model, `usage` one that reports
+token usage and response metadata, `tool_calls` runs scripted tool calls through a `ToolNode`.
 """
 import asyncio
 import operator
 from typing import Annotated, TypedDict
 
+from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.tools import tool
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolCallTransformer, ToolNode
+from langgraph.stream import CheckpointsTransformer
 from langgraph.types import interrupt
 
 
@@ -63,15 +69,16 @@ def call_model(state: MessagesState):
     return {"messages": [model.invoke(state["messages"])]}
 
 
-def _chat():
+def _model_graph(call):
+    """`model`: `call` answering the messages."""
     builder = StateGraph(MessagesState)
-    builder.add_node("model", call_model)
+    builder.add_node("model", call)
     builder.add_edge(START, "model")
     builder.add_edge("model", END)
     return builder
 
 
-chat = _chat().compile()
+chat = _model_graph(call_model).compile()
 
 
 def inner_a(state: State):
@@ -181,3 +188,68 @@ def _root():
 
 
 root = _root().compile()
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Adds two numbers."""
+    return a + b
+
+
+@tool
+def boom(reason: str) -> str:
+    """Always fails."""
+    raise ValueError(f"boom: {reason}")
+
+
+def plan(state: MessagesState):
+    calls = [{"name": "add", "args": {"a": 2, "b": 3}, "id": "call_add"},
+             {"name": "boom", "args": {"reason": "no"}, "id": "call_boom"}]
+    return {"messages": [AIMessage(content="", id="plan-1", tool_calls=calls)]}
+
+
+def _tool_calls():
+    builder = StateGraph(MessagesState)
+    builder.add_node("plan", plan)
+    builder.add_node("tools", ToolNode([add, boom], handle_tool_errors=True))
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "tools")
+    builder.add_edge("tools", END)
+    return builder
+
+
+# The v2 protocol's `tools` and `checkpoints` channels carry what these transformers ask LangGraph to
+# stream (langgraph-api 0.16.7 streams v2 runs through `astream_events(version="v3")`, whose default
+# transformers ask for neither).
+tool_calls = _tool_calls().compile(transformers=[ToolCallTransformer, CheckpointsTransformer])
+
+
+class UsageModel(BaseChatModel):
+    """Streams "Hi there" in two chunks, the last one with token usage and response metadata."""
+
+    @property
+    def _llm_type(self):
+        return "usage-fake"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content="Hi there"))])
+
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+        parts = ["Hi", " there"]
+        for i, text in enumerate(parts):
+            chunk = AIMessageChunk(content=text, id="usage-1")
+            if i == len(parts) - 1:
+                chunk = AIMessageChunk(content=text, id="usage-1", chunk_position="last",
+                                       usage_metadata={"input_tokens": 3, "output_tokens": 2, "total_tokens": 5},
+                                       response_metadata={"finish_reason": "stop", "model_name": "fake-1"})
+            generation = ChatGenerationChunk(message=chunk)
+            if run_manager:
+                run_manager.on_llm_new_token(text, chunk=generation)
+            yield generation
+
+
+def call_usage(state: MessagesState):
+    return {"messages": [UsageModel().invoke(state["messages"])]}
+
+
+usage = _model_graph(call_usage).compile()

@@ -1,7 +1,9 @@
 """The Agent Streaming Protocol (v2) through the SDK's v2 client (`client.threads.stream`, SSE transport):
 the same events per channel from both servers (task ids, message ids and timestamps aside), `seq`
 climbing by one, a reconnect with `since` replaying exactly what came after, interrupts answered with
-`input.respond`, and the commands' typed errors."""
+`input.respond`, the tools channel (a finished and a failed tool call, the finished one's tool message
+mirrored on messages), the checkpoints channel, message-finish's usage and metadata, and the commands'
+typed errors."""
 import asyncio
 import json
 import uuid
@@ -125,6 +127,7 @@ async def test_v2_messages_as_content_blocks(c, env):
     eq(messages[1], {"event": "content-block-start", "index": 0, "content": {"type": "text", "text": ""}}, "block start")
     eq("".join(m["delta"]["text"] for m in messages[2:-2]), "Hello there friend", "the deltas' text")
     eq(messages[-2], {"event": "content-block-finish", "index": 0, "content": {"type": "text", "text": "Hello there friend"}}, "block finish")
+    eq(messages[-1], {"event": "message-finish"}, "a finish without usage nor metadata")
     values = by_channel(events, ["values"])["values"]
     eq(values[-1], ([], {"messages": [("human", "hi"), ("ai", "Hello there friend")]}), "the last values")
 
@@ -270,3 +273,63 @@ async def test_v2_failed_run(c, env):
     end = events[-1]["params"]["data"]
     eq((end["event"], end["graph_name"]), ("failed", "fail"), "the run's end")
     eq(end["error"], "boom", "the error: the node's own")
+
+
+async def test_v2_tools_channel(c, env):
+    _, events = await run_to_end(c, "tool_calls", {"messages": [{"role": "user", "content": "go"}]})
+    tools = [e for e in events if e["method"] == "tools"]
+    eq({(tuple(e["params"]["namespace"]), e["params"].get("node")) for e in tools}, {((), None)}, "tools of the root graph")
+    calls = {}
+    for e in tools:
+        calls.setdefault(e["params"]["data"]["tool_call_id"], []).append(e["params"]["data"])
+    eq(calls["call_add"], [
+        {"event": "tool-started", "tool_call_id": "call_add", "tool_name": "add", "input": {"a": 2, "b": 3}},
+        {"event": "tool-finished", "tool_call_id": "call_add", "output": {
+            "content": "5", "additional_kwargs": {}, "response_metadata": {}, "type": "tool", "name": "add", "id": None,
+            "tool_call_id": "call_add", "artifact": None, "status": "success"}},
+    ], "a finished call")
+    eq(calls["call_boom"], [
+        {"event": "tool-started", "tool_call_id": "call_boom", "tool_name": "boom", "input": {"reason": "no"}},
+        {"event": "tool-error", "tool_call_id": "call_boom", "message": "boom: no"},
+    ], "a failed call")
+    # A finished call's output follows it on the messages channel as a tool message of its own namespace.
+    at = next(i for i, e in enumerate(events) if e["method"] == "tools" and e["params"]["data"]["event"] == "tool-finished")
+    mirror = events[at + 1:at + 6]
+    eq([(e["method"], e["params"]["namespace"]) for e in mirror], [("messages", ["tools:call_add"])] * 5, "the mirror")
+    eq([e["params"]["data"] for e in mirror], [
+        {"event": "message-start", "role": "tool", "id": "tool-call_add", "tool_call_id": "call_add"},
+        {"event": "content-block-start", "index": 0, "content": {"type": "text", "text": ""}},
+        {"event": "content-block-delta", "index": 0, "content": {"type": "text", "text": "5"}},
+        {"event": "content-block-finish", "index": 0, "content": {"type": "text", "text": "5"}},
+        {"event": "message-finish", "metadata": {}},
+    ], "the tool message's events")
+    eq([e["method"] for e in events if e["method"] == "messages"], ["messages"] * 5, "no other messages")
+    last = by_channel(events, ["values"])["values"][-1][1]["messages"]
+    eq([(kind, text if kind != "tool" or "Error" not in text else "error") for kind, text in last],
+       [("human", "go"), ("ai", ""), ("tool", "5"), ("tool", "error")], "the last values")
+
+
+async def test_v2_checkpoints_channel(c, env):
+    _, events = await run_to_end(c, "simple", {"items": []})
+    checkpoints = [e for e in events if e["method"] == "checkpoints"]
+    if env.differs("v2 streams carry the checkpoints channel (each checkpoint once, as the protocol's Checkpoint); "
+                   "langgraph dev 0.16.7 on LangGraph 1.2.22 sends none: the checkpoints LangGraph streams have no `id`, "
+                   "which its session requires"):
+        data = [e["params"]["data"] for e in checkpoints]
+        eq([(d["step"], d["source"]) for d in data], [(-1, "input"), (0, "loop"), (1, "loop"), (2, "loop")], "steps")
+        check("parent_id" not in data[0], "the thread's first checkpoint has no parent")
+        eq([d["parent_id"] for d in data[1:]], [d["id"] for d in data[:-1]], "each checkpoint's parent")
+        eq([e["params"]["namespace"] for e in checkpoints], [[]] * 4, "namespaces")
+        run_id = events[0]["event_id"].split(":")[1]
+        eq([e["event_id"] for e in checkpoints], [f"synth:{run_id}:checkpoint||{d['id']}" for d in data], "event ids")
+    else:
+        eq(checkpoints, [], "no checkpoints")
+
+
+async def test_v2_message_finish_usage(c, env):
+    _, events = await run_to_end(c, "usage", {"messages": [{"role": "user", "content": "hi"}]})
+    messages = [data for _, data in by_channel(events, ["messages"])["messages"]]
+    eq(messages[0], {"event": "message-start", "role": "ai"}, "message-start")
+    eq("".join(m["delta"]["text"] for m in messages if m["event"] == "content-block-delta"), "Hi there", "the text")
+    eq(messages[-1], {"event": "message-finish", "usage": {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5},
+                      "metadata": {"finish_reason": "stop", "model_name": "fake-1"}}, "message-finish")

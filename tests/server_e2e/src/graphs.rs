@@ -3,13 +3,17 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use weft_agents::{HandleToolErrors, ToolNode};
 use weft_graph::root::{Append, RootState};
 use weft_graph::{
     ChannelKind, CompiledGraph, END, GraphResult, JsonState, MessagesState, MessagesStateUpdate, Runtime,
     START, StateGraph,
 };
 use weft_runnable_core::fakes::FakeChatModel;
-use weft_runnable_core::{Error, Message, PromptValue, Result, Runnable as _};
+use weft_runnable_core::{
+    AiMessage, Error, Message, PromptValue, Result, Runnable as _, StructuredTool, ToolCall, ToolExt as _,
+    UsageMetadata,
+};
 
 /// `items` (lists concatenate, LangGraph's `operator.add`) and `count` (last value).
 fn state() -> JsonState {
@@ -67,16 +71,75 @@ pub(crate) fn hitl() -> GraphResult<CompiledGraph<JsonState>> {
     g.compile()
 }
 
-/// `model`: a scripted chat model answering "Hello there friend", streamed token by token.
-pub(crate) fn chat() -> GraphResult<CompiledGraph<MessagesState>> {
+/// `model`: a chat model `make` makes for each call (a scripted one), answering the messages, streamed.
+fn model_graph(make: fn() -> FakeChatModel) -> GraphResult<CompiledGraph<MessagesState>> {
     let mut g = StateGraph::<MessagesState>::new();
-    g.add_node("model", |s: MessagesState, rt: Runtime| async move {
-        let model = FakeChatModel::new(["Hello there friend"]);
-        let reply = model.invoke(PromptValue::from(s.messages.to_vec()), rt.config()).await?;
+    g.add_node("model", move |s: MessagesState, rt: Runtime| async move {
+        let reply = make().invoke(PromptValue::from(s.messages.to_vec()), rt.config()).await?;
         Ok::<_, Error>(MessagesStateUpdate::default().messages(vec![Message::Ai(reply)]))
     });
     g.add_edge(START, "model");
     g.add_edge("model", END);
+    g.compile()
+}
+
+/// `model`: a scripted chat model answering "Hello there friend", streamed token by token.
+pub(crate) fn chat() -> GraphResult<CompiledGraph<MessagesState>> {
+    model_graph(|| FakeChatModel::new(["Hello there friend"]))
+}
+
+/// `model`: a scripted chat model streaming "Hi there" in two chunks, the last one with token usage and
+/// response metadata (`finish_reason`, `model_name`).
+pub(crate) fn usage() -> GraphResult<CompiledGraph<MessagesState>> {
+    model_graph(|| {
+        let metadata = json!({"finish_reason": "stop", "model_name": "fake-1"});
+        let reply = AiMessage {
+            content: "Hi there".into(),
+            id: Some("usage-1".to_owned()),
+            usage_metadata: Some(UsageMetadata::new(3, 2)),
+            response_metadata: metadata.as_object().cloned().unwrap_or_default(),
+            ..AiMessage::default()
+        };
+        FakeChatModel::new([reply]).with_last_chunk_marked(true)
+    })
+}
+
+/// `plan` (an AI message asking for `add(2, 3)` and `boom("no")`) → `tools` (a tool node answering both,
+/// the failure as an error message).
+pub(crate) fn tool_calls() -> GraphResult<CompiledGraph<MessagesState>> {
+    let numbers = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                         "required": ["a", "b"]});
+    let add = StructuredTool::from_fn("add", "Adds two numbers.", numbers, |args: Value, _| async move {
+        let n = |k: &str| args.get(k).and_then(Value::as_i64).unwrap_or(0);
+        Ok::<_, Error>(json!(n("a") + n("b")))
+    });
+    let reason =
+        json!({"type": "object", "properties": {"reason": {"type": "string"}}, "required": ["reason"]});
+    let boom = StructuredTool::from_fn("boom", "Always fails.", reason, |args: Value, _| async move {
+        let reason = args.get("reason").and_then(Value::as_str).unwrap_or_default().to_owned();
+        Err::<String, _>(Error::msg(format!("boom: {reason}")))
+    });
+    let mut g = StateGraph::<MessagesState>::new();
+    g.add_node("plan", |_: MessagesState| {
+        let call =
+            |name: &str, args: Value, id: &str| ToolCall { name: name.into(), args, id: Some(id.into()) };
+        let ask = AiMessage {
+            id: Some("plan-1".to_owned()),
+            tool_calls: vec![
+                call("add", json!({"a": 2, "b": 3}), "call_add"),
+                call("boom", json!({"reason": "no"}), "call_boom"),
+            ],
+            ..AiMessage::default()
+        };
+        MessagesStateUpdate::default().messages(vec![Message::Ai(ask)])
+    });
+    g.add_node(
+        "tools",
+        ToolNode::new([add.shared(), boom.shared()]).handle_tool_errors(HandleToolErrors::All),
+    );
+    g.add_edge(START, "plan");
+    g.add_edge("plan", "tools");
+    g.add_edge("tools", END);
     g.compile()
 }
 

@@ -120,6 +120,8 @@ async fn main() -> ExitCode {
             .graph("fail", graphs::fail()?)
             .graph("three", graphs::three()?)
             .graph("root", graphs::root()?)
+            .graph("tool_calls", graphs::tool_calls()?)
+            .graph("usage", graphs::usage()?)
             // The suite's webhook receivers listen on this machine (`python/langgraph.json` allows them too).
             .allow_loopback_webhooks(true);
         // The lifecycle tests' graphs, served for them alone (the suite compares the assistants with

@@ -6,11 +6,11 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
-use weft_runnable_core::{EventSink, Message, StreamEvent};
+use weft_runnable_core::{EventPhase, EventSink, Message, RunKind, StreamEvent};
 
 use crate::pregel::task::{Task, TaskKind, TaskWrites};
 use crate::state::State;
-use crate::stream::{StreamData, StreamMode, StreamPart};
+use crate::stream::{StreamData, StreamMode, StreamPart, ToolEvent};
 
 pub(crate) fn emit_update<S: State>(ctx: &Ctx<'_, S>, task: &Task<S>, writes: &TaskWrites<S>, cached: bool) {
     if task.kind == TaskKind::Start {
@@ -221,6 +221,33 @@ pub(crate) fn messages_sink_for<S: State>(
             ns: Vec::new(),
             data: StreamData::Message { chunk: Box::new(chunk), metadata: event.metadata },
         });
+    })
+}
+
+/// The event sink that turns a task's tool runs into `tools` chunks, as LangGraph's
+/// `StreamToolCallHandler` does: a tool's start, then its end or its error, keyed by the tool call it
+/// answers (its run id when the call had none). A tool stopped by control flow reports no end; tools
+/// inside subgraphs belong to the subgraph's own tasks.
+pub(crate) fn tools_sink_for<S: State>(send: SendPart<S>, task_ns: String) -> EventSink {
+    EventSink::new(move |event: StreamEvent| {
+        if event.kind != Some(RunKind::Tool)
+            || event.metadata.get("langgraph_checkpoint_ns").and_then(Value::as_str) != Some(task_ns.as_str())
+        {
+            return;
+        }
+        let tool_call_id = event.tool_call_id.unwrap_or_else(|| event.run_id.to_string());
+        let data = event.data;
+        let tool = match event.phase {
+            EventPhase::Start => {
+                ToolEvent::Started { tool_call_id, tool_name: event.name, input: data.input }
+            }
+            EventPhase::End if data.error.is_none() => {
+                ToolEvent::Finished { tool_call_id, output: data.output.unwrap_or(Value::Null) }
+            }
+            EventPhase::Error => ToolEvent::Error { tool_call_id, message: data.error.unwrap_or_default() },
+            _ => return,
+        };
+        send(StreamPart { ns: Vec::new(), data: StreamData::Tool(tool) });
     })
 }
 

@@ -1,6 +1,6 @@
 //! The runtime a task's node sees: its config, resume values, stream writer and parent-run link.
 
-use crate::pregel::emit::{messages_sink_for, task_metadata, with_task_ns};
+use crate::pregel::emit::{messages_sink_for, task_metadata, tools_sink_for, with_task_ns};
 use crate::pregel::run::Ctx;
 use crate::pregel::saved::SavedWrites;
 use std::sync::{Arc, Mutex};
@@ -26,7 +26,8 @@ pub(crate) fn make_runtime<S: State>(
     calls: Option<Arc<dyn crate::runtime::TaskCalls>>,
 ) -> Runtime {
     let messages_sink = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages));
-    let observed = ctx.config.callbacks.is_some() || messages_sink.is_some();
+    let tools = ctx.sink.filter(|s| s.modes.has(StreamMode::Tools)).map(|s| Arc::clone(&s.send));
+    let observed = ctx.config.callbacks.is_some() || messages_sink.is_some() || tools.is_some();
     let address = ctx.saver.as_ref().map(|s| Arc::clone(s.current_config()));
 
     // Everything the task's config needs, captured cheaply (shared handles); strings and maps are made if
@@ -61,11 +62,10 @@ pub(crate) fn make_runtime<S: State>(
             let metadata = task_metadata(&config, &name, &path, &ns, step, &triggers);
             config.metadata = with_task_ns(metadata, &ns);
             if let Some((send, seen, gate)) = messages {
-                let tokens = messages_sink_for(send, seen, ns.clone()).with_gate(gate);
-                config.callbacks = Some(match config.callbacks.take() {
-                    Some(existing) => existing.and(tokens),
-                    None => tokens,
-                });
+                listen(&mut config, messages_sink_for(send, seen, ns.clone()).with_gate(gate));
+            }
+            if let Some(send) = &tools {
+                listen(&mut config, tools_sink_for(Arc::clone(send), ns.clone()));
             }
             config.extensions.insert(ParentRun {
                 stream,
@@ -233,4 +233,12 @@ pub(crate) fn rebuild(rt: &Runtime, site: TaskSite, config: RunnableConfig) -> R
             node_error: rt.inner.node_error.clone(),
         }),
     }
+}
+
+/// Adds `sink` to the sinks that receive the events of the runs made under `config`.
+fn listen(config: &mut RunnableConfig, sink: EventSink) {
+    config.callbacks = Some(match config.callbacks.take() {
+        Some(existing) => existing.and(sink),
+        None => sink,
+    });
 }

@@ -7,7 +7,7 @@ use super::context::inject_args;
 use super::{CommandPayload, Tool, ToolContext, ToolOutput};
 use crate::config::RunnableConfig;
 use crate::error::{Error, Result};
-use crate::events::{RunKind, trace_invoke_owned};
+use crate::events::trace_tool_call;
 use crate::messages::{Content, ToolCall, ToolMessage, ToolStatus};
 
 /// The result of a tool call: a message for the model, or a command for the graph.
@@ -58,7 +58,7 @@ pub async fn invoke_tool<T: Tool + ?Sized>(
     let config = ctx.take_config();
     let name = tool.name().to_owned();
     let args = if args.is_null() { Value::Object(Default::default()) } else { args };
-    trace_invoke_owned(tool.name(), RunKind::Tool, args, config, |args, child| async move {
+    trace_tool_call(tool.name(), id.clone(), args, config, |args, child| async move {
         if let Err(errors) = tool.args_validator().validate(&args) {
             return Err(Error::ToolArguments { tool: name, args: Box::new(args), errors });
         }

@@ -19,7 +19,7 @@ mod state;
 mod store;
 mod thread_stream;
 pub(crate) mod threads;
-mod v2;
+pub(crate) mod v2;
 pub(crate) mod validate;
 
 use std::sync::Arc;

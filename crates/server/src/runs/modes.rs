@@ -15,6 +15,9 @@ pub(crate) struct Modes {
     pub(crate) checkpoints: bool,
     pub(crate) debug: bool,
     pub(crate) events: bool,
+    /// Tool calls' starts, ends and errors: asked for by the v2 protocol's runs alone (as in langgraph-api,
+    /// whose run schema lists no `tools` mode).
+    pub(crate) tools: bool,
 }
 
 /// Every mode the API accepts, in the order its schema lists them.
@@ -36,6 +39,7 @@ impl Modes {
                 "checkpoints" => modes.checkpoints = true,
                 "debug" => modes.debug = true,
                 "events" => modes.events = true,
+                "tools" => modes.tools = true,
                 _ => {}
             }
         }
@@ -57,6 +61,7 @@ impl Modes {
         add(self.tasks, StreamMode::Tasks);
         add(self.checkpoints, StreamMode::Checkpoints);
         add(self.debug, StreamMode::Debug);
+        add(self.tools, StreamMode::Tools);
         out
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use weft_graph::checkpoint::CheckpointConfig;
-use weft_graph::{CheckpointEvent, Interrupt, JsonStreamData, JsonStreamPart, PregelTask};
+use weft_graph::{CheckpointEvent, Interrupt, JsonStreamData, JsonStreamPart, PregelTask, ToolEvent};
 use weft_runnable_core::Message;
 use weft_runnable_core::runnable::Merge as _;
 
@@ -196,6 +196,20 @@ pub(crate) fn run_event(event: &weft_runnable_core::StreamEvent) -> Value {
     value
 }
 
+/// A `tools` chunk as LangGraph's `tools` mode sends it; a finished call's tool message in LangChain's
+/// dict form.
+fn tool_event(event: &ToolEvent) -> Value {
+    let mut data = event.to_json();
+    if let Some(Value::Object(output)) = data.get_mut("output") {
+        if output.contains_key("tool_call_id") && output.contains_key("content") {
+            output.entry("type").or_insert_with(|| json!("tool"));
+            let message = message_dict(&Value::Object(std::mem::take(output)), false);
+            data["output"] = message;
+        }
+    }
+    data
+}
+
 /// Turns a run's graph chunks into SSE events, keeping what the legacy `messages` mode accumulates.
 #[derive(Debug)]
 pub(crate) struct Wire {
@@ -251,6 +265,7 @@ impl Wire {
                 one(modes.updates, "updates", Value::Object(chunk))
             }
             JsonStreamData::Custom { value, .. } => one(modes.custom, "custom", value),
+            JsonStreamData::Tool(event) => one(modes.tools, "tools", tool_event(&event)),
             JsonStreamData::Checkpoint(event) => {
                 one(modes.checkpoints, "checkpoints", checkpoint_payload(&event))
             }
@@ -333,6 +348,30 @@ impl Wire {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tool_events_are_langgraphs_with_the_tool_message_as_a_dict() {
+        let started = ToolEvent::Started {
+            tool_call_id: "c".into(),
+            tool_name: "add".into(),
+            input: Some(json!({"a": 1})),
+        };
+        assert_eq!(
+            tool_event(&started),
+            json!({"event": "tool-started", "tool_call_id": "c", "tool_name": "add", "input": {"a": 1}})
+        );
+        let output = json!({"content": "5", "tool_call_id": "c", "name": "add", "status": "success"});
+        let finished = tool_event(&ToolEvent::Finished { tool_call_id: "c".into(), output });
+        assert_eq!(
+            finished["output"],
+            json!({"content": "5", "additional_kwargs": {}, "response_metadata": {}, "type": "tool", "name": "add",
+                   "id": null, "tool_call_id": "c", "artifact": null, "status": "success"})
+        );
+        let keys: Vec<&String> = finished["output"].as_object().unwrap().keys().collect();
+        assert_eq!(keys[3], "type", "LangChain's order");
+        let error = tool_event(&ToolEvent::Error { tool_call_id: "c".into(), message: "boom".into() });
+        assert_eq!(error, json!({"event": "tool-error", "tool_call_id": "c", "message": "boom"}));
+    }
 
     #[test]
     fn messages_get_every_langchain_field_in_order() {

@@ -130,7 +130,7 @@ async fn make_run(
         "config": params.get("config").filter(|c| c.is_object()).cloned().unwrap_or_else(|| json!({})),
         "metadata": params.get("metadata").filter(|m| m.is_object()).cloned(),
         "checkpoint_id": checkpoint,
-        "stream_mode": ["values", "updates", "messages-tuple", "custom", "tasks"],
+        "stream_mode": ["values", "updates", "messages-tuple", "custom", "tasks", "checkpoints", "tools"],
         "stream_subgraphs": true,
         "stream_resumable": true,
         "on_completion": "keep",

@@ -4,11 +4,14 @@
 //! last chunk comes (`chunk_position: "last"` or a `finish_reason`), when another message starts in its
 //! namespace, when it comes whole, or when anything else happens there (a node's update, the state, the
 //! run's end). Whole messages (a node's output that was not streamed) are not sent, as langgraph-api
-//! drops them.
+//! drops them. As langchain-core's compat bridge does, `message-start` carries the model (`metadata`'s
+//! `provider` and `model`, from the first chunk's `response_metadata`) and `message-finish` the token
+//! usage summed over the chunks (`usage`) and their `response_metadata` merged (`metadata`: the
+//! `finish_reason` and the like; protocol 0.0.9 dropped the top-level `reason`).
 
 use std::collections::HashMap;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// A message being streamed in one namespace.
 #[derive(Debug)]
@@ -17,6 +20,41 @@ struct Open {
     text: String,
     /// Whether its text block was started.
     block: bool,
+    /// The chunks' token usage, summed (`None` until a chunk reports some).
+    usage: Option<Map<String, Value>>,
+    /// The chunks' `response_metadata`, merged (a later chunk's key wins).
+    metadata: Map<String, Value>,
+}
+
+/// Adds a chunk's `usage_metadata` to the usage so far: the counts summed, the detail maps merged key by
+/// key (langchain-core's `_accumulate_usage`).
+fn add_usage(usage: &mut Map<String, Value>, chunk: &Map<String, Value>) {
+    for key in ["input_tokens", "output_tokens", "total_tokens"] {
+        if let Some(n) = chunk.get(key).and_then(Value::as_i64) {
+            let sum = usage.get(key).and_then(Value::as_i64).unwrap_or(0).saturating_add(n);
+            usage.insert(key.to_owned(), json!(sum));
+        }
+    }
+    for key in ["input_token_details", "output_token_details"] {
+        let Some(details) = chunk.get(key).and_then(Value::as_object).filter(|d| !d.is_empty()) else {
+            continue;
+        };
+        let merged = usage.entry(key.to_owned()).or_insert_with(|| json!({}));
+        if let Some(merged) = merged.as_object_mut() {
+            merged.extend(details.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+    }
+}
+
+/// `message-start`'s `metadata`: the provider and model a chunk's `response_metadata` names.
+fn start_metadata(response: Option<&Map<String, Value>>) -> Map<String, Value> {
+    let mut metadata = Map::new();
+    for (from, to) in [("model_provider", "provider"), ("model_name", "model")] {
+        if let Some(v) = response.and_then(|r| r.get(from)) {
+            metadata.insert(to.to_owned(), v.clone());
+        }
+    }
+    metadata
 }
 
 /// The open message of each namespace.
@@ -55,7 +93,14 @@ impl Messages {
         if open.block {
             out.push(json!({"event": "content-block-finish", "index": 0, "content": {"type": "text", "text": open.text}}));
         }
-        out.push(json!({"event": "message-finish"}));
+        let mut finish = Map::from_iter([("event".to_owned(), json!("message-finish"))]);
+        if let Some(usage) = open.usage.filter(|u| !u.is_empty()) {
+            finish.insert("usage".to_owned(), Value::Object(usage));
+        }
+        if !open.metadata.is_empty() {
+            finish.insert("metadata".to_owned(), Value::Object(open.metadata));
+        }
+        out.push(Value::Object(finish));
         out
     }
 
@@ -87,10 +132,22 @@ impl Messages {
         if self.open.get(namespace).is_some_and(|open| open.id != id) {
             out.extend(self.finish(namespace));
         }
+        let response = message.get("response_metadata").and_then(Value::as_object);
         let open = self.open.entry(namespace.to_vec()).or_insert_with(|| {
-            out.push(json!({"event": "message-start", "role": role_of(kind), "id": id}));
-            Open { id: id.clone(), text: String::new(), block: false }
+            let mut start = json!({"event": "message-start", "role": role_of(kind), "id": id});
+            let metadata = start_metadata(response);
+            if let (false, Some(s)) = (metadata.is_empty(), start.as_object_mut()) {
+                s.insert("metadata".to_owned(), Value::Object(metadata));
+            }
+            out.push(start);
+            Open { id: id.clone(), text: String::new(), block: false, usage: None, metadata: Map::new() }
         });
+        if let Some(response) = response {
+            open.metadata.extend(response.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        if let Some(usage) = message.get("usage_metadata").and_then(Value::as_object) {
+            add_usage(open.usage.get_or_insert_with(Map::new), usage);
+        }
         let text = text_of(message.get("content"));
         if !text.is_empty() {
             if !open.block {
@@ -135,7 +192,36 @@ mod tests {
         );
         assert_eq!(events[0], json!({"event": "message-start", "role": "ai", "id": "m1"}));
         assert_eq!(events[4]["content"]["text"], "Hello there");
+        assert_eq!(events[5], json!({"event": "message-finish"}), "no usage nor metadata reported");
         assert!(m.finish(&ns).is_empty());
+    }
+
+    #[test]
+    fn the_finish_carries_summed_usage_and_merged_metadata() {
+        let mut m = Messages::default();
+        let usage = json!({"input_tokens": 3, "output_tokens": 1, "total_tokens": 4,
+                           "output_token_details": {"reasoning": 1}});
+        let first = json!([{"type": "AIMessageChunk", "content": "Hi", "id": "m", "usage_metadata": usage,
+                            "response_metadata": {"model_provider": "openai", "model_name": "gpt"}}, {}]);
+        let last = json!([{"type": "AIMessageChunk", "content": "!", "id": "m", "chunk_position": "last",
+                           "usage_metadata": {"input_tokens": 0, "output_tokens": 2, "total_tokens": 2},
+                           "response_metadata": {"finish_reason": "stop"}}, {}]);
+        let mut events = m.chunk(&[], &first);
+        events.extend(m.chunk(&[], &last));
+        assert_eq!(
+            events[0],
+            json!({"event": "message-start", "role": "ai", "id": "m", "metadata": {"provider": "openai", "model": "gpt"}})
+        );
+        assert_eq!(
+            events.last().unwrap(),
+            &json!({"event": "message-finish",
+                    "usage": {"input_tokens": 3, "output_tokens": 3, "total_tokens": 6, "output_token_details": {"reasoning": 1}},
+                    "metadata": {"model_provider": "openai", "model_name": "gpt", "finish_reason": "stop"}})
+        );
+        // A usage of nulls (a chunk's `usage_metadata: null`) reports nothing.
+        let plain = json!([{"type": "AIMessageChunk", "content": "x", "id": "n", "usage_metadata": null,
+                            "response_metadata": {}, "chunk_position": "last"}, {}]);
+        assert_eq!(m.chunk(&[], &plain).last().unwrap(), &json!({"event": "message-finish"}));
     }
 
     #[test]

@@ -25,7 +25,7 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use self::filter::{Filter, count_of};
-use self::session::{BUFFER, ProtocolEvent, Session};
+use self::session::{ProtocolEvent, Session};
 use super::guard::Caller;
 use super::reply::json as reply_json;
 use super::sse::{cut, streamed_or_cut};
@@ -165,7 +165,7 @@ pub(crate) async fn events(
         app: Arc::clone(&app),
         thread_id,
         joined,
-        session: Session::new(BUFFER),
+        session: Session::new(app.limits.protocol_buffer),
         filter,
         since,
         pending: std::collections::VecDeque::new(),

@@ -2,8 +2,11 @@
 //! makes them: each run's events (weft's stream events, `values|ns` and the like) become protocol events
 //! with a monotonic `seq` (carried from run to run), an `event_id` (the source event's id, `.n` for the
 //! second and later events made of one source event, `synth:<run>:...` for the ones the session makes),
-//! a `lifecycle` per run and subgraph, and `input.requested` per interrupt; the last [`BUFFER`] events are
-//! kept for a `since` replay, and a `since` older than what is kept is a [`ResumeGap`].
+//! a `lifecycle` per run and subgraph, `input.requested` per interrupt, each checkpoint once as the
+//! protocol's `Checkpoint` (`{id, parent_id, step, source}`), each tool call's `tools` events with its
+//! finished output mirrored as a `tool` message on the `messages` channel; the last events (as many as
+//! the session keeps, [`DEFAULT_BUFFER`] unless `LSD_PROTOCOL_V2_BUFFER_SIZE` says otherwise) are kept
+//! for a `since` replay, and a `since` older than what is kept is a [`ResumeGap`].
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -15,8 +18,9 @@ use super::filter::graph_name_of;
 use super::messages::Messages;
 use crate::runs::channel::Event;
 
-/// How many events a session keeps for replay (langgraph-api's default `LSD_PROTOCOL_V2_BUFFER_SIZE`).
-pub(crate) const BUFFER: usize = 10_000;
+/// How many events a session keeps for replay unless `LSD_PROTOCOL_V2_BUFFER_SIZE` says otherwise
+/// (langgraph-api's default).
+pub(crate) const DEFAULT_BUFFER: usize = 10_000;
 
 /// One protocol event.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +70,8 @@ struct Run {
     /// Interrupts asked for, by id, with their namespace.
     interrupts: HashMap<String, Vec<String>>,
     messages: Messages,
+    /// The checkpoints sent, by namespace key and id (each goes out once).
+    checkpoints: HashSet<(String, String)>,
     /// The source event being read: its id and how many events were made of it.
     source: Option<(String, usize)>,
 }
@@ -108,6 +114,22 @@ fn interrupts_of(value: &Value) -> Vec<Value> {
             Some(Value::Object(request))
         })
         .collect()
+}
+
+/// A checkpoint (as the `checkpoints` stream mode sends it) as the protocol's `Checkpoint`: its `id`,
+/// its parent's (`parent_id`), its `step` and `source`; `None` without an id.
+fn checkpoint_envelope(data: &Value) -> Option<Value> {
+    let id = data.pointer("/config/configurable/checkpoint_id")?.as_str()?;
+    let mut envelope = Map::from_iter([("id".to_owned(), json!(id))]);
+    if let Some(parent) = data.pointer("/parent_config/configurable/checkpoint_id").and_then(Value::as_str) {
+        envelope.insert("parent_id".to_owned(), json!(parent));
+    }
+    for key in ["step", "source"] {
+        if let Some(value) = data.get("metadata").and_then(|m| m.get(key)).filter(|v| !v.is_null()) {
+            envelope.insert(key.to_owned(), value.clone());
+        }
+    }
+    Some(Value::Object(envelope))
 }
 
 /// A run's status as a lifecycle event (`success` is `completed`, `error` and `timeout` `failed`).
@@ -335,6 +357,13 @@ impl Session {
         };
         let Ok(data) = serde_json::from_str::<Value>(&event.data) else { return };
         self.tick(&event.id);
+        if method == "checkpoints" {
+            // Checkpoints neither open namespaces nor end messages.
+            self.run.source = Some((event.id.clone(), 0));
+            self.checkpoint(&namespace, &data);
+            self.run.source = None;
+            return;
+        }
         if method == "error" {
             let message =
                 data.get("message").and_then(Value::as_str).map_or_else(|| data.to_string(), str::to_owned);
@@ -359,6 +388,10 @@ impl Session {
             "updates" => self.update(&namespace, &data),
             "custom" => self.push("custom", &namespace, json!({"payload": data}), None, None),
             "tasks" => self.push("tasks", &namespace, data, None, None),
+            "tools" => {
+                self.push("tools", &namespace, data.clone(), None, None);
+                self.tool_output_message(&namespace, &data);
+            }
             "messages" => {
                 for data in self.run.messages.chunk(&namespace, &data) {
                     self.push("messages", &namespace, data, None, None);
@@ -388,6 +421,52 @@ impl Session {
         }
         if let Some(node) = node {
             self.child_completed(namespace, node);
+        }
+    }
+
+    /// A `checkpoints` event (the server's `checkpoints` stream mode: a checkpoint with its config, parent
+    /// and metadata) as the protocol's `Checkpoint`, sent once per namespace and id.
+    fn checkpoint(&mut self, namespace: &[String], data: &Value) {
+        let Some(envelope) = checkpoint_envelope(data) else { return };
+        let Some(id) = envelope.get("id").and_then(Value::as_str).map(str::to_owned) else { return };
+        let key = key_of(namespace);
+        if !self.run.checkpoints.insert((key.clone(), id.clone())) {
+            return;
+        }
+        let synth = self.synth_id(&["checkpoint", &key, &id]);
+        self.push("checkpoints", namespace, envelope, None, Some(synth));
+    }
+
+    /// A finished tool call's output mirrored on the `messages` channel as a `tool` message, in a
+    /// namespace of its own (`tools:<tool_call_id>`), as langgraph-api's `_emit_tool_output_message` does.
+    fn tool_output_message(&mut self, namespace: &[String], data: &Value) {
+        if data.get("event").and_then(Value::as_str) != Some("tool-finished") {
+            return;
+        }
+        let Some(output) = data.get("output").and_then(Value::as_object) else { return };
+        let call = data.get("tool_call_id").or_else(|| output.get("tool_call_id")).and_then(Value::as_str);
+        let own = output.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
+        let Some(id) = own.map(str::to_owned).or_else(|| call.map(|c| format!("tool-{c}"))) else { return };
+        let content = match output.get("content") {
+            Some(Value::String(text)) => text.clone(),
+            None | Some(Value::Null) => String::new(),
+            Some(other) => other.to_string(),
+        };
+        let mut start = json!({"event": "message-start", "role": "tool", "id": id});
+        let mut space = namespace.to_vec();
+        if let (Some(call), Some(st)) = (call, start.as_object_mut()) {
+            st.insert("tool_call_id".to_owned(), json!(call));
+            space.push(format!("tools:{call}"));
+        }
+        let block = json!({"type": "text", "text": content});
+        for data in [
+            start,
+            json!({"event": "content-block-start", "index": 0, "content": {"type": "text", "text": ""}}),
+            json!({"event": "content-block-delta", "index": 0, "content": block}),
+            json!({"event": "content-block-finish", "index": 0, "content": block}),
+            json!({"event": "message-finish", "metadata": {}}),
+        ] {
+            self.push("messages", &space, data, None, None);
         }
     }
 
@@ -445,7 +524,7 @@ mod tests {
 
     #[test]
     fn a_run_becomes_numbered_protocol_events() {
-        let mut s = Session::new(BUFFER);
+        let mut s = Session::new(DEFAULT_BUFFER);
         s.start_run("r", "g");
         s.ingest(&event("5-0", "values", json!({"items": []})));
         s.ingest(&event("6-0", "updates|inner:t1", json!({"x": {"items": ["x"]}})));
@@ -477,7 +556,7 @@ mod tests {
 
     #[test]
     fn interrupts_are_input_requests_and_end_the_run_interrupted() {
-        let mut s = Session::new(BUFFER);
+        let mut s = Session::new(DEFAULT_BUFFER);
         s.start_run("r", "g");
         s.ingest(&event(
             "1-0",
@@ -512,8 +591,75 @@ mod tests {
     }
 
     #[test]
+    fn checkpoints_are_sent_once_as_the_protocols_checkpoint() {
+        let mut s = Session::new(DEFAULT_BUFFER);
+        s.start_run("r", "g");
+        let saved = json!({
+            "config": {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c2"}},
+            "parent_config": {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c1"}},
+            "values": {}, "metadata": {"source": "loop", "step": 0}, "next": [], "tasks": [],
+        });
+        s.ingest(&event("1-0", "checkpoints", saved.clone()));
+        s.ingest(&event("2-0", "checkpoints", saved));
+        let first = json!({"config": {"configurable": {"checkpoint_id": "c0"}}, "parent_config": null,
+                           "metadata": {"source": "input", "step": -1}});
+        s.ingest(&event("3-0", "checkpoints|inner:1", first));
+        s.ingest(&event("4-0", "checkpoints", json!({"config": {}})));
+        let out = s.take();
+        assert_eq!(methods(&out), ["lifecycle", "checkpoints", "checkpoints"], "once per id, no lifecycle");
+        assert_eq!(out[1].data, json!({"id": "c2", "parent_id": "c1", "step": 0, "source": "loop"}));
+        assert_eq!(out[2].data, json!({"id": "c0", "step": -1, "source": "input"}));
+        assert_eq!(out[2].namespace, ["inner:1"]);
+        let envelope: Value = serde_json::from_str(&out[1].json).unwrap();
+        assert_eq!(envelope["event_id"], "synth:r:checkpoint||c2");
+    }
+
+    #[test]
+    fn a_finished_tool_call_is_mirrored_as_a_tool_message() {
+        let mut s = Session::new(DEFAULT_BUFFER);
+        s.start_run("r", "g");
+        let started =
+            json!({"event": "tool-started", "tool_call_id": "c", "tool_name": "add", "input": {"a": 1}});
+        s.ingest(&event("1-0", "tools", started.clone()));
+        let output =
+            json!({"content": "5", "type": "tool", "id": null, "tool_call_id": "c", "status": "success"});
+        s.ingest(&event(
+            "2-0",
+            "tools",
+            json!({"event": "tool-finished", "tool_call_id": "c", "output": output}),
+        ));
+        s.ingest(&event(
+            "3-0",
+            "tools",
+            json!({"event": "tool-error", "tool_call_id": "d", "message": "no"}),
+        ));
+        let out = s.take();
+        let mut expected = vec!["lifecycle", "tools", "tools"];
+        expected.extend(["messages"; 5]);
+        expected.push("tools");
+        assert_eq!(methods(&out), expected);
+        assert_eq!(out[1].data, started);
+        assert_eq!(out[3].namespace, ["tools:c"]);
+        assert_eq!(
+            out[3].data,
+            json!({"event": "message-start", "role": "tool", "id": "tool-c", "tool_call_id": "c"})
+        );
+        assert_eq!(
+            out[5].data,
+            json!({"event": "content-block-delta", "index": 0, "content": {"type": "text", "text": "5"}})
+        );
+        assert_eq!(out[7].data, json!({"event": "message-finish", "metadata": {}}));
+        let ids: Vec<String> = out[2..8]
+            .iter()
+            .map(|e| serde_json::from_str::<Value>(&e.json).unwrap()["event_id"].to_string())
+            .collect();
+        assert_eq!(ids[0], "\"2-0\"");
+        assert_eq!(ids[5], "\"2-0.5\"", "the mirror's events are made of the tool event's source");
+    }
+
+    #[test]
     fn an_error_fails_the_run_with_its_message() {
-        let mut s = Session::new(BUFFER);
+        let mut s = Session::new(DEFAULT_BUFFER);
         s.start_run("r", "g");
         s.ingest(&event("1-0", "error", json!({"error": "ValueError", "message": "boom"})));
         s.end_run("error");

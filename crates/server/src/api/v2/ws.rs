@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::commands::{error, handle_at, success};
 use super::filter::{Filter, count_of};
-use super::session::{BUFFER, ProtocolEvent, Session};
+use super::session::{ProtocolEvent, Session};
 use super::{AppState, read};
 use crate::api::guard::Caller;
 use crate::api::thread_stream::{Joined, ThreadSse, join};
@@ -237,6 +237,7 @@ pub(crate) async fn socket(
         app.thread_for(&caller, Action::Read, &thread_id).await?;
     }
     let joined = join(&app, &thread_id, Some(Replay::Skip(0)), vec!["run_modes".to_owned()]).await?;
-    let socket = Socket { app, caller, thread_id, session: Session::new(BUFFER), subscriptions: Vec::new() };
+    let session = Session::new(app.limits.protocol_buffer);
+    let socket = Socket { app, caller, thread_id, session, subscriptions: Vec::new() };
     Ok(upgrade.on_upgrade(move |ws| serve(ws, socket, joined)))
 }
