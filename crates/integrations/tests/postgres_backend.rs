@@ -225,11 +225,14 @@ async fn migrations_from_many_processes_at_once_run_once() {
             ("checkpoint".to_owned(), 3),
             ("checkpoint".to_owned(), 4),
             ("checkpoint".to_owned(), 5),
+            ("checkpoint".to_owned(), 6),
             ("store".to_owned(), 1)
         ]
     );
-    // The head check, the batch and the blobs' read are planned once per connection, not at every call.
-    for function in ["weft_checkpoint_heads", "weft_checkpoint_batch", "weft_checkpoint_blobs"] {
+    // The head check, the batch and the reads are planned once per connection, not at every call.
+    for function in
+        ["weft_checkpoint_heads", "weft_checkpoint_batch", "weft_checkpoint_blobs", "weft_checkpoint_tuple"]
+    {
         let config: Vec<String> = sqlx::query_scalar(
             "SELECT unnest(proconfig) FROM pg_proc WHERE proname = $1 \
              AND pronamespace = current_schema()::regnamespace",

@@ -25,7 +25,9 @@
 //!   fails in about 0.1 s per attempt.
 //! - **Planned once**: a batch of saves is one call of `weft_checkpoint_batch`, a function of the schema
 //!   whose statement PostgreSQL plans once per connection (a batch sent as a statement was planned again
-//!   at every call); the same for the blobs' read (`weft_checkpoint_blobs`) and the heads' check.
+//!   at every call), and runs only the inserts that have rows; the same for the blobs' read
+//!   (`weft_checkpoint_blobs`), the heads' check, and the read of one checkpoint by id or the latest
+//!   (`weft_checkpoint_tuple`, what `get_tuple` sends).
 //! - **One run per thread**: a batch with expected heads
 //!   ([`ExpectedHead`](weft_graph::checkpoint::ExpectedHead)) is still one statement: it calls
 //!   `weft_checkpoint_heads` (a function of the schema), which takes an advisory lock per thread and

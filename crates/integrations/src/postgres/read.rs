@@ -47,6 +47,11 @@ ORDER BY c.checkpoint_id DESC LIMIT $6",
     "c.checkpoint_id DESC"
 );
 
+/// One checkpoint of a thread and namespace, the latest when `$3` is null: the same columns as
+/// [`select_tuples!`], from `weft_checkpoint_tuple` (see [`super::schema`]), whose queries are planned
+/// once per connection.
+const ONE: &str = "SELECT * FROM weft_checkpoint_tuple($1, $2, $3)";
+
 /// Checkpoints of every thread: `$1` before, `$2` filter, `$3` limit (each may be null).
 const EVERY: &str = select_tuples!(
     "WHERE ($1::text IS NULL OR c.checkpoint_id < $1) AND ($2::jsonb IS NULL OR c.metadata @> $2::jsonb)
@@ -61,13 +66,10 @@ pub(super) async fn get_tuple(
 ) -> Result<Option<CheckpointTuple>, CheckpointError> {
     let rows = target
         .fetch_all("get_tuple", || {
-            sqlx::query(OF_THREAD)
+            sqlx::query(ONE)
                 .bind(&config.thread_id)
                 .bind(&config.checkpoint_ns)
                 .bind(config.checkpoint_id.as_deref())
-                .bind(None::<String>)
-                .bind(None::<String>)
-                .bind(Some(1_i64))
         })
         .await
         .map_err(backend)?;

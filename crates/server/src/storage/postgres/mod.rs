@@ -65,9 +65,13 @@ const SCHEMA: &[&str] = &[
     // A turn's start: the locks until the transaction ends (the key's, and the records' shared; without
     // a key, the records' alone), then (in read committed, a volatile function's statement takes a
     // snapshot of its own, after the locks are granted) the rows written since the horizon `since`, each
-    // with the snapshot's horizon (one row without a record when there are none).
+    // with the snapshot's horizon (one row without a record when there are none). Planned once per
+    // connection (`force_generic_plan`; a plan for each call's horizon cost more than the read): the
+    // read's upper bound, the snapshot's `xmax` (no row written at or after it is visible anyway), makes
+    // the generic plan's estimate a narrow range, so it keeps to the `xid` index however large the table.
     "CREATE OR REPLACE FUNCTION weft_server_records_enter(lock_key TEXT, since TEXT) \
-     RETURNS TABLE (kind TEXT, id TEXT, body TEXT, horizon TEXT) LANGUAGE plpgsql VOLATILE AS $$ \
+     RETURNS TABLE (kind TEXT, id TEXT, body TEXT, horizon TEXT) LANGUAGE plpgsql VOLATILE \
+     SET plan_cache_mode = force_generic_plan AS $$ \
      BEGIN \
        IF lock_key IS NULL THEN \
          PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':weft_server_records', 0)); \
@@ -78,16 +82,18 @@ const SCHEMA: &[&str] = &[
        END IF; \
        RETURN QUERY WITH s AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS horizon) \
          SELECT r.kind, r.id, r.body, s.horizon FROM s \
-         LEFT JOIN weft_server_records r ON r.xid >= since::xid8; \
+         LEFT JOIN weft_server_records r ON r.xid >= since::xid8 \
+           AND r.xid < pg_snapshot_xmax(pg_current_snapshot()); \
      END $$",
     // A turn's writes in order: the records (a null body deletes), then the queue's rows (`add` a run,
     // `own` a run claimed by `owner` for `lease_ms` from the start, delete a `run`'s row, delete a
-    // `thread`'s rows). Returns the last `seq` written.
+    // `thread`'s rows). Returns the last `seq` written. Its statements are planned once per connection
+    // (each is a lookup or write by key, which a plan per call only made dearer).
     "CREATE OR REPLACE FUNCTION weft_server_records_write(kinds TEXT[], ids TEXT[], bodies TEXT[], \
        parents TEXT[], statuses TEXT[], created TEXT[], updated TEXT[], ttls INTEGER[], \
        queue_ops TEXT[], queue_runs TEXT[], queue_threads TEXT[], queue_due TEXT[], owner TEXT, \
        lease_ms DOUBLE PRECISION) \
-     RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$ \
+     RETURNS BIGINT LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$ \
      DECLARE last_seq BIGINT := 0; written BIGINT; \
      BEGIN \
        FOR i IN 1 .. coalesce(array_length(kinds, 1), 0) LOOP \
@@ -121,6 +127,16 @@ const SCHEMA: &[&str] = &[
        END LOOP; \
        RETURN last_seq; \
      END $$",
+    // Whether `worker` holds the lease of `run`, its queue row locked until the transaction ends. A
+    // function so that its lookup by key is planned once per connection (as a statement of its own it was
+    // planned at every call, which cost more than the lookup).
+    "CREATE OR REPLACE FUNCTION weft_server_lease_held(run TEXT, owner TEXT) RETURNS BOOLEAN \
+     LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$ \
+     BEGIN \
+       PERFORM 1 FROM weft_server_queue q WHERE q.run_id = run AND q.worker = owner \
+         AND q.lease_until >= now() FOR UPDATE; \
+       RETURN FOUND; \
+     END $$",
     // The writes of instances of a release before the columns and `own`, during a rolling upgrade: the
     // columns read from the bodies.
     "CREATE OR REPLACE FUNCTION weft_server_records_write(kinds TEXT[], ids TEXT[], bodies TEXT[], \
@@ -141,7 +157,7 @@ const SCHEMA: &[&str] = &[
 /// them. A start that finds it (or a newer one) recorded runs no DDL: even `IF NOT EXISTS` forms take
 /// locks on the tables the running instances use, and a lock queued behind a turn makes every later
 /// statement on the table wait behind it.
-const SCHEMA_VERSION: i32 = 2;
+const SCHEMA_VERSION: i32 = 3;
 
 /// How often a start tries the schema's change when it waits too long for a lock (each try gives up
 /// after the `lock_timeout` it sets).
@@ -422,17 +438,14 @@ impl PgRecords {
             .turn
             .as_mut()
             .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))?;
-        let found: Option<i32> = sqlx::query_scalar(
-            "SELECT 1 FROM weft_server_queue WHERE run_id = $1 AND worker = $2 AND lease_until >= now() \
-             FOR UPDATE",
-        )
-        .bind(run_id)
-        .bind(worker)
-        .persistent(self.db.prepared)
-        .fetch_optional(&mut **turn)
-        .await
-        .map_err(storage)?;
-        Ok(found.is_some())
+        let held: bool = sqlx::query_scalar("SELECT weft_server_lease_held($1, $2)")
+            .bind(run_id)
+            .bind(worker)
+            .persistent(self.db.prepared)
+            .fetch_one(&mut **turn)
+            .await
+            .map_err(storage)?;
+        Ok(held)
     }
 
     /// Writes `ops` (kind, id, body; none deletes) and keeps the run queue in step with `changes`, in one

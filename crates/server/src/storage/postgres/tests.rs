@@ -607,6 +607,27 @@ async fn a_start_that_finds_the_schema_current_takes_no_lock_on_the_tables() {
     drop(turn);
 }
 
+#[tokio::test]
+async fn the_functions_of_a_turn_are_planned_once_per_connection() {
+    let Some(db) = database().await else { return };
+    let (_records, pool) = instance(&db).await;
+    // The records' pool asks for a plan per call (`force_custom_plan`); each function's own setting wins.
+    for (function, args) in
+        [("weft_server_records_enter", 2), ("weft_server_records_write", 14), ("weft_server_lease_held", 2)]
+    {
+        let config: Vec<String> = sqlx::query_scalar(
+            "SELECT unnest(proconfig) FROM pg_proc WHERE proname = $1 AND pronargs = $2 \
+             AND pronamespace = current_schema()::regnamespace",
+        )
+        .bind(function)
+        .bind(args)
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        assert_eq!(config, vec!["plan_cache_mode=force_generic_plan".to_owned()], "{function}");
+    }
+}
+
 /// A checkpoint of `thread_id` expecting `head`, as a run's last save; its id.
 fn last_save(
     thread_id: &str,
