@@ -55,6 +55,23 @@ async def test_tasks_checkpoints_and_debug_streams(c, env):
     check(isinstance(debug[0]["timestamp"], str), "timestamp")
 
 
+async def test_checkpoint_tasks_carry_state_and_results(c, env):
+    tid = (await c.threads.create())["thread_id"]
+    parts = await collect(c.runs.stream(tid, "nested", input={"items": []}, stream_mode=["checkpoints"]))
+    checkpoints = events(parts, "checkpoints")
+    before = next(cp for cp in checkpoints if cp["next"] == ["inner"])
+    eq([sorted(t) for t in before["tasks"]], [["id", "interrupts", "name", "state"]], "a pending task's keys")
+    state = before["tasks"][0]["state"]
+    eq(state["configurable"]["thread_id"], tid, "a subgraph task's state names the thread")
+    check(state["configurable"]["checkpoint_ns"].startswith("inner:"), f"the subgraph's namespace: {state}")
+    hitl = (await c.threads.create())["thread_id"]
+    await collect(c.runs.stream(hitl, "hitl", input={"items": []}))
+    parts = await collect(c.runs.stream(hitl, "hitl", command={"resume": "yes"}, stream_mode=["checkpoints"]))
+    first = events(parts, "checkpoints")[0]
+    eq(first["next"], ["ask"], "a resumed run first streams the checkpoint it starts from")
+    eq([(t["name"], t["state"], len(t["interrupts"])) for t in first["tasks"]], [("ask", None, 1)], "its paused task")
+
+
 async def test_messages_tuple_stream(c, env):
     parts = await collect(c.runs.stream(None, "chat", input={"messages": [{"role": "human", "content": "hi"}]}, stream_mode="messages-tuple"))
     messages = events(parts, "messages")

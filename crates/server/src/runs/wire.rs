@@ -121,17 +121,17 @@ pub(crate) fn task_path(path: &str) -> Value {
         .collect()
 }
 
-/// The `tasks` of a checkpoint event.
+/// The `tasks` of a checkpoint event, in LangGraph's form ([`PregelTask::event_json`]: a subgraph task's
+/// `state`, a finished task's `result`, a failed one's `error`), interrupts as the server writes them.
 fn checkpoint_tasks(tasks: &[PregelTask]) -> Value {
     tasks
         .iter()
         .map(|t| {
-            json!({
-                "id": t.id,
-                "name": t.name,
-                "interrupts": t.interrupts.iter().map(interrupt_json).collect::<Vec<_>>(),
-                "state": null,
-            })
+            let mut task = t.event_json();
+            if let Some(interrupts) = task.get_mut("interrupts") {
+                *interrupts = t.interrupts.iter().map(interrupt_json).collect();
+            }
+            task
         })
         .collect()
 }
