@@ -471,14 +471,14 @@ async fn end_step<S: State>(
 }
 
 /// Whether `changed` holds an output channel of the graph: a state channel (an entrypoint's output is its
-/// return value).
+/// return value, on the channel named `END`).
 fn writes_output<S: State>(
     spec: &crate::pregel::spec::GraphSpec<S>,
     ch: &Channels<S>,
     changed: &ChannelSet,
 ) -> bool {
     if spec.functional {
-        ch.state.channel_index(crate::func::state::END_CHANNEL).is_some_and(|i| changed.contains(i))
+        ch.state.channel_index(crate::types::END).is_some_and(|i| changed.contains(i))
     } else {
         (0..ch.layout.n_state).any(|i| changed.contains(i))
     }

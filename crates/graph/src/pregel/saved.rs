@@ -117,7 +117,8 @@ pub(crate) fn last_interrupts(writes: &[(String, Value)]) -> Vec<Interrupt> {
 
 /// Whether a saved write to `channel` is part of a task's result as a snapshot shows it: a write to a state
 /// channel (the first `n_state` of the layout), not the engine's own (`branch:to:*`, barriers,
-/// `__pregel_tasks`, control writes); for an entrypoint, its return value (LangGraph's output channel).
+/// `__pregel_tasks`, control writes); for an entrypoint, its return value (LangGraph's output channel,
+/// named `END`: the functional API's `END_CHANNEL`).
 pub(crate) fn result_channel<'a, S: State>(
     spec: &GraphSpec<S>,
     names: &'a CheckpointNames,
@@ -126,7 +127,7 @@ pub(crate) fn result_channel<'a, S: State>(
     let functional = spec.functional;
     let state_names = &names.channels[..n_state];
     move |c: &str| {
-        if functional { c == crate::func::END_CHANNEL } else { state_names.iter().any(|n| &**n == c) }
+        if functional { c == crate::types::END } else { state_names.iter().any(|n| &**n == c) }
     }
 }
 
