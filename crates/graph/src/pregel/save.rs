@@ -144,9 +144,10 @@ pub(crate) struct Origin {
     pub(crate) metadata: CheckpointMetadata,
 }
 
-/// Streams the `checkpoints` event of the checkpoint `origin` a resumed run starts from, with the state `ch` holds and its tasks as its pending writes `saved` record them (their
-/// interrupts, results and errors), as LangGraph streams the checkpoint each step starts from. Nothing
-/// when the run saved a checkpoint since it loaded that one (that one was streamed as it was saved).
+/// Streams the `checkpoints` event of the checkpoint `origin` a resumed run starts from: the state `ch`
+/// holds, and its tasks as the pending writes `saved` record them (their interrupts, results and errors),
+/// as LangGraph streams the checkpoint each step starts from. Nothing when the run saved a checkpoint
+/// since it loaded that one (that one was streamed as it was saved).
 pub(crate) fn emit_loaded_checkpoint<S: State>(
     ctx: &Ctx<'_, S>,
     ch: &Channels<S>,
