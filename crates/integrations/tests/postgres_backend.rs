@@ -245,6 +245,59 @@ async fn migrations_from_many_processes_at_once_run_once() {
     }
 }
 
+/// A rolling upgrade, or a rollback after one: a newer build's step that leaves older builds working lets
+/// this build start on the database; one that does not is refused by name, and so is a step recorded
+/// before steps said which builds they leave working.
+#[tokio::test]
+async fn an_older_build_starts_on_a_newer_schema_only_when_the_newer_steps_allow_it() {
+    let Some(schema) = common::schema().await else { return };
+    let saver = PostgresSaver::connect_with(&common::pg_url(), schema.options()).await.unwrap();
+    let steps: Vec<(i64, Option<i64>)> = sqlx::query_as(
+        "SELECT version, readable_from FROM weft_migrations WHERE component = 'checkpoint' ORDER BY version",
+    )
+    .fetch_all(saver.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        steps,
+        vec![(1, Some(0)), (2, Some(1)), (3, Some(2)), (4, Some(3)), (5, Some(4)), (6, Some(5))]
+    );
+    // A table made before the column: it is added, empty for the steps recorded then.
+    sqlx::raw_sql("ALTER TABLE weft_migrations DROP COLUMN readable_from")
+        .execute(saver.pool())
+        .await
+        .unwrap();
+    let saver = PostgresSaver::connect_with(&common::pg_url(), schema.options()).await.unwrap();
+    let empty: i64 = sqlx::query_scalar("SELECT count(*) FROM weft_migrations WHERE readable_from IS NULL")
+        .fetch_one(saver.pool())
+        .await
+        .unwrap();
+    assert_eq!(empty, 6);
+    let newer = |readable_from: Option<i64>| {
+        sqlx::query(
+            "INSERT INTO weft_migrations (component, version, name, readable_from) \
+             VALUES ('checkpoint', 99, 'a newer build''s step', $1)",
+        )
+        .bind(readable_from)
+    };
+    newer(Some(6)).execute(saver.pool()).await.unwrap();
+    let again = PostgresSaver::connect_with(&common::pg_url(), schema.options()).await.unwrap();
+    let thread = CheckpointConfig::thread("after-upgrade");
+    assert!(again.get_tuple(&thread).await.unwrap().is_none(), "the saver works on that schema");
+    for refusing in [Some(99), None] {
+        sqlx::query("DELETE FROM weft_migrations WHERE version = 99").execute(saver.pool()).await.unwrap();
+        newer(refusing).execute(saver.pool()).await.unwrap();
+        let err =
+            PostgresSaver::connect_with(&common::pg_url(), schema.options()).await.err().expect("refused");
+        let err = err.to_string();
+        assert!(
+            err.contains("checkpoint schema version 99, which needs a build that knows versions up to 99")
+                && err.contains("this build knows versions up to 6"),
+            "{err}"
+        );
+    }
+}
+
 /// A saver on a one-connection pool that does not test connections before use, so a killed connection
 /// fails the next operation.
 async fn fragile_saver(schema: &common::TestSchema, retry: RetryPolicy) -> PostgresSaver {

@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 //! The SQLite saver's connections: each one's page cache is bounded as the options say, readers are no
-//! more than the options allow, and a closed saver refuses work with an error.
+//! more than the options allow, a closed saver refuses work with an error, and a file migrated by a newer
+//! build opens only when its newer steps leave this build working.
 
 #![cfg(feature = "sqlite")]
 
@@ -54,6 +55,55 @@ async fn a_closed_saver_refuses_work_with_an_error() {
     assert!(saver.put_writes(&with_id(&thread), vec![("n".into(), json!(2))], "task", "").await.is_err());
     let statement = SqlStatement::new("SELECT 1", vec![]);
     assert!(saver.write_with_checkpoints(vec![statement]).await.is_err(), "the group committer wrote");
+}
+
+/// A file whose migrations table predates `readable_from` gets the column; a newer build's step that
+/// leaves older builds working lets this build open the file; one that does not (or that says nothing)
+/// is refused by name.
+#[tokio::test]
+async fn an_older_build_opens_a_newer_schema_only_when_the_newer_steps_allow_it() {
+    let path = file();
+    let saver = SqliteSaver::open(&path).await.unwrap();
+    sqlx::raw_sql("ALTER TABLE weft_migrations DROP COLUMN readable_from")
+        .execute(saver.pool())
+        .await
+        .unwrap();
+    saver.close().await;
+    let saver = SqliteSaver::open(&path).await.unwrap();
+    let steps: Vec<(String, i64, Option<i64>)> =
+        sqlx::query_as("SELECT component, version, readable_from FROM weft_migrations ORDER BY component")
+            .fetch_all(saver.pool())
+            .await
+            .unwrap();
+    assert_eq!(steps, vec![("checkpoint".to_owned(), 1, None)], "the column is back, empty for older steps");
+    let newer = |readable_from: Option<i64>| {
+        sqlx::query(
+            "INSERT INTO weft_migrations (component, version, name, applied_at, readable_from) \
+             VALUES ('checkpoint', 99, 'a newer build''s step', 0, ?1)",
+        )
+        .bind(readable_from)
+    };
+    newer(Some(1)).execute(saver.pool()).await.unwrap();
+    saver.close().await;
+    let saver = SqliteSaver::open(&path).await.unwrap();
+    assert!(saver.get_tuple(&CheckpointConfig::thread("upgraded")).await.unwrap().is_none());
+    for refusing in [Some(99), None] {
+        sqlx::query("DELETE FROM weft_migrations WHERE version = 99").execute(saver.pool()).await.unwrap();
+        newer(refusing).execute(saver.pool()).await.unwrap();
+        let err = SqliteSaver::open(&path).await.err().expect("refused").to_string();
+        assert!(
+            err.contains("checkpoint schema version 99, which needs a build that knows versions up to 99")
+                && err.contains("this build knows versions up to 1"),
+            "{err}"
+        );
+    }
+    let fresh = SqliteSaver::open(file()).await.unwrap();
+    let recorded: Vec<(i64, Option<i64>)> =
+        sqlx::query_as("SELECT version, readable_from FROM weft_migrations")
+            .fetch_all(fresh.pool())
+            .await
+            .unwrap();
+    assert_eq!(recorded, vec![(1, Some(0))]);
 }
 
 fn with_id(thread: &CheckpointConfig) -> CheckpointConfig {

@@ -82,6 +82,21 @@ pub enum ServerError {
     #[error("invalid v2 protocol buffer size: {0}")]
     ProtocolBuffer(String),
 
+    /// The scaled-out records' schema was changed by a newer weft-server in a way this build cannot work
+    /// with (a change older builds can work with lets them start: see docs/server.md, "Upgrades").
+    #[error(
+        "the records' schema is at version {found}, which needs a weft-server that knows versions up to \
+         {needs} at least; this one knows versions up to {knows} (a newer weft-server changed the database)"
+    )]
+    SchemaTooNew {
+        /// The version the database records.
+        found: i32,
+        /// The oldest build's version that works with it.
+        needs: i32,
+        /// This build's version.
+        knows: i32,
+    },
+
     /// Both a custom [`crate::Auth`] and static credentials were given.
 
     #[error("both a custom auth and API keys or bearer tokens were given: choose one")]

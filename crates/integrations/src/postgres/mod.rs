@@ -419,8 +419,8 @@ impl Pg {
             sqlx::raw_sql(sqlx::AssertSqlSafe(create)).execute(&mut *tx).await.map_err(fail)?;
         }
         sqlx::raw_sql(schema::MIGRATIONS_TABLE).execute(&mut *tx).await.map_err(fail)?;
-        let applied: Vec<i64> =
-            sqlx::query_scalar("SELECT version FROM weft_migrations WHERE component = $1")
+        let applied: Vec<migrate::Applied> =
+            sqlx::query_as("SELECT version, readable_from FROM weft_migrations WHERE component = $1")
                 .bind(component)
                 .persistent(false)
                 .fetch_all(&mut *tx)
@@ -428,11 +428,14 @@ impl Pg {
                 .map_err(fail)?;
         for step in migrate::pending(component, steps, &applied)? {
             sqlx::raw_sql(step.sql).execute(&mut *tx).await.map_err(fail)?;
-            sqlx::query("INSERT INTO weft_migrations (component, version, name) VALUES ($1, $2, $3)")
-                .bind(component)
-                .bind(step.version)
-                .bind(step.name)
-                .persistent(false)
+            sqlx::query(
+                "INSERT INTO weft_migrations (component, version, name, readable_from) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(component)
+            .bind(step.version)
+            .bind(step.name)
+            .bind(step.readable_from)
+            .persistent(false)
                 .execute(&mut *tx)
                 .await
                 .map_err(fail)?;

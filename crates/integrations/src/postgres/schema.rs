@@ -6,20 +6,24 @@
 
 use crate::sql::migrate::Migration;
 
-/// The table that records applied steps.
+/// The table that records applied steps (`readable_from`: see [`Migration::readable_from`]; added to
+/// tables made before it, where older steps have none).
 pub(super) const MIGRATIONS_TABLE: &str = "
 CREATE TABLE IF NOT EXISTS weft_migrations (
     component TEXT NOT NULL,
     version BIGINT NOT NULL,
     name TEXT NOT NULL,
     applied_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    readable_from BIGINT,
     PRIMARY KEY (component, version)
-)";
+);
+ALTER TABLE weft_migrations ADD COLUMN IF NOT EXISTS readable_from BIGINT";
 
 /// Steps of the checkpointer's tables.
 pub(super) const CHECKPOINT: &[Migration] = &[
     Migration {
         version: 1,
+        readable_from: 0,
         name: "checkpoints, blobs per channel version (with delta bases), pending writes",
         sql: r#"
 CREATE TABLE checkpoints (
@@ -61,6 +65,7 @@ CREATE TABLE checkpoint_writes (
     },
     Migration {
         version: 2,
+        readable_from: 1,
         name: "weft_checkpoint_heads: lock threads and namespaces, then read their heads",
         // VOLATILE: each query of the function takes a new snapshot, so the heads read after the locks are
         // granted include every save committed before (the calling statement's own snapshot is older).
@@ -85,6 +90,7 @@ $fn$;"#,
     },
     Migration {
         version: 3,
+        readable_from: 2,
         name: "weft_checkpoint_heads: generic plans (no planning per call)",
         // Its queries take parameters, so PostgreSQL would plan them again at every call (custom plans):
         // most of a save's time on the server. The generic plans are the same index lookups.
@@ -92,6 +98,7 @@ $fn$;"#,
     },
     Migration {
         version: 4,
+        readable_from: 3,
         name: "weft_checkpoint_blobs: a checkpoint's blobs looked up by key, without JIT",
         // Each wanted channel version, then each delta's base, is one lookup by the whole primary key (a
         // `LIMIT 1` subquery is always planned as one), so a read costs what the checkpoint needs, not
@@ -131,6 +138,7 @@ $fn$"#,
     },
     Migration {
         version: 5,
+        readable_from: 4,
         name: "weft_checkpoint_batch: a batch's saves planned once per connection",
         // The batch was one statement sent by the saver, which PostgreSQL planned again at every call: a
         // plan made for the parameters' array lengths always looks cheaper than the generic one, so the
@@ -208,6 +216,7 @@ ALTER FUNCTION weft_checkpoint_blobs(UUID, UUID, TEXT, TEXT, JSONB) SET plan_cac
     },
     Migration {
         version: 6,
+        readable_from: 5,
         name: "weft_checkpoint_batch: only the statements a batch needs; weft_checkpoint_tuple: one checkpoint \
                read with a plan per connection",
         // The batch as separate statements, each run only when it has something to do: as one statement,
@@ -326,6 +335,7 @@ $fn$;"#,
 /// Steps of the store's tables.
 pub(super) const STORE: &[Migration] = &[Migration {
     version: 1,
+    readable_from: 0,
     name: "store items (namespace text, TTL, update order) and vectors",
     sql: r#"
 CREATE SEQUENCE store_seq;

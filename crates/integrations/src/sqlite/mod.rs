@@ -219,8 +219,13 @@ impl Db {
         let fail = |e: sqlx::Error| Failure::new(format!("SQLite migration of {component} failed: {e}"), e);
         let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(fail)?;
         sqlx::raw_sql(schema::MIGRATIONS_TABLE).execute(&mut *tx).await.map_err(fail)?;
-        let applied: Vec<i64> =
-            sqlx::query_scalar("SELECT version FROM weft_migrations WHERE component = ?1")
+        let has_column: i64 =
+            sqlx::query_scalar(schema::HAS_READABLE_FROM).fetch_one(&mut *tx).await.map_err(fail)?;
+        if has_column == 0 {
+            sqlx::raw_sql(schema::ADD_READABLE_FROM).execute(&mut *tx).await.map_err(fail)?;
+        }
+        let applied: Vec<migrate::Applied> =
+            sqlx::query_as("SELECT version, readable_from FROM weft_migrations WHERE component = ?1")
                 .bind(component)
                 .fetch_all(&mut *tx)
                 .await
@@ -228,12 +233,13 @@ impl Db {
         for step in migrate::pending(component, steps, &applied)? {
             sqlx::raw_sql(step.sql).execute(&mut *tx).await.map_err(fail)?;
             sqlx::query(
-                "INSERT INTO weft_migrations (component, version, name, applied_at) \
-                 VALUES (?1, ?2, ?3, CAST(strftime('%s', 'now') AS INTEGER))",
+                "INSERT INTO weft_migrations (component, version, name, applied_at, readable_from) \
+                 VALUES (?1, ?2, ?3, CAST(strftime('%s', 'now') AS INTEGER), ?4)",
             )
             .bind(component)
             .bind(step.version)
             .bind(step.name)
+            .bind(step.readable_from)
             .execute(&mut *tx)
             .await
             .map_err(fail)?;

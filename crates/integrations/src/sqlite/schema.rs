@@ -2,19 +2,29 @@
 
 use crate::sql::migrate::Migration;
 
-/// The table that records applied steps.
+/// The table that records applied steps (`readable_from`: see
+/// [`Migration::readable_from`](crate::sql::migrate::Migration::readable_from)).
 pub(super) const MIGRATIONS_TABLE: &str = "
 CREATE TABLE IF NOT EXISTS weft_migrations (
     component TEXT NOT NULL,
     version INTEGER NOT NULL,
     name TEXT NOT NULL,
     applied_at INTEGER NOT NULL,
+    readable_from INTEGER,
     PRIMARY KEY (component, version)
 )";
+
+/// Whether `weft_migrations` has its `readable_from` column (tables made before it lack it).
+pub(super) const HAS_READABLE_FROM: &str =
+    "SELECT count(*) FROM pragma_table_info('weft_migrations') WHERE name = 'readable_from'";
+
+/// Adds the column to a table made before it.
+pub(super) const ADD_READABLE_FROM: &str = "ALTER TABLE weft_migrations ADD COLUMN readable_from INTEGER";
 
 /// Steps of the checkpointer's tables.
 pub(super) const CHECKPOINT: &[Migration] = &[Migration {
     version: 1,
+    readable_from: 0,
     name: "checkpoints, blobs per channel version (with delta bases), pending writes",
     sql: "
 CREATE TABLE checkpoints (
@@ -52,6 +62,7 @@ CREATE TABLE checkpoint_writes (
 /// Steps of the store's tables.
 pub(super) const STORE: &[Migration] = &[Migration {
     version: 1,
+    readable_from: 0,
     name: "store items (namespace text, TTL, update order) and vectors",
     sql: "
 CREATE TABLE store_items (

@@ -159,6 +159,12 @@ const SCHEMA: &[&str] = &[
 /// statement on the table wait behind it.
 const SCHEMA_VERSION: i32 = 3;
 
+/// The oldest build, by its [`SCHEMA_VERSION`], that works on a database at this version: recorded with
+/// the version, so that a build older than this one (a rolling upgrade's old instances, a rollback) starts
+/// when it can work with the schema and refuses to when it cannot. Version 3 added a function and
+/// replaced others with the same signatures and results, so builds of version 2 work with it.
+const SCHEMA_READABLE_FROM: i32 = 2;
+
 /// How often a start tries the schema's change when it waits too long for a lock (each try gives up
 /// after the `lock_timeout` it sets).
 const MIGRATE_ATTEMPTS: u32 = 12;
@@ -170,6 +176,8 @@ pub(crate) async fn migrate(db: &Db) -> Result<(), ServerError> {
     let mut attempt = 1;
     loop {
         match migrate_once(db).await {
+            Ok(Some(refused)) => return Err(refused),
+            Ok(None) => return Ok(()),
             Err(sqlx::Error::Database(e))
                 if e.code().as_deref() == Some("55P03") && attempt < MIGRATE_ATTEMPTS =>
             {
@@ -177,26 +185,37 @@ pub(crate) async fn migrate(db: &Db) -> Result<(), ServerError> {
                 attempt += 1;
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
             }
-            done => return done.map_err(storage),
+            Err(e) => return Err(storage(e)),
         }
     }
 }
 
-async fn migrate_once(db: &Db) -> Result<(), sqlx::Error> {
+/// One try of [`migrate`]: the schema made or upgraded, or why this build refuses the database.
+async fn migrate_once(db: &Db) -> Result<Option<ServerError>, sqlx::Error> {
     let mut tx = db.pool.begin().await?;
     // Simple queries: no prepared statement, whatever stands between this and PostgreSQL.
     sqlx::raw_sql(
         "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':weft_server_migrate', 0)); \
-         CREATE TABLE IF NOT EXISTS weft_server_schema (version INTEGER NOT NULL)",
+         CREATE TABLE IF NOT EXISTS weft_server_schema (version INTEGER NOT NULL, readable_from INTEGER)",
     )
     .execute(&mut *tx)
     .await?;
-    let version: i32 = sqlx::raw_sql("SELECT coalesce(max(version), 0) FROM weft_server_schema")
-        .fetch_one(&mut *tx)
-        .await
-        .and_then(|row| row.try_get(0))?;
+    // Read through `to_jsonb`: a table made before `readable_from` lacks the column (no DDL here).
+    let row = sqlx::raw_sql(
+        "SELECT coalesce(max(version), 0), max((to_jsonb(s) ->> 'readable_from')::integer) \
+         FROM weft_server_schema s",
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    let (version, readable_from): (i32, Option<i32>) = (row.try_get(0)?, row.try_get(1)?);
+    // Recorded without `readable_from` (before it existed): only builds that know the version.
+    let needs = readable_from.unwrap_or(version);
+    if version > SCHEMA_VERSION && needs > SCHEMA_VERSION {
+        tx.rollback().await?;
+        return Ok(Some(ServerError::SchemaTooNew { found: version, needs, knows: SCHEMA_VERSION }));
+    }
     if version >= SCHEMA_VERSION {
-        return tx.commit().await;
+        return tx.commit().await.map(|()| None);
     }
     sqlx::raw_sql("SET LOCAL lock_timeout = '5s'").execute(&mut *tx).await?;
     for statement in SCHEMA {
@@ -213,10 +232,13 @@ async fn migrate_once(db: &Db) -> Result<(), sqlx::Error> {
     for statement in upgrade.into_iter().chain(source::indexes(" AND body IS NOT NULL")) {
         sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut *tx).await?;
     }
-    let record =
-        format!("DELETE FROM weft_server_schema; INSERT INTO weft_server_schema VALUES ({SCHEMA_VERSION})");
+    let record = format!(
+        "ALTER TABLE weft_server_schema ADD COLUMN IF NOT EXISTS readable_from INTEGER; \
+         DELETE FROM weft_server_schema; \
+         INSERT INTO weft_server_schema (version, readable_from) VALUES ({SCHEMA_VERSION}, {SCHEMA_READABLE_FROM})"
+    );
     sqlx::raw_sql(sqlx::AssertSqlSafe(record)).execute(&mut *tx).await?;
-    tx.commit().await
+    tx.commit().await.map(|()| None)
 }
 
 /// The records' table and this instance's place in it.

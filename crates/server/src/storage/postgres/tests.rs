@@ -725,3 +725,48 @@ async fn a_turns_write_stores_a_runs_last_saves_with_the_records_or_neither() {
     assert!(seen.run("r2").await.unwrap().is_none(), "not recorded without its saves");
     assert!(seen.run("r3").await.unwrap().is_none());
 }
+
+/// A rolling upgrade, or a rollback after one: an instance starts on records a newer build changed when
+/// that build recorded that it can, and refuses to, naming the versions, when it did not (or when the
+/// schema predates the record).
+#[tokio::test]
+async fn an_older_build_starts_on_newer_records_only_when_they_allow_it() {
+    let Some(db) = database().await else { return };
+    let (_, pool) = instance(&db).await;
+    let recorded: (i32, Option<i32>) =
+        sqlx::query_as("SELECT version, readable_from FROM weft_server_schema")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(recorded, (super::SCHEMA_VERSION, Some(super::SCHEMA_READABLE_FROM)));
+    let open = || async {
+        let pool = sqlx::postgres::PgPoolOptions::new().max_connections(2).connect(&db.uri).await.unwrap();
+        Records::open_postgres(crate::scale::Db::new(pool, true), 1_000).await
+    };
+    let newer = super::SCHEMA_VERSION + 1;
+    let set = |readable_from: i32| {
+        format!("UPDATE weft_server_schema SET version = {newer}, readable_from = {readable_from}")
+    };
+    sqlx::raw_sql(sqlx::AssertSqlSafe(set(super::SCHEMA_VERSION))).execute(&pool).await.unwrap();
+    assert!(open().await.is_ok(), "a newer schema that this build can work with");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(set(newer))).execute(&pool).await.unwrap();
+    let err = open().await.err().expect("refused");
+    assert!(
+        matches!(err, crate::ServerError::SchemaTooNew { found, needs, knows }
+            if found == newer && needs == newer && knows == super::SCHEMA_VERSION),
+        "{err}"
+    );
+    // Recorded before the column existed: only builds that know the version.
+    sqlx::raw_sql("ALTER TABLE weft_server_schema DROP COLUMN readable_from").execute(&pool).await.unwrap();
+    let err = open().await.err().expect("refused");
+    assert!(
+        err.to_string().contains(&format!(
+            "at version {newer}, which needs a weft-server that knows versions up to {newer}"
+        )),
+        "{err}"
+    );
+    // The refusals changed nothing.
+    let version: i32 =
+        sqlx::query_scalar("SELECT version FROM weft_server_schema").fetch_one(&pool).await.unwrap();
+    assert_eq!(version, newer);
+}
