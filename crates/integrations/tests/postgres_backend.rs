@@ -284,11 +284,12 @@ async fn an_older_build_starts_on_a_newer_schema_only_when_the_newer_steps_allow
     let again = PostgresSaver::connect_with(&common::pg_url(), schema.options()).await.unwrap();
     let thread = CheckpointConfig::thread("after-upgrade");
     assert!(again.get_tuple(&thread).await.unwrap().is_none(), "the saver works on that schema");
+    // Refused on a caller's pool as on its own.
+    let callers = one_connection(&schema).await;
     for refusing in [Some(99), None] {
         sqlx::query("DELETE FROM weft_migrations WHERE version = 99").execute(saver.pool()).await.unwrap();
         newer(refusing).execute(saver.pool()).await.unwrap();
-        let err =
-            PostgresSaver::connect_with(&common::pg_url(), schema.options()).await.err().expect("refused");
+        let err = PostgresSaver::from_pool(callers.clone(), schema.options()).await.err().expect("refused");
         let err = err.to_string();
         assert!(
             err.contains("checkpoint schema version 99, which needs a build that knows versions up to 99")
@@ -296,6 +297,8 @@ async fn an_older_build_starts_on_a_newer_schema_only_when_the_newer_steps_allow
             "{err}"
         );
     }
+    let err = PostgresSaver::connect_with(&common::pg_url(), schema.options()).await.err().expect("refused");
+    assert!(err.to_string().contains("checkpoint schema version 99"), "{err}");
 }
 
 /// A saver on a one-connection pool that does not test connections before use, so a killed connection

@@ -396,13 +396,34 @@ impl Pg {
     }
 
     /// Applies the missing steps of `component` in one transaction, under an advisory lock per schema
-    /// (so processes that start together migrate one after another).
+    /// (so processes that start together migrate one after another). A refusal or a failure rolls the
+    /// transaction back before it returns, not when the connection is next used.
     pub(crate) async fn migrate(&self, component: &str, steps: &[Migration]) -> Result<(), Failure> {
         let target = &self.target;
         let fail = |e: sqlx::Error| {
             Failure::new(redact(&format!("PostgreSQL migration of {component} at {target} failed: {e}")), e)
         };
         let mut tx = self.run("begin", || self.statements.pool.begin()).await.map_err(fail)?;
+        match self.migrate_in(&mut tx, component, steps).await {
+            Ok(()) => tx.commit().await.map_err(fail),
+            Err(failure) => {
+                // Its own failure says nothing the migration's does not.
+                let _ = tx.rollback().await;
+                Err(failure)
+            }
+        }
+    }
+
+    async fn migrate_in(
+        &self,
+        tx: &mut sqlx::PgConnection,
+        component: &str,
+        steps: &[Migration],
+    ) -> Result<(), Failure> {
+        let target = &self.target;
+        let fail = |e: sqlx::Error| {
+            Failure::new(redact(&format!("PostgreSQL migration of {component} at {target} failed: {e}")), e)
+        };
         let lock_name = self.schema.clone().unwrap_or_default();
         sqlx::query(
             "SELECT pg_advisory_xact_lock(hashtext('weft_migrations'), \
@@ -436,11 +457,11 @@ impl Pg {
             .bind(step.name)
             .bind(step.readable_from)
             .persistent(false)
-                .execute(&mut *tx)
-                .await
-                .map_err(fail)?;
+            .execute(&mut *tx)
+            .await
+            .map_err(fail)?;
         }
-        tx.commit().await.map_err(fail)
+        Ok(())
     }
 }
 

@@ -214,38 +214,55 @@ impl Db {
         Self { writer: pool.clone(), reader: pool, path: None, durability: None, temp_ready: false }
     }
 
-    /// Applies the missing steps of `component` in one write transaction.
+    /// Applies the missing steps of `component` in one write transaction. A refusal or a failure rolls
+    /// it back before it returns, not when the connection is next used.
     pub(crate) async fn migrate(&self, component: &str, steps: &[Migration]) -> Result<(), Failure> {
         let fail = |e: sqlx::Error| Failure::new(format!("SQLite migration of {component} failed: {e}"), e);
         let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(fail)?;
-        sqlx::raw_sql(schema::MIGRATIONS_TABLE).execute(&mut *tx).await.map_err(fail)?;
-        let has_column: i64 =
-            sqlx::query_scalar(schema::HAS_READABLE_FROM).fetch_one(&mut *tx).await.map_err(fail)?;
-        if has_column == 0 {
-            sqlx::raw_sql(schema::ADD_READABLE_FROM).execute(&mut *tx).await.map_err(fail)?;
+        match migrate_in(&mut tx, component, steps).await {
+            Ok(()) => tx.commit().await.map_err(fail),
+            Err(failure) => {
+                // Its own failure says nothing the migration's does not.
+                let _ = tx.rollback().await;
+                Err(failure)
+            }
         }
-        let applied: Vec<migrate::Applied> =
-            sqlx::query_as("SELECT version, readable_from FROM weft_migrations WHERE component = ?1")
-                .bind(component)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(fail)?;
-        for step in migrate::pending(component, steps, &applied)? {
-            sqlx::raw_sql(step.sql).execute(&mut *tx).await.map_err(fail)?;
-            sqlx::query(
-                "INSERT INTO weft_migrations (component, version, name, applied_at, readable_from) \
-                 VALUES (?1, ?2, ?3, CAST(strftime('%s', 'now') AS INTEGER), ?4)",
-            )
+    }
+}
+
+async fn migrate_in(
+    tx: &mut sqlx::SqliteConnection,
+    component: &str,
+    steps: &[Migration],
+) -> Result<(), Failure> {
+    let fail = |e: sqlx::Error| Failure::new(format!("SQLite migration of {component} failed: {e}"), e);
+    sqlx::raw_sql(schema::MIGRATIONS_TABLE).execute(&mut *tx).await.map_err(fail)?;
+    let has_column: i64 =
+        sqlx::query_scalar(schema::HAS_READABLE_FROM).fetch_one(&mut *tx).await.map_err(fail)?;
+    if has_column == 0 {
+        sqlx::raw_sql(schema::ADD_READABLE_FROM).execute(&mut *tx).await.map_err(fail)?;
+    }
+    let applied: Vec<migrate::Applied> =
+        sqlx::query_as("SELECT version, readable_from FROM weft_migrations WHERE component = ?1")
             .bind(component)
-            .bind(step.version)
-            .bind(step.name)
-            .bind(step.readable_from)
-            .execute(&mut *tx)
+            .fetch_all(&mut *tx)
             .await
             .map_err(fail)?;
-        }
-        tx.commit().await.map_err(fail)
+    for step in migrate::pending(component, steps, &applied)? {
+        sqlx::raw_sql(step.sql).execute(&mut *tx).await.map_err(fail)?;
+        sqlx::query(
+            "INSERT INTO weft_migrations (component, version, name, applied_at, readable_from) \
+             VALUES (?1, ?2, ?3, CAST(strftime('%s', 'now') AS INTEGER), ?4)",
+        )
+        .bind(component)
+        .bind(step.version)
+        .bind(step.name)
+        .bind(step.readable_from)
+        .execute(&mut *tx)
+        .await
+        .map_err(fail)?;
     }
+    Ok(())
 }
 
 /// Gives a new connection of the saver's pools the batch checks' table.
