@@ -750,7 +750,7 @@ async fn an_older_build_starts_on_newer_records_only_when_they_allow_it() {
     sqlx::raw_sql(sqlx::AssertSqlSafe(set(super::SCHEMA_VERSION))).execute(&pool).await.unwrap();
     assert!(open().await.is_ok(), "a newer schema that this build can work with");
     sqlx::raw_sql(sqlx::AssertSqlSafe(set(newer))).execute(&pool).await.unwrap();
-    let err = open().await.err().expect("refused");
+    let Err(err) = open().await else { panic!("records this build cannot use were opened") };
     assert!(
         matches!(err, crate::ServerError::SchemaTooNew { found, needs, knows }
             if found == newer && needs == newer && knows == super::SCHEMA_VERSION),
@@ -758,7 +758,7 @@ async fn an_older_build_starts_on_newer_records_only_when_they_allow_it() {
     );
     // Recorded before the column existed: only builds that know the version.
     sqlx::raw_sql("ALTER TABLE weft_server_schema DROP COLUMN readable_from").execute(&pool).await.unwrap();
-    let err = open().await.err().expect("refused");
+    let Err(err) = open().await else { panic!("records this build cannot use were opened") };
     assert!(
         err.to_string().contains(&format!(
             "at version {newer}, which needs a weft-server that knows versions up to {newer}"
