@@ -99,7 +99,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         return bench_counts::run(&build(Profile::Dev)?, args.update.as_deref());
     }
     if args.server {
-        return server(&args).map(drop);
+        return server(&args).1;
     }
     let binary = build(Profile::Release)?;
     if args.compare {
@@ -145,16 +145,19 @@ fn counts_gate(binary: &Path) -> Result<(), String> {
 
 /// `--server`: builds the load client and weft's server of the end-to-end graphs in release mode and runs
 /// the server workloads, with `langgraph dev` from the server suite's venv beside weft when comparing;
-/// returns the lines (also saved under the target folder).
-fn server(args: &Args) -> Result<Vec<String>, String> {
+/// returns the lines (also saved under the target folder), those printed before a failure too, and the
+/// outcome.
+fn server(args: &Args) -> (Vec<String>, Result<(), String>) {
     if !args.instances.is_empty() {
-        return server_scaled(args).map(|()| Vec::new());
+        return (Vec::new(), server_scaled(args));
     }
     let mut build = vec!["build", "--release", "-p", "weft-bench-server", "-p", "weft-server-e2e"];
     if args.jemalloc {
         build.extend(["--features", "weft-server-e2e/jemalloc"]);
     }
-    exec::run(&mut exec::cargo(&build))?;
+    if let Err(err) = exec::run(&mut exec::cargo(&build)) {
+        return (Vec::new(), Err(err));
+    }
     let release =
         target_dir(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from), &exec::root()).join("release");
     let mut command = server_command(&release, args.quick, &args.only);
@@ -174,12 +177,12 @@ fn server(args: &Args) -> Result<Vec<String>, String> {
             Err(reason) => println!("langgraph dev cannot be run here ({reason}): weft's figures only"),
         }
     }
-    let outcome = capture(&mut command, true);
-    let lines = match &outcome {
-        Ok(lines) | Err((lines, _)) => lines.clone(),
+    let (lines, outcome) = match capture(&mut command, true) {
+        Ok(lines) => (lines, Ok(())),
+        Err((lines, err)) => (lines, Err(err)),
     };
-    save(&lines, "server.jsonl")?;
-    outcome.map_err(|(_, err)| err)
+    let saved = save(&lines, "server.jsonl");
+    (lines, outcome.and(saved))
 }
 
 /// `--server --instances N,M,...`: the server workloads against weft scaled out, once per number of
@@ -506,10 +509,11 @@ fn compare(binary: &Path, args: &Args) -> Result<(), String> {
             jemalloc: args.jemalloc,
             ..Args::default()
         };
-        let lines = server(&server_args).unwrap_or_else(|err| {
+        // The lines of the workloads that ran are kept when one fails (a side that cannot finish one).
+        let (lines, outcome) = server(&server_args);
+        if let Err(err) = outcome {
             failed = Some(err);
-            Vec::new()
-        });
+        }
         for line in lines.iter().filter(|line| line.starts_with('{')) {
             let tagged = line.replacen('{', &format!("{{\"weft_allocator\":\"{allocator}\","), 1);
             records.push(bench_page::record("server", 0, &now_utc(), &tagged)?);
