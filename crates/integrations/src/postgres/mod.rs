@@ -399,10 +399,7 @@ impl Pg {
     /// (so processes that start together migrate one after another). A refusal or a failure rolls the
     /// transaction back before it returns, not when the connection is next used.
     pub(crate) async fn migrate(&self, component: &str, steps: &[Migration]) -> Result<(), Failure> {
-        let target = &self.target;
-        let fail = |e: sqlx::Error| {
-            Failure::new(redact(&format!("PostgreSQL migration of {component} at {target} failed: {e}")), e)
-        };
+        let fail = |e| self.migration_failure(component, e);
         let mut tx = self.run("begin", || self.statements.pool.begin()).await.map_err(fail)?;
         match self.migrate_in(&mut tx, component, steps).await {
             Ok(()) => tx.commit().await.map_err(fail),
@@ -414,16 +411,19 @@ impl Pg {
         }
     }
 
+    /// A failed statement of `component`'s migration, named with the server (its password redacted).
+    fn migration_failure(&self, component: &str, e: sqlx::Error) -> Failure {
+        let message = format!("PostgreSQL migration of {component} at {} failed: {e}", self.target);
+        Failure::new(redact(&message), e)
+    }
+
     async fn migrate_in(
         &self,
         tx: &mut sqlx::PgConnection,
         component: &str,
         steps: &[Migration],
     ) -> Result<(), Failure> {
-        let target = &self.target;
-        let fail = |e: sqlx::Error| {
-            Failure::new(redact(&format!("PostgreSQL migration of {component} at {target} failed: {e}")), e)
-        };
+        let fail = |e| self.migration_failure(component, e);
         let lock_name = self.schema.clone().unwrap_or_default();
         sqlx::query(
             "SELECT pg_advisory_xact_lock(hashtext('weft_migrations'), \

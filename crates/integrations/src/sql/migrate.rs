@@ -81,7 +81,7 @@ mod tests {
     fn works_on_a_schema_whose_newer_steps_leave_this_build_working() {
         let applied = [(1, None), (2, None), (3, Some(2)), (4, Some(1))];
         assert!(pending("checkpoint", &ALL, &applied).unwrap().is_empty());
-        // A step needing a build newer than this one refuses even when an older step would not.
+        // A newer step that only builds knowing it can use refuses, whatever the steps before it allow.
         assert!(pending("checkpoint", &ALL, &[(1, None), (3, Some(3))]).is_err());
     }
 }

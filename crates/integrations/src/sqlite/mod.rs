@@ -217,7 +217,7 @@ impl Db {
     /// Applies the missing steps of `component` in one write transaction. A refusal or a failure rolls
     /// it back before it returns, not when the connection is next used.
     pub(crate) async fn migrate(&self, component: &str, steps: &[Migration]) -> Result<(), Failure> {
-        let fail = |e: sqlx::Error| Failure::new(format!("SQLite migration of {component} failed: {e}"), e);
+        let fail = |e| migration_failure(component, e);
         let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(fail)?;
         match migrate_in(&mut tx, component, steps).await {
             Ok(()) => tx.commit().await.map_err(fail),
@@ -230,12 +230,17 @@ impl Db {
     }
 }
 
+/// A failed statement of `component`'s migration.
+fn migration_failure(component: &str, e: sqlx::Error) -> Failure {
+    Failure::new(format!("SQLite migration of {component} failed: {e}"), e)
+}
+
 async fn migrate_in(
     tx: &mut sqlx::SqliteConnection,
     component: &str,
     steps: &[Migration],
 ) -> Result<(), Failure> {
-    let fail = |e: sqlx::Error| Failure::new(format!("SQLite migration of {component} failed: {e}"), e);
+    let fail = |e| migration_failure(component, e);
     sqlx::raw_sql(schema::MIGRATIONS_TABLE).execute(&mut *tx).await.map_err(fail)?;
     let has_column: i64 =
         sqlx::query_scalar(schema::HAS_READABLE_FROM).fetch_one(&mut *tx).await.map_err(fail)?;
