@@ -18,7 +18,7 @@ use super::settle::{apply_state, status, thread_config};
 use super::wire::Wire;
 use crate::app::{App, now, object};
 use crate::model::{RunRecord, RunStatus};
-use crate::storage::{Change, Key, Records};
+use crate::storage::{Change, Key, RecordsGuard};
 
 /// How a run ended.
 #[derive(Debug)]
@@ -533,7 +533,7 @@ async fn end_state(
 /// and status; forgets a rolled-back run; deletes a stateless run's thread from the records. Returns the
 /// `/wait` body (none for a rolled-back run) and whether the thread's checkpoints are to be deleted.
 async fn record_end(
-    records: &mut Records,
+    records: &mut RecordsGuard<'_>,
     record: &RunRecord,
     ended: Ended,
     result: RunResult,

@@ -265,7 +265,7 @@ impl Scale {
     /// step again, as after a crash there.
     pub(crate) async fn end_turn(
         &self,
-        records: &mut crate::storage::Records,
+        records: &mut crate::storage::RecordsGuard<'_>,
         run_id: &str,
         saves: Vec<weft_graph::checkpoint::SaveOp>,
     ) -> bool {
@@ -284,7 +284,7 @@ impl Scale {
 
     /// Whether this worker holds the run's lease, checked in the turn (a failed check counts as held:
     /// the turn's write fails then too).
-    async fn still_holds(&self, records: &mut crate::storage::Records, run_id: &str) -> bool {
+    async fn still_holds(&self, records: &mut crate::storage::RecordsGuard<'_>, run_id: &str) -> bool {
         match records.lease_held(&self.worker, run_id).await {
             Ok(held) => {
                 if !held {

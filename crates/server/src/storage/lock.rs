@@ -5,16 +5,27 @@
 //! is let go). [`RecordsLock::read`] brings them up to date the same way without PostgreSQL's lock, for
 //! callers that only read.
 //!
+//! Scaled out, a guard lets go of the mutex for the round trips of its turn that change nothing in memory
+//! (its writes before the commit, its reads of the thread's head and of a run's lease; see
+//! [`RecordsGuard::commit`]): the turns of other keys go on in this process meanwhile, as they do across
+//! instances. Turns of one key wait for each other here first ([`KeyLocks`]), so that a guard never waits
+//! for PostgreSQL's lock of its key while holding the mutex that the key's holder needs to commit. The
+//! mutex is still held for every look at what other instances wrote and its application (a turn's start,
+//! a reader's catch-up), and for a commit and its application: memory takes the looks and the commits in
+//! the order PostgreSQL made them, so it never goes back to an older body of a record.
+//!
 //! The mutex is unfair until a waiter has starved for 0.5 ms (`async_lock`'s eventual fairness). A fair
 //! mutex hands the lock to the first waiter, which holds it before it is even running again: under load
 //! the records were then mostly "taken" by waiters waiting to be scheduled on the other worker, and most
 //! turns queued behind them. An unfair one is taken by whoever is running when it is let go.
 
+use std::collections::HashMap;
 use std::ops::{ControlFlow, Deref, DerefMut};
+use std::sync::Arc;
 
-use async_lock::{Mutex, MutexGuard};
+use async_lock::{Mutex, MutexGuard, MutexGuardArc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use super::{Records, Source, ThreadScan};
+use super::{Change, Records, Source, ThreadScan};
 use crate::error::ServerError;
 use crate::model::{RunRecord, Thread};
 
@@ -50,6 +61,60 @@ pub(crate) struct RecordsLock {
     inner: Mutex<Records>,
     /// The table, for scans that need no lock (none in the in-memory mode).
     source: Option<Source>,
+    /// This process's turns by key, taken before `inner`.
+    keys: KeyLocks,
+}
+
+/// This process's turns by key: one at a time per key, and [`Key::All`] alone.
+#[derive(Debug, Default)]
+struct KeyLocks {
+    /// Read by every turn of a key, written by a turn of every key.
+    all: RwLock<()>,
+    /// The lock of each key with a turn taken or waited for (removed when the last one lets go).
+    held: std::sync::Mutex<HashMap<String, Arc<Mutex<()>>>>,
+}
+
+/// A turn of a key in this process, until dropped.
+#[derive(Debug)]
+enum KeyGuard<'a> {
+    All { _all: RwLockWriteGuard<'a, ()> },
+    One { _one: OneKey<'a> },
+}
+
+#[derive(Debug)]
+struct OneKey<'a> {
+    locks: &'a KeyLocks,
+    name: String,
+    lock: Arc<Mutex<()>>,
+    held: Option<MutexGuardArc<()>>,
+    _all: RwLockReadGuard<'a, ()>,
+}
+
+impl KeyLocks {
+    async fn take(&self, key: Key<'_>) -> KeyGuard<'_> {
+        let Some(name) = key.name() else { return KeyGuard::All { _all: self.all.write().await } };
+        let all = self.all.read().await;
+        let lock = Arc::clone(self.map().entry(name.clone()).or_default());
+        // Made before the wait: a caller that goes away while waiting takes the key out of the map.
+        let mut one = OneKey { locks: self, name, lock, held: None, _all: all };
+        one.held = Some(one.lock.lock_arc().await);
+        KeyGuard::One { _one: one }
+    }
+
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Mutex<()>>>> {
+        self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Drop for OneKey<'_> {
+    fn drop(&mut self) {
+        drop(self.held.take());
+        let mut map = self.locks.map();
+        // Only the map's and this one's: no one else has the key's lock or waits for it.
+        if Arc::strong_count(&self.lock) == 2 {
+            map.remove(&self.name);
+        }
+    }
 }
 
 /// What a thread search matches, beside its scan's `ids`.
@@ -59,7 +124,7 @@ impl RecordsLock {
     /// Puts `records` behind the lock.
     pub(crate) fn new(records: Records) -> Self {
         let source = records.source();
-        Self { inner: Mutex::new(records), source }
+        Self { inner: Mutex::new(records), source, keys: KeyLocks::default() }
     }
 
     /// A page of the threads `filter` matches (`None`: every thread), in the scan's order, from `offset`,
@@ -130,13 +195,20 @@ impl RecordsLock {
         self.inner.lock().await.mark_swept(thread_id, updated_at).await
     }
 
+    /// How many keys have a turn taken or waited for in this process.
+    #[cfg(test)]
+    pub(crate) fn keys_held(&self) -> usize {
+        self.keys.map().len()
+    }
+
     /// Waits for the records to change what `key` names: this process's turn, and scaled out the turn of
     /// `key` across the deployment, brought up to date with what the other instances wrote. Fails when
     /// PostgreSQL cannot be reached or holds an unreadable record.
     pub(crate) async fn lock(&self, key: Key<'_>) -> Result<RecordsGuard<'_>, ServerError> {
+        let turn = self.keys.take(key).await;
         let mut guard = self.inner.lock().await;
         guard.enter(key.name()).await?;
-        Ok(RecordsGuard { guard })
+        Ok(RecordsGuard { lock: self, guard: Some(guard), _turn: turn })
     }
 
     /// Waits for the records to read them: this process's turn, brought up to date with what the other
@@ -186,25 +258,97 @@ impl Deref for RecordsView<'_> {
 /// The records while they are held; let go when dropped.
 #[derive(Debug)]
 pub(crate) struct RecordsGuard<'a> {
-    guard: MutexGuard<'a, Records>,
+    lock: &'a RecordsLock,
+    /// The records; `None` only while one of this guard's own round trips runs without them (see
+    /// [`RecordsGuard::commit`]), which holds the guard borrowed.
+    guard: Option<MutexGuard<'a, Records>>,
+    _turn: KeyGuard<'a>,
+}
+
+/// Used after a round trip of its own was cancelled while the records were let go.
+const LET_GO: &str = "the records' guard was used after a cancelled round trip let go of them";
+
+impl RecordsGuard<'_> {
+    /// Writes `changes` in one transaction, then applies them in memory. Scaled out, the write goes
+    /// without the records (the turns of other keys go on), then the commit and the application with
+    /// them; elsewhere all of it with them ([`Records::commit`]).
+    pub(crate) async fn commit(&mut self, changes: Vec<Change>) -> Result<(), ServerError> {
+        #[cfg(feature = "scale")]
+        if !changes.is_empty() && self.records().is_shared() {
+            let ops = super::ops_of(&changes)?;
+            let records = self.records();
+            // A turn ends with its write: a second write under the same guard takes a new turn.
+            records.turn_again().await?;
+            if let Some((db, mut state)) = records.take_turn() {
+                drop(self.guard.take());
+                let written = state.write(&db, &ops, &changes).await;
+                let records = self.hold().await;
+                records.restore_turn(state);
+                written?.commit().await.map_err(super::postgres::storage)?;
+                records.apply(changes);
+                return Ok(());
+            }
+        }
+        self.records().commit(changes).await
+    }
+
+    /// Scaled out, the thread's head read through `saver` in this turn's transaction, for a run made in
+    /// it, without the records meanwhile; `None` on any other backend (the run reads it).
+    #[cfg(feature = "scale")]
+    pub(crate) async fn thread_head(
+        &mut self,
+        saver: &weft_integrations::postgres::PostgresSaver,
+        thread_id: &str,
+    ) -> Result<Option<weft_graph::ThreadHead>, ServerError> {
+        let Some((_, mut state)) = self.records().take_turn() else { return Ok(None) };
+        drop(self.guard.take());
+        let tuple = state.head(saver, thread_id).await;
+        self.hold().await.restore_turn(state);
+        Ok(Some(weft_graph::ThreadHead::read(thread_id, tuple?)))
+    }
+
+    /// Scaled out, whether `worker` still holds the run's lease, checked in this turn's transaction
+    /// without the records meanwhile (its queue row stays locked until the turn ends); any other backend
+    /// has no leases.
+    #[cfg(feature = "scale")]
+    pub(crate) async fn lease_held(&mut self, worker: &str, run_id: &str) -> Result<bool, ServerError> {
+        let Some((db, mut state)) = self.records().take_turn() else { return Ok(true) };
+        drop(self.guard.take());
+        let held = state.holds(&db, worker, run_id).await;
+        self.hold().await.restore_turn(state);
+        held
+    }
+
+    fn records(&mut self) -> &mut Records {
+        self.guard.as_deref_mut().expect(LET_GO)
+    }
+
+    /// Holds the records again after a round trip without them.
+    #[cfg(feature = "scale")]
+    async fn hold(&mut self) -> &mut Records {
+        let guard = self.lock.inner.lock().await;
+        self.guard.insert(guard)
+    }
 }
 
 impl Deref for RecordsGuard<'_> {
     type Target = Records;
 
     fn deref(&self) -> &Records {
-        &self.guard
+        self.guard.as_deref().expect(LET_GO)
     }
 }
 
 impl DerefMut for RecordsGuard<'_> {
     fn deref_mut(&mut self) -> &mut Records {
-        &mut self.guard
+        self.records()
     }
 }
 
 impl Drop for RecordsGuard<'_> {
     fn drop(&mut self) {
-        self.guard.leave();
+        if let Some(records) = self.guard.as_mut() {
+            records.leave();
+        }
     }
 }

@@ -22,7 +22,7 @@ pub(crate) mod postgres;
 mod source;
 mod writer;
 
-pub(crate) use lock::{Key, RecordsLock, RecordsView, ThreadFilter};
+pub(crate) use lock::{Key, RecordsGuard, RecordsLock, RecordsView, ThreadFilter};
 pub(crate) use source::{Columns, Source, ThreadOrder, ThreadScan};
 pub(crate) use writer::WriterLock;
 
@@ -116,10 +116,6 @@ pub(crate) struct Records {
     /// In the in-memory mode, the threads the TTL sweeper kept with their latest checkpoint and that have
     /// not changed since (the table's `sweepable` column elsewhere).
     swept: HashSet<String>,
-    /// Scaled out, the key of the guard that holds the records (none: every key), for a second write
-    /// under it to take a turn of the same key.
-    #[cfg_attr(not(feature = "scale"), allow(dead_code))]
-    key: Option<Option<String>>,
 }
 
 fn version_key(assistant_id: &str, version: i64) -> String {
@@ -173,7 +169,6 @@ impl Records {
             ended: Cache::new(cache),
             active: HashMap::new(),
             swept: HashSet::new(),
-            key: None,
         }
     }
 
@@ -359,8 +354,7 @@ impl Records {
     async fn enter(&mut self, key: Option<String>) -> Result<(), ServerError> {
         #[cfg(feature = "scale")]
         if let Backend::Postgres(pg) = &mut self.backend {
-            let (rows, horizon) = pg.enter(key.as_deref()).await?;
-            self.key = Some(key);
+            let (rows, horizon) = pg.enter(key).await?;
             for (kind, id, body) in &rows {
                 if let Err(e) = self.apply_row(kind, id, body.as_deref()) {
                     self.leave();
@@ -468,31 +462,41 @@ impl Records {
         }
     }
 
-    /// Scaled out, the thread's head read through `saver` in this turn's transaction, for a run made in
-    /// it (see [`postgres::PgRecords::head_in_turn`]); `None` on any other backend (the run reads it).
+    /// Whether the records are PostgreSQL's, shared with other instances.
     #[cfg(feature = "scale")]
-    pub(crate) async fn thread_head(
-        &mut self,
-        saver: &weft_integrations::postgres::PostgresSaver,
-        thread_id: &str,
-    ) -> Result<Option<weft_graph::ThreadHead>, ServerError> {
+    pub(crate) fn is_shared(&self) -> bool {
+        matches!(self.backend, Backend::Postgres(_))
+    }
+
+    /// Scaled out, takes the holding guard's turn out of the records, with the pool its round trips go
+    /// through (see [`postgres::TurnState`]); `None` on any other backend.
+    #[cfg(feature = "scale")]
+    pub(crate) fn take_turn(&mut self) -> Option<(crate::scale::Db, postgres::TurnState)> {
         match &mut self.backend {
-            Backend::Postgres(pg) => {
-                let tuple = pg.head_in_turn(saver, thread_id).await?;
-                Ok(Some(weft_graph::ThreadHead::read(thread_id, tuple)))
-            }
-            _ => Ok(None),
+            Backend::Postgres(pg) => Some(pg.take_turn()),
+            _ => None,
         }
     }
 
-    /// Scaled out, whether `worker` still holds the run's lease, checked in this turn's transaction (see
-    /// [`postgres::PgRecords::holds`]); any other backend has no leases.
+    /// Puts back a turn [`Records::take_turn`] took.
     #[cfg(feature = "scale")]
-    pub(crate) async fn lease_held(&mut self, worker: &str, run_id: &str) -> Result<bool, ServerError> {
-        match &mut self.backend {
-            Backend::Postgres(pg) => pg.holds(worker, run_id).await,
-            _ => Ok(true),
+    pub(crate) fn restore_turn(&mut self, state: postgres::TurnState) {
+        if let Backend::Postgres(pg) = &mut self.backend {
+            pg.restore_turn(state);
         }
+    }
+
+    /// Scaled out, takes a new turn of the holding guard's key when its last one ended with a write (a
+    /// second write under one guard reads in what the other instances wrote between the two).
+    async fn turn_again(&mut self) -> Result<(), ServerError> {
+        #[cfg(feature = "scale")]
+        if let Backend::Postgres(pg) = &self.backend
+            && !pg.in_turn()
+        {
+            let key = pg.key().flatten();
+            self.enter(key).await?;
+        }
+        Ok(())
     }
 
     /// Writes `changes` in one transaction, then applies them in memory.
@@ -509,33 +513,10 @@ impl Records {
 
     /// Writes `changes` to the backend's table in one transaction.
     async fn write_through(&mut self, changes: &[Change]) -> Result<(), ServerError> {
-        let mut ops: Vec<Op> = Vec::with_capacity(changes.len());
-        for change in changes {
-            let none = Columns::default;
-            ops.push(match change {
-                Change::Assistant(a) => (Kind::Assistant, a.assistant_id.clone(), Some(encode(a)?), none()),
-                Change::Version(v) => {
-                    (Kind::Version, version_key(&v.assistant_id, v.version), Some(encode(v)?), none())
-                }
-                Change::Thread(t) => {
-                    (Kind::Thread, t.thread_id.clone(), Some(encode(t)?), Columns::of_thread(t))
-                }
-                Change::Run(r) => (Kind::Run, r.run.run_id.clone(), Some(encode(r)?), Columns::of_run(r)),
-                Change::DeleteAssistant(id) => (Kind::Assistant, id.clone(), None, none()),
-                Change::DeleteVersion(id, v) => (Kind::Version, version_key(id, *v), None, none()),
-                Change::DeleteThread(id) => (Kind::Thread, id.clone(), None, none()),
-                Change::Cron(c) => (Kind::Cron, c.cron_id.clone(), Some(encode(c)?), none()),
-                Change::DeleteRun(id) => (Kind::Run, id.clone(), None, none()),
-                Change::DeleteCron(id) => (Kind::Cron, id.clone(), None, none()),
-            });
-        }
+        let ops = ops_of(changes)?;
         // A turn ends with its write: a second write under the same guard takes a new turn, which reads
         // in what the other instances wrote between the two.
-        #[cfg(feature = "scale")]
-        if matches!(&self.backend, Backend::Postgres(pg) if !pg.in_turn()) {
-            let key = self.key.clone().flatten();
-            self.enter(key).await?;
-        }
+        self.turn_again().await?;
         match &mut self.backend {
             Backend::Sqlite(saver) => saver.write_with_checkpoints(statements(&ops)).await?,
             #[cfg(feature = "scale")]
@@ -616,6 +597,29 @@ impl Records {
 
 /// One record written: its kind, id, body (none: deleted) and columns.
 pub(crate) type Op = (Kind, String, Option<String>, Columns);
+
+/// The rows that write `changes`, in order.
+fn ops_of(changes: &[Change]) -> Result<Vec<Op>, ServerError> {
+    let mut ops: Vec<Op> = Vec::with_capacity(changes.len());
+    for change in changes {
+        let none = Columns::default;
+        ops.push(match change {
+            Change::Assistant(a) => (Kind::Assistant, a.assistant_id.clone(), Some(encode(a)?), none()),
+            Change::Version(v) => {
+                (Kind::Version, version_key(&v.assistant_id, v.version), Some(encode(v)?), none())
+            }
+            Change::Thread(t) => (Kind::Thread, t.thread_id.clone(), Some(encode(t)?), Columns::of_thread(t)),
+            Change::Run(r) => (Kind::Run, r.run.run_id.clone(), Some(encode(r)?), Columns::of_run(r)),
+            Change::DeleteAssistant(id) => (Kind::Assistant, id.clone(), None, none()),
+            Change::DeleteVersion(id, v) => (Kind::Version, version_key(id, *v), None, none()),
+            Change::DeleteThread(id) => (Kind::Thread, id.clone(), None, none()),
+            Change::Cron(c) => (Kind::Cron, c.cron_id.clone(), Some(encode(c)?), none()),
+            Change::DeleteRun(id) => (Kind::Run, id.clone(), None, none()),
+            Change::DeleteCron(id) => (Kind::Cron, id.clone(), None, none()),
+        });
+    }
+    Ok(ops)
+}
 
 const UPSERT: &str = "INSERT INTO weft_server_records \
     (kind, id, body, parent, status, created_at, updated_at, sweepable) VALUES (?, ?, ?, ?, ?, ?, ?, ?) \

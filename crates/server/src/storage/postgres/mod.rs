@@ -245,11 +245,23 @@ async fn migrate_once(db: &Db) -> Result<Option<ServerError>, sqlx::Error> {
 #[derive(Debug)]
 pub(crate) struct PgRecords {
     db: Db,
-    /// The turn's transaction, which holds the lock, from its start until its write commits or its
-    /// caller lets go.
-    turn: Option<Transaction<'static, Postgres>>,
     /// The horizon of the last look: every transaction before it had ended (see the module's doc).
     horizon: u64,
+    /// The turn of the guard that holds the records now (none outside a turn; see [`TurnState`]).
+    state: TurnState,
+}
+
+/// One guard's turn: its transaction, which holds the key's lock from the turn's start until its write
+/// commits or its caller lets go, and what its next write stores with the records. It lives in
+/// [`PgRecords`] while its guard holds the records, and goes with the guard while the guard lets go of
+/// them for a round trip that changes nothing in memory ([`PgRecords::take_turn`]): the turns of other
+/// keys go on meanwhile.
+#[derive(Debug, Default)]
+pub(crate) struct TurnState {
+    tx: Option<Transaction<'static, Postgres>>,
+    /// The key of the guard (none: every key), for a second write under it to take a turn of the same
+    /// key; unset before the guard's first turn.
+    key: Option<Option<String>>,
     /// The run that the next write stores as claimed (see [`PgRecords::own_on_write`]).
     owned: Option<Owned>,
     /// Checkpoints that the next write of this turn stores with the records (see
@@ -331,7 +343,7 @@ impl QueueOps {
 
 impl PgRecords {
     pub(crate) fn new(db: Db) -> Self {
-        Self { db, turn: None, horizon: 0, owned: None, saves: None }
+        Self { db, horizon: 0, state: TurnState::default() }
     }
 
     /// The pool and how statements reach it.
@@ -353,14 +365,31 @@ impl PgRecords {
 
     /// Whether a turn is open (its locks held, nothing committed yet).
     pub(crate) fn in_turn(&self) -> bool {
-        self.turn.is_some()
+        self.state.tx.is_some()
+    }
+
+    /// The key of the turn the records are held for (none: every key; unset: no turn taken yet).
+    pub(crate) fn key(&self) -> Option<Option<String>> {
+        self.state.key.clone()
+    }
+
+    /// Takes the holding guard's turn out, for the guard to keep while it lets go of the records (see
+    /// [`TurnState`]); with the pool its round trips go through.
+    pub(crate) fn take_turn(&mut self) -> (Db, TurnState) {
+        (self.db.clone(), std::mem::take(&mut self.state))
+    }
+
+    /// Puts back the turn of the guard that holds the records again.
+    pub(crate) fn restore_turn(&mut self, state: TurnState) {
+        self.state = state;
     }
 
     /// Starts a turn of `key` (none: the records' lock alone, exclusively): a transaction that takes the
     /// locks and reads the rows written since the last look, in one round trip; returns them and the
     /// horizon (to pass to [`PgRecords::seen`] once applied).
-    pub(crate) async fn enter(&mut self, key: Option<&str>) -> Result<(Vec<Row>, u64), ServerError> {
-        self.turn = None;
+    pub(crate) async fn enter(&mut self, key: Option<String>) -> Result<(Vec<Row>, u64), ServerError> {
+        self.state.tx = None;
+        self.state.key = Some(key.clone());
         // Taken in a task of its own, so that a caller that goes away while waiting for the lock never
         // leaves its transaction half read: the task drops it (rolled back) when no one takes it.
         let pool = self.db.pool.clone();
@@ -386,7 +415,7 @@ impl PgRecords {
             .await
             .map_err(|_| ServerError::from(CheckpointError::backend("the records' turn was not taken")))?
             .map_err(storage)?;
-        self.turn = Some(turn);
+        self.state.tx = Some(turn);
         split(rows, self.horizon)
     }
 
@@ -416,8 +445,7 @@ impl PgRecords {
     /// Ends the turn: a transaction still open (nothing written) is rolled back, which lets go of the
     /// lock.
     pub(crate) fn leave(&mut self) {
-        self.turn = None;
-        self.saves = None;
+        self.state = TurnState::default();
     }
 
     /// The next write of this turn stores `ops` (a run's last saves, see
@@ -425,54 +453,68 @@ impl PgRecords {
     /// the records are written only if the saves are stored, and the saves are stored only when the
     /// records commit. A turn left without a write stores neither.
     pub(crate) fn save_on_write(&mut self, saver: &Arc<PostgresSaver>, ops: Vec<SaveOp>) {
-        self.saves = (!ops.is_empty()).then(|| Saves { saver: Arc::clone(saver), ops });
+        self.state.saves = (!ops.is_empty()).then(|| Saves { saver: Arc::clone(saver), ops });
     }
 
     /// The next write stores the run `run_id`, running, as claimed by `worker` for `lease` (in its
     /// transaction: no claim and no turn of its own to start it).
     pub(crate) fn own_on_write(&mut self, run_id: &str, worker: &str, lease: std::time::Duration) {
-        self.owned = Some(Owned {
+        self.state.owned = Some(Owned {
             run_id: run_id.to_owned(),
             worker: worker.to_owned(),
             lease_ms: lease.as_secs_f64() * 1000.0,
         });
     }
 
+    /// Writes `ops` and commits the turn (see [`TurnState::write`]): the turn ends, with the lock.
+    pub(crate) async fn write(&mut self, ops: &[Op], changes: &[Change]) -> Result<(), ServerError> {
+        let db = self.db.clone();
+        let turn = self.state.write(&db, ops, changes).await?;
+        turn.commit().await.map_err(storage)
+    }
+}
+
+impl TurnState {
+    fn tx(&mut self) -> Result<&mut Transaction<'static, Postgres>, ServerError> {
+        self.tx
+            .as_mut()
+            .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))
+    }
+
     /// The latest checkpoint of the thread's root namespace, read through `saver` in the turn's
     /// transaction (no transaction of its own; see [`PostgresSaver::get_tuple_in`]).
-    pub(crate) async fn head_in_turn(
+    pub(crate) async fn head(
         &mut self,
         saver: &PostgresSaver,
         thread_id: &str,
     ) -> Result<Option<weft_graph::checkpoint::CheckpointTuple>, ServerError> {
-        let turn = self
-            .turn
-            .as_mut()
-            .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))?;
         let config = weft_graph::checkpoint::CheckpointConfig::thread(thread_id);
-        Ok(saver.get_tuple_in(turn, &config).await?)
+        Ok(saver.get_tuple_in(self.tx()?, &config).await?)
     }
 
     /// Whether `worker` holds the run's lease, checked in the turn's transaction (no transaction of its
     /// own), whose queue row it locks until the turn ends: no other worker claims the run meanwhile.
-    pub(crate) async fn holds(&mut self, worker: &str, run_id: &str) -> Result<bool, ServerError> {
-        let turn = self
-            .turn
-            .as_mut()
-            .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))?;
+    pub(crate) async fn holds(&mut self, db: &Db, worker: &str, run_id: &str) -> Result<bool, ServerError> {
         let held: bool = sqlx::query_scalar("SELECT weft_server_lease_held($1, $2)")
             .bind(run_id)
             .bind(worker)
-            .persistent(self.db.prepared)
-            .fetch_one(&mut **turn)
+            .persistent(db.prepared)
+            .fetch_one(&mut **self.tx()?)
             .await
             .map_err(storage)?;
         Ok(held)
     }
 
     /// Writes `ops` (kind, id, body; none deletes) and keeps the run queue in step with `changes`, in one
-    /// statement in the turn's transaction, and commits it: the turn ends, with the lock.
-    pub(crate) async fn write(&mut self, ops: &[Op], changes: &[Change]) -> Result<(), ServerError> {
+    /// statement in the turn's transaction, after the run's last saves if any: returns the transaction,
+    /// for the caller to commit. The turn is over either way (on a failure its transaction is rolled
+    /// back, or gone with its connection).
+    pub(crate) async fn write(
+        &mut self,
+        db: &Db,
+        ops: &[Op],
+        changes: &[Change],
+    ) -> Result<Transaction<'static, Postgres>, ServerError> {
         let owned = self.owned.take();
         let mut queue = QueueOps::default();
         for change in changes {
@@ -480,42 +522,36 @@ impl PgRecords {
         }
         let saves = self.saves.take();
         let mut turn = self
-            .turn
+            .tx
             .take()
             .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))?;
         if let Some(Saves { saver, ops }) = saves {
             // First: a failure rolls the turn back (dropped), and no record says what was not stored.
             saver.put_batch_in(&mut turn, ops).await?;
         }
-        let written: Result<i64, sqlx::Error> = async {
-            let text = |n: usize| ops.iter().map(|op| op.3.texts()[n]).collect::<Vec<_>>();
-            let last = sqlx::query_scalar(
-                "SELECT weft_server_records_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-            )
-            .bind(ops.iter().map(|op| op.0.name()).collect::<Vec<_>>())
-            .bind(ops.iter().map(|op| op.1.as_str()).collect::<Vec<_>>())
-            .bind(ops.iter().map(|op| op.2.as_deref()).collect::<Vec<_>>())
-            .bind(text(0))
-            .bind(text(1))
-            .bind(text(2))
-            .bind(text(3))
-            .bind(ops.iter().map(|op| op.3.sweepable.and_then(|n| i32::try_from(n).ok())).collect::<Vec<_>>())
-            .bind(queue.ops)
-            .bind(queue.runs)
-            .bind(queue.threads)
-            .bind(queue.due)
-            .bind(owned.as_ref().map(|o| o.worker.as_str()))
-            .bind(owned.as_ref().map_or(0.0, |o| o.lease_ms))
-            .persistent(self.db.prepared)
-            .fetch_one(&mut *turn)
-            .await?;
-            turn.commit().await?;
-            Ok(last)
-        }
+        let text = |n: usize| ops.iter().map(|op| op.3.texts()[n]).collect::<Vec<_>>();
+        let written: Result<i64, sqlx::Error> = sqlx::query_scalar(
+            "SELECT weft_server_records_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+        )
+        .bind(ops.iter().map(|op| op.0.name()).collect::<Vec<_>>())
+        .bind(ops.iter().map(|op| op.1.as_str()).collect::<Vec<_>>())
+        .bind(ops.iter().map(|op| op.2.as_deref()).collect::<Vec<_>>())
+        .bind(text(0))
+        .bind(text(1))
+        .bind(text(2))
+        .bind(text(3))
+        .bind(ops.iter().map(|op| op.3.sweepable.and_then(|n| i32::try_from(n).ok())).collect::<Vec<_>>())
+        .bind(queue.ops)
+        .bind(queue.runs)
+        .bind(queue.threads)
+        .bind(queue.due)
+        .bind(owned.as_ref().map(|o| o.worker.as_str()))
+        .bind(owned.as_ref().map_or(0.0, |o| o.lease_ms))
+        .persistent(db.prepared)
+        .fetch_one(&mut *turn)
         .await;
-        // Either way the turn is over: committed, or (a failure) rolled back or gone with its connection.
         written.map_err(storage)?;
-        Ok(())
+        Ok(turn)
     }
 }
 
@@ -526,15 +562,13 @@ impl PgRecords {
         sql: &str,
         binds: &[&str],
     ) -> Result<Vec<source::Row>, ServerError> {
-        let turn = self
-            .turn
-            .as_mut()
-            .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))?;
+        let prepared = self.db.prepared;
+        let turn = self.state.tx()?;
         let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.to_owned()));
         for bind in binds {
             query = query.bind(bind.to_string());
         }
-        query.persistent(self.db.prepared).fetch_all(&mut **turn).await.map_err(storage)
+        query.persistent(prepared).fetch_all(&mut **turn).await.map_err(storage)
     }
 
     /// See [`crate::storage::RecordsLock::mark_swept`]: one statement, outside any turn (the column is
@@ -551,7 +585,7 @@ impl PgRecords {
     }
 }
 
-fn storage(e: sqlx::Error) -> ServerError {
+pub(super) fn storage(e: sqlx::Error) -> ServerError {
     ServerError::from(weft_integrations::sql_checkpoint_error("postgres".to_owned(), e))
 }
 

@@ -408,6 +408,60 @@ async fn turns_of_different_threads_go_side_by_side_and_turns_of_one_thread_in_t
     assert!(a.read().await.unwrap().is_live("r2"), "b's write read in by a");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_one_instance_a_turn_waiting_on_its_write_keeps_only_its_own_thread_waiting() {
+    let Some(db) = database().await else { return };
+    let (a, pool) = instance(&db).await;
+    let a = Arc::new(a);
+    a.lock(Key::All).await.unwrap().commit(vec![thread("t1"), thread("t2")]).await.unwrap();
+    // Another connection holds t1's row: the write of a turn of t1 waits for it.
+    let mut blocker = pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM weft_server_records WHERE kind = 'thread' AND id = 't1' FOR UPDATE")
+        .execute(&mut *blocker)
+        .await
+        .unwrap();
+    let slow = tokio::spawn({
+        let a = Arc::clone(&a);
+        async move {
+            let mut turn = a.lock(Key::Thread("t1")).await.unwrap();
+            turn.commit(vec![thread("t1"), run("r1", "t1", "pending")]).await.unwrap();
+            assert!(turn.is_live("r1"), "the commit applied in memory under the guard");
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!slow.is_finished(), "t1's write waits for the row");
+    // Meanwhile this instance's turns of other threads, and its readers, go on.
+    let other = async {
+        let mut turn = a.lock(Key::Thread("t2")).await.unwrap();
+        turn.commit(vec![run("r2", "t2", "pending")]).await.unwrap();
+        drop(turn);
+        let read = a.read().await.unwrap();
+        (read.is_live("r2"), read.is_live("r1"))
+    };
+    let seen =
+        tokio::time::timeout(Duration::from_secs(5), other).await.expect("t2's turn does not wait for t1's");
+    assert_eq!(seen, (true, false), "t2's run is in; t1's is not committed yet");
+    // A second turn of t1 here waits for the first (it would otherwise wait on PostgreSQL's lock of t1
+    // while holding what the first needs to commit).
+    let second = tokio::spawn({
+        let a = Arc::clone(&a);
+        async move {
+            let mut turn = a.lock(Key::Thread("t1")).await.unwrap();
+            assert!(turn.is_live("r1"), "the first turn's run is there when the second starts");
+            turn.commit(vec![run("r1", "t1", "success")]).await.unwrap();
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!second.is_finished());
+    blocker.rollback().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), slow).await.expect("t1's turn ends").unwrap();
+    tokio::time::timeout(Duration::from_secs(5), second).await.expect("the second turn of t1 ends").unwrap();
+    let read = a.read().await.unwrap();
+    assert!(!read.is_live("r1") && read.is_live("r2"));
+    drop(read);
+    assert!(a.keys_held() == 0, "no key lock is kept once its turns are over");
+}
+
 #[tokio::test]
 async fn a_write_committed_after_a_later_one_is_still_read_in() {
     let Some(db) = database().await else { return };
