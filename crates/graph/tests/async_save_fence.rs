@@ -1,8 +1,7 @@
 //! `async` durability overlaps one step's saves with the next step, no more: a run never starts superstep
 //! N+2 while a save of superstep N is unconfirmed, and a failed save stops the run at the next step
 //! boundary with the saver's error. The same holds for a run that leaves its last step's saves to its
-//! caller (`EndState::with_last_saves`), which hands back those and the ones its lingering writer had not
-//! sent, and so stores a fast run's steps in fewer batches.
+//! caller (`EndState::with_last_saves`), which hands back exactly those.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::error::Error as _;
@@ -36,24 +35,17 @@ struct Backend {
     stored_step: AtomicI64,
     fail_from: Option<i64>,
     failed: AtomicUsize,
-    batches: AtomicUsize,
 }
 
 impl Backend {
     fn new(delay: Duration, fail_from: Option<i64>) -> Arc<Intercepted<Self>> {
-        let backend = Self {
-            delay,
-            stored_step: AtomicI64::new(i64::MIN),
-            fail_from,
-            failed: AtomicUsize::new(0),
-            batches: AtomicUsize::new(0),
-        };
+        let backend =
+            Self { delay, stored_step: AtomicI64::new(i64::MIN), fail_from, failed: AtomicUsize::new(0) };
         Arc::new(Intercepted::new(Arc::new(InMemorySaver::new()), backend))
     }
 
     /// Stores a batch, after `delay`, unless it fails.
     async fn save(&self, inner: &dyn Checkpointer, ops: Vec<SaveOp>) -> Result<(), CheckpointError> {
-        self.batches.fetch_add(1, Ordering::SeqCst);
         tokio::time::sleep(self.delay).await;
         let steps = ops.iter().filter_map(|op| match op {
             SaveOp::Put { metadata, .. } => Some(metadata.step),
@@ -177,11 +169,18 @@ async fn never_two_steps_ahead(hand_back: bool) {
         assert_eq!(stored, 40, "every checkpoint is stored when the run ends");
         return;
     };
-    // The last step's checkpoint (and the writes of its task) are handed back, not stored, with those of
-    // the step before when the writer had not sent them yet; every one before them is stored.
-    assert!((38..=39).contains(&stored), "the checkpoint two steps before the last is stored: {stored}");
+    // The last step's checkpoint (and the writes of its task) are handed back, not stored; every one
+    // before it is.
+    assert_eq!(stored, 39, "the checkpoint before the last is stored");
     let saves = slot.take_saves();
-    assert_eq!(put_steps(&saves), (stored + 1..=40).collect::<Vec<_>>(), "{saves:?}");
+    let steps: Vec<i64> = saves
+        .iter()
+        .filter_map(|op| match op {
+            SaveOp::Put { metadata, .. } => Some(metadata.step),
+            SaveOp::Writes { .. } => None,
+        })
+        .collect();
+    assert_eq!(steps, [40], "{saves:?}");
     assert!(matches!(saves.first(), Some(SaveOp::Writes { .. })), "the task's writes come first: {saves:?}");
     let handed = slot.take().unwrap();
     backend.put_batch(saves).await.unwrap();
@@ -189,43 +188,6 @@ async fn never_two_steps_ahead(hand_back: bool) {
     assert_eq!(handed.values["n"], Value::from(40));
     let head = backend.get_tuple(&CheckpointConfig::thread("t")).await.unwrap().unwrap();
     assert_eq!(handed.config.and_then(|c| c.checkpoint_id), Some(head.checkpoint.id));
-}
-
-/// The steps of the checkpoints among `saves`, in order.
-fn put_steps(saves: &[SaveOp]) -> Vec<i64> {
-    saves
-        .iter()
-        .filter_map(|op| match op {
-            SaveOp::Put { metadata, .. } => Some(metadata.step),
-            SaveOp::Writes { .. } => None,
-        })
-        .collect()
-}
-
-/// How many batches the backend was given for a run of `steps` quick steps, and the steps of the
-/// checkpoints handed back (`None`: the run hands nothing back). Time is paused: it moves only when every
-/// task waits, so each step takes no time and the writer's linger never runs out before the loop waits.
-async fn batches_of_a_quick_run(steps: i64, hand_back: bool) -> (usize, Option<Vec<i64>>) {
-    let backend = Backend::new(Duration::from_millis(4), None);
-    let mut g = StateGraph::<Count>::new();
-    g.add_node("inc", |s: Count| async move { CountUpdate::new().n(s.n + 1) });
-    g.add_edge(START, "inc");
-    g.add_conditional_edges("inc", move |s: &Count| if s.n < steps { "inc" } else { END }, ["inc", END]);
-    let app = g.compile_with(CompileConfig::new().checkpointer(Arc::clone(&backend) as _)).unwrap();
-    let (options, slot) = options(hand_back);
-    let out = app.invoke_with(CountUpdate::new().n(0), &thread(), options).await.unwrap();
-    assert_eq!(out.value.n, steps);
-    (backend.intercept().batches.load(Ordering::SeqCst), slot.map(|slot| put_steps(&slot.take_saves())))
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_quick_run_leaving_its_last_saves_stores_its_steps_in_fewer_batches() {
-    let (alone, none) = batches_of_a_quick_run(3, false).await;
-    assert_eq!(none, None);
-    let (handing_back, handed) = batches_of_a_quick_run(3, true).await;
-    let handed = handed.unwrap();
-    assert_eq!(handed.last(), Some(&3), "the last step's checkpoint is handed back: {handed:?}");
-    assert!(handing_back < alone, "{handing_back} batches handing back, {alone} storing everything");
 }
 
 #[tokio::test]

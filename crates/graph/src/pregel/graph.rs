@@ -262,16 +262,13 @@ impl EndState {
     /// them in the transaction that records the run's end (one transaction less per run). In `async`
     /// durability, a root run whose graph prunes nothing ([`CompileConfig::retention`] unset) holds back
     /// the saves of each step's end (the writes of a lone task, the checkpoint) until it plans the next
-    /// step, and its background writer lingers for more saves to send together (up to 10 ms while no
-    /// step waits for them); when it ends as [`EndState`] says, those of its last step, and any earlier
-    /// ones the writer had not sent yet, are not stored but handed back ([`EndState::take_saves`]) with
-    /// the state they lead to, in order, every save before them stored. A fast run's steps so take one
-    /// batch and the caller's transaction. Until the caller stores them (with
-    /// [`Checkpointer::put_batch`](crate::checkpoint::Checkpointer::put_batch), or a backend's own way
-    /// in a transaction of the caller's), that state is not durable: a crash then loses those steps, as
-    /// `async` durability may lose the step whose saves are in flight and the step running, and a caller
-    /// that records the run's end must do so in the same transaction or after. A run that ends otherwise
-    /// (a pause, an error, a drain) stores every save itself, as without this.
+    /// step; when it ends as [`EndState`] says, those of its last step are not stored but handed back
+    /// ([`EndState::take_saves`]) with the state they lead to, every earlier save stored. Until the
+    /// caller stores them (with [`Checkpointer::put_batch`](crate::checkpoint::Checkpointer::put_batch),
+    /// or a backend's own way in a transaction of the caller's), that state is not durable: a crash
+    /// then loses the run's last step, as it may lose the step in flight in `async` durability, and a
+    /// caller that records the run's end must do so in the same transaction or after. A run that ends
+    /// otherwise (a pause, an error, a drain) stores every save itself, as without this.
     ///
     /// [`CompileConfig::retention`]: crate::CompileConfig::retention
     pub fn with_last_saves() -> Self {

@@ -219,15 +219,11 @@ async fn settle<S: State>(
     ctx: &mut Ctx<'_, S>,
     result: GraphResult<GraphOutput<S>>,
 ) -> GraphResult<GraphOutput<S>> {
-    // A run that hands back its end state leaves the saves of its last step, still held back, and those
-    // its writer had not sent, to the caller when asked to (see `EndState::with_last_saves`); every
-    // other save is stored first.
-    let (handed, result) = match (&result, ctx.end_state.is_some(), ctx.saver.as_mut()) {
-        (Ok(_), true, Some(saver)) => match saver.hand_back().await {
-            Ok(handed) => (handed, result),
-            Err(e) => (Vec::new(), result.and(Err(e))),
-        },
-        _ => (Vec::new(), result),
+    // A run that hands back its end state leaves the saves of its last step, still held back, to the
+    // caller when asked to (see `EndState::with_last_saves`); every other save is stored first.
+    let handed = match (&result, ctx.end_state.is_some(), ctx.saver.as_mut()) {
+        (Ok(_), true, Some(saver)) => saver.take_held(),
+        _ => Vec::new(),
     };
     let result = match ctx.saver.as_mut() {
         Some(saver) => match saver.finish().await {

@@ -2,9 +2,8 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
-use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -40,27 +39,11 @@ const MAX_BATCH: usize = 1024;
 /// when one step's tasks finish faster than the backend stores their writes).
 const MAX_QUEUED: u64 = 8192;
 
-/// How long a writer that lingers (a run that hands back its last saves) keeps saves it has not sent
-/// while no one waits for them, for more to go in the same batch.
-const LINGER: Duration = Duration::from_millis(10);
-
-/// The background writer: its queue, the saves not finished yet and a signal of its progress. Ends
-/// with the saves it was asked to hand back and had not sent (see [`RunSaver::hand_back`]).
+/// The background writer: its queue, the saves not finished yet and a signal of its progress.
 struct Writer {
     tx: tokio::sync::mpsc::UnboundedSender<Queued>,
-    handle: tokio::task::JoinHandle<Result<Vec<SaveOp>, CheckpointError>>,
+    handle: tokio::task::JoinHandle<Result<(), CheckpointError>>,
     progress: Arc<Notify>,
-    urge: Arc<Urge>,
-}
-
-/// What the loop tells a lingering writer.
-#[derive(Default)]
-struct Urge {
-    /// How many saves the loop waits for: once more than the writer has stored, it sends what it holds.
-    wanted: AtomicU64,
-    /// The run ended and takes back the saves the writer has not sent, for its caller to store.
-    hand_back: AtomicBool,
-    notify: Notify,
 }
 
 /// Saves of one run, in order. In `async` mode saves go to a background writer, which hands everything
@@ -76,12 +59,6 @@ struct Urge {
 /// while a save of step N-1 is unconfirmed, and a failed save stops the run at the next step boundary
 /// (or at the next save, if that comes first) with the saver's error. What a crash or an outage can cost
 /// is then the tasks of the step that overlapped the failed save and of the step running, no more.
-///
-/// In a run that hands back its last saves ([`hand_back_last_saves`](RunSaver::hand_back_last_saves)),
-/// the writer lingers: it sends what it has received when the loop waits for one of those saves (at a
-/// step boundary, or for room), after [`LINGER`], or when the run ends, which takes back what was not
-/// sent yet ([`hand_back`](RunSaver::hand_back)) for its caller to store with the rest. The steps of a
-/// fast run then go in fewer batches (fewer transactions), and the bound above holds as it is.
 pub(crate) struct RunSaver {
     pub(crate) checkpointer: Arc<dyn Checkpointer>,
     pub(crate) thread: CheckpointConfig,
@@ -157,10 +134,10 @@ impl RunSaver {
 
     /// At a step's end, in a run that hands back its last saves: the saves from here on (the writes of
     /// a lone task, the checkpoint) wait until the loop plans the next step ([`release`]), or are handed
-    /// back when the run ends ([`hand_back`]). The step boundary is taken at the release.
+    /// back when the run ends ([`take_held`]). The step boundary is taken at the release.
     ///
     /// [`release`]: RunSaver::release
-    /// [`hand_back`]: RunSaver::hand_back
+    /// [`take_held`]: RunSaver::take_held
     pub(crate) fn hold(&mut self) {
         if self.hands_back && self.held.is_none() {
             self.held = Some(Vec::new());
@@ -181,21 +158,9 @@ impl RunSaver {
         self.step_boundary().await
     }
 
-    /// The run ended: the saves its writer had not sent and those held back, in order, taken for the
-    /// run's caller (see [`EndState::with_last_saves`](crate::EndState::with_last_saves)); every save
-    /// sent before them is stored. Fails with the error of a save that failed.
-    pub(crate) async fn hand_back(&mut self) -> GraphResult<Vec<SaveOp>> {
-        let held = self.held.take().unwrap_or_default();
-        let Some(Writer { tx, handle, urge, .. }) = self.writer.take() else { return Ok(held) };
-        urge.hand_back.store(true, Ordering::Release);
-        urge.notify.notify_one();
-        drop(tx);
-        let mut unsent = match handle.await {
-            Ok(result) => result.map_err(checkpoint_error)?,
-            Err(join) => return Err(GraphError::Checkpoint(format!("checkpoint writer stopped: {join}"))),
-        };
-        unsent.extend(held);
-        Ok(unsent)
+    /// The saves held back, taken, for the run's caller (none when nothing is held).
+    pub(crate) fn take_held(&mut self) -> Vec<SaveOp> {
+        self.held.take().unwrap_or_default()
     }
 
     /// Sets the head the run's first checkpoint must extend (`None`: the thread and namespace had no
@@ -260,9 +225,7 @@ impl RunSaver {
 
     /// Hands `item` to the background writer (started at the first), keeping its queue bounded.
     async fn send(&mut self, item: Queued) -> GraphResult<()> {
-        let linger = self.hands_back.then_some(LINGER);
-        let writer =
-            self.writer.get_or_insert_with(|| spawn_writer(&self.checkpointer, &self.confirmed, linger));
+        let writer = self.writer.get_or_insert_with(|| spawn_writer(&self.checkpointer, &self.confirmed));
         if writer.tx.send(item).is_err() {
             // The writer stopped after a failed save; its error comes out of `finish`.
             return self.finish().await;
@@ -400,10 +363,6 @@ impl RunSaver {
     /// Waits until the first `count` saves sent to the writer are stored; a writer that failed ends the
     /// wait with its error (found at once, even when those saves are stored).
     async fn wait_confirmed(&mut self, count: u64) -> GraphResult<()> {
-        if let Some(writer) = &self.writer {
-            writer.urge.wanted.fetch_max(count, Ordering::AcqRel);
-            writer.urge.notify.notify_one();
-        }
         loop {
             let Some(writer) = self.writer.as_ref() else { return Ok(()) };
             if writer.tx.is_closed() {
@@ -426,8 +385,7 @@ impl RunSaver {
         if let Some(Writer { tx, handle, .. }) = self.writer.take() {
             drop(tx);
             match handle.await {
-                // Nothing asked for back: everything was stored.
-                Ok(result) => drop(result.map_err(checkpoint_error)?),
+                Ok(result) => result.map_err(checkpoint_error)?,
                 Err(join) => {
                     return Err(GraphError::Checkpoint(format!("checkpoint writer stopped: {join}")));
                 }
@@ -440,34 +398,20 @@ impl RunSaver {
     }
 }
 
-/// Starts the background writer of a run: it takes everything queued at each turn (lingering for more
-/// first when `linger` is set, see [`RunSaver`]) and saves the consecutive ops among it as one batch.
-fn spawn_writer(
-    checkpointer: &Arc<dyn Checkpointer>,
-    confirmed: &Arc<AtomicU64>,
-    linger: Option<Duration>,
-) -> Writer {
+/// Starts the background writer of a run: it takes everything queued at each turn and saves the
+/// consecutive ops among it as one batch.
+fn spawn_writer(checkpointer: &Arc<dyn Checkpointer>, confirmed: &Arc<AtomicU64>) -> Writer {
     // Unbounded as a channel, bounded in use: the loop waits for the writer at each step boundary and
     // past `MAX_QUEUED` unconfirmed saves.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Queued>();
     let (saver, confirmed) = (Arc::clone(checkpointer), Arc::clone(confirmed));
     let progress = Arc::new(Notify::new());
-    let urge = Arc::new(Urge::default());
-    let (signal, urged) = (Arc::clone(&progress), Arc::clone(&urge));
+    let signal = Arc::clone(&progress);
     let handle = tokio::spawn(async move {
         let mut items = Vec::new();
         let mut batch = Vec::new();
         let result = async {
-            loop {
-                if items.is_empty() && rx.recv_many(&mut items, MAX_BATCH).await == 0 {
-                    return Ok(Vec::new());
-                }
-                if let Some(linger) = linger
-                    && wait_for_more(&mut rx, &mut items, &urged, &confirmed, linger).await
-                    && let Some(unsent) = unsent_ops(&mut items)
-                {
-                    return Ok(unsent);
-                }
+            while rx.recv_many(&mut items, MAX_BATCH).await > 0 {
                 let taken = items.len();
                 for item in items.drain(..) {
                     match item {
@@ -487,6 +431,7 @@ fn spawn_writer(
                 confirmed.fetch_add(taken as u64, Ordering::AcqRel);
                 signal.notify_waiters();
             }
+            Ok(())
         }
         .await;
         // A failed writer stops taking saves; anyone waiting for room learns it at once.
@@ -494,62 +439,7 @@ fn spawn_writer(
         signal.notify_waiters();
         result
     });
-    Writer { tx, handle, progress, urge }
-}
-
-/// A lingering writer's wait, `items` received: more saves join them until the loop waits for one
-/// (or for room), `linger` passes, a batch is full or the queue closes. True when the run asked for its
-/// unsent saves back; every item queued by then is in `items`.
-async fn wait_for_more(
-    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Queued>,
-    items: &mut Vec<Queued>,
-    urge: &Urge,
-    confirmed: &AtomicU64,
-    linger: Duration,
-) -> bool {
-    let deadline = tokio::time::Instant::now() + linger;
-    loop {
-        let urged = urge.notify.notified();
-        let back = urge.hand_back.load(Ordering::Acquire);
-        if back || urge.wanted.load(Ordering::Acquire) > confirmed.load(Ordering::Acquire) {
-            while items.len() < MAX_BATCH {
-                match rx.try_recv() {
-                    Ok(item) => items.push(item),
-                    Err(_) => break,
-                }
-            }
-            return back;
-        }
-        if items.len() >= MAX_BATCH {
-            return false;
-        }
-        tokio::select! {
-            received = rx.recv_many(items, MAX_BATCH - items.len()) => {
-                if received == 0 {
-                    return urge.hand_back.load(Ordering::Acquire);
-                }
-            }
-            () = urged => {}
-            () = tokio::time::sleep_until(deadline) => return false,
-        }
-    }
-}
-
-/// The saves of `items`, taken, to hand back; `None` (nothing taken) when one of them was started
-/// already: those are stored in order instead.
-fn unsent_ops(items: &mut Vec<Queued>) -> Option<Vec<SaveOp>> {
-    if items.iter().any(|item| matches!(item, Queued::Started(_))) {
-        return None;
-    }
-    let mut ops = Vec::with_capacity(items.len());
-    for item in items.drain(..) {
-        match item {
-            Queued::Op(op) => ops.push(op),
-            Queued::Ops(more) => ops.extend(more),
-            Queued::Started(_) => {}
-        }
-    }
-    Some(ops)
+    Writer { tx, handle, progress }
 }
 
 /// Polls `op` once with the current task's context: its result if it is done, `Pending` otherwise (it
