@@ -18,7 +18,8 @@
 //!   the rows written since it began are read at every look until it ends.
 //! - Round trips: the transaction's start, the locks and the read of the rows written since are one call
 //!   (`BEGIN ISOLATION LEVEL READ COMMITTED` and `weft_server_records_enter` in one simple query, a
-//!   function whose read takes its snapshot after the locks are granted); a turn's writes, records and
+//!   function whose read takes its snapshot after the locks are granted; the transaction is this
+//!   module's [`OpenTurn`], as sqlx's own would take a round trip of its own to begin); a turn's writes, records and
 //!   queue rows together, are one call (`weft_server_records_write`); the commit is one more. A turn that
 //!   writes nothing is rolled back when its caller lets go (the rollback is sent when its connection goes
 //!   back to the pool). A second write under the same [`crate::storage::RecordsGuard`] takes a new turn
@@ -38,7 +39,8 @@
 
 use std::sync::Arc;
 
-use sqlx::{Postgres, Row as _, Transaction};
+use sqlx::pool::PoolConnection;
+use sqlx::{PgConnection, Postgres, Row as _};
 use tokio::sync::oneshot;
 use weft_graph::checkpoint::{CheckpointError, SaveOp};
 use weft_integrations::postgres::PostgresSaver;
@@ -258,7 +260,7 @@ pub(crate) struct PgRecords {
 /// keys go on meanwhile.
 #[derive(Debug, Default)]
 pub(crate) struct TurnState {
-    tx: Option<Transaction<'static, Postgres>>,
+    tx: Option<OpenTurn>,
     /// The key of the guard (none: every key), for a second write under it to take a turn of the same
     /// key; unset before the guard's first turn.
     key: Option<Option<String>>,
@@ -267,6 +269,61 @@ pub(crate) struct TurnState {
     /// Checkpoints that the next write of this turn stores with the records (see
     /// [`PgRecords::save_on_write`]).
     saves: Option<Saves>,
+}
+
+/// A turn's transaction on a pooled connection, begun in the simple query that starts the turn:
+/// committed by [`OpenTurn::commit`], rolled back when dropped open (in a task of its own; a connection
+/// that cannot roll back is closed, which ends the transaction too).
+#[derive(Debug)]
+pub(crate) struct OpenTurn {
+    /// `None` only once committed or dropped.
+    conn: Option<PoolConnection<Postgres>>,
+}
+
+/// An open turn is used after its connection went (a bug of this module).
+const GONE: &str = "an open turn has its connection";
+
+impl OpenTurn {
+    /// Commits the transaction: the turn's locks go with it.
+    pub(crate) async fn commit(mut self) -> Result<(), sqlx::Error> {
+        let Some(mut conn) = self.conn.take() else { return Ok(()) };
+        let committed = sqlx::raw_sql("COMMIT").execute(&mut *conn).await;
+        if committed.is_err() {
+            // Whatever state it is in, it does not go back to the pool.
+            conn.close_on_drop();
+        }
+        committed.map(drop)
+    }
+}
+
+impl std::ops::Deref for OpenTurn {
+    type Target = PgConnection;
+
+    fn deref(&self) -> &PgConnection {
+        self.conn.as_deref().expect(GONE)
+    }
+}
+
+impl std::ops::DerefMut for OpenTurn {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        self.conn.as_deref_mut().expect(GONE)
+    }
+}
+
+impl Drop for OpenTurn {
+    fn drop(&mut self) {
+        let Some(mut conn) = self.conn.take() else { return };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    if sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await.is_err() {
+                        conn.close_on_drop();
+                    }
+                });
+            }
+            Err(_) => conn.close_on_drop(),
+        }
+    }
 }
 
 /// A run's last saves and the saver that stores them in a turn's transaction.
@@ -396,11 +453,14 @@ impl PgRecords {
         let since = self.horizon;
         // A simple query (no prepared statement): the key is quoted as a literal, the horizon a number.
         let key = key.map_or_else(|| "NULL".to_owned(), |key| format!("'{}'", key.replace('\'', "''")));
-        let sql = format!("SELECT kind, id, body, horizon FROM weft_server_records_enter({key}, '{since}')");
+        let sql = format!(
+            "BEGIN ISOLATION LEVEL READ COMMITTED; \
+             SELECT kind, id, body, horizon FROM weft_server_records_enter({key}, '{since}')"
+        );
         let (tx, rx) = oneshot::channel();
         tokio::spawn(async move {
             let taken = async {
-                let mut turn = pool.begin_with("BEGIN ISOLATION LEVEL READ COMMITTED").await?;
+                let mut turn = OpenTurn { conn: Some(pool.acquire().await?) };
                 let rows = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).fetch_all(&mut *turn).await?;
                 let rows = rows
                     .iter()
@@ -475,7 +535,7 @@ impl PgRecords {
 }
 
 impl TurnState {
-    fn tx(&mut self) -> Result<&mut Transaction<'static, Postgres>, ServerError> {
+    fn tx(&mut self) -> Result<&mut OpenTurn, ServerError> {
         self.tx
             .as_mut()
             .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))
@@ -514,7 +574,7 @@ impl TurnState {
         db: &Db,
         ops: &[Op],
         changes: &[Change],
-    ) -> Result<Transaction<'static, Postgres>, ServerError> {
+    ) -> Result<OpenTurn, ServerError> {
         let owned = self.owned.take();
         let mut queue = QueueOps::default();
         for change in changes {
