@@ -284,7 +284,15 @@ pub(crate) async fn execute_on(
     let state = end_state(app, &record, &ended, end.take()).await.map_err(log).ok();
     // One turn of the records: the run's end written, then its channel finished, so that a listener who
     // finds the run still going also finds its channel.
-    let mut records = app.records.lock(Key::Thread(&thread_id)).await;
+    // Scaled out, the run's lease is checked in the turn's first round trip.
+    #[cfg(feature = "scale")]
+    let lease = app
+        .scale
+        .as_ref()
+        .map(|scale| crate::storage::Lease { run_id: run_id.clone(), worker: scale.worker.clone() });
+    #[cfg(not(feature = "scale"))]
+    let lease = None;
+    let mut records = app.records.lock_checking(Key::Thread(&thread_id), lease).await;
     // A worker that lost its run to another (its lease expired) records nothing, and stores nothing more;
     // else the run's last saves go in this turn.
     #[cfg(feature = "scale")]

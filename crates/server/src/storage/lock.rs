@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use async_lock::{Mutex, MutexGuard, MutexGuardArc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use super::{Change, Records, Source, ThreadScan};
+use super::{Change, Lease, Records, Source, ThreadScan};
 use crate::error::ServerError;
 use crate::model::{RunRecord, Thread};
 
@@ -196,7 +196,7 @@ impl RecordsLock {
     }
 
     /// How many keys have a turn taken or waited for in this process.
-    #[cfg(test)]
+    #[cfg(all(test, feature = "scale"))]
     pub(crate) fn keys_held(&self) -> usize {
         self.keys.map().len()
     }
@@ -205,9 +205,19 @@ impl RecordsLock {
     /// `key` across the deployment, brought up to date with what the other instances wrote. Fails when
     /// PostgreSQL cannot be reached or holds an unreadable record.
     pub(crate) async fn lock(&self, key: Key<'_>) -> Result<RecordsGuard<'_>, ServerError> {
+        self.lock_checking(key, None).await
+    }
+
+    /// [`RecordsLock::lock`], checking `lease` in the turn's first round trip, scaled out (see
+    /// [`RecordsGuard::lease_held`]); elsewhere the same as `lock`.
+    pub(crate) async fn lock_checking(
+        &self,
+        key: Key<'_>,
+        lease: Option<Lease>,
+    ) -> Result<RecordsGuard<'_>, ServerError> {
         let turn = self.keys.take(key).await;
         let mut guard = self.inner.lock().await;
-        guard.enter(key.name()).await?;
+        guard.enter(key.name(), lease).await?;
         Ok(RecordsGuard { lock: self, guard: Some(guard), _turn: turn })
     }
 
@@ -258,6 +268,7 @@ impl Deref for RecordsView<'_> {
 /// The records while they are held; let go when dropped.
 #[derive(Debug)]
 pub(crate) struct RecordsGuard<'a> {
+    #[cfg_attr(not(feature = "scale"), allow(dead_code))]
     lock: &'a RecordsLock,
     /// The records; `None` only while one of this guard's own round trips runs without them (see
     /// [`RecordsGuard::commit`]), which holds the guard borrowed.
@@ -307,11 +318,16 @@ impl RecordsGuard<'_> {
         Ok(Some(weft_graph::ThreadHead::read(thread_id, tuple?)))
     }
 
-    /// Scaled out, whether `worker` still holds the run's lease, checked in this turn's transaction
-    /// without the records meanwhile (its queue row stays locked until the turn ends); any other backend
-    /// has no leases.
+    /// Scaled out, whether `worker` still holds the run's lease, checked in this turn's transaction (its
+    /// queue row stays locked until the turn ends): the answer of the turn's start when it checked this
+    /// lease ([`RecordsLock::lock_checking`]), else a round trip without the records meanwhile; any other
+    /// backend has no leases.
     #[cfg(feature = "scale")]
     pub(crate) async fn lease_held(&mut self, worker: &str, run_id: &str) -> Result<bool, ServerError> {
+        let lease = Lease { run_id: run_id.to_owned(), worker: worker.to_owned() };
+        if let Some(held) = self.records().checked_lease(&lease) {
+            return Ok(held);
+        }
         let Some((db, mut state)) = self.records().take_turn() else { return Ok(true) };
         drop(self.guard.take());
         let held = state.holds(&db, worker, run_id).await;

@@ -351,10 +351,10 @@ impl Records {
     }
     /// Takes the records' turn of `key` (none: every key): scaled out, PostgreSQL's locks, then the rows
     /// written since the last look.
-    async fn enter(&mut self, key: Option<String>) -> Result<(), ServerError> {
+    async fn enter(&mut self, key: Option<String>, lease: Option<Lease>) -> Result<(), ServerError> {
         #[cfg(feature = "scale")]
         if let Backend::Postgres(pg) = &mut self.backend {
-            let (rows, horizon) = pg.enter(key).await?;
+            let (rows, horizon) = pg.enter(key, lease).await?;
             for (kind, id, body) in &rows {
                 if let Err(e) = self.apply_row(kind, id, body.as_deref()) {
                     self.leave();
@@ -366,7 +366,7 @@ impl Records {
             }
         }
         #[cfg(not(feature = "scale"))]
-        let _ = key;
+        let _ = (key, lease);
         Ok(())
     }
 
@@ -486,6 +486,15 @@ impl Records {
         }
     }
 
+    /// Scaled out, whether the holding guard's turn found `lease` held as it started (when it checked it).
+    #[cfg(feature = "scale")]
+    pub(crate) fn checked_lease(&self, lease: &Lease) -> Option<bool> {
+        match &self.backend {
+            Backend::Postgres(pg) => pg.checked(lease),
+            _ => None,
+        }
+    }
+
     /// Scaled out, takes a new turn of the holding guard's key when its last one ended with a write (a
     /// second write under one guard reads in what the other instances wrote between the two).
     async fn turn_again(&mut self) -> Result<(), ServerError> {
@@ -494,7 +503,7 @@ impl Records {
             && !pg.in_turn()
         {
             let key = pg.key().flatten();
-            self.enter(key).await?;
+            self.enter(key, None).await?;
         }
         Ok(())
     }
@@ -594,6 +603,15 @@ impl Records {
         self.active.get(thread_id).into_iter().flatten().filter_map(|id| self.live.get(id))
     }
 }
+
+/// A run's lease a turn checks as it starts (scaled out; nothing elsewhere).
+#[cfg(feature = "scale")]
+pub(crate) use postgres::Lease;
+
+/// A run's lease a turn checks as it starts: none without scaling out.
+#[cfg(not(feature = "scale"))]
+#[derive(Debug, Clone)]
+pub(crate) enum Lease {}
 
 /// One record written: its kind, id, body (none: deleted) and columns.
 pub(crate) type Op = (Kind, String, Option<String>, Columns);

@@ -269,6 +269,15 @@ pub(crate) struct TurnState {
     /// Checkpoints that the next write of this turn stores with the records (see
     /// [`PgRecords::save_on_write`]).
     saves: Option<Saves>,
+    /// The lease checked at the turn's start (see [`Lease`]), and whether it was held.
+    lease: Option<(Lease, bool)>,
+}
+
+/// A run's lease that a turn checks as it starts, in its first round trip: the run and its worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Lease {
+    pub(crate) run_id: String,
+    pub(crate) worker: String,
 }
 
 /// A turn's transaction on a pooled connection, begun in the simple query that starts the turn:
@@ -430,6 +439,11 @@ impl PgRecords {
         self.state.key.clone()
     }
 
+    /// See [`TurnState::checked`].
+    pub(crate) fn checked(&self, lease: &Lease) -> Option<bool> {
+        self.state.checked(lease)
+    }
+
     /// Takes the holding guard's turn out, for the guard to keep while it lets go of the records (see
     /// [`TurnState`]); with the pool its round trips go through.
     pub(crate) fn take_turn(&mut self) -> (Db, TurnState) {
@@ -444,38 +458,58 @@ impl PgRecords {
     /// Starts a turn of `key` (none: the records' lock alone, exclusively): a transaction that takes the
     /// locks and reads the rows written since the last look, in one round trip; returns them and the
     /// horizon (to pass to [`PgRecords::seen`] once applied).
-    pub(crate) async fn enter(&mut self, key: Option<String>) -> Result<(Vec<Row>, u64), ServerError> {
+    /// With `lease`, the turn also checks that lease in the same round trip (see
+    /// [`TurnState::holds`], whose answer it keeps).
+    pub(crate) async fn enter(
+        &mut self,
+        key: Option<String>,
+        lease: Option<Lease>,
+    ) -> Result<(Vec<Row>, u64), ServerError> {
         self.state.tx = None;
+        self.state.lease = None;
         self.state.key = Some(key.clone());
         // Taken in a task of its own, so that a caller that goes away while waiting for the lock never
         // leaves its transaction half read: the task drops it (rolled back) when no one takes it.
         let pool = self.db.pool.clone();
         let since = self.horizon;
         // A simple query (no prepared statement): the key is quoted as a literal, the horizon a number.
-        let key = key.map_or_else(|| "NULL".to_owned(), |key| format!("'{}'", key.replace('\'', "''")));
-        let sql = format!(
+        let quote = |text: &str| format!("'{}'", text.replace('\'', "''"));
+        let key = key.map_or_else(|| "NULL".to_owned(), |key| quote(&key));
+        let mut sql = format!(
             "BEGIN ISOLATION LEVEL READ COMMITTED; \
              SELECT kind, id, body, horizon FROM weft_server_records_enter({key}, '{since}')"
         );
+        if let Some(lease) = &lease {
+            let (run, worker) = (quote(&lease.run_id), quote(&lease.worker));
+            sql.push_str(&format!("; SELECT weft_server_lease_held({run}, {worker})"));
+        }
         let (tx, rx) = oneshot::channel();
         tokio::spawn(async move {
             let taken = async {
                 let mut turn = OpenTurn { conn: Some(pool.acquire().await?) };
                 let rows = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).fetch_all(&mut *turn).await?;
+                // The lease's answer is the one row of one column.
+                let held = rows
+                    .iter()
+                    .find(|row| row.len() == 1)
+                    .map(|row| row.try_get::<bool, _>(0))
+                    .transpose()?;
                 let rows = rows
                     .iter()
+                    .filter(|row| row.len() == 4)
                     .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?)))
                     .collect::<Result<Vec<HorizonRow>, sqlx::Error>>()?;
-                Ok::<_, sqlx::Error>((turn, rows))
+                Ok::<_, sqlx::Error>((turn, rows, held))
             }
             .await;
             drop(tx.send(taken));
         });
-        let (turn, rows) = rx
+        let (turn, rows, held) = rx
             .await
             .map_err(|_| ServerError::from(CheckpointError::backend("the records' turn was not taken")))?
             .map_err(storage)?;
         self.state.tx = Some(turn);
+        self.state.lease = lease.zip(held);
         split(rows, self.horizon)
     }
 
@@ -550,6 +584,11 @@ impl TurnState {
     ) -> Result<Option<weft_graph::checkpoint::CheckpointTuple>, ServerError> {
         let config = weft_graph::checkpoint::CheckpointConfig::thread(thread_id);
         Ok(saver.get_tuple_in(self.tx()?, &config).await?)
+    }
+
+    /// The answer of the lease checked as the turn started, when it was this one.
+    pub(crate) fn checked(&self, lease: &Lease) -> Option<bool> {
+        self.lease.as_ref().filter(|(checked, _)| checked == lease).map(|(_, held)| *held)
     }
 
     /// Whether `worker` holds the run's lease, checked in the turn's transaction (no transaction of its

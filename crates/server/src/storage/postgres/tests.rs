@@ -556,6 +556,34 @@ async fn a_run_stored_as_its_makers_is_claimed_by_no_other_worker_until_its_leas
 }
 
 #[tokio::test]
+async fn a_lease_checked_as_a_turn_starts_is_answered_and_stays_locked_until_the_turn_ends() {
+    let Some(db) = database().await else { return };
+    let (a, pool) = instance(&db).await;
+    a.lock(Key::All).await.unwrap().commit(vec![run("r1", "t1", "pending")]).await.unwrap();
+    let queue = crate::scale::Db::new(pool.clone(), true);
+    assert!(crate::scale::queue::claim(&queue, "w", Duration::from_secs(60)).await.unwrap().is_some());
+    let lease = |worker: &str| super::Lease { run_id: "r1".into(), worker: worker.into() };
+    let mut turn = a.lock_checking(Key::Thread("t1"), Some(lease("w"))).await.unwrap();
+    assert!(turn.lease_held("w", "r1").await.unwrap(), "held by w");
+    // The queue row is locked by the turn: no one else takes or changes it meanwhile.
+    let mut other = pool.begin().await.unwrap();
+    let locked = sqlx::query("SELECT 1 FROM weft_server_queue WHERE run_id = 'r1' FOR UPDATE NOWAIT")
+        .execute(&mut *other)
+        .await;
+    assert!(locked.is_err(), "the queue row is locked until the turn ends");
+    drop(other);
+    turn.commit(vec![run("r1", "t1", "success")]).await.unwrap();
+    drop(turn);
+    assert!(queued(&pool).await.is_empty(), "the run left the queue with its end");
+    // Another worker's lease, and a lease asked of a turn that checked another one, are answered too.
+    a.lock(Key::All).await.unwrap().commit(vec![run("r1", "t1", "pending")]).await.unwrap();
+    assert!(crate::scale::queue::claim(&queue, "w", Duration::from_secs(60)).await.unwrap().is_some());
+    let mut turn = a.lock_checking(Key::Thread("t1"), Some(lease("v"))).await.unwrap();
+    assert!(!turn.lease_held("v", "r1").await.unwrap(), "not v's");
+    assert!(turn.lease_held("w", "r1").await.unwrap(), "asked again in a round trip of its own");
+}
+
+#[tokio::test]
 async fn a_table_of_an_earlier_release_gets_its_columns_filled_from_the_bodies() {
     let Some(db) = database().await else { return };
     let pool = sqlx::postgres::PgPoolOptions::new().max_connections(2).connect(&db.uri).await.unwrap();
