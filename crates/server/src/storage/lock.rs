@@ -63,6 +63,8 @@ pub(crate) struct RecordsLock {
     source: Option<Source>,
     /// This process's turns by key, taken before `inner`.
     keys: KeyLocks,
+    /// Scaled out, the places of turns holding a pooled connection (see [`RecordsLock::slot`]).
+    slots: Option<async_lock::Semaphore>,
 }
 
 /// This process's turns by key: one at a time per key, and [`Key::All`] alone.
@@ -124,7 +126,14 @@ impl RecordsLock {
     /// Puts `records` behind the lock.
     pub(crate) fn new(records: Records) -> Self {
         let source = records.source();
-        Self { inner: Mutex::new(records), source, keys: KeyLocks::default() }
+        let slots = match &source {
+            #[cfg(feature = "scale")]
+            Some(Source::Postgres(db)) => Some(async_lock::Semaphore::new(
+                (db.pool.options().get_max_connections() as usize / 2).max(1),
+            )),
+            _ => None,
+        };
+        Self { inner: Mutex::new(records), source, keys: KeyLocks::default(), slots }
     }
 
     /// A page of the threads `filter` matches (`None`: every thread), in the scan's order, from `offset`,
@@ -216,9 +225,31 @@ impl RecordsLock {
         lease: Option<Lease>,
     ) -> Result<RecordsGuard<'_>, ServerError> {
         let turn = self.keys.take(key).await;
+        let slot = self.slot().await;
+        let begun = self.begin(key.name(), lease).await?;
         let mut guard = self.inner.lock().await;
-        guard.enter(key.name(), lease).await?;
-        Ok(RecordsGuard { lock: self, guard: Some(guard), _turn: turn })
+        guard.enter(begun).await?;
+        Ok(RecordsGuard { lock: self, guard: Some(guard), _turn: turn, _slot: slot })
+    }
+
+    /// Scaled out, a place among the turns that hold a pooled connection while they wait for the
+    /// records (at most half the pool: the others are left to the turn that holds them and to readers).
+    async fn slot(&self) -> Option<async_lock::SemaphoreGuard<'_>> {
+        match &self.slots {
+            Some(slots) => Some(slots.acquire().await),
+            None => None,
+        }
+    }
+
+    /// Scaled out, the start of a turn of `key` (none: every key): its transaction and locks, and the
+    /// lease checked, before the records are held (see [`super::postgres::begin`]); nothing elsewhere.
+    async fn begin(&self, key: Option<String>, lease: Option<Lease>) -> Result<super::Begun, ServerError> {
+        #[cfg(feature = "scale")]
+        if let Some(Source::Postgres(db)) = &self.source {
+            return Ok(Some(super::postgres::begin(db, key, lease).await?));
+        }
+        let _ = (key, lease);
+        Ok(None)
     }
 
     /// Waits for the records to read them: this process's turn, brought up to date with what the other
@@ -274,6 +305,7 @@ pub(crate) struct RecordsGuard<'a> {
     /// [`RecordsGuard::commit`]), which holds the guard borrowed.
     guard: Option<MutexGuard<'a, Records>>,
     _turn: KeyGuard<'a>,
+    _slot: Option<async_lock::SemaphoreGuard<'a>>,
 }
 
 /// Used after a round trip of its own was cancelled while the records were let go.
@@ -287,10 +319,14 @@ impl RecordsGuard<'_> {
         #[cfg(feature = "scale")]
         if !changes.is_empty() && self.records().is_shared() {
             let ops = super::ops_of(&changes)?;
-            let records = self.records();
-            // A turn ends with its write: a second write under the same guard takes a new turn.
-            records.turn_again().await?;
-            if let Some((db, mut state)) = records.take_turn() {
+            // A turn ends with its write: a second write under the same guard takes a new turn of its
+            // key, its locks taken without the records held.
+            if let Some(key) = self.records().ended_turn() {
+                drop(self.guard.take());
+                let begun = self.lock.begin(key, None).await;
+                self.hold().await.enter(begun?).await?;
+            }
+            if let Some((db, mut state)) = self.records().take_turn() {
                 drop(self.guard.take());
                 let written = state.write(&db, &ops, &changes).await;
                 let records = self.hold().await;

@@ -351,10 +351,10 @@ impl Records {
     }
     /// Takes the records' turn of `key` (none: every key): scaled out, PostgreSQL's locks, then the rows
     /// written since the last look.
-    async fn enter(&mut self, key: Option<String>, lease: Option<Lease>) -> Result<(), ServerError> {
+    async fn enter(&mut self, begun: Begun) -> Result<(), ServerError> {
         #[cfg(feature = "scale")]
-        if let Backend::Postgres(pg) = &mut self.backend {
-            let (rows, horizon) = pg.enter(key, lease).await?;
+        if let (Backend::Postgres(pg), Some(begun)) = (&mut self.backend, begun) {
+            let (rows, horizon) = pg.enter(begun).await?;
             for (kind, id, body) in &rows {
                 if let Err(e) = self.apply_row(kind, id, body.as_deref()) {
                     self.leave();
@@ -366,7 +366,7 @@ impl Records {
             }
         }
         #[cfg(not(feature = "scale"))]
-        let _ = (key, lease);
+        let _ = begun;
         Ok(())
     }
 
@@ -495,17 +495,14 @@ impl Records {
         }
     }
 
-    /// Scaled out, takes a new turn of the holding guard's key when its last one ended with a write (a
-    /// second write under one guard reads in what the other instances wrote between the two).
-    async fn turn_again(&mut self) -> Result<(), ServerError> {
-        #[cfg(feature = "scale")]
-        if let Backend::Postgres(pg) = &self.backend
-            && !pg.in_turn()
-        {
-            let key = pg.key().flatten();
-            self.enter(key, None).await?;
+    /// Scaled out, the key of the holding guard's last turn when it ended with a write (a second write
+    /// under one guard takes a new turn of it); `None` while a turn is open, and on other backends.
+    #[cfg(feature = "scale")]
+    pub(crate) fn ended_turn(&self) -> Option<Option<String>> {
+        match &self.backend {
+            Backend::Postgres(pg) => pg.ended_turn(),
+            _ => None,
         }
-        Ok(())
     }
 
     /// Writes `changes` in one transaction, then applies them in memory.
@@ -523,9 +520,6 @@ impl Records {
     /// Writes `changes` to the backend's table in one transaction.
     async fn write_through(&mut self, changes: &[Change]) -> Result<(), ServerError> {
         let ops = ops_of(changes)?;
-        // A turn ends with its write: a second write under the same guard takes a new turn, which reads
-        // in what the other instances wrote between the two.
-        self.turn_again().await?;
         match &mut self.backend {
             Backend::Sqlite(saver) => saver.write_with_checkpoints(statements(&ops)).await?,
             #[cfg(feature = "scale")]
@@ -607,6 +601,14 @@ impl Records {
 /// A run's lease a turn checks as it starts (scaled out; nothing elsewhere).
 #[cfg(feature = "scale")]
 pub(crate) use postgres::Lease;
+
+/// A turn's start taken before the records are held (scaled out: see [`postgres::begin`]).
+#[cfg(feature = "scale")]
+type Begun = Option<postgres::Begun>;
+
+/// A turn's start taken before the records are held: none without scaling out.
+#[cfg(not(feature = "scale"))]
+type Begun = Option<std::convert::Infallible>;
 
 /// A run's lease a turn checks as it starts: none without scaling out.
 #[cfg(not(feature = "scale"))]

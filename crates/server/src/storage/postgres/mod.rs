@@ -16,10 +16,14 @@
 //!   as its `xid` stays past the new horizon; so nothing is missed, and a row may be read twice (applying
 //!   it again changes nothing). A transaction left open anywhere on the database holds the horizon back:
 //!   the rows written since it began are read at every look until it ends.
-//! - Round trips: the transaction's start, the locks and the read of the rows written since are one call
-//!   (`BEGIN ISOLATION LEVEL READ COMMITTED` and `weft_server_records_enter` in one simple query, a
-//!   function whose read takes its snapshot after the locks are granted; the transaction is this
-//!   module's [`OpenTurn`], as sqlx's own would take a round trip of its own to begin); a turn's writes, records and
+//! - Round trips: the transaction's start and the locks are one call (`BEGIN ISOLATION LEVEL READ
+//!   COMMITTED` and `weft_server_records_lock` in one simple query, with the lease check of a turn that
+//!   records a run's end; the transaction is this module's [`OpenTurn`], as sqlx's own would take a
+//!   round trip of its own to begin), taken before the instance holds its records in memory; the read
+//!   of the rows written since is one more, once it holds them (`weft_server_records_since`, whose
+//!   snapshot is taken after the locks are granted). Nothing that waits for a lock runs while the
+//!   records are held in memory: a turn there may wait only for PostgreSQL's answer to a read or a
+//!   commit; a turn's writes, records and
 //!   queue rows together, are one call (`weft_server_records_write`); the commit is one more. A turn that
 //!   writes nothing is rolled back when its caller lets go (the rollback is sent when its connection goes
 //!   back to the pool). A second write under the same [`crate::storage::RecordsGuard`] takes a new turn
@@ -139,6 +143,33 @@ const SCHEMA: &[&str] = &[
          AND q.lease_until >= now() FOR UPDATE; \
        RETURN FOUND; \
      END $$",
+    // A turn's locks (as `weft_server_records_enter` takes them), without the read: a turn takes them
+    // before this instance holds its records in memory, and reads what changed once it holds them
+    // (`weft_server_records_since`), so that it never waits for a lock while holding what another of
+    // its turns needs to commit.
+    "CREATE OR REPLACE FUNCTION weft_server_records_lock(lock_key TEXT) RETURNS INTEGER \
+     LANGUAGE plpgsql VOLATILE AS $$ \
+     BEGIN \
+       IF lock_key IS NULL THEN \
+         PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':weft_server_records', 0)); \
+       ELSE \
+         PERFORM pg_advisory_xact_lock_shared(hashtextextended(current_schema() || ':weft_server_records', 0)); \
+         PERFORM pg_advisory_xact_lock( \
+           hashtextextended(current_schema() || ':weft_server_records:' || lock_key, 0)); \
+       END IF; \
+       RETURN 1; \
+     END $$",
+    // The rows written since the horizon `since`, each with the horizon of the statement's snapshot (one
+    // row without a record when there are none): the read of `weft_server_records_enter`, with its plan.
+    "CREATE OR REPLACE FUNCTION weft_server_records_since(since TEXT) \
+     RETURNS TABLE (kind TEXT, id TEXT, body TEXT, horizon TEXT) LANGUAGE plpgsql VOLATILE \
+     SET plan_cache_mode = force_generic_plan AS $$ \
+     BEGIN \
+       RETURN QUERY WITH s AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS horizon) \
+         SELECT r.kind, r.id, r.body, s.horizon FROM s \
+         LEFT JOIN weft_server_records r ON r.xid >= since::xid8 \
+           AND r.xid < pg_snapshot_xmax(pg_current_snapshot()); \
+     END $$",
     // The writes of instances of a release before the columns and `own`, during a rolling upgrade: the
     // columns read from the bodies.
     "CREATE OR REPLACE FUNCTION weft_server_records_write(kinds TEXT[], ids TEXT[], bodies TEXT[], \
@@ -159,12 +190,12 @@ const SCHEMA: &[&str] = &[
 /// them. A start that finds it (or a newer one) recorded runs no DDL: even `IF NOT EXISTS` forms take
 /// locks on the tables the running instances use, and a lock queued behind a turn makes every later
 /// statement on the table wait behind it.
-const SCHEMA_VERSION: i32 = 3;
+const SCHEMA_VERSION: i32 = 4;
 
 /// The oldest build, by its [`SCHEMA_VERSION`], that works on a database at this version: recorded with
 /// the version, so that a build older than this one (a rolling upgrade's old instances, a rollback) starts
-/// when it can work with the schema and refuses to when it cannot. Version 3 added a function and
-/// replaced others with the same signatures and results, so builds of version 2 work with it.
+/// when it can work with the schema and refuses to when it cannot. Versions 3 and 4 added functions and
+/// replaced others with the same signatures and results, so builds of version 2 work with them.
 const SCHEMA_READABLE_FROM: i32 = 2;
 
 /// How often a start tries the schema's change when it waits too long for a lock (each try gives up
@@ -407,6 +438,53 @@ impl QueueOps {
     }
 }
 
+/// A turn's start, taken before the instance holds its records: its transaction, with the locks of
+/// its key and the answer of the lease it checked (see [`begin`]).
+#[derive(Debug)]
+pub(crate) struct Begun {
+    turn: OpenTurn,
+    key: Option<String>,
+    lease: Option<(Lease, bool)>,
+}
+
+/// Starts a turn of `key` (none: the records' lock alone, exclusively): a transaction that takes the
+/// locks and, with `lease`, checks it ([`TurnState::holds`]), in one simple query. Taken before the
+/// records are held in memory (a turn waiting for a lock there could wait for a transaction that waits
+/// for them), and in a task of its own, so that a caller that goes away while waiting leaves no
+/// transaction behind: the task drops it (rolled back) when no one takes it.
+pub(crate) async fn begin(db: &Db, key: Option<String>, lease: Option<Lease>) -> Result<Begun, ServerError> {
+    // A simple query (no prepared statement): the key and the lease's ids are quoted as literals.
+    let quote = |text: &str| format!("'{}'", text.replace('\'', "''"));
+    let name = key.as_deref().map_or_else(|| "NULL".to_owned(), quote);
+    let mut sql = format!("BEGIN ISOLATION LEVEL READ COMMITTED; SELECT weft_server_records_lock({name})");
+    if let Some(lease) = &lease {
+        let (run, worker) = (quote(&lease.run_id), quote(&lease.worker));
+        sql.push_str(&format!("; SELECT weft_server_lease_held({run}, {worker})"));
+    }
+    let pool = db.pool.clone();
+    let checks = lease.is_some();
+    let (tx, rx) = oneshot::channel();
+    tokio::spawn(async move {
+        let taken = async {
+            let mut turn = OpenTurn { conn: Some(pool.acquire().await?) };
+            let rows = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).fetch_all(&mut *turn).await?;
+            // The lease's answer is the last row.
+            let held = match rows.last() {
+                Some(row) if checks => Some(row.try_get::<bool, _>(0)?),
+                _ => None,
+            };
+            Ok::<_, sqlx::Error>((turn, held))
+        }
+        .await;
+        drop(tx.send(taken));
+    });
+    let (turn, held) = rx
+        .await
+        .map_err(|_| ServerError::from(CheckpointError::backend("the records' turn was not taken")))?
+        .map_err(storage)?;
+    Ok(Begun { turn, key, lease: lease.zip(held) })
+}
+
 impl PgRecords {
     pub(crate) fn new(db: Db) -> Self {
         Self { db, horizon: 0, state: TurnState::default() }
@@ -455,62 +533,25 @@ impl PgRecords {
         self.state = state;
     }
 
-    /// Starts a turn of `key` (none: the records' lock alone, exclusively): a transaction that takes the
-    /// locks and reads the rows written since the last look, in one round trip; returns them and the
-    /// horizon (to pass to [`PgRecords::seen`] once applied).
-    /// With `lease`, the turn also checks that lease in the same round trip (see
-    /// [`TurnState::holds`], whose answer it keeps).
-    pub(crate) async fn enter(
-        &mut self,
-        key: Option<String>,
-        lease: Option<Lease>,
-    ) -> Result<(Vec<Row>, u64), ServerError> {
-        self.state.tx = None;
-        self.state.lease = None;
-        self.state.key = Some(key.clone());
-        // Taken in a task of its own, so that a caller that goes away while waiting for the lock never
-        // leaves its transaction half read: the task drops it (rolled back) when no one takes it.
-        let pool = self.db.pool.clone();
-        let since = self.horizon;
-        // A simple query (no prepared statement): the key is quoted as a literal, the horizon a number.
-        let quote = |text: &str| format!("'{}'", text.replace('\'', "''"));
-        let key = key.map_or_else(|| "NULL".to_owned(), |key| quote(&key));
-        let mut sql = format!(
-            "BEGIN ISOLATION LEVEL READ COMMITTED; \
-             SELECT kind, id, body, horizon FROM weft_server_records_enter({key}, '{since}')"
-        );
-        if let Some(lease) = &lease {
-            let (run, worker) = (quote(&lease.run_id), quote(&lease.worker));
-            sql.push_str(&format!("; SELECT weft_server_lease_held({run}, {worker})"));
-        }
-        let (tx, rx) = oneshot::channel();
-        tokio::spawn(async move {
-            let taken = async {
-                let mut turn = OpenTurn { conn: Some(pool.acquire().await?) };
-                let rows = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).fetch_all(&mut *turn).await?;
-                // The lease's answer is the one row of one column.
-                let held = rows
-                    .iter()
-                    .find(|row| row.len() == 1)
-                    .map(|row| row.try_get::<bool, _>(0))
-                    .transpose()?;
-                let rows = rows
-                    .iter()
-                    .filter(|row| row.len() == 4)
-                    .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?)))
-                    .collect::<Result<Vec<HorizonRow>, sqlx::Error>>()?;
-                Ok::<_, sqlx::Error>((turn, rows, held))
-            }
-            .await;
-            drop(tx.send(taken));
-        });
-        let (turn, rows, held) = rx
-            .await
-            .map_err(|_| ServerError::from(CheckpointError::backend("the records' turn was not taken")))?
-            .map_err(storage)?;
-        self.state.tx = Some(turn);
-        self.state.lease = lease.zip(held);
+    /// Takes the turn [`begin`] started (its locks held) and reads, in its transaction, the rows written
+    /// since the last look; returns them and the horizon (to pass to [`PgRecords::seen`] once applied).
+    pub(crate) async fn enter(&mut self, begun: Begun) -> Result<(Vec<Row>, u64), ServerError> {
+        let Begun { mut turn, key, lease } = begun;
+        let rows: Vec<HorizonRow> =
+            sqlx::query_as("SELECT kind, id, body, horizon FROM weft_server_records_since($1)")
+                .bind(self.horizon.to_string())
+                .persistent(self.db.prepared)
+                .fetch_all(&mut *turn)
+                .await
+                .map_err(storage)?;
+        self.state = TurnState { tx: Some(turn), key: Some(key), lease, ..TurnState::default() };
         split(rows, self.horizon)
+    }
+
+    /// The key of the guard's last turn when it has none open (scaled out, a second write under one
+    /// guard takes a new turn of its key); `None` while a turn is open or before the first.
+    pub(crate) fn ended_turn(&self) -> Option<Option<String>> {
+        if self.in_turn() { None } else { self.key() }
     }
 
     /// Brings a reader up to date without a lock: the rows written since the last look, on any pooled
@@ -519,12 +560,8 @@ impl PgRecords {
         let rows: Vec<HorizonRow> = self
             .db
             .fetch_all(
-                sqlx::query_as(
-                    "WITH s AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS horizon) \
-                     SELECT r.kind, r.id, r.body, s.horizon FROM s \
-                     LEFT JOIN weft_server_records r ON r.xid >= $1::text::xid8",
-                )
-                .bind(self.horizon.to_string()),
+                sqlx::query_as("SELECT kind, id, body, horizon FROM weft_server_records_since($1)")
+                    .bind(self.horizon.to_string()),
             )
             .await
             .map_err(storage)?;

@@ -583,6 +583,51 @@ async fn a_lease_checked_as_a_turn_starts_is_answered_and_stays_locked_until_the
     assert!(turn.lease_held("w", "r1").await.unwrap(), "asked again in a round trip of its own");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_waits_for_its_locks_before_it_holds_the_records_so_turns_waiting_to_commit_go_on() {
+    let Some(db) = database().await else { return };
+    let (a, pool) = instance(&db).await;
+    let a = Arc::new(a);
+    a.lock(Key::All).await.unwrap().commit(vec![run("r1", "t1", "pending")]).await.unwrap();
+    let queue = crate::scale::Db::new(pool.clone(), true);
+    assert!(crate::scale::queue::claim(&queue, "w", Duration::from_secs(60)).await.unwrap().is_some());
+    // The turn ending r1 writes (r1's queue row locked until it commits) and waits for the records to
+    // commit, which a reader holds: its write first waits for r1's record, held by another connection
+    // until the reader has the records.
+    let mut blocker = pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM weft_server_records WHERE kind = 'run' AND id = 'r1' FOR UPDATE")
+        .execute(&mut *blocker)
+        .await
+        .unwrap();
+    let ending = tokio::spawn({
+        let a = Arc::clone(&a);
+        async move {
+            let mut turn = a.lock(Key::Thread("t1")).await.unwrap();
+            turn.commit(vec![run("r1", "t1", "success")]).await.unwrap();
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let reader = a.read().await.unwrap();
+    blocker.rollback().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Another turn checks r1's lease as it starts: it waits for r1's row, which the first turn holds.
+    let checking = tokio::spawn({
+        let a = Arc::clone(&a);
+        async move {
+            let lease = super::Lease { run_id: "r1".into(), worker: "w".into() };
+            let mut turn = a.lock_checking(Key::Thread("t2"), Some(lease)).await.unwrap();
+            turn.lease_held("w", "r1").await.unwrap()
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!ending.is_finished() && !checking.is_finished());
+    // Let go, the records go to the first turn's commit: the second waited for its lock without them.
+    drop(reader);
+    tokio::time::timeout(Duration::from_secs(5), ending).await.expect("the first turn commits").unwrap();
+    let held = tokio::time::timeout(Duration::from_secs(5), checking).await.expect("the second turn starts");
+    assert!(!held.unwrap(), "r1 ended: its lease is gone with its queue row");
+}
+
 #[tokio::test]
 async fn a_table_of_an_earlier_release_gets_its_columns_filled_from_the_bodies() {
     let Some(db) = database().await else { return };
@@ -695,7 +740,7 @@ async fn the_functions_of_a_turn_are_planned_once_per_connection() {
     let (_records, pool) = instance(&db).await;
     // The records' pool asks for a plan per call (`force_custom_plan`); each function's own setting wins.
     for (function, args) in
-        [("weft_server_records_enter", 2), ("weft_server_records_write", 14), ("weft_server_lease_held", 2)]
+        [("weft_server_records_since", 1), ("weft_server_records_write", 14), ("weft_server_lease_held", 2)]
     {
         let config: Vec<String> = sqlx::query_scalar(
             "SELECT unnest(proconfig) FROM pg_proc WHERE proname = $1 AND pronargs = $2 \
