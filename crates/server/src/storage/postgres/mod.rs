@@ -68,7 +68,8 @@ const SCHEMA: &[&str] = &[
      attempts INTEGER NOT NULL DEFAULT 0)",
     "CREATE INDEX IF NOT EXISTS weft_server_queue_by_thread ON weft_server_queue (thread_id, due_at, run_id)",
     "CREATE INDEX IF NOT EXISTS weft_server_queue_by_worker ON weft_server_queue (worker)",
-    // A turn's start: the locks until the transaction ends (the key's, and the records' shared; without
+    // A turn's start as releases before records schema 4 take it (this one takes the locks with
+    // `weft_server_records_lock` and reads with `weft_server_records_since`): the locks until the transaction ends (the key's, and the records' shared; without
     // a key, the records' alone), then (in read committed, a volatile function's statement takes a
     // snapshot of its own, after the locks are granted) the rows written since the horizon `since`, each
     // with the snapshot's horizon (one row without a record when there are none). Planned once per
