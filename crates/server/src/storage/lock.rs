@@ -229,7 +229,7 @@ impl RecordsLock {
         let begun = self.begin(key.name(), lease).await?;
         let mut guard = self.inner.lock().await;
         guard.enter(begun).await?;
-        Ok(RecordsGuard { lock: self, guard: Some(guard), _turn: turn, _slot: slot })
+        Ok(RecordsGuard { lock: self, guard: std::sync::OnceLock::from(guard), _turn: turn, _slot: slot })
     }
 
     /// Scaled out, a place among the turns that hold a pooled connection while they wait for the
@@ -301,15 +301,13 @@ impl Deref for RecordsView<'_> {
 pub(crate) struct RecordsGuard<'a> {
     #[cfg_attr(not(feature = "scale"), allow(dead_code))]
     lock: &'a RecordsLock,
-    /// The records; `None` only while one of this guard's own round trips runs without them (see
-    /// [`RecordsGuard::commit`]), which holds the guard borrowed.
-    guard: Option<MutexGuard<'a, Records>>,
+    /// The records; empty only while one of this guard's own round trips runs without them (see
+    /// [`RecordsGuard::commit`]), which holds the guard borrowed. Should such a round trip be
+    /// cancelled and the guard used after, it waits for the records again, blocking its thread.
+    guard: std::sync::OnceLock<MutexGuard<'a, Records>>,
     _turn: KeyGuard<'a>,
     _slot: Option<async_lock::SemaphoreGuard<'a>>,
 }
-
-/// Used after a round trip of its own was cancelled while the records were let go.
-const LET_GO: &str = "the records' guard was used after a cancelled round trip let go of them";
 
 impl RecordsGuard<'_> {
     /// Writes `changes` in one transaction, then applies them in memory. Scaled out, the write goes
@@ -322,12 +320,12 @@ impl RecordsGuard<'_> {
             // A turn ends with its write: a second write under the same guard takes a new turn of its
             // key, its locks taken without the records held.
             if let Some(key) = self.records().ended_turn() {
-                drop(self.guard.take());
+                self.let_go();
                 let begun = self.lock.begin(key, None).await;
                 self.hold().await.enter(begun?).await?;
             }
             if let Some((db, mut state)) = self.records().take_turn() {
-                drop(self.guard.take());
+                self.let_go();
                 let written = state.write(&db, &ops, &changes).await;
                 let records = self.hold().await;
                 records.restore_turn(state);
@@ -348,7 +346,7 @@ impl RecordsGuard<'_> {
         thread_id: &str,
     ) -> Result<Option<weft_graph::ThreadHead>, ServerError> {
         let Some((_, mut state)) = self.records().take_turn() else { return Ok(None) };
-        drop(self.guard.take());
+        self.let_go();
         let tuple = state.head(saver, thread_id).await;
         self.hold().await.restore_turn(state);
         Ok(Some(weft_graph::ThreadHead::read(thread_id, tuple?)))
@@ -365,21 +363,35 @@ impl RecordsGuard<'_> {
             return Ok(held);
         }
         let Some((db, mut state)) = self.records().take_turn() else { return Ok(true) };
-        drop(self.guard.take());
+        self.let_go();
         let held = state.holds(&db, worker, run_id).await;
         self.hold().await.restore_turn(state);
         held
     }
 
     fn records(&mut self) -> &mut Records {
-        self.guard.as_deref_mut().expect(LET_GO)
+        if self.guard.get().is_none() {
+            drop(self.guard.set(self.lock.inner.lock_blocking()));
+        }
+        match self.guard.get_mut() {
+            Some(guard) => guard,
+            None => unreachable!("set just above"),
+        }
+    }
+
+    /// Lets go of the records for a round trip that changes nothing in memory.
+    #[cfg(feature = "scale")]
+    fn let_go(&mut self) {
+        drop(self.guard.take());
     }
 
     /// Holds the records again after a round trip without them.
     #[cfg(feature = "scale")]
     async fn hold(&mut self) -> &mut Records {
-        let guard = self.lock.inner.lock().await;
-        self.guard.insert(guard)
+        if self.guard.get().is_none() {
+            drop(self.guard.set(self.lock.inner.lock().await));
+        }
+        self.records()
     }
 }
 
@@ -387,7 +399,7 @@ impl Deref for RecordsGuard<'_> {
     type Target = Records;
 
     fn deref(&self) -> &Records {
-        self.guard.as_deref().expect(LET_GO)
+        self.guard.get_or_init(|| self.lock.inner.lock_blocking())
     }
 }
 
@@ -399,7 +411,7 @@ impl DerefMut for RecordsGuard<'_> {
 
 impl Drop for RecordsGuard<'_> {
     fn drop(&mut self) {
-        if let Some(records) = self.guard.as_mut() {
+        if let Some(records) = self.guard.get_mut() {
             records.leave();
         }
     }

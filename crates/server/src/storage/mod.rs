@@ -92,7 +92,7 @@ enum Backend {
     Sqlite(Arc<SqliteSaver>),
     /// PostgreSQL, shared by every instance.
     #[cfg(feature = "scale")]
-    Postgres(postgres::PgRecords),
+    Postgres(Box<postgres::PgRecords>),
     /// Nowhere: the records live and die with the process.
     Memory,
 }
@@ -406,7 +406,7 @@ impl Records {
         // harmless.
         let horizon = pg.current_horizon().await?;
         pg.seen(horizon);
-        let mut records = Records::empty(Backend::Postgres(pg), cache);
+        let mut records = Records::empty(Backend::Postgres(Box::new(pg)), cache);
         records.load_resident().await?;
         Ok(records)
     }

@@ -321,10 +321,12 @@ pub(crate) struct OpenTurn {
     conn: Option<PoolConnection<Postgres>>,
 }
 
-/// An open turn is used after its connection went (a bug of this module).
-const GONE: &str = "an open turn has its connection";
-
 impl OpenTurn {
+    /// The connection, to run the turn's statements on (an error once committed).
+    pub(crate) fn conn(&mut self) -> Result<&mut PgConnection, sqlx::Error> {
+        self.conn.as_deref_mut().ok_or_else(|| sqlx::Error::Protocol("the turn has ended".into()))
+    }
+
     /// Commits the transaction: the turn's locks go with it.
     pub(crate) async fn commit(mut self) -> Result<(), sqlx::Error> {
         let Some(mut conn) = self.conn.take() else { return Ok(()) };
@@ -334,20 +336,6 @@ impl OpenTurn {
             conn.close_on_drop();
         }
         committed.map(drop)
-    }
-}
-
-impl std::ops::Deref for OpenTurn {
-    type Target = PgConnection;
-
-    fn deref(&self) -> &PgConnection {
-        self.conn.as_deref().expect(GONE)
-    }
-}
-
-impl std::ops::DerefMut for OpenTurn {
-    fn deref_mut(&mut self) -> &mut PgConnection {
-        self.conn.as_deref_mut().expect(GONE)
     }
 }
 
@@ -468,7 +456,7 @@ pub(crate) async fn begin(db: &Db, key: Option<String>, lease: Option<Lease>) ->
     tokio::spawn(async move {
         let taken = async {
             let mut turn = OpenTurn { conn: Some(pool.acquire().await?) };
-            let rows = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).fetch_all(&mut *turn).await?;
+            let rows = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).fetch_all(turn.conn()?).await?;
             // The lease's answer is the last row.
             let held = match rows.last() {
                 Some(row) if checks => Some(row.try_get::<bool, _>(0)?),
@@ -542,7 +530,7 @@ impl PgRecords {
             sqlx::query_as("SELECT kind, id, body, horizon FROM weft_server_records_since($1)")
                 .bind(self.horizon.to_string())
                 .persistent(self.db.prepared)
-                .fetch_all(&mut *turn)
+                .fetch_all(turn.conn().map_err(storage)?)
                 .await
                 .map_err(storage)?;
         self.state = TurnState { tx: Some(turn), key: Some(key), lease, ..TurnState::default() };
@@ -621,7 +609,7 @@ impl TurnState {
         thread_id: &str,
     ) -> Result<Option<weft_graph::checkpoint::CheckpointTuple>, ServerError> {
         let config = weft_graph::checkpoint::CheckpointConfig::thread(thread_id);
-        Ok(saver.get_tuple_in(self.tx()?, &config).await?)
+        Ok(saver.get_tuple_in(self.tx()?.conn().map_err(storage)?, &config).await?)
     }
 
     /// The answer of the lease checked as the turn started, when it was this one.
@@ -636,7 +624,7 @@ impl TurnState {
             .bind(run_id)
             .bind(worker)
             .persistent(db.prepared)
-            .fetch_one(&mut **self.tx()?)
+            .fetch_one(self.tx()?.conn().map_err(storage)?)
             .await
             .map_err(storage)?;
         Ok(held)
@@ -664,7 +652,7 @@ impl TurnState {
             .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))?;
         if let Some(Saves { saver, ops }) = saves {
             // First: a failure rolls the turn back (dropped), and no record says what was not stored.
-            saver.put_batch_in(&mut turn, ops).await?;
+            saver.put_batch_in(turn.conn().map_err(storage)?, ops).await?;
         }
         let text = |n: usize| ops.iter().map(|op| op.3.texts()[n]).collect::<Vec<_>>();
         let written: Result<i64, sqlx::Error> = sqlx::query_scalar(
@@ -685,7 +673,7 @@ impl TurnState {
         .bind(owned.as_ref().map(|o| o.worker.as_str()))
         .bind(owned.as_ref().map_or(0.0, |o| o.lease_ms))
         .persistent(db.prepared)
-        .fetch_one(&mut *turn)
+        .fetch_one(turn.conn().map_err(storage)?)
         .await;
         written.map_err(storage)?;
         Ok(turn)
@@ -705,7 +693,7 @@ impl PgRecords {
         for bind in binds {
             query = query.bind(bind.to_string());
         }
-        query.persistent(prepared).fetch_all(&mut **turn).await.map_err(storage)
+        query.persistent(prepared).fetch_all(turn.conn().map_err(storage)?).await.map_err(storage)
     }
 
     /// See [`crate::storage::RecordsLock::mark_swept`]: one statement, outside any turn (the column is
