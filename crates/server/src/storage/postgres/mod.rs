@@ -68,17 +68,12 @@ const SCHEMA: &[&str] = &[
      attempts INTEGER NOT NULL DEFAULT 0)",
     "CREATE INDEX IF NOT EXISTS weft_server_queue_by_thread ON weft_server_queue (thread_id, due_at, run_id)",
     "CREATE INDEX IF NOT EXISTS weft_server_queue_by_worker ON weft_server_queue (worker)",
-    // A turn's start as releases before records schema 4 take it (this one takes the locks with
-    // `weft_server_records_lock` and reads with `weft_server_records_since`): the locks until the transaction ends (the key's, and the records' shared; without
-    // a key, the records' alone), then (in read committed, a volatile function's statement takes a
-    // snapshot of its own, after the locks are granted) the rows written since the horizon `since`, each
-    // with the snapshot's horizon (one row without a record when there are none). Planned once per
-    // connection (`force_generic_plan`; a plan for each call's horizon cost more than the read): the
-    // read's upper bound, the snapshot's `xmax` (no row written at or after it is visible anyway), makes
-    // the generic plan's estimate a narrow range, so it keeps to the `xid` index however large the table.
-    "CREATE OR REPLACE FUNCTION weft_server_records_enter(lock_key TEXT, since TEXT) \
-     RETURNS TABLE (kind TEXT, id TEXT, body TEXT, horizon TEXT) LANGUAGE plpgsql VOLATILE \
-     SET plan_cache_mode = force_generic_plan AS $$ \
+    // A turn's locks until its transaction ends (the key's, and the records' shared; without a key, the
+    // records' alone), without the read: a turn takes them before this instance holds its records in
+    // memory, and reads what changed once it holds them (`weft_server_records_since`), so that it never
+    // waits for a lock while holding what another of its turns needs to commit.
+    "CREATE OR REPLACE FUNCTION weft_server_records_lock(lock_key TEXT) RETURNS INTEGER \
+     LANGUAGE plpgsql VOLATILE AS $$ \
      BEGIN \
        IF lock_key IS NULL THEN \
          PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':weft_server_records', 0)); \
@@ -87,10 +82,29 @@ const SCHEMA: &[&str] = &[
          PERFORM pg_advisory_xact_lock( \
            hashtextextended(current_schema() || ':weft_server_records:' || lock_key, 0)); \
        END IF; \
+       RETURN 1; \
+     END $$",
+    // The rows written since the horizon `since`, each with the horizon of the snapshot (one row without
+    // a record when there are none). In read committed, a volatile function's statement takes a snapshot
+    // of its own, after the turn's locks are granted. Planned once per connection (`force_generic_plan`;
+    // a plan for each call's horizon cost more than the read): the read's upper bound, the snapshot's
+    // `xmax` (no row written at or after it is visible anyway), makes the generic plan's estimate a
+    // narrow range, so it keeps to the `xid` index however large the table.
+    "CREATE OR REPLACE FUNCTION weft_server_records_since(since TEXT) \
+     RETURNS TABLE (kind TEXT, id TEXT, body TEXT, horizon TEXT) LANGUAGE plpgsql VOLATILE \
+     SET plan_cache_mode = force_generic_plan AS $$ \
+     BEGIN \
        RETURN QUERY WITH s AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS horizon) \
          SELECT r.kind, r.id, r.body, s.horizon FROM s \
          LEFT JOIN weft_server_records r ON r.xid >= since::xid8 \
            AND r.xid < pg_snapshot_xmax(pg_current_snapshot()); \
+     END $$",
+    // A turn's start as releases before records schema 4 take it: the locks, then the read.
+    "CREATE OR REPLACE FUNCTION weft_server_records_enter(lock_key TEXT, since TEXT) \
+     RETURNS TABLE (kind TEXT, id TEXT, body TEXT, horizon TEXT) LANGUAGE plpgsql VOLATILE AS $$ \
+     BEGIN \
+       PERFORM weft_server_records_lock(lock_key); \
+       RETURN QUERY SELECT * FROM weft_server_records_since(since); \
      END $$",
     // A turn's writes in order: the records (a null body deletes), then the queue's rows (`add` a run,
     // `own` a run claimed by `owner` for `lease_ms` from the start, delete a `run`'s row, delete a
@@ -143,33 +157,6 @@ const SCHEMA: &[&str] = &[
        PERFORM 1 FROM weft_server_queue q WHERE q.run_id = run AND q.worker = owner \
          AND q.lease_until >= now() FOR UPDATE; \
        RETURN FOUND; \
-     END $$",
-    // A turn's locks (as `weft_server_records_enter` takes them), without the read: a turn takes them
-    // before this instance holds its records in memory, and reads what changed once it holds them
-    // (`weft_server_records_since`), so that it never waits for a lock while holding what another of
-    // its turns needs to commit.
-    "CREATE OR REPLACE FUNCTION weft_server_records_lock(lock_key TEXT) RETURNS INTEGER \
-     LANGUAGE plpgsql VOLATILE AS $$ \
-     BEGIN \
-       IF lock_key IS NULL THEN \
-         PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':weft_server_records', 0)); \
-       ELSE \
-         PERFORM pg_advisory_xact_lock_shared(hashtextextended(current_schema() || ':weft_server_records', 0)); \
-         PERFORM pg_advisory_xact_lock( \
-           hashtextextended(current_schema() || ':weft_server_records:' || lock_key, 0)); \
-       END IF; \
-       RETURN 1; \
-     END $$",
-    // The rows written since the horizon `since`, each with the horizon of the statement's snapshot (one
-    // row without a record when there are none): the read of `weft_server_records_enter`, with its plan.
-    "CREATE OR REPLACE FUNCTION weft_server_records_since(since TEXT) \
-     RETURNS TABLE (kind TEXT, id TEXT, body TEXT, horizon TEXT) LANGUAGE plpgsql VOLATILE \
-     SET plan_cache_mode = force_generic_plan AS $$ \
-     BEGIN \
-       RETURN QUERY WITH s AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS horizon) \
-         SELECT r.kind, r.id, r.body, s.horizon FROM s \
-         LEFT JOIN weft_server_records r ON r.xid >= since::xid8 \
-           AND r.xid < pg_snapshot_xmax(pg_current_snapshot()); \
      END $$",
     // The writes of instances of a release before the columns and `own`, during a rolling upgrade: the
     // columns read from the bodies.

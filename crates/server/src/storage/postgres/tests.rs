@@ -629,6 +629,24 @@ async fn a_turn_waits_for_its_locks_before_it_holds_the_records_so_turns_waiting
 }
 
 #[tokio::test]
+async fn the_turn_start_of_releases_before_schema_4_still_locks_and_reads() {
+    let Some(db) = database().await else { return };
+    let (a, pool) = instance(&db).await;
+    a.lock(Key::All).await.unwrap().commit(vec![thread("t1")]).await.unwrap();
+    let mut old = pool.begin().await.unwrap();
+    let rows: Vec<(Option<String>, Option<String>)> =
+        sqlx::query_as("SELECT kind, id FROM weft_server_records_enter('thread:t1', '0')")
+            .fetch_all(&mut *old)
+            .await
+            .unwrap();
+    assert_eq!(rows, [(Some("thread".to_owned()), Some("t1".to_owned()))]);
+    // Its key's lock is held: this release's turn of t1 waits for it.
+    assert!(tokio::time::timeout(Duration::from_millis(300), a.lock(Key::Thread("t1"))).await.is_err());
+    old.rollback().await.unwrap();
+    assert!(tokio::time::timeout(Duration::from_secs(5), a.lock(Key::Thread("t1"))).await.is_ok());
+}
+
+#[tokio::test]
 async fn a_table_of_an_earlier_release_gets_its_columns_filled_from_the_bodies() {
     let Some(db) = database().await else { return };
     let pool = sqlx::postgres::PgPoolOptions::new().max_connections(2).connect(&db.uri).await.unwrap();
