@@ -606,10 +606,26 @@ async fn a_turn_waits_for_its_locks_before_it_holds_the_records_so_turns_waiting
             turn.commit(vec![run("r1", "t1", "success")]).await.unwrap();
         }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    waits_for_a_lock(&pool, "SELECT weft_server_records_write%").await;
     let reader = a.read().await.unwrap();
     blocker.rollback().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Written now: it waits for the records to commit.
+    let written = async {
+        loop {
+            let idle: bool = sqlx::query_scalar(
+                "SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = current_database() \
+                 AND state = 'idle in transaction' AND query LIKE 'SELECT weft_server_records_write%'",
+            )
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            if idle {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), written).await.expect("the first turn's write is done");
     // Another turn checks r1's lease as it starts: it waits for r1's row, which the first turn holds.
     let checking = tokio::spawn({
         let a = Arc::clone(&a);
@@ -619,7 +635,7 @@ async fn a_turn_waits_for_its_locks_before_it_holds_the_records_so_turns_waiting
             turn.lease_held("w", "r1").await.unwrap()
         }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    waits_for_a_lock(&pool, "BEGIN%weft_server_lease_held%").await;
     assert!(!ending.is_finished() && !checking.is_finished());
     // Let go, the records go to the first turn's commit: the second waited for its lock without them.
     drop(reader);
@@ -701,6 +717,27 @@ async fn a_table_of_an_earlier_release_gets_its_columns_filled_from_the_bodies()
 }
 
 /// Whether a lock on the records' table waits (not granted) in the database.
+/// Waits (10 s at most) until a statement like `like` of this database waits for a lock.
+async fn waits_for_a_lock(pool: &PgPool, like: &str) {
+    let waiting = async {
+        loop {
+            let found: bool = sqlx::query_scalar(
+                "SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = current_database() \
+                 AND wait_event_type = 'Lock' AND query LIKE $1",
+            )
+            .bind(like)
+            .fetch_one(pool)
+            .await
+            .unwrap();
+            if found {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("a statement waits for a lock");
+}
+
 async fn lock_waits(pool: &PgPool) -> bool {
     sqlx::query_scalar(
         "SELECT count(*) > 0 FROM pg_locks WHERE relation = 'weft_server_records'::regclass AND NOT granted",
