@@ -522,8 +522,10 @@ impl Records {
         let ops = ops_of(changes)?;
         match &mut self.backend {
             Backend::Sqlite(saver) => saver.write_with_checkpoints(statements(&ops)).await?,
+            // Scaled out, a write goes through its guard's turn (`RecordsGuard::commit`), which lets go of
+            // the records around its round trips.
             #[cfg(feature = "scale")]
-            Backend::Postgres(pg) => pg.write(&ops, changes).await?,
+            Backend::Postgres(_) => return Err(postgres::not_held()),
             Backend::Memory => {}
         }
         Ok(())

@@ -23,10 +23,9 @@
 //!   of the rows written since is one more, once it holds them (`weft_server_records_since`, whose
 //!   snapshot is taken after the locks are granted). Nothing that waits for a lock runs while the
 //!   records are held in memory: a turn there may wait only for PostgreSQL's answer to a read or a
-//!   commit; a turn's writes, records and
-//!   queue rows together, are one call (`weft_server_records_write`); the commit is one more. A turn that
-//!   writes nothing is rolled back when its caller lets go (the rollback is sent when its connection goes
-//!   back to the pool). A second write under the same [`crate::storage::RecordsGuard`] takes a new turn
+//!   commit. A turn's writes, records and queue rows together, are one call
+//!   (`weft_server_records_write`); the commit is one more. A turn that writes nothing is rolled back
+//!   when its caller lets go (in a task of its own, before its connection goes back to the pool). A second write under the same [`crate::storage::RecordsGuard`] takes a new turn
 //!   of the same key (reading in what other instances wrote between the two).
 //! - The turn that records a run's end also stores the run's last checkpoints (the saves of its last
 //!   step, which the engine leaves to the server: [`weft_graph::EndState::with_last_saves`]), through
@@ -488,11 +487,6 @@ impl PgRecords {
         self.state.tx.is_some()
     }
 
-    /// The key of the turn the records are held for (none: every key; unset: no turn taken yet).
-    pub(crate) fn key(&self) -> Option<Option<String>> {
-        self.state.key.clone()
-    }
-
     /// See [`TurnState::checked`].
     pub(crate) fn checked(&self, lease: &Lease) -> Option<bool> {
         self.state.checked(lease)
@@ -527,7 +521,7 @@ impl PgRecords {
     /// The key of the guard's last turn when it has none open (scaled out, a second write under one
     /// guard takes a new turn of its key); `None` while a turn is open or before the first.
     pub(crate) fn ended_turn(&self) -> Option<Option<String>> {
-        if self.in_turn() { None } else { self.key() }
+        if self.in_turn() { None } else { self.state.key.clone() }
     }
 
     /// Brings a reader up to date without a lock: the rows written since the last look, on any pooled
@@ -572,20 +566,17 @@ impl PgRecords {
             lease_ms: lease.as_secs_f64() * 1000.0,
         });
     }
+}
 
-    /// Writes `ops` and commits the turn (see [`TurnState::write`]): the turn ends, with the lock.
-    pub(crate) async fn write(&mut self, ops: &[Op], changes: &[Change]) -> Result<(), ServerError> {
-        let db = self.db.clone();
-        let turn = self.state.write(&db, ops, changes).await?;
-        turn.commit().await.map_err(storage)
-    }
+/// A turn's statement without an open turn.
+pub(super) fn not_held() -> ServerError {
+    ServerError::from(CheckpointError::backend("the records' lock is not held"))
 }
 
 impl TurnState {
-    fn tx(&mut self) -> Result<&mut OpenTurn, ServerError> {
-        self.tx
-            .as_mut()
-            .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))
+    /// The open turn's connection.
+    fn conn(&mut self) -> Result<&mut PgConnection, ServerError> {
+        self.tx.as_mut().ok_or_else(not_held)?.conn().map_err(storage)
     }
 
     /// The latest checkpoint of the thread's root namespace, read through `saver` in the turn's
@@ -596,7 +587,7 @@ impl TurnState {
         thread_id: &str,
     ) -> Result<Option<weft_graph::checkpoint::CheckpointTuple>, ServerError> {
         let config = weft_graph::checkpoint::CheckpointConfig::thread(thread_id);
-        Ok(saver.get_tuple_in(self.tx()?.conn().map_err(storage)?, &config).await?)
+        Ok(saver.get_tuple_in(self.conn()?, &config).await?)
     }
 
     /// The answer of the lease checked as the turn started, when it was this one.
@@ -611,7 +602,7 @@ impl TurnState {
             .bind(run_id)
             .bind(worker)
             .persistent(db.prepared)
-            .fetch_one(self.tx()?.conn().map_err(storage)?)
+            .fetch_one(self.conn()?)
             .await
             .map_err(storage)?;
         Ok(held)
@@ -633,16 +624,13 @@ impl TurnState {
             queue.keep(change, owned.as_ref().map(|o| o.run_id.as_str()));
         }
         let saves = self.saves.take();
-        let mut turn = self
-            .tx
-            .take()
-            .ok_or_else(|| ServerError::from(CheckpointError::backend("the records' lock is not held")))?;
+        let mut turn = self.tx.take().ok_or_else(not_held)?;
         if let Some(Saves { saver, ops }) = saves {
             // First: a failure rolls the turn back (dropped), and no record says what was not stored.
             saver.put_batch_in(turn.conn().map_err(storage)?, ops).await?;
         }
         let text = |n: usize| ops.iter().map(|op| op.3.texts()[n]).collect::<Vec<_>>();
-        let written: Result<i64, sqlx::Error> = sqlx::query_scalar(
+        sqlx::query_scalar::<_, i64>(
             "SELECT weft_server_records_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
         )
         .bind(ops.iter().map(|op| op.0.name()).collect::<Vec<_>>())
@@ -661,8 +649,8 @@ impl TurnState {
         .bind(owned.as_ref().map_or(0.0, |o| o.lease_ms))
         .persistent(db.prepared)
         .fetch_one(turn.conn().map_err(storage)?)
-        .await;
-        written.map_err(storage)?;
+        .await
+        .map_err(storage)?;
         Ok(turn)
     }
 }
@@ -674,13 +662,11 @@ impl PgRecords {
         sql: &str,
         binds: &[&str],
     ) -> Result<Vec<source::Row>, ServerError> {
-        let prepared = self.db.prepared;
-        let turn = self.state.tx()?;
         let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.to_owned()));
         for bind in binds {
             query = query.bind(bind.to_string());
         }
-        query.persistent(prepared).fetch_all(turn.conn().map_err(storage)?).await.map_err(storage)
+        query.persistent(self.db.prepared).fetch_all(self.state.conn()?).await.map_err(storage)
     }
 
     /// See [`crate::storage::RecordsLock::mark_swept`]: one statement, outside any turn (the column is

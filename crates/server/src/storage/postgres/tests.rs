@@ -415,11 +415,7 @@ async fn in_one_instance_a_turn_waiting_on_its_write_keeps_only_its_own_thread_w
     let a = Arc::new(a);
     a.lock(Key::All).await.unwrap().commit(vec![thread("t1"), thread("t2")]).await.unwrap();
     // Another connection holds t1's row: the write of a turn of t1 waits for it.
-    let mut blocker = pool.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM weft_server_records WHERE kind = 'thread' AND id = 't1' FOR UPDATE")
-        .execute(&mut *blocker)
-        .await
-        .unwrap();
+    let blocker = hold_row(&pool, "thread", "t1").await;
     let slow = tokio::spawn({
         let a = Arc::clone(&a);
         async move {
@@ -594,11 +590,7 @@ async fn a_turn_waits_for_its_locks_before_it_holds_the_records_so_turns_waiting
     // The turn ending r1 writes (r1's queue row locked until it commits) and waits for the records to
     // commit, which a reader holds: its write first waits for r1's record, held by another connection
     // until the reader has the records.
-    let mut blocker = pool.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM weft_server_records WHERE kind = 'run' AND id = 'r1' FOR UPDATE")
-        .execute(&mut *blocker)
-        .await
-        .unwrap();
+    let blocker = hold_row(&pool, "run", "r1").await;
     let ending = tokio::spawn({
         let a = Arc::clone(&a);
         async move {
@@ -606,26 +598,11 @@ async fn a_turn_waits_for_its_locks_before_it_holds_the_records_so_turns_waiting
             turn.commit(vec![run("r1", "t1", "success")]).await.unwrap();
         }
     });
-    waits_for_a_lock(&pool, "SELECT weft_server_records_write%").await;
+    seen(&pool, "wait_event_type = 'Lock'", "SELECT weft_server_records_write%").await;
     let reader = a.read().await.unwrap();
     blocker.rollback().await.unwrap();
     // Written now: it waits for the records to commit.
-    let written = async {
-        loop {
-            let idle: bool = sqlx::query_scalar(
-                "SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = current_database() \
-                 AND state = 'idle in transaction' AND query LIKE 'SELECT weft_server_records_write%'",
-            )
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-            if idle {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), written).await.expect("the first turn's write is done");
+    seen(&pool, "state = 'idle in transaction'", "SELECT weft_server_records_write%").await;
     // Another turn checks r1's lease as it starts: it waits for r1's row, which the first turn holds.
     let checking = tokio::spawn({
         let a = Arc::clone(&a);
@@ -635,7 +612,7 @@ async fn a_turn_waits_for_its_locks_before_it_holds_the_records_so_turns_waiting
             turn.lease_held("w", "r1").await.unwrap()
         }
     });
-    waits_for_a_lock(&pool, "BEGIN%weft_server_lease_held%").await;
+    seen(&pool, "wait_event_type = 'Lock'", "BEGIN%weft_server_lease_held%").await;
     assert!(!ending.is_finished() && !checking.is_finished());
     // Let go, the records go to the first turn's commit: the second waited for its lock without them.
     drop(reader);
@@ -717,25 +694,36 @@ async fn a_table_of_an_earlier_release_gets_its_columns_filled_from_the_bodies()
 }
 
 /// Whether a lock on the records' table waits (not granted) in the database.
-/// Waits (10 s at most) until a statement like `like` of this database waits for a lock.
-async fn waits_for_a_lock(pool: &PgPool, like: &str) {
+/// Another connection's transaction holding the record's row (until it is dropped or rolled back).
+async fn hold_row(pool: &PgPool, kind: &str, id: &str) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let mut holder = pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM weft_server_records WHERE kind = $1 AND id = $2 FOR UPDATE")
+        .bind(kind)
+        .bind(id)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    holder
+}
+
+/// Waits (10 s at most) until a session of this database is `state` (a condition on
+/// `pg_stat_activity`) with its last statement like `like`.
+async fn seen(pool: &PgPool, state: &str, like: &str) {
+    let sql = format!(
+        "SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = current_database() AND {state} \
+         AND query LIKE $1"
+    );
     let waiting = async {
-        loop {
-            let found: bool = sqlx::query_scalar(
-                "SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = current_database() \
-                 AND wait_event_type = 'Lock' AND query LIKE $1",
-            )
+        while !sqlx::query_scalar::<_, bool>(sqlx::AssertSqlSafe(sql.clone()))
             .bind(like)
             .fetch_one(pool)
             .await
-            .unwrap();
-            if found {
-                return;
-            }
+            .unwrap()
+        {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
-    tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("a statement waits for a lock");
+    tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("the session is seen");
 }
 
 async fn lock_waits(pool: &PgPool) -> bool {
