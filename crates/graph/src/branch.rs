@@ -20,6 +20,29 @@ pub enum Route {
     End,
 }
 
+/// One destination as a router hands it over without collecting: what
+/// [`IntoRoutes::visit_routes`] passes on, borrowing a node's name where it can.
+#[derive(Debug)]
+pub enum RouteRef<'a> {
+    /// A node by name (or a path-map key).
+    Node(&'a str),
+    /// A task with its own input.
+    Send(Send),
+    /// Nowhere: the branch ends here.
+    End,
+}
+
+impl Route {
+    /// Hands this route to `visit` as a [`RouteRef`].
+    fn visit(self, visit: &mut dyn FnMut(RouteRef<'_>)) {
+        match self {
+            Route::Node(name) => visit(RouteRef::Node(&name)),
+            Route::Send(send) => visit(RouteRef::Send(send)),
+            Route::End => visit(RouteRef::End),
+        }
+    }
+}
+
 /// Values a router may return: a node name, `END`, a [`Send`], a [`Route`], or an `Option`, `Vec` or
 /// `Result` of those.
 #[diagnostic::on_unimplemented(
@@ -29,6 +52,20 @@ pub enum Route {
 pub trait IntoRoutes {
     /// Converts into routes.
     fn into_routes(self) -> Result<Vec<Route>>;
+
+    /// Hands each route to `visit`, in order, or fails as [`into_routes`](Self::into_routes) would (routes
+    /// handed over before such a failure are then ignored). The engine routes through this: the
+    /// implementations for names, options, vectors and results hand their routes over without
+    /// allocating; the default collects `into_routes`.
+    fn visit_routes(self, visit: &mut dyn FnMut(RouteRef<'_>)) -> Result<()>
+    where
+        Self: Sized,
+    {
+        for route in self.into_routes()? {
+            route.visit(visit);
+        }
+        Ok(())
+    }
 
     /// Every node this type can route to (`END` included), when the type says so: an enum with
     /// `#[derive(Destinations)]`. A router returning such a type needs no path map: its destinations are
@@ -43,6 +80,9 @@ pub trait IntoRoutes {
 
 /// What [`IntoRoutes::into_routes`] returns (named for the code `#[derive(Destinations)]` writes).
 pub type RoutesResult = Result<Vec<Route>>;
+
+/// What [`IntoRoutes::visit_routes`] returns (named for the code `#[derive(Destinations)]` writes).
+pub type VisitResult = Result<()>;
 
 /// A type whose values are the destinations of a router: `#[derive(Destinations)]` on an enum of unit
 /// variants, each a node (its name in snake case, or `#[route(name = "node")]`) or `END`
@@ -82,11 +122,21 @@ impl IntoRoutes for Route {
     fn into_routes(self) -> Result<Vec<Route>> {
         Ok(vec![self])
     }
+
+    fn visit_routes(self, visit: &mut dyn FnMut(RouteRef<'_>)) -> Result<()> {
+        self.visit(visit);
+        Ok(())
+    }
 }
 
 impl IntoRoutes for &str {
     fn into_routes(self) -> Result<Vec<Route>> {
         Ok(vec![if self == END { Route::End } else { Route::Node(self.to_owned()) }])
+    }
+
+    fn visit_routes(self, visit: &mut dyn FnMut(RouteRef<'_>)) -> Result<()> {
+        visit(if self == END { RouteRef::End } else { RouteRef::Node(self) });
+        Ok(())
     }
 }
 
@@ -94,11 +144,20 @@ impl IntoRoutes for String {
     fn into_routes(self) -> Result<Vec<Route>> {
         self.as_str().into_routes()
     }
+
+    fn visit_routes(self, visit: &mut dyn FnMut(RouteRef<'_>)) -> Result<()> {
+        self.as_str().visit_routes(visit)
+    }
 }
 
 impl IntoRoutes for Send {
     fn into_routes(self) -> Result<Vec<Route>> {
         Ok(vec![Route::Send(self)])
+    }
+
+    fn visit_routes(self, visit: &mut dyn FnMut(RouteRef<'_>)) -> Result<()> {
+        visit(RouteRef::Send(self));
+        Ok(())
     }
 }
 
@@ -113,6 +172,13 @@ impl<T: IntoRoutes> IntoRoutes for Vec<T> {
             routes.extend(item.into_routes()?);
         }
         Ok(routes)
+    }
+
+    fn visit_routes(self, visit: &mut dyn FnMut(RouteRef<'_>)) -> Result<()> {
+        for item in self {
+            item.visit_routes(visit)?;
+        }
+        Ok(())
     }
 }
 
@@ -131,6 +197,13 @@ impl<T: IntoRoutes> IntoRoutes for Option<T> {
             None => Err(Error::InvalidInput(NO_DESTINATION.to_owned())),
         }
     }
+
+    fn visit_routes(self, visit: &mut dyn FnMut(RouteRef<'_>)) -> Result<()> {
+        match self {
+            Some(v) => v.visit_routes(visit),
+            None => Err(Error::InvalidInput(NO_DESTINATION.to_owned())),
+        }
+    }
 }
 
 impl<T: IntoRoutes, E: Into<Error>> IntoRoutes for std::result::Result<T, E> {
@@ -141,11 +214,16 @@ impl<T: IntoRoutes, E: Into<Error>> IntoRoutes for std::result::Result<T, E> {
     fn into_routes(self) -> Result<Vec<Route>> {
         self.map_err(Into::into)?.into_routes()
     }
+
+    fn visit_routes(self, visit: &mut dyn FnMut(RouteRef<'_>)) -> Result<()> {
+        self.map_err(Into::into)?.visit_routes(visit)
+    }
 }
 
-/// A router as the engine calls it: the state (with the source node's writes applied) and the indexes of
-/// the channels its input type reads (`None`: the whole state).
-type RouterFn<S> = dyn Fn(&S, Option<&[usize]>) -> Result<Vec<Route>> + std::marker::Send + Sync;
+/// A router as the engine calls it: the state (with the source node's writes applied), the indexes of
+/// the channels its input type reads (`None`: the whole state), and what takes each route.
+type RouterFn<S> =
+    dyn Fn(&S, Option<&[usize]>, &mut dyn FnMut(RouteRef<'_>)) -> Result<()> + std::marker::Send + Sync;
 
 /// Marker types that keep the [`IntoRouter`] implementations apart.
 pub mod marker {
@@ -212,7 +290,9 @@ where
 {
     fn into_router(self) -> Router<S> {
         Router {
-            call: Arc::new(move |state: &S, _: Option<&[usize]>| self(state).into_routes()),
+            call: Arc::new(move |state: &S, _: Option<&[usize]>, visit: &mut dyn FnMut(RouteRef<'_>)| {
+                self(state).visit_routes(visit)
+            }),
             input_fields: None,
             destinations: R::destinations(),
         }
@@ -258,7 +338,7 @@ impl<S: State> Router<S> {
         } else {
             crate::node_input_fields::struct_fields::<T>()
         };
-        let call = move |state: &S, channels: Option<&[usize]>| {
+        let call = move |state: &S, channels: Option<&[usize]>, visit: &mut dyn FnMut(RouteRef<'_>)| {
             let input = match (state as &dyn std::any::Any).downcast_ref::<T>() {
                 // `T` is the state itself.
                 Some(state) => state.clone(),
@@ -275,7 +355,7 @@ impl<S: State> Router<S> {
                     })?
                 }
             };
-            router(input).into_routes()
+            router(input).visit_routes(visit)
         };
         Router { call: Arc::new(call), input_fields, destinations: R::destinations() }
     }
@@ -332,8 +412,35 @@ pub struct Branch<S> {
     pub(crate) name: String,
     pub(crate) router: Router<S>,
     pub(crate) path_map: PathMap,
+    /// The path map's keys, sorted, each with its destination: by name until compile resolves the nodes
+    /// to their indexes ([`Branch::resolve`]).
+    keys: Option<PathKeys>,
     /// The indexes of the channels the router's input type reads, resolved by compile.
     pub(crate) input_channels: Option<Arc<[usize]>>,
+}
+
+/// A path map's keys, sorted, with where each leads.
+type PathKeys = Arc<[(Box<str>, Dest)]>;
+
+/// Where a path-map key leads.
+#[derive(Debug, Clone)]
+enum Dest {
+    End,
+    /// A node of the compiled graph, by index.
+    Node(usize),
+    /// A name compile did not resolve (the engine checks it when the key is taken).
+    Name(Box<str>),
+}
+
+/// A destination the engine takes from [`Branch::route`].
+#[derive(Debug)]
+pub(crate) enum Target<'a> {
+    End,
+    /// A node of the compiled graph, by index.
+    Node(usize),
+    /// A node by name, to look up (and check).
+    Name(&'a str),
+    Send(Send),
 }
 
 impl<S> Clone for Branch<S> {
@@ -342,6 +449,7 @@ impl<S> Clone for Branch<S> {
             name: self.name.clone(),
             router: self.router.clone(),
             path_map: self.path_map.clone(),
+            keys: self.keys.clone(),
             input_channels: self.input_channels.clone(),
         }
     }
@@ -364,7 +472,32 @@ impl<S: State> Branch<S> {
             (None, Some(names)) => PathMap::from(names.to_vec()),
             (map, _) => PathMap(map),
         };
-        Self { name: name.into(), router, path_map, input_channels: None }
+        let keys = path_map.0.as_ref().map(|map| {
+            map.iter()
+                .map(|(key, target)| {
+                    let dest = if target == END { Dest::End } else { Dest::Name(target.as_str().into()) };
+                    (key.as_str().into(), dest)
+                })
+                .collect()
+        });
+        Self { name: name.into(), router, path_map, keys, input_channels: None }
+    }
+
+    /// Resolves the path map's destinations to node indexes (`index_of` gives a node's, `None` for a name
+    /// that is no node: it is checked, and refused, when a router takes it).
+    pub(crate) fn resolve(&mut self, index_of: impl Fn(&str) -> Option<usize>) {
+        let Some(keys) = &self.keys else { return };
+        let resolved = keys
+            .iter()
+            .map(|(key, dest)| {
+                let dest = match dest {
+                    Dest::Name(name) => index_of(name).map_or_else(|| dest.clone(), Dest::Node),
+                    other => other.clone(),
+                };
+                (key.clone(), dest)
+            })
+            .collect();
+        self.keys = Some(resolved);
     }
 
     /// The fields of the router's input type, when it reads named channels rather than the whole state.
@@ -372,32 +505,47 @@ impl<S: State> Branch<S> {
         self.router.input_fields
     }
 
-    /// Runs the router and resolves names through the path map.
-    /// `Ok(Err(NoDestination))` is a router that returned `None`; `Err` is the router's own error.
-    pub(crate) fn route(&self, state: &S) -> Result<std::result::Result<Vec<Route>, NoDestination>> {
-        let routes = match (self.router.call)(state, self.input_channels.as_deref()) {
+    /// Runs the router and hands each destination to `take`, resolved through the path map.
+    /// `Ok(Err(NoDestination))` is a router that returned `None`; `Err` is the router's own error, or else a
+    /// key its path map does not have (then `take` has had the destinations before that key only).
+    pub(crate) fn route(
+        &self,
+        state: &S,
+        take: &mut dyn FnMut(Target<'_>),
+    ) -> Result<std::result::Result<(), NoDestination>> {
+        let mut unknown_key: Option<String> = None;
+        let mut each = |route: RouteRef<'_>| {
+            if unknown_key.is_some() {
+                return;
+            }
+            match route {
+                RouteRef::End => take(Target::End),
+                RouteRef::Send(send) => take(Target::Send(send)),
+                RouteRef::Node(key) => match &self.keys {
+                    None => take(Target::Name(key)),
+                    Some(keys) => match keys.binary_search_by(|(k, _)| (**k).cmp(key)) {
+                        Ok(at) => match &keys[at].1 {
+                            Dest::End => take(Target::End),
+                            Dest::Node(n) => take(Target::Node(*n)),
+                            Dest::Name(name) => take(Target::Name(name)),
+                        },
+                        Err(_) => unknown_key = Some(key.to_owned()),
+                    },
+                },
+            }
+        };
+        match (self.router.call)(state, self.input_channels.as_deref(), &mut each) {
             Err(Error::InvalidInput(message)) if message == NO_DESTINATION => return Ok(Err(NoDestination)),
             other => other?,
-        };
-        let Some(map) = &self.path_map.0 else { return Ok(Ok(routes)) };
-        routes
-            .into_iter()
-            .map(|r| match r {
-                Route::Node(key) => match map.get(&key) {
-                    Some(target) if target == END => Ok(Route::End),
-                    // A list's path map sends each name to itself: the key is the target.
-                    Some(target) if *target == key => Ok(Route::Node(key)),
-                    Some(target) => Ok(Route::Node(target.clone())),
-                    None => Err(Error::InvalidInput(format!(
-                        "branch '{}' returned '{key}', which is not a key of its path map ({})",
-                        self.name,
-                        map.keys().cloned().collect::<Vec<_>>().join(", ")
-                    ))),
-                },
-                other => Ok(other),
-            })
-            .collect::<Result<Vec<_>>>()
-            .map(Ok)
+        }
+        match unknown_key {
+            None => Ok(Ok(())),
+            Some(key) => Err(Error::InvalidInput(format!(
+                "branch '{}' returned '{key}', which is not a key of its path map ({})",
+                self.name,
+                self.path_map.0.iter().flat_map(|m| m.keys().cloned()).collect::<Vec<_>>().join(", ")
+            ))),
+        }
     }
 }
 

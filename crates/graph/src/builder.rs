@@ -730,6 +730,7 @@ impl<S: State> StateGraph<S> {
             };
             let mut branch = branch.clone();
             branch.input_channels = input_channels;
+            branch.resolve(index_of);
             spec.branches.push(branch);
         }
         let mut joins = Vec::new();

@@ -67,7 +67,7 @@ pub mod time {
     pub use crate::store::time::{format_rfc3339, parse_rfc3339};
 }
 
-pub use branch::{Branch, Destinations, IntoRouter, IntoRoutes, PathMap, Route, Router};
+pub use branch::{Branch, Destinations, IntoRouter, IntoRoutes, PathMap, Route, RouteRef, Router};
 pub use builder::{NodeConfig, NodeDefaults, StateGraph};
 pub use cache::{CachePolicy, InMemoryCache, NodeCache};
 pub use checkpoint::{

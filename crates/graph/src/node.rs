@@ -123,6 +123,14 @@ pub trait NodeFn<S: State>: std::marker::Send + Sync {
         false
     }
 
+    /// Runs a sync node to its end with no future and no copy of the runtime, or says `None` (the
+    /// default: the engine then calls [`call`](NodeFn::call)). The engine calls this for nodes that say
+    /// they are sync, on the state (a `Send` task goes through [`call_sent`](NodeFn::call_sent)).
+    fn call_sync(&self, input: NodeInput<'_, S>, runtime: &Runtime) -> Option<Result<NodeOutput<S>>> {
+        let _ = (input, runtime);
+        None
+    }
+
     /// The compiled graph this node runs, when it is a subgraph (used by `get_state` to show its state).
     fn subgraph(&self) -> Option<&dyn crate::subgraph_reader::SubgraphStateReader> {
         None
@@ -258,6 +266,13 @@ pub trait IntoNode<S: State, M> {
     fn into_node(self) -> Arc<dyn NodeFn<S>>;
 }
 
+/// A sync node's future: its result, ready.
+fn ready<'a, S: State>(out: Option<Result<NodeOutput<S>>>) -> BoxFuture<'a, Result<NodeOutput<S>>> {
+    // A sync function node's `call_sync` always runs it.
+    let out = out.unwrap_or_else(|| unreachable!("a sync function node runs when called"));
+    futures::future::ready(out).boxed()
+}
+
 struct FnNode<F, T> {
     f: F,
     _t: std::marker::PhantomData<fn(T)>,
@@ -271,12 +286,15 @@ where
     F: Fn(T) -> R + std::marker::Send + Sync + 'static,
 {
     fn call<'a>(&'a self, input: NodeInput<'a, S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
-        let out = T::from_input(input, runtime.node()).and_then(|input| (self.f)(input).into_node_output());
-        futures::future::ready(out).boxed()
+        ready(self.call_sync(input, &runtime))
     }
 
     fn is_sync(&self) -> bool {
         true
+    }
+
+    fn call_sync(&self, input: NodeInput<'_, S>, runtime: &Runtime) -> Option<Result<NodeOutput<S>>> {
+        Some(T::from_input(input, runtime.node()).and_then(|input| (self.f)(input).into_node_output()))
     }
 
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
@@ -308,13 +326,18 @@ where
     F: Fn(T, &Runtime) -> R + std::marker::Send + Sync + 'static,
 {
     fn call<'a>(&'a self, input: NodeInput<'a, S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
-        let out = T::from_input(input, runtime.node())
-            .and_then(|input| (self.f)(input, &runtime).into_node_output());
-        futures::future::ready(out).boxed()
+        ready(self.call_sync(input, &runtime))
     }
 
     fn is_sync(&self) -> bool {
         true
+    }
+
+    fn call_sync(&self, input: NodeInput<'_, S>, runtime: &Runtime) -> Option<Result<NodeOutput<S>>> {
+        Some(
+            T::from_input(input, runtime.node())
+                .and_then(|input| (self.f)(input, runtime).into_node_output()),
+        )
     }
 
     fn payload_from_json(&self, value: serde_json::Value) -> Result<Payload> {
@@ -479,12 +502,15 @@ where
     F: Fn(&S) -> R + std::marker::Send + Sync + 'static,
 {
     fn call<'a>(&'a self, input: NodeInput<'a, S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
-        let out = state_ref(input, runtime.node()).and_then(|state| (self.f)(state).into_node_output());
-        futures::future::ready(out).boxed()
+        ready(self.call_sync(input, &runtime))
     }
 
     fn is_sync(&self) -> bool {
         true
+    }
+
+    fn call_sync(&self, input: NodeInput<'_, S>, runtime: &Runtime) -> Option<Result<NodeOutput<S>>> {
+        Some(state_ref(input, runtime.node()).and_then(|state| (self.f)(state).into_node_output()))
     }
 
     fn payload_from_json(&self, _value: serde_json::Value) -> Result<Payload> {
@@ -513,13 +539,15 @@ where
     F: Fn(&S, &Runtime) -> R + std::marker::Send + Sync + 'static,
 {
     fn call<'a>(&'a self, input: NodeInput<'a, S>, runtime: Runtime) -> BoxFuture<'a, Result<NodeOutput<S>>> {
-        let out =
-            state_ref(input, runtime.node()).and_then(|state| (self.f)(state, &runtime).into_node_output());
-        futures::future::ready(out).boxed()
+        ready(self.call_sync(input, &runtime))
     }
 
     fn is_sync(&self) -> bool {
         true
+    }
+
+    fn call_sync(&self, input: NodeInput<'_, S>, runtime: &Runtime) -> Option<Result<NodeOutput<S>>> {
+        Some(state_ref(input, runtime.node()).and_then(|state| (self.f)(state, runtime).into_node_output()))
     }
 
     fn payload_from_json(&self, _value: serde_json::Value) -> Result<Payload> {

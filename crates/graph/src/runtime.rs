@@ -92,8 +92,110 @@ pub(crate) struct Scratchpad {
 /// The custom stream writer of a node.
 pub(crate) type CustomWriter = Arc<dyn Fn(Value) + Send + Sync>;
 
-/// Builds a task's config the first time a node asks for it (most nodes never do).
-pub(crate) type ConfigBuilder = Box<dyn FnOnce() -> RunnableConfig + Send>;
+/// Builds a task's config the first time a node asks for it (most nodes never do): one per run, shared
+/// by its tasks, each task's own parts read from its runtime.
+pub(crate) trait ConfigSource: Send + Sync {
+    /// The config of the task `task` serves.
+    fn build(&self, task: &RuntimeInner, own: &TaskOwnConfig) -> RunnableConfig;
+}
+
+/// What a task's config takes from the task itself, beyond its name and [`TaskSite`]: the run's
+/// [`ConfigSource`], the task's path and its triggers (named only where someone reads them).
+pub(crate) struct TaskOwnConfig {
+    pub(crate) source: Arc<dyn ConfigSource>,
+    pub(crate) path: Arc<str>,
+    pub(crate) triggers: Vec<String>,
+}
+
+/// A task's id: a hash, written out (as a hyphenated UUID) the first time something reads it. Most
+/// tasks of a run without a checkpointer, stream or observer are never named.
+#[derive(Clone)]
+pub(crate) struct TaskId {
+    hash: u128,
+    text: std::sync::OnceLock<std::sync::Arc<str>>,
+}
+
+impl TaskId {
+    /// The id of hash `hash`, not yet written out.
+    pub(crate) fn from_hash(hash: u128) -> Self {
+        Self { hash, text: std::sync::OnceLock::new() }
+    }
+
+    /// The id's text, shared.
+    pub(crate) fn text(&self) -> &std::sync::Arc<str> {
+        self.text.get_or_init(|| std::sync::Arc::from(hyphenated(self.hash).as_str()))
+    }
+}
+
+/// An id known by its text (a functional-API task call's).
+impl From<std::sync::Arc<str>> for TaskId {
+    fn from(text: std::sync::Arc<str>) -> Self {
+        Self { hash: 0, text: std::sync::OnceLock::from(text) }
+    }
+}
+
+impl std::ops::Deref for TaskId {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.text()
+    }
+}
+
+impl std::fmt::Debug for TaskId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
+}
+
+impl std::fmt::Display for TaskId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
+}
+
+/// `value` as a lower-case hyphenated UUID (`8-4-4-4-12` hex digits, most significant first), as
+/// `uuid::Uuid::from_u128(value).hyphenated()` writes it, with a table in place of its general encoder (a
+/// task id is made for every task of every step).
+fn hyphenated(value: u128) -> HyphenatedId {
+    // Each byte's two digits at once, from a table (a plain loop: the debug build the instruction-count
+    // gate measures keeps every iterator adapter's call).
+    const PAIRS: [[u8; 2]; 256] = {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut table = [[0u8; 2]; 256];
+        let mut i = 0;
+        while i < 256 {
+            table[i] = [HEX[i >> 4], HEX[i & 0xf]];
+            i += 1;
+        }
+        table
+    };
+    let bytes = value.to_be_bytes();
+    let mut out = HyphenatedId([b'-'; 36]);
+    // The 16 bytes, most significant first, skipping the hyphens after bytes 4, 6, 8 and 10.
+    let (mut byte, mut at) = (0usize, 0usize);
+    while byte < 16 {
+        if byte == 4 || byte == 6 || byte == 8 || byte == 10 {
+            at += 1;
+        }
+        let [high, low] = PAIRS[bytes[byte] as usize];
+        out.0[at] = high;
+        out.0[at + 1] = low;
+        byte += 1;
+        at += 2;
+    }
+    out
+}
+
+/// The 36 ASCII bytes of a hyphenated UUID.
+struct HyphenatedId([u8; 36]);
+
+impl HyphenatedId {
+    fn as_str(&self) -> &str {
+        // Only ASCII hex digits and hyphens are written.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
 
 /// Where a task runs, in shared handles; its [`ExecutionInfo`] is made from it when a node asks.
 #[derive(Clone)]
@@ -104,7 +206,7 @@ pub(crate) struct TaskSite {
     pub(crate) thread_id: Option<String>,
     /// Without a saver: the run's namespace.
     pub(crate) ns: String,
-    pub(crate) task_id: Arc<str>,
+    pub(crate) task_id: TaskId,
     pub(crate) attempt: u32,
     pub(crate) step: i64,
 }
@@ -128,12 +230,14 @@ impl TaskSite {
 
 pub(crate) struct RuntimeInner {
     pub(crate) node: Arc<str>,
-    pub(crate) config: std::sync::OnceLock<RunnableConfig>,
-    pub(crate) config_builder: Mutex<Option<ConfigBuilder>>,
+    /// Boxed, as `info`: most nodes never ask, and the runtime stays small.
+    pub(crate) config: std::sync::OnceLock<Box<RunnableConfig>>,
+    /// How the config is built when first asked for (`None`: it is already set, or the default).
+    pub(crate) own_config: Option<TaskOwnConfig>,
     /// Whether somebody listens to run events (then the node's run is traced).
     pub(crate) observed: bool,
     pub(crate) site: TaskSite,
-    pub(crate) info: std::sync::OnceLock<ExecutionInfo>,
+    pub(crate) info: std::sync::OnceLock<Box<ExecutionInfo>>,
     pub(crate) stop: i64,
     pub(crate) scratchpad: Mutex<Scratchpad>,
     pub(crate) writer: Option<CustomWriter>,
@@ -183,14 +287,16 @@ impl Runtime {
     /// tokens are attributed to it).
     pub fn config(&self) -> &RunnableConfig {
         self.inner.config.get_or_init(|| {
-            let builder = self.inner.config_builder.lock().ok().and_then(|mut b| b.take());
-            builder.map(|build| build()).unwrap_or_default()
+            Box::new(match &self.inner.own_config {
+                Some(own) => own.source.build(&self.inner, own),
+                None => RunnableConfig::default(),
+            })
         })
     }
 
     /// Thread, checkpoint, namespace, task id, attempt, step.
     pub fn execution_info(&self) -> &ExecutionInfo {
-        self.inner.info.get_or_init(|| self.inner.site.info())
+        self.inner.info.get_or_init(|| Box::new(self.inner.site.info()))
     }
 
     /// Supersteps left before the recursion limit (LangGraph's `RemainingSteps`).

@@ -41,6 +41,7 @@ pub(crate) fn expand(input: DeriveInput) -> syn::Result<TokenStream> {
     }
     let mut names = Vec::new();
     let mut arms = Vec::new();
+    let mut visits = Vec::new();
     for variant in &data.variants {
         if !matches!(variant.fields, Fields::Unit) {
             return Err(syn::Error::new_spanned(
@@ -67,14 +68,17 @@ pub(crate) fn expand(input: DeriveInput) -> syn::Result<TokenStream> {
             })?;
         }
         let ident = &variant.ident;
-        let (name, route) = match target {
-            Target::End => (quote!(#krate::END), quote!(#krate::Route::End)),
-            Target::Node(name) => {
-                (quote!(#name), quote!(#krate::Route::Node(::std::string::ToString::to_string(#name))))
-            }
+        let (name, route, borrowed) = match target {
+            Target::End => (quote!(#krate::END), quote!(#krate::Route::End), quote!(#krate::RouteRef::End)),
+            Target::Node(name) => (
+                quote!(#name),
+                quote!(#krate::Route::Node(::std::string::ToString::to_string(#name))),
+                quote!(#krate::RouteRef::Node(#name)),
+            ),
         };
         names.push(name);
         arms.push(quote!(Self::#ident => #route));
+        visits.push(quote!(Self::#ident => #borrowed));
     }
     let ident = &input.ident;
     Ok(quote! {
@@ -87,6 +91,14 @@ pub(crate) fn expand(input: DeriveInput) -> syn::Result<TokenStream> {
         impl #krate::IntoRoutes for #ident {
             fn into_routes(self) -> #krate::branch::RoutesResult {
                 ::std::result::Result::Ok(::std::vec![match self { #(#arms),* }])
+            }
+
+            fn visit_routes(
+                self,
+                visit: &mut dyn ::std::ops::FnMut(#krate::RouteRef<'_>),
+            ) -> #krate::branch::VisitResult {
+                visit(match self { #(#visits),* });
+                ::std::result::Result::Ok(())
             }
 
             fn destinations() -> ::std::option::Option<&'static [&'static str]> {

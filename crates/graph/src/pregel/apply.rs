@@ -1,9 +1,10 @@
 //! Applying a step's writes to the channels, and routing a node's output along its edges.
 
+use crate::branch::Target;
 use crate::error::{GraphError, GraphResult, NodeRef};
 use crate::pregel::channels::Channels;
 use crate::pregel::run::invalid;
-use crate::pregel::task::{Task, TaskWrites, push_goto};
+use crate::pregel::task::{Task, TaskWrites, push_goto, push_node};
 use crate::state::{ChannelSet, State};
 
 pub(crate) fn apply_new_writes<S: State>(
@@ -77,11 +78,33 @@ pub(crate) fn route<S: State>(
     writes: &mut TaskWrites<S>,
     step: i64,
 ) -> GraphResult<()> {
-    writes.goto.extend(node.edges.iter().copied());
-    writes.joins.extend(node.joins.iter().copied());
+    if !node.edges.is_empty() {
+        writes.goto.extend(node.edges.iter().copied());
+    }
+    if !node.joins.is_empty() {
+        writes.joins.extend(node.joins.iter().copied());
+    }
     for branch in &node.branches {
+        // The first destination that cannot be taken fails the route once the router is done (its own
+        // failure comes first).
+        let mut refused: Option<GraphError> = None;
+        let mut take = |target: Target<'_>| {
+            if refused.is_some() {
+                return;
+            }
+            let taken = match target {
+                Target::End => Ok(()),
+                Target::Node(n) => {
+                    writes.goto.push(n);
+                    Ok(())
+                }
+                Target::Name(name) => push_node(spec, &node.name, name, writes),
+                Target::Send(s) => push_goto(spec, &node.name, crate::types::Goto::Send(s), writes),
+            };
+            refused = taken.err();
+        };
         // A router that panics fails like one that returns an error (`Error::Panicked`).
-        let routes = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| branch.route(view)))
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| branch.route(view, &mut take)))
             .unwrap_or_else(|payload| Err(weft_runnable_core::Error::from_panic(payload.as_ref())))
             // The run names the graph (`run` fills it in).
             .map_err(|source| GraphError::Node { node: NodeRef::new("", &*node.name), step, source })?
@@ -90,16 +113,8 @@ pub(crate) fn route<S: State>(
                 branch: branch.name.clone(),
                 step,
             })?;
-        for r in routes {
-            match r {
-                crate::branch::Route::End => {}
-                crate::branch::Route::Node(name) => {
-                    push_goto(spec, &node.name, crate::types::Goto::Node(name), writes)?
-                }
-                crate::branch::Route::Send(s) => {
-                    push_goto(spec, &node.name, crate::types::Goto::Send(s), writes)?
-                }
-            }
+        if let Some(err) = refused {
+            return Err(err);
         }
     }
     Ok(())

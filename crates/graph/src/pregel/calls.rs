@@ -189,7 +189,7 @@ impl CallSite {
         if let Ok(mut called) = step.called.lock() {
             called.insert(Arc::clone(name));
         }
-        Call { id, path, name: Arc::clone(name), step: Arc::clone(step) }
+        Call { id: Arc::clone(id.text()), path, name: Arc::clone(name), step: Arc::clone(step) }
     }
 }
 

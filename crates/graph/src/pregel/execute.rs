@@ -65,7 +65,8 @@ pub(crate) async fn execute<S: State>(
         let mut rt = if attempt == 1 { runtime.clone() } else { with_attempt(&runtime, attempt) };
         let result = match &node.config.timeout {
             None => call_once(node, func, ch, task, &mut rt).await,
-            Some(policy) => call_timed(policy, node, func, ch, task, &mut rt).await,
+            // Boxed: most nodes have no timeout (a smaller task future).
+            Some(policy) => Box::pin(call_timed(policy, node, func, ch, task, &mut rt)).await,
         };
         let err = match result {
             Ok(out) => break (out, rt),
@@ -237,18 +238,30 @@ async fn call_once<S: State>(
         *rt = with_config(rt, s.child_config().clone());
     }
     let rt = &*rt;
+    // A sync node on the state runs here, with no future (`None`: the node runs below instead).
+    let ran = match &input {
+        NodeInput::State(state) if func.is_sync() => {
+            let _entered = traced.then(|| span.enter());
+            std::panic::catch_unwind(AssertUnwindSafe(|| func.call_sync(NodeInput::State(state), rt)))
+                .unwrap_or_else(|payload| Some(Err(Error::from_panic(payload.as_ref()))))
+        }
+        _ => None,
+    };
     // (A function node runs when called, an async one when polled: both are caught.)
     let call = || match input {
         NodeInput::Payload(payload) => func.call_sent(payload, &ch.state, rt.clone()),
         input => func.call(input, rt.clone()),
     };
-    let result = match std::panic::catch_unwind(AssertUnwindSafe(call)) {
-        Ok(call) => {
-            let call = AssertUnwindSafe(call).catch_unwind();
-            let result = if traced { call.instrument(span.clone()).await } else { call.await };
-            result.unwrap_or_else(|payload| Err(Error::from_panic(payload.as_ref())))
-        }
-        Err(payload) => Err(Error::from_panic(payload.as_ref())),
+    let result = match ran {
+        Some(result) => result,
+        None => match std::panic::catch_unwind(AssertUnwindSafe(call)) {
+            Ok(call) => {
+                let call = AssertUnwindSafe(call).catch_unwind();
+                let result = if traced { call.instrument(span.clone()).await } else { call.await };
+                result.unwrap_or_else(|payload| Err(Error::from_panic(payload.as_ref())))
+            }
+            Err(payload) => Err(Error::from_panic(payload.as_ref())),
+        },
     };
     if let Some(scope) = &scope {
         match &result {

@@ -42,6 +42,20 @@ pub(crate) fn plan_tasks<S: State>(
     ns: &str,
 ) -> Vec<Task<S>> {
     let mut tasks = Vec::new();
+    plan_tasks_into(&mut tasks, ch, spec, step, checkpoint_id, ns);
+    tasks
+}
+
+/// [`plan_tasks`] into `tasks` (emptied first), so that a run's loop reuses one list.
+pub(crate) fn plan_tasks_into<S: State>(
+    tasks: &mut Vec<Task<S>>,
+    ch: &Channels<S>,
+    spec: &crate::pregel::spec::GraphSpec<S>,
+    step: i64,
+    checkpoint_id: &str,
+    ns: &str,
+) {
+    tasks.clear();
     if spec.functional {
         // An entrypoint's graph has no START task: its one node runs on the input, in the step after it.
         if ch.start.is_some() {
@@ -56,7 +70,7 @@ pub(crate) fn plan_tasks<S: State>(
                 });
             }
         }
-        return tasks;
+        return;
     }
     if ch.start.is_some() {
         tasks.push(Task {
@@ -112,7 +126,6 @@ pub(crate) fn plan_tasks<S: State>(
         TaskKind::Push { index, .. } => (2, index),
         TaskKind::Handler(n) => (3, n),
     });
-    tasks
 }
 
 /// Consumes the triggers of the tasks that ran.

@@ -19,7 +19,7 @@ use crate::pregel::graph::{
     breakpoint_flags,
 };
 use crate::pregel::parent::ParentRun;
-use crate::pregel::plan::{consume_tasks, plan_tasks, triggers_of};
+use crate::pregel::plan::{consume_tasks, plan_tasks, plan_tasks_into, triggers_of};
 use crate::pregel::save::save_checkpoint;
 use crate::pregel::saved::SavedWrites;
 use crate::pregel::saver::RunSaver;
@@ -68,6 +68,8 @@ pub(crate) struct Ctx<'a, S: State> {
     pub(crate) last_saved: Option<crate::pregel::save::LastSaved>,
     /// The state to hand back through [`RunOptions::end_state`] once the run's saves are confirmed.
     pub(crate) end_state: Option<crate::snapshot::JsonSnapshot>,
+    /// What its tasks' configs share, made by the first task that runs.
+    pub(crate) config_source: std::sync::OnceLock<Arc<dyn crate::runtime::ConfigSource>>,
 }
 
 impl<S: State> Ctx<'_, S> {
@@ -181,6 +183,7 @@ pub(crate) async fn run<S: State>(
         checkpoint_extra: None,
         last_saved: None,
         end_state: None,
+        config_source: std::sync::OnceLock::new(),
     };
     if !span.is_disabled() {
         span.record("checkpoint_ns", ctx.ns.as_str());
@@ -299,6 +302,7 @@ async fn supersteps<S: State>(
     let control =
         if ctx.parent.is_none() { ctx.config.extensions.get::<RunControl>().cloned() } else { None };
     let progress = Progress::of(&ctx.config).cloned();
+    let mut tasks = Vec::new();
     loop {
         if let Some(progress) = &progress {
             progress.note();
@@ -316,7 +320,7 @@ async fn supersteps<S: State>(
             Some((id, _)) => id.as_str(),
             None => current.as_ref().and_then(|c| c.checkpoint_id.as_deref()).unwrap_or_default(),
         };
-        let tasks = plan_tasks(&run.ch, spec, step, current_id, &ctx.ns);
+        plan_tasks_into(&mut tasks, &run.ch, spec, step, current_id, &ctx.ns);
         if tasks.is_empty() {
             break;
         }
@@ -545,7 +549,12 @@ async fn apply_step<S: State>(
         }
         apply_control_writes(ch, spec, &writes, &mut changed, tasks);
         persist_single(ctx, &tasks[0], &ch.state, &writes[0], saved, step).await?;
-        emit_update(ctx, &tasks[0], &writes[0], writes[0].cached || saved.finished(&tasks[0].id).is_some());
+        emit_update(
+            ctx,
+            &tasks[0],
+            &writes[0],
+            writes[0].cached || (!saved.is_empty() && saved.finished(&tasks[0].id).is_some()),
+        );
         emit_task_result(ctx, &ch.state, &tasks[0], None, Some(&writes[0]), Vec::new(), step);
     } else {
         apply_new_writes_with_tasks(ch, spec, &mut writes, &mut changed, step, tasks)?;

@@ -81,6 +81,11 @@ impl SavedWrites {
         writes.iter().filter(|(c, _)| !is_control(c) && c != special::NO_WRITES).cloned().collect()
     }
 
+    /// Whether no task has saved writes (then no task's id need be read to look them up).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.by_task.is_empty()
+    }
+
     /// The answers `task` has received so far.
     pub(crate) fn resume_values(&self, task: &str) -> Vec<Value> {
         self.by_task

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt as _, StreamExt as _};
 use serde_json::Value;
+use smallvec::SmallVec;
 
 use crate::checkpoint::{ChannelName, special};
 use crate::error::{GraphError, GraphResult};
@@ -111,7 +112,8 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
     // A lone task is awaited directly; several run concurrently, polled by this task.
     let mut lone = if to_run.len() == 1 { to_run.first().copied() } else { None };
     let mut running = if lone.is_none() { Some(FuturesUnordered::new()) } else { None };
-    let mut queue: VecDeque<Slot> = if lone.is_none() { to_run } else { Vec::new() }.into();
+    let mut queue: VecDeque<Slot> =
+        if lone.is_none() { to_run.into_iter().collect() } else { VecDeque::new() };
     // A lone task's routers run after its writes are applied, on the step's own state (no copy). In `exit`
     // mode they run with the task, as for several tasks: a router's failure must leave the state the step
     // started from, which is the checkpoint such a run saves when it stops. So do those of a task whose
@@ -277,7 +279,7 @@ async fn finish<S: State>(
                     let thread = saver.thread.thread_id.clone();
                     let json = writes_to_json(spec, &ctx.inner.names, &ch.state, &writes)
                         .map_err(|e| unsaveable(e, &thread, &task.name, step))?;
-                    if let Some(op) = saver.put_writes(&task.id, &task.path, json)? {
+                    if let Some(op) = saver.put_writes(task.id.text(), &task.path, json)? {
                         saver.submit(op).await?;
                     }
                 }
@@ -299,7 +301,7 @@ async fn finish<S: State>(
         Ok((TaskOutcome::Interrupted(list), resumed)) => {
             let json = crate::pregel::task::paused_writes(&list, resumed);
             if let Some(saver) = ctx.saver.as_mut() {
-                saver.put_writes_now(&task.id, &task.path, json).await?;
+                saver.put_writes_now(task.id.text(), &task.path, json).await?;
             }
             got.interrupts.push((i, list));
             return Ok(Next::Continue);
@@ -356,11 +358,11 @@ fn reuse_saved<S: State>(
     step_tasks: &StepTasks<'_, S>,
     saved: &SavedWrites,
     got: &mut Gathered<S>,
-) -> GraphResult<Vec<Slot>> {
+) -> GraphResult<SmallVec<[Slot; 4]>> {
     if saved.by_task.is_empty() {
         return Ok((0..step_tasks.tasks.len()).map(Slot::Task).collect());
     }
-    let mut to_run = Vec::new();
+    let mut to_run = SmallVec::new();
     for (i, task) in step_tasks.tasks.iter().enumerate() {
         let failure = saved.failure_to_handle(&task.id);
         if let Some((node, message)) = failure {
@@ -538,13 +540,13 @@ pub(crate) async fn persist_single<S: State>(
     saved: &SavedWrites,
     step: i64,
 ) -> GraphResult<()> {
-    if saved.finished(&task.id).is_some() {
+    if !saved.is_empty() && saved.finished(&task.id).is_some() {
         return Ok(());
     }
     let Some(saver) = ctx.saver.as_mut() else { return Ok(()) };
     let json = writes_to_json(&ctx.inner.spec, &ctx.inner.names, state, writes)
         .map_err(|e| unsaveable(e, &saver.thread.thread_id, &task.name, step))?;
-    match saver.put_writes(&task.id, &task.path, json)? {
+    match saver.put_writes(task.id.text(), &task.path, json)? {
         Some(op) => saver.submit(op).await,
         None => Ok(()),
     }
@@ -573,8 +575,8 @@ pub(crate) async fn save_failed<S: State>(
     match source {
         Some(node) => {
             json.push((ChannelName::from(special::ERROR_SOURCE_NODE), Value::String(node.to_owned())));
-            saver.put_writes_confirmed(&task.id, &task.path, json).await
+            saver.put_writes_confirmed(task.id.text(), &task.path, json).await
         }
-        None => saver.put_writes_now(&task.id, &task.path, json).await,
+        None => saver.put_writes_now(task.id.text(), &task.path, json).await,
     }
 }

@@ -9,6 +9,7 @@ use crate::error::{GraphError, GraphResult};
 use crate::node::NodeOutput;
 use crate::pregel::channels::{send_from_json, send_to_json};
 use crate::pregel::spec::{CheckpointNames, GraphSpec};
+use crate::runtime::TaskId;
 use crate::state::State;
 pub(crate) use crate::state::state_json;
 use crate::types::{CommandGraph, Goto, Interrupt, Send};
@@ -28,7 +29,7 @@ pub(crate) enum TaskKind {
 
 pub(crate) struct Task<S: State> {
     /// Shared: saves, streams and the runtime all name the task.
-    pub(crate) id: std::sync::Arc<str>,
+    pub(crate) id: TaskId,
     pub(crate) kind: TaskKind,
     pub(crate) name: std::sync::Arc<str>,
     pub(crate) path: std::sync::Arc<str>,
@@ -71,9 +72,10 @@ pub(crate) fn handler_task<S: State>(
 /// The writes a finished task made, typed.
 pub(crate) struct TaskWrites<S: State> {
     pub(crate) updates: Vec<S::Update>,
-    pub(crate) goto: Vec<usize>,
+    /// The nodes it goes to, by index (inline up to two: most tasks go to one or two nodes).
+    pub(crate) goto: smallvec::SmallVec<[usize; 2]>,
     pub(crate) sends: Vec<Send>,
-    pub(crate) joins: Vec<usize>,
+    pub(crate) joins: smallvec::SmallVec<[usize; 2]>,
     /// Whether the writes came from the node cache instead of a run.
     pub(crate) cached: bool,
     /// The answers to its interrupts the task used, when this run gave it new ones: saved with its writes
@@ -85,9 +87,9 @@ impl<S: State> Default for TaskWrites<S> {
     fn default() -> Self {
         Self {
             updates: Vec::new(),
-            goto: Vec::new(),
+            goto: smallvec::SmallVec::new(),
             sends: Vec::new(),
-            joins: Vec::new(),
+            joins: smallvec::SmallVec::new(),
             cached: false,
             resumed: None,
         }
@@ -118,50 +120,14 @@ pub(crate) enum TaskOutcome<S: State> {
 
 /// Deterministic task id: the same checkpoint, namespace, step and node give the same id in any process
 /// and any build (a 128-bit FNV-1a hash, formatted as a UUID; stable by construction, unlike std's hasher).
-pub(crate) fn task_id(
-    checkpoint_id: &str,
-    ns: &str,
-    step: i64,
-    name: &str,
-    extra: &str,
-) -> std::sync::Arc<str> {
+pub(crate) fn task_id(checkpoint_id: &str, ns: &str, step: i64, name: &str, extra: &str) -> TaskId {
     let mut h = Fnv128::new();
     let digits = itoa_buf(step);
     for part in [checkpoint_id.as_bytes(), ns.as_bytes(), digits.text(), name.as_bytes(), extra.as_bytes()] {
         h.write(part);
         h.write(&[0]);
     }
-    std::sync::Arc::from(hyphenated(h.0).as_str())
-}
-
-/// `value` as a lower-case hyphenated UUID (`8-4-4-4-12` hex digits, most significant first), as
-/// `uuid::Uuid::from_u128(value).hyphenated()` writes it, with a table in place of its general encoder (a
-/// task id is made for every task of every step).
-fn hyphenated(value: u128) -> HyphenatedId {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = HyphenatedId([b'-'; 36]);
-    // The 32 digits, most significant first, skipping the hyphens at 8, 13, 18 and 23 (a plain loop: the
-    // debug build the instruction-count gate measures keeps every iterator adapter's call).
-    let (mut digit, mut at) = (0u32, 0usize);
-    while digit < 32 {
-        if at == 8 || at == 13 || at == 18 || at == 23 {
-            at += 1;
-        }
-        out.0[at] = HEX[((value >> (124 - 4 * digit)) & 0xf) as usize];
-        digit += 1;
-        at += 1;
-    }
-    out
-}
-
-/// The 36 ASCII bytes of a hyphenated UUID.
-struct HyphenatedId([u8; 36]);
-
-impl HyphenatedId {
-    fn as_str(&self) -> &str {
-        // Only ASCII hex digits and hyphens are written.
-        std::str::from_utf8(&self.0).unwrap_or_default()
-    }
+    TaskId::from_hash(h.0)
 }
 
 /// A step number's decimal digits, as `to_string` writes them, without allocating.
@@ -266,17 +232,7 @@ pub(crate) fn push_goto<S: State>(
     writes: &mut TaskWrites<S>,
 ) -> GraphResult<()> {
     match goto {
-        Goto::Node(name) if name == crate::types::END => Ok(()),
-        Goto::Node(name) if name == crate::types::START => {
-            Err(GraphError::InvalidDestination(source.to_owned()))
-        }
-        Goto::Node(name) => match spec.node_names.get(&name) {
-            Some(&i) => {
-                writes.goto.push(i);
-                Ok(())
-            }
-            None => Err(GraphError::UnknownDestination { source_node: source.to_owned(), target: name }),
-        },
+        Goto::Node(name) => push_node(spec, source, &name, writes),
         Goto::Send(send) => {
             if send.node == crate::types::END {
                 return Err(GraphError::SendToEnd);
@@ -289,6 +245,31 @@ pub(crate) fn push_goto<S: State>(
             }
             writes.sends.push(send);
             Ok(())
+        }
+    }
+}
+
+/// Adds the node named `name` (`END`: nothing) to the nodes `source`'s task goes to; `START` and names
+/// that are no node are refused.
+pub(crate) fn push_node<S: State>(
+    spec: &GraphSpec<S>,
+    source: &str,
+    name: &str,
+    writes: &mut TaskWrites<S>,
+) -> GraphResult<()> {
+    if name == crate::types::END {
+        return Ok(());
+    }
+    if name == crate::types::START {
+        return Err(GraphError::InvalidDestination(source.to_owned()));
+    }
+    match spec.node_names.get(name) {
+        Some(&i) => {
+            writes.goto.push(i);
+            Ok(())
+        }
+        None => {
+            Err(GraphError::UnknownDestination { source_node: source.to_owned(), target: name.to_owned() })
         }
     }
 }
@@ -428,7 +409,7 @@ mod tests {
     fn task_ids_are_hyphenated_uuids_of_the_hash() {
         for value in [0, 1, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210, Fnv128::OFFSET] {
             let expected = uuid::Uuid::from_u128(value).hyphenated().to_string();
-            assert_eq!(hyphenated(value).as_str(), expected);
+            assert_eq!(&**TaskId::from_hash(value).text(), expected);
         }
         let id = task_id("1ef-checkpoint", "", 3, "node", "");
         assert_eq!(

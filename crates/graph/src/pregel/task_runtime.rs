@@ -11,8 +11,11 @@ use weft_runnable_core::{EventSink, RunnableConfig};
 use crate::timeout::AttemptClock;
 
 use crate::pregel::parent::ParentRun;
+use crate::pregel::sink::Sink;
 use crate::pregel::task::Task;
-use crate::runtime::{Runtime, RuntimeInner, Scratchpad, TaskSite, interrupt_id, task_ns};
+use crate::runtime::{
+    ConfigSource, Runtime, RuntimeInner, Scratchpad, TaskOwnConfig, TaskSite, interrupt_id, task_ns,
+};
 use crate::state::State;
 use crate::stream::{StreamData, StreamMode, StreamPart};
 
@@ -25,64 +28,10 @@ pub(crate) fn make_runtime<S: State>(
     triggers: Vec<String>,
     calls: Option<Arc<dyn crate::runtime::TaskCalls>>,
 ) -> Runtime {
-    let messages_sink = ctx.sink.filter(|s| s.modes.has(StreamMode::Messages));
-    let tools = ctx.sink.filter(|s| s.modes.has(StreamMode::Tools)).map(|s| Arc::clone(&s.send));
-    let observed = ctx.config.callbacks.is_some() || messages_sink.is_some() || tools.is_some();
+    let observed = ctx.config.callbacks.is_some()
+        || ctx.sink.is_some_and(|s| s.modes.has(StreamMode::Messages) || s.modes.has(StreamMode::Tools));
     let address = ctx.saver.as_ref().map(|s| Arc::clone(s.current_config()));
-
-    // Everything the task's config needs, captured cheaply (shared handles); strings and maps are made if
-    // the node asks for its config.
-    let builder: crate::runtime::ConfigBuilder = {
-        let base = Arc::clone(&ctx.config);
-        let (name, path, id, run_ns) =
-            (Arc::clone(&task.name), Arc::clone(&task.path), Arc::clone(&task.id), ctx.ns.clone());
-        let messages =
-            messages_sink.map(|sink| (Arc::clone(&sink.send), Arc::clone(&sink.seen), sink.gate.clone()));
-        let stream = ctx.sink.filter(|s| s.subgraphs).map(|s| s.forward_for(task_ns(&name, &id)));
-        let checkpointer = ctx.saver.as_ref().map(|s| Arc::clone(&s.checkpointer));
-        let current = address.clone();
-        let outer_parents = ctx.parent.as_ref().map(|p| p.parents.clone()).unwrap_or_default();
-        let (store, resuming, null_resume) = (ctx.store.clone(), ctx.resuming, Arc::clone(&ctx.null_resume));
-        // Most runs answer nothing by id: an empty map is made, not cloned (cloning costs even when empty).
-        let resume_by_id =
-            if ctx.resume_by_id.is_empty() { serde_json::Map::new() } else { ctx.resume_by_id.clone() };
-        let called = (ctx.inner.called_subgraphs.clone(), Arc::clone(&task.name));
-        Box::new(move || {
-            let own_ns = task_ns(&name, &id);
-            let mut parents = outer_parents;
-            if let Some(current) = current.and_then(|c| c.checkpoint_id.clone()) {
-                parents.insert(run_ns.clone(), current);
-            }
-            let (ns, node_ns) = if run_ns.is_empty() {
-                (own_ns.clone(), name.to_string())
-            } else {
-                (format!("{run_ns}|{own_ns}"), format!("{run_ns}|{name}"))
-            };
-            let mut config = base.child(Some(format!("graph:step:{step}")));
-            let metadata = task_metadata(&config, &name, &path, &ns, step, &triggers);
-            config.metadata = with_task_ns(metadata, &ns);
-            if let Some((send, seen, gate)) = messages {
-                listen(&mut config, messages_sink_for(send, seen, ns.clone()).with_gate(gate));
-            }
-            if let Some(send) = &tools {
-                listen(&mut config, tools_sink_for(Arc::clone(send), ns.clone()));
-            }
-            config.extensions.insert(ParentRun {
-                stream,
-                checkpointer,
-                ns,
-                node_ns,
-                store,
-                parents,
-                resuming,
-                null_resume,
-                resume_by_id,
-                calls: Arc::default(),
-                called: called.clone(),
-            });
-            config
-        })
-    };
+    let source = ctx.config_source.get_or_init(|| config_source(ctx));
     let writer = ctx.sink.filter(|s| s.modes.has(StreamMode::Custom)).map(|sink| {
         let send = Arc::clone(&sink.send);
         let node = task.name.to_string();
@@ -90,7 +39,7 @@ pub(crate) fn make_runtime<S: State>(
             send(StreamPart { ns: Vec::new(), data: StreamData::Custom { node: node.clone(), value } });
         }) as crate::runtime::CustomWriter
     });
-    let mut resume = saved.resume_values(&task.id);
+    let mut resume = if saved.is_empty() { Vec::new() } else { saved.resume_values(&task.id) };
     let mut resume_changed = false;
     if !ctx.resume_by_id.is_empty() {
         let next = interrupt_id(&task_ns(&task.name, &task.id), resume.len());
@@ -108,9 +57,13 @@ pub(crate) fn make_runtime<S: State>(
         inner: Arc::new(RuntimeInner {
             node: Arc::clone(&task.name),
             config: std::sync::OnceLock::new(),
-            config_builder: Mutex::new(Some(builder)),
+            own_config: Some(TaskOwnConfig {
+                source: Arc::clone(source),
+                path: Arc::clone(&task.path),
+                triggers,
+            }),
             observed,
-            site: TaskSite { address, thread_id, ns, task_id: Arc::clone(&task.id), attempt: 1, step },
+            site: TaskSite { address, thread_id, ns, task_id: task.id.clone(), attempt: 1, step },
             info: std::sync::OnceLock::new(),
             stop,
             scratchpad: Mutex::new(Scratchpad { counter: 0, resume, resume_changed }),
@@ -122,6 +75,81 @@ pub(crate) fn make_runtime<S: State>(
             clock: None,
             node_error: None,
         }),
+    }
+}
+
+/// What the configs of a run's tasks share, taken from the run once (after its resume answers are
+/// known): everything but each task's name, id, step, checkpoint, path and triggers.
+struct RunConfigSource<S: State> {
+    base: Arc<RunnableConfig>,
+    run_ns: String,
+    /// The run's sink, when it streams `messages`, `tools` or subgraphs.
+    sink: Option<Sink<S>>,
+    checkpointer: Option<Arc<dyn crate::checkpoint::Checkpointer>>,
+    outer_parents: std::collections::BTreeMap<String, String>,
+    store: Option<Arc<dyn crate::store::Store>>,
+    resuming: bool,
+    null_resume: Arc<Mutex<Option<Value>>>,
+    resume_by_id: serde_json::Map<String, Value>,
+    called_subgraphs: crate::pregel::parent::CalledSubgraphs,
+}
+
+/// The run's [`ConfigSource`].
+fn config_source<S: State>(ctx: &Ctx<'_, S>) -> Arc<dyn ConfigSource> {
+    let wanted =
+        |s: &&Sink<S>| s.subgraphs || s.modes.has(StreamMode::Messages) || s.modes.has(StreamMode::Tools);
+    Arc::new(RunConfigSource {
+        base: Arc::clone(&ctx.config),
+        run_ns: ctx.ns.clone(),
+        sink: ctx.sink.filter(wanted).cloned(),
+        checkpointer: ctx.saver.as_ref().map(|s| Arc::clone(&s.checkpointer)),
+        outer_parents: ctx.parent.as_ref().map(|p| p.parents.clone()).unwrap_or_default(),
+        store: ctx.store.clone(),
+        resuming: ctx.resuming,
+        null_resume: Arc::clone(&ctx.null_resume),
+        resume_by_id: ctx.resume_by_id.clone(),
+        called_subgraphs: ctx.inner.called_subgraphs.clone(),
+    })
+}
+
+impl<S: State> ConfigSource for RunConfigSource<S> {
+    fn build(&self, task: &RuntimeInner, own: &TaskOwnConfig) -> RunnableConfig {
+        let (name, step) = (&task.node, task.site.step);
+        let own_ns = task_ns(name, &task.site.task_id);
+        let mut parents = self.outer_parents.clone();
+        if let Some(current) = task.site.address.as_ref().and_then(|c| c.checkpoint_id.clone()) {
+            parents.insert(self.run_ns.clone(), current);
+        }
+        let (ns, node_ns) = if self.run_ns.is_empty() {
+            (own_ns.clone(), name.to_string())
+        } else {
+            (format!("{}|{own_ns}", self.run_ns), format!("{}|{name}", self.run_ns))
+        };
+        let mut config = self.base.child(Some(format!("graph:step:{step}")));
+        let metadata = task_metadata(&config, name, &own.path, &ns, step, &own.triggers);
+        config.metadata = with_task_ns(metadata, &ns);
+        let sink = self.sink.as_ref();
+        if let Some(sink) = sink.filter(|s| s.modes.has(StreamMode::Messages)) {
+            let messages = messages_sink_for(Arc::clone(&sink.send), Arc::clone(&sink.seen), ns.clone());
+            listen(&mut config, messages.with_gate(sink.gate.clone()));
+        }
+        if let Some(sink) = sink.filter(|s| s.modes.has(StreamMode::Tools)) {
+            listen(&mut config, tools_sink_for(Arc::clone(&sink.send), ns.clone()));
+        }
+        config.extensions.insert(ParentRun {
+            stream: sink.filter(|s| s.subgraphs).map(|s| s.forward_for(own_ns)),
+            checkpointer: self.checkpointer.clone(),
+            ns,
+            node_ns,
+            store: self.store.clone(),
+            parents,
+            resuming: self.resuming,
+            null_resume: Arc::clone(&self.null_resume),
+            resume_by_id: self.resume_by_id.clone(),
+            calls: Arc::default(),
+            called: (self.called_subgraphs.clone(), Arc::clone(name)),
+        });
+        config
     }
 }
 
@@ -140,12 +168,12 @@ pub(crate) fn for_call(
         resume.push(v.clone());
         resume_changed = true;
     }
-    let site = TaskSite { task_id: Arc::clone(id), attempt: 1, ..parent.inner.site.clone() };
+    let site = TaskSite { task_id: Arc::clone(id).into(), attempt: 1, ..parent.inner.site.clone() };
     Runtime {
         inner: Arc::new(RuntimeInner {
             node: Arc::clone(name),
-            config: std::sync::OnceLock::from(parent.config().clone()),
-            config_builder: Mutex::new(None),
+            config: std::sync::OnceLock::from(Box::new(parent.config().clone())),
+            own_config: None,
             observed: parent.inner.observed,
             site,
             info: std::sync::OnceLock::new(),
@@ -216,8 +244,8 @@ pub(crate) fn rebuild(rt: &Runtime, site: TaskSite, config: RunnableConfig) -> R
     Runtime {
         inner: Arc::new(RuntimeInner {
             node: Arc::clone(&rt.inner.node),
-            config: std::sync::OnceLock::from(config),
-            config_builder: Mutex::new(None),
+            config: std::sync::OnceLock::from(Box::new(config)),
+            own_config: None,
             observed: rt.inner.observed,
             site,
             info: std::sync::OnceLock::new(),
