@@ -326,13 +326,16 @@ async fn supersteps<S: State>(
         }
         // The run goes on: the saves of the last step's end, if held back, go out now.
         if let Some(saver) = ctx.saver.as_mut() {
-            saver.release().await?;
+            // Boxed, as the other saves of this loop: its future stays small without a saver.
+            Box::pin(saver.release()).await?;
         }
         if control.as_ref().is_some_and(RunControl::is_drain_requested) {
             save_on_exit(ctx, &mut run.ch, step, &run.dirty).await?;
             return Err(GraphError::Drained { next_step: step });
         }
-        if pause_before(ctx, &mut run, &tasks, step).await? {
+        if pauses_before(ctx, &run, &tasks) {
+            // Boxed, as the other saves of this loop: a step's future stays small.
+            Box::pin(pause_before(ctx, &mut run, step)).await?;
             return Ok(GraphOutput { value: run.ch.state, interrupts: Vec::new() });
         }
         let outcome = if spec.functional {
@@ -388,19 +391,15 @@ async fn supersteps<S: State>(
     Ok(GraphOutput { value: run.ch.state, interrupts: Vec::new() })
 }
 
-/// Static breakpoints before nodes: when one of `tasks` is to pause before and the channels changed since
-/// the last pause, saves what changed and streams the pause. Returns whether the run pauses.
-async fn pause_before<S: State>(
-    ctx: &mut Ctx<'_, S>,
-    run: &mut Pending<S>,
-    tasks: &[Task<S>],
-    step: i64,
-) -> GraphResult<bool> {
-    if !(tasks.iter().any(|t| t.node().is_some_and(|n| ctx.interrupt_before[n]))
-        && changed_since_interrupt(&run.ch))
-    {
-        return Ok(false);
-    }
+/// Whether the run pauses before the step of `tasks`: one of them is to pause before (a static breakpoint)
+/// and the channels changed since the last pause.
+fn pauses_before<S: State>(ctx: &Ctx<'_, S>, run: &Pending<S>, tasks: &[Task<S>]) -> bool {
+    tasks.iter().any(|t| t.node().is_some_and(|n| ctx.interrupt_before[n]))
+        && changed_since_interrupt(&run.ch)
+}
+
+/// Pauses before a step ([`pauses_before`] said so): saves what changed and streams the pause.
+async fn pause_before<S: State>(ctx: &mut Ctx<'_, S>, run: &mut Pending<S>, step: i64) -> GraphResult<()> {
     run.ch.see_for_interrupts();
     if !run.dirty.is_empty() {
         save_checkpoint(
@@ -416,7 +415,7 @@ async fn pause_before<S: State>(
     if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
         sink.send(StreamData::Interrupt(Vec::new()));
     }
-    Ok(true)
+    Ok(())
 }
 
 /// The end of a superstep that ran to completion: applies its writes, saves (or stamps) its checkpoint,
@@ -447,7 +446,9 @@ async fn end_step<S: State>(
     }
     let durable = durable(ctx);
     if durable {
-        save_checkpoint(ctx, &mut run.ch, CheckpointSource::Loop, step, Some(&run.dirty), &updated).await?;
+        // Boxed, as the other saves of this loop: a step's future stays small without a saver.
+        Box::pin(save_checkpoint(ctx, &mut run.ch, CheckpointSource::Loop, step, Some(&run.dirty), &updated))
+            .await?;
         run.dirty = ChannelSet::new();
     } else if ctx.saver.is_some() {
         ctx.unsaved = Some(checkpoint_stamps());
@@ -466,7 +467,8 @@ async fn end_step<S: State>(
     }
     run.ch.see_for_interrupts();
     if !durable {
-        save_checkpoint(ctx, &mut run.ch, CheckpointSource::Loop, step, Some(&run.dirty), &updated).await?;
+        Box::pin(save_checkpoint(ctx, &mut run.ch, CheckpointSource::Loop, step, Some(&run.dirty), &updated))
+            .await?;
     }
     if let Some(sink) = ctx.sink.filter(|s| s.modes.has(StreamMode::Updates)) {
         sink.send(StreamData::Interrupt(Vec::new()));
@@ -534,7 +536,7 @@ async fn apply_step<S: State>(
             // The node's writes are saved with the error, as in LangGraph (see `save_failed`).
             let node_writes =
                 TaskWrites { updates: std::mem::take(&mut writes[0].updates), ..TaskWrites::default() };
-            save_failed(ctx, &tasks[0], &ch.state, Some(&node_writes), &err, None).await?;
+            Box::pin(save_failed(ctx, &tasks[0], &ch.state, Some(&node_writes), &err, None)).await?;
             emit_task_result(
                 ctx,
                 &ch.state,
@@ -548,7 +550,9 @@ async fn apply_step<S: State>(
             return Err(err);
         }
         apply_control_writes(ch, spec, &writes, &mut changed, tasks);
-        persist_single(ctx, &tasks[0], &ch.state, &writes[0], saved, step).await?;
+        if ctx.saver.is_some() {
+            Box::pin(persist_single(ctx, &tasks[0], &ch.state, &writes[0], saved, step)).await?;
+        }
         emit_update(
             ctx,
             &tasks[0],

@@ -30,18 +30,6 @@ pub(crate) struct Sink<S: State> {
     pub(crate) gate: QueueGate,
 }
 
-impl<S: State> Clone for Sink<S> {
-    fn clone(&self) -> Self {
-        Self {
-            send: Arc::clone(&self.send),
-            modes: self.modes,
-            subgraphs: self.subgraphs,
-            seen: Arc::clone(&self.seen),
-            gate: self.gate.clone(),
-        }
-    }
-}
-
 impl<S: State> Sink<S> {
     /// A sink feeding the caller's channel, whose reader counts what it takes on `gate`.
     pub(crate) fn root(

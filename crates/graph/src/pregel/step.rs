@@ -280,7 +280,8 @@ async fn finish<S: State>(
                     let json = writes_to_json(spec, &ctx.inner.names, &ch.state, &writes)
                         .map_err(|e| unsaveable(e, &thread, &task.name, step))?;
                     if let Some(op) = saver.put_writes(task.id.text(), &task.path, json)? {
-                        saver.submit(op).await?;
+                        // Boxed, as the other saves here: a step's future stays small without a saver.
+                        Box::pin(saver.submit(op)).await?;
                     }
                 }
                 emit_update(ctx, task, &writes, writes.cached);
@@ -301,7 +302,7 @@ async fn finish<S: State>(
         Ok((TaskOutcome::Interrupted(list), resumed)) => {
             let json = crate::pregel::task::paused_writes(&list, resumed);
             if let Some(saver) = ctx.saver.as_mut() {
-                saver.put_writes_now(task.id.text(), &task.path, json).await?;
+                Box::pin(saver.put_writes_now(task.id.text(), &task.path, json)).await?;
             }
             got.interrupts.push((i, list));
             return Ok(Next::Continue);
@@ -312,7 +313,7 @@ async fn finish<S: State>(
     let handled =
         slot == Slot::Task(i) && step_tasks.get(Slot::Handler(i)).is_some() && goes_to_handler(&err);
     let source = handled.then_some(&*task.name);
-    save_failed(ctx, task, &ch.state, partial.as_ref(), &err, source).await?;
+    Box::pin(save_failed(ctx, task, &ch.state, partial.as_ref(), &err, source)).await?;
     if !handled {
         return Ok(Next::Fail(err));
     }

@@ -101,7 +101,7 @@ fn config_source<S: State>(ctx: &Ctx<'_, S>) -> Arc<dyn ConfigSource> {
     Arc::new(RunConfigSource {
         base: Arc::clone(&ctx.config),
         run_ns: ctx.ns.clone(),
-        sink: ctx.sink.filter(wanted).cloned(),
+        sink: ctx.sink.filter(wanted).map(Sink::share),
         checkpointer: ctx.saver.as_ref().map(|s| Arc::clone(&s.checkpointer)),
         outer_parents: ctx.parent.as_ref().map(|p| p.parents.clone()).unwrap_or_default(),
         store: ctx.store.clone(),
