@@ -326,8 +326,7 @@ async fn supersteps<S: State>(
         }
         // The run goes on: the saves of the last step's end, if held back, go out now.
         if let Some(saver) = ctx.saver.as_mut() {
-            // Boxed, as the other saves of this loop: its future stays small without a saver.
-            Box::pin(saver.release()).await?;
+            saver.release().await?;
         }
         if control.as_ref().is_some_and(RunControl::is_drain_requested) {
             save_on_exit(ctx, &mut run.ch, step, &run.dirty).await?;
@@ -446,9 +445,7 @@ async fn end_step<S: State>(
     }
     let durable = durable(ctx);
     if durable {
-        // Boxed, as the other saves of this loop: a step's future stays small without a saver.
-        Box::pin(save_checkpoint(ctx, &mut run.ch, CheckpointSource::Loop, step, Some(&run.dirty), &updated))
-            .await?;
+        save_checkpoint(ctx, &mut run.ch, CheckpointSource::Loop, step, Some(&run.dirty), &updated).await?;
         run.dirty = ChannelSet::new();
     } else if ctx.saver.is_some() {
         ctx.unsaved = Some(checkpoint_stamps());
@@ -550,9 +547,7 @@ async fn apply_step<S: State>(
             return Err(err);
         }
         apply_control_writes(ch, spec, &writes, &mut changed, tasks);
-        if ctx.saver.is_some() {
-            Box::pin(persist_single(ctx, &tasks[0], &ch.state, &writes[0], saved, step)).await?;
-        }
+        persist_single(ctx, &tasks[0], &ch.state, &writes[0], saved, step).await?;
         emit_update(
             ctx,
             &tasks[0],
