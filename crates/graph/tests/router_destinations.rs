@@ -74,7 +74,7 @@ async fn start_is_no_destination() {
 #[tokio::test]
 async fn a_key_missing_from_the_path_map_fails_naming_the_keys() {
     let map = PathMap::from([("left", "a"), ("right", "b")]);
-    // The first key is fine: nothing of the route is taken when a later one fails.
+    // The first key is known: the route still fails at the second.
     let err = run(graph(|_: &Counter| vec!["left", "up"], map)).await.unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, GraphError::Node { .. }), "{err:?}");

@@ -333,7 +333,7 @@ async fn supersteps<S: State>(
             return Err(GraphError::Drained { next_step: step });
         }
         if pauses_before(ctx, &run, &tasks) {
-            // Boxed, as the other saves of this loop: a step's future stays small.
+            // Boxed: a pause is rare, and the loop's future need not hold its save's space.
             Box::pin(pause_before(ctx, &mut run, step)).await?;
             return Ok(GraphOutput { value: run.ch.state, interrupts: Vec::new() });
         }

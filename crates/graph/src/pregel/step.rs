@@ -280,7 +280,9 @@ async fn finish<S: State>(
                     let json = writes_to_json(spec, &ctx.inner.names, &ch.state, &writes)
                         .map_err(|e| unsaveable(e, &thread, &task.name, step))?;
                     if let Some(op) = saver.put_writes(task.id.text(), &task.path, json)? {
-                        // Boxed, as the other saves here: a step's future stays small without a saver.
+                        // Boxed: only a step of several tasks with a saver saves here, and every task's
+                        // future would otherwise hold this save's space (an allocation per task here
+                        // against a copy of that space per task everywhere).
                         Box::pin(saver.submit(op)).await?;
                     }
                 }
@@ -360,7 +362,7 @@ fn reuse_saved<S: State>(
     saved: &SavedWrites,
     got: &mut Gathered<S>,
 ) -> GraphResult<SmallVec<[Slot; 4]>> {
-    if saved.by_task.is_empty() {
+    if saved.is_empty() {
         return Ok((0..step_tasks.tasks.len()).map(Slot::Task).collect());
     }
     let mut to_run = SmallVec::new();
