@@ -36,15 +36,164 @@ pub(crate) async fn execute<S: State>(
     runtime: Runtime,
     route_inline: bool,
     is_subgraph: bool,
-) -> GraphResult<(TaskOutcome<S>, Option<Vec<Value>>)> {
-    let spec = &inner.spec;
+) -> TaskResult<S> {
+    let how = How { route_inline, is_subgraph };
     let Some(n) = task.node() else {
         return Ok((TaskOutcome::Done(start_writes(inner, ch, task, &runtime, route_inline)?), None));
     };
-    let node = &spec.nodes[n];
+    let node = &inner.spec.nodes[n];
     let Some(func) = &node.func else { return Ok((TaskOutcome::Done(TaskWrites::default()), None)) };
-    let policies = if node.config.retry.is_empty() { &inner.config.retry } else { &node.config.retry };
-    let step = runtime.inner.site.step;
+    let cache_key = cache_key(inner, node, ch, task, &runtime);
+    if let (Some(key), Some(cache)) = (&cache_key, &inner.config.cache) {
+        if let Some(saved) = cache.get(&node.name, key).await {
+            let mut writes = writes_from_json(&inner.spec, &ch.state, &saved, Replay::Cache)?;
+            writes.cached = true;
+            return Ok((TaskOutcome::Done(writes), None));
+        }
+    }
+    let result = attempts(inner, node, func, ch, task, runtime, 1, how).await;
+    if let (Ok((TaskOutcome::Done(writes), _)), Some(key), Some(cache)) =
+        (&result, &cache_key, &inner.config.cache)
+    {
+        let json = owned_writes(writes_to_json(&inner.spec, &inner.names, &ch.state, writes)?);
+        cache.set(&node.name, key, json, node.config.cache.as_ref().and_then(|c| c.ttl)).await;
+    }
+    result
+}
+
+/// What running a task yields: its outcome and the resume values to save when they changed.
+pub(crate) type TaskResult<S> = GraphResult<(TaskOutcome<S>, Option<Vec<Value>>)>;
+
+/// How a task's writes are finished: routed with the task or later, and whether it runs in a subgraph.
+#[derive(Clone, Copy)]
+struct How {
+    route_inline: bool,
+    is_subgraph: bool,
+}
+
+/// A task run in place ([`execute_in_place`]), or why it was not.
+pub(crate) enum InPlace<S: State> {
+    /// Ran to its end.
+    Done(TaskResult<S>),
+    /// Something in it may wait (a cache, a timeout, an async node, callbacks): run [`execute`].
+    Not(Runtime),
+    /// Its first attempt (of node `usize`) failed and its retry policy tries again after this wait:
+    /// run [`execute_retry`].
+    Retry(Runtime, usize, std::time::Duration),
+}
+
+/// Runs a task with no future when nothing in it waits: START's, or a sync node's on the state with no
+/// cache and no timeout, in a run that no callbacks observe. The result is [`execute`]'s.
+pub(crate) fn execute_in_place<S: State>(
+    inner: &Inner<S>,
+    ch: &Channels<S>,
+    task: &Task<S>,
+    runtime: Runtime,
+    route_inline: bool,
+    is_subgraph: bool,
+) -> InPlace<S> {
+    let how = How { route_inline, is_subgraph };
+    let Some(n) = task.node() else {
+        return InPlace::Done(
+            start_writes(inner, ch, task, &runtime, route_inline).map(|w| (TaskOutcome::Done(w), None)),
+        );
+    };
+    let node = &inner.spec.nodes[n];
+    let in_place = task.input.is_none()
+        && node.config.timeout.is_none()
+        && (node.config.cache.is_none() || inner.config.cache.is_none())
+        && !(runtime.inner.observed && runtime.config().callbacks.is_some());
+    let (true, Some(func)) = (in_place, &node.func) else { return InPlace::Not(runtime) };
+    if !func.is_sync() {
+        return InPlace::Not(runtime);
+    }
+    let traced = trace::enabled();
+    let span = if traced { trace::task_span(&node.name, &runtime) } else { tracing::Span::none() };
+    if traced && records_content() && !span.is_disabled() {
+        span.record("input.value", state_json(&ch.state).to_string().as_str());
+    }
+    let ran = {
+        let _entered = traced.then(|| span.enter());
+        std::panic::catch_unwind(AssertUnwindSafe(|| func.call_sync(NodeInput::State(&ch.state), &runtime)))
+            .unwrap_or_else(|payload| Some(Err(Error::from_panic(payload.as_ref()))))
+    };
+    // A node that says it is sync but runs no sync call: the engine calls it.
+    let Some(result) = ran else { return InPlace::Not(runtime) };
+    if traced {
+        trace_failure(&span, false, &result);
+    }
+    match after_attempt(inner, node, ch, result, &runtime, 1, how) {
+        Attempt::Done(result) => InPlace::Done(result),
+        Attempt::Retry(wait) => InPlace::Retry(runtime, n, wait),
+    }
+}
+
+/// Goes on with a task whose first attempt [`execute_in_place`] ran and whose retry policy tries again
+/// after `wait`.
+pub(crate) async fn execute_retry<S: State>(
+    inner: &Inner<S>,
+    ch: &Channels<S>,
+    task: &Task<S>,
+    (runtime, n, wait): (Runtime, usize, std::time::Duration),
+    (route_inline, is_subgraph): (bool, bool),
+) -> TaskResult<S> {
+    let how = How { route_inline, is_subgraph };
+    let node = &inner.spec.nodes[n];
+    let Some(func) = &node.func else { unreachable!("a node run in place has a function") };
+    tokio::time::sleep(wait).await;
+    attempts(inner, node, func, ch, task, runtime, 2, how).await
+}
+
+/// The attempts of a node from attempt `first` on, as its retry policy allows.
+#[allow(clippy::too_many_arguments)]
+async fn attempts<S: State>(
+    inner: &Inner<S>,
+    node: &NodeSpec<S>,
+    func: &Arc<dyn NodeFn<S>>,
+    ch: &Channels<S>,
+    task: &Task<S>,
+    runtime: Runtime,
+    first: u32,
+    how: How,
+) -> TaskResult<S> {
+    let mut attempt = first;
+    loop {
+        let mut rt = if attempt == 1 { runtime.clone() } else { with_attempt(&runtime, attempt) };
+        let result = match &node.config.timeout {
+            None => call_once(node, func, ch, task, &mut rt).await,
+            // Boxed: most nodes have no timeout (a smaller task future).
+            Some(policy) => Box::pin(call_timed(policy, node, func, ch, task, &mut rt)).await,
+        };
+        match after_attempt(inner, node, ch, result, &rt, attempt, how) {
+            Attempt::Done(result) => return result,
+            Attempt::Retry(wait) => {
+                Box::pin(tokio::time::sleep(wait)).await;
+                attempt += 1;
+            }
+        }
+    }
+}
+
+/// What an attempt of a node leads to.
+enum Attempt<S: State> {
+    /// The task's result.
+    Done(TaskResult<S>),
+    /// Another attempt, after this wait.
+    Retry(std::time::Duration),
+}
+
+/// The task's result from its attempt's: its writes (a command sent up by a subgraph of the node counts
+/// as its output), an interrupt, another attempt as the retry policy says, or the node's error.
+fn after_attempt<S: State>(
+    inner: &Inner<S>,
+    node: &NodeSpec<S>,
+    ch: &Channels<S>,
+    result: Result<NodeOutput<S>, Error>,
+    rt: &Runtime,
+    attempt: u32,
+    how: How,
+) -> Attempt<S> {
+    let step = rt.inner.site.step;
     let node_error = |source: Error| {
         let node = NodeRef::new(inner.name.as_str(), &*node.name);
         match source.downcast_custom::<InvalidNodeReturn>() {
@@ -52,62 +201,67 @@ pub(crate) async fn execute<S: State>(
             None => GraphError::Node { node, step, source },
         }
     };
-    let cache_key = cache_key(inner, node, ch, task, &runtime);
-    if let (Some(key), Some(cache)) = (&cache_key, &inner.config.cache) {
-        if let Some(saved) = cache.get(&node.name, key).await {
-            let mut writes = writes_from_json(spec, &ch.state, &saved, Replay::Cache)?;
-            writes.cached = true;
-            return Ok((TaskOutcome::Done(writes), None));
-        }
-    }
-    let mut attempt = 1u32;
-    let (output, rt) = loop {
-        let mut rt = if attempt == 1 { runtime.clone() } else { with_attempt(&runtime, attempt) };
-        let result = match &node.config.timeout {
-            None => call_once(node, func, ch, task, &mut rt).await,
-            // Boxed: most nodes have no timeout (a smaller task future).
-            Some(policy) => Box::pin(call_timed(policy, node, func, ch, task, &mut rt)).await,
-        };
-        let err = match result {
-            Ok(out) => break (out, rt),
-            Err(err) => err,
-        };
-        let command =
-            after_error::<S>(spec, &err, is_subgraph).map_err(|e| e.into_graph_error(node_error))?;
-        if let Some(command) = command {
-            break (NodeOutput::Command(command), rt);
-        }
-        if let Some(GraphInterrupt(list)) = control_interrupt(&err) {
-            return Ok((TaskOutcome::Interrupted(list), resume_to_save(&rt)));
-        }
-        match crate::retry::next_retry(policies, &err, attempt) {
-            Some(wait) => {
-                Box::pin(tokio::time::sleep(wait)).await;
-                attempt += 1;
+    let output = match result {
+        Ok(output) => output,
+        Err(err) => match after_error::<S>(&inner.spec, &err, how.is_subgraph) {
+            Err(stop) => return Attempt::Done(Err(stop.into_graph_error(node_error))),
+            Ok(Some(command)) => NodeOutput::Command(command),
+            Ok(None) => {
+                if let Some(GraphInterrupt(list)) = control_interrupt(&err) {
+                    return Attempt::Done(Ok((TaskOutcome::Interrupted(list), resume_to_save(rt))));
+                }
+                let policies =
+                    if node.config.retry.is_empty() { &inner.config.retry } else { &node.config.retry };
+                return match crate::retry::next_retry(policies, &err, attempt) {
+                    Some(wait) => Attempt::Retry(wait),
+                    None => Attempt::Done(Err(node_error(err))),
+                };
             }
-            None => return Err(node_error(err)),
-        }
+        },
     };
+    Attempt::Done(finish_output(inner, node, ch, output, rt, how).map_err(|e| match e {
+        Finish::Node(err) => node_error(err),
+        Finish::Graph(err) => err,
+    }))
+}
+
+/// Why a node's output could not be made the task's writes.
+enum Finish {
+    /// A command for the parent graph that cannot be sent up: the node's error.
+    Node(Error),
+    /// The output is not a valid update.
+    Graph(GraphError),
+}
+
+/// A node's output as the task's writes, routed when the task routes inline.
+fn finish_output<S: State>(
+    inner: &Inner<S>,
+    node: &NodeSpec<S>,
+    ch: &Channels<S>,
+    output: NodeOutput<S>,
+    rt: &Runtime,
+    how: How,
+) -> Result<(TaskOutcome<S>, Option<Vec<Value>>), Finish> {
+    let spec = &inner.spec;
     let mut writes = TaskWrites::default();
     // Only a subgraph's node has commands to lift (the root graph's output stays where it is).
-    let output =
-        if is_subgraph { lift_parent_commands(&ch.state, output, true).map_err(node_error)? } else { output };
-    flatten_output(spec, &node.name, output, &mut writes)?;
+    let output = if how.is_subgraph {
+        lift_parent_commands(&ch.state, output, true).map_err(Finish::Node)?
+    } else {
+        output
+    };
+    flatten_output(spec, &node.name, output, &mut writes).map_err(Finish::Graph)?;
     for u in &mut writes.updates {
         ch.state.prepare_update(u);
     }
-    if route_inline {
-        if let Err(err) = route_task(spec, node, ch, &mut writes, step) {
+    if how.route_inline {
+        if let Err(err) = route_task(spec, node, ch, &mut writes, rt.inner.site.step) {
             let written =
                 TaskWrites { updates: std::mem::take(&mut writes.updates), ..TaskWrites::default() };
-            return Ok((TaskOutcome::RouteFailed(written, err), None));
+            return Ok((TaskOutcome::RouteFailed(written, Box::new(err)), None));
         }
     }
-    if let (Some(key), Some(cache)) = (&cache_key, &inner.config.cache) {
-        let json = owned_writes(writes_to_json(spec, &inner.names, &ch.state, &writes)?);
-        cache.set(&node.name, key, json, node.config.cache.as_ref().and_then(|c| c.ttl)).await;
-    }
-    Ok((TaskOutcome::Done(writes), resume_to_save(&rt)))
+    Ok((TaskOutcome::Done(writes), resume_to_save(rt)))
 }
 
 /// One attempt of a node with a timeout policy: the attempt is dropped (cancelled) when it runs past
@@ -269,15 +423,21 @@ async fn call_once<S: State>(
             Err(e) => scope.fail(None, e),
         }
     }
-    if let (true, Err(e)) = (traced, &result) {
-        match control_interrupt(e) {
-            Some(GraphInterrupt(list)) => trace::record_interrupts(&span, &list),
-            // An observed run's scope recorded it.
-            None if scope.is_none() && !matches!(e, Error::ControlFlow(_)) => record_error(&span, e),
-            None => {}
-        }
+    if traced {
+        trace_failure(&span, scope.is_some(), &result);
     }
     result
+}
+
+/// Records an attempt's interrupt or error on its task span (an error that `scoped`, an observed run's
+/// scope, recorded already is not recorded again).
+fn trace_failure<S: State>(span: &tracing::Span, scoped: bool, result: &Result<NodeOutput<S>, Error>) {
+    let Err(e) = result else { return };
+    match control_interrupt(e) {
+        Some(GraphInterrupt(list)) => trace::record_interrupts(span, &list),
+        None if !scoped && !matches!(e, Error::ControlFlow(_)) => record_error(span, e),
+        None => {}
+    }
 }
 
 /// Why a node's error ends its task other than by a retry or an interrupt.

@@ -13,7 +13,7 @@ use crate::error::{GraphError, GraphResult};
 use crate::pregel::calls::{CallSite, CallStep};
 use crate::pregel::channels::Channels;
 use crate::pregel::emit::{emit_task_result, emit_update, emit_whole_messages};
-use crate::pregel::execute::execute;
+use crate::pregel::execute::{InPlace, execute, execute_in_place, execute_retry};
 use crate::pregel::plan::task_triggers;
 use crate::pregel::run::Ctx;
 use crate::pregel::save::unsaveable;
@@ -136,12 +136,25 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
             (Some(slot), _) => match step_tasks.get(slot) {
                 Some(task) => {
                     let runtime = begin(ctx, ch, task, slot, &got, saved, (step, stop), calls.as_ref());
-                    let run = execute(inner, ch, task, runtime, route_inline, is_subgraph);
                     let result = match &calls {
                         // An entrypoint: the results of its task calls are saved as they come (boxed: other
                         // graphs' steps keep a small future).
-                        Some(calls) => Box::pin(run_saving_calls(ctx, calls, run)).await?,
-                        None => run.await,
+                        Some(calls) => {
+                            let run = execute(inner, ch, task, runtime, route_inline, is_subgraph);
+                            Box::pin(run_saving_calls(ctx, calls, run)).await?
+                        }
+                        // A task that cannot wait runs here, with no future to build and move.
+                        None => match execute_in_place(inner, ch, task, runtime, route_inline, is_subgraph) {
+                            InPlace::Done(result) => result,
+                            InPlace::Not(runtime) => {
+                                execute(inner, ch, task, runtime, route_inline, is_subgraph).await
+                            }
+                            // Boxed: rare, and the step's future need not hold a retry's space.
+                            InPlace::Retry(runtime, n, wait) => {
+                                let how = (route_inline, is_subgraph);
+                                Box::pin(execute_retry(inner, ch, task, (runtime, n, wait), how)).await
+                            }
+                        },
                     };
                     Some((slot, result))
                 }
@@ -159,6 +172,15 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
             // Boxed: other graphs' steps keep a small future.
             Box::pin(save_calls(ctx, calls)).await?;
         }
+        // A task done with nothing to save here is kept with no future (the common case).
+        let result = match result {
+            Ok((TaskOutcome::Done(writes), resumed)) if !route_inline || ctx.saver.is_none() => {
+                done_messages(ctx, ch, &step_tasks, slot, &writes, step);
+                keep_done(ctx, ch, &step_tasks, slot, (writes, resumed), &mut got, route_inline, step);
+                continue;
+            }
+            other => other,
+        };
         match finish(ctx, ch, &step_tasks, slot, result, &mut got, route_inline, step).await? {
             Next::Continue => {}
             Next::Handle(i) if running.is_some() => queue.push_front(Slot::Handler(i)),
@@ -268,37 +290,21 @@ async fn finish<S: State>(
         Err(e) => emit_task_result(ctx, &ch.state, task, Some(saved_error(e)), None, Vec::new(), step),
     }
     let (partial, err) = match result {
-        Ok((TaskOutcome::Done(mut writes), resumed)) => {
-            if ctx.sink.is_some_and(|s| s.modes.has(StreamMode::Messages)) {
-                let triggers = task_triggers(spec, task);
-                emit_whole_messages(ctx, &ch.state, task, &writes, step, &triggers);
-            }
-            writes.resumed = resumed;
-            if route_inline {
-                if let Some(saver) = ctx.saver.as_mut() {
-                    let thread = saver.thread.thread_id.clone();
-                    let json = writes_to_json(spec, &ctx.inner.names, &ch.state, &writes)
-                        .map_err(|e| unsaveable(e, &thread, &task.name, step))?;
-                    if let Some(op) = saver.put_writes(task.id.text(), &task.path, json)? {
-                        // Boxed: only a step of several tasks with a saver saves here, and every task's
-                        // future would otherwise hold this save's space (an allocation per task here
-                        // against a copy of that space per task everywhere).
-                        Box::pin(saver.submit(op)).await?;
-                    }
-                }
-                emit_update(ctx, task, &writes, writes.cached);
-                emit_task_result(ctx, &ch.state, task, None, Some(&writes), Vec::new(), step);
-            }
-            if let (Slot::Handler(_), Some(n)) = (slot, task.node()) {
-                got.handled.push(n);
-                // After what the failed task wrote before failing.
-                if let Some((mut before, _)) = got.results[i].take() {
-                    before.updates.append(&mut writes.updates);
-                    writes.updates = before.updates;
+        Ok((TaskOutcome::Done(writes), resumed)) => {
+            done_messages(ctx, ch, step_tasks, slot, &writes, step);
+            // Routed with the task: its writes are saved now, before they are streamed.
+            if let (true, Some(saver)) = (route_inline, ctx.saver.as_mut()) {
+                let thread = saver.thread.thread_id.clone();
+                let json = writes_to_json(spec, &ctx.inner.names, &ch.state, &writes)
+                    .map_err(|e| unsaveable(e, &thread, &task.name, step))?;
+                if let Some(op) = saver.put_writes(task.id.text(), &task.path, json)? {
+                    // Boxed: only a step of several tasks with a saver saves here, and every task's
+                    // future would otherwise hold this save's space (an allocation per task here
+                    // against a copy of that space per task everywhere).
+                    Box::pin(saver.submit(op)).await?;
                 }
             }
-            // Saved with the writes once the task's routes are known (`persist_single`) when not inline.
-            got.results[i] = Some((writes, route_inline));
+            keep_done(ctx, ch, step_tasks, slot, (writes, resumed), got, route_inline, step);
             return Ok(Next::Continue);
         }
         Ok((TaskOutcome::Interrupted(list), resumed)) => {
@@ -309,7 +315,7 @@ async fn finish<S: State>(
             got.interrupts.push((i, list));
             return Ok(Next::Continue);
         }
-        Ok((TaskOutcome::RouteFailed(writes, err), _)) => (Some(writes), err),
+        Ok((TaskOutcome::RouteFailed(writes, err), _)) => (Some(writes), *err),
         Err(err) => (None, err),
     };
     let handled =
@@ -331,6 +337,54 @@ async fn finish<S: State>(
     got.failures[i] = Some(Arc::new(NodeError::live(&task.name, message, own)));
     got.results[i] = partial.map(|w| (w, true));
     Ok(Next::Handle(i))
+}
+
+/// Streams the messages a finished task wrote (`messages` mode), as soon as it finishes.
+fn done_messages<S: State>(
+    ctx: &Ctx<'_, S>,
+    ch: &Channels<S>,
+    step_tasks: &StepTasks<'_, S>,
+    slot: Slot,
+    writes: &TaskWrites<S>,
+    step: i64,
+) {
+    let Some(task) = step_tasks.get(slot) else { return };
+    if ctx.sink.is_some_and(|s| s.modes.has(StreamMode::Messages)) {
+        let triggers = task_triggers(&ctx.inner.spec, task);
+        emit_whole_messages(ctx, &ch.state, task, writes, step, &triggers);
+    }
+}
+
+/// Keeps a task's writes for the step's end (saved already when it routes inline), streaming them first
+/// when it routes inline.
+#[allow(clippy::too_many_arguments)]
+fn keep_done<S: State>(
+    ctx: &Ctx<'_, S>,
+    ch: &Channels<S>,
+    step_tasks: &StepTasks<'_, S>,
+    slot: Slot,
+    (mut writes, resumed): (TaskWrites<S>, Option<Vec<Value>>),
+    got: &mut Gathered<S>,
+    route_inline: bool,
+    step: i64,
+) {
+    let Some(task) = step_tasks.get(slot) else { return };
+    let (Slot::Task(i) | Slot::Handler(i)) = slot;
+    writes.resumed = resumed;
+    if route_inline {
+        emit_update(ctx, task, &writes, writes.cached);
+        emit_task_result(ctx, &ch.state, task, None, Some(&writes), Vec::new(), step);
+    }
+    if let (Slot::Handler(_), Some(n)) = (slot, task.node()) {
+        got.handled.push(n);
+        // After what the failed task wrote before failing.
+        if let Some((mut before, _)) = got.results[i].take() {
+            before.updates.append(&mut writes.updates);
+            writes.updates = before.updates;
+        }
+    }
+    // Saved with the writes once the task's routes are known (`persist_single`) when not inline.
+    got.results[i] = Some((writes, route_inline));
 }
 
 /// A failed task's error as it is saved (`__error__`) and told to its error handler: the node's own error

@@ -115,7 +115,8 @@ pub(crate) enum TaskOutcome<S: State> {
     Interrupted(Vec<Interrupt>),
     /// The node finished but routing its output failed: its writes are saved with the error (LangGraph
     /// saves a failing task's writes too, and then counts it as finished).
-    RouteFailed(TaskWrites<S>, GraphError),
+    /// (The error boxed: every task's outcome is moved a few times, and this one is rare.)
+    RouteFailed(TaskWrites<S>, Box<GraphError>),
 }
 
 /// Deterministic task id: the same checkpoint, namespace, step and node give the same id in any process
