@@ -424,7 +424,7 @@ async fn end_step<S: State>(
     ctx: &mut Ctx<'_, S>,
     run: &mut Pending<S>,
     (tasks, handled): (&[Task<S>], &[usize]),
-    results: Vec<(TaskWrites<S>, bool)>,
+    results: Vec<TaskWrites<S>>,
     step: i64,
 ) -> GraphResult<bool> {
     let spec = &ctx.inner.spec;
@@ -494,7 +494,7 @@ async fn apply_step<S: State>(
     ctx: &mut Ctx<'_, S>,
     ch: &mut Channels<S>,
     tasks: &[Task<S>],
-    mut results: Vec<(TaskWrites<S>, bool)>,
+    mut writes: Vec<TaskWrites<S>>,
     saved: &SavedWrites,
     step: i64,
 ) -> GraphResult<(ChannelSet, ChannelSet)> {
@@ -516,8 +516,7 @@ async fn apply_step<S: State>(
     consume_tasks(ch, spec, tasks, &mut consumed);
     let mut changed = ChannelSet::new();
     let single = tasks.len() == 1;
-    let route_after = single && !results[0].1;
-    let mut writes: Vec<TaskWrites<S>> = results.iter_mut().map(|(w, _)| std::mem::take(w)).collect();
+    let route_after = single && !writes[0].routed;
     // Before applying: applying takes the updates out of the writes.
     let written = written_channels(&ch.state, &writes);
     if route_after {

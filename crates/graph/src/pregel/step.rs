@@ -30,9 +30,9 @@ use crate::types::Interrupt;
 
 pub(crate) enum StepOutcome<S: State> {
     /// Writes per task in task order (a failed task's are those of its error handler, after the writes
-    /// the task made before failing); the flag says whether the routes are already in them. Then the
+    /// the task made before failing; `routed` says whether the routes are already in them). Then the
     /// error handler nodes that ran.
-    Done(Vec<(TaskWrites<S>, bool)>, Vec<usize>),
+    Done(Vec<TaskWrites<S>>, Vec<usize>),
     /// The step paused: the interrupts in task order, and the writes of the tasks that finished (saved, so
     /// a resume reuses them; the run's result shows them applied).
     Interrupted { interrupts: Vec<Interrupt>, finished: Vec<TaskWrites<S>> },
@@ -64,7 +64,7 @@ impl<S: State> StepTasks<'_, S> {
 /// writes made before it failed wait there for its handler's); the interrupts by task; the handlers that
 /// ran; the failures handlers handle, by failed task.
 struct Gathered<S: State> {
-    results: Vec<Option<(TaskWrites<S>, bool)>>,
+    results: Vec<Option<TaskWrites<S>>>,
     interrupts: Vec<(usize, Vec<Interrupt>)>,
     handled: Vec<usize>,
     failures: Vec<Option<Arc<NodeError>>>,
@@ -335,7 +335,7 @@ async fn finish<S: State>(
         _ => None,
     };
     got.failures[i] = Some(Arc::new(NodeError::live(&task.name, message, own)));
-    got.results[i] = partial.map(|w| (w, true));
+    got.results[i] = partial.map(|w| TaskWrites { routed: true, ..w });
     Ok(Next::Handle(i))
 }
 
@@ -378,13 +378,14 @@ fn keep_done<S: State>(
     if let (Slot::Handler(_), Some(n)) = (slot, task.node()) {
         got.handled.push(n);
         // After what the failed task wrote before failing.
-        if let Some((mut before, _)) = got.results[i].take() {
+        if let Some(mut before) = got.results[i].take() {
             before.updates.append(&mut writes.updates);
             writes.updates = before.updates;
         }
     }
     // Saved with the writes once the task's routes are known (`persist_single`) when not inline.
-    got.results[i] = Some((writes, route_inline));
+    writes.routed = route_inline;
+    got.results[i] = Some(writes);
 }
 
 /// A failed task's error as it is saved (`__error__`) and told to its error handler: the node's own error
@@ -437,19 +438,22 @@ fn reuse_saved<S: State>(
                     emit_update(ctx, handler, &own, true);
                     writes.updates.append(&mut own.updates);
                     own.updates = writes.updates;
-                    got.results[i] = Some((own, true));
+                    own.routed = true;
+                    got.results[i] = Some(own);
                     got.handled.extend(handler.node());
                 }
                 None => {
-                    got.results[i] = (!before.is_empty()).then_some((writes, true));
+                    writes.routed = true;
+                    got.results[i] = (!before.is_empty()).then_some(writes);
                     got.failures[i] = Some(Arc::new(NodeError::saved(node, message)));
                     to_run.push(Slot::Handler(i));
                 }
             }
         } else if let Some(w) = saved.finished(&task.id) {
-            let writes = writes_from_json(&ctx.inner.spec, &ch.state, w, saved.origin())?;
+            let mut writes = writes_from_json(&ctx.inner.spec, &ch.state, w, saved.origin())?;
             emit_update(ctx, task, &writes, true);
-            got.results[i] = Some((writes, true));
+            writes.routed = true;
+            got.results[i] = Some(writes);
         } else {
             to_run.push(Slot::Task(i));
         }
@@ -467,11 +471,14 @@ fn outcome<S: State>(got: Gathered<S>) -> StepOutcome<S> {
         interrupts.sort_by_key(|(i, _)| *i);
         return StepOutcome::Interrupted {
             interrupts: interrupts.into_iter().flat_map(|(_, list)| list).collect(),
-            finished: results.into_iter().flatten().map(|(w, _)| w).collect(),
+            finished: results.into_iter().flatten().collect(),
         };
     }
     StepOutcome::Done(
-        results.into_iter().map(|r| r.unwrap_or_else(|| (TaskWrites::default(), true))).collect(),
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| TaskWrites { routed: true, ..TaskWrites::default() }))
+            .collect(),
         handled,
     )
 }

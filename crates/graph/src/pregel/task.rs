@@ -78,6 +78,9 @@ pub(crate) struct TaskWrites<S: State> {
     pub(crate) joins: smallvec::SmallVec<[usize; 2]>,
     /// Whether the writes came from the node cache instead of a run.
     pub(crate) cached: bool,
+    /// Whether the task's routes are in the writes already (taken with the task, or saved with it), or
+    /// are still to take on the state the step leaves.
+    pub(crate) routed: bool,
     /// The answers to its interrupts the task used, when this run gave it new ones: saved with its writes
     /// (`__resume__`), as LangGraph saves them.
     pub(crate) resumed: Option<Vec<serde_json::Value>>,
@@ -91,6 +94,7 @@ impl<S: State> Default for TaskWrites<S> {
             sends: Vec::new(),
             joins: smallvec::SmallVec::new(),
             cached: false,
+            routed: false,
             resumed: None,
         }
     }
@@ -104,6 +108,7 @@ impl<S: State> Clone for TaskWrites<S> {
             sends: self.sends.clone(),
             joins: self.joins.clone(),
             cached: self.cached,
+            routed: self.routed,
             resumed: self.resumed.clone(),
         }
     }
