@@ -73,8 +73,8 @@ struct How {
 
 /// A task run in place ([`execute_in_place`]), or why it was not.
 pub(crate) enum InPlace<S: State> {
-    /// Ran to its end.
-    Done(TaskResult<S>),
+    /// Ran to its end; its runtime handed back (see [`make_runtime`](super::task_runtime::make_runtime)).
+    Done(TaskResult<S>, Runtime),
     /// Something in it may wait (a cache, a timeout, an async node, callbacks): run [`execute`].
     Not(Runtime),
     /// Its first attempt (of node `usize`) failed and its retry policy tries again after this wait:
@@ -94,9 +94,8 @@ pub(crate) fn execute_in_place<S: State>(
 ) -> InPlace<S> {
     let how = How { route_inline, is_subgraph };
     let Some(n) = task.node() else {
-        return InPlace::Done(
-            start_writes(inner, ch, task, &runtime, route_inline).map(|w| (TaskOutcome::Done(w), None)),
-        );
+        let writes = start_writes(inner, ch, task, &runtime, route_inline);
+        return InPlace::Done(writes.map(|w| (TaskOutcome::Done(w), None)), runtime);
     };
     let node = &inner.spec.nodes[n];
     let in_place = task.input.is_none()
@@ -123,7 +122,7 @@ pub(crate) fn execute_in_place<S: State>(
         trace_failure(&span, false, &result);
     }
     match after_attempt(inner, node, ch, result, &runtime, 1, how) {
-        Attempt::Done(result) => InPlace::Done(result),
+        Attempt::Done(result) => InPlace::Done(result, runtime),
         Attempt::Retry(wait) => InPlace::Retry(runtime, n, wait),
     }
 }

@@ -70,6 +70,9 @@ pub(crate) struct Ctx<'a, S: State> {
     pub(crate) end_state: Option<crate::snapshot::JsonSnapshot>,
     /// What its tasks' configs share, made by the first task that runs.
     pub(crate) config_source: std::sync::OnceLock<Arc<dyn crate::runtime::ConfigSource>>,
+    /// The runtime of the last lone task that ran in place, for the next task of the same node to
+    /// fill in again instead of making one (when nothing else holds it by then).
+    pub(crate) spare_runtime: Option<crate::runtime::Runtime>,
 }
 
 impl<S: State> Ctx<'_, S> {
@@ -184,6 +187,7 @@ pub(crate) async fn run<S: State>(
         last_saved: None,
         end_state: None,
         config_source: std::sync::OnceLock::new(),
+        spare_runtime: None,
     };
     if !span.is_disabled() {
         span.record("checkpoint_ns", ctx.ns.as_str());

@@ -126,7 +126,7 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
             while running.len() < limit {
                 let Some(slot) = queue.pop_front() else { break };
                 let Some(task) = step_tasks.get(slot) else { continue };
-                let runtime = begin(ctx, ch, task, slot, &got, saved, (step, stop), calls.as_ref());
+                let runtime = begin(ctx, ch, task, slot, &got, saved, (step, stop), (calls.as_ref(), None));
                 running.push(
                     execute(inner, ch, task, runtime, route_inline, is_subgraph).map(move |r| (slot, r)),
                 );
@@ -135,7 +135,9 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
         let next = match (lone.take(), running.as_mut()) {
             (Some(slot), _) => match step_tasks.get(slot) {
                 Some(task) => {
-                    let runtime = begin(ctx, ch, task, slot, &got, saved, (step, stop), calls.as_ref());
+                    let spare = ctx.spare_runtime.take();
+                    let runtime =
+                        begin(ctx, ch, task, slot, &got, saved, (step, stop), (calls.as_ref(), spare));
                     let result = match &calls {
                         // An entrypoint: the results of its task calls are saved as they come (boxed: other
                         // graphs' steps keep a small future).
@@ -145,7 +147,10 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
                         }
                         // A task that cannot wait runs here, with no future to build and move.
                         None => match execute_in_place(inner, ch, task, runtime, route_inline, is_subgraph) {
-                            InPlace::Done(result) => result,
+                            InPlace::Done(result, runtime) => {
+                                ctx.spare_runtime = Some(runtime);
+                                result
+                            }
                             InPlace::Not(runtime) => {
                                 execute(inner, ch, task, runtime, route_inline, is_subgraph).await
                             }
@@ -239,13 +244,13 @@ fn begin<S: State>(
     got: &Gathered<S>,
     saved: &SavedWrites,
     (step, stop): (i64, i64),
-    calls: Option<&Arc<CallStep>>,
+    (calls, spare): (Option<&Arc<CallStep>>, Option<Runtime>),
 ) -> Runtime {
     match slot {
-        Slot::Task(_) => start_task(ctx, ch, task, saved, step, stop, calls),
+        Slot::Task(_) => start_task(ctx, ch, task, saved, (step, stop), calls, spare),
         Slot::Handler(i) => {
             let failure = got.failures.get(i).and_then(Option::as_ref);
-            let runtime = start_task(ctx, ch, task, saved, step, stop, calls);
+            let runtime = start_task(ctx, ch, task, saved, (step, stop), calls, spare);
             match failure {
                 Some(error) => with_node_error(runtime, Arc::clone(error)),
                 None => runtime,
@@ -532,9 +537,9 @@ fn start_task<S: State>(
     ch: &Channels<S>,
     task: &Task<S>,
     saved: &SavedWrites,
-    step: i64,
-    stop: i64,
+    (step, stop): (i64, i64),
     calls: Option<&Arc<CallStep>>,
+    spare: Option<Runtime>,
 ) -> Runtime {
     // Named only where someone reads them: streams of task events and the metadata of observed runs.
     let events = ctx.sink.is_some_and(|s| s.modes.tasks() || s.modes.has(StreamMode::Messages));
@@ -544,7 +549,7 @@ fn start_task<S: State>(
         Vec::new()
     };
     let calls = calls.map(|c| call_site(ch, task, c) as Arc<dyn crate::runtime::TaskCalls>);
-    make_runtime(ctx, task, saved, step, stop, triggers, calls)
+    make_runtime(ctx, task, saved, (step, stop), triggers, calls, spare)
 }
 
 /// Streams the start of every task of the step in the `tasks` modes before any runs, as LangGraph does:

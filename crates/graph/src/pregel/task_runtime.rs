@@ -23,10 +23,10 @@ pub(crate) fn make_runtime<S: State>(
     ctx: &Ctx<'_, S>,
     task: &Task<S>,
     saved: &SavedWrites,
-    step: i64,
-    stop: i64,
+    (step, stop): (i64, i64),
     triggers: Vec<String>,
     calls: Option<Arc<dyn crate::runtime::TaskCalls>>,
+    spare: Option<Runtime>,
 ) -> Runtime {
     let observed = ctx.config.callbacks.is_some()
         || ctx.sink.is_some_and(|s| s.modes.has(StreamMode::Messages) || s.modes.has(StreamMode::Tools));
@@ -53,6 +53,15 @@ pub(crate) fn make_runtime<S: State>(
         Some(_) => (None, String::new()),
         None => (ctx.thread_id.clone(), ctx.ns.clone()),
     };
+    let site = TaskSite { address, thread_id, ns, task_id: task.id.clone(), attempt: 1, step };
+    let scratchpad = Scratchpad { counter: 0, resume, resume_changed };
+    let fresh = Fresh { triggers, observed, site, stop, scratchpad, writer, calls };
+    if let Some(mut spare) = spare {
+        if let Some(inner) = reusable(&mut spare, ctx, task, source) {
+            refill(inner, ctx, fresh);
+            return spare;
+        }
+    }
     Runtime {
         inner: Arc::new(RuntimeInner {
             node: Arc::clone(&task.name),
@@ -60,22 +69,88 @@ pub(crate) fn make_runtime<S: State>(
             own_config: Some(TaskOwnConfig {
                 source: Arc::clone(source),
                 path: Arc::clone(&task.path),
-                triggers,
+                triggers: fresh.triggers,
             }),
-            observed,
-            site: TaskSite { address, thread_id, ns, task_id: task.id.clone(), attempt: 1, step },
+            observed: fresh.observed,
+            site: fresh.site,
             info: std::sync::OnceLock::new(),
-            stop,
-            scratchpad: Mutex::new(Scratchpad { counter: 0, resume, resume_changed }),
-            writer,
+            stop: fresh.stop,
+            scratchpad: Mutex::new(fresh.scratchpad),
+            writer: fresh.writer,
             null_resume: Arc::clone(&ctx.null_resume),
             context: ctx.options.context.clone(),
             store: ctx.store.clone(),
-            calls,
+            calls: fresh.calls,
             clock: None,
             node_error: None,
         }),
     }
+}
+
+/// What differs between two tasks of one node in a run: the parts of a runtime made for each task.
+struct Fresh {
+    triggers: Vec<String>,
+    observed: bool,
+    site: TaskSite,
+    stop: i64,
+    scratchpad: Scratchpad,
+    writer: Option<crate::runtime::CustomWriter>,
+    calls: Option<Arc<dyn crate::runtime::TaskCalls>>,
+}
+
+/// `spare` (the runtime of an earlier task of the run), to fill in for `task`: when nothing else holds
+/// it and it served the same node with the same path and config source (no allocation, and the handles
+/// the two tasks share are kept instead of counted again).
+fn reusable<'r, S: State>(
+    spare: &'r mut Runtime,
+    ctx: &Ctx<'_, S>,
+    task: &Task<S>,
+    source: &Arc<dyn ConfigSource>,
+) -> Option<&'r mut RuntimeInner> {
+    let inner = Arc::get_mut(&mut spare.inner)?;
+    let own = inner.own_config.as_ref()?;
+    let fits = Arc::ptr_eq(&inner.node, &task.name)
+        && Arc::ptr_eq(&own.path, &task.path)
+        && Arc::ptr_eq(&own.source, source)
+        && Arc::ptr_eq(&inner.null_resume, &ctx.null_resume);
+    fits.then_some(inner)
+}
+
+/// Fills a [`reusable`] runtime in with `fresh` and the run's handles. Every field is set again but
+/// those `reusable` found equal (the destructuring names them all, so a new field cannot be missed).
+fn refill<S: State>(inner: &mut RuntimeInner, ctx: &Ctx<'_, S>, fresh: Fresh) {
+    let RuntimeInner {
+        node: _,
+        config,
+        own_config,
+        observed,
+        site,
+        info,
+        stop,
+        scratchpad,
+        writer,
+        null_resume: _,
+        context,
+        store,
+        calls,
+        clock,
+        node_error,
+    } = inner;
+    if let Some(own) = own_config {
+        own.triggers = fresh.triggers;
+    }
+    *config = std::sync::OnceLock::new();
+    *observed = fresh.observed;
+    *site = fresh.site;
+    *info = std::sync::OnceLock::new();
+    *stop = fresh.stop;
+    *scratchpad = Mutex::new(fresh.scratchpad);
+    *writer = fresh.writer;
+    context.clone_from(&ctx.options.context);
+    store.clone_from(&ctx.store);
+    *calls = fresh.calls;
+    *clock = None;
+    *node_error = None;
 }
 
 /// What the configs of a run's tasks share, taken from the run once (after its resume answers are
