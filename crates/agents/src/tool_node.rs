@@ -341,7 +341,9 @@ impl ToolNode {
         };
         // What an error message names of the call (its arguments go to the tool).
         let answered = ToolCall { name: call.name.clone(), args: Value::Null, id: call.id.clone() };
-        match invoke_tool(tool.as_ref(), call, ctx).await {
+        // Boxed: the invocation's future is several kilobytes, and a call's future that held it would be
+        // moved whole into the list of a step's calls.
+        match Box::pin(invoke_tool(tool.as_ref(), call, ctx)).await {
             Ok(output) => Ok(output),
             Err(err) => match self.handle_tool_errors.content(&err, tool.as_ref()) {
                 Some(text) => Ok(ToolCallOutput::Message(error_message(&answered, text))),
@@ -389,6 +391,13 @@ impl ToolNode {
         ctx: ToolContext,
     ) -> Result<Vec<ToolCallOutput>> {
         let last = calls.pop();
+        // No call or one (most model turns): awaited as it is, with no list of futures to build.
+        if calls.is_empty() {
+            return match last {
+                Some(call) => Ok(vec![self.run_call(call, ctx).await?]),
+                None => Ok(Vec::new()),
+            };
+        }
         let mut runs: Vec<_> = calls.into_iter().map(|call| self.run_call(call, ctx.clone())).collect();
         runs.extend(last.map(|call| self.run_call(call, ctx)));
         futures::future::join_all(runs).await.into_iter().collect()
