@@ -86,11 +86,9 @@ pub(crate) enum InPlace<S: State> {
 /// cache and no timeout, in a run that no callbacks observe. The result is [`execute`]'s.
 pub(crate) fn execute_in_place<S: State>(
     inner: &Inner<S>,
-    ch: &Channels<S>,
-    task: &Task<S>,
+    (ch, task): (&Channels<S>, &Task<S>),
     runtime: Runtime,
-    route_inline: bool,
-    is_subgraph: bool,
+    (route_inline, is_subgraph): (bool, bool),
 ) -> InPlace<S> {
     let how = How { route_inline, is_subgraph };
     let Some(n) = task.node() else {

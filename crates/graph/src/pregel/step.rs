@@ -146,20 +146,22 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
                             Box::pin(run_saving_calls(ctx, calls, run)).await?
                         }
                         // A task that cannot wait runs here, with no future to build and move.
-                        None => match execute_in_place(inner, ch, task, runtime, route_inline, is_subgraph) {
-                            InPlace::Done(result, runtime) => {
-                                ctx.spare_runtime = Some(runtime);
-                                result
+                        None => {
+                            match execute_in_place(inner, (ch, task), runtime, (route_inline, is_subgraph)) {
+                                InPlace::Done(result, runtime) => {
+                                    ctx.spare_runtime = Some(runtime);
+                                    result
+                                }
+                                InPlace::Not(runtime) => {
+                                    execute(inner, ch, task, runtime, route_inline, is_subgraph).await
+                                }
+                                // Boxed: rare, and the step's future need not hold a retry's space.
+                                InPlace::Retry(runtime, n, wait) => {
+                                    let how = (route_inline, is_subgraph);
+                                    Box::pin(execute_retry(inner, ch, task, (runtime, n, wait), how)).await
+                                }
                             }
-                            InPlace::Not(runtime) => {
-                                execute(inner, ch, task, runtime, route_inline, is_subgraph).await
-                            }
-                            // Boxed: rare, and the step's future need not hold a retry's space.
-                            InPlace::Retry(runtime, n, wait) => {
-                                let how = (route_inline, is_subgraph);
-                                Box::pin(execute_retry(inner, ch, task, (runtime, n, wait), how)).await
-                            }
-                        },
+                        }
                     };
                     Some((slot, result))
                 }
