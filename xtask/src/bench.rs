@@ -210,7 +210,6 @@ fn server_scaled(args: &Args) -> Result<(), String> {
         let unique = format!("{}_{instances}", std::process::id());
         let database = format!("weft_bench_{unique}");
         let prefix = format!("weft-bench-{unique}:");
-        server_e2e::psql(&format!("CREATE DATABASE {database}"))?;
         let mut command = server_command(&release, args.quick, &args.only);
         if instances == 0 {
             let outcome = capture(&mut command, true);
@@ -222,6 +221,9 @@ fn server_scaled(args: &Args) -> Result<(), String> {
             }
             continue;
         }
+        // Made only for the scaled configurations (the embedded one runs on a SQLite file), and dropped
+        // after each.
+        server_e2e::psql(&format!("CREATE DATABASE {database}"))?;
         command
             .arg("--instances")
             .arg(instances.to_string())
