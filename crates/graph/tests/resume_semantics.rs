@@ -353,6 +353,34 @@ async fn a_resume_finishing_a_lone_task_saves_both_answers_with_the_resumed_chec
     assert!(tuple.pending_writes.iter().any(|w| w.channel == "log" && w.value == json!(["ada"])));
 }
 
+#[tokio::test]
+async fn a_resume_finishing_one_of_two_tasks_saves_its_answers_with_its_writes() {
+    let saver = Arc::new(InMemorySaver::new());
+    let mut g = StateGraph::<Doc>::new();
+    g.add_node("ask", |_: Doc, rt: &weft_graph::Runtime| -> weft_runnable_core::Result<DocUpdate> {
+        let answer: String = rt.interrupt("name?")?;
+        Ok(log(&answer))
+    });
+    g.add_node("other", |_: Doc| log("other"));
+    g.add_edge(START, "ask");
+    g.add_edge(START, "other");
+    let app = g.compile_with(CompileConfig::new().checkpointer(saver.clone())).unwrap();
+    app.invoke(log("s"), &thread("t")).await.unwrap();
+    let paused = app.get_state(&thread("t")).await.unwrap().config.unwrap();
+    let out = app.invoke(Command::resume("ada"), &thread("t")).await.unwrap();
+    assert!(out.value.log.contains(&"ada".to_owned()), "{:?}", out.value.log);
+    // A step of two tasks saves each task's writes as it finishes: the resumed task's carry the answers
+    // it used, as the lone task's do.
+    let tuple = weft_graph::Checkpointer::get_tuple(&*saver, &paused).await.unwrap().unwrap();
+    let used: Vec<serde_json::Value> = tuple
+        .pending_writes
+        .iter()
+        .filter(|w| w.channel == "__resume__" && w.task_id != weft_graph::checkpoint::special::NULL_TASK_ID)
+        .map(|w| w.value.clone())
+        .collect();
+    assert_eq!(used, [json!(["ada"])], "{:?}", tuple.pending_writes);
+}
+
 /// `ask` asks one question, then fails the first time it has an answer (a crash after the resume).
 fn asks_then_fails_once(fails: Arc<AtomicUsize>) -> CompiledGraph<Doc> {
     let mut g = StateGraph::<Doc>::new();

@@ -181,9 +181,10 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
         }
         // A task done with nothing to save here is kept with no future (the common case).
         let result = match result {
-            Ok((TaskOutcome::Done(writes), resumed)) if !route_inline || ctx.saver.is_none() => {
+            Ok((TaskOutcome::Done(mut writes), resumed)) if !route_inline || ctx.saver.is_none() => {
                 done_messages(ctx, ch, &step_tasks, slot, &writes, step);
-                keep_done(ctx, ch, &step_tasks, slot, (writes, resumed), &mut got, route_inline, step);
+                writes.resumed = resumed;
+                keep_done(ctx, ch, &step_tasks, slot, writes, &mut got, route_inline, step);
                 continue;
             }
             other => other,
@@ -297,8 +298,10 @@ async fn finish<S: State>(
         Err(e) => emit_task_result(ctx, &ch.state, task, Some(saved_error(e)), None, Vec::new(), step),
     }
     let (partial, err) = match result {
-        Ok((TaskOutcome::Done(writes), resumed)) => {
+        Ok((TaskOutcome::Done(mut writes), resumed)) => {
             done_messages(ctx, ch, step_tasks, slot, &writes, step);
+            // The answers it used are saved with its writes (`__resume__`).
+            writes.resumed = resumed;
             // Routed with the task: its writes are saved now, before they are streamed.
             if let (true, Some(saver)) = (route_inline, ctx.saver.as_mut()) {
                 let thread = saver.thread.thread_id.clone();
@@ -311,7 +314,7 @@ async fn finish<S: State>(
                     Box::pin(saver.submit(op)).await?;
                 }
             }
-            keep_done(ctx, ch, step_tasks, slot, (writes, resumed), got, route_inline, step);
+            keep_done(ctx, ch, step_tasks, slot, writes, got, route_inline, step);
             return Ok(Next::Continue);
         }
         Ok((TaskOutcome::Interrupted(list), resumed)) => {
@@ -362,22 +365,21 @@ fn done_messages<S: State>(
     }
 }
 
-/// Keeps a task's writes for the step's end (saved already when it routes inline), streaming them first
-/// when it routes inline.
+/// Keeps a task's writes (with the answers it used) for the step's end (saved already when it routes
+/// inline), streaming them first when it routes inline.
 #[allow(clippy::too_many_arguments)]
 fn keep_done<S: State>(
     ctx: &Ctx<'_, S>,
     ch: &Channels<S>,
     step_tasks: &StepTasks<'_, S>,
     slot: Slot,
-    (mut writes, resumed): (TaskWrites<S>, Option<Vec<Value>>),
+    mut writes: TaskWrites<S>,
     got: &mut Gathered<S>,
     route_inline: bool,
     step: i64,
 ) {
     let Some(task) = step_tasks.get(slot) else { return };
     let (Slot::Task(i) | Slot::Handler(i)) = slot;
-    writes.resumed = resumed;
     if route_inline {
         emit_update(ctx, task, &writes, writes.cached);
         emit_task_result(ctx, &ch.state, task, None, Some(&writes), Vec::new(), step);
