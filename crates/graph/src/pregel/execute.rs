@@ -105,17 +105,11 @@ pub(crate) fn execute_in_place<S: State>(
         return InPlace::Not(runtime);
     }
     let traced = trace::enabled();
-    let span = if traced { trace::task_span(&node.name, &runtime) } else { tracing::Span::none() };
-    if traced && records_content() && !span.is_disabled() {
-        span.record("input.value", state_json(&ch.state).to_string().as_str());
-    }
-    let ran = {
-        let _entered = traced.then(|| span.enter());
-        std::panic::catch_unwind(AssertUnwindSafe(|| func.call_sync(NodeInput::State(&ch.state), &runtime)))
-            .unwrap_or_else(|payload| Some(Err(Error::from_panic(payload.as_ref()))))
-    };
+    let span = open_span(&node.name, &runtime, traced, || state_json(&ch.state));
     // A node that says it is sync but runs no sync call: the engine calls it.
-    let Some(result) = ran else { return InPlace::Not(runtime) };
+    let Some(result) = call_sync_caught(func, &ch.state, &runtime, traced, &span) else {
+        return InPlace::Not(runtime);
+    };
     if traced {
         trace_failure(&span, false, &result);
     }
@@ -136,7 +130,8 @@ pub(crate) async fn execute_retry<S: State>(
 ) -> TaskResult<S> {
     let how = How { route_inline, is_subgraph };
     let node = &inner.spec.nodes[n];
-    let Some(func) = &node.func else { unreachable!("a node run in place has a function") };
+    // As `execute`: a node without a function writes nothing (`execute_in_place` retries only nodes with one).
+    let Some(func) = &node.func else { return Ok((TaskOutcome::Done(TaskWrites::default()), None)) };
     tokio::time::sleep(wait).await;
     attempts(inner, node, func, ch, task, runtime, 2, how).await
 }
@@ -366,14 +361,11 @@ async fn call_once<S: State>(
         None => NodeInput::State(&ch.state),
     };
     let traced = trace::enabled();
-    let span = if traced { trace::task_span(&node.name, rt) } else { tracing::Span::none() };
     let input_json = |input: &NodeInput<'_, S>| match input {
         NodeInput::State(s) => state_json(*s),
         NodeInput::Payload(p) => crate::pregel::channels::payload_json(&ch.state, p),
     };
-    if traced && records_content() && !span.is_disabled() {
-        span.record("input.value", input_json(&input).to_string().as_str());
-    }
+    let span = open_span(&node.name, rt, traced, || input_json(&input));
     let scope = (rt.inner.observed && rt.config().callbacks.is_some()).then(|| {
         let input_json = input_json(&input);
         // Boxed: it lives across the node's await, and most tasks have none (a smaller task future).
@@ -391,11 +383,7 @@ async fn call_once<S: State>(
     let rt = &*rt;
     // A sync node on the state runs here, with no future (`None`: the node runs below instead).
     let ran = match &input {
-        NodeInput::State(state) if func.is_sync() => {
-            let _entered = traced.then(|| span.enter());
-            std::panic::catch_unwind(AssertUnwindSafe(|| func.call_sync(NodeInput::State(state), rt)))
-                .unwrap_or_else(|payload| Some(Err(Error::from_panic(payload.as_ref()))))
-        }
+        NodeInput::State(state) if func.is_sync() => call_sync_caught(func, *state, rt, traced, &span),
         _ => None,
     };
     // (A function node runs when called, an async one when polled: both are caught.)
@@ -424,6 +412,29 @@ async fn call_once<S: State>(
         trace_failure(&span, scope.is_some(), &result);
     }
     result
+}
+
+/// A task's span (disabled when nothing traces), with its input recorded when spans record content.
+fn open_span(node: &str, rt: &Runtime, traced: bool, input: impl FnOnce() -> Value) -> tracing::Span {
+    let span = if traced { trace::task_span(node, rt) } else { tracing::Span::none() };
+    if traced && records_content() && !span.is_disabled() {
+        span.record("input.value", input().to_string().as_str());
+    }
+    span
+}
+
+/// A sync node run in place on `state`, inside `span` when traced, a panic as its error (`None`: the node
+/// runs no sync call, see [`NodeFn::call_sync`]).
+fn call_sync_caught<S: State>(
+    func: &Arc<dyn NodeFn<S>>,
+    state: &S,
+    rt: &Runtime,
+    traced: bool,
+    span: &tracing::Span,
+) -> Option<Result<NodeOutput<S>, Error>> {
+    let _entered = traced.then(|| span.enter());
+    std::panic::catch_unwind(AssertUnwindSafe(|| func.call_sync(NodeInput::State(state), rt)))
+        .unwrap_or_else(|payload| Some(Err(Error::from_panic(payload.as_ref()))))
 }
 
 /// Records an attempt's interrupt or error on its task span (an error that `scoped`, an observed run's

@@ -181,9 +181,8 @@ pub(crate) async fn run_step<S: State, const CALLS: bool>(
         }
         // A task done with nothing to save here is kept with no future (the common case).
         let result = match result {
-            Ok((TaskOutcome::Done(mut writes), resumed)) if !route_inline || ctx.saver.is_none() => {
-                done_messages(ctx, ch, &step_tasks, slot, &writes, step);
-                writes.resumed = resumed;
+            Ok((TaskOutcome::Done(writes), resumed)) if !route_inline || ctx.saver.is_none() => {
+                let writes = finished(ctx, ch, &step_tasks, slot, (writes, resumed), step);
                 keep_done(ctx, ch, &step_tasks, slot, writes, &mut got, route_inline, step);
                 continue;
             }
@@ -298,10 +297,8 @@ async fn finish<S: State>(
         Err(e) => emit_task_result(ctx, &ch.state, task, Some(saved_error(e)), None, Vec::new(), step),
     }
     let (partial, err) = match result {
-        Ok((TaskOutcome::Done(mut writes), resumed)) => {
-            done_messages(ctx, ch, step_tasks, slot, &writes, step);
-            // The answers it used are saved with its writes (`__resume__`).
-            writes.resumed = resumed;
+        Ok((TaskOutcome::Done(writes), resumed)) => {
+            let writes = finished(ctx, ch, step_tasks, slot, (writes, resumed), step);
             // Routed with the task: its writes are saved now, before they are streamed.
             if let (true, Some(saver)) = (route_inline, ctx.saver.as_mut()) {
                 let thread = saver.thread.thread_id.clone();
@@ -349,20 +346,25 @@ async fn finish<S: State>(
     Ok(Next::Handle(i))
 }
 
-/// Streams the messages a finished task wrote (`messages` mode), as soon as it finishes.
-fn done_messages<S: State>(
+/// A finished task's writes as the step keeps and saves them: the messages they hold streamed first
+/// (`messages` mode, as soon as the task finishes), and the answers it used set in them (saved with
+/// them as `__resume__`).
+fn finished<S: State>(
     ctx: &Ctx<'_, S>,
     ch: &Channels<S>,
     step_tasks: &StepTasks<'_, S>,
     slot: Slot,
-    writes: &TaskWrites<S>,
+    (mut writes, resumed): (TaskWrites<S>, Option<Vec<Value>>),
     step: i64,
-) {
-    let Some(task) = step_tasks.get(slot) else { return };
-    if ctx.sink.is_some_and(|s| s.modes.has(StreamMode::Messages)) {
+) -> TaskWrites<S> {
+    if let Some(task) =
+        step_tasks.get(slot).filter(|_| ctx.sink.is_some_and(|s| s.modes.has(StreamMode::Messages)))
+    {
         let triggers = task_triggers(&ctx.inner.spec, task);
-        emit_whole_messages(ctx, &ch.state, task, writes, step, &triggers);
+        emit_whole_messages(ctx, &ch.state, task, &writes, step, &triggers);
     }
+    writes.resumed = resumed;
+    writes
 }
 
 /// Keeps a task's writes (with the answers it used) for the step's end (saved already when it routes
