@@ -66,11 +66,6 @@ fn config(port: u16, auth_file: &Path, version: (u32, u32)) -> String {
     )
 }
 
-fn free_port() -> Result<u16, String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}"))?;
-    listener.local_addr().map(|a| a.port()).map_err(|e| format!("no free port: {e}"))
-}
-
 fn is_root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
 }
@@ -86,7 +81,7 @@ pub(crate) fn start() -> Result<Pooler, String> {
     let dir = bench::target_dir(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from), &exec::root())
         .join("pgbouncer");
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let port = free_port()?;
+    let port = crate::llm::server::free_port()?;
     let write = |name: &str, text: &str| {
         let path = dir.join(name);
         std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::llm::server::free_port;
+use crate::llm::server::free_ports;
 use crate::pyenv::{self, Venv};
 use crate::{bench, exec};
 
@@ -82,7 +82,8 @@ pub(crate) fn run_with(build: Build) -> Result<(), String> {
     let log = std::fs::File::create(&log_path)
         .map_err(|err| format!("cannot make {}: {err}", log_path.display()))?;
     let log_err = log.try_clone().map_err(|err| format!("cannot open {}: {err}", log_path.display()))?;
-    let (port, grpc_port) = (free_port()?, free_port()?);
+    let ports = free_ports(2)?;
+    let (port, grpc_port) = (ports[0], ports[1]);
     let phoenix_bin = venv.dir.join("bin").join("phoenix");
     println!("starting Phoenix on 127.0.0.1:{port} (log: {})", log_path.display());
     let child = Command::new(&phoenix_bin)

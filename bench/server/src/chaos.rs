@@ -75,11 +75,6 @@ impl Default for ChaosConfig {
     }
 }
 
-fn free_port() -> Result<u16, String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}"))?;
-    listener.local_addr().map(|a| a.port()).map_err(|e| format!("no free port: {e}"))
-}
-
 /// Sends SIGTERM to `child` and waits up to 10 s for it to exit, then kills it.
 async fn terminate(child: &mut Child) {
     let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
@@ -120,10 +115,12 @@ impl Deployment {
         let _ = std::fs::remove_dir_all(&scratch);
         std::fs::create_dir_all(scratch.join("redis"))
             .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
-        let ports = (0..config.instances).map(|_| free_port()).collect::<Result<Vec<_>, _>>()?;
+        // Redis's port and the instances', all different.
+        let mut ports = crate::servers::free_ports(config.instances + 1)?;
+        let redis_port = ports.pop().ok_or("no free port")?;
         Ok(Self {
             instances: (0..config.instances).map(|_| None).collect(),
-            redis_port: free_port()?,
+            redis_port,
             redis: None,
             ports,
             scratch,
@@ -203,9 +200,13 @@ impl Deployment {
         let end = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(Ok(Some(status))) = self.instances[i].as_mut().map(Child::try_wait) {
+                let log = self.scratch.join(format!("instance-{i}.log"));
+                let said = std::fs::read_to_string(&log).unwrap_or_default();
+                let tail: Vec<&str> = said.lines().rev().take(20).collect();
                 return Err(format!(
-                    "instance {i} exited at start-up ({status}); see {}",
-                    self.scratch.display()
+                    "instance {i} exited at start-up ({status}); the end of {}:\n{}",
+                    log.display(),
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
                 ));
             }
             if let Ok(mut conn) = Conn::open(&addr).await {

@@ -78,9 +78,17 @@ pub(crate) struct Server {
     scratch: PathBuf,
 }
 
+/// `n` ports free on 127.0.0.1 now, all different: each is held until all are found (ports found one
+/// after another, each let go at once, can repeat).
+pub(crate) fn free_ports(n: usize) -> Result<Vec<u16>, String> {
+    let held = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    held.iter().map(|l| l.local_addr().map(|a| a.port()).map_err(|e| format!("no free port: {e}"))).collect()
+}
+
 fn free_port() -> Result<u16, String> {
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}"))?;
-    listener.local_addr().map(|a| a.port()).map_err(|e| format!("no free port: {e}"))
+    Ok(free_ports(1)?[0])
 }
 
 fn scratch_dir(side: Side) -> Result<PathBuf, String> {

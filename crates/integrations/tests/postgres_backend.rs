@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 //! PostgreSQL specifics: secrets kept out of `Debug`, errors and logs; pooler mode without prepared
 //! statements; migrations from many processes at once; retries after a dropped connection; 200 threads
-//! through one saver; a batch stored in a transaction of the caller's.
+//! through one saver; a batch stored in a transaction of the caller's; a long thread's head read without
+//! reading its history.
 
 #![cfg(feature = "postgres")]
 
@@ -226,13 +227,18 @@ async fn migrations_from_many_processes_at_once_run_once() {
             ("checkpoint".to_owned(), 4),
             ("checkpoint".to_owned(), 5),
             ("checkpoint".to_owned(), 6),
+            ("checkpoint".to_owned(), 7),
             ("store".to_owned(), 1)
         ]
     );
     // The head check, the batch and the reads are planned once per connection, not at every call.
-    for function in
-        ["weft_checkpoint_heads", "weft_checkpoint_batch", "weft_checkpoint_blobs", "weft_checkpoint_tuple"]
-    {
+    for function in [
+        "weft_checkpoint_heads",
+        "weft_checkpoint_batch",
+        "weft_checkpoint_blobs",
+        "weft_checkpoint_tuple",
+        "weft_checkpoint_list",
+    ] {
         let config: Vec<String> = sqlx::query_scalar(
             "SELECT unnest(proconfig) FROM pg_proc WHERE proname = $1 \
              AND pronamespace = current_schema()::regnamespace",
@@ -242,6 +248,13 @@ async fn migrations_from_many_processes_at_once_run_once() {
         .await
         .unwrap();
         assert!(config.iter().any(|c| c == "plan_cache_mode=force_generic_plan"), "{function}: {config:?}");
+        // Those that read a thread's head have no plan but the walk down the primary key (see
+        // `a_long_threads_head_is_read_without_reading_its_history`).
+        if function != "weft_checkpoint_blobs" {
+            for off in ["enable_bitmapscan=off", "enable_sort=off"] {
+                assert!(config.iter().any(|c| c == off), "{function}: {config:?}");
+            }
+        }
     }
 }
 
@@ -260,7 +273,15 @@ async fn an_older_build_starts_on_a_newer_schema_only_when_the_newer_steps_allow
     .unwrap();
     assert_eq!(
         steps,
-        vec![(1, Some(0)), (2, Some(1)), (3, Some(2)), (4, Some(3)), (5, Some(4)), (6, Some(5))]
+        vec![
+            (1, Some(0)),
+            (2, Some(1)),
+            (3, Some(2)),
+            (4, Some(3)),
+            (5, Some(4)),
+            (6, Some(5)),
+            (7, Some(6))
+        ]
     );
     // A table made before the column: it is added, empty for the steps recorded then.
     sqlx::raw_sql("ALTER TABLE weft_migrations DROP COLUMN readable_from")
@@ -272,7 +293,7 @@ async fn an_older_build_starts_on_a_newer_schema_only_when_the_newer_steps_allow
         .fetch_one(saver.pool())
         .await
         .unwrap();
-    assert_eq!(empty, 6);
+    assert_eq!(empty, 7);
     let newer = |readable_from: Option<i64>| {
         sqlx::query(
             "INSERT INTO weft_migrations (component, version, name, readable_from) \
@@ -295,7 +316,7 @@ async fn an_older_build_starts_on_a_newer_schema_only_when_the_newer_steps_allow
         let err = err.to_string();
         assert!(
             err.contains("checkpoint schema version 99, which needs a build that knows versions up to 99")
-                && err.contains("this build knows versions up to 6"),
+                && err.contains("this build knows versions up to 7"),
             "{err}"
         );
     }
@@ -464,5 +485,72 @@ async fn a_batch_in_the_callers_transaction_is_stored_when_and_only_when_the_cal
         saver.put_batch_in(&mut tx, ops).await.unwrap();
         tx.commit().await.unwrap();
         assert_eq!(head(saver, "t").await, Some((second, 1)));
+    }
+}
+
+/// What the transaction of `conn` has read of the checkpoints so far: entries of both their indexes,
+/// rows of sequential scans and rows fetched.
+async fn checkpoints_read(conn: &mut sqlx::PgConnection) -> i64 {
+    sqlx::query_scalar(
+        "SELECT pg_stat_get_xact_tuples_returned('checkpoints_pkey'::regclass) \
+         + pg_stat_get_xact_tuples_returned('checkpoints_by_id'::regclass) \
+         + pg_stat_get_xact_tuples_returned('checkpoints'::regclass) \
+         + pg_stat_get_xact_tuples_fetched('checkpoints'::regclass)",
+    )
+    .fetch_one(conn)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_long_threads_head_is_read_without_reading_its_history() {
+    let Some(saver) = common::saver().await else { return };
+    let saver = saver.inner();
+    // One thread of 3,000 checkpoints among 2,000 threads of 10, the table analyzed: for a thread given
+    // as a parameter PostgreSQL estimates about 10 rows, for which reading them all and then sorting them
+    // looks cheapest; on the long thread that is every checkpoint, at every save and every read of its
+    // head.
+    let (head, ops) = saves("long", ExpectedHead::Empty);
+    saver.put_batch(ops).await.unwrap();
+    sqlx::raw_sql(
+        "INSERT INTO checkpoints (thread_id, checkpoint_id, checkpoint) \
+         SELECT 'long', '0-' || lpad(i::text, 8, '0'), '{}' FROM generate_series(1, 3000) i; \
+         INSERT INTO checkpoints (thread_id, checkpoint_id, checkpoint) \
+         SELECT 'short-' || (i % 2000), '0-' || lpad(i::text, 8, '0'), '{}' FROM generate_series(1, 20000) i; \
+         ANALYZE checkpoints",
+    )
+    .execute(saver.pool())
+    .await
+    .unwrap();
+
+    let mut tx = saver.pool().begin().await.unwrap();
+    let before = checkpoints_read(&mut tx).await;
+    let (next, ops) = saves("long", ExpectedHead::Id(head.clone()));
+    saver.put_batch_in(&mut tx, ops).await.unwrap();
+    let saved = checkpoints_read(&mut tx).await;
+    let tuple = saver.get_tuple_in(&mut tx, &CheckpointConfig::thread("long")).await.unwrap().unwrap();
+    let read = checkpoints_read(&mut tx).await;
+    // A page of its history, from the head and from the middle (what `list` sends).
+    let mut pages = Vec::new();
+    for before in [None, Some("0-00001500")] {
+        let start = checkpoints_read(&mut tx).await;
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT checkpoint_id FROM weft_checkpoint_list('long', '', NULL, $1, NULL, 10)",
+        )
+        .bind(before)
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap();
+        pages.push((ids, checkpoints_read(&mut tx).await - start));
+    }
+    tx.commit().await.unwrap();
+    assert_eq!(tuple.checkpoint.id, next);
+    assert!(saved - before < 20, "a save read {} rows and index entries", saved - before);
+    assert!(read - saved < 20, "a read of the head read {} rows and index entries", read - saved);
+    let expected: Vec<String> = (1490..1500).rev().map(|i| format!("0-{i:08}")).collect();
+    assert_eq!(pages[1].0, expected, "the page before the middle, newest first");
+    assert_eq!(pages[0].0[..2], [next, head], "the newest page starts at the head");
+    for (ids, entries) in &pages {
+        assert!(*entries < 80, "a page of {} read {entries} rows and index entries", ids.len());
     }
 }

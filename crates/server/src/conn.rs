@@ -7,14 +7,17 @@
 //! - a body timeout: a request's body must arrive whole within it of its head (a `408` otherwise);
 //! - a maximum number of connections: past it, no new connection is accepted until one closes (they
 //!   wait in the system's backlog);
-//! - a `413` at once, before any of the body is read, for a declared `Content-Length` over the body limit.
+//! - a `413` at once, before any of the body is read, for a declared `Content-Length` over the body limit;
+//! - `Connection: close` on an answer given before its request's body was read to the end (a refused
+//!   credential, an unknown route): hyper closes such a connection once the answer is out, and a client
+//!   told so beforehand does not send its next request on a connection about to close.
 //!
 //! On shutdown, the listener closes and every connection ends once its requests in flight have.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -70,9 +73,7 @@ where
                 continue;
             }
         };
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
+        tune(&tcp);
         let (router, stop) = (router.clone(), stop_rx.clone());
         tokio::spawn(async move {
             connection(tcp, router, limits, stop).await;
@@ -84,6 +85,30 @@ where
     // Every connection closed: all their permits back.
     let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
     let _ = slots.acquire_many(all).await;
+}
+
+/// How many bytes a connection's socket may hold that the network has not taken yet (`TCP_NOTSENT_LOWAT`,
+/// Linux): a client that stops reading then costs the kernel this much on top of what is in flight,
+/// instead of the send buffer the kernel grows up to `tcp_wmem`'s maximum (4 MiB by default), and its
+/// stream falls behind, and is cut, that much sooner. What is in flight (the window) is untouched, so a
+/// client that reads loses no throughput.
+const UNSENT_BYTES: u32 = 128 * 1024;
+
+/// How many bytes the HTTP layer buffers per connection, each way (hyper's default is about 400 KiB): what
+/// an answer's body has produced and the socket has not taken yet, and a request's head (one larger gets
+/// `431`).
+const HTTP_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Sets an accepted connection's options: no Nagle delay (events go out as they come), and at most
+/// [`UNSENT_BYTES`] unsent.
+fn tune(tcp: &TcpStream) {
+    if let Err(e) = tcp.set_nodelay(true) {
+        tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+    }
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if let Err(e) = socket2::SockRef::from(tcp).set_tcp_notsent_lowat(UNSENT_BYTES) {
+        tracing::debug!(error = %e, "cannot set TCP_NOTSENT_LOWAT");
+    }
 }
 
 /// What a connection's watchdog reads: requests in flight, and when the connection last became free
@@ -159,7 +184,7 @@ async fn connection(tcp: TcpStream, router: Router, limits: ConnLimits, mut stop
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     // The header and idle timeouts are this module's (hyper's own would also close idle connections).
-    builder.timer(TokioTimer::new()).header_read_timeout(None);
+    builder.timer(TokioTimer::new()).header_read_timeout(None).max_buf_size(HTTP_BUFFER_BYTES);
     // With upgrades: the protocol's WebSocket (`/threads/{id}/stream/events`) takes the connection over.
     let conn = builder.serve_connection(io, service).with_upgrades();
     tokio::pin!(conn);
@@ -222,11 +247,19 @@ async fn answer(
         headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         return response;
     }
-    let request = request.map(|body| Body::new(Timed::new(body, limits.body_timeout)));
-    match router.oneshot(request).await {
+    let ended = Arc::new(AtomicBool::new(hyper::body::Body::is_end_stream(request.body())));
+    let body_ended = Arc::clone(&ended);
+    let request = request.map(|body| Body::new(Timed::new(body, limits.body_timeout, body_ended)));
+    let mut response = match router.oneshot(request).await {
         Ok(response) => response.map(|body| Body::new(Tracked { inner: body, _guard: guard })),
         Err(never) => match never {},
+    };
+    if !ended.load(Ordering::SeqCst) && response.status() != StatusCode::SWITCHING_PROTOCOLS {
+        // hyper reads on to the body's end only when it has already arrived, and closes the connection
+        // otherwise, perhaps after the answer went out as if the connection were kept alive.
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
+    response
 }
 
 /// Counts a request in flight until dropped.
@@ -264,16 +297,17 @@ impl hyper::body::Body for Tracked {
     }
 }
 
-/// A request body that must arrive whole within its timeout.
+/// A request body that must arrive whole within its timeout, noting when it has been read to its end.
 struct Timed {
     inner: Incoming,
     deadline: Pin<Box<tokio::time::Sleep>>,
     timeout: Duration,
+    ended: Arc<AtomicBool>,
 }
 
 impl Timed {
-    fn new(inner: Incoming, timeout: Duration) -> Self {
-        Self { inner, deadline: Box::pin(tokio::time::sleep(timeout)), timeout }
+    fn new(inner: Incoming, timeout: Duration, ended: Arc<AtomicBool>) -> Self {
+        Self { inner, deadline: Box::pin(tokio::time::sleep(timeout)), timeout, ended }
     }
 }
 
@@ -291,6 +325,9 @@ impl hyper::body::Body for Timed {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
         if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            if frame.is_none() || self.inner.is_end_stream() {
+                self.ended.store(true, Ordering::SeqCst);
+            }
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
         match self.deadline.as_mut().poll(cx) {
@@ -368,5 +405,117 @@ impl AsyncWrite for Watched {
 
     fn is_write_vectored(&self) -> bool {
         self.inner.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use axum::Router;
+    use axum::body::Body;
+    use axum::routing::get;
+    use tokio::io::AsyncWriteExt as _;
+
+    use super::{ConnLimits, serve};
+
+    fn limits() -> ConnLimits {
+        let timeout = Duration::from_secs(10);
+        let (header_timeout, idle_timeout, body_timeout) = (timeout, timeout, timeout);
+        ConnLimits {
+            header_timeout,
+            idle_timeout,
+            body_timeout,
+            max_connections: 4,
+            body_bytes: 1024,
+            backlog: 16,
+        }
+    }
+
+    /// Serves a body of endless 16 KiB chunks to a client (receive buffer 16 KiB) that never reads it;
+    /// returns how many bytes the body had handed over once it stalled (nothing more taken for 500 ms).
+    async fn taken_by_a_client_that_does_not_read() -> usize {
+        let produced = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&produced);
+        let router = Router::new().route(
+            "/flood",
+            get(move || {
+                let counter = Arc::clone(&counter);
+                async move {
+                    let chunks = futures::stream::repeat_with(move || {
+                        counter.fetch_add(16 * 1024, Ordering::SeqCst);
+                        Ok::<_, std::io::Error>(vec![b'x'; 16 * 1024])
+                    });
+                    Body::from_stream(chunks)
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(listener, router, limits(), async move {
+            let _ = stopped.await;
+        }));
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(16 * 1024).unwrap();
+        let mut client = socket.connect(addr).await.unwrap();
+        client.write_all(b"GET /flood HTTP/1.1\r\nHost: test\r\n\r\n").await.unwrap();
+        let mut last = 0;
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let now = produced.load(Ordering::SeqCst);
+            if now == last && now > 0 {
+                break;
+            }
+            last = now;
+        }
+        drop(client);
+        let _ = stop.send(());
+        let _ = server.await;
+        last
+    }
+
+    /// A client that stops reading holds the connection's unsent bytes to [`super::UNSENT_BYTES`] and the
+    /// HTTP layer's buffer to [`super::HTTP_BUFFER_BYTES`]: the body stalls after about 224 KiB, not after
+    /// the 3.5 MiB it took with neither (a send buffer the kernel grew, hyper's 400 KiB).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_client_that_does_not_read_holds_little_in_the_kernel() {
+        let taken = taken_by_a_client_that_does_not_read().await;
+        assert!(taken < 1024 * 1024, "{} KiB taken by a client that reads nothing", taken / 1024);
+    }
+
+    /// A request head that outgrows the HTTP layer's buffer before it ends gets `431`; one of 40 KiB is
+    /// served. (Each is sent in 4 KiB pieces, as a slow client's: a head that arrives whole in one read
+    /// is parsed before the buffer's size is checked.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_request_head_over_the_buffer_gets_431() {
+        use tokio::io::AsyncReadExt as _;
+        let router = Router::new().route("/", get(|| async { "ok" }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(serve(listener, router, limits(), std::future::pending()));
+        for (size, expected) in
+            [(40 * 1024, "HTTP/1.1 200"), (super::HTTP_BUFFER_BYTES + 4096, "HTTP/1.1 431")]
+        {
+            let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let head = format!(
+                "GET / HTTP/1.1\r\nHost: test\r\nX-Big: {}\r\nConnection: close\r\n\r\n",
+                "a".repeat(size)
+            );
+            for piece in head.as_bytes().chunks(4096) {
+                if client.write_all(piece).await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            let mut answer = Vec::new();
+            let _ = client.read_to_end(&mut answer).await;
+            let answer = String::from_utf8_lossy(&answer);
+            assert!(answer.starts_with(expected), "a {size}-byte header: {answer}");
+        }
+        server.abort();
     }
 }

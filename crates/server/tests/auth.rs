@@ -57,6 +57,47 @@ async fn missing_or_wrong_credentials_are_401_and_health_stays_open() {
     assert_eq!(get(addr, ALICE, "/nowhere").await.status, 404);
 }
 
+/// Sends a request's head on `stream`, then, after a pause, its body (as a client whose body is a second
+/// write does); returns the answer's status and whether it says `Connection: close`.
+async fn late_body(stream: &mut tokio::net::TcpStream, head: &str, body: &str) -> (u16, bool) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let head = format!("{head}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n", body.len());
+    stream.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    stream.write_all(body.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    let mut byte = [0u8; 1];
+    while !raw.ends_with(b"\r\n\r\n") {
+        assert_eq!(stream.read(&mut byte).await.unwrap(), 1, "the connection closed before an answer");
+        raw.push(byte[0]);
+    }
+    let head = String::from_utf8(raw).unwrap().to_ascii_lowercase();
+    let status = head[9..12].parse().unwrap();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map_or(0, |v| v.trim().parse().unwrap());
+    let mut rest = vec![0u8; length];
+    stream.read_exact(&mut rest).await.unwrap();
+    (status, head.contains("connection: close"))
+}
+
+/// A refused request whose small body comes in a second write keeps its connection open for the next
+/// request; an answer given without reading the body (an unknown route) says `Connection: close`, so
+/// that no client sends a request on a connection about to close.
+#[tokio::test]
+async fn a_refused_request_keeps_its_connection_and_an_unread_body_closes_it() {
+    let server = start(keyed()).await;
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let host = format!("Host: {}\r\n", server.addr);
+    let wrong = format!("POST /threads/search HTTP/1.1\r\n{host}x-api-key: key-mallory\r\n");
+    assert_eq!(late_body(&mut stream, &wrong, "{}").await, (401, false));
+    let count = format!("POST /threads/count HTTP/1.1\r\n{host}x-api-key: key-alice\r\n");
+    assert_eq!(late_body(&mut stream, &count, "{}").await, (200, false), "the same connection");
+    let unknown = format!("POST /nowhere HTTP/1.1\r\n{host}x-api-key: key-alice\r\n");
+    assert_eq!(late_body(&mut stream, &unknown, "{}").await, (404, true));
+}
+
 #[tokio::test]
 async fn two_users_never_see_each_others_threads_runs_or_state() {
     let server = start(keyed()).await;

@@ -114,6 +114,10 @@ async fn an_unread_stream_is_cut_without_slowing_the_run_and_resumes_completely(
     };
     let first = read_all(unread).await;
     assert!(!first.complete, "the reader fell behind: its stream is cut, not ended");
+    // What was queued before the cut goes out as far as the socket takes it: the HTTP layer buffers at
+    // most 64 KiB, and what it holds when the body ends in error is dropped (with hyper's default of
+    // about 400 KiB this reader got none of the events: 48 of 62 now).
+    assert!(!first.custom.is_empty(), "the events queued before the cut reach the reader");
     assert!(first.custom.len() < EVENTS, "{} events before the cut", first.custom.len());
     assert_eq!(first.custom, (0..first.custom.len() as u64).collect::<Vec<_>>(), "in order, none lost");
 

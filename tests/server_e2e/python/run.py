@@ -38,10 +38,19 @@ AUTH_MODULES = {"t_auth"}
 TEST_TIMEOUT = 90
 
 
+# Ports handed out so far: the servers start side by side, so a port picked and let go before the
+# previous server bound its own could be picked again.
+HANDED_OUT = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in HANDED_OUT:
+            HANDED_OUT.add(port)
+            return port
 
 
 def wait_ready(url, process, timeout):

@@ -44,11 +44,18 @@ pub(crate) struct Launch<'a> {
     pub(crate) log: PathBuf,
 }
 
+/// `n` ports nobody listens on right now, all different: each is held until all are found (ports found
+/// one after another, each let go at once, can repeat).
+pub(crate) fn free_ports(n: usize) -> Result<Vec<u16>, String> {
+    let fail = |err: std::io::Error| format!("cannot find a free port: {err}");
+    let held =
+        (0..n).map(|_| TcpListener::bind("127.0.0.1:0").map_err(fail)).collect::<Result<Vec<_>, _>>()?;
+    held.iter().map(|listener| listener.local_addr().map(|addr| addr.port()).map_err(fail)).collect()
+}
+
 /// A port nobody listens on right now.
 pub(crate) fn free_port() -> Result<u16, String> {
-    let listener =
-        TcpListener::bind("127.0.0.1:0").map_err(|err| format!("cannot find a free port: {err}"))?;
-    listener.local_addr().map(|addr| addr.port()).map_err(|err| format!("cannot find a free port: {err}"))
+    Ok(free_ports(1)?[0])
 }
 
 /// The arguments of llama-server: the project's settings (4096 tokens of context, 2 threads, no web UI);

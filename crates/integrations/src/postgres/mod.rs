@@ -26,15 +26,22 @@
 //! - **Planned once**: a batch of saves is one call of `weft_checkpoint_batch`, a function of the schema
 //!   whose statement PostgreSQL plans once per connection (a batch sent as a statement was planned again
 //!   at every call), and runs only the inserts that have rows; the same for the blobs' read
-//!   (`weft_checkpoint_blobs`), the heads' check, and the read of one checkpoint by id or the latest
-//!   (`weft_checkpoint_tuple`, what `get_tuple` sends).
+//!   (`weft_checkpoint_blobs`), the read of one checkpoint by id or the latest (`weft_checkpoint_tuple`,
+//!   what `get_tuple` sends) and a thread's history (`weft_checkpoint_list`, what `list` of a thread
+//!   sends).
 //! - **One run per thread**: a batch with expected heads
-//!   ([`ExpectedHead`](weft_graph::checkpoint::ExpectedHead)) is still one statement: it calls
-//!   `weft_checkpoint_heads` (a function of the schema), which takes an advisory lock per thread and
-//!   namespace (`pg_advisory_xact_lock` on a hash of both, held until the statement commits) and then
-//!   reads their heads with a fresh snapshot; the statement writes only if every expectation holds.
-//!   Otherwise nothing is stored and the error is a
+//!   ([`ExpectedHead`](weft_graph::checkpoint::ExpectedHead)) is still one statement: the batch function
+//!   takes an advisory lock per thread and namespace (`pg_advisory_xact_lock` on a hash of both, held
+//!   until the transaction ends: the statement's own, or the caller's for `put_batch_in`) and then reads
+//!   their heads in a statement of its own (in read committed, with a snapshot taken after the locks);
+//!   it writes only if every expectation holds. Otherwise nothing is stored and the error is a
 //!   [`Conflict`](weft_graph::checkpoint::CheckpointErrorKind::Conflict).
+//! - **A long thread costs what is read of it**: a thread's head (for the check, and `get_tuple`'s latest)
+//!   and a page of its history (`list`, `weft_checkpoint_list`) are read by walking the primary key
+//!   backwards from the thread's newest row (or from `before`), in functions whose settings steer
+//!   PostgreSQL away from bitmap scans and sorts: with a generic plan it estimates a thread's rows from
+//!   the table's average and, for a few, read all of them, so a long thread's every save read its
+//!   history.
 //! - **In the caller's transaction**: [`PostgresSaver::put_batch_in`] stores a batch and
 //!   [`PostgresSaver::get_tuple_in`] reads a checkpoint with the same statements, in a transaction the
 //!   caller holds and commits (a server records a run's end in the transaction that stores the run's last

@@ -36,16 +36,11 @@ ORDER BY "#,
     };
 }
 
-/// Checkpoints of one thread and namespace: `$3` an id (or null), `$4` before (or null), `$5` a metadata
-/// containment filter (or null), `$6` a limit (or null). The checkpoints are picked (and limited) before
-/// their blobs and writes are read, so that PostgreSQL never reads those of checkpoints it then drops.
-const OF_THREAD: &str = select_tuples!(
-    "WHERE c.thread_key = md5($1)::uuid AND c.thread_id = $1 AND c.ns_key = md5($2)::uuid
-    AND c.checkpoint_ns = $2 AND ($3::text IS NULL OR c.checkpoint_id = $3)
-    AND ($4::text IS NULL OR c.checkpoint_id < $4) AND ($5::jsonb IS NULL OR c.metadata @> $5::jsonb)
-ORDER BY c.checkpoint_id DESC LIMIT $6",
-    "c.checkpoint_id DESC"
-);
+/// Checkpoints of one thread and namespace, newest first: `$3` an id (or null), `$4` before (or null), `$5`
+/// a metadata containment filter (or null), `$6` a limit (or null). `weft_checkpoint_list` (see
+/// [`super::schema`]) picks (and limits) them from the thread's newest index entry before it reads their
+/// blobs and writes, so a page costs what it holds, not the thread's history.
+const OF_THREAD: &str = "SELECT * FROM weft_checkpoint_list($1, $2, $3, $4, $5::jsonb, $6)";
 
 /// One checkpoint of a thread and namespace, the latest when `$3` is null: the same columns as
 /// [`select_tuples!`], from `weft_checkpoint_tuple` (see [`super::schema`]), whose queries are planned

@@ -330,6 +330,175 @@ BEGIN
 END
 $fn$;"#,
     },
+    Migration {
+        version: 7,
+        readable_from: 6,
+        name: "a thread's head and history read from its newest index entry, however long the thread and \
+               whatever the statistics",
+        // The head of a thread was `max(checkpoint_id)` over the thread's rows, and the latest checkpoint
+        // `ORDER BY checkpoint_id DESC LIMIT 1`; with a generic plan PostgreSQL estimates the rows of a
+        // thread from the table's average (about 10 where threads have 10 checkpoints), and for that few
+        // it reads them all through a bitmap scan and sorts or aggregates them: on a thread of 3,000
+        // checkpoints, 3,000 index entries and heap rows at every save and every read of its head. With
+        // bitmap scans and sorts off in these functions (a setting that makes such plans dear, not
+        // impossible), the plan left walks the primary key backwards and stops at the first row of the
+        // thread; the heads are read with `ORDER BY ... LIMIT 1` (for `max` the planner need not choose
+        // that walk). The batch reads its heads inline (the locks, then the read and the check in one
+        // statement) instead of calling `weft_checkpoint_heads`, which nothing calls any more; it is
+        // kept, fixed the same way, for a call of the previous batch function in flight while this step
+        // is applied (builds that called it themselves, before version 5, are refused since 6). The
+        // heads are compared in byte order (`COLLATE "C"`, as the saver's own checks compare ids); a
+        // `TEXT[]` variable compared in the database's collation before, the same order for the ids
+        // weft makes. Otherwise the same signatures and results.
+        //
+        // A thread's history (`list` of one thread: newest first, an optional id, `before`, metadata
+        // filter and limit) was a statement of the saver's, whose cached plan had the same fault: every
+        // checkpoint of a long thread read and sorted for a page of ten. `weft_checkpoint_list` picks
+        // the page by walking the primary key backwards from the newest checkpoint (or from `before`,
+        // as an index bound: each case is a query of its own), then reads each picked checkpoint by its
+        // key (a `LIMIT 1` lookup, never a join PostgreSQL could plan as a scan of the thread) with its
+        // blobs and writes, as `weft_checkpoint_tuple` does.
+        sql: r#"
+CREATE OR REPLACE FUNCTION weft_checkpoint_batch(TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[],
+    TEXT[], TEXT[], TEXT[], TEXT[], BYTEA[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[],
+    TEXT[], BIGINT[], TEXT[], BYTEA[], TEXT[], TEXT[], BOOLEAN[], TEXT[])
+RETURNS TABLE (bases_ok BOOLEAN, heads_ok BOOLEAN, stored BIGINT, found_heads TEXT[])
+LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan SET jit = off SET enable_bitmapscan = off
+    SET enable_sort = off AS $fn$
+#variable_conflict use_column
+BEGIN
+    bases_ok := true;
+    heads_ok := true;
+    stored := 0;
+    found_heads := '{}';
+    IF cardinality($16) > 0 THEN
+        SELECT count(*) = cardinality($16) INTO bases_ok
+        FROM unnest($13, $14, $15, $16) AS d(thread, ns, channel, version)
+        CROSS JOIN LATERAL (SELECT 1 FROM checkpoint_blobs b WHERE b.thread_key = md5(d.thread)::uuid
+            AND b.ns_key = md5(d.ns)::uuid AND b.thread_id = d.thread AND b.checkpoint_ns = d.ns
+            AND b.channel = d.channel AND b.version = d.version LIMIT 1) b;
+    END IF;
+    IF cardinality($25) > 0 THEN
+        -- The locks in the order given (sorted by the caller), then the heads, read by a statement of
+        -- its own: its snapshot is taken after the locks are granted.
+        FOR i IN 1 .. cardinality($25) LOOP
+            PERFORM pg_advisory_xact_lock(hashtextextended($25[i] || chr(31) || $26[i], 0));
+        END LOOP;
+        SELECT coalesce(bool_and(CASE WHEN g.exact THEN h.head IS NOT DISTINCT FROM g.want
+                ELSE h.head IS NULL OR h.head < g.want COLLATE "C" END), true),
+            coalesce(array_agg(h.head ORDER BY g.i), '{}')
+        INTO heads_ok, found_heads
+        FROM unnest($25, $26, $27, $28) WITH ORDINALITY AS g(thread, ns, exact, want, i)
+        LEFT JOIN LATERAL (SELECT c.checkpoint_id AS head FROM checkpoints c
+            WHERE c.thread_key = md5(g.thread)::uuid AND c.ns_key = md5(g.ns)::uuid
+            AND c.thread_id = g.thread AND c.checkpoint_ns = g.ns
+            ORDER BY c.checkpoint_id DESC LIMIT 1) h ON true;
+    END IF;
+    IF bases_ok AND heads_ok THEN
+        IF cardinality($1) > 0 THEN
+            INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint,
+                metadata)
+            SELECT c.thread, c.ns, c.id, c.parent, c.body::jsonb, c.meta::jsonb
+            FROM unnest($1, $2, $3, $4, $5, $6) AS c(thread, ns, id, parent, body, meta)
+            ON CONFLICT (thread_key, ns_key, checkpoint_id) DO UPDATE SET
+                parent_checkpoint_id = excluded.parent_checkpoint_id, checkpoint = excluded.checkpoint,
+                metadata = excluded.metadata
+            WHERE checkpoints.thread_id = excluded.thread_id
+                AND checkpoints.checkpoint_ns = excluded.checkpoint_ns;
+            GET DIAGNOSTICS stored = ROW_COUNT;
+        END IF;
+        IF cardinality($7) > 0 THEN
+            INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, base_version, blob)
+            SELECT v.thread, v.ns, v.channel, v.version, v.base, v.blob
+            FROM unnest($7, $8, $9, $10, $11, $12) AS v(thread, ns, channel, version, base, blob)
+            ON CONFLICT DO NOTHING;
+        END IF;
+        IF cardinality($17) > 0 THEN
+            INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx,
+                channel, blob)
+            SELECT w.thread, w.ns, w.checkpoint, w.task, w.path, w.idx, w.channel, w.blob
+            FROM unnest($17, $18, $19, $20, $21, $22, $23, $24)
+                AS w(thread, ns, checkpoint, task, path, idx, channel, blob)
+            ON CONFLICT (thread_key, ns_key, checkpoint_id, task_id, idx) DO UPDATE SET
+                task_path = excluded.task_path, channel = excluded.channel, blob = excluded.blob
+            WHERE excluded.idx < 0 AND checkpoint_writes.thread_id = excluded.thread_id
+                AND checkpoint_writes.checkpoint_ns = excluded.checkpoint_ns;
+        END IF;
+    END IF;
+    RETURN NEXT;
+END
+$fn$;
+CREATE OR REPLACE FUNCTION weft_checkpoint_heads(threads TEXT[], namespaces TEXT[]) RETURNS TEXT[]
+LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan SET jit = off SET enable_bitmapscan = off
+    SET enable_sort = off AS $fn$
+DECLARE
+    i INTEGER;
+    heads TEXT[];
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(threads, 1), 0) LOOP
+        PERFORM pg_advisory_xact_lock(hashtextextended(threads[i] || chr(31) || namespaces[i], 0));
+    END LOOP;
+    SELECT coalesce(array_agg(h.head ORDER BY k.i), '{}') INTO heads
+    FROM unnest(threads, namespaces) WITH ORDINALITY AS k(t, n, i)
+    LEFT JOIN LATERAL (SELECT c.checkpoint_id AS head FROM checkpoints c
+        WHERE c.thread_key = md5(k.t)::uuid AND c.ns_key = md5(k.n)::uuid AND c.thread_id = k.t
+        AND c.checkpoint_ns = k.n ORDER BY c.checkpoint_id DESC LIMIT 1) h ON true;
+    RETURN heads;
+END
+$fn$;
+ALTER FUNCTION weft_checkpoint_tuple(TEXT, TEXT, TEXT) SET enable_bitmapscan = off;
+ALTER FUNCTION weft_checkpoint_tuple(TEXT, TEXT, TEXT) SET enable_sort = off;
+CREATE OR REPLACE FUNCTION weft_checkpoint_list(at_thread TEXT, at_ns TEXT, at_id TEXT, at_before TEXT,
+    at_filter JSONB, at_limit BIGINT)
+RETURNS TABLE (thread_id TEXT, checkpoint_ns TEXT, checkpoint_id TEXT, parent_checkpoint_id TEXT,
+    checkpoint TEXT, metadata TEXT, channel_list TEXT[], version_list TEXT[], base_list TEXT[],
+    blob_list BYTEA[], task_ids TEXT[], task_paths TEXT[], idxs BIGINT[], channels TEXT[], blobs BYTEA[])
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan SET jit = off SET enable_bitmapscan = off
+    SET enable_sort = off AS $fn$
+#variable_conflict use_column
+DECLARE
+    picked TEXT[];
+BEGIN
+    -- By id: one checkpoint at most (the caller never asks for a limit of 0).
+    IF at_id IS NOT NULL THEN
+        SELECT array_agg(c.checkpoint_id) INTO picked FROM checkpoints c
+        WHERE c.thread_key = md5(at_thread)::uuid AND c.thread_id = at_thread
+            AND c.ns_key = md5(at_ns)::uuid AND c.checkpoint_ns = at_ns AND c.checkpoint_id = at_id
+            AND (at_before IS NULL OR c.checkpoint_id < at_before)
+            AND (at_filter IS NULL OR c.metadata @> at_filter);
+    ELSIF at_before IS NOT NULL THEN
+        SELECT array_agg(p.id ORDER BY p.id DESC) INTO picked FROM (SELECT c.checkpoint_id AS id FROM checkpoints c
+            WHERE c.thread_key = md5(at_thread)::uuid AND c.thread_id = at_thread
+                AND c.ns_key = md5(at_ns)::uuid AND c.checkpoint_ns = at_ns AND c.checkpoint_id < at_before
+                AND (at_filter IS NULL OR c.metadata @> at_filter)
+            ORDER BY c.checkpoint_id DESC LIMIT at_limit) p;
+    ELSE
+        SELECT array_agg(p.id ORDER BY p.id DESC) INTO picked FROM (SELECT c.checkpoint_id AS id FROM checkpoints c
+            WHERE c.thread_key = md5(at_thread)::uuid AND c.thread_id = at_thread
+                AND c.ns_key = md5(at_ns)::uuid AND c.checkpoint_ns = at_ns
+                AND (at_filter IS NULL OR c.metadata @> at_filter)
+            ORDER BY c.checkpoint_id DESC LIMIT at_limit) p;
+    END IF;
+    RETURN QUERY SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,
+        c.checkpoint::text, c.metadata::text, b.channel_list, b.version_list, b.base_list, b.blob_list,
+        w.task_ids, w.task_paths, w.idxs, w.channels, w.blobs
+    FROM unnest(picked) WITH ORDINALITY AS p(id, n)
+    CROSS JOIN LATERAL (SELECT * FROM checkpoints c WHERE c.thread_key = md5(at_thread)::uuid
+        AND c.ns_key = md5(at_ns)::uuid AND c.checkpoint_id = p.id AND c.thread_id = at_thread
+        AND c.checkpoint_ns = at_ns LIMIT 1) c
+    CROSS JOIN LATERAL weft_checkpoint_blobs(c.thread_key, c.ns_key, c.thread_id, c.checkpoint_ns,
+        c.checkpoint -> 'channel_versions') b
+    LEFT JOIN LATERAL (
+        SELECT array_agg(cw.task_id) AS task_ids, array_agg(cw.task_path) AS task_paths,
+            array_agg(cw.idx) AS idxs, array_agg(cw.channel) AS channels, array_agg(cw.blob) AS blobs
+        FROM checkpoint_writes cw
+        WHERE cw.thread_key = c.thread_key AND cw.ns_key = c.ns_key AND cw.thread_id = c.thread_id
+            AND cw.checkpoint_ns = c.checkpoint_ns AND cw.checkpoint_id = c.checkpoint_id
+    ) w ON true
+    ORDER BY p.n;
+END
+$fn$;"#,
+    },
 ];
 
 /// Steps of the store's tables.

@@ -49,9 +49,18 @@ pub(crate) async fn authenticate(State(app): State<Arc<App>>, request: Request, 
             parts.extensions.insert(Caller(Some(Arc::new(user))));
             next.run(Request::from_parts(parts, body)).await
         }
-        Err(e) => ApiError::from(e).into_response(),
+        Err(e) => {
+            // Read a small body to its end (within the body timeout) so that the connection stays open
+            // for the client's next request, as an authenticated one's would; a larger one is left,
+            // and the connection closes after the answer.
+            let _ = axum::body::to_bytes(body, REFUSED_BODY_BYTES).await;
+            ApiError::from(e).into_response()
+        }
     }
 }
+
+/// The most of a refused request's body that is read so that its connection stays open.
+const REFUSED_BODY_BYTES: usize = 64 * 1024;
 
 /// What an authorized action may touch: everything, or the records whose metadata match a filter.
 #[derive(Debug, Clone, Default)]

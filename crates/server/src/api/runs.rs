@@ -298,16 +298,20 @@ pub(crate) async fn list(
     if !records.thread(&thread_id).await?.is_some_and(|t| access.allows(&t.metadata)) {
         return Err(ApiError::thread_not_found(&thread_id));
     }
-    let status = query.get("status").map(String::as_str);
-    let mut runs: Vec<_> = records
-        .thread_runs(&thread_id)
+    // A status no run can have lists nothing (as LangGraph, which filters on it as given).
+    let status = match query.get("status") {
+        Some(s) => match crate::model::RunStatus::parse(s) {
+            Some(status) => Some(status),
+            None => return Ok(ok(&Vec::<Value>::new())),
+        },
+        None => None,
+    };
+    let page: Vec<_> = records
+        .thread_runs_page(&thread_id, status, (limit, offset))
         .await?
         .into_iter()
-        .filter(|r| status.is_none_or(|s| crate::model::RunStatus::parse(s) == Some(r.run.status)))
         .map(|r| r.run)
         .collect();
-    runs.sort_by(|a, b| (&b.created_at, &b.run_id).cmp(&(&a.created_at, &a.run_id)));
-    let page: Vec<_> = runs.into_iter().skip(offset).take(limit).collect();
     if select.is_empty() {
         return Ok(ok(&page));
     }

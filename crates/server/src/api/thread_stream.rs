@@ -17,6 +17,7 @@ use super::sse::{cut, frame, streamed, streamed_or_cut};
 use crate::app::{App, require_uuid};
 use crate::auth::Action;
 use crate::error::{ApiError, ApiResult};
+use crate::model::RunRecord;
 use crate::runs::channel::{Event, Replay, RunChannel, Subscription, id_after, parse_id};
 use crate::runs::feed;
 use crate::runs::taps::ThreadItem;
@@ -261,7 +262,12 @@ pub(crate) async fn join(
     {
         // Under the records' lock, as runs are made: each run is either seen here or told to the tap.
         let mut records = app.records.lock(crate::storage::Key::Thread(thread_id)).await?;
-        let mut runs = records.thread_runs(thread_id).await?;
+        // Memory holds every live run (scaled out, brought up to date as the lock is taken); the table
+        // is read for the finished ones only when they are replayed.
+        let mut runs: Vec<RunRecord> = match replay {
+            Some(_) => records.thread_runs(thread_id).await?,
+            None => records.active_runs(thread_id).cloned().collect(),
+        };
         runs.sort_by(|a, b| (&a.run.created_at, &a.run.run_id).cmp(&(&b.run.created_at, &b.run.run_id)));
         for record in runs {
             let run = &record.run;

@@ -282,9 +282,14 @@ impl RecordsView<'_> {
         self.guard.run(id).await
     }
 
-    /// Every run of a thread, in no order.
-    pub(crate) async fn thread_runs(&mut self, thread_id: &str) -> Result<Vec<RunRecord>, ServerError> {
-        self.guard.thread_runs(thread_id).await
+    /// A page of a thread's runs, newest first (see [`Records::thread_runs_page`]).
+    pub(crate) async fn thread_runs_page(
+        &mut self,
+        thread_id: &str,
+        status: Option<crate::model::RunStatus>,
+        page: (usize, usize),
+    ) -> Result<Vec<RunRecord>, ServerError> {
+        self.guard.thread_runs_page(thread_id, status, page).await
     }
 }
 

@@ -38,7 +38,7 @@ use weft_graph::checkpoint::CheckpointError;
 
 use self::cache::Cache;
 use crate::error::ServerError;
-use crate::model::{Assistant, AssistantVersion, Cron, RunRecord, Thread};
+use crate::model::{Assistant, AssistantVersion, Cron, RunRecord, RunStatus, Thread};
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS weft_server_records (\
     kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, parent TEXT, status TEXT, created_at TEXT, \
@@ -143,8 +143,24 @@ impl Records {
         .fetch_one(&mut *tx)
         .await
         .map_err(storage)?;
-        let upgrade = if columns == 0 { source::upgrade(source::sqlite_json) } else { Vec::new() };
-        for statement in upgrade.into_iter().chain(source::indexes("")) {
+        let by_time: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?")
+                .bind(source::RUNS_BY_TIME)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(storage)?;
+        // A table of an earlier release, upgraded in this transaction (one process serves the file).
+        let mut upgrade = Vec::new();
+        if columns == 0 {
+            upgrade.extend(source::add_columns());
+            upgrade.push(source::fill_columns(source::sqlite_json));
+        }
+        if columns == 0 || by_time == 0 {
+            upgrade.push(source::fill_run_times(source::sqlite_json, ""));
+            upgrade.extend(source::old_indexes().map(|name| format!("DROP INDEX IF EXISTS {name}")));
+        }
+        let indexes = source::indexes("", "", false).into_iter().map(|(_, create)| create);
+        for statement in upgrade.into_iter().chain(indexes) {
             sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut *tx).await.map_err(storage)?;
         }
         tx.commit().await.map_err(storage)?;
@@ -261,6 +277,32 @@ impl Records {
             Some(record) => Ok(Some(record)),
             None => Ok(self.ended.get(id)),
         }
+    }
+
+    /// A page of a thread's runs, newest first (ties by id, descending): `limit` of them after
+    /// `offset`, of `status` when given. Read from the table a page at a time (see
+    /// [`Source::thread_runs_page_sql`]), so it costs the page, not the thread's runs.
+    pub(crate) async fn thread_runs_page(
+        &mut self,
+        thread_id: &str,
+        status: Option<RunStatus>,
+        (limit, offset): (usize, usize),
+    ) -> Result<Vec<RunRecord>, ServerError> {
+        if matches!(self.backend, Backend::Memory) {
+            let mut runs: Vec<&RunRecord> = (self.live.values().chain(self.ended.values()))
+                .filter(|r| r.run.thread_id == thread_id && status.is_none_or(|s| r.run.status == s))
+                .collect();
+            runs.sort_by(|a, b| (&b.run.created_at, &b.run.run_id).cmp(&(&a.run.created_at, &a.run.run_id)));
+            return Ok(runs.into_iter().skip(offset).take(limit).cloned().collect());
+        }
+        let status = status.and_then(|s| source::wire_name(&s));
+        let (limit, offset) = (limit.to_string(), offset.to_string());
+        let mut binds = vec![thread_id];
+        binds.extend(status.as_deref());
+        binds.extend([limit.as_str(), offset.as_str()]);
+        let with_status = status.is_some();
+        let rows = self.read_rows(|source| source.thread_runs_page_sql(with_status), &binds).await?;
+        rows.into_iter().map(|(id, _, body)| decode::<RunRecord>("run", &id, &body)).collect()
     }
 
     /// Every run of a thread, in no order.
@@ -680,7 +722,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::model::RunStatus;
 
     fn run(run_id: &str, thread_id: &str, status: &str) -> RunRecord {
         serde_json::from_value(json!({
@@ -833,8 +874,8 @@ mod tests {
         assert_eq!(
             columns,
             [
-                ("r1".into(), Some("t1".into()), Some("running".into()), None, None),
-                ("r2".into(), Some("t1".into()), Some("success".into()), None, None),
+                ("r1".into(), Some("t1".into()), Some("running".into()), Some("t".into()), None),
+                ("r2".into(), Some("t1".into()), Some("success".into()), Some("t".into()), None),
                 ("t1".into(), None, Some("busy".into()), Some("2026-01-02".into()), Some(1)),
                 ("t2".into(), None, Some("busy".into()), Some("2026-01-01".into()), None),
             ]
@@ -860,6 +901,58 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(newest, ["t3", "t1", "t2"]);
+    }
+
+    #[tokio::test]
+    async fn a_table_made_before_runs_had_their_time_gets_it_from_the_bodies_once() {
+        let pool = pool().await;
+        // The table with its columns, runs without their time and the index of runs by thread alone.
+        for sql in
+            [SCHEMA, "CREATE INDEX weft_server_run_thread ON weft_server_records (parent) WHERE kind = 'run'"]
+        {
+            sqlx::query(sql).execute(&pool).await.unwrap();
+        }
+        let runs = paged_runs();
+        for record in &runs {
+            sqlx::query(
+                "INSERT INTO weft_server_records (kind, id, body, parent, status) VALUES ('run', ?, ?, ?, ?)",
+            )
+            .bind(&record.run.run_id)
+            .bind(serde_json::to_string(record).unwrap())
+            .bind(&record.run.thread_id)
+            .bind(source::wire_name(&record.run.status))
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+        let mut records = Records::open(saver(&pool).await, 4).await.unwrap();
+        pages_are_sorted_newest_first(&mut records, &runs).await;
+        let indexes: Vec<String> = sqlx::query_scalar(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'weft_server_run_thread%'",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        assert_eq!(indexes, [source::RUNS_BY_TIME], "the index by thread alone is dropped");
+        // A run written again keeps its time; a second open finds nothing to fill.
+        records.commit(vec![Change::Run(Box::new(runs[1].clone()))]).await.unwrap();
+        drop(records);
+        sqlx::query("UPDATE weft_server_records SET created_at = 'kept' WHERE id = 'r002'")
+            .execute(&pool)
+            .await
+            .unwrap();
+        sqlx::query("UPDATE weft_server_records SET created_at = NULL WHERE id = 'r003'")
+            .execute(&pool)
+            .await
+            .unwrap();
+        Records::open(saver(&pool).await, 4).await.unwrap();
+        let times: Vec<Option<String>> = sqlx::query_scalar(
+            "SELECT created_at FROM weft_server_records WHERE id IN ('r001', 'r002', 'r003') ORDER BY id",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        assert_eq!(times, [Some(runs[1].run.created_at.clone()), Some("kept".into()), None]);
     }
 
     /// Whether the sweeper has something to do with thread `id` of in-memory `records`.
@@ -892,6 +985,78 @@ mod tests {
         records.mark_swept("t1", "2026-01-02").await.unwrap();
         records.commit(vec![Change::DeleteThread("t1".into())]).await.unwrap();
         assert!(records.swept.is_empty(), "a deleted thread's mark goes with it");
+    }
+
+    /// A run of `thread_id` made at `created_at`.
+    fn run_at(run_id: &str, thread_id: &str, status: &str, created_at: &str) -> RunRecord {
+        let mut record = run(run_id, thread_id, status);
+        record.run.created_at = created_at.to_owned();
+        record
+    }
+
+    /// Runs of two threads in every status, made at times that repeat, with ids whose byte order is
+    /// not a case-blind one (`R…` before `r…`).
+    fn paged_runs() -> Vec<RunRecord> {
+        let statuses = ["pending", "running", "success", "error", "interrupted", "timeout"];
+        (0..40)
+            .map(|i| {
+                let id = if i % 4 == 0 { format!("R{i:03}") } else { format!("r{i:03}") };
+                let thread = if i % 5 == 0 { "t2" } else { "t1" };
+                run_at(&id, thread, statuses[i % 6], &format!("2026-11-30T00:00:0{}Z", i % 3))
+            })
+            .collect()
+    }
+
+    /// Every page `GET /threads/{thread_id}/runs` can ask of `runs` (filters, sizes, offsets), as
+    /// `records` gives it, against the runs sorted here.
+    async fn pages_are_sorted_newest_first(records: &mut Records, runs: &[RunRecord]) {
+        let statuses = [None, Some(RunStatus::Success), Some(RunStatus::Pending)];
+        let pages = [(10, 0), (7, 3), (100, 0), (5, 30), (0, 0), (3, 1_000)];
+        for (status, (limit, offset), thread) in statuses
+            .into_iter()
+            .flat_map(|s| pages.into_iter().flat_map(move |p| ["t1", "t2", "t9"].map(|t| (s, p, t))))
+        {
+            let mut expected: Vec<(&str, &str)> = (runs.iter())
+                .filter(|r| r.run.thread_id == thread && status.is_none_or(|s| r.run.status == s))
+                .map(|r| (r.run.created_at.as_str(), r.run.run_id.as_str()))
+                .collect();
+            expected.sort_by(|a, b| b.cmp(a));
+            let expected: Vec<&str> = expected.into_iter().skip(offset).take(limit).map(|k| k.1).collect();
+            let page = records.thread_runs_page(thread, status, (limit, offset)).await.unwrap();
+            let page: Vec<&str> = page.iter().map(|r| r.run.run_id.as_str()).collect();
+            assert_eq!(page, expected, "{thread}, {status:?}, limit {limit}, offset {offset}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_threads_runs_are_paged_newest_first_from_the_table_as_from_memory() {
+        let runs = paged_runs();
+        let changes = || runs.iter().map(|r| Change::Run(Box::new(r.clone()))).collect::<Vec<_>>();
+        let mut memory = Records::memory();
+        memory.commit(changes()).await.unwrap();
+        pages_are_sorted_newest_first(&mut memory, &runs).await;
+        let pool = pool().await;
+        // Memory keeps 4 finished runs: the pages come from the table.
+        let mut records = Records::open(saver(&pool).await, 4).await.unwrap();
+        records.commit(changes()).await.unwrap();
+        pages_are_sorted_newest_first(&mut records, &runs).await;
+        // A page is read along the index, in its order: the thread's runs are not sorted.
+        let Some(source) = records.source() else { unreachable!("a table") };
+        for with_status in [false, true] {
+            let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "EXPLAIN QUERY PLAN {}",
+                source.thread_runs_page_sql(with_status)
+            )))
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+            let steps: Vec<&str> = plan.iter().map(|step| step.3.as_str()).collect();
+            assert!(
+                steps.iter().any(|s| s.contains("USING INDEX weft_server_run_thread_created (parent=?)"))
+                    && !steps.iter().any(|s| s.contains("TEMP B-TREE")),
+                "{steps:?}"
+            );
+        }
     }
 
     #[tokio::test]

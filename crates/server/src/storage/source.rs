@@ -16,9 +16,11 @@ use crate::model::{RunRecord, Thread};
 /// expressions made every write of a record parse its body again, once per index).
 pub(crate) const COLUMNS: [&str; 5] = ["parent", "status", "created_at", "updated_at", "sweepable"];
 
-/// The indexes the reads use (partial: a query names `kind` literally for SQLite to use them).
+/// The indexes the reads use (partial: a query names `kind` literally for SQLite to use them). `{C}`
+/// stands for the byte-order collation of the dialect ([`Source::byte_order`]): a thread's runs are paged
+/// newest first in the order memory sorts them.
 const INDEXES: [&str; 5] = [
-    "weft_server_run_thread ON weft_server_records (parent) WHERE kind = 'run'",
+    "weft_server_run_thread_created ON weft_server_records (parent, created_at{C}, id{C}) WHERE kind = 'run'",
     "weft_server_run_status ON weft_server_records (status) WHERE kind = 'run'",
     "weft_server_thread_created ON weft_server_records (created_at, id) WHERE kind = 'thread'",
     "weft_server_thread_updated ON weft_server_records (updated_at, id) WHERE kind = 'thread'",
@@ -34,41 +36,82 @@ const DROPPED_INDEXES: [&str; 5] = [
     "weft_server_threads_with_ttl",
 ];
 
-/// The statements that bring a records table made by an earlier release up to this one: the columns
-/// added and filled from the bodies (`json` spells a body's field in the dialect), the old indexes
-/// dropped. Run once, in the transaction that finds the columns missing.
-pub(crate) fn upgrade(json: impl Fn(&[&str]) -> String) -> Vec<String> {
-    let mut statements: Vec<String> = COLUMNS
+/// The index of a thread's runs by thread alone, before runs had their `created_at` column.
+const RUN_THREAD_INDEX: &str = "weft_server_run_thread";
+
+/// The columns added to a records table made by a release before them.
+pub(crate) fn add_columns() -> Vec<String> {
+    COLUMNS
         .iter()
         .map(|c| {
             let kind = if *c == "sweepable" { "INTEGER" } else { "TEXT" };
             format!("ALTER TABLE weft_server_records ADD COLUMN {c} {kind}")
         })
-        .collect();
-    statements.push(format!(
+        .collect()
+}
+
+/// Fills the columns of the records written before there were columns (those without a `status`) from
+/// their bodies (`json` spells a body's field in the dialect). It ends in a `WHERE` clause, which a
+/// caller may narrow (`AND ...`) to fill a batch.
+pub(crate) fn fill_columns(json: impl Fn(&[&str]) -> String) -> String {
+    format!(
         "UPDATE weft_server_records SET \
          parent = CASE WHEN kind = 'run' THEN {} END, \
          status = CASE WHEN kind = 'run' THEN {} WHEN kind = 'thread' THEN {} END, \
-         created_at = CASE WHEN kind = 'thread' THEN {} END, \
+         created_at = CASE WHEN kind = 'thread' THEN {} WHEN kind = 'run' THEN {} END, \
          updated_at = CASE WHEN kind = 'thread' THEN {} END, \
          sweepable = CASE WHEN kind = 'thread' AND {} IS NOT NULL THEN 1 END \
-         WHERE kind IN ('run', 'thread') AND body IS NOT NULL",
+         WHERE kind IN ('run', 'thread') AND body IS NOT NULL AND status IS NULL",
         json(&["run", "thread_id"]),
         json(&["run", "status"]),
         json(&["status"]),
         json(&["created_at"]),
+        json(&["run", "created_at"]),
         json(&["updated_at"]),
         json(&["ttl"]),
-    ));
-    statements.extend(DROPPED_INDEXES.iter().map(|name| format!("DROP INDEX IF EXISTS {name}")));
-    statements
+    )
 }
 
-/// The statements making the indexes the reads use; `alive` is the condition of a record that exists
-/// (PostgreSQL keeps a deleted one without a body).
-pub(crate) fn indexes(alive: &str) -> Vec<String> {
-    INDEXES.iter().map(|index| format!("CREATE INDEX IF NOT EXISTS {index}{alive}")).collect()
+/// Fills the `created_at` of the runs written before runs filled it, from their bodies; `alive` is the
+/// condition of a record that exists. Ends in a `WHERE` clause, as [`fill_columns`].
+pub(crate) fn fill_run_times(json: impl Fn(&[&str]) -> String, alive: &str) -> String {
+    format!(
+        "UPDATE weft_server_records SET created_at = {} WHERE kind = 'run' AND created_at IS NULL{alive}",
+        json(&["run", "created_at"])
+    )
 }
+
+/// The indexes of earlier releases that this one drops: those on JSON expressions, and the index of runs
+/// by thread alone (before runs had their `created_at` column).
+pub(crate) fn old_indexes() -> impl Iterator<Item = &'static str> {
+    DROPPED_INDEXES.into_iter().chain([RUN_THREAD_INDEX])
+}
+
+/// The name of the index of a thread's runs by time: its absence says the table predates it.
+pub(crate) const RUNS_BY_TIME: &str = "weft_server_run_thread_created";
+
+/// The indexes the reads use, each as its name and the statement making it (`CREATE INDEX`, with
+/// `CONCURRENTLY` when `concurrently`, `IF NOT EXISTS`); `alive` is the condition of a record that exists
+/// (PostgreSQL keeps a deleted one without a body), `byte_order` the collation of byte order (see
+/// [`Source::byte_order`]).
+pub(crate) fn indexes(alive: &str, byte_order: &str, concurrently: bool) -> Vec<(&'static str, String)> {
+    let create = if concurrently { "CREATE INDEX CONCURRENTLY" } else { "CREATE INDEX" };
+    INDEXES
+        .iter()
+        .map(|index| {
+            let name = index.split_once(' ').map_or(*index, |(name, _)| name);
+            (name, format!("{create} IF NOT EXISTS {}{alive}", index.replace("{C}", byte_order)))
+        })
+        .collect()
+}
+
+/// PostgreSQL's collation of byte order.
+#[cfg(feature = "scale")]
+pub(crate) const BYTE_ORDER: &str = " COLLATE \"C\"";
+
+/// PostgreSQL's condition of a record that exists: a deleted one is kept without a body.
+#[cfg(feature = "scale")]
+pub(crate) const POSTGRES_ALIVE: &str = " AND body IS NOT NULL";
 
 /// A SQLite body's field as SQL.
 pub(crate) fn sqlite_json(path: &[&str]) -> String {
@@ -91,7 +134,7 @@ pub(crate) struct Columns {
     pub(crate) parent: Option<String>,
     /// A run's or a thread's status, as on the wire.
     pub(crate) status: Option<String>,
-    /// A thread's.
+    /// A thread's or a run's.
     pub(crate) created_at: Option<String>,
     /// A thread's.
     pub(crate) updated_at: Option<String>,
@@ -101,7 +144,7 @@ pub(crate) struct Columns {
 }
 
 /// A status as its wire name.
-fn wire_name<T: serde::Serialize>(value: &T) -> Option<String> {
+pub(crate) fn wire_name<T: serde::Serialize>(value: &T) -> Option<String> {
     serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned))
 }
 
@@ -120,6 +163,7 @@ impl Columns {
         Self {
             parent: Some(record.run.thread_id.clone()),
             status: wire_name(&record.run.status),
+            created_at: Some(record.run.created_at.clone()),
             ..Self::default()
         }
     }
@@ -226,12 +270,21 @@ impl Source {
         }
     }
 
+    /// The collation that orders text by its bytes, as Rust orders strings (SQLite's default).
+    pub(crate) fn byte_order(&self) -> &'static str {
+        match self {
+            Self::Sqlite(_) => "",
+            #[cfg(feature = "scale")]
+            Self::Postgres(_) => BYTE_ORDER,
+        }
+    }
+
     /// The condition a record that exists meets (PostgreSQL keeps deleted ones without a body).
     fn alive(&self) -> &'static str {
         match self {
             Self::Sqlite(_) => "",
             #[cfg(feature = "scale")]
-            Self::Postgres(_) => " AND body IS NOT NULL",
+            Self::Postgres(_) => POSTGRES_ALIVE,
         }
     }
 
@@ -270,9 +323,28 @@ impl Source {
     pub(crate) fn thread_runs_sql(&self) -> String {
         format!(
             "SELECT id, CAST(NULL AS TEXT), body FROM weft_server_records{} WHERE kind = 'run' AND parent = {}{}",
-            self.indexed_by("weft_server_run_thread"),
+            self.indexed_by(RUNS_BY_TIME),
             self.param(1),
             self.alive()
+        )
+    }
+
+    /// The statement reading a page of a thread's runs, newest first (ties by id, descending), as
+    /// `GET /threads/{thread_id}/runs` lists them. Parameters: the thread's id, the status when
+    /// `with_status`, then the page's size and offset. The index of runs by thread and time gives them in
+    /// order, so the page costs its offset and size, not the thread's runs.
+    pub(crate) fn thread_runs_page_sql(&self, with_status: bool) -> String {
+        let c = self.byte_order();
+        let status = if with_status { format!(" AND status = {}", self.param(2)) } else { String::new() };
+        let n = if with_status { 3 } else { 2 };
+        format!(
+            "SELECT id, CAST(NULL AS TEXT), body FROM weft_server_records{} WHERE kind = 'run' AND parent = {}{status}{} \
+             ORDER BY created_at{c} DESC, id{c} DESC LIMIT CAST({} AS BIGINT) OFFSET CAST({} AS BIGINT)",
+            self.indexed_by(RUNS_BY_TIME),
+            self.param(1),
+            self.alive(),
+            self.param(n),
+            self.param(n + 1),
         )
     }
 
@@ -482,7 +554,7 @@ mod tests {
             .await
             .unwrap();
         sqlx::query(super::super::SCHEMA).execute(&pool).await.unwrap();
-        for index in indexes("") {
+        for (_, index) in indexes("", "", false) {
             sqlx::query(sqlx::AssertSqlSafe(index)).execute(&pool).await.unwrap();
         }
         for i in 0..n {

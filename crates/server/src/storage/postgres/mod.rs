@@ -55,8 +55,8 @@ use crate::scale::Db;
 
 /// The schema, made in one transaction under the migration lock.
 const SCHEMA: &[&str] = &[
-    // The sweeps that one instance of the deployment runs per interval (see `crate::scale::sweep`).
-    "CREATE TABLE IF NOT EXISTS weft_server_sweeps (name TEXT PRIMARY KEY, due_at TIMESTAMPTZ NOT NULL)",
+    // The sweeps that one instance of the deployment runs per interval (see `crate::scale::sweep`) are
+    // in `weft_server_sweeps`, made by the migration before it reads the upgrade's lease there.
     "CREATE SEQUENCE IF NOT EXISTS weft_server_records_seq",
     "CREATE TABLE IF NOT EXISTS weft_server_records (kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT, \
      seq BIGINT NOT NULL, PRIMARY KEY (kind, id))",
@@ -71,8 +71,10 @@ const SCHEMA: &[&str] = &[
     // records' alone), without the read: a turn takes them before this instance holds its records in
     // memory, and reads what changed once it holds them (`weft_server_records_since`), so that it never
     // waits for a lock while holding what another of its turns needs to commit.
+    // Planned once per connection (`force_generic_plan`): its statements take the argument `lock_key`,
+    // so under the connection's `force_custom_plan` they were planned at every call.
     "CREATE OR REPLACE FUNCTION weft_server_records_lock(lock_key TEXT) RETURNS INTEGER \
-     LANGUAGE plpgsql VOLATILE AS $$ \
+     LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$ \
      BEGIN \
        IF lock_key IS NULL THEN \
          PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':weft_server_records', 0)); \
@@ -108,7 +110,9 @@ const SCHEMA: &[&str] = &[
     // A turn's writes in order: the records (a null body deletes), then the queue's rows (`add` a run,
     // `own` a run claimed by `owner` for `lease_ms` from the start, delete a `run`'s row, delete a
     // `thread`'s rows). Returns the last `seq` written. Its statements are planned once per connection
-    // (each is a lookup or write by key, which a plan per call only made dearer).
+    // (each is a lookup or write by key, which a plan per call only made dearer). A run's `created_at`
+    // comes from its body when the caller passes none: the writes of a build before records schema 6,
+    // during a rolling upgrade (this build passes it, and the body is not parsed).
     "CREATE OR REPLACE FUNCTION weft_server_records_write(kinds TEXT[], ids TEXT[], bodies TEXT[], \
        parents TEXT[], statuses TEXT[], created TEXT[], updated TEXT[], ttls INTEGER[], \
        queue_ops TEXT[], queue_runs TEXT[], queue_threads TEXT[], queue_due TEXT[], owner TEXT, \
@@ -119,8 +123,9 @@ const SCHEMA: &[&str] = &[
        FOR i IN 1 .. coalesce(array_length(kinds, 1), 0) LOOP \
          INSERT INTO weft_server_records AS r \
            (kind, id, body, parent, status, created_at, updated_at, sweepable, seq, xid) \
-           VALUES (kinds[i], ids[i], bodies[i], parents[i], statuses[i], created[i], updated[i], ttls[i], \
-             nextval('weft_server_records_seq'), pg_current_xact_id()) \
+           VALUES (kinds[i], ids[i], bodies[i], parents[i], statuses[i], \
+             coalesce(created[i], CASE WHEN kinds[i] = 'run' THEN bodies[i]::jsonb #>> '{run,created_at}' END), \
+             updated[i], ttls[i], nextval('weft_server_records_seq'), pg_current_xact_id()) \
            ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body, parent = excluded.parent, \
              status = excluded.status, created_at = excluded.created_at, updated_at = excluded.updated_at, \
              sweepable = excluded.sweepable, seq = excluded.seq, xid = excluded.xid \
@@ -177,27 +182,78 @@ const SCHEMA: &[&str] = &[
 /// them. A start that finds it (or a newer one) recorded runs no DDL: even `IF NOT EXISTS` forms take
 /// locks on the tables the running instances use, and a lock queued behind a turn makes every later
 /// statement on the table wait behind it.
-const SCHEMA_VERSION: i32 = 4;
+const SCHEMA_VERSION: i32 = 6;
 
 /// The oldest build, by its [`SCHEMA_VERSION`], that works on a database at this version: recorded with
 /// the version, so that a build older than this one (a rolling upgrade's old instances, a rollback) starts
 /// when it can work with the schema and refuses to when it cannot. Versions 3 and 4 added functions and
-/// replaced others with the same signatures and results, so builds of version 2 work with them.
+/// replaced others with the same signatures and results, so builds of version 2 work with them; version 5
+/// only gave `weft_server_records_lock` a generic plan; version 6 filled runs' `created_at` and indexed
+/// runs by thread and time, the write function filling the column for the builds that do not.
 const SCHEMA_READABLE_FROM: i32 = 2;
 
 /// How often a start tries the schema's change when it waits too long for a lock (each try gives up
 /// after the `lock_timeout` it sets).
 const MIGRATE_ATTEMPTS: u32 = 12;
 
+/// How many records one transaction of an upgrade's fill reads and writes.
+const FILL_BATCH: i64 = 1_000;
+
+/// The size of the records' table, in bytes, up to which an upgrade is done in the migration's
+/// transaction (a second or less of holding the table); a larger table is upgraded online.
+const ONLINE_FROM_BYTES: i64 = 8 << 20;
+
+/// The name of the online upgrade's lease in `weft_server_sweeps` (its row says until when the instance
+/// that upgrades holds it; it renews it while it works, and deletes it when done).
+const UPGRADE_LEASE: &str = "records_upgrade";
+
+/// How long the online upgrade's lease lasts past its last renewal.
+const UPGRADE_LEASE_MS: i64 = 60_000;
+
 /// Makes or upgrades the tables, under an advisory lock (instances starting together wait for each
 /// other); nothing when the recorded version is current. A change that cannot have its locks within 5 s
 /// gives up (so that the instances at work go on) and is tried again a second later.
+///
+/// A table of an earlier release larger than [`ONLINE_FROM_BYTES`] is upgraded online, by one instance
+/// at a time (the one holding [`UPGRADE_LEASE`]; the others starting meanwhile wait, taking no lock):
+/// the migration's transaction makes the functions and adds the columns, and commits; then the records
+/// written before are filled in batches of [`FILL_BATCH`], each its own transaction, and the indexes are
+/// built and the old ones dropped `CONCURRENTLY`, so that the instances at work (this release's and the
+/// earlier one's, whose writes the functions fill in) write on meanwhile; then the version is recorded.
+/// Each step can be done again, so that a start that dies midway leaves the next one to finish it.
 pub(crate) async fn migrate(db: &Db) -> Result<(), ServerError> {
-    let mut attempt = 1;
+    let (mut attempt, mut leased, mut waits) = (1, false, 0_u32);
     loop {
-        match migrate_once(db).await {
-            Ok(Some(refused)) => return Err(refused),
-            Ok(None) => return Ok(()),
+        match migrate_once(db, leased).await {
+            Ok(Migration::Refused(refused)) => return Err(refused),
+            Ok(Migration::Current) => return Ok(()),
+            Ok(Migration::Online) if !leased => {
+                leased = true;
+                let renewing = tokio::spawn(renew_lease(db.clone()));
+                let upgraded = upgrade_online(db).await;
+                renewing.abort();
+                if let Err(e) = upgraded {
+                    // Let go at once, so that the next start need not wait for the lease to lapse.
+                    let free =
+                        sqlx::query("DELETE FROM weft_server_sweeps WHERE name = $1").bind(UPGRADE_LEASE);
+                    if let Err(free) = db.execute(free).await {
+                        tracing::warn!(error = %free, "cannot let go of the lease of the records' upgrade");
+                    }
+                    return Err(storage(e));
+                }
+            }
+            Ok(Migration::Online) => {
+                return Err(storage(sqlx::Error::Protocol(
+                    "the records' upgrade left an index missing or invalid".into(),
+                )));
+            }
+            Ok(Migration::Wait) => {
+                if waits % 30 == 0 {
+                    tracing::info!("another instance is upgrading the records' table: waiting for it");
+                }
+                waits += 1;
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
             Err(sqlx::Error::Database(e))
                 if e.code().as_deref() == Some("55P03") && attempt < MIGRATE_ATTEMPTS =>
             {
@@ -210,55 +266,268 @@ pub(crate) async fn migrate(db: &Db) -> Result<(), ServerError> {
     }
 }
 
-/// One try of [`migrate`]: the schema made or upgraded, or why this build refuses the database.
-async fn migrate_once(db: &Db) -> Result<Option<ServerError>, sqlx::Error> {
+/// What one try of [`migrate`] found.
+enum Migration {
+    /// The schema is this build's (recorded now or before).
+    Current,
+    /// The functions and columns are made and this instance holds the upgrade's lease; the fill and the
+    /// indexes are left to [`upgrade_online`].
+    Online,
+    /// Another instance is upgrading the table online.
+    Wait,
+    /// The database needs a newer build.
+    Refused(ServerError),
+}
+
+/// One try of [`migrate`] (`leased`: this instance holds the online upgrade's lease): the version is
+/// recorded once the indexes are all there and valid.
+async fn migrate_once(db: &Db, leased: bool) -> Result<Migration, sqlx::Error> {
     let mut tx = db.pool.begin().await?;
-    // Simple queries: no prepared statement, whatever stands between this and PostgreSQL.
+    // Simple queries: no prepared statement, whatever stands between this and PostgreSQL. The table of
+    // sweeps holds the online upgrade's lease.
     sqlx::raw_sql(
         "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':weft_server_migrate', 0)); \
-         CREATE TABLE IF NOT EXISTS weft_server_schema (version INTEGER NOT NULL, readable_from INTEGER)",
+         CREATE TABLE IF NOT EXISTS weft_server_schema (version INTEGER NOT NULL, readable_from INTEGER); \
+         CREATE TABLE IF NOT EXISTS weft_server_sweeps (name TEXT PRIMARY KEY, due_at TIMESTAMPTZ NOT NULL)",
     )
     .execute(&mut *tx)
     .await?;
-    // Read through `to_jsonb`: a table made before `readable_from` lacks the column (no DDL here).
-    let row = sqlx::raw_sql(
-        "SELECT coalesce(max(version), 0), max((to_jsonb(s) ->> 'readable_from')::integer) \
-         FROM weft_server_schema s",
-    )
+    // Read through `to_jsonb`: a table made before `readable_from` lacks the column (no DDL here). A lease
+    // held: another instance is upgrading the table online.
+    let row = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "SELECT coalesce(max(version), 0), max((to_jsonb(s) ->> 'readable_from')::integer), \
+           (SELECT count(*) FROM weft_server_sweeps WHERE name = '{UPGRADE_LEASE}' AND due_at > now()) \
+         FROM weft_server_schema s"
+    )))
     .fetch_one(&mut *tx)
     .await?;
     let (version, readable_from): (i32, Option<i32>) = (row.try_get(0)?, row.try_get(1)?);
+    let upgrading: i64 = row.try_get(2)?;
     // Recorded without `readable_from` (before it existed): only builds that know the version.
     let needs = readable_from.unwrap_or(version);
     if version > SCHEMA_VERSION && needs > SCHEMA_VERSION {
         tx.rollback().await?;
-        return Ok(Some(ServerError::SchemaTooNew { found: version, needs, knows: SCHEMA_VERSION }));
+        return Ok(Migration::Refused(ServerError::SchemaTooNew {
+            found: version,
+            needs,
+            knows: SCHEMA_VERSION,
+        }));
     }
     if version >= SCHEMA_VERSION {
-        return tx.commit().await.map(|()| None);
+        return tx.commit().await.map(|()| Migration::Current);
+    }
+    if upgrading > 0 && !leased {
+        tx.rollback().await?;
+        return Ok(Migration::Wait);
     }
     sqlx::raw_sql("SET LOCAL lock_timeout = '5s'").execute(&mut *tx).await?;
     for statement in SCHEMA {
         sqlx::raw_sql(*statement).execute(&mut *tx).await?;
     }
-    let columns: i64 = sqlx::raw_sql(
-        "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() \
-         AND table_name = 'weft_server_records' AND column_name = 'parent'",
+    let (columns, bytes): (i64, i64) = sqlx::raw_sql(
+        "SELECT (SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() \
+           AND table_name = 'weft_server_records' AND column_name = 'parent'), \
+         pg_total_relation_size('weft_server_records')",
     )
     .fetch_one(&mut *tx)
     .await
-    .and_then(|row| row.try_get(0))?;
-    let upgrade = if columns == 0 { source::upgrade(source::postgres_json) } else { Vec::new() };
-    for statement in upgrade.into_iter().chain(source::indexes(" AND body IS NOT NULL")) {
-        sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut *tx).await?;
+    .and_then(|row| Ok((row.try_get(0)?, row.try_get(1)?)))?;
+    if columns == 0 {
+        for statement in source::add_columns() {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut *tx).await?;
+        }
+    }
+    if !indexes_done(&mut tx).await? {
+        if leased || bytes > ONLINE_FROM_BYTES {
+            if !leased {
+                take_lease(&mut tx).await?;
+            }
+            tx.commit().await?;
+            return Ok(Migration::Online);
+        }
+        upgrade_in(&mut tx).await?;
     }
     let record = format!(
         "ALTER TABLE weft_server_schema ADD COLUMN IF NOT EXISTS readable_from INTEGER; \
          DELETE FROM weft_server_schema; \
-         INSERT INTO weft_server_schema (version, readable_from) VALUES ({SCHEMA_VERSION}, {SCHEMA_READABLE_FROM})"
+         INSERT INTO weft_server_schema (version, readable_from) VALUES ({SCHEMA_VERSION}, {SCHEMA_READABLE_FROM}); \
+         DELETE FROM weft_server_sweeps WHERE name = '{UPGRADE_LEASE}'"
     );
     sqlx::raw_sql(sqlx::AssertSqlSafe(record)).execute(&mut *tx).await?;
-    tx.commit().await.map(|()| None)
+    tx.commit().await.map(|()| Migration::Current)
+}
+
+/// Takes the online upgrade's lease, in the migration's transaction.
+async fn take_lease(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO weft_server_sweeps (name, due_at) VALUES ($1, now() + $2 * interval '1 millisecond') \
+         ON CONFLICT (name) DO UPDATE SET due_at = excluded.due_at",
+    )
+    .bind(UPGRADE_LEASE)
+    .bind(UPGRADE_LEASE_MS)
+    .persistent(false)
+    .execute(conn)
+    .await
+    .map(drop)
+}
+
+/// Renews the online upgrade's lease every third of its length, until aborted.
+async fn renew_lease(db: Db) {
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(UPGRADE_LEASE_MS.unsigned_abs() / 3)).await;
+        let renewed = sqlx::query(
+            "UPDATE weft_server_sweeps SET due_at = now() + $2 * interval '1 millisecond' WHERE name = $1",
+        )
+        .bind(UPGRADE_LEASE)
+        .bind(UPGRADE_LEASE_MS);
+        if let Err(e) = db.execute(renewed).await {
+            tracing::warn!(error = %e, "cannot renew the lease of the records' upgrade");
+        }
+    }
+}
+
+/// The upgrade of a small table, in the migration's transaction: the fills, the indexes (an invalid one
+/// left by a build cut short made again), the old indexes dropped.
+async fn upgrade_in(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
+    let mut statements = vec![
+        source::fill_columns(source::postgres_json),
+        source::fill_run_times(source::postgres_json, source::POSTGRES_ALIVE),
+    ];
+    for (name, create) in source::indexes(source::POSTGRES_ALIVE, source::BYTE_ORDER, false) {
+        if index_state(&mut *conn, name).await?.is_some_and(|(valid, _)| !valid) {
+            statements.push(format!("DROP INDEX {name}"));
+        }
+        statements.push(create);
+    }
+    statements.extend(source::old_indexes().map(|name| format!("DROP INDEX IF EXISTS {name}")));
+    for statement in statements {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
+/// Whether the index `name` is valid, and whether a build of an index of its table is going on in
+/// another session; `None` when there is no such index.
+async fn index_state(conn: &mut PgConnection, name: &str) -> Result<Option<(bool, bool)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT i.indisvalid, EXISTS (SELECT 1 FROM pg_stat_progress_create_index p \
+           WHERE p.relid = i.indrelid AND p.pid <> pg_backend_pid()) \
+         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+         WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace",
+    )
+    .bind(name)
+    .persistent(false)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Whether the indexes the reads use are all there and valid, and the old ones gone.
+async fn indexes_done(conn: &mut PgConnection) -> Result<bool, sqlx::Error> {
+    let wanted: Vec<&str> = source::indexes("", "", true).into_iter().map(|(name, _)| name).collect();
+    let old: Vec<&str> = source::old_indexes().collect();
+    let (valid, stale): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE c.relname = ANY($1) AND i.indisvalid), \
+           count(*) FILTER (WHERE c.relname = ANY($2)) \
+         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+         WHERE c.relnamespace = current_schema()::regnamespace",
+    )
+    .bind(&wanted)
+    .bind(&old)
+    .persistent(false)
+    .fetch_one(conn)
+    .await?;
+    Ok(valid == i64::try_from(wanted.len()).unwrap_or(i64::MAX) && stale == 0)
+}
+
+/// The online part of an upgrade (see [`migrate`]): the fills in batches, the indexes built and the old
+/// ones dropped concurrently.
+async fn upgrade_online(db: &Db) -> Result<(), sqlx::Error> {
+    tracing::info!("upgrading the records' table: filling its columns from the records' bodies");
+    fill_in_batches(db, &source::fill_columns(source::postgres_json), &["run", "thread"]).await?;
+    let times = source::fill_run_times(source::postgres_json, source::POSTGRES_ALIVE);
+    fill_in_batches(db, &times, &["run"]).await?;
+    for (name, create) in source::indexes(source::POSTGRES_ALIVE, source::BYTE_ORDER, true) {
+        tracing::info!(index = name, "upgrading the records' table: building an index concurrently");
+        build_index(db, name, &create).await?;
+    }
+    for name in source::old_indexes() {
+        let drop = format!("DROP INDEX CONCURRENTLY IF EXISTS {name}");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(drop)).execute(&db.pool).await?;
+    }
+    Ok(())
+}
+
+/// Runs `fill` (an `UPDATE` ending in a `WHERE` clause) over the records of each of `kinds`, a batch of
+/// [`FILL_BATCH`] at a time in the order of their ids, each batch its own transaction. A batch waits at
+/// most 100 ms for a row another transaction holds (an instance's turn writing it), then lets go of what
+/// it holds and is tried again: so a turn never waits long behind the fill, and the two cannot deadlock.
+async fn fill_in_batches(db: &Db, fill: &str, kinds: &[&str]) -> Result<(), sqlx::Error> {
+    for kind in kinds {
+        let mut from = String::new();
+        loop {
+            // Through `Db`: behind a transaction-mode pooler an unnamed statement outside a transaction
+            // may be bound on another server connection than it was parsed on.
+            let next = "SELECT id FROM weft_server_records WHERE kind = $1 AND id > $2 ORDER BY id OFFSET $3 LIMIT 1";
+            let to: Option<String> = db
+                .fetch_optional(sqlx::query_scalar(next).bind(*kind).bind(&from).bind(FILL_BATCH - 1))
+                .await?;
+            let mut tries = 0;
+            while let Err(e) = fill_batch(db, fill, kind, (&from, to.as_deref())).await {
+                let waited = matches!(&e, sqlx::Error::Database(d) if d.code().as_deref() == Some("55P03"));
+                tries += 1;
+                if !waited || tries >= 100 {
+                    return Err(e);
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            match to {
+                Some(to) => from = to,
+                None => break,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One batch of [`fill_in_batches`]: the records of `kind` whose ids are after the range's first, up to
+/// its last (to the end without one).
+async fn fill_batch(
+    db: &Db,
+    fill: &str,
+    kind: &str,
+    (from, to): (&str, Option<&str>),
+) -> Result<(), sqlx::Error> {
+    let mut tx = db.pool.begin().await?;
+    sqlx::raw_sql("SET LOCAL lock_timeout = '100ms'").execute(&mut *tx).await?;
+    let range =
+        if to.is_some() { " AND kind = $1 AND id > $2 AND id <= $3" } else { " AND kind = $1 AND id > $2" };
+    let query = sqlx::query(sqlx::AssertSqlSafe(format!("{fill}{range}"))).bind(kind).bind(from).bind(to);
+    query.persistent(false).execute(&mut *tx).await?;
+    tx.commit().await
+}
+
+/// Builds an index concurrently (`create`), until it is valid: a build that failed or was cut short
+/// leaves an invalid index, which is dropped and built again (three builds at most, then an error).
+async fn build_index(db: &Db, name: &str, create: &str) -> Result<(), sqlx::Error> {
+    for _ in 0..3 {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(create.to_owned())).execute(&db.pool).await?;
+        // In a transaction of its own: pooler-safe (see `fill_in_batches`).
+        let mut tx = db.pool.begin().await?;
+        let state = index_state(&mut tx, name).await?;
+        tx.commit().await?;
+        match state {
+            Some((true, _)) => return Ok(()),
+            // A build going on elsewhere (an earlier start's, not yet cancelled): once it ends, look again.
+            Some((false, true)) | None => tokio::time::sleep(std::time::Duration::from_secs(1)).await,
+            Some((false, false)) => {
+                tracing::warn!(index = name, "an invalid index (a build cut short): building it again");
+                let drop = format!("DROP INDEX CONCURRENTLY IF EXISTS {name}");
+                sqlx::raw_sql(sqlx::AssertSqlSafe(drop)).execute(&db.pool).await?;
+            }
+        }
+    }
+    // Not valid after three builds: stop before the old indexes are dropped.
+    Err(sqlx::Error::Protocol(format!("the index {name} is still not valid after three builds")))
 }
 
 /// The records' table and this instance's place in it.

@@ -88,6 +88,13 @@ fn run(run_id: &str, thread_id: &str, status: &str) -> Change {
     Change::Run(Box::new(record))
 }
 
+/// A run of `thread_id` made at `created_at`.
+fn run_at(run_id: &str, thread_id: &str, status: &str, created_at: &str) -> RunRecord {
+    let Change::Run(mut record) = run(run_id, thread_id, status) else { unreachable!() };
+    record.run.created_at = created_at.to_owned();
+    *record
+}
+
 async fn queued(pool: &PgPool) -> Vec<String> {
     sqlx::query_scalar("SELECT run_id FROM weft_server_queue ORDER BY run_id").fetch_all(pool).await.unwrap()
 }
@@ -681,7 +688,7 @@ async fn a_table_of_an_earlier_release_gets_its_columns_filled_from_the_bodies()
         columns,
         [
             ("r0".into(), None, None, None),
-            ("r1".into(), Some("t1".into()), Some("running".into()), None),
+            ("r1".into(), Some("t1".into()), Some("running".into()), Some("2026-11-27T00:00:00Z".into())),
             ("t1".into(), None, Some("idle".into()), Some("2026-11-27T00:00:00Z".into())),
         ]
     );
@@ -782,9 +789,12 @@ async fn the_functions_of_a_turn_are_planned_once_per_connection() {
     let Some(db) = database().await else { return };
     let (_records, pool) = instance(&db).await;
     // The records' pool asks for a plan per call (`force_custom_plan`); each function's own setting wins.
-    for (function, args) in
-        [("weft_server_records_since", 1), ("weft_server_records_write", 14), ("weft_server_lease_held", 2)]
-    {
+    for (function, args) in [
+        ("weft_server_records_lock", 1),
+        ("weft_server_records_since", 1),
+        ("weft_server_records_write", 14),
+        ("weft_server_lease_held", 2),
+    ] {
         let config: Vec<String> = sqlx::query_scalar(
             "SELECT unnest(proconfig) FROM pg_proc WHERE proname = $1 AND pronargs = $2 \
              AND pronamespace = current_schema()::regnamespace",
@@ -939,4 +949,270 @@ async fn an_older_build_starts_on_newer_records_only_when_they_allow_it() {
     let version: i32 =
         sqlx::query_scalar("SELECT version FROM weft_server_schema").fetch_one(&pool).await.unwrap();
     assert_eq!(version, newer);
+}
+
+/// What the transaction of `conn` has read of the records so far: entries of the index of runs by
+/// thread and time, rows of sequential scans and rows fetched.
+async fn records_read(conn: &mut sqlx::PgConnection) -> i64 {
+    sqlx::query_scalar(
+        "SELECT pg_stat_get_xact_tuples_returned('weft_server_run_thread_created'::regclass) \
+         + pg_stat_get_xact_tuples_returned('weft_server_records'::regclass) \
+         + pg_stat_get_xact_tuples_fetched('weft_server_records'::regclass)",
+    )
+    .fetch_one(conn)
+    .await
+    .unwrap()
+}
+
+/// `GET /threads/{thread_id}/runs` pages a thread's runs newest first, in byte order, and a page reads
+/// its rows and its offset's, not the thread's: before, every run of the thread was read and decoded.
+#[tokio::test]
+async fn a_page_of_a_long_threads_runs_reads_the_page_not_the_threads_runs() {
+    let Some(db) = database().await else { return };
+    let (a, pool) = instance(&db).await;
+    // Written as an instance writes them: times that repeat, ids whose byte order is not a case-blind one.
+    let statuses = ["pending", "success", "error", "interrupted"];
+    let runs: Vec<RunRecord> = (0..30)
+        .map(|i| {
+            let id = if i % 3 == 0 { format!("R{i:03}") } else { format!("r{i:03}") };
+            run_at(&id, "t1", statuses[i % 4], &format!("2026-11-30T00:00:0{}Z", i % 4))
+        })
+        .collect();
+    let mut changes = vec![thread("t1"), run("other", "t2", "success")];
+    changes.extend(runs.iter().map(|r| Change::Run(Box::new(r.clone()))));
+    a.lock(Key::All).await.unwrap().commit(changes).await.unwrap();
+    let (b, _) = instance(&db).await;
+    for (status, (limit, offset)) in [None, Some(crate::model::RunStatus::Success)]
+        .into_iter()
+        .flat_map(|s| [(10, 0), (4, 5), (100, 0), (3, 40)].map(|p| (s, p)))
+    {
+        let mut expected: Vec<(&str, &str)> = (runs.iter())
+            .filter(|r| status.is_none_or(|s| r.run.status == s))
+            .map(|r| (r.run.created_at.as_str(), r.run.run_id.as_str()))
+            .collect();
+        expected.sort_by(|x, y| y.cmp(x));
+        let expected: Vec<&str> = expected.into_iter().skip(offset).take(limit).map(|k| k.1).collect();
+        // Read by another instance (from the table), in a turn and outside one.
+        let page = b.read().await.unwrap().thread_runs_page("t1", status, (limit, offset)).await.unwrap();
+        let ids: Vec<&str> = page.iter().map(|r| r.run.run_id.as_str()).collect();
+        assert_eq!(ids, expected, "{status:?}, limit {limit}, offset {offset}");
+        let mut turn = b.lock(Key::Thread("t1")).await.unwrap();
+        let page = turn.thread_runs_page("t1", status, (limit, offset)).await.unwrap();
+        assert_eq!(page.iter().map(|r| r.run.run_id.as_str()).collect::<Vec<_>>(), expected);
+    }
+    // A thread of 3,000 runs among 2,000 threads of 10, analyzed.
+    sqlx::raw_sql(
+        "INSERT INTO weft_server_records (kind, id, body, parent, status, created_at, seq) \
+         SELECT 'run', 'long-' || lpad(i::text, 5, '0'), '{}', 'long', \
+           CASE WHEN i % 2 = 0 THEN 'success' ELSE 'error' END, \
+           '2026-11-30T00:' || lpad((i / 60)::text, 2, '0') || ':' || lpad((i % 60)::text, 2, '0') || 'Z', \
+           nextval('weft_server_records_seq') FROM generate_series(1, 3000) i; \
+         INSERT INTO weft_server_records (kind, id, body, parent, status, created_at, seq) \
+         SELECT 'run', 'short-' || i, '{}', 'short-' || (i % 2000), 'success', '2026-11-30T00:00:00Z', \
+           nextval('weft_server_records_seq') FROM generate_series(1, 20000) i; \
+         ANALYZE weft_server_records",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let source = super::super::Source::Postgres(crate::scale::Db::new(pool.clone(), true));
+    let mut conn = pool.acquire().await.unwrap();
+    for (status, limit, offset, most) in
+        [(None, 10, 0, 12), (Some("success"), 10, 0, 24), (None, 10, 100, 112)]
+    {
+        let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
+        // As the instances' connections plan their reads.
+        sqlx::raw_sql("SET LOCAL plan_cache_mode = force_custom_plan").execute(&mut *tx).await.unwrap();
+        let before = records_read(&mut tx).await;
+        let sql = source.thread_runs_page_sql(status.is_some());
+        let mut query =
+            sqlx::query_as::<_, (String, Option<String>, String)>(sqlx::AssertSqlSafe(sql)).bind("long");
+        if let Some(status) = status {
+            query = query.bind(status);
+        }
+        let rows = query.bind(limit.to_string()).bind(offset.to_string()).fetch_all(&mut *tx).await.unwrap();
+        let read = records_read(&mut tx).await - before;
+        let newest = 3000 - offset;
+        assert_eq!(
+            rows.first().map(|r| r.0.clone()),
+            Some(format!("long-{newest:05}")),
+            "{status:?} {offset}"
+        );
+        assert_eq!(rows.len(), limit);
+        assert!(read <= most, "a page of {limit} after {offset} ({status:?}) read {read} rows and entries");
+        tx.rollback().await.unwrap();
+    }
+}
+
+/// Records of a build before runs had their time (records schema 5): a start fills it from the bodies
+/// once, and the writes of such a build (a rolling upgrade's old instances) still fill it.
+#[tokio::test]
+async fn runs_written_before_their_time_was_a_column_get_it_from_their_bodies() {
+    let Some(db) = database().await else { return };
+    let (a, pool) = instance(&db).await;
+    let runs: Vec<RunRecord> = (0..5)
+        .map(|i| run_at(&format!("r{i}"), "t1", "success", &format!("2026-11-30T00:00:0{i}Z")))
+        .collect();
+    let changes = runs.iter().map(|r| Change::Run(Box::new(r.clone()))).collect();
+    a.lock(Key::All).await.unwrap().commit(changes).await.unwrap();
+    // Back to schema 5: no times, the index of runs by thread alone.
+    sqlx::raw_sql(
+        "UPDATE weft_server_records SET created_at = NULL WHERE kind = 'run'; \
+         DROP INDEX weft_server_run_thread_created; \
+         CREATE INDEX weft_server_run_thread ON weft_server_records (parent) WHERE kind = 'run' AND body IS NOT NULL; \
+         UPDATE weft_server_schema SET version = 5",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let (b, _) = instance(&db).await;
+    let page = b.read().await.unwrap().thread_runs_page("t1", None, (2, 0)).await.unwrap();
+    assert_eq!(page.iter().map(|r| r.run.run_id.as_str()).collect::<Vec<_>>(), ["r4", "r3"]);
+    let indexes: Vec<String> = sqlx::query_scalar(
+        "SELECT indexname::text FROM pg_indexes WHERE indexname LIKE 'weft_server_run_thread%'",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(indexes, ["weft_server_run_thread_created"]);
+    let version: i32 =
+        sqlx::query_scalar("SELECT version FROM weft_server_schema").fetch_one(&pool).await.unwrap();
+    assert_eq!(version, super::SCHEMA_VERSION);
+    // A build of schema 5 writes a run without its time, through the function of this one.
+    let late = run_at("r9", "t1", "success", "2026-11-30T00:00:09Z");
+    sqlx::query(
+        "SELECT weft_server_records_write(ARRAY['run'], ARRAY['r9'], ARRAY[$1], ARRAY['t1'], \
+           ARRAY['success'], ARRAY[NULL]::text[], ARRAY[NULL]::text[], ARRAY[NULL]::integer[], \
+           '{}', '{}', '{}', '{}', NULL, 0)",
+    )
+    .bind(serde_json::to_string(&late).unwrap())
+    .execute(&pool)
+    .await
+    .unwrap();
+    let time: Option<String> =
+        sqlx::query_scalar("SELECT created_at FROM weft_server_records WHERE kind = 'run' AND id = 'r9'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(time.as_deref(), Some("2026-11-30T00:00:09Z"));
+}
+
+/// Makes the table as records schema 5 left it, holding `count` finished runs of 1,000 threads: runs
+/// without their time, the index of runs by thread alone.
+async fn schema_5_with_runs(pool: &PgPool, count: usize) {
+    let template = serde_json::to_string(&run_at("RUN", "THREAD", "success", "TIME")).unwrap();
+    sqlx::query(
+        "INSERT INTO weft_server_records (kind, id, body, parent, status, seq, xid) \
+         SELECT 'run', r.id, replace(replace(replace($1, 'RUN', r.id), 'THREAD', r.thread), 'TIME', r.at), \
+           r.thread, 'success', nextval('weft_server_records_seq'), pg_current_xact_id() \
+         FROM (SELECT 'r' || lpad(i::text, 8, '0') AS id, 't' || (i % 1000) AS thread, \
+           to_char(timestamptz '2026-01-01' + i * interval '1 second', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') AS at \
+           FROM generate_series(1, $2) i) r",
+    )
+    .bind(template)
+    .bind(i64::try_from(count).unwrap())
+    .execute(pool)
+    .await
+    .unwrap();
+    sqlx::raw_sql(
+        "DROP INDEX weft_server_run_thread_created; \
+         CREATE INDEX weft_server_run_thread ON weft_server_records (parent) WHERE kind = 'run' AND body IS NOT NULL; \
+         UPDATE weft_server_schema SET version = 5; ANALYZE weft_server_records",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+/// Writes a thread through the write function every 5 ms (as an instance of the earlier build does
+/// during a rolling upgrade) until `stop`; the slowest write and how many there were.
+async fn write_on(pool: PgPool, stop: Arc<AtomicBool>) -> (Duration, usize) {
+    let Change::Thread(template) = thread("w") else { unreachable!() };
+    let (mut slowest, mut count) = (Duration::ZERO, 0);
+    while !stop.load(Ordering::SeqCst) {
+        let mut record = template.clone();
+        record.thread_id = format!("w{count}");
+        let started = std::time::Instant::now();
+        sqlx::query(
+            "SELECT weft_server_records_write(ARRAY['thread'], ARRAY[$1], ARRAY[$2], ARRAY[NULL]::text[], \
+               ARRAY['idle'], ARRAY['2026-11-27T00:00:00Z'], ARRAY['2026-11-27T00:00:00Z'], \
+               ARRAY[NULL]::integer[], '{}', '{}', '{}', '{}', NULL, 0)",
+        )
+        .bind(&record.thread_id)
+        .bind(serde_json::to_string(&record).unwrap())
+        .execute(&pool)
+        .await
+        .unwrap();
+        slowest = slowest.max(started.elapsed());
+        count += 1;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    (slowest, count)
+}
+
+/// Upgrading a large table (records schema 5, 100,000 runs) does not stop the writes of the instances
+/// at work: the runs' times are filled in batches of their own transactions, the index is built
+/// concurrently. (In one transaction, the fill held every run's row and the index build the whole table
+/// until it committed: with 300,000 runs, a write waited 12 s, the whole upgrade.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrading_a_large_table_lets_the_instances_at_work_write_on() {
+    let Some(db) = database().await else { return };
+    let (_a, pool) = instance(&db).await;
+    schema_5_with_runs(&pool, 100_000).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = tokio::spawn(write_on(pool.clone(), Arc::clone(&stop)));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = std::time::Instant::now();
+    // Two instances start together: one upgrades, the other waits for it.
+    let ((b, _), (c, _)) = tokio::join!(instance(&db), instance(&db));
+    let took = started.elapsed();
+    stop.store(true, Ordering::SeqCst);
+    let (slowest, writes) = writer.await.unwrap();
+    assert!(writes > 0);
+    let unfilled: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM weft_server_records WHERE kind = 'run' AND created_at IS NULL",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(unfilled, 0, "every run has its time");
+    for records in [&b, &c] {
+        let page = records.read().await.unwrap().thread_runs_page("t7", None, (2, 0)).await.unwrap();
+        assert_eq!(
+            page.iter().map(|r| r.run.run_id.as_str()).collect::<Vec<_>>(),
+            ["r00099007", "r00098007"]
+        );
+    }
+    let (version, leases): (i32, i64) = sqlx::query_as(
+        "SELECT (SELECT version FROM weft_server_schema), (SELECT count(*) FROM weft_server_sweeps)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!((version, leases), (super::SCHEMA_VERSION, 0), "recorded, and the upgrade's lease let go");
+    assert!(slowest < Duration::from_millis(300), "a write waited {slowest:?} during a {took:?} upgrade");
+}
+
+/// An index left invalid (a concurrent build cut short) is built again by the next start, which records
+/// the version only then.
+#[tokio::test]
+async fn an_index_left_invalid_is_built_again_before_the_version_is_recorded() {
+    let Some(db) = database().await else { return };
+    let (_a, pool) = instance(&db).await;
+    sqlx::raw_sql(
+        "UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'weft_server_run_thread_created'::regclass; \
+         UPDATE weft_server_schema SET version = 5",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let (_b, _) = instance(&db).await;
+    let (valid, version): (bool, i32) = sqlx::query_as(
+        "SELECT (SELECT indisvalid FROM pg_index WHERE indexrelid = 'weft_server_run_thread_created'::regclass), \
+           (SELECT version FROM weft_server_schema)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!((valid, version), (true, super::SCHEMA_VERSION));
 }
