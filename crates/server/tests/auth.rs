@@ -73,10 +73,8 @@ async fn late_body(stream: &mut tokio::net::TcpStream, head: &str, body: &str) -
     }
     let head = String::from_utf8(raw).unwrap().to_ascii_lowercase();
     let status = head[9..12].parse().unwrap();
-    let length: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .map_or(0, |v| v.trim().parse().unwrap());
+    let length: usize =
+        head.lines().find_map(|l| l.strip_prefix("content-length:")).map_or(0, |v| v.trim().parse().unwrap());
     let mut rest = vec![0u8; length];
     stream.read_exact(&mut rest).await.unwrap();
     (status, head.contains("connection: close"))
