@@ -1216,3 +1216,115 @@ async fn an_index_left_invalid_is_built_again_before_the_version_is_recorded() {
     .unwrap();
     assert_eq!((valid, version), (true, super::SCHEMA_VERSION));
 }
+
+/// The online upgrade's lease, while it upgrades.
+async fn upgrade_leases(pool: &PgPool) -> Vec<String> {
+    sqlx::query_scalar("SELECT name FROM weft_server_sweeps WHERE starts_with(name, 'records_upgrade:')")
+        .fetch_all(pool)
+        .await
+        .unwrap()
+}
+
+/// A start whose lease is taken over while it upgrades (it was held up past the lease, say) stops,
+/// touches the new holder's lease neither to renew it nor to delete it, waits while that lease is in
+/// force, and finishes the upgrade once it lapses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_that_loses_its_lease_leaves_the_upgrade_to_the_new_holder() {
+    let Some(db) = database().await else { return };
+    let (_a, pool) = instance(&db).await;
+    schema_5_with_runs(&pool, 30_000).await;
+    let starting = crate::scale::Db::new(pool.clone(), true);
+    let start =
+        tokio::spawn(
+            async move { super::migrate::migrate_leased(&starting, Duration::from_millis(600)).await },
+        );
+    let mut taken = Vec::new();
+    for _ in 0..500 {
+        taken = upgrade_leases(&pool).await;
+        if !taken.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(taken.len(), 1, "the start took the lease (the table is upgraded online)");
+    // Another start takes it over, for 6 s (longer than the whole upgrade takes).
+    let stolen: String = sqlx::query_scalar(
+        "UPDATE weft_server_sweeps SET name = 'records_upgrade:other', due_at = now() + interval '6 s' \
+         WHERE starts_with(name, 'records_upgrade:') RETURNING due_at::text",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    loop {
+        let (version, names, due, in_force): (i32, Vec<String>, Option<String>, bool) = sqlx::query_as(
+            "SELECT (SELECT version FROM weft_server_schema), \
+               (SELECT coalesce(array_agg(name), '{}') FROM weft_server_sweeps WHERE starts_with(name, 'records_upgrade:')), \
+               (SELECT max(due_at)::text FROM weft_server_sweeps WHERE starts_with(name, 'records_upgrade:')), \
+               now() + interval '100 ms' < $1::timestamptz",
+        )
+        .bind(&stolen)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        if !in_force {
+            break;
+        }
+        assert_eq!(version, 5, "no version recorded while the other's lease is in force");
+        assert_eq!(
+            (names, due),
+            (vec!["records_upgrade:other".to_owned()], Some(stolen.clone())),
+            "untouched"
+        );
+        assert!(!start.is_finished(), "the start waits while the other's lease is in force");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::timeout(Duration::from_secs(60), start).await.unwrap().unwrap().unwrap();
+    let (version, unfilled, leases): (i32, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT version FROM weft_server_schema), \
+           (SELECT count(*) FROM weft_server_records WHERE kind = 'run' AND created_at IS NULL), \
+           (SELECT count(*) FROM weft_server_sweeps)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!((version, unfilled, leases), (super::SCHEMA_VERSION, 0, 0));
+}
+
+/// A concurrent index build waits for a transaction that holds a snapshot older than it (a backup's,
+/// say, or a session left open); what it waits for is told (and the build ends once that one does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_concurrent_index_build_waits_for_is_told() {
+    let Some(db) = database().await else { return };
+    let (_a, pool) = instance(&db).await;
+    let mut idle = sqlx::PgConnection::connect(&db.uri).await.unwrap();
+    sqlx::raw_sql(
+        "SET application_name = 'left-open'; BEGIN ISOLATION LEVEL REPEATABLE READ; \
+         SELECT count(*) FROM weft_server_records",
+    )
+    .execute(&mut idle)
+    .await
+    .unwrap();
+    let statement = "CREATE INDEX CONCURRENTLY weft_test_by_seq ON weft_server_records (seq)";
+    let building = pool.clone();
+    let build = tokio::spawn(async move { sqlx::raw_sql(statement).execute(&building).await });
+    let pooled = crate::scale::Db::new(pool.clone(), false);
+    let mut told = Vec::new();
+    for _ in 0..500 {
+        told = super::migrate::waited_for(&pooled, statement).await.unwrap();
+        if !told.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let pid: i32 =
+        sqlx::query_scalar("SELECT pid FROM pg_stat_activity WHERE application_name = 'left-open'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(told.len(), 1, "{told:?}");
+    let (who, state, app, _) = &told[0];
+    assert_eq!((*who, state.as_str(), app.as_str()), (pid, "idle in transaction", "left-open"));
+    assert!(!build.is_finished());
+    sqlx::raw_sql("COMMIT").execute(&mut idle).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), build).await.unwrap().unwrap().unwrap();
+}
