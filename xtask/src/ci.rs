@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use crate::exec::{self, Tally, format_duration};
 use crate::{
-    bench, docs_lines, fakellm, langgraph_diff, layers, llm, mcp, msrv, names, phoenix, server_e2e, services,
-    studio_e2e,
+    bench, docs_lines, fakellm, langgraph_diff, layers, llm, mcp, msrv, names, pgbouncer, phoenix,
+    server_e2e, services, studio_e2e,
 };
 
 /// How long one example may run before it counts as hung.
@@ -231,6 +231,21 @@ fn test(tally: &mut Tally) -> Result<(), String> {
     };
     if let Some(executable) = fakellm {
         command.env(fakellm::ENV, executable);
+    }
+    // PgBouncer in transaction mode, for the tests that go through a pooler; it runs until this returns.
+    let pooler = match pgbouncer::start() {
+        Ok(pooler) => Some(pooler),
+        Err(err) => {
+            weft_testenv::require(
+                "PgBouncer for the tests through a pooler",
+                &err,
+                "see xtask/src/pgbouncer.rs",
+            )?;
+            None
+        }
+    };
+    if let Some(pooler) = &pooler {
+        command.env(pgbouncer::TEST_ENV, pooler.uri(""));
     }
     exec::run_counting(mcp::with_test_env(llm::with_test_env(&mut command)), tally)
 }

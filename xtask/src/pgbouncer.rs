@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 
 use crate::{bench, exec};
 
+/// The variable that gives the tests which go through a pooler its address (`postgres://…:PORT/`; each
+/// test adds its database's name).
+pub(crate) const TEST_ENV: &str = "WEFT_TEST_PGBOUNCER_URL";
+
 /// A PgBouncer process, stopped when this goes.
 #[derive(Debug)]
 pub(crate) struct Pooler {

@@ -1328,3 +1328,52 @@ async fn what_a_concurrent_index_build_waits_for_is_told() {
     sqlx::raw_sql("COMMIT").execute(&mut idle).await.unwrap();
     tokio::time::timeout(Duration::from_secs(10), build).await.unwrap().unwrap().unwrap();
 }
+
+/// The online upgrade through PgBouncer in transaction mode, every statement unnamed (as an instance with
+/// `DATABASE_POOL_MODE=transaction` runs), two new instances starting together while a writer writes
+/// on: the same result as straight to PostgreSQL. `WEFT_TEST_PGBOUNCER_URL` names the pooler (CI's
+/// test stage starts one); without it the test skips, and fails in CI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrading_a_large_table_through_a_transaction_pooler() {
+    let Ok(pooler) = std::env::var("WEFT_TEST_PGBOUNCER_URL") else {
+        weft_testenv::skip_or_fail(
+            "PgBouncer",
+            "WEFT_TEST_PGBOUNCER_URL is not set",
+            "`cargo xtask ci test` starts PgBouncer and sets it",
+        );
+        return;
+    };
+    let Some(db) = database().await else { return };
+    let (_a, pool) = instance(&db).await;
+    schema_5_with_runs(&pool, 30_000).await;
+    let uri = format!("{}/{}", pooler.trim_end_matches('/'), db.name);
+    let options = uri.parse::<sqlx::postgres::PgConnectOptions>().unwrap().statement_cache_capacity(0);
+    let pooled = sqlx::postgres::PgPoolOptions::new().max_connections(4).connect_with(options).await.unwrap();
+    let open = || async {
+        let db = crate::scale::Db::new(pooled.clone(), false);
+        RecordsLock::new(Records::open_postgres(db, 1_000).await.unwrap())
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = tokio::spawn(write_on(pool.clone(), Arc::clone(&stop)));
+    let (b, c) = tokio::join!(open(), open());
+    stop.store(true, Ordering::SeqCst);
+    let (_, writes) = writer.await.unwrap();
+    assert!(writes > 0);
+    for records in [&b, &c] {
+        let page = records.read().await.unwrap().thread_runs_page("t7", None, (2, 0)).await.unwrap();
+        assert_eq!(
+            page.iter().map(|r| r.run.run_id.as_str()).collect::<Vec<_>>(),
+            ["r00029007", "r00028007"]
+        );
+    }
+    let (version, unfilled, leases, valid): (i32, i64, i64, bool) = sqlx::query_as(
+        "SELECT (SELECT version FROM weft_server_schema), \
+           (SELECT count(*) FROM weft_server_records WHERE kind = 'run' AND created_at IS NULL), \
+           (SELECT count(*) FROM weft_server_sweeps), \
+           (SELECT indisvalid FROM pg_index WHERE indexrelid = 'weft_server_run_thread_created'::regclass)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!((version, unfilled, leases, valid), (super::SCHEMA_VERSION, 0, 0, true));
+}
