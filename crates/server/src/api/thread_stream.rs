@@ -21,6 +21,7 @@ use crate::model::RunRecord;
 use crate::runs::channel::{Event, Replay, RunChannel, Subscription, id_after, parse_id};
 use crate::runs::feed;
 use crate::runs::taps::ThreadItem;
+use crate::storage::RunHead;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -264,23 +265,25 @@ pub(crate) async fn join(
         let mut records = app.records.lock(crate::storage::Key::Thread(thread_id)).await?;
         // Memory holds every live run (scaled out, brought up to date as the lock is taken); the table
         // is read for the finished ones only when they are replayed.
-        let mut runs: Vec<RunRecord> = match replay {
-            Some(_) => records.thread_runs(thread_id).await?,
-            None => records.active_runs(thread_id).cloned().collect(),
+        let runs: Vec<RunHead> = match replay {
+            Some(_) => records.thread_run_heads(thread_id).await?,
+            None => {
+                let mut active: Vec<&RunRecord> = records.active_runs(thread_id).collect();
+                active.sort_by(|a, b| {
+                    (&a.run.created_at, &a.run.run_id).cmp(&(&b.run.created_at, &b.run.run_id))
+                });
+                active.into_iter().map(|r| RunHead::of(&r.run)).collect()
+            }
         };
-        runs.sort_by(|a, b| (&a.run.created_at, &a.run.run_id).cmp(&(&b.run.created_at, &b.run.run_id)));
-        for record in runs {
-            let run = &record.run;
+        for run in runs {
             if run.status.is_active() {
-                let channel = app.channels.open(&run.run_id, run.kwargs.resumable);
+                let channel = app.channels.open(&run.run_id, run.resumable);
                 sse.follow(run.run_id.clone(), channel.subscribe_from(replay));
             } else if let Some(replay) = replay {
                 // A finished run's kept events, and its end.
                 match app.channels.get(&run.run_id) {
                     Some(channel) => sse.replay_finished(&run.run_id, &channel, replay),
-                    None if run.kwargs.resumable && app.channels.is_remote() => {
-                        elsewhere.push(run.run_id.clone());
-                    }
+                    None if run.resumable && app.channels.is_remote() => elsewhere.push(run.run_id),
                     None => {}
                 }
             }

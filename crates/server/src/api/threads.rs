@@ -193,21 +193,16 @@ pub(crate) async fn delete_thread_when(
             return Ok(false);
         }
     }
-    let runs: Vec<(String, bool, bool)> = records
-        .thread_runs(thread_id)
-        .await?
-        .iter()
-        .map(|r| (r.run.run_id.clone(), r.run.status.is_active(), r.run.kwargs.resumable))
-        .collect();
+    let runs = records.thread_run_heads(thread_id).await?;
     let mut changes = vec![Change::DeleteThread(thread_id.to_owned())];
-    changes.extend(runs.iter().map(|(id, _, _)| Change::DeleteRun(id.clone())));
+    changes.extend(runs.iter().map(|r| Change::DeleteRun(r.run_id.clone())));
     records.commit(changes).await?;
-    for (run_id, active, resumable) in runs {
-        if active {
+    for run in runs {
+        if run.status.is_active() {
             // Its worker stops, and drops the channel when it ends.
-            app.channels.open(&run_id, resumable).cancel(CancelAction::Interrupt);
+            app.channels.open(&run.run_id, run.resumable).cancel(CancelAction::Interrupt);
         } else {
-            app.channels.remove(&run_id);
+            app.channels.remove(&run.run_id);
         }
     }
     drop(records);

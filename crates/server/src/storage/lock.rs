@@ -291,6 +291,15 @@ impl RecordsView<'_> {
     ) -> Result<Vec<RunRecord>, ServerError> {
         self.guard.thread_runs_page(thread_id, status, page).await
     }
+
+    /// Every run of a thread without its body (see [`Records::thread_run_heads`]).
+    #[cfg(test)]
+    pub(crate) async fn thread_run_heads(
+        &mut self,
+        thread_id: &str,
+    ) -> Result<Vec<super::RunHead>, ServerError> {
+        self.guard.thread_run_heads(thread_id).await
+    }
 }
 
 impl Deref for RecordsView<'_> {

@@ -305,19 +305,29 @@ impl Records {
         rows.into_iter().map(|(id, _, body)| decode::<RunRecord>("run", &id, &body)).collect()
     }
 
-    /// Every run of a thread, in no order.
-    pub(crate) async fn thread_runs(&mut self, thread_id: &str) -> Result<Vec<RunRecord>, ServerError> {
+    /// Every run of a thread as a [`RunHead`], oldest first (ties by id), no body read: what deleting a
+    /// thread and replaying its runs' events need, a few dozen bytes a run however large its input.
+    pub(crate) async fn thread_run_heads(&mut self, thread_id: &str) -> Result<Vec<RunHead>, ServerError> {
         if matches!(self.backend, Backend::Memory) {
-            let all = self.live.values().chain(self.ended.values());
-            return Ok(all.filter(|r| r.run.thread_id == thread_id).cloned().collect());
+            let mut runs: Vec<&RunRecord> = (self.live.values().chain(self.ended.values()))
+                .filter(|r| r.run.thread_id == thread_id)
+                .collect();
+            runs.sort_by(|a, b| (&a.run.created_at, &a.run.run_id).cmp(&(&b.run.created_at, &b.run.run_id)));
+            return Ok(runs.into_iter().map(|r| RunHead::of(&r.run)).collect());
         }
-        let mut runs = Vec::new();
-        for (id, _, body) in self.read_rows(Source::thread_runs_sql, &[thread_id]).await? {
-            // What memory holds of a live run is what the table holds (written first); scaled out, the
-            // table may be newer, so it is what is read.
-            runs.push(decode::<RunRecord>("run", &id, &body)?);
-        }
-        Ok(runs)
+        // What memory holds of a live run is what the table holds (written first); scaled out, the table
+        // may be newer, so it is what is read.
+        let rows = self.read_rows(Source::thread_run_heads_sql, &[thread_id]).await?;
+        rows.into_iter()
+            .map(|(run_id, status, resumable)| {
+                let status = status.as_deref().and_then(RunStatus::parse).ok_or_else(|| {
+                    ServerError::from(CheckpointError::backend(format!(
+                        "run record '{run_id}' has no status its build knows: {status:?}"
+                    )))
+                })?;
+                Ok(RunHead { run_id, status, resumable: resumable == "1" })
+            })
+            .collect()
     }
 
     /// Every run memory holds: the live ones and the finished ones used lately.
@@ -659,6 +669,20 @@ type Begun = Option<std::convert::Infallible>;
 #[derive(Debug, Clone)]
 pub(crate) enum Lease {}
 
+/// What a thread's listing of every run holds of each ([`Records::thread_run_heads`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RunHead {
+    pub(crate) run_id: String,
+    pub(crate) status: RunStatus,
+    pub(crate) resumable: bool,
+}
+
+impl RunHead {
+    pub(crate) fn of(run: &crate::model::Run) -> Self {
+        Self { run_id: run.run_id.clone(), status: run.status, resumable: run.kwargs.resumable }
+    }
+}
+
 /// One record written: its kind, id, body (none: deleted) and columns.
 pub(crate) type Op = (Kind, String, Option<String>, Columns);
 
@@ -860,10 +884,19 @@ mod tests {
         }
         let mut records = Records::open(saver(&pool).await, DEFAULT_CACHE).await.unwrap();
         assert_eq!(active(&records, "t1"), ["r1"], "the running run found by its status column");
-        let mut runs: Vec<String> =
-            records.thread_runs("t1").await.unwrap().into_iter().map(|r| r.run.run_id).collect();
-        runs.sort();
-        assert_eq!(runs, ["r1", "r2"], "runs found by their thread column");
+        let runs: Vec<(String, RunStatus, bool)> = records
+            .thread_run_heads("t1")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.run_id, r.status, r.resumable))
+            .collect();
+        let expected = [("r1", RunStatus::Running, false), ("r2", RunStatus::Success, false)];
+        assert_eq!(
+            runs,
+            expected.map(|(id, s, r)| (id.to_owned(), s, r)),
+            "runs found by their thread column"
+        );
         type Stored = (String, Option<String>, Option<String>, Option<String>, Option<i64>);
         let columns: Vec<Stored> = sqlx::query_as(
             "SELECT id, parent, status, created_at, sweepable FROM weft_server_records ORDER BY kind, id",

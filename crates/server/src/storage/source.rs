@@ -319,13 +319,17 @@ impl Source {
         )
     }
 
-    /// The statement reading every run of a thread (parameter: the thread's id).
-    pub(crate) fn thread_runs_sql(&self) -> String {
+    /// The statement reading every run of a thread without its body, oldest first (ties by id): its id,
+    /// status and whether it is resumable (`'1'` or `'0'`). Parameter: the thread's id.
+    pub(crate) fn thread_run_heads_sql(&self) -> String {
+        let c = self.byte_order();
         format!(
-            "SELECT id, CAST(NULL AS TEXT), body FROM weft_server_records{} WHERE kind = 'run' AND parent = {}{}",
+            "SELECT id, status, CASE WHEN CAST({} AS TEXT) IN ('true', '1') THEN '1' ELSE '0' END \
+             FROM weft_server_records{} WHERE kind = 'run' AND parent = {}{} ORDER BY created_at{c}, id{c}",
+            self.json(&["run", "kwargs", "resumable"]),
             self.indexed_by(RUNS_BY_TIME),
             self.param(1),
-            self.alive()
+            self.alive(),
         )
     }
 

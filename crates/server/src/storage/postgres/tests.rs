@@ -975,7 +975,9 @@ async fn a_page_of_a_long_threads_runs_reads_the_page_not_the_threads_runs() {
     let runs: Vec<RunRecord> = (0..30)
         .map(|i| {
             let id = if i % 3 == 0 { format!("R{i:03}") } else { format!("r{i:03}") };
-            run_at(&id, "t1", statuses[i % 4], &format!("2026-11-30T00:00:0{}Z", i % 4))
+            let mut run = run_at(&id, "t1", statuses[i % 4], &format!("2026-11-30T00:00:0{}Z", i % 4));
+            Arc::make_mut(&mut run.run.kwargs).resumable = i % 5 == 0;
+            run
         })
         .collect();
     let mut changes = vec![thread("t1"), run("other", "t2", "success")];
@@ -1000,6 +1002,13 @@ async fn a_page_of_a_long_threads_runs_reads_the_page_not_the_threads_runs() {
         let page = turn.thread_runs_page("t1", status, (limit, offset)).await.unwrap();
         assert_eq!(page.iter().map(|r| r.run.run_id.as_str()).collect::<Vec<_>>(), expected);
     }
+    // Every run without its body, oldest first, in a turn and outside one.
+    let mut oldest_first: Vec<&RunRecord> = runs.iter().collect();
+    oldest_first.sort_by(|x, y| (&x.run.created_at, &x.run.run_id).cmp(&(&y.run.created_at, &y.run.run_id)));
+    let expected: Vec<_> = oldest_first.into_iter().map(|r| super::super::RunHead::of(&r.run)).collect();
+    assert!(expected.iter().any(|r| r.resumable) && expected.iter().any(|r| !r.resumable));
+    assert_eq!(b.read().await.unwrap().thread_run_heads("t1").await.unwrap(), expected);
+    assert_eq!(b.lock(Key::Thread("t1")).await.unwrap().thread_run_heads("t1").await.unwrap(), expected);
     // A thread of 3,000 runs among 2,000 threads of 10, analyzed.
     sqlx::raw_sql(
         "INSERT INTO weft_server_records (kind, id, body, parent, status, created_at, seq) \
