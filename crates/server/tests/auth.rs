@@ -60,8 +60,18 @@ async fn missing_or_wrong_credentials_are_401_and_health_stays_open() {
 /// Sends a request's head on `stream`, then, after a pause, its body (as a client whose body is a second
 /// write does); returns the answer's status and whether it says `Connection: close`.
 async fn late_body(stream: &mut tokio::net::TcpStream, head: &str, body: &str) -> (u16, bool) {
+    sent_late(stream, head, body, body.len()).await
+}
+
+/// [`late_body`] with a `Content-Length` of `declared` (more than `body` leaves the rest unsent).
+async fn sent_late(
+    stream: &mut tokio::net::TcpStream,
+    head: &str,
+    body: &str,
+    declared: usize,
+) -> (u16, bool) {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let head = format!("{head}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n", body.len());
+    let head = format!("{head}Content-Type: application/json\r\nContent-Length: {declared}\r\n\r\n");
     stream.write_all(head.as_bytes()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
     stream.write_all(body.as_bytes()).await.unwrap();
@@ -90,6 +100,11 @@ async fn a_refused_request_keeps_its_connection_and_an_unread_body_closes_it() {
     let host = format!("Host: {}\r\n", server.addr);
     let wrong = format!("POST /threads/search HTTP/1.1\r\n{host}x-api-key: key-mallory\r\n");
     assert_eq!(late_body(&mut stream, &wrong, "{}").await, (401, false));
+    // A refused body over 64 KiB is not waited for: answered at once, and the connection closes.
+    let mut other = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let started = std::time::Instant::now();
+    assert_eq!(sent_late(&mut other, &wrong, "{", 100_000).await, (401, true));
+    assert!(started.elapsed() < Duration::from_millis(900), "{:?}", started.elapsed());
     let count = format!("POST /threads/count HTTP/1.1\r\n{host}x-api-key: key-alice\r\n");
     assert_eq!(late_body(&mut stream, &count, "{}").await, (200, false), "the same connection");
     let unknown = format!("POST /nowhere HTTP/1.1\r\n{host}x-api-key: key-alice\r\n");

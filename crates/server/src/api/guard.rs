@@ -5,6 +5,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::extract::{FromRequestParts, Request, State};
+use axum::http::header;
 use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::{IntoResponse as _, Response};
@@ -50,17 +51,31 @@ pub(crate) async fn authenticate(State(app): State<Arc<App>>, request: Request, 
             next.run(Request::from_parts(parts, body)).await
         }
         Err(e) => {
-            // Read a small body to its end (within the body timeout) so that the connection stays open
-            // for the client's next request, as an authenticated one's would; a larger one is left,
-            // and the connection closes after the answer.
-            let _ = axum::body::to_bytes(body, REFUSED_BODY_BYTES).await;
+            // A small body that has come or is coming at once is read to its end, so that the connection
+            // stays open for the client's next request, as an authenticated one's would. Any other is
+            // left (a large one, one sent slowly, one only sent after `100 Continue`, which reading it
+            // would ask for), and the connection closes after the answer.
+            let declared = parts
+                .headers
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<usize>().ok());
+            if declared.is_some_and(|n| n <= REFUSED_BODY_BYTES)
+                && !parts.headers.contains_key(header::EXPECT)
+            {
+                let read = axum::body::to_bytes(body, REFUSED_BODY_BYTES);
+                let _ = tokio::time::timeout(REFUSED_BODY_WAIT, read).await;
+            }
             ApiError::from(e).into_response()
         }
     }
 }
 
-/// The most of a refused request's body that is read so that its connection stays open.
+/// The largest refused request's body that is read so that its connection stays open.
 const REFUSED_BODY_BYTES: usize = 64 * 1024;
+
+/// How long a refused request's body is waited for (see [`REFUSED_BODY_BYTES`]).
+const REFUSED_BODY_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What an authorized action may touch: everything, or the records whose metadata match a filter.
 #[derive(Debug, Clone, Default)]

@@ -254,8 +254,9 @@ async fn migrate_once(db: &Db, lease: &Lease, held: bool) -> Result<Migration, s
     }
     if !indexes_done(&mut tx).await? {
         if held || bytes > ONLINE_FROM_BYTES {
-            if !held {
-                take_lease(&mut tx, lease).await?;
+            if !held && !take_lease(&mut tx, lease).await? {
+                tx.rollback().await?;
+                return Ok(Migration::Wait);
             }
             tx.commit().await?;
             return Ok(Migration::Online);
@@ -272,19 +273,32 @@ async fn migrate_once(db: &Db, lease: &Lease, held: bool) -> Result<Migration, s
     tx.commit().await.map(|()| Migration::Current)
 }
 
-/// Takes the online upgrade's lease, in the migration's transaction (any lapsed one deleted).
-async fn take_lease(conn: &mut PgConnection, lease: &Lease) -> Result<(), sqlx::Error> {
+/// Takes the online upgrade's lease, in the migration's transaction (the lapsed ones deleted); `false`
+/// when another's is in force after all (renewed by a transaction that committed after this one looked:
+/// the rows a renewal holds are deleted only if they are still lapsed once it has committed).
+async fn take_lease(conn: &mut PgConnection, lease: &Lease) -> Result<bool, sqlx::Error> {
+    sqlx::query("DELETE FROM weft_server_sweeps WHERE starts_with(name, $1) AND due_at <= now()")
+        .bind(UPGRADE_LEASE)
+        .persistent(false)
+        .execute(&mut *conn)
+        .await?;
     sqlx::query(
-        "WITH lapsed AS (DELETE FROM weft_server_sweeps WHERE starts_with(name, $3)) \
-         INSERT INTO weft_server_sweeps (name, due_at) VALUES ($1, now() + $2 * interval '1 millisecond')",
+        "INSERT INTO weft_server_sweeps (name, due_at) VALUES ($1, now() + $2 * interval '1 millisecond')",
     )
     .bind(&lease.name)
     .bind(lease.millis())
-    .bind(UPGRADE_LEASE)
     .persistent(false)
-    .execute(conn)
-    .await
-    .map(drop)
+    .execute(&mut *conn)
+    .await?;
+    let others: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM weft_server_sweeps WHERE starts_with(name, $1) AND name <> $2",
+    )
+    .bind(UPGRADE_LEASE)
+    .bind(&lease.name)
+    .persistent(false)
+    .fetch_one(conn)
+    .await?;
+    Ok(others == 0)
 }
 
 /// The upgrade of a small table, in the migration's transaction: the fills, the indexes (an invalid one
@@ -455,9 +469,12 @@ async fn fill_batch(
 }
 
 /// Builds an index concurrently (`create`), until it is valid: a build that failed or was cut short
-/// leaves an invalid index, which is dropped and built again (three builds at most, then an error).
+/// leaves an invalid index, which is dropped and built again (three such builds at most, then an error).
+/// A build of the table's indexes going on in another session (an earlier start's, which went on after
+/// that start let go) is waited for, however long, and not counted: `create` itself waits for it.
 async fn build_index(db: &Db, name: &str, create: &str) -> Result<(), sqlx::Error> {
-    for _ in 0..3 {
+    let mut failed = 0;
+    while failed < 3 {
         concurrently(db, create.to_owned()).await?;
         // In a transaction of its own: pooler-safe (see `fill_in_batches`).
         let mut tx = db.pool.begin().await?;
@@ -465,9 +482,9 @@ async fn build_index(db: &Db, name: &str, create: &str) -> Result<(), sqlx::Erro
         tx.commit().await?;
         match state {
             Some((true, _)) => return Ok(()),
-            // A build going on elsewhere (an earlier start's, not yet cancelled): once it ends, look again.
             Some((false, true)) | None => tokio::time::sleep(Duration::from_secs(1)).await,
             Some((false, false)) => {
+                failed += 1;
                 tracing::warn!(index = name, "an invalid index (a build cut short): building it again");
                 concurrently(db, format!("DROP INDEX CONCURRENTLY IF EXISTS {name}")).await?;
             }

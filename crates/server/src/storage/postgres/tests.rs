@@ -1242,7 +1242,10 @@ async fn a_start_that_loses_its_lease_leaves_the_upgrade_to_the_new_holder() {
     let Some(db) = database().await else { return };
     let (_a, pool) = instance(&db).await;
     schema_5_with_runs(&pool, 30_000).await;
-    let starting = crate::scale::Db::new(pool.clone(), true);
+    let options = db.uri.parse::<sqlx::postgres::PgConnectOptions>().unwrap().application_name("upgrading");
+    let upgrading =
+        sqlx::postgres::PgPoolOptions::new().max_connections(4).connect_with(options).await.unwrap();
+    let starting = crate::scale::Db::new(upgrading, true);
     let start =
         tokio::spawn(
             async move { super::migrate::migrate_leased(&starting, Duration::from_millis(600)).await },
@@ -1264,6 +1267,19 @@ async fn a_start_that_loses_its_lease_leaves_the_upgrade_to_the_new_holder() {
     .fetch_one(&pool)
     .await
     .unwrap();
+    // Within two renewals (200 ms each) and what was under way then, it stops filling and building.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    for _ in 0..40 {
+        let working: Vec<String> = sqlx::query_scalar(
+            "SELECT query FROM pg_stat_activity WHERE application_name = 'upgrading' AND state = 'active' \
+             AND (query LIKE 'UPDATE weft_server_records%' OR query LIKE '%INDEX CONCURRENTLY%')",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        assert!(working.is_empty(), "still upgrading after losing the lease: {working:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     loop {
         let (version, names, due, in_force): (i32, Vec<String>, Option<String>, bool) = sqlx::query_as(
             "SELECT (SELECT version FROM weft_server_schema), \
