@@ -1268,7 +1268,7 @@ async fn a_start_that_loses_its_lease_leaves_the_upgrade_to_the_new_holder() {
     .await
     .unwrap();
     // Within two renewals (200 ms each) and what was under way then, it stops filling and building.
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
     for _ in 0..40 {
         let working: Vec<String> = sqlx::query_scalar(
             "SELECT query FROM pg_stat_activity WHERE application_name = 'upgrading' AND state = 'active' \
