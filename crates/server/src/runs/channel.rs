@@ -475,6 +475,10 @@ pub(crate) struct Channels {
 pub(crate) trait RemoteChannels: Send + Sync + std::fmt::Debug {
     /// A new channel for the run, already being fed.
     fn open(&self, run_id: &str, resumable: bool) -> Arc<RunChannel>;
+
+    /// A new channel for a run whose worker is in this process, which feeds it itself (no reads from
+    /// elsewhere); its cancels go where [`open`](RemoteChannels::open)'s do.
+    fn open_fed(&self, run_id: &str, resumable: bool) -> Arc<RunChannel>;
 }
 
 impl Channels {
@@ -497,6 +501,21 @@ impl Channels {
             Some(remote) => remote.open(run_id, resumable),
             None => Arc::new(RunChannel::new(resumable)),
         }))
+    }
+
+    /// The channel of a run that this process's worker runs and feeds ([`RemoteChannels::open_fed`]),
+    /// made here; `None` when the run has a channel already (fed from elsewhere) or channels are not fed
+    /// from elsewhere (then the worker's own channel is the listeners').
+    #[cfg_attr(not(feature = "scale"), allow(dead_code))]
+    pub(crate) fn open_fed(&self, run_id: &str, resumable: bool) -> Option<Arc<RunChannel>> {
+        let remote = self.remote.get()?;
+        let mut map = self.by_run.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match map.entry(run_id.to_owned()) {
+            std::collections::hash_map::Entry::Occupied(_) => None,
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                Some(Arc::clone(slot.insert(remote.open_fed(run_id, resumable))))
+            }
+        }
     }
 
     /// The run's channel, if it has one.

@@ -429,6 +429,18 @@ pub(crate) async fn create(
         _ => None,
     };
     records.commit(vec![Change::Thread(thread), Change::Run(Box::new(stored.clone()))]).await?;
+    // Scaled out, a run started here feeds its listeners here itself (not through Redis reads).
+    #[cfg(feature = "scale")]
+    let here = match (&app.scale, &slot) {
+        (Some(_), Some(_)) => app.channels.open_fed(&record.run.run_id, record.run.kwargs.resumable),
+        _ => None,
+    };
+    #[cfg(feature = "scale")]
+    let channel = match &here {
+        Some(here) => Arc::clone(here),
+        None => app.channels.open(&record.run.run_id, record.run.kwargs.resumable),
+    };
+    #[cfg(not(feature = "scale"))]
     let channel = app.channels.open(&record.run.run_id, record.run.kwargs.resumable);
     let subscription: Option<Subscription> = subscribe.then(|| channel.subscribe(None));
     // The thread's listeners hear of the run before a worker can start it.
@@ -444,7 +456,8 @@ pub(crate) async fn create(
             // Scaled out, run by this instance's worker, its events going out through Redis.
             #[cfg(feature = "scale")]
             if let Some(scale) = app.scale.clone() {
-                crate::scale::worker::launch(&app, &scale, stored, None, head, permit);
+                let how = crate::scale::worker::Launch { cancel: None, head, here };
+                crate::scale::worker::launch(&app, &scale, stored, how, permit);
                 return;
             }
             exec::execute_on(&app, stored, channel, None).await;

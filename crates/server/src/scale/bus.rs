@@ -166,17 +166,17 @@ pub(crate) const RETRY_FOR: Duration = Duration::from_secs(60);
 /// Sends `pipe`, trying again while Redis fails (waits from 100 ms, doubling to 2 s, the core's
 /// [`Backoff`]) for about [`RETRY_FOR`]; the last error when it gives up. `about` names what is sent (a
 /// run or thread id) in the warnings.
-pub(crate) async fn send_retrying<C: redis::aio::ConnectionLike>(
+pub(crate) async fn send_retrying<C: redis::aio::ConnectionLike, T: redis::FromRedisValue>(
     conn: &mut C,
     pipe: &redis::Pipeline,
     about: &str,
-) -> redis::RedisResult<()> {
+) -> redis::RedisResult<T> {
     let backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
     let mut waited = Duration::ZERO;
     let mut retry = 0;
     loop {
-        match pipe.query_async::<()>(conn).await {
-            Ok(()) => return Ok(()),
+        match pipe.query_async::<T>(conn).await {
+            Ok(reply) => return Ok(reply),
             Err(e) if waited < RETRY_FOR => {
                 tracing::warn!(about, error = %e, "cannot send to Redis: retrying");
                 let pause = backoff.delay(retry);
@@ -193,10 +193,22 @@ pub(crate) async fn send_retrying<C: redis::aio::ConnectionLike>(
 /// until the run's end is sent. When Redis fails, a batch is tried again (100 ms, doubling to 2 s) for
 /// about a minute before it is dropped. The run's channel holds its run while what is queued here and
 /// not yet out passes its bound ([`OUTLET_BYTES`](crate::runs::channel::OUTLET_BYTES)).
-pub(crate) async fn publish(bus: Bus, run_id: String, resumable: bool, mut outgoing: OutletReceiver) {
+///
+/// `here`: the channel of this instance's listeners, fed from here with each event once Redis has it
+/// (with the id Redis gave it), not read back from Redis: no connection and no reads of its own. Its
+/// run's end finishes it even when Redis has not taken the end; should the run stop here without an end
+/// (another worker took it over), the channel goes on from the run's stream after the last event fed.
+pub(crate) async fn publish(
+    bus: Bus,
+    run_id: String,
+    resumable: bool,
+    mut outgoing: OutletReceiver,
+    here: Option<Feed>,
+) {
     let key = bus.stream_key(&run_id);
     let mut conn = bus.conn.clone();
     let keep = if resumable { KEEP_RESUMABLE } else { KEEP_OTHERS };
+    let mut last = FIRST.to_owned();
     while let Some(first) = outgoing.recv().await {
         let mut batch = vec![first];
         while batch.len() < 512 {
@@ -207,51 +219,64 @@ pub(crate) async fn publish(bus: Bus, run_id: String, resumable: bool, mut outgo
         }
         let mut pipe = redis::pipe();
         let mut flushed = Vec::new();
-        let mut ended = false;
+        let mut events = Vec::new();
+        let mut ended = None;
         let bytes = batch.iter().map(Outgoing::weight).sum();
         for item in batch {
             match item {
                 Outgoing::Event { name, data } => {
                     add(&mut pipe, &key, MAX_EVENTS, &name, &data);
+                    events.push((name, data));
                 }
                 Outgoing::End(result) => {
-                    let data = result.map_or_else(|| "null".to_owned(), |r| r.to_string());
+                    let data = result.as_ref().map_or_else(|| "null".to_owned(), ToString::to_string);
                     add(&mut pipe, &key, MAX_EVENTS, END, &data);
                     pipe.cmd("EXPIRE").arg(&key).arg(keep.as_secs()).ignore();
-                    ended = true;
+                    ended = Some(result);
                 }
                 Outgoing::Flush(done) => flushed.push(done),
             }
         }
         // A batch of flushes alone has nothing to send (and an empty pipeline gets no answer).
-        if !pipe.is_empty() {
-            if let Err(e) = send_retrying(&mut conn, &pipe, &run_id).await {
-                tracing::error!(run_id, error = %e, "the run's events could not be sent to Redis: dropped");
+        let ids = if pipe.is_empty() {
+            Vec::new()
+        } else {
+            match send_retrying::<_, Vec<String>>(&mut conn, &pipe, &run_id).await {
+                Ok(ids) => ids,
+                Err(e) => {
+                    tracing::error!(run_id, error = %e, "the run's events could not be sent to Redis: dropped");
+                    Vec::new()
+                }
+            }
+        };
+        if let Some(feed) = &here {
+            // Each event with its id in the stream, in order (the end's id comes last).
+            for ((name, data), id) in events.into_iter().zip(&ids) {
+                last.clone_from(id);
+                feed.channel.deliver(id.clone(), name, data);
             }
         }
         outgoing.done(bytes);
         for done in flushed {
             let _ = done.send(());
         }
-        if ended {
+        if let Some(result) = ended {
+            if let Some(feed) = &here {
+                feed.end(result);
+            }
             return;
         }
     }
+    // The run stopped here without an end: its listeners here go on from its stream.
+    if let Some(feed) = here {
+        tokio::spawn(follow(feed, last, true));
+    }
 }
 
-/// Queues on `pipe` the `XADD` of an entry (trimmed to about `max` entries).
+/// Queues on `pipe` the `XADD` of an entry (trimmed to about `max` entries), whose answer is the
+/// entry's id.
 pub(super) fn add(pipe: &mut redis::Pipeline, key: &str, max: usize, name: &str, data: &str) {
-    pipe.cmd("XADD")
-        .arg(key)
-        .arg("MAXLEN")
-        .arg("~")
-        .arg(max)
-        .arg("*")
-        .arg("e")
-        .arg(name)
-        .arg("d")
-        .arg(data)
-        .ignore();
+    pipe.cmd("XADD").arg(key).arg("MAXLEN").arg("~").arg(max).arg("*").arg("e").arg(name).arg("d").arg(data);
 }
 
 /// One entry of a run's stream: id, event name, data.
@@ -324,6 +349,13 @@ impl Followers {
 
 impl RemoteChannels for Followers {
     fn open(&self, run_id: &str, resumable: bool) -> Arc<RunChannel> {
+        let channel = self.open_fed(run_id, resumable);
+        let feed = Feed::new(&self.app, &self.scale, run_id, &channel);
+        tokio::spawn(follow(feed, FIRST.to_owned(), true));
+        channel
+    }
+
+    fn open_fed(&self, run_id: &str, resumable: bool) -> Arc<RunChannel> {
         let scale = Arc::downgrade(&self.scale);
         let id = run_id.to_owned();
         let hook = Box::new(move |action| {
@@ -331,16 +363,51 @@ impl RemoteChannels for Followers {
                 scale.request_cancel(&id, action);
             }
         });
-        let channel = Arc::new(RunChannel::with_cancel_hook(resumable, hook));
-        tokio::spawn(follow(
-            self.app.clone(),
-            self.scale.bus.clone(),
-            self.scale.db.clone(),
-            run_id.to_owned(),
-            Arc::clone(&channel),
-            true,
-        ));
-        channel
+        Arc::new(RunChannel::with_cancel_hook(resumable, hook))
+    }
+}
+
+/// The id before a stream's first entry.
+const FIRST: &str = "0-0";
+
+/// A channel of this instance's listeners and what feeding it from its run's stream takes.
+pub(crate) struct Feed {
+    app: Weak<App>,
+    bus: Bus,
+    db: super::Db,
+    run_id: String,
+    channel: Arc<RunChannel>,
+}
+
+impl Feed {
+    /// The feed of `channel`, the listeners' channel of run `run_id`.
+    pub(crate) fn new(app: &Weak<App>, scale: &Scale, run_id: &str, channel: &Arc<RunChannel>) -> Self {
+        Self {
+            app: app.clone(),
+            bus: scale.bus.clone(),
+            db: scale.db.clone(),
+            run_id: run_id.to_owned(),
+            channel: Arc::clone(channel),
+        }
+    }
+
+    /// The run has ended with `result`: the channel finishes, and is kept for replays (a resumable run's)
+    /// or forgotten.
+    fn end(&self, result: Option<serde_json::Value>) {
+        self.channel.set_result(result);
+        self.channel.finish();
+        self.let_go();
+    }
+
+    /// The channel is done with: kept for replays when the run is resumable, else forgotten.
+    fn let_go(&self) {
+        if let Some(app) = self.app.upgrade() {
+            if self.channel.is_resumable() {
+                app.channels.keep_finished(&self.run_id);
+            } else {
+                app.channels.remove(&self.run_id);
+            }
+        }
     }
 }
 
@@ -350,24 +417,17 @@ impl RemoteChannels for Followers {
 pub(super) fn follow_alone(app: Weak<App>, scale: &Scale, run_id: &str) -> Subscription {
     let channel = Arc::new(RunChannel::new(false));
     let subscription = channel.subscribe(None);
-    tokio::spawn(follow(app, scale.bus.clone(), scale.db.clone(), run_id.to_owned(), channel, false));
+    tokio::spawn(follow(Feed::new(&app, scale, run_id, &channel), FIRST.to_owned(), false));
     subscription
 }
 
-/// Feeds `channel` with its run's stream from the start until the run's end entry, or, when the run has
-/// left the queue and no end came within a read's wait (its stream expired, or Redis lost it), until then
-/// with the run's recorded result. A channel that is not `shared` (this instance's channel of the run)
-/// stops being fed once no one listens to it.
-async fn follow(
-    app: Weak<App>,
-    bus: Bus,
-    db: super::Db,
-    run_id: String,
-    channel: Arc<RunChannel>,
-    shared: bool,
-) {
-    let key = bus.stream_key(&run_id);
-    let mut last = "0-0".to_owned();
+/// Feeds the feed's channel with its run's stream after entry `last` until the run's end entry, or,
+/// when the run has left the queue and no end came within a read's wait (its stream expired, or Redis
+/// lost it), until then with the run's recorded result. A channel that is not `shared` (this instance's
+/// channel of the run) stops being fed once no one listens to it.
+async fn follow(feed: Feed, mut last: String, shared: bool) {
+    let Feed { app, bus, db, run_id, channel } = &feed;
+    let key = bus.stream_key(run_id);
     let mut conn: Option<MultiplexedConnection> = None;
     let mut pause = Duration::from_millis(100);
     let mut gone_since_read = false;
@@ -410,10 +470,10 @@ async fn follow(
         };
         if got.is_empty() {
             // Nothing came: is the run still queued? Once it is not, one more wait for its end entry.
-            match queue::is_queued(&db, &run_id).await {
+            match queue::is_queued(db, run_id).await {
                 Ok(true) => gone_since_read = false,
                 Ok(false) if gone_since_read => {
-                    let result = recorded_result(&app, &run_id).await;
+                    let result = recorded_result(app, run_id).await;
                     channel.set_result(result);
                     channel.finish();
                     break;
@@ -435,12 +495,8 @@ async fn follow(
             channel.deliver(id, name, data);
         }
     }
-    if let Some(app) = app.upgrade().filter(|_| shared) {
-        if channel.is_resumable() {
-            app.channels.keep_finished(&run_id);
-        } else {
-            app.channels.remove(&run_id);
-        }
+    if shared {
+        feed.let_go();
     }
 }
 
@@ -454,6 +510,7 @@ async fn recorded_result(app: &Weak<App>, run_id: &str) -> Option<serde_json::Va
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runs::channel::Outlet;
 
     fn bulk(s: &str) -> Value {
         Value::BulkString(s.as_bytes().to_vec())
@@ -484,5 +541,104 @@ mod tests {
             ]
         );
         assert!(entries(&Value::Nil).is_empty(), "a read that timed out has no entries");
+    }
+
+    /// A bus on Redis at 127.0.0.1:6379 (`WEFT_TEST_REDIS_URL` overrides it) under a prefix of the test's
+    /// own; `None` when Redis is unreachable (the test skips loudly, and fails in CI).
+    async fn bus() -> Option<Bus> {
+        let uri = std::env::var("WEFT_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
+        let prefix = format!("weft-test-{}:", uuid::Uuid::new_v4().simple());
+        match tokio::time::timeout(Duration::from_secs(5), Bus::connect(&uri, &prefix)).await {
+            Ok(Ok(bus)) => Some(bus),
+            _ => {
+                weft_testenv::skip_or_fail(
+                    "Redis at 127.0.0.1:6379",
+                    "unreachable",
+                    "`cargo xtask services`",
+                );
+                None
+            }
+        }
+    }
+
+    /// The feed of the listeners' channel `channel` of run `run_id` (its database is never reached
+    /// here: only a follower whose reads wait in vain asks it whether the run is queued).
+    fn feed(bus: &Bus, run_id: &str, channel: &Arc<RunChannel>) -> Feed {
+        let pool = sqlx::PgPool::connect_lazy("postgres://postgres@127.0.0.1:5432/postgres").unwrap();
+        Feed {
+            app: Weak::new(),
+            bus: bus.clone(),
+            db: super::super::Db::new(pool, true),
+            run_id: run_id.to_owned(),
+            channel: Arc::clone(channel),
+        }
+    }
+
+    /// The entries of the run's stream in Redis (its end included), then the stream deleted.
+    async fn stored(bus: &Bus, run_id: &str) -> Vec<Entry> {
+        let mut conn = bus.shared();
+        let reply: Value = redis::cmd("XRANGE")
+            .arg(bus.stream_key(run_id))
+            .arg("-")
+            .arg("+")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let _: i64 = redis::cmd("DEL").arg(bus.stream_key(run_id)).query_async(&mut conn).await.unwrap();
+        range_entries(&reply)
+    }
+
+    fn heard(listeners: &RunChannel) -> Vec<(String, String, String)> {
+        let replay = listeners.subscribe(Some("-1")).replay;
+        replay.iter().map(|e| (e.id.clone(), e.name.clone(), e.data.clone())).collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_run_here_feeds_its_listeners_with_the_ids_redis_gave_its_events() {
+        let Some(bus) = bus().await else { return };
+        let listeners = Arc::new(RunChannel::new(true));
+        let (outlet, outgoing) = Outlet::bounded(1 << 20);
+        let worker = RunChannel::with_outlet(true, outlet);
+        let here = Some(feed(&bus, "r1", &listeners));
+        let publisher = tokio::spawn(publish(bus.clone(), "r1".into(), true, outgoing, here));
+        worker.publish("metadata", r#"{"run_id":"r1"}"#.into());
+        worker.publish("values", r#"{"n":1}"#.into());
+        worker.set_result(Some(serde_json::json!({"n": 1})));
+        worker.finish();
+        publisher.await.unwrap();
+        assert!(listeners.is_finished(), "the run's end finishes its listeners' channel");
+        assert_eq!(listeners.result(), Some(serde_json::json!({"n": 1})));
+        let heard = heard(&listeners);
+        let mut stored = stored(&bus, "r1").await;
+        assert_eq!(stored.pop().map(|(_, name, _)| name).as_deref(), Some(END));
+        assert_eq!(heard, stored, "the listeners hear each event with its id in the run's stream");
+        assert_eq!(heard.len(), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_run_that_stops_here_without_its_end_leaves_its_listeners_to_its_stream() {
+        let Some(bus) = bus().await else { return };
+        let listeners = Arc::new(RunChannel::new(true));
+        let (outlet, outgoing) = Outlet::bounded(1 << 20);
+        let worker = RunChannel::with_outlet(true, outlet);
+        let here = Some(feed(&bus, "r2", &listeners));
+        let publisher = tokio::spawn(publish(bus.clone(), "r2".into(), true, outgoing, here));
+        worker.publish("metadata", r#"{"run_id":"r2"}"#.into());
+        worker.flush().await;
+        // The run's task stops here (another worker took the run over): its channel goes, with no end.
+        drop(worker);
+        publisher.await.unwrap();
+        assert!(!listeners.is_finished());
+        // The run goes on elsewhere: its next event and its end reach the stream.
+        let mut pipe = redis::pipe();
+        add(&mut pipe, &bus.stream_key("r2"), MAX_EVENTS, "values", r#"{"n":2}"#);
+        add(&mut pipe, &bus.stream_key("r2"), MAX_EVENTS, END, r#"{"n":2}"#);
+        let _: Vec<String> = pipe.query_async(&mut bus.shared()).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(10), listeners.finished()).await.unwrap();
+        assert_eq!(listeners.result(), Some(serde_json::json!({"n": 2})));
+        let heard = heard(&listeners);
+        let mut stored = stored(&bus, "r2").await;
+        stored.pop();
+        assert_eq!(heard, stored, "each event once, in order: the first fed here, the next read from Redis");
     }
 }

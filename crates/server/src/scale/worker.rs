@@ -84,29 +84,40 @@ async fn start(app: &Arc<App>, scale: &Arc<Scale>, claimed: queue::Claimed, perm
         return;
     }
     drop(records);
-    launch(app, scale, record, cancel, None, permit);
+    launch(app, scale, record, Launch { cancel, head: None, here: None }, permit);
+}
+
+/// How [`launch`] starts a run beside its record: a cancel asked for already, the thread's head read
+/// where the run was made, and the channel of this instance's listeners when the run was made here (fed
+/// by the run's publisher instead of from Redis; see [`super::bus::publish`]).
+pub(crate) struct Launch {
+    pub(crate) cancel: Option<CancelAction>,
+    pub(crate) head: Option<weft_graph::ThreadHead>,
+    pub(crate) here: Option<Arc<RunChannel>>,
 }
 
 /// Runs a run this worker holds (claimed, or made here on a free thread and stored as this worker's, see
-/// [`crate::runs::make`], which may hand it its thread's `head`) and recorded running, in a task of its
-/// own that holds the run slot `permit` until the run ends; its events go out through Redis and its
-/// lease is renewed while it runs.
+/// [`crate::runs::make`], which may hand it its thread's head and its listeners' channel: [`Launch`]) and
+/// recorded running, in a task of its own that holds the run slot `permit` until the run ends; its events
+/// go out through Redis and its lease is renewed while it runs.
 pub(crate) fn launch(
     app: &Arc<App>,
     scale: &Arc<Scale>,
     record: RunRecord,
-    cancel: Option<CancelAction>,
-    head: Option<weft_graph::ThreadHead>,
+    how: Launch,
     permit: OwnedSemaphorePermit,
 ) {
+    let Launch { cancel, head, here } = how;
     let run_id = record.run.run_id.clone();
     let (outlet, outgoing) = Outlet::bounded(OUTLET_BYTES);
     let channel = Arc::new(RunChannel::with_outlet(record.run.kwargs.resumable, outlet));
+    let here = here.map(|listeners| super::bus::Feed::new(&Arc::downgrade(app), scale, &run_id, &listeners));
     tokio::spawn(super::bus::publish(
         scale.bus.clone(),
         run_id.clone(),
         record.run.kwargs.resumable,
         outgoing,
+        here,
     ));
     if let Some(action) = cancel {
         channel.cancel_here(action);
