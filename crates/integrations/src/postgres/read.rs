@@ -68,7 +68,23 @@ pub(super) async fn get_tuple(
         })
         .await
         .map_err(backend)?;
-    rows.into_iter().next().map(|row| decode(row)?.finish()).transpose()
+    rows.into_iter().next().map(|row| decode(&row, 0)?.finish()).transpose()
+}
+
+/// A lateral source of [`ONE`]'s columns for a statement of a caller's: thread `$param`'s latest
+/// checkpoint in its root namespace (no row when it has none).
+pub(super) fn head_source(param: usize) -> String {
+    format!("weft_checkpoint_tuple(${param}, '', NULL)")
+}
+
+/// The checkpoint of a row whose columns from `first` on are [`head_source`]'s, whole; `None` when they
+/// are null (no checkpoint, through an outer join).
+pub(super) fn head_of_row(row: &PgRow, first: usize) -> Result<Option<CheckpointTuple>, CheckpointError> {
+    let thread: Option<String> = row.try_get(first).map_err(backend)?;
+    if thread.is_none() {
+        return Ok(None);
+    }
+    decode(row, first)?.finish().map(Some)
 }
 
 /// `list`: the metadata filter runs in the database as containment, then exactly in weft (containment
@@ -106,7 +122,7 @@ pub(super) async fn list(
         .map_err(backend)?;
     let mut out = Vec::new();
     for row in rows {
-        let found = decode(row)?;
+        let found = decode(&row, 0)?;
         if !rows::metadata_matches(&found.parsed.metadata_json, &options.filter) {
             continue;
         }
@@ -132,32 +148,32 @@ impl Found {
     }
 }
 
-/// One row of [`select_tuples!`], its checkpoint parsed.
-fn decode(row: PgRow) -> Result<Found, CheckpointError> {
+/// One row of [`select_tuples!`] (its columns from `at` on), its checkpoint parsed.
+fn decode(row: &PgRow, at: usize) -> Result<Found, CheckpointError> {
     let get = |e: sqlx::Error| backend(e);
     let checkpoint = CheckpointRow {
-        thread_id: row.try_get(0).map_err(get)?,
-        checkpoint_ns: row.try_get(1).map_err(get)?,
-        checkpoint_id: row.try_get(2).map_err(get)?,
-        parent_checkpoint_id: row.try_get(3).map_err(get)?,
-        checkpoint: row.try_get(4).map_err(get)?,
-        metadata: row.try_get(5).map_err(get)?,
+        thread_id: row.try_get(at).map_err(get)?,
+        checkpoint_ns: row.try_get(at + 1).map_err(get)?,
+        checkpoint_id: row.try_get(at + 2).map_err(get)?,
+        parent_checkpoint_id: row.try_get(at + 3).map_err(get)?,
+        checkpoint: row.try_get(at + 4).map_err(get)?,
+        metadata: row.try_get(at + 5).map_err(get)?,
     };
-    let channels: Vec<String> = row.try_get::<Option<_>, _>(6).map_err(get)?.unwrap_or_default();
-    let versions: Vec<String> = row.try_get::<Option<_>, _>(7).map_err(get)?.unwrap_or_default();
-    let bases: Vec<Option<String>> = row.try_get::<Option<_>, _>(8).map_err(get)?.unwrap_or_default();
-    let blobs: Vec<Option<Vec<u8>>> = row.try_get::<Option<_>, _>(9).map_err(get)?.unwrap_or_default();
+    let channels: Vec<String> = row.try_get::<Option<_>, _>(at + 6).map_err(get)?.unwrap_or_default();
+    let versions: Vec<String> = row.try_get::<Option<_>, _>(at + 7).map_err(get)?.unwrap_or_default();
+    let bases: Vec<Option<String>> = row.try_get::<Option<_>, _>(at + 8).map_err(get)?.unwrap_or_default();
+    let blobs: Vec<Option<Vec<u8>>> = row.try_get::<Option<_>, _>(at + 9).map_err(get)?.unwrap_or_default();
     let blob_rows = channels
         .into_iter()
         .zip(versions)
         .zip(bases.into_iter().zip(blobs))
         .map(|((channel, version), (base_version, blob))| BlobRow { channel, version, base_version, blob })
         .collect();
-    let task_ids: Vec<String> = row.try_get::<Option<_>, _>(10).map_err(get)?.unwrap_or_default();
-    let task_paths: Vec<String> = row.try_get::<Option<_>, _>(11).map_err(get)?.unwrap_or_default();
-    let idxs: Vec<i64> = row.try_get::<Option<_>, _>(12).map_err(get)?.unwrap_or_default();
-    let write_channels: Vec<String> = row.try_get::<Option<_>, _>(13).map_err(get)?.unwrap_or_default();
-    let write_blobs: Vec<Vec<u8>> = row.try_get::<Option<_>, _>(14).map_err(get)?.unwrap_or_default();
+    let task_ids: Vec<String> = row.try_get::<Option<_>, _>(at + 10).map_err(get)?.unwrap_or_default();
+    let task_paths: Vec<String> = row.try_get::<Option<_>, _>(at + 11).map_err(get)?.unwrap_or_default();
+    let idxs: Vec<i64> = row.try_get::<Option<_>, _>(at + 12).map_err(get)?.unwrap_or_default();
+    let write_channels: Vec<String> = row.try_get::<Option<_>, _>(at + 13).map_err(get)?.unwrap_or_default();
+    let write_blobs: Vec<Vec<u8>> = row.try_get::<Option<_>, _>(at + 14).map_err(get)?.unwrap_or_default();
     let writes = task_ids
         .into_iter()
         .zip(task_paths)

@@ -139,6 +139,24 @@ impl PostgresSaver {
         read::get_tuple(&mut Target::Transaction { conn, prepared }, config).await
     }
 
+    /// For a statement of the caller's that reads a thread's head in the same round trip as its own work
+    /// (a server reads it in the statement that records the run it makes): the SQL of a lateral source
+    /// (`... LEFT JOIN LATERAL <source> h ON true`) of the latest checkpoint of the thread named by
+    /// parameter `$param`, in its root namespace, as [`get_tuple_in`](PostgresSaver::get_tuple_in)
+    /// reads it; [`head_of_row`](PostgresSaver::head_of_row) reads its columns back.
+    pub fn head_source(param: usize) -> String {
+        read::head_source(param)
+    }
+
+    /// The checkpoint read by a [`head_source`](PostgresSaver::head_source) whose columns start at
+    /// column `first` of `row`; `None` when the thread has none there (the columns are null).
+    pub fn head_of_row(
+        row: &sqlx::postgres::PgRow,
+        first: usize,
+    ) -> Result<Option<CheckpointTuple>, CheckpointError> {
+        read::head_of_row(row, first)
+    }
+
     /// Writes `ops` as one batch on `target`; a batch not stored as planned makes the delta planner
     /// forget its threads.
     async fn write_batch(

@@ -414,21 +414,18 @@ pub(crate) async fn create(
         }
         None => record.clone(),
     };
-    // Scaled out, such a run is handed its thread's head, read in this transaction: no transaction of
-    // its own to read it (see `ThreadHead`).
+    // Scaled out, such a run is handed its thread's head, read in this transaction by the statement that
+    // writes the run: no transaction or round trip of its own to read it (see `ThreadHead`).
     #[cfg(feature = "scale")]
-    let head = match (&app.scale, &slot) {
-        (Some(scale), Some(_)) => {
-            records.own_on_write(&stored.run.run_id, &scale.worker, scale.lease);
-            if reads_head(&stored) {
-                records.thread_head(&scale.saver, &request.thread_id).await?
-            } else {
-                None
-            }
+    if let (Some(scale), Some(_)) = (&app.scale, &slot) {
+        records.own_on_write(&stored.run.run_id, &scale.worker, scale.lease);
+        if reads_head(&stored) {
+            records.head_on_write(&request.thread_id);
         }
-        _ => None,
-    };
+    }
     records.commit(vec![Change::Thread(thread), Change::Run(Box::new(stored.clone()))]).await?;
+    #[cfg(feature = "scale")]
+    let head = records.take_head().map(|tuple| weft_graph::ThreadHead::read(&request.thread_id, tuple));
     // Scaled out, a run started here feeds its listeners here itself (not through Redis reads).
     #[cfg(feature = "scale")]
     let here = match (&app.scale, &slot) {

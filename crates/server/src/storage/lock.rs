@@ -351,21 +351,6 @@ impl RecordsGuard<'_> {
         self.records().commit(changes).await
     }
 
-    /// Scaled out, the thread's head read through `saver` in this turn's transaction, for a run made in
-    /// it, without the records meanwhile; `None` on any other backend (the run reads it).
-    #[cfg(feature = "scale")]
-    pub(crate) async fn thread_head(
-        &mut self,
-        saver: &weft_integrations::postgres::PostgresSaver,
-        thread_id: &str,
-    ) -> Result<Option<weft_graph::ThreadHead>, ServerError> {
-        let Some((_, mut state)) = self.records().take_turn() else { return Ok(None) };
-        self.let_go();
-        let tuple = state.head(saver, thread_id).await;
-        self.hold().await.restore_turn(state);
-        Ok(Some(weft_graph::ThreadHead::read(thread_id, tuple?)))
-    }
-
     /// Scaled out, whether `worker` still holds the run's lease, checked in this turn's transaction (its
     /// queue row stays locked until the turn ends): the answer of the turn's start when it checked this
     /// lease ([`RecordsLock::lock_checking`]), else a round trip without the records meanwhile; any other

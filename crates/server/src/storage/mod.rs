@@ -496,6 +496,26 @@ impl Records {
         }
     }
 
+    /// Scaled out, the next commit also reads the latest checkpoint of thread `thread_id`'s root namespace
+    /// in its write's statement (see [`postgres::PgRecords::head_on_write`]), for
+    /// [`take_head`](Records::take_head); any other backend reads none.
+    #[cfg(feature = "scale")]
+    pub(crate) fn head_on_write(&mut self, thread_id: &str) {
+        if let Backend::Postgres(pg) = &mut self.backend {
+            pg.head_on_write(thread_id);
+        }
+    }
+
+    /// The head the last commit read (see [`head_on_write`](Records::head_on_write)), taken, for a run
+    /// made in its turn to start from; `None` when none was read.
+    #[cfg(feature = "scale")]
+    pub(crate) fn take_head(&mut self) -> Option<Option<weft_graph::checkpoint::CheckpointTuple>> {
+        match &mut self.backend {
+            Backend::Postgres(pg) => pg.take_head(),
+            _ => None,
+        }
+    }
+
     /// Scaled out, the next commit of this turn stores `ops`, a run's last saves, through `saver` in its
     /// transaction before the records (see [`postgres::PgRecords::save_on_write`]); `ops` back, to store
     /// otherwise, on any other backend.

@@ -45,7 +45,7 @@ use std::sync::Arc;
 use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, Postgres, Row as _};
 use tokio::sync::oneshot;
-use weft_graph::checkpoint::{CheckpointError, SaveOp};
+use weft_graph::checkpoint::{CheckpointError, CheckpointTuple, SaveOp};
 use weft_integrations::postgres::PostgresSaver;
 
 use super::{Change, Op, source};
@@ -182,6 +182,10 @@ const SCHEMA: &[&str] = &[
          queue_ops, queue_runs, queue_threads, queue_due, NULL, 0) $$",
 ];
 
+/// A turn's write of its records and queue rows (see `weft_server_records_write` in [`SCHEMA`]).
+const WRITE: &str =
+    "SELECT weft_server_records_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+
 /// The version of [`SCHEMA`] (and the indexes and upgrade of [`source`]); bumped with every change to
 /// them. A start that finds it (or a newer one) recorded runs no DDL: even `IF NOT EXISTS` forms take
 /// locks on the tables the running instances use, and a lock queued behind a turn makes every later
@@ -224,6 +228,11 @@ pub(crate) struct TurnState {
     saves: Option<Saves>,
     /// The lease checked at the turn's start (see [`Lease`]), and whether it was held.
     lease: Option<(Lease, bool)>,
+    /// The thread whose head the next write reads (see [`PgRecords::head_on_write`]), through the saver
+    /// that stores its checkpoints.
+    head: Option<String>,
+    /// The head the last write read, until taken.
+    head_read: Option<Option<CheckpointTuple>>,
 }
 
 /// A run's lease that a turn checks as it starts, in its first round trip: the run and its worker.
@@ -492,6 +501,18 @@ impl PgRecords {
         self.state.saves = (!ops.is_empty()).then(|| Saves { saver: Arc::clone(saver), ops });
     }
 
+    /// The next write also reads the latest checkpoint of thread `thread_id`'s root namespace (in its
+    /// statement: no round trip of its own), for [`PgRecords::take_head`] once the turn commits.
+    pub(crate) fn head_on_write(&mut self, thread_id: &str) {
+        self.state.head = Some(thread_id.to_owned());
+    }
+
+    /// The head the last write read ([`PgRecords::head_on_write`]), taken: `None` when none was read,
+    /// `Some(None)` for a thread without a checkpoint.
+    pub(crate) fn take_head(&mut self) -> Option<Option<CheckpointTuple>> {
+        self.state.head_read.take()
+    }
+
     /// The next write stores the run `run_id`, running, as claimed by `worker` for `lease` (in its
     /// transaction: no claim and no turn of its own to start it).
     pub(crate) fn own_on_write(&mut self, run_id: &str, worker: &str, lease: std::time::Duration) {
@@ -512,17 +533,6 @@ impl TurnState {
     /// The open turn's connection.
     fn conn(&mut self) -> Result<&mut PgConnection, ServerError> {
         self.tx.as_mut().ok_or_else(not_held)?.conn().map_err(storage)
-    }
-
-    /// The latest checkpoint of the thread's root namespace, read through `saver` in the turn's
-    /// transaction (no transaction of its own; see [`PostgresSaver::get_tuple_in`]).
-    pub(crate) async fn head(
-        &mut self,
-        saver: &PostgresSaver,
-        thread_id: &str,
-    ) -> Result<Option<weft_graph::checkpoint::CheckpointTuple>, ServerError> {
-        let config = weft_graph::checkpoint::CheckpointConfig::thread(thread_id);
-        Ok(saver.get_tuple_in(self.conn()?, &config).await?)
     }
 
     /// The answer of the lease checked as the turn started, when it was this one.
@@ -565,27 +575,40 @@ impl TurnState {
             saver.put_batch_in(turn.conn().map_err(storage)?, ops).await?;
         }
         let text = |n: usize| ops.iter().map(|op| op.3.texts()[n]).collect::<Vec<_>>();
-        sqlx::query_scalar::<_, i64>(
-            "SELECT weft_server_records_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-        )
-        .bind(ops.iter().map(|op| op.0.name()).collect::<Vec<_>>())
-        .bind(ops.iter().map(|op| op.1.as_str()).collect::<Vec<_>>())
-        .bind(ops.iter().map(|op| op.2.as_deref()).collect::<Vec<_>>())
-        .bind(text(0))
-        .bind(text(1))
-        .bind(text(2))
-        .bind(text(3))
-        .bind(ops.iter().map(|op| op.3.sweepable.and_then(|n| i32::try_from(n).ok())).collect::<Vec<_>>())
-        .bind(queue.ops)
-        .bind(queue.runs)
-        .bind(queue.threads)
-        .bind(queue.due)
-        .bind(owned.as_ref().map(|o| o.worker.as_str()))
-        .bind(owned.as_ref().map_or(0.0, |o| o.lease_ms))
-        .persistent(db.prepared)
-        .fetch_one(turn.conn().map_err(storage)?)
-        .await
-        .map_err(storage)?;
+        let head = self.head.take();
+        let sql = match &head {
+            None => WRITE.to_owned(),
+            // The head read beside the write (one round trip): the write once (a materialized CTE), the
+            // read in the same statement's snapshot, after the turn's locks.
+            Some(_) => format!(
+                "WITH w AS MATERIALIZED ({WRITE}) SELECT w.*, h.* FROM w LEFT JOIN LATERAL {} h ON true",
+                PostgresSaver::head_source(15)
+            ),
+        };
+        let query = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(ops.iter().map(|op| op.0.name()).collect::<Vec<_>>())
+            .bind(ops.iter().map(|op| op.1.as_str()).collect::<Vec<_>>())
+            .bind(ops.iter().map(|op| op.2.as_deref()).collect::<Vec<_>>())
+            .bind(text(0))
+            .bind(text(1))
+            .bind(text(2))
+            .bind(text(3))
+            .bind(ops.iter().map(|op| op.3.sweepable.and_then(|n| i32::try_from(n).ok())).collect::<Vec<_>>())
+            .bind(queue.ops)
+            .bind(queue.runs)
+            .bind(queue.threads)
+            .bind(queue.due)
+            .bind(owned.as_ref().map(|o| o.worker.as_str()))
+            .bind(owned.as_ref().map_or(0.0, |o| o.lease_ms));
+        let query = match head.as_deref() {
+            Some(thread_id) => query.bind(thread_id),
+            None => query,
+        };
+        let row =
+            query.persistent(db.prepared).fetch_one(turn.conn().map_err(storage)?).await.map_err(storage)?;
+        if head.is_some() {
+            self.head_read = Some(PostgresSaver::head_of_row(&row, 1)?);
+        }
         Ok(turn)
     }
 }

@@ -1402,3 +1402,35 @@ async fn upgrading_a_large_table_through_a_transaction_pooler() {
     .unwrap();
     assert_eq!((version, unfilled, leases, valid), (super::SCHEMA_VERSION, 0, 0, true));
 }
+
+#[tokio::test]
+async fn a_turns_write_reads_the_threads_head_with_it() {
+    use weft_graph::checkpoint::{CheckpointConfig, Checkpointer as _, ExpectedHead};
+    let Some(db) = database().await else { return };
+    let (a, pool) = instance(&db).await;
+    let options = weft_integrations::postgres::PostgresOptions::default();
+    let saver =
+        Arc::new(weft_integrations::postgres::PostgresSaver::from_pool(pool.clone(), options).await.unwrap());
+    // A thread without a checkpoint: read as such, beside the write.
+    let mut records = a.lock(Key::Thread("t1")).await.unwrap();
+    records.head_on_write("t1");
+    records.commit(vec![thread("t1"), run("r1", "t1", "running")]).await.unwrap();
+    assert_eq!(records.take_head(), Some(None), "read with the write: no checkpoint");
+    drop(records);
+    // With a checkpoint: the one `get_tuple` reads, whole.
+    let (first, op) = last_save("t1", ExpectedHead::Empty);
+    saver.put_batch(vec![op]).await.unwrap();
+    let mut records = a.lock(Key::Thread("t1")).await.unwrap();
+    records.head_on_write("t1");
+    records.commit(vec![run("r1", "t1", "success")]).await.unwrap();
+    let read = records.take_head().expect("read with the write");
+    assert!(records.take_head().is_none(), "taken once");
+    drop(records);
+    let expected = saver.get_tuple(&CheckpointConfig::thread("t1")).await.unwrap();
+    assert_eq!(expected.as_ref().map(|t| t.checkpoint.id.clone()), Some(first));
+    assert_eq!(read, expected);
+    // Without the request, no head is read.
+    let mut records = a.lock(Key::Thread("t1")).await.unwrap();
+    records.commit(vec![run("r2", "t1", "success")]).await.unwrap();
+    assert!(records.take_head().is_none());
+}
