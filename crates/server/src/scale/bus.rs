@@ -196,14 +196,16 @@ pub(crate) async fn send_retrying<C: redis::aio::ConnectionLike, T: redis::FromR
 ///
 /// `here`: the channel of this instance's listeners, fed from here with each event once Redis has it
 /// (with the id Redis gave it), not read back from Redis: no connection and no reads of its own. Its
-/// run's end finishes it even when Redis has not taken the end; should the run stop here without an end
-/// (another worker took it over), the channel goes on from the run's stream after the last event fed.
+/// run's end finishes it even when Redis has not taken the end. Should the run stop here without an end
+/// (another worker took it over), or a batch fail to reach Redis at the first try (Redis may have stored
+/// part of it, and stores again what is sent again), the channel goes on from the run's stream after
+/// the last event fed, so that its listeners get exactly what the stream holds.
 pub(crate) async fn publish(
     bus: Bus,
     run_id: String,
     resumable: bool,
     mut outgoing: OutletReceiver,
-    here: Option<Feed>,
+    mut here: Option<Feed>,
 ) {
     let key = bus.stream_key(&run_id);
     let mut conn = bus.conn.clone();
@@ -237,14 +239,24 @@ pub(crate) async fn publish(
                 Outgoing::Flush(done) => flushed.push(done),
             }
         }
-        // A batch of flushes alone has nothing to send (and an empty pipeline gets no answer).
-        let ids = if pipe.is_empty() {
+        // A batch of flushes alone has nothing to send (and an empty pipeline gets no answer). Answers are
+        // read as plain values: none fails to parse.
+        let ids: Vec<String> = if pipe.is_empty() {
             Vec::new()
         } else {
-            match send_retrying::<_, Vec<String>>(&mut conn, &pipe, &run_id).await {
-                Ok(ids) => ids,
+            match pipe.query_async::<Vec<Value>>(&mut conn).await {
+                Ok(ids) => ids.iter().map(|id| text(id).unwrap_or_default()).collect(),
                 Err(e) => {
-                    tracing::error!(run_id, error = %e, "the run's events could not be sent to Redis: dropped");
+                    // Redis may have stored some of the batch before it failed, and a batch sent again is
+                    // stored again: from here on the listeners read the stream as it is, from the last
+                    // event fed, like every other instance's.
+                    if let Some(feed) = here.take() {
+                        tokio::spawn(follow(feed, last.clone(), true));
+                    }
+                    tracing::warn!(run_id, error = %e, "cannot send the run's events to Redis: retrying");
+                    if let Err(e) = send_retrying::<_, ()>(&mut conn, &pipe, &run_id).await {
+                        tracing::error!(run_id, error = %e, "the run's events could not be sent to Redis: dropped");
+                    }
                     Vec::new()
                 }
             }
@@ -640,5 +652,33 @@ mod tests {
         let mut stored = stored(&bus, "r2").await;
         stored.pop();
         assert_eq!(heard, stored, "each event once, in order: the first fed here, the next read from Redis");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_batch_that_fails_at_first_leaves_the_listeners_to_the_stream() {
+        let Some(bus) = bus().await else { return };
+        let listeners = Arc::new(RunChannel::new(true));
+        let (outlet, outgoing) = Outlet::bounded(1 << 20);
+        let worker = RunChannel::with_outlet(true, outlet);
+        let here = Some(feed(&bus, "r3", &listeners));
+        let publisher = tokio::spawn(publish(bus.clone(), "r3".into(), true, outgoing, here));
+        worker.publish("metadata", r#"{"run_id":"r3"}"#.into());
+        worker.flush().await;
+        // Redis drops the publisher's connection: its next batch fails at the first try.
+        let id: i64 = redis::cmd("CLIENT").arg("ID").query_async(&mut bus.shared()).await.unwrap();
+        let mut other = bus.dedicated().await.unwrap();
+        let _: Value =
+            redis::cmd("CLIENT").arg("KILL").arg("ID").arg(id).query_async(&mut other).await.unwrap();
+        worker.publish("values", r#"{"n":3}"#.into());
+        worker.set_result(Some(serde_json::json!({"n": 3})));
+        worker.finish();
+        publisher.await.unwrap();
+        tokio::time::timeout(Duration::from_secs(10), listeners.finished()).await.unwrap();
+        assert_eq!(listeners.result(), Some(serde_json::json!({"n": 3})));
+        let heard = heard(&listeners);
+        let mut stored = stored(&bus, "r3").await;
+        stored.pop();
+        assert_eq!(heard, stored, "the listeners hear what the stream holds");
+        assert_eq!(heard.len(), 2);
     }
 }
