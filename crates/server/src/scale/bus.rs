@@ -166,17 +166,17 @@ pub(crate) const RETRY_FOR: Duration = Duration::from_secs(60);
 /// Sends `pipe`, trying again while Redis fails (waits from 100 ms, doubling to 2 s, the core's
 /// [`Backoff`]) for about [`RETRY_FOR`]; the last error when it gives up. `about` names what is sent (a
 /// run or thread id) in the warnings.
-pub(crate) async fn send_retrying<C: redis::aio::ConnectionLike, T: redis::FromRedisValue>(
+pub(crate) async fn send_retrying<C: redis::aio::ConnectionLike>(
     conn: &mut C,
     pipe: &redis::Pipeline,
     about: &str,
-) -> redis::RedisResult<T> {
+) -> redis::RedisResult<()> {
     let backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
     let mut waited = Duration::ZERO;
     let mut retry = 0;
     loop {
-        match pipe.query_async::<T>(conn).await {
-            Ok(reply) => return Ok(reply),
+        match pipe.query_async::<()>(conn).await {
+            Ok(()) => return Ok(()),
             Err(e) if waited < RETRY_FOR => {
                 tracing::warn!(about, error = %e, "cannot send to Redis: retrying");
                 let pause = backoff.delay(retry);
@@ -240,21 +240,26 @@ pub(crate) async fn publish(
             }
         }
         // A batch of flushes alone has nothing to send (and an empty pipeline gets no answer). Answers are
-        // read as plain values: none fails to parse.
+        // read as plain values, which always parse; an answer that is not an id (none should be) hands the
+        // listeners to the stream as a failure does, without sending the batch again.
         let ids: Vec<String> = if pipe.is_empty() {
             Vec::new()
         } else {
             match pipe.query_async::<Vec<Value>>(&mut conn).await {
-                Ok(ids) => ids.iter().map(|id| text(id).unwrap_or_default()).collect(),
+                Ok(answers) => match answers.iter().map(text).collect::<Option<Vec<String>>>() {
+                    Some(ids) => ids,
+                    None => {
+                        hand_over(&mut here, &last);
+                        Vec::new()
+                    }
+                },
                 Err(e) => {
                     // Redis may have stored some of the batch before it failed, and a batch sent again is
                     // stored again: from here on the listeners read the stream as it is, from the last
                     // event fed, like every other instance's.
-                    if let Some(feed) = here.take() {
-                        tokio::spawn(follow(feed, last.clone(), true));
-                    }
+                    hand_over(&mut here, &last);
                     tracing::warn!(run_id, error = %e, "cannot send the run's events to Redis: retrying");
-                    if let Err(e) = send_retrying::<_, ()>(&mut conn, &pipe, &run_id).await {
+                    if let Err(e) = send_retrying(&mut conn, &pipe, &run_id).await {
                         tracing::error!(run_id, error = %e, "the run's events could not be sent to Redis: dropped");
                     }
                     Vec::new()
@@ -280,8 +285,13 @@ pub(crate) async fn publish(
         }
     }
     // The run stopped here without an end: its listeners here go on from its stream.
-    if let Some(feed) = here {
-        tokio::spawn(follow(feed, last, true));
+    hand_over(&mut here, &last);
+}
+
+/// The listeners fed from here (if still) go on from the run's stream after entry `last`.
+fn hand_over(here: &mut Option<Feed>, last: &str) {
+    if let Some(feed) = here.take() {
+        tokio::spawn(follow(feed, last.to_owned(), true));
     }
 }
 

@@ -46,7 +46,7 @@ impl Bus {
         let mut conn = self.shared();
         let thread_id = thread_id.to_owned();
         tokio::spawn(async move {
-            if let Err(e) = bus::send_retrying::<_, ()>(&mut conn, &pipe, &thread_id).await {
+            if let Err(e) = bus::send_retrying(&mut conn, &pipe, &thread_id).await {
                 tracing::error!(thread_id, error = %e, "the thread's entry could not be sent to Redis: dropped");
             }
         });
