@@ -75,6 +75,31 @@ async fn fake_chat_model_streams_by_words_chars_or_whole() {
     assert_eq!(texts(whole.stream(ask("x"), &config).collect().await), vec!["a b", ""]);
 }
 
+/// Each split cuts as LangChain's fakes do, piece by piece, and the pieces join back to the text.
+#[test]
+fn token_splits_cut_texts_piece_by_piece() {
+    let cases: [(TokenSplit, &str, &[&str]); 11] = [
+        (TokenSplit::Words, "  Hello big\nworld ", &["  Hello", " big", "\nworld", " "]),
+        (TokenSplit::Words, "a", &["a"]),
+        (TokenSplit::Words, "   ", &["   "]),
+        (TokenSplit::WordsAndSpaces, "Hello  world", &["Hello", " ", "", " ", "world"]),
+        (TokenSplit::WordsAndSpaces, " a", &["", " ", "a"]),
+        (TokenSplit::WordsAndSpaces, "a ", &["a", " ", ""]),
+        (TokenSplit::WordsAndSpaces, "é\tß", &["é", "\t", "ß"]),
+        (TokenSplit::Chars, "aé😀", &["a", "é", "😀"]),
+        (TokenSplit::Whole, "a b", &["a b"]),
+        (TokenSplit::Whole, "", &[]),
+        (TokenSplit::WordsAndSpaces, "", &[]),
+    ];
+    for (split, text, expected) in cases {
+        let pieces = split.split(text);
+        assert_eq!(pieces, expected, "{split:?} of {text:?}");
+        assert_eq!(pieces.concat(), text);
+        assert_eq!(split.pieces(text.to_owned()).collect::<Vec<_>>(), pieces);
+    }
+    assert!(TokenSplit::Words.split("").is_empty() && TokenSplit::Chars.split("").is_empty());
+}
+
 #[tokio::test]
 async fn fake_chat_model_last_chunk_carries_tool_calls_usage_and_metadata() {
     let mut response_metadata = serde_json::Map::new();

@@ -470,12 +470,19 @@ fn read_reply(sse: &mut process::Sse, text: &mut String, last_id: &mut Option<St
     }
 }
 
+/// How fast `/ok` must answer while 500 unread streams fill: the acceptance's 50 ms for an optimized server;
+/// a debug build spends about ten times the CPU on each event it sends, and when the reply starts its 500
+/// streams keep both cores of a 2-core machine busy for some 0.4 s, in which `/ok` took 12-90 ms there
+/// (CI's test stage runs debug builds).
+const OK_BOUND: Duration =
+    if cfg!(debug_assertions) { Duration::from_millis(250) } else { Duration::from_millis(50) };
+
 /// What the monitor saw while the streams were open: the highest RSS, the slowest `/ok`, how many samples.
 #[derive(Debug, Default)]
 struct Seen {
     max_rss: u64,
     slowest_ok: Duration,
-    /// The `/ok` answers slower than 50 ms.
+    /// The `/ok` answers slower than [`OK_BOUND`].
     slow_ok: Vec<Duration>,
     samples: usize,
     failed_ok: usize,
@@ -494,7 +501,7 @@ fn monitor(pid: u32, port: u16, stop: &std::sync::atomic::AtomicBool) -> Seen {
         let (status, _) = process::request(port, "GET", "/ok", None, &[]);
         let took = asked.elapsed();
         seen.slowest_ok = seen.slowest_ok.max(took);
-        if took >= Duration::from_millis(50) {
+        if took >= OK_BOUND {
             seen.slow_ok.push(took);
         }
         seen.failed_ok += usize::from(status != 200);
@@ -547,12 +554,14 @@ fn five_hundred_unread_streams_of_a_long_reply_keep_memory_bounded_and_ok_fast()
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         (streams, watcher.join().unwrap(), took)
     });
+    // Printed for the record (nextest shows it with the test's output).
+    eprintln!("monitor: {seen:?}, run took {took:?}");
     assert!(streams.iter().all(|s| s.status == 200), "every stream was opened");
     assert!(seen.samples >= 10, "sampled throughout the run ({took:?}): {seen:?}");
     assert_eq!(seen.failed_ok, 0, "{seen:?}");
     #[cfg(target_os = "linux")]
     assert!(seen.max_rss < RSS_LIMIT, "RSS peaked at {} MB: {seen:?}", seen.max_rss >> 20);
-    assert!(seen.slowest_ok < Duration::from_millis(50), "/ok took up to {:?}: {seen:?}", seen.slowest_ok);
+    assert!(seen.slowest_ok < OK_BOUND, "/ok took up to {:?}: {seen:?}", seen.slowest_ok);
 
     // Readers now: the first, a middle and the last stream, each to its end, resumed where it was cut.
     let expected = long_reply_text();

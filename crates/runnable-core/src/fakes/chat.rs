@@ -114,8 +114,13 @@ impl FakeChatModel {
 }
 
 /// Splits a reply into streamed chunks that merge back into it (once finished); the last one marked
-/// `chunk_position: "last"` when `mark_last`.
-fn chunks_of(message: AiMessage, split: TokenSplit, mark_last: bool) -> Vec<AiMessage> {
+/// `chunk_position: "last"` when `mark_last`. The chunks are cut as they are asked for, so a long reply
+/// costs its first chunk no more than a short one.
+fn chunks_of(
+    message: AiMessage,
+    split: TokenSplit,
+    mark_last: bool,
+) -> impl Iterator<Item = AiMessage> + Send {
     let AiMessage {
         content,
         id,
@@ -129,17 +134,11 @@ fn chunks_of(message: AiMessage, split: TokenSplit, mark_last: bool) -> Vec<AiMe
         chunk_position: _,
         is_chunk: _,
     } = message;
-    let pieces: Vec<Content> = match content {
-        Content::Text(text) => split.split(&text).into_iter().map(Content::Text).collect(),
-        blocks => vec![blocks],
+    let pieces: Box<dyn Iterator<Item = Content> + Send> = match content {
+        Content::Text(text) => Box::new(split.pieces(text).map(Content::Text)),
+        blocks => Box::new(std::iter::once(blocks)),
     };
-    let mut chunks: Vec<AiMessage> = pieces
-        .into_iter()
-        .map(|content| AiMessage { content, id: id.clone(), is_chunk: true, ..AiMessage::default() })
-        .collect();
-    if chunks.is_empty() {
-        chunks.push(AiMessage { id: id.clone(), is_chunk: true, ..AiMessage::default() });
-    }
+    let mut pieces = pieces.peekable();
     let valid =
         tool_calls.iter().map(|call| (Some(call.name.clone()), Some(call.args.to_string()), call.id.clone()));
     let invalid = invalid_tool_calls.into_iter().map(|call| (call.name, call.args, call.id));
@@ -148,14 +147,27 @@ fn chunks_of(message: AiMessage, split: TokenSplit, mark_last: bool) -> Vec<AiMe
         .enumerate()
         .map(|(index, (name, args, id))| ToolCallChunk { name, args, id, index: u32::try_from(index).ok() })
         .collect();
-    let last_index = chunks.len() - 1;
-    let last = std::mem::take(&mut chunks[last_index]);
-    chunks[last_index] = AiMessage { name, usage_metadata, additional_kwargs, response_metadata, ..last }
-        .with_tool_call_chunks(fragments);
-    if mark_last {
-        chunks[last_index].chunk_position = Some("last".to_owned());
-    }
-    chunks
+    // What the last chunk carries besides its text; taken once it is made (a reply without text still
+    // streams one chunk).
+    let mut rest = Some((name, usage_metadata, additional_kwargs, response_metadata, fragments));
+    std::iter::from_fn(move || {
+        let content = match pieces.next() {
+            Some(content) => content,
+            None if rest.is_some() => Content::default(),
+            None => return None,
+        };
+        let chunk = AiMessage { content, id: id.clone(), is_chunk: true, ..AiMessage::default() };
+        if pieces.peek().is_some() {
+            return Some(chunk);
+        }
+        let (name, usage_metadata, additional_kwargs, response_metadata, fragments) = rest.take()?;
+        let mut last = AiMessage { name, usage_metadata, additional_kwargs, response_metadata, ..chunk }
+            .with_tool_call_chunks(fragments);
+        if mark_last {
+            last.chunk_position = Some("last".to_owned());
+        }
+        Some(last)
+    })
 }
 
 #[async_trait]
@@ -187,9 +199,9 @@ impl ChatModel for FakeChatModel {
         let (split, mark_last) = (self.split, self.mark_last);
         stream::once(async move { self.reply(messages, &options).await })
             .flat_map(move |reply| {
-                let items: Vec<Result<AiMessage>> = match reply {
-                    Ok(message) => chunks_of(message, split, mark_last).into_iter().map(Ok).collect(),
-                    Err(err) => vec![Err(err)],
+                let items: Box<dyn Iterator<Item = Result<AiMessage>> + Send> = match reply {
+                    Ok(message) => Box::new(chunks_of(message, split, mark_last).map(Ok)),
+                    Err(err) => Box::new(std::iter::once(Err(err))),
                 };
                 stream::iter(items)
             })

@@ -108,11 +108,12 @@ impl Runnable<PromptValue, String> for FakeListLlm {
             input_value,
             config,
             move |child| {
-                let pieces = match self.complete(prompt, &child) {
-                    Ok(text) if text.is_empty() => vec![Ok(text)],
-                    Ok(text) => split.split(&text).into_iter().map(Ok).collect(),
-                    Err(err) => vec![Err(err)],
-                };
+                let pieces: Box<dyn Iterator<Item = Result<String>> + Send> =
+                    match self.complete(prompt, &child) {
+                        Ok(text) if text.is_empty() => Box::new(std::iter::once(Ok(text))),
+                        Ok(text) => Box::new(split.pieces(text).map(Ok)),
+                        Err(err) => Box::new(std::iter::once(Err(err))),
+                    };
                 stream::iter(pieces).boxed()
             },
             String::merge,

@@ -9,4 +9,4 @@ mod script;
 pub use chat::{FakeCall, FakeChatModel, GenericFakeChatModel};
 pub use embeddings::FakeEmbeddings;
 pub use llm::FakeListLlm;
-pub use script::{FakeReply, TokenSplit};
+pub use script::{FakeReply, Pieces, TokenSplit};

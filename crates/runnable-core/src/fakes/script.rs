@@ -124,42 +124,57 @@ pub enum TokenSplit {
 impl TokenSplit {
     /// Splits `text`; the pieces concatenate back to `text`. An empty text gives no piece.
     pub fn split(self, text: &str) -> Vec<String> {
-        match self {
-            Self::Whole if text.is_empty() => Vec::new(),
-            Self::Whole => vec![text.to_owned()],
-            Self::Chars => text.chars().map(String::from).collect(),
-            Self::WordsAndSpaces if text.is_empty() => Vec::new(),
-            Self::WordsAndSpaces => {
-                let mut pieces = vec![String::new()];
-                for c in text.chars() {
-                    if c.is_whitespace() {
-                        pieces.push(c.to_string());
-                        pieces.push(String::new());
-                    } else if let Some(last) = pieces.last_mut() {
-                        last.push(c);
-                    }
-                }
-                pieces
-            }
-            Self::Words => {
-                let mut pieces: Vec<String> = Vec::new();
-                let mut current = String::new();
-                let mut in_word = false;
-                for c in text.chars() {
-                    if c.is_whitespace() && in_word {
-                        pieces.push(std::mem::take(&mut current));
-                        in_word = false;
-                    } else if !c.is_whitespace() {
-                        in_word = true;
-                    }
-                    current.push(c);
-                }
-                if !current.is_empty() {
-                    pieces.push(current);
-                }
-                pieces
-            }
+        self.pieces(text.to_owned()).collect()
+    }
+
+    /// The pieces of `text` one at a time, as [`TokenSplit::split`] gives them: a long reply is cut as it
+    /// streams, not all before its first chunk.
+    pub fn pieces(self, text: String) -> Pieces {
+        let word_next = !text.is_empty();
+        Pieces { split: self, text, at: 0, word_next }
+    }
+}
+
+/// The pieces of a text, cut as they are asked for (see [`TokenSplit::pieces`]).
+#[derive(Debug)]
+pub struct Pieces {
+    split: TokenSplit,
+    text: String,
+    /// The byte offset of the next piece.
+    at: usize,
+    /// `WordsAndSpaces` alternates words, possibly empty, and single whitespace characters, from a word
+    /// to a word: whether a word comes next.
+    word_next: bool,
+}
+
+impl Iterator for Pieces {
+    type Item = String;
+
+    fn next(&mut self) -> Option<String> {
+        let rest = self.text.get(self.at..)?;
+        let owes_word = self.split == TokenSplit::WordsAndSpaces && self.word_next;
+        if rest.is_empty() && !owes_word {
+            return None;
         }
+        let len = match self.split {
+            TokenSplit::Whole => rest.len(),
+            TokenSplit::Chars => rest.chars().next().map_or(rest.len(), char::len_utf8),
+            TokenSplit::WordsAndSpaces if self.word_next => {
+                self.word_next = false;
+                rest.find(char::is_whitespace).unwrap_or(rest.len())
+            }
+            TokenSplit::WordsAndSpaces => {
+                self.word_next = true;
+                rest.chars().next().map_or(rest.len(), char::len_utf8)
+            }
+            TokenSplit::Words => {
+                // Leading whitespace, then the word (the whitespace before a word goes with it).
+                let word = rest.find(|c: char| !c.is_whitespace()).unwrap_or(rest.len());
+                word + rest[word..].find(char::is_whitespace).unwrap_or(rest.len() - word)
+            }
+        };
+        self.at += len;
+        Some(rest[..len].to_owned())
     }
 }
 
