@@ -2,7 +2,8 @@
 -- saver sent it (parameters copied from PostgreSQL's log), called by pgbench through a wrapper that
 -- gives each call new checkpoint ids: run with the saver's schema (migrations 1-7) in schema pb, then
 --   PGOPTIONS='-c search_path=pb' pgbench -n -M prepared -t 6000 -f call.sql   (call.sql: SELECT pb.call_weft_checkpoint_batch();)
--- and variants of weft_checkpoint_batch made from it (pb.v_one, pb.v_two, pb.noblobs below).
+-- and variants made from it: pb.call_noblobs (empty value arrays), pb.v_one, pb.v_plain and pb.v_two (each
+-- called through a copy of the wrapper naming it: pb.call_v_one etc.).
 
 CREATE OR REPLACE FUNCTION pb.call_weft_checkpoint_batch() RETURNS void LANGUAGE plpgsql AS $q$
 DECLARE a text := gen_random_uuid()::text; b text := gen_random_uuid()::text; r record;
@@ -149,3 +150,66 @@ BEGIN
     RETURN NEXT;
 END
 $fn$;
+
+-- v_one without ON CONFLICT (not a valid design, a bound):
+CREATE OR REPLACE FUNCTION pb.v_plain(text[], text[], text[], text[], text[], text[], text[], text[], text[], text[], text[], bytea[], text[], text[], text[], text[], text[], text[], text[], text[], text[], bigint[], text[], bytea[], text[], text[], boolean[], text[])
+ RETURNS TABLE(bases_ok boolean, heads_ok boolean, stored bigint, found_heads text[])
+ LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
+ SET jit TO 'off'
+ SET enable_bitmapscan TO 'off'
+ SET enable_sort TO 'off'
+AS $function$
+#variable_conflict use_column
+BEGIN
+    bases_ok := true;
+    heads_ok := true;
+    stored := 0;
+    found_heads := '{}';
+    IF cardinality($16) > 0 THEN
+        SELECT count(*) = cardinality($16) INTO bases_ok
+        FROM unnest($13, $14, $15, $16) AS d(thread, ns, channel, version)
+        CROSS JOIN LATERAL (SELECT 1 FROM checkpoint_blobs b WHERE b.thread_key = md5(d.thread)::uuid
+            AND b.ns_key = md5(d.ns)::uuid AND b.thread_id = d.thread AND b.checkpoint_ns = d.ns
+            AND b.channel = d.channel AND b.version = d.version LIMIT 1) b;
+    END IF;
+    IF cardinality($25) > 0 THEN
+        -- The locks in the order given (sorted by the caller), then the heads, read by a statement of
+        -- its own: its snapshot is taken after the locks are granted.
+        FOR i IN 1 .. cardinality($25) LOOP
+            PERFORM pg_advisory_xact_lock(hashtextextended($25[i] || chr(31) || $26[i], 0));
+        END LOOP;
+        SELECT coalesce(bool_and(CASE WHEN g.exact THEN h.head IS NOT DISTINCT FROM g.want
+                ELSE h.head IS NULL OR h.head < g.want COLLATE "C" END), true),
+            coalesce(array_agg(h.head ORDER BY g.i), '{}')
+        INTO heads_ok, found_heads
+        FROM unnest($25, $26, $27, $28) WITH ORDINALITY AS g(thread, ns, exact, want, i)
+        LEFT JOIN LATERAL (SELECT c.checkpoint_id AS head FROM checkpoints c
+            WHERE c.thread_key = md5(g.thread)::uuid AND c.ns_key = md5(g.ns)::uuid
+            AND c.thread_id = g.thread AND c.checkpoint_ns = g.ns
+            ORDER BY c.checkpoint_id DESC LIMIT 1) h ON true;
+    END IF;
+    IF bases_ok AND heads_ok THEN
+        WITH c AS (
+            INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint,
+                metadata)
+            SELECT c.thread, c.ns, c.id, c.parent, c.body::jsonb, c.meta::jsonb
+            FROM unnest($1, $2, $3, $4, $5, $6) AS c(thread, ns, id, parent, body, meta)
+            RETURNING 1), b AS (
+            INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, base_version, blob)
+            SELECT v.thread, v.ns, v.channel, v.version, v.base, v.blob
+            FROM unnest($7, $8, $9, $10, $11, $12) AS v(thread, ns, channel, version, base, blob)
+            ), w AS (
+            INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx,
+                channel, blob)
+            SELECT w.thread, w.ns, w.checkpoint, w.task, w.path, w.idx, w.channel, w.blob
+            FROM unnest($17, $18, $19, $20, $21, $22, $23, $24)
+                AS w(thread, ns, checkpoint, task, path, idx, channel, blob)
+            )
+        SELECT count(*) INTO stored FROM c;
+    END IF;
+    RETURN NEXT;
+END
+$function$
+
+;
