@@ -75,7 +75,8 @@ async fn fake_chat_model_streams_by_words_chars_or_whole() {
     assert_eq!(texts(whole.stream(ask("x"), &config).collect().await), vec!["a b", ""]);
 }
 
-/// Each split cuts as LangChain's fakes do, piece by piece, and the pieces join back to the text.
+/// Each split cuts as its doc says (`WordsAndSpaces` as langchain-core's `GenericFakeChatModel`), piece by
+/// piece, and the pieces join back to the text.
 #[test]
 fn token_splits_cut_texts_piece_by_piece() {
     let cases: [(TokenSplit, &str, &[&str]); 11] = [
