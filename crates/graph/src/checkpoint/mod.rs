@@ -2,8 +2,9 @@
 //!
 //! Checkpoints are JSON at this boundary: the engine converts its typed state to JSON channel values when
 //! it saves, and back when it loads. A checkpoint passed to [`Checkpointer::put`] carries the values of the
-//! channels whose version changed since the previous checkpoint only (`new_versions`); the saver keeps
-//! older values by `(channel, version)` and returns whole checkpoints from
+//! channels whose version changed since the previous checkpoint (`new_versions`) and the values of the
+//! others that are small scalars ([`is_inline_scalar`]); the saver keeps older values by
+//! `(channel, version)` (or scalars in the checkpoint's record) and returns whole checkpoints from
 //! [`get_tuple`](Checkpointer::get_tuple) and [`list`](Checkpointer::list).
 //!
 //! A list channel that only grew since the previous checkpoint (an `add_messages` or `append` channel
@@ -45,6 +46,23 @@ pub use version::{default_next_version, get_next_version, try_next_version, vers
 
 /// Format version of [`Checkpoint`].
 pub const CHECKPOINT_VERSION: u32 = 1;
+
+/// The longest string, in bytes, that [`is_inline_scalar`] accepts.
+pub const INLINE_STRING_MAX: usize = 128;
+
+/// Whether a channel value is a scalar that a saver may keep in the checkpoint's own record instead of a
+/// record of its own: `null`, a boolean, an integer within 64 bits, or a string of at most
+/// [`INLINE_STRING_MAX`] bytes without NUL. The engine passes such values of unchanged channels too (see
+/// [`Checkpointer::put`]), so a checkpoint is whole without them being stored per version. Floats are
+/// not: some stores (PostgreSQL's `jsonb`) keep neither `-0.0` nor a float's written form.
+pub fn is_inline_scalar(value: &Value) -> bool {
+    match value {
+        Value::Null | Value::Bool(_) => true,
+        Value::Number(n) => n.is_i64() || n.is_u64(),
+        Value::String(s) => s.len() <= INLINE_STRING_MAX && !s.contains('\0'),
+        Value::Array(_) | Value::Object(_) => false,
+    }
+}
 
 /// Write channels with a fixed meaning (never applied to state).
 pub mod special {
@@ -392,7 +410,11 @@ pub trait Checkpointer: std::fmt::Debug + Send + Sync {
     ) -> Result<Vec<CheckpointTuple>, CheckpointError>;
 
     /// Saves a checkpoint made from `config`'s checkpoint (its parent). `checkpoint.channel_values` holds
-    /// the values of the channels in `new_versions` only. Returns the new checkpoint's address. Stores
+    /// the values of the channels in `new_versions`, and the value of every other channel of
+    /// `channel_versions` that is an inline scalar ([`is_inline_scalar`]; the engine passes them, and a
+    /// whole checkpoint, as LangGraph passes, has them): a saver may keep such values in the checkpoint's
+    /// record only, so a checkpoint that leaves one out may read back without it. Returns the new
+    /// checkpoint's address. Stores
     /// whatever the thread's head is ([`ExpectedHead::Any`]); the engine saves through
     /// [`put_batch`](Self::put_batch) with the head it expects.
     async fn put(

@@ -96,6 +96,10 @@ pub(crate) struct Channels<S: State> {
     seen_texts: Vec<BTreeMap<usize, VersionText>>,
     /// The strings of the versions in `interrupt_seen`.
     interrupt_texts: BTreeMap<usize, VersionText>,
+    /// Per channel, its value at a version when that value is an inline scalar
+    /// ([`is_inline_scalar`](crate::checkpoint::is_inline_scalar)), as last made for a checkpoint or
+    /// loaded from one: a checkpoint carries it while the channel stays at that version.
+    inline: Vec<Option<(u64, Value)>>,
     /// Scratch log of one `apply`.
     log: AppendLog,
 }
@@ -126,6 +130,7 @@ impl<S: State> Channels<S> {
             counters: vec![None; layout.len()],
             seen_texts: vec![BTreeMap::new(); layout.n_nodes + 1],
             interrupt_texts: BTreeMap::new(),
+            inline: vec![None; layout.len()],
             log: AppendLog::new(),
         }
     }
@@ -361,6 +366,7 @@ impl<S: State> Channels<S> {
             channel_versions.insert(Arc::clone(name), Arc::clone(&version));
             if values_of.is_none_or(|set| set.contains(i)) {
                 new_versions.insert(Arc::clone(name), version);
+                self.inline[i] = None;
                 if let Some(appends) = appends.as_deref_mut().filter(|_| i < self.layout.n_state) {
                     if let Some(delta) = self.append_delta(i)? {
                         appends.insert(Arc::clone(name), delta);
@@ -368,8 +374,14 @@ impl<S: State> Channels<S> {
                     }
                 }
                 if let Some(v) = self.channel_json(spec, i)? {
+                    if crate::checkpoint::is_inline_scalar(&v) {
+                        self.inline[i] = Some((self.versions[i], v.clone()));
+                    }
                     channel_values.insert(Arc::clone(name), v);
                 }
+            } else if let Some((_, v)) = self.inline[i].as_ref().filter(|(at, _)| *at == self.versions[i]) {
+                // Unchanged, and small enough for the saver to keep in the checkpoint's record.
+                channel_values.insert(Arc::clone(name), v.clone());
             }
         }
         let mut versions_seen = FlatMap::new();
@@ -461,6 +473,9 @@ impl<S: State> Channels<S> {
         let layout = ch.layout;
         for (name, value) in &cp.channel_values {
             let Some(&i) = index.get(&**name) else { continue };
+            if crate::checkpoint::is_inline_scalar(value) {
+                ch.inline[i] = Some((ch.versions[i], value.clone()));
+            }
             if i < layout.n_state {
                 ch.state.channel_from_json(i, value.clone()).map_err(invalid(-1))?;
             } else if i == layout.start() {

@@ -178,13 +178,13 @@ impl PostgresSaver {
         config: &CheckpointConfig,
         mut checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
+        mut new_versions: ChannelVersions,
         appends: ChannelAppends,
     ) -> Result<CheckpointConfig, CheckpointError> {
         check_config(config)?;
         check_text("checkpoint id", &checkpoint.id)?;
         let rows::PreparedPut { body, metadata, values } =
-            rows::prepare_put(config, &mut checkpoint, &metadata)?;
+            rows::prepare_put(config, &mut checkpoint, &metadata, &mut new_versions)?;
         let plan = self.delta.plan_with_appends(
             &config.thread_id,
             &config.checkpoint_ns,

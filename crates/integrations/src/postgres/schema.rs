@@ -499,6 +499,16 @@ BEGIN
 END
 $fn$;"#,
     },
+    Migration {
+        version: 8,
+        readable_from: 8,
+        name: "scalar channel values kept in the checkpoint's record, not as blob rows",
+        // No table changes: from this step on, a checkpoint's `channel_values` holds the values of its
+        // channels that are small scalars (`is_inline_scalar`), and those versions get no blob row.
+        // Builds before it would look for those rows and fail to read the checkpoint, so they refuse the
+        // database instead.
+        sql: "COMMENT ON COLUMN checkpoints.checkpoint IS               'the checkpoint as JSON; channel_values holds its scalar values, blob rows the others'",
+    },
 ];
 
 /// Steps of the store's tables.

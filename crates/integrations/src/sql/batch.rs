@@ -58,9 +58,9 @@ pub(crate) fn plan_batch<R: BatchRows>(
         threads.insert(op.thread_id().to_owned());
         check(&op)?;
         match op {
-            SaveOp::Put { config, mut checkpoint, metadata, new_versions, appends, .. } => {
+            SaveOp::Put { config, mut checkpoint, metadata, mut new_versions, appends, .. } => {
                 let rows::PreparedPut { body, metadata, values } =
-                    rows::prepare_put(&config, &mut checkpoint, &metadata)?;
+                    rows::prepare_put(&config, &mut checkpoint, &metadata, &mut new_versions)?;
                 let mut plan = delta.plan_with_appends(
                     &config.thread_id,
                     &config.checkpoint_ns,

@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 #[cfg(feature = "sqlite")]
 use weft_graph::checkpoint::{ChannelName, ChannelVersion};
 use weft_graph::checkpoint::{
-    ChannelValues, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata, CheckpointTuple,
-    PendingWrite, special,
+    ChannelValues, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointError, CheckpointMetadata,
+    CheckpointTuple, PendingWrite, is_inline_scalar, special,
 };
 
 use super::codec::{self, Decoded};
@@ -87,7 +87,8 @@ pub(crate) fn metadata_json(
     }
 }
 
-/// A checkpoint ready to store: its body without values and its metadata as JSON text, and its values.
+/// A checkpoint ready to store: its body (with its inline scalars) and its metadata as JSON text, and the
+/// values that go to blob rows.
 #[derive(Debug)]
 pub(crate) struct PreparedPut {
     pub(crate) body: String,
@@ -95,11 +96,17 @@ pub(crate) struct PreparedPut {
     pub(crate) values: ChannelValues,
 }
 
-/// Checks a checkpoint's id and serializes its body (values taken out) and metadata.
+/// Checks a checkpoint's id and serializes its body and metadata. The values that are inline scalars
+/// ([`is_inline_scalar`]) of channels the checkpoint lists stay in the body, and their channels leave
+/// `new_versions` (they get no blob row); the other values are taken out for blob rows.
+///
+/// A reader finds every scalar of a checkpoint in its body because the engine passes the scalars of
+/// unchanged channels too (see `Checkpointer::put`).
 pub(crate) fn prepare_put(
     config: &CheckpointConfig,
     checkpoint: &mut Checkpoint,
     metadata: &CheckpointMetadata,
+    new_versions: &mut ChannelVersions,
 ) -> Result<PreparedPut, CheckpointError> {
     if checkpoint.id.is_empty() {
         return Err(CheckpointError::Invalid(format!(
@@ -108,7 +115,17 @@ pub(crate) fn prepare_put(
         )));
     }
     let metadata = Value::Object(metadata_json(metadata, config, &checkpoint.id)?).to_string();
-    let values = std::mem::take(&mut checkpoint.channel_values);
+    let mut values = std::mem::take(&mut checkpoint.channel_values);
+    let listed = &checkpoint.channel_versions;
+    values.retain(|channel, value| {
+        if is_inline_scalar(value) && listed.contains_key(channel) {
+            new_versions.remove(channel);
+            checkpoint.channel_values.insert(Arc::clone(channel), value.take());
+            false
+        } else {
+            true
+        }
+    });
     let body = codec::encode_checkpoint(checkpoint).map_err(|message| CheckpointError::Serialize {
         thread_id: config.thread_id.clone(),
         channel: "(checkpoint)".into(),
@@ -150,7 +167,11 @@ impl CheckpointRow {
         if checkpoint.id != id {
             return Err(corrupt(&config, &id, format!("the record holds checkpoint '{}'", checkpoint.id)));
         }
-        checkpoint.channel_values.clear();
+        // Inline scalars of channels the checkpoint lists; anything else in the body is not a value.
+        let listed = &checkpoint.channel_versions;
+        checkpoint
+            .channel_values
+            .retain(|channel, value| is_inline_scalar(value) && listed.contains_key(channel));
         let metadata_json: Map<String, Value> = serde_json::from_str(&self.metadata)
             .map_err(|e| corrupt(&config, &id, format!("unreadable metadata: {e}")))?;
         let metadata: CheckpointMetadata = serde_json::from_value(Value::Object(metadata_json.clone()))
@@ -175,6 +196,9 @@ impl Parsed {
         let Parsed { config, parent_id, mut checkpoint, metadata, .. } = self;
         let id = checkpoint.id.clone();
         for (channel, version) in &checkpoint.channel_versions {
+            if checkpoint.channel_values.contains_key(channel) {
+                continue;
+            }
             let value = values.get(channel, version).map_err(|m| {
                 corrupt(&config, &id, format!("channel '{channel}' at version '{version}': {m}"))
             })?;
@@ -206,7 +230,14 @@ impl Parsed {
 pub(crate) fn needed_versions<'a>(parsed: impl IntoIterator<Item = &'a Parsed>) -> ChannelVersionList {
     let mut pairs: Vec<(ChannelName, ChannelVersion)> = parsed
         .into_iter()
-        .flat_map(|p| p.checkpoint.channel_versions.iter().map(|(c, v)| (c.clone(), v.clone())))
+        .flat_map(|p| {
+            let inline = &p.checkpoint.channel_values;
+            p.checkpoint
+                .channel_versions
+                .iter()
+                .filter(|(c, _)| !inline.contains_key(*c))
+                .map(|(c, v)| (c.clone(), v.clone()))
+        })
         .collect();
     pairs.sort();
     pairs.dedup();

@@ -286,12 +286,12 @@ impl PutOne for SqliteSaver {
         config: &CheckpointConfig,
         mut checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
+        mut new_versions: ChannelVersions,
         appends: ChannelAppends,
         expected: &ExpectedHead,
     ) -> Result<CheckpointConfig, CheckpointError> {
         let rows::PreparedPut { body, metadata, values } =
-            rows::prepare_put(config, &mut checkpoint, &metadata)?;
+            rows::prepare_put(config, &mut checkpoint, &metadata, &mut new_versions)?;
         let (thread, ns) = (&config.thread_id, &config.checkpoint_ns);
         let plan = self.delta.plan_with_appends(thread, ns, values, new_versions, appends);
         let mut tx = self.db.writer.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;

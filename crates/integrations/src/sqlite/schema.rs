@@ -22,11 +22,12 @@ pub(super) const HAS_READABLE_FROM: &str =
 pub(super) const ADD_READABLE_FROM: &str = "ALTER TABLE weft_migrations ADD COLUMN readable_from INTEGER";
 
 /// Steps of the checkpointer's tables.
-pub(super) const CHECKPOINT: &[Migration] = &[Migration {
-    version: 1,
-    readable_from: 0,
-    name: "checkpoints, blobs per channel version (with delta bases), pending writes",
-    sql: "
+pub(super) const CHECKPOINT: &[Migration] = &[
+    Migration {
+        version: 1,
+        readable_from: 0,
+        name: "checkpoints, blobs per channel version (with delta bases), pending writes",
+        sql: "
 CREATE TABLE checkpoints (
     thread_id TEXT NOT NULL,
     checkpoint_ns TEXT NOT NULL DEFAULT '',
@@ -57,7 +58,18 @@ CREATE TABLE checkpoint_writes (
     blob BLOB NOT NULL,
     PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
 );",
-}];
+    },
+    Migration {
+        version: 2,
+        readable_from: 2,
+        name: "scalar channel values kept in the checkpoint's record, not as blob rows",
+        // No table changes: from this step on, a checkpoint's `channel_values` holds the values of its
+        // channels that are small scalars (`is_inline_scalar`), and those versions get no blob row.
+        // Builds before it would look for those rows and fail to read the checkpoint, so they refuse the
+        // file instead.
+        sql: "SELECT 1 WHERE 0",
+    },
+];
 
 /// Steps of the store's tables.
 pub(super) const STORE: &[Migration] = &[Migration {

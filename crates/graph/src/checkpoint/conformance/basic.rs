@@ -82,7 +82,8 @@ pub async fn values_rebuilt_from_versions(saver: &dyn Checkpointer) -> Outcome {
     let cp1 = checkpoint(&id1, &[("a", json!("a1")), ("b", json!(["b1"]))], &all1);
     let c1 = saver.put(&thread, cp1, metadata(0, json!({})), all1).await.ctx("put")?;
     let all2 = versions(&[("a", &v1), ("b", &v2)]);
-    let cp2 = checkpoint(&id2, &[("b", json!(["b1", "b2"]))], &all2);
+    // `a` is unchanged: its value is passed, being a scalar (see `Checkpointer::put`).
+    let cp2 = checkpoint(&id2, &[("a", json!("a1")), ("b", json!(["b1", "b2"]))], &all2);
     let c2 = saver.put(&c1, cp2, metadata(1, json!({})), versions(&[("b", &v2)])).await.ctx("put")?;
     let all3 = versions(&[("a", &v3), ("b", &v2)]);
     let cp3 = checkpoint(&id3, &[("a", json!({"n": 3}))], &all3);
@@ -104,6 +105,50 @@ pub async fn values_rebuilt_from_versions(saver: &dyn Checkpointer) -> Outcome {
         json!({"a": "a1", "b": ["b1"]}),
     ];
     ensure_eq(values, want, "list rebuilds values from channel versions too")
+}
+
+/// Values move between scalars a saver may keep in the checkpoint's record and values it stores per
+/// version (long strings, strings with NUL, floats, lists, objects), and each checkpoint reads back with
+/// the values it was saved with; an unchanged scalar is passed along with each checkpoint, as the engine
+/// passes it.
+pub async fn scalar_values_round_trip(saver: &dyn Checkpointer) -> Outcome {
+    let thread = CheckpointConfig::thread(fresh_thread("scalars"));
+    let long = "x".repeat(crate::checkpoint::INLINE_STRING_MAX + 1);
+    let values = [
+        json!(1),
+        json!(long),
+        json!("nul\u{0}inside"),
+        json!(null),
+        json!(-0.0),
+        json!(1.5),
+        json!(u64::MAX),
+        json!(i64::MIN),
+        json!({"o": 1}),
+        json!(true),
+        json!([1, 2]),
+        json!(""),
+    ];
+    let ids = ids(values.len());
+    let mut parent = thread.clone();
+    let mut saved = Vec::new();
+    for (i, (id, value)) in ids.iter().zip(&values).enumerate() {
+        let v = version(u64::try_from(i).unwrap_or(0) + 1);
+        let all = versions(&[("s", &v), ("kept", &version(1))]);
+        let new = if i == 0 { all.clone() } else { versions(&[("s", &v)]) };
+        let cp = checkpoint(id, &[("s", value.clone()), ("kept", json!(7))], &all);
+        let meta = metadata(i64::try_from(i).unwrap_or(0), json!({}));
+        parent = saver.put(&parent, cp, meta, new).await.ctx("put")?;
+        saved.push(parent.clone());
+    }
+    for (config, value) in saved.iter().zip(&values) {
+        let got = must_get(saver, config, "checkpoint with a scalar or a stored value").await?;
+        let want = json!({"s": value, "kept": 7});
+        ensure_eq(json!(got.checkpoint.channel_values), want, &format!("values with {value}"))?;
+    }
+    let listed = saver.list(Some(&thread), Default::default()).await.ctx("list")?;
+    let got: Vec<_> = listed.iter().map(|t| t.checkpoint.channel_values.get("s").cloned()).collect();
+    let want: Vec<_> = values.iter().rev().cloned().map(Some).collect();
+    ensure_eq(got, want, "list reads each checkpoint's value")
 }
 
 /// A channel in `new_versions` without a value in `channel_values` was empty at that version: reads
@@ -188,10 +233,10 @@ pub async fn appended_values_rebuilt(saver: &dyn Checkpointer) -> Outcome {
     let mut saved = Vec::new();
     for (i, (v, whole, appends, _)) in steps.iter().enumerate() {
         let all = versions(&[("m", &version(*v)), ("k", &version(1))]);
-        let values: Vec<(&str, serde_json::Value)> = match (i, whole) {
-            (0, Some(w)) => vec![("m", w.clone()), ("k", json!("kept"))],
-            (_, Some(w)) => vec![("m", w.clone())],
-            _ => Vec::new(),
+        // `k` is unchanged after the first step; its value is passed, being a scalar.
+        let values: Vec<(&str, serde_json::Value)> = match whole {
+            Some(w) => vec![("m", w.clone()), ("k", json!("kept"))],
+            None => vec![("k", json!("kept"))],
         };
         let new = if i == 0 { all.clone() } else { versions(&[("m", &version(*v))]) };
         let cp = checkpoint(&ids[i], &values, &all);

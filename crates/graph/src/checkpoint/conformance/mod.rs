@@ -32,7 +32,7 @@ mod writes;
 pub use basic::{
     appended_values_rebuilt, empty_channel_has_no_value, get_by_id, get_missing_returns_none,
     metadata_round_trips, missing_value_is_corrupt, parent_config_points_to_parent, put_then_get_latest,
-    values_rebuilt_from_versions,
+    scalar_values_round_trip, values_rebuilt_from_versions,
 };
 pub use batch::{batch_matches_one_by_one, batch_with_invalid_op_fails};
 pub use heads::{
@@ -75,7 +75,8 @@ macro_rules! __weft_checkpoint_cases {
         $crate::$callback! {
             { $($args)* }
             put_then_get_latest, get_by_id, get_missing_returns_none, parent_config_points_to_parent,
-            values_rebuilt_from_versions, empty_channel_has_no_value, missing_value_is_corrupt,
+            values_rebuilt_from_versions, scalar_values_round_trip, empty_channel_has_no_value,
+            missing_value_is_corrupt,
             metadata_round_trips, list_newest_first, list_filters_on_metadata, list_before_and_limit,
             list_with_checkpoint_id, list_all_threads, list_ids_newest_first, namespaces_kept_apart,
             threads_kept_apart, regular_writes_insert_if_absent, special_writes_replace, pending_writes_ordered,
