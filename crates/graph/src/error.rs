@@ -253,6 +253,10 @@ pub enum GraphError {
     /// A bulk update superstep with several updates left `as_node` out.
     #[error("as_node is required when applying multiple updates")]
     AsNodeRequired,
+    /// A bulk update superstep copies the checkpoint (`as_node` `__copy__`) beside other updates; a copy
+    /// is a superstep of its own, later supersteps update it (LangGraph's `InvalidUpdateError`).
+    #[error("cannot copy checkpoint with multiple updates")]
+    CopyWithOtherUpdates,
     /// A run value could not be converted.
     #[error("serialization failed: {0}")]
     Serialization(String),

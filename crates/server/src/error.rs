@@ -221,6 +221,7 @@ impl From<weft_graph::GraphError> for ApiError {
             G::UpdateUnknownNode(_)
             | G::AmbiguousUpdate
             | G::AsNodeRequired
+            | G::CopyWithOtherUpdates
             | G::NoSupersteps
             | G::NoUpdates
             | G::InvalidUpdate { .. }

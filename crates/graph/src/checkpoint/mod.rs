@@ -47,7 +47,9 @@ pub use version::{default_next_version, get_next_version, try_next_version, vers
 /// Format version of [`Checkpoint`].
 pub const CHECKPOINT_VERSION: u32 = 1;
 
-/// The longest string, in bytes, that [`is_inline_scalar`] accepts.
+/// The longest string, in bytes, that [`is_inline_scalar`] accepts. Savers read back whatever they kept
+/// in a checkpoint's record, so this bound may grow in a later release but must never shrink (a reader
+/// that skipped a longer kept string would not find it elsewhere).
 pub const INLINE_STRING_MAX: usize = 128;
 
 /// Whether a channel value is a scalar that a saver may keep in the checkpoint's own record instead of a

@@ -145,6 +145,23 @@ async fn bulk_update_state_json_makes_one_checkpoint_per_superstep() {
     assert!(matches!(none, Err(GraphError::NoSupersteps)), "{none:?}");
     let empty = graph.bulk_update_state_json(&config, vec![Vec::new()]).await;
     assert!(matches!(empty, Err(GraphError::NoUpdates)), "{empty:?}");
+    // A copy is a superstep of its own, as in LangGraph: beside another update it is refused, and
+    // nothing is saved.
+    let copy = JsonStateUpdate { values: None, as_node: Some("__copy__".into()) };
+    let before = graph.get_state_history_json(&config, ListOptions::default()).await.unwrap().len();
+    let mixed = graph
+        .bulk_update_state_json(&config, vec![vec![update(json!({"items": ["z"]}), "a"), copy.clone()]])
+        .await;
+    assert!(matches!(mixed, Err(GraphError::CopyWithOtherUpdates)), "{mixed:?}");
+    let after = graph.get_state_history_json(&config, ListOptions::default()).await.unwrap().len();
+    assert_eq!(after, before, "a refused superstep saves nothing");
+    // A copy followed by an update of the copy is two supersteps.
+    graph
+        .bulk_update_state_json(&config, vec![vec![copy], vec![update(json!({"items": ["z"]}), "a")]])
+        .await
+        .unwrap();
+    let state = graph.get_state_json(&config, false).await.unwrap();
+    assert_eq!(state.values["items"], json!(["p", "q", "r", "z"]));
 }
 
 #[tokio::test]

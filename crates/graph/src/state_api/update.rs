@@ -69,6 +69,9 @@ impl<S: State> CompiledGraph<S> {
             if superstep.len() > 1 && superstep.iter().any(|u| u.as_node.is_none()) {
                 return Err(GraphError::AsNodeRequired);
             }
+            if superstep.len() > 1 && superstep.iter().any(|u| u.as_node.as_deref() == Some("__copy__")) {
+                return Err(GraphError::CopyWithOtherUpdates);
+            }
             let saved = self.apply_superstep(saver, &address, superstep).await?;
             // The next superstep builds on the checkpoint just saved.
             address.checkpoint_id = saved.checkpoint_id.clone();

@@ -1,8 +1,9 @@
 //! PostgreSQL backends (feature `postgres`): [`PostgresSaver`] (checkpointer) and [`PostgresStore`]
 //! (long-term memory) on an sqlx connection pool.
 //!
-//! - **Layout**: `checkpoints`, `checkpoint_blobs` (each channel value once per thread, namespace,
-//!   channel and version; growing lists as deltas, see [`DeltaStorage`]), `checkpoint_writes`,
+//! - **Layout**: `checkpoints` (with each checkpoint's scalar channel values), `checkpoint_blobs` (every
+//!   other channel value once per thread, namespace, channel and version; growing lists as deltas, see
+//!   [`DeltaStorage`]), `checkpoint_writes`,
 //!   `store_items`, `store_vectors`; applied schema steps are recorded in `weft_migrations`. Rows are keyed
 //!   by the MD5 of the thread id and namespace (generated columns), so ids of any length fit in the
 //!   indexes (PostgreSQL's B-tree refuses keys over about 2.7 kB); the ids themselves are compared too.

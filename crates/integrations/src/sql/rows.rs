@@ -21,7 +21,7 @@ pub(crate) struct CheckpointRow {
     pub(crate) checkpoint_ns: String,
     pub(crate) checkpoint_id: String,
     pub(crate) parent_checkpoint_id: Option<String>,
-    /// The checkpoint without channel values, as JSON text.
+    /// The checkpoint with its scalar channel values only (see [`prepare_put`]), as JSON text.
     pub(crate) checkpoint: String,
     /// The metadata as JSON text.
     pub(crate) metadata: String,
@@ -167,11 +167,10 @@ impl CheckpointRow {
         if checkpoint.id != id {
             return Err(corrupt(&config, &id, format!("the record holds checkpoint '{}'", checkpoint.id)));
         }
-        // Inline scalars of channels the checkpoint lists; anything else in the body is not a value.
+        // The values the writer kept in the row (its scalars) of channels the checkpoint lists. Whatever
+        // the row holds is read, not only what `is_inline_scalar` accepts today: the writer decided.
         let listed = &checkpoint.channel_versions;
-        checkpoint
-            .channel_values
-            .retain(|channel, value| is_inline_scalar(value) && listed.contains_key(channel));
+        checkpoint.channel_values.retain(|channel, _| listed.contains_key(channel));
         let metadata_json: Map<String, Value> = serde_json::from_str(&self.metadata)
             .map_err(|e| corrupt(&config, &id, format!("unreadable metadata: {e}")))?;
         let metadata: CheckpointMetadata = serde_json::from_value(Value::Object(metadata_json.clone()))

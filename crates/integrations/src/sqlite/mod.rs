@@ -37,10 +37,10 @@
 //!
 //! # Layout
 //!
-//! Tables `checkpoints` (one row per checkpoint, without channel values), `checkpoint_blobs` (each
-//! channel value once per thread, namespace, channel and version; append-only lists as deltas, see
-//! [`DeltaStorage`]), `checkpoint_writes` (pending writes), `store_items` and `store_vectors` (the
-//! store); applied schema steps are recorded in `weft_migrations`.
+//! Tables `checkpoints` (one row per checkpoint, with its scalar channel values), `checkpoint_blobs`
+//! (every other channel value once per thread, namespace, channel and version; append-only lists as
+//! deltas, see [`DeltaStorage`]), `checkpoint_writes` (pending writes), `store_items` and
+//! `store_vectors` (the store); applied schema steps are recorded in `weft_migrations`.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
