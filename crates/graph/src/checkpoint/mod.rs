@@ -416,9 +416,8 @@ pub trait Checkpointer: std::fmt::Debug + Send + Sync {
     /// `channel_versions` that is an inline scalar ([`is_inline_scalar`]; the engine passes them, and a
     /// whole checkpoint, as LangGraph passes, has them): a saver may keep such values in the checkpoint's
     /// record only, so a checkpoint that leaves one out may read back without it. Returns the new
-    /// checkpoint's address. Stores
-    /// whatever the thread's head is ([`ExpectedHead::Any`]); the engine saves through
-    /// [`put_batch`](Self::put_batch) with the head it expects.
+    /// checkpoint's address. Stores whatever the thread's head is ([`ExpectedHead::Any`]); the engine
+    /// saves through [`put_batch`](Self::put_batch) with the head it expects.
     async fn put(
         &self,
         config: &CheckpointConfig,

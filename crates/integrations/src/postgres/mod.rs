@@ -3,10 +3,10 @@
 //!
 //! - **Layout**: `checkpoints` (with each checkpoint's scalar channel values), `checkpoint_blobs` (every
 //!   other channel value once per thread, namespace, channel and version; growing lists as deltas, see
-//!   [`DeltaStorage`]), `checkpoint_writes`,
-//!   `store_items`, `store_vectors`; applied schema steps are recorded in `weft_migrations`. Rows are keyed
-//!   by the MD5 of the thread id and namespace (generated columns), so ids of any length fit in the
-//!   indexes (PostgreSQL's B-tree refuses keys over about 2.7 kB); the ids themselves are compared too.
+//!   [`DeltaStorage`]), `checkpoint_writes`, `store_items`, `store_vectors`; applied schema steps are
+//!   recorded in `weft_migrations`. Rows are keyed by the MD5 of the thread id and namespace (generated
+//!   columns), so ids of any length fit in the indexes (PostgreSQL's B-tree refuses keys over about
+//!   2.7 kB); the ids themselves are compared too.
 //! - **Migrations** run in one transaction under an advisory lock per schema, so several processes may
 //!   start at once.
 //! - **No lock in the saver**: every call takes a pooled connection; a `put` is one statement (the

@@ -507,7 +507,8 @@ $fn$;"#,
         // channels that are small scalars (`is_inline_scalar`), and those versions get no blob row.
         // Builds before it would look for those rows and fail to read the checkpoint, so they refuse the
         // database instead.
-        sql: "COMMENT ON COLUMN checkpoints.checkpoint IS               'the checkpoint as JSON; channel_values holds its scalar values, blob rows the others'",
+        sql: "COMMENT ON COLUMN checkpoints.checkpoint IS \
+              'the checkpoint as JSON; channel_values holds its scalar values, blob rows the others'",
     },
 ];
 
