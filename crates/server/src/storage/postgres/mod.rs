@@ -357,6 +357,14 @@ impl QueueOps {
     }
 }
 
+/// `text` as an SQL string literal of a simple query: an escape string (`E'…'`, backslashes and quotes
+/// doubled), which reads back as `text` whatever the server's `standard_conforming_strings` (with it off,
+/// a plain `'…'` literal would take a backslash before a quote as an escape, and a key ending in a
+/// backslash would end the literal later than meant).
+pub(crate) fn literal(text: &str) -> String {
+    format!("E'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
+}
+
 /// A turn's start, taken before the instance holds its records: its transaction, with the locks of
 /// its key and the answer of the lease it checked (see [`begin`]).
 #[derive(Debug)]
@@ -372,12 +380,11 @@ pub(crate) struct Begun {
 /// for them), and in a task of its own, so that a caller that goes away while waiting leaves no
 /// transaction behind: the task drops it (rolled back) when no one takes it.
 pub(crate) async fn begin(db: &Db, key: Option<String>, lease: Option<Lease>) -> Result<Begun, ServerError> {
-    // A simple query (no prepared statement): the key and the lease's ids are quoted as literals.
-    let quote = |text: &str| format!("'{}'", text.replace('\'', "''"));
-    let name = key.as_deref().map_or_else(|| "NULL".to_owned(), quote);
+    // A simple query (no prepared statement): the key and the lease's ids are written as literals.
+    let name = key.as_deref().map_or_else(|| "NULL".to_owned(), literal);
     let mut sql = format!("BEGIN ISOLATION LEVEL READ COMMITTED; SELECT weft_server_records_lock({name})");
     if let Some(lease) = &lease {
-        let (run, worker) = (quote(&lease.run_id), quote(&lease.worker));
+        let (run, worker) = (literal(&lease.run_id), literal(&lease.worker));
         sql.push_str(&format!("; SELECT weft_server_lease_held({run}, {worker})"));
     }
     let pool = db.pool.clone();

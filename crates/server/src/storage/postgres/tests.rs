@@ -1434,3 +1434,31 @@ async fn a_turns_write_reads_the_threads_head_with_it() {
     records.commit(vec![run("r2", "t1", "success")]).await.unwrap();
     assert!(records.take_head().is_none());
 }
+
+#[tokio::test]
+async fn a_key_is_written_as_a_literal_that_reads_back_as_itself_whatever_the_string_settings() {
+    let Some(db) = database().await else { return };
+    let mut conn = sqlx::PgConnection::connect(&db.uri).await.unwrap();
+    let keys = ["thread:plain", "it's", "ends with \\", "\\'; SELECT 1; --", "two \\\\ and ''", "é ✓"];
+    for conforming in ["on", "off"] {
+        let set = format!("SET standard_conforming_strings = {conforming}");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(set)).execute(&mut conn).await.unwrap();
+        for key in keys {
+            // One statement with one row: a literal that ended early would make more, or fail to parse.
+            let sql = format!("SELECT {}::text", super::literal(key));
+            let rows = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).fetch_all(&mut conn).await.unwrap();
+            assert_eq!(rows.len(), 1, "{key:?} with standard_conforming_strings = {conforming}");
+            assert_eq!(
+                sqlx::Row::get::<String, _>(&rows[0], 0),
+                key,
+                "standard_conforming_strings = {conforming}"
+            );
+        }
+    }
+    // A turn of such a key takes its lock and commits on a database where the setting is off.
+    let set = format!("ALTER DATABASE \"{}\" SET standard_conforming_strings = off", db.name);
+    sqlx::raw_sql(sqlx::AssertSqlSafe(set)).execute(&mut conn).await.unwrap();
+    let (a, _pool) = instance(&db).await;
+    let thread = "t\\'x";
+    a.lock(Key::Thread(thread)).await.unwrap().commit(vec![self::thread(thread)]).await.unwrap();
+}
