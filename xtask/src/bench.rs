@@ -467,7 +467,7 @@ const ROUND_MIN_TIME: &str = "1";
 /// `--compare`: per workload, LangGraph and weft by turns for [`ROUNDS`] rounds, then (unless
 /// `--no-server`, or `--only` names engine workloads alone) the server workloads against `langgraph dev`
 /// with weft durable and in memory; every raw line goes to a new file under `bench/results/`, and the
-/// table is printed.
+/// table is printed. A row LangGraph's script does not list is run on weft's side only.
 fn compare(binary: &Path, args: &Args) -> Result<(), String> {
     let engine = list_workloads(binary)?;
     let names: Vec<String> = if args.only.is_empty() {
@@ -479,6 +479,7 @@ fn compare(binary: &Path, args: &Args) -> Result<(), String> {
         format!("LangGraph cannot be run here ({reason}); --compare measures both sides on this machine")
     })?;
     ensure_langgraph_database();
+    let langgraph = langgraph_workloads(&python)?;
     let mut records = vec![machine_line(&python)];
     let mut failed = None;
     let rounds = if args.quick { 1 } else { ROUNDS };
@@ -486,6 +487,10 @@ fn compare(binary: &Path, args: &Args) -> Result<(), String> {
         for round in 0..rounds {
             let sides = if round % 2 == 0 { ["langgraph", "weft"] } else { ["weft", "langgraph"] };
             for side in sides {
+                // A row LangGraph's script has no workload for is weft's alone (its LangGraph figure: not run).
+                if side == "langgraph" && !langgraph.contains(name) {
+                    continue;
+                }
                 let lines = match capture(&mut side_command(side, &python, binary, name, args.quick), true) {
                     Ok(lines) => lines,
                     Err((lines, err)) => {
@@ -536,7 +541,7 @@ fn compare(binary: &Path, args: &Args) -> Result<(), String> {
 fn side_command(side: &str, python: &Path, binary: &Path, name: &str, quick: bool) -> Command {
     let mut command = if side == "langgraph" {
         let mut command = Command::new(python);
-        command.arg(exec::root().join("bench").join("langgraph").join("langgraph_bench.py"));
+        command.arg(langgraph_script());
         command
     } else {
         Command::new(binary)
@@ -658,6 +663,24 @@ fn ensure_langgraph_database() {
     }
 }
 
+/// LangGraph's side of the engine workloads.
+fn langgraph_script() -> PathBuf {
+    exec::root().join("bench").join("langgraph").join("langgraph_bench.py")
+}
+
+/// The workloads LangGraph's script runs, by its `--list`.
+fn langgraph_workloads(python: &Path) -> Result<Vec<String>, String> {
+    let output = Command::new(python)
+        .arg(langgraph_script())
+        .arg("--list")
+        .output()
+        .map_err(|err| format!("cannot list LangGraph's workloads: {err}"))?;
+    if !output.status.success() {
+        return Err(format!("LangGraph's script cannot list its workloads ({})", output.status));
+    }
+    Ok(compared_names(&String::from_utf8_lossy(&output.stdout)))
+}
+
 /// The names `weft-bench --list` prints that LangGraph's script runs too (those marked `weft only`, which
 /// have no LangGraph side, left out).
 fn list_workloads(binary: &Path) -> Result<Vec<String>, String> {
@@ -666,7 +689,8 @@ fn list_workloads(binary: &Path) -> Result<Vec<String>, String> {
     Ok(compared_names(&String::from_utf8_lossy(&output.stdout)))
 }
 
-/// The names of `weft-bench --list`'s output `text`, but those marked `weft only`.
+/// The names of a `--list` output `text` (weft-bench's or LangGraph's script's: a name first on each line),
+/// but those marked `weft only`.
 fn compared_names(text: &str) -> Vec<String> {
     text.lines()
         .filter(|line| !line.contains("weft only"))
@@ -779,6 +803,10 @@ mod tests {
         let listed =
             "loop1000\nchain100_async_single  (supplementary)\nserver_run_wait  (supplementary, weft only)\n";
         assert_eq!(compared_names(listed), ["loop1000", "chain100_async_single"]);
+        // LangGraph's script lists its names the same way, with notes after them.
+        let listed = "startup  (fresh process: import, build, compile, run a 3-node graph)\nloop1000\n\
+                      loop1000_sqlite_syncoff  (supplementary)\n";
+        assert_eq!(compared_names(listed), ["startup", "loop1000", "loop1000_sqlite_syncoff"]);
     }
 
     #[test]
