@@ -268,7 +268,11 @@ fn waiting_edge_and_a_branch_both_trigger_the_join(rec: &mut Rec) -> BoxFuture<'
     Box::pin(async move {
         let mut g = graph(log_state());
         g.add_node("a", |_: &JsonState| json!({"log": ["a"]}));
-        g.add_node("b", |_: &JsonState| json!({"log": ["b"]}));
+        // b finishes after a on both sides (the tasks stream shows results in the order tasks finish).
+        g.add_node("b", |_: &JsonState| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            json!({"log": ["b"]})
+        });
         g.add_node("join", |s: &JsonState| json!({"log": [format!("join {}", len(s, "log"))]}));
         g.add_edge(START, "a").add_edge(START, "b");
         g.add_conditional_edges("a", |_: &JsonState| "join", ["join"]);
