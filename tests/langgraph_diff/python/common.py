@@ -212,15 +212,16 @@ class Rec:
             rec["error"] = error(e)
         self.obs.append(rec)
 
-    def unorder_parallel_updates(self):
-        """Sorts the last recorded stream's `updates` chunks within each step (the runs of them between two
-        `values` chunks) by their canonical JSON: parallel tasks report in the order they finish, which
-        neither side fixes (sync tools run on a thread pool)."""
+    def unorder_parallel_results(self):
+        """Sorts the last recorded stream's results of parallel tasks within each step by mode, then by
+        canonical JSON: its `updates` chunks and its `tasks` result chunks, in each run of chunks between two
+        step marks (a `values` chunk, or a `tasks` chunk that starts a task). Parallel tasks report in the
+        order they finish, which neither side fixes (LangGraph runs sync nodes on a thread pool)."""
         chunks = self.obs[-1]["chunks"]
         out, step = [], []
         for c in chunks + [None]:
-            if c is None or c[0] == "values":
-                step.sort(key=lambda c: canonical(c[2]) if c[0] == "updates" else "")
+            if c is None or step_mark(c):
+                step.sort(key=result_key)
                 out += step
                 step = []
                 if c is not None:
@@ -316,3 +317,19 @@ class ScriptedChatModel(BaseChatModel):
             if run_manager:
                 run_manager.on_llm_new_token(token, chunk=chunk)
             yield chunk
+
+
+def step_mark(chunk):
+    """A chunk that opens a step's results: a `values` chunk or a task's start in the tasks stream."""
+    return chunk[0] == "values" or (chunk[0] == "tasks" and "input" in chunk[2])
+
+
+def result_key(chunk):
+    """How `unorder_parallel_results` orders a step's chunks: results by mode and canonical JSON (a task
+    result's without its id), any other chunk first, in its place among the others (the sort is stable)."""
+    if chunk[0] == "updates":
+        return (chunk[0], canonical(chunk[2]))
+    if chunk[0] == "tasks" and "input" not in chunk[2]:
+        # Without the task's id: the two sides' ids differ (the comparer matches them by place).
+        return (chunk[0], canonical({k: v for k, v in chunk[2].items() if k != "id"}))
+    return ("", "")

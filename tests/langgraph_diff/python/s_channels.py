@@ -207,6 +207,7 @@ def root_value_state_is_the_bare_value(rec):
     g.add_edge("b", "c")
     app = g.compile(checkpointer=saver(), interrupt_before=["c"])
     rec.stream(app, ["0"], thread(), ["values", "updates"])
+    rec.unorder_parallel_results()
     rec.state(app, thread())
     rec.invoke(app, None, thread())
     rec.state(app, thread())
@@ -239,4 +240,5 @@ def a_join_run_by_its_barrier_alone_lists_all_its_triggers(rec):
     g.add_edge(["a", "b2"], "join")
     app = g.compile(checkpointer=saver())
     rec.stream(app, {"log": []}, thread(), ["tasks"], durability="sync")
+    rec.unorder_parallel_results()
     rec.history(app, thread())

@@ -60,7 +60,7 @@ def create_agent_calls_a_tool_then_answers(rec):
 def create_agent_streams_updates_and_values(rec):
     app = agent([calls(("add", {"a": 1, "b": 2}, "c1"), ("add", {"a": 3, "b": 4}, "c2")), "3 and 7"])
     rec.stream(app, ask("1+2, 3+4?"), thread(), ["updates", "values"])
-    rec.unorder_parallel_updates()
+    rec.unorder_parallel_results()
 
 
 @scenario

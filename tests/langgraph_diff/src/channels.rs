@@ -257,6 +257,7 @@ fn root_value_state_is_the_bare_value(rec: &mut Rec) -> BoxFuture<'_, Outcome> {
         let app = g.compile_with(saver().interrupt_before(["c"]))?;
         let modes = [weft::graph::StreamMode::Values, weft::graph::StreamMode::Updates];
         rec.stream(&app, vec!["0".to_owned()], &thread("t"), &modes, Default::default()).await;
+        rec.unorder_parallel_results();
         rec.state(&app, &thread("t"), false).await;
         rec.invoke(&app, weft::graph::GraphInput::Resume, &thread("t")).await;
         rec.state(&app, &thread("t"), false).await;
@@ -297,6 +298,7 @@ fn a_join_run_by_its_barrier_alone_lists_all_its_triggers(rec: &mut Rec) -> BoxF
         let app = g.compile_with(saver())?;
         let sync = RunOptions { durability: Durability::Sync, ..RunOptions::default() };
         rec.stream(&app, input(json!({"log": []})), &thread("t"), &[StreamMode::Tasks], sync).await;
+        rec.unorder_parallel_results();
         rec.history(&app, &thread("t")).await;
         Ok(())
     })

@@ -102,7 +102,7 @@ fn create_agent_streams_updates_and_values(rec: &mut Rec) -> BoxFuture<'_, Outco
         let app = agent(vec![first, "3 and 7".into()], vec![add()]).build()?;
         let modes = [StreamMode::Updates, StreamMode::Values];
         rec.stream(&app, ask("1+2, 3+4?"), &thread("t"), &modes, Default::default()).await;
-        rec.unorder_parallel_updates();
+        rec.unorder_parallel_results();
         Ok(())
     })
 }

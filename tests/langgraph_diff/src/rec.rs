@@ -62,17 +62,18 @@ impl Rec {
         }
     }
 
-    /// Sorts the last recorded stream's `updates` chunks within each step (the runs of them between two
-    /// `values` chunks) by their canonical JSON: parallel tasks report in the order they finish, which
-    /// neither side fixes (LangGraph runs sync tools on a thread pool).
-    pub(crate) fn unorder_parallel_updates(&mut self) {
+    /// Sorts the last recorded stream's results of parallel tasks within each step by mode, then by
+    /// canonical JSON: its `updates` chunks and its `tasks` result chunks, in each run of chunks between
+    /// two step marks (a `values` chunk, or a `tasks` chunk that starts a task). Parallel tasks report in
+    /// the order they finish, which neither side fixes (LangGraph runs sync nodes on a thread pool).
+    pub(crate) fn unorder_parallel_results(&mut self) {
         let Some(chunks) =
             self.obs.last_mut().and_then(|o| o.get_mut("chunks")).and_then(Value::as_array_mut)
         else {
             return;
         };
-        for step in chunks.split_mut(|c| c[0] == "values") {
-            step.sort_by_cached_key(|c| if c[0] == "updates" { canonical(&c[2]) } else { String::new() });
+        for step in chunks.split_mut(step_mark) {
+            step.sort_by_cached_key(result_key);
         }
     }
 
@@ -358,5 +359,27 @@ fn task_in_event(task: &weft::graph::PregelTask) -> Value {
 fn error_as_flag(task: &mut Value) {
     if let Some(err) = task.get_mut("error") {
         *err = json!(true);
+    }
+}
+
+/// A chunk that opens a step's results: a `values` chunk or a task's start in the tasks stream.
+fn step_mark(chunk: &Value) -> bool {
+    chunk[0] == "values" || (chunk[0] == "tasks" && chunk[2].get("input").is_some())
+}
+
+/// How `unorder_parallel_results` orders a step's chunks: results by mode and canonical JSON (a task
+/// result's without its id), any other chunk first, in its place among the others (the sort is stable).
+fn result_key(chunk: &Value) -> (String, String) {
+    if chunk[0] == "updates" {
+        return ("updates".to_owned(), canonical(&chunk[2]));
+    }
+    match chunk[2].as_object() {
+        Some(task) if chunk[0] == "tasks" && !task.contains_key("input") => {
+            // Without the task's id: the two sides' ids differ (the comparer matches them by place).
+            let mut task = task.clone();
+            task.remove("id");
+            ("tasks".to_owned(), canonical(&Value::Object(task)))
+        }
+        _ => (String::new(), String::new()),
     }
 }
