@@ -46,14 +46,14 @@ pub(crate) fn apply_control<S: State>(
         ch.triggered[g] = true;
         changed.insert(ch.layout.branch(g));
     }
-    for &j in &writes.joins {
+    for &j in writes.joins() {
         if let Some(pos) = spec.joins[j].sources.iter().position(|s| *s == source) {
             ch.joins[j][pos] = true;
             changed.insert(ch.layout.join(j));
         }
     }
-    if !writes.sends.is_empty() {
-        ch.sends.extend(writes.sends.iter().cloned());
+    if !writes.sends().is_empty() {
+        ch.sends.extend(writes.sends().iter().cloned());
         changed.insert(ch.layout.tasks());
     }
 }
@@ -82,7 +82,7 @@ pub(crate) fn route<S: State>(
         writes.goto.extend(node.edges.iter().copied());
     }
     if !node.joins.is_empty() {
-        writes.joins.extend(node.joins.iter().copied());
+        writes.extend_joins(node.joins.iter().copied());
     }
     for branch in &node.branches {
         // The first destination that cannot be taken fails the route once the router is done (its own

@@ -248,8 +248,7 @@ fn finish_output<S: State>(
     }
     if how.route_inline {
         if let Err(err) = route_task(spec, node, ch, &mut writes, rt.inner.site.step) {
-            let written =
-                TaskWrites { updates: std::mem::take(&mut writes.updates), ..TaskWrites::default() };
+            let written = TaskWrites::from_updates(std::mem::take(&mut writes.updates));
             return Ok((TaskOutcome::RouteFailed(written, Box::new(err)), None));
         }
     }
@@ -280,7 +279,7 @@ fn start_writes<S: State>(
     route_inline: bool,
 ) -> GraphResult<TaskWrites<S>> {
     let spec = &inner.spec;
-    let mut writes = TaskWrites { updates: ch.start.clone().unwrap_or_default(), ..TaskWrites::default() };
+    let mut writes = TaskWrites::from_updates(ch.start.clone().unwrap_or_default());
     if route_inline {
         let mut view = ch.state.clone();
         view.apply(writes.updates.clone()).map_err(|error| GraphError::InvalidUpdate {

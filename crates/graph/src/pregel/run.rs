@@ -534,8 +534,7 @@ async fn apply_step<S: State>(
         let node = tasks[0].node().map_or(&spec.start, |n| &spec.nodes[n]);
         if let Err(err) = route(spec, node, &ch.state, &mut writes[0], step) {
             // The node's writes are saved with the error, as in LangGraph (see `save_failed`).
-            let node_writes =
-                TaskWrites { updates: std::mem::take(&mut writes[0].updates), ..TaskWrites::default() };
+            let node_writes = TaskWrites::from_updates(std::mem::take(&mut writes[0].updates));
             Box::pin(save_failed(ctx, &tasks[0], &ch.state, Some(&node_writes), &err, None)).await?;
             emit_task_result(
                 ctx,
@@ -767,7 +766,7 @@ async fn apply_command<S: State>(
     let Some(s) = l.loaded_step else { return Err(GraphError::EmptyInput) };
     let step = s + 1;
     if !cmd.update.is_empty() || !cmd.goto.is_empty() {
-        let mut writes = TaskWrites { updates: cmd.update, ..TaskWrites::default() };
+        let mut writes = TaskWrites::from_updates(cmd.update);
         for u in &mut writes.updates {
             l.ch.state.prepare_update(u);
         }

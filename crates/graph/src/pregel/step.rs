@@ -342,7 +342,7 @@ async fn finish<S: State>(
         _ => None,
     };
     got.failures[i] = Some(Arc::new(NodeError::live(&task.name, message, own)));
-    got.results[i] = partial.map(|w| TaskWrites { routed: true, ..w });
+    got.results[i] = partial.map(TaskWrites::marked_routed);
     Ok(Next::Handle(i))
 }
 
@@ -363,7 +363,7 @@ fn finished<S: State>(
         let triggers = task_triggers(&ctx.inner.spec, task);
         emit_whole_messages(ctx, &ch.state, task, &writes, step, &triggers);
     }
-    writes.resumed = resumed;
+    writes.set_resumed(resumed);
     writes
 }
 
@@ -486,10 +486,7 @@ fn outcome<S: State>(got: Gathered<S>) -> StepOutcome<S> {
         };
     }
     StepOutcome::Done(
-        results
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| TaskWrites { routed: true, ..TaskWrites::default() }))
-            .collect(),
+        results.into_iter().map(|r| r.unwrap_or_else(|| TaskWrites::default().marked_routed())).collect(),
         handled,
     )
 }

@@ -74,16 +74,74 @@ pub(crate) struct TaskWrites<S: State> {
     pub(crate) updates: Vec<S::Update>,
     /// The nodes it goes to, by index (inline up to two: most tasks go to one or two nodes).
     pub(crate) goto: smallvec::SmallVec<[usize; 2]>,
-    pub(crate) sends: Vec<Send>,
-    pub(crate) joins: smallvec::SmallVec<[usize; 2]>,
     /// Whether the writes came from the node cache instead of a run.
     pub(crate) cached: bool,
     /// Whether the task's routes are in the writes already (taken with the task, or saved with it), or
     /// are still to take on the state the step leaves.
     pub(crate) routed: bool,
+    /// Its sends, barrier writes and interrupt answers, which most tasks lack: boxed, so the writes every
+    /// task makes (moved a few times on their way to the step's end) stay half the size.
+    rare: Option<Box<RareWrites>>,
+}
+
+/// The rarely made writes of a task.
+#[derive(Default, Clone)]
+struct RareWrites {
+    sends: Vec<Send>,
+    joins: smallvec::SmallVec<[usize; 2]>,
     /// The answers to its interrupts the task used, when this run gave it new ones: saved with its writes
     /// (`__resume__`), as LangGraph saves them.
-    pub(crate) resumed: Option<Vec<serde_json::Value>>,
+    resumed: Option<Vec<serde_json::Value>>,
+}
+
+impl<S: State> TaskWrites<S> {
+    /// Writes of `updates` alone.
+    pub(crate) fn from_updates(updates: Vec<S::Update>) -> Self {
+        Self { updates, ..Self::default() }
+    }
+
+    /// The same writes, marked routed.
+    pub(crate) fn marked_routed(self) -> Self {
+        Self { routed: true, ..self }
+    }
+
+    /// The packets it sends.
+    pub(crate) fn sends(&self) -> &[Send] {
+        self.rare.as_ref().map_or(&[], |r| &r.sends)
+    }
+
+    /// The barriers it writes to, by index.
+    pub(crate) fn joins(&self) -> &[usize] {
+        self.rare.as_ref().map_or(&[], |r| &r.joins)
+    }
+
+    /// The answers to its interrupts it used, when this run gave it new ones.
+    pub(crate) fn resumed(&self) -> Option<&[serde_json::Value]> {
+        self.rare.as_ref().and_then(|r| r.resumed.as_deref())
+    }
+
+    /// Adds a packet it sends.
+    pub(crate) fn push_send(&mut self, send: Send) {
+        self.rare_mut().sends.push(send);
+    }
+
+    /// Adds barriers it writes to.
+    pub(crate) fn extend_joins(&mut self, joins: impl IntoIterator<Item = usize>) {
+        self.rare_mut().joins.extend(joins);
+    }
+
+    /// Sets the answers it used (none: it used no new ones).
+    pub(crate) fn set_resumed(&mut self, resumed: Option<Vec<serde_json::Value>>) {
+        match (resumed, self.rare.as_mut()) {
+            (Some(answers), _) => self.rare_mut().resumed = Some(answers),
+            (None, Some(rare)) => rare.resumed = None,
+            (None, None) => {}
+        }
+    }
+
+    fn rare_mut(&mut self) -> &mut RareWrites {
+        self.rare.get_or_insert_with(Box::default)
+    }
 }
 
 impl<S: State> Default for TaskWrites<S> {
@@ -91,11 +149,9 @@ impl<S: State> Default for TaskWrites<S> {
         Self {
             updates: Vec::new(),
             goto: smallvec::SmallVec::new(),
-            sends: Vec::new(),
-            joins: smallvec::SmallVec::new(),
             cached: false,
             routed: false,
-            resumed: None,
+            rare: None,
         }
     }
 }
@@ -105,11 +161,9 @@ impl<S: State> Clone for TaskWrites<S> {
         Self {
             updates: self.updates.clone(),
             goto: self.goto.clone(),
-            sends: self.sends.clone(),
-            joins: self.joins.clone(),
             cached: self.cached,
             routed: self.routed,
-            resumed: self.resumed.clone(),
+            rare: self.rare.clone(),
         }
     }
 }
@@ -249,7 +303,7 @@ pub(crate) fn push_goto<S: State>(
                     target: send.node,
                 });
             }
-            writes.sends.push(send);
+            writes.push_send(send);
             Ok(())
         }
     }
@@ -305,17 +359,17 @@ pub(crate) fn writes_to_json<S: State>(
     for &g in &writes.goto {
         out.push((Arc::clone(&names.channels[layout.branch(g)]), Value::Null));
     }
-    for s in &writes.sends {
+    for s in writes.sends() {
         out.push((Arc::clone(&names.channels[layout.tasks()]), send_to_json(state, s)?));
     }
-    for &j in &writes.joins {
+    for &j in writes.joins() {
         out.push((Arc::clone(&names.channels[layout.join(j)]), Value::Null));
     }
     if out.is_empty() {
         out.push((ChannelName::from(special::NO_WRITES), Value::Null));
     }
-    if let Some(answers) = &writes.resumed {
-        out.push(resume_write(Value::Array(answers.clone())));
+    if let Some(answers) = writes.resumed() {
+        out.push(resume_write(Value::Array(answers.to_vec())));
     }
     Ok(out)
 }
@@ -384,14 +438,14 @@ pub(crate) fn writes_from_json<S: State>(
             let &i = spec.node_names.get(node).ok_or_else(|| damaged(format!("unknown node '{node}'")))?;
             writes.goto.push(i);
         } else if channel == special::TASKS {
-            writes.sends.push(send_from_json(spec, value).map_err(damaged)?);
+            writes.push_send(send_from_json(spec, value).map_err(damaged)?);
         } else if channel.starts_with("join:") {
             let j = spec
                 .joins
                 .iter()
                 .position(|j| &j.name == channel)
                 .ok_or_else(|| damaged(format!("unknown barrier '{channel}'")))?;
-            writes.joins.push(j);
+            writes.extend_joins([j]);
         } else if channel.starts_with("__") && state.channel_index(channel).is_none() {
             continue;
         } else {
@@ -422,5 +476,27 @@ mod tests {
             uuid::Uuid::parse_str(&id).map(|u| u.hyphenated().to_string()).ok().as_deref(),
             Some(&*id)
         );
+    }
+
+    #[test]
+    fn rare_writes_keep_a_tasks_writes_small_and_read_back() {
+        type Writes = TaskWrites<crate::JsonState>;
+        // Moved a few times a task on its way to the step's end: the rare parts stay out of line.
+        assert!(std::mem::size_of::<Writes>() <= 72, "{} bytes", std::mem::size_of::<Writes>());
+        let mut writes = Writes::default();
+        assert!(writes.sends().is_empty() && writes.joins().is_empty() && writes.resumed().is_none());
+        writes.set_resumed(None);
+        assert!(writes.rare.is_none(), "no answers make no box");
+        writes.push_send(Send::new("n", serde_json::json!(1)));
+        writes.extend_joins([2, 0]);
+        writes.set_resumed(Some(vec![serde_json::json!("yes")]));
+        let copy = writes.clone().marked_routed();
+        assert!(copy.routed && !writes.routed);
+        assert_eq!(
+            (copy.sends().len(), copy.joins(), copy.resumed()),
+            (1, &[2, 0][..], Some(&[serde_json::json!("yes")][..]))
+        );
+        writes.set_resumed(None);
+        assert!(writes.resumed().is_none() && writes.sends().len() == 1);
     }
 }

@@ -172,8 +172,7 @@ impl<S: State> CompiledGraph<S> {
                 name => {
                     if head {
                         if let Some(task) = planned.iter().find(|t| *t.name == *name) {
-                            let writes =
-                                TaskWrites::<S> { updates: updates.clone(), ..TaskWrites::default() };
+                            let writes = TaskWrites::<S>::from_updates(updates.clone());
                             let json = crate::pregel::task::writes_to_json(spec, names, &ch.state, &writes)?;
                             task_writes.push((task.id.to_string(), task.path.to_string(), json));
                         }
@@ -232,7 +231,7 @@ impl<S: State> CompiledGraph<S> {
             nodes: vec![name.to_owned()],
         })?;
         changed.union_with(&applied);
-        let mut writes = TaskWrites::<S> { updates, ..TaskWrites::default() };
+        let mut writes = TaskWrites::<S>::from_updates(updates);
         crate::pregel::apply::route(spec, node_spec, &ch.state, &mut writes, step)?;
         let source_index = if name == START { None } else { spec.node_names.get(name).copied() };
         crate::pregel::apply::apply_control(ch, spec, &writes, source_index, changed);
