@@ -118,12 +118,19 @@ pub(crate) fn sqlite_json(path: &[&str]) -> String {
     format!("json_extract(body, '$.{}')", path.join("."))
 }
 
-/// A PostgreSQL body's field as SQL.
+/// A PostgreSQL body as `jsonb`. `jsonb` refuses the escape of U+0000 (`\u0000`, which serde_json writes
+/// for that character in any string, a message's text among them), and one such body would fail every
+/// statement that parses it: a search over all threads, an upgrade's fill. It is read as U+FFFD instead:
+/// an escape of the same length, valid wherever the first was. A body without one is parsed as it is.
+#[cfg(feature = "scale")]
+pub(crate) const POSTGRES_BODY: &str = r"replace(body, E'\\u0000', E'\\ufffd')::jsonb";
+
+/// A PostgreSQL body's field as SQL (see [`POSTGRES_BODY`]).
 #[cfg(feature = "scale")]
 pub(crate) fn postgres_json(path: &[&str]) -> String {
     match path {
-        [field] => format!("(body::jsonb ->> '{field}')"),
-        _ => format!("(body::jsonb #>> '{{{}}}')", path.join(",")),
+        [field] => format!("({POSTGRES_BODY} ->> '{field}')"),
+        _ => format!("({POSTGRES_BODY} #>> '{{{}}}')", path.join(",")),
     }
 }
 
@@ -449,8 +456,9 @@ impl Source {
 impl Source {
     /// The conditions that let the database skip threads a scan's metadata and status cannot match, their
     /// values pushed on `binds` (the first parameters of the statement). PostgreSQL tests the metadata's
-    /// containment (`@>`); SQLite compares each scalar field (a superset of the matches: booleans read as
-    /// 1 and 0, and values that are objects, arrays or null are left to the caller's check).
+    /// containment (`@>`, U+0000 read as U+FFFD on both sides); SQLite compares each scalar field (a
+    /// superset of the matches: booleans read as 1 and 0, and values that are objects, arrays or null are
+    /// left to the caller's check).
     fn prefilter(&self, scan: &ThreadScan<'_>, binds: &mut Vec<String>) -> String {
         use serde_json::Value;
         let mut sql = String::new();
@@ -481,9 +489,10 @@ impl Source {
             }
             #[cfg(feature = "scale")]
             Self::Postgres(_) => {
+                // The filter read as the bodies are (see `POSTGRES_BODY`): a superset of the matches.
                 binds.push(Value::Object(metadata.clone()).to_string());
                 sql.push_str(&format!(
-                    " AND (body::jsonb -> 'metadata') @> {}::jsonb",
+                    r" AND ({POSTGRES_BODY} -> 'metadata') @> replace({}::text, E'\\u0000', E'\\ufffd')::jsonb",
                     self.param(binds.len())
                 ));
             }

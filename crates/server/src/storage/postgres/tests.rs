@@ -1462,3 +1462,52 @@ async fn a_key_is_written_as_a_literal_that_reads_back_as_itself_whatever_the_st
     let thread = "t\\'x";
     a.lock(Key::Thread(thread)).await.unwrap().commit(vec![self::thread(thread)]).await.unwrap();
 }
+
+/// A thread whose body holds U+0000 (serde_json writes `\u0000`, which PostgreSQL's `jsonb` refuses)
+/// neither fails a search that parses the bodies nor hides from it: the metadata prefilter and the order by
+/// `state_updated_at` read it, and the caller's check still tells U+0000 from U+FFFD.
+#[tokio::test]
+async fn a_body_holding_u0000_neither_fails_a_thread_search_nor_hides_from_it() {
+    use super::super::source::{ThreadOrder, ThreadScan};
+    let Some(db) = database().await else { return };
+    let (a, _pool) = instance(&db).await;
+    let threads = [
+        ("nul-values", json!({"user": "u1"}), json!({"messages": ["a\u{0}b"]}), "03"),
+        ("nul-metadata", json!({"user": "u\u{0}1"}), json!(null), "02"),
+        ("fffd-metadata", json!({"user": "u\u{fffd}1"}), json!(null), "05"),
+        ("plain", json!({"user": "u1"}), json!(null), "01"),
+        ("escaped-text", json!({"user": "u2", "note": "\\u0000"}), json!(null), "04"),
+    ];
+    for (id, metadata, values, second) in threads {
+        let Change::Thread(mut thread) = self::thread(id) else { unreachable!() };
+        thread.metadata = metadata.as_object().cloned().unwrap();
+        thread.values = Some(values);
+        thread.state_updated_at = format!("2026-11-27T00:00:{second}Z");
+        a.lock(Key::Thread(id)).await.unwrap().commit(vec![Change::Thread(thread)]).await.unwrap();
+    }
+    let search = |metadata: serde_json::Value| {
+        let a = &a;
+        async move {
+            let metadata = metadata.as_object().cloned().filter(|m| !m.is_empty());
+            let scan = ThreadScan {
+                metadata: metadata.as_ref(),
+                ..ThreadScan::all(ThreadOrder::StateUpdatedAt, false)
+            };
+            let exact = |t: &Thread| {
+                metadata.as_ref().is_none_or(|m| m.iter().all(|(k, v)| t.metadata.get(k) == Some(v)))
+            };
+            let (page, total) = a.search_threads(scan, Some(&exact), 0, 10).await.unwrap();
+            assert_eq!(page.len(), total);
+            page.into_iter().map(|t| t.thread_id).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        search(json!({})).await,
+        ["fffd-metadata", "escaped-text", "nul-values", "nul-metadata", "plain"],
+        "ordered by state_updated_at, newest first"
+    );
+    assert_eq!(search(json!({"user": "u1"})).await, ["nul-values", "plain"]);
+    assert_eq!(search(json!({"user": "u\u{0}1"})).await, ["nul-metadata"]);
+    assert_eq!(search(json!({"user": "u\u{fffd}1"})).await, ["fffd-metadata"]);
+    assert_eq!(search(json!({"note": "\\u0000"})).await, ["escaped-text"]);
+}
