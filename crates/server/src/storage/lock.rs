@@ -293,7 +293,7 @@ impl RecordsView<'_> {
     }
 
     /// Every run of a thread without its body (see [`Records::thread_run_heads`]).
-    #[cfg(test)]
+    #[cfg(all(test, feature = "scale"))]
     pub(crate) async fn thread_run_heads(
         &mut self,
         thread_id: &str,

@@ -561,15 +561,7 @@ mod tests {
     /// A table of `n` threads whose creation times repeat (ties are ordered by id), every third with a
     /// TTL.
     async fn table(n: usize) -> Source {
-        let pool = sqlx::sqlite::SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect("sqlite::memory:")
-            .await
-            .unwrap();
-        sqlx::query(super::super::SCHEMA).execute(&pool).await.unwrap();
-        for (_, index) in indexes("", "", false) {
-            sqlx::query(sqlx::AssertSqlSafe(index)).execute(&pool).await.unwrap();
-        }
+        let pool = empty_table().await;
         for i in 0..n {
             let created = format!("2026-01-01T00:00:{:02}Z", i % 7);
             let body = serde_json::json!({
@@ -590,6 +582,20 @@ mod tests {
             .unwrap();
         }
         Source::Sqlite(pool)
+    }
+
+    /// The records' table, with its indexes, in a memory database.
+    async fn empty_table() -> sqlx::SqlitePool {
+        let pool = sqlx::sqlite::SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect("sqlite::memory:")
+            .await
+            .unwrap();
+        sqlx::query(super::super::SCHEMA).execute(&pool).await.unwrap();
+        for (_, index) in indexes("", "", false) {
+            sqlx::query(sqlx::AssertSqlSafe(index)).execute(&pool).await.unwrap();
+        }
+        pool
     }
 
     async fn scan(source: &Source, scan: ThreadScan<'_>) -> Vec<String> {
@@ -659,5 +665,43 @@ mod tests {
             .await
             .unwrap_err();
         assert!(failed.to_string().contains("unreadable thread record 't000"), "names the row: {failed}");
+    }
+
+    /// The embedded server's twin of the PostgreSQL test of U+0000 in a body: SQLite's JSON functions read
+    /// such bodies, so a search by metadata or by `state_updated_at` finds them.
+    #[tokio::test]
+    async fn a_body_holding_u0000_is_read_by_sqlite_searches() {
+        let pool = empty_table().await;
+        let threads = [
+            ("nul-values", "u1", "a\u{0}b", "03"),
+            ("nul-metadata", "u\u{0}1", "", "02"),
+            ("plain", "u1", "", "01"),
+        ];
+        for (id, user, text, second) in threads {
+            let body = serde_json::json!({
+                "thread_id": id, "metadata": {"user": user}, "values": {"messages": [text]},
+                "state_updated_at": format!("2026-01-02T00:00:{second}Z"),
+            });
+            sqlx::query(
+                "INSERT INTO weft_server_records (kind, id, body, created_at, updated_at) \
+                 VALUES ('thread', ?, ?, '2026-01-02T00:00:00Z', '2026-01-02T00:00:00Z')",
+            )
+            .bind(id)
+            .bind(body.to_string())
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+        let source = Source::Sqlite(pool);
+        let by_user = |user: &str| serde_json::json!({"user": user}).as_object().cloned();
+        let newest = ThreadScan::all(ThreadOrder::StateUpdatedAt, false);
+        assert_eq!(scan(&source, newest).await, ["nul-values", "nul-metadata", "plain"]);
+        let u1 = by_user("u1");
+        assert_eq!(
+            scan(&source, ThreadScan { metadata: u1.as_ref(), ..newest }).await,
+            ["nul-values", "plain"]
+        );
+        let nul = by_user("u\u{0}1");
+        assert_eq!(scan(&source, ThreadScan { metadata: nul.as_ref(), ..newest }).await, ["nul-metadata"]);
     }
 }
