@@ -2,7 +2,6 @@
 waiting edges, routers."""
 
 import operator
-import time
 from typing import Annotated, TypedDict
 
 from langgraph.channels import EphemeralValue, Topic
@@ -217,15 +216,14 @@ def root_value_state_is_the_bare_value(rec):
 def waiting_edge_and_a_branch_both_trigger_the_join(rec):
     g = StateGraph(Log)
     g.add_node("a", lambda s: {"log": ["a"]})
-    # b finishes after a on both sides: the tasks stream shows results in the order tasks finish, which
-    # LangGraph's thread pool leaves to chance.
-    g.add_node("b", lambda s: (time.sleep(0.05), {"log": ["b"]})[1])
+    g.add_node("b", lambda s: {"log": ["b"]})
     g.add_node("join", lambda s: {"log": [f"join {len(s['log'])}"]})
     fan(g, "a", "b")
     g.add_conditional_edges("a", lambda s: "join", ["join"])
     g.add_edge(["a", "b"], "join")
     app = g.compile(checkpointer=saver())
     rec.stream(app, {"log": []}, thread(), ["tasks"])
+    rec.unorder_parallel_results()
     rec.state(app, thread())
 
 
