@@ -62,6 +62,50 @@ async fn run_and_check(saver: Arc<dyn Checkpointer>, thread_id: &str, n: usize) 
     }
 }
 
+/// `reply` answers each human message with one AI message: a turn of a chat.
+fn chat(saver: Arc<dyn Checkpointer>) -> CompiledGraph<Chat> {
+    let mut graph = StateGraph::<Chat>::new();
+    graph.add_node("reply", |s: Chat| {
+        Chat::update().messages(vec![Message::ai(format!("a{}", s.messages.len()))])
+    });
+    graph.add_edge(START, "reply");
+    graph.add_edge("reply", END);
+    graph.compile_with(CompileConfig::new().checkpointer(saver)).unwrap()
+}
+
+/// The delta storage of the chain tests: a whole list after 8 appended ones.
+const SHORT_CHAINS: DeltaStorage = DeltaStorage { enabled: true, snapshot_every: 8, cache_entries: 1024 };
+
+/// Runs turns `from..to` of a chat on `thread_id` (each its own invoke, as a chat thread has one run
+/// per message) and checks that every checkpoint reads back exactly.
+async fn chat_turns(saver: Arc<dyn Checkpointer>, thread_id: &str, from: usize, to: usize) {
+    let app = chat(saver);
+    for turn in from..to {
+        let input = Chat::update().messages(vec![Message::human(format!("h{turn}"))]);
+        let out = app.invoke(input, &thread(thread_id)).await.unwrap();
+        assert_eq!(out.value.messages.len(), 2 * (turn + 1));
+    }
+    let history = app.get_state_history(&thread(thread_id), ListOptions::default()).await.unwrap();
+    let last = history[0].values.messages.as_slice().to_vec();
+    assert_eq!(last.len(), 2 * to);
+    for snapshot in &history {
+        let messages = snapshot.values.messages.as_slice();
+        assert_eq!(messages, &last[..messages.len()], "every checkpoint reads back exactly");
+    }
+}
+
+/// The most links from a stored version of a list to a whole one, from `(version, base_version)` rows.
+fn longest_chain(rows: Vec<(String, Option<String>)>) -> usize {
+    let bases: std::collections::HashMap<String, Option<String>> = rows.into_iter().collect();
+    let links = |version: &String| {
+        std::iter::successors(Some(version), |at| bases.get(*at).and_then(Option::as_ref))
+            .take(bases.len() + 1)
+            .count()
+            - 1
+    };
+    bases.keys().map(links).max().unwrap_or(0)
+}
+
 #[cfg(feature = "sqlite")]
 mod sqlite {
     use weft_integrations::sqlite::{SqliteOptions, SqliteSaver};
@@ -108,6 +152,47 @@ mod sqlite {
         let channels = u64::try_from(latest.checkpoint.channel_versions.len()).unwrap();
         assert_eq!(stats.blobs, channels, "pruning keeps the kept checkpoint's values only: {stats:?}");
     }
+
+    async fn chains(saver: &SqliteSaver, thread_id: &str) -> usize {
+        let rows = sqlx::query_as(
+            "SELECT version, base_version FROM checkpoint_blobs WHERE thread_id = ?1 AND channel = 'messages'",
+        )
+        .bind(thread_id)
+        .fetch_all(saver.pool())
+        .await
+        .unwrap();
+        longest_chain(rows)
+    }
+
+    #[tokio::test]
+    async fn the_engines_appends_are_stored_whole_every_few_versions() {
+        let path = temp_db();
+        let saver = open(&path, SHORT_CHAINS).await;
+        // A chat: one run per turn, each appending a human and an AI message.
+        chat_turns(saver.clone(), "chat", 0, 60).await;
+        let longest = chains(&saver, "chat").await;
+        assert!((1..=8).contains(&longest), "longest chain of appended values: {longest}");
+        // One long run: a message per superstep.
+        run_and_check(saver.clone(), "long", 150).await;
+        let longest = chains(&saver, "long").await;
+        // A parent still being stored (the save before the last, in flight) is not read: a link or two
+        // more before the cut.
+        assert!((1..=10).contains(&longest), "longest chain of appended values in one run: {longest}");
+        // Deltas still: far fewer whole lists than versions.
+        let (wholes, versions): (i64, i64) = sqlx::query_as(
+            "SELECT sum(base_version IS NULL), count(*) FROM checkpoint_blobs WHERE channel = 'messages'",
+        )
+        .fetch_one(saver.pool())
+        .await
+        .unwrap();
+        assert!(wholes * 6 < versions, "{wholes} whole lists among {versions} versions");
+        // A new process counts from nothing: its chains are cut too, if later.
+        drop(saver);
+        let again = open(&path, SHORT_CHAINS).await;
+        chat_turns(again.clone(), "chat", 60, 140).await;
+        let longest = chains(&again, "chat").await;
+        assert!((1..=16).contains(&longest), "longest chain after a restart: {longest}");
+    }
 }
 
 #[cfg(feature = "postgres")]
@@ -144,6 +229,32 @@ mod postgres {
         let channels = u64::try_from(latest.checkpoint.channel_versions.len()).unwrap();
         assert_eq!(stats.blobs, channels, "pruning keeps the kept checkpoint's values only: {stats:?}");
         drop(saver);
+    }
+
+    #[tokio::test]
+    async fn the_engines_appends_are_stored_whole_every_few_versions() {
+        let Some(test) = common::saver_with(|o| PostgresOptions { delta: SHORT_CHAINS, ..o }).await else {
+            return;
+        };
+        let (saver, _schema) = test.into_parts();
+        let chains = async |thread_id: &str| {
+            let rows = sqlx::query_as(
+                "SELECT version, base_version FROM checkpoint_blobs WHERE thread_id = $1 AND channel = 'messages'",
+            )
+            .bind(thread_id)
+            .fetch_all(saver.pool())
+            .await
+            .unwrap();
+            longest_chain(rows)
+        };
+        chat_turns(saver.clone(), "chat", 0, 60).await;
+        let longest = chains("chat").await;
+        assert!((1..=8).contains(&longest), "longest chain of appended values: {longest}");
+        run_and_check(saver.clone(), "long", 150).await;
+        let longest = chains("long").await;
+        // A parent still being stored (the save before the last, in flight) is not read: a link or two
+        // more before the cut.
+        assert!((1..=10).contains(&longest), "longest chain of appended values in one run: {longest}");
     }
 
     /// Blob rows PostgreSQL has fetched from `checkpoint_blobs`, as its statistics count them. Every

@@ -17,7 +17,7 @@ use super::statements::{
 use super::{Pg, PgConnection, PgPool, PostgresOptions, Target, batch, read, redact, schema};
 use crate::savers::{copy_refused, saved_config, writes_checkpoint};
 use crate::sql::StorageStats;
-use crate::sql::delta::{BlobRecord, DeltaPlanner};
+use crate::sql::delta::{BlobRecord, DeltaPlanner, compact_long_chain, compact_long_chains};
 use crate::sql::heads::HeadChecks;
 use crate::sql::prune::{self, ChainRow, ChainTuple};
 use crate::sql::rows;
@@ -165,8 +165,16 @@ impl PostgresSaver {
         ops: Vec<SaveOp>,
         checks: Option<HeadChecks>,
     ) -> Result<(), CheckpointError> {
+        let mut ops = ops;
+        let mut parents = Vec::new();
+        for (i, parent) in self.delta.parents_to_read(&ops) {
+            parents.push((i, read::get_tuple(target, &parent).await?));
+        }
+        let compacted = compact_long_chains(&self.delta, &mut ops, parents);
         let mut threads = BTreeSet::new();
-        let result = match batch::rows_of(&self.delta, ops, &mut threads) {
+        let planned = batch::rows_of(&self.delta, ops, &mut threads);
+        self.delta.forget_lists(&compacted);
+        let result = match planned {
             Ok(rows) => batch::write(target, rows, checks.as_ref()).await,
             Err(e) => Err(e),
         };
@@ -179,10 +187,16 @@ impl PostgresSaver {
         mut checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         mut new_versions: ChannelVersions,
-        appends: ChannelAppends,
+        mut appends: ChannelAppends,
     ) -> Result<CheckpointConfig, CheckpointError> {
         check_config(config)?;
         check_text("checkpoint id", &checkpoint.id)?;
+        let parent = if self.delta.reads_parent(config, &appends) {
+            read::get_tuple(&mut Target::Pool(&self.pg), config).await?
+        } else {
+            None
+        };
+        let compacted = compact_long_chain(&self.delta, config, &mut checkpoint, &mut appends, parent);
         let rows::PreparedPut { body, metadata, values } =
             rows::prepare_put(config, &mut checkpoint, &metadata, &mut new_versions)?;
         let plan = self.delta.plan_with_appends(
@@ -221,6 +235,7 @@ impl PostgresSaver {
             }
         }
         self.delta.commit(plan, &stored_whole);
+        self.delta.forget_lists(&compacted);
         Ok(saved_config(config, checkpoint.id))
     }
 }

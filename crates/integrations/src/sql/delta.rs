@@ -14,12 +14,23 @@
 //! value that is not a list, or a list whose head changed (`add_messages` replacing or removing a
 //! message), is stored whole. The last stored list of each recently written channel is kept in memory
 //! (bounded by [`DeltaStorage::cache_entries`]); after a restart the first version written is whole.
+//!
+//! The engine's appends are chained the same way: the planner counts, per channel, the appends stored in
+//! a row since its last whole value, and once a count reaches `snapshot_every` the saver reads the
+//! parent checkpoint's list and stores the new version whole ([`DeltaPlanner::long_chains`],
+//! [`compact_long_chains`]), so that reading a version follows a bounded number of links however long the
+//! thread (without it, a thread's 1,000th turn followed 2,000 links on every load). A count is this
+//! process's own: after a restart, or for a thread other processes also write, a chain may grow longer
+//! before it is cut, never wrong.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use weft_graph::checkpoint::{ChannelAppends, ChannelName, ChannelValues, ChannelVersion, ChannelVersions};
+use weft_graph::checkpoint::{
+    ChannelAppends, ChannelName, ChannelValues, ChannelVersion, ChannelVersions, Checkpoint,
+    CheckpointConfig, CheckpointTuple, SaveOp,
+};
 
 use super::codec;
 
@@ -105,6 +116,12 @@ struct Entry {
 pub(crate) struct Plan {
     pub(crate) records: Vec<BlobRecord>,
     updates: Vec<(Key, Entry)>,
+    /// The thread and namespace planned for.
+    thread: String,
+    ns: String,
+    /// The channels stored as the engine's appends, and those stored whole.
+    appended: Vec<ChannelName>,
+    whole: Vec<ChannelName>,
 }
 
 /// Chooses between whole values and deltas, remembering the last stored list per channel.
@@ -118,6 +135,9 @@ pub(crate) struct DeltaPlanner {
 struct Cache {
     entries: HashMap<Key, Entry>,
     clock: u64,
+    /// Per channel, the engine's appends stored in a row since its last whole value (see
+    /// [`DeltaPlanner::long_chains`]).
+    appended: HashMap<Key, usize>,
 }
 
 impl DeltaPlanner {
@@ -138,11 +158,12 @@ impl DeltaPlanner {
         mut values: ChannelValues,
         new_versions: ChannelVersions,
     ) -> Plan {
-        let mut plan = Plan::default();
+        let mut plan = Plan { thread: thread_id.to_owned(), ns: checkpoint_ns.to_owned(), ..Plan::default() };
         for (channel, version) in new_versions {
             let value = values.remove(&*channel);
             let Some(Value::Array(items)) = value else {
                 let blob = value.as_ref().map(codec::encode_full);
+                plan.whole.push(channel.clone());
                 plan.records.push(BlobRecord { channel, version, base_version: None, blob, whole: None });
                 continue;
             };
@@ -174,6 +195,7 @@ impl DeltaPlanner {
                 }
                 None => {
                     let blob = Some(codec::encode_full_list(&items));
+                    plan.whole.push(channel.clone());
                     (
                         BlobRecord {
                             channel,
@@ -209,6 +231,7 @@ impl DeltaPlanner {
             }
         }
         let mut plan = self.plan(thread_id, checkpoint_ns, values, new_versions);
+        plan.appended.extend(appended.iter().map(|r| r.channel.clone()));
         plan.records.extend(appended);
         plan
     }
@@ -216,10 +239,11 @@ impl DeltaPlanner {
     /// Remembers the lists of a committed plan; `stored_whole` names delta records that were stored whole
     /// instead (their base was gone).
     pub(crate) fn commit(&self, plan: Plan, stored_whole: &[ChannelName]) {
-        if plan.updates.is_empty() {
+        if plan.updates.is_empty() && plan.appended.is_empty() && plan.whole.is_empty() {
             return;
         }
         let Ok(mut cache) = self.cache.lock() else { return };
+        count_appends(&mut cache, &plan, stored_whole, self.config.cache_entries);
         for (key, mut entry) in plan.updates {
             if stored_whole.contains(&key.2) {
                 entry.chain = 0;
@@ -257,6 +281,167 @@ impl DeltaPlanner {
     pub(crate) fn forget_thread(&self, thread_id: &str) {
         if let Ok(mut cache) = self.cache.lock() {
             cache.entries.retain(|(thread, _, _), _| thread != thread_id);
+            cache.appended.retain(|(thread, _, _), _| thread != thread_id);
+        }
+    }
+
+    /// Forgets the last lists and the counts of appends of `lists`.
+    pub(crate) fn forget_lists(&self, lists: &[Compacted]) {
+        if lists.is_empty() {
+            return;
+        }
+        if let Ok(mut cache) = self.cache.lock() {
+            for key in lists {
+                cache.entries.remove(key);
+                cache.appended.remove(key);
+            }
+        }
+    }
+
+    /// The channels of `appends` whose chain of the engine's appends, as this process counted it, is
+    /// long: their next version is to be stored whole.
+    pub(crate) fn long_chains(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        appends: &ChannelAppends,
+    ) -> Vec<ChannelName> {
+        if appends.is_empty() || !self.enabled() {
+            return Vec::new();
+        }
+        let Ok(cache) = self.cache.lock() else { return Vec::new() };
+        if cache.appended.is_empty() {
+            return Vec::new();
+        }
+        let key = |channel: &ChannelName| (thread_id.to_owned(), ns.to_owned(), channel.clone());
+        appends
+            .keys()
+            .filter(|c| cache.appended.get(&key(c)).is_some_and(|n| n + 1 >= self.config.snapshot_every))
+            .cloned()
+            .collect()
+    }
+
+    /// Whether a save of `appends` onto the checkpoint at `config` has a long chain: its parent is to be
+    /// read for [`compact_long_chain`].
+    pub(crate) fn reads_parent(&self, config: &CheckpointConfig, appends: &ChannelAppends) -> bool {
+        config.checkpoint_id.is_some()
+            && !self.long_chains(&config.thread_id, &config.checkpoint_ns, appends).is_empty()
+    }
+
+    /// The parents to read before planning `ops`: for each save with a long chain of appends
+    /// ([`long_chains`](Self::long_chains)) whose parent is not saved earlier in `ops` (not stored yet),
+    /// its position and the parent checkpoint's address.
+    pub(crate) fn parents_to_read(&self, ops: &[SaveOp]) -> Vec<(usize, CheckpointConfig)> {
+        let mut wanted = Vec::new();
+        for (i, op) in ops.iter().enumerate() {
+            let SaveOp::Put { config, appends, .. } = op else { continue };
+            let Some(parent) = config.checkpoint_id.as_deref() else { continue };
+            let in_batch = ops[..i].iter().any(|earlier| match earlier {
+                SaveOp::Put { config: c, checkpoint, .. } => {
+                    checkpoint.id == parent && c.thread_id == config.thread_id
+                }
+                SaveOp::Writes { .. } => false,
+            });
+            if !in_batch && self.reads_parent(config, appends) {
+                wanted.push((i, CheckpointConfig::clone(config)));
+            }
+        }
+        wanted
+    }
+}
+
+/// Counts a committed plan's appends per channel (one more link each) and starts the count of its
+/// channels stored whole over. Bounded like the lists: past that, every count starts over (a lost count
+/// only makes a chain longer, never a value wrong).
+fn count_appends(cache: &mut Cache, plan: &Plan, stored_whole: &[ChannelName], capacity: usize) {
+    let key = |channel: &ChannelName| (plan.thread.clone(), plan.ns.clone(), channel.clone());
+    for channel in &plan.appended {
+        if stored_whole.contains(channel) {
+            cache.appended.remove(&key(channel));
+        } else {
+            *cache.appended.entry(key(channel)).or_insert(0) += 1;
+        }
+    }
+    // A list stored otherwise starts over (its chain is its cache entry's); most saves append nothing,
+    // and no key is made for them.
+    if !cache.appended.is_empty() {
+        for channel in plan.whole.iter().chain(plan.updates.iter().map(|(k, _)| &k.2)) {
+            cache.appended.remove(&key(channel));
+        }
+    }
+    if cache.appended.len() > capacity.max(1) * 4 {
+        cache.appended.clear();
+    }
+}
+
+/// A channel of a thread and namespace whose list a save stores whole after a long chain of appends.
+pub(crate) type Compacted = Key;
+
+/// Stores the engine's appends to channels with a long chain ([`DeltaPlanner::long_chains`]) whole, in
+/// the saves of `ops` at the positions of `parents` (read as [`DeltaPlanner::parents_to_read`] asks, a
+/// parent only once every `snapshot_every` appends to a channel): the parent's list followed by the new
+/// items. A save whose parent was not found (`None`: not stored yet, or gone), or does not list the
+/// version an append extends, keeps its appends. Returns the lists made whole, which the planner has
+/// forgotten so that each is stored whole (not as a delta on an older list it kept); the caller forgets
+/// them again once they are planned ([`DeltaPlanner::forget_lists`]), so that a list the engine appends
+/// to is not kept in memory.
+pub(crate) fn compact_long_chains(
+    delta: &DeltaPlanner,
+    ops: &mut [SaveOp],
+    parents: Vec<(usize, Option<CheckpointTuple>)>,
+) -> Vec<Compacted> {
+    let mut compacted = Vec::new();
+    for (i, parent) in parents {
+        if let (Some(SaveOp::Put { config, checkpoint, appends, .. }), Some(parent)) =
+            (ops.get_mut(i), parent)
+        {
+            whole_from_parent(delta, config, checkpoint, appends, parent, &mut compacted);
+        }
+    }
+    delta.forget_lists(&compacted);
+    compacted
+}
+
+/// [`compact_long_chains`] for one save (`config` names its parent, read when
+/// [`DeltaPlanner::reads_parent`] says so).
+pub(crate) fn compact_long_chain(
+    delta: &DeltaPlanner,
+    config: &CheckpointConfig,
+    checkpoint: &mut Checkpoint,
+    appends: &mut ChannelAppends,
+    parent: Option<CheckpointTuple>,
+) -> Vec<Compacted> {
+    let mut compacted = Vec::new();
+    if let Some(parent) = parent {
+        whole_from_parent(delta, config, checkpoint, appends, parent, &mut compacted);
+    }
+    delta.forget_lists(&compacted);
+    compacted
+}
+
+/// Moves the appends to the long chains of one save into its values, whole, from `parent`.
+fn whole_from_parent(
+    delta: &DeltaPlanner,
+    config: &CheckpointConfig,
+    checkpoint: &mut Checkpoint,
+    appends: &mut ChannelAppends,
+    mut parent: CheckpointTuple,
+    compacted: &mut Vec<Compacted>,
+) {
+    for channel in delta.long_chains(&config.thread_id, &config.checkpoint_ns, appends) {
+        let Some(base) = appends.get(&channel).map(|d| &d.base_version) else { continue };
+        let listed = parent.checkpoint.channel_versions.get(&channel) == Some(base);
+        let mut items = match parent.checkpoint.channel_values.remove(&channel) {
+            Some(Value::Array(items)) if listed => items,
+            // Listed without a value: the channel is empty, for a list the empty list.
+            None if listed => Vec::new(),
+            // Not the version the append extends: left as an append (its base is checked).
+            _ => continue,
+        };
+        if let Some(delta) = appends.remove(&channel) {
+            items.extend(delta.items);
+            checkpoint.channel_values.insert(channel.clone(), Value::Array(items));
+            compacted.push((config.thread_id.clone(), config.checkpoint_ns.clone(), channel));
         }
     }
 }
@@ -280,6 +465,75 @@ mod tests {
         let record = plan.records.remove(0);
         p.commit(plan, &[]);
         record
+    }
+
+    fn append(p: &DeltaPlanner, base: &str, version: &str) {
+        let appends = ChannelAppends::from([(
+            ChannelName::from("m"),
+            weft_graph::checkpoint::AppendDelta { base_version: base.into(), items: vec![json!(version)] },
+        )]);
+        let plan = p.plan_with_appends("t", "", ChannelValues::new(), versions(&[("m", version)]), appends);
+        assert_eq!(plan.records[0].base_version.as_deref(), Some(base));
+        p.commit(plan, &[]);
+    }
+
+    #[test]
+    fn the_engines_appends_are_counted_until_a_whole_list_starts_over() {
+        let p = DeltaPlanner::new(DeltaStorage { snapshot_every: 3, ..DeltaStorage::default() });
+        let one = ChannelAppends::from([(
+            ChannelName::from("m"),
+            weft_graph::checkpoint::AppendDelta { base_version: "9".into(), items: vec![] },
+        )]);
+        put(&p, "1", json!([1]));
+        append(&p, "1", "2");
+        assert!(p.long_chains("t", "", &one).is_empty(), "one append in a row");
+        append(&p, "2", "3");
+        assert_eq!(
+            p.long_chains("t", "", &one),
+            vec![ChannelName::from("m")],
+            "two in a row: the next is whole"
+        );
+        assert!(p.long_chains("u", "", &one).is_empty(), "counted per thread");
+        put(&p, "4", json!([9]));
+        assert!(p.long_chains("t", "", &one).is_empty(), "a whole list starts the count over");
+        append(&p, "4", "5");
+        append(&p, "5", "6");
+        p.forget_thread("t");
+        assert!(p.long_chains("t", "", &one).is_empty(), "a forgotten thread starts over");
+    }
+
+    #[test]
+    fn a_parent_saved_earlier_in_the_batch_is_not_read() {
+        let p = DeltaPlanner::new(DeltaStorage { snapshot_every: 2, ..DeltaStorage::default() });
+        put(&p, "1", json!([1]));
+        append(&p, "1", "2");
+        let save = |parent: &str, id: &str| SaveOp::Put {
+            config: std::sync::Arc::new(CheckpointConfig::thread("t").at(parent)),
+            checkpoint: Checkpoint {
+                v: weft_graph::checkpoint::CHECKPOINT_VERSION,
+                id: id.into(),
+                ts: String::new(),
+                channel_values: ChannelValues::new(),
+                channel_versions: versions(&[("m", id)]),
+                versions_seen: Default::default(),
+                updated_channels: Vec::new(),
+            },
+            metadata: weft_graph::checkpoint::CheckpointMetadata {
+                source: weft_graph::checkpoint::CheckpointSource::Loop,
+                step: 0,
+                parents: Default::default(),
+                extra: Default::default(),
+            },
+            new_versions: versions(&[("m", id)]),
+            appends: ChannelAppends::from([(
+                ChannelName::from("m"),
+                weft_graph::checkpoint::AppendDelta { base_version: parent.into(), items: vec![] },
+            )]),
+            expected_head: weft_graph::checkpoint::ExpectedHead::Any,
+        };
+        let wanted = p.parents_to_read(&[save("c2", "c3"), save("c3", "c4")]);
+        assert_eq!(wanted.len(), 1, "c3 is saved by the batch itself");
+        assert_eq!((wanted[0].0, wanted[0].1.checkpoint_id.as_deref()), (0, Some("c2")));
     }
 
     #[test]

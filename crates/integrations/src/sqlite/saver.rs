@@ -19,7 +19,7 @@ use super::statements::{
 use super::{Db, DeltaStorage, SqliteOptions, SqlitePool, batch, read, schema};
 use crate::savers::{PutOne, copy_refused, put_each, put_one_methods, saved_config, writes_checkpoint};
 use crate::sql::StorageStats;
-use crate::sql::delta::{BlobRecord, DeltaPlanner};
+use crate::sql::delta::{BlobRecord, DeltaPlanner, compact_long_chain, compact_long_chains};
 use crate::sql::heads::HeadChecks;
 use crate::sql::prune::{self, ChainRow, ChainTuple};
 use crate::sql::rows;
@@ -287,9 +287,12 @@ impl PutOne for SqliteSaver {
         mut checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         mut new_versions: ChannelVersions,
-        appends: ChannelAppends,
+        mut appends: ChannelAppends,
         expected: &ExpectedHead,
     ) -> Result<CheckpointConfig, CheckpointError> {
+        let parent =
+            if self.delta.reads_parent(config, &appends) { self.get_tuple(config).await? } else { None };
+        let compacted = compact_long_chain(&self.delta, config, &mut checkpoint, &mut appends, parent);
         let rows::PreparedPut { body, metadata, values } =
             rows::prepare_put(config, &mut checkpoint, &metadata, &mut new_versions)?;
         let (thread, ns) = (&config.thread_id, &config.checkpoint_ns);
@@ -321,6 +324,7 @@ impl PutOne for SqliteSaver {
         }
         tx.commit().await.map_err(backend)?;
         self.delta.commit(plan, &stored_whole);
+        self.delta.forget_lists(&compacted);
         Ok(saved_config(config, checkpoint.id))
     }
 }
@@ -333,9 +337,16 @@ impl SqliteSaver {
         ops: Vec<SaveOp>,
         threads: &mut BTreeSet<String>,
     ) -> Result<bool, CheckpointError> {
+        let mut ops = ops;
+        let mut parents = Vec::new();
+        for (i, parent) in self.delta.parents_to_read(&ops) {
+            parents.push((i, self.get_tuple(&parent).await?));
+        }
+        let compacted = compact_long_chains(&self.delta, &mut ops, parents);
         let checks = HeadChecks::of(&ops);
-        let rows = batch::rows_of(&self.delta, ops, threads)?;
-        self.group.commit(rows, checks, Vec::new()).await
+        let rows = batch::rows_of(&self.delta, ops, threads);
+        self.delta.forget_lists(&compacted);
+        self.group.commit(rows?, checks, Vec::new()).await
     }
 }
 
