@@ -143,3 +143,89 @@ macro_rules! put_one_methods {
 }
 #[cfg(any(feature = "sqlite", feature = "redis"))]
 pub(crate) use put_one_methods;
+
+/// Per channel (thread, namespace, channel), the engine's appends a saver stored in a row since the
+/// channel's last whole value, as this process saw them: a saver stores the next version whole once a
+/// count reaches its `snapshot_every` ([`AppendChains::is_long`]), so that a read follows a bounded
+/// number of links. A count lost (a restart, the bound below, another process writing the thread) only
+/// makes a chain longer, never a value wrong.
+#[derive(Debug, Default)]
+pub(crate) struct AppendChains {
+    counts: std::collections::HashMap<(String, String, String), usize>,
+}
+
+impl AppendChains {
+    fn key(thread_id: &str, ns: &str, channel: &str) -> (String, String, String) {
+        (thread_id.to_owned(), ns.to_owned(), channel.to_owned())
+    }
+
+    /// Whether the next append to `channel` is to be stored whole, with `snapshot_every` links at most.
+    pub(crate) fn is_long(&self, thread_id: &str, ns: &str, channel: &str, snapshot_every: usize) -> bool {
+        !self.counts.is_empty()
+            && self.counts.get(&Self::key(thread_id, ns, channel)).is_some_and(|n| n + 1 >= snapshot_every)
+    }
+
+    /// Records a stored save's appends (one more link each) and the channels it stored otherwise (their
+    /// count starts over); past `capacity` counts (four per remembered list), every count starts over.
+    pub(crate) fn stored<'a>(
+        &mut self,
+        thread_id: &str,
+        ns: &str,
+        appended: impl IntoIterator<Item = &'a str>,
+        otherwise: impl IntoIterator<Item = &'a str>,
+        capacity: usize,
+    ) {
+        for channel in appended {
+            *self.counts.entry(Self::key(thread_id, ns, channel)).or_insert(0) += 1;
+        }
+        // Most saves append nothing: no key is made for them.
+        if !self.counts.is_empty() {
+            for channel in otherwise {
+                self.counts.remove(&Self::key(thread_id, ns, channel));
+            }
+        }
+        if self.counts.len() > capacity.max(1) * 4 {
+            self.counts.clear();
+        }
+    }
+
+    /// Forgets the count of one channel.
+    pub(crate) fn forget(&mut self, thread_id: &str, ns: &str, channel: &str) {
+        if !self.counts.is_empty() {
+            self.counts.remove(&Self::key(thread_id, ns, channel));
+        }
+    }
+
+    /// Forgets a thread's counts.
+    pub(crate) fn forget_thread(&mut self, thread_id: &str) {
+        self.counts.retain(|(thread, _, _), _| thread != thread_id);
+    }
+}
+
+/// Moves the engine's appends to `channels` into `values`, whole, from the `parent` checkpoint they
+/// extend: the parent's list followed by the new items. An append whose base is not the version the
+/// parent lists stays an append (its base is checked when stored). Returns the channels made whole.
+pub(crate) fn whole_from_parent(
+    parent: &mut weft_graph::checkpoint::CheckpointTuple,
+    channels: Vec<weft_graph::checkpoint::ChannelName>,
+    appends: &mut weft_graph::checkpoint::ChannelAppends,
+    values: &mut weft_graph::checkpoint::ChannelValues,
+) -> Vec<weft_graph::checkpoint::ChannelName> {
+    let mut whole = Vec::new();
+    for channel in channels {
+        let Some(base) = appends.get(&channel).map(|d| &d.base_version) else { continue };
+        let listed = parent.checkpoint.channel_versions.get(&channel) == Some(base);
+        let mut items = match parent.checkpoint.channel_values.remove(&channel) {
+            Some(serde_json::Value::Array(items)) if listed => items,
+            // Listed without a value: the channel is empty, for a list the empty list.
+            None if listed => Vec::new(),
+            _ => continue,
+        };
+        if let Some(delta) = appends.remove(&channel) {
+            items.extend(delta.items);
+            values.insert(channel.clone(), serde_json::Value::Array(items));
+            whole.push(channel);
+        }
+    }
+    whole
+}

@@ -14,6 +14,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
+use crate::savers::AppendChains;
+
 /// How growing lists are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DeltaConfig {
@@ -60,9 +62,8 @@ pub(crate) struct DeltaPlanner {
 struct Cache {
     entries: HashMap<Key, Entry>,
     clock: u64,
-    /// Per channel, the engine's appends stored in a row since its last whole value (see
-    /// [`DeltaPlanner::appended_chain`]).
-    appended: HashMap<Key, usize>,
+    /// The engine's appends stored in a row per channel (see [`DeltaPlanner::is_long`]).
+    chains: AppendChains,
 }
 
 impl DeltaPlanner {
@@ -140,17 +141,11 @@ impl DeltaPlanner {
         self.config.enabled()
     }
 
-    /// How many of the engine's appends to `channel` were stored in a row since its last whole value,
-    /// as far as this process saw.
-    pub(crate) fn appended_chain(&self, thread_id: &str, ns: &str, channel: &str) -> usize {
-        let key = (thread_id.to_owned(), ns.to_owned(), channel.to_owned());
-        self.cache.lock().ok().and_then(|cache| cache.appended.get(&key).copied()).unwrap_or(0)
-    }
-
-    /// Whether the next engine append to a channel with `chain` appends in a row must be stored whole
-    /// (so that a read follows at most `snapshot_every` links).
-    pub(crate) fn needs_whole(&self, chain: usize) -> bool {
-        chain + 1 >= self.config.snapshot_every
+    /// Whether the next engine append to `channel` must be stored whole (its chain of appends, as this
+    /// process counted it, is long), so that a read follows at most `snapshot_every` links.
+    pub(crate) fn is_long(&self, thread_id: &str, ns: &str, channel: &str) -> bool {
+        let every = self.config.snapshot_every;
+        self.cache.lock().is_ok_and(|cache| cache.chains.is_long(thread_id, ns, channel, every))
     }
 
     /// Records a stored checkpoint's engine appends (one more link each) and the channels it stored
@@ -164,30 +159,18 @@ impl DeltaPlanner {
         whole: impl IntoIterator<Item = &'a str>,
     ) {
         let Ok(mut cache) = self.cache.lock() else { return };
-        let key = |channel: &str| (thread_id.to_owned(), ns.to_owned(), channel.to_owned());
-        for channel in appended {
-            let key = key(channel);
-            cache.entries.remove(&key);
-            *cache.appended.entry(key).or_insert(0) += 1;
+        let appended: Vec<&str> = appended.into_iter().collect();
+        for channel in &appended {
+            cache.entries.remove(&(thread_id.to_owned(), ns.to_owned(), (*channel).to_owned()));
         }
-        // Most saves append nothing: no key is made for them.
-        if !cache.appended.is_empty() {
-            for channel in whole {
-                cache.appended.remove(&key(channel));
-            }
-        }
-        // Bounded like the lists: past that, every count starts over (a count lost only makes a chain
-        // longer, never a value wrong).
-        if cache.appended.len() > self.config.cache_entries.max(1) * 4 {
-            cache.appended.clear();
-        }
+        cache.chains.stored(thread_id, ns, appended, whole, self.config.cache_entries);
     }
 
     /// Forgets a thread's lists (it was pruned, deleted or replaced).
     pub(crate) fn forget_thread(&self, thread_id: &str) {
         if let Ok(mut cache) = self.cache.lock() {
             cache.entries.retain(|(thread, _, _), _| thread != thread_id);
-            cache.appended.retain(|(thread, _, _), _| thread != thread_id);
+            cache.chains.forget_thread(thread_id);
         }
     }
 }

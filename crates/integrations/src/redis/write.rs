@@ -259,31 +259,13 @@ impl RedisSaver {
         values: &mut ChannelValues,
     ) -> Result<(), CheckpointError> {
         let (thread_id, ns) = (&config.thread_id, &config.checkpoint_ns);
-        let long: Vec<ChannelName> = appends
-            .keys()
-            .filter(|channel| self.deltas.needs_whole(self.deltas.appended_chain(thread_id, ns, channel)))
-            .cloned()
-            .collect();
+        let long: Vec<ChannelName> =
+            appends.keys().filter(|channel| self.deltas.is_long(thread_id, ns, channel)).cloned().collect();
         if long.is_empty() || config.checkpoint_id.is_none() {
             return Ok(());
         }
         let Some(mut parent) = self.read_tuple(config).await? else { return Ok(()) };
-        for channel in long {
-            let Some(delta) = appends.get(&channel) else { continue };
-            let listed = parent.checkpoint.channel_versions.get(&channel) == Some(&delta.base_version);
-            let base = match parent.checkpoint.channel_values.remove(&channel) {
-                Some(Value::Array(items)) if listed => items,
-                // A channel listed without a value is empty: for a list, the empty list.
-                None if listed => Vec::new(),
-                // Not the parent's version: left as an append (the put checks that its base is stored).
-                _ => continue,
-            };
-            if let Some(delta) = appends.remove(&channel) {
-                let mut items = base;
-                items.extend(delta.items);
-                values.insert(channel, Value::Array(items));
-            }
-        }
+        crate::savers::whole_from_parent(&mut parent, long, appends, values);
         Ok(())
     }
 

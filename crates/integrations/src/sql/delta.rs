@@ -33,6 +33,7 @@ use weft_graph::checkpoint::{
 };
 
 use super::codec;
+use crate::savers::AppendChains;
 
 /// How a SQL saver stores channels whose value only grows at the end (message lists).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,9 +136,8 @@ pub(crate) struct DeltaPlanner {
 struct Cache {
     entries: HashMap<Key, Entry>,
     clock: u64,
-    /// Per channel, the engine's appends stored in a row since its last whole value (see
-    /// [`DeltaPlanner::long_chains`]).
-    appended: HashMap<Key, usize>,
+    /// The engine's appends stored in a row per channel (see [`DeltaPlanner::long_chains`]).
+    chains: AppendChains,
 }
 
 impl DeltaPlanner {
@@ -281,7 +281,7 @@ impl DeltaPlanner {
     pub(crate) fn forget_thread(&self, thread_id: &str) {
         if let Ok(mut cache) = self.cache.lock() {
             cache.entries.retain(|(thread, _, _), _| thread != thread_id);
-            cache.appended.retain(|(thread, _, _), _| thread != thread_id);
+            cache.chains.forget_thread(thread_id);
         }
     }
 
@@ -293,7 +293,7 @@ impl DeltaPlanner {
         if let Ok(mut cache) = self.cache.lock() {
             for key in lists {
                 cache.entries.remove(key);
-                cache.appended.remove(key);
+                cache.chains.forget(&key.0, &key.1, &key.2);
             }
         }
     }
@@ -310,15 +310,8 @@ impl DeltaPlanner {
             return Vec::new();
         }
         let Ok(cache) = self.cache.lock() else { return Vec::new() };
-        if cache.appended.is_empty() {
-            return Vec::new();
-        }
-        let key = |channel: &ChannelName| (thread_id.to_owned(), ns.to_owned(), channel.clone());
-        appends
-            .keys()
-            .filter(|c| cache.appended.get(&key(c)).is_some_and(|n| n + 1 >= self.config.snapshot_every))
-            .cloned()
-            .collect()
+        let every = self.config.snapshot_every;
+        appends.keys().filter(|c| cache.chains.is_long(thread_id, ns, c, every)).cloned().collect()
     }
 
     /// Whether a save of `appends` onto the checkpoint at `config` has a long chain: its parent is to be
@@ -350,28 +343,20 @@ impl DeltaPlanner {
     }
 }
 
-/// Counts a committed plan's appends per channel (one more link each) and starts the count of its
-/// channels stored whole over. Bounded like the lists: past that, every count starts over (a lost count
-/// only makes a chain longer, never a value wrong).
+/// Counts a committed plan's appends per channel (one more link each; an append stored whole because
+/// its base was gone starts over), and starts the count of the lists stored otherwise over (their chain
+/// is their cache entry's).
 fn count_appends(cache: &mut Cache, plan: &Plan, stored_whole: &[ChannelName], capacity: usize) {
-    let key = |channel: &ChannelName| (plan.thread.clone(), plan.ns.clone(), channel.clone());
-    for channel in &plan.appended {
-        if stored_whole.contains(channel) {
-            cache.appended.remove(&key(channel));
-        } else {
-            *cache.appended.entry(key(channel)).or_insert(0) += 1;
-        }
-    }
-    // A list stored otherwise starts over (its chain is its cache entry's); most saves append nothing,
-    // and no key is made for them.
-    if !cache.appended.is_empty() {
-        for channel in plan.whole.iter().chain(plan.updates.iter().map(|(k, _)| &k.2)) {
-            cache.appended.remove(&key(channel));
-        }
-    }
-    if cache.appended.len() > capacity.max(1) * 4 {
-        cache.appended.clear();
-    }
+    let (whole, appended): (Vec<&ChannelName>, Vec<&ChannelName>) =
+        plan.appended.iter().partition(|c| stored_whole.contains(c));
+    let otherwise = plan.whole.iter().chain(plan.updates.iter().map(|(k, _)| &k.2)).chain(whole);
+    cache.chains.stored(
+        &plan.thread,
+        &plan.ns,
+        appended.into_iter().map(|c| &**c),
+        otherwise.map(|c| &**c),
+        capacity,
+    );
 }
 
 /// A channel of a thread and namespace whose list a save stores whole after a long chain of appends.
@@ -428,22 +413,9 @@ fn whole_from_parent(
     mut parent: CheckpointTuple,
     compacted: &mut Vec<Compacted>,
 ) {
-    for channel in delta.long_chains(&config.thread_id, &config.checkpoint_ns, appends) {
-        let Some(base) = appends.get(&channel).map(|d| &d.base_version) else { continue };
-        let listed = parent.checkpoint.channel_versions.get(&channel) == Some(base);
-        let mut items = match parent.checkpoint.channel_values.remove(&channel) {
-            Some(Value::Array(items)) if listed => items,
-            // Listed without a value: the channel is empty, for a list the empty list.
-            None if listed => Vec::new(),
-            // Not the version the append extends: left as an append (its base is checked).
-            _ => continue,
-        };
-        if let Some(delta) = appends.remove(&channel) {
-            items.extend(delta.items);
-            checkpoint.channel_values.insert(channel.clone(), Value::Array(items));
-            compacted.push((config.thread_id.clone(), config.checkpoint_ns.clone(), channel));
-        }
-    }
+    let long = delta.long_chains(&config.thread_id, &config.checkpoint_ns, appends);
+    let whole = crate::savers::whole_from_parent(&mut parent, long, appends, &mut checkpoint.channel_values);
+    compacted.extend(whole.into_iter().map(|c| (config.thread_id.clone(), config.checkpoint_ns.clone(), c)));
 }
 
 #[cfg(test)]
