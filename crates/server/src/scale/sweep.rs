@@ -58,13 +58,27 @@ mod tests {
         let pool = sqlx::PgPool::connect(&uri).await.unwrap();
         crate::storage::postgres::migrate(&Db::new(pool.clone(), true)).await.unwrap();
         let db = Db::new(pool.clone(), true);
-        let interval = Duration::from_millis(400);
+        // A long interval, so that no claim comes due again while the machine is slow; the time passing
+        // is then the due time moved back.
+        let interval = Duration::from_secs(60);
         let claims = futures::future::join_all((0..4).map(|_| claim(&db, interval))).await;
         let won = claims.into_iter().map(Result::unwrap).filter(|c| *c).count();
         assert_eq!(won, 1, "one of four instances claims the sweep");
         assert!(!claim(&db, interval).await.unwrap(), "not due again at once");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        assert!(claim(&db, interval).await.unwrap(), "due half an interval later");
+        let ahead: f64 = sqlx::query_scalar(
+            "SELECT extract(epoch FROM due_at - now())::float8 FROM weft_server_sweeps WHERE name = $1",
+        )
+        .bind(THREAD_TTL)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        assert!((25.0..=30.0).contains(&ahead), "due half an interval on: in {ahead} s");
+        sqlx::query("UPDATE weft_server_sweeps SET due_at = now() - interval '1 millisecond'")
+            .execute(&pool)
+            .await
+            .unwrap();
+        assert!(claim(&db, interval).await.unwrap(), "claimed again once due");
+        assert!(!claim(&db, interval).await.unwrap(), "and not twice");
         pool.close().await;
         let drop = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
         sqlx::raw_sql(sqlx::AssertSqlSafe(drop)).execute(&mut conn).await.unwrap();

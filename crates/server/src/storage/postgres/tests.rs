@@ -1199,7 +1199,10 @@ async fn upgrading_a_large_table_lets_the_instances_at_work_write_on() {
     .await
     .unwrap();
     assert_eq!((version, leases), (super::SCHEMA_VERSION, 0), "recorded, and the upgrade's lease let go");
-    assert!(slowest < Duration::from_millis(300), "a write waited {slowest:?} during a {took:?} upgrade");
+    // Held for the whole upgrade, a write waited seconds (see above); a second allows for a machine whose
+    // two cores the other tests keep busy (a write waited over 300 ms under that load, in two runs of
+    // the suite of 2026-12-02).
+    assert!(slowest < Duration::from_secs(1), "a write waited {slowest:?} during a {took:?} upgrade");
 }
 
 /// An index left invalid (a concurrent build cut short) is built again by the next start, which records
