@@ -117,12 +117,10 @@ struct Entry {
 pub(crate) struct Plan {
     pub(crate) records: Vec<BlobRecord>,
     updates: Vec<(Key, Entry)>,
-    /// The thread and namespace planned for.
+    /// The channels stored as the engine's appends, with their thread and namespace (set only then).
+    appended: Vec<ChannelName>,
     thread: String,
     ns: String,
-    /// The channels stored as the engine's appends, and those stored whole.
-    appended: Vec<ChannelName>,
-    whole: Vec<ChannelName>,
 }
 
 /// Chooses between whole values and deltas, remembering the last stored list per channel.
@@ -158,12 +156,11 @@ impl DeltaPlanner {
         mut values: ChannelValues,
         new_versions: ChannelVersions,
     ) -> Plan {
-        let mut plan = Plan { thread: thread_id.to_owned(), ns: checkpoint_ns.to_owned(), ..Plan::default() };
+        let mut plan = Plan::default();
         for (channel, version) in new_versions {
             let value = values.remove(&*channel);
             let Some(Value::Array(items)) = value else {
                 let blob = value.as_ref().map(codec::encode_full);
-                plan.whole.push(channel.clone());
                 plan.records.push(BlobRecord { channel, version, base_version: None, blob, whole: None });
                 continue;
             };
@@ -195,7 +192,6 @@ impl DeltaPlanner {
                 }
                 None => {
                     let blob = Some(codec::encode_full_list(&items));
-                    plan.whole.push(channel.clone());
                     (
                         BlobRecord {
                             channel,
@@ -231,7 +227,10 @@ impl DeltaPlanner {
             }
         }
         let mut plan = self.plan(thread_id, checkpoint_ns, values, new_versions);
-        plan.appended.extend(appended.iter().map(|r| r.channel.clone()));
+        if !appended.is_empty() {
+            plan.appended.extend(appended.iter().map(|r| r.channel.clone()));
+            (plan.thread, plan.ns) = (thread_id.to_owned(), checkpoint_ns.to_owned());
+        }
         plan.records.extend(appended);
         plan
     }
@@ -239,7 +238,7 @@ impl DeltaPlanner {
     /// Remembers the lists of a committed plan; `stored_whole` names delta records that were stored whole
     /// instead (their base was gone).
     pub(crate) fn commit(&self, plan: Plan, stored_whole: &[ChannelName]) {
-        if plan.updates.is_empty() && plan.appended.is_empty() && plan.whole.is_empty() {
+        if plan.updates.is_empty() && plan.appended.is_empty() {
             return;
         }
         let Ok(mut cache) = self.cache.lock() else { return };
@@ -344,19 +343,16 @@ impl DeltaPlanner {
 }
 
 /// Counts a committed plan's appends per channel (one more link each; an append stored whole because
-/// its base was gone starts over), and starts the count of the lists stored otherwise over (their chain
-/// is their cache entry's).
+/// its base was gone starts over), and starts the count of the lists it planned itself over (stored
+/// whole or as a delta on a list it kept: their chain is their cache entry's).
 fn count_appends(cache: &mut Cache, plan: &Plan, stored_whole: &[ChannelName], capacity: usize) {
+    for (key, _) in &plan.updates {
+        cache.chains.forget(&key.0, &key.1, &key.2);
+    }
     let (whole, appended): (Vec<&ChannelName>, Vec<&ChannelName>) =
         plan.appended.iter().partition(|c| stored_whole.contains(c));
-    let otherwise = plan.whole.iter().chain(plan.updates.iter().map(|(k, _)| &k.2)).chain(whole);
-    cache.chains.stored(
-        &plan.thread,
-        &plan.ns,
-        appended.into_iter().map(|c| &**c),
-        otherwise.map(|c| &**c),
-        capacity,
-    );
+    let (appended, whole) = (appended.into_iter().map(|c| &**c), whole.into_iter().map(|c| &**c));
+    cache.chains.stored(&plan.thread, &plan.ns, appended, whole, capacity);
 }
 
 /// A channel of a thread and namespace whose list a save stores whole after a long chain of appends.
