@@ -394,10 +394,13 @@ fn bench_dir() -> PathBuf {
 /// Runs `weft-bench` (each workload in its own process), echoing and returning its JSON lines; fails
 /// when a workload failed or its check did.
 fn run_weft(binary: &Path, only: &[String], quick: bool) -> Result<Vec<String>, String> {
+    let programs = if only.is_empty() { Vec::new() } else { weft_programs(binary)? };
     let command = |names: &[&str]| {
         let mut command = Command::new(binary);
         if let [name] = names {
-            // `--only` runs in the binary's own process: one process per workload.
+            // `--only` runs in the program's own process: one process per workload, of the program that
+            // holds its group (`weft-bench` itself reports a name it does not know).
+            command = Command::new(program_of(&programs, name).unwrap_or(binary));
             command.args(["--only", name]);
         }
         if quick {
@@ -470,6 +473,7 @@ const ROUND_MIN_TIME: &str = "1";
 /// table is printed. A row LangGraph's script does not list is run on weft's side only.
 fn compare(binary: &Path, args: &Args) -> Result<(), String> {
     let engine = list_workloads(binary)?;
+    let programs = weft_programs(binary)?;
     let names: Vec<String> = if args.only.is_empty() {
         engine.clone()
     } else {
@@ -491,7 +495,8 @@ fn compare(binary: &Path, args: &Args) -> Result<(), String> {
                 if side == "langgraph" && !langgraph.contains(name) {
                     continue;
                 }
-                let lines = match capture(&mut side_command(side, &python, binary, name, args.quick), true) {
+                let program = program_of(&programs, name).unwrap_or(binary);
+                let lines = match capture(&mut side_command(side, &python, program, name, args.quick), true) {
                     Ok(lines) => lines,
                     Err((lines, err)) => {
                         println!("{side}'s {name} failed: {err}");
@@ -689,6 +694,36 @@ fn list_workloads(binary: &Path) -> Result<Vec<String>, String> {
     Ok(compared_names(&String::from_utf8_lossy(&output.stdout)))
 }
 
+/// Each workload `weft-bench --list` prints, with the path of the program that runs it alone (named second
+/// on its line, built beside `weft-bench`).
+fn weft_programs(binary: &Path) -> Result<Vec<(String, PathBuf)>, String> {
+    let output =
+        Command::new(binary).arg("--list").output().map_err(|err| format!("cannot list workloads: {err}"))?;
+    let listed = listed_programs(&String::from_utf8_lossy(&output.stdout));
+    Ok(listed
+        .into_iter()
+        .map(|(name, program)| {
+            let path = binary.with_file_name(format!("{program}{}", std::env::consts::EXE_SUFFIX));
+            (name, path)
+        })
+        .collect())
+}
+
+/// The (workload, program) pairs of a `weft-bench --list` output: the name, then the program.
+fn listed_programs(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            Some((words.next()?.to_owned(), words.next().filter(|w| !w.starts_with('('))?.to_owned()))
+        })
+        .collect()
+}
+
+/// The program that runs `name` alone, if the listing has it.
+fn program_of<'a>(programs: &'a [(String, PathBuf)], name: &str) -> Option<&'a Path> {
+    programs.iter().find(|(listed, _)| listed == name).map(|(_, path)| path.as_path())
+}
+
 /// The names of a `--list` output `text` (weft-bench's or LangGraph's script's: a name first on each line),
 /// but those marked `weft only`.
 fn compared_names(text: &str) -> Vec<String> {
@@ -807,6 +842,29 @@ mod tests {
         let listed = "startup  (fresh process: import, build, compile, run a 3-node graph)\nloop1000\n\
                       loop1000_sqlite_syncoff  (supplementary)\n";
         assert_eq!(compared_names(listed), ["startup", "loop1000", "loop1000_sqlite_syncoff"]);
+    }
+
+    #[test]
+    fn each_workload_runs_in_the_program_its_listing_names() {
+        let listed = "loop1000  weft-bench-engine\nloop1000_sqlite_dsync  weft-bench-sqlite  (supplementary)\n\
+                      server_run_wait  weft-bench-run-wait  (supplementary, weft only)\nstray  (supplementary)\n";
+        let pairs = listed_programs(listed);
+        let names: Vec<(&str, &str)> = pairs.iter().map(|(n, p)| (n.as_str(), p.as_str())).collect();
+        assert_eq!(
+            names,
+            [
+                ("loop1000", "weft-bench-engine"),
+                ("loop1000_sqlite_dsync", "weft-bench-sqlite"),
+                ("server_run_wait", "weft-bench-run-wait")
+            ]
+        );
+        let paths: Vec<(String, PathBuf)> =
+            pairs.into_iter().map(|(n, p)| (n, Path::new("/t/release").join(p))).collect();
+        assert_eq!(
+            program_of(&paths, "loop1000_sqlite_dsync"),
+            Some(Path::new("/t/release/weft-bench-sqlite"))
+        );
+        assert_eq!(program_of(&paths, "stray"), None);
     }
 
     #[test]

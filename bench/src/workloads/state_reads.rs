@@ -33,17 +33,14 @@ const THREAD: &str = "bench-get-state";
 /// Turns of the chat thread.
 const TURNS: usize = 1000;
 
-/// Where the thread's checkpoints are kept, and what to remove at the end.
-enum Store {
-    Memory,
-    Sqlite(PathBuf),
-    Postgres(Arc<PostgresSaver>, String),
-}
+/// Removes what a `get_state` row made (its database folder, its schema) at the end; a closure, so that a
+/// program links only the backend it runs.
+type Remove = Box<dyn FnOnce(&Runtime) -> Result<(), String>>;
 
 struct GetState {
     graph: CompiledGraph<CountState>,
     config: RunnableConfig,
-    store: Store,
+    remove: Option<Remove>,
 }
 
 impl Workload for GetState {
@@ -64,15 +61,10 @@ impl Workload for GetState {
         })
     }
 
-    /// Removes the database file or the schema.
+    /// Removes the database folder or the schema.
     fn extra(&mut self, rt: &Runtime, _: &Options) -> Result<Line, String> {
-        match &self.store {
-            Store::Memory => {}
-            Store::Sqlite(dir) => std::fs::remove_dir_all(dir).map_err(err)?,
-            Store::Postgres(saver, schema) => {
-                let sql = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
-                rt.block_on(sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(saver.pool())).map_err(err)?;
-            }
+        if let Some(remove) = self.remove.take() {
+            remove(rt)?;
         }
         let mut line = Line::new();
         line.insert("checkpoints_on_thread".into(), json!(1002));
@@ -81,14 +73,14 @@ impl Workload for GetState {
 }
 
 /// Compiles loop1000 on `saver` and runs it once on [`THREAD`] (the setup of a `get_state` row).
-fn filled(rt: &Runtime, saver: Arc<dyn Checkpointer>, store: Store) -> Result<GetState, String> {
+fn filled(rt: &Runtime, saver: Arc<dyn Checkpointer>, remove: Option<Remove>) -> Result<GetState, String> {
     let graph = graphs::counting_loop(1000, None)
         .compile_with(CompileConfig::new().checkpointer(saver))
         .map_err(err)?;
     let config = RunnableConfig::default().with_recursion_limit(2000).with_configurable("thread_id", THREAD);
     let out = rt.block_on(graph.invoke(CountState::update().count(0), &config)).map_err(err)?;
     ensure(out.value.count == 1000, || format!("the filling run ended at {:?}", out.value))?;
-    Ok(GetState { graph, config, store })
+    Ok(GetState { graph, config, remove })
 }
 
 fn get_state(
@@ -102,7 +94,7 @@ fn get_state(
 
 /// `get_state_1000_memory`: on the in-memory saver.
 pub(crate) fn get_state_1000_memory(opts: &Options) -> Result<Line, String> {
-    get_state(opts, "get_state_1000_memory", |rt| filled(rt, Arc::new(InMemorySaver::new()), Store::Memory))
+    get_state(opts, "get_state_1000_memory", |rt| filled(rt, Arc::new(InMemorySaver::new()), None))
 }
 
 /// A fresh folder for this process's SQLite file.
@@ -123,7 +115,8 @@ pub(crate) fn get_state_1000_sqlite(opts: &Options) -> Result<Line, String> {
     get_state(opts, "get_state_1000_sqlite", |rt| {
         let dir = sqlite_dir("get_state_1000_sqlite")?;
         let saver = open_sqlite(rt, &dir)?;
-        filled(rt, Arc::new(saver), Store::Sqlite(dir))
+        let remove: Remove = Box::new(move |_| std::fs::remove_dir_all(&dir).map_err(err));
+        filled(rt, Arc::new(saver), Some(remove))
     })
 }
 
@@ -140,7 +133,12 @@ pub(crate) fn get_state_1000_postgres(opts: &Options) -> Result<Line, String> {
         let schema = format!("weft_bench_get_state_{}", std::process::id());
         let options = PostgresOptions { max_connections: 4, ..PostgresOptions::default() }.schema(&schema);
         let saver = Arc::new(rt.block_on(PostgresSaver::connect_with(&url, options)).map_err(err)?);
-        filled(rt, saver.clone(), Store::Postgres(saver, schema))
+        let pool = saver.pool().clone();
+        let remove: Remove = Box::new(move |rt| {
+            let sql = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
+            rt.block_on(sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&pool)).map(drop).map_err(err)
+        });
+        filled(rt, saver, Some(remove))
     })
 }
 

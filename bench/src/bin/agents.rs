@@ -1,0 +1,7 @@
+//! `weft-bench-agents`: the workloads of the `AGENTS` group alone, each run as `weft-bench` runs it.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    weft_bench::main(&[&weft_bench::AGENTS])
+}

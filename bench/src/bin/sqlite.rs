@@ -1,0 +1,7 @@
+//! `weft-bench-sqlite`: the workloads of the `SQLITE` group alone, each run as `weft-bench` runs it.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    weft_bench::main(&[&weft_bench::SQLITE])
+}
