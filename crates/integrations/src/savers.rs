@@ -229,3 +229,181 @@ pub(crate) fn whole_from_parent(
     }
     whole
 }
+
+/// A channel of a thread: (thread, namespace, channel).
+pub(crate) type ListKey = (String, String, std::sync::Arc<str>);
+
+/// The last list a saver stored for a channel, which the channel's next version is compared with.
+#[derive(Debug, Clone)]
+pub(crate) struct LastList {
+    /// The version it was stored at.
+    pub(crate) version: std::sync::Arc<str>,
+    /// The whole list.
+    pub(crate) items: std::sync::Arc<Vec<serde_json::Value>>,
+    /// Deltas stored since the channel's last whole value.
+    pub(crate) chain: usize,
+    /// Its size ([`list_bytes`]), what the memory bound counts.
+    pub(crate) bytes: usize,
+    used: u64,
+}
+
+impl LastList {
+    /// The list `items` of a channel at `version`, `chain` deltas after its last whole value.
+    pub(crate) fn new(
+        version: std::sync::Arc<str>,
+        items: std::sync::Arc<Vec<serde_json::Value>>,
+        chain: usize,
+        bytes: usize,
+    ) -> Self {
+        Self { version, items, chain, bytes, used: 0 }
+    }
+}
+
+/// About the bytes `items` take encoded as JSON, without encoding them: the measure of [`LastLists`]'
+/// bound (its lists' memory is a small multiple of it).
+pub(crate) fn list_bytes(items: &[serde_json::Value]) -> usize {
+    fn value(v: &serde_json::Value) -> usize {
+        match v {
+            serde_json::Value::Null | serde_json::Value::Bool(_) | serde_json::Value::Number(_) => 8,
+            serde_json::Value::String(s) => s.len() + 2,
+            serde_json::Value::Array(items) => 2 + list_bytes(items),
+            serde_json::Value::Object(map) => {
+                2 + map.iter().map(|(k, v)| k.len() + 4 + value(v)).sum::<usize>()
+            }
+        }
+    }
+    items.iter().map(|v| value(v) + 1).sum()
+}
+
+/// The last list a saver stored per channel (a value that starts with it is stored as its new items),
+/// bounded by count and by size: past either bound the least recently stored lists are forgotten first,
+/// and a list larger than the whole size bound is not kept (its channel's versions are then stored
+/// whole). Forgetting only costs storage: the next version of that channel is stored whole.
+#[derive(Debug)]
+pub(crate) struct LastLists {
+    lists: std::collections::HashMap<ListKey, LastList>,
+    clock: u64,
+    bytes: usize,
+    max_lists: usize,
+    max_bytes: usize,
+}
+
+impl LastLists {
+    /// An empty memory of at most `max_lists` lists and `max_bytes` of them.
+    pub(crate) fn new(max_lists: usize, max_bytes: usize) -> Self {
+        Self { lists: std::collections::HashMap::new(), clock: 0, bytes: 0, max_lists, max_bytes }
+    }
+
+    /// The last list of `key`.
+    pub(crate) fn get(&self, key: &ListKey) -> Option<&LastList> {
+        self.lists.get(key)
+    }
+
+    /// Remembers `list` as the last of `key`, then forgets the oldest lists past the bounds.
+    pub(crate) fn insert(&mut self, key: ListKey, mut list: LastList) {
+        self.remove(&key);
+        if list.bytes > self.max_bytes || self.max_lists == 0 {
+            return;
+        }
+        self.clock += 1;
+        list.used = self.clock;
+        self.bytes += list.bytes;
+        self.lists.insert(key, list);
+        if self.lists.len() <= self.max_lists && self.bytes <= self.max_bytes {
+            return;
+        }
+        let mut by_age: Vec<(u64, ListKey)> = self.lists.iter().map(|(k, l)| (l.used, k.clone())).collect();
+        by_age.sort_unstable_by_key(|(used, _)| *used);
+        for (_, key) in by_age {
+            if self.lists.len() <= self.max_lists && self.bytes <= self.max_bytes {
+                break;
+            }
+            self.remove(&key);
+        }
+    }
+
+    /// Forgets the last list of `key`.
+    pub(crate) fn remove(&mut self, key: &ListKey) {
+        if let Some(old) = self.lists.remove(key) {
+            self.bytes -= old.bytes;
+        }
+    }
+
+    /// Forgets a thread's lists.
+    pub(crate) fn forget_thread(&mut self, thread_id: &str) {
+        let before = self.lists.len();
+        self.lists.retain(|(thread, _, _), _| thread != thread_id);
+        if self.lists.len() != before {
+            self.bytes = self.lists.values().map(|l| l.bytes).sum();
+        }
+    }
+
+    /// How many lists and bytes are remembered.
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> (usize, usize) {
+        (self.lists.len(), self.bytes)
+    }
+}
+
+#[cfg(test)]
+mod last_lists_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn key(thread: &str) -> ListKey {
+        (thread.to_owned(), String::new(), Arc::from("m"))
+    }
+
+    fn list(text: &str) -> LastList {
+        let items = vec![json!(text)];
+        let bytes = list_bytes(&items);
+        LastList::new(Arc::from("1"), Arc::new(items), 0, bytes)
+    }
+
+    #[test]
+    fn sizes_are_about_the_json_encoding() {
+        let items = vec![json!({"type": "human", "content": "hello there"}), json!([1, null]), json!("x")];
+        let encoded: usize = items.iter().map(|v| v.to_string().len() + 1).sum();
+        let estimate = list_bytes(&items);
+        assert!(estimate >= encoded && estimate <= 2 * encoded, "{estimate} against {encoded}");
+    }
+
+    #[test]
+    fn the_oldest_lists_go_first_past_either_bound() {
+        let one = list("0123456789").bytes;
+        let mut lists = LastLists::new(3, 10 * one);
+        for thread in ["a", "b", "c", "d"] {
+            lists.insert(key(thread), list("0123456789"));
+        }
+        assert_eq!(lists.held(), (3, 3 * one));
+        assert!(lists.get(&key("a")).is_none() && lists.get(&key("d")).is_some());
+
+        let mut lists = LastLists::new(100, 2 * one);
+        for thread in ["a", "b", "c"] {
+            lists.insert(key(thread), list("0123456789"));
+        }
+        assert_eq!(lists.held(), (2, 2 * one), "the size bound holds");
+        assert!(lists.get(&key("a")).is_none());
+        // Storing a channel again makes it the newest, and replaces its size.
+        lists.insert(key("b"), list("0123456789"));
+        lists.insert(key("e"), list("0123456789"));
+        assert!(lists.get(&key("b")).is_some() && lists.get(&key("c")).is_none());
+    }
+
+    #[test]
+    fn a_list_larger_than_the_bound_is_not_kept_and_forgetting_a_thread_frees_its_size() {
+        let mut lists = LastLists::new(10, 20);
+        lists.insert(key("a"), list("short"));
+        lists.insert(key("a"), list("a list much longer than twenty bytes"));
+        assert_eq!(lists.held(), (0, 0), "the older list of the channel is gone too");
+        lists.insert(key("a"), list("short"));
+        lists.insert(key("b"), list("tiny"));
+        lists.forget_thread("a");
+        assert_eq!(lists.held(), (1, list("tiny").bytes));
+    }
+}

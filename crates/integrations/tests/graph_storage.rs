@@ -74,7 +74,8 @@ fn chat(saver: Arc<dyn Checkpointer>) -> CompiledGraph<Chat> {
 }
 
 /// The delta storage of the chain tests: a whole list after 8 appended ones.
-const SHORT_CHAINS: DeltaStorage = DeltaStorage { enabled: true, snapshot_every: 8, cache_entries: 1024 };
+const SHORT_CHAINS: DeltaStorage =
+    DeltaStorage { enabled: true, snapshot_every: 8, cache_entries: 1024, cache_bytes: 64 << 20 };
 
 /// Runs turns `from..to` of a chat on `thread_id` (each its own invoke, as a chat thread has one run
 /// per message) and checks that every checkpoint reads back exactly.

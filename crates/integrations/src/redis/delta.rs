@@ -5,16 +5,16 @@
 //! whole list this saver last stored for that channel (same thread and namespace), only the new elements
 //! are stored; anything else (not a list, a changed head after a removal or replacement, a version this
 //! process has not seen) is stored whole. The last list of recently written channels is kept in memory
-//! (at most `cache_entries`); after a restart the first version written is whole. The base of each
+//! (at most `cache_entries` lists and `cache_bytes` of them); after a restart the first version
+//! written is whole. The base of each
 //! appended value is recorded in the namespace's `bases` hash, and the put script checks that it still
 //! exists (another process may have pruned it), storing the value whole when it does not.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::savers::AppendChains;
+use crate::savers::{AppendChains, LastList, LastLists, list_bytes};
 
 /// How growing lists are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,23 +23,14 @@ pub(crate) struct DeltaConfig {
     pub(crate) snapshot_every: usize,
     /// How many channels' last lists are remembered.
     pub(crate) cache_entries: usize,
+    /// How large they may be together (about their JSON size).
+    pub(crate) cache_bytes: usize,
 }
 
 impl DeltaConfig {
     fn enabled(self) -> bool {
-        self.snapshot_every > 1 && self.cache_entries > 0
+        self.snapshot_every > 1 && self.cache_entries > 0 && self.cache_bytes > 0
     }
-}
-
-type Key = (String, String, String);
-
-#[derive(Debug, Clone)]
-struct Entry {
-    version: String,
-    items: Arc<Vec<Value>>,
-    /// Appended values stored since the last whole one.
-    chain: usize,
-    used: u64,
 }
 
 /// How one list value is to be stored.
@@ -49,6 +40,8 @@ pub(crate) struct ListPlan {
     /// `Some((base version, appended from index))` for an appended value.
     pub(crate) base: Option<(String, usize)>,
     chain: usize,
+    /// The list's size ([`list_bytes`]).
+    bytes: usize,
 }
 
 /// Remembers the last stored list per (thread, namespace, channel).
@@ -58,17 +51,17 @@ pub(crate) struct DeltaPlanner {
     cache: Mutex<Cache>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Cache {
-    entries: HashMap<Key, Entry>,
-    clock: u64,
+    lists: LastLists,
     /// The engine's appends stored in a row per channel (see [`DeltaPlanner::is_long`]).
     chains: AppendChains,
 }
 
 impl DeltaPlanner {
     pub(crate) fn new(config: DeltaConfig) -> Self {
-        Self { config, cache: Mutex::new(Cache::default()) }
+        let lists = LastLists::new(config.cache_entries, config.cache_bytes);
+        Self { config, cache: Mutex::new(Cache { lists, chains: AppendChains::default() }) }
     }
 
     /// How to store `items`, the list of `channel` at `version`.
@@ -82,21 +75,25 @@ impl DeltaPlanner {
     ) -> ListPlan {
         let items = Arc::new(items);
         if !self.config.enabled() {
-            return ListPlan { items, base: None, chain: 0 };
+            return ListPlan { items, base: None, chain: 0, bytes: 0 };
         }
-        let key = (thread_id.to_owned(), ns.to_owned(), channel.to_owned());
-        let last = self.cache.lock().ok().and_then(|cache| cache.entries.get(&key).cloned());
+        let key = (thread_id.to_owned(), ns.to_owned(), Arc::from(channel));
+        let last = self.cache.lock().ok().and_then(|cache| cache.lists.get(&key).cloned());
         match last {
             Some(last)
                 if last.chain + 1 < self.config.snapshot_every
-                    && last.version != version
+                    && *last.version != *version
                     && items.len() >= last.items.len()
                     && items[..last.items.len()] == last.items[..] =>
             {
                 let from = last.items.len();
-                ListPlan { items, base: Some((last.version, from)), chain: last.chain + 1 }
+                let bytes = last.bytes + list_bytes(&items[from..]);
+                ListPlan { items, base: Some((last.version.to_string(), from)), chain: last.chain + 1, bytes }
             }
-            _ => ListPlan { items, base: None, chain: 0 },
+            _ => {
+                let bytes = list_bytes(&items);
+                ListPlan { items, base: None, chain: 0, bytes }
+            }
         }
     }
 
@@ -118,21 +115,8 @@ impl DeltaPlanner {
         }
         let Ok(mut cache) = self.cache.lock() else { return };
         for (channel, version, plan) in stored {
-            cache.clock += 1;
-            let entry = Entry {
-                version: version.to_owned(),
-                items: plan.items.clone(),
-                chain: plan.chain,
-                used: cache.clock,
-            };
-            cache.entries.insert((thread_id.to_owned(), ns.to_owned(), channel.to_owned()), entry);
-        }
-        while cache.entries.len() > self.config.cache_entries {
-            let oldest = cache.entries.iter().min_by_key(|(_, e)| e.used).map(|(k, _)| k.clone());
-            match oldest {
-                Some(key) => cache.entries.remove(&key),
-                None => break,
-            };
+            let list = LastList::new(Arc::from(version), plan.items.clone(), plan.chain, plan.bytes);
+            cache.lists.insert((thread_id.to_owned(), ns.to_owned(), Arc::from(channel)), list);
         }
     }
 
@@ -161,7 +145,7 @@ impl DeltaPlanner {
         let Ok(mut cache) = self.cache.lock() else { return };
         let appended: Vec<&str> = appended.into_iter().collect();
         for channel in &appended {
-            cache.entries.remove(&(thread_id.to_owned(), ns.to_owned(), (*channel).to_owned()));
+            cache.lists.remove(&(thread_id.to_owned(), ns.to_owned(), Arc::from(*channel)));
         }
         cache.chains.stored(thread_id, ns, appended, whole, self.config.cache_entries);
     }
@@ -169,7 +153,7 @@ impl DeltaPlanner {
     /// Forgets a thread's lists (it was pruned, deleted or replaced).
     pub(crate) fn forget_thread(&self, thread_id: &str) {
         if let Ok(mut cache) = self.cache.lock() {
-            cache.entries.retain(|(thread, _, _), _| thread != thread_id);
+            cache.lists.forget_thread(thread_id);
             cache.chains.forget_thread(thread_id);
         }
     }
@@ -184,7 +168,7 @@ mod tests {
     use super::*;
 
     fn planner(snapshot_every: usize, cache_entries: usize) -> DeltaPlanner {
-        DeltaPlanner::new(DeltaConfig { snapshot_every, cache_entries })
+        DeltaPlanner::new(DeltaConfig { snapshot_every, cache_entries, cache_bytes: 64 << 20 })
     }
 
     fn put(p: &DeltaPlanner, thread: &str, version: &str, items: Vec<Value>) -> Option<(String, usize)> {
@@ -218,7 +202,7 @@ mod tests {
         for thread in ["a", "b", "c"] {
             put(&p, thread, "1", vec![json!(1)]);
         }
-        assert_eq!(p.cache.lock().unwrap().entries.len(), 2);
+        assert_eq!(p.cache.lock().unwrap().lists.held().0, 2);
         assert_eq!(put(&p, "a", "2", vec![json!(1), json!(2)]), None, "the oldest was forgotten");
         assert!(put(&p, "c", "2", vec![json!(1), json!(2)]).is_some());
     }

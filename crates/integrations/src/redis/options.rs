@@ -21,6 +21,7 @@ pub struct RedisOptions {
     pub(crate) connection_timeout: Duration,
     pub(crate) snapshot_every: usize,
     pub(crate) delta_cache_entries: usize,
+    pub(crate) delta_cache_bytes: usize,
 }
 
 impl RedisOptions {
@@ -39,6 +40,7 @@ impl RedisOptions {
             connection_timeout: Duration::from_secs(2),
             snapshot_every: 64,
             delta_cache_entries: 1024,
+            delta_cache_bytes: 64 << 20,
         }
     }
 
@@ -89,6 +91,15 @@ impl RedisOptions {
         self
     }
 
+    /// How large the lists kept to compare with may be together, measured as about their JSON size
+    /// (default 64 MiB; their memory is a small multiple of it). Past it, or past `cache_entries`, the
+    /// least recently stored are forgotten (their channel's next version is then stored whole); a list
+    /// larger than this is not kept, so each version of its channel is stored whole.
+    pub fn delta_cache_bytes(mut self, bytes: usize) -> Self {
+        self.delta_cache_bytes = bytes;
+        self
+    }
+
     /// The URL with its password replaced by `***`.
     pub fn redacted_url(&self) -> String {
         redact_url(&self.url)
@@ -108,6 +119,7 @@ impl fmt::Debug for RedisOptions {
             .field("connection_timeout", &self.connection_timeout)
             .field("snapshot_every", &self.snapshot_every)
             .field("delta_cache_entries", &self.delta_cache_entries)
+            .field("delta_cache_bytes", &self.delta_cache_bytes)
             .finish()
     }
 }

@@ -61,6 +61,7 @@ impl RedisSaver {
             deltas: Arc::new(DeltaPlanner::new(DeltaConfig {
                 snapshot_every: options.snapshot_every,
                 cache_entries: options.delta_cache_entries,
+                cache_bytes: options.delta_cache_bytes,
             })),
             options,
         })

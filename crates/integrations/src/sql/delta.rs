@@ -13,7 +13,8 @@
 //! stored, and every [`DeltaStorage::snapshot_every`] deltas in a row the whole list is stored again. A
 //! value that is not a list, or a list whose head changed (`add_messages` replacing or removing a
 //! message), is stored whole. The last stored list of each recently written channel is kept in memory
-//! (bounded by [`DeltaStorage::cache_entries`]); after a restart the first version written is whole.
+//! (bounded by [`DeltaStorage::cache_entries`] and [`DeltaStorage::cache_bytes`]); after a restart the
+//! first version written is whole.
 //!
 //! The engine's appends are chained the same way: the planner counts, per channel, the appends stored in
 //! a row since its last whole value, and once a count reaches `snapshot_every` the saver reads the
@@ -23,7 +24,7 @@
 //! process's own: after a restart, or for a thread other processes also write, a chain may grow longer
 //! before it is cut, never wrong.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -33,7 +34,7 @@ use weft_graph::checkpoint::{
 };
 
 use super::codec;
-use crate::savers::AppendChains;
+use crate::savers::{AppendChains, LastList, LastLists, ListKey, list_bytes};
 
 /// How a SQL saver stores channels whose value only grows at the end (message lists).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,11 +46,15 @@ pub struct DeltaStorage {
     /// How many channels' last values are remembered (default 1,024; each holds a reference to the
     /// list the engine saved).
     pub cache_entries: usize,
+    /// How large those values may be together, measured as about their JSON size (default 64 MiB; the
+    /// memory they take is a small multiple of it). Past either bound the least recently stored are
+    /// forgotten; a list larger than this is not kept, so each version of its channel is stored whole.
+    pub cache_bytes: usize,
 }
 
 impl Default for DeltaStorage {
     fn default() -> Self {
-        Self { enabled: true, snapshot_every: 64, cache_entries: 1024 }
+        Self { enabled: true, snapshot_every: 64, cache_entries: 1024, cache_bytes: 64 << 20 }
     }
 }
 
@@ -101,22 +106,13 @@ impl BlobRecord {
     }
 }
 
-type Key = (String, String, ChannelName);
-
-#[derive(Debug, Clone)]
-struct Entry {
-    version: ChannelVersion,
-    items: Arc<Vec<Value>>,
-    /// Deltas stored since the last whole value.
-    chain: usize,
-    used: u64,
-}
+type Key = ListKey;
 
 /// What a `put` stores, and how the memory of last values changes once it is committed.
 #[derive(Debug, Default)]
 pub(crate) struct Plan {
     pub(crate) records: Vec<BlobRecord>,
-    updates: Vec<(Key, Entry)>,
+    updates: Vec<(Key, LastList)>,
     /// The channels stored as the engine's appends, with their thread and namespace (set only then).
     appended: Vec<ChannelName>,
     thread: String,
@@ -130,10 +126,9 @@ pub(crate) struct DeltaPlanner {
     cache: Mutex<Cache>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Cache {
-    entries: HashMap<Key, Entry>,
-    clock: u64,
+    lists: LastLists,
     /// The engine's appends stored in a row per channel (see [`DeltaPlanner::long_chains`]).
     chains: AppendChains,
 }
@@ -141,11 +136,15 @@ struct Cache {
 impl DeltaPlanner {
     /// A planner with `config`.
     pub(crate) fn new(config: DeltaStorage) -> Self {
-        Self { config, cache: Mutex::new(Cache::default()) }
+        let lists = LastLists::new(config.cache_entries, config.cache_bytes);
+        Self { config, cache: Mutex::new(Cache { lists, chains: AppendChains::default() }) }
     }
 
     pub(crate) fn enabled(&self) -> bool {
-        self.config.enabled && self.config.snapshot_every > 1 && self.config.cache_entries > 0
+        self.config.enabled
+            && self.config.snapshot_every > 1
+            && self.config.cache_entries > 0
+            && self.config.cache_bytes > 0
     }
 
     /// The records for the channels in `new_versions` (values taken from `values`).
@@ -170,7 +169,7 @@ impl DeltaPlanner {
                 continue;
             }
             let key = (thread_id.to_owned(), checkpoint_ns.to_owned(), channel.clone());
-            let last = self.cache.lock().ok().and_then(|c| c.entries.get(&key).cloned());
+            let last = self.cache.lock().ok().and_then(|c| c.lists.get(&key).cloned());
             let items = Arc::new(items);
             let extends = last.filter(|last| {
                 last.chain + 1 < self.config.snapshot_every
@@ -178,9 +177,11 @@ impl DeltaPlanner {
                     && items.len() >= last.items.len()
                     && items[..last.items.len()] == last.items[..]
             });
-            let (record, chain) = match extends {
+            let (record, chain, bytes) = match extends {
                 Some(last) => {
-                    let blob = codec::encode_append(&items[last.items.len()..]);
+                    let new_items = &items[last.items.len()..];
+                    let bytes = last.bytes + list_bytes(new_items);
+                    let blob = codec::encode_append(new_items);
                     let record = BlobRecord {
                         channel,
                         version: version.clone(),
@@ -188,7 +189,7 @@ impl DeltaPlanner {
                         blob: Some(blob),
                         whole: Some(Arc::clone(&items)),
                     };
-                    (record, last.chain + 1)
+                    (record, last.chain + 1, bytes)
                 }
                 None => {
                     let blob = Some(codec::encode_full_list(&items));
@@ -201,11 +202,12 @@ impl DeltaPlanner {
                             whole: None,
                         },
                         0,
+                        list_bytes(&items),
                     )
                 }
             };
             plan.records.push(record);
-            plan.updates.push((key, Entry { version, items, chain, used: 0 }));
+            plan.updates.push((key, LastList::new(version, items, chain, bytes)));
         }
         plan
     }
@@ -243,20 +245,11 @@ impl DeltaPlanner {
         }
         let Ok(mut cache) = self.cache.lock() else { return };
         count_appends(&mut cache, &plan, stored_whole, self.config.cache_entries);
-        for (key, mut entry) in plan.updates {
+        for (key, mut list) in plan.updates {
             if stored_whole.contains(&key.2) {
-                entry.chain = 0;
+                list.chain = 0;
             }
-            cache.clock += 1;
-            entry.used = cache.clock;
-            cache.entries.insert(key, entry);
-        }
-        let capacity = self.config.cache_entries;
-        if cache.entries.len() > capacity {
-            let mut ages: Vec<u64> = cache.entries.values().map(|e| e.used).collect();
-            ages.sort_unstable();
-            let cutoff = ages[ages.len() - capacity];
-            cache.entries.retain(|_, e| e.used >= cutoff);
+            cache.lists.insert(key, list);
         }
     }
 
@@ -279,7 +272,7 @@ impl DeltaPlanner {
     /// Forgets the lists of a thread (it was pruned, deleted or replaced).
     pub(crate) fn forget_thread(&self, thread_id: &str) {
         if let Ok(mut cache) = self.cache.lock() {
-            cache.entries.retain(|(thread, _, _), _| thread != thread_id);
+            cache.lists.forget_thread(thread_id);
             cache.chains.forget_thread(thread_id);
         }
     }
@@ -291,7 +284,7 @@ impl DeltaPlanner {
         }
         if let Ok(mut cache) = self.cache.lock() {
             for key in lists {
-                cache.entries.remove(key);
+                cache.lists.remove(key);
                 cache.chains.forget(&key.0, &key.1, &key.2);
             }
         }
@@ -541,6 +534,24 @@ mod tests {
             let plan = p.plan(thread, "", values(&[("m", json!([1]))]), versions(&[("m", "1")]));
             p.commit(plan, &[]);
         }
-        assert_eq!(p.cache.lock().unwrap().entries.len(), 2);
+        assert_eq!(p.cache.lock().unwrap().lists.held().0, 2);
+    }
+
+    #[test]
+    fn the_cache_stays_within_its_size_and_a_forgotten_list_is_stored_whole_next() {
+        let p = DeltaPlanner::new(DeltaStorage { cache_bytes: 100, ..DeltaStorage::default() });
+        let long = Value::Array(vec![json!("0123456789"); 5]);
+        for thread in ["a", "b", "c"] {
+            let plan = p.plan(thread, "", values(&[("m", long.clone())]), versions(&[("m", "1")]));
+            p.commit(plan, &[]);
+        }
+        let (lists, bytes) = p.cache.lock().unwrap().lists.held();
+        assert!(lists == 1 && bytes <= 100, "{lists} lists, {bytes} bytes");
+        let grown = Value::Array(vec![json!("0123456789"); 6]);
+        for (thread, extends) in [("c", true), ("a", false)] {
+            let plan = p.plan(thread, "", values(&[("m", grown.clone())]), versions(&[("m", "2")]));
+            assert_eq!(plan.records[0].base_version.is_some(), extends, "thread {thread}");
+            p.commit(plan, &[]);
+        }
     }
 }
