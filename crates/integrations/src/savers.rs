@@ -309,16 +309,12 @@ impl LastLists {
         list.used = self.clock;
         self.bytes += list.bytes;
         self.lists.insert(key, list);
-        if self.lists.len() <= self.max_lists && self.bytes <= self.max_bytes {
-            return;
-        }
-        let mut by_age: Vec<(u64, ListKey)> = self.lists.iter().map(|(k, l)| (l.used, k.clone())).collect();
-        by_age.sort_unstable_by_key(|(used, _)| *used);
-        for (_, key) in by_age {
-            if self.lists.len() <= self.max_lists && self.bytes <= self.max_bytes {
+        // Past a bound, usually by one list: the oldest found by a scan, only its key copied.
+        while self.lists.len() > self.max_lists || self.bytes > self.max_bytes {
+            let Some(oldest) = self.lists.iter().min_by_key(|(_, l)| l.used).map(|(k, _)| k.clone()) else {
                 break;
-            }
-            self.remove(&key);
+            };
+            self.remove(&oldest);
         }
     }
 
