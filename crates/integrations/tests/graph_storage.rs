@@ -172,7 +172,9 @@ mod sqlite {
         // A chat: one run per turn, each appending a human and an AI message.
         chat_turns(saver.clone(), "chat", 0, 60).await;
         let longest = chains(&saver, "chat").await;
-        assert!((1..=8).contains(&longest), "longest chain of appended values: {longest}");
+        // A turn's input checkpoint may still be in flight when its reply's save reaches the count, and
+        // is not read: a link or two more before the save after it cuts the chain.
+        assert!((1..=10).contains(&longest), "longest chain of appended values: {longest}");
         // One long run: a message per superstep.
         run_and_check(saver.clone(), "long", 150).await;
         let longest = chains(&saver, "long").await;
@@ -250,7 +252,9 @@ mod postgres {
         };
         chat_turns(saver.clone(), "chat", 0, 60).await;
         let longest = chains("chat").await;
-        assert!((1..=8).contains(&longest), "longest chain of appended values: {longest}");
+        // As in one run below: a turn's input checkpoint may still be in flight when its reply's save
+        // reaches the count, and is not read; the save after it cuts the chain.
+        assert!((1..=10).contains(&longest), "longest chain of appended values: {longest}");
         run_and_check(saver.clone(), "long", 150).await;
         let longest = chains("long").await;
         // A parent still being stored (the save before the last, in flight) is not read: a link or two
