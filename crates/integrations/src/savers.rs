@@ -242,7 +242,8 @@ pub(crate) struct LastList {
     pub(crate) items: std::sync::Arc<Vec<serde_json::Value>>,
     /// Deltas stored since the channel's last whole value.
     pub(crate) chain: usize,
-    /// Its size ([`list_bytes`]), what the memory bound counts.
+    /// Its size as stored (about its JSON size: the encoded blobs, or [`list_bytes`]), what the memory
+    /// bound counts.
     pub(crate) bytes: usize,
     used: u64,
 }

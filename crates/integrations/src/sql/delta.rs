@@ -34,7 +34,7 @@ use weft_graph::checkpoint::{
 };
 
 use super::codec;
-use crate::savers::{AppendChains, LastList, LastLists, ListKey, list_bytes};
+use crate::savers::{AppendChains, LastList, LastLists, ListKey};
 
 /// How a SQL saver stores channels whose value only grows at the end (message lists).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,8 +180,9 @@ impl DeltaPlanner {
             let (record, chain, bytes) = match extends {
                 Some(last) => {
                     let new_items = &items[last.items.len()..];
-                    let bytes = last.bytes + list_bytes(new_items);
                     let blob = codec::encode_append(new_items);
+                    // The size the bound counts: the bytes just encoded, not another walk of the list.
+                    let bytes = last.bytes + blob.len();
                     let record = BlobRecord {
                         channel,
                         version: version.clone(),
@@ -192,18 +193,16 @@ impl DeltaPlanner {
                     (record, last.chain + 1, bytes)
                 }
                 None => {
-                    let blob = Some(codec::encode_full_list(&items));
-                    (
-                        BlobRecord {
-                            channel,
-                            version: version.clone(),
-                            base_version: None,
-                            blob,
-                            whole: None,
-                        },
-                        0,
-                        list_bytes(&items),
-                    )
+                    let blob = codec::encode_full_list(&items);
+                    let bytes = blob.len();
+                    let record = BlobRecord {
+                        channel,
+                        version: version.clone(),
+                        base_version: None,
+                        blob: Some(blob),
+                        whole: None,
+                    };
+                    (record, 0, bytes)
                 }
             };
             plan.records.push(record);
